@@ -1,0 +1,160 @@
+//! Endpoints: where bytes come from and where they go.
+//!
+//! A [`Source`] or [`Sink`] is what the user described (a path, `-`, a
+//! socket address, an open descriptor, a memory buffer). Opening one
+//! classifies it by `fstat` into an [`EndpointKind`], which is what
+//! mechanisms are matched against.
+
+mod address;
+mod file_sink;
+mod open;
+
+use std::fmt;
+use std::os::fd::OwnedFd;
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+pub use address::Address;
+pub(crate) use file_sink::FileSink;
+pub(crate) use open::{
+    open_sink, open_source, OpenSink, OpenSource, SinkIo, SinkOptions, SourceIo,
+};
+
+/// What an endpoint is, as far as choosing a mechanism goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+#[non_exhaustive]
+pub enum EndpointKind {
+    /// A regular file.
+    File,
+    /// A block device such as `/dev/loop0`.
+    BlockDevice,
+    /// A connected TCP socket.
+    Tcp,
+    /// A connected Unix stream socket.
+    Unix,
+    /// A pipe or FIFO.
+    Pipe,
+    /// A character device: a terminal, `/dev/null`, `/dev/zero`.
+    CharDevice,
+    /// A memory buffer (library only).
+    Memory,
+}
+
+impl EndpointKind {
+    /// Every kind, in the order tables print them.
+    pub const ALL: [EndpointKind; 7] = [
+        EndpointKind::File,
+        EndpointKind::BlockDevice,
+        EndpointKind::Tcp,
+        EndpointKind::Unix,
+        EndpointKind::Pipe,
+        EndpointKind::CharDevice,
+        EndpointKind::Memory,
+    ];
+
+    /// The kebab-case name used on the command line and in JSON.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EndpointKind::File => "file",
+            EndpointKind::BlockDevice => "block-device",
+            EndpointKind::Tcp => "tcp",
+            EndpointKind::Unix => "unix",
+            EndpointKind::Pipe => "pipe",
+            EndpointKind::CharDevice => "char-device",
+            EndpointKind::Memory => "memory",
+        }
+    }
+
+    /// Whether the endpoint has offsets (it can be read or written at any
+    /// position).
+    pub fn is_seekable(self) -> bool {
+        matches!(
+            self,
+            EndpointKind::File | EndpointKind::BlockDevice | EndpointKind::Memory
+        )
+    }
+
+    /// Whether the endpoint is a socket.
+    pub fn is_socket(self) -> bool {
+        matches!(self, EndpointKind::Tcp | EndpointKind::Unix)
+    }
+}
+
+impl fmt::Display for EndpointKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Where a flow reads from.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Source<'a> {
+    /// An address as typed on the command line: a path, `-` for stdin, or a
+    /// socket address.
+    Address(Address),
+    /// A descriptor the caller already opened (a socket, a pipe, a file),
+    /// classified by `fstat`; the label names it in messages.
+    Fd(OwnedFd, String),
+    /// Bytes in memory.
+    Memory(&'a [u8]),
+}
+
+/// Where a flow writes to.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Sink<'a> {
+    /// An address as typed on the command line: a path, `-` for stdout, or
+    /// a socket address.
+    Address(Address),
+    /// A descriptor the caller already opened, written from its current
+    /// position (for a seekable one) or as a stream.
+    Fd(OwnedFd, String),
+    /// A memory buffer written from its start (or the flow's sink offset).
+    Memory(&'a mut [u8]),
+}
+
+impl Source<'_> {
+    /// A source read from a path (a regular file or a block device).
+    pub fn path(path: impl Into<PathBuf>) -> Self {
+        Source::Address(Address::Path(path.into()))
+    }
+
+    /// Parses a command-line source: a path, `-`, `tcp://HOST:PORT`,
+    /// `tcp-listen://ADDR:PORT`, `unix://PATH` or `unix-listen://PATH`.
+    ///
+    /// # Errors
+    /// [`crate::Error::Usage`] for an unknown scheme or an empty address.
+    ///
+    /// # Examples
+    /// ```
+    /// let source = flexio::Source::parse("tcp-listen://127.0.0.1:0").unwrap();
+    /// assert!(matches!(source, flexio::Source::Address(_)));
+    /// ```
+    pub fn parse(text: &str) -> crate::Result<Self> {
+        Address::parse(text).map(Source::Address)
+    }
+}
+
+impl Sink<'_> {
+    /// A sink written to a path (a regular file or a block device).
+    pub fn path(path: impl Into<PathBuf>) -> Self {
+        Sink::Address(Address::Path(path.into()))
+    }
+
+    /// Parses a command-line sink; the same forms as [`Source::parse`].
+    ///
+    /// # Errors
+    /// [`crate::Error::Usage`] for an unknown scheme or an empty address.
+    ///
+    /// # Examples
+    /// ```
+    /// let sink = flexio::Sink::parse("-").unwrap();
+    /// assert!(matches!(sink, flexio::Sink::Address(flexio::Address::Stdio)));
+    /// ```
+    pub fn parse(text: &str) -> crate::Result<Self> {
+        Address::parse(text).map(Sink::Address)
+    }
+}

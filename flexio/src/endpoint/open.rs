@@ -1,0 +1,355 @@
+//! Opening endpoints and classifying them by `fstat`.
+
+use std::fs::{File, OpenOptions};
+use std::io::ErrorKind;
+use std::net::{TcpListener, TcpStream};
+use std::os::fd::OwnedFd;
+use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::PathBuf;
+
+use rustix::fs::{FileType, SeekFrom};
+use rustix::net::AddressFamily;
+
+use super::{Address, EndpointKind, FileSink, Sink, Source};
+use crate::error::{Error, Result};
+
+/// Called with the bound address when a `*-listen://` endpoint is ready to
+/// accept, so that a caller can tell its peer where to connect.
+pub(crate) type ListenHook<'h> = &'h mut dyn FnMut(&str);
+
+/// An opened source.
+pub(crate) struct OpenSource<'a> {
+    pub io: SourceIo<'a>,
+    pub kind: EndpointKind,
+    pub label: String,
+    /// The path to open again for `--verify`, when there is one.
+    pub path: Option<PathBuf>,
+    /// Size in bytes for files, block devices and memory.
+    pub size: Option<u64>,
+    /// Where a seekable descriptor source starts (stdin redirected from a
+    /// file starts at its current position).
+    pub base: u64,
+    /// Device and inode, for refusing to copy a file onto itself.
+    pub identity: Option<Identity>,
+    /// Permission bits of a regular-file source.
+    pub mode: Option<u32>,
+}
+
+/// An opened sink.
+pub(crate) struct OpenSink<'a> {
+    pub io: SinkIo<'a>,
+    pub kind: EndpointKind,
+    pub label: String,
+    /// The path to open again for `--verify`, when there is one.
+    pub path: Option<PathBuf>,
+    /// The most bytes a block device or memory sink can take.
+    pub capacity: Option<u64>,
+    /// Where writing starts on a seekable sink before `--seek`.
+    pub base: u64,
+}
+
+/// The bytes behind an opened source.
+pub(crate) enum SourceIo<'a> {
+    Fd(OwnedFd),
+    Memory(&'a [u8]),
+}
+
+/// The bytes behind an opened sink.
+pub(crate) enum SinkIo<'a> {
+    Fd(OwnedFd),
+    /// A new regular file, written beside its destination and renamed over
+    /// it at the end.
+    Fresh(FileSink),
+    Memory(&'a mut [u8]),
+}
+
+/// What identifies a file or device: the same identity on both ends means
+/// copying something onto itself.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Identity {
+    Inode { dev: u64, ino: u64 },
+    Device { rdev: u64 },
+}
+
+impl Identity {
+    fn of(meta: &std::fs::Metadata) -> Self {
+        if meta.file_type().is_block_device() {
+            Identity::Device { rdev: meta.rdev() }
+        } else {
+            Identity::Inode {
+                dev: meta.dev(),
+                ino: meta.ino(),
+            }
+        }
+    }
+}
+
+/// Opens and classifies a source.
+pub(crate) fn open_source<'a>(
+    source: Source<'a>,
+    on_listen: ListenHook<'_>,
+) -> Result<OpenSource<'a>> {
+    match source {
+        Source::Memory(bytes) => Ok(OpenSource {
+            io: SourceIo::Memory(bytes),
+            kind: EndpointKind::Memory,
+            label: "memory".into(),
+            path: None,
+            size: Some(bytes.len() as u64),
+            base: 0,
+            identity: None,
+            mode: None,
+        }),
+        Source::Fd(fd, label) => from_fd(fd, label, None),
+        Source::Address(Address::Path(path)) => {
+            let label = path.display().to_string();
+            let meta = std::fs::metadata(&path).map_err(|e| match e.kind() {
+                ErrorKind::NotFound => Error::usage(format!("{label}: no such source file")),
+                _ => Error::io("stat", &label, None, e),
+            })?;
+            if meta.is_dir() {
+                return Err(Error::usage(format!(
+                    "{label}: is a directory (flexio copy moves one file; name a file)"
+                )));
+            }
+            if meta.file_type().is_socket() {
+                return Err(Error::usage(format!(
+                    "{label}: is a socket; use unix://{label} to connect to it"
+                )));
+            }
+            let file = File::open(&path).map_err(|e| Error::io("open", &label, None, e))?;
+            let mut opened = from_fd(file.into(), label, Some(path))?;
+            opened.base = 0;
+            Ok(opened)
+        }
+        Source::Address(Address::Stdio) => {
+            let fd = rustix::io::fcntl_dupfd_cloexec(rustix::stdio::stdin(), 3)
+                .map_err(|e| Error::io("dup", "stdin", None, e))?;
+            from_fd(fd, "stdin".into(), None)
+        }
+        Source::Address(address) => {
+            let fd = open_socket(&address, on_listen)?;
+            from_fd(fd, address.to_string(), None)
+        }
+    }
+}
+
+/// How to open a sink.
+pub(crate) struct SinkOptions {
+    /// Write into an existing file instead of replacing it.
+    pub in_place: bool,
+    /// The source, to refuse writing a file onto itself.
+    pub source_identity: Option<Identity>,
+    /// Permission bits for a new regular file.
+    pub mode: Option<u32>,
+}
+
+/// Opens and classifies a sink.
+pub(crate) fn open_sink<'a>(
+    sink: Sink<'a>,
+    options: &SinkOptions,
+    on_listen: ListenHook<'_>,
+) -> Result<OpenSink<'a>> {
+    match sink {
+        Sink::Memory(bytes) => Ok(OpenSink {
+            capacity: Some(bytes.len() as u64),
+            io: SinkIo::Memory(bytes),
+            kind: EndpointKind::Memory,
+            label: "memory".into(),
+            path: None,
+            base: 0,
+        }),
+        Sink::Fd(fd, label) => sink_from_fd(fd, label),
+        Sink::Address(Address::Stdio) => {
+            let fd = rustix::io::fcntl_dupfd_cloexec(rustix::stdio::stdout(), 3)
+                .map_err(|e| Error::io("dup", "stdout", None, e))?;
+            sink_from_fd(fd, "stdout".into())
+        }
+        Sink::Address(Address::Path(path)) => open_sink_path(path, options),
+        Sink::Address(address) => {
+            let fd = open_socket(&address, on_listen)?;
+            sink_from_fd(fd, address.to_string())
+        }
+    }
+}
+
+fn open_sink_path<'a>(path: PathBuf, options: &SinkOptions) -> Result<OpenSink<'a>> {
+    let label = path.display().to_string();
+    let meta = match std::fs::metadata(&path) {
+        Ok(meta) => Some(meta),
+        Err(e) if e.kind() == ErrorKind::NotFound => None,
+        Err(e) => return Err(Error::io("stat", &label, None, e)),
+    };
+    let Some(meta) = meta else {
+        if options.in_place {
+            return Err(Error::usage(format!(
+                "{label}: --in-place needs an existing file"
+            )));
+        }
+        let file = FileSink::create(&path, options.mode)?;
+        return Ok(fresh(file, label, path));
+    };
+    if meta.is_dir() {
+        return Err(Error::usage(format!(
+            "{label}: is a directory (name the destination file)"
+        )));
+    }
+    if options.source_identity == Some(Identity::of(&meta)) {
+        return Err(Error::usage(format!(
+            "{label}: source and destination are the same file"
+        )));
+    }
+    let file_type = meta.file_type();
+    if meta.is_file() && !options.in_place {
+        // Replace the file a symlink points at, as cp does, not the link.
+        let target =
+            std::fs::canonicalize(&path).map_err(|e| Error::io("resolve", &label, None, e))?;
+        let file = FileSink::create(&target, options.mode)?;
+        return Ok(fresh(file, label, path));
+    }
+    if file_type.is_socket() {
+        return Err(Error::usage(format!(
+            "{label}: is a socket; use unix://{label} to connect to it"
+        )));
+    }
+    let file = OpenOptions::new()
+        .write(true)
+        .custom_flags(libc::O_CLOEXEC)
+        .open(&path)
+        .map_err(|e| Error::io("open", &label, None, e))?;
+    let mut opened = sink_from_fd(file.into(), label)?;
+    opened.path = Some(path);
+    opened.base = 0;
+    Ok(opened)
+}
+
+fn fresh<'a>(file: FileSink, label: String, path: PathBuf) -> OpenSink<'a> {
+    OpenSink {
+        io: SinkIo::Fresh(file),
+        kind: EndpointKind::File,
+        label,
+        path: Some(path),
+        capacity: None,
+        base: 0,
+    }
+}
+
+fn sink_from_fd<'a>(fd: OwnedFd, label: String) -> Result<OpenSink<'a>> {
+    let opened = from_fd(fd, label, None)?;
+    let capacity = match opened.kind {
+        EndpointKind::BlockDevice => opened.size,
+        _ => None,
+    };
+    let SourceIo::Fd(fd) = opened.io else {
+        unreachable!("from_fd returns a descriptor")
+    };
+    Ok(OpenSink {
+        io: SinkIo::Fd(fd),
+        kind: opened.kind,
+        label: opened.label,
+        path: opened.path,
+        capacity,
+        base: opened.base,
+    })
+}
+
+/// Classifies an open descriptor by `fstat` (and `getsockname` for sockets).
+fn from_fd<'a>(fd: OwnedFd, label: String, path: Option<PathBuf>) -> Result<OpenSource<'a>> {
+    let stat = rustix::fs::fstat(&fd).map_err(|e| Error::io("fstat", &label, None, e))?;
+    let file_type = FileType::from_raw_mode(stat.st_mode);
+    let kind = match file_type {
+        FileType::RegularFile => EndpointKind::File,
+        FileType::BlockDevice => EndpointKind::BlockDevice,
+        FileType::Fifo => EndpointKind::Pipe,
+        FileType::CharacterDevice => EndpointKind::CharDevice,
+        FileType::Socket => {
+            let address = rustix::net::getsockname(&fd)
+                .map_err(|e| Error::io("getsockname", &label, None, e))?;
+            match address.address_family() {
+                AddressFamily::UNIX => EndpointKind::Unix,
+                AddressFamily::INET | AddressFamily::INET6 => EndpointKind::Tcp,
+                other => {
+                    return Err(Error::usage(format!(
+                        "{label}: unsupported socket family {other:?}"
+                    )))
+                }
+            }
+        }
+        FileType::Directory => {
+            return Err(Error::usage(format!("{label}: is a directory")));
+        }
+        _ => return Err(Error::usage(format!("{label}: unsupported file type"))),
+    };
+    let (size, base) = match kind {
+        EndpointKind::File => {
+            let position = rustix::fs::seek(&fd, SeekFrom::Current(0)).unwrap_or(0);
+            (Some(stat.st_size as u64), position)
+        }
+        EndpointKind::BlockDevice => {
+            let size = rustix::fs::seek(&fd, SeekFrom::End(0))
+                .map_err(|e| Error::io("seek", &label, None, e))?;
+            (Some(size), 0)
+        }
+        _ => (None, 0),
+    };
+    let identity = match kind {
+        EndpointKind::File => Some(Identity::Inode {
+            dev: stat.st_dev,
+            ino: stat.st_ino,
+        }),
+        EndpointKind::BlockDevice => Some(Identity::Device { rdev: stat.st_rdev }),
+        _ => None,
+    };
+    let mode = (kind == EndpointKind::File).then_some(stat.st_mode & 0o7777);
+    Ok(OpenSource {
+        io: SourceIo::Fd(fd),
+        kind,
+        label,
+        path,
+        size,
+        base,
+        identity,
+        mode,
+    })
+}
+
+/// Connects, or binds and accepts exactly one connection.
+fn open_socket(address: &Address, on_listen: ListenHook<'_>) -> Result<OwnedFd> {
+    let label = address.to_string();
+    match address {
+        Address::TcpConnect(target) => {
+            let stream =
+                TcpStream::connect(target).map_err(|e| Error::io("connect", &label, None, e))?;
+            Ok(stream.into())
+        }
+        Address::TcpListen(bind) => {
+            let listener =
+                TcpListener::bind(bind).map_err(|e| Error::io("bind", &label, None, e))?;
+            let local = listener
+                .local_addr()
+                .map_err(|e| Error::io("getsockname", &label, None, e))?;
+            on_listen(&format!("tcp://{local}"));
+            let (stream, _) = listener
+                .accept()
+                .map_err(|e| Error::io("accept", &label, None, e))?;
+            Ok(stream.into())
+        }
+        Address::UnixConnect(path) => {
+            let stream =
+                UnixStream::connect(path).map_err(|e| Error::io("connect", &label, None, e))?;
+            Ok(stream.into())
+        }
+        Address::UnixListen(path) => {
+            let listener =
+                UnixListener::bind(path).map_err(|e| Error::io("bind", &label, None, e))?;
+            on_listen(&format!("unix://{}", path.display()));
+            let accepted = listener.accept();
+            // The path only served the rendezvous; do not leave it behind.
+            let _ = std::fs::remove_file(path);
+            let (stream, _) = accepted.map_err(|e| Error::io("accept", &label, None, e))?;
+            Ok(stream.into())
+        }
+        Address::Path(_) | Address::Stdio => unreachable!("not a socket address"),
+    }
+}

@@ -1,0 +1,128 @@
+//! The one error type of the library.
+//!
+//! Every I/O failure carries the operation that failed, the endpoint it
+//! touched and, where it has one, the byte offset, so that a one-line message
+//! is enough to act on.
+
+use std::io;
+
+use crate::endpoint::EndpointKind;
+use crate::mechanism::MechanismName;
+
+/// Everything that can go wrong while describing or running a flow.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The flow was described wrongly: a bad argument, a missing source, a
+    /// directory given as a file, a file copied onto itself.
+    #[error("{0}")]
+    Usage(String),
+
+    /// The chosen mechanism cannot move bytes between these two kinds of
+    /// endpoint.
+    #[error(
+        "{mechanism} cannot move {source_kind} -> {sink_kind}; mechanisms that can: {}",
+        alternatives.iter().map(|m| m.as_str()).collect::<Vec<_>>().join(", ")
+    )]
+    UnsupportedPair {
+        /// The mechanism that was asked for.
+        mechanism: MechanismName,
+        /// The kind of the source endpoint.
+        source_kind: EndpointKind,
+        /// The kind of the sink endpoint.
+        sink_kind: EndpointKind,
+        /// The mechanisms that do serve this pair.
+        alternatives: Vec<MechanismName>,
+    },
+
+    /// A system call failed.
+    #[error("{op} {endpoint}{}: {source}", offset.map(|o| format!(" at byte {o}")).unwrap_or_default())]
+    Io {
+        /// The operation, e.g. `read`, `splice`, `open`.
+        op: &'static str,
+        /// The endpoint it touched (a path, `stdin`, `tcp://...`).
+        endpoint: String,
+        /// The byte offset of the flow at which it failed, if it had one.
+        offset: Option<u64>,
+        /// The error the kernel returned.
+        source: io::Error,
+    },
+
+    /// The source ended before the requested range was moved: a file
+    /// truncated under us, a peer that closed its socket early.
+    #[error("{endpoint} ended early at byte {offset}: expected {expected} bytes")]
+    SourceEnded {
+        /// The source endpoint.
+        endpoint: String,
+        /// The source offset at which no more bytes came.
+        offset: u64,
+        /// The number of bytes the flow was to move in all.
+        expected: u64,
+    },
+
+    /// A memory-mapped page could not be read or written (SIGBUS): the file
+    /// shrank under the mapping, or the file system ran out of space.
+    #[error("{endpoint}: mapped page at byte {offset} vanished ({why})")]
+    MappingFault {
+        /// The endpoint whose mapping faulted.
+        endpoint: String,
+        /// The file offset of the faulting page.
+        offset: u64,
+        /// What most likely caused it.
+        why: &'static str,
+    },
+
+    /// The kernel refused the mechanism and `--strict` forbids falling back.
+    #[error("{mechanism} refused by the kernel ({op}: {reason}) and --strict forbids a fallback")]
+    StrictRefusal {
+        /// The refused mechanism.
+        mechanism: MechanismName,
+        /// The system call that was refused.
+        op: &'static str,
+        /// The errno text.
+        reason: String,
+    },
+
+    /// `--verify` found the sink differs from the source.
+    #[error("verification failed: source {source_hash} != sink {sink_hash}")]
+    VerifyMismatch {
+        /// BLAKE3 of the source range, hex.
+        source_hash: String,
+        /// BLAKE3 of the sink, hex.
+        sink_hash: String,
+    },
+}
+
+impl Error {
+    /// The process exit status the CLI uses for this error: 2 for usage
+    /// errors, 1 for failures at run time.
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            Error::Usage(_) | Error::UnsupportedPair { .. } => 2,
+            _ => 1,
+        }
+    }
+
+    /// Builds an [`Error::Io`].
+    pub(crate) fn io(
+        op: &'static str,
+        endpoint: impl Into<String>,
+        offset: Option<u64>,
+        source: impl Into<io::Error>,
+    ) -> Self {
+        Error::Io {
+            op,
+            endpoint: endpoint.into(),
+            offset,
+            source: source.into(),
+        }
+    }
+
+    /// Builds an [`Error::Usage`].
+    pub(crate) fn usage(message: impl Into<String>) -> Self {
+        Error::Usage(message.into())
+    }
+}
+
+/// Shorthand for results of this crate.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,57 @@
+//! flexio moves bytes between files, block devices, sockets, pipes and
+//! memory with the mechanism that suits the flow, and reports what really
+//! happened.
+//!
+//! # Layers
+//!
+//! A [`Flow`] names a [`Source`] and a [`Sink`] (the *endpoints*), a byte
+//! range, a [`MechanismName`] and its [`Params`]. [`Flow::run`] is the
+//! *engine*: it opens and classifies both endpoints ([`EndpointKind`]),
+//! checks that the mechanism serves the pair, measures the source's page
+//! cache state, takes a [`measure::Sample`], lets the mechanism move the
+//! bytes — falling back to the next mechanism when the kernel refuses one,
+//! and saying so — takes a second sample and returns a [`Report`].
+//!
+//! ```text
+//! flow.rs        Flow (builder) -> Engine: open, check, time, fall back, finish
+//!  ├ endpoint/   addresses, opening, fstat classification, temp-file sinks
+//!  ├ mechanism/  read-write, mmap, sendfile, splice, copy-file-range,
+//!  │             io-uring, direct — one file each, and the fallback table
+//!  ├ measure/    rusage and /proc/stat deltas, mincore residency, holes
+//!  ├ report.rs   the Report and its human and JSON forms
+//!  └ sys/        the only `unsafe`: mmap, mincore, getrusage, SIGBUS guard
+//! ```
+//!
+//! # Example
+//! ```
+//! use flexio::{Flow, MechanismName, Sink, Source};
+//! let dir = tempfile::tempdir().unwrap();
+//! let (from, to) = (dir.path().join("a"), dir.path().join("b"));
+//! std::fs::write(&from, vec![42u8; 1 << 20]).unwrap();
+//! let report = Flow::new(Source::path(&from), Sink::path(&to))
+//!     .via(MechanismName::Sendfile)
+//!     .verify(true)
+//!     .run()
+//!     .unwrap();
+//! assert_eq!(report.bytes, 1 << 20);
+//! assert_eq!(std::fs::read(&to).unwrap(), vec![42u8; 1 << 20]);
+//! ```
+
+#![warn(missing_docs)]
+
+mod endpoint;
+mod error;
+mod flow;
+pub mod measure;
+mod mechanism;
+mod report;
+mod size;
+mod sys;
+mod verify;
+
+pub use endpoint::{Address, EndpointKind, Sink, Source};
+pub use error::{Error, Result};
+pub use flow::{Flow, Params, Progress};
+pub use mechanism::{builtin_choice, MechanismName};
+pub use report::{Fallback, Report, Verification, REPORT_SCHEMA_VERSION};
+pub use size::{format_bytes, format_rate, parse_size};

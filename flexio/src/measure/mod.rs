@@ -1,0 +1,198 @@
+//! Measuring a flow: process resource use, host CPU, clocks, and the page
+//! cache state and data layout of a source.
+
+use std::io;
+use std::os::fd::AsFd;
+use std::time::Instant;
+
+use rustix::fs::SeekFrom;
+use serde::{Deserialize, Serialize};
+
+use crate::sys::mapping::Mapping;
+use crate::sys::rusage::{rusage_self, Rusage};
+
+/// A reading of the clocks and counters at one instant.
+#[derive(Clone, Debug)]
+pub struct Sample {
+    at: Instant,
+    rusage: Rusage,
+    host: HostCpu,
+}
+
+/// What happened between two samples.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Delta {
+    /// Wall time.
+    pub wall_ns: u64,
+    /// Process user CPU.
+    pub cpu_user_ns: u64,
+    /// Process system CPU.
+    pub cpu_sys_ns: u64,
+    /// Host CPU busy time over all CPUs.
+    pub host_busy_ns: u64,
+    /// Voluntary context switches.
+    pub voluntary_switches: u64,
+    /// Involuntary context switches.
+    pub involuntary_switches: u64,
+    /// Minor page faults.
+    pub minor_faults: u64,
+    /// Major page faults.
+    pub major_faults: u64,
+}
+
+impl Sample {
+    /// Reads the clocks and counters now.
+    pub fn now() -> Self {
+        let host = HostCpu::read();
+        let rusage = rusage_self();
+        Sample {
+            at: Instant::now(),
+            rusage,
+            host,
+        }
+    }
+
+    /// The difference from an earlier sample.
+    pub fn since(&self, earlier: &Sample) -> Delta {
+        let (a, b) = (&earlier.rusage, &self.rusage);
+        Delta {
+            wall_ns: self.at.duration_since(earlier.at).as_nanos() as u64,
+            cpu_user_ns: b.user_ns.saturating_sub(a.user_ns),
+            cpu_sys_ns: b.sys_ns.saturating_sub(a.sys_ns),
+            host_busy_ns: self.host.busy_ns.saturating_sub(earlier.host.busy_ns),
+            voluntary_switches: b.voluntary_switches.saturating_sub(a.voluntary_switches),
+            involuntary_switches: b
+                .involuntary_switches
+                .saturating_sub(a.involuntary_switches),
+            minor_faults: b.minor_faults.saturating_sub(a.minor_faults),
+            major_faults: b.major_faults.saturating_sub(a.major_faults),
+        }
+    }
+}
+
+/// Host-wide CPU time from the first line of `/proc/stat`.
+#[derive(Clone, Copy, Debug, Default)]
+struct HostCpu {
+    busy_ns: u64,
+}
+
+impl HostCpu {
+    fn read() -> Self {
+        let text = std::fs::read_to_string("/proc/stat").unwrap_or_default();
+        HostCpu {
+            busy_ns: parse_busy_ns(&text, rustix::param::clock_ticks_per_second()),
+        }
+    }
+}
+
+/// Busy time in ns from `/proc/stat` text: every field of the `cpu` line but
+/// idle and iowait (guest time is already inside user).
+fn parse_busy_ns(stat: &str, ticks_per_second: u64) -> u64 {
+    let Some(line) = stat.lines().find(|l| l.starts_with("cpu ")) else {
+        return 0;
+    };
+    let fields: Vec<u64> = line
+        .split_whitespace()
+        .skip(1)
+        .take(8)
+        .filter_map(|f| f.parse().ok())
+        .collect();
+    let busy: u64 = fields
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| *i != 3 && *i != 4)
+        .map(|(_, v)| v)
+        .sum();
+    busy * (1_000_000_000 / ticks_per_second.max(1))
+}
+
+/// How much of a range was in the page cache.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Residency {
+    /// Bytes in the page cache (whole pages, clamped to the range).
+    pub resident_bytes: u64,
+    /// Bytes in the range.
+    pub total_bytes: u64,
+}
+
+impl Residency {
+    /// Resident share, 0 to 100.
+    pub fn percent(&self) -> f64 {
+        if self.total_bytes == 0 {
+            100.0
+        } else {
+            self.resident_bytes as f64 * 100.0 / self.total_bytes as f64
+        }
+    }
+}
+
+/// Page-cache residency of `length` bytes of `fd` from `offset`, by mapping
+/// the range in windows and asking `mincore(2)`; `None` if it cannot be
+/// mapped (an empty range is fully resident).
+pub fn residency<Fd: AsFd>(fd: Fd, offset: u64, length: u64) -> Option<Residency> {
+    const WINDOW: u64 = 1 << 30;
+    let page = rustix::param::page_size() as u64;
+    let mut resident_pages = 0u64;
+    let start = offset / page * page;
+    let end = offset + length;
+    let mut at = start;
+    while at < end {
+        let len = (end - at).min(WINDOW);
+        let mapping = Mapping::map(fd.as_fd(), at, len as usize, false).ok()?;
+        resident_pages += mapping.resident_pages().ok()?;
+        at += len;
+    }
+    Some(Residency {
+        resident_bytes: (resident_pages * page).min(length),
+        total_bytes: length,
+    })
+}
+
+/// The data segments `(offset, length)` of `length` bytes of a file from
+/// `offset`, found with `SEEK_DATA`/`SEEK_HOLE`; one segment for the whole
+/// range where the file system does not report holes.
+pub fn data_segments<Fd: AsFd>(fd: Fd, offset: u64, length: u64) -> io::Result<Vec<(u64, u64)>> {
+    let end = offset + length;
+    let mut segments = Vec::new();
+    let mut at = offset;
+    while at < end {
+        let data = match rustix::fs::seek(fd.as_fd(), SeekFrom::Data(at)) {
+            Ok(data) => data,
+            // No data past `at`: the rest is a hole.
+            Err(rustix::io::Errno::NXIO) => break,
+            Err(rustix::io::Errno::INVAL) if segments.is_empty() => {
+                return Ok(vec![(offset, length)])
+            }
+            Err(e) => return Err(e.into()),
+        };
+        if data >= end {
+            break;
+        }
+        let hole = rustix::fs::seek(fd.as_fd(), SeekFrom::Hole(data))?.min(end);
+        segments.push((data, hole - data));
+        at = hole;
+    }
+    Ok(segments)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn busy_excludes_idle_and_iowait() {
+        let stat = "cpu  100 5 50 1000 20 3 2 1 0 0\ncpu0 1 2 3 4\n";
+        // user+nice+system+irq+softirq+steal = 100+5+50+3+2+1 = 161 ticks
+        assert_eq!(parse_busy_ns(stat, 100), 161 * 10_000_000);
+        assert_eq!(parse_busy_ns("", 100), 0);
+    }
+
+    #[test]
+    fn residency_percent_of_empty_range_is_full() {
+        let r = Residency {
+            resident_bytes: 0,
+            total_bytes: 0,
+        };
+        assert_eq!(r.percent(), 100.0);
+    }
+}

@@ -1,0 +1,116 @@
+//! Reading from the source and writing to the sink of a [`Transfer`] with
+//! plain system calls: retried on `EINTR`, waited on `EAGAIN`, positional
+//! where the endpoint has offsets. Shared by every mechanism that passes
+//! bytes through user memory.
+
+use std::os::fd::BorrowedFd;
+
+use rustix::event::{poll, PollFd, PollFlags};
+use rustix::io::Errno;
+
+use super::transfer::{Side, Stop, Transfer};
+
+/// Reads up to `buf.len()` bytes at the transfer's source position without
+/// advancing it; 0 means end of source.
+pub(crate) fn read_source(t: &mut Transfer<'_>, buf: &mut [u8]) -> Result<usize, Stop> {
+    if let Some(bytes) = t.source_memory {
+        let start = (t.source_pos as usize).min(bytes.len());
+        let n = buf.len().min(bytes.len() - start);
+        buf[..n].copy_from_slice(&bytes[start..start + n]);
+        return Ok(n);
+    }
+    let fd = t.source_fd();
+    let offset = t.source_offset();
+    loop {
+        t.counters.syscalls += 1;
+        let result = match offset {
+            Some(at) => rustix::io::pread(fd, &mut *buf, at),
+            None => rustix::io::read(fd, &mut *buf),
+        };
+        match result {
+            Ok(n) => return Ok(n),
+            Err(Errno::INTR) => continue,
+            Err(Errno::AGAIN) => {
+                wait_fd(fd, PollFlags::IN).map_err(|e| t.failed("poll", Side::Source, e))?
+            }
+            Err(errno) => return Err(t.failed("read", Side::Source, errno)),
+        }
+    }
+}
+
+/// Writes all of `buf` at the transfer's sink position and advances the
+/// transfer by its length.
+pub(crate) fn write_sink(t: &mut Transfer<'_>, buf: &[u8]) -> Result<(), Stop> {
+    let mut written = 0;
+    while written < buf.len() {
+        let n = write_some(t, &buf[written..])?;
+        t.advance(n as u64);
+        written += n;
+    }
+    Ok(())
+}
+
+fn write_some(t: &mut Transfer<'_>, buf: &[u8]) -> Result<usize, Stop> {
+    let offset = t.sink_offset();
+    if let Some(bytes) = t.sink_memory.as_deref_mut() {
+        let start = t.sink_pos as usize;
+        let end = start + buf.len();
+        if end > bytes.len() {
+            return Err(t.failed("write", Side::Sink, Errno::NOSPC));
+        }
+        bytes[start..end].copy_from_slice(buf);
+        return Ok(buf.len());
+    }
+    let fd = t.sink_fd();
+    loop {
+        t.counters.syscalls += 1;
+        let result = match offset {
+            Some(at) => rustix::io::pwrite(fd, buf, at),
+            None => rustix::io::write(fd, buf),
+        };
+        match result {
+            Ok(0) => return Err(t.failed("write", Side::Sink, Errno::NOSPC)),
+            Ok(n) => return Ok(n),
+            Err(Errno::INTR) => continue,
+            Err(Errno::AGAIN) => {
+                wait_fd(fd, PollFlags::OUT).map_err(|e| t.failed("poll", Side::Sink, e))?
+            }
+            Err(errno) => return Err(t.failed("write", Side::Sink, errno)),
+        }
+    }
+}
+
+/// Waits until `fd` is ready for `flags` (retrying `EINTR`).
+pub(crate) fn wait_fd(fd: BorrowedFd<'_>, flags: PollFlags) -> Result<(), Errno> {
+    let mut fds = [PollFd::from_borrowed_fd(fd, flags)];
+    loop {
+        match poll(&mut fds, None) {
+            Ok(_) => return Ok(()),
+            Err(Errno::INTR) => continue,
+            Err(errno) => return Err(errno),
+        }
+    }
+}
+
+/// Moves the rest of the transfer through a user buffer of `chunk` bytes:
+/// the plain loop of `read-write`, and where other mechanisms finish a tail
+/// they cannot do their own way.
+pub(crate) fn copy_through_buffer(t: &mut Transfer<'_>, chunk: usize) -> Result<(), Stop> {
+    let mut buffer = std::mem::take(&mut t.scratch.buffer);
+    if buffer.len() < chunk {
+        buffer = vec![0; chunk];
+    }
+    let result = (|| {
+        while !t.finished() {
+            let want = t.next_len(chunk);
+            let n = read_source(t, &mut buffer[..want])?;
+            if n == 0 {
+                return t.source_ended();
+            }
+            write_sink(t, &buffer[..n])?;
+        }
+        Ok(())
+    })();
+    t.scratch.buffer = buffer;
+    result
+}

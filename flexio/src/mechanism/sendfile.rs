@@ -1,0 +1,49 @@
+//! `sendfile`: the kernel reads the source file's pages and writes them to
+//! the sink descriptor — no user buffer, one crossing per call (Cue's
+//! in-kernel file→socket streaming, which became sendfile(2)).
+//!
+//! A call moves at most about 2 GiB, so large flows loop. The sink is
+//! written at its file position, so a seekable sink is positioned first.
+
+use rustix::event::PollFlags;
+use rustix::fs::SeekFrom;
+use rustix::io::Errno;
+
+use super::io::wait_fd;
+use super::transfer::Side;
+use super::{Mechanism, Stop, Transfer};
+use crate::endpoint::EndpointKind;
+
+pub(crate) struct Sendfile;
+
+/// Bytes asked of one call: well under the kernel's ~2 GiB cap.
+const MAX_PER_CALL: usize = 1 << 30;
+
+impl Mechanism for Sendfile {
+    fn supports(&self, source: EndpointKind, sink: EndpointKind) -> bool {
+        use EndpointKind::*;
+        matches!(source, File | BlockDevice) && !matches!(sink, Memory)
+    }
+
+    fn run(&self, t: &mut Transfer<'_>) -> Result<(), Stop> {
+        if let Some(at) = t.sink_offset() {
+            t.counters.syscalls += 1;
+            rustix::fs::seek(t.sink_fd(), SeekFrom::Start(at))
+                .map_err(|e| t.failed("lseek", Side::Sink, e))?;
+        }
+        while !t.finished() {
+            let want = t.next_len(MAX_PER_CALL);
+            let mut offset = t.source_pos;
+            t.counters.syscalls += 1;
+            match rustix::fs::sendfile(t.sink_fd(), t.source_fd(), Some(&mut offset), want) {
+                Ok(0) => return t.source_ended(),
+                Ok(n) => t.advance(n as u64),
+                Err(Errno::INTR) => {}
+                Err(Errno::AGAIN) => wait_fd(t.sink_fd(), PollFlags::OUT)
+                    .map_err(|e| t.failed("poll", Side::Sink, e))?,
+                Err(errno) => return Err(t.refused_or_failed("sendfile", Side::Sink, errno)),
+            }
+        }
+        Ok(())
+    }
+}

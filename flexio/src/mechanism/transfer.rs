@@ -1,0 +1,186 @@
+//! The state of one flow as mechanisms see it: where each side stands, how
+//! much is left, and the scratch space allocated once per flow.
+
+use std::os::fd::{BorrowedFd, OwnedFd};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use rustix::io::Errno;
+
+use crate::endpoint::EndpointKind;
+use crate::error::Error;
+use crate::flow::Params;
+
+/// Why a mechanism stopped before the transfer was finished.
+#[derive(Debug)]
+pub(crate) enum Stop {
+    /// The kernel refused this mechanism for this flow; another may work.
+    /// Everything read so far has been written.
+    Refused {
+        /// The system call that was refused.
+        op: &'static str,
+        /// What it returned.
+        errno: Errno,
+    },
+    /// The flow failed; no other mechanism would do better.
+    Failed(Error),
+}
+
+impl From<Error> for Stop {
+    fn from(error: Error) -> Self {
+        Stop::Failed(error)
+    }
+}
+
+/// System calls and ring submissions a mechanism issued.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Counters {
+    /// System calls issued to move data (reads, writes, splices, mmaps,
+    /// `io_uring_enter`s, …).
+    pub syscalls: u64,
+    /// io_uring submission queue entries.
+    pub ring_entries: u64,
+}
+
+/// Memory and descriptors a mechanism may keep across the segments of one
+/// flow, so that nothing is allocated per chunk.
+#[derive(Default)]
+pub(crate) struct Scratch {
+    /// A plain buffer (read-write, the slow paths of others).
+    pub buffer: Vec<u8>,
+    /// The pipe splice moves through: (read end, write end, capacity).
+    pub pipe: Option<(OwnedFd, OwnedFd, usize)>,
+    /// State a mechanism keeps for itself (an io_uring, aligned buffers).
+    pub extra: Option<Box<dyn std::any::Any + Send>>,
+}
+
+/// Which side of the flow an error happened on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Side {
+    Source,
+    Sink,
+}
+
+/// One contiguous run of bytes to move, and everything a mechanism needs to
+/// move it.
+pub(crate) struct Transfer<'t> {
+    /// The source descriptor, unless the source is memory.
+    pub source_fd: Option<BorrowedFd<'t>>,
+    /// The source bytes, when the source is memory.
+    pub source_memory: Option<&'t [u8]>,
+    /// The sink descriptor, unless the sink is memory.
+    pub sink_fd: Option<BorrowedFd<'t>>,
+    /// The sink bytes, when the sink is memory.
+    pub sink_memory: Option<&'t mut [u8]>,
+    pub source_kind: EndpointKind,
+    pub sink_kind: EndpointKind,
+    pub source_label: &'t str,
+    pub sink_label: &'t str,
+    /// Absolute offset of the next source byte (seekable sources).
+    pub source_pos: u64,
+    /// Absolute offset of the next sink byte (seekable sinks).
+    pub sink_pos: u64,
+    /// Bytes still to move; `None` means until the source ends.
+    pub remaining: Option<u64>,
+    /// Bytes the whole flow is to move, for messages.
+    pub expected: Option<u64>,
+    pub params: &'t Params,
+    pub counters: &'t mut Counters,
+    pub scratch: &'t mut Scratch,
+    pub progress: &'t AtomicU64,
+}
+
+impl<'t> Transfer<'t> {
+    /// Whether every byte has been moved.
+    pub fn finished(&self) -> bool {
+        self.remaining == Some(0)
+    }
+
+    /// The next piece to ask for: at most `max`, at most what is left.
+    pub fn next_len(&self, max: usize) -> usize {
+        match self.remaining {
+            Some(left) => left.min(max as u64) as usize,
+            None => max,
+        }
+    }
+
+    /// Records that `bytes` more bytes are in the sink.
+    pub fn advance(&mut self, bytes: u64) {
+        self.source_pos += bytes;
+        self.sink_pos += bytes;
+        if let Some(left) = self.remaining.as_mut() {
+            debug_assert!(bytes <= *left);
+            *left -= bytes;
+        }
+        self.progress.fetch_add(bytes, Ordering::Relaxed);
+    }
+
+    /// The source gave end-of-file. Fine for an open-ended transfer; an
+    /// error naming the offset when bytes were still owed.
+    pub fn source_ended(&self) -> Result<(), Stop> {
+        match self.remaining {
+            None | Some(0) => Ok(()),
+            Some(_) => Err(Stop::Failed(Error::SourceEnded {
+                endpoint: self.source_label.to_string(),
+                offset: self.source_pos,
+                expected: self.expected.unwrap_or(0),
+            })),
+        }
+    }
+
+    /// An error that ends the flow, with the side's label and offset.
+    pub fn failed(&self, op: &'static str, side: Side, errno: Errno) -> Stop {
+        let (label, offset) = match side {
+            Side::Source => (self.source_label, self.source_pos),
+            Side::Sink => (self.sink_label, self.sink_pos),
+        };
+        Stop::Failed(Error::io(
+            op,
+            label,
+            Some(offset),
+            std::io::Error::from(errno),
+        ))
+    }
+
+    /// A refusal when the kernel says this mechanism cannot do this flow
+    /// (`EINVAL`, `EXDEV`, `ENOSYS`, `EOPNOTSUPP`); a failure otherwise.
+    /// `EIO`, `ENOSPC`, `EPIPE` and `ECONNRESET` are never refusals.
+    pub fn refused_or_failed(&self, op: &'static str, side: Side, errno: Errno) -> Stop {
+        if is_refusal(errno) {
+            Stop::Refused { op, errno }
+        } else {
+            self.failed(op, side, errno)
+        }
+    }
+
+    /// The source descriptor (mechanisms that serve only descriptor
+    /// sources call this).
+    pub fn source_fd(&self) -> BorrowedFd<'t> {
+        self.source_fd
+            .expect("mechanism declared it serves descriptor sources only")
+    }
+
+    /// The sink descriptor.
+    pub fn sink_fd(&self) -> BorrowedFd<'t> {
+        self.sink_fd
+            .expect("mechanism declared it serves descriptor sinks only")
+    }
+
+    /// The source position to pass to a positional call, `None` for
+    /// streams.
+    pub fn source_offset(&self) -> Option<u64> {
+        self.source_kind.is_seekable().then_some(self.source_pos)
+    }
+
+    /// The sink position to pass to a positional call, `None` for streams.
+    pub fn sink_offset(&self) -> Option<u64> {
+        self.sink_kind.is_seekable().then_some(self.sink_pos)
+    }
+}
+
+/// The errors by which the kernel says "not this way" rather than "broken".
+pub(crate) fn is_refusal(errno: Errno) -> bool {
+    errno == Errno::INVAL
+        || errno == Errno::XDEV
+        || errno == Errno::NOSYS
+        || errno == Errno::OPNOTSUPP
+}

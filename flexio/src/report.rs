@@ -1,0 +1,225 @@
+//! The report of a flow: what really happened, measured.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use crate::endpoint::EndpointKind;
+use crate::flow::Params;
+use crate::measure::{Residency, Sample};
+use crate::mechanism::MechanismName;
+use crate::size::{format_bytes, format_rate};
+
+/// The version of the JSON form of [`Report`]; bumped when a field changes
+/// meaning or disappears.
+pub const REPORT_SCHEMA_VERSION: u32 = 1;
+
+/// A refusal by the kernel that made the engine switch mechanism.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Fallback {
+    /// The mechanism that was refused.
+    pub from: MechanismName,
+    /// The mechanism that took over.
+    pub to: MechanismName,
+    /// The refused system call.
+    pub operation: String,
+    /// The kernel's reason (errno text).
+    pub reason: String,
+    /// Bytes of the flow already moved when it happened.
+    pub at_byte: u64,
+}
+
+/// The outcome of `--verify`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Verification {
+    /// BLAKE3 of the source range (equal to the sink's), hex.
+    pub blake3: String,
+    /// Time spent hashing both sides, outside the timed window.
+    pub verify_ns: u64,
+}
+
+/// What a flow did. Integer fields carry their unit in their name.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct Report {
+    /// [`REPORT_SCHEMA_VERSION`].
+    pub schema_version: u32,
+    /// The source as named.
+    pub source: String,
+    /// Its kind.
+    pub source_kind: EndpointKind,
+    /// The sink as named.
+    pub sink: String,
+    /// Its kind.
+    pub sink_kind: EndpointKind,
+    /// Bytes that reached the sink (holes of a sparse copy included).
+    pub bytes: u64,
+    /// Bytes of source holes recreated as holes instead of copied.
+    pub sparse_hole_bytes: u64,
+    /// Wall time of the transfer (and of the fsync, when asked).
+    pub wall_ns: u64,
+    /// Process CPU time in user mode over the window (getrusage).
+    pub cpu_user_ns: u64,
+    /// Process CPU time in the kernel over the window.
+    pub cpu_sys_ns: u64,
+    /// CPU time the whole host was busy over the window, all CPUs
+    /// (`/proc/stat`, in 1/USER_HZ steps).
+    pub host_cpu_busy_ns: u64,
+    /// Voluntary context switches of the process.
+    pub context_switches_voluntary: u64,
+    /// Involuntary context switches of the process.
+    pub context_switches_involuntary: u64,
+    /// Minor page faults.
+    pub page_faults_minor: u64,
+    /// Major page faults (pages read from disk).
+    pub page_faults_major: u64,
+    /// System calls the mechanism issued to move data.
+    pub syscalls: u64,
+    /// io_uring submission queue entries.
+    pub ring_entries: u64,
+    /// The mechanism asked for (`auto` included).
+    pub mechanism_requested: MechanismName,
+    /// The mechanism that was tried first (what `auto` chose).
+    pub mechanism_first: MechanismName,
+    /// The mechanism that moved the last bytes.
+    pub mechanism_used: MechanismName,
+    /// Every switch of mechanism, with the kernel's reason.
+    pub fallbacks: Vec<Fallback>,
+    /// Page-cache residency of the source range just before the flow.
+    pub source_cache: Option<Residency>,
+    /// The parameters in force.
+    pub params: Params,
+    /// Throughput, bytes per second of wall time.
+    pub throughput_bytes_per_s: u64,
+    /// The result of `--verify`, when asked.
+    pub verify: Option<Verification>,
+}
+
+impl Report {
+    pub(crate) fn new(
+        before: &Sample,
+        after: &Sample,
+        bytes: u64,
+        requested: MechanismName,
+        used: MechanismName,
+        params: &Params,
+    ) -> Self {
+        let delta = after.since(before);
+        let throughput = if delta.wall_ns == 0 {
+            0
+        } else {
+            (bytes as u128 * 1_000_000_000 / delta.wall_ns as u128) as u64
+        };
+        Report {
+            schema_version: REPORT_SCHEMA_VERSION,
+            source: String::new(),
+            source_kind: EndpointKind::File,
+            sink: String::new(),
+            sink_kind: EndpointKind::File,
+            bytes,
+            sparse_hole_bytes: 0,
+            wall_ns: delta.wall_ns,
+            cpu_user_ns: delta.cpu_user_ns,
+            cpu_sys_ns: delta.cpu_sys_ns,
+            host_cpu_busy_ns: delta.host_busy_ns,
+            context_switches_voluntary: delta.voluntary_switches,
+            context_switches_involuntary: delta.involuntary_switches,
+            page_faults_minor: delta.minor_faults,
+            page_faults_major: delta.major_faults,
+            syscalls: 0,
+            ring_entries: 0,
+            mechanism_requested: requested,
+            mechanism_first: used,
+            mechanism_used: used,
+            fallbacks: Vec::new(),
+            source_cache: None,
+            params: params.clone(),
+            throughput_bytes_per_s: throughput,
+            verify: None,
+        }
+    }
+
+    /// Process CPU seconds (user + system) per GiB moved.
+    pub fn cpu_seconds_per_gib(&self) -> f64 {
+        if self.bytes == 0 {
+            return 0.0;
+        }
+        (self.cpu_user_ns + self.cpu_sys_ns) as f64
+            / 1e9
+            / (self.bytes as f64 / (1u64 << 30) as f64)
+    }
+}
+
+impl fmt::Display for Report {
+    /// The human summary printed by `flexio copy`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let secs = self.wall_ns as f64 / 1e9;
+        writeln!(
+            f,
+            "{} ({}) -> {} ({}): {} in {:.3} s, {}",
+            self.source,
+            self.source_kind,
+            self.sink,
+            self.sink_kind,
+            format_bytes(self.bytes),
+            secs,
+            format_rate(self.throughput_bytes_per_s as f64)
+        )?;
+        let chosen = if self.mechanism_requested == MechanismName::Auto {
+            format!("auto chose {} (built-in table)", self.mechanism_first)
+        } else {
+            format!("requested {}", self.mechanism_requested)
+        };
+        writeln!(f, "  mechanism  {} ran; {chosen}", self.mechanism_used)?;
+        for fallback in &self.fallbacks {
+            writeln!(
+                f,
+                "  fallback   {} -> {} at byte {}: {} refused ({})",
+                fallback.from, fallback.to, fallback.at_byte, fallback.operation, fallback.reason
+            )?;
+        }
+        writeln!(
+            f,
+            "  cpu        user {:.3} s, sys {:.3} s ({:.2} CPU-s/GiB); host busy {:.3} s",
+            self.cpu_user_ns as f64 / 1e9,
+            self.cpu_sys_ns as f64 / 1e9,
+            self.cpu_seconds_per_gib(),
+            self.host_cpu_busy_ns as f64 / 1e9
+        )?;
+        writeln!(
+            f,
+            "  kernel     {} syscalls{}, {} voluntary + {} involuntary context switches, {} minor + {} major faults",
+            self.syscalls,
+            if self.ring_entries > 0 { format!(" ({} ring entries)", self.ring_entries) } else { String::new() },
+            self.context_switches_voluntary,
+            self.context_switches_involuntary,
+            self.page_faults_minor,
+            self.page_faults_major
+        )?;
+        if let Some(cache) = &self.source_cache {
+            writeln!(
+                f,
+                "  cache      source {:.0}% resident before the flow ({} of {})",
+                cache.percent(),
+                format_bytes(cache.resident_bytes),
+                format_bytes(cache.total_bytes)
+            )?;
+        }
+        if self.sparse_hole_bytes > 0 {
+            writeln!(
+                f,
+                "  sparse     {} of holes kept as holes",
+                format_bytes(self.sparse_hole_bytes)
+            )?;
+        }
+        if let Some(verify) = &self.verify {
+            writeln!(
+                f,
+                "  verified   blake3 {} ({:.3} s)",
+                verify.blake3,
+                verify.verify_ns as f64 / 1e9
+            )?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,9 @@
+//! The only place with `unsafe`: thin wrappers over the few calls that
+//! `rustix` and `io-uring` do not offer safely (getrusage, mincore, memory
+//! maps, aligned allocations). Everything above takes `AsFd` and slices and
+//! returns `io::Result`.
+
+#![deny(unsafe_op_in_unsafe_fn)]
+
+pub(crate) mod mapping;
+pub(crate) mod rusage;
