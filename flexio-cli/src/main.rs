@@ -1,1 +1,51 @@
-fn main() {}
+//! `flexio`: the command line over the flexio library.
+//!
+//! Each subcommand lives in its own module; this file only parses the
+//! arguments and maps errors to exit statuses (2 for usage, 1 at run time).
+
+mod copy;
+mod mechanisms;
+mod progress;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// Move bytes between files, block devices, sockets and pipes with the
+/// fewest copies, and report what really happened.
+#[derive(Parser)]
+#[command(name = "flexio", version, about, propagate_version = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Move bytes from a source to a sink with one mechanism.
+    Copy(copy::CopyArgs),
+    /// Print which mechanism serves which (source kind, sink kind) pair.
+    Mechanisms(mechanisms::MechanismsArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Copy(args) => copy::run(args),
+        Command::Mechanisms(args) => mechanisms::run(args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("flexio: {error}");
+            ExitCode::from(error.exit_code() as u8)
+        }
+    }
+}
+
+/// Writes to stdout; a reader that went away (`flexio mechanisms | head`)
+/// is not an error worth a panic.
+pub(crate) fn print_stdout(text: &str) {
+    use std::io::Write;
+    let _ = std::io::stdout().lock().write_all(text.as_bytes());
+}

@@ -203,6 +203,7 @@ impl<'a> Flow<'a> {
                 hook(address)
             }
         };
+        self.check_pair_before_opening()?;
         let source = open_source(
             std::mem::replace(&mut self.source, Source::Memory(&[])),
             &mut on_listen,
@@ -219,11 +220,36 @@ impl<'a> Flow<'a> {
             &mut on_listen,
         )?;
         self.check_sink(&sink, total)?;
+        if self.verify && !(source.kind.is_seekable() && sink.kind.is_seekable()) {
+            return Err(Error::usage(format!(
+                "--verify reads both sides again after the flow: it needs a file, block device or memory on each side, not {} -> {}",
+                source.kind, sink.kind
+            )));
+        }
         let mechanism = self.resolve(source.kind, sink.kind)?;
         self.progress
             .total
             .store(total.unwrap_or(u64::MAX), Ordering::Relaxed);
         Engine::new(self, source, sink, mechanism, total).run()
+    }
+
+    /// Refuses an unsupported pair before anything is opened (nothing is
+    /// bound or connected) when both kinds can be told from the addresses.
+    fn check_pair_before_opening(&self) -> Result<()> {
+        let source = match &self.source {
+            Source::Address(address) => address.probe_kind(false),
+            Source::Memory(_) => Some(EndpointKind::Memory),
+            _ => None,
+        };
+        let sink = match &self.sink {
+            Sink::Address(address) => address.probe_kind(true),
+            Sink::Memory(_) => Some(EndpointKind::Memory),
+            _ => None,
+        };
+        if let (Some(source), Some(sink)) = (source, sink) {
+            self.resolve(source, sink)?;
+        }
+        Ok(())
     }
 
     fn checked_length(&self, source: &OpenSource<'_>) -> Result<Option<u64>> {
@@ -361,6 +387,7 @@ impl<'a> Engine<'a> {
                     (Some(file.fd()), None)
                 }
                 SinkIo::Memory(bytes) => (None, Some(&mut **bytes)),
+                SinkIo::Closed => unreachable!("the sink is closed only after the last segment"),
             };
             let mut transfer = Transfer {
                 source_fd,
@@ -479,7 +506,7 @@ impl<'a> Engine<'a> {
     fn finish(&mut self, sink_end: u64) -> Result<()> {
         let fsync = self.flow.fsync;
         let label = self.sink.label.clone();
-        match std::mem::replace(&mut self.sink.io, SinkIo::Memory(&mut [])) {
+        match std::mem::replace(&mut self.sink.io, SinkIo::Closed) {
             SinkIo::Fresh(file) => {
                 rustix::fs::ftruncate(file.fd(), sink_end)
                     .map_err(|e| Error::io("ftruncate", &label, Some(sink_end), e))?;
@@ -496,7 +523,7 @@ impl<'a> Engine<'a> {
                 }
                 self.sink.io = SinkIo::Fd(fd);
             }
-            memory @ SinkIo::Memory(_) => self.sink.io = memory,
+            other => self.sink.io = other,
         }
         Ok(())
     }

@@ -36,8 +36,11 @@ pub(crate) fn verify(
             length,
             &sink.label,
         )?,
-        SinkIo::Fresh(_) => {
-            let path = sink.path.as_deref().expect("a new file has a path");
+        SinkIo::Fresh(_) | SinkIo::Closed => {
+            let path = sink
+                .path
+                .as_deref()
+                .expect("a new or finished file sink has a path");
             let file = File::open(path).map_err(|e| Error::io("open", &sink.label, None, e))?;
             hash_file(&file, sink_start, length, &sink.label)?
         }

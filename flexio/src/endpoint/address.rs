@@ -89,3 +89,54 @@ impl fmt::Display for Address {
         }
     }
 }
+
+impl Address {
+    /// The kind this address will have once opened, found without opening
+    /// it (no connection is made, nothing is bound): for error messages and
+    /// plans. A path that does not exist yet is a file (as a sink would be).
+    ///
+    /// # Examples
+    /// ```
+    /// use flexio::{Address, EndpointKind};
+    /// let kind = Address::parse("tcp://127.0.0.1:9").unwrap().probe_kind(false);
+    /// assert_eq!(kind, Some(EndpointKind::Tcp));
+    /// ```
+    pub fn probe_kind(&self, as_sink: bool) -> Option<super::EndpointKind> {
+        use super::EndpointKind;
+        use std::os::unix::fs::FileTypeExt;
+        let from_type = |file_type: std::fs::FileType| {
+            if file_type.is_file() {
+                Some(EndpointKind::File)
+            } else if file_type.is_block_device() {
+                Some(EndpointKind::BlockDevice)
+            } else if file_type.is_fifo() {
+                Some(EndpointKind::Pipe)
+            } else if file_type.is_char_device() {
+                Some(EndpointKind::CharDevice)
+            } else {
+                None
+            }
+        };
+        match self {
+            Address::Path(path) => match std::fs::metadata(path) {
+                Ok(meta) => from_type(meta.file_type()),
+                Err(_) if as_sink => Some(EndpointKind::File),
+                Err(_) => None,
+            },
+            Address::Stdio => {
+                let fd = if as_sink {
+                    "/proc/self/fd/1"
+                } else {
+                    "/proc/self/fd/0"
+                };
+                match std::fs::metadata(fd) {
+                    Ok(meta) if meta.file_type().is_socket() => None,
+                    Ok(meta) => from_type(meta.file_type()),
+                    Err(_) => None,
+                }
+            }
+            Address::TcpConnect(_) | Address::TcpListen(_) => Some(EndpointKind::Tcp),
+            Address::UnixConnect(_) | Address::UnixListen(_) => Some(EndpointKind::Unix),
+        }
+    }
+}

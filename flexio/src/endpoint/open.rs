@@ -62,6 +62,9 @@ pub(crate) enum SinkIo<'a> {
     /// it at the end.
     Fresh(FileSink),
     Memory(&'a mut [u8]),
+    /// A new file after it was renamed into place (or a sink already
+    /// finished); read back by path.
+    Closed,
 }
 
 /// What identifies a file or device: the same identity on both ends means

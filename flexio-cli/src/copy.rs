@@ -1,0 +1,143 @@
+//! `flexio copy SRC DST`: one flow, and its report.
+
+use std::io::{IsTerminal, Write};
+use std::sync::Arc;
+
+use clap::Args;
+use flexio::{Address, Error, Flow, MechanismName, Params, Progress, Sink, Source};
+
+use crate::progress::ProgressBarThread;
+
+/// Arguments of `flexio copy`.
+#[derive(Args)]
+pub struct CopyArgs {
+    /// Source: a file or block device path, `-` (stdin), `tcp://HOST:PORT`,
+    /// `tcp-listen://ADDR:PORT`, `unix://PATH` or `unix-listen://PATH`.
+    source: String,
+    /// Sink: the same forms (`-` is stdout).
+    sink: String,
+    /// Mechanism: auto, read-write, mmap, sendfile, splice,
+    /// copy-file-range, io-uring, direct.
+    #[arg(long, default_value = "auto")]
+    via: String,
+    /// First source byte to move.
+    #[arg(long, value_parser = size, default_value = "0")]
+    offset: u64,
+    /// Bytes to move (default: to the end of the source).
+    #[arg(long, value_parser = size)]
+    length: Option<u64>,
+    /// First sink byte to write (block devices, or files with --in-place).
+    #[arg(long, value_parser = size, default_value = "0")]
+    seek: u64,
+    /// Bytes per read, write, map window or request.
+    #[arg(long, value_parser = size, default_value = "256K")]
+    chunk: u64,
+    /// io_uring requests in flight.
+    #[arg(long, default_value_t = 32)]
+    queue_depth: u32,
+    /// Pipe size for splice (clamped to /proc/sys/fs/pipe-max-size).
+    #[arg(long, value_parser = size, default_value = "1M")]
+    pipe_size: u64,
+    /// O_DIRECT on the file side(s) (io-uring).
+    #[arg(long)]
+    direct: bool,
+    /// Write into the existing destination file instead of replacing it.
+    #[arg(long)]
+    in_place: bool,
+    /// fsync the destination (and its directory) before finishing.
+    #[arg(long)]
+    fsync: bool,
+    /// Fail instead of falling back when the kernel refuses the mechanism.
+    #[arg(long)]
+    strict: bool,
+    /// Hash source range and sink with BLAKE3 afterwards; fail on mismatch.
+    #[arg(long)]
+    verify: bool,
+    /// Print the report as JSON.
+    #[arg(long)]
+    json: bool,
+    /// Print nothing but errors.
+    #[arg(long, short)]
+    quiet: bool,
+}
+
+fn size(text: &str) -> Result<u64, String> {
+    flexio::parse_size(text).map_err(|e| e.to_string())
+}
+
+/// Runs `flexio copy`.
+pub fn run(args: CopyArgs) -> Result<(), Error> {
+    let source_address = Address::parse(&args.source)?;
+    let sink_address = Address::parse(&args.sink)?;
+    let via = parse_via(&args.via, &source_address, &sink_address)?;
+    let chunk = usize::try_from(args.chunk)
+        .ok()
+        .filter(|&c| c > 0)
+        .ok_or_else(|| Error::Usage("--chunk must be at least 1 byte".into()))?;
+    if args.queue_depth == 0 {
+        return Err(Error::Usage("--queue-depth must be at least 1".into()));
+    }
+    let params = Params {
+        chunk,
+        queue_depth: args.queue_depth,
+        pipe_size: args.pipe_size.max(4096) as usize,
+        direct: args.direct,
+    };
+    let report_to_stderr = sink_address == Address::Stdio;
+    let progress = Arc::new(Progress::default());
+    let mut flow = Flow::new(Source::Address(source_address), Sink::Address(sink_address))
+        .via(via)
+        .params(params)
+        .offset(args.offset)
+        .seek(args.seek)
+        .in_place(args.in_place)
+        .fsync(args.fsync)
+        .strict(args.strict)
+        .verify(args.verify)
+        .progress(Arc::clone(&progress))
+        .on_listen(|address| eprintln!("flexio: listening on {address}"));
+    if let Some(length) = args.length {
+        flow = flow.length(length);
+    }
+    let report = {
+        let _bar = ProgressBarThread::start(progress, args.quiet);
+        flow.run()?
+    };
+    if args.quiet {
+        return Ok(());
+    }
+    let text = if args.json {
+        serde_json::to_string_pretty(&report).expect("a report serializes") + "\n"
+    } else {
+        report.to_string()
+    };
+    if report_to_stderr {
+        // The data went to stdout; keep the report out of it.
+        if args.json || std::io::stderr().is_terminal() {
+            let _ = std::io::stderr().write_all(text.as_bytes());
+        }
+    } else {
+        crate::print_stdout(&text);
+    }
+    Ok(())
+}
+
+/// Parses `--via`; an unknown name lists the mechanisms that serve the
+/// pair when the endpoints' kinds can be told without opening them.
+fn parse_via(text: &str, source: &Address, sink: &Address) -> Result<MechanismName, Error> {
+    text.parse::<MechanismName>().map_err(|error| {
+        match (source.probe_kind(false), sink.probe_kind(true)) {
+            (Some(from), Some(to)) => {
+                let serving: Vec<_> = MechanismName::serving(from, to)
+                    .iter()
+                    .map(|m| m.as_str())
+                    .collect();
+                Error::Usage(format!(
+                    "unknown mechanism {text:?}; for {from} -> {to} use auto, {}",
+                    serving.join(", ")
+                ))
+            }
+            _ => error,
+        }
+    })
+}

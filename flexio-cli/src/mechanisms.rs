@@ -1,0 +1,65 @@
+//! `flexio mechanisms`: the support matrix, as a table or JSON.
+
+use clap::Args;
+use flexio::{builtin_choice, EndpointKind, Error, MechanismName};
+use serde_json::json;
+
+/// Arguments of `flexio mechanisms`.
+#[derive(Args)]
+pub struct MechanismsArgs {
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    json: bool,
+}
+
+/// The (source, sink) pairs a command-line user can name (memory endpoints
+/// exist only in the library and are listed in JSON).
+fn pairs(include_memory: bool) -> impl Iterator<Item = (EndpointKind, EndpointKind)> {
+    let kinds: Vec<_> = EndpointKind::ALL
+        .into_iter()
+        .filter(move |k| include_memory || *k != EndpointKind::Memory)
+        .collect();
+    let sinks = kinds.clone();
+    kinds
+        .into_iter()
+        .flat_map(move |s| sinks.clone().into_iter().map(move |d| (s, d)))
+}
+
+/// Runs `flexio mechanisms`.
+pub fn run(args: MechanismsArgs) -> Result<(), Error> {
+    if args.json {
+        let rows: Vec<_> = pairs(true)
+            .map(|(source, sink)| {
+                json!({
+                    "source": source,
+                    "sink": sink,
+                    "mechanisms": MechanismName::serving(source, sink),
+                    "auto": builtin_choice(source, sink),
+                })
+            })
+            .collect();
+        let document = json!({ "schema_version": 1, "pairs": rows });
+        crate::print_stdout(&(serde_json::to_string_pretty(&document).expect("json") + "\n"));
+        return Ok(());
+    }
+    let names = MechanismName::CONCRETE;
+    let mut table = format!("{:<13} {:<13}", "source", "sink");
+    for name in names {
+        table += &format!(" {:>width$}", name.as_str(), width = name.as_str().len());
+    }
+    table += "  auto (built-in)\n";
+    for (source, sink) in pairs(true) {
+        table += &format!("{:<13} {:<13}", source.as_str(), sink.as_str());
+        for name in names {
+            let mark = if name.supports(source, sink) {
+                "yes"
+            } else {
+                "-"
+            };
+            table += &format!(" {mark:>width$}", width = name.as_str().len());
+        }
+        table += &format!("  {}\n", builtin_choice(source, sink));
+    }
+    crate::print_stdout(&table);
+    Ok(())
+}
