@@ -1,0 +1,33 @@
+//! `flexio bench`: every flexio mechanism on this machine beside the
+//! standard tools (cp, dd, cat, socat, nc, iperf3, pv, fio), interleaved,
+//! with the physical limits measured in the same run.
+//!
+//! # Layers
+//! ```text
+//! plan.rs        scenarios -> cells (size, chunk, cache, flows) x contenders
+//! runner.rs      warm-up, then rounds A B C A B C …; cache dropping outside
+//!                the timed window; one RunRecord per run
+//!  ├ peers.rs    the standard tools as child processes (missing ones noted)
+//!  ├ limits.rs   memcpy, O_DIRECT disk read/write, iperf3 loopback
+//!  ├ meter.rs    the CPU-bound co-process of the meter scenario
+//!  └ fingerprint.rs  the machine
+//! model.rs       Results / RunRecord: what results.json holds
+//! stats.rs       medians, min/max, ratios to the best peer and the limit
+//! table.rs       terminal tables
+//! output.rs      results.json, results.csv, report.md
+//! charts.rs      SVG charts
+//! ```
+
+#![warn(missing_docs)]
+
+pub mod charts;
+pub mod fingerprint;
+pub mod limits;
+pub mod meter;
+pub mod model;
+pub mod output;
+pub mod peers;
+pub mod plan;
+pub mod runner;
+pub mod stats;
+pub mod table;

@@ -1,0 +1,169 @@
+//! The data of a bench run: what was measured (cells and contenders), every
+//! raw run, and the summaries computed from them. This is what
+//! `results.json` holds (with [`SCHEMA_VERSION`]).
+
+use serde::{Deserialize, Serialize};
+
+/// Version of `results.json`; bumped when a field changes meaning.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// Whether the source was in the page cache when a run started.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CacheState {
+    /// The source pages were dropped before each run.
+    Cold,
+    /// The source was read once before and stays cached.
+    Warm,
+    /// Not a file source (memory, sockets fed from memory).
+    NotApplicable,
+}
+
+/// One thing that moves the bytes of a cell: a flexio mechanism with its
+/// parameters, or a standard tool.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "kebab-case")]
+pub enum Contender {
+    /// A flexio mechanism (`auto` included).
+    Flexio {
+        /// The mechanism's name as on the command line.
+        mechanism: String,
+        /// `--chunk` in bytes.
+        chunk: u64,
+        /// O_DIRECT on the file side(s).
+        direct: bool,
+    },
+    /// A standard tool, e.g. `cp`, `dd bs=1M`, `socat`, `iperf3 -Z`.
+    Peer {
+        /// The label shown in tables, e.g. `dd bs=1M iflag=direct oflag=direct`.
+        name: String,
+    },
+    /// A physical limit measured in the same run (memcpy, disk, loopback).
+    Limit {
+        /// e.g. `memcpy`, `disk-direct-read`, `iperf3-loopback`.
+        name: String,
+    },
+}
+
+impl Contender {
+    /// The label in tables and charts.
+    pub fn label(&self) -> String {
+        match self {
+            Contender::Flexio { mechanism, direct, .. } => {
+                let mut label = format!("flexio {mechanism}");
+                if *direct && mechanism != "direct" {
+                    label += " --direct";
+                }
+                label
+            }
+            Contender::Peer { name } => name.clone(),
+            Contender::Limit { name } => format!("limit: {name}"),
+        }
+    }
+
+    /// Whether this is a flexio mechanism.
+    pub fn is_flexio(&self) -> bool {
+        matches!(self, Contender::Flexio { .. })
+    }
+
+    /// Whether this is a standard tool.
+    pub fn is_peer(&self) -> bool {
+        matches!(self, Contender::Peer { .. })
+    }
+}
+
+/// The coordinates of one measured cell (everything but the contender).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct CellKey {
+    /// Scenario name: `file-to-file`, `file-to-file-durable`,
+    /// `file-to-socket`, `socket-to-file`, `file-to-pipe`, `memory`,
+    /// `parallel`, `meter`, `limits`.
+    pub scenario: String,
+    /// Bytes per flow.
+    pub size: u64,
+    /// `--chunk` in bytes for the chunk sweep, 0 where the chunk is each
+    /// contender's own default.
+    pub chunk: u64,
+    /// Cache state of the source.
+    pub cache: CacheState,
+    /// Concurrent flows (1 except in `parallel`).
+    pub flows: u32,
+    /// Network path: `loopback`, `veth`, or empty for local flows.
+    pub path: String,
+}
+
+/// One timed run of one contender in one cell.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RunRecord {
+    /// Where it ran.
+    pub cell: CellKey,
+    /// What ran.
+    pub contender: Contender,
+    /// Round number: 0 is the warm-up (not counted), 1.. counted.
+    pub round: u32,
+    /// Bytes moved (all flows together).
+    pub bytes: u64,
+    /// Wall time of the timed window.
+    pub wall_ns: u64,
+    /// Process CPU, user (children included for peers).
+    pub cpu_user_ns: u64,
+    /// Process CPU, system (children included for peers).
+    pub cpu_sys_ns: u64,
+    /// Whole-host busy CPU over the window.
+    pub host_cpu_busy_ns: u64,
+    /// Voluntary + involuntary context switches.
+    pub context_switches: u64,
+    /// Source page-cache residency just before the run, percent (None if
+    /// not a file).
+    pub source_resident_percent: Option<f64>,
+    /// The mechanism that really ran (after fallbacks), for flexio.
+    pub mechanism_used: Option<String>,
+    /// For the meter scenario: share of the co-process's solo rate it kept
+    /// during this run (0..1).
+    pub meter_kept: Option<f64>,
+}
+
+impl RunRecord {
+    /// Throughput in bytes per second.
+    pub fn throughput(&self) -> f64 {
+        if self.wall_ns == 0 {
+            0.0
+        } else {
+            self.bytes as f64 * 1e9 / self.wall_ns as f64
+        }
+    }
+}
+
+/// What machine the bench ran on.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Fingerprint {
+    /// CPU model name from /proc/cpuinfo.
+    pub cpu_model: String,
+    /// Online CPUs.
+    pub cpus: u32,
+    /// Memory in bytes.
+    pub memory_bytes: u64,
+    /// `uname -r`.
+    pub kernel: String,
+    /// File system type of the bench directory.
+    pub filesystem: String,
+    /// Backing device of the bench directory.
+    pub device: String,
+}
+
+/// Everything a bench run produced.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Results {
+    /// [`SCHEMA_VERSION`].
+    pub schema_version: u32,
+    /// The machine.
+    pub fingerprint: Fingerprint,
+    /// The command line that produced this.
+    pub command: String,
+    /// Peers that were wanted but not installed.
+    pub missing_peers: Vec<String>,
+    /// Notes about what was skipped and why (no root for veth, …).
+    pub notes: Vec<String>,
+    /// Every raw run, warm-ups included (round 0).
+    pub runs: Vec<RunRecord>,
+}
