@@ -9,7 +9,8 @@ use rustix::fs::SeekFrom;
 use serde::{Deserialize, Serialize};
 
 use crate::sys::mapping::Mapping;
-use crate::sys::rusage::{rusage_self, Rusage};
+use crate::sys::rusage::rusage_self;
+pub use crate::sys::rusage::{children_rusage, thread_rusage, Rusage};
 
 /// A reading of the clocks and counters at one instant.
 #[derive(Clone, Debug)]
