@@ -1,0 +1,832 @@
+//! The engine tester and the fixtures every engine test shares.
+//!
+//! After ripgrep's `SearcherTester`: one driver, [`EngineTester`], runs the
+//! same cases through every (source kind, sink kind, mechanism) triple that a
+//! mechanism says it supports, and expects the same bytes out of each. A
+//! mechanism that moves one byte wrong, drops a tail, or quietly falls back
+//! shows up as a failure naming the triple and the case.
+//!
+//! Endpoints are real: files in a scratch directory on the crate's target
+//! file system, loop devices made with `losetup` (root only), TCP over
+//! loopback, Unix socket pairs, pipes, and memory. A stream source is fed by
+//! a thread that writes the case's bytes and closes; a stream sink is drained
+//! by a thread that hashes (BLAKE3) what arrives until end of stream.
+//!
+//! Tests that need root call [`require_root`]; tests that need a kernel
+//! feature probe for it and call [`require_feature`]. Both print
+//! `skipped: ...` and return `false` — unless `FLEXIO_TEST_PRIVILEGED=1`
+//! is set (CI on a machine that has everything), which turns a skip into a
+//! failure.
+
+// Each test crate uses a different part of this module.
+#![allow(dead_code)]
+
+use std::fmt::Write as _;
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::os::fd::{AsFd, OwnedFd};
+use std::os::unix::fs::FileExt;
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+use std::time::Instant;
+
+use flexio::{EndpointKind, Error, Flow, MechanismName, Params, Report, Sink, Source};
+use rustix::fs::SeekFrom;
+
+pub const KIB: usize = 1 << 10;
+pub const MIB: usize = 1 << 20;
+
+/// Set to `1` to make every privileged or feature skip a failure.
+pub const PRIVILEGED_ENV: &str = "FLEXIO_TEST_PRIVILEGED";
+
+/// Whether skips are forbidden on this run.
+pub fn skips_forbidden() -> bool {
+    std::env::var(PRIVILEGED_ENV).as_deref() == Ok("1")
+}
+
+/// Whether the tests run as root.
+pub fn is_root() -> bool {
+    rustix::process::geteuid().is_root()
+}
+
+/// `true` when running as root; otherwise prints `skipped: <reason> (needs
+/// root)` and returns `false` — or panics under `FLEXIO_TEST_PRIVILEGED=1`.
+pub fn require_root(reason: &str) -> bool {
+    if is_root() {
+        return true;
+    }
+    if skips_forbidden() {
+        panic!("{reason} needs root, and {PRIVILEGED_ENV}=1 forbids skipping it");
+    }
+    eprintln!("skipped: {reason} (needs root)");
+    false
+}
+
+/// `true` when `probe` found the kernel feature; otherwise prints `skipped:
+/// <what>: <why>` and returns `false` — or panics under
+/// `FLEXIO_TEST_PRIVILEGED=1`.
+pub fn require_feature(what: &str, probe: Result<(), String>) -> bool {
+    match probe {
+        Ok(()) => true,
+        Err(why) if skips_forbidden() => {
+            panic!("{what}: {why}, and {PRIVILEGED_ENV}=1 forbids skipping it")
+        }
+        Err(why) => {
+            eprintln!("skipped: {what}: {why}");
+            false
+        }
+    }
+}
+
+/// A scratch directory on the file system of the crate's target directory
+/// (a real disk file system with holes and `O_DIRECT`, not a tmpfs `/tmp`).
+pub fn scratch_dir() -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix("flexio-test-")
+        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+        .expect("create a scratch directory under CARGO_TARGET_TMPDIR")
+}
+
+// ---------------------------------------------------------------------------
+// Data
+
+const POOL_LEN: usize = 64 * MIB + 64 * KIB;
+
+/// 64 MiB + 64 KiB of deterministic, non-repeating bytes (the BLAKE3 output
+/// stream of a fixed key), made once per test binary.
+fn pool() -> &'static [u8] {
+    static POOL: OnceLock<Vec<u8>> = OnceLock::new();
+    POOL.get_or_init(|| {
+        let mut bytes = vec![0; POOL_LEN];
+        blake3::Hasher::new()
+            .update(b"flexio engine tests")
+            .finalize_xof()
+            .fill(&mut bytes);
+        bytes
+    })
+}
+
+/// `len` bytes (at most 64 MiB) of test data. Different `salt`s give
+/// different bytes at every position, so that stale content left by an
+/// earlier case never passes for this one.
+pub fn data(len: usize, salt: usize) -> &'static [u8] {
+    assert!(len <= 64 * MIB, "test data is at most 64 MiB, not {len}");
+    let shift = salt.wrapping_mul(4099) % (64 * KIB);
+    &pool()[shift..shift + len]
+}
+
+/// BLAKE3 of a byte slice.
+pub fn hash(bytes: &[u8]) -> blake3::Hash {
+    blake3::hash(bytes)
+}
+
+/// Where two equal-length byte strings first differ, for messages.
+pub fn first_difference(a: &[u8], b: &[u8]) -> Option<usize> {
+    a.iter()
+        .zip(b)
+        .position(|(x, y)| x != y)
+        .or((a.len() != b.len()).then_some(a.len().min(b.len())))
+}
+
+/// Reads `reader` to its end; returns the byte count and their BLAKE3.
+pub fn drain_and_hash(mut reader: impl Read) -> io::Result<(u64, blake3::Hash)> {
+    let mut hasher = blake3::Hasher::new();
+    let mut buffer = vec![0; MIB];
+    let mut count = 0u64;
+    loop {
+        match reader.read(&mut buffer) {
+            Ok(0) => return Ok((count, hasher.finalize())),
+            Ok(n) => {
+                hasher.update(&buffer[..n]);
+                count += n as u64;
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// Writes all of `bytes` and closes the writer.
+pub fn feed(mut writer: impl Write, bytes: &[u8]) -> io::Result<()> {
+    writer.write_all(bytes)?;
+    writer.flush()
+}
+
+/// Writes a whole file.
+pub fn write_file(path: &Path, bytes: &[u8]) {
+    fs::write(path, bytes).unwrap_or_else(|e| panic!("write {}: {e}", path.display()));
+}
+
+/// Reads `len` bytes of a file or device from `offset`.
+pub fn read_range(path: &Path, offset: u64, len: usize) -> Vec<u8> {
+    let file = File::open(path).unwrap_or_else(|e| panic!("open {}: {e}", path.display()));
+    let mut bytes = vec![0; len];
+    file.read_exact_at(&mut bytes, offset)
+        .unwrap_or_else(|e| panic!("read {} at {offset}: {e}", path.display()));
+    bytes
+}
+
+/// Writes `bytes` into an existing file or device at `offset`.
+pub fn write_range(path: &Path, offset: u64, bytes: &[u8]) {
+    let file = OpenOptions::new()
+        .write(true)
+        .open(path)
+        .unwrap_or_else(|e| panic!("open {}: {e}", path.display()));
+    file.write_all_at(bytes, offset)
+        .unwrap_or_else(|e| panic!("write {} at {offset}: {e}", path.display()));
+    file.sync_all()
+        .unwrap_or_else(|e| panic!("sync {}: {e}", path.display()));
+}
+
+/// The files a failed flow may have left in `dir`: flexio's temporary sink
+/// files are named `.<name>.flexio-XXXXXX`.
+pub fn leftover_temp_files(dir: &Path) -> Vec<String> {
+    fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("list {}: {e}", dir.display()))
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| name.starts_with('.') && name.contains(".flexio-"))
+        .collect()
+}
+
+// ---------------------------------------------------------------------------
+// Stream endpoints
+
+/// Two ends of a TCP connection over loopback.
+pub fn tcp_pair() -> (TcpStream, TcpStream) {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
+    let address = listener.local_addr().unwrap();
+    let connected = TcpStream::connect(address).expect("connect over loopback");
+    let (accepted, _) = listener.accept().expect("accept over loopback");
+    (connected, accepted)
+}
+
+/// Two ends of a Unix stream socket.
+pub fn unix_pair() -> (UnixStream, UnixStream) {
+    UnixStream::pair().expect("socketpair")
+}
+
+/// A pipe: (read end, write end).
+pub fn pipe() -> (OwnedFd, OwnedFd) {
+    rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC).expect("pipe")
+}
+
+// ---------------------------------------------------------------------------
+// Privileged fixtures
+
+/// A loop device over a backing file, detached on drop.
+pub struct LoopDevice {
+    path: PathBuf,
+}
+
+impl LoopDevice {
+    /// Attaches a new loop device to `backing`, a file of `size` bytes
+    /// created here; `Err` says why the kernel or the tools refused.
+    pub fn create(backing: &Path, size: u64) -> Result<LoopDevice, String> {
+        let file = File::create(backing).map_err(|e| format!("create backing file: {e}"))?;
+        file.set_len(size)
+            .map_err(|e| format!("size backing file: {e}"))?;
+        drop(file);
+        let output = Command::new("losetup")
+            .args(["--find", "--show"])
+            .arg(backing)
+            .output()
+            .map_err(|e| format!("run losetup: {e}"))?;
+        if !output.status.success() {
+            return Err(format!(
+                "losetup --find --show failed: {}",
+                String::from_utf8_lossy(&output.stderr).trim()
+            ));
+        }
+        let path = PathBuf::from(String::from_utf8_lossy(&output.stdout).trim());
+        Ok(LoopDevice { path })
+    }
+
+    /// The device node, e.g. `/dev/loop3`.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl Drop for LoopDevice {
+    fn drop(&mut self) {
+        let detached = Command::new("losetup")
+            .arg("-d")
+            .arg(&self.path)
+            .status()
+            .is_ok_and(|status| status.success());
+        if !detached {
+            eprintln!("warning: losetup -d {} failed", self.path.display());
+        }
+    }
+}
+
+/// A loop device of `size` bytes backed by a file in `dir`, or `None` (with
+/// the skip printed) when not root or when loop devices are unavailable.
+pub fn loop_device(dir: &Path, name: &str, size: u64, reason: &str) -> Option<LoopDevice> {
+    if !require_root(reason) {
+        return None;
+    }
+    match LoopDevice::create(&dir.join(name), size) {
+        Ok(device) => Some(device),
+        Err(why) => {
+            require_feature(reason, Err(format!("no loop device ({why})")));
+            None
+        }
+    }
+}
+
+/// A tmpfs mounted on a scratch directory, unmounted on drop (also when the
+/// test panics).
+pub struct Tmpfs {
+    // An Option so that Drop can unmount before the directory is removed.
+    dir: Option<tempfile::TempDir>,
+}
+
+impl Tmpfs {
+    /// Mounts a tmpfs of `size` (as `mount -o size=` takes it).
+    pub fn mount(size: &str) -> Result<Tmpfs, String> {
+        let dir = scratch_dir();
+        let output = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(dir.path())
+            .output()
+            .map_err(|e| format!("run mount: {e}"))?;
+        if !output.status.success() {
+            return Err(format!(
+                "mount -t tmpfs failed: {}",
+                String::from_utf8_lossy(&output.stderr).trim()
+            ));
+        }
+        Ok(Tmpfs { dir: Some(dir) })
+    }
+
+    /// The mount point.
+    pub fn path(&self) -> &Path {
+        self.dir.as_ref().expect("mounted").path()
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let Some(dir) = self.dir.take() else { return };
+        let unmounted = Command::new("umount")
+            .arg(dir.path())
+            .status()
+            .is_ok_and(|s| s.success());
+        if !unmounted {
+            // Something still holds a file open there (a failing test);
+            // detach lazily so that the mount never outlives the test.
+            let _ = Command::new("umount").arg("-l").arg(dir.path()).status();
+        }
+        drop(dir);
+    }
+}
+
+/// A mounted tmpfs of `size`, or `None` (with the skip printed) when not
+/// root or when mounting is refused.
+pub fn tmpfs(size: &str, reason: &str) -> Option<Tmpfs> {
+    if !require_root(reason) {
+        return None;
+    }
+    match Tmpfs::mount(size) {
+        Ok(mount) => Some(mount),
+        Err(why) => {
+            require_feature(reason, Err(why));
+            None
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Running one case in a child process
+
+const CHILD_ENV: &str = "FLEXIO_TEST_CHILD_MECHANISM";
+const CHILD_DONE: &str = "flexio-test-child-case-done";
+
+/// In a child started by [`run_in_child`]: the mechanism it is to test.
+pub fn child_mechanism() -> Option<MechanismName> {
+    let name = std::env::var(CHILD_ENV).ok()?;
+    Some(name.parse().expect("a mechanism name from the parent test"))
+}
+
+/// In a child: says that the case ran to its end (the parent checks, so that
+/// a filter that matched no test cannot pass for a passing case).
+pub fn child_done() {
+    println!("{CHILD_DONE}");
+}
+
+/// Runs test `test_name` of this test binary again in a child process with
+/// [`child_mechanism`] set to `mechanism` (and `env` set), so that a crash
+/// — a SIGBUS from a mapping whose file shrank or filled its file system —
+/// fails this one case with its signal instead of killing every test.
+pub fn run_in_child(
+    test_name: &str,
+    mechanism: MechanismName,
+    env: &[(&str, &Path)],
+) -> Result<(), String> {
+    let mut command = Command::new(std::env::current_exe().expect("current_exe"));
+    command
+        .args([test_name, "--exact", "--nocapture", "--test-threads=1"])
+        .env(CHILD_ENV, mechanism.as_str());
+    for (key, value) in env {
+        command.env(key, value);
+    }
+    let output = command.output().expect("start the test binary again");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let tail = |text: &str| {
+        let lines: Vec<&str> = text.lines().collect();
+        lines[lines.len().saturating_sub(15)..].join("\n    ")
+    };
+    use std::os::unix::process::ExitStatusExt;
+    if let Some(signal) = output.status.signal() {
+        let name = match signal {
+            7 => " (SIGBUS)",
+            11 => " (SIGSEGV)",
+            6 => " (SIGABRT)",
+            _ => "",
+        };
+        return Err(format!(
+            "{mechanism}: the process was killed by signal {signal}{name}\n    {}",
+            tail(&stderr)
+        ));
+    }
+    if !output.status.success() {
+        return Err(format!(
+            "{mechanism}: {}\n    {}\n    {}",
+            output.status,
+            tail(&stdout),
+            tail(&stderr)
+        ));
+    }
+    if !stdout.contains(CHILD_DONE) {
+        return Err(format!(
+            "{mechanism}: the child ran no case (is the test still named {test_name}?)"
+        ));
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------
+// Checking results
+
+/// Checks what every successful flow must report: the bytes, the mechanism
+/// asked for, and that it ran without a fallback.
+pub fn check_report(report: &Report, mechanism: MechanismName, bytes: u64) -> Result<(), String> {
+    if report.bytes != bytes {
+        return Err(format!("report.bytes {} != {bytes}", report.bytes));
+    }
+    if report.mechanism_requested != mechanism {
+        return Err(format!(
+            "report.mechanism_requested {} != {mechanism}",
+            report.mechanism_requested
+        ));
+    }
+    if let Some(fallback) = report.fallbacks.first() {
+        return Err(format!(
+            "{} fell back to {} at byte {} ({} refused: {}); this flow should run as asked",
+            fallback.from, fallback.to, fallback.at_byte, fallback.operation, fallback.reason
+        ));
+    }
+    if report.mechanism_used != mechanism {
+        return Err(format!(
+            "report.mechanism_used {} != {mechanism} without a fallback",
+            report.mechanism_used
+        ));
+    }
+    Ok(())
+}
+
+/// Compares bytes and says where they first differ.
+pub fn check_bytes(what: &str, actual: &[u8], expected: &[u8]) -> Result<(), String> {
+    if actual == expected {
+        return Ok(());
+    }
+    Err(format!(
+        "{what}: {} bytes differ from the {} expected, first at byte {:?}",
+        actual.len(),
+        expected.len(),
+        first_difference(actual, expected)
+    ))
+}
+
+/// A one-line error message, for errors a user reads.
+pub fn check_one_line(error: &Error) -> Result<(), String> {
+    let text = error.to_string();
+    if text.is_empty() || text.contains('\n') {
+        return Err(format!("error message is not one line: {text:?}"));
+    }
+    Ok(())
+}
+
+/// The data segments of a file, `(offset, length)`, by SEEK_DATA/SEEK_HOLE.
+pub fn data_segments(file: &File) -> Vec<(u64, u64)> {
+    let end = file.metadata().unwrap().len();
+    let mut segments = Vec::new();
+    let mut at = 0;
+    while at < end {
+        let data = match rustix::fs::seek(file.as_fd(), SeekFrom::Data(at)) {
+            Ok(data) => data,
+            Err(rustix::io::Errno::NXIO) => break,
+            Err(e) => panic!("SEEK_DATA: {e}"),
+        };
+        let hole = rustix::fs::seek(file.as_fd(), SeekFrom::Hole(data)).expect("SEEK_HOLE");
+        segments.push((data, hole - data));
+        at = hole;
+    }
+    segments
+}
+
+// ---------------------------------------------------------------------------
+// The tester
+
+/// The endpoint kinds the tester drives.
+pub const DRIVEN_KINDS: [EndpointKind; 6] = [
+    EndpointKind::File,
+    EndpointKind::BlockDevice,
+    EndpointKind::Tcp,
+    EndpointKind::Unix,
+    EndpointKind::Pipe,
+    EndpointKind::Memory,
+];
+
+/// One case: this many bytes, moved with this chunk size.
+#[derive(Clone, Copy, Debug)]
+pub struct Case {
+    pub len: usize,
+    pub chunk: usize,
+}
+
+/// The standard cases: the page and chunk edges with a 64 KiB chunk, and
+/// 64 MiB with the default chunk.
+pub fn standard_cases() -> Vec<Case> {
+    let chunk = 64 * KIB;
+    let mut cases: Vec<Case> = [
+        0,
+        1,
+        4095,
+        4096,
+        4097,
+        chunk - 1,
+        chunk,
+        chunk + 1,
+        3 * chunk + 17,
+    ]
+    .into_iter()
+    .map(|len| Case { len, chunk })
+    .collect();
+    cases.push(Case {
+        len: 64 * MIB,
+        chunk: Params::default().chunk,
+    });
+    cases
+}
+
+/// Drives every supported (source, sink, mechanism) triple over the same
+/// cases and checks every byte.
+pub struct EngineTester {
+    sources: Vec<EndpointKind>,
+    sinks: Vec<EndpointKind>,
+    mechanisms: Vec<MechanismName>,
+    cases: Vec<Case>,
+}
+
+impl Default for EngineTester {
+    fn default() -> Self {
+        EngineTester::new()
+    }
+}
+
+impl EngineTester {
+    /// Every driven kind on both sides, every concrete mechanism, the
+    /// standard cases.
+    pub fn new() -> Self {
+        EngineTester {
+            sources: DRIVEN_KINDS.to_vec(),
+            sinks: DRIVEN_KINDS.to_vec(),
+            mechanisms: MechanismName::CONCRETE.to_vec(),
+            cases: standard_cases(),
+        }
+    }
+
+    /// Only these source kinds.
+    pub fn sources(mut self, kinds: &[EndpointKind]) -> Self {
+        self.sources = kinds.to_vec();
+        self
+    }
+
+    /// Only these sink kinds.
+    pub fn sinks(mut self, kinds: &[EndpointKind]) -> Self {
+        self.sinks = kinds.to_vec();
+        self
+    }
+
+    /// Only these mechanisms.
+    pub fn mechanisms(mut self, mechanisms: &[MechanismName]) -> Self {
+        self.mechanisms = mechanisms.to_vec();
+        self
+    }
+
+    /// These cases instead of the standard ones.
+    pub fn cases(mut self, cases: Vec<Case>) -> Self {
+        self.cases = cases;
+        self
+    }
+
+    /// Runs every triple over every case; panics listing every failure.
+    pub fn test(self) {
+        let started = Instant::now();
+        let dir = scratch_dir();
+        let needs_device = self
+            .sources
+            .iter()
+            .chain(&self.sinks)
+            .any(|k| *k == EndpointKind::BlockDevice);
+        let capacity = self.cases.iter().map(|c| c.len).max().unwrap_or(0) as u64 + 64 * KIB as u64;
+        let devices = if needs_device {
+            let reason = "block device endpoints";
+            let source = self
+                .sources
+                .contains(&EndpointKind::BlockDevice)
+                .then(|| loop_device(dir.path(), "source.img", capacity, reason))
+                .flatten();
+            let sink = self
+                .sinks
+                .contains(&EndpointKind::BlockDevice)
+                .then(|| loop_device(dir.path(), "sink.img", capacity, reason))
+                .flatten();
+            (source, sink)
+        } else {
+            (None, None)
+        };
+        let env = Env {
+            dir: dir.path(),
+            source_device: devices.0.as_ref().map(LoopDevice::path),
+            sink_device: devices.1.as_ref().map(LoopDevice::path),
+        };
+        let mut sources = self.sources.clone();
+        let mut sinks = self.sinks.clone();
+        sources.retain(|k| *k != EndpointKind::BlockDevice || env.source_device.is_some());
+        sinks.retain(|k| *k != EndpointKind::BlockDevice || env.sink_device.is_some());
+
+        let mut failures = Vec::new();
+        let mut flows = 0usize;
+        for (case_index, case) in self.cases.iter().enumerate() {
+            for &source in &sources {
+                let salt = case_index * 64 + source_index(source);
+                let bytes = data(case.len, salt);
+                let prepared = env.prepare_source(source, bytes);
+                for &sink in &sinks {
+                    for &mechanism in &self.mechanisms {
+                        if !mechanism.supports(source, sink) {
+                            continue;
+                        }
+                        flows += 1;
+                        let triple = Triple {
+                            source,
+                            sink,
+                            mechanism,
+                        };
+                        if let Err(why) = env.run(triple, *case, bytes, prepared.as_deref()) {
+                            failures.push(format!(
+                                "{source} -> {sink} via {mechanism}, {} bytes, chunk {}: {why}",
+                                case.len, case.chunk
+                            ));
+                        }
+                    }
+                }
+            }
+        }
+        let leftovers = leftover_temp_files(dir.path());
+        if !leftovers.is_empty() {
+            failures.push(format!("temporary files left behind: {leftovers:?}"));
+        }
+        eprintln!(
+            "engine tester: {flows} flows ({} -> {}) in {:.1} s",
+            kinds(&sources),
+            kinds(&sinks),
+            started.elapsed().as_secs_f64()
+        );
+        if flows == 0 && failures.is_empty() {
+            panic!("the tester ran no flow: no mechanism supports the chosen kinds");
+        }
+        if !failures.is_empty() {
+            let mut message = format!("{} of {flows} flows failed:\n", failures.len());
+            for failure in failures.iter().take(60) {
+                let _ = writeln!(message, "  {failure}");
+            }
+            panic!("{message}");
+        }
+    }
+}
+
+fn kinds(kinds: &[EndpointKind]) -> String {
+    kinds
+        .iter()
+        .map(|k| k.as_str())
+        .collect::<Vec<_>>()
+        .join("|")
+}
+
+fn source_index(kind: EndpointKind) -> usize {
+    DRIVEN_KINDS.iter().position(|k| *k == kind).unwrap_or(0)
+}
+
+#[derive(Clone, Copy)]
+struct Triple {
+    source: EndpointKind,
+    sink: EndpointKind,
+    mechanism: MechanismName,
+}
+
+/// Where the tester's endpoints live.
+struct Env<'e> {
+    dir: &'e Path,
+    source_device: Option<&'e Path>,
+    sink_device: Option<&'e Path>,
+}
+
+impl Env<'_> {
+    /// Puts a case's bytes into a seekable source once, for every sink and
+    /// mechanism to read; returns its path.
+    fn prepare_source(&self, kind: EndpointKind, bytes: &[u8]) -> Option<PathBuf> {
+        match kind {
+            EndpointKind::File => {
+                let path = self.dir.join("source");
+                write_file(&path, bytes);
+                Some(path)
+            }
+            EndpointKind::BlockDevice => {
+                let device = self.source_device.expect("a source device");
+                write_range(device, 0, bytes);
+                Some(device.to_path_buf())
+            }
+            _ => None,
+        }
+    }
+
+    /// Runs one flow and checks it.
+    fn run(
+        &self,
+        triple: Triple,
+        case: Case,
+        bytes: &[u8],
+        prepared: Option<&Path>,
+    ) -> Result<(), String> {
+        let sink_path = self.dir.join("sink");
+        if triple.sink == EndpointKind::File {
+            let _ = fs::remove_file(&sink_path);
+        }
+        if triple.sink == EndpointKind::BlockDevice {
+            // Zero the range first: bytes an earlier flow left there must
+            // not pass for bytes this flow wrote.
+            let device = self.sink_device.expect("a sink device");
+            write_range(device, 0, &vec![0; case.len]);
+        }
+        let mut memory_sink = vec![
+            0u8;
+            if triple.sink == EndpointKind::Memory {
+                case.len
+            } else {
+                0
+            }
+        ];
+        std::thread::scope(|scope| {
+            let mut writer = None;
+            let source = match triple.source {
+                EndpointKind::File | EndpointKind::BlockDevice => {
+                    Source::path(prepared.expect("a prepared source"))
+                }
+                EndpointKind::Tcp => {
+                    let (ours, theirs) = tcp_pair();
+                    writer = Some(scope.spawn(move || feed(theirs, bytes)));
+                    Source::Fd(ours.into(), "tcp".into())
+                }
+                EndpointKind::Unix => {
+                    let (ours, theirs) = unix_pair();
+                    writer = Some(scope.spawn(move || feed(theirs, bytes)));
+                    Source::Fd(ours.into(), "unix".into())
+                }
+                EndpointKind::Pipe => {
+                    let (read, write) = pipe();
+                    writer = Some(scope.spawn(move || feed(File::from(write), bytes)));
+                    Source::Fd(read, "pipe".into())
+                }
+                EndpointKind::Memory => Source::Memory(bytes),
+                other => unreachable!("the tester does not drive {other} sources"),
+            };
+            let mut reader = None;
+            let sink = match triple.sink {
+                EndpointKind::File => Sink::path(&sink_path),
+                EndpointKind::BlockDevice => Sink::path(self.sink_device.expect("a sink device")),
+                EndpointKind::Tcp => {
+                    let (ours, theirs) = tcp_pair();
+                    reader = Some(scope.spawn(move || drain_and_hash(theirs)));
+                    Sink::Fd(ours.into(), "tcp".into())
+                }
+                EndpointKind::Unix => {
+                    let (ours, theirs) = unix_pair();
+                    reader = Some(scope.spawn(move || drain_and_hash(theirs)));
+                    Sink::Fd(ours.into(), "unix".into())
+                }
+                EndpointKind::Pipe => {
+                    let (read, write) = pipe();
+                    reader = Some(scope.spawn(move || drain_and_hash(File::from(read))));
+                    Sink::Fd(write, "pipe".into())
+                }
+                EndpointKind::Memory => Sink::Memory(&mut memory_sink),
+                other => unreachable!("the tester does not drive {other} sinks"),
+            };
+            let mut flow = Flow::new(source, sink)
+                .via(triple.mechanism)
+                .params(Params {
+                    chunk: case.chunk,
+                    ..Params::default()
+                });
+            if triple.source == EndpointKind::BlockDevice {
+                // A device is larger than the case: move just the case.
+                flow = flow.length(case.len as u64);
+            }
+            // The flow owns the descriptors and closes them when it returns,
+            // which ends the feeding and draining threads either way.
+            let result = flow.run();
+            let fed = writer.map(|w| w.join().expect("writer thread"));
+            let received = reader.map(|r| r.join().expect("reader thread"));
+            let report = result.map_err(|e| format!("flow failed: {e}"))?;
+            if let Some(Err(e)) = fed {
+                return Err(format!("feeding the source failed: {e}"));
+            }
+            check_report(&report, triple.mechanism, case.len as u64)?;
+            let expected = hash(bytes);
+            let (count, actual) = match triple.sink {
+                EndpointKind::File => {
+                    let written = fs::read(&sink_path).map_err(|e| format!("read sink: {e}"))?;
+                    (written.len() as u64, hash(&written))
+                }
+                EndpointKind::BlockDevice => {
+                    let device = self.sink_device.expect("a sink device");
+                    let written = read_range(device, 0, case.len);
+                    (written.len() as u64, hash(&written))
+                }
+                EndpointKind::Memory => (memory_sink.len() as u64, hash(&memory_sink)),
+                _ => received
+                    .expect("a reader for a stream sink")
+                    .map_err(|e| format!("draining the sink failed: {e}"))?,
+            };
+            if count != case.len as u64 {
+                return Err(format!("the sink holds {count} bytes, not {}", case.len));
+            }
+            if actual != expected {
+                return Err(format!(
+                    "the sink's bytes differ (blake3 {} != {})",
+                    actual.to_hex(),
+                    expected.to_hex()
+                ));
+            }
+            Ok(())
+        })
+    }
+}
