@@ -16,6 +16,7 @@ use crate::mechanism::{
     fallback_for, implementation, Counters, MechanismName, Scratch, Stop, Transfer,
 };
 use crate::report::{Fallback, Report};
+use crate::tune::{Decision, FlowKind, Profile};
 use crate::{builtin_choice, verify};
 
 /// Parameters of a mechanism.
@@ -96,6 +97,8 @@ pub struct Flow<'a> {
     verify: bool,
     progress: Arc<Progress>,
     on_listen: Option<Box<dyn FnMut(&str) + 'a>>,
+    profile: Option<&'a Profile>,
+    params_explicit: bool,
 }
 
 impl<'a> Flow<'a> {
@@ -115,6 +118,8 @@ impl<'a> Flow<'a> {
             verify: false,
             progress: Arc::default(),
             on_listen: None,
+            profile: None,
+            params_explicit: false,
         }
     }
 
@@ -143,9 +148,20 @@ impl<'a> Flow<'a> {
         self
     }
 
-    /// Mechanism parameters.
+    /// Mechanism parameters. Given explicitly, they also hold when `auto`
+    /// takes its mechanism from a profile.
     pub fn params(mut self, params: Params) -> Self {
         self.params = params;
+        self.params_explicit = true;
+        self
+    }
+
+    /// The profile `auto` consults (see [`crate::tune`]); without one, or
+    /// when it has no range for the flow, `auto` uses the built-in table.
+    /// Checking that the profile fits this machine is the caller's choice
+    /// ([`Profile::machine_differences`]).
+    pub fn profile(mut self, profile: Option<&'a Profile>) -> Self {
+        self.profile = profile;
         self
     }
 
@@ -226,11 +242,67 @@ impl<'a> Flow<'a> {
                 source.kind, sink.kind
             )));
         }
-        let mechanism = self.resolve(source.kind, sink.kind)?;
+        let decision = self.decide(source.kind, sink.kind, total)?;
+        if self.via == MechanismName::Auto && !self.params_explicit {
+            self.params = decision.params.clone();
+        }
+        let mechanism = decision.mechanism;
         self.progress
             .total
             .store(total.unwrap_or(u64::MAX), Ordering::Relaxed);
-        Engine::new(self, source, sink, mechanism, total).run()
+        let mut report = Engine::new(self, source, sink, mechanism, total).run()?;
+        report.decided_by = decision.decided_by;
+        Ok(report)
+    }
+
+    /// What this flow would use and why, without opening sockets or moving
+    /// a byte: kinds are told from the addresses, the size from `stat`
+    /// (or `--length`).
+    ///
+    /// # Errors
+    /// [`Error::Usage`] when a kind cannot be told without opening (a
+    /// descriptor endpoint is fine; stdin that is a socket is not), and the
+    /// errors of an unsupported pair.
+    ///
+    /// # Examples
+    /// ```
+    /// use flexio::{Flow, MechanismName, Sink, Source};
+    /// let dir = tempfile::tempdir().unwrap();
+    /// std::fs::write(dir.path().join("a"), [1u8; 4096]).unwrap();
+    /// let decision = Flow::new(Source::path(dir.path().join("a")), Sink::path(dir.path().join("b")))
+    ///     .plan()
+    ///     .unwrap();
+    /// assert_eq!(decision.size, Some(4096));
+    /// assert_eq!(decision.mechanism, MechanismName::CopyFileRange);
+    /// assert_eq!(decision.decided_by, "built-in table");
+    /// ```
+    pub fn plan(&self) -> Result<Decision> {
+        let source_kind = match &self.source {
+            Source::Address(address) => address.probe_kind(false),
+            Source::Memory(_) => Some(EndpointKind::Memory),
+            _ => None,
+        }
+        .ok_or_else(|| Error::usage("cannot tell the source's kind without opening it"))?;
+        let sink_kind = match &self.sink {
+            Sink::Address(address) => address.probe_kind(true),
+            Sink::Memory(_) => Some(EndpointKind::Memory),
+            _ => None,
+        }
+        .ok_or_else(|| Error::usage("cannot tell the sink's kind without opening it"))?;
+        let size = match (&self.source, self.length) {
+            (_, Some(length)) => Some(length),
+            (Source::Memory(bytes), None) => Some((bytes.len() as u64).saturating_sub(self.offset)),
+            (Source::Address(crate::Address::Path(path)), None) => {
+                let label = path.display().to_string();
+                let file =
+                    std::fs::File::open(path).map_err(|e| Error::io("open", &label, None, e))?;
+                let size = rustix::fs::seek(&file, rustix::fs::SeekFrom::End(0))
+                    .map_err(|e| Error::io("seek", &label, None, e))?;
+                Some(size.saturating_sub(self.offset))
+            }
+            _ => None,
+        };
+        self.decide(source_kind, sink_kind, size)
     }
 
     /// Refuses an unsupported pair before anything is opened (nothing is
@@ -306,6 +378,48 @@ impl<'a> Flow<'a> {
             }
         }
         Ok(())
+    }
+
+    /// What `auto` (or the named mechanism) means for this flow, and why.
+    fn decide(
+        &self,
+        source: EndpointKind,
+        sink: EndpointKind,
+        total: Option<u64>,
+    ) -> Result<Decision> {
+        let flow_kind = FlowKind::classify(source, sink, self.fsync);
+        let mut decision = Decision {
+            flow_kind,
+            size: total,
+            mechanism: self.resolve(source, sink)?,
+            params: self.params.clone(),
+            decided_by: if self.via == MechanismName::Auto {
+                "built-in table".to_string()
+            } else {
+                "requested".to_string()
+            },
+        };
+        if self.via != MechanismName::Auto {
+            return Ok(decision);
+        }
+        let (Some(profile), Some(size)) = (self.profile, total) else {
+            return Ok(decision);
+        };
+        let Some(range) = profile.lookup(flow_kind, size) else {
+            return Ok(decision);
+        };
+        let place = profile.describe_range(flow_kind, range);
+        if range.mechanism.supports(source, sink) {
+            decision.mechanism = range.mechanism;
+            decision.params = range.params();
+            decision.decided_by = place;
+        } else {
+            decision.decided_by = format!(
+                "built-in table ({place} names {}, which cannot move {source} -> {sink})",
+                range.mechanism
+            );
+        }
+        Ok(decision)
     }
 
     fn resolve(&self, source: EndpointKind, sink: EndpointKind) -> Result<MechanismName> {

@@ -47,6 +47,7 @@ mod mechanism;
 mod report;
 mod size;
 mod sys;
+pub mod tune;
 mod verify;
 
 pub use endpoint::{Address, EndpointKind, Sink, Source};

@@ -81,6 +81,9 @@ pub struct Report {
     pub mechanism_requested: MechanismName,
     /// The mechanism that was tried first (what `auto` chose).
     pub mechanism_first: MechanismName,
+    /// What made the choice: `requested`, `built-in table`, or the profile
+    /// entry (`profile PATH: file-to-file [1.00 MiB, 64.00 MiB)`).
+    pub decided_by: String,
     /// The mechanism that moved the last bytes.
     pub mechanism_used: MechanismName,
     /// Every switch of mechanism, with the kernel's reason.
@@ -130,6 +133,7 @@ impl Report {
             ring_entries: 0,
             mechanism_requested: requested,
             mechanism_first: used,
+            decided_by: String::new(),
             mechanism_used: used,
             fallbacks: Vec::new(),
             source_cache: None,
@@ -166,7 +170,7 @@ impl fmt::Display for Report {
             format_rate(self.throughput_bytes_per_s as f64)
         )?;
         let chosen = if self.mechanism_requested == MechanismName::Auto {
-            format!("auto chose {} (built-in table)", self.mechanism_first)
+            format!("auto chose {} ({})", self.mechanism_first, self.decided_by)
         } else {
             format!("requested {}", self.mechanism_requested)
         };

@@ -1,0 +1,563 @@
+//! The profile: TOML at `$XDG_CONFIG_HOME/flexio/profile.toml`, versioned,
+//! with the machine's fingerprint, per flow kind an ordered list of size
+//! ranges (mechanism, parameters, measured throughput and spread) and the
+//! raw curves they were chosen from. A person may edit a range's mechanism
+//! by hand; `auto` obeys it.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::select::Measurement;
+use super::{Fingerprint, FlowKind};
+use crate::endpoint::EndpointKind;
+use crate::flow::Params;
+use crate::mechanism::MechanismName;
+
+/// The profile format this build reads and writes.
+pub const PROFILE_FORMAT_VERSION: u32 = 1;
+
+/// Why a profile could not be used.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ProfileError {
+    /// The file could not be read or written.
+    #[error("{path}: {source}")]
+    Io {
+        /// The profile's path.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// The file is not valid TOML or not a profile.
+    #[error("{path}: not a valid profile: {message}")]
+    Corrupt {
+        /// The profile's path.
+        path: PathBuf,
+        /// What the parser said.
+        message: String,
+    },
+    /// The file was written by a newer flexio.
+    #[error("{path}: format_version {found} is newer than this flexio understands ({supported}); re-run `flexio tune` or upgrade")]
+    FutureVersion {
+        /// The profile's path.
+        path: PathBuf,
+        /// The version in the file.
+        found: u64,
+        /// The version this build reads.
+        supported: u32,
+    },
+    /// The file parses but its ranges are wrong (gaps, overlaps, a
+    /// mechanism that cannot serve the flow kind).
+    #[error("{path}: {message}")]
+    Invalid {
+        /// The profile's path.
+        path: PathBuf,
+        /// What is wrong, naming the flow kind and range.
+        message: String,
+    },
+}
+
+/// One size range of one flow kind: `[min_bytes, max_bytes)`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RangeEntry {
+    /// Smallest size of the range.
+    pub min_bytes: u64,
+    /// First size past the range; absent for the last range.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_bytes: Option<u64>,
+    /// The mechanism `auto` uses in this range (editable).
+    pub mechanism: MechanismName,
+    /// `--chunk`.
+    pub chunk: usize,
+    /// `--queue-depth`.
+    pub queue_depth: u32,
+    /// `--pipe-size`.
+    pub pipe_size: usize,
+    /// `--direct`.
+    pub direct: bool,
+    /// The weakest measured median throughput in the range.
+    pub throughput_bytes_per_s: u64,
+    /// (max − min) / median of the runs at that point.
+    pub spread: f64,
+    /// The sizes that were measured inside this range.
+    #[serde(default)]
+    pub measured_at: Vec<u64>,
+}
+
+impl RangeEntry {
+    pub(crate) fn from_winner(
+        min_bytes: u64,
+        max_bytes: Option<u64>,
+        winner: &Measurement,
+    ) -> Self {
+        let params = &winner.candidate.params;
+        RangeEntry {
+            min_bytes,
+            max_bytes,
+            mechanism: winner.candidate.mechanism,
+            chunk: params.chunk,
+            queue_depth: params.queue_depth,
+            pipe_size: params.pipe_size,
+            direct: params.direct,
+            throughput_bytes_per_s: winner.median_bps as u64,
+            spread: winner.spread(),
+            measured_at: vec![winner.size],
+        }
+    }
+
+    /// The parameters of this range.
+    pub fn params(&self) -> Params {
+        Params {
+            chunk: self.chunk,
+            queue_depth: self.queue_depth,
+            pipe_size: self.pipe_size,
+            direct: self.direct,
+        }
+    }
+
+    /// Whether `size` falls in this range.
+    pub fn contains(&self, size: u64) -> bool {
+        size >= self.min_bytes && self.max_bytes.is_none_or(|max| size < max)
+    }
+}
+
+/// One point of a measured curve.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CurvePoint {
+    /// Bytes per flow.
+    pub size: u64,
+    /// Median throughput.
+    pub median_bytes_per_s: u64,
+    /// Slowest run.
+    pub min_bytes_per_s: u64,
+    /// Fastest run.
+    pub max_bytes_per_s: u64,
+    /// Process CPU per byte, ns.
+    pub cpu_ns_per_byte: f64,
+}
+
+/// Throughput against size of one candidate.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Curve {
+    /// The mechanism.
+    pub mechanism: MechanismName,
+    /// `--chunk`.
+    pub chunk: usize,
+    /// `--queue-depth`.
+    pub queue_depth: u32,
+    /// `--pipe-size`.
+    pub pipe_size: usize,
+    /// `--direct`.
+    pub direct: bool,
+    /// The measured points, by size.
+    pub points: Vec<CurvePoint>,
+}
+
+/// Everything the profile knows about one flow kind.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FlowProfile {
+    /// The flow kind.
+    pub kind: FlowKind,
+    /// Size ranges, ordered, contiguous from 0, the last unbounded.
+    #[serde(rename = "range")]
+    pub ranges: Vec<RangeEntry>,
+    /// The raw measurements the ranges were chosen from.
+    #[serde(default, rename = "curve")]
+    pub curves: Vec<Curve>,
+}
+
+/// A machine's measured decisions.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Profile {
+    /// [`PROFILE_FORMAT_VERSION`].
+    pub format_version: u32,
+    /// When it was made, seconds since the Unix epoch.
+    pub created_unix: u64,
+    /// The flexio version that made it.
+    pub flexio_version: String,
+    /// The directory whose file system was tuned.
+    pub tuned_dir: String,
+    /// The machine.
+    pub fingerprint: Fingerprint,
+    /// Per flow kind.
+    #[serde(default, rename = "flow")]
+    pub flows: Vec<FlowProfile>,
+    /// Where it was loaded from (not stored in the file).
+    #[serde(skip)]
+    pub path: Option<PathBuf>,
+}
+
+/// Where the profile lives: `$FLEXIO_PROFILE`, else
+/// `$XDG_CONFIG_HOME/flexio/profile.toml`, else
+/// `~/.config/flexio/profile.toml`.
+pub fn default_profile_path() -> PathBuf {
+    if let Some(path) = std::env::var_os("FLEXIO_PROFILE").filter(|p| !p.is_empty()) {
+        return PathBuf::from(path);
+    }
+    let config = std::env::var_os("XDG_CONFIG_HOME")
+        .filter(|p| !p.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".config")))
+        .unwrap_or_else(|| PathBuf::from(".config"));
+    config.join("flexio").join("profile.toml")
+}
+
+impl Profile {
+    /// An empty profile for this machine.
+    pub fn new(fingerprint: Fingerprint, tuned_dir: &Path) -> Self {
+        Profile {
+            format_version: PROFILE_FORMAT_VERSION,
+            created_unix: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs()),
+            flexio_version: env!("CARGO_PKG_VERSION").to_string(),
+            tuned_dir: tuned_dir.display().to_string(),
+            fingerprint,
+            flows: Vec::new(),
+            path: None,
+        }
+    }
+
+    /// Reads, version-checks and validates a profile.
+    ///
+    /// # Errors
+    /// [`ProfileError::Io`] when unreadable, [`ProfileError::Corrupt`] when
+    /// not a profile, [`ProfileError::FutureVersion`] when written by a
+    /// newer flexio, [`ProfileError::Invalid`] when its ranges are wrong.
+    ///
+    /// # Examples
+    /// ```
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let path = dir.path().join("profile.toml");
+    /// std::fs::write(&path, "format_version = 99\n").unwrap();
+    /// let error = flexio::tune::Profile::load(&path).unwrap_err();
+    /// assert!(error.to_string().contains("newer"));
+    /// ```
+    pub fn load(path: &Path) -> Result<Profile, ProfileError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ProfileError::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        Self::parse(&text, path)
+    }
+
+    /// Parses profile text; `path` names it in errors.
+    ///
+    /// # Errors
+    /// As [`Profile::load`], but for the text given.
+    pub fn parse(text: &str, path: &Path) -> Result<Profile, ProfileError> {
+        let corrupt = |message: String| ProfileError::Corrupt {
+            path: path.to_path_buf(),
+            message,
+        };
+        let value: toml::Table =
+            toml::from_str(text).map_err(|e| corrupt(e.message().to_string()))?;
+        let version = value
+            .get("format_version")
+            .and_then(toml::Value::as_integer)
+            .ok_or_else(|| corrupt("missing integer format_version".into()))?;
+        if version > PROFILE_FORMAT_VERSION as i64 {
+            return Err(ProfileError::FutureVersion {
+                path: path.to_path_buf(),
+                found: version as u64,
+                supported: PROFILE_FORMAT_VERSION,
+            });
+        }
+        let mut profile: Profile =
+            toml::from_str(text).map_err(|e| corrupt(e.message().to_string()))?;
+        profile.path = Some(path.to_path_buf());
+        profile
+            .validate()
+            .map_err(|message| ProfileError::Invalid {
+                path: path.to_path_buf(),
+                message,
+            })?;
+        Ok(profile)
+    }
+
+    /// Checks that each flow kind's ranges start at 0, touch, end unbounded,
+    /// and name mechanisms that serve the kind.
+    ///
+    /// # Errors
+    /// A message naming the flow kind and the range at fault.
+    pub fn validate(&self) -> Result<(), String> {
+        for flow in &self.flows {
+            let kind = flow.kind;
+            let Some(first) = flow.ranges.first() else {
+                return Err(format!("{kind}: no ranges"));
+            };
+            if first.min_bytes != 0 {
+                return Err(format!(
+                    "{kind}: the first range starts at {} instead of 0",
+                    first.min_bytes
+                ));
+            }
+            for (i, range) in flow.ranges.iter().enumerate() {
+                if range.mechanism == MechanismName::Auto {
+                    return Err(format!(
+                        "{kind} range {i}: mechanism must be concrete, not auto"
+                    ));
+                }
+                let (source, sink) = representative_pair(kind);
+                if !range.mechanism.supports(source, sink) {
+                    return Err(format!(
+                        "{kind} range {i}: {} cannot move {source} -> {sink}",
+                        range.mechanism
+                    ));
+                }
+                if range.chunk == 0 || range.queue_depth == 0 {
+                    return Err(format!(
+                        "{kind} range {i}: chunk and queue_depth must be positive"
+                    ));
+                }
+                match (range.max_bytes, flow.ranges.get(i + 1)) {
+                    (Some(max), Some(next)) if max != next.min_bytes => {
+                        return Err(format!(
+                            "{kind} range {i}: ends at {max} but the next starts at {}",
+                            next.min_bytes
+                        ))
+                    }
+                    (Some(max), _) if max <= range.min_bytes => {
+                        return Err(format!(
+                            "{kind} range {i}: empty ({}..{max})",
+                            range.min_bytes
+                        ))
+                    }
+                    (Some(_), None) => {
+                        return Err(format!("{kind}: the last range must have no max_bytes"))
+                    }
+                    (None, Some(_)) => {
+                        return Err(format!("{kind} range {i}: unbounded but not last"))
+                    }
+                    _ => {}
+                }
+            }
+        }
+        let mut kinds: Vec<_> = self.flows.iter().map(|f| f.kind).collect();
+        kinds.sort();
+        if kinds.windows(2).any(|w| w[0] == w[1]) {
+            return Err("a flow kind appears twice".into());
+        }
+        Ok(())
+    }
+
+    /// Writes the profile atomically (temp file + rename), creating the
+    /// directory.
+    ///
+    /// # Errors
+    /// [`ProfileError::Io`].
+    pub fn save(&self, path: &Path) -> Result<(), ProfileError> {
+        let io = |source| ProfileError::Io {
+            path: path.to_path_buf(),
+            source,
+        };
+        let dir = path
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        std::fs::create_dir_all(dir).map_err(io)?;
+        let text = self.to_toml();
+        let mut temp = tempfile::NamedTempFile::new_in(dir).map_err(io)?;
+        std::io::Write::write_all(&mut temp, text.as_bytes()).map_err(io)?;
+        temp.persist(path).map_err(|e| io(e.error))?;
+        Ok(())
+    }
+
+    /// The TOML text, with a header comment saying how to edit it.
+    pub fn to_toml(&self) -> String {
+        let body = toml::to_string(self).expect("a profile serializes to TOML");
+        format!(
+            "# flexio profile: measured by `flexio tune` on this machine.\n\
+             # Each [[flow.range]] says which mechanism `auto` uses for sizes in\n\
+             # [min_bytes, max_bytes). You may change `mechanism` (and its parameters)\n\
+             # by hand; `flexio profile validate` checks the result.\n\n{body}"
+        )
+    }
+
+    /// How this machine differs from the one the profile was measured on
+    /// (empty when it is the same machine).
+    pub fn machine_differences(&self) -> Vec<String> {
+        let here = Fingerprint::of_this_machine(Path::new(&self.tuned_dir));
+        self.fingerprint.differences(&here)
+    }
+
+    /// `profile PATH: KIND [MIN, MAX)` for reports and plans.
+    pub fn describe_range(&self, kind: FlowKind, range: &RangeEntry) -> String {
+        let path = self
+            .path
+            .as_deref()
+            .map_or_else(|| "(unsaved)".to_string(), |p| p.display().to_string());
+        let max = range
+            .max_bytes
+            .map_or_else(|| "∞".to_string(), crate::format_bytes);
+        format!(
+            "profile {path}: {kind} [{}, {max})",
+            crate::format_bytes(range.min_bytes)
+        )
+    }
+
+    /// The range deciding a flow of `kind` and `size` bytes.
+    pub fn lookup(&self, kind: FlowKind, size: u64) -> Option<&RangeEntry> {
+        self.flows
+            .iter()
+            .find(|f| f.kind == kind)?
+            .ranges
+            .iter()
+            .find(|r| r.contains(size))
+    }
+
+    /// The flow kind's curves, each with its point nearest `size` (on a
+    /// log scale), best median first.
+    pub fn nearest_points(&self, kind: FlowKind, size: u64) -> Vec<(&Curve, &CurvePoint)> {
+        let Some(flow) = self.flows.iter().find(|f| f.kind == kind) else {
+            return Vec::new();
+        };
+        let distance =
+            |p: &CurvePoint| ((p.size.max(1) as f64).ln() - (size.max(1) as f64).ln()).abs();
+        let mut points: Vec<_> = flow
+            .curves
+            .iter()
+            .filter_map(|c| {
+                c.points
+                    .iter()
+                    .min_by(|a, b| distance(a).total_cmp(&distance(b)))
+                    .map(|p| (c, p))
+            })
+            .collect();
+        points.sort_by(|a, b| b.1.median_bytes_per_s.cmp(&a.1.median_bytes_per_s));
+        points
+    }
+}
+
+/// Endpoint kinds standing for a flow kind when checking a mechanism.
+pub(crate) fn representative_pair(kind: FlowKind) -> (EndpointKind, EndpointKind) {
+    use EndpointKind::*;
+    match kind {
+        FlowKind::FileToFile | FlowKind::FileToFileDurable => (File, File),
+        FlowKind::FileToSocket => (File, Tcp),
+        FlowKind::SocketToFile => (Tcp, File),
+        FlowKind::FileToPipe => (File, Pipe),
+        FlowKind::PipeToFile => (Pipe, File),
+        FlowKind::MemoryToMemory => (Memory, Memory),
+        FlowKind::Other => (Tcp, Tcp),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tune::{select_ranges, Candidate};
+
+    fn sample_profile() -> Profile {
+        let m = |size: u64, mechanism, bps: f64| Measurement {
+            kind: FlowKind::FileToFile,
+            size,
+            candidate: Candidate {
+                mechanism,
+                params: Params::default(),
+            },
+            median_bps: bps,
+            min_bps: bps,
+            max_bps: bps,
+            cpu_ns_per_byte: 0.5,
+        };
+        let measured = [
+            m(4096, MechanismName::ReadWrite, 2e9),
+            m(4096, MechanismName::CopyFileRange, 1e9),
+            m(1 << 30, MechanismName::ReadWrite, 1e9),
+            m(1 << 30, MechanismName::CopyFileRange, 3e9),
+        ];
+        let mut profile =
+            Profile::new(Fingerprint::of_this_machine(Path::new(".")), Path::new("."));
+        profile.flows.push(FlowProfile {
+            kind: FlowKind::FileToFile,
+            ranges: select_ranges(&measured, FlowKind::FileToFile, 0.03),
+            curves: Vec::new(),
+        });
+        profile
+    }
+
+    #[test]
+    fn toml_round_trips_and_lookup_follows_ranges() {
+        let profile = sample_profile();
+        let text = profile.to_toml();
+        let mut back = Profile::parse(&text, Path::new("p.toml")).unwrap();
+        assert_eq!(back.path.take().unwrap(), Path::new("p.toml"));
+        assert_eq!(back, profile);
+        assert_eq!(
+            back.lookup(FlowKind::FileToFile, 1).unwrap().mechanism,
+            MechanismName::ReadWrite
+        );
+        assert_eq!(
+            back.lookup(FlowKind::FileToFile, 1 << 40)
+                .unwrap()
+                .mechanism,
+            MechanismName::CopyFileRange
+        );
+        assert!(back.lookup(FlowKind::FileToSocket, 1).is_none());
+    }
+
+    #[test]
+    fn hand_edits_are_obeyed() {
+        let text = sample_profile().to_toml().replacen(
+            "mechanism = \"read-write\"",
+            "mechanism = \"sendfile\"",
+            1,
+        );
+        let edited = Profile::parse(&text, Path::new("p.toml")).unwrap();
+        assert_eq!(
+            edited.lookup(FlowKind::FileToFile, 4096).unwrap().mechanism,
+            MechanismName::Sendfile
+        );
+    }
+
+    #[test]
+    fn corrupt_future_and_invalid_profiles_are_refused_with_the_path() {
+        let path = Path::new("/etc/flexio-test.toml");
+        let corrupt = Profile::parse("format_version = [", path).unwrap_err();
+        assert!(matches!(corrupt, ProfileError::Corrupt { .. }));
+        assert!(corrupt
+            .to_string()
+            .starts_with("/etc/flexio-test.toml: not a valid profile"));
+        let future = Profile::parse("format_version = 2\nwhatever = 1\n", path).unwrap_err();
+        assert!(matches!(
+            future,
+            ProfileError::FutureVersion { found: 2, .. }
+        ));
+        let wrong_mechanism = sample_profile().to_toml().replacen(
+            "mechanism = \"read-write\"",
+            "mechanism = \"teleport\"",
+            1,
+        );
+        assert!(matches!(
+            Profile::parse(&wrong_mechanism, path),
+            Err(ProfileError::Corrupt { .. })
+        ));
+        let unserving = sample_profile()
+            .to_toml()
+            .replace("kind = \"file-to-file\"", "kind = \"file-to-socket\"");
+        let error = Profile::parse(&unserving, path).unwrap_err();
+        assert!(
+            error
+                .to_string()
+                .contains("copy-file-range cannot move file -> tcp"),
+            "{error}"
+        );
+        let gap = sample_profile()
+            .to_toml()
+            .replacen("min_bytes = 0", "min_bytes = 5", 1);
+        assert!(Profile::parse(&gap, path)
+            .unwrap_err()
+            .to_string()
+            .contains("starts at 5"));
+    }
+
+    #[test]
+    fn profile_path_prefers_the_environment() {
+        // Only reads the environment; the variables are not changed here to
+        // keep parallel tests independent.
+        let path = default_profile_path();
+        assert!(path.ends_with("profile.toml") || std::env::var_os("FLEXIO_PROFILE").is_some());
+    }
+}
