@@ -29,18 +29,22 @@ pub struct CopyArgs {
     /// First sink byte to write (block devices, or files with --in-place).
     #[arg(long, value_parser = size, default_value = "0")]
     seek: u64,
-    /// Bytes per read, write, map window or request.
-    #[arg(long, value_parser = size, default_value = "256K")]
-    chunk: u64,
-    /// io_uring requests in flight.
-    #[arg(long, default_value_t = 32)]
-    queue_depth: u32,
-    /// Pipe size for splice (clamped to /proc/sys/fs/pipe-max-size).
-    #[arg(long, value_parser = size, default_value = "1M")]
-    pipe_size: u64,
+    /// Bytes per read, write, map window or request [default: 256K, or
+    /// the profile's choice under auto].
+    #[arg(long, value_parser = size)]
+    chunk: Option<u64>,
+    /// io_uring requests in flight [default: 32].
+    #[arg(long)]
+    queue_depth: Option<u32>,
+    /// Pipe size for splice, clamped to /proc/sys/fs/pipe-max-size
+    /// [default: 1M].
+    #[arg(long, value_parser = size)]
+    pipe_size: Option<u64>,
     /// O_DIRECT on the file side(s) (io-uring).
     #[arg(long)]
     direct: bool,
+    #[command(flatten)]
+    profile: crate::profile_cmd::ProfileChoice,
     /// Write into the existing destination file instead of replacing it.
     #[arg(long)]
     in_place: bool,
@@ -61,7 +65,7 @@ pub struct CopyArgs {
     quiet: bool,
 }
 
-fn size(text: &str) -> Result<u64, String> {
+pub(crate) fn size(text: &str) -> Result<u64, String> {
     flexio::parse_size(text).map_err(|e| e.to_string())
 }
 
@@ -70,24 +74,15 @@ pub fn run(args: CopyArgs) -> Result<(), Error> {
     let source_address = Address::parse(&args.source)?;
     let sink_address = Address::parse(&args.sink)?;
     let via = parse_via(&args.via, &source_address, &sink_address)?;
-    let chunk = usize::try_from(args.chunk)
-        .ok()
-        .filter(|&c| c > 0)
-        .ok_or_else(|| Error::Usage("--chunk must be at least 1 byte".into()))?;
-    if args.queue_depth == 0 {
-        return Err(Error::Usage("--queue-depth must be at least 1".into()));
-    }
-    let params = Params {
-        chunk,
-        queue_depth: args.queue_depth,
-        pipe_size: args.pipe_size.max(4096) as usize,
-        direct: args.direct,
-    };
+    let params = explicit_params(&args)?;
+    let profile = (via == MechanismName::Auto)
+        .then(|| args.profile.load_for_auto())
+        .flatten();
     let report_to_stderr = sink_address == Address::Stdio;
     let progress = Arc::new(Progress::default());
     let mut flow = Flow::new(Source::Address(source_address), Sink::Address(sink_address))
         .via(via)
-        .params(params)
+        .profile(profile.as_ref())
         .offset(args.offset)
         .seek(args.seek)
         .in_place(args.in_place)
@@ -98,6 +93,9 @@ pub fn run(args: CopyArgs) -> Result<(), Error> {
         .on_listen(|address| eprintln!("flexio: listening on {address}"));
     if let Some(length) = args.length {
         flow = flow.length(length);
+    }
+    if let Some(params) = params {
+        flow = flow.params(params);
     }
     let report = {
         let _bar = ProgressBarThread::start(progress, args.quiet);
@@ -120,6 +118,38 @@ pub fn run(args: CopyArgs) -> Result<(), Error> {
         crate::print_stdout(&text);
     }
     Ok(())
+}
+
+/// The parameters given on the command line, if any was: they then hold
+/// even when `auto` takes its mechanism from the profile.
+fn explicit_params(args: &CopyArgs) -> Result<Option<Params>, Error> {
+    if args.chunk.is_none()
+        && args.queue_depth.is_none()
+        && args.pipe_size.is_none()
+        && !args.direct
+    {
+        return Ok(None);
+    }
+    let defaults = Params::default();
+    let chunk = match args.chunk {
+        Some(chunk) => usize::try_from(chunk)
+            .ok()
+            .filter(|&c| c > 0)
+            .ok_or_else(|| Error::Usage("--chunk must be at least 1 byte".into()))?,
+        None => defaults.chunk,
+    };
+    let queue_depth = args.queue_depth.unwrap_or(defaults.queue_depth);
+    if queue_depth == 0 {
+        return Err(Error::Usage("--queue-depth must be at least 1".into()));
+    }
+    Ok(Some(Params {
+        chunk,
+        queue_depth,
+        pipe_size: args
+            .pipe_size
+            .map_or(defaults.pipe_size, |p| p.max(4096) as usize),
+        direct: args.direct,
+    }))
 }
 
 /// Parses `--via`; an unknown name lists the mechanisms that serve the

@@ -5,6 +5,8 @@
 
 mod copy;
 mod mechanisms;
+mod plan;
+mod profile_cmd;
 mod progress;
 
 use std::process::ExitCode;
@@ -26,6 +28,11 @@ enum Command {
     Copy(copy::CopyArgs),
     /// Print which mechanism serves which (source kind, sink kind) pair.
     Mechanisms(mechanisms::MechanismsArgs),
+    /// Print the mechanism `auto` would use for a flow, and why, without
+    /// moving data.
+    Plan(plan::PlanArgs),
+    /// Show, validate, export, import or compare the tuned profile.
+    Profile(profile_cmd::ProfileArgs),
 }
 
 fn main() -> ExitCode {
@@ -33,6 +40,8 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Copy(args) => copy::run(args),
         Command::Mechanisms(args) => mechanisms::run(args),
+        Command::Plan(args) => plan::run(args),
+        Command::Profile(args) => profile_cmd::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

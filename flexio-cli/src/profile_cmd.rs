@@ -1,0 +1,259 @@
+//! `flexio profile show | validate | export | import | diff`, and loading
+//! the profile for `auto` with the warnings a person must see.
+
+use std::path::{Path, PathBuf};
+
+use clap::{Args, Subcommand};
+use flexio::tune::{default_profile_path, Profile, ProfileError};
+use flexio::{format_bytes, format_rate, Error};
+
+/// Which profile to use, shared by the commands that consult it.
+#[derive(Args, Clone, Debug, Default)]
+pub struct ProfileChoice {
+    /// The profile to consult (default: $FLEXIO_PROFILE, else
+    /// $XDG_CONFIG_HOME/flexio/profile.toml, else ~/.config/flexio/profile.toml).
+    #[arg(long)]
+    pub profile: Option<PathBuf>,
+    /// Use the profile even if it was measured on another machine.
+    #[arg(long)]
+    pub trust_profile: bool,
+}
+
+impl ProfileChoice {
+    /// The path in force.
+    pub fn path(&self) -> PathBuf {
+        self.profile.clone().unwrap_or_else(default_profile_path)
+    }
+
+    /// The profile `auto` may use: `None` (with a one-line warning on
+    /// stderr) when it is missing-but-named, corrupt, from a newer flexio,
+    /// or from another machine without `--trust-profile`. A missing
+    /// default profile is silent: the built-in table is the documented
+    /// behaviour before `flexio tune`.
+    pub fn load_for_auto(&self) -> Option<Profile> {
+        let path = self.path();
+        let profile = match Profile::load(&path) {
+            Ok(profile) => profile,
+            Err(ProfileError::Io { source, .. })
+                if source.kind() == std::io::ErrorKind::NotFound && self.profile.is_none() =>
+            {
+                return None
+            }
+            Err(error) => {
+                eprintln!("flexio: warning: {error}; using the built-in table");
+                return None;
+            }
+        };
+        let differences = profile.machine_differences();
+        if differences.is_empty() {
+            return Some(profile);
+        }
+        if self.trust_profile {
+            eprintln!(
+                "flexio: warning: {} was measured on another machine ({}); used anyway (--trust-profile)",
+                path.display(),
+                differences.join(", ")
+            );
+            Some(profile)
+        } else {
+            eprintln!(
+                "flexio: warning: {} was measured on another machine ({}); using the built-in table (re-run `flexio tune`, or pass --trust-profile)",
+                path.display(),
+                differences.join(", ")
+            );
+            None
+        }
+    }
+}
+
+/// Arguments of `flexio profile`.
+#[derive(Args)]
+pub struct ProfileArgs {
+    #[command(subcommand)]
+    action: ProfileAction,
+    #[command(flatten)]
+    choice: ProfileChoice,
+}
+
+#[derive(Subcommand)]
+enum ProfileAction {
+    /// Print the profile's decisions as a table.
+    Show,
+    /// Check the profile (after a hand edit): format, ranges, mechanisms,
+    /// and whether it fits this machine.
+    Validate,
+    /// Copy the profile to FILE.
+    Export {
+        /// Where to write it.
+        file: PathBuf,
+    },
+    /// Validate FILE and install it as the profile.
+    Import {
+        /// The profile to install.
+        file: PathBuf,
+    },
+    /// Compare the decisions of two profiles.
+    Diff {
+        /// The first profile.
+        a: PathBuf,
+        /// The second profile.
+        b: PathBuf,
+    },
+}
+
+fn load(path: &Path) -> Result<Profile, Error> {
+    Profile::load(path).map_err(|e| Error::Usage(e.to_string()))
+}
+
+/// Runs `flexio profile`.
+pub fn run(args: ProfileArgs) -> Result<(), Error> {
+    let path = args.choice.path();
+    match args.action {
+        ProfileAction::Show => {
+            let profile = load(&path)?;
+            crate::print_stdout(&render(&profile));
+        }
+        ProfileAction::Validate => {
+            let profile = load(&path)?;
+            let differences = profile.machine_differences();
+            let ranges: usize = profile.flows.iter().map(|f| f.ranges.len()).sum();
+            let mut text = format!(
+                "{}: valid, format {}, {} flow kinds, {ranges} ranges\n",
+                path.display(),
+                profile.format_version,
+                profile.flows.len()
+            );
+            if differences.is_empty() {
+                text += "measured on this machine\n";
+            } else {
+                text += &format!("measured on another machine: {}\n", differences.join(", "));
+            }
+            crate::print_stdout(&text);
+        }
+        ProfileAction::Export { file } => {
+            let profile = load(&path)?;
+            profile
+                .save(&file)
+                .map_err(|e| Error::Usage(e.to_string()))?;
+            crate::print_stdout(&format!(
+                "exported {} to {}\n",
+                path.display(),
+                file.display()
+            ));
+        }
+        ProfileAction::Import { file } => {
+            let profile = load(&file)?;
+            let differences = profile.machine_differences();
+            if !differences.is_empty() {
+                eprintln!(
+                    "flexio: warning: {} was measured on another machine ({}); auto will ignore it unless --trust-profile",
+                    file.display(),
+                    differences.join(", ")
+                );
+            }
+            profile
+                .save(&path)
+                .map_err(|e| Error::Usage(e.to_string()))?;
+            crate::print_stdout(&format!(
+                "imported {} as {}\n",
+                file.display(),
+                path.display()
+            ));
+        }
+        ProfileAction::Diff { a, b } => {
+            let (left, right) = (load(&a)?, load(&b)?);
+            crate::print_stdout(&diff(&left, &right));
+        }
+    }
+    Ok(())
+}
+
+/// The decisions of a profile, one line per range.
+pub fn render(profile: &Profile) -> String {
+    let mut text = format!(
+        "profile {} (format {}, flexio {}, tuned on {} in {})\n",
+        profile
+            .path
+            .as_deref()
+            .map_or_else(|| "-".into(), |p| p.display().to_string()),
+        profile.format_version,
+        profile.flexio_version,
+        profile.fingerprint.filesystem,
+        profile.tuned_dir
+    );
+    text += &format!(
+        "machine: {} × {}, {} memory, kernel {}\n",
+        profile.fingerprint.cpus,
+        profile.fingerprint.cpu_model,
+        format_bytes(profile.fingerprint.memory_bytes),
+        profile.fingerprint.kernel
+    );
+    text += &format!(
+        "{:<22} {:>12} {:>12}  {:<16} {:>8} {:>4} {:>8} {:>6} {:>12} {:>7}\n",
+        "flow kind",
+        "from",
+        "to",
+        "mechanism",
+        "chunk",
+        "qd",
+        "pipe",
+        "direct",
+        "throughput",
+        "spread"
+    );
+    for flow in &profile.flows {
+        for range in &flow.ranges {
+            text += &format!(
+                "{:<22} {:>12} {:>12}  {:<16} {:>8} {:>4} {:>8} {:>6} {:>12} {:>6.1}%\n",
+                flow.kind.as_str(),
+                format_bytes(range.min_bytes),
+                range.max_bytes.map_or_else(|| "∞".into(), format_bytes),
+                range.mechanism.as_str(),
+                format_bytes(range.chunk as u64),
+                range.queue_depth,
+                format_bytes(range.pipe_size as u64),
+                if range.direct { "yes" } else { "no" },
+                format_rate(range.throughput_bytes_per_s as f64),
+                range.spread * 100.0
+            );
+        }
+    }
+    text
+}
+
+/// Where two profiles decide differently, per flow kind and measured size.
+fn diff(left: &Profile, right: &Profile) -> String {
+    let mut text = String::new();
+    let differences = left.fingerprint.differences(&right.fingerprint);
+    if !differences.is_empty() {
+        text += &format!("machines differ: {}\n", differences.join(", "));
+    }
+    let mut sizes: Vec<(flexio::tune::FlowKind, u64)> = Vec::new();
+    for profile in [left, right] {
+        for flow in &profile.flows {
+            for range in &flow.ranges {
+                sizes.push((flow.kind, range.min_bytes));
+                sizes.extend(range.measured_at.iter().map(|&s| (flow.kind, s)));
+            }
+        }
+    }
+    sizes.sort();
+    sizes.dedup();
+    let describe = |profile: &Profile, kind, size| {
+        profile.lookup(kind, size).map_or_else(
+            || "(built-in table)".to_string(),
+            |r| format!("{} chunk {}", r.mechanism, format_bytes(r.chunk as u64)),
+        )
+    };
+    let mut same = 0;
+    for (kind, size) in sizes {
+        let (a, b) = (describe(left, kind, size), describe(right, kind, size));
+        if a == b {
+            same += 1;
+        } else {
+            text += &format!("{kind} at {}: {a}  ->  {b}\n", format_bytes(size));
+        }
+    }
+    text += &format!("{same} looked-up sizes decide the same\n");
+    text
+}
