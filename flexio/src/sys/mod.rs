@@ -7,3 +7,4 @@
 
 pub(crate) mod mapping;
 pub(crate) mod rusage;
+pub(crate) mod sigbus;
