@@ -370,15 +370,27 @@ pub fn run_in_child(
     let mut command = Command::new(std::env::current_exe().expect("current_exe"));
     command
         .args([test_name, "--exact", "--nocapture", "--test-threads=1"])
-        .env(CHILD_ENV, mechanism.as_str());
+        .env(CHILD_ENV, mechanism.as_str())
+        .env("RUST_BACKTRACE", "0");
     for (key, value) in env {
         command.env(key, value);
     }
     let output = command.output().expect("start the test binary again");
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);
+    // The child's panic message, without libtest's chatter around it.
     let tail = |text: &str| {
-        let lines: Vec<&str> = text.lines().collect();
+        let lines: Vec<&str> = text
+            .lines()
+            .filter(|line| {
+                !line.trim().is_empty()
+                    && !line.starts_with("running ")
+                    && !line.starts_with("test ")
+                    && !line.starts_with("failures:")
+                    && !line.starts_with("    ")
+                    && !line.starts_with("note: ")
+            })
+            .collect();
         lines[lines.len().saturating_sub(15)..].join("\n    ")
     };
     use std::os::unix::process::ExitStatusExt;
@@ -396,10 +408,9 @@ pub fn run_in_child(
     }
     if !output.status.success() {
         return Err(format!(
-            "{mechanism}: {}\n    {}\n    {}",
+            "{mechanism}: {}\n    {}",
             output.status,
-            tail(&stdout),
-            tail(&stderr)
+            tail(&format!("{stdout}\n{stderr}"))
         ));
     }
     if !stdout.contains(CHILD_DONE) {
