@@ -3,6 +3,7 @@
 //! where the file system offers one. Across file systems the kernel may
 //! refuse with `EXDEV`; the engine then falls back.
 
+use rustix::fs::OFlags;
 use rustix::io::Errno;
 
 use super::transfer::Side;
@@ -36,6 +37,14 @@ impl Mechanism for CopyFileRange {
                 Ok(0) => return t.source_ended(),
                 Ok(n) => t.advance(n as u64),
                 Err(Errno::INTR) => {}
+                // The kernel's way of refusing a sink opened with O_APPEND
+                // (`flexio copy a - >> log`); the fallbacks append fine.
+                Err(Errno::BADF) if sink_appends(t) => {
+                    return Err(Stop::Refused {
+                        op: "copy_file_range",
+                        errno: Errno::BADF,
+                    })
+                }
                 Err(errno) => {
                     return Err(t.refused_or_failed("copy_file_range", Side::Sink, errno))
                 }
@@ -43,4 +52,9 @@ impl Mechanism for CopyFileRange {
         }
         Ok(())
     }
+}
+
+/// Whether the sink descriptor was opened with O_APPEND.
+fn sink_appends(t: &Transfer<'_>) -> bool {
+    rustix::fs::fcntl_getfl(t.sink_fd()).is_ok_and(|flags| flags.contains(OFlags::APPEND))
 }
