@@ -69,6 +69,9 @@ impl Progress {
     }
 }
 
+/// Called with the bound address of a `*-listen://` endpoint.
+type ListenCallback<'a> = Box<dyn FnMut(&str) + 'a>;
+
 /// One flow: where from, where to, which bytes, how.
 ///
 /// # Examples
@@ -96,7 +99,7 @@ pub struct Flow<'a> {
     strict: bool,
     verify: bool,
     progress: Arc<Progress>,
-    on_listen: Option<Box<dyn FnMut(&str) + 'a>>,
+    on_listen: Option<ListenCallback<'a>>,
     profile: Option<&'a Profile>,
     params_explicit: bool,
 }
