@@ -1,12 +1,612 @@
-//! placeholder until written
+//! `io-uring`: reads and writes overlapped through one io_uring, up to
+//! `--queue-depth` requests of `--chunk` bytes in flight, into and out of
+//! registered buffers (`READ_FIXED` / `WRITE_FIXED`, so the kernel does not
+//! pin pages per request). With `--direct` the file side(s) get `O_DIRECT`
+//! under the same alignment rules as the `direct` mechanism.
+//!
+//! Each buffer is a *slot* that carries one piece of the flow: read into,
+//! then written out of.
+//!
+//! - A seekable source gets a read in flight for every free slot, at
+//!   increasing offsets; a stream source (socket, pipe) one read at a time,
+//!   which keeps its bytes in order.
+//! - A piece is written as soon as it is read: at its own offset on a
+//!   seekable sink, strictly in order and one write at a time on a stream.
+//! - Short reads and writes are resubmitted for the remainder.
+//! - The transfer advances only over the contiguous prefix of the flow
+//!   that is written. On a refusal (a completion with EINVAL or
+//!   EOPNOTSUPP) or a failure, nothing new is submitted, every request in
+//!   flight is waited for, and the run stops with the transfer standing
+//!   exactly at the written prefix — after writing, buffered, what was
+//!   already taken from a stream source, which no fallback could read
+//!   again.
+//! - With a direct sink, pieces are whole blocks; the final partial block
+//!   is written after the ring is idle and `O_DIRECT` is cleared.
+//!
+//! The ring and its buffers are made once per flow and kept in the flow's
+//! scratch space across the data segments of a sparse file.
+
+use std::os::fd::BorrowedFd;
+
+use rustix::event::PollFlags;
+use rustix::io::Errno;
+
+use super::direct_io::{
+    align_down, align_up, enable_direct, is_direct_capable, side_alignment, DirectMode,
+};
+use super::io::{wait_fd, write_sink};
+use super::transfer::Side;
 use super::{Mechanism, Stop, Transfer};
 use crate::endpoint::EndpointKind;
+use crate::error::Error;
+use crate::sys::uring::{Op, Ring, RingError, MAX_SLOTS};
+
 pub(crate) struct IoUring;
+
 impl Mechanism for IoUring {
     fn supports(&self, source: EndpointKind, sink: EndpointKind) -> bool {
         source != EndpointKind::Memory && sink != EndpointKind::Memory
     }
+
     fn run(&self, t: &mut Transfer<'_>) -> Result<(), Stop> {
-        super::io::copy_through_buffer(t, t.params.chunk)
+        if t.finished() {
+            return Ok(());
+        }
+        let source_fd = t.source_fd();
+        let sink_fd = t.sink_fd();
+        let source_direct = t.params.direct && is_direct_capable(t.source_kind);
+        let sink_capable = t.params.direct && is_direct_capable(t.sink_kind);
+        let mut block = 1;
+        if source_direct || sink_capable {
+            block = 512;
+        }
+        if source_direct {
+            block = block.max(side_alignment(t, source_fd, t.source_kind, Side::Source)?);
+        }
+        if sink_capable {
+            block = block.max(side_alignment(t, sink_fd, t.sink_kind, Side::Sink)?);
+        }
+        // A direct sink must start aligned, and its bytes must sit aligned
+        // in the slots: a direct source has to start aligned too.
+        let sink_direct = sink_capable
+            && t.sink_pos % block as u64 == 0
+            && (!source_direct || t.source_pos % block as u64 == 0);
+        let _source_mode = match source_direct {
+            true => Some(enable_direct(t, source_fd, Side::Source)?),
+            false => None,
+        };
+        let mut sink_mode = match sink_direct {
+            true => Some(enable_direct(t, sink_fd, Side::Sink)?),
+            false => None,
+        };
+
+        let slot_len = align_up(t.params.chunk.max(1), block);
+        let mut state = take_state(t, slot_len, block.max(4096))?;
+        let mut pump = Pump {
+            source_fd,
+            sink_fd,
+            source_seekable: t.source_kind.is_seekable() && t.remaining.is_some(),
+            sink_seekable: t.sink_kind.is_seekable(),
+            source_direct,
+            sink_mode: sink_mode.as_mut(),
+            block,
+            base_source: t.source_pos,
+            base_sink: t.sink_pos,
+            total: t.remaining,
+            next_read: 0,
+            cursor: 0,
+            eof: false,
+            tail_waiting: false,
+            stop: None,
+        };
+        state.slots.clear();
+        state.slots.resize(state.ring.slots(), Slot::FREE);
+        let result = pump.run(t, &mut state.ring, &mut state.slots);
+        t.scratch.extra = Some(Box::new(state));
+        result
+        // The source and sink modes restore the original flags on drop.
+    }
+}
+
+/// What a flow keeps across runs: the ring, its buffers, the slot table.
+struct RingState {
+    ring: Ring,
+    slots: Vec<Slot>,
+}
+
+/// The flow's ring: the one kept from an earlier run if it fits, else a
+/// new one with `--queue-depth` slots (fewer for a flow smaller than that).
+fn take_state(t: &mut Transfer<'_>, slot_len: usize, align: usize) -> Result<RingState, Stop> {
+    if let Some(extra) = t.scratch.extra.take() {
+        if let Ok(state) = extra.downcast::<RingState>() {
+            if state.ring.slot_len() == slot_len {
+                return Ok(*state);
+            }
+        }
+    }
+    let mut slots = (t.params.queue_depth.max(1) as usize).min(MAX_SLOTS);
+    if let Some(expected) = t.expected {
+        let pieces = expected.div_ceil(slot_len as u64).saturating_add(1);
+        slots = slots.min(pieces.min(MAX_SLOTS as u64) as usize);
+    }
+    let ring = Ring::new(slots, slot_len, align).map_err(|RingError { op, error }| {
+        let errno = Errno::from_io_error(&error).unwrap_or(Errno::IO);
+        match (op, errno) {
+            // No io_uring in this kernel, or not for this process.
+            ("io_uring_setup", Errno::NOSYS | Errno::PERM) => Stop::Refused {
+                op,
+                errno: Errno::NOSYS,
+            },
+            // Buffers that cannot be pinned (RLIMIT_MEMLOCK before 5.12).
+            ("io_uring_register", Errno::NOMEM | Errno::PERM) => Stop::Refused { op, errno },
+            _ => t.refused_or_failed(op, Side::Source, errno),
+        }
+    })?;
+    let slots = Vec::with_capacity(ring.slots());
+    Ok(RingState { ring, slots })
+}
+
+/// Where a slot is in its life.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Stage {
+    /// Carries nothing.
+    Free,
+    /// Being filled from the source.
+    Reading,
+    /// Read; (the rest) waiting to be written.
+    Read,
+    /// A write is in flight.
+    Writing,
+    /// Only an unaligned tail is left, for when the ring is idle.
+    Tail,
+    /// Every byte written; waiting for the prefix to reach it.
+    Written,
+}
+
+/// One slot's piece of the flow.
+#[derive(Clone, Copy, Debug)]
+struct Slot {
+    stage: Stage,
+    /// Offset in the run of the piece's first byte.
+    off: u64,
+    /// Bytes of the piece (for a stream read still filling: so far).
+    len: usize,
+    /// Bytes in the buffer before the piece (a direct read starts at the
+    /// block boundary below the piece).
+    head: usize,
+    /// Source offset of the buffer's first byte (seekable sources).
+    file_start: u64,
+    /// Bytes of the buffer filled by reads (head included).
+    got: usize,
+    /// Bytes of the buffer the reads aim to fill.
+    want: usize,
+    /// Bytes of the piece written.
+    written: usize,
+    /// Bytes of the piece the transfer has been advanced over.
+    advanced: usize,
+}
+
+impl Slot {
+    const FREE: Slot = Slot {
+        stage: Stage::Free,
+        off: 0,
+        len: 0,
+        head: 0,
+        file_start: 0,
+        got: 0,
+        want: 0,
+        written: 0,
+        advanced: 0,
+    };
+}
+
+/// The state of one run.
+struct Pump<'fd, 'm> {
+    source_fd: BorrowedFd<'fd>,
+    sink_fd: BorrowedFd<'fd>,
+    /// Several reads at once, at offsets (a seekable source of known length).
+    source_seekable: bool,
+    /// Writes at offsets, several at once.
+    sink_seekable: bool,
+    source_direct: bool,
+    /// Present while the sink has `O_DIRECT` from this run.
+    sink_mode: Option<&'m mut DirectMode<'fd>>,
+    block: usize,
+    base_source: u64,
+    base_sink: u64,
+    total: Option<u64>,
+    /// Run offset of the next piece to read.
+    next_read: u64,
+    /// Run offset of the first piece not yet wholly advanced over.
+    cursor: u64,
+    /// The source has ended: no new reads.
+    eof: bool,
+    /// A tail waits for the ring to go idle.
+    tail_waiting: bool,
+    /// Why the run stops, once it must: nothing new is submitted after.
+    stop: Option<Stop>,
+}
+
+impl Pump<'_, '_> {
+    fn sink_direct(&self) -> bool {
+        self.sink_mode.as_ref().is_some_and(|mode| mode.is_direct())
+    }
+
+    /// Sets why the run stops, unless it already has a reason.
+    fn stop(&mut self, stop: Stop) {
+        self.stop.get_or_insert(stop);
+    }
+
+    fn run(
+        &mut self,
+        t: &mut Transfer<'_>,
+        ring: &mut Ring,
+        slots: &mut [Slot],
+    ) -> Result<(), Stop> {
+        loop {
+            if self.stop.is_none() {
+                if let Err(stop) = self.submit_work(t, ring, slots) {
+                    self.stop(stop);
+                }
+            }
+            if ring.in_flight() == 0 {
+                break;
+            }
+            t.counters.syscalls += 1;
+            match ring.submit_and_wait(1) {
+                Ok(_) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    let errno = Errno::from_io_error(&e).unwrap_or(Errno::IO);
+                    self.stop(t.failed("io_uring_enter", Side::Source, errno));
+                    // Requests may still be in flight; the ring waits for
+                    // them when it is dropped, and the flow ends here.
+                    ring.drain()
+                        .map_err(|e| Error::io("io_uring_enter", t.source_label, None, e))?;
+                    break;
+                }
+            }
+            while let Some((slot, result)) = ring.next_completion() {
+                self.complete(t, &mut slots[slot], result);
+            }
+            self.advance(t, slots);
+        }
+        match self.stop.take() {
+            Some(refusal @ Stop::Refused { .. }) => {
+                self.save_stream_bytes(t, ring, slots)?;
+                Err(refusal)
+            }
+            Some(failure) => Err(failure),
+            None if t.finished() => Ok(()),
+            // Fine for a stream read to its end, an error naming the
+            // offset when bytes were owed.
+            None if self.eof => t.source_ended(),
+            None => Err(Stop::Failed(Error::io(
+                "io_uring",
+                t.source_label,
+                Some(t.source_pos),
+                std::io::Error::other("io-uring stalled with bytes still owed"),
+            ))),
+        }
+    }
+
+    /// Pushes every request that can go now.
+    fn submit_work(
+        &mut self,
+        t: &mut Transfer<'_>,
+        ring: &mut Ring,
+        slots: &mut [Slot],
+    ) -> Result<(), Stop> {
+        self.push_requests(t, ring, slots)?;
+        if self.tail_waiting && ring.in_flight() == 0 {
+            // The tail was found with nothing else in flight: write it now.
+            self.push_requests(t, ring, slots)?;
+        }
+        Ok(())
+    }
+
+    fn push_requests(
+        &mut self,
+        t: &mut Transfer<'_>,
+        ring: &mut Ring,
+        slots: &mut [Slot],
+    ) -> Result<(), Stop> {
+        if self.tail_waiting {
+            if ring.in_flight() > 0 {
+                return Ok(());
+            }
+            // Idle: clear O_DIRECT; from here on the sink is buffered and
+            // the tails are plain writes.
+            if let Some(mode) = self.sink_mode.as_mut() {
+                t.counters.syscalls += 1;
+                mode.restore()
+                    .map_err(|e| t.failed("fcntl(F_SETFL)", Side::Sink, e))?;
+            }
+            for slot in slots.iter_mut().filter(|s| s.stage == Stage::Tail) {
+                slot.stage = Stage::Read;
+            }
+            self.tail_waiting = false;
+        }
+        // Reads to resume (short reads, EAGAIN, a stream slot filling up).
+        for (index, slot) in slots.iter().enumerate() {
+            if slot.stage == Stage::Reading && !ring.is_busy(index) {
+                self.push_read(t, ring, index, slot)?;
+            }
+        }
+        self.start_reads(t, ring, slots)?;
+        self.start_writes(t, ring, slots)?;
+        Ok(())
+    }
+
+    /// Gives free slots new pieces to read.
+    fn start_reads(
+        &mut self,
+        t: &mut Transfer<'_>,
+        ring: &mut Ring,
+        slots: &mut [Slot],
+    ) -> Result<(), Stop> {
+        let slot_len = ring.slot_len();
+        loop {
+            if self.eof || self.total.is_some_and(|total| self.next_read >= total) {
+                return Ok(());
+            }
+            // A stream has one read going at a time.
+            if !self.source_seekable && slots.iter().any(|s| s.stage == Stage::Reading) {
+                return Ok(());
+            }
+            let Some(index) = slots.iter().position(|s| s.stage == Stage::Free) else {
+                return Ok(());
+            };
+            let owed = self.total.map_or(u64::MAX, |total| total - self.next_read);
+            let mut slot = Slot {
+                stage: Stage::Reading,
+                off: self.next_read,
+                ..Slot::FREE
+            };
+            if self.source_seekable {
+                let position = self.base_source + self.next_read;
+                if self.source_direct {
+                    slot.file_start = align_down(position, self.block);
+                    slot.head = (position - slot.file_start) as usize;
+                } else {
+                    slot.file_start = position;
+                }
+                slot.len = ((slot_len - slot.head) as u64).min(owed) as usize;
+                slot.want = match self.source_direct {
+                    true => align_up(slot.head + slot.len, self.block).min(slot_len),
+                    false => slot.len,
+                };
+                self.next_read += slot.len as u64;
+            } else {
+                // The piece's length is what arrives; `next_read` moves
+                // when the read completes.
+                slot.file_start = self.base_source + self.next_read;
+                slot.want = owed.min(slot_len as u64) as usize;
+            }
+            slots[index] = slot;
+            self.push_read(t, ring, index, &slot)?;
+        }
+    }
+
+    /// Writes what was read: any piece at its offset on a seekable sink,
+    /// only the next piece in order (one write at a time) on a stream.
+    fn start_writes(
+        &mut self,
+        t: &mut Transfer<'_>,
+        ring: &mut Ring,
+        slots: &mut [Slot],
+    ) -> Result<(), Stop> {
+        for index in 0..slots.len() {
+            if slots[index].stage != Stage::Read || ring.is_busy(index) {
+                continue;
+            }
+            if !self.sink_seekable {
+                let in_order = slots[index].off == self.cursor;
+                let writing = slots.iter().any(|s| s.stage == Stage::Writing);
+                if !in_order || writing {
+                    continue;
+                }
+            }
+            let slot = &mut slots[index];
+            let mut len = slot.len - slot.written;
+            if self.sink_direct() {
+                len = align_down(len as u64, self.block) as usize;
+                if len == 0 || slot.written % self.block != 0 {
+                    slot.stage = Stage::Tail;
+                    self.tail_waiting = true;
+                    continue;
+                }
+            }
+            let offset = self
+                .sink_seekable
+                .then_some(self.base_sink + slot.off + slot.written as u64);
+            t.counters.ring_entries += 1;
+            ring.push(
+                Op::Write,
+                self.sink_fd,
+                index,
+                slot.head + slot.written,
+                len,
+                offset,
+            )
+            .map_err(|e| Error::io("io_uring(WRITE_FIXED)", t.sink_label, offset, e))?;
+            slot.stage = Stage::Writing;
+        }
+        Ok(())
+    }
+
+    fn push_read(
+        &self,
+        t: &mut Transfer<'_>,
+        ring: &mut Ring,
+        index: usize,
+        slot: &Slot,
+    ) -> Result<(), Stop> {
+        let offset = t
+            .source_kind
+            .is_seekable()
+            .then_some(slot.file_start + slot.got as u64);
+        t.counters.ring_entries += 1;
+        ring.push(
+            Op::Read,
+            self.source_fd,
+            index,
+            slot.got,
+            slot.want - slot.got,
+            offset,
+        )
+        .map_err(|e| Stop::Failed(Error::io("io_uring(READ_FIXED)", t.source_label, offset, e)))
+    }
+
+    /// Takes one completion for `slot`.
+    fn complete(&mut self, t: &mut Transfer<'_>, slot: &mut Slot, result: i32) {
+        match slot.stage {
+            Stage::Reading => self.read_done(t, slot, result),
+            Stage::Writing => self.write_done(t, slot, result),
+            stage => unreachable!("a completion for a slot in stage {stage:?}"),
+        }
+    }
+
+    fn read_done(&mut self, t: &mut Transfer<'_>, slot: &mut Slot, result: i32) {
+        if result < 0 {
+            let errno = Errno::from_raw_os_error(-result);
+            match errno {
+                // Resubmitted by the next `submit_work`.
+                Errno::INTR => {}
+                Errno::AGAIN => {
+                    if let Err(e) = wait_fd(self.source_fd, PollFlags::IN) {
+                        self.stop(t.failed("poll", Side::Source, e));
+                    }
+                }
+                _ => {
+                    let stop = t.refused_or_failed("io_uring(READ_FIXED)", Side::Source, errno);
+                    self.stop(stop);
+                }
+            }
+            return;
+        }
+        let n = result as usize;
+        if n == 0 {
+            // The source ended: no new reads, but what was read is still
+            // written, so that an early end is reported at the offset the
+            // sink really reached (`run` decides whether it is an error).
+            self.eof = true;
+            if self.source_seekable {
+                // The file ended inside this piece: keep what came.
+                let came = slot.got.saturating_sub(slot.head).min(slot.len);
+                if came > 0 {
+                    slot.len = came;
+                    slot.stage = Stage::Read;
+                } else {
+                    *slot = Slot::FREE;
+                }
+            } else if slot.got > 0 {
+                self.stream_piece_read(slot);
+            } else {
+                *slot = Slot::FREE;
+            }
+            return;
+        }
+        slot.got += n;
+        if self.source_seekable {
+            if slot.got >= slot.head + slot.len {
+                slot.stage = Stage::Read;
+            }
+            return;
+        }
+        slot.len = slot.got;
+        // A direct sink takes whole slots; anything else takes what came.
+        if !self.sink_direct() || slot.got == slot.want {
+            self.stream_piece_read(slot);
+        }
+    }
+
+    /// A stream piece is complete: it may be written, and the next read
+    /// starts after it.
+    fn stream_piece_read(&mut self, slot: &mut Slot) {
+        slot.len = slot.got;
+        slot.stage = Stage::Read;
+        self.next_read += slot.len as u64;
+    }
+
+    fn write_done(&mut self, t: &mut Transfer<'_>, slot: &mut Slot, result: i32) {
+        slot.stage = Stage::Read;
+        if result < 0 {
+            let errno = Errno::from_raw_os_error(-result);
+            match errno {
+                Errno::INTR => {}
+                Errno::AGAIN => {
+                    if let Err(e) = wait_fd(self.sink_fd, PollFlags::OUT) {
+                        self.stop(t.failed("poll", Side::Sink, e));
+                    }
+                }
+                _ => {
+                    let stop = t.refused_or_failed("io_uring(WRITE_FIXED)", Side::Sink, errno);
+                    self.stop(stop);
+                }
+            }
+            return;
+        }
+        if result == 0 {
+            self.stop(t.failed("io_uring(WRITE_FIXED)", Side::Sink, Errno::NOSPC));
+            return;
+        }
+        slot.written += result as usize;
+        if slot.written == slot.len {
+            slot.stage = Stage::Written;
+        }
+    }
+
+    /// Advances the transfer over the written prefix of the flow.
+    fn advance(&mut self, t: &mut Transfer<'_>, slots: &mut [Slot]) {
+        while let Some(slot) = slots
+            .iter_mut()
+            .find(|s| s.stage != Stage::Free && s.off == self.cursor && s.len > 0)
+        {
+            let fresh = slot.written - slot.advanced;
+            if fresh > 0 {
+                t.advance(fresh as u64);
+                slot.advanced = slot.written;
+            }
+            if slot.stage != Stage::Written {
+                return;
+            }
+            self.cursor += slot.len as u64;
+            *slot = Slot::FREE;
+        }
+    }
+
+    /// After a refusal, with the ring idle: bytes taken from a stream
+    /// source are gone from it, so write them (buffered, in order) before
+    /// handing the flow to another mechanism. A seekable source is simply
+    /// read again by the next one.
+    fn save_stream_bytes(
+        &mut self,
+        t: &mut Transfer<'_>,
+        ring: &mut Ring,
+        slots: &mut [Slot],
+    ) -> Result<(), Stop> {
+        if t.source_kind.is_seekable() {
+            return Ok(());
+        }
+        if let Some(mode) = self.sink_mode.as_mut() {
+            t.counters.syscalls += 1;
+            mode.restore()
+                .map_err(|e| t.failed("fcntl(F_SETFL)", Side::Sink, e))?;
+        }
+        loop {
+            let Some(index) = slots
+                .iter()
+                .position(|s| s.stage != Stage::Free && s.off == self.cursor && s.got > 0)
+            else {
+                return Ok(());
+            };
+            let slot = slots[index];
+            // A stream piece starts at the buffer's start and is `got` long.
+            let piece = &ring.slot_bytes(index)[..slot.got];
+            write_sink(t, &piece[slot.advanced..])?;
+            self.cursor += piece.len() as u64;
+            slots[index] = Slot::FREE;
+        }
     }
 }

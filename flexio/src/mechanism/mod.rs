@@ -9,6 +9,7 @@
 
 mod copy_file_range;
 mod direct;
+mod direct_io;
 mod io;
 mod io_uring;
 mod mmap;

@@ -5,6 +5,8 @@
 
 #![deny(unsafe_op_in_unsafe_fn)]
 
+pub(crate) mod aligned;
 pub(crate) mod mapping;
 pub(crate) mod rusage;
 pub(crate) mod sigbus;
+pub(crate) mod uring;

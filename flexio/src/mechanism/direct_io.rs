@@ -1,0 +1,182 @@
+//! `O_DIRECT` for `direct` and `io-uring --direct`: discovering the
+//! alignment direct I/O needs on a file or block device, and switching the
+//! flag on an already open descriptor for the length of one `run`.
+//!
+//! The engine opens descriptors without `O_DIRECT` (every other mechanism
+//! wants the page cache), so these mechanisms set it with
+//! `fcntl(F_SETFL)` and put the original flags back when they return.
+//!
+//! References: <https://man7.org/linux/man-pages/man2/open.2.html> (O_DIRECT
+//! restrictions), <https://man7.org/linux/man-pages/man2/statx.2.html>
+//! (STATX_DIOALIGN).
+
+use std::os::fd::BorrowedFd;
+
+use rustix::fs::{AtFlags, OFlags, StatxFlags};
+use rustix::io::Errno;
+
+use super::transfer::{Side, Stop, Transfer};
+use crate::endpoint::EndpointKind;
+
+/// The alignment assumed when the kernel does not say (statx without
+/// STATX_DIOALIGN, before Linux 6.1): a page, which every device accepts.
+const DEFAULT_ALIGN: usize = 4096;
+
+/// Whether direct I/O applies to an endpoint kind at all.
+pub(crate) fn is_direct_capable(kind: EndpointKind) -> bool {
+    matches!(kind, EndpointKind::File | EndpointKind::BlockDevice)
+}
+
+/// The alignment (of file offsets, lengths and memory) direct I/O needs on
+/// `fd`: the logical block size of a block device, STATX_DIOALIGN of a
+/// file, else 4096. A file whose filesystem reports no direct I/O support
+/// gives `Err(EINVAL)`, the same answer `open(O_DIRECT)` would.
+pub(crate) fn alignment(fd: BorrowedFd<'_>, kind: EndpointKind) -> Result<usize, Errno> {
+    let align = match kind {
+        EndpointKind::BlockDevice => rustix::fs::ioctl_blksszget(fd)? as usize,
+        _ => match rustix::fs::statx(fd, "", AtFlags::EMPTY_PATH, StatxFlags::DIOALIGN) {
+            Ok(stat)
+                if StatxFlags::from_bits_retain(stat.stx_mask).contains(StatxFlags::DIOALIGN) =>
+            {
+                if stat.stx_dio_offset_align == 0 {
+                    return Err(Errno::INVAL);
+                }
+                (stat.stx_dio_offset_align as usize).max(stat.stx_dio_mem_align as usize)
+            }
+            Ok(_) | Err(Errno::NOSYS) | Err(Errno::INVAL) => DEFAULT_ALIGN,
+            Err(errno) => return Err(errno),
+        },
+    };
+    if align == 0 || !align.is_power_of_two() {
+        return Ok(DEFAULT_ALIGN);
+    }
+    Ok(align)
+}
+
+/// `O_DIRECT` switched on for one descriptor; the original flags come back
+/// when this is dropped (or [`DirectMode::restore`] is called), whatever
+/// way the mechanism returns.
+pub(crate) struct DirectMode<'fd> {
+    fd: BorrowedFd<'fd>,
+    original: OFlags,
+    direct: bool,
+}
+
+impl<'fd> DirectMode<'fd> {
+    /// Sets `O_DIRECT` on `fd`.
+    ///
+    /// # Errors
+    /// What `fcntl` returns; EINVAL means the filesystem does not do direct
+    /// I/O.
+    pub fn enable(fd: BorrowedFd<'fd>) -> Result<Self, (&'static str, Errno)> {
+        let original = rustix::fs::fcntl_getfl(fd).map_err(|e| ("fcntl(F_GETFL)", e))?;
+        let mut mode = DirectMode {
+            fd,
+            original,
+            direct: original.contains(OFlags::DIRECT),
+        };
+        if !mode.direct {
+            rustix::fs::fcntl_setfl(fd, original | OFlags::DIRECT)
+                .map_err(|e| ("fcntl(F_SETFL, O_DIRECT)", e))?;
+            mode.direct = true;
+        }
+        Ok(mode)
+    }
+
+    /// Whether `O_DIRECT` is on now.
+    pub fn is_direct(&self) -> bool {
+        self.direct
+    }
+
+    /// Puts the original flags back (for an unaligned tail, which only a
+    /// buffered write can place).
+    ///
+    /// # Errors
+    /// What `fcntl` returns.
+    pub fn restore(&mut self) -> Result<(), Errno> {
+        if self.direct && !self.original.contains(OFlags::DIRECT) {
+            rustix::fs::fcntl_setfl(self.fd, self.original)?;
+        }
+        self.direct = self.original.contains(OFlags::DIRECT);
+        Ok(())
+    }
+}
+
+impl Drop for DirectMode<'_> {
+    fn drop(&mut self) {
+        let _ = self.restore();
+    }
+}
+
+/// `O_DIRECT` on a side of a transfer, or a refusal (the filesystem does
+/// not do direct I/O) or failure naming that side.
+pub(crate) fn enable_direct<'fd>(
+    t: &mut Transfer<'_>,
+    fd: BorrowedFd<'fd>,
+    side: Side,
+) -> Result<DirectMode<'fd>, Stop> {
+    t.counters.syscalls += 2;
+    DirectMode::enable(fd).map_err(|(op, errno)| t.refused_or_failed(op, side, errno))
+}
+
+/// The direct-I/O alignment of a side of a transfer, as a refusal when the
+/// filesystem reports it cannot do direct I/O.
+pub(crate) fn side_alignment(
+    t: &mut Transfer<'_>,
+    fd: BorrowedFd<'_>,
+    kind: EndpointKind,
+    side: Side,
+) -> Result<usize, Stop> {
+    t.counters.syscalls += 1;
+    alignment(fd, kind).map_err(|errno| {
+        let op = match kind {
+            EndpointKind::BlockDevice => "ioctl(BLKSSZGET)",
+            _ => "statx(STATX_DIOALIGN)",
+        };
+        t.refused_or_failed(op, side, errno)
+    })
+}
+
+/// `value` rounded down to a multiple of `align` (a power of two).
+pub(crate) fn align_down(value: u64, align: usize) -> u64 {
+    value & !(align as u64 - 1)
+}
+
+/// `value` rounded up to a multiple of `align` (a power of two).
+pub(crate) fn align_up(value: usize, align: usize) -> usize {
+    value.div_ceil(align) * align
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::fd::AsFd;
+
+    #[test]
+    fn rounding() {
+        assert_eq!(align_down(12345, 4096), 12288);
+        assert_eq!(align_down(4096, 4096), 4096);
+        assert_eq!(align_up(1, 512), 512);
+        assert_eq!(align_up(4096, 4096), 4096);
+        assert_eq!(align_up(0, 4096), 0);
+    }
+
+    #[test]
+    fn direct_mode_is_restored_on_drop() {
+        let file = tempfile::tempfile().unwrap();
+        let before = rustix::fs::fcntl_getfl(&file).unwrap();
+        match DirectMode::enable(file.as_fd()) {
+            Ok(mode) => {
+                assert!(mode.is_direct());
+                assert!(rustix::fs::fcntl_getfl(&file)
+                    .unwrap()
+                    .contains(OFlags::DIRECT));
+                drop(mode);
+                assert_eq!(rustix::fs::fcntl_getfl(&file).unwrap(), before);
+            }
+            Err((_, errno)) => assert_eq!(errno, Errno::INVAL, "only a refusal is acceptable"),
+        }
+        let align = alignment(file.as_fd(), EndpointKind::File);
+        assert!(align.map_or(true, |a| a.is_power_of_two()));
+    }
+}

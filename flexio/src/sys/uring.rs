@@ -1,0 +1,228 @@
+//! An io_uring with one registered, aligned buffer per request slot.
+//!
+//! The io-uring crate leaves two things `unsafe`: registering buffers and
+//! pushing an entry, because the kernel reads or writes the memory an entry
+//! names until its completion arrives. [`Ring`] owns both the ring and the
+//! buffers, lets at most one request use a slot at a time, hands out a
+//! slot's bytes only while no request uses it, and waits for every request
+//! in flight before it frees the buffers — so the safe methods below cannot
+//! let the kernel touch freed or borrowed memory.
+//!
+//! Reference: <https://man7.org/linux/man-pages/man7/io_uring.7.html>
+
+use std::io;
+use std::os::fd::{AsRawFd, BorrowedFd};
+
+use io_uring::{opcode, squeue, types, IoUring};
+
+use super::aligned::AlignedBuffer;
+
+/// The most slots (and so requests in flight) a ring is made with.
+pub(crate) const MAX_SLOTS: usize = 4096;
+
+/// A request kind, for [`Ring::push`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Op {
+    /// `IORING_OP_READ_FIXED` into the slot.
+    Read,
+    /// `IORING_OP_WRITE_FIXED` out of the slot.
+    Write,
+}
+
+/// Why a ring could not be made.
+#[derive(Debug)]
+pub(crate) struct RingError {
+    /// The call that failed: `io_uring_setup` or `io_uring_register`.
+    pub op: &'static str,
+    /// What it returned.
+    pub error: io::Error,
+}
+
+/// An io_uring and `slots` registered buffers of `slot_len` bytes each.
+pub(crate) struct Ring {
+    // Declared before `buffers`: the ring (and its registration) goes
+    // first when a `Ring` is dropped.
+    ring: IoUring,
+    /// `None` only after `Drop` gave up waiting for requests in flight and
+    /// leaked the memory rather than free what the kernel may still write.
+    buffers: Option<AlignedBuffer>,
+    slot_len: usize,
+    busy: Vec<bool>,
+    in_flight: usize,
+}
+
+impl Ring {
+    /// Makes a ring with room for `slots` requests (at most [`MAX_SLOTS`])
+    /// and registers `slots` buffers of `slot_len` bytes, the first aligned
+    /// to `align` (a power of two) and each one `slot_len` after the last.
+    ///
+    /// # Errors
+    /// `io_uring_setup` when the kernel has no io_uring (ENOSYS) or forbids
+    /// it (EPERM), `io_uring_register` when the buffers cannot be pinned.
+    ///
+    /// Reference: <https://man7.org/linux/man-pages/man2/io_uring_register.2.html>
+    pub fn new(slots: usize, slot_len: usize, align: usize) -> Result<Self, RingError> {
+        let slots = slots.clamp(1, MAX_SLOTS);
+        assert!(slot_len > 0 && slot_len <= u32::MAX as usize, "slot length");
+        let ring = IoUring::new(slots.next_power_of_two() as u32).map_err(|error| RingError {
+            op: "io_uring_setup",
+            error,
+        })?;
+        let mut buffers = AlignedBuffer::new(slots * slot_len, align);
+        let base = buffers.as_mut_ptr();
+        let iovecs: Vec<libc::iovec> = (0..slots)
+            .map(|slot| libc::iovec {
+                // Only an address for the kernel; no reference is made.
+                iov_base: base.wrapping_add(slot * slot_len).cast(),
+                iov_len: slot_len,
+            })
+            .collect();
+        // SAFETY: every iovec lies inside `buffers`, which this `Ring` owns
+        // and frees only after the ring is closed (field order, and `Drop`
+        // waits for requests in flight first).
+        unsafe { ring.submitter().register_buffers(&iovecs) }.map_err(|error| RingError {
+            op: "io_uring_register",
+            error,
+        })?;
+        Ok(Ring {
+            ring,
+            buffers: Some(buffers),
+            slot_len,
+            busy: vec![false; slots],
+            in_flight: 0,
+        })
+    }
+
+    /// How many slots (requests that may be in flight at once).
+    pub fn slots(&self) -> usize {
+        self.busy.len()
+    }
+
+    /// Bytes per slot.
+    pub fn slot_len(&self) -> usize {
+        self.slot_len
+    }
+
+    /// Requests pushed whose completion has not been taken yet.
+    pub fn in_flight(&self) -> usize {
+        self.in_flight
+    }
+
+    /// Whether a request uses `slot`.
+    pub fn is_busy(&self, slot: usize) -> bool {
+        self.busy[slot]
+    }
+
+    /// Queues a read into (or a write out of) bytes `at..at + len` of
+    /// `slot`, at byte `offset` of `fd` (`None`: the current position, for
+    /// streams). The entry goes to the kernel at the next submit; its
+    /// completion comes back from [`Ring::next_completion`] with `slot`.
+    ///
+    /// # Errors
+    /// When the submission queue is full (it is made as large as the number
+    /// of slots, so only a broken invariant gets here).
+    ///
+    /// # Panics
+    /// When `slot` is already in use or the range lies outside it.
+    pub fn push(
+        &mut self,
+        op: Op,
+        fd: BorrowedFd<'_>,
+        slot: usize,
+        at: usize,
+        len: usize,
+        offset: Option<u64>,
+    ) -> io::Result<()> {
+        assert!(!self.busy[slot], "slot {slot} already has a request");
+        assert!(at <= self.slot_len && len <= self.slot_len - at, "range");
+        let buffers = self
+            .buffers
+            .as_mut()
+            .expect("buffers live while the ring does");
+        let address = buffers.as_mut_ptr().wrapping_add(slot * self.slot_len + at);
+        let fd = types::Fd(fd.as_raw_fd());
+        let index = slot as u16;
+        // -1: read or write at the file position (what streams need).
+        let offset = offset.unwrap_or(u64::MAX);
+        let entry: squeue::Entry = match op {
+            Op::Read => opcode::ReadFixed::new(fd, address, len as u32, index)
+                .offset(offset)
+                .build(),
+            Op::Write => opcode::WriteFixed::new(fd, address, len as u32, index)
+                .offset(offset)
+                .build(),
+        }
+        .user_data(slot as u64);
+        // SAFETY: the entry names `len` bytes of registered buffer `slot`,
+        // which this `Ring` owns; `busy[slot]` keeps every other request
+        // and `slot_bytes` off them until the completion is taken, and
+        // `Drop` waits for that completion before freeing them.
+        unsafe { self.ring.submission().push(&entry) }
+            .map_err(|_| io::Error::other("io_uring submission queue full"))?;
+        self.busy[slot] = true;
+        self.in_flight += 1;
+        Ok(())
+    }
+
+    /// Submits what was pushed and waits until at least `want` completions
+    /// are ready: one `io_uring_enter(2)`.
+    ///
+    /// # Errors
+    /// What `io_uring_enter` returns (EINTR included: call again).
+    pub fn submit_and_wait(&mut self, want: usize) -> io::Result<usize> {
+        self.ring.submit_and_wait(want)
+    }
+
+    /// The next completion, if one is ready: the slot it used (now free)
+    /// and the kernel's result (bytes, or a negated errno).
+    pub fn next_completion(&mut self) -> Option<(usize, i32)> {
+        let entry = self.ring.completion().next()?;
+        let slot = entry.user_data() as usize;
+        debug_assert!(self.busy[slot]);
+        self.busy[slot] = false;
+        self.in_flight -= 1;
+        Some((slot, entry.result()))
+    }
+
+    /// The bytes of a slot no request uses.
+    ///
+    /// # Panics
+    /// When a request uses the slot.
+    pub fn slot_bytes(&self, slot: usize) -> &[u8] {
+        assert!(!self.busy[slot], "slot {slot} is in use by the kernel");
+        let buffers = self
+            .buffers
+            .as_ref()
+            .expect("buffers live while the ring does");
+        &buffers.as_slice()[slot * self.slot_len..(slot + 1) * self.slot_len]
+    }
+
+    /// Waits for every request in flight, discarding the results.
+    ///
+    /// # Errors
+    /// What `io_uring_enter` returns other than EINTR.
+    pub fn drain(&mut self) -> io::Result<()> {
+        while self.in_flight > 0 {
+            while self.next_completion().is_some() {}
+            if self.in_flight == 0 {
+                break;
+            }
+            match self.submit_and_wait(1) {
+                Ok(_) => {}
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Ring {
+    fn drop(&mut self) {
+        if self.drain().is_err() {
+            // The kernel may still write into these pages: leaking them is
+            // the only safe choice left.
+            std::mem::forget(self.buffers.take());
+        }
+    }
+}
