@@ -425,7 +425,7 @@ impl Profile {
                     .map(|p| (c, p))
             })
             .collect();
-        points.sort_by(|a, b| b.1.median_bytes_per_s.cmp(&a.1.median_bytes_per_s));
+        points.sort_by_key(|(_, point)| std::cmp::Reverse(point.median_bytes_per_s));
         points
     }
 }
