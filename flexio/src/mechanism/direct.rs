@@ -60,7 +60,7 @@ impl Mechanism for Direct {
         if is_direct_capable(t.sink_kind) {
             block = block.max(side_alignment(t, sink_fd, t.sink_kind, Side::Sink)?);
         }
-        let sink_direct = is_direct_capable(t.sink_kind) && t.sink_pos % block as u64 == 0;
+        let sink_direct = is_direct_capable(t.sink_kind) && t.sink_pos.is_multiple_of(block as u64);
 
         let _source_mode = match source_direct {
             true => Some(enable_direct(t, source_fd, Side::Source)?),
@@ -222,7 +222,7 @@ impl DirectCopy<'_, '_> {
     ) -> Result<(), Stop> {
         let (from, total) = if start == self.pending {
             (0, self.pending + got)
-        } else if self.pending == 0 && start % self.block == 0 {
+        } else if self.pending == 0 && start.is_multiple_of(self.block) {
             (start, got)
         } else {
             // The source's position within a block differs from the sink's:

@@ -69,8 +69,8 @@ impl Mechanism for IoUring {
         // A direct sink must start aligned, and its bytes must sit aligned
         // in the slots: a direct source has to start aligned too.
         let sink_direct = sink_capable
-            && t.sink_pos % block as u64 == 0
-            && (!source_direct || t.source_pos % block as u64 == 0);
+            && t.sink_pos.is_multiple_of(block as u64)
+            && (!source_direct || t.source_pos.is_multiple_of(block as u64));
         let _source_mode = match source_direct {
             true => Some(enable_direct(t, source_fd, Side::Source)?),
             false => None,
@@ -411,7 +411,7 @@ impl Pump<'_, '_> {
             let mut len = slot.len - slot.written;
             if self.sink_direct() {
                 len = align_down(len as u64, self.block) as usize;
-                if len == 0 || slot.written % self.block != 0 {
+                if len == 0 || !slot.written.is_multiple_of(self.block) {
                     slot.stage = Stage::Tail;
                     self.tail_waiting = true;
                     continue;
