@@ -129,7 +129,8 @@ fn truncated_source_case(mechanism: MechanismName) {
             .run();
         (result, reader.join().expect("reader thread"))
     });
-    let received = received.expect("read the socket");
+    let received = received
+        .unwrap_or_else(|e| panic!("reading the socket failed ({e}); the flow gave {result:?}"));
     let range = MIB as u64..64 * MIB as u64;
     match result {
         Err(Error::SourceEnded {
@@ -140,7 +141,8 @@ fn truncated_source_case(mechanism: MechanismName) {
             assert_eq!(
                 received.len() as u64,
                 offset,
-                "the sink got a different number of bytes than the source gave"
+                "the sink got {} bytes, but the error says the source ended at byte {offset}",
+                received.len()
             );
         }
         Err(Error::MappingFault { offset, .. }) if mechanism == MechanismName::Mmap => {
