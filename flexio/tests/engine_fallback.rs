@@ -257,9 +257,9 @@ fn strict_turns_a_sendfile_fallback_into_an_error() {
 }
 
 /// Regression: copy_file_range(2) into a file opened with O_APPEND fails
-/// with EBADF, which the engine took for a broken flow, so `flexio copy a -
-/// >> log` (auto picks copy-file-range between files) failed instead of
-/// appending.
+/// with EBADF, which the engine took for a broken flow, so appending a file
+/// to stdout (`flexio copy a - >>log`, where auto picks copy-file-range
+/// between two files) failed instead of falling back.
 #[test]
 fn copy_file_range_ebadf_on_append_only_sink_is_a_refusal() {
     let dir = scratch_dir();
