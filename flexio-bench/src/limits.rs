@@ -1,1 +1,160 @@
-//! (being written)
+//! Physical limits measured in the same run as the contenders, so that a
+//! result can be read as a share of what the machine can do at all:
+//! `memcpy` bandwidth, direct (O_DIRECT) sequential disk read and write
+//! bandwidth — with flexio's own `direct` mechanism, and with `fio` when it
+//! is installed — and loopback TCP bandwidth with `iperf3`.
+//!
+//! Limits are recorded like any other run: [`crate::model::Contender::Limit`]
+//! in cells of the `limits` scenario (and `memcpy` beside flexio in the
+//! `memory` scenario).
+
+use std::io;
+use std::path::Path;
+use std::process::Stdio;
+
+use flexio::{Flow, MechanismName, Params, Sink, Source};
+
+use crate::peers::{self, Iperf3Mode, Supervised, CHILD_DEADLINE};
+use crate::runner::{CpuScope, Measured, Window};
+
+/// A physical-limit probe.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Probe {
+    /// `copy_from_slice` between two buffers of the cell's size.
+    Memcpy,
+    /// flexio `direct` from the source file to `/dev/null`, 1 MiB chunks.
+    DiskDirectRead,
+    /// flexio `direct` from `/dev/zero` to a new file, 1 MiB chunks.
+    DiskDirectWrite,
+    /// `fio --rw=read --bs=1M --direct=1`.
+    FioRead,
+    /// `fio --rw=write --bs=1M --direct=1`.
+    FioWrite,
+    /// `iperf3` from memory over 127.0.0.1.
+    Iperf3Loopback,
+    /// `iperf3` from memory across the bench's veth pair.
+    Iperf3Veth,
+}
+
+impl Probe {
+    /// The name in results (`Contender::Limit::name`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Probe::Memcpy => "memcpy",
+            Probe::DiskDirectRead => "disk-direct-read",
+            Probe::DiskDirectWrite => "disk-direct-write",
+            Probe::FioRead => "fio-read",
+            Probe::FioWrite => "fio-write",
+            Probe::Iperf3Loopback => "iperf3-loopback",
+            Probe::Iperf3Veth => "iperf3-veth",
+        }
+    }
+
+    /// Programs the probe runs (reported missing when absent).
+    pub fn needs(self) -> &'static [&'static str] {
+        match self {
+            Probe::FioRead | Probe::FioWrite => &["fio"],
+            Probe::Iperf3Loopback => &["iperf3"],
+            Probe::Iperf3Veth => &["iperf3", "ip"],
+            _ => &[],
+        }
+    }
+}
+
+/// Copies `source` into `sink` `reps` times with `copy_from_slice`.
+pub(crate) fn memcpy(source: &[u8], sink: &mut [u8], reps: u64) -> Measured {
+    let window = Window::open(CpuScope::Thread);
+    for _ in 0..reps {
+        sink.copy_from_slice(std::hint::black_box(source));
+        std::hint::black_box(&mut *sink);
+    }
+    window.close(source.len() as u64 * reps, None)
+}
+
+fn direct_params() -> Params {
+    Params {
+        chunk: 1 << 20,
+        ..Params::default()
+    }
+}
+
+/// Reads `source` with O_DIRECT into `/dev/null`.
+pub(crate) fn disk_direct_read(source: &Path) -> io::Result<Measured> {
+    let window = Window::open(CpuScope::Thread);
+    let report = Flow::new(Source::path(source), Sink::path("/dev/null"))
+        .via(MechanismName::Direct)
+        .params(direct_params())
+        .run()
+        .map_err(io::Error::other)?;
+    Ok(window.close(report.bytes, Some(report.mechanism_used.as_str())))
+}
+
+/// Writes `size` bytes of `/dev/zero` into a new file `sink` with O_DIRECT.
+pub(crate) fn disk_direct_write(sink: &Path, size: u64) -> io::Result<Measured> {
+    let window = Window::open(CpuScope::Thread);
+    let report = Flow::new(Source::path("/dev/zero"), Sink::path(sink))
+        .length(size)
+        .via(MechanismName::Direct)
+        .params(direct_params())
+        .run()
+        .map_err(io::Error::other)?;
+    Ok(window.close(report.bytes, Some(report.mechanism_used.as_str())))
+}
+
+/// `fio` sequential direct read (`write == false`) or write of `size`
+/// bytes of `file`; the wall time is derived from fio's own bandwidth.
+pub(crate) fn fio(file: &Path, size: u64, write: bool) -> io::Result<Measured> {
+    let argv = vec![
+        "fio".to_string(),
+        "--name=flexio-bench".into(),
+        format!("--filename={}", file.display()),
+        format!("--rw={}", if write { "write" } else { "read" }),
+        "--bs=1M".into(),
+        "--direct=1".into(),
+        format!("--size={size}"),
+        "--output-format=json".into(),
+    ];
+    let mut command = peers::command_in(None, &argv);
+    command.stdout(Stdio::piped()).stderr(Stdio::null());
+    let window = Window::open(CpuScope::Children);
+    let mut child = Supervised::spawn(&mut command, CHILD_DEADLINE)?;
+    let mut json = String::new();
+    io::Read::read_to_string(
+        &mut child.child_mut().stdout.take().expect("piped stdout"),
+        &mut json,
+    )?;
+    let status = child.wait()?;
+    let mut measured = window.close(size, None);
+    peers::check_status("fio", status)?;
+    // fio may print warnings before the JSON object.
+    let start = json.find('{').unwrap_or(0);
+    let value: serde_json::Value = serde_json::from_str(&json[start..])
+        .map_err(|e| io::Error::other(format!("fio JSON output: {e}")))?;
+    let side = &value["jobs"][0][if write { "write" } else { "read" }];
+    let bandwidth = side["bw_bytes"]
+        .as_f64()
+        .filter(|b| *b > 0.0)
+        .ok_or_else(|| io::Error::other("fio JSON output has no bw_bytes"))?;
+    let bytes = side["io_bytes"].as_u64().unwrap_or(size);
+    measured.bytes = bytes;
+    measured.wall_ns = (bytes as f64 * 1e9 / bandwidth) as u64;
+    Ok(measured)
+}
+
+/// `iperf3` from memory (or with `-Z`) to a one-shot server; the wall
+/// time is derived from iperf3's receiver-side rate, the CPU is the
+/// client's.
+pub(crate) fn iperf3(
+    bytes: u64,
+    mode: Iperf3Mode,
+    host: &str,
+    client_ns: Option<&str>,
+    server_ns: Option<&str>,
+) -> io::Result<Measured> {
+    let window = Window::open(CpuScope::Children);
+    let run = peers::run_iperf3(bytes, mode, host, client_ns, server_ns)?;
+    let mut measured = window.close(run.bytes, None);
+    measured.cpu = run.client;
+    measured.wall_ns = (run.bytes as f64 * 8e9 / run.bits_per_second) as u64;
+    Ok(measured)
+}

@@ -1,1 +1,693 @@
-//! (being written)
+//! The standard tools run beside flexio — `cp`, `dd`, `cat`, `socat`, `nc`,
+//! `pv`, `iperf3` — as supervised child processes, and the network paths
+//! (loopback, or a veth pair between two namespaces the bench creates) they
+//! and flexio run over.
+//!
+//! A peer is a command template; `{src}`, `{dst}`, `{host}`, `{port}` and
+//! `{bytes}` are filled in per run. Every child is *supervised*: a watchdog
+//! kills it (through a pidfd, so a recycled pid is never hit) when it
+//! overruns its deadline, and dropping the handle kills and reaps it, so no
+//! path — error, panic or early return — leaves a child behind.
+
+use std::io::{self, BufRead, BufReader, Read};
+use std::net::{IpAddr, Ipv4Addr, TcpListener};
+use std::os::fd::OwnedFd;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::mpsc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use flexio::measure::Rusage;
+
+/// How long any child may run before the watchdog kills it.
+pub const CHILD_DEADLINE: Duration = Duration::from_secs(300);
+
+/// A standard tool as a command template.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PeerSpec {
+    /// The label in tables (`Contender::Peer::name`).
+    pub name: String,
+    /// The command line; `{src}`, `{dst}`, `{host}`, `{port}`, `{bytes}`
+    /// are replaced per run.
+    pub argv: Vec<String>,
+    /// Programs that must be on `PATH` (the peer is *missing* otherwise).
+    pub needs: Vec<String>,
+    /// Standard input is the source file (`nc -N host port < src`).
+    pub stdin_from_source: bool,
+    /// Standard output is the sink (`nc -l … > dst`, `cat src | reader`).
+    pub stdout_to_sink: bool,
+    /// `iperf3`'s client/server pair instead of one command.
+    pub iperf3: Option<Iperf3Mode>,
+}
+
+/// How the iperf3 client sends.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Iperf3Mode {
+    /// From a memory buffer with `write(2)`.
+    Memory,
+    /// `-Z`: with `sendfile(2)` from a temporary file.
+    ZeroCopy,
+}
+
+/// The values a template's placeholders take in one run.
+#[derive(Clone, Debug, Default)]
+pub struct PeerVars {
+    /// Source file.
+    pub src: PathBuf,
+    /// Destination file.
+    pub dst: PathBuf,
+    /// Host to connect to or listen on.
+    pub host: String,
+    /// TCP port.
+    pub port: u16,
+    /// Bytes to move.
+    pub bytes: u64,
+}
+
+fn words(argv: &[&str]) -> Vec<String> {
+    argv.iter().map(|s| s.to_string()).collect()
+}
+
+impl PeerSpec {
+    /// A peer running `argv` (its first word must be on `PATH`).
+    ///
+    /// # Examples
+    /// ```
+    /// use flexio_bench::peers::PeerSpec;
+    /// let peer = PeerSpec::command("cp", &["cp", "{src}", "{dst}"]);
+    /// assert_eq!(peer.needs, vec!["cp".to_string()]);
+    /// ```
+    pub fn command(name: &str, argv: &[&str]) -> Self {
+        PeerSpec {
+            name: name.to_string(),
+            argv: words(argv),
+            needs: vec![argv[0].to_string()],
+            stdin_from_source: false,
+            stdout_to_sink: false,
+            iperf3: None,
+        }
+    }
+
+    fn needing(mut self, programs: &[&str]) -> Self {
+        self.needs = words(programs);
+        self
+    }
+
+    /// `cp SRC DST`.
+    pub fn cp() -> Self {
+        Self::command("cp", &["cp", "{src}", "{dst}"])
+    }
+
+    /// `dd bs=1M`.
+    pub fn dd() -> Self {
+        Self::command(
+            "dd bs=1M",
+            &["dd", "if={src}", "of={dst}", "bs=1M", "status=none"],
+        )
+    }
+
+    /// `dd bs=1M iflag=direct oflag=direct`.
+    pub fn dd_direct() -> Self {
+        Self::command(
+            "dd bs=1M iflag=direct oflag=direct",
+            &[
+                "dd",
+                "if={src}",
+                "of={dst}",
+                "bs=1M",
+                "iflag=direct",
+                "oflag=direct",
+                "status=none",
+            ],
+        )
+    }
+
+    /// `cat SRC > DST` through `sh -c`.
+    pub fn cat_redirect() -> Self {
+        Self::command(
+            "cat SRC > DST",
+            &["sh", "-c", "cat \"$1\" > \"$2\"", "sh", "{src}", "{dst}"],
+        )
+        .needing(&["sh", "cat"])
+    }
+
+    /// `cp SRC DST && sync` through `sh -c` (the durable peer).
+    pub fn cp_sync() -> Self {
+        Self::command(
+            "cp && sync",
+            &[
+                "sh",
+                "-c",
+                "cp \"$1\" \"$2\" && sync",
+                "sh",
+                "{src}",
+                "{dst}",
+            ],
+        )
+        .needing(&["sh", "cp", "sync"])
+    }
+
+    /// `dd bs=1M conv=fsync` (the durable page-cache dd).
+    pub fn dd_fsync() -> Self {
+        Self::command(
+            "dd bs=1M conv=fsync",
+            &[
+                "dd",
+                "if={src}",
+                "of={dst}",
+                "bs=1M",
+                "conv=fsync",
+                "status=none",
+            ],
+        )
+    }
+
+    /// `dd bs=1M iflag=direct oflag=direct conv=fsync`.
+    pub fn dd_direct_fsync() -> Self {
+        Self::command(
+            "dd bs=1M iflag=direct oflag=direct conv=fsync",
+            &[
+                "dd",
+                "if={src}",
+                "of={dst}",
+                "bs=1M",
+                "iflag=direct",
+                "oflag=direct",
+                "conv=fsync",
+                "status=none",
+            ],
+        )
+    }
+
+    /// `socat -u FILE:src TCP:host:port`.
+    pub fn socat_send() -> Self {
+        Self::command("socat", &["socat", "-u", "FILE:{src}", "TCP:{host}:{port}"])
+    }
+
+    /// `socat -u TCP-LISTEN:port,reuseaddr OPEN:dst,creat,trunc` (bound to
+    /// the bench's address only).
+    pub fn socat_receive() -> Self {
+        Self::command(
+            "socat",
+            &[
+                "socat",
+                "-u",
+                "TCP-LISTEN:{port},reuseaddr,bind={host}",
+                "OPEN:{dst},creat,trunc",
+            ],
+        )
+    }
+
+    /// `nc -N host port < src` (netcat-openbsd).
+    pub fn nc_send() -> Self {
+        PeerSpec {
+            stdin_from_source: true,
+            ..Self::command("nc", &["nc", "-N", "{host}", "{port}"])
+        }
+    }
+
+    /// `nc -l host port > dst` (netcat-openbsd).
+    pub fn nc_receive() -> Self {
+        PeerSpec {
+            stdout_to_sink: true,
+            ..Self::command("nc", &["nc", "-l", "{host}", "{port}"])
+        }
+    }
+
+    /// `cat SRC | reader`.
+    pub fn cat_pipe() -> Self {
+        PeerSpec {
+            stdout_to_sink: true,
+            ..Self::command("cat SRC | reader", &["cat", "{src}"])
+        }
+    }
+
+    /// `pv -q SRC | reader`.
+    pub fn pv_pipe() -> Self {
+        PeerSpec {
+            stdout_to_sink: true,
+            ..Self::command("pv -q SRC | reader", &["pv", "-q", "{src}"])
+        }
+    }
+
+    /// `iperf3` memory → socket, or `iperf3 -Z` (sendfile).
+    pub fn iperf3(mode: Iperf3Mode) -> Self {
+        let name = match mode {
+            Iperf3Mode::Memory => "iperf3",
+            Iperf3Mode::ZeroCopy => "iperf3 -Z",
+        };
+        PeerSpec {
+            iperf3: Some(mode),
+            ..Self::command(name, &["iperf3"])
+        }
+    }
+
+    /// The programs of [`Self::needs`] that are not on `PATH`.
+    pub fn missing_programs(&self) -> Vec<String> {
+        self.needs
+            .iter()
+            .filter(|p| find_program(p).is_none())
+            .cloned()
+            .collect()
+    }
+
+    /// The command line of one run.
+    pub fn expand(&self, vars: &PeerVars) -> Vec<String> {
+        self.argv
+            .iter()
+            .map(|word| {
+                word.replace("{src}", &vars.src.to_string_lossy())
+                    .replace("{dst}", &vars.dst.to_string_lossy())
+                    .replace("{host}", &vars.host)
+                    .replace("{port}", &vars.port.to_string())
+                    .replace("{bytes}", &vars.bytes.to_string())
+            })
+            .collect()
+    }
+}
+
+/// The executable `name` resolves to on `PATH` (or `name` itself when it
+/// holds a `/` and is executable).
+pub fn find_program(name: &str) -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    let executable = |path: &Path| {
+        std::fs::metadata(path)
+            .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+            .unwrap_or(false)
+    };
+    if name.contains('/') {
+        let path = PathBuf::from(name);
+        return executable(&path).then_some(path);
+    }
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(name))
+        .find(|candidate| executable(candidate))
+}
+
+/// Reads a program's file once so that its pages are cached again after a
+/// cache drop (keeps `exec` from a cold disk out of a peer's timed window).
+pub fn prewarm_program(name: &str) {
+    if let Some(path) = find_program(name) {
+        if let Ok(mut file) = std::fs::File::open(path) {
+            let _ = io::copy(&mut file, &mut io::sink());
+        }
+    }
+}
+
+/// A child process with a deadline: killed by a watchdog when it overruns,
+/// and killed and reaped when dropped before [`Supervised::wait`].
+#[derive(Debug)]
+pub struct Supervised {
+    child: Option<Child>,
+    cancel: Option<mpsc::Sender<()>>,
+    watchdog: Option<JoinHandle<()>>,
+}
+
+impl Supervised {
+    /// Spawns `command` under a watchdog.
+    ///
+    /// # Errors
+    /// When the program cannot be started.
+    pub fn spawn(command: &mut Command, deadline: Duration) -> io::Result<Self> {
+        let child = command.spawn()?;
+        let pid = rustix::process::Pid::from_child(&child);
+        let pidfd = rustix::process::pidfd_open(pid, rustix::process::PidfdFlags::empty()).ok();
+        let (cancel, cancelled) = mpsc::channel::<()>();
+        let watchdog = std::thread::spawn(move || {
+            if let Err(mpsc::RecvTimeoutError::Timeout) = cancelled.recv_timeout(deadline) {
+                if let Some(pidfd) = pidfd {
+                    let _ =
+                        rustix::process::pidfd_send_signal(&pidfd, rustix::process::Signal::KILL);
+                }
+            }
+        });
+        Ok(Supervised {
+            child: Some(child),
+            cancel: Some(cancel),
+            watchdog: Some(watchdog),
+        })
+    }
+
+    /// The child, e.g. to take its stdout.
+    pub fn child_mut(&mut self) -> &mut Child {
+        self.child
+            .as_mut()
+            .expect("the child is there until waited for")
+    }
+
+    /// Waits for the child to exit and stops the watchdog.
+    ///
+    /// # Errors
+    /// When `waitpid` fails.
+    pub fn wait(mut self) -> io::Result<ExitStatus> {
+        let status = self.child_mut().wait();
+        self.child = None;
+        self.stop_watchdog();
+        status
+    }
+
+    /// Kills the child (if still running) and reaps it.
+    pub fn kill(mut self) {
+        self.kill_now();
+    }
+
+    fn kill_now(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        self.stop_watchdog();
+    }
+
+    fn stop_watchdog(&mut self) {
+        drop(self.cancel.take());
+        if let Some(watchdog) = self.watchdog.take() {
+            let _ = watchdog.join();
+        }
+    }
+}
+
+impl Drop for Supervised {
+    fn drop(&mut self) {
+        self.kill_now();
+    }
+}
+
+/// Turns a failed exit status into an error naming the peer.
+pub fn check_status(name: &str, status: ExitStatus) -> io::Result<()> {
+    if status.success() {
+        Ok(())
+    } else {
+        Err(io::Error::other(format!("{name} exited with {status}")))
+    }
+}
+
+/// A command for `argv`, run inside network namespace `netns` when given.
+pub fn command_in(netns: Option<&str>, argv: &[String]) -> Command {
+    let mut command = match netns {
+        Some(ns) => {
+            let mut c = Command::new("ip");
+            c.args(["netns", "exec", ns]).args(argv);
+            c
+        }
+        None => {
+            let mut c = Command::new(&argv[0]);
+            c.args(&argv[1..]);
+            c
+        }
+    };
+    command.stdin(Stdio::null()).stderr(Stdio::piped());
+    command
+}
+
+/// Spawns one run of a (non-iperf3) peer: standard input from `vars.src`
+/// when the peer reads it there, standard output into `stdout` when given
+/// (a pipe's write end or the destination file), else discarded.
+///
+/// # Errors
+/// When the source cannot be opened or the program cannot start.
+pub fn spawn_peer(
+    spec: &PeerSpec,
+    vars: &PeerVars,
+    netns: Option<&str>,
+    stdout: Option<OwnedFd>,
+) -> io::Result<Supervised> {
+    let argv = spec.expand(vars);
+    let mut command = command_in(netns, &argv);
+    if spec.stdin_from_source {
+        command.stdin(std::fs::File::open(&vars.src)?);
+    }
+    match stdout {
+        Some(fd) => command.stdout(Stdio::from(fd)),
+        None => command.stdout(Stdio::null()),
+    };
+    // stderr is not read while the child runs; a tool that fills the pipe
+    // would block, so only the first bytes matter: keep it null unless
+    // diagnosing.
+    command.stderr(Stdio::null());
+    Supervised::spawn(&mut command, CHILD_DEADLINE)
+}
+
+/// A TCP port free on the loopback right now (bound, then released).
+///
+/// # Errors
+/// When no port can be bound.
+pub fn free_port() -> io::Result<u16> {
+    Ok(TcpListener::bind((Ipv4Addr::LOCALHOST, 0))?
+        .local_addr()?
+        .port())
+}
+
+/// The outcome of one iperf3 transfer.
+#[derive(Clone, Copy, Debug)]
+pub struct Iperf3Run {
+    /// Receiver-side bits per second as iperf3 reports it.
+    pub bits_per_second: f64,
+    /// Bytes iperf3 says it moved.
+    pub bytes: u64,
+    /// The client's resource use (reaped inside the call).
+    pub client: Rusage,
+}
+
+/// One iperf3 transfer of `bytes` to a one-shot server on `host`: the
+/// server (`iperf3 -s -1`) runs in `server_ns`, the client in `client_ns`.
+///
+/// # Errors
+/// When iperf3 fails or its JSON lacks the figures.
+pub fn run_iperf3(
+    bytes: u64,
+    mode: Iperf3Mode,
+    host: &str,
+    client_ns: Option<&str>,
+    server_ns: Option<&str>,
+) -> io::Result<Iperf3Run> {
+    let port = free_port()?.to_string();
+    let server_argv = words(&[
+        "iperf3",
+        "-s",
+        "-1",
+        "-p",
+        &port,
+        "-B",
+        host,
+        "--forceflush",
+    ]);
+    let mut command = command_in(server_ns, &server_argv);
+    command.stdout(Stdio::piped()).stderr(Stdio::null());
+    let mut server = Supervised::spawn(&mut command, CHILD_DEADLINE)?;
+    let stdout = server.child_mut().stdout.take().expect("piped stdout");
+    let mut lines = BufReader::new(stdout);
+    let mut line = String::new();
+    loop {
+        line.clear();
+        if lines.read_line(&mut line)? == 0 {
+            return Err(io::Error::other("iperf3 server ended before listening"));
+        }
+        if line.contains("listening") {
+            break;
+        }
+    }
+    // Keep draining the server's report so it never blocks on a full pipe.
+    let drain = std::thread::spawn(move || io::copy(&mut lines, &mut io::sink()));
+
+    let mut client_argv = words(&["iperf3", "-c", host, "-p", &port, "-n"]);
+    client_argv.push(bytes.to_string());
+    if mode == Iperf3Mode::ZeroCopy {
+        client_argv.push("-Z".into());
+    }
+    client_argv.push("-J".into());
+    let mut command = command_in(client_ns, &client_argv);
+    command.stdout(Stdio::piped()).stderr(Stdio::null());
+    let before = flexio::measure::children_rusage();
+    let mut client = Supervised::spawn(&mut command, CHILD_DEADLINE)?;
+    let mut json = String::new();
+    client
+        .child_mut()
+        .stdout
+        .take()
+        .expect("piped stdout")
+        .read_to_string(&mut json)?;
+    let status = client.wait()?;
+    let after = flexio::measure::children_rusage();
+    let _ = server.wait();
+    let _ = drain.join();
+    check_status("iperf3 client", status)?;
+    let value: serde_json::Value = serde_json::from_str(&json)
+        .map_err(|e| io::Error::other(format!("iperf3 -J output: {e}")))?;
+    // The receiver's rate; the sender's when the receiver's interval was
+    // too short to report one (tiny transfers).
+    let bits_per_second = ["sum_received", "sum_sent"]
+        .iter()
+        .find_map(|sum| {
+            value["end"][sum]["bits_per_second"]
+                .as_f64()
+                .filter(|b| *b > 0.0)
+        })
+        .ok_or_else(|| {
+            let error = value["error"].as_str().unwrap_or("no end.sum_received");
+            io::Error::other(format!("iperf3: {error}"))
+        })?;
+    Ok(Iperf3Run {
+        bits_per_second,
+        bytes,
+        client: rusage_delta(&before, &after),
+    })
+}
+
+/// `after - before`, field by field.
+pub fn rusage_delta(before: &Rusage, after: &Rusage) -> Rusage {
+    Rusage {
+        user_ns: after.user_ns.saturating_sub(before.user_ns),
+        sys_ns: after.sys_ns.saturating_sub(before.sys_ns),
+        voluntary_switches: after
+            .voluntary_switches
+            .saturating_sub(before.voluntary_switches),
+        involuntary_switches: after
+            .involuntary_switches
+            .saturating_sub(before.involuntary_switches),
+        minor_faults: after.minor_faults.saturating_sub(before.minor_faults),
+        major_faults: after.major_faults.saturating_sub(before.major_faults),
+    }
+}
+
+/// Two network namespaces joined by a veth pair, created by the bench and
+/// removed when dropped. Addresses are link-local (169.254.77.0/30), so
+/// nothing outside the pair is ever reached.
+#[derive(Debug)]
+pub struct VethPair {
+    /// Namespace of the sending side.
+    pub sender_ns: String,
+    /// Namespace of the receiving side.
+    pub receiver_ns: String,
+    /// The sender's address.
+    pub sender_addr: IpAddr,
+    /// The receiver's address.
+    pub receiver_addr: IpAddr,
+}
+
+impl VethPair {
+    /// Creates the namespaces, the pair and the addresses (needs root and
+    /// `ip`).
+    ///
+    /// # Errors
+    /// When any `ip` command fails; what was created is removed.
+    pub fn create() -> io::Result<Self> {
+        let tag = std::process::id();
+        let pair = VethPair {
+            sender_ns: format!("flexio-bench-{tag}-s"),
+            receiver_ns: format!("flexio-bench-{tag}-r"),
+            sender_addr: IpAddr::V4(Ipv4Addr::new(169, 254, 77, 1)),
+            receiver_addr: IpAddr::V4(Ipv4Addr::new(169, 254, 77, 2)),
+        };
+        let (s, r) = (&pair.sender_ns, &pair.receiver_ns);
+        let (s_if, r_if) = (format!("fxb{tag}s"), format!("fxb{tag}r"));
+        let steps: Vec<Vec<String>> = vec![
+            words(&["netns", "add", s]),
+            words(&["netns", "add", r]),
+            words(&[
+                "link", "add", "name", &s_if, "netns", s, "type", "veth", "peer", "name", &r_if,
+                "netns", r,
+            ]),
+            words(&["-n", s, "addr", "add", "169.254.77.1/30", "dev", &s_if]),
+            words(&["-n", r, "addr", "add", "169.254.77.2/30", "dev", &r_if]),
+            words(&["-n", s, "link", "set", &s_if, "up"]),
+            words(&["-n", r, "link", "set", &r_if, "up"]),
+            words(&["-n", s, "link", "set", "lo", "up"]),
+            words(&["-n", r, "link", "set", "lo", "up"]),
+        ];
+        for step in steps {
+            let output = Command::new("ip")
+                .args(&step)
+                .stdin(Stdio::null())
+                .output()?;
+            if !output.status.success() {
+                return Err(io::Error::other(format!(
+                    "ip {}: {}",
+                    step.join(" "),
+                    String::from_utf8_lossy(&output.stderr).trim()
+                )));
+            }
+        }
+        Ok(pair)
+    }
+
+    /// Moves the calling thread into network namespace `ns` (a thread
+    /// made for the purpose: it stays there).
+    ///
+    /// # Errors
+    /// When the namespace does not exist or `setns(2)` is refused.
+    pub fn enter(ns: &str) -> io::Result<()> {
+        let handle = std::fs::File::open(Path::new("/run/netns").join(ns))?;
+        rustix::thread::move_into_link_name_space(
+            std::os::fd::AsFd::as_fd(&handle),
+            Some(rustix::thread::LinkNameSpaceType::Network),
+        )?;
+        Ok(())
+    }
+
+    /// Runs `work` on a thread that has entered namespace `ns`: sockets it
+    /// creates belong to that namespace wherever they are used afterwards.
+    ///
+    /// # Errors
+    /// When the namespace cannot be entered, or `work` fails.
+    pub fn in_namespace<T: Send + 'static>(
+        ns: &str,
+        work: impl FnOnce() -> io::Result<T> + Send + 'static,
+    ) -> io::Result<T> {
+        let ns = ns.to_string();
+        std::thread::spawn(move || {
+            Self::enter(&ns)?;
+            work()
+        })
+        .join()
+        .map_err(|_| io::Error::other("namespace thread panicked"))?
+    }
+}
+
+impl Drop for VethPair {
+    fn drop(&mut self) {
+        // Deleting a namespace deletes the veth end inside it, and with it
+        // the other end.
+        for ns in [&self.sender_ns, &self.receiver_ns] {
+            let _ = Command::new("ip")
+                .args(["netns", "del", ns])
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn templates_expand() {
+        let vars = PeerVars {
+            src: "/a b".into(),
+            dst: "/c".into(),
+            host: "127.0.0.1".into(),
+            port: 9,
+            bytes: 5,
+        };
+        assert_eq!(
+            PeerSpec::cat_redirect().expand(&vars)[4..],
+            ["/a b".to_string(), "/c".to_string()]
+        );
+        assert_eq!(
+            PeerSpec::socat_send().expand(&vars),
+            words(&["socat", "-u", "FILE:/a b", "TCP:127.0.0.1:9"])
+        );
+    }
+
+    #[test]
+    fn a_program_that_is_not_there_is_missing() {
+        let peer = PeerSpec::command("nope", &["flexio-bench-no-such-tool", "{src}"]);
+        assert_eq!(peer.missing_programs(), vec!["flexio-bench-no-such-tool"]);
+        assert!(find_program("sh").is_some());
+    }
+}

@@ -1,1 +1,603 @@
-//! (being written)
+//! What a bench run measures: scenarios expand into *cells* (scenario,
+//! size, chunk, cache state, flows, network path), each with the
+//! *entrants* that compete in it — flexio mechanisms, standard tools and
+//! physical limits.
+//!
+//! The quick plan (the default) fits in about two minutes on a 2-core
+//! machine; `--full` runs the whole matrix (about half an hour); `--sizes`
+//! replaces the size axis of every scenario so that, say, only the 1 GiB
+//! cells run.
+
+use std::fmt::Write as _;
+use std::time::Duration;
+
+use flexio::{format_bytes, MechanismName, Params};
+
+use crate::limits::Probe;
+use crate::model::{CacheState, CellKey, Contender};
+use crate::peers::{Iperf3Mode, PeerSpec};
+
+const KIB: u64 = 1 << 10;
+const MIB: u64 = 1 << 20;
+const GIB: u64 = 1 << 30;
+
+/// A family of cells.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Scenario {
+    /// Physical limits: memcpy, direct disk, loopback TCP.
+    Limits,
+    /// File to file, page cache: sizes, chunk sweep, cold and warm.
+    FileToFile,
+    /// File to file with the sink's fsync inside the timed window.
+    FileToFileDurable,
+    /// File to a TCP socket (loopback; veth between namespaces as root).
+    FileToSocket,
+    /// TCP socket to a file.
+    SocketToFile,
+    /// File into a pipe that a reader drains.
+    FileToPipe,
+    /// Memory to memory, 64 B to 1 GiB.
+    Memory,
+    /// 1, 2, 4, 8 concurrent file-to-file flows.
+    Parallel,
+    /// A CPU-bound co-process counting during file-to-socket transfers.
+    Meter,
+}
+
+impl Scenario {
+    /// Every scenario, in the order a run visits them.
+    pub const ALL: [Scenario; 9] = [
+        Scenario::Limits,
+        Scenario::FileToFile,
+        Scenario::FileToFileDurable,
+        Scenario::FileToSocket,
+        Scenario::SocketToFile,
+        Scenario::FileToPipe,
+        Scenario::Memory,
+        Scenario::Parallel,
+        Scenario::Meter,
+    ];
+
+    /// The name on the command line and in `CellKey::scenario`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Scenario::Limits => "limits",
+            Scenario::FileToFile => "file-to-file",
+            Scenario::FileToFileDurable => "file-to-file-durable",
+            Scenario::FileToSocket => "file-to-socket",
+            Scenario::SocketToFile => "socket-to-file",
+            Scenario::FileToPipe => "file-to-pipe",
+            Scenario::Memory => "memory",
+            Scenario::Parallel => "parallel",
+            Scenario::Meter => "meter",
+        }
+    }
+
+    /// The scenario of a name.
+    ///
+    /// # Examples
+    /// ```
+    /// use flexio_bench::plan::Scenario;
+    /// assert_eq!(Scenario::from_name("memory"), Some(Scenario::Memory));
+    /// assert_eq!(Scenario::from_name("nope"), None);
+    /// ```
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|s| s.name() == name)
+    }
+}
+
+/// One thing that competes in a cell.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Entrant {
+    /// A flexio mechanism with its parameters.
+    Flexio {
+        /// The mechanism (`auto` included).
+        mechanism: MechanismName,
+        /// Its parameters.
+        params: Params,
+    },
+    /// A standard tool.
+    Peer(PeerSpec),
+    /// A physical limit.
+    Limit(Probe),
+}
+
+impl Entrant {
+    /// A flexio mechanism with default parameters but for `chunk`.
+    pub fn flexio(mechanism: MechanismName, chunk: usize) -> Self {
+        Entrant::Flexio {
+            mechanism,
+            params: Params {
+                chunk,
+                direct: mechanism == MechanismName::Direct,
+                ..Params::default()
+            },
+        }
+    }
+
+    /// `io-uring --direct`.
+    pub fn io_uring_direct(chunk: usize) -> Self {
+        Entrant::Flexio {
+            mechanism: MechanismName::IoUring,
+            params: Params {
+                chunk,
+                direct: true,
+                ..Params::default()
+            },
+        }
+    }
+
+    /// How results name it.
+    pub fn contender(&self) -> Contender {
+        match self {
+            Entrant::Flexio { mechanism, params } => Contender::Flexio {
+                mechanism: mechanism.as_str().to_string(),
+                chunk: params.chunk as u64,
+                direct: params.direct,
+            },
+            Entrant::Peer(peer) => Contender::Peer {
+                name: peer.name.clone(),
+            },
+            Entrant::Limit(probe) => Contender::Limit {
+                name: probe.name().to_string(),
+            },
+        }
+    }
+}
+
+/// One cell: coordinates and entrants.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Cell {
+    /// Where.
+    pub key: CellKey,
+    /// Who, in the order of every round.
+    pub entrants: Vec<Entrant>,
+}
+
+impl Cell {
+    /// A cell of `scenario` with one flow, no chunk sweep, on no network.
+    pub fn new(scenario: Scenario, size: u64, cache: CacheState, entrants: Vec<Entrant>) -> Self {
+        Cell {
+            key: CellKey {
+                scenario: scenario.name().to_string(),
+                size,
+                chunk: 0,
+                cache,
+                flows: 1,
+                path: String::new(),
+            },
+            entrants,
+        }
+    }
+
+    fn chunk(mut self, chunk: u64) -> Self {
+        self.key.chunk = chunk;
+        self
+    }
+
+    fn flows(mut self, flows: u32) -> Self {
+        self.key.flows = flows;
+        self
+    }
+
+    fn path(mut self, path: &str) -> Self {
+        self.key.path = path.to_string();
+        self
+    }
+
+    /// A one-line description: `file-to-file 256 MiB warm`.
+    pub fn label(&self) -> String {
+        label(&self.key)
+    }
+}
+
+/// A one-line description of a cell key.
+pub fn label(key: &CellKey) -> String {
+    let mut text = format!("{} {}", key.scenario, format_bytes(key.size));
+    match key.cache {
+        CacheState::Cold => text += " cold",
+        CacheState::Warm => text += " warm",
+        CacheState::NotApplicable => {}
+    }
+    if key.chunk > 0 {
+        let _ = write!(text, " chunk {}", format_bytes(key.chunk));
+    }
+    if key.flows > 1 || key.scenario == "parallel" {
+        let _ = write!(text, " x{} flows", key.flows);
+    }
+    if !key.path.is_empty() {
+        let _ = write!(text, " over {}", key.path);
+    }
+    text
+}
+
+/// What to plan.
+#[derive(Clone, Debug, Default)]
+pub struct PlanOptions {
+    /// The whole matrix instead of the quick one.
+    pub full: bool,
+    /// Only these scenarios (all when empty); `limits` always runs.
+    pub scenarios: Vec<Scenario>,
+    /// These sizes instead of each scenario's own.
+    pub sizes: Option<Vec<u64>>,
+    /// Add the veth cells (root, and `--full` or `--scenario`).
+    pub veth: bool,
+}
+
+/// The cells of a run.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Plan {
+    /// In the order they run.
+    pub cells: Vec<Cell>,
+}
+
+const DEFAULT_CHUNK: usize = 256 << 10;
+
+fn file_to_file_entrants(durable: bool) -> Vec<Entrant> {
+    use MechanismName::*;
+    let mut entrants: Vec<Entrant> = [ReadWrite, Mmap, CopyFileRange, Sendfile, Splice, IoUring]
+        .into_iter()
+        .map(|m| Entrant::flexio(m, DEFAULT_CHUNK))
+        .collect();
+    entrants.push(Entrant::io_uring_direct(DEFAULT_CHUNK));
+    entrants.push(Entrant::flexio(Direct, DEFAULT_CHUNK));
+    entrants.push(Entrant::flexio(Auto, DEFAULT_CHUNK));
+    if durable {
+        entrants.extend([
+            Entrant::Peer(PeerSpec::cp_sync()),
+            Entrant::Peer(PeerSpec::dd_fsync()),
+            Entrant::Peer(PeerSpec::dd_direct_fsync()),
+        ]);
+    } else {
+        entrants.extend([
+            Entrant::Peer(PeerSpec::cp()),
+            Entrant::Peer(PeerSpec::dd()),
+            Entrant::Peer(PeerSpec::dd_direct()),
+            Entrant::Peer(PeerSpec::cat_redirect()),
+        ]);
+    }
+    entrants
+}
+
+fn flexio_entrants(mechanisms: &[MechanismName]) -> Vec<Entrant> {
+    mechanisms
+        .iter()
+        .map(|&m| Entrant::flexio(m, DEFAULT_CHUNK))
+        .collect()
+}
+
+impl Plan {
+    /// The cells for `options`.
+    ///
+    /// # Examples
+    /// ```
+    /// use flexio_bench::plan::{Plan, PlanOptions, Scenario};
+    /// let plan = Plan::build(&PlanOptions {
+    ///     scenarios: vec![Scenario::Memory],
+    ///     sizes: Some(vec![4096]),
+    ///     ..PlanOptions::default()
+    /// });
+    /// assert!(plan.cells.iter().any(|c| c.key.scenario == "memory" && c.key.size == 4096));
+    /// ```
+    pub fn build(options: &PlanOptions) -> Plan {
+        use CacheState::*;
+        use MechanismName::*;
+        let full = options.full;
+        let wanted = |s: Scenario| {
+            s == Scenario::Limits || options.scenarios.is_empty() || options.scenarios.contains(&s)
+        };
+        let sizes = |quick: &[u64], whole: &[u64]| -> Vec<u64> {
+            match &options.sizes {
+                Some(sizes) => sizes.clone(),
+                None if full => whole.to_vec(),
+                None => quick.to_vec(),
+            }
+        };
+        let mut cells = Vec::new();
+
+        if wanted(Scenario::FileToFile) {
+            let warm = sizes(&[MIB, 16 * MIB, 256 * MIB], &powers_of_4(MIB, GIB));
+            let cold = sizes(&[64 * MIB], &powers_of_4(MIB, GIB));
+            for &size in &warm {
+                cells.push(Cell::new(
+                    Scenario::FileToFile,
+                    size,
+                    Warm,
+                    file_to_file_entrants(false),
+                ));
+            }
+            for &size in &cold {
+                cells.push(Cell::new(
+                    Scenario::FileToFile,
+                    size,
+                    Cold,
+                    file_to_file_entrants(false),
+                ));
+            }
+            let chunks: &[u64] = if full {
+                &[
+                    4 * KIB,
+                    16 * KIB,
+                    64 * KIB,
+                    256 * KIB,
+                    MIB,
+                    4 * MIB,
+                    8 * MIB,
+                ]
+            } else {
+                &[4 * KIB, 64 * KIB, MIB, 8 * MIB]
+            };
+            for size in sizes(&[64 * MIB], &[64 * MIB]) {
+                for &chunk in chunks {
+                    let entrants = [ReadWrite, Mmap, IoUring]
+                        .into_iter()
+                        .map(|m| Entrant::flexio(m, chunk as usize))
+                        .collect();
+                    cells.push(Cell::new(Scenario::FileToFile, size, Warm, entrants).chunk(chunk));
+                }
+            }
+        }
+        if wanted(Scenario::FileToFileDurable) {
+            for size in sizes(&[64 * MIB], &[GIB]) {
+                cells.push(Cell::new(
+                    Scenario::FileToFileDurable,
+                    size,
+                    Cold,
+                    file_to_file_entrants(true),
+                ));
+            }
+        }
+        let mut paths = vec!["loopback"];
+        if options.veth {
+            paths.push("veth");
+        }
+        let net_sizes = sizes(&[64 * MIB], &[MIB, 16 * MIB, 256 * MIB, GIB]);
+        if wanted(Scenario::FileToSocket) {
+            for path in &paths {
+                for &size in &net_sizes {
+                    let mut entrants =
+                        flexio_entrants(&[Sendfile, Splice, ReadWrite, Mmap, IoUring, Auto]);
+                    entrants.extend([
+                        Entrant::Peer(PeerSpec::socat_send()),
+                        Entrant::Peer(PeerSpec::nc_send()),
+                        Entrant::Peer(PeerSpec::iperf3(Iperf3Mode::Memory)),
+                        Entrant::Peer(PeerSpec::iperf3(Iperf3Mode::ZeroCopy)),
+                    ]);
+                    cells.push(Cell::new(Scenario::FileToSocket, size, Warm, entrants).path(path));
+                }
+            }
+        }
+        if wanted(Scenario::SocketToFile) {
+            for path in &paths {
+                for &size in &net_sizes {
+                    let mut entrants = flexio_entrants(&[Splice, ReadWrite, IoUring, Auto]);
+                    entrants.extend([
+                        Entrant::Peer(PeerSpec::socat_receive()),
+                        Entrant::Peer(PeerSpec::nc_receive()),
+                    ]);
+                    cells.push(
+                        Cell::new(Scenario::SocketToFile, size, NotApplicable, entrants).path(path),
+                    );
+                }
+            }
+        }
+        if wanted(Scenario::FileToPipe) {
+            for size in sizes(&[64 * MIB], &[MIB, 64 * MIB, GIB]) {
+                let mut entrants = flexio_entrants(&[Splice, Sendfile, ReadWrite, Auto]);
+                entrants.extend([
+                    Entrant::Peer(PeerSpec::cat_pipe()),
+                    Entrant::Peer(PeerSpec::pv_pipe()),
+                ]);
+                cells.push(Cell::new(Scenario::FileToPipe, size, Warm, entrants));
+            }
+        }
+        if wanted(Scenario::Memory) {
+            let quick = [64, 4 * KIB, MIB, 64 * MIB];
+            let whole = [
+                64,
+                4 * KIB,
+                64 * KIB,
+                MIB,
+                16 * MIB,
+                64 * MIB,
+                256 * MIB,
+                GIB,
+            ];
+            for size in sizes(&quick, &whole) {
+                let entrants = vec![
+                    Entrant::flexio(ReadWrite, DEFAULT_CHUNK),
+                    Entrant::Limit(Probe::Memcpy),
+                ];
+                cells.push(Cell::new(Scenario::Memory, size, NotApplicable, entrants));
+            }
+        }
+        if wanted(Scenario::Parallel) {
+            for size in sizes(&[64 * MIB], &[64 * MIB]) {
+                for flows in [1, 2, 4, 8] {
+                    let entrants = flexio_entrants(&[CopyFileRange, ReadWrite]);
+                    cells.push(Cell::new(Scenario::Parallel, size, Warm, entrants).flows(flows));
+                }
+            }
+        }
+        if wanted(Scenario::Meter) {
+            for size in sizes(&[256 * MIB], &[256 * MIB]) {
+                let entrants = flexio_entrants(&[Sendfile, ReadWrite, Splice, Mmap]);
+                cells.push(Cell::new(Scenario::Meter, size, Warm, entrants).path("loopback"));
+            }
+        }
+
+        // The limits go first, sized to what the plan moves.
+        let largest_file = cells
+            .iter()
+            .filter(|c| c.key.scenario != "memory")
+            .map(|c| c.key.size)
+            .max()
+            .unwrap_or(0);
+        let disk = largest_file.clamp(256 * MIB, GIB);
+        let mut limits = vec![
+            Cell::new(
+                Scenario::Limits,
+                256 * MIB,
+                NotApplicable,
+                vec![Entrant::Limit(Probe::Memcpy)],
+            ),
+            Cell::new(
+                Scenario::Limits,
+                disk,
+                Cold,
+                [
+                    Probe::DiskDirectRead,
+                    Probe::DiskDirectWrite,
+                    Probe::FioRead,
+                    Probe::FioWrite,
+                ]
+                .into_iter()
+                .map(Entrant::Limit)
+                .collect(),
+            ),
+        ];
+        if cells.iter().any(|c| !c.key.path.is_empty()) {
+            let bytes = if full { GIB } else { 256 * MIB };
+            limits.push(
+                Cell::new(
+                    Scenario::Limits,
+                    bytes,
+                    NotApplicable,
+                    vec![Entrant::Limit(Probe::Iperf3Loopback)],
+                )
+                .path("loopback"),
+            );
+        }
+        if cells.iter().any(|c| c.key.path == "veth") {
+            let bytes = if full { GIB } else { 256 * MIB };
+            limits.push(
+                Cell::new(
+                    Scenario::Limits,
+                    bytes,
+                    NotApplicable,
+                    vec![Entrant::Limit(Probe::Iperf3Veth)],
+                )
+                .path("veth"),
+            );
+        }
+        limits.extend(cells);
+        Plan { cells: limits }
+    }
+
+    /// Timed runs in all, warm-ups included.
+    pub fn runs(&self, warmups: u32, rounds: u32) -> usize {
+        self.cells
+            .iter()
+            .map(|c| c.entrants.len() * (warmups + rounds) as usize)
+            .sum()
+    }
+
+    /// A rough estimate of the wall time of the run (guessed rates for
+    /// this kind of machine, plus the per-run setup).
+    pub fn estimate(&self, warmups: u32, rounds: u32) -> Duration {
+        let per_round: f64 = self
+            .cells
+            .iter()
+            .map(|cell| {
+                let bytes = (cell.key.size * u64::from(cell.key.flows)) as f64;
+                let rate = match (cell.key.scenario.as_str(), cell.key.cache) {
+                    ("memory", _) => 4e9,
+                    ("file-to-file-durable", _) => 0.4e9,
+                    (_, CacheState::Cold) => 0.7e9,
+                    ("parallel", _) => 1.0e9,
+                    _ => 1.3e9,
+                };
+                let per_run = 0.006
+                    + bytes.max(if cell.key.scenario == "memory" {
+                        2e-3 * rate
+                    } else {
+                        0.0
+                    }) / rate;
+                per_run * cell.entrants.len() as f64
+            })
+            .sum();
+        Duration::from_secs_f64(per_round * f64::from(warmups + rounds))
+    }
+
+    /// The plan as printed before a run: scenarios, cells, runs, time.
+    pub fn describe(&self, warmups: u32, rounds: u32) -> String {
+        let mut text = String::new();
+        let mut scenarios: Vec<&str> = Vec::new();
+        for cell in &self.cells {
+            if !scenarios.contains(&cell.key.scenario.as_str()) {
+                scenarios.push(&cell.key.scenario);
+            }
+        }
+        for scenario in scenarios {
+            let cells: Vec<&Cell> = self
+                .cells
+                .iter()
+                .filter(|c| c.key.scenario == scenario)
+                .collect();
+            let entrants: usize = cells.iter().map(|c| c.entrants.len()).sum();
+            let _ = writeln!(
+                text,
+                "  {scenario:<22} {:>3} cells, {:>4} contender slots",
+                cells.len(),
+                entrants
+            );
+        }
+        let _ = writeln!(
+            text,
+            "  {} cells, {} timed runs ({warmups} warm-up + {rounds} counted rounds each, interleaved), about {} s",
+            self.cells.len(),
+            self.runs(warmups, rounds),
+            self.estimate(warmups, rounds).as_secs()
+        );
+        text
+    }
+}
+
+fn powers_of_4(from: u64, to: u64) -> Vec<u64> {
+    std::iter::successors(Some(from), |s| Some(s * 4))
+        .take_while(|s| *s <= to)
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn full_file_sizes_are_powers_of_four() {
+        assert_eq!(
+            powers_of_4(MIB, GIB),
+            vec![MIB, 4 * MIB, 16 * MIB, 64 * MIB, 256 * MIB, GIB]
+        );
+    }
+
+    #[test]
+    fn sizes_replace_every_scenario_size() {
+        let plan = Plan::build(&PlanOptions {
+            scenarios: vec![Scenario::FileToFile, Scenario::FileToFileDurable],
+            sizes: Some(vec![GIB]),
+            ..PlanOptions::default()
+        });
+        assert!(plan
+            .cells
+            .iter()
+            .filter(|c| c.key.scenario != "limits")
+            .all(|c| c.key.size == GIB));
+        assert!(plan
+            .cells
+            .iter()
+            .any(|c| c.key.scenario == "file-to-file-durable"));
+    }
+
+    #[test]
+    fn quick_plan_has_every_scenario_and_no_veth() {
+        let plan = Plan::build(&PlanOptions::default());
+        for scenario in Scenario::ALL {
+            assert!(
+                plan.cells.iter().any(|c| c.key.scenario == scenario.name()),
+                "{scenario:?}"
+            );
+        }
+        assert!(plan.cells.iter().all(|c| c.key.path != "veth"));
+    }
+}

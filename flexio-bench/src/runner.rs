@@ -1,1 +1,1192 @@
-//! (being written)
+//! Runs a [`Plan`]: for each cell a warm-up round (round 0), then the
+//! counted rounds, the entrants interleaved (A B C A B C …) so that drift
+//! — other tenants, thermal, writeback — hits all of them alike. One
+//! [`RunRecord`] per (round, entrant).
+//!
+//! Around each run, outside its timed window: the source's page cache is
+//! dropped (cold cells: fsync + `posix_fadvise(DONTNEED)`, and
+//! `/proc/sys/vm/drop_caches` when root) or filled (warm cells), its
+//! residency measured (mincore) and recorded, and the sink removed.
+//!
+//! The timed window is the bench's own clock around each contender, the
+//! same for all: for flexio it runs from just before [`Flow::run`] (opening
+//! included, as a tool's start-up is included for a peer) until the last
+//! byte reached the sink — for streams, until the bench's reader drained
+//! it. CPU is charged to whoever moved the bytes: the bench thread that ran
+//! the flow (`RUSAGE_THREAD`), the peer's processes (`RUSAGE_CHILDREN`
+//! deltas around their wait), or the whole process for the parallel
+//! flows. Host CPU (all CPUs, `/proc/stat`) covers everything, the bench's
+//! reader and sender threads included.
+//!
+//! Network and pipe helpers, the same for every contender:
+//! - file → socket: a thread of the bench accepts and drains the socket
+//!   with a plain `read` loop into a 1 MiB buffer (one copy, like any
+//!   receiver);
+//! - socket → file: a thread of the bench connects and writes a 1 MiB
+//!   pattern from memory until the size is reached;
+//! - file → pipe: a thread of the bench drains the pipe's read end with a
+//!   plain `read` loop.
+
+use std::collections::BTreeSet;
+use std::ffi::OsString;
+use std::fs::File;
+use std::io::{self, Read, Write};
+use std::net::{IpAddr, Ipv4Addr, Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use flexio::measure::{self, Rusage, Sample};
+use flexio::{builtin_choice, EndpointKind, Flow, MechanismName, Params, Sink, Source};
+
+use crate::limits::{self, Probe};
+use crate::meter::Meter;
+use crate::model::{CacheState, Contender, Results, RunRecord, SCHEMA_VERSION};
+use crate::peers::{self, PeerSpec, PeerVars, VethPair};
+use crate::plan::{Cell, Entrant, Plan, Scenario};
+
+/// How long a helper thread waits for its peer before giving up.
+const IO_DEADLINE: Duration = Duration::from_secs(60);
+
+/// How to run a plan.
+#[derive(Clone, Debug)]
+pub struct RunOptions {
+    /// Where the temporary directory with the generated data goes.
+    pub dir: PathBuf,
+    /// Warm-up rounds per cell (recorded as round 0, not counted).
+    pub warmups: u32,
+    /// Counted rounds per cell.
+    pub rounds: u32,
+    /// The meter co-process (`flexio bench --meter-child`); the meter
+    /// scenario is skipped without one.
+    pub meter_command: Option<Vec<OsString>>,
+    /// Also write `/proc/sys/vm/drop_caches` for cold cells (root only).
+    pub drop_caches: bool,
+    /// The command line, for the results.
+    pub command_line: String,
+}
+
+impl RunOptions {
+    /// One warm-up and five counted rounds in a temporary directory under
+    /// `dir`; `drop_caches` when running as root.
+    pub fn new(dir: impl Into<PathBuf>) -> Self {
+        RunOptions {
+            dir: dir.into(),
+            warmups: 1,
+            rounds: 5,
+            meter_command: None,
+            drop_caches: is_root(),
+            command_line: String::new(),
+        }
+    }
+}
+
+/// Whether the bench runs as root (drop_caches, network namespaces).
+pub fn is_root() -> bool {
+    rustix::process::geteuid().is_root()
+}
+
+/// What a run tells whoever watches it (a progress bar).
+pub trait Observer {
+    /// Cell `index` (0-based) of `cells` starts.
+    fn cell_started(&mut self, _index: usize, _cells: usize, _label: &str) {}
+    /// `done` of `total` runs are over (skipped ones included).
+    fn run_finished(&mut self, _done: usize, _total: usize) {}
+    /// Something was skipped or failed; it is also in `Results::notes`.
+    fn note(&mut self, _text: &str) {}
+    /// Asked between runs: stop early (what ran so far is returned).
+    fn should_stop(&mut self) -> bool {
+        false
+    }
+}
+
+/// An observer that ignores everything.
+#[derive(Debug, Default)]
+pub struct Quiet;
+
+impl Observer for Quiet {}
+
+/// The order of the runs of one cell: `warmups` rounds numbered 0, then
+/// rounds 1..=`rounds`, each visiting contenders 0..`contenders` in order.
+///
+/// # Examples
+/// ```
+/// let order = flexio_bench::runner::schedule(2, 1, 2);
+/// assert_eq!(order, vec![(0, 0), (0, 1), (1, 0), (1, 1), (2, 0), (2, 1)]);
+/// ```
+pub fn schedule(contenders: usize, warmups: u32, rounds: u32) -> Vec<(u32, usize)> {
+    let rounds = std::iter::repeat(0)
+        .take(warmups as usize)
+        .chain(1..=rounds);
+    rounds
+        .flat_map(|round| (0..contenders).map(move |c| (round, c)))
+        .collect()
+}
+
+/// Whose CPU a window charges.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum CpuScope {
+    /// The calling thread.
+    Thread,
+    /// Children reaped inside the window.
+    Children,
+    /// The whole process.
+    Process,
+}
+
+impl CpuScope {
+    fn read(self) -> Rusage {
+        match self {
+            CpuScope::Thread => measure::thread_rusage(),
+            CpuScope::Children => measure::children_rusage(),
+            CpuScope::Process => Rusage::default(),
+        }
+    }
+}
+
+/// What one timed window measured.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Measured {
+    pub bytes: u64,
+    pub wall_ns: u64,
+    pub cpu: Rusage,
+    pub host_busy_ns: u64,
+    pub mechanism_used: Option<String>,
+}
+
+/// A timed window: clocks and CPU counters at its start.
+pub(crate) struct Window {
+    scope: CpuScope,
+    start: Rusage,
+    sample: Sample,
+}
+
+impl Window {
+    pub fn open(scope: CpuScope) -> Self {
+        let start = scope.read();
+        Window {
+            scope,
+            start,
+            sample: Sample::now(),
+        }
+    }
+
+    pub fn close(self, bytes: u64, mechanism_used: Option<&str>) -> Measured {
+        let end_sample = Sample::now();
+        let end = self.scope.read();
+        let delta = end_sample.since(&self.sample);
+        let cpu = match self.scope {
+            CpuScope::Process => Rusage {
+                user_ns: delta.cpu_user_ns,
+                sys_ns: delta.cpu_sys_ns,
+                voluntary_switches: delta.voluntary_switches,
+                involuntary_switches: delta.involuntary_switches,
+                minor_faults: delta.minor_faults,
+                major_faults: delta.major_faults,
+            },
+            _ => peers::rusage_delta(&self.start, &end),
+        };
+        Measured {
+            bytes,
+            wall_ns: delta.wall_ns,
+            cpu,
+            host_busy_ns: delta.host_busy_ns,
+            mechanism_used: mechanism_used.map(str::to_string),
+        }
+    }
+}
+
+fn other(error: impl std::fmt::Display) -> io::Error {
+    io::Error::other(error.to_string())
+}
+
+fn joined<T>(handle: JoinHandle<io::Result<T>>, what: &str) -> io::Result<T> {
+    handle
+        .join()
+        .map_err(|_| io::Error::other(format!("{what} thread panicked")))?
+}
+
+/// Runs `plan` and returns every run.
+///
+/// # Errors
+/// Only when the temporary directory cannot be made; a contender that fails
+/// is noted in `Results::notes` and dropped from its cell, a missing peer
+/// is listed in `Results::missing_peers` and its cells run without it.
+pub fn run(plan: &Plan, options: &RunOptions, observer: &mut dyn Observer) -> io::Result<Results> {
+    let workspace = Workspace::new(&options.dir, options.drop_caches)?;
+    let mut bench = Bench {
+        results: Results {
+            schema_version: SCHEMA_VERSION,
+            fingerprint: crate::fingerprint::read(&options.dir),
+            command: options.command_line.clone(),
+            ..Results::default()
+        },
+        noted: BTreeSet::new(),
+        workspace,
+        veth: None,
+        options,
+    };
+    if plan.cells.iter().any(|c| c.key.path == "veth") {
+        match VethPair::create() {
+            Ok(pair) => bench.veth = Some(pair),
+            Err(e) => bench.note(observer, format!("veth cells skipped: {e}")),
+        }
+    }
+    if options.drop_caches && !is_root() {
+        bench.note(
+            observer,
+            "drop_caches needs root: cold cells use posix_fadvise(DONTNEED) only".into(),
+        );
+    }
+    if crate::fingerprint::is_memory_filesystem(&options.dir) {
+        bench.note(
+            observer,
+            format!(
+                "{} is in memory (tmpfs): cold cells are warm here",
+                options.dir.display()
+            ),
+        );
+    }
+    let total = plan.runs(options.warmups, options.rounds);
+    let mut done = 0;
+    for (index, cell) in plan.cells.iter().enumerate() {
+        if observer.should_stop() {
+            bench.note(observer, "stopped early on request".into());
+            break;
+        }
+        observer.cell_started(index, plan.cells.len(), &cell.label());
+        bench.run_cell(cell, observer, &mut done, total);
+    }
+    Ok(bench.results)
+}
+
+struct Bench<'a> {
+    results: Results,
+    noted: BTreeSet<String>,
+    workspace: Workspace,
+    veth: Option<VethPair>,
+    options: &'a RunOptions,
+}
+
+impl Bench<'_> {
+    fn note(&mut self, observer: &mut dyn Observer, text: String) {
+        if self.noted.insert(text.clone()) {
+            observer.note(&text);
+            self.results.notes.push(text);
+        }
+    }
+
+    fn missing(&mut self, observer: &mut dyn Observer, name: &str, programs: &[String]) {
+        if !self.results.missing_peers.iter().any(|p| p == name) {
+            self.results.missing_peers.push(name.to_string());
+        }
+        self.note(
+            observer,
+            format!(
+                "{name}: not installed ({} not on PATH); its cells run without it",
+                programs.join(", ")
+            ),
+        );
+    }
+
+    fn run_cell(
+        &mut self,
+        cell: &Cell,
+        observer: &mut dyn Observer,
+        done: &mut usize,
+        total: usize,
+    ) {
+        let slots = (self.options.warmups + self.options.rounds) as usize;
+        let skip_all = |done: &mut usize, observer: &mut dyn Observer| {
+            *done += slots * cell.entrants.len();
+            observer.run_finished(*done, total);
+        };
+        let Some(scenario) = Scenario::from_name(&cell.key.scenario) else {
+            self.note(
+                observer,
+                format!("{}: unknown scenario, skipped", cell.label()),
+            );
+            return skip_all(done, observer);
+        };
+        let net = match cell.key.path.as_str() {
+            "" | "loopback" => Net::loopback(),
+            "veth" => match &self.veth {
+                Some(pair) => Net::veth(pair),
+                None => return skip_all(done, observer),
+            },
+            other => {
+                self.note(
+                    observer,
+                    format!("{}: unknown network path {other:?}", cell.label()),
+                );
+                return skip_all(done, observer);
+            }
+        };
+        // Entrants that can run here.
+        let mut active = vec![true; cell.entrants.len()];
+        for (i, entrant) in cell.entrants.iter().enumerate() {
+            let (name, missing) = match entrant {
+                Entrant::Peer(spec) => (spec.name.clone(), spec.missing_programs()),
+                Entrant::Limit(probe) => {
+                    let missing: Vec<String> = probe
+                        .needs()
+                        .iter()
+                        .filter(|p| peers::find_program(p).is_none())
+                        .map(|p| p.to_string())
+                        .collect();
+                    // A limit's tool is the peer that is missing.
+                    (missing.join(" "), missing)
+                }
+                Entrant::Flexio { .. } => continue,
+            };
+            if !missing.is_empty() {
+                self.missing(observer, &name, &missing);
+                active[i] = false;
+            }
+        }
+        let mut context = match CellContext::prepare(self, scenario, cell, &net) {
+            Ok(context) => context,
+            Err(e) => {
+                self.note(observer, format!("{}: skipped: {e}", cell.label()));
+                return skip_all(done, observer);
+            }
+        };
+        if let Err(e) = context.calibrate(cell, &active) {
+            self.note(observer, format!("{}: skipped: {e}", cell.label()));
+            return skip_all(done, observer);
+        }
+        for (round, i) in schedule(
+            cell.entrants.len(),
+            self.options.warmups,
+            self.options.rounds,
+        ) {
+            *done += 1;
+            if active[i] && !observer.should_stop() {
+                let entrant = &cell.entrants[i];
+                match context.run(&mut self.workspace, cell, i, &net) {
+                    Ok((measured, resident, meter_kept)) => {
+                        self.results.runs.push(record(
+                            cell,
+                            entrant.contender(),
+                            round,
+                            measured,
+                            resident,
+                            meter_kept,
+                        ));
+                    }
+                    Err(e) => {
+                        active[i] = false;
+                        let label = entrant.contender().label();
+                        self.note(
+                            observer,
+                            format!(
+                                "{}: {label} failed, dropped from the cell: {e}",
+                                cell.label()
+                            ),
+                        );
+                    }
+                }
+            }
+            observer.run_finished(*done, total);
+        }
+        if let Some(meter) = context.meter.take() {
+            meter.stop();
+        }
+    }
+}
+
+fn record(
+    cell: &Cell,
+    contender: Contender,
+    round: u32,
+    measured: Measured,
+    resident: Option<f64>,
+    meter_kept: Option<f64>,
+) -> RunRecord {
+    RunRecord {
+        cell: cell.key.clone(),
+        contender,
+        round,
+        bytes: measured.bytes,
+        wall_ns: measured.wall_ns,
+        cpu_user_ns: measured.cpu.user_ns,
+        cpu_sys_ns: measured.cpu.sys_ns,
+        host_cpu_busy_ns: measured.host_busy_ns,
+        context_switches: measured.cpu.voluntary_switches + measured.cpu.involuntary_switches,
+        source_resident_percent: resident,
+        mechanism_used: measured.mechanism_used,
+        meter_kept,
+    }
+}
+
+/// The temporary directory and the source files generated in it.
+struct Workspace {
+    dir: tempfile::TempDir,
+    sources: Vec<(u64, PathBuf)>,
+    drop_caches: bool,
+    pattern: Arc<Vec<u8>>,
+}
+
+impl Workspace {
+    fn new(parent: &Path, drop_caches: bool) -> io::Result<Self> {
+        let dir = tempfile::Builder::new()
+            .prefix("flexio-bench-")
+            .tempdir_in(parent)
+            .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", parent.display())))?;
+        let mut pattern = vec![0u8; 1 << 20];
+        fill(&mut pattern, 0x9e37_79b9_7f4a_7c15);
+        Ok(Workspace {
+            dir,
+            sources: Vec::new(),
+            drop_caches,
+            pattern: Arc::new(pattern),
+        })
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    /// The source file of `size` bytes (pseudo-random, no holes), made on
+    /// first use and fsynced so that dropping its cache drops it.
+    fn source(&mut self, size: u64) -> io::Result<PathBuf> {
+        if let Some((_, path)) = self.sources.iter().find(|(s, _)| *s == size) {
+            return Ok(path.clone());
+        }
+        let path = self.path(&format!("source-{size}"));
+        let mut file = File::create(&path)?;
+        let mut block = vec![0u8; 1 << 20];
+        let mut written = 0u64;
+        let mut seed = size ^ 0x2545_f491_4f6c_dd1d;
+        while written < size {
+            seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+            fill(&mut block, seed);
+            let n = (size - written).min(block.len() as u64) as usize;
+            file.write_all(&block[..n])?;
+            written += n as u64;
+        }
+        file.sync_all()?;
+        self.sources.push((size, path.clone()));
+        Ok(path)
+    }
+
+    /// Puts the source in the state the cell wants and returns its
+    /// residency, percent.
+    fn prepare_source(
+        &self,
+        path: &Path,
+        cache: CacheState,
+        programs: &[String],
+    ) -> io::Result<Option<f64>> {
+        let file = File::open(path)?;
+        let size = file.metadata()?.len();
+        match cache {
+            CacheState::Cold => {
+                rustix::fs::fsync(&file)?;
+                rustix::fs::fadvise(&file, 0, None, rustix::fs::Advice::DontNeed)?;
+                if self.drop_caches {
+                    // Best effort: a container may forbid it; DONTNEED did
+                    // the work for our file already.
+                    let _ = std::fs::write("/proc/sys/vm/drop_caches", "1\n");
+                    for program in programs {
+                        peers::prewarm_program(program);
+                    }
+                }
+            }
+            CacheState::Warm => {
+                let resident = measure::residency(&file, 0, size).map_or(0.0, |r| r.percent());
+                if resident < 100.0 {
+                    io::copy(&mut &file, &mut io::sink())?;
+                }
+            }
+            CacheState::NotApplicable => {}
+        }
+        Ok(measure::residency(&file, 0, size).map(|r| r.percent()))
+    }
+}
+
+/// xorshift64 bytes: cheap, incompressible enough, never a hole.
+fn fill(buffer: &mut [u8], seed: u64) {
+    let mut x = seed | 1;
+    for chunk in buffer.chunks_mut(8) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        let bytes = x.to_le_bytes();
+        chunk.copy_from_slice(&bytes[..chunk.len()]);
+    }
+}
+
+/// The network path of a cell: loopback, or the veth pair.
+#[derive(Clone, Debug)]
+struct Net {
+    sender_ns: Option<String>,
+    receiver_ns: Option<String>,
+    receiver_ip: IpAddr,
+}
+
+impl Net {
+    fn loopback() -> Self {
+        Net {
+            sender_ns: None,
+            receiver_ns: None,
+            receiver_ip: IpAddr::V4(Ipv4Addr::LOCALHOST),
+        }
+    }
+
+    fn veth(pair: &VethPair) -> Self {
+        Net {
+            sender_ns: Some(pair.sender_ns.clone()),
+            receiver_ns: Some(pair.receiver_ns.clone()),
+            receiver_ip: pair.receiver_addr,
+        }
+    }
+
+    fn listen(&self) -> io::Result<TcpListener> {
+        let address = SocketAddr::new(self.receiver_ip, 0);
+        match &self.receiver_ns {
+            None => TcpListener::bind(address),
+            Some(ns) => VethPair::in_namespace(ns, move || TcpListener::bind(address)),
+        }
+    }
+
+    fn connect(&self, address: SocketAddr) -> io::Result<TcpStream> {
+        match &self.sender_ns {
+            None => TcpStream::connect(address),
+            Some(ns) => VethPair::in_namespace(ns, move || TcpStream::connect(address)),
+        }
+    }
+}
+
+/// Waits up to [`IO_DEADLINE`] for a connection.
+fn accept_within(listener: &TcpListener) -> io::Result<TcpStream> {
+    let mut fds = [rustix::event::PollFd::new(
+        listener,
+        rustix::event::PollFlags::IN,
+    )];
+    let timeout = rustix::time::Timespec {
+        tv_sec: IO_DEADLINE.as_secs() as i64,
+        tv_nsec: 0,
+    };
+    if rustix::event::poll(&mut fds, Some(&timeout))? == 0 {
+        return Err(io::Error::new(
+            io::ErrorKind::TimedOut,
+            "no connection came",
+        ));
+    }
+    let (stream, _) = listener.accept()?;
+    stream.set_read_timeout(Some(IO_DEADLINE))?;
+    stream.set_write_timeout(Some(IO_DEADLINE))?;
+    Ok(stream)
+}
+
+/// Reads to the end, counting.
+fn drain(mut from: impl Read) -> io::Result<u64> {
+    let mut buffer = vec![0u8; 1 << 20];
+    let mut total = 0u64;
+    loop {
+        match from.read(&mut buffer) {
+            Ok(0) => return Ok(total),
+            Ok(n) => total += n as u64,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// The receiving thread of file → socket: accepts one connection and
+/// drains it.
+fn spawn_receiver(listener: TcpListener) -> JoinHandle<io::Result<u64>> {
+    std::thread::spawn(move || drain(accept_within(&listener)?))
+}
+
+/// The sending thread of socket → file: connects (retrying while a peer's
+/// listener is not up yet), writes `size` bytes of `pattern`, shuts down
+/// its side, and returns when it connected.
+fn spawn_sender(
+    net: &Net,
+    address: SocketAddr,
+    pattern: Arc<Vec<u8>>,
+    size: u64,
+) -> JoinHandle<io::Result<Instant>> {
+    let ns = net.sender_ns.clone();
+    std::thread::spawn(move || {
+        if let Some(ns) = ns {
+            VethPair::enter(&ns)?;
+        }
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let mut stream = loop {
+            match TcpStream::connect(address) {
+                Ok(stream) => break stream,
+                Err(e)
+                    if e.kind() == io::ErrorKind::ConnectionRefused
+                        && Instant::now() < deadline =>
+                {
+                    // The peer is still starting; its start-up is outside
+                    // its window (the window starts at the connection).
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+                Err(e) => return Err(e),
+            }
+        };
+        let connected = Instant::now();
+        stream.set_write_timeout(Some(IO_DEADLINE))?;
+        let mut left = size;
+        while left > 0 {
+            let n = left.min(pattern.len() as u64) as usize;
+            stream.write_all(&pattern[..n])?;
+            left -= n as u64;
+        }
+        stream.shutdown(Shutdown::Write)?;
+        Ok(connected)
+    })
+}
+
+/// What a cell keeps between its runs.
+struct CellContext {
+    scenario: Scenario,
+    source: Option<PathBuf>,
+    memory: Option<(Vec<u8>, Vec<u8>)>,
+    reps: Vec<u64>,
+    meter: Option<Meter>,
+    pattern: Arc<Vec<u8>>,
+}
+
+impl CellContext {
+    fn prepare(
+        bench: &mut Bench<'_>,
+        scenario: Scenario,
+        cell: &Cell,
+        _net: &Net,
+    ) -> io::Result<Self> {
+        let size = cell.key.size;
+        let needs_source = match scenario {
+            Scenario::Memory | Scenario::SocketToFile => false,
+            Scenario::Limits => cell
+                .entrants
+                .iter()
+                .any(|e| matches!(e, Entrant::Limit(Probe::DiskDirectRead | Probe::FioRead))),
+            _ => true,
+        };
+        let needs_memory = cell
+            .entrants
+            .iter()
+            .any(|e| matches!(e, Entrant::Limit(Probe::Memcpy)))
+            || scenario == Scenario::Memory;
+        let source = match needs_source {
+            true => Some(bench.workspace.source(size)?),
+            false => None,
+        };
+        let memory = needs_memory.then(|| {
+            let mut from = vec![0u8; size as usize];
+            fill(&mut from, size);
+            // Touch the sink so that page faults stay out of the windows.
+            (from, vec![1u8; size as usize])
+        });
+        let meter = match scenario {
+            Scenario::Meter => {
+                let argv = bench
+                    .options
+                    .meter_command
+                    .as_ref()
+                    .ok_or_else(|| io::Error::other("no meter co-process command"))?;
+                Some(Meter::start(argv, Duration::from_millis(300))?)
+            }
+            _ => None,
+        };
+        Ok(CellContext {
+            scenario,
+            source,
+            memory,
+            reps: vec![1; cell.entrants.len()],
+            meter,
+            pattern: Arc::clone(&bench.workspace.pattern),
+        })
+    }
+
+    /// Tiny memory copies repeat within one window until it lasts at least
+    /// 2 ms; one untimed run per entrant finds how many times.
+    fn calibrate(&mut self, cell: &Cell, active: &[bool]) -> io::Result<()> {
+        if self.scenario != Scenario::Memory && self.scenario != Scenario::Limits {
+            return Ok(());
+        }
+        for (i, entrant) in cell.entrants.iter().enumerate() {
+            if !active[i] || self.memory.is_none() {
+                continue;
+            }
+            let once = self.memory_run(entrant, 1)?;
+            let wanted = 2_000_000u64;
+            self.reps[i] = wanted.div_ceil(once.wall_ns.max(1)).clamp(1, 1 << 22);
+        }
+        Ok(())
+    }
+
+    /// One timed run of entrant `i`: the measurement, the source's
+    /// residency, the meter's kept share.
+    fn run(
+        &mut self,
+        workspace: &mut Workspace,
+        cell: &Cell,
+        i: usize,
+        net: &Net,
+    ) -> io::Result<(Measured, Option<f64>, Option<f64>)> {
+        let entrant = &cell.entrants[i];
+        let programs = match entrant {
+            Entrant::Peer(spec) => spec.needs.clone(),
+            _ => Vec::new(),
+        };
+        let resident = match &self.source {
+            Some(source) => workspace.prepare_source(source, cell.key.cache, &programs)?,
+            None => None,
+        };
+        let sink = workspace.path("sink");
+        let size = cell.key.size;
+        let measured = match self.scenario {
+            Scenario::FileToFile => self.file_to_file(entrant, &sink, false),
+            Scenario::FileToFileDurable => self.file_to_file(entrant, &sink, true),
+            Scenario::FileToSocket => self.file_to_socket(entrant, size, net),
+            Scenario::Meter => {
+                let meter = self.meter.as_mut().expect("the meter runs in meter cells");
+                let (start, at) = (meter.count()?, Instant::now());
+                let measured = self.file_to_socket(entrant, size, net)?;
+                let meter = self.meter.as_mut().expect("the meter runs in meter cells");
+                let (end, until) = (meter.count()?, Instant::now());
+                let kept = meter.kept(end - start, until.duration_since(at).as_nanos() as u64);
+                return Ok((measured, resident, Some(kept)));
+            }
+            Scenario::SocketToFile => self.socket_to_file(entrant, size, &sink, net),
+            Scenario::FileToPipe => self.file_to_pipe(entrant),
+            Scenario::Memory => self.memory_run(entrant, self.reps[i]),
+            Scenario::Parallel => self.parallel(entrant, workspace, cell.key.flows),
+            Scenario::Limits => self.limit(entrant, size, &sink, self.reps[i], net),
+        };
+        let _ = std::fs::remove_file(&sink);
+        let measured = measured?;
+        let expected = match self.scenario {
+            Scenario::Memory => size * self.reps[i],
+            Scenario::Limits => measured.bytes,
+            Scenario::Parallel => size * u64::from(cell.key.flows),
+            _ => size,
+        };
+        if measured.bytes != expected {
+            return Err(io::Error::other(format!(
+                "moved {} bytes, expected {expected}",
+                measured.bytes
+            )));
+        }
+        Ok((measured, resident, None))
+    }
+
+    fn source(&self) -> io::Result<&Path> {
+        self.source
+            .as_deref()
+            .ok_or_else(|| io::Error::other("this cell has no source file"))
+    }
+
+    fn file_to_file(&self, entrant: &Entrant, sink: &Path, durable: bool) -> io::Result<Measured> {
+        let source = self.source()?;
+        match entrant {
+            Entrant::Flexio { mechanism, params } => {
+                let window = Window::open(CpuScope::Thread);
+                let report = Flow::new(Source::path(source), Sink::path(sink))
+                    .via(*mechanism)
+                    .params(params.clone())
+                    .fsync(durable)
+                    .run()
+                    .map_err(other)?;
+                Ok(window.close(report.bytes, Some(report.mechanism_used.as_str())))
+            }
+            Entrant::Peer(spec) => {
+                let vars = PeerVars {
+                    src: source.to_path_buf(),
+                    dst: sink.to_path_buf(),
+                    ..PeerVars::default()
+                };
+                let window = Window::open(CpuScope::Children);
+                let status = peers::spawn_peer(spec, &vars, None, None)?.wait()?;
+                let bytes = std::fs::metadata(sink).map_or(0, |m| m.len());
+                let measured = window.close(bytes, None);
+                peers::check_status(&spec.name, status)?;
+                Ok(measured)
+            }
+            Entrant::Limit(probe) => Err(other(format!(
+                "{} is not a file-to-file contender",
+                probe.name()
+            ))),
+        }
+    }
+
+    fn file_to_socket(&self, entrant: &Entrant, size: u64, net: &Net) -> io::Result<Measured> {
+        let source = self.source()?;
+        if let Entrant::Peer(PeerSpec {
+            iperf3: Some(mode), ..
+        }) = entrant
+        {
+            return limits::iperf3(
+                size,
+                *mode,
+                &net.receiver_ip.to_string(),
+                net.sender_ns.as_deref(),
+                net.receiver_ns.as_deref(),
+            );
+        }
+        let listener = net.listen()?;
+        let address = listener.local_addr()?;
+        let receiver = spawn_receiver(listener);
+        let scope = match entrant {
+            Entrant::Flexio { .. } => CpuScope::Thread,
+            _ => CpuScope::Children,
+        };
+        let window = Window::open(scope);
+        let sent: io::Result<Option<MechanismName>> = match entrant {
+            Entrant::Flexio { mechanism, params } => net.connect(address).and_then(|stream| {
+                let report = Flow::new(
+                    Source::path(source),
+                    Sink::Fd(stream.into(), format!("tcp://{address}")),
+                )
+                .via(*mechanism)
+                .params(params.clone())
+                .run()
+                .map_err(other)?;
+                Ok(Some(report.mechanism_used))
+            }),
+            Entrant::Peer(spec) => {
+                let vars = PeerVars {
+                    src: source.to_path_buf(),
+                    host: address.ip().to_string(),
+                    port: address.port(),
+                    bytes: size,
+                    ..PeerVars::default()
+                };
+                peers::spawn_peer(spec, &vars, net.sender_ns.as_deref(), None)
+                    .and_then(|child| child.wait())
+                    .and_then(|status| peers::check_status(&spec.name, status))
+                    .map(|()| None)
+            }
+            Entrant::Limit(probe) => Err(other(format!(
+                "{} is not a file-to-socket contender",
+                probe.name()
+            ))),
+        };
+        if sent.is_err() {
+            // Let the receiver go if nothing ever connected.
+            let _ = net.connect(address);
+        }
+        let received = joined(receiver, "receiver");
+        let measured = window.close(
+            *received.as_ref().unwrap_or(&0),
+            sent.as_ref().ok().and_then(|m| *m).map(|m| m.as_str()),
+        );
+        sent?;
+        received?;
+        Ok(measured)
+    }
+
+    fn socket_to_file(
+        &self,
+        entrant: &Entrant,
+        size: u64,
+        sink: &Path,
+        net: &Net,
+    ) -> io::Result<Measured> {
+        match entrant {
+            Entrant::Flexio { mechanism, params } => {
+                let listener = net.listen()?;
+                let address = listener.local_addr()?;
+                let window = Window::open(CpuScope::Thread);
+                let sender = spawn_sender(net, address, Arc::clone(&self.pattern), size);
+                let received = accept_within(&listener).and_then(|stream| {
+                    Flow::new(
+                        Source::Fd(stream.into(), format!("tcp://{address}")),
+                        Sink::path(sink),
+                    )
+                    .length(size)
+                    .via(*mechanism)
+                    .params(params.clone())
+                    .run()
+                    .map_err(other)
+                });
+                drop(listener);
+                let measured = match &received {
+                    Ok(report) => window.close(report.bytes, Some(report.mechanism_used.as_str())),
+                    Err(_) => window.close(0, None),
+                };
+                let sent = joined(sender, "sender");
+                received?;
+                sent?;
+                Ok(measured)
+            }
+            Entrant::Peer(spec) => {
+                let port = peers::free_port()?;
+                let vars = PeerVars {
+                    dst: sink.to_path_buf(),
+                    host: net.receiver_ip.to_string(),
+                    port,
+                    bytes: size,
+                    ..PeerVars::default()
+                };
+                let stdout = match spec.stdout_to_sink {
+                    true => Some(File::create(sink)?.into()),
+                    false => None,
+                };
+                let window = Window::open(CpuScope::Children);
+                let child = peers::spawn_peer(spec, &vars, net.receiver_ns.as_deref(), stdout)?;
+                let sender = spawn_sender(
+                    net,
+                    SocketAddr::new(net.receiver_ip, port),
+                    Arc::clone(&self.pattern),
+                    size,
+                );
+                let connected = match joined(sender, "sender") {
+                    Ok(at) => at,
+                    Err(e) => {
+                        child.kill();
+                        return Err(e);
+                    }
+                };
+                let status = child.wait()?;
+                let end = Instant::now();
+                let bytes = std::fs::metadata(sink).map_or(0, |m| m.len());
+                let mut measured = window.close(bytes, None);
+                // The peer's window starts at the connection: its start-up
+                // and the sender's connection retries are outside it.
+                measured.wall_ns = end.duration_since(connected).as_nanos() as u64;
+                peers::check_status(&spec.name, status)?;
+                Ok(measured)
+            }
+            Entrant::Limit(probe) => Err(other(format!(
+                "{} is not a socket-to-file contender",
+                probe.name()
+            ))),
+        }
+    }
+
+    fn file_to_pipe(&self, entrant: &Entrant) -> io::Result<Measured> {
+        let source = self.source()?;
+        let (read_end, write_end) = rustix::pipe::pipe()?;
+        let reader = std::thread::spawn(move || drain(File::from(read_end)));
+        let scope = match entrant {
+            Entrant::Flexio { .. } => CpuScope::Thread,
+            _ => CpuScope::Children,
+        };
+        let window = Window::open(scope);
+        // Every path drops `write_end` (the flow, or the spawned command),
+        // so the reader always sees the end of the pipe.
+        let sent: io::Result<Option<MechanismName>> = match entrant {
+            Entrant::Flexio { mechanism, params } => {
+                Flow::new(Source::path(source), Sink::Fd(write_end, "pipe".into()))
+                    .via(*mechanism)
+                    .params(params.clone())
+                    .run()
+                    .map(|report| Some(report.mechanism_used))
+                    .map_err(other)
+            }
+            Entrant::Peer(spec) => {
+                let vars = PeerVars {
+                    src: source.to_path_buf(),
+                    ..PeerVars::default()
+                };
+                peers::spawn_peer(spec, &vars, None, Some(write_end))
+                    .and_then(|child| child.wait())
+                    .and_then(|status| peers::check_status(&spec.name, status))
+                    .map(|()| None)
+            }
+            Entrant::Limit(probe) => {
+                drop(write_end);
+                Err(other(format!(
+                    "{} is not a file-to-pipe contender",
+                    probe.name()
+                )))
+            }
+        };
+        let received = joined(reader, "reader");
+        let measured = window.close(
+            *received.as_ref().unwrap_or(&0),
+            sent.as_ref().ok().and_then(|m| *m).map(|m| m.as_str()),
+        );
+        sent?;
+        received?;
+        Ok(measured)
+    }
+
+    fn memory_run(&mut self, entrant: &Entrant, reps: u64) -> io::Result<Measured> {
+        let (from, to) = self
+            .memory
+            .as_mut()
+            .ok_or_else(|| io::Error::other("this cell has no memory buffers"))?;
+        match entrant {
+            Entrant::Flexio { mechanism, params } => {
+                let window = Window::open(CpuScope::Thread);
+                let mut used = None;
+                for _ in 0..reps {
+                    let report = Flow::new(Source::Memory(from), Sink::Memory(to))
+                        .via(*mechanism)
+                        .params(params.clone())
+                        .run()
+                        .map_err(other)?;
+                    used = Some(report.mechanism_used);
+                }
+                Ok(window.close(from.len() as u64 * reps, used.map(|m| m.as_str())))
+            }
+            Entrant::Limit(Probe::Memcpy) => Ok(limits::memcpy(from, to, reps)),
+            other_entrant => Err(other(format!(
+                "{} is not a memory contender",
+                other_entrant.contender().label()
+            ))),
+        }
+    }
+
+    fn parallel(
+        &self,
+        entrant: &Entrant,
+        workspace: &Workspace,
+        flows: u32,
+    ) -> io::Result<Measured> {
+        let source = self.source()?;
+        let Entrant::Flexio { mechanism, params } = entrant else {
+            return Err(other("the parallel scenario runs flexio mechanisms only"));
+        };
+        let sinks: Vec<PathBuf> = (0..flows)
+            .map(|i| workspace.path(&format!("sink-{i}")))
+            .collect();
+        let window = Window::open(CpuScope::Process);
+        let reports: Vec<flexio::Result<flexio::Report>> = std::thread::scope(|scope| {
+            let handles: Vec<_> = sinks
+                .iter()
+                .map(|sink| {
+                    let params: Params = params.clone();
+                    scope.spawn(move || {
+                        Flow::new(Source::path(source), Sink::path(sink))
+                            .via(*mechanism)
+                            .params(params)
+                            .run()
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| {
+                    h.join().unwrap_or_else(|_| {
+                        Err(flexio::Error::Usage("flow thread panicked".into()))
+                    })
+                })
+                .collect()
+        });
+        let bytes: u64 = reports
+            .iter()
+            .filter_map(|r| r.as_ref().ok())
+            .map(|r| r.bytes)
+            .sum();
+        let used = reports
+            .iter()
+            .find_map(|r| r.as_ref().ok())
+            .map(|r| r.mechanism_used);
+        let measured = window.close(bytes, used.map(|m| m.as_str()));
+        for sink in &sinks {
+            let _ = std::fs::remove_file(sink);
+        }
+        for report in reports {
+            report.map_err(other)?;
+        }
+        Ok(measured)
+    }
+
+    fn limit(
+        &mut self,
+        entrant: &Entrant,
+        size: u64,
+        sink: &Path,
+        reps: u64,
+        net: &Net,
+    ) -> io::Result<Measured> {
+        let Entrant::Limit(probe) = entrant else {
+            return Err(other("the limits scenario runs limit probes only"));
+        };
+        match probe {
+            Probe::Memcpy => self.memory_run(entrant, reps),
+            Probe::DiskDirectRead => limits::disk_direct_read(self.source()?),
+            Probe::DiskDirectWrite => limits::disk_direct_write(sink, size),
+            Probe::FioRead => limits::fio(self.source()?, size, false),
+            Probe::FioWrite => limits::fio(sink, size, true),
+            Probe::Iperf3Loopback | Probe::Iperf3Veth => limits::iperf3(
+                size,
+                crate::peers::Iperf3Mode::Memory,
+                &net.receiver_ip.to_string(),
+                net.sender_ns.as_deref(),
+                net.receiver_ns.as_deref(),
+            ),
+        }
+    }
+}
+
+/// The endpoint kinds of a scenario's flows, for explaining `auto`.
+fn kinds(scenario: &str) -> Option<(EndpointKind, EndpointKind)> {
+    use EndpointKind::*;
+    match scenario {
+        "file-to-file" | "file-to-file-durable" | "parallel" => Some((File, File)),
+        "file-to-socket" | "meter" => Some((File, Tcp)),
+        "socket-to-file" => Some((Tcp, File)),
+        "file-to-pipe" => Some((File, Pipe)),
+        "memory" => Some((Memory, Memory)),
+        _ => None,
+    }
+}
+
+/// One line per scenario with an `auto` row: what flexio chose and why.
+///
+/// # Examples
+/// ```
+/// let results = flexio_bench::model::Results::default();
+/// assert!(flexio_bench::runner::auto_choices(&results).is_empty());
+/// ```
+pub fn auto_choices(results: &Results) -> Vec<String> {
+    let mut lines = Vec::new();
+    let mut seen = BTreeSet::new();
+    for run in &results.runs {
+        let Contender::Flexio { mechanism, .. } = &run.contender else {
+            continue;
+        };
+        if mechanism != "auto" || !seen.insert(run.cell.scenario.clone()) {
+            continue;
+        }
+        let Some((source, sink)) = kinds(&run.cell.scenario) else {
+            continue;
+        };
+        let table = builtin_choice(source, sink);
+        let used = run
+            .mechanism_used
+            .clone()
+            .unwrap_or_else(|| table.to_string());
+        let mut line = format!(
+            "flexio chose {used} for {} ({source} -> {sink}) because the built-in table picks {table} for that pair (the bench runs auto without a tuned profile, so that runs compare across machines)",
+            run.cell.scenario
+        );
+        if used != table.as_str() {
+            line += &format!("; the kernel refused {table}, so it fell back to {used}");
+        }
+        lines.push(line);
+    }
+    lines
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn warm_up_comes_first_then_rounds_in_order() {
+        let order = schedule(3, 1, 2);
+        let rounds: Vec<u32> = order.iter().map(|(r, _)| *r).collect();
+        assert_eq!(rounds, [0, 0, 0, 1, 1, 1, 2, 2, 2]);
+        let who: Vec<usize> = order.iter().map(|(_, c)| *c).collect();
+        assert_eq!(who, [0, 1, 2, 0, 1, 2, 0, 1, 2]);
+    }
+
+    #[test]
+    fn fill_is_not_zero() {
+        let mut buffer = vec![0u8; 4099];
+        fill(&mut buffer, 7);
+        assert!(buffer.iter().filter(|b| **b == 0).count() < 100);
+    }
+}
