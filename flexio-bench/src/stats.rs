@@ -1,1 +1,440 @@
-//! (being written)
+//! Statistics over the raw runs: per (cell, contender) the median
+//! throughput with its min and max, CPU and context switches per GiB, and the
+//! two ratios a speed claim is made of — to the best peer (median of the
+//! per-round ratios, so that both sides of each ratio saw the same moment of
+//! a noisy machine) and to the physical limit that bounds the cell.
+//!
+//! Round 0 is the warm-up and never counted.
+//!
+//! # Which physical limit applies
+//! Limits are stored as [`Contender::Limit`] runs in cells whose scenario is
+//! [`LIMITS_SCENARIO`]. A cell is bounded by every resource its bytes must
+//! pass through; [`limit_candidates`] lists them:
+//!
+//! | the cell | limit |
+//! | --- | --- |
+//! | network (scenario names a `socket`, or a non-empty `path`) | `iperf3-<path>` (`iperf3-loopback` when the path is empty or was not measured) |
+//! | cold source | `disk-direct-read` |
+//! | durable sink (scenario ends in `durable`) | `disk-direct-write`, or `disk-direct-read` when no write limit was measured |
+//! | none of the above (memory, warm files, pipes) | `memcpy` |
+//!
+//! The limit of a cell is the *slowest* of its candidates that were
+//! measured. A limit run in the cell itself (`memcpy` beside flexio in the
+//! memory scenario) is used first; else the limits scenario's run at the
+//! cell's size, else at its largest size (the steady state). A cell none of
+//! whose limits was measured has no ratio to the limit.
+
+use std::collections::{BTreeMap, HashMap};
+
+use serde::{Deserialize, Serialize};
+
+use crate::model::{CacheState, CellKey, Contender, Results, RunRecord};
+
+/// The scenario name under which physical limits are stored.
+pub const LIMITS_SCENARIO: &str = "limits";
+
+/// Bytes in a GiB, the unit of the per-GiB costs.
+const GIB: f64 = (1u64 << 30) as f64;
+
+/// The counted runs of one contender in one cell, summarised.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Summary {
+    /// Where it ran.
+    pub cell: CellKey,
+    /// What ran.
+    pub contender: Contender,
+    /// Counted runs (the warm-up excluded).
+    pub runs: usize,
+    /// Median throughput, bytes per second.
+    pub median_bps: f64,
+    /// Slowest counted run, bytes per second.
+    pub min_bps: f64,
+    /// Fastest counted run, bytes per second.
+    pub max_bps: f64,
+    /// Process CPU (user + system) seconds per GiB moved, median over runs.
+    pub cpu_s_per_gib: f64,
+    /// Whole-host busy CPU seconds per GiB moved, median over runs.
+    pub host_cpu_s_per_gib: f64,
+    /// Context switches per GiB moved, median over runs.
+    pub switches_per_gib: f64,
+    /// Median over rounds of this contender's throughput divided by the
+    /// best peer's throughput in the same round; `None` where the cell has
+    /// no peer (or they share no round).
+    pub ratio_to_best_peer: Option<f64>,
+    /// Median throughput divided by the median of the cell's physical limit
+    /// (see the module documentation); `None` when it was not measured.
+    pub ratio_to_limit: Option<f64>,
+    /// The mechanism that really ran (flexio only); several, most frequent
+    /// first and joined by `, `, when the runs disagree.
+    pub mechanism_used: Option<String>,
+    /// Median source page-cache residency at the start of the runs, percent.
+    pub resident_percent: Option<f64>,
+    /// Median share of the meter co-process's solo rate it kept (0..1).
+    pub meter_kept: Option<f64>,
+}
+
+/// The median of `values`, sorting them in place: the middle value for an
+/// odd count, the mean of the two middle values for an even count, NaN for
+/// an empty slice. NaNs sort last.
+///
+/// # Examples
+/// ```
+/// use flexio_bench::stats::median;
+/// assert_eq!(median(&mut [3.0, 1.0, 2.0]), 2.0);
+/// assert_eq!(median(&mut [4.0, 1.0, 3.0, 2.0]), 2.5);
+/// assert!(median(&mut []).is_nan());
+/// ```
+pub fn median(values: &mut [f64]) -> f64 {
+    if values.is_empty() {
+        return f64::NAN;
+    }
+    values.sort_by(f64::total_cmp);
+    let middle = values.len() / 2;
+    if values.len() % 2 == 1 {
+        values[middle]
+    } else {
+        (values[middle - 1] + values[middle]) / 2.0
+    }
+}
+
+/// Summarises the counted runs (round ≥ 1) of `results` per (cell,
+/// contender).
+///
+/// The order is stable and meant for reading: scenarios in the order they
+/// first ran, cells sorted within a scenario (size, chunk, cache, flows,
+/// path), then flexio contenders, peers and limits, each in the order they
+/// first ran. Groups with only a
+/// warm-up are left out.
+pub fn summarize(results: &Results) -> Vec<Summary> {
+    let mut scenario_order: HashMap<&str, usize> = HashMap::new();
+    let mut contender_order: HashMap<&Contender, usize> = HashMap::new();
+    let mut groups: HashMap<(&CellKey, &Contender), Vec<&RunRecord>> = HashMap::new();
+    for run in &results.runs {
+        let scenarios = scenario_order.len();
+        scenario_order
+            .entry(&run.cell.scenario)
+            .or_insert(scenarios);
+        let contenders = contender_order.len();
+        contender_order.entry(&run.contender).or_insert(contenders);
+        if run.round >= 1 {
+            groups
+                .entry((&run.cell, &run.contender))
+                .or_default()
+                .push(run);
+        }
+    }
+
+    let mut keys: Vec<(&CellKey, &Contender)> = groups.keys().copied().collect();
+    keys.sort_by(|a, b| {
+        scenario_order[a.0.scenario.as_str()]
+            .cmp(&scenario_order[b.0.scenario.as_str()])
+            .then_with(|| a.0.cmp(b.0))
+            .then_with(|| kind_rank(a.1).cmp(&kind_rank(b.1)))
+            .then_with(|| contender_order[a.1].cmp(&contender_order[b.1]))
+    });
+
+    let mut summaries: Vec<Summary> = keys
+        .iter()
+        .map(|key| summarize_group(key.0, key.1, &groups[key]))
+        .collect();
+
+    // Ratios to the best peer: per cell, the peer with the highest median.
+    let mut best_peer: HashMap<&CellKey, (&Contender, f64)> = HashMap::new();
+    for summary in summaries.iter().filter(|s| s.contender.is_peer()) {
+        let best = best_peer
+            .entry(&summary.cell)
+            .or_insert((&summary.contender, summary.median_bps));
+        if summary.median_bps > best.1 {
+            *best = (&summary.contender, summary.median_bps);
+        }
+    }
+    let peer_ratios: Vec<Option<f64>> = summaries
+        .iter()
+        .map(|summary| {
+            let (peer, _) = best_peer.get(&summary.cell)?;
+            let own = per_round(&groups[&(&summary.cell, &summary.contender)]);
+            let theirs = per_round(groups.get(&(&summary.cell, *peer))?);
+            let mut ratios: Vec<f64> = own
+                .iter()
+                .filter_map(|(round, bps)| Some(bps / theirs.get(round)?))
+                .filter(|ratio| ratio.is_finite())
+                .collect();
+            (!ratios.is_empty()).then(|| median(&mut ratios))
+        })
+        .collect();
+
+    let limit_ratios: Vec<Option<f64>> = summaries
+        .iter()
+        .map(|summary| {
+            let limit = limit_for(&summaries, &summary.cell)?;
+            let ratio = summary.median_bps / limit.median_bps;
+            ratio.is_finite().then_some(ratio)
+        })
+        .collect();
+
+    for ((summary, peer), limit) in summaries.iter_mut().zip(peer_ratios).zip(limit_ratios) {
+        summary.ratio_to_best_peer = peer;
+        summary.ratio_to_limit = limit;
+    }
+    summaries
+}
+
+/// The flexio contender with the highest median throughput in `cell`.
+pub fn best_flexio<'a>(summaries: &'a [Summary], cell: &CellKey) -> Option<&'a Summary> {
+    summaries
+        .iter()
+        .filter(|s| s.contender.is_flexio() && &s.cell == cell)
+        .max_by(|a, b| a.median_bps.total_cmp(&b.median_bps))
+}
+
+/// The peer with the highest median throughput in `cell`: the one every
+/// ratio to the best peer is taken against.
+pub fn best_peer<'a>(summaries: &'a [Summary], cell: &CellKey) -> Option<&'a Summary> {
+    summaries
+        .iter()
+        .filter(|s| s.contender.is_peer() && &s.cell == cell)
+        .max_by(|a, b| a.median_bps.total_cmp(&b.median_bps))
+}
+
+/// The names of the limits that bound `cell`, by the rule in the module
+/// documentation, each entry a list of acceptable names in order of
+/// preference. Empty for the limits themselves.
+///
+/// # Examples
+/// ```
+/// use flexio_bench::model::{CacheState, CellKey};
+/// use flexio_bench::stats::limit_candidates;
+/// let cell = CellKey {
+///     scenario: "file-to-file".into(),
+///     size: 1 << 20,
+///     chunk: 0,
+///     cache: CacheState::Cold,
+///     flows: 1,
+///     path: String::new(),
+/// };
+/// assert_eq!(limit_candidates(&cell), vec![vec!["disk-direct-read".to_string()]]);
+/// ```
+pub fn limit_candidates(cell: &CellKey) -> Vec<Vec<String>> {
+    if cell.scenario == LIMITS_SCENARIO {
+        return Vec::new();
+    }
+    let mut resources = Vec::new();
+    if cell.scenario.contains("socket") || !cell.path.is_empty() {
+        let path = if cell.path.is_empty() {
+            "loopback"
+        } else {
+            &cell.path
+        };
+        let mut names = vec![format!("iperf3-{path}")];
+        if path != "loopback" {
+            names.push("iperf3-loopback".to_string());
+        }
+        resources.push(names);
+    }
+    if cell.cache == CacheState::Cold {
+        resources.push(vec!["disk-direct-read".to_string()]);
+    }
+    if cell.scenario.ends_with("durable") {
+        resources.push(vec![
+            "disk-direct-write".to_string(),
+            "disk-direct-read".to_string(),
+        ]);
+    }
+    if resources.is_empty() {
+        resources.push(vec!["memcpy".to_string()]);
+    }
+    resources
+}
+
+/// The summary of the physical limit that bounds `cell` (the slowest of
+/// [`limit_candidates`] that was measured), if any.
+pub fn limit_for<'a>(summaries: &'a [Summary], cell: &CellKey) -> Option<&'a Summary> {
+    limit_candidates(cell)
+        .iter()
+        .filter_map(|names| {
+            names
+                .iter()
+                .find_map(|name| measured_limit(summaries, name, cell))
+        })
+        .filter(|limit| limit.median_bps.is_finite() && limit.median_bps > 0.0)
+        .min_by(|a, b| a.median_bps.total_cmp(&b.median_bps))
+}
+
+/// The limit called `name` for `cell`: measured in the cell itself (as
+/// `memcpy` is beside flexio in the memory scenario), else in the limits
+/// scenario at the cell's size, else there at its largest size.
+fn measured_limit<'a>(summaries: &'a [Summary], name: &str, cell: &CellKey) -> Option<&'a Summary> {
+    let named = |s: &&Summary| matches!(&s.contender, Contender::Limit { name: n } if n == name);
+    if let Some(beside) = summaries.iter().filter(named).find(|s| &s.cell == cell) {
+        return Some(beside);
+    }
+    let mut measured = summaries
+        .iter()
+        .filter(named)
+        .filter(|s| s.cell.scenario == LIMITS_SCENARIO);
+    let mut largest = measured.next()?;
+    for limit in measured {
+        if limit.cell.size == cell.size {
+            return Some(limit);
+        }
+        if largest.cell.size != cell.size && limit.cell.size > largest.cell.size {
+            largest = limit;
+        }
+    }
+    Some(largest)
+}
+
+/// flexio first, then the peers, then the limits.
+fn kind_rank(contender: &Contender) -> u8 {
+    match contender {
+        Contender::Flexio { .. } => 0,
+        Contender::Peer { .. } => 1,
+        Contender::Limit { .. } => 2,
+    }
+}
+
+/// Throughput per round; a round with several runs counts their mean.
+fn per_round(runs: &[&RunRecord]) -> BTreeMap<u32, f64> {
+    let mut rounds: BTreeMap<u32, (f64, u32)> = BTreeMap::new();
+    for run in runs {
+        let entry = rounds.entry(run.round).or_insert((0.0, 0));
+        entry.0 += run.throughput();
+        entry.1 += 1;
+    }
+    rounds
+        .into_iter()
+        .map(|(round, (sum, count))| (round, sum / f64::from(count)))
+        .collect()
+}
+
+/// Everything about one group that does not depend on other groups.
+fn summarize_group(cell: &CellKey, contender: &Contender, runs: &[&RunRecord]) -> Summary {
+    let mut throughput: Vec<f64> = runs.iter().map(|run| run.throughput()).collect();
+    let min_bps = throughput.iter().copied().fold(f64::INFINITY, f64::min);
+    let max_bps = throughput.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let per_gib = |value: fn(&RunRecord) -> f64| {
+        let mut values: Vec<f64> = runs
+            .iter()
+            .filter(|run| run.bytes > 0)
+            .map(|run| value(run) / (run.bytes as f64 / GIB))
+            .collect();
+        median(&mut values)
+    };
+    let optional = |value: fn(&RunRecord) -> Option<f64>| {
+        let mut values: Vec<f64> = runs.iter().filter_map(|run| value(run)).collect();
+        (!values.is_empty()).then(|| median(&mut values))
+    };
+    Summary {
+        cell: cell.clone(),
+        contender: contender.clone(),
+        runs: runs.len(),
+        median_bps: median(&mut throughput),
+        min_bps,
+        max_bps,
+        cpu_s_per_gib: per_gib(|run| (run.cpu_user_ns + run.cpu_sys_ns) as f64 / 1e9),
+        host_cpu_s_per_gib: per_gib(|run| run.host_cpu_busy_ns as f64 / 1e9),
+        switches_per_gib: per_gib(|run| run.context_switches as f64),
+        ratio_to_best_peer: None,
+        ratio_to_limit: None,
+        mechanism_used: mechanisms_used(runs),
+        resident_percent: optional(|run| run.source_resident_percent),
+        meter_kept: optional(|run| run.meter_kept),
+    }
+}
+
+/// The mechanisms that really ran, most frequent first.
+fn mechanisms_used(runs: &[&RunRecord]) -> Option<String> {
+    let mut counts: Vec<(&str, usize)> = Vec::new();
+    for name in runs.iter().filter_map(|run| run.mechanism_used.as_deref()) {
+        match counts.iter_mut().find(|(seen, _)| *seen == name) {
+            Some((_, count)) => *count += 1,
+            None => counts.push((name, 1)),
+        }
+    }
+    // Stable: ties keep the order of first appearance.
+    counts.sort_by_key(|&(_, count)| std::cmp::Reverse(count));
+    (!counts.is_empty()).then(|| {
+        counts
+            .iter()
+            .map(|(name, _)| *name)
+            .collect::<Vec<_>>()
+            .join(", ")
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cell(scenario: &str, cache: CacheState, path: &str) -> CellKey {
+        CellKey {
+            scenario: scenario.into(),
+            size: 1 << 20,
+            chunk: 0,
+            cache,
+            flows: 1,
+            path: path.into(),
+        }
+    }
+
+    #[test]
+    fn limits_follow_the_resources_a_cell_uses() {
+        let names = |c: CellKey| limit_candidates(&c);
+        assert_eq!(
+            names(cell("memory", CacheState::NotApplicable, "")),
+            vec![vec!["memcpy".to_string()]]
+        );
+        assert_eq!(
+            names(cell("file-to-file", CacheState::Warm, "")),
+            vec![vec!["memcpy".to_string()]]
+        );
+        assert_eq!(
+            names(cell("file-to-socket", CacheState::Warm, "loopback")),
+            vec![vec!["iperf3-loopback".to_string()]]
+        );
+        assert_eq!(
+            names(cell("socket-to-file", CacheState::NotApplicable, "veth")),
+            vec![vec![
+                "iperf3-veth".to_string(),
+                "iperf3-loopback".to_string()
+            ]]
+        );
+        assert_eq!(
+            names(cell("file-to-file-durable", CacheState::Cold, "")),
+            vec![
+                vec!["disk-direct-read".to_string()],
+                vec![
+                    "disk-direct-write".to_string(),
+                    "disk-direct-read".to_string()
+                ]
+            ]
+        );
+        assert!(names(cell(LIMITS_SCENARIO, CacheState::NotApplicable, "")).is_empty());
+    }
+
+    #[test]
+    fn mechanisms_used_lists_the_most_frequent_first() {
+        let run = |mechanism: &str| RunRecord {
+            cell: cell("memory", CacheState::NotApplicable, ""),
+            contender: Contender::Flexio {
+                mechanism: "auto".into(),
+                chunk: 0,
+                direct: false,
+            },
+            round: 1,
+            bytes: 1,
+            wall_ns: 1,
+            cpu_user_ns: 0,
+            cpu_sys_ns: 0,
+            host_cpu_busy_ns: 0,
+            context_switches: 0,
+            source_resident_percent: None,
+            mechanism_used: Some(mechanism.into()),
+            meter_kept: None,
+        };
+        let runs = [run("splice"), run("sendfile"), run("sendfile")];
+        let refs: Vec<&RunRecord> = runs.iter().collect();
+        assert_eq!(mechanisms_used(&refs).as_deref(), Some("sendfile, splice"));
+        assert_eq!(mechanisms_used(&refs[1..]).as_deref(), Some("sendfile"));
+    }
+}

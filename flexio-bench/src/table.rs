@@ -1,1 +1,452 @@
-//! (being written)
+//! Tables of the summaries: fixed-width text for the terminal and Markdown
+//! for `report.md`, built from the same [`Table`] so that both say the same.
+//!
+//! One table per scenario (the limits scenario gets its own short table),
+//! then the peers that were missing and the notes of the run.
+
+use std::collections::BTreeSet;
+
+use crate::model::{CacheState, CellKey, Contender, Results};
+use crate::stats::{self, Summary, LIMITS_SCENARIO};
+
+/// The mark of the fastest flexio contender of a cell.
+pub const BEST_MARK: &str = "*";
+
+/// A titled table of strings with per-column alignment.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Table {
+    /// The scenario (or `limits`) the table is about.
+    pub title: String,
+    /// Lines printed under the title (which limit applies, legends).
+    pub caption: Vec<String>,
+    /// Column headers.
+    pub headers: Vec<String>,
+    /// Whether each column is right-aligned (numbers).
+    pub right_aligned: Vec<bool>,
+    /// The cells, row by row, as many as `headers`.
+    pub rows: Vec<Vec<String>>,
+}
+
+impl Table {
+    /// Fixed-width text: the title, the caption, headers, a rule, the rows.
+    pub fn to_text(&self) -> String {
+        let widths: Vec<usize> = (0..self.headers.len())
+            .map(|column| {
+                std::iter::once(&self.headers[column])
+                    .chain(self.rows.iter().map(|row| &row[column]))
+                    .map(|text| text.chars().count())
+                    .max()
+                    .unwrap_or(0)
+            })
+            .collect();
+        let line = |cells: &[String]| {
+            let mut line = String::new();
+            for (column, text) in cells.iter().enumerate() {
+                if column > 0 {
+                    line.push_str("  ");
+                }
+                let pad = " ".repeat(widths[column] - text.chars().count());
+                if self.right_aligned[column] {
+                    line.push_str(&pad);
+                    line.push_str(text);
+                } else {
+                    line.push_str(text);
+                    line.push_str(&pad);
+                }
+            }
+            line.truncate(line.trim_end().len());
+            line.push('\n');
+            line
+        };
+        let mut out = format!("== {} ==\n", self.title);
+        for caption in &self.caption {
+            out.push_str(caption);
+            out.push('\n');
+        }
+        out.push_str(&line(&self.headers));
+        let rule_width = widths.iter().sum::<usize>() + 2 * widths.len().saturating_sub(1);
+        out.push_str(&"-".repeat(rule_width));
+        out.push('\n');
+        for row in &self.rows {
+            out.push_str(&line(row));
+        }
+        out
+    }
+
+    /// A GitHub-flavoured Markdown table under a `##` heading.
+    pub fn to_markdown(&self) -> String {
+        // `|` would end a cell; `*` could start a list or emphasis.
+        let escape = |text: &str| text.replace('|', "\\|").replace('*', "\\*");
+        let mut out = format!("## {}\n\n", self.title);
+        for caption in &self.caption {
+            out.push_str(&escape(caption));
+            out.push_str("  \n");
+        }
+        if !self.caption.is_empty() {
+            out.push('\n');
+        }
+        let row = |cells: &[String]| {
+            let cells: Vec<String> = cells.iter().map(|c| escape(c)).collect();
+            format!("| {} |\n", cells.join(" | "))
+        };
+        out.push_str(&row(&self.headers));
+        let rule: Vec<String> = self
+            .right_aligned
+            .iter()
+            .map(|right| if *right { "---:" } else { "---" }.to_string())
+            .collect();
+        out.push_str(&format!("| {} |\n", rule.join(" | ")));
+        for cells in &self.rows {
+            out.push_str(&row(cells));
+        }
+        out
+    }
+}
+
+/// The terminal output of a bench run: one table per scenario, the limits,
+/// the missing peers and the notes.
+pub fn render(results: &Results, summaries: &[Summary]) -> String {
+    let mut out = String::new();
+    for table in tables(summaries) {
+        out.push_str(&table.to_text());
+        out.push('\n');
+    }
+    if summaries.is_empty() {
+        out.push_str("no counted runs\n\n");
+    }
+    out.push_str(&missing_and_notes(results, "", "  "));
+    out
+}
+
+/// The missing peers and the notes of a run as Markdown sections.
+pub fn notes_markdown(results: &Results) -> String {
+    missing_and_notes(results, "## ", "- ")
+}
+
+/// The same as [`render`] in Markdown, for `report.md` (no charts).
+pub fn render_markdown(results: &Results, summaries: &[Summary]) -> String {
+    let mut out = String::new();
+    for table in tables(summaries) {
+        out.push_str(&table.to_markdown());
+        out.push('\n');
+    }
+    out.push_str(&notes_markdown(results));
+    out
+}
+
+/// One table per scenario in the order of `summaries`, the limits last.
+pub fn tables(summaries: &[Summary]) -> Vec<Table> {
+    let mut tables: Vec<Table> = scenarios(summaries)
+        .into_iter()
+        .filter(|scenario| scenario != LIMITS_SCENARIO)
+        .map(|scenario| scenario_table(summaries, &scenario))
+        .collect();
+    if summaries.iter().any(|s| s.cell.scenario == LIMITS_SCENARIO) {
+        tables.push(limits_table(summaries));
+    }
+    tables
+}
+
+/// The scenarios of `summaries` in their order, each once.
+pub fn scenarios(summaries: &[Summary]) -> Vec<String> {
+    let mut seen: Vec<String> = Vec::new();
+    for summary in summaries {
+        if !seen.contains(&summary.cell.scenario) {
+            seen.push(summary.cell.scenario.clone());
+        }
+    }
+    seen
+}
+
+/// The table of one scenario.
+pub fn scenario_table(summaries: &[Summary], scenario: &str) -> Table {
+    let rows: Vec<&Summary> = summaries
+        .iter()
+        .filter(|s| s.cell.scenario == scenario)
+        .collect();
+    let chunk_sweep = rows.iter().any(|s| s.cell.chunk != 0);
+    let has_path = rows.iter().any(|s| !s.cell.path.is_empty());
+    let has_meter = rows.iter().any(|s| s.meter_kept.is_some());
+
+    let mut columns: Vec<(&str, bool)> = vec![("size", true)];
+    if chunk_sweep {
+        columns.push(("chunk", true));
+    }
+    columns.extend([("cache", false), ("flows", true)]);
+    if has_path {
+        columns.push(("path", false));
+    }
+    columns.extend([
+        ("contender", false),
+        ("runs", true),
+        ("median", true),
+        ("min–max", true),
+        ("CPU s/GiB proc", true),
+        ("CPU s/GiB host", true),
+        ("ctx sw/GiB", true),
+        ("× best peer", true),
+        ("× limit", true),
+    ]);
+    if has_meter {
+        columns.push(("meter kept", true));
+    }
+    columns.push(("ran", false));
+
+    let table_rows = rows
+        .iter()
+        .map(|summary| {
+            let cell = &summary.cell;
+            let mut row = vec![short_size(cell.size)];
+            if chunk_sweep {
+                row.push(if cell.chunk == 0 {
+                    "default".to_string()
+                } else {
+                    short_size(cell.chunk)
+                });
+            }
+            row.push(cache_text(cell.cache, summary.resident_percent));
+            row.push(cell.flows.to_string());
+            if has_path {
+                row.push(cell.path.clone());
+            }
+            let best = stats::best_flexio(summaries, cell)
+                .is_some_and(|best| best.contender == summary.contender);
+            let mark = if best { BEST_MARK } else { " " };
+            row.push(format!(
+                "{mark} {}",
+                label_among(&summary.contender, &contenders_in(&rows, cell))
+            ));
+            row.push(summary.runs.to_string());
+            row.push(flexio::format_rate(summary.median_bps));
+            row.push(rate_range(summary.min_bps, summary.max_bps));
+            row.push(cost(summary.cpu_s_per_gib, 3));
+            row.push(cost(summary.host_cpu_s_per_gib, 3));
+            row.push(cost(summary.switches_per_gib, 0));
+            row.push(ratio(summary.ratio_to_best_peer));
+            row.push(ratio(summary.ratio_to_limit));
+            if has_meter {
+                row.push(
+                    summary
+                        .meter_kept
+                        .map(|kept| format!("{:.0}%", kept * 100.0))
+                        .unwrap_or_else(|| "-".into()),
+                );
+            }
+            row.push(ran_note(summary));
+            row
+        })
+        .collect();
+
+    let mut caption = Vec::new();
+    let limits = limits_used(summaries, &rows);
+    caption.push(if limits.is_empty() {
+        "× limit: no physical limit measured for this scenario".to_string()
+    } else {
+        format!("× limit against: {}", limits.join(", "))
+    });
+    caption.push(format!(
+        "{BEST_MARK} fastest flexio mechanism of the cell; × best peer is the median of \
+         per-round ratios to the fastest peer of the cell"
+    ));
+
+    Table {
+        title: scenario.to_string(),
+        caption,
+        headers: columns.iter().map(|(name, _)| name.to_string()).collect(),
+        right_aligned: columns.iter().map(|(_, right)| *right).collect(),
+        rows: table_rows,
+    }
+}
+
+/// The short table of physical limits.
+pub fn limits_table(summaries: &[Summary]) -> Table {
+    let headers = ["limit", "size", "runs", "median", "min–max"];
+    let rows = summaries
+        .iter()
+        .filter(|s| s.cell.scenario == LIMITS_SCENARIO)
+        .map(|summary| {
+            let name = match &summary.contender {
+                Contender::Limit { name } => name.clone(),
+                other => other.label(),
+            };
+            vec![
+                name,
+                short_size(summary.cell.size),
+                summary.runs.to_string(),
+                flexio::format_rate(summary.median_bps),
+                rate_range(summary.min_bps, summary.max_bps),
+            ]
+        })
+        .collect();
+    Table {
+        title: LIMITS_SCENARIO.to_string(),
+        caption: vec!["physical limits of this machine, measured in the same run".to_string()],
+        headers: headers.iter().map(|h| h.to_string()).collect(),
+        right_aligned: vec![false, true, true, true, true],
+        rows,
+    }
+}
+
+/// The contenders of `rows` that ran in `cell`.
+fn contenders_in<'a>(rows: &[&'a Summary], cell: &CellKey) -> Vec<&'a Contender> {
+    rows.iter()
+        .filter(|s| &s.cell == cell)
+        .map(|s| &s.contender)
+        .collect()
+}
+
+/// The label of `contender`, with its `--chunk` added when another of
+/// `others` has the same label but a different chunk (two read-write
+/// contenders, say, that differ only in their buffer size).
+pub fn label_among(contender: &Contender, others: &[&Contender]) -> String {
+    let label = contender.label();
+    let Contender::Flexio { chunk, .. } = contender else {
+        return label;
+    };
+    let ambiguous = others.iter().any(|other| {
+        matches!(other, Contender::Flexio { chunk: c, .. } if c != chunk) && other.label() == label
+    });
+    if ambiguous && *chunk != 0 {
+        format!("{label} --chunk {}", short_size(*chunk))
+    } else {
+        label
+    }
+}
+
+/// `cold`, `warm` or `n/a`, with the measured residency when known.
+pub fn cache_text(cache: CacheState, resident_percent: Option<f64>) -> String {
+    let state = match cache {
+        CacheState::NotApplicable => "n/a",
+        cache => cache_name(cache),
+    };
+    match resident_percent {
+        Some(percent) => format!("{state} {percent:.0}%"),
+        None => state.to_string(),
+    }
+}
+
+/// The kebab-case name of a cache state, as in `results.json`.
+pub fn cache_name(cache: CacheState) -> &'static str {
+    match cache {
+        CacheState::Cold => "cold",
+        CacheState::Warm => "warm",
+        CacheState::NotApplicable => "not-applicable",
+    }
+}
+
+/// A size in binary units without needless decimals: `4 KiB`, `1.5 MiB`.
+///
+/// # Examples
+/// ```
+/// use flexio_bench::table::short_size;
+/// assert_eq!(short_size(4096), "4 KiB");
+/// assert_eq!(short_size(3 << 19), "1.5 MiB");
+/// assert_eq!(short_size(100), "100 B");
+/// ```
+pub fn short_size(bytes: u64) -> String {
+    const UNITS: [&str; 6] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
+    let mut value = bytes as f64;
+    let mut unit = 0;
+    while value >= 1024.0 && unit < UNITS.len() - 1 {
+        value /= 1024.0;
+        unit += 1;
+    }
+    let text = format!("{value:.2}");
+    let text = text.trim_end_matches('0').trim_end_matches('.');
+    format!("{text} {}", UNITS[unit])
+}
+
+/// `min–max` with the unit written once when both share it.
+fn rate_range(min: f64, max: f64) -> String {
+    let low = flexio::format_rate(min);
+    let high = flexio::format_rate(max);
+    match (low.split_once(' '), high.split_once(' ')) {
+        (Some((low_value, low_unit)), Some((_, high_unit))) if low_unit == high_unit => {
+            format!("{low_value}–{high}")
+        }
+        _ => format!("{low}–{high}"),
+    }
+}
+
+fn cost(value: f64, decimals: usize) -> String {
+    if value.is_finite() {
+        format!("{value:.decimals$}")
+    } else {
+        "-".to_string()
+    }
+}
+
+fn ratio(value: Option<f64>) -> String {
+    match value {
+        Some(value) => format!("{value:.2}×"),
+        None => "-".to_string(),
+    }
+}
+
+/// For flexio rows whose mechanism that ran is not the one asked for: what
+/// ran (`auto` resolved, or a fallback).
+fn ran_note(summary: &Summary) -> String {
+    let Contender::Flexio { mechanism, .. } = &summary.contender else {
+        return String::new();
+    };
+    match &summary.mechanism_used {
+        Some(used) if used != mechanism && mechanism == "auto" => format!("→ {used}"),
+        Some(used) if used != mechanism => format!("fallback → {used}"),
+        _ => String::new(),
+    }
+}
+
+/// The limits the rows of one scenario are compared with, e.g.
+/// `memcpy (warm)`.
+fn limits_used(summaries: &[Summary], rows: &[&Summary]) -> Vec<String> {
+    let cells: BTreeSet<&CellKey> = rows.iter().map(|s| &s.cell).collect();
+    let mut used: Vec<String> = Vec::new();
+    for cell in cells {
+        if let Some(limit) = stats::limit_for(summaries, cell) {
+            let name = limit.contender.label();
+            let name = name.trim_start_matches("limit: ");
+            if &limit.cell == cell {
+                let text = format!("{name}, measured in each cell");
+                if !used.contains(&text) {
+                    used.push(text);
+                }
+                continue;
+            }
+            let when = match cell.cache {
+                CacheState::Cold => " (cold)",
+                CacheState::Warm => " (warm)",
+                CacheState::NotApplicable => "",
+            };
+            let text = format!("{name} = {}{when}", flexio::format_rate(limit.median_bps));
+            if !used.contains(&text) {
+                used.push(text);
+            }
+        }
+    }
+    used
+}
+
+fn missing_and_notes(results: &Results, heading: &str, bullet: &str) -> String {
+    let mut out = String::new();
+    if !results.missing_peers.is_empty() {
+        out.push_str(&format!("{heading}missing peers (not installed)\n"));
+        if !heading.is_empty() {
+            out.push('\n');
+        }
+        for peer in &results.missing_peers {
+            out.push_str(&format!("{bullet}{peer}\n"));
+        }
+        out.push('\n');
+    }
+    if !results.notes.is_empty() {
+        out.push_str(&format!("{heading}notes\n"));
+        if !heading.is_empty() {
+            out.push('\n');
+        }
+        for note in &results.notes {
+            out.push_str(&format!("{bullet}{note}\n"));
+        }
+        out.push('\n');
+    }
+    out
+}

@@ -1,0 +1,520 @@
+//! The bench machinery on a tiny hand-made matrix: statistics, the JSON
+//! round-trip, the CSV, the charts and the report. Nothing here is timed:
+//! every run is invented, so every expected number is checked by hand.
+
+use std::fs;
+use std::path::PathBuf;
+
+use flexio_bench::model::{
+    CacheState, CellKey, Contender, Fingerprint, Results, RunRecord, SCHEMA_VERSION,
+};
+use flexio_bench::output::{self, CSV_HEADER};
+use flexio_bench::stats::{self, median, Summary, LIMITS_SCENARIO};
+use flexio_bench::{charts, table};
+
+/// 1 MB and 100 MB: two decades apart, so the size axis is logarithmic, and
+/// a throughput of N MB/s is a whole number of nanoseconds.
+const SMALL: u64 = 1_000_000;
+const LARGE: u64 = 100_000_000;
+const GIB: f64 = (1u64 << 30) as f64;
+
+/// A peer name with a comma, to exercise CSV quoting.
+const DD: &str = "dd bs=1M iflag=direct,fullblock";
+
+fn cell(scenario: &str, size: u64, cache: CacheState, flows: u32) -> CellKey {
+    CellKey {
+        scenario: scenario.into(),
+        size,
+        chunk: 0,
+        cache,
+        flows,
+        path: String::new(),
+    }
+}
+
+fn flexio(mechanism: &str) -> Contender {
+    Contender::Flexio {
+        mechanism: mechanism.into(),
+        chunk: 1 << 20,
+        direct: false,
+    }
+}
+
+fn peer(name: &str) -> Contender {
+    Contender::Peer { name: name.into() }
+}
+
+fn memcpy() -> Contender {
+    Contender::Limit {
+        name: "memcpy".into(),
+    }
+}
+
+/// One run moving `cell.size` bytes at `mb_per_s` (10^6 bytes per second),
+/// with 0.1 s of process CPU (split user/sys), 0.2 s of host CPU and 50
+/// context switches per 100 MB.
+fn run(cell: &CellKey, contender: &Contender, round: u32, mb_per_s: u64) -> RunRecord {
+    let bytes = cell.size;
+    let scale = bytes / SMALL; // 1 or 100
+    RunRecord {
+        cell: cell.clone(),
+        contender: contender.clone(),
+        round,
+        bytes,
+        wall_ns: bytes * 1_000 / mb_per_s,
+        cpu_user_ns: 400_000 * scale,
+        cpu_sys_ns: 600_000 * scale,
+        host_cpu_busy_ns: 2_000_000 * scale,
+        context_switches: scale / 2,
+        source_resident_percent: (cell.cache != CacheState::NotApplicable).then_some(100.0),
+        mechanism_used: match contender {
+            Contender::Flexio { mechanism, .. } => Some(mechanism.clone()),
+            _ => None,
+        },
+        meter_kept: None,
+    }
+}
+
+/// `rates[0]` is the warm-up (round 0); the rest are rounds 1.. . The runs
+/// of a cell are interleaved, A B C A B C, as the runner does.
+fn interleave(runs: &mut Vec<RunRecord>, cell: &CellKey, contenders: &[(Contender, [u64; 6])]) {
+    for round in 0..6 {
+        for (contender, rates) in contenders {
+            runs.push(run(cell, contender, round as u32, rates[round]));
+        }
+    }
+}
+
+/// Two scenarios × two sizes, flexio read-write and splice, the peer `cp`
+/// (and a slower `dd` in one cell), the memcpy limit; a warm-up and five
+/// counted rounds each.
+fn tiny_matrix() -> Results {
+    let mut runs = Vec::new();
+
+    // file-to-file, 1 MB, warm. Per-round ratios of read-write to cp are
+    // 2, 0.5, 2, 0.5, 4 (median 2) while the ratio of the medians is
+    // 400 / 250 = 1.6. read-write's warm-up is the fastest run of all: if
+    // it were counted, the median and max would change.
+    interleave(
+        &mut runs,
+        &cell("file-to-file", SMALL, CacheState::Warm, 1),
+        &[
+            (flexio("read-write"), [10_000, 400, 500, 200, 250, 1_000]),
+            (flexio("splice"), [250, 250, 250, 250, 250, 250]),
+            (peer("cp"), [200, 200, 1_000, 100, 500, 250]),
+        ],
+    );
+    // file-to-file, 100 MB, warm: dd is the slower peer, cp the best.
+    interleave(
+        &mut runs,
+        &cell("file-to-file", LARGE, CacheState::Warm, 1),
+        &[
+            (flexio("read-write"), [1_000; 6]),
+            (flexio("splice"), [2_000; 6]),
+            (peer("cp"), [500; 6]),
+            (peer(DD), [250; 6]),
+        ],
+    );
+    // parallel: no peer; two sizes, one and two flows.
+    for size in [SMALL, LARGE] {
+        for flows in [1, 2] {
+            let rate = 500 * u64::from(flows);
+            interleave(
+                &mut runs,
+                &cell("parallel", size, CacheState::Warm, flows),
+                &[
+                    (flexio("read-write"), [rate; 6]),
+                    (flexio("splice"), [rate * 2; 6]),
+                ],
+            );
+        }
+    }
+    interleave(
+        &mut runs,
+        &cell(LIMITS_SCENARIO, LARGE, CacheState::NotApplicable, 1),
+        &[(memcpy(), [4_000; 6])],
+    );
+    // splice fell back to read-write in the small file-to-file cell.
+    for run in runs.iter_mut().filter(|r| {
+        r.cell.size == SMALL && r.cell.scenario == "file-to-file" && r.contender == flexio("splice")
+    }) {
+        run.mechanism_used = Some("read-write".into());
+    }
+
+    Results {
+        schema_version: SCHEMA_VERSION,
+        fingerprint: Fingerprint {
+            cpu_model: "Test CPU @ 2.0GHz".into(),
+            cpus: 2,
+            memory_bytes: 4 << 30,
+            kernel: "6.1.0-test".into(),
+            filesystem: "ext4".into(),
+            device: "/dev/vda1".into(),
+        },
+        command: "flexio bench --quick --out report".into(),
+        missing_peers: vec!["iperf3".into(), "socat".into()],
+        notes: vec!["veth skipped: not root".into()],
+        runs,
+    }
+}
+
+fn find<'a>(summaries: &'a [Summary], cell: &CellKey, contender: &Contender) -> &'a Summary {
+    summaries
+        .iter()
+        .find(|s| &s.cell == cell && &s.contender == contender)
+        .unwrap_or_else(|| panic!("no summary for {contender:?} in {cell:?}"))
+}
+
+fn assert_close(actual: f64, expected: f64) {
+    assert!(
+        (actual - expected).abs() <= 1e-9 * expected.abs().max(1.0),
+        "{actual} != {expected}"
+    );
+}
+
+#[test]
+fn median_of_odd_and_even_counts() {
+    assert_eq!(median(&mut [5.0, 1.0, 3.0]), 3.0);
+    assert_eq!(median(&mut [7.0]), 7.0);
+    assert_eq!(median(&mut [4.0, 1.0, 3.0, 2.0]), 2.5);
+    assert_eq!(median(&mut [2.0, 1.0]), 1.5);
+    assert!(median(&mut []).is_nan());
+}
+
+#[test]
+fn warm_up_is_not_counted() {
+    let results = tiny_matrix();
+    let summaries = stats::summarize(&results);
+    let small = cell("file-to-file", SMALL, CacheState::Warm, 1);
+    let read_write = find(&summaries, &small, &flexio("read-write"));
+    assert_eq!(read_write.runs, 5);
+    assert_close(read_write.median_bps, 400e6);
+    assert_close(read_write.min_bps, 200e6);
+    assert_close(read_write.max_bps, 1_000e6);
+    // Every (cell, contender) appears once, limits included.
+    assert_eq!(summaries.len(), 3 + 4 + 2 * 4 + 1);
+    assert!(summaries.iter().all(|s| s.runs == 5));
+}
+
+#[test]
+fn ratio_to_best_peer_is_the_median_of_per_round_ratios() {
+    let summaries = stats::summarize(&tiny_matrix());
+    let small = cell("file-to-file", SMALL, CacheState::Warm, 1);
+    // 2, 0.5, 2, 0.5, 4 -> 2 (not 400/250 = 1.6).
+    let read_write = find(&summaries, &small, &flexio("read-write"));
+    assert_close(read_write.ratio_to_best_peer.unwrap(), 2.0);
+    // 250 against 200, 1000, 100, 500, 250: 1.25, 0.25, 2.5, 0.5, 1 -> 1.
+    let splice = find(&summaries, &small, &flexio("splice"));
+    assert_close(splice.ratio_to_best_peer.unwrap(), 1.0);
+    let cp = find(&summaries, &small, &peer("cp"));
+    assert_close(cp.ratio_to_best_peer.unwrap(), 1.0);
+
+    // The best peer is the fastest one (cp), not the first or the last.
+    let large = cell("file-to-file", LARGE, CacheState::Warm, 1);
+    assert_eq!(
+        stats::best_peer(&summaries, &large).unwrap().contender,
+        peer("cp")
+    );
+    assert_close(
+        find(&summaries, &large, &flexio("splice"))
+            .ratio_to_best_peer
+            .unwrap(),
+        4.0,
+    );
+    assert_close(
+        find(&summaries, &large, &peer(DD))
+            .ratio_to_best_peer
+            .unwrap(),
+        0.5,
+    );
+}
+
+#[test]
+fn ratio_is_none_without_a_peer() {
+    let summaries = stats::summarize(&tiny_matrix());
+    let parallel: Vec<&Summary> = summaries
+        .iter()
+        .filter(|s| s.cell.scenario == "parallel")
+        .collect();
+    assert_eq!(parallel.len(), 8);
+    assert!(parallel.iter().all(|s| s.ratio_to_best_peer.is_none()));
+}
+
+#[test]
+fn ratio_to_limit_uses_the_limit_that_bounds_the_cell() {
+    let results = tiny_matrix();
+    let summaries = stats::summarize(&results);
+    // Warm file-to-file and parallel are bounded by memcpy (4000 MB/s),
+    // measured at 100 MB only: the small cells use it too.
+    let small = cell("file-to-file", SMALL, CacheState::Warm, 1);
+    assert_close(
+        find(&summaries, &small, &flexio("read-write"))
+            .ratio_to_limit
+            .unwrap(),
+        0.1,
+    );
+    let two_flows = cell("parallel", LARGE, CacheState::Warm, 2);
+    assert_close(
+        find(&summaries, &two_flows, &flexio("splice"))
+            .ratio_to_limit
+            .unwrap(),
+        0.5,
+    );
+    let limit = find(
+        &summaries,
+        &cell(LIMITS_SCENARIO, LARGE, CacheState::NotApplicable, 1),
+        &memcpy(),
+    );
+    assert_eq!(limit.ratio_to_limit, None);
+
+    // A cold cell needs the disk limit, which was not measured.
+    let mut cold = results.clone();
+    for run in &mut cold.runs {
+        if run.cell.scenario == "file-to-file" {
+            run.cell.cache = CacheState::Cold;
+        }
+    }
+    let summaries = stats::summarize(&cold);
+    assert!(summaries
+        .iter()
+        .filter(|s| s.cell.scenario == "file-to-file")
+        .all(|s| s.ratio_to_limit.is_none()));
+}
+
+#[test]
+fn costs_are_per_gib_moved() {
+    let summaries = stats::summarize(&tiny_matrix());
+    let large = cell("file-to-file", LARGE, CacheState::Warm, 1);
+    let cp = find(&summaries, &large, &peer("cp"));
+    // 0.1 s process, 0.2 s host, 50 switches per 100 MB.
+    let gib_moved = LARGE as f64 / GIB;
+    assert_close(cp.cpu_s_per_gib, 0.1 / gib_moved);
+    assert_close(cp.host_cpu_s_per_gib, 0.2 / gib_moved);
+    assert_close(cp.switches_per_gib, 50.0 / gib_moved);
+    assert_eq!(cp.resident_percent, Some(100.0));
+    assert_eq!(cp.mechanism_used, None);
+}
+
+#[test]
+fn best_flexio_and_fallbacks() {
+    let results = tiny_matrix();
+    let summaries = stats::summarize(&results);
+    let small = cell("file-to-file", SMALL, CacheState::Warm, 1);
+    let large = cell("file-to-file", LARGE, CacheState::Warm, 1);
+    let best = |c: &CellKey| stats::best_flexio(&summaries, c).unwrap().contender.clone();
+    assert_eq!(best(&small), flexio("read-write"));
+    assert_eq!(best(&large), flexio("splice"));
+    let missing = cell("file-to-file", 42, CacheState::Warm, 1);
+    assert!(stats::best_flexio(&summaries, &missing).is_none());
+    assert_eq!(
+        find(&summaries, &small, &flexio("splice"))
+            .mechanism_used
+            .as_deref(),
+        Some("read-write")
+    );
+
+    let text = table::render(&results, &summaries);
+    assert!(text.contains("== file-to-file =="), "{text}");
+    assert!(text.contains("== parallel =="), "{text}");
+    assert!(text.contains("== limits =="), "{text}");
+    assert!(text.contains("fallback → read-write"), "{text}");
+    assert!(text.contains("* flexio read-write"), "{text}");
+    assert!(text.contains("2.00×"), "{text}");
+    assert!(
+        text.contains("iperf3") && text.contains("veth skipped"),
+        "{text}"
+    );
+}
+
+#[test]
+fn json_round_trip_is_equal() {
+    let results = tiny_matrix();
+    let dir = tempfile::tempdir().unwrap();
+    let written = output::write_all(dir.path(), &results).unwrap();
+    let json = dir.path().join(output::RESULTS_JSON);
+    assert!(written.contains(&json));
+    let text = fs::read_to_string(&json).unwrap();
+    assert!(text.contains("\"schema_version\": 1"), "{text}");
+    assert_eq!(output::read_results(&json).unwrap(), results);
+
+    fs::write(&json, "{ not json").unwrap();
+    let error = output::read_results(&json).unwrap_err();
+    assert_eq!(error.kind(), std::io::ErrorKind::InvalidData);
+}
+
+#[test]
+fn csv_has_a_header_and_one_line_per_run() {
+    let results = tiny_matrix();
+    let dir = tempfile::tempdir().unwrap();
+    output::write_all(dir.path(), &results).unwrap();
+    let text = fs::read_to_string(dir.path().join(output::RESULTS_CSV)).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 1 + results.runs.len());
+    assert_eq!(lines[0], CSV_HEADER.join(","));
+    // The peer with a comma in its name is quoted; every line has every
+    // column once the quoted comma is discounted.
+    let quoted = format!("\"{DD}\"");
+    assert!(text.contains(&quoted), "{text}");
+    for line in &lines[1..] {
+        let unquoted = line.replace(&quoted, "dd");
+        assert_eq!(unquoted.split(',').count(), CSV_HEADER.len(), "{line}");
+    }
+    assert!(lines[1].starts_with("file-to-file,1000000,0,warm,1,,flexio,flexio read-write,"));
+}
+
+/// The text lines of an SVG (plotters writes each `<text>` content on a
+/// line of its own).
+fn svg_texts(svg: &str) -> Vec<&str> {
+    svg.lines().filter(|line| !line.starts_with('<')).collect()
+}
+
+fn written_svgs(written: &[PathBuf]) -> Vec<String> {
+    written
+        .iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "svg"))
+        .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+        .collect()
+}
+
+#[test]
+fn charts_are_svg_with_legends() {
+    let results = tiny_matrix();
+    let dir = tempfile::tempdir().unwrap();
+    let written = output::write_all(dir.path(), &results).unwrap();
+    let mut svgs = written_svgs(&written);
+    svgs.sort();
+    assert_eq!(
+        svgs,
+        [
+            "file-to-file-size.svg",
+            "parallel-scaling.svg",
+            "parallel-size.svg"
+        ]
+    );
+    for name in &svgs {
+        let svg = fs::read_to_string(dir.path().join(name)).unwrap();
+        assert!(svg.contains("<svg"), "{name}");
+        assert!(svg.trim_end().ends_with("</svg>"), "{name}");
+        for label in ["flexio read-write", "flexio splice", "limit: memcpy"] {
+            assert!(svg.contains(label), "{name} lacks {label}");
+        }
+        assert!(svg.contains("throughput, GiB/s"), "{name}");
+    }
+    let by_size = fs::read_to_string(dir.path().join("file-to-file-size.svg")).unwrap();
+    assert!(
+        svg_texts(&by_size).contains(&"cp"),
+        "the peer is in the legend"
+    );
+    assert!(by_size.contains("dd bs=1M iflag=direct,fullblock"));
+    assert!(by_size.contains("bytes per flow (log2 scale)"));
+    let scaling = fs::read_to_string(dir.path().join("parallel-scaling.svg")).unwrap();
+    assert!(scaling.contains("concurrent flows"));
+}
+
+#[test]
+fn chunk_sweeps_get_their_own_chart() {
+    let mut results = tiny_matrix();
+    results.runs.retain(|r| r.cell.scenario == "file-to-file");
+    let mut sweep = Vec::new();
+    for chunk in [4096, 65536, 1 << 20] {
+        let mut swept = cell("file-to-file", LARGE, CacheState::Warm, 1);
+        swept.chunk = chunk;
+        let contender = Contender::Flexio {
+            mechanism: "read-write".into(),
+            chunk,
+            direct: false,
+        };
+        interleave(&mut sweep, &swept, &[(contender, [(chunk / 4096) * 10; 6])]);
+    }
+    results.runs.extend(sweep);
+    let dir = tempfile::tempdir().unwrap();
+    let summaries = stats::summarize(&results);
+    let written = charts::write_scenario_charts(dir.path(), &results, &summaries).unwrap();
+    let mut svgs = written_svgs(&written);
+    svgs.sort();
+    assert_eq!(svgs, ["file-to-file-chunk.svg", "file-to-file-size.svg"]);
+    let chunk = fs::read_to_string(dir.path().join("file-to-file-chunk.svg")).unwrap();
+    assert!(chunk.contains("chunk size, bytes (log2 scale)"));
+    // One series across the sweep, though each point has its own --chunk.
+    let texts = svg_texts(&chunk);
+    let series = texts.iter().filter(|t| **t == "flexio read-write").count();
+    assert_eq!(series, 1, "{texts:?}");
+    let text = table::render(&results, &summaries);
+    assert!(text.contains("chunk"), "{text}");
+}
+
+#[test]
+fn report_embeds_every_chart() {
+    let results = tiny_matrix();
+    let dir = tempfile::tempdir().unwrap();
+    let written = output::write_all(dir.path(), &results).unwrap();
+    assert_eq!(written.last().unwrap(), &dir.path().join(output::REPORT_MD));
+    let report = fs::read_to_string(dir.path().join(output::REPORT_MD)).unwrap();
+    for name in written_svgs(&written) {
+        assert!(report.contains(&format!("]({name})")), "{name}\n{report}");
+    }
+    for wanted in [
+        "Test CPU @ 2.0GHz",
+        "flexio bench --quick --out report",
+        "## file-to-file",
+        "## parallel",
+        "## limits",
+        "| size |",
+        "- iperf3",
+        "- veth skipped: not root",
+    ] {
+        assert!(report.contains(wanted), "{wanted}\n{report}");
+    }
+    for path in &written {
+        assert!(fs::metadata(path).unwrap().len() > 0, "{}", path.display());
+    }
+}
+
+#[test]
+fn empty_results_still_write_a_report() {
+    let results = Results {
+        schema_version: SCHEMA_VERSION,
+        ..Results::default()
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let written = output::write_all(dir.path(), &results).unwrap();
+    assert_eq!(written.len(), 3);
+    assert!(stats::summarize(&results).is_empty());
+    assert_eq!(output::read_results(&written[0]).unwrap(), results);
+}
+
+#[test]
+fn a_limit_beside_the_contenders_comes_first() {
+    let mut results = tiny_matrix();
+    // The memory scenario runs memcpy in its own cells: 2000 MB/s at 1 MB,
+    // 5000 MB/s at 100 MB, where the limits scenario has 4000 MB/s.
+    for (size, limit_rate) in [(SMALL, 2_000), (LARGE, 5_000)] {
+        interleave(
+            &mut results.runs,
+            &cell("memory", size, CacheState::NotApplicable, 1),
+            &[
+                (flexio("read-write"), [1_000; 6]),
+                (memcpy(), [limit_rate; 6]),
+            ],
+        );
+    }
+    let summaries = stats::summarize(&results);
+    let small = cell("memory", SMALL, CacheState::NotApplicable, 1);
+    let large = cell("memory", LARGE, CacheState::NotApplicable, 1);
+    let ratio = |c: &CellKey| {
+        find(&summaries, c, &flexio("read-write"))
+            .ratio_to_limit
+            .unwrap()
+    };
+    assert_close(ratio(&small), 0.5);
+    assert_close(ratio(&large), 0.2);
+    assert_eq!(stats::limit_for(&summaries, &small).unwrap().cell, small);
+
+    let dir = tempfile::tempdir().unwrap();
+    let written = charts::write_scenario_charts(dir.path(), &results, &summaries).unwrap();
+    assert!(written.contains(&dir.path().join("memory-size.svg")));
+    let svg = fs::read_to_string(dir.path().join("memory-size.svg")).unwrap();
+    let texts = svg_texts(&svg);
+    // memcpy is a series of its own, not a horizontal line per size.
+    assert_eq!(texts.iter().filter(|t| **t == "limit: memcpy").count(), 1);
+}
