@@ -194,15 +194,22 @@ fn write_out(t: &mut Transfer<'_>, source: &Guard, window: &Window) -> Result<()
     match write_sink(t, window.bytes(source)) {
         Ok(()) => {}
         // The kernel could not read the mapped pages: the file shrank.
+        // The write stopped short at the first unreadable page, so the
+        // sink has exactly the bytes up to the transfer's position.
         Err(Stop::Failed(Error::Io { source: ref e, .. }))
             if Errno::from_io_error(e) == Some(Errno::FAULT) =>
         {
-            let offset = source_size_now(t)?.unwrap_or(t.source_pos);
-            return Err(source_ended(t, offset.clamp(window.start, window.end())));
+            return Err(source_ended(t, t.source_pos));
         }
         Err(stop) => return Err(stop),
     }
-    check_source(t, source, window)
+    // The whole window went out (bytes past a partial last page as zeros)
+    // before the shrink was seen: name where the sink stands, so that
+    // whoever resumes from the offset neither skips nor repeats bytes.
+    match check_source(t, source, window) {
+        Err(Stop::Failed(Error::SourceEnded { .. })) => Err(source_ended(t, t.source_pos)),
+        other => other,
+    }
 }
 
 /// After a window's bytes were read: did the source shrink under it?
