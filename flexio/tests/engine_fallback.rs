@@ -294,3 +294,29 @@ fn copy_file_range_ebadf_on_append_only_sink_is_a_refusal() {
         check_bytes("the appended file", &fs::read(&sink).unwrap(), content).unwrap();
     }
 }
+
+/// sysfs has no mmap (`ENODEV`): `mmap` falls back to read-write at byte 0
+/// and the report says so.
+#[test]
+fn mmap_on_a_file_system_without_mmap_falls_back_to_read_write() {
+    let path = Path::new("/sys/devices/system/cpu/possible");
+    let Ok(content) = fs::read(path) else {
+        eprintln!("skipped: no {} to read (sysfs not mounted)", path.display());
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let sink = dir.path().join("sink");
+    let report = Flow::new(Source::path(path), Sink::path(&sink))
+        .length(content.len() as u64)
+        .via(MechanismName::Mmap)
+        .run()
+        .expect("mmap falls back");
+    assert_eq!(report.mechanism_used, MechanismName::ReadWrite);
+    let [fallback] = &report.fallbacks[..] else {
+        panic!("expected one fallback, got {:?}", report.fallbacks);
+    };
+    assert_eq!((fallback.from, fallback.to), (MechanismName::Mmap, MechanismName::ReadWrite));
+    assert_eq!(fallback.operation, "mmap");
+    assert_eq!(fallback.at_byte, 0);
+    assert_eq!(fs::read(&sink).unwrap(), content);
+}

@@ -125,8 +125,15 @@ fn map(t: &mut Transfer<'_>, side: Side, offset: u64, len: usize) -> Result<Guar
         Side::Sink => (t.sink_fd(), true),
     };
     t.counters.syscalls += 2;
-    let mapping = Mapping::map(fd, offset, len, writable)
-        .map_err(|e| t.refused_or_failed("mmap", side, errno_of(&e)))?;
+    let mapping = Mapping::map(fd, offset, len, writable).map_err(|e| match errno_of(&e) {
+        // The file system has no mmap (sysfs, some FUSE and network file
+        // systems): not this way, but another mechanism can.
+        Errno::NODEV => Stop::Refused {
+            op: "mmap",
+            errno: Errno::NODEV,
+        },
+        errno => t.refused_or_failed("mmap", side, errno),
+    })?;
     // Every slot of the process-wide table taken by other flows: the
     // mechanism cannot run safely now, another can.
     Guard::new(mapping).map_err(|e| Stop::Refused {
