@@ -1,23 +1,19 @@
-//! A flow — source, sink, range, mechanism, parameters — and the engine
-//! that runs it and reports what really happened.
+//! A flow — source, sink, range, mechanism, parameters: the builder a
+//! caller fills in, the checks made before anything moves, and the decision
+//! of `auto`. [`crate::engine`] runs it.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use std::os::fd::AsFd;
-
-use crate::endpoint::SinkOptions;
+use crate::builtin_choice;
 use crate::endpoint::{
-    open_sink, open_source, EndpointKind, OpenSink, OpenSource, Sink, SinkIo, Source, SourceIo,
+    open_sink, open_source, EndpointKind, OpenSink, OpenSource, Sink, SinkIo, SinkOptions, Source,
 };
+use crate::engine::Engine;
 use crate::error::{Error, Result};
-use crate::measure::{self, Sample};
-use crate::mechanism::{
-    fallback_for, implementation, Counters, MechanismName, Scratch, Stop, Transfer,
-};
-use crate::report::{Fallback, Report};
+use crate::mechanism::MechanismName;
+use crate::report::Report;
 use crate::tune::{Decision, FlowKind, Profile};
-use crate::{builtin_choice, verify};
 
 /// Parameters of a mechanism.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -48,7 +44,7 @@ impl Default for Params {
 /// progress bar.
 #[derive(Debug, Default)]
 pub struct Progress {
-    done: AtomicU64,
+    pub(crate) done: AtomicU64,
     total: AtomicU64,
 }
 
@@ -89,16 +85,16 @@ type ListenCallback<'a> = Box<dyn FnMut(&str) + 'a>;
 pub struct Flow<'a> {
     source: Source<'a>,
     sink: Sink<'a>,
-    offset: u64,
+    pub(crate) offset: u64,
     length: Option<u64>,
-    seek: u64,
-    via: MechanismName,
-    params: Params,
+    pub(crate) seek: u64,
+    pub(crate) via: MechanismName,
+    pub(crate) params: Params,
     in_place: bool,
-    fsync: bool,
-    strict: bool,
-    verify: bool,
-    progress: Arc<Progress>,
+    pub(crate) fsync: bool,
+    pub(crate) strict: bool,
+    pub(crate) verify: bool,
+    pub(crate) progress: Arc<Progress>,
     on_listen: Option<ListenCallback<'a>>,
     profile: Option<&'a Profile>,
     params_explicit: bool,
@@ -439,209 +435,5 @@ impl<'a> Flow<'a> {
             });
         }
         Ok(chosen)
-    }
-}
-
-/// Runs one opened flow.
-struct Engine<'a> {
-    flow: Flow<'a>,
-    source: OpenSource<'a>,
-    sink: OpenSink<'a>,
-    mechanism: MechanismName,
-    total: Option<u64>,
-}
-
-impl<'a> Engine<'a> {
-    fn new(
-        flow: Flow<'a>,
-        source: OpenSource<'a>,
-        sink: OpenSink<'a>,
-        mechanism: MechanismName,
-        total: Option<u64>,
-    ) -> Self {
-        Engine {
-            flow,
-            source,
-            sink,
-            mechanism,
-            total,
-        }
-    }
-
-    fn run(mut self) -> Result<Report> {
-        let source_start = self.source.base + self.flow.offset;
-        let sink_start = self.sink.base + self.flow.seek;
-        let residency = match (&self.source.io, self.total) {
-            (SourceIo::Fd(fd), Some(total)) if self.source.kind.is_seekable() => {
-                measure::residency(fd, source_start, total)
-            }
-            _ => None,
-        };
-        let segments = self.segments(source_start)?;
-
-        let before = Sample::now();
-        let mut counters = Counters::default();
-        let mut scratch = Scratch::default();
-        let mut fallbacks = Vec::new();
-        let mut current = self.mechanism;
-        let mut moved = 0u64;
-        let mut holes = 0u64;
-        let mut cursor = source_start;
-        for (start, length) in &segments {
-            holes += start - cursor;
-            cursor = start + length.unwrap_or(0);
-            let (source_fd, source_memory) = match &self.source.io {
-                SourceIo::Fd(fd) => (Some(fd.as_fd()), None),
-                SourceIo::Memory(bytes) => (None, Some(*bytes)),
-            };
-            let (sink_fd, sink_memory) = match &mut self.sink.io {
-                SinkIo::Fd(fd) => {
-                    let fd: &std::os::fd::OwnedFd = fd;
-                    (Some(fd.as_fd()), None)
-                }
-                SinkIo::Fresh(file) => {
-                    let file: &crate::endpoint::FileSink = file;
-                    (Some(file.fd()), None)
-                }
-                SinkIo::Memory(bytes) => (None, Some(&mut **bytes)),
-                SinkIo::Closed => unreachable!("the sink is closed only after the last segment"),
-            };
-            let mut transfer = Transfer {
-                source_fd,
-                source_memory,
-                sink_fd,
-                sink_memory,
-                source_kind: self.source.kind,
-                sink_kind: self.sink.kind,
-                source_label: &self.source.label,
-                sink_label: &self.sink.label,
-                source_pos: *start,
-                sink_pos: sink_start + (start - source_start),
-                remaining: *length,
-                expected: self.total,
-                params: &self.flow.params,
-                counters: &mut counters,
-                scratch: &mut scratch,
-                progress: &self.flow.progress.done,
-            };
-            loop {
-                match implementation(current).run(&mut transfer) {
-                    Ok(()) => break,
-                    Err(Stop::Failed(error)) => return Err(error),
-                    Err(Stop::Refused { op, errno }) => {
-                        if self.flow.strict {
-                            return Err(Error::StrictRefusal {
-                                mechanism: current,
-                                op,
-                                reason: std::io::Error::from(errno).to_string(),
-                            });
-                        }
-                        let Some(next) = fallback_for(current, self.source.kind, self.sink.kind)
-                        else {
-                            return Err(Error::io(
-                                op,
-                                transfer.sink_label,
-                                Some(transfer.sink_pos),
-                                std::io::Error::from(errno),
-                            ));
-                        };
-                        fallbacks.push(Fallback {
-                            from: current,
-                            to: next,
-                            operation: op.to_string(),
-                            reason: std::io::Error::from(errno).to_string(),
-                            at_byte: transfer.source_pos - source_start,
-                        });
-                        current = next;
-                    }
-                }
-            }
-            moved += transfer.source_pos - start;
-        }
-        if let Some(total) = self.total {
-            holes += (source_start + total).saturating_sub(cursor);
-        }
-        let total_moved = self.total.map_or(moved, |total| total.max(moved));
-        self.finish(sink_start + total_moved)?;
-        let after = Sample::now();
-
-        let mut report = Report::new(
-            &before,
-            &after,
-            total_moved,
-            self.flow.via,
-            current,
-            &self.flow.params,
-        );
-        report.fallbacks = fallbacks;
-        report.syscalls = counters.syscalls;
-        report.ring_entries = counters.ring_entries;
-        report.source_cache = residency;
-        report.sparse_hole_bytes = holes;
-        report.source = self.source.label.clone();
-        report.source_kind = self.source.kind;
-        report.sink = self.sink.label.clone();
-        report.sink_kind = self.sink.kind;
-        report.mechanism_first = self.mechanism;
-        if self.flow.verify {
-            report.verify = Some(verify::verify(
-                &self.source,
-                source_start,
-                sink_start,
-                total_moved,
-                &self.sink,
-            )?);
-        }
-        Ok(report)
-    }
-
-    /// The pieces of the source to move: only the data segments of a file
-    /// copied into a new file (holes stay holes), else the whole range.
-    fn segments(&self, source_start: u64) -> Result<Vec<(u64, Option<u64>)>> {
-        let fresh_file = matches!(self.sink.io, SinkIo::Fresh(_));
-        match (&self.source.io, self.total) {
-            (SourceIo::Fd(fd), Some(total))
-                if fresh_file && self.source.kind == EndpointKind::File =>
-            {
-                measure::data_segments(fd, source_start, total)
-                    .map(|segments| segments.into_iter().map(|(s, l)| (s, Some(l))).collect())
-                    .map_err(|e| {
-                        Error::io(
-                            "lseek(SEEK_DATA)",
-                            &self.source.label,
-                            Some(source_start),
-                            e,
-                        )
-                    })
-            }
-            _ => Ok(vec![(source_start, self.total)]),
-        }
-    }
-
-    /// Sets a new file's length (a trailing hole), syncs, renames into
-    /// place, or ends a socket's sending side.
-    fn finish(&mut self, sink_end: u64) -> Result<()> {
-        let fsync = self.flow.fsync;
-        let label = self.sink.label.clone();
-        match std::mem::replace(&mut self.sink.io, SinkIo::Closed) {
-            SinkIo::Fresh(file) => {
-                rustix::fs::ftruncate(file.fd(), sink_end)
-                    .map_err(|e| Error::io("ftruncate", &label, Some(sink_end), e))?;
-                file.finish(fsync)?;
-            }
-            SinkIo::Fd(fd) => {
-                if fsync && self.sink.kind.is_seekable() {
-                    rustix::fs::fsync(&fd).map_err(|e| Error::io("fsync", &label, None, e))?;
-                }
-                if self.sink.kind.is_socket() {
-                    // Tell the peer the stream is complete; a peer that has
-                    // already gone is not an error here.
-                    let _ = rustix::net::shutdown(&fd, rustix::net::Shutdown::Write);
-                }
-                self.sink.io = SinkIo::Fd(fd);
-            }
-            other => self.sink.io = other,
-        }
-        Ok(())
     }
 }

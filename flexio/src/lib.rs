@@ -13,7 +13,8 @@
 //! and saying so — takes a second sample and returns a [`Report`].
 //!
 //! ```text
-//! flow.rs        Flow (builder) -> Engine: open, check, time, fall back, finish
+//! flow.rs        Flow (builder): open, check the pair and range, decide auto
+//! engine.rs      Engine: time, run segment by segment, fall back, finish
 //!  ├ endpoint/   addresses, opening, fstat classification, temp-file sinks
 //!  ├ mechanism/  read-write, mmap, sendfile, splice, copy-file-range,
 //!  │             io-uring, direct — one file each, and the fallback table
@@ -40,6 +41,7 @@
 #![warn(missing_docs)]
 
 mod endpoint;
+mod engine;
 mod error;
 mod flow;
 pub mod measure;
