@@ -116,9 +116,8 @@ impl Observer for Quiet {}
 /// assert_eq!(order, vec![(0, 0), (0, 1), (1, 0), (1, 1), (2, 0), (2, 1)]);
 /// ```
 pub fn schedule(contenders: usize, warmups: u32, rounds: u32) -> Vec<(u32, usize)> {
-    let rounds = std::iter::repeat(0)
-        .take(warmups as usize)
-        .chain(1..=rounds);
+    // `repeat_n` needs Rust 1.82; the workspace supports 1.80.
+    let rounds = (0..warmups).map(|_| 0).chain(1..=rounds);
     rounds
         .flat_map(|round| (0..contenders).map(move |c| (round, c)))
         .collect()

@@ -1,0 +1,211 @@
+//! The bench runner end to end on a tiny matrix: interleaving, one record
+//! per (round, contender) with the right bytes, missing peers, and cold
+//! cells that really are cold. No timing is asserted: only what ran, in
+//! which order, and how much it moved.
+
+use std::io::Write;
+use std::os::fd::AsFd;
+
+use flexio::MechanismName;
+use flexio_bench::model::{CacheState, Contender, Results, RunRecord};
+use flexio_bench::peers::PeerSpec;
+use flexio_bench::plan::{Cell, Entrant, Plan, Scenario};
+use flexio_bench::runner::{self, Observer, RunOptions};
+
+const CHUNK: usize = 256 << 10;
+
+/// Records what the runner tells its observer.
+#[derive(Default)]
+struct Recorder {
+    cells: Vec<String>,
+    last: (usize, usize),
+    notes: Vec<String>,
+}
+
+impl Observer for Recorder {
+    fn cell_started(&mut self, _index: usize, _cells: usize, label: &str) {
+        self.cells.push(label.to_string());
+    }
+
+    fn run_finished(&mut self, done: usize, total: usize) {
+        self.last = (done, total);
+    }
+
+    fn note(&mut self, text: &str) {
+        self.notes.push(text.to_string());
+    }
+}
+
+fn options(dir: &std::path::Path) -> RunOptions {
+    let mut options = RunOptions::new(dir);
+    options.warmups = 1;
+    options.rounds = 5;
+    // Never drop the whole machine's page cache from a test.
+    options.drop_caches = false;
+    options
+}
+
+fn tiny_plan() -> Plan {
+    Plan {
+        cells: vec![
+            Cell::new(
+                Scenario::FileToFile,
+                64 << 10,
+                CacheState::Warm,
+                vec![
+                    Entrant::flexio(MechanismName::ReadWrite, CHUNK),
+                    Entrant::flexio(MechanismName::CopyFileRange, CHUNK),
+                    Entrant::Peer(PeerSpec::cp()),
+                    Entrant::Peer(PeerSpec::command(
+                        "no-such-tool",
+                        &["flexio-bench-no-such-tool", "{src}", "{dst}"],
+                    )),
+                ],
+            ),
+            Cell::new(
+                Scenario::Memory,
+                4096,
+                CacheState::NotApplicable,
+                vec![
+                    Entrant::flexio(MechanismName::ReadWrite, CHUNK),
+                    Entrant::Limit(flexio_bench::limits::Probe::Memcpy),
+                ],
+            ),
+        ],
+    }
+}
+
+fn runs_of<'a>(results: &'a Results, scenario: &str) -> Vec<&'a RunRecord> {
+    results
+        .runs
+        .iter()
+        .filter(|r| r.cell.scenario == scenario)
+        .collect()
+}
+
+#[test]
+fn schedule_is_warm_up_first_then_a_b_c_rounds() {
+    let order = runner::schedule(3, 1, 5);
+    assert_eq!(&order[..3], &[(0, 0), (0, 1), (0, 2)]);
+    for (n, pair) in order[3..].iter().enumerate() {
+        assert_eq!(*pair, (n as u32 / 3 + 1, n % 3), "position {}", n + 3);
+    }
+    assert_eq!(order.len(), 18);
+}
+
+#[test]
+fn tiny_matrix_runs_end_to_end() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = tiny_plan();
+    let mut recorder = Recorder::default();
+    let results = runner::run(&plan, &options(dir.path()), &mut recorder).unwrap();
+
+    // Progress covered every slot, skipped ones included.
+    assert_eq!(recorder.cells.len(), 2);
+    assert_eq!(recorder.last, (plan.runs(1, 5), plan.runs(1, 5)));
+
+    // File to file: 3 contenders that exist x (1 warm-up + 5 rounds), in
+    // the interleaved order, each moving the whole file.
+    let files = runs_of(&results, "file-to-file");
+    let contenders: Vec<Contender> = plan.cells[0].entrants[..3]
+        .iter()
+        .map(Entrant::contender)
+        .collect();
+    let expected: Vec<(u32, Contender)> = runner::schedule(3, 1, 5)
+        .into_iter()
+        .map(|(round, i)| (round, contenders[i].clone()))
+        .collect();
+    let seen: Vec<(u32, Contender)> = files
+        .iter()
+        .map(|r| (r.round, r.contender.clone()))
+        .collect();
+    assert_eq!(seen, expected);
+    for run in &files {
+        assert_eq!(run.bytes, 64 << 10, "{run:?}");
+        assert!(run.wall_ns > 0);
+        assert_eq!(run.source_resident_percent, Some(100.0), "warm cell");
+        match &run.contender {
+            Contender::Flexio { mechanism, .. } => {
+                assert!(run.mechanism_used.is_some());
+                if mechanism == "read-write" {
+                    assert_eq!(run.mechanism_used.as_deref(), Some("read-write"));
+                }
+            }
+            Contender::Peer { name } => assert_eq!(name, "cp"),
+            Contender::Limit { .. } => panic!("no limit in this cell"),
+        }
+    }
+
+    // Memory: both contenders, every round, whole multiples of the size
+    // (tiny copies repeat within a window).
+    let memory = runs_of(&results, "memory");
+    assert_eq!(memory.len(), 2 * 6);
+    for run in &memory {
+        assert!(run.bytes >= 4096 && run.bytes % 4096 == 0, "{run:?}");
+    }
+    assert!(memory.iter().any(|r| r.contender
+        == Contender::Limit {
+            name: "memcpy".into()
+        }));
+
+    // The missing peer is reported and never ran.
+    assert_eq!(results.missing_peers, vec!["no-such-tool".to_string()]);
+    assert!(results
+        .runs
+        .iter()
+        .all(|r| r.contender.label() != "no-such-tool"));
+    assert!(recorder.notes.iter().any(|n| n.contains("no-such-tool")));
+
+    // The temporary data is gone.
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+}
+
+/// Whether `posix_fadvise(DONTNEED)` empties the cache of a file here.
+fn dontneed_works(dir: &std::path::Path) -> Result<(), String> {
+    if flexio_bench::fingerprint::is_memory_filesystem(dir) {
+        return Err(format!("{} is tmpfs: nothing is ever cold", dir.display()));
+    }
+    let path = dir.join("probe");
+    let mut file = std::fs::File::create(&path).unwrap();
+    file.write_all(&vec![7u8; 1 << 20]).unwrap();
+    file.sync_all().unwrap();
+    rustix::fs::fadvise(file.as_fd(), 0, None, rustix::fs::Advice::DontNeed).unwrap();
+    let resident = flexio::measure::residency(&file, 0, 1 << 20).map(|r| r.percent());
+    std::fs::remove_file(&path).unwrap();
+    match resident {
+        Some(percent) if percent <= 5.0 => Ok(()),
+        other => Err(format!(
+            "the file system keeps {other:?}% of a file cached after DONTNEED"
+        )),
+    }
+}
+
+#[test]
+fn cold_cells_are_cold() {
+    let dir = tempfile::tempdir().unwrap();
+    if let Err(reason) = dontneed_works(dir.path()) {
+        eprintln!("skipped: {reason}");
+        return;
+    }
+    let plan = Plan {
+        cells: vec![Cell::new(
+            Scenario::FileToFile,
+            1 << 20,
+            CacheState::Cold,
+            vec![
+                Entrant::flexio(MechanismName::ReadWrite, CHUNK),
+                Entrant::Peer(PeerSpec::cat_redirect()),
+            ],
+        )],
+    };
+    let results = runner::run(&plan, &options(dir.path()), &mut runner::Quiet).unwrap();
+    assert_eq!(results.runs.len(), 2 * 6);
+    for run in &results.runs {
+        let resident = run.source_resident_percent.expect("a file source");
+        assert!(
+            resident <= 5.0,
+            "{resident}% resident in a cold run: {run:?}"
+        );
+        assert_eq!(run.bytes, 1 << 20);
+    }
+}
