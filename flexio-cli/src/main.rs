@@ -3,6 +3,7 @@
 //! Each subcommand lives in its own module; this file only parses the
 //! arguments and maps errors to exit statuses (2 for usage, 1 at run time).
 
+mod bench;
 mod copy;
 mod mechanisms;
 mod plan;
@@ -26,6 +27,9 @@ struct Cli {
 enum Command {
     /// Move bytes from a source to a sink with one mechanism.
     Copy(copy::CopyArgs),
+    /// Measure every mechanism beside cp, dd, cat, socat, nc, iperf3 and the
+    /// machine's limits, and write a report.
+    Bench(bench::BenchArgs),
     /// Print which mechanism serves which (source kind, sink kind) pair.
     Mechanisms(mechanisms::MechanismsArgs),
     /// Print the mechanism `auto` would use for a flow, and why, without
@@ -39,6 +43,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Copy(args) => copy::run(args),
+        Command::Bench(args) => bench::run(args),
         Command::Mechanisms(args) => mechanisms::run(args),
         Command::Plan(args) => plan::run(args),
         Command::Profile(args) => profile_cmd::run(args),

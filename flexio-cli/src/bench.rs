@@ -1,0 +1,196 @@
+//! `flexio bench`: every mechanism beside the standard tools on data it
+//! generates, interleaved, with the machine's limits; prints the plan, a
+//! progress bar, the tables and what `auto` chose, and writes the report
+//! files.
+
+use std::ffi::OsString;
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+use clap::Args;
+use flexio::Error;
+use flexio_bench::plan::{Plan, PlanOptions, Scenario};
+use flexio_bench::runner::{self, Observer, RunOptions};
+use indicatif::{ProgressBar, ProgressStyle};
+
+/// Arguments of `flexio bench`.
+#[derive(Args)]
+pub struct BenchArgs {
+    /// The whole matrix (about 30 minutes) instead of the quick one (about
+    /// 2 minutes).
+    #[arg(long)]
+    full: bool,
+    /// Only this scenario (repeatable): file-to-file, file-to-file-durable,
+    /// file-to-socket, socket-to-file, file-to-pipe, memory, parallel,
+    /// meter; the limits always run.
+    #[arg(long = "scenario", value_name = "NAME", value_parser = scenario)]
+    scenarios: Vec<Scenario>,
+    /// These sizes instead of each scenario's own, e.g. `1G` or `1M,64M`.
+    #[arg(long, value_name = "LIST", value_parser = size, value_delimiter = ',')]
+    sizes: Vec<u64>,
+    /// Counted rounds per cell (after one warm-up round).
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
+    runs: u32,
+    /// Where the temporary data goes (its file system is the one measured);
+    /// removed afterwards.
+    #[arg(long, default_value = ".")]
+    dir: PathBuf,
+    /// Where results.json, results.csv, the charts and report.md go.
+    #[arg(long, default_value = "./flexio-report")]
+    out: PathBuf,
+    /// No progress bar.
+    #[arg(long, short)]
+    quiet: bool,
+    /// The meter co-process (internal).
+    #[arg(long, hide = true)]
+    meter_child: bool,
+}
+
+fn scenario(text: &str) -> Result<Scenario, String> {
+    Scenario::from_name(text).ok_or_else(|| {
+        let names: Vec<_> = Scenario::ALL.iter().map(|s| s.name()).collect();
+        format!("unknown scenario {text:?}; known: {}", names.join(", "))
+    })
+}
+
+fn size(text: &str) -> Result<u64, String> {
+    flexio::parse_size(text)
+        .map_err(|e| e.to_string())
+        .and_then(|s| {
+            if s == 0 {
+                Err("a size must be at least 1 byte".into())
+            } else {
+                Ok(s)
+            }
+        })
+}
+
+fn io_error(op: &'static str, endpoint: &std::path::Path, source: std::io::Error) -> Error {
+    Error::Io {
+        op,
+        endpoint: endpoint.display().to_string(),
+        offset: None,
+        source,
+    }
+}
+
+/// Runs `flexio bench`.
+pub fn run(args: BenchArgs) -> Result<(), Error> {
+    if args.meter_child {
+        flexio_bench::meter::child_main();
+        return Ok(());
+    }
+    let started = Instant::now();
+    let root = runner::is_root();
+    let plan = Plan::build(&PlanOptions {
+        full: args.full,
+        scenarios: args.scenarios.clone(),
+        sizes: (!args.sizes.is_empty()).then(|| args.sizes.clone()),
+        // Namespaces are made only when asked for more than the quick run.
+        veth: root && (args.full || !args.scenarios.is_empty()),
+    });
+    let mut options = RunOptions::new(&args.dir);
+    options.rounds = args.runs;
+    options.command_line = std::env::args().collect::<Vec<_>>().join(" ");
+    options.meter_command = std::env::current_exe().ok().map(|exe| {
+        vec![
+            exe.into_os_string(),
+            OsString::from("bench"),
+            OsString::from("--meter-child"),
+        ]
+    });
+    eprintln!(
+        "flexio bench ({}) in {}:\n{}",
+        if args.full { "full" } else { "quick" },
+        args.dir.display(),
+        plan.describe(options.warmups, options.rounds)
+    );
+
+    let mut observer = BarObserver::new(args.quiet);
+    let results =
+        runner::run(&plan, &options, &mut observer).map_err(|e| io_error("bench", &args.dir, e))?;
+    observer.finish();
+
+    let summaries = flexio_bench::stats::summarize(&results);
+    crate::print_stdout(&flexio_bench::table::render(&results, &summaries));
+    let mut tail = String::new();
+    for line in runner::auto_choices(&results) {
+        tail += &format!("{line}\n");
+    }
+    if !results.missing_peers.is_empty() {
+        tail += &format!("missing peers: {}\n", results.missing_peers.join(", "));
+    }
+    let paths = flexio_bench::output::write_all(&args.out, &results)
+        .map_err(|e| io_error("write report", &args.out, e))?;
+    for path in paths {
+        tail += &format!("wrote {}\n", path.display());
+    }
+    tail += &format!(
+        "bench took {:.0} s ({} runs)\n",
+        started.elapsed().as_secs_f64(),
+        results.runs.len()
+    );
+    crate::print_stdout(&tail);
+    Ok(())
+}
+
+/// A progress bar over the runs, with the current cell as its message;
+/// Ctrl-C asks the runner to stop after the current run, so that children,
+/// namespaces and the temporary directory are cleaned up.
+struct BarObserver {
+    bar: Option<ProgressBar>,
+    stop: Arc<AtomicBool>,
+}
+
+impl BarObserver {
+    fn new(quiet: bool) -> Self {
+        let stop = Arc::new(AtomicBool::new(false));
+        let _ = signal_hook::flag::register(signal_hook::consts::SIGINT, Arc::clone(&stop));
+        let _ = signal_hook::flag::register(signal_hook::consts::SIGTERM, Arc::clone(&stop));
+        let bar = (!quiet && std::io::stderr().is_terminal()).then(|| {
+            ProgressBar::new(0).with_style(
+                ProgressStyle::with_template(
+                    "{bar:30} {pos}/{len} runs, cell {prefix} {msg} [{elapsed}<{eta}]",
+                )
+                .expect("valid template"),
+            )
+        });
+        BarObserver { bar, stop }
+    }
+
+    fn finish(self) {
+        if let Some(bar) = self.bar {
+            bar.finish_and_clear();
+        }
+    }
+}
+
+impl Observer for BarObserver {
+    fn cell_started(&mut self, index: usize, cells: usize, label: &str) {
+        if let Some(bar) = &self.bar {
+            bar.set_prefix(format!("{}/{cells}", index + 1));
+            bar.set_message(label.to_string());
+        }
+    }
+
+    fn run_finished(&mut self, done: usize, total: usize) {
+        if let Some(bar) = &self.bar {
+            bar.set_length(total as u64);
+            bar.set_position(done as u64);
+        }
+    }
+
+    fn note(&mut self, text: &str) {
+        match &self.bar {
+            Some(bar) => bar.println(format!("note: {text}")),
+            None => eprintln!("note: {text}"),
+        }
+    }
+
+    fn should_stop(&mut self) -> bool {
+        self.stop.load(Ordering::Relaxed)
+    }
+}
