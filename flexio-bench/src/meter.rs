@@ -6,48 +6,69 @@
 //! The co-process is a separate process (the `flexio` binary in a hidden
 //! mode, `flexio bench --meter-child`, which calls [`child_main`]): the
 //! scheduler treats it like any other program, not like a thread of the
-//! bench. It spins on one thread and answers each line on its standard
-//! input with its current count; at the end of its input it exits.
+//! bench. It spins one thread per CPU at nice 19 — it wants the whole
+//! machine, but only what the transfer leaves — and answers
+//! each line on its standard input with its current count; at the end of
+//! its input it exits.
 
 use std::io::{self, BufRead, BufReader, Write};
 use std::process::{ChildStdin, ChildStdout, Command, Stdio};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::peers::Supervised;
 
-/// The body of the meter co-process: spins, counting, and prints the count
-/// for every line read from stdin; returns when stdin ends.
+/// One spinner's count, alone on its cache line so that spinners do not
+/// slow each other down.
+#[repr(align(128))]
+#[derive(Default)]
+struct Counter(AtomicU64);
+
+/// The body of the meter co-process: one spinner per CPU (so that the
+/// meter wants the whole machine and a transfer's CPU comes out of its
+/// share), and the sum of their counts printed for every line read from
+/// stdin; returns when stdin ends.
 pub fn child_main() {
-    let count = Arc::new(AtomicU64::new(0));
-    let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let spinner = {
-        let (count, done) = (Arc::clone(&count), Arc::clone(&done));
-        std::thread::spawn(move || {
-            while !done.load(Ordering::Relaxed) {
-                // A few iterations between stores keep the loop CPU-bound
-                // rather than bound on the cache line.
-                for _ in 0..64 {
-                    std::hint::black_box(());
+    // The lowest priority: the meter gets only the CPU the transfer leaves
+    // (a transfer that is CPU-bound would otherwise just split the machine
+    // with it, whatever its mechanism). Set before the spinners start, so
+    // that they inherit it.
+    let _ = rustix::process::setpriority_process(None, 19);
+    let spinners = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let counters: Arc<Vec<Counter>> = Arc::new((0..spinners).map(|_| Counter::default()).collect());
+    let done = Arc::new(AtomicBool::new(false));
+    let handles: Vec<_> = (0..spinners)
+        .map(|i| {
+            let (counters, done) = (Arc::clone(&counters), Arc::clone(&done));
+            std::thread::spawn(move || {
+                let counter = &counters[i].0;
+                while !done.load(Ordering::Relaxed) {
+                    // A little work between stores keeps the loop bound on
+                    // the CPU rather than on the store.
+                    for _ in 0..64 {
+                        std::hint::black_box(());
+                    }
+                    counter.fetch_add(1, Ordering::Relaxed);
                 }
-                count.fetch_add(1, Ordering::Relaxed);
-            }
+            })
         })
-    };
+        .collect();
     let stdin = io::stdin();
     let mut stdout = io::stdout().lock();
     for line in stdin.lock().lines() {
         if line.is_err() {
             break;
         }
-        if writeln!(stdout, "{}", count.load(Ordering::Relaxed)).is_err() || stdout.flush().is_err()
-        {
+        let total: u64 = counters.iter().map(|c| c.0.load(Ordering::Relaxed)).sum();
+        if writeln!(stdout, "{total}").is_err() || stdout.flush().is_err() {
             break;
         }
     }
     done.store(true, Ordering::Relaxed);
-    let _ = spinner.join();
+    for handle in handles {
+        let _ = handle.join();
+    }
 }
 
 /// A running meter co-process.
