@@ -1,0 +1,495 @@
+//! One cell's runs: its source file or memory buffers, the meter, and one
+//! function per scenario that times one contender.
+
+use std::fs::File;
+use std::io;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use flexio::{Flow, MechanismName, Params, Sink, Source};
+
+use super::streams::{accept_within, drain, spawn_receiver, spawn_sender, Net};
+use super::{fill, joined, other, Bench, CpuScope, Measured, Window, Workspace};
+use crate::limits::{self, Probe};
+use crate::meter::Meter;
+use crate::peers::{self, PeerSpec, PeerVars};
+use crate::plan::{Cell, Entrant, Scenario};
+
+/// What a cell keeps between its runs.
+pub(super) struct CellContext {
+    scenario: Scenario,
+    source: Option<PathBuf>,
+    memory: Option<(Vec<u8>, Vec<u8>)>,
+    reps: Vec<u64>,
+    pub meter: Option<Meter>,
+    pattern: Arc<Vec<u8>>,
+}
+
+impl CellContext {
+    pub(super) fn prepare(
+        bench: &mut Bench<'_>,
+        scenario: Scenario,
+        cell: &Cell,
+        _net: &Net,
+    ) -> io::Result<Self> {
+        let size = cell.key.size;
+        let needs_source = match scenario {
+            Scenario::Memory | Scenario::SocketToFile => false,
+            Scenario::Limits => cell
+                .entrants
+                .iter()
+                .any(|e| matches!(e, Entrant::Limit(Probe::DiskDirectRead | Probe::FioRead))),
+            _ => true,
+        };
+        let needs_memory = cell
+            .entrants
+            .iter()
+            .any(|e| matches!(e, Entrant::Limit(Probe::Memcpy)))
+            || scenario == Scenario::Memory;
+        let source = match needs_source {
+            true => Some(bench.workspace.source(size)?),
+            false => None,
+        };
+        let memory = needs_memory.then(|| {
+            let mut from = vec![0u8; size as usize];
+            fill(&mut from, size);
+            // Touch the sink so that page faults stay out of the windows.
+            (from, vec![1u8; size as usize])
+        });
+        let meter = match scenario {
+            Scenario::Meter => {
+                let argv = bench
+                    .options
+                    .meter_command
+                    .as_ref()
+                    .ok_or_else(|| io::Error::other("no meter co-process command"))?;
+                Some(Meter::start(argv, Duration::from_millis(300))?)
+            }
+            _ => None,
+        };
+        Ok(CellContext {
+            scenario,
+            source,
+            memory,
+            reps: vec![1; cell.entrants.len()],
+            meter,
+            pattern: Arc::clone(&bench.workspace.pattern),
+        })
+    }
+
+    /// Tiny memory copies repeat within one window until it lasts at least
+    /// 2 ms; one untimed run per entrant finds how many times.
+    pub(super) fn calibrate(&mut self, cell: &Cell, active: &[bool]) -> io::Result<()> {
+        if self.scenario != Scenario::Memory && self.scenario != Scenario::Limits {
+            return Ok(());
+        }
+        for (i, entrant) in cell.entrants.iter().enumerate() {
+            if !active[i] || self.memory.is_none() {
+                continue;
+            }
+            let once = self.memory_run(entrant, 1)?;
+            let wanted = 2_000_000u64;
+            self.reps[i] = wanted.div_ceil(once.wall_ns.max(1)).clamp(1, 1 << 22);
+        }
+        Ok(())
+    }
+
+    /// One timed run of entrant `i`: the measurement, the source's
+    /// residency, the meter's kept share.
+    pub(super) fn run(
+        &mut self,
+        workspace: &mut Workspace,
+        cell: &Cell,
+        i: usize,
+        net: &Net,
+    ) -> io::Result<(Measured, Option<f64>, Option<f64>)> {
+        let entrant = &cell.entrants[i];
+        let programs = match entrant {
+            Entrant::Peer(spec) => spec.needs.clone(),
+            _ => Vec::new(),
+        };
+        let resident = match &self.source {
+            Some(source) => workspace.prepare_source(source, cell.key.cache, &programs)?,
+            None => None,
+        };
+        let sink = workspace.path("sink");
+        let size = cell.key.size;
+        let measured = match self.scenario {
+            Scenario::FileToFile => self.file_to_file(entrant, &sink, false),
+            Scenario::FileToFileDurable => self.file_to_file(entrant, &sink, true),
+            Scenario::FileToSocket => self.file_to_socket(entrant, size, net),
+            Scenario::Meter => {
+                let meter = self.meter.as_mut().expect("the meter runs in meter cells");
+                let (start, at) = (meter.count()?, Instant::now());
+                let measured = self.file_to_socket(entrant, size, net)?;
+                let meter = self.meter.as_mut().expect("the meter runs in meter cells");
+                let (end, until) = (meter.count()?, Instant::now());
+                let kept = meter.kept(end - start, until.duration_since(at).as_nanos() as u64);
+                return Ok((measured, resident, Some(kept)));
+            }
+            Scenario::SocketToFile => self.socket_to_file(entrant, size, &sink, net),
+            Scenario::FileToPipe => self.file_to_pipe(entrant),
+            Scenario::Memory => self.memory_run(entrant, self.reps[i]),
+            Scenario::Parallel => self.parallel(entrant, workspace, cell.key.flows),
+            Scenario::Limits => self.limit(entrant, size, &sink, self.reps[i], net),
+        };
+        let _ = std::fs::remove_file(&sink);
+        let measured = measured?;
+        let expected = match self.scenario {
+            Scenario::Memory => size * self.reps[i],
+            Scenario::Limits => measured.bytes,
+            Scenario::Parallel => size * u64::from(cell.key.flows),
+            _ => size,
+        };
+        if measured.bytes != expected {
+            return Err(io::Error::other(format!(
+                "moved {} bytes, expected {expected}",
+                measured.bytes
+            )));
+        }
+        Ok((measured, resident, None))
+    }
+
+    fn source(&self) -> io::Result<&Path> {
+        self.source
+            .as_deref()
+            .ok_or_else(|| io::Error::other("this cell has no source file"))
+    }
+
+    fn file_to_file(&self, entrant: &Entrant, sink: &Path, durable: bool) -> io::Result<Measured> {
+        let source = self.source()?;
+        match entrant {
+            Entrant::Flexio { mechanism, params } => {
+                let window = Window::open(CpuScope::Thread);
+                let report = Flow::new(Source::path(source), Sink::path(sink))
+                    .via(*mechanism)
+                    .params(params.clone())
+                    .fsync(durable)
+                    .run()
+                    .map_err(other)?;
+                Ok(window.close(report.bytes, Some(report.mechanism_used.as_str())))
+            }
+            Entrant::Peer(spec) => {
+                let vars = PeerVars {
+                    src: source.to_path_buf(),
+                    dst: sink.to_path_buf(),
+                    ..PeerVars::default()
+                };
+                let window = Window::open(CpuScope::Children);
+                let status = peers::spawn_peer(spec, &vars, None, None)?.wait()?;
+                let bytes = std::fs::metadata(sink).map_or(0, |m| m.len());
+                let measured = window.close(bytes, None);
+                peers::check_status(&spec.name, status)?;
+                Ok(measured)
+            }
+            Entrant::Limit(probe) => Err(other(format!(
+                "{} is not a file-to-file contender",
+                probe.name()
+            ))),
+        }
+    }
+
+    fn file_to_socket(&self, entrant: &Entrant, size: u64, net: &Net) -> io::Result<Measured> {
+        let source = self.source()?;
+        if let Entrant::Peer(PeerSpec {
+            iperf3: Some(mode), ..
+        }) = entrant
+        {
+            return limits::iperf3(
+                size,
+                *mode,
+                &net.receiver_ip.to_string(),
+                net.sender_ns.as_deref(),
+                net.receiver_ns.as_deref(),
+            );
+        }
+        let listener = net.listen()?;
+        let address = listener.local_addr()?;
+        let receiver = spawn_receiver(listener);
+        let scope = match entrant {
+            Entrant::Flexio { .. } => CpuScope::Thread,
+            _ => CpuScope::Children,
+        };
+        let window = Window::open(scope);
+        let sent: io::Result<Option<MechanismName>> = match entrant {
+            Entrant::Flexio { mechanism, params } => net.connect(address).and_then(|stream| {
+                let report = Flow::new(
+                    Source::path(source),
+                    Sink::Fd(stream.into(), format!("tcp://{address}")),
+                )
+                .via(*mechanism)
+                .params(params.clone())
+                .run()
+                .map_err(other)?;
+                Ok(Some(report.mechanism_used))
+            }),
+            Entrant::Peer(spec) => {
+                let vars = PeerVars {
+                    src: source.to_path_buf(),
+                    host: address.ip().to_string(),
+                    port: address.port(),
+                    bytes: size,
+                    ..PeerVars::default()
+                };
+                peers::spawn_peer(spec, &vars, net.sender_ns.as_deref(), None)
+                    .and_then(|child| child.wait())
+                    .and_then(|status| peers::check_status(&spec.name, status))
+                    .map(|()| None)
+            }
+            Entrant::Limit(probe) => Err(other(format!(
+                "{} is not a file-to-socket contender",
+                probe.name()
+            ))),
+        };
+        if sent.is_err() {
+            // Let the receiver go if nothing ever connected.
+            let _ = net.connect(address);
+        }
+        let received = joined(receiver, "receiver");
+        let measured = window.close(
+            *received.as_ref().unwrap_or(&0),
+            sent.as_ref().ok().and_then(|m| *m).map(|m| m.as_str()),
+        );
+        sent?;
+        received?;
+        Ok(measured)
+    }
+
+    fn socket_to_file(
+        &self,
+        entrant: &Entrant,
+        size: u64,
+        sink: &Path,
+        net: &Net,
+    ) -> io::Result<Measured> {
+        match entrant {
+            Entrant::Flexio { mechanism, params } => {
+                let listener = net.listen()?;
+                let address = listener.local_addr()?;
+                let window = Window::open(CpuScope::Thread);
+                let sender = spawn_sender(net, address, Arc::clone(&self.pattern), size);
+                let received = accept_within(&listener).and_then(|stream| {
+                    Flow::new(
+                        Source::Fd(stream.into(), format!("tcp://{address}")),
+                        Sink::path(sink),
+                    )
+                    .length(size)
+                    .via(*mechanism)
+                    .params(params.clone())
+                    .run()
+                    .map_err(other)
+                });
+                drop(listener);
+                let measured = match &received {
+                    Ok(report) => window.close(report.bytes, Some(report.mechanism_used.as_str())),
+                    Err(_) => window.close(0, None),
+                };
+                let sent = joined(sender, "sender");
+                received?;
+                sent?;
+                Ok(measured)
+            }
+            Entrant::Peer(spec) => {
+                let port = peers::free_port()?;
+                let vars = PeerVars {
+                    dst: sink.to_path_buf(),
+                    host: net.receiver_ip.to_string(),
+                    port,
+                    bytes: size,
+                    ..PeerVars::default()
+                };
+                let stdout = match spec.stdout_to_sink {
+                    true => Some(File::create(sink)?.into()),
+                    false => None,
+                };
+                let window = Window::open(CpuScope::Children);
+                let child = peers::spawn_peer(spec, &vars, net.receiver_ns.as_deref(), stdout)?;
+                let sender = spawn_sender(
+                    net,
+                    SocketAddr::new(net.receiver_ip, port),
+                    Arc::clone(&self.pattern),
+                    size,
+                );
+                let connected = match joined(sender, "sender") {
+                    Ok(at) => at,
+                    Err(e) => {
+                        child.kill();
+                        return Err(e);
+                    }
+                };
+                let status = child.wait()?;
+                let end = Instant::now();
+                let bytes = std::fs::metadata(sink).map_or(0, |m| m.len());
+                let mut measured = window.close(bytes, None);
+                // The peer's window starts at the connection: its start-up
+                // and the sender's connection retries are outside it.
+                measured.wall_ns = end.duration_since(connected).as_nanos() as u64;
+                peers::check_status(&spec.name, status)?;
+                Ok(measured)
+            }
+            Entrant::Limit(probe) => Err(other(format!(
+                "{} is not a socket-to-file contender",
+                probe.name()
+            ))),
+        }
+    }
+
+    fn file_to_pipe(&self, entrant: &Entrant) -> io::Result<Measured> {
+        let source = self.source()?;
+        let (read_end, write_end) = rustix::pipe::pipe()?;
+        let reader = std::thread::spawn(move || drain(File::from(read_end)));
+        let scope = match entrant {
+            Entrant::Flexio { .. } => CpuScope::Thread,
+            _ => CpuScope::Children,
+        };
+        let window = Window::open(scope);
+        // Every path drops `write_end` (the flow, or the spawned command),
+        // so the reader always sees the end of the pipe.
+        let sent: io::Result<Option<MechanismName>> = match entrant {
+            Entrant::Flexio { mechanism, params } => {
+                Flow::new(Source::path(source), Sink::Fd(write_end, "pipe".into()))
+                    .via(*mechanism)
+                    .params(params.clone())
+                    .run()
+                    .map(|report| Some(report.mechanism_used))
+                    .map_err(other)
+            }
+            Entrant::Peer(spec) => {
+                let vars = PeerVars {
+                    src: source.to_path_buf(),
+                    ..PeerVars::default()
+                };
+                peers::spawn_peer(spec, &vars, None, Some(write_end))
+                    .and_then(|child| child.wait())
+                    .and_then(|status| peers::check_status(&spec.name, status))
+                    .map(|()| None)
+            }
+            Entrant::Limit(probe) => {
+                drop(write_end);
+                Err(other(format!(
+                    "{} is not a file-to-pipe contender",
+                    probe.name()
+                )))
+            }
+        };
+        let received = joined(reader, "reader");
+        let measured = window.close(
+            *received.as_ref().unwrap_or(&0),
+            sent.as_ref().ok().and_then(|m| *m).map(|m| m.as_str()),
+        );
+        sent?;
+        received?;
+        Ok(measured)
+    }
+
+    fn memory_run(&mut self, entrant: &Entrant, reps: u64) -> io::Result<Measured> {
+        let (from, to) = self
+            .memory
+            .as_mut()
+            .ok_or_else(|| io::Error::other("this cell has no memory buffers"))?;
+        match entrant {
+            Entrant::Flexio { mechanism, params } => {
+                let window = Window::open(CpuScope::Thread);
+                let mut used = None;
+                for _ in 0..reps {
+                    let report = Flow::new(Source::Memory(from), Sink::Memory(to))
+                        .via(*mechanism)
+                        .params(params.clone())
+                        .run()
+                        .map_err(other)?;
+                    used = Some(report.mechanism_used);
+                }
+                Ok(window.close(from.len() as u64 * reps, used.map(|m| m.as_str())))
+            }
+            Entrant::Limit(Probe::Memcpy) => Ok(limits::memcpy(from, to, reps)),
+            other_entrant => Err(other(format!(
+                "{} is not a memory contender",
+                other_entrant.contender().label()
+            ))),
+        }
+    }
+
+    fn parallel(
+        &self,
+        entrant: &Entrant,
+        workspace: &Workspace,
+        flows: u32,
+    ) -> io::Result<Measured> {
+        let source = self.source()?;
+        let Entrant::Flexio { mechanism, params } = entrant else {
+            return Err(other("the parallel scenario runs flexio mechanisms only"));
+        };
+        let sinks: Vec<PathBuf> = (0..flows)
+            .map(|i| workspace.path(&format!("sink-{i}")))
+            .collect();
+        let window = Window::open(CpuScope::Process);
+        let reports: Vec<flexio::Result<flexio::Report>> = std::thread::scope(|scope| {
+            let handles: Vec<_> = sinks
+                .iter()
+                .map(|sink| {
+                    let params: Params = params.clone();
+                    scope.spawn(move || {
+                        Flow::new(Source::path(source), Sink::path(sink))
+                            .via(*mechanism)
+                            .params(params)
+                            .run()
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| {
+                    h.join().unwrap_or_else(|_| {
+                        Err(flexio::Error::Usage("flow thread panicked".into()))
+                    })
+                })
+                .collect()
+        });
+        let bytes: u64 = reports
+            .iter()
+            .filter_map(|r| r.as_ref().ok())
+            .map(|r| r.bytes)
+            .sum();
+        let used = reports
+            .iter()
+            .find_map(|r| r.as_ref().ok())
+            .map(|r| r.mechanism_used);
+        let measured = window.close(bytes, used.map(|m| m.as_str()));
+        for sink in &sinks {
+            let _ = std::fs::remove_file(sink);
+        }
+        for report in reports {
+            report.map_err(other)?;
+        }
+        Ok(measured)
+    }
+
+    fn limit(
+        &mut self,
+        entrant: &Entrant,
+        size: u64,
+        sink: &Path,
+        reps: u64,
+        net: &Net,
+    ) -> io::Result<Measured> {
+        let Entrant::Limit(probe) = entrant else {
+            return Err(other("the limits scenario runs limit probes only"));
+        };
+        match probe {
+            Probe::Memcpy => self.memory_run(entrant, reps),
+            Probe::DiskDirectRead => limits::disk_direct_read(self.source()?),
+            Probe::DiskDirectWrite => limits::disk_direct_write(sink, size),
+            Probe::FioRead => limits::fio(self.source()?, size, false),
+            Probe::FioWrite => limits::fio(sink, size, true),
+            Probe::Iperf3Loopback | Probe::Iperf3Veth => limits::iperf3(
+                size,
+                crate::peers::Iperf3Mode::Memory,
+                &net.receiver_ip.to_string(),
+                net.sender_ns.as_deref(),
+                net.receiver_ns.as_deref(),
+            ),
+        }
+    }
+}

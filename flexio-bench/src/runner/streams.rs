@@ -1,0 +1,137 @@
+//! The bench's side of stream contenders, the same for all of them: the
+//! network path (loopback or the veth pair), the receiver that drains a
+//! socket, the sender that feeds one from memory, and the pipe reader.
+
+use std::io::{self, Read, Write};
+use std::net::{IpAddr, Ipv4Addr, Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use super::IO_DEADLINE;
+use crate::peers::VethPair;
+
+/// The network path of a cell: loopback, or the veth pair.
+#[derive(Clone, Debug)]
+pub(super) struct Net {
+    pub sender_ns: Option<String>,
+    pub receiver_ns: Option<String>,
+    pub receiver_ip: IpAddr,
+}
+
+impl Net {
+    pub(super) fn loopback() -> Self {
+        Net {
+            sender_ns: None,
+            receiver_ns: None,
+            receiver_ip: IpAddr::V4(Ipv4Addr::LOCALHOST),
+        }
+    }
+
+    pub(super) fn veth(pair: &VethPair) -> Self {
+        Net {
+            sender_ns: Some(pair.sender_ns.clone()),
+            receiver_ns: Some(pair.receiver_ns.clone()),
+            receiver_ip: pair.receiver_addr,
+        }
+    }
+
+    pub(super) fn listen(&self) -> io::Result<TcpListener> {
+        let address = SocketAddr::new(self.receiver_ip, 0);
+        match &self.receiver_ns {
+            None => TcpListener::bind(address),
+            Some(ns) => VethPair::in_namespace(ns, move || TcpListener::bind(address)),
+        }
+    }
+
+    pub(super) fn connect(&self, address: SocketAddr) -> io::Result<TcpStream> {
+        match &self.sender_ns {
+            None => TcpStream::connect(address),
+            Some(ns) => VethPair::in_namespace(ns, move || TcpStream::connect(address)),
+        }
+    }
+}
+
+/// Waits up to [`IO_DEADLINE`] for a connection.
+pub(super) fn accept_within(listener: &TcpListener) -> io::Result<TcpStream> {
+    let mut fds = [rustix::event::PollFd::new(
+        listener,
+        rustix::event::PollFlags::IN,
+    )];
+    let timeout = rustix::time::Timespec {
+        tv_sec: IO_DEADLINE.as_secs() as i64,
+        tv_nsec: 0,
+    };
+    if rustix::event::poll(&mut fds, Some(&timeout))? == 0 {
+        return Err(io::Error::new(
+            io::ErrorKind::TimedOut,
+            "no connection came",
+        ));
+    }
+    let (stream, _) = listener.accept()?;
+    stream.set_read_timeout(Some(IO_DEADLINE))?;
+    stream.set_write_timeout(Some(IO_DEADLINE))?;
+    Ok(stream)
+}
+
+/// Reads to the end, counting.
+pub(super) fn drain(mut from: impl Read) -> io::Result<u64> {
+    let mut buffer = vec![0u8; 1 << 20];
+    let mut total = 0u64;
+    loop {
+        match from.read(&mut buffer) {
+            Ok(0) => return Ok(total),
+            Ok(n) => total += n as u64,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// The receiving thread of file → socket: accepts one connection and
+/// drains it.
+pub(super) fn spawn_receiver(listener: TcpListener) -> JoinHandle<io::Result<u64>> {
+    std::thread::spawn(move || drain(accept_within(&listener)?))
+}
+
+/// The sending thread of socket → file: connects (retrying while a peer's
+/// listener is not up yet), writes `size` bytes of `pattern`, shuts down
+/// its side, and returns when it connected.
+pub(super) fn spawn_sender(
+    net: &Net,
+    address: SocketAddr,
+    pattern: Arc<Vec<u8>>,
+    size: u64,
+) -> JoinHandle<io::Result<Instant>> {
+    let ns = net.sender_ns.clone();
+    std::thread::spawn(move || {
+        if let Some(ns) = ns {
+            VethPair::enter(&ns)?;
+        }
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let mut stream = loop {
+            match TcpStream::connect(address) {
+                Ok(stream) => break stream,
+                Err(e)
+                    if e.kind() == io::ErrorKind::ConnectionRefused
+                        && Instant::now() < deadline =>
+                {
+                    // The peer is still starting; its start-up is outside
+                    // its window (the window starts at the connection).
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+                Err(e) => return Err(e),
+            }
+        };
+        let connected = Instant::now();
+        stream.set_write_timeout(Some(IO_DEADLINE))?;
+        let mut left = size;
+        while left > 0 {
+            let n = left.min(pattern.len() as u64) as usize;
+            stream.write_all(&pattern[..n])?;
+            left -= n as u64;
+        }
+        stream.shutdown(Shutdown::Write)?;
+        Ok(connected)
+    })
+}
