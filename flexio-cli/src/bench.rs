@@ -148,8 +148,13 @@ struct BarObserver {
 impl BarObserver {
     fn new(quiet: bool) -> Self {
         let stop = Arc::new(AtomicBool::new(false));
-        let _ = signal_hook::flag::register(signal_hook::consts::SIGINT, Arc::clone(&stop));
-        let _ = signal_hook::flag::register(signal_hook::consts::SIGTERM, Arc::clone(&stop));
+        for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+            // A second signal, while the first is being honoured, exits at
+            // once (children still die with their process group on Ctrl-C).
+            let _ =
+                signal_hook::flag::register_conditional_shutdown(signal, 130, Arc::clone(&stop));
+            let _ = signal_hook::flag::register(signal, Arc::clone(&stop));
+        }
         let bar = (!quiet && std::io::stderr().is_terminal()).then(|| {
             ProgressBar::new(0).with_style(
                 ProgressStyle::with_template(
