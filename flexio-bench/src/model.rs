@@ -49,7 +49,9 @@ impl Contender {
     /// The label in tables and charts.
     pub fn label(&self) -> String {
         match self {
-            Contender::Flexio { mechanism, direct, .. } => {
+            Contender::Flexio {
+                mechanism, direct, ..
+            } => {
                 let mut label = format!("flexio {mechanism}");
                 if *direct && mechanism != "direct" {
                     label += " --direct";

@@ -315,7 +315,10 @@ fn mmap_on_a_file_system_without_mmap_falls_back_to_read_write() {
     let [fallback] = &report.fallbacks[..] else {
         panic!("expected one fallback, got {:?}", report.fallbacks);
     };
-    assert_eq!((fallback.from, fallback.to), (MechanismName::Mmap, MechanismName::ReadWrite));
+    assert_eq!(
+        (fallback.from, fallback.to),
+        (MechanismName::Mmap, MechanismName::ReadWrite)
+    );
     assert_eq!(fallback.operation, "mmap");
     assert_eq!(fallback.at_byte, 0);
     assert_eq!(fs::read(&sink).unwrap(), content);
