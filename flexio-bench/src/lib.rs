@@ -10,7 +10,7 @@
 //!  ├ peers.rs    the standard tools as child processes (missing ones noted)
 //!  ├ limits.rs   memcpy, O_DIRECT disk read/write, iperf3 loopback
 //!  ├ meter.rs    the CPU-bound co-process of the meter scenario
-//!  └ fingerprint.rs  the machine
+//!  └ fingerprint.rs  whether the bench directory can be cold (tmpfs)
 //! model.rs       Results / RunRecord: what results.json holds
 //! stats.rs       medians, min/max, ratios to the best peer and the limit
 //! table.rs       terminal tables

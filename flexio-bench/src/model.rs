@@ -136,22 +136,9 @@ impl RunRecord {
     }
 }
 
-/// What machine the bench ran on.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Fingerprint {
-    /// CPU model name from /proc/cpuinfo.
-    pub cpu_model: String,
-    /// Online CPUs.
-    pub cpus: u32,
-    /// Memory in bytes.
-    pub memory_bytes: u64,
-    /// `uname -r`.
-    pub kernel: String,
-    /// File system type of the bench directory.
-    pub filesystem: String,
-    /// Backing device of the bench directory.
-    pub device: String,
-}
+/// What machine the bench ran on: the same fingerprint a tuned profile
+/// carries.
+pub use flexio::tune::Fingerprint;
 
 /// Everything a bench run produced.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]

@@ -220,7 +220,7 @@ pub fn run(plan: &Plan, options: &RunOptions, observer: &mut dyn Observer) -> io
     let mut bench = Bench {
         results: Results {
             schema_version: SCHEMA_VERSION,
-            fingerprint: crate::fingerprint::read(&options.dir),
+            fingerprint: crate::model::Fingerprint::of_this_machine(&options.dir),
             command: options.command_line.clone(),
             ..Results::default()
         },

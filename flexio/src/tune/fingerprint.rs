@@ -23,36 +23,29 @@ pub struct Fingerprint {
 }
 
 impl Fingerprint {
-    /// This machine, with the file system and device holding `dir`.
+    /// This machine, with the file system and device holding `dir`. A
+    /// field that cannot be read is left empty (or 0) rather than failing.
+    ///
+    /// # Examples
+    /// ```
+    /// let here = flexio::tune::Fingerprint::of_this_machine(std::path::Path::new("."));
+    /// assert!(here.cpus >= 1);
+    /// assert!(!here.kernel.is_empty());
+    /// ```
     pub fn of_this_machine(dir: &Path) -> Fingerprint {
         let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
-        let cpu_model = cpuinfo
-            .lines()
-            .find_map(|l| {
-                l.strip_prefix("model name")
-                    .and_then(|r| r.split_once(':'))
-                    .map(|(_, v)| v.trim().to_string())
-            })
-            .unwrap_or_else(|| std::env::consts::ARCH.to_string());
-        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get() as u32);
         let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
-        let memory_kib: u64 = meminfo
-            .lines()
-            .find_map(|l| l.strip_prefix("MemTotal:"))
-            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-            .unwrap_or(0);
-        let gib = 1u64 << 30;
-        let memory_bytes = memory_kib * 1024 / gib * gib;
-        let kernel = rustix::system::uname()
-            .release()
-            .to_string_lossy()
-            .into_owned();
-        let (filesystem, device) = mount_of(dir);
+        let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+        let dir = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
+        let (filesystem, device) = mount_of(&mountinfo, &dir).unwrap_or_default();
         Fingerprint {
-            cpu_model,
-            cpus,
-            memory_bytes,
-            kernel,
+            cpu_model: cpu_model(&cpuinfo),
+            cpus: std::thread::available_parallelism().map_or(1, |n| n.get() as u32),
+            memory_bytes: memory_bytes(&meminfo),
+            kernel: rustix::system::uname()
+                .release()
+                .to_string_lossy()
+                .into_owned(),
             filesystem,
             device,
         }
@@ -84,26 +77,63 @@ impl Fingerprint {
     }
 }
 
-/// File system type and device of the mount holding `dir`: the longest
-/// mount point in `/proc/self/mounts` that prefixes its canonical path.
-fn mount_of(dir: &Path) -> (String, String) {
-    let path = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
-    let mounts = std::fs::read_to_string("/proc/self/mounts").unwrap_or_default();
-    let mut best: Option<(usize, String, String)> = None;
-    for line in mounts.lines() {
-        let mut fields = line.split_whitespace();
-        let (Some(device), Some(point), Some(fstype)) =
-            (fields.next(), fields.next(), fields.next())
-        else {
-            continue;
-        };
-        let point = point.replace("\\040", " ");
-        if path.starts_with(&point) && best.as_ref().is_none_or(|(len, _, _)| point.len() >= *len) {
-            best = Some((point.len(), fstype.to_string(), device.to_string()));
+fn cpu_model(cpuinfo: &str) -> String {
+    cpuinfo
+        .lines()
+        .find_map(|line| {
+            let (key, value) = line.split_once(':')?;
+            matches!(key.trim(), "model name" | "Model" | "cpu model").then(|| value.trim())
+        })
+        .unwrap_or("")
+        .to_string()
+}
+
+/// MemTotal rounded down to whole GiB, so that a few MiB reserved
+/// differently at boot do not make another machine of it.
+fn memory_bytes(meminfo: &str) -> u64 {
+    const GIB: u64 = 1 << 30;
+    meminfo
+        .lines()
+        .find_map(|line| line.strip_prefix("MemTotal:"))
+        .and_then(|rest| rest.split_whitespace().next()?.parse::<u64>().ok())
+        .map_or(0, |kib| kib * 1024 / GIB * GIB)
+}
+
+/// `(file system type, mount source)` of the longest mount point that
+/// contains `path`, from `/proc/self/mountinfo`.
+fn mount_of(mountinfo: &str, path: &Path) -> Option<(String, String)> {
+    mountinfo
+        .lines()
+        .filter_map(|line| {
+            let (left, right) = line.split_once(" - ")?;
+            let mount_point = unescape(left.split_whitespace().nth(4)?);
+            let mut right = right.split_whitespace();
+            let fs_type = right.next()?.to_string();
+            let source = unescape(right.next().unwrap_or(""));
+            path.starts_with(&mount_point)
+                .then_some((mount_point.len(), fs_type, source))
+        })
+        .max_by_key(|(len, _, _)| *len)
+        .map(|(_, fs_type, source)| (fs_type, source))
+}
+
+/// Undoes mountinfo's octal escapes (`\040` for a space).
+fn unescape(field: &str) -> String {
+    let bytes = field.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'\\' && i + 3 < bytes.len() {
+            if let Ok(value) = u8::from_str_radix(&field[i + 1..i + 4], 8) {
+                out.push(value);
+                i += 4;
+                continue;
+            }
         }
+        out.push(bytes[i]);
+        i += 1;
     }
-    best.map(|(_, fstype, device)| (fstype, device))
-        .unwrap_or_else(|| ("unknown".into(), "unknown".into()))
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 #[cfg(test)]
@@ -124,5 +154,28 @@ mod tests {
             diff[0].starts_with("cpus") && diff[1].starts_with("kernel"),
             "{diff:?}"
         );
+    }
+
+    #[test]
+    fn longest_mount_point_wins() {
+        let mountinfo = "\
+22 1 252:0 / / rw,relatime - ext4 /dev/vda rw
+30 22 0:25 / /tmp rw - tmpfs tmpfs rw
+31 22 0:26 / /mnt/my\\040disk rw - xfs /dev/sdb1 rw
+";
+        let find = |p: &str| mount_of(mountinfo, Path::new(p)).unwrap();
+        assert_eq!(find("/work/x"), ("ext4".into(), "/dev/vda".into()));
+        assert_eq!(find("/tmp/a"), ("tmpfs".into(), "tmpfs".into()));
+        assert_eq!(find("/mnt/my disk/f"), ("xfs".into(), "/dev/sdb1".into()));
+    }
+
+    #[test]
+    fn cpu_and_memory_fields() {
+        assert_eq!(
+            cpu_model("processor: 0\nmodel name\t: Foo CPU @ 2GHz\n"),
+            "Foo CPU @ 2GHz"
+        );
+        assert_eq!(memory_bytes("MemTotal:       25165824 kB\n"), 24 << 30);
+        assert_eq!(memory_bytes(""), 0);
     }
 }
