@@ -14,6 +14,7 @@ use crate::mechanism::{
 };
 use crate::report::{Fallback, Report};
 use crate::verify;
+use crate::writeback::{slices, Writeback};
 
 /// Runs one opened flow.
 pub(crate) struct Engine<'a> {
@@ -57,79 +58,98 @@ impl<'a> Engine<'a> {
         let mut scratch = Scratch::default();
         let mut fallbacks = Vec::new();
         let mut current = self.mechanism;
+        let mut writeback = self.writeback();
         let mut moved = 0u64;
         let mut holes = 0u64;
         let mut cursor = source_start;
-        for (start, length) in &segments {
+        for (start, length) in segments {
             holes += start - cursor;
             cursor = start + length.unwrap_or(0);
-            let (source_fd, source_memory) = match &self.source.io {
-                SourceIo::Fd(fd) => (Some(fd.as_fd()), None),
-                SourceIo::Memory(bytes) => (None, Some(*bytes)),
-            };
-            let (sink_fd, sink_memory) = match &mut self.sink.io {
-                SinkIo::Fd(fd) => {
-                    let fd: &std::os::fd::OwnedFd = fd;
-                    (Some(fd.as_fd()), None)
-                }
-                SinkIo::Fresh(file) => {
-                    let file: &crate::endpoint::FileSink = file;
-                    (Some(file.fd()), None)
-                }
-                SinkIo::Memory(bytes) => (None, Some(&mut **bytes)),
-                SinkIo::Closed => unreachable!("the sink is closed only after the last segment"),
-            };
-            let mut transfer = Transfer {
-                source_fd,
-                source_memory,
-                sink_fd,
-                sink_memory,
-                source_kind: self.source.kind,
-                sink_kind: self.sink.kind,
-                source_label: &self.source.label,
-                sink_label: &self.sink.label,
-                source_pos: *start,
-                sink_pos: sink_start + (start - source_start),
-                remaining: *length,
-                expected: self.total,
-                params: &self.flow.params,
-                counters: &mut counters,
-                scratch: &mut scratch,
-                progress: &self.flow.progress.done,
-            };
-            loop {
-                match implementation(current).run(&mut transfer) {
-                    Ok(()) => break,
-                    Err(Stop::Failed(error)) => return Err(error),
-                    Err(Stop::Refused { op, errno }) => {
-                        if self.flow.strict {
-                            return Err(Error::StrictRefusal {
-                                mechanism: current,
-                                op,
+            for (piece_start, piece_length) in
+                slices(start, length, writeback.as_ref().map(|w| w.slice))
+            {
+                let sink_pos = sink_start + (piece_start - source_start);
+                let (source_fd, source_memory) = match &self.source.io {
+                    SourceIo::Fd(fd) => (Some(fd.as_fd()), None),
+                    SourceIo::Memory(bytes) => (None, Some(*bytes)),
+                };
+                let (sink_fd, sink_memory) = match &mut self.sink.io {
+                    SinkIo::Fd(fd) => {
+                        let fd: &std::os::fd::OwnedFd = fd;
+                        (Some(fd.as_fd()), None)
+                    }
+                    SinkIo::Fresh(file) => {
+                        let file: &crate::endpoint::FileSink = file;
+                        (Some(file.fd()), None)
+                    }
+                    SinkIo::Memory(bytes) => (None, Some(&mut **bytes)),
+                    SinkIo::Closed => {
+                        unreachable!("the sink is closed only after the last segment")
+                    }
+                };
+                let mut transfer = Transfer {
+                    source_fd,
+                    source_memory,
+                    sink_fd,
+                    sink_memory,
+                    source_kind: self.source.kind,
+                    sink_kind: self.sink.kind,
+                    source_label: &self.source.label,
+                    sink_label: &self.sink.label,
+                    source_pos: piece_start,
+                    sink_pos,
+                    remaining: piece_length,
+                    expected: self.total,
+                    params: &self.flow.params,
+                    counters: &mut counters,
+                    scratch: &mut scratch,
+                    progress: &self.flow.progress.done,
+                };
+                loop {
+                    match implementation(current).run(&mut transfer) {
+                        Ok(()) => break,
+                        Err(Stop::Failed(error)) => return Err(error),
+                        Err(Stop::Refused { op, errno }) => {
+                            if self.flow.strict {
+                                return Err(Error::StrictRefusal {
+                                    mechanism: current,
+                                    op,
+                                    reason: std::io::Error::from(errno).to_string(),
+                                });
+                            }
+                            let Some(next) =
+                                fallback_for(current, self.source.kind, self.sink.kind)
+                            else {
+                                return Err(Error::io(
+                                    op,
+                                    transfer.sink_label,
+                                    Some(transfer.sink_pos),
+                                    std::io::Error::from(errno),
+                                ));
+                            };
+                            fallbacks.push(Fallback {
+                                from: current,
+                                to: next,
+                                operation: op.to_string(),
                                 reason: std::io::Error::from(errno).to_string(),
+                                at_byte: transfer.source_pos - source_start,
                             });
+                            current = next;
                         }
-                        let Some(next) = fallback_for(current, self.source.kind, self.sink.kind)
-                        else {
-                            return Err(Error::io(
-                                op,
-                                transfer.sink_label,
-                                Some(transfer.sink_pos),
-                                std::io::Error::from(errno),
-                            ));
-                        };
-                        fallbacks.push(Fallback {
-                            from: current,
-                            to: next,
-                            operation: op.to_string(),
-                            reason: std::io::Error::from(errno).to_string(),
-                            at_byte: transfer.source_pos - source_start,
-                        });
-                        current = next;
                     }
                 }
+                let piece_moved = transfer.source_pos - piece_start;
+                moved += piece_moved;
+                if let (Some(writeback), Some(fd)) = (writeback.as_mut(), sink_fd) {
+                    writeback.written(
+                        fd,
+                        sink_pos,
+                        piece_moved,
+                        &mut counters,
+                        &self.sink.label,
+                    )?;
+                }
             }
-            moved += transfer.source_pos - start;
         }
         if let Some(total) = self.total {
             holes += (source_start + total).saturating_sub(cursor);
@@ -166,6 +186,16 @@ impl<'a> Engine<'a> {
             )?);
         }
         Ok(report)
+    }
+
+    /// Early writeback for a durable flow into a seekable file or device:
+    /// the fsync at the end then finds the data already on its way.
+    fn writeback(&self) -> Option<Writeback> {
+        let fits = self.flow.fsync
+            && self.sink.kind.is_seekable()
+            && self.sink.kind != EndpointKind::Memory
+            && self.total.is_some();
+        fits.then(Writeback::new)
     }
 
     /// The pieces of the source to move: only the data segments of a file

@@ -51,6 +51,7 @@ mod size;
 mod sys;
 pub mod tune;
 mod verify;
+mod writeback;
 
 pub use endpoint::{Address, EndpointKind, Sink, Source};
 pub use error::{Error, Result};

@@ -10,3 +10,4 @@ pub(crate) mod mapping;
 pub(crate) mod rusage;
 pub(crate) mod sigbus;
 pub(crate) mod uring;
+pub(crate) mod writeback;
