@@ -32,6 +32,18 @@ pub enum Contender {
         chunk: u64,
         /// O_DIRECT on the file side(s).
         direct: bool,
+        /// `--queue-depth` (io_uring requests in flight); results written
+        /// before it was recorded read as the default.
+        #[serde(default = "default_queue_depth")]
+        queue_depth: u32,
+        /// `--pipe-size` in bytes (splice); absent in older results, read as
+        /// the default.
+        #[serde(default = "default_pipe_size")]
+        pipe_size: u64,
+        /// For `auto`: it ran without the tuned profile, so the built-in
+        /// table decided (only set beside an `auto` that had a profile).
+        #[serde(default)]
+        builtin_table: bool,
     },
     /// A standard tool, e.g. `cp`, `dd bs=1M`, `socat`, `iperf3 -Z`.
     Peer {
@@ -45,16 +57,54 @@ pub enum Contender {
     },
 }
 
+fn default_queue_depth() -> u32 {
+    flexio::Params::default().queue_depth
+}
+
+fn default_pipe_size() -> u64 {
+    flexio::Params::default().pipe_size as u64
+}
+
 impl Contender {
-    /// The label in tables and charts.
+    /// The label in tables and charts; parameters appear only where they
+    /// differ from the defaults (the chunk is added by the tables when two
+    /// contenders differ only in it).
+    ///
+    /// # Examples
+    /// ```
+    /// use flexio_bench::model::Contender;
+    /// let uring = Contender::Flexio {
+    ///     mechanism: "io-uring".into(),
+    ///     chunk: 1 << 20,
+    ///     direct: true,
+    ///     queue_depth: 8,
+    ///     pipe_size: 1 << 20,
+    ///     builtin_table: false,
+    /// };
+    /// assert_eq!(uring.label(), "flexio io-uring --direct --queue-depth 8");
+    /// ```
     pub fn label(&self) -> String {
         match self {
             Contender::Flexio {
-                mechanism, direct, ..
+                mechanism,
+                direct,
+                queue_depth,
+                pipe_size,
+                builtin_table,
+                ..
             } => {
                 let mut label = format!("flexio {mechanism}");
+                if *builtin_table {
+                    label += " (built-in)";
+                }
                 if *direct && mechanism != "direct" {
                     label += " --direct";
+                }
+                if *queue_depth != default_queue_depth() {
+                    label += &format!(" --queue-depth {queue_depth}");
+                }
+                if *pipe_size != default_pipe_size() {
+                    label += &format!(" --pipe-size {}", flexio::format_bytes(*pipe_size));
                 }
                 label
             }
@@ -66,6 +116,22 @@ impl Contender {
     /// Whether this is a flexio mechanism.
     pub fn is_flexio(&self) -> bool {
         matches!(self, Contender::Flexio { .. })
+    }
+
+    /// Whether this is flexio's `auto` (with the profile or without).
+    pub fn is_auto(&self) -> bool {
+        matches!(self, Contender::Flexio { mechanism, .. } if mechanism == "auto")
+    }
+
+    /// Whether this is `auto` that consulted the tuned profile (or the only
+    /// `auto` of a run without one).
+    pub fn is_profile_auto(&self) -> bool {
+        matches!(self, Contender::Flexio { mechanism, builtin_table: false, .. } if mechanism == "auto")
+    }
+
+    /// Whether this is a fixed flexio mechanism (not `auto`).
+    pub fn is_fixed_flexio(&self) -> bool {
+        self.is_flexio() && !self.is_auto()
     }
 
     /// Whether this is a standard tool.
@@ -120,6 +186,10 @@ pub struct RunRecord {
     pub source_resident_percent: Option<f64>,
     /// The mechanism that really ran (after fallbacks), for flexio.
     pub mechanism_used: Option<String>,
+    /// What decided the mechanism, for flexio: `requested`, `built-in
+    /// table` or the profile range (absent in older results).
+    #[serde(default)]
+    pub decided_by: Option<String>,
     /// For the meter scenario: share of the co-process's solo rate it kept
     /// during this run (0..1).
     pub meter_kept: Option<f64>,

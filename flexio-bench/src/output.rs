@@ -127,9 +127,16 @@ fn csv_fields(run: &RunRecord) -> Vec<String> {
             mechanism,
             chunk,
             direct,
+            builtin_table,
+            ..
         } => (
             "flexio",
-            mechanism.clone(),
+            // The two autos of a run with a profile must not read alike.
+            if *builtin_table {
+                format!("{mechanism} (built-in)")
+            } else {
+                mechanism.clone()
+            },
             chunk.to_string(),
             direct.to_string(),
         ),

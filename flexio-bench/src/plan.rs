@@ -95,6 +95,9 @@ pub enum Entrant {
         mechanism: MechanismName,
         /// Its parameters.
         params: Params,
+        /// For `auto`: run without the tuned profile (the built-in table
+        /// decides), beside an `auto` that consults it.
+        builtin_table: bool,
     },
     /// A standard tool.
     Peer(PeerSpec),
@@ -112,6 +115,25 @@ impl Entrant {
                 direct: mechanism == MechanismName::Direct,
                 ..Params::default()
             },
+            builtin_table: false,
+        }
+    }
+
+    /// A flexio mechanism with exactly these parameters.
+    pub fn with_params(mechanism: MechanismName, params: Params) -> Self {
+        Entrant::Flexio {
+            mechanism,
+            params,
+            builtin_table: false,
+        }
+    }
+
+    /// `auto` without the tuned profile: what the built-in table chooses.
+    pub fn auto_builtin() -> Self {
+        Entrant::Flexio {
+            mechanism: MechanismName::Auto,
+            params: Params::default(),
+            builtin_table: true,
         }
     }
 
@@ -124,16 +146,24 @@ impl Entrant {
                 direct: true,
                 ..Params::default()
             },
+            builtin_table: false,
         }
     }
 
     /// How results name it.
     pub fn contender(&self) -> Contender {
         match self {
-            Entrant::Flexio { mechanism, params } => Contender::Flexio {
+            Entrant::Flexio {
+                mechanism,
+                params,
+                builtin_table,
+            } => Contender::Flexio {
                 mechanism: mechanism.as_str().to_string(),
                 chunk: params.chunk as u64,
                 direct: params.direct,
+                queue_depth: params.queue_depth,
+                pipe_size: params.pipe_size as u64,
+                builtin_table: *builtin_table,
             },
             Entrant::Peer(peer) => Contender::Peer {
                 name: peer.name.clone(),
@@ -222,6 +252,9 @@ pub struct PlanOptions {
     pub sizes: Option<Vec<u64>>,
     /// Add the veth cells (root, and `--full` or `--scenario`).
     pub veth: bool,
+    /// A tuned profile is in force: beside every `auto` (which consults
+    /// it) run `auto` without it, so that the two can be compared.
+    pub auto_builtin: bool,
 }
 
 /// The cells of a run.
@@ -406,6 +439,7 @@ impl Plan {
             for size in sizes(&quick, &whole) {
                 let entrants = vec![
                     Entrant::flexio(ReadWrite, DEFAULT_CHUNK),
+                    Entrant::flexio(Auto, DEFAULT_CHUNK),
                     Entrant::Limit(Probe::Memcpy),
                 ];
                 cells.push(Cell::new(Scenario::Memory, size, NotApplicable, entrants));
@@ -423,6 +457,24 @@ impl Plan {
             for size in sizes(&[256 * MIB], &[256 * MIB]) {
                 let entrants = flexio_entrants(&[Sendfile, ReadWrite, Splice, Mmap]);
                 cells.push(Cell::new(Scenario::Meter, size, Warm, entrants).path("loopback"));
+            }
+        }
+
+        if options.auto_builtin {
+            for cell in &mut cells {
+                let auto = cell.entrants.iter().position(|e| {
+                    matches!(
+                        e,
+                        Entrant::Flexio {
+                            mechanism: Auto,
+                            builtin_table: false,
+                            ..
+                        }
+                    )
+                });
+                if let Some(at) = auto {
+                    cell.entrants.insert(at + 1, Entrant::auto_builtin());
+                }
             }
         }
 

@@ -37,6 +37,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use flexio::measure::{self, Rusage, Sample};
+use flexio::tune::Profile;
 use flexio::{builtin_choice, EndpointKind};
 
 use crate::model::{CacheState, Contender, Results, RunRecord, SCHEMA_VERSION};
@@ -68,6 +69,10 @@ pub struct RunOptions {
     pub drop_caches: bool,
     /// The command line, for the results.
     pub command_line: String,
+    /// The tuned profile `auto` consults (`None`: the built-in table). A
+    /// plan built with `PlanOptions::auto_builtin` also runs `auto`
+    /// without it.
+    pub profile: Option<Profile>,
 }
 
 impl RunOptions {
@@ -81,6 +86,7 @@ impl RunOptions {
             meter_command: None,
             drop_caches: is_root(),
             command_line: String::new(),
+            profile: None,
         }
     }
 }
@@ -155,6 +161,7 @@ pub(crate) struct Measured {
     pub cpu: Rusage,
     pub host_busy_ns: u64,
     pub mechanism_used: Option<String>,
+    pub decided_by: Option<String>,
 }
 
 /// A timed window: clocks and CPU counters at its start.
@@ -195,6 +202,7 @@ impl Window {
             cpu,
             host_busy_ns: delta.host_busy_ns,
             mechanism_used: mechanism_used.map(str::to_string),
+            decided_by: None,
         }
     }
 }
@@ -418,6 +426,7 @@ fn record(
         context_switches: measured.cpu.voluntary_switches + measured.cpu.involuntary_switches,
         source_resident_percent: resident,
         mechanism_used: measured.mechanism_used,
+        decided_by: measured.decided_by,
         meter_kept,
     }
 }
@@ -533,7 +542,9 @@ fn kinds(scenario: &str) -> Option<(EndpointKind, EndpointKind)> {
     }
 }
 
-/// One line per scenario with an `auto` row: what flexio chose and why.
+/// One line per cell and `auto` contender: what flexio chose and what
+/// decided it (the profile range, or the built-in table). Results written
+/// before the decision was recorded explain the built-in table's pick.
 ///
 /// # Examples
 /// ```
@@ -544,10 +555,7 @@ pub fn auto_choices(results: &Results) -> Vec<String> {
     let mut lines = Vec::new();
     let mut seen = BTreeSet::new();
     for run in &results.runs {
-        let Contender::Flexio { mechanism, .. } = &run.contender else {
-            continue;
-        };
-        if mechanism != "auto" || !seen.insert(run.cell.scenario.clone()) {
+        if !run.contender.is_auto() || !seen.insert((&run.cell, run.contender.label())) {
             continue;
         }
         let Some((source, sink)) = kinds(&run.cell.scenario) else {
@@ -558,13 +566,28 @@ pub fn auto_choices(results: &Results) -> Vec<String> {
             .mechanism_used
             .clone()
             .unwrap_or_else(|| table.to_string());
-        let mut line = format!(
-            "flexio chose {used} for {} ({source} -> {sink}) because the built-in table picks {table} for that pair (the bench runs auto without a tuned profile, so that runs compare across machines)",
-            run.cell.scenario
-        );
-        if used != table.as_str() {
-            line += &format!("; the kernel refused {table}, so it fell back to {used}");
-        }
+        let who = match &run.contender {
+            Contender::Flexio {
+                builtin_table: true,
+                ..
+            } => "flexio auto (built-in)",
+            _ => "flexio",
+        };
+        let flow = crate::plan::label(&run.cell);
+        let line = match &run.decided_by {
+            Some(decided_by) => {
+                format!("{who} chose {used} for {flow} ({source} -> {sink}) because {decided_by}")
+            }
+            None => {
+                let mut line = format!(
+                    "{who} chose {used} for {flow} ({source} -> {sink}) because the built-in table picks {table} for that pair"
+                );
+                if used != table.as_str() {
+                    line += &format!("; the kernel refused {table}, so it fell back to {used}");
+                }
+                line
+            }
+        };
         lines.push(line);
     }
     lines

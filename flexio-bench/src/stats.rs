@@ -61,6 +61,14 @@ pub struct Summary {
     /// best peer's throughput in the same round; `None` where the cell has
     /// no peer (or they share no round).
     pub ratio_to_best_peer: Option<f64>,
+    /// For `auto`: the median over rounds of its throughput divided by the
+    /// fastest fixed flexio mechanism's (by median) in the same round.
+    #[serde(default)]
+    pub ratio_to_best_fixed: Option<f64>,
+    /// For `auto` with the profile: the median over rounds of its
+    /// throughput divided by that of `auto` without it (the built-in table).
+    #[serde(default)]
+    pub ratio_to_builtin: Option<f64>,
     /// Median throughput divided by the median of the cell's physical limit
     /// (see the module documentation); `None` when it was not measured.
     pub ratio_to_limit: Option<f64>,
@@ -148,18 +156,42 @@ pub fn summarize(results: &Results) -> Vec<Summary> {
             *best = (&summary.contender, summary.median_bps);
         }
     }
+    // The median of per-round ratios of a summary to another contender of
+    // its cell: both sides of each ratio saw the same moment.
+    let round_ratio = |summary: &Summary, other: &Contender| {
+        let own = per_round(&groups[&(&summary.cell, &summary.contender)]);
+        let theirs = per_round(groups.get(&(&summary.cell, other))?);
+        let mut ratios: Vec<f64> = own
+            .iter()
+            .filter_map(|(round, bps)| Some(bps / theirs.get(round)?))
+            .filter(|ratio| ratio.is_finite())
+            .collect();
+        (!ratios.is_empty()).then(|| median(&mut ratios))
+    };
     let peer_ratios: Vec<Option<f64>> = summaries
         .iter()
+        .map(|summary| round_ratio(summary, best_peer.get(&summary.cell)?.0))
+        .collect();
+    let fixed_ratios: Vec<Option<f64>> = summaries
+        .iter()
         .map(|summary| {
-            let (peer, _) = best_peer.get(&summary.cell)?;
-            let own = per_round(&groups[&(&summary.cell, &summary.contender)]);
-            let theirs = per_round(groups.get(&(&summary.cell, *peer))?);
-            let mut ratios: Vec<f64> = own
-                .iter()
-                .filter_map(|(round, bps)| Some(bps / theirs.get(round)?))
-                .filter(|ratio| ratio.is_finite())
-                .collect();
-            (!ratios.is_empty()).then(|| median(&mut ratios))
+            if !summary.contender.is_auto() {
+                return None;
+            }
+            let fixed = best_fixed_flexio(&summaries, &summary.cell)?;
+            round_ratio(summary, &fixed.contender)
+        })
+        .collect();
+    let builtin_ratios: Vec<Option<f64>> = summaries
+        .iter()
+        .map(|summary| {
+            if !summary.contender.is_profile_auto() {
+                return None;
+            }
+            let twin = summaries.iter().find(|s| {
+                s.cell == summary.cell && s.contender.is_auto() && !s.contender.is_profile_auto()
+            })?;
+            round_ratio(summary, &twin.contender)
         })
         .collect();
 
@@ -172,11 +204,101 @@ pub fn summarize(results: &Results) -> Vec<Summary> {
         })
         .collect();
 
-    for ((summary, peer), limit) in summaries.iter_mut().zip(peer_ratios).zip(limit_ratios) {
-        summary.ratio_to_best_peer = peer;
-        summary.ratio_to_limit = limit;
+    for (i, summary) in summaries.iter_mut().enumerate() {
+        summary.ratio_to_best_peer = peer_ratios[i];
+        summary.ratio_to_best_fixed = fixed_ratios[i];
+        summary.ratio_to_builtin = builtin_ratios[i];
+        summary.ratio_to_limit = limit_ratios[i];
     }
     summaries
+}
+
+/// The fixed flexio mechanism (not `auto`) with the highest median
+/// throughput in `cell`: the one `auto` is held against.
+pub fn best_fixed_flexio<'a>(summaries: &'a [Summary], cell: &CellKey) -> Option<&'a Summary> {
+    summaries
+        .iter()
+        .filter(|s| s.contender.is_fixed_flexio() && &s.cell == cell)
+        .max_by(|a, b| a.median_bps.total_cmp(&b.median_bps))
+}
+
+/// How `auto` fared in a set of cells (a scenario, or the whole run).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct AutoVerdict {
+    /// The scenario, or `overall`.
+    pub scope: String,
+    /// Cells where `auto` ran beside fixed mechanisms.
+    pub cells: usize,
+    /// Median over those cells of `auto`'s ratio to the best fixed
+    /// mechanism.
+    pub median_to_best_fixed: f64,
+    /// The cell where that ratio is lowest, and the ratio.
+    pub worst: (CellKey, f64),
+    /// The same median for `auto` without the profile (when it ran).
+    pub builtin_median_to_best_fixed: Option<f64>,
+    /// Median over cells of `auto`'s ratio to `auto` without the profile
+    /// (when both ran).
+    pub median_to_builtin: Option<f64>,
+}
+
+/// Per scenario (in order), then `overall`: how the profile's `auto`
+/// compares with the best fixed mechanism and with the built-in table.
+/// Empty when no `auto` ran beside fixed mechanisms.
+pub fn auto_verdicts(summaries: &[Summary]) -> Vec<AutoVerdict> {
+    let verdict = |scope: &str, rows: Vec<&Summary>| {
+        let autos: Vec<&Summary> = rows
+            .iter()
+            .copied()
+            .filter(|s| s.contender.is_profile_auto() && s.ratio_to_best_fixed.is_some())
+            .collect();
+        let worst = autos
+            .iter()
+            .map(|s| (s.cell.clone(), s.ratio_to_best_fixed.unwrap_or(f64::NAN)))
+            .min_by(|a, b| a.1.total_cmp(&b.1))?;
+        let collect_median = |values: Vec<f64>| {
+            let mut values = values;
+            (!values.is_empty()).then(|| median(&mut values))
+        };
+        Some(AutoVerdict {
+            scope: scope.to_string(),
+            cells: autos.len(),
+            median_to_best_fixed: collect_median(
+                autos.iter().filter_map(|s| s.ratio_to_best_fixed).collect(),
+            )?,
+            worst,
+            builtin_median_to_best_fixed: collect_median(
+                rows.iter()
+                    .filter(|s| s.contender.is_auto() && !s.contender.is_profile_auto())
+                    .filter_map(|s| s.ratio_to_best_fixed)
+                    .collect(),
+            ),
+            median_to_builtin: collect_median(
+                autos.iter().filter_map(|s| s.ratio_to_builtin).collect(),
+            ),
+        })
+    };
+    let mut scenarios: Vec<&str> = Vec::new();
+    for summary in summaries {
+        if !scenarios.contains(&summary.cell.scenario.as_str()) {
+            scenarios.push(&summary.cell.scenario);
+        }
+    }
+    let mut verdicts: Vec<AutoVerdict> = scenarios
+        .iter()
+        .filter_map(|scenario| {
+            verdict(
+                scenario,
+                summaries
+                    .iter()
+                    .filter(|s| s.cell.scenario == *scenario)
+                    .collect(),
+            )
+        })
+        .collect();
+    if let Some(overall) = verdict("overall", summaries.iter().collect()) {
+        verdicts.push(overall);
+    }
+    verdicts
 }
 
 /// The flexio contender with the highest median throughput in `cell`.
@@ -335,6 +457,8 @@ fn summarize_group(cell: &CellKey, contender: &Contender, runs: &[&RunRecord]) -
         host_cpu_s_per_gib: per_gib(|run| run.host_cpu_busy_ns as f64 / 1e9),
         switches_per_gib: per_gib(|run| run.context_switches as f64),
         ratio_to_best_peer: None,
+        ratio_to_best_fixed: None,
+        ratio_to_builtin: None,
         ratio_to_limit: None,
         mechanism_used: mechanisms_used(runs),
         resident_percent: optional(|run| run.source_resident_percent),
@@ -420,6 +544,9 @@ mod tests {
                 mechanism: "auto".into(),
                 chunk: 0,
                 direct: false,
+                queue_depth: 32,
+                pipe_size: 1 << 20,
+                builtin_table: false,
             },
             round: 1,
             bytes: 1,
@@ -430,6 +557,7 @@ mod tests {
             context_switches: 0,
             source_resident_percent: None,
             mechanism_used: Some(mechanism.into()),
+            decided_by: None,
             meter_kept: None,
         };
         let runs = [run("splice"), run("sendfile"), run("sendfile")];

@@ -141,10 +141,92 @@ pub fn tables(summaries: &[Summary]) -> Vec<Table> {
         .filter(|scenario| scenario != LIMITS_SCENARIO)
         .map(|scenario| scenario_table(summaries, &scenario))
         .collect();
+    if let Some(auto) = auto_table(summaries) {
+        tables.push(auto);
+    }
     if summaries.iter().any(|s| s.cell.scenario == LIMITS_SCENARIO) {
         tables.push(limits_table(summaries));
     }
     tables
+}
+
+/// `auto` against the fastest fixed flexio mechanism of each cell (and,
+/// with a profile, against `auto` without it), with a verdict per scenario
+/// and overall in the caption. `None` when no `auto` ran beside fixed
+/// mechanisms.
+pub fn auto_table(summaries: &[Summary]) -> Option<Table> {
+    let verdicts = stats::auto_verdicts(summaries);
+    if verdicts.is_empty() {
+        return None;
+    }
+    let twin_ran = summaries
+        .iter()
+        .any(|s| s.contender.is_auto() && !s.contender.is_profile_auto());
+    let mut headers = vec!["cell", "auto ran", "best fixed", "× best fixed"];
+    if twin_ran {
+        headers.extend(["built-in ran", "built-in × best fixed", "× built-in"]);
+    }
+    let ran = |s: &Summary| s.mechanism_used.clone().unwrap_or_else(|| "-".into());
+    let rows = summaries
+        .iter()
+        .filter(|s| s.contender.is_profile_auto() && s.ratio_to_best_fixed.is_some())
+        .map(|auto| {
+            let best = stats::best_fixed_flexio(summaries, &auto.cell);
+            let contenders: Vec<&Contender> = summaries
+                .iter()
+                .filter(|s| s.cell == auto.cell)
+                .map(|s| &s.contender)
+                .collect();
+            let mut row = vec![
+                crate::plan::label(&auto.cell),
+                ran(auto),
+                best.map_or_else(
+                    || "-".into(),
+                    |b| label_among(&b.contender, &contenders).replacen("flexio ", "", 1),
+                ),
+                ratio(auto.ratio_to_best_fixed),
+            ];
+            if twin_ran {
+                let twin = summaries.iter().find(|s| {
+                    s.cell == auto.cell && s.contender.is_auto() && !s.contender.is_profile_auto()
+                });
+                row.push(twin.map_or_else(|| "-".into(), ran));
+                row.push(ratio(twin.and_then(|t| t.ratio_to_best_fixed)));
+                row.push(ratio(auto.ratio_to_builtin));
+            }
+            row
+        })
+        .collect();
+    let caption = verdicts
+        .iter()
+        .map(|v| {
+            let mut line = format!(
+                "{}: auto × best fixed median {:.2}× over {} cells, lowest {:.2}× ({})",
+                v.scope,
+                v.median_to_best_fixed,
+                v.cells,
+                v.worst.1,
+                crate::plan::label(&v.worst.0)
+            );
+            if let Some(builtin) = v.builtin_median_to_best_fixed {
+                line += &format!("; built-in × best fixed median {builtin:.2}×");
+            }
+            if let Some(to_builtin) = v.median_to_builtin {
+                line += &format!("; auto × built-in median {to_builtin:.2}×");
+            }
+            line
+        })
+        .collect();
+    Some(Table {
+        title: "auto".to_string(),
+        caption,
+        right_aligned: headers
+            .iter()
+            .map(|h| h.starts_with('×') || h.contains(" × "))
+            .collect(),
+        headers: headers.iter().map(|h| h.to_string()).collect(),
+        rows,
+    })
 }
 
 /// The scenarios of `summaries` in their order, each once.

@@ -37,6 +37,9 @@ fn flexio(mechanism: &str) -> Contender {
         mechanism: mechanism.into(),
         chunk: 1 << 20,
         direct: false,
+        queue_depth: 32,
+        pipe_size: 1 << 20,
+        builtin_table: false,
     }
 }
 
@@ -71,6 +74,7 @@ fn run(cell: &CellKey, contender: &Contender, round: u32, mb_per_s: u64) -> RunR
             Contender::Flexio { mechanism, .. } => Some(mechanism.clone()),
             _ => None,
         },
+        decided_by: None,
         meter_kept: None,
     }
 }
@@ -423,6 +427,9 @@ fn chunk_sweeps_get_their_own_chart() {
             mechanism: "read-write".into(),
             chunk,
             direct: false,
+            queue_depth: 32,
+            pipe_size: 1 << 20,
+            builtin_table: false,
         };
         interleave(&mut sweep, &swept, &[(contender, [(chunk / 4096) * 10; 6])]);
     }

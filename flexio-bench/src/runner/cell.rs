@@ -8,7 +8,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use flexio::{Flow, MechanismName, Params, Sink, Source};
+use flexio::tune::Profile;
+use flexio::{Flow, MechanismName, Report, Sink, Source};
 
 use super::streams::{accept_within, drain, spawn_receiver, spawn_sender, Net};
 use super::{fill, joined, other, Bench, CpuScope, Measured, Window, Workspace};
@@ -25,6 +26,35 @@ pub(super) struct CellContext {
     reps: Vec<u64>,
     pub meter: Option<Meter>,
     pattern: Arc<Vec<u8>>,
+    /// The profile `auto` consults (not its built-in twin).
+    profile: Option<Profile>,
+}
+
+/// `flow` set up for a flexio entrant: a fixed mechanism with its
+/// parameters; `auto` with the profile (unless it is the built-in twin)
+/// and without parameters, so that the profile's range or the defaults
+/// apply as they would for `flexio copy`.
+fn flexio_flow<'f>(flow: Flow<'f>, entrant: &Entrant, profile: Option<&'f Profile>) -> Flow<'f> {
+    match entrant {
+        Entrant::Flexio {
+            mechanism: MechanismName::Auto,
+            builtin_table,
+            ..
+        } => flow
+            .via(MechanismName::Auto)
+            .profile(profile.filter(|_| !builtin_table)),
+        Entrant::Flexio {
+            mechanism, params, ..
+        } => flow.via(*mechanism).params(params.clone()),
+        _ => flow,
+    }
+}
+
+/// The window's measurement with what ran and what decided it.
+fn closed(window: Window, report: &Report) -> Measured {
+    let mut measured = window.close(report.bytes, Some(report.mechanism_used.as_str()));
+    measured.decided_by = Some(report.decided_by.clone());
+    measured
 }
 
 impl CellContext {
@@ -76,6 +106,7 @@ impl CellContext {
             reps: vec![1; cell.entrants.len()],
             meter,
             pattern: Arc::clone(&bench.workspace.pattern),
+            profile: bench.options.profile.clone(),
         })
     }
 
@@ -161,15 +192,14 @@ impl CellContext {
     fn file_to_file(&self, entrant: &Entrant, sink: &Path, durable: bool) -> io::Result<Measured> {
         let source = self.source()?;
         match entrant {
-            Entrant::Flexio { mechanism, params } => {
+            Entrant::Flexio { .. } => {
                 let window = Window::open(CpuScope::Thread);
-                let report = Flow::new(Source::path(source), Sink::path(sink))
-                    .via(*mechanism)
-                    .params(params.clone())
+                let flow = Flow::new(Source::path(source), Sink::path(sink));
+                let report = flexio_flow(flow, entrant, self.profile.as_ref())
                     .fsync(durable)
                     .run()
                     .map_err(other)?;
-                Ok(window.close(report.bytes, Some(report.mechanism_used.as_str())))
+                Ok(closed(window, &report))
             }
             Entrant::Peer(spec) => {
                 let vars = PeerVars {
@@ -213,17 +243,16 @@ impl CellContext {
             _ => CpuScope::Children,
         };
         let window = Window::open(scope);
-        let sent: io::Result<Option<MechanismName>> = match entrant {
-            Entrant::Flexio { mechanism, params } => net.connect(address).and_then(|stream| {
-                let report = Flow::new(
+        let sent: io::Result<Option<Report>> = match entrant {
+            Entrant::Flexio { .. } => net.connect(address).and_then(|stream| {
+                let flow = Flow::new(
                     Source::path(source),
                     Sink::Fd(stream.into(), format!("tcp://{address}")),
-                )
-                .via(*mechanism)
-                .params(params.clone())
-                .run()
-                .map_err(other)?;
-                Ok(Some(report.mechanism_used))
+                );
+                let report = flexio_flow(flow, entrant, self.profile.as_ref())
+                    .run()
+                    .map_err(other)?;
+                Ok(Some(report))
             }),
             Entrant::Peer(spec) => {
                 let vars = PeerVars {
@@ -248,10 +277,7 @@ impl CellContext {
             let _ = net.connect(address);
         }
         let received = joined(receiver, "receiver");
-        let measured = window.close(
-            *received.as_ref().unwrap_or(&0),
-            sent.as_ref().ok().and_then(|m| *m).map(|m| m.as_str()),
-        );
+        let measured = stream_measured(window, &received, &sent);
         sent?;
         received?;
         Ok(measured)
@@ -265,25 +291,24 @@ impl CellContext {
         net: &Net,
     ) -> io::Result<Measured> {
         match entrant {
-            Entrant::Flexio { mechanism, params } => {
+            Entrant::Flexio { .. } => {
                 let listener = net.listen()?;
                 let address = listener.local_addr()?;
                 let window = Window::open(CpuScope::Thread);
                 let sender = spawn_sender(net, address, Arc::clone(&self.pattern), size);
                 let received = accept_within(&listener).and_then(|stream| {
-                    Flow::new(
+                    let flow = Flow::new(
                         Source::Fd(stream.into(), format!("tcp://{address}")),
                         Sink::path(sink),
                     )
-                    .length(size)
-                    .via(*mechanism)
-                    .params(params.clone())
-                    .run()
-                    .map_err(other)
+                    .length(size);
+                    flexio_flow(flow, entrant, self.profile.as_ref())
+                        .run()
+                        .map_err(other)
                 });
                 drop(listener);
                 let measured = match &received {
-                    Ok(report) => window.close(report.bytes, Some(report.mechanism_used.as_str())),
+                    Ok(report) => closed(window, report),
                     Err(_) => window.close(0, None),
                 };
                 let sent = joined(sender, "sender");
@@ -347,13 +372,12 @@ impl CellContext {
         let window = Window::open(scope);
         // Every path drops `write_end` (the flow, or the spawned command),
         // so the reader always sees the end of the pipe.
-        let sent: io::Result<Option<MechanismName>> = match entrant {
-            Entrant::Flexio { mechanism, params } => {
-                Flow::new(Source::path(source), Sink::Fd(write_end, "pipe".into()))
-                    .via(*mechanism)
-                    .params(params.clone())
+        let sent: io::Result<Option<Report>> = match entrant {
+            Entrant::Flexio { .. } => {
+                let flow = Flow::new(Source::path(source), Sink::Fd(write_end, "pipe".into()));
+                flexio_flow(flow, entrant, self.profile.as_ref())
                     .run()
-                    .map(|report| Some(report.mechanism_used))
+                    .map(Some)
                     .map_err(other)
             }
             Entrant::Peer(spec) => {
@@ -375,10 +399,7 @@ impl CellContext {
             }
         };
         let received = joined(reader, "reader");
-        let measured = window.close(
-            *received.as_ref().unwrap_or(&0),
-            sent.as_ref().ok().and_then(|m| *m).map(|m| m.as_str()),
-        );
+        let measured = stream_measured(window, &received, &sent);
         sent?;
         received?;
         Ok(measured)
@@ -390,18 +411,21 @@ impl CellContext {
             .as_mut()
             .ok_or_else(|| io::Error::other("this cell has no memory buffers"))?;
         match entrant {
-            Entrant::Flexio { mechanism, params } => {
+            Entrant::Flexio { .. } => {
+                let profile = self.profile.as_ref();
                 let window = Window::open(CpuScope::Thread);
-                let mut used = None;
+                let mut last = None;
                 for _ in 0..reps {
-                    let report = Flow::new(Source::Memory(from), Sink::Memory(to))
-                        .via(*mechanism)
-                        .params(params.clone())
-                        .run()
-                        .map_err(other)?;
-                    used = Some(report.mechanism_used);
+                    let flow = Flow::new(Source::Memory(from), Sink::Memory(to));
+                    let report = flexio_flow(flow, entrant, profile).run().map_err(other)?;
+                    last = Some(report);
                 }
-                Ok(window.close(from.len() as u64 * reps, used.map(|m| m.as_str())))
+                let mut measured = window.close(
+                    from.len() as u64 * reps,
+                    last.as_ref().map(|r| r.mechanism_used.as_str()),
+                );
+                measured.decided_by = last.map(|r| r.decided_by);
+                Ok(measured)
             }
             Entrant::Limit(Probe::Memcpy) => Ok(limits::memcpy(from, to, reps)),
             other_entrant => Err(other(format!(
@@ -418,9 +442,10 @@ impl CellContext {
         flows: u32,
     ) -> io::Result<Measured> {
         let source = self.source()?;
-        let Entrant::Flexio { mechanism, params } = entrant else {
+        if !matches!(entrant, Entrant::Flexio { .. }) {
             return Err(other("the parallel scenario runs flexio mechanisms only"));
-        };
+        }
+        let profile = self.profile.as_ref();
         let sinks: Vec<PathBuf> = (0..flows)
             .map(|i| workspace.path(&format!("sink-{i}")))
             .collect();
@@ -429,12 +454,9 @@ impl CellContext {
             let handles: Vec<_> = sinks
                 .iter()
                 .map(|sink| {
-                    let params: Params = params.clone();
                     scope.spawn(move || {
-                        Flow::new(Source::path(source), Sink::path(sink))
-                            .via(*mechanism)
-                            .params(params)
-                            .run()
+                        let flow = Flow::new(Source::path(source), Sink::path(sink));
+                        flexio_flow(flow, entrant, profile).run()
                     })
                 })
                 .collect();
@@ -452,11 +474,9 @@ impl CellContext {
             .filter_map(|r| r.as_ref().ok())
             .map(|r| r.bytes)
             .sum();
-        let used = reports
-            .iter()
-            .find_map(|r| r.as_ref().ok())
-            .map(|r| r.mechanism_used);
-        let measured = window.close(bytes, used.map(|m| m.as_str()));
+        let first = reports.iter().find_map(|r| r.as_ref().ok());
+        let mut measured = window.close(bytes, first.map(|r| r.mechanism_used.as_str()));
+        measured.decided_by = first.map(|r| r.decided_by.clone());
         for sink in &sinks {
             let _ = std::fs::remove_file(sink);
         }
@@ -492,4 +512,20 @@ impl CellContext {
             ),
         }
     }
+}
+
+/// The measurement of a stream contender: the bytes the bench's reader
+/// got, and for flexio what ran and what decided it.
+fn stream_measured(
+    window: Window,
+    received: &io::Result<u64>,
+    sent: &io::Result<Option<Report>>,
+) -> Measured {
+    let report = sent.as_ref().ok().and_then(Option::as_ref);
+    let mut measured = window.close(
+        *received.as_ref().unwrap_or(&0),
+        report.map(|r| r.mechanism_used.as_str()),
+    );
+    measured.decided_by = report.map(|r| r.decided_by.clone());
+    measured
 }
