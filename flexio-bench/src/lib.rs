@@ -16,6 +16,8 @@
 //! table.rs       terminal tables
 //! output.rs      results.json, results.csv, report.md
 //! charts.rs      SVG charts
+//! tune.rs        `flexio tune`: candidates per flow kind and size, run as
+//!                cells, turned into a profile for `auto`
 //! ```
 
 #![warn(missing_docs)]
@@ -31,3 +33,4 @@ pub mod plan;
 pub mod runner;
 pub mod stats;
 pub mod table;
+pub mod tune;

@@ -180,6 +180,10 @@ pub struct Profile {
     pub tuned_dir: String,
     /// The machine.
     pub fingerprint: Fingerprint,
+    /// What the tuner could not measure and why (a flow kind left to the
+    /// built-in table, a candidate the kernel refused).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
     /// Per flow kind.
     #[serde(default, rename = "flow")]
     pub flows: Vec<FlowProfile>,
@@ -214,6 +218,7 @@ impl Profile {
             flexio_version: env!("CARGO_PKG_VERSION").to_string(),
             tuned_dir: tuned_dir.display().to_string(),
             fingerprint,
+            notes: Vec::new(),
             flows: Vec::new(),
             path: None,
         }

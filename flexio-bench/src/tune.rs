@@ -1,0 +1,549 @@
+//! `flexio tune`: the bench's machinery pointed at one question — for each
+//! flow kind and size, which mechanism with which parameters is fastest on
+//! this machine — and the answer written as a [`Profile`].
+//!
+//! A [`TunePlan`] lists, per flow kind, the sizes to measure and the
+//! candidates (every mechanism serving the kind × a few parameter
+//! variants, one parameter varied at a time from the defaults). It becomes
+//! an ordinary bench [`Plan`] — one cell per (kind, size), the candidates
+//! as its entrants, interleaved round by round — which the [`runner`] runs.
+//! [`stats::summarize`] gives median, min and max per candidate; those
+//! become [`Measurement`]s, [`select_ranges`] turns them into size ranges,
+//! and every candidate's points are kept as its [`Curve`].
+//!
+//! Pipe → file has no bench scenario (the bench would need a writer feeding
+//! a pipe at a rate no flexio mechanism limits), so it is not measured: the
+//! profile says so in its notes and `auto` uses the built-in table there.
+
+use std::io;
+use std::path::Path;
+
+use flexio::tune::{
+    select_ranges, Candidate, Curve, CurvePoint, Fingerprint, FlowKind, FlowProfile, Measurement,
+    Profile,
+};
+use flexio::{format_bytes, MechanismName, Params};
+
+use crate::model::{CacheState, CellKey, Contender, Results};
+use crate::plan::{Cell, Entrant, Plan, Scenario};
+use crate::runner::{self, Observer, RunOptions};
+use crate::stats::{self, Summary};
+
+const KIB: u64 = 1 << 10;
+const MIB: u64 = 1 << 20;
+const GIB: u64 = 1 << 30;
+
+/// Candidates within this fraction of the fastest count as tied; the one
+/// with less CPU per byte wins.
+pub const TIE_TOLERANCE: f64 = 0.03;
+
+/// What to measure for one flow kind.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TuneTarget {
+    /// The flow kind.
+    pub kind: FlowKind,
+    /// Bytes per flow, one cell each.
+    pub sizes: Vec<u64>,
+    /// Mechanisms with parameters, each measured at every size.
+    pub candidates: Vec<Candidate>,
+}
+
+/// The whole sweep.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TunePlan {
+    /// Per flow kind.
+    pub targets: Vec<TuneTarget>,
+    /// Warm-up rounds per cell (not counted).
+    pub warmups: u32,
+    /// Counted rounds per cell.
+    pub rounds: u32,
+    /// What the plan leaves out and why; copied into the profile.
+    pub notes: Vec<String>,
+}
+
+/// The profile made by a tune, with the bench results it came from.
+#[derive(Clone, Debug)]
+pub struct Tuned {
+    /// The decisions, not yet saved.
+    pub profile: Profile,
+    /// Every run, for a report.
+    pub results: Results,
+}
+
+/// The bench scenario and cache state that measure a flow kind; `None` for
+/// a kind the bench has no scenario for.
+pub fn scenario_of(kind: FlowKind) -> Option<(Scenario, CacheState, &'static str)> {
+    match kind {
+        FlowKind::FileToFile => Some((Scenario::FileToFile, CacheState::Warm, "")),
+        FlowKind::FileToFileDurable => Some((Scenario::FileToFileDurable, CacheState::Cold, "")),
+        FlowKind::FileToSocket => Some((Scenario::FileToSocket, CacheState::Warm, "loopback")),
+        FlowKind::SocketToFile => Some((
+            Scenario::SocketToFile,
+            CacheState::NotApplicable,
+            "loopback",
+        )),
+        FlowKind::FileToPipe => Some((Scenario::FileToPipe, CacheState::Warm, "")),
+        FlowKind::MemoryToMemory => Some((Scenario::Memory, CacheState::NotApplicable, "")),
+        _ => None,
+    }
+}
+
+/// The flow kind a bench scenario measures (`None` for limits, parallel
+/// and meter cells).
+///
+/// # Examples
+/// ```
+/// use flexio::tune::FlowKind;
+/// assert_eq!(flexio_bench::tune::kind_of("memory"), Some(FlowKind::MemoryToMemory));
+/// assert_eq!(flexio_bench::tune::kind_of("limits"), None);
+/// ```
+pub fn kind_of(scenario: &str) -> Option<FlowKind> {
+    FlowKind::TUNED
+        .into_iter()
+        .find(|&kind| scenario_of(kind).is_some_and(|(s, _, _)| s.name() == scenario))
+}
+
+/// The mechanism and parameters a flexio contender ran with (`None` for
+/// peers, limits and `auto`).
+pub fn candidate_of(contender: &Contender) -> Option<Candidate> {
+    let Contender::Flexio {
+        mechanism,
+        chunk,
+        direct,
+        queue_depth,
+        pipe_size,
+        ..
+    } = contender
+    else {
+        return None;
+    };
+    let mechanism: MechanismName = mechanism.parse().ok()?;
+    (mechanism != MechanismName::Auto).then_some(Candidate {
+        mechanism,
+        params: Params {
+            chunk: *chunk as usize,
+            queue_depth: *queue_depth,
+            pipe_size: *pipe_size as usize,
+            direct: *direct,
+        },
+    })
+}
+
+/// A summary of the bench as a measurement of the tuner: its flow kind
+/// from the scenario, its candidate from the contender, CPU per byte from
+/// the process CPU the runs charged. `None` for what is not a flexio
+/// candidate of a tuned kind, and for a candidate that did not run as
+/// asked (the kernel refused it and another mechanism moved the bytes).
+///
+/// # Examples
+/// ```
+/// use flexio_bench::model::{CacheState, CellKey, Contender};
+/// use flexio_bench::stats::Summary;
+/// let summary = Summary {
+///     cell: CellKey { scenario: "file-to-pipe".into(), size: 1 << 20, chunk: 0,
+///                     cache: CacheState::Warm, flows: 1, path: String::new() },
+///     contender: Contender::Flexio { mechanism: "splice".into(), chunk: 1 << 20,
+///         direct: false, queue_depth: 32, pipe_size: 1 << 20, builtin_table: false },
+///     runs: 3, median_bps: 2e9, min_bps: 1.8e9, max_bps: 2.2e9,
+///     cpu_s_per_gib: 0.5, host_cpu_s_per_gib: 1.0, switches_per_gib: 10.0,
+///     ratio_to_best_peer: None, ratio_to_best_fixed: None, ratio_to_builtin: None,
+///     ratio_to_limit: None, mechanism_used: Some("splice".into()),
+///     resident_percent: Some(100.0), meter_kept: None,
+/// };
+/// let m = flexio_bench::tune::measurement(&summary).unwrap();
+/// assert_eq!(m.kind, flexio::tune::FlowKind::FileToPipe);
+/// assert_eq!(m.candidate.params.chunk, 1 << 20);
+/// assert!((m.cpu_ns_per_byte - 0.5e9 / (1u64 << 30) as f64).abs() < 1e-12);
+/// ```
+pub fn measurement(summary: &Summary) -> Option<Measurement> {
+    let kind = kind_of(&summary.cell.scenario)?;
+    let candidate = candidate_of(&summary.contender)?;
+    if summary
+        .mechanism_used
+        .as_deref()
+        .is_some_and(|used| used != candidate.mechanism.as_str())
+    {
+        return None;
+    }
+    let cpu_ns_per_byte = summary.cpu_s_per_gib * 1e9 / GIB as f64;
+    Some(Measurement {
+        kind,
+        size: summary.cell.size,
+        candidate,
+        median_bps: summary.median_bps,
+        min_bps: summary.min_bps,
+        max_bps: summary.max_bps,
+        cpu_ns_per_byte: if cpu_ns_per_byte.is_finite() {
+            cpu_ns_per_byte
+        } else {
+            0.0
+        },
+    })
+}
+
+/// Every mechanism serving `kind` with its parameter variants: each
+/// chunk size at the defaults, and for io-uring each queue depth and
+/// O_DIRECT (where a side is a file), for splice each pipe size.
+pub fn candidates(kind: FlowKind, full: bool) -> Vec<Candidate> {
+    let (source, sink) = representative_pair(kind);
+    let chunks: &[u64] = if full {
+        &[64 * KIB, 256 * KIB, MIB, 4 * MIB, 8 * MIB]
+    } else {
+        &[256 * KIB, MIB]
+    };
+    let depths: &[u32] = if full { &[4, 8, 16, 64] } else { &[8] };
+    let pipes: &[u64] = if full { &[64 * KIB, 256 * KIB] } else { &[] };
+    let direct_chunks: &[u64] = if full {
+        &[256 * KIB, MIB, 4 * MIB]
+    } else {
+        &[MIB]
+    };
+    let file_side = source == flexio::EndpointKind::File || sink == flexio::EndpointKind::File;
+    let mut out = Vec::new();
+    for mechanism in MechanismName::serving(source, sink) {
+        let base = Params {
+            direct: mechanism == MechanismName::Direct,
+            ..Params::default()
+        };
+        let mut push = |params: Params| {
+            let candidate = Candidate { mechanism, params };
+            if !out.contains(&candidate) {
+                out.push(candidate);
+            }
+        };
+        for &chunk in chunks {
+            push(Params {
+                chunk: chunk as usize,
+                ..base.clone()
+            });
+        }
+        match mechanism {
+            MechanismName::IoUring => {
+                for &queue_depth in depths {
+                    push(Params {
+                        queue_depth,
+                        ..base.clone()
+                    });
+                }
+                if file_side {
+                    for &chunk in direct_chunks {
+                        push(Params {
+                            chunk: chunk as usize,
+                            direct: true,
+                            ..base.clone()
+                        });
+                    }
+                }
+            }
+            MechanismName::Splice => {
+                for &pipe in pipes {
+                    push(Params {
+                        chunk: pipe as usize,
+                        pipe_size: pipe as usize,
+                        ..base.clone()
+                    });
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+fn representative_pair(kind: FlowKind) -> (flexio::EndpointKind, flexio::EndpointKind) {
+    use flexio::EndpointKind::*;
+    match kind {
+        FlowKind::FileToFile | FlowKind::FileToFileDurable => (File, File),
+        FlowKind::FileToSocket => (File, Tcp),
+        FlowKind::SocketToFile => (Tcp, File),
+        FlowKind::FileToPipe => (File, Pipe),
+        FlowKind::PipeToFile => (Pipe, File),
+        FlowKind::MemoryToMemory => (Memory, Memory),
+        _ => (Tcp, Tcp),
+    }
+}
+
+impl TunePlan {
+    /// The sweep of `flexio tune --quick`: at most a minute on a 2-core
+    /// machine — two chunk sizes, io-uring at queue depth 8 and with
+    /// O_DIRECT, sizes 4 KiB to 64 MiB (the last range reaches to any
+    /// size; 256 MiB cells would cost four times as much for a steady state
+    /// the 64 MiB cells already reach), one warm-up and four counted
+    /// rounds. The durable kind is
+    /// measured at 4 KiB and 64 MiB only: in between its runs are an fsync's
+    /// latency, which no mechanism changes.
+    pub fn quick() -> Self {
+        let sizes = |kind| -> Vec<u64> {
+            match kind {
+                FlowKind::FileToFileDurable => vec![4 * KIB, 64 * MIB],
+                _ => vec![4 * KIB, 256 * KIB, 16 * MIB, 64 * MIB],
+            }
+        };
+        Self::sweep(false, sizes, 1, 4)
+    }
+
+    /// The sweep of `flexio tune --full`: 4 KiB to 1 GiB, chunks 64 KiB to
+    /// 8 MiB, queue depths 4 to 64, pipe sizes 64 KiB to 1 MiB, one
+    /// warm-up and five counted rounds.
+    pub fn full() -> Self {
+        let sizes = |_| vec![4 * KIB, 64 * KIB, MIB, 16 * MIB, 256 * MIB, GIB];
+        Self::sweep(true, sizes, 1, 5)
+    }
+
+    fn sweep(full: bool, sizes: impl Fn(FlowKind) -> Vec<u64>, warmups: u32, rounds: u32) -> Self {
+        let mut notes = Vec::new();
+        let targets = FlowKind::TUNED
+            .into_iter()
+            .filter(|&kind| {
+                let measured = scenario_of(kind).is_some();
+                if !measured {
+                    notes.push(format!(
+                        "{kind}: not measured (the bench has no scenario for it); auto uses the built-in table there"
+                    ));
+                }
+                measured
+            })
+            .map(|kind| TuneTarget {
+                kind,
+                sizes: sizes(kind),
+                candidates: candidates(kind, full),
+            })
+            .collect();
+        TunePlan {
+            targets,
+            warmups,
+            rounds,
+            notes,
+        }
+    }
+
+    /// The bench plan: one cell per (flow kind, size), the candidates as
+    /// its entrants.
+    pub fn cells(&self) -> Plan {
+        let mut cells = Vec::new();
+        for target in &self.targets {
+            let Some((scenario, cache, path)) = scenario_of(target.kind) else {
+                continue;
+            };
+            for &size in &target.sizes {
+                let entrants = target
+                    .candidates
+                    .iter()
+                    .map(|c| Entrant::with_params(c.mechanism, c.params.clone()))
+                    .collect();
+                cells.push(Cell {
+                    key: CellKey {
+                        scenario: scenario.name().to_string(),
+                        size,
+                        chunk: 0,
+                        cache,
+                        flows: 1,
+                        path: path.to_string(),
+                    },
+                    entrants,
+                });
+            }
+        }
+        Plan { cells }
+    }
+}
+
+/// Runs `plan` in a temporary directory under `options.dir` (whose file
+/// system is the one tuned) and makes the profile; `options.warmups` and
+/// `options.rounds` are taken from the plan.
+///
+/// # Errors
+/// Only when the temporary directory cannot be made; a candidate that
+/// fails is left out of its cell and named in the profile's notes.
+pub fn tune(
+    plan: &TunePlan,
+    options: &RunOptions,
+    observer: &mut dyn Observer,
+) -> io::Result<Tuned> {
+    let mut options = options.clone();
+    options.warmups = plan.warmups;
+    options.rounds = plan.rounds;
+    options.profile = None;
+    let results = runner::run(&plan.cells(), &options, observer)?;
+    let profile = build_profile(plan, &results, &options.dir);
+    Ok(Tuned { profile, results })
+}
+
+/// The profile from a tune's results: per flow kind the ranges chosen from
+/// the measurements and every candidate's curve.
+pub fn build_profile(plan: &TunePlan, results: &Results, dir: &Path) -> Profile {
+    let summaries = stats::summarize(results);
+    let mut profile = Profile::new(Fingerprint::of_this_machine(dir), dir);
+    profile.notes.extend(plan.notes.iter().cloned());
+    profile.notes.extend(results.notes.iter().cloned());
+    for summary in &summaries {
+        if let (Some(candidate), Some(used)) = (
+            candidate_of(&summary.contender),
+            summary.mechanism_used.as_deref(),
+        ) {
+            if used != candidate.mechanism.as_str() {
+                profile.notes.push(format!(
+                    "{}: {} fell back to {used}; not a candidate there",
+                    crate::plan::label(&summary.cell),
+                    summary.contender.label()
+                ));
+            }
+        }
+    }
+    let measurements: Vec<Measurement> = summaries.iter().filter_map(measurement).collect();
+    for target in &plan.targets {
+        let ranges = select_ranges(&measurements, target.kind, TIE_TOLERANCE);
+        if ranges.is_empty() {
+            profile.notes.push(format!(
+                "{}: nothing measured; auto uses the built-in table there",
+                target.kind
+            ));
+            continue;
+        }
+        let curves = target
+            .candidates
+            .iter()
+            .filter_map(|candidate| curve(&measurements, target.kind, candidate))
+            .collect();
+        profile.flows.push(FlowProfile {
+            kind: target.kind,
+            ranges,
+            curves,
+        });
+    }
+    profile
+}
+
+/// The measured points of one candidate, by size.
+fn curve(measurements: &[Measurement], kind: FlowKind, candidate: &Candidate) -> Option<Curve> {
+    let mut points: Vec<CurvePoint> = measurements
+        .iter()
+        .filter(|m| m.kind == kind && &m.candidate == candidate)
+        .map(|m| CurvePoint {
+            size: m.size,
+            median_bytes_per_s: m.median_bps as u64,
+            min_bytes_per_s: m.min_bps as u64,
+            max_bytes_per_s: m.max_bps as u64,
+            cpu_ns_per_byte: m.cpu_ns_per_byte,
+        })
+        .collect();
+    if points.is_empty() {
+        return None;
+    }
+    points.sort_by_key(|p| p.size);
+    let params = &candidate.params;
+    Some(Curve {
+        mechanism: candidate.mechanism,
+        chunk: params.chunk,
+        queue_depth: params.queue_depth,
+        pipe_size: params.pipe_size,
+        direct: params.direct,
+        points,
+    })
+}
+
+/// A one-line description of a plan: kinds, cells, runs.
+pub fn describe(plan: &TunePlan) -> String {
+    let cells = plan.cells();
+    let kinds: Vec<String> = plan
+        .targets
+        .iter()
+        .map(|t| {
+            let sizes: Vec<String> = t.sizes.iter().map(|&s| format_bytes(s)).collect();
+            format!(
+                "{} ({} candidates at {})",
+                t.kind,
+                t.candidates.len(),
+                sizes.join(", ")
+            )
+        })
+        .collect();
+    format!(
+        "{}\n{} cells, {} timed runs ({} warm-up + {} counted rounds each, interleaved)",
+        kinds.join("\n"),
+        cells.cells.len(),
+        cells.runs(plan.warmups, plan.rounds),
+        plan.warmups,
+        plan.rounds
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_candidate_serves_its_kind_and_only_io_uring_sweeps_depth() {
+        for full in [false, true] {
+            for target in TunePlan::quick()
+                .targets
+                .iter()
+                .chain(&TunePlan::full().targets)
+            {
+                let (source, sink) = representative_pair(target.kind);
+                for candidate in candidates(target.kind, full) {
+                    assert!(candidate.mechanism.supports(source, sink));
+                    if candidate.params.queue_depth != Params::default().queue_depth {
+                        assert_eq!(candidate.mechanism, MechanismName::IoUring);
+                    }
+                }
+            }
+        }
+        let memory = candidates(FlowKind::MemoryToMemory, false);
+        assert!(memory.iter().all(|c| !c.params.direct));
+    }
+
+    #[test]
+    fn pipe_to_file_is_left_out_and_said_so() {
+        let plan = TunePlan::quick();
+        assert!(plan.targets.iter().all(|t| t.kind != FlowKind::PipeToFile));
+        assert!(plan.notes.iter().any(|n| n.starts_with("pipe-to-file")));
+        assert_eq!(plan.targets.len(), FlowKind::TUNED.len() - 1);
+    }
+
+    #[test]
+    fn candidates_survive_the_round_trip_through_a_contender() {
+        for candidate in candidates(FlowKind::FileToFile, true) {
+            let entrant = Entrant::with_params(candidate.mechanism, candidate.params.clone());
+            assert_eq!(candidate_of(&entrant.contender()), Some(candidate));
+        }
+        assert_eq!(candidate_of(&Entrant::auto_builtin().contender()), None);
+    }
+
+    #[test]
+    fn summaries_that_fell_back_are_not_measurements() {
+        let summary = |used: &str| Summary {
+            cell: CellKey {
+                scenario: "file-to-file".into(),
+                size: MIB,
+                chunk: 0,
+                cache: CacheState::Warm,
+                flows: 1,
+                path: String::new(),
+            },
+            contender: Entrant::flexio(MechanismName::CopyFileRange, 256 << 10).contender(),
+            runs: 3,
+            median_bps: 1e9,
+            min_bps: 0.5e9,
+            max_bps: 1.5e9,
+            cpu_s_per_gib: 1.0,
+            host_cpu_s_per_gib: 2.0,
+            switches_per_gib: 3.0,
+            ratio_to_best_peer: None,
+            ratio_to_best_fixed: None,
+            ratio_to_builtin: None,
+            ratio_to_limit: None,
+            mechanism_used: Some(used.into()),
+            resident_percent: None,
+            meter_kept: None,
+        };
+        let measured = measurement(&summary("copy-file-range")).unwrap();
+        assert_eq!(measured.kind, FlowKind::FileToFile);
+        assert_eq!(measured.size, MIB);
+        assert_eq!(measured.candidate.mechanism, MechanismName::CopyFileRange);
+        assert_eq!(measured.median_bps, 1e9);
+        assert_eq!(measured.spread(), 1.0);
+        assert!((measured.cpu_ns_per_byte - 1e9 / GIB as f64).abs() < 1e-12);
+        assert_eq!(measurement(&summary("read-write")), None);
+    }
+}

@@ -1,0 +1,149 @@
+//! The tuner end to end on a tiny sweep, and the bench's two `auto`
+//! contenders when a profile is in force. No timing is asserted: only that
+//! a profile is written, loads, validates and decides among the
+//! candidates, and that each `auto` says what decided it.
+
+use std::path::Path;
+
+use flexio::tune::{Candidate, FlowKind, Profile};
+use flexio::{MechanismName, Params};
+use flexio_bench::model::{CacheState, Contender};
+use flexio_bench::plan::{Cell, Entrant, Plan, Scenario};
+use flexio_bench::runner::{self, Quiet, RunOptions};
+use flexio_bench::tune::{self, TunePlan, TuneTarget};
+
+const KIB: u64 = 1 << 10;
+
+fn options(dir: &Path) -> RunOptions {
+    let mut options = RunOptions::new(dir);
+    // Never drop the whole machine's page cache from a test.
+    options.drop_caches = false;
+    options
+}
+
+fn candidate(mechanism: MechanismName) -> Candidate {
+    Candidate {
+        mechanism,
+        params: Params::default(),
+    }
+}
+
+fn tiny_tune_plan() -> TunePlan {
+    TunePlan {
+        targets: vec![TuneTarget {
+            kind: FlowKind::FileToFile,
+            sizes: vec![4 * KIB, 64 * KIB],
+            candidates: vec![
+                candidate(MechanismName::ReadWrite),
+                candidate(MechanismName::CopyFileRange),
+            ],
+        }],
+        warmups: 1,
+        rounds: 1,
+        notes: vec!["pipe-to-file: not measured".into()],
+    }
+}
+
+#[test]
+fn a_tiny_tune_writes_a_profile_that_loads_and_decides_among_its_candidates() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = tiny_tune_plan();
+    let tuned = tune::tune(&plan, &options(dir.path()), &mut Quiet).unwrap();
+    assert_eq!(
+        tuned.results.runs.len(),
+        2 * 2 * 2,
+        "2 sizes x 2 candidates x (1 + 1) rounds"
+    );
+
+    let path = dir.path().join("config").join("profile.toml");
+    tuned.profile.save(&path).unwrap();
+    let loaded = Profile::load(&path).unwrap();
+    loaded.validate().unwrap();
+    assert!(loaded.machine_differences().is_empty());
+    assert_eq!(loaded.flows.len(), 1);
+    assert_eq!(loaded.flows[0].kind, FlowKind::FileToFile);
+    assert!(loaded.notes.iter().any(|n| n.starts_with("pipe-to-file")));
+    let candidates = &plan.targets[0].candidates;
+    for size in [0, 4 * KIB, 20 * KIB, 64 * KIB, 1 << 40] {
+        let range = loaded.lookup(FlowKind::FileToFile, size).unwrap();
+        let chosen = Candidate {
+            mechanism: range.mechanism,
+            params: range.params(),
+        };
+        assert!(candidates.contains(&chosen), "{size}: {chosen:?}");
+    }
+    assert!(loaded.lookup(FlowKind::FileToSocket, 4096).is_none());
+    // Every candidate keeps its raw curve, one point per size.
+    assert_eq!(loaded.flows[0].curves.len(), 2);
+    for curve in &loaded.flows[0].curves {
+        let sizes: Vec<u64> = curve.points.iter().map(|p| p.size).collect();
+        assert_eq!(sizes, [4 * KIB, 64 * KIB]);
+        assert!(curve.points.iter().all(|p| p.median_bytes_per_s > 0));
+    }
+}
+
+#[test]
+fn with_a_profile_the_bench_runs_auto_with_and_without_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let tuned = tune::tune(&tiny_tune_plan(), &options(dir.path()), &mut Quiet).unwrap();
+    let mut profile = tuned.profile;
+    profile.path = Some(dir.path().join("profile.toml"));
+    let expected = profile
+        .lookup(FlowKind::FileToFile, 64 * KIB)
+        .unwrap()
+        .mechanism;
+
+    let mut cell = Cell::new(
+        Scenario::FileToFile,
+        64 * KIB,
+        CacheState::Warm,
+        vec![
+            Entrant::flexio(MechanismName::ReadWrite, 256 << 10),
+            Entrant::flexio(MechanismName::Auto, 256 << 10),
+        ],
+    );
+    cell.entrants.push(Entrant::auto_builtin());
+    let mut options = options(dir.path());
+    options.rounds = 2;
+    options.profile = Some(profile);
+    let results = runner::run(&Plan { cells: vec![cell] }, &options, &mut Quiet).unwrap();
+
+    let autos: Vec<_> = results
+        .runs
+        .iter()
+        .filter(|r| r.contender.is_auto() && r.round >= 1)
+        .collect();
+    assert_eq!(autos.len(), 2 * 2);
+    for run in autos {
+        let decided_by = run.decided_by.as_deref().unwrap();
+        if run.contender.is_profile_auto() {
+            assert!(decided_by.starts_with("profile "), "{decided_by}");
+            assert!(decided_by.contains("file-to-file ["), "{decided_by}");
+            assert_eq!(run.mechanism_used.as_deref(), Some(expected.as_str()));
+        } else {
+            assert_eq!(decided_by, "built-in table");
+            assert!(matches!(
+                run.contender,
+                Contender::Flexio {
+                    builtin_table: true,
+                    ..
+                }
+            ));
+        }
+    }
+    let summaries = flexio_bench::stats::summarize(&results);
+    let auto = summaries
+        .iter()
+        .find(|s| s.contender.is_profile_auto())
+        .unwrap();
+    assert!(auto.ratio_to_best_fixed.is_some());
+    assert!(auto.ratio_to_builtin.is_some());
+    let verdicts = flexio_bench::stats::auto_verdicts(&summaries);
+    assert_eq!(verdicts.last().unwrap().scope, "overall");
+    let lines = runner::auto_choices(&results);
+    assert_eq!(lines.len(), 2);
+    assert!(lines[0].starts_with(&format!("flexio chose {expected} for file-to-file")));
+    assert!(lines[1].ends_with("because built-in table"), "{}", lines[1]);
+    let table = flexio_bench::table::render(&results, &summaries);
+    assert!(table.contains("== auto =="), "{table}");
+}
