@@ -44,6 +44,10 @@ pub struct BenchArgs {
     /// No progress bar.
     #[arg(long, short)]
     quiet: bool,
+    /// With a tuned profile in force, `auto` consults it and runs beside
+    /// `auto (built-in)`, which does not.
+    #[command(flatten)]
+    choice: crate::profile_cmd::ProfileChoice,
     /// The meter co-process (internal).
     #[arg(long, hide = true)]
     meter_child: bool,
@@ -85,14 +89,24 @@ pub fn run(args: BenchArgs) -> Result<(), Error> {
     }
     let started = Instant::now();
     let root = runner::is_root();
+    let profile = args.choice.load_for_auto();
     let plan = Plan::build(&PlanOptions {
         full: args.full,
         scenarios: args.scenarios.clone(),
         sizes: (!args.sizes.is_empty()).then(|| args.sizes.clone()),
         // Namespaces are made only when asked for more than the quick run.
         veth: root && (args.full || !args.scenarios.is_empty()),
+        auto_builtin: profile.is_some(),
     });
     let mut options = RunOptions::new(&args.dir);
+    match &profile {
+        Some(_) => eprintln!(
+            "auto consults {}; auto (built-in) runs beside it without",
+            args.choice.path().display()
+        ),
+        None => eprintln!("no tuned profile in force: auto uses the built-in table"),
+    }
+    options.profile = profile;
     options.rounds = args.runs;
     options.command_line = std::env::args().collect::<Vec<_>>().join(" ");
     options.meter_command = std::env::current_exe().ok().map(|exe| {
@@ -140,13 +154,13 @@ pub fn run(args: BenchArgs) -> Result<(), Error> {
 /// A progress bar over the runs, with the current cell as its message;
 /// Ctrl-C asks the runner to stop after the current run, so that children,
 /// namespaces and the temporary directory are cleaned up.
-struct BarObserver {
+pub(crate) struct BarObserver {
     bar: Option<ProgressBar>,
     stop: Arc<AtomicBool>,
 }
 
 impl BarObserver {
-    fn new(quiet: bool) -> Self {
+    pub(crate) fn new(quiet: bool) -> Self {
         let stop = Arc::new(AtomicBool::new(false));
         for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
             // A second signal, while the first is being honoured, exits at
@@ -166,7 +180,7 @@ impl BarObserver {
         BarObserver { bar, stop }
     }
 
-    fn finish(self) {
+    pub(crate) fn finish(self) {
         if let Some(bar) = self.bar {
             bar.finish_and_clear();
         }

@@ -9,6 +9,7 @@ mod mechanisms;
 mod plan;
 mod profile_cmd;
 mod progress;
+mod tune;
 
 use std::process::ExitCode;
 
@@ -37,6 +38,9 @@ enum Command {
     Plan(plan::PlanArgs),
     /// Show, validate, export, import or compare the tuned profile.
     Profile(profile_cmd::ProfileArgs),
+    /// Measure every mechanism and its parameters per flow kind and size
+    /// on this machine, and write the profile `auto` reads.
+    Tune(tune::TuneArgs),
 }
 
 fn main() -> ExitCode {
@@ -47,6 +51,7 @@ fn main() -> ExitCode {
         Command::Mechanisms(args) => mechanisms::run(args),
         Command::Plan(args) => plan::run(args),
         Command::Profile(args) => profile_cmd::run(args),
+        Command::Tune(args) => tune::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,0 +1,107 @@
+//! `flexio tune`: measure every mechanism and its parameters per flow kind
+//! and size on this machine, and write the profile `auto` reads.
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use clap::Args;
+use flexio::tune::default_profile_path;
+use flexio::Error;
+use flexio_bench::runner::RunOptions;
+use flexio_bench::tune::{self, TunePlan};
+
+use crate::bench::BarObserver;
+
+/// Arguments of `flexio tune`.
+#[derive(Args)]
+pub struct TuneArgs {
+    /// A short sweep: two chunk sizes, sizes 4 KiB to 64 MiB, four counted
+    /// rounds (at most a minute on a 2-core machine). The default.
+    #[arg(long, conflicts_with = "full")]
+    quick: bool,
+    /// The whole sweep: 4 KiB to 1 GiB, chunks 64 KiB to 8 MiB, queue
+    /// depths 4 to 64, pipe sizes 64 KiB to 1 MiB, five counted rounds.
+    #[arg(long)]
+    full: bool,
+    /// Where the temporary data goes: its file system is the one tuned.
+    #[arg(long, default_value = ".")]
+    dir: PathBuf,
+    /// Where to write the profile (default: $FLEXIO_PROFILE, else
+    /// $XDG_CONFIG_HOME/flexio/profile.toml, else ~/.config/flexio/profile.toml).
+    #[arg(long)]
+    profile: Option<PathBuf>,
+    /// Also write the sweep's raw runs (results.json, results.csv, charts,
+    /// report.md) into this directory.
+    #[arg(long, value_name = "DIR")]
+    out: Option<PathBuf>,
+    /// No progress bar.
+    #[arg(long, short)]
+    quiet: bool,
+}
+
+/// Runs `flexio tune`.
+pub fn run(args: TuneArgs) -> Result<(), Error> {
+    let started = Instant::now();
+    let plan = if args.full {
+        TunePlan::full()
+    } else {
+        TunePlan::quick()
+    };
+    let path = args.profile.clone().unwrap_or_else(default_profile_path);
+    eprintln!(
+        "flexio tune ({}) in {}:\n{}",
+        if args.full { "full" } else { "quick" },
+        args.dir.display(),
+        tune::describe(&plan)
+    );
+    let mut options = RunOptions::new(&args.dir);
+    options.command_line = std::env::args().collect::<Vec<_>>().join(" ");
+    let mut observer = BarObserver::new(args.quiet);
+    let tuned = tune::tune(&plan, &options, &mut observer).map_err(|source| Error::Io {
+        op: "tune",
+        endpoint: args.dir.display().to_string(),
+        offset: None,
+        source,
+    })?;
+    observer.finish();
+    if tuned
+        .results
+        .notes
+        .iter()
+        .any(|n| n == "stopped early on request")
+    {
+        return Err(Error::Usage(format!(
+            "stopped before the sweep ended; {} left as it was",
+            path.display()
+        )));
+    }
+    let mut profile = tuned.profile;
+    profile
+        .save(&path)
+        .map_err(|e| Error::Usage(e.to_string()))?;
+    profile.path = Some(path.clone());
+    let mut text = crate::profile_cmd::render(&profile);
+    for note in &profile.notes {
+        text += &format!("note: {note}\n");
+    }
+    text += &format!(
+        "tune took {:.1} s ({} runs); wrote {}\n",
+        started.elapsed().as_secs_f64(),
+        tuned.results.runs.len(),
+        path.display()
+    );
+    if let Some(out) = &args.out {
+        let written =
+            flexio_bench::output::write_all(out, &tuned.results).map_err(|source| Error::Io {
+                op: "write report",
+                endpoint: out.display().to_string(),
+                offset: None,
+                source,
+            })?;
+        for file in written {
+            text += &format!("wrote {}\n", file.display());
+        }
+    }
+    crate::print_stdout(&text);
+    Ok(())
+}
