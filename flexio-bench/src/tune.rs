@@ -276,7 +276,10 @@ impl TunePlan {
         let sizes = |kind| -> Vec<u64> {
             match kind {
                 FlowKind::FileToFileDurable => vec![4 * KIB, 64 * MIB],
-                _ => vec![4 * KIB, 256 * KIB, 16 * MIB, 64 * MIB],
+                // 1 MiB as well: winners change between 256 KiB and
+                // 16 MiB, and without a point there the boundary is a
+                // guess (halfway, 2 MiB).
+                _ => vec![4 * KIB, 256 * KIB, MIB, 16 * MIB, 64 * MIB],
             }
         };
         Self::sweep(false, sizes, 1, 4)
@@ -373,7 +376,10 @@ pub fn tune(
 /// the measurements and every candidate's curve.
 pub fn build_profile(plan: &TunePlan, results: &Results, dir: &Path) -> Profile {
     let summaries = stats::summarize(results);
-    let mut profile = Profile::new(Fingerprint::of_this_machine(dir), dir);
+    // Absolute, so that the fingerprint check finds the same file system
+    // from any working directory.
+    let dir = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
+    let mut profile = Profile::new(Fingerprint::of_this_machine(&dir), &dir);
     profile.notes.extend(plan.notes.iter().cloned());
     profile.notes.extend(results.notes.iter().cloned());
     for summary in &summaries {
