@@ -181,9 +181,13 @@ pub fn measurement(summary: &Summary) -> Option<Measurement> {
     })
 }
 
-/// Every mechanism serving `kind` with its parameter variants: each
-/// chunk size at the defaults, and for io-uring each queue depth and
-/// O_DIRECT (where a side is a file), for splice each pipe size.
+/// Every mechanism serving `kind` with its parameter variants, one
+/// parameter varied at a time from the defaults, and only the parameters
+/// the mechanism reads (see [`reads`]): chunk sizes for read-write, mmap,
+/// direct and io-uring; queue depths and O_DIRECT (where a side is a
+/// file) for io-uring; pipe sizes for splice; sendfile and
+/// copy-file-range once. Sweeping a parameter a mechanism ignores would
+/// only measure the same code twice and let noise pick between the twins.
 pub fn candidates(kind: FlowKind, full: bool) -> Vec<Candidate> {
     let (source, sink) = representative_pair(kind);
     let chunks: &[u64] = if full {
@@ -192,7 +196,11 @@ pub fn candidates(kind: FlowKind, full: bool) -> Vec<Candidate> {
         &[256 * KIB, MIB]
     };
     let depths: &[u32] = if full { &[4, 8, 16, 64] } else { &[8] };
-    let pipes: &[u64] = if full { &[64 * KIB, 256 * KIB] } else { &[] };
+    let pipes: &[u64] = if full {
+        &[64 * KIB, 256 * KIB, MIB]
+    } else {
+        &[256 * KIB, MIB]
+    };
     let direct_chunks: &[u64] = if full {
         &[256 * KIB, MIB, 4 * MIB]
     } else {
@@ -205,49 +213,87 @@ pub fn candidates(kind: FlowKind, full: bool) -> Vec<Candidate> {
             direct: mechanism == MechanismName::Direct,
             ..Params::default()
         };
+        let read = reads(mechanism);
         let mut push = |params: Params| {
             let candidate = Candidate { mechanism, params };
             if !out.contains(&candidate) {
                 out.push(candidate);
             }
         };
-        for &chunk in chunks {
-            push(Params {
-                chunk: chunk as usize,
-                ..base.clone()
-            });
+        push(base.clone());
+        if read.chunk {
+            for &chunk in chunks {
+                push(Params {
+                    chunk: chunk as usize,
+                    ..base.clone()
+                });
+            }
         }
-        match mechanism {
-            MechanismName::IoUring => {
-                for &queue_depth in depths {
-                    push(Params {
-                        queue_depth,
-                        ..base.clone()
-                    });
-                }
-                if file_side {
-                    for &chunk in direct_chunks {
-                        push(Params {
-                            chunk: chunk as usize,
-                            direct: true,
-                            ..base.clone()
-                        });
-                    }
-                }
+        if read.queue_depth {
+            for &queue_depth in depths {
+                push(Params {
+                    queue_depth,
+                    ..base.clone()
+                });
             }
-            MechanismName::Splice => {
-                for &pipe in pipes {
-                    push(Params {
-                        chunk: pipe as usize,
-                        pipe_size: pipe as usize,
-                        ..base.clone()
-                    });
-                }
+        }
+        if read.direct && file_side {
+            for &chunk in direct_chunks {
+                push(Params {
+                    chunk: chunk as usize,
+                    direct: true,
+                    ..base.clone()
+                });
             }
-            _ => {}
+        }
+        if read.pipe_size {
+            for &pipe in pipes {
+                push(Params {
+                    pipe_size: pipe as usize,
+                    ..base.clone()
+                });
+            }
         }
     }
     out
+}
+
+/// Which parameters a mechanism reads.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Reads {
+    /// `chunk`.
+    pub chunk: bool,
+    /// `queue_depth`.
+    pub queue_depth: bool,
+    /// `pipe_size`.
+    pub pipe_size: bool,
+    /// `direct` (O_DIRECT as an option; `direct` the mechanism always is).
+    pub direct: bool,
+}
+
+/// The parameters `mechanism` reads, as its implementation in
+/// `flexio/src/mechanism/` does: sendfile and copy-file-range ask the
+/// kernel for everything that is left, splice moves a pipe's worth per
+/// call.
+pub fn reads(mechanism: MechanismName) -> Reads {
+    use MechanismName::*;
+    match mechanism {
+        ReadWrite | Mmap | Direct => Reads {
+            chunk: true,
+            ..Reads::default()
+        },
+        IoUring => Reads {
+            chunk: true,
+            queue_depth: true,
+            direct: true,
+            ..Reads::default()
+        },
+        Splice => Reads {
+            pipe_size: true,
+            ..Reads::default()
+        },
+        _ => Reads::default(),
+    }
 }
 
 fn representative_pair(kind: FlowKind) -> (flexio::EndpointKind, flexio::EndpointKind) {
@@ -265,8 +311,8 @@ fn representative_pair(kind: FlowKind) -> (flexio::EndpointKind, flexio::Endpoin
 
 impl TunePlan {
     /// The sweep of `flexio tune --quick`: at most a minute on a 2-core
-    /// machine — two chunk sizes, io-uring at queue depth 8 and with
-    /// O_DIRECT, sizes 4 KiB to 64 MiB (the last range reaches to any
+    /// machine — two chunk sizes, two pipe sizes, io-uring at queue depth
+    /// 8 and with O_DIRECT, sizes 4 KiB to 64 MiB (the last range reaches to any
     /// size; 256 MiB cells would cost four times as much for a steady state
     /// the 64 MiB cells already reach), one warm-up and four counted
     /// rounds. The durable kind is
@@ -479,22 +525,34 @@ mod tests {
     use super::*;
 
     #[test]
-    fn every_candidate_serves_its_kind_and_only_io_uring_sweeps_depth() {
+    fn every_candidate_serves_its_kind_and_varies_only_what_its_mechanism_reads() {
         for full in [false, true] {
-            for target in TunePlan::quick()
-                .targets
-                .iter()
-                .chain(&TunePlan::full().targets)
-            {
-                let (source, sink) = representative_pair(target.kind);
-                for candidate in candidates(target.kind, full) {
+            for kind in FlowKind::TUNED {
+                let (source, sink) = representative_pair(kind);
+                let all = candidates(kind, full);
+                for candidate in &all {
+                    let read = reads(candidate.mechanism);
+                    let params = &candidate.params;
+                    let default = Params::default();
                     assert!(candidate.mechanism.supports(source, sink));
-                    if candidate.params.queue_depth != Params::default().queue_depth {
-                        assert_eq!(candidate.mechanism, MechanismName::IoUring);
-                    }
+                    assert!(read.chunk || params.chunk == default.chunk, "{candidate:?}");
+                    assert!(read.queue_depth || params.queue_depth == default.queue_depth);
+                    assert!(read.pipe_size || params.pipe_size == default.pipe_size);
+                    assert!(
+                        read.direct
+                            || params.direct == (candidate.mechanism == MechanismName::Direct)
+                    );
+                }
+                for mechanism in MechanismName::serving(source, sink) {
+                    assert!(all.iter().any(|c| c.mechanism == mechanism), "{mechanism}");
                 }
             }
         }
+        let sendfile = candidates(FlowKind::FileToSocket, true)
+            .into_iter()
+            .filter(|c| c.mechanism == MechanismName::Sendfile)
+            .count();
+        assert_eq!(sendfile, 1, "sendfile reads no parameter");
         let memory = candidates(FlowKind::MemoryToMemory, false);
         assert!(memory.iter().all(|c| !c.params.direct));
     }

@@ -15,8 +15,8 @@ use crate::bench::BarObserver;
 /// Arguments of `flexio tune`.
 #[derive(Args)]
 pub struct TuneArgs {
-    /// A short sweep: two chunk sizes, sizes 4 KiB to 64 MiB, four counted
-    /// rounds (at most a minute on a 2-core machine). The default.
+    /// A short sweep: two chunk and pipe sizes, sizes 4 KiB to 64 MiB, four
+    /// counted rounds (at most a minute on a 2-core machine). The default.
     #[arg(long, conflicts_with = "full")]
     quick: bool,
     /// The whole sweep: 4 KiB to 1 GiB, chunks 64 KiB to 8 MiB, queue
