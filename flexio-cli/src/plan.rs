@@ -82,15 +82,28 @@ pub fn run(args: PlanArgs) -> Result<(), Error> {
                 text += "why        the profile has no measurements for this flow kind\n";
             }
             for (rank, (curve, point)) in points.iter().take(3).enumerate() {
+                // The tuner varies pipe size, queue depth and O_DIRECT too:
+                // name them where they differ from the defaults, or two
+                // curves of one mechanism read alike.
+                let defaults = flexio::Params::default();
+                let mut params = format!("chunk {:>9}", format_bytes(curve.chunk as u64));
+                if curve.pipe_size != defaults.pipe_size {
+                    params += &format!(" pipe {}", format_bytes(curve.pipe_size as u64));
+                }
+                if curve.queue_depth != defaults.queue_depth {
+                    params += &format!(" qd {}", curve.queue_depth);
+                }
+                if curve.direct && curve.mechanism != flexio::MechanismName::Direct {
+                    params += " direct";
+                }
                 text += &format!(
-                    "{}  {:<16} chunk {:>9}: {:>12} at {} ({:.2} ns CPU/byte)\n",
+                    "{}  {:<16} {params}: {:>12} at {} ({:.2} ns CPU/byte)\n",
                     if rank == 0 {
                         "why       "
                     } else {
                         "          "
                     },
                     curve.mechanism.as_str(),
-                    format_bytes(curve.chunk as u64),
                     format_rate(point.median_bytes_per_s as f64),
                     format_bytes(point.size),
                     point.cpu_ns_per_byte
