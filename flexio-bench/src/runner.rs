@@ -118,11 +118,12 @@ impl Observer for Quiet {}
 
 /// The order of the runs of one cell: `warmups` rounds numbered 0, then
 /// rounds 1..=`rounds`. Every round visits every contender once
-/// (interleaved, so drift hits all alike), and each round starts one
-/// contender further on (A B C, B C A, C A B, …), so that no contender
-/// always runs right after the same neighbour: a run can leave the machine
-/// slower for the next (O_DIRECT runs do, here), and rotating spreads that
-/// over everyone.
+/// (interleaved, so drift hits all alike), and rounds differ in where they
+/// start and in the stride through the contenders (A B C D E, then C F A
+/// D … for a stride of 3), so that no contender always runs right after
+/// the same neighbour: a run can leave the machine slower for the next
+/// one (runs after O_DIRECT runs were, here), and varying the neighbours
+/// spreads that over everyone instead of charging one contender.
 ///
 /// # Examples
 /// ```
@@ -130,11 +131,25 @@ impl Observer for Quiet {}
 /// assert_eq!(order, vec![(0, 0), (0, 1), (1, 1), (1, 0), (2, 0), (2, 1)]);
 /// ```
 pub fn schedule(contenders: usize, warmups: u32, rounds: u32) -> Vec<(u32, usize)> {
+    let n = contenders;
+    // Strides coprime to n visit every contender exactly once.
+    let strides: Vec<usize> = (1..n.max(2)).filter(|&s| gcd(s, n.max(1)) == 1).collect();
     let rounds = (0..warmups).map(|_| 0).chain(1..=rounds);
     rounds
         .enumerate()
-        .flat_map(|(index, round)| (0..contenders).map(move |c| (round, (c + index) % contenders)))
+        .flat_map(|(index, round)| {
+            let stride = strides[index % strides.len()];
+            (0..n).map(move |k| (round, (index + k * stride) % n))
+        })
         .collect()
+}
+
+fn gcd(a: usize, b: usize) -> usize {
+    if b == 0 {
+        a
+    } else {
+        gcd(b, a % b)
+    }
 }
 
 /// Whose CPU a window charges.
@@ -608,17 +623,37 @@ mod tests {
         let rounds: Vec<u32> = order.iter().map(|(r, _)| *r).collect();
         assert_eq!(rounds, [0, 0, 0, 1, 1, 1, 2, 2, 2]);
         let who: Vec<usize> = order.iter().map(|(_, c)| *c).collect();
-        assert_eq!(who, [0, 1, 2, 1, 2, 0, 2, 0, 1]);
+        assert_eq!(who, [0, 1, 2, 1, 0, 2, 2, 0, 1]);
     }
 
     #[test]
-    fn over_n_rounds_everyone_runs_once_in_every_position() {
-        let n = 4;
-        let order = schedule(n, 0, n as u32);
-        for position in 0..n {
-            let mut at: Vec<usize> = order.chunks(n).map(|round| round[position].1).collect();
-            at.sort_unstable();
-            assert_eq!(at, (0..n).collect::<Vec<_>>(), "position {position}");
+    fn neighbours_change_from_round_to_round() {
+        let n = 14;
+        let order = schedule(n, 0, 6);
+        let mut predecessors_of_0: Vec<usize> = order
+            .chunks(n)
+            .filter_map(|round| {
+                let at = round.iter().position(|&(_, c)| c == 0)?;
+                (at > 0).then(|| round[at - 1].1)
+            })
+            .collect();
+        predecessors_of_0.sort_unstable();
+        predecessors_of_0.dedup();
+        assert!(predecessors_of_0.len() >= 4, "{predecessors_of_0:?}");
+        for round in order.chunks(n) {
+            let mut who: Vec<usize> = round.iter().map(|&(_, c)| c).collect();
+            who.sort_unstable();
+            assert_eq!(who, (0..n).collect::<Vec<_>>());
+        }
+    }
+
+    #[test]
+    fn over_n_rounds_everyone_opens_a_round_once() {
+        for n in [1, 2, 5, 14] {
+            let order = schedule(n, 0, n as u32);
+            let mut first: Vec<usize> = order.chunks(n).map(|round| round[0].1).collect();
+            first.sort_unstable();
+            assert_eq!(first, (0..n).collect::<Vec<_>>(), "{n} contenders");
         }
     }
 
