@@ -189,7 +189,7 @@ pub fn measurement(summary: &Summary) -> Option<Measurement> {
 /// copy-file-range once. Sweeping a parameter a mechanism ignores would
 /// only measure the same code twice and let noise pick between the twins.
 pub fn candidates(kind: FlowKind, full: bool) -> Vec<Candidate> {
-    let (source, sink) = representative_pair(kind);
+    let (source, sink) = kind.representative_pair();
     let chunks: &[u64] = if full {
         &[64 * KIB, 256 * KIB, MIB, 4 * MIB, 8 * MIB]
     } else {
@@ -293,19 +293,6 @@ pub fn reads(mechanism: MechanismName) -> Reads {
             ..Reads::default()
         },
         _ => Reads::default(),
-    }
-}
-
-fn representative_pair(kind: FlowKind) -> (flexio::EndpointKind, flexio::EndpointKind) {
-    use flexio::EndpointKind::*;
-    match kind {
-        FlowKind::FileToFile | FlowKind::FileToFileDurable => (File, File),
-        FlowKind::FileToSocket => (File, Tcp),
-        FlowKind::SocketToFile => (Tcp, File),
-        FlowKind::FileToPipe => (File, Pipe),
-        FlowKind::PipeToFile => (Pipe, File),
-        FlowKind::MemoryToMemory => (Memory, Memory),
-        _ => (Tcp, Tcp),
     }
 }
 
@@ -528,7 +515,7 @@ mod tests {
     fn every_candidate_serves_its_kind_and_varies_only_what_its_mechanism_reads() {
         for full in [false, true] {
             for kind in FlowKind::TUNED {
-                let (source, sink) = representative_pair(kind);
+                let (source, sink) = kind.representative_pair();
                 let all = candidates(kind, full);
                 for candidate in &all {
                     let read = reads(candidate.mechanism);

@@ -67,6 +67,27 @@ impl FlowKind {
         }
     }
 
+    /// Endpoint kinds standing for this flow kind when asking whether a
+    /// mechanism serves it (the tuner's candidates, a profile's ranges).
+    ///
+    /// # Examples
+    /// ```
+    /// use flexio::{EndpointKind, tune::FlowKind};
+    /// assert_eq!(FlowKind::SocketToFile.representative_pair(), (EndpointKind::Tcp, EndpointKind::File));
+    /// ```
+    pub fn representative_pair(self) -> (EndpointKind, EndpointKind) {
+        use EndpointKind::*;
+        match self {
+            FlowKind::FileToFile | FlowKind::FileToFileDurable => (File, File),
+            FlowKind::FileToSocket => (File, Tcp),
+            FlowKind::SocketToFile => (Tcp, File),
+            FlowKind::FileToPipe => (File, Pipe),
+            FlowKind::PipeToFile => (Pipe, File),
+            FlowKind::MemoryToMemory => (Memory, Memory),
+            FlowKind::Other => (Tcp, Tcp),
+        }
+    }
+
     /// The kebab-case name used in the profile.
     pub fn as_str(self) -> &'static str {
         match self {

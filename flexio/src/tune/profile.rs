@@ -10,7 +10,6 @@ use serde::{Deserialize, Serialize};
 
 use super::select::Measurement;
 use super::{Fingerprint, FlowKind};
-use crate::endpoint::EndpointKind;
 use crate::flow::Params;
 use crate::mechanism::MechanismName;
 
@@ -304,7 +303,7 @@ impl Profile {
                         "{kind} range {i}: mechanism must be concrete, not auto"
                     ));
                 }
-                let (source, sink) = representative_pair(kind);
+                let (source, sink) = kind.representative_pair();
                 if !range.mechanism.supports(source, sink) {
                     return Err(format!(
                         "{kind} range {i}: {} cannot move {source} -> {sink}",
@@ -432,20 +431,6 @@ impl Profile {
             .collect();
         points.sort_by_key(|(_, point)| std::cmp::Reverse(point.median_bytes_per_s));
         points
-    }
-}
-
-/// Endpoint kinds standing for a flow kind when checking a mechanism.
-pub(crate) fn representative_pair(kind: FlowKind) -> (EndpointKind, EndpointKind) {
-    use EndpointKind::*;
-    match kind {
-        FlowKind::FileToFile | FlowKind::FileToFileDurable => (File, File),
-        FlowKind::FileToSocket => (File, Tcp),
-        FlowKind::SocketToFile => (Tcp, File),
-        FlowKind::FileToPipe => (File, Pipe),
-        FlowKind::PipeToFile => (Pipe, File),
-        FlowKind::MemoryToMemory => (Memory, Memory),
-        FlowKind::Other => (Tcp, Tcp),
     }
 }
 
