@@ -137,8 +137,6 @@ fn take_state(t: &mut Transfer<'_>, slot_len: usize, align: usize) -> Result<Rin
                 op,
                 errno: Errno::NOSYS,
             },
-            // Buffers that cannot be pinned (RLIMIT_MEMLOCK before 5.12).
-            ("io_uring_register", Errno::NOMEM | Errno::PERM) => Stop::Refused { op, errno },
             _ => t.refused_or_failed(op, Side::Source, errno),
         }
     })?;

@@ -47,6 +47,9 @@ pub(crate) struct Ring {
     /// leaked the memory rather than free what the kernel may still write.
     buffers: Option<AlignedBuffer>,
     slot_len: usize,
+    /// Whether the buffers are registered (pinned) with the ring; when the
+    /// locked-memory limit refuses that, plain READ/WRITE use them instead.
+    registered: bool,
     busy: Vec<bool>,
     in_flight: usize,
 }
@@ -58,7 +61,9 @@ impl Ring {
     ///
     /// # Errors
     /// `io_uring_setup` when the kernel has no io_uring (ENOSYS) or forbids
-    /// it (EPERM), `io_uring_register` when the buffers cannot be pinned.
+    /// it (EPERM), `io_uring_register` when registering fails for a reason
+    /// other than the locked-memory limit (then the buffers stay
+    /// unregistered and plain READ/WRITE requests use them).
     ///
     /// Reference: <https://man7.org/linux/man-pages/man2/io_uring_register.2.html>
     pub fn new(slots: usize, slot_len: usize, align: usize) -> Result<Self, RingError> {
@@ -80,14 +85,23 @@ impl Ring {
         // SAFETY: every iovec lies inside `buffers`, which this `Ring` owns
         // and frees only after the ring is closed (field order, and `Drop`
         // waits for requests in flight first).
-        unsafe { ring.submitter().register_buffers(&iovecs) }.map_err(|error| RingError {
-            op: "io_uring_register",
-            error,
-        })?;
+        let registered = match unsafe { ring.submitter().register_buffers(&iovecs) } {
+            Ok(()) => true,
+            // Pinning counts against RLIMIT_MEMLOCK (8 MiB for a normal
+            // user): run with unregistered buffers rather than not at all.
+            Err(error) if matches!(error.raw_os_error(), Some(libc::ENOMEM | libc::EPERM)) => false,
+            Err(error) => {
+                return Err(RingError {
+                    op: "io_uring_register",
+                    error,
+                })
+            }
+        };
         Ok(Ring {
             ring,
             buffers: Some(buffers),
             slot_len,
+            registered,
             busy: vec![false; slots],
             in_flight: 0,
         })
@@ -144,16 +158,23 @@ impl Ring {
         let index = slot as u16;
         // -1: read or write at the file position (what streams need).
         let offset = offset.unwrap_or(u64::MAX);
-        let entry: squeue::Entry = match op {
-            Op::Read => opcode::ReadFixed::new(fd, address, len as u32, index)
+        let entry: squeue::Entry = match (op, self.registered) {
+            (Op::Read, true) => opcode::ReadFixed::new(fd, address, len as u32, index)
                 .offset(offset)
                 .build(),
-            Op::Write => opcode::WriteFixed::new(fd, address, len as u32, index)
+            (Op::Write, true) => opcode::WriteFixed::new(fd, address, len as u32, index)
+                .offset(offset)
+                .build(),
+            (Op::Read, false) => opcode::Read::new(fd, address, len as u32)
+                .offset(offset)
+                .build(),
+            (Op::Write, false) => opcode::Write::new(fd, address, len as u32)
                 .offset(offset)
                 .build(),
         }
         .user_data(slot as u64);
-        // SAFETY: the entry names `len` bytes of registered buffer `slot`,
+        // SAFETY: the entry names `len` bytes of buffer `slot` (registered
+        // or not),
         // which this `Ring` owns; `busy[slot]` keeps every other request
         // and `slot_bytes` off them until the completion is taken, and
         // `Drop` waits for that completion before freeing them.
