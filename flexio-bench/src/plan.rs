@@ -210,7 +210,8 @@ impl Cell {
         self
     }
 
-    fn path(mut self, path: &str) -> Self {
+    /// The same cell on a network path (`loopback`, `veth`).
+    pub fn path(mut self, path: &str) -> Self {
         self.key.path = path.to_string();
         self
     }
@@ -331,19 +332,15 @@ impl Plan {
         if wanted(Scenario::FileToFile) {
             let warm = sizes(&[MIB, 16 * MIB, 256 * MIB], &powers_of_4(MIB, GIB));
             let cold = sizes(&[64 * MIB], &powers_of_4(MIB, GIB));
-            for &size in &warm {
+            let sized = warm
+                .iter()
+                .map(|&s| (s, Warm))
+                .chain(cold.iter().map(|&s| (s, Cold)));
+            for (size, cache) in sized {
                 cells.push(Cell::new(
                     Scenario::FileToFile,
                     size,
-                    Warm,
-                    file_to_file_entrants(false),
-                ));
-            }
-            for &size in &cold {
-                cells.push(Cell::new(
-                    Scenario::FileToFile,
-                    size,
-                    Cold,
+                    cache,
                     file_to_file_entrants(false),
                 ));
             }

@@ -24,7 +24,7 @@ use flexio::tune::{
 };
 use flexio::{format_bytes, MechanismName, Params};
 
-use crate::model::{CacheState, CellKey, Contender, Results};
+use crate::model::{CacheState, Contender, Results};
 use crate::plan::{Cell, Entrant, Plan, Scenario};
 use crate::runner::{self, Observer, RunOptions};
 use crate::stats::{self, Summary};
@@ -367,17 +367,7 @@ impl TunePlan {
                     .iter()
                     .map(|c| Entrant::with_params(c.mechanism, c.params.clone()))
                     .collect();
-                cells.push(Cell {
-                    key: CellKey {
-                        scenario: scenario.name().to_string(),
-                        size,
-                        chunk: 0,
-                        cache,
-                        flows: 1,
-                        path: path.to_string(),
-                    },
-                    entrants,
-                });
+                cells.push(Cell::new(scenario, size, cache, entrants).path(path));
             }
         }
         Plan { cells }
@@ -510,6 +500,7 @@ pub fn describe(plan: &TunePlan) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::CellKey;
 
     #[test]
     fn every_candidate_serves_its_kind_and_varies_only_what_its_mechanism_reads() {

@@ -29,7 +29,7 @@ use rustix::event::PollFlags;
 use rustix::io::Errno;
 
 use super::direct_io::{
-    align_down, align_up, enable_direct, is_direct_capable, side_alignment, DirectMode,
+    align_down, align_up, common_block, enable_sides, is_direct_capable, DirectMode,
 };
 use super::io::{wait_fd, write_sink};
 use super::transfer::Side;
@@ -53,23 +53,14 @@ impl Mechanism for Direct {
         let source_fd = t.source_fd();
         let sink_fd = t.sink_fd();
         let source_direct = is_direct_capable(t.source_kind);
-        let mut block = 512;
-        if source_direct {
-            block = block.max(side_alignment(t, source_fd, t.source_kind, Side::Source)?);
-        }
-        if is_direct_capable(t.sink_kind) {
-            block = block.max(side_alignment(t, sink_fd, t.sink_kind, Side::Sink)?);
-        }
-        let sink_direct = is_direct_capable(t.sink_kind) && t.sink_pos.is_multiple_of(block as u64);
-
-        let _source_mode = match source_direct {
-            true => Some(enable_direct(t, source_fd, Side::Source)?),
-            false => None,
-        };
-        let mut sink_mode = match sink_direct {
-            true => Some(enable_direct(t, sink_fd, Side::Sink)?),
-            false => None,
-        };
+        let sink_capable = is_direct_capable(t.sink_kind);
+        let block = common_block(t, source_direct, sink_capable)?;
+        let sink_direct = sink_capable && t.sink_pos.is_multiple_of(block as u64);
+        let (_source_mode, mut sink_mode) = enable_sides(
+            t,
+            source_direct.then_some(source_fd),
+            sink_direct.then_some(sink_fd),
+        )?;
 
         let chunk = align_up(t.params.chunk.max(1), block);
         let mut buffer = take_buffer(t, block + chunk, block.max(4096));

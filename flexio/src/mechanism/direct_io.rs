@@ -110,7 +110,7 @@ impl Drop for DirectMode<'_> {
 
 /// `O_DIRECT` on a side of a transfer, or a refusal (the filesystem does
 /// not do direct I/O) or failure naming that side.
-pub(crate) fn enable_direct<'fd>(
+fn enable_direct<'fd>(
     t: &mut Transfer<'_>,
     fd: BorrowedFd<'fd>,
     side: Side,
@@ -119,9 +119,49 @@ pub(crate) fn enable_direct<'fd>(
     DirectMode::enable(fd).map_err(|(op, errno)| t.refused_or_failed(op, side, errno))
 }
 
+/// The block both direct sides of a transfer can live with: the larger of
+/// their alignments, at least 512 bytes; 1 when neither side is direct.
+pub(crate) fn common_block(
+    t: &mut Transfer<'_>,
+    source_direct: bool,
+    sink_direct: bool,
+) -> Result<usize, Stop> {
+    if !source_direct && !sink_direct {
+        return Ok(1);
+    }
+    let mut block = 512;
+    if source_direct {
+        block = block.max(side_alignment(
+            t,
+            t.source_fd(),
+            t.source_kind,
+            Side::Source,
+        )?);
+    }
+    if sink_direct {
+        block = block.max(side_alignment(t, t.sink_fd(), t.sink_kind, Side::Sink)?);
+    }
+    Ok(block)
+}
+
+/// `O_DIRECT` on the sides asked for; each restores its flags on drop.
+pub(crate) fn enable_sides<'fd>(
+    t: &mut Transfer<'_>,
+    source: Option<BorrowedFd<'fd>>,
+    sink: Option<BorrowedFd<'fd>>,
+) -> Result<(Option<DirectMode<'fd>>, Option<DirectMode<'fd>>), Stop> {
+    let source = source
+        .map(|fd| enable_direct(t, fd, Side::Source))
+        .transpose()?;
+    let sink = sink
+        .map(|fd| enable_direct(t, fd, Side::Sink))
+        .transpose()?;
+    Ok((source, sink))
+}
+
 /// The direct-I/O alignment of a side of a transfer, as a refusal when the
 /// filesystem reports it cannot do direct I/O.
-pub(crate) fn side_alignment(
+fn side_alignment(
     t: &mut Transfer<'_>,
     fd: BorrowedFd<'_>,
     kind: EndpointKind,

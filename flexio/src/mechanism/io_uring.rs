@@ -32,7 +32,7 @@ use rustix::event::PollFlags;
 use rustix::io::Errno;
 
 use super::direct_io::{
-    align_down, align_up, enable_direct, is_direct_capable, side_alignment, DirectMode,
+    align_down, align_up, common_block, enable_sides, is_direct_capable, DirectMode,
 };
 use super::io::{wait_fd, write_sink};
 use super::transfer::Side;
@@ -56,29 +56,17 @@ impl Mechanism for IoUring {
         let sink_fd = t.sink_fd();
         let source_direct = t.params.direct && is_direct_capable(t.source_kind);
         let sink_capable = t.params.direct && is_direct_capable(t.sink_kind);
-        let mut block = 1;
-        if source_direct || sink_capable {
-            block = 512;
-        }
-        if source_direct {
-            block = block.max(side_alignment(t, source_fd, t.source_kind, Side::Source)?);
-        }
-        if sink_capable {
-            block = block.max(side_alignment(t, sink_fd, t.sink_kind, Side::Sink)?);
-        }
+        let block = common_block(t, source_direct, sink_capable)?;
         // A direct sink must start aligned, and its bytes must sit aligned
         // in the slots: a direct source has to start aligned too.
         let sink_direct = sink_capable
             && t.sink_pos.is_multiple_of(block as u64)
             && (!source_direct || t.source_pos.is_multiple_of(block as u64));
-        let _source_mode = match source_direct {
-            true => Some(enable_direct(t, source_fd, Side::Source)?),
-            false => None,
-        };
-        let mut sink_mode = match sink_direct {
-            true => Some(enable_direct(t, sink_fd, Side::Sink)?),
-            false => None,
-        };
+        let (_source_mode, mut sink_mode) = enable_sides(
+            t,
+            source_direct.then_some(source_fd),
+            sink_direct.then_some(sink_fd),
+        )?;
 
         let slot_len = align_up(t.params.chunk.max(1), block);
         let mut state = take_state(t, slot_len, block.max(4096))?;
