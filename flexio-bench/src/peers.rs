@@ -231,6 +231,23 @@ impl PeerSpec {
         }
     }
 
+    /// `writer | cat > DST`: the pipe on standard input, the sink on
+    /// standard output.
+    pub fn cat_from_pipe() -> Self {
+        PeerSpec {
+            stdout_to_sink: true,
+            ..Self::command("writer | cat > DST", &["cat"])
+        }
+    }
+
+    /// `writer | dd of=DST bs=1M`.
+    pub fn dd_from_pipe() -> Self {
+        Self::command(
+            "writer | dd of=DST bs=1M",
+            &["dd", "of={dst}", "bs=1M", "status=none"],
+        )
+    }
+
     /// `iperf3` memory → socket, or `iperf3 -Z` (sendfile).
     pub fn iperf3(mode: Iperf3Mode) -> Self {
         let name = match mode {
@@ -402,9 +419,30 @@ pub fn command_in(netns: Option<&str>, argv: &[String]) -> Command {
     command
 }
 
-/// Spawns one run of a (non-iperf3) peer: standard input from `vars.src`
-/// when the peer reads it there, standard output into `stdout` when given
-/// (a pipe's write end or the destination file), else discarded.
+/// Where a peer's standard input and output go beyond its template:
+/// the bench's end of a pipe, or the destination file.
+#[derive(Debug, Default)]
+pub struct PeerIo {
+    /// Standard input (a pipe's read end); else the source file when the
+    /// spec reads it there, else nothing.
+    pub stdin: Option<OwnedFd>,
+    /// Standard output (a pipe's write end or the destination file); else
+    /// discarded.
+    pub stdout: Option<OwnedFd>,
+}
+
+impl PeerIo {
+    /// Standard output into `fd`.
+    pub fn stdout(fd: OwnedFd) -> Self {
+        PeerIo {
+            stdout: Some(fd),
+            ..PeerIo::default()
+        }
+    }
+}
+
+/// Spawns one run of a (non-iperf3) peer with its standard input and
+/// output as `io` and the spec say.
 ///
 /// # Errors
 /// When the source cannot be opened or the program cannot start.
@@ -412,14 +450,20 @@ pub fn spawn_peer(
     spec: &PeerSpec,
     vars: &PeerVars,
     netns: Option<&str>,
-    stdout: Option<OwnedFd>,
+    io: PeerIo,
 ) -> io::Result<Supervised> {
     let argv = spec.expand(vars);
     let mut command = command_in(netns, &argv);
-    if spec.stdin_from_source {
-        command.stdin(std::fs::File::open(&vars.src)?);
+    match io.stdin {
+        Some(fd) => {
+            command.stdin(Stdio::from(fd));
+        }
+        None if spec.stdin_from_source => {
+            command.stdin(std::fs::File::open(&vars.src)?);
+        }
+        None => {}
     }
-    match stdout {
+    match io.stdout {
         Some(fd) => command.stdout(Stdio::from(fd)),
         None => command.stdout(Stdio::null()),
     };

@@ -36,6 +36,8 @@ pub enum Scenario {
     SocketToFile,
     /// File into a pipe that a reader drains.
     FileToPipe,
+    /// A pipe the bench feeds into a file.
+    PipeToFile,
     /// Memory to memory, 64 B to 1 GiB.
     Memory,
     /// 1, 2, 4, 8 concurrent file-to-file flows.
@@ -46,13 +48,14 @@ pub enum Scenario {
 
 impl Scenario {
     /// Every scenario, in the order a run visits them.
-    pub const ALL: [Scenario; 9] = [
+    pub const ALL: [Scenario; 10] = [
         Scenario::Limits,
         Scenario::FileToFile,
         Scenario::FileToFileDurable,
         Scenario::FileToSocket,
         Scenario::SocketToFile,
         Scenario::FileToPipe,
+        Scenario::PipeToFile,
         Scenario::Memory,
         Scenario::Parallel,
         Scenario::Meter,
@@ -67,6 +70,7 @@ impl Scenario {
             Scenario::FileToSocket => "file-to-socket",
             Scenario::SocketToFile => "socket-to-file",
             Scenario::FileToPipe => "file-to-pipe",
+            Scenario::PipeToFile => "pipe-to-file",
             Scenario::Memory => "memory",
             Scenario::Parallel => "parallel",
             Scenario::Meter => "meter",
@@ -419,6 +423,21 @@ impl Plan {
                     Entrant::Peer(PeerSpec::pv_pipe()),
                 ]);
                 cells.push(Cell::new(Scenario::FileToPipe, size, Warm, entrants));
+            }
+        }
+        if wanted(Scenario::PipeToFile) {
+            for size in sizes(&[64 * MIB], &[MIB, 64 * MIB, GIB]) {
+                let mut entrants = flexio_entrants(&[Splice, ReadWrite, Auto]);
+                entrants.extend([
+                    Entrant::Peer(PeerSpec::cat_from_pipe()),
+                    Entrant::Peer(PeerSpec::dd_from_pipe()),
+                ]);
+                cells.push(Cell::new(
+                    Scenario::PipeToFile,
+                    size,
+                    NotApplicable,
+                    entrants,
+                ));
             }
         }
         if wanted(Scenario::Memory) {

@@ -557,6 +557,7 @@ fn kinds(scenario: &str) -> Option<(EndpointKind, EndpointKind)> {
         "file-to-socket" | "meter" => Some((File, Tcp)),
         "socket-to-file" => Some((Tcp, File)),
         "file-to-pipe" => Some((File, Pipe)),
+        "pipe-to-file" => Some((Pipe, File)),
         "memory" => Some((Memory, Memory)),
         _ => None,
     }

@@ -11,10 +11,6 @@
 //! become [`Measurement`]s, [`select_ranges`] turns them into size ranges,
 //! and every candidate's points are kept as its [`Curve`].
 //!
-//! Pipe → file has no bench scenario (the bench would need a writer feeding
-//! a pipe at a rate no flexio mechanism limits), so it is not measured: the
-//! profile says so in its notes and `auto` uses the built-in table there.
-
 use std::io;
 use std::path::Path;
 
@@ -57,8 +53,6 @@ pub struct TunePlan {
     pub warmups: u32,
     /// Counted rounds per cell.
     pub rounds: u32,
-    /// What the plan leaves out and why; copied into the profile.
-    pub notes: Vec<String>,
 }
 
 /// The profile made by a tune, with the bench results it came from.
@@ -70,8 +64,8 @@ pub struct Tuned {
     pub results: Results,
 }
 
-/// The bench scenario and cache state that measure a flow kind; `None` for
-/// a kind the bench has no scenario for.
+/// The bench scenario, cache state and network path that measure a flow
+/// kind; `None` only for [`FlowKind::Other`], which is never tuned.
 pub fn scenario_of(kind: FlowKind) -> Option<(Scenario, CacheState, &'static str)> {
     match kind {
         FlowKind::FileToFile => Some((Scenario::FileToFile, CacheState::Warm, "")),
@@ -83,6 +77,7 @@ pub fn scenario_of(kind: FlowKind) -> Option<(Scenario, CacheState, &'static str
             "loopback",
         )),
         FlowKind::FileToPipe => Some((Scenario::FileToPipe, CacheState::Warm, "")),
+        FlowKind::PipeToFile => Some((Scenario::PipeToFile, CacheState::NotApplicable, "")),
         FlowKind::MemoryToMemory => Some((Scenario::Memory, CacheState::NotApplicable, "")),
         _ => None,
     }
@@ -327,18 +322,8 @@ impl TunePlan {
     }
 
     fn sweep(full: bool, sizes: impl Fn(FlowKind) -> Vec<u64>, warmups: u32, rounds: u32) -> Self {
-        let mut notes = Vec::new();
         let targets = FlowKind::TUNED
             .into_iter()
-            .filter(|&kind| {
-                let measured = scenario_of(kind).is_some();
-                if !measured {
-                    notes.push(format!(
-                        "{kind}: not measured (the bench has no scenario for it); auto uses the built-in table there"
-                    ));
-                }
-                measured
-            })
             .map(|kind| TuneTarget {
                 kind,
                 sizes: sizes(kind),
@@ -349,7 +334,6 @@ impl TunePlan {
             targets,
             warmups,
             rounds,
-            notes,
         }
     }
 
@@ -403,7 +387,6 @@ pub fn build_profile(plan: &TunePlan, results: &Results, dir: &Path) -> Profile 
     // from any working directory.
     let dir = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
     let mut profile = Profile::new(Fingerprint::of_this_machine(&dir), &dir);
-    profile.notes.extend(plan.notes.iter().cloned());
     profile.notes.extend(results.notes.iter().cloned());
     for summary in &summaries {
         if let (Some(candidate), Some(used)) = (
@@ -536,11 +519,15 @@ mod tests {
     }
 
     #[test]
-    fn pipe_to_file_is_left_out_and_said_so() {
+    fn every_tuned_kind_has_a_scenario_and_is_swept() {
         let plan = TunePlan::quick();
-        assert!(plan.targets.iter().all(|t| t.kind != FlowKind::PipeToFile));
-        assert!(plan.notes.iter().any(|n| n.starts_with("pipe-to-file")));
-        assert_eq!(plan.targets.len(), FlowKind::TUNED.len() - 1);
+        let kinds: Vec<FlowKind> = plan.targets.iter().map(|t| t.kind).collect();
+        assert_eq!(kinds, FlowKind::TUNED);
+        for kind in FlowKind::TUNED {
+            let (scenario, _, _) = scenario_of(kind).unwrap();
+            assert_eq!(kind_of(scenario.name()), Some(kind));
+        }
+        assert_eq!(scenario_of(FlowKind::Other), None);
     }
 
     #[test]

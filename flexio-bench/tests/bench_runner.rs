@@ -223,3 +223,42 @@ fn cold_cells_are_cold() {
         assert_eq!(run.bytes, 1 << 20);
     }
 }
+
+#[test]
+fn pipe_cells_run_flexio_and_the_shell_tools_to_the_end_of_the_pipe() {
+    let dir = tempfile::tempdir().unwrap();
+    let size = 3 << 20;
+    let mut cells = vec![Cell::new(
+        Scenario::PipeToFile,
+        size,
+        CacheState::NotApplicable,
+        vec![
+            Entrant::flexio(MechanismName::Splice, CHUNK),
+            Entrant::flexio(MechanismName::ReadWrite, CHUNK),
+            Entrant::Peer(PeerSpec::cat_from_pipe()),
+            Entrant::Peer(PeerSpec::dd_from_pipe()),
+        ],
+    )];
+    cells.push(Cell::new(
+        Scenario::FileToPipe,
+        size,
+        CacheState::Warm,
+        vec![
+            Entrant::flexio(MechanismName::Splice, CHUNK),
+            Entrant::Peer(PeerSpec::cat_pipe()),
+        ],
+    ));
+    let mut options = options(dir.path());
+    options.rounds = 2;
+    let mut recorder = Recorder::default();
+    let results = runner::run(&Plan { cells }, &options, &mut recorder).unwrap();
+
+    // Every contender ran every round (a peer that never saw the end of its
+    // pipe would be killed by the watchdog and dropped with a note).
+    assert!(recorder.notes.is_empty(), "{:?}", recorder.notes);
+    assert_eq!(runs_of(&results, "pipe-to-file").len(), 4 * 3);
+    assert_eq!(runs_of(&results, "file-to-pipe").len(), 2 * 3);
+    for run in &results.runs {
+        assert_eq!(run.bytes, size, "{run:?}");
+    }
+}

@@ -40,7 +40,6 @@ fn tiny_tune_plan() -> TunePlan {
         }],
         warmups: 1,
         rounds: 1,
-        notes: vec!["pipe-to-file: not measured".into()],
     }
 }
 
@@ -62,7 +61,6 @@ fn a_tiny_tune_writes_a_profile_that_loads_and_decides_among_its_candidates() {
     assert!(loaded.machine_differences().is_empty());
     assert_eq!(loaded.flows.len(), 1);
     assert_eq!(loaded.flows[0].kind, FlowKind::FileToFile);
-    assert!(loaded.notes.iter().any(|n| n.starts_with("pipe-to-file")));
     let candidates = &plan.targets[0].candidates;
     for size in [0, 4 * KIB, 20 * KIB, 64 * KIB, 1 << 40] {
         let range = loaded.lookup(FlowKind::FileToFile, size).unwrap();
@@ -80,6 +78,37 @@ fn a_tiny_tune_writes_a_profile_that_loads_and_decides_among_its_candidates() {
         assert_eq!(sizes, [4 * KIB, 64 * KIB]);
         assert!(curve.points.iter().all(|p| p.median_bytes_per_s > 0));
     }
+}
+
+#[test]
+fn pipe_to_file_is_tuned_from_a_fed_pipe() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = TunePlan {
+        targets: vec![TuneTarget {
+            kind: FlowKind::PipeToFile,
+            sizes: vec![64 * KIB, 4 << 20],
+            candidates: vec![
+                candidate(MechanismName::Splice),
+                candidate(MechanismName::ReadWrite),
+            ],
+        }],
+        warmups: 1,
+        rounds: 2,
+    };
+    let tuned = tune::tune(&plan, &options(dir.path()), &mut Quiet).unwrap();
+    assert_eq!(tuned.results.runs.len(), 2 * 2 * 3);
+    for run in &tuned.results.runs {
+        assert_eq!(run.cell.scenario, "pipe-to-file");
+        assert_eq!(run.bytes, run.cell.size, "{run:?}");
+    }
+    let flow = &tuned.profile.flows[0];
+    assert_eq!(flow.kind, FlowKind::PipeToFile);
+    assert_eq!(flow.curves.len(), 2);
+    let range = tuned.profile.lookup(FlowKind::PipeToFile, 1 << 20).unwrap();
+    assert!(matches!(
+        range.mechanism,
+        MechanismName::Splice | MechanismName::ReadWrite
+    ));
 }
 
 #[test]

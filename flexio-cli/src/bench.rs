@@ -24,7 +24,7 @@ pub struct BenchArgs {
     #[arg(long)]
     full: bool,
     /// Only this scenario (repeatable): file-to-file, file-to-file-durable,
-    /// file-to-socket, socket-to-file, file-to-pipe, memory, parallel,
+    /// file-to-socket, socket-to-file, file-to-pipe, pipe-to-file, memory, parallel,
     /// meter; the limits always run.
     #[arg(long = "scenario", value_name = "NAME", value_parser = scenario)]
     scenarios: Vec<Scenario>,

@@ -11,11 +11,11 @@ use std::time::{Duration, Instant};
 use flexio::tune::Profile;
 use flexio::{Flow, MechanismName, Report, Sink, Source};
 
-use super::streams::{accept_within, drain, spawn_receiver, spawn_sender, Net};
+use super::streams::{accept_within, drain, spawn_feeder, spawn_receiver, spawn_sender, Net};
 use super::{fill, joined, other, Bench, CpuScope, Measured, Window, Workspace};
 use crate::limits::{self, Probe};
 use crate::meter::Meter;
-use crate::peers::{self, PeerSpec, PeerVars};
+use crate::peers::{self, PeerIo, PeerSpec, PeerVars};
 use crate::plan::{Cell, Entrant, Scenario};
 
 /// What a cell keeps between its runs.
@@ -66,7 +66,7 @@ impl CellContext {
     ) -> io::Result<Self> {
         let size = cell.key.size;
         let needs_source = match scenario {
-            Scenario::Memory | Scenario::SocketToFile => false,
+            Scenario::Memory | Scenario::SocketToFile | Scenario::PipeToFile => false,
             Scenario::Limits => cell
                 .entrants
                 .iter()
@@ -162,6 +162,7 @@ impl CellContext {
             }
             Scenario::SocketToFile => self.socket_to_file(entrant, size, &sink, net),
             Scenario::FileToPipe => self.file_to_pipe(entrant),
+            Scenario::PipeToFile => self.pipe_to_file(entrant, size, &sink),
             Scenario::Memory => self.memory_run(entrant, self.reps[i]),
             Scenario::Parallel => self.parallel(entrant, workspace, cell.key.flows),
             Scenario::Limits => self.limit(entrant, size, &sink, self.reps[i], net),
@@ -208,7 +209,7 @@ impl CellContext {
                     ..PeerVars::default()
                 };
                 let window = Window::open(CpuScope::Children);
-                let status = peers::spawn_peer(spec, &vars, None, None)?.wait()?;
+                let status = peers::spawn_peer(spec, &vars, None, PeerIo::default())?.wait()?;
                 let bytes = std::fs::metadata(sink).map_or(0, |m| m.len());
                 let measured = window.close(bytes, None);
                 peers::check_status(&spec.name, status)?;
@@ -262,7 +263,7 @@ impl CellContext {
                     bytes: size,
                     ..PeerVars::default()
                 };
-                peers::spawn_peer(spec, &vars, net.sender_ns.as_deref(), None)
+                peers::spawn_peer(spec, &vars, net.sender_ns.as_deref(), PeerIo::default())
                     .and_then(|child| child.wait())
                     .and_then(|status| peers::check_status(&spec.name, status))
                     .map(|()| None)
@@ -325,12 +326,12 @@ impl CellContext {
                     bytes: size,
                     ..PeerVars::default()
                 };
-                let stdout = match spec.stdout_to_sink {
-                    true => Some(File::create(sink)?.into()),
-                    false => None,
+                let io = match spec.stdout_to_sink {
+                    true => PeerIo::stdout(File::create(sink)?.into()),
+                    false => PeerIo::default(),
                 };
                 let window = Window::open(CpuScope::Children);
-                let child = peers::spawn_peer(spec, &vars, net.receiver_ns.as_deref(), stdout)?;
+                let child = peers::spawn_peer(spec, &vars, net.receiver_ns.as_deref(), io)?;
                 let sender = spawn_sender(
                     net,
                     SocketAddr::new(net.receiver_ip, port),
@@ -363,7 +364,7 @@ impl CellContext {
 
     fn file_to_pipe(&self, entrant: &Entrant) -> io::Result<Measured> {
         let source = self.source()?;
-        let (read_end, write_end) = rustix::pipe::pipe()?;
+        let (read_end, write_end) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)?;
         let reader = std::thread::spawn(move || drain(File::from(read_end)));
         let scope = match entrant {
             Entrant::Flexio { .. } => CpuScope::Thread,
@@ -385,7 +386,7 @@ impl CellContext {
                     src: source.to_path_buf(),
                     ..PeerVars::default()
                 };
-                peers::spawn_peer(spec, &vars, None, Some(write_end))
+                peers::spawn_peer(spec, &vars, None, PeerIo::stdout(write_end))
                     .and_then(|child| child.wait())
                     .and_then(|status| peers::check_status(&spec.name, status))
                     .map(|()| None)
@@ -402,6 +403,62 @@ impl CellContext {
         let measured = stream_measured(window, &received, &sent);
         sent?;
         received?;
+        Ok(measured)
+    }
+
+    /// A pipe the bench feeds from memory (as a shell pipeline would, with
+    /// the kernel's default capacity) into the sink file.
+    fn pipe_to_file(&self, entrant: &Entrant, size: u64, sink: &Path) -> io::Result<Measured> {
+        let (read_end, write_end) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)?;
+        let scope = match entrant {
+            Entrant::Flexio { .. } => CpuScope::Thread,
+            _ => CpuScope::Children,
+        };
+        let window = Window::open(scope);
+        let feeder = spawn_feeder(write_end, Arc::clone(&self.pattern), size);
+        // Every path gives up `read_end` (the flow, the command, or the
+        // drop), so the feeder always ends.
+        let measured = match entrant {
+            Entrant::Flexio { .. } => {
+                let flow =
+                    Flow::new(Source::Fd(read_end, "pipe".into()), Sink::path(sink)).length(size);
+                flexio_flow(flow, entrant, self.profile.as_ref())
+                    .run()
+                    .map(|report| closed(window, &report))
+                    .map_err(other)
+            }
+            Entrant::Peer(spec) => {
+                let vars = PeerVars {
+                    dst: sink.to_path_buf(),
+                    ..PeerVars::default()
+                };
+                let io = PeerIo {
+                    stdin: Some(read_end),
+                    stdout: match spec.stdout_to_sink {
+                        true => Some(File::create(sink)?.into()),
+                        false => None,
+                    },
+                };
+                peers::spawn_peer(spec, &vars, None, io)
+                    .and_then(|child| child.wait())
+                    .and_then(|status| {
+                        let bytes = std::fs::metadata(sink).map_or(0, |m| m.len());
+                        let measured = window.close(bytes, None);
+                        peers::check_status(&spec.name, status)?;
+                        Ok(measured)
+                    })
+            }
+            Entrant::Limit(probe) => {
+                drop(read_end);
+                Err(other(format!(
+                    "{} is not a pipe-to-file contender",
+                    probe.name()
+                )))
+            }
+        };
+        let fed = joined(feeder, "feeder");
+        let measured = measured?;
+        fed?;
         Ok(measured)
     }
 

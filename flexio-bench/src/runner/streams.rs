@@ -1,9 +1,12 @@
 //! The bench's side of stream contenders, the same for all of them: the
 //! network path (loopback or the veth pair), the receiver that drains a
-//! socket, the sender that feeds one from memory, and the pipe reader.
+//! socket, the sender that feeds one from memory, and the pipe's reader
+//! and feeder.
 
+use std::fs::File;
 use std::io::{self, Read, Write};
 use std::net::{IpAddr, Ipv4Addr, Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::os::fd::OwnedFd;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -125,13 +128,30 @@ pub(super) fn spawn_sender(
         };
         let connected = Instant::now();
         stream.set_write_timeout(Some(IO_DEADLINE))?;
-        let mut left = size;
-        while left > 0 {
-            let n = left.min(pattern.len() as u64) as usize;
-            stream.write_all(&pattern[..n])?;
-            left -= n as u64;
-        }
+        write_pattern(&mut stream, &pattern, size)?;
         stream.shutdown(Shutdown::Write)?;
         Ok(connected)
     })
+}
+
+/// The writing thread of pipe → file: writes `size` bytes of `pattern`
+/// into the pipe, then closes it. A reader that goes away ends it with
+/// `EPIPE`.
+pub(super) fn spawn_feeder(
+    write_end: OwnedFd,
+    pattern: Arc<Vec<u8>>,
+    size: u64,
+) -> JoinHandle<io::Result<()>> {
+    std::thread::spawn(move || write_pattern(&mut File::from(write_end), &pattern, size))
+}
+
+/// `size` bytes of `pattern`, repeated, into `to`.
+fn write_pattern(to: &mut impl Write, pattern: &[u8], size: u64) -> io::Result<()> {
+    let mut left = size;
+    while left > 0 {
+        let n = left.min(pattern.len() as u64) as usize;
+        to.write_all(&pattern[..n])?;
+        left -= n as u64;
+    }
+    Ok(())
 }

@@ -1,7 +1,8 @@
 //! `splice`: bytes move between descriptors through a pipe's pages without
 //! entering user memory. When one side is a pipe it is spliced directly;
 //! otherwise through a pipe of `--pipe-size` bytes made once per flow
-//! (F_SETPIPE_SZ, clamped to `/proc/sys/fs/pipe-max-size`).
+//! (F_SETPIPE_SZ, clamped to `/proc/sys/fs/pipe-max-size`). A pipe end of
+//! the caller's is grown to that size too (never shrunk).
 //!
 //! If the kernel refuses the sink side while bytes sit in the pipe, they are
 //! drained through a user buffer before the refusal is reported, so the
@@ -33,8 +34,16 @@ impl Mechanism for Splice {
     }
 }
 
-/// One end is a pipe: splice straight from source to sink.
+/// One end is a pipe: splice straight from source to sink. The caller's
+/// pipe is first grown (never shrunk) towards `--pipe-size`: with the
+/// default 64 KiB, a splice drains it faster than its writer refills it
+/// and the flow sleeps and wakes once per 64 KiB.
 fn direct_splice(t: &mut Transfer<'_>) -> Result<(), Stop> {
+    let pipe = match t.source_kind {
+        EndpointKind::Pipe => t.source_fd(),
+        _ => t.sink_fd(),
+    };
+    grow_pipe(t, pipe);
     let max = t.params.pipe_size.max(4096);
     while !t.finished() {
         let want = t.next_len(max);
@@ -184,6 +193,18 @@ fn take_pipe(
         .or_else(|_| rustix::pipe::fcntl_getpipe_size(&write))
         .map_err(|e| t.failed("fcntl(F_SETPIPE_SZ)", Side::Source, e))?;
     Ok((read, write, capacity))
+}
+
+/// Grows `pipe` towards `--pipe-size` (clamped to the system's maximum).
+/// Best effort: a pipe that cannot grow (the user's pipe quota is spent)
+/// still works at its own size, so a refusal is not an error.
+fn grow_pipe(t: &mut Transfer<'_>, pipe: BorrowedFd<'_>) {
+    let wanted = t.params.pipe_size.min(pipe_max_size());
+    t.counters.syscalls += 1;
+    if rustix::pipe::fcntl_getpipe_size(pipe).is_ok_and(|size| size < wanted) {
+        t.counters.syscalls += 1;
+        let _ = rustix::pipe::fcntl_setpipe_size(pipe, wanted);
+    }
 }
 
 /// `/proc/sys/fs/pipe-max-size` (1 MiB by default).
