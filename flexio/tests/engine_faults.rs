@@ -432,3 +432,30 @@ fn copying_a_file_onto_itself_is_refused() {
     assert!(leftover_temp_files(dir.path()).is_empty());
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+/// Reads into a memory sink land in it directly; the sink's end is the
+/// flow's only when the source has nothing more.
+#[test]
+fn a_memory_sink_takes_what_fits_and_refuses_more() {
+    for (len, room) in [(4096, 4096), (4097, 4096), (100, 4096)] {
+        let bytes = data(len, 91);
+        let (read, write) = pipe();
+        feed(std::fs::File::from(write), bytes).unwrap();
+        let mut sink = vec![0u8; room];
+        let result = Flow::new(Source::Fd(read, "pipe".into()), Sink::Memory(&mut sink))
+            .via(MechanismName::ReadWrite)
+            .run();
+        match result {
+            Ok(report) => {
+                assert!(len <= room, "{len} bytes into {room}: {report:?}");
+                assert_eq!(report.bytes, len as u64);
+                assert_eq!(&sink[..len], bytes);
+            }
+            Err(error) => {
+                assert!(len > room, "{len} bytes into {room}: {error}");
+                let text = error.to_string();
+                assert!(text.contains("write") && text.contains("4096"), "{text}");
+            }
+        }
+    }
+}

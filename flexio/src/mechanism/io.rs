@@ -94,8 +94,17 @@ pub(crate) fn wait_fd(fd: BorrowedFd<'_>, flags: PollFlags) -> Result<(), Errno>
 
 /// Moves the rest of the transfer through a user buffer of `chunk` bytes:
 /// the plain loop of `read-write`, and where other mechanisms finish a tail
-/// they cannot do their own way.
+/// they cannot do their own way. When an end is the caller's memory, that
+/// memory is the buffer: one copy, not two.
 pub(crate) fn copy_through_buffer(t: &mut Transfer<'_>, chunk: usize) -> Result<(), Stop> {
+    if let Some(source) = t.source_memory {
+        return copy_from_memory(t, source, chunk);
+    }
+    if let Some(sink) = t.sink_memory.take() {
+        let result = read_into_memory(t, sink, chunk);
+        t.sink_memory = Some(sink);
+        return result;
+    }
     let mut buffer = std::mem::take(&mut t.scratch.buffer);
     if buffer.len() < chunk {
         buffer = vec![0; chunk];
@@ -113,4 +122,40 @@ pub(crate) fn copy_through_buffer(t: &mut Transfer<'_>, chunk: usize) -> Result<
     })();
     t.scratch.buffer = buffer;
     result
+}
+
+/// The source is memory: its bytes go to the sink (memory or descriptor)
+/// straight from where they are.
+fn copy_from_memory(t: &mut Transfer<'_>, source: &[u8], chunk: usize) -> Result<(), Stop> {
+    while !t.finished() {
+        let start = (t.source_pos as usize).min(source.len());
+        let n = t.next_len(chunk).min(source.len() - start);
+        if n == 0 {
+            return t.source_ended();
+        }
+        write_sink(t, &source[start..start + n])?;
+    }
+    Ok(())
+}
+
+/// The sink is memory (the source a descriptor): reads land where the
+/// bytes belong.
+fn read_into_memory(t: &mut Transfer<'_>, sink: &mut [u8], chunk: usize) -> Result<(), Stop> {
+    while !t.finished() {
+        let start = (t.sink_pos as usize).min(sink.len());
+        let want = t.next_len(chunk).min(sink.len() - start);
+        if want == 0 {
+            // The sink is full: an error only if the source has more.
+            return match read_source(t, &mut [0u8; 1])? {
+                0 => t.source_ended(),
+                _ => Err(t.failed("write", Side::Sink, Errno::NOSPC)),
+            };
+        }
+        let n = read_source(t, &mut sink[start..start + want])?;
+        if n == 0 {
+            return t.source_ended();
+        }
+        t.advance(n as u64);
+    }
+    Ok(())
 }
