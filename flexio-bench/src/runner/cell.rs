@@ -11,7 +11,10 @@ use std::time::{Duration, Instant};
 use flexio::tune::Profile;
 use flexio::{Flow, MechanismName, Report, Sink, Source};
 
-use super::streams::{accept_within, drain, spawn_feeder, spawn_receiver, spawn_sender, Net};
+use super::affinity;
+use super::streams::{
+    accept_within, spawn_feeder, spawn_pipe_reader, spawn_receiver, spawn_sender, Net,
+};
 use super::{fill, joined, other, Bench, CpuScope, Measured, Window, Workspace};
 use crate::limits::{self, Probe};
 use crate::meter::Meter;
@@ -147,6 +150,18 @@ impl CellContext {
         };
         let sink = workspace.path("sink");
         let size = cell.key.size;
+        let streams = match self.scenario {
+            Scenario::FileToSocket
+            | Scenario::SocketToFile
+            | Scenario::FileToPipe
+            | Scenario::PipeToFile => true,
+            Scenario::Limits => matches!(
+                entrant,
+                Entrant::Limit(Probe::Iperf3Loopback | Probe::Iperf3Veth)
+            ),
+            _ => false,
+        };
+        let _pinned = streams.then(affinity::pin_contender).flatten();
         let measured = match self.scenario {
             Scenario::FileToFile => self.file_to_file(entrant, &sink, false),
             Scenario::FileToFileDurable => self.file_to_file(entrant, &sink, true),
@@ -365,7 +380,7 @@ impl CellContext {
     fn file_to_pipe(&self, entrant: &Entrant) -> io::Result<Measured> {
         let source = self.source()?;
         let (read_end, write_end) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)?;
-        let reader = std::thread::spawn(move || drain(File::from(read_end)));
+        let reader = spawn_pipe_reader(read_end);
         let scope = match entrant {
             Entrant::Flexio { .. } => CpuScope::Thread,
             _ => CpuScope::Children,

@@ -11,7 +11,8 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use super::IO_DEADLINE;
+use super::affinity::leave_contender_cpu;
+use super::{HELPER_BUFFER, IO_DEADLINE};
 use crate::peers::VethPair;
 
 /// The network path of a cell: loopback, or the veth pair.
@@ -77,9 +78,17 @@ pub(super) fn accept_within(listener: &TcpListener) -> io::Result<TcpStream> {
     Ok(stream)
 }
 
+/// The reading thread of file → pipe: drains the pipe.
+pub(super) fn spawn_pipe_reader(read_end: OwnedFd) -> JoinHandle<io::Result<u64>> {
+    std::thread::spawn(move || {
+        leave_contender_cpu();
+        drain(File::from(read_end))
+    })
+}
+
 /// Reads to the end, counting.
 pub(super) fn drain(mut from: impl Read) -> io::Result<u64> {
-    let mut buffer = vec![0u8; 1 << 20];
+    let mut buffer = vec![0u8; HELPER_BUFFER];
     let mut total = 0u64;
     loop {
         match from.read(&mut buffer) {
@@ -94,7 +103,10 @@ pub(super) fn drain(mut from: impl Read) -> io::Result<u64> {
 /// The receiving thread of file → socket: accepts one connection and
 /// drains it.
 pub(super) fn spawn_receiver(listener: TcpListener) -> JoinHandle<io::Result<u64>> {
-    std::thread::spawn(move || drain(accept_within(&listener)?))
+    std::thread::spawn(move || {
+        leave_contender_cpu();
+        drain(accept_within(&listener)?)
+    })
 }
 
 /// The sending thread of socket → file: connects (retrying while a peer's
@@ -108,6 +120,7 @@ pub(super) fn spawn_sender(
 ) -> JoinHandle<io::Result<Instant>> {
     let ns = net.sender_ns.clone();
     std::thread::spawn(move || {
+        leave_contender_cpu();
         if let Some(ns) = ns {
             VethPair::enter(&ns)?;
         }
@@ -142,7 +155,10 @@ pub(super) fn spawn_feeder(
     pattern: Arc<Vec<u8>>,
     size: u64,
 ) -> JoinHandle<io::Result<()>> {
-    std::thread::spawn(move || write_pattern(&mut File::from(write_end), &pattern, size))
+    std::thread::spawn(move || {
+        leave_contender_cpu();
+        write_pattern(&mut File::from(write_end), &pattern, size)
+    })
 }
 
 /// `size` bytes of `pattern`, repeated, into `to`.
