@@ -125,8 +125,13 @@ pub(crate) fn copy_through_buffer(t: &mut Transfer<'_>, chunk: usize) -> Result<
 }
 
 /// The source is memory: its bytes go to the sink (memory or descriptor)
-/// straight from where they are.
+/// straight from where they are. Memory to memory is one copy of it all:
+/// `chunk` bounds system calls, and there are none.
 fn copy_from_memory(t: &mut Transfer<'_>, source: &[u8], chunk: usize) -> Result<(), Stop> {
+    let chunk = match t.sink_memory {
+        Some(_) => usize::MAX,
+        None => chunk,
+    };
     while !t.finished() {
         let start = (t.source_pos as usize).min(source.len());
         let n = t.next_len(chunk).min(source.len() - start);
