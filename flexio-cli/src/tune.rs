@@ -15,12 +15,14 @@ use crate::bench::BarObserver;
 /// Arguments of `flexio tune`.
 #[derive(Args)]
 pub struct TuneArgs {
-    /// A short sweep: two chunk and pipe sizes, sizes 4 KiB to 64 MiB, four
-    /// counted rounds (at most a minute on a 2-core machine). The default.
+    /// A short sweep: two chunk and pipe sizes, O_DIRECT for durable
+    /// copies only, sizes 4 KiB to 64 MiB, six counted rounds (at most a
+    /// minute on a 2-core machine). The default.
     #[arg(long, conflicts_with = "full")]
     quick: bool,
     /// The whole sweep: 4 KiB to 1 GiB, chunks 64 KiB to 8 MiB, queue
-    /// depths 4 to 64, pipe sizes 64 KiB to 1 MiB, five counted rounds.
+    /// depths 4 to 64, pipe sizes 64 KiB to 1 MiB, O_DIRECT for every
+    /// kind with a file side, five counted rounds.
     #[arg(long)]
     full: bool,
     /// Where the temporary data goes: its file system is the one tuned.
