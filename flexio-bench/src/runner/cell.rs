@@ -161,6 +161,9 @@ impl CellContext {
             ),
             _ => false,
         };
+        if streams || self.scenario == Scenario::Meter {
+            net.forget_tcp_metrics();
+        }
         let _pinned = streams.then(affinity::pin_contender).flatten();
         let measured = match self.scenario {
             Scenario::FileToFile => self.file_to_file(entrant, &sink, false),

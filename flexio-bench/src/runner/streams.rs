@@ -40,6 +40,31 @@ impl Net {
         }
     }
 
+    /// Forgets what the kernel learned from earlier connections on this
+    /// path (`ip tcp_metrics flush all` in each namespace). A new
+    /// connection to an address starts from the cwnd, ssthresh and
+    /// reordering cached from the last one, so one contender's run shaped
+    /// the next: loopback socket → file splice fell from 3 to 1 GiB/s, at
+    /// a hundred times the context switches, after a few rounds beside
+    /// io-uring, and kept its 2–3 GiB/s with the cache disabled. Root only
+    /// (as dropping the page cache is); best effort.
+    pub(super) fn forget_tcp_metrics(&self) {
+        if !super::is_root() {
+            return;
+        }
+        let mut namespaces = vec![self.sender_ns.as_deref()];
+        if self.receiver_ns != self.sender_ns {
+            namespaces.push(self.receiver_ns.as_deref());
+        }
+        for ns in namespaces {
+            let argv = ["ip", "tcp_metrics", "flush", "all"].map(String::from);
+            let _ = crate::peers::command_in(ns, &argv)
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .status();
+        }
+    }
+
     pub(super) fn listen(&self) -> io::Result<TcpListener> {
         let address = SocketAddr::new(self.receiver_ip, 0);
         match &self.receiver_ns {
