@@ -150,20 +150,22 @@ impl CellContext {
         };
         let sink = workspace.path("sink");
         let size = cell.key.size;
-        let streams = match self.scenario {
-            Scenario::FileToSocket
-            | Scenario::SocketToFile
-            | Scenario::FileToPipe
-            | Scenario::PipeToFile => true,
-            Scenario::Limits => matches!(
-                entrant,
-                Entrant::Limit(Probe::Iperf3Loopback | Probe::Iperf3Veth)
-            ),
-            _ => false,
-        };
-        if streams || self.scenario == Scenario::Meter {
+        let iperf3_limit = matches!(
+            entrant,
+            Entrant::Limit(Probe::Iperf3Loopback | Probe::Iperf3Veth)
+        );
+        let network = iperf3_limit
+            || matches!(
+                self.scenario,
+                Scenario::FileToSocket | Scenario::SocketToFile | Scenario::Meter
+            );
+        let pipes = matches!(self.scenario, Scenario::FileToPipe | Scenario::PipeToFile);
+        if network {
             net.forget_tcp_metrics();
         }
+        // The meter cell leaves placement to the scheduler: what it
+        // measures is how much CPU a flow leaves to others.
+        let streams = pipes || (network && self.scenario != Scenario::Meter);
         let _pinned = streams.then(affinity::pin_contender).flatten();
         let measured = match self.scenario {
             Scenario::FileToFile => self.file_to_file(entrant, &sink, false),
