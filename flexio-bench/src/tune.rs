@@ -181,8 +181,9 @@ pub fn measurement(summary: &Summary) -> Option<Measurement> {
 /// the mechanism reads (see [`reads`]): chunk sizes for read-write, mmap,
 /// direct and io-uring; queue depths and O_DIRECT (where a side is a
 /// file and [`sweeps_direct`] says so) for io-uring; pipe sizes for
-/// splice; sendfile and copy-file-range once. Sweeping a parameter a mechanism ignores would
-/// only measure the same code twice and let noise pick between the twins.
+/// splice; sendfile and copy-file-range once. Sweeping a parameter a
+/// mechanism ignores would only measure the same code twice and let noise
+/// pick between the twins.
 pub fn candidates(kind: FlowKind, full: bool) -> Vec<Candidate> {
     let (source, sink) = kind.representative_pair();
     let chunks: &[u64] = if full {

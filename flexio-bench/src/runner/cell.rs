@@ -346,9 +346,9 @@ impl CellContext {
                     bytes: size,
                     ..PeerVars::default()
                 };
-                let io = match spec.stdout_to_sink {
-                    true => PeerIo::stdout(File::create(sink)?.into()),
-                    false => PeerIo::default(),
+                let io = PeerIo {
+                    stdin: None,
+                    stdout: sink_as_stdout(spec, sink)?,
                 };
                 let window = Window::open(CpuScope::Children);
                 let child = peers::spawn_peer(spec, &vars, net.receiver_ns.as_deref(), io)?;
@@ -454,10 +454,7 @@ impl CellContext {
                 };
                 let io = PeerIo {
                     stdin: Some(read_end),
-                    stdout: match spec.stdout_to_sink {
-                        true => Some(File::create(sink)?.into()),
-                        false => None,
-                    },
+                    stdout: sink_as_stdout(spec, sink)?,
                 };
                 peers::spawn_peer(spec, &vars, None, io)
                     .and_then(|child| child.wait())
@@ -588,6 +585,14 @@ impl CellContext {
                 net.receiver_ns.as_deref(),
             ),
         }
+    }
+}
+
+/// The sink file, created, for a peer that writes it to standard output.
+fn sink_as_stdout(spec: &PeerSpec, sink: &Path) -> io::Result<Option<std::os::fd::OwnedFd>> {
+    match spec.stdout_to_sink {
+        true => Ok(Some(File::create(sink)?.into())),
+        false => Ok(None),
     }
 }
 

@@ -46,8 +46,9 @@ impl Net {
     /// reordering cached from the last one, so one contender's run shaped
     /// the next: loopback socket → file splice fell from 3 to 1 GiB/s, at
     /// a hundred times the context switches, after a few rounds beside
-    /// io-uring, and kept its 2–3 GiB/s with the cache disabled. Root only
-    /// (as dropping the page cache is); best effort.
+    /// io-uring, and kept 1.8–3.1 GiB/s with the cache flushed. (Within a
+    /// whole tune it still slows down at times: a further cause remains.)
+    /// Root only (as dropping the page cache is); best effort.
     pub(super) fn forget_tcp_metrics(&self) {
         if !super::is_root() {
             return;

@@ -11,14 +11,9 @@ use rustix::io::Errno;
 use super::transfer::{Side, Stop, Transfer};
 
 /// Reads up to `buf.len()` bytes at the transfer's source position without
-/// advancing it; 0 means end of source.
+/// advancing it; 0 means end of source. The source is a descriptor: a
+/// memory source is never read into a buffer (see [`copy_through_buffer`]).
 pub(crate) fn read_source(t: &mut Transfer<'_>, buf: &mut [u8]) -> Result<usize, Stop> {
-    if let Some(bytes) = t.source_memory {
-        let start = (t.source_pos as usize).min(bytes.len());
-        let n = buf.len().min(bytes.len() - start);
-        buf[..n].copy_from_slice(&bytes[start..start + n]);
-        return Ok(n);
-    }
     let fd = t.source_fd();
     let offset = t.source_offset();
     loop {
