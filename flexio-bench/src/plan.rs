@@ -516,6 +516,7 @@ impl Plan {
                 [
                     Probe::DiskDirectRead,
                     Probe::DiskDirectWrite,
+                    Probe::DiskWriteFsync,
                     Probe::FioRead,
                     Probe::FioWrite,
                 ]

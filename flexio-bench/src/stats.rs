@@ -15,7 +15,7 @@
 //! | --- | --- |
 //! | network (scenario names a `socket`, or a non-empty `path`) | `iperf3-<path>` (`iperf3-loopback` when the path is empty or was not measured) |
 //! | cold source | `disk-direct-read` |
-//! | durable sink (scenario ends in `durable`) | `disk-direct-write`, or `disk-direct-read` when no write limit was measured |
+//! | durable sink (scenario ends in `durable`) | `disk-write-fsync` (dd through the page cache, then fsync), else `disk-direct-write`, else `disk-direct-read` when no write limit was measured |
 //! | none of the above (memory, warm files, pipes) | `memcpy` |
 //!
 //! The limit of a cell is the *slowest* of its candidates that were
@@ -357,7 +357,10 @@ pub fn limit_candidates(cell: &CellKey) -> Vec<Vec<String>> {
         resources.push(vec!["disk-direct-read".to_string()]);
     }
     if cell.scenario.ends_with("durable") {
+        // Writing through the page cache and syncing is what a durable
+        // copy does at best; the direct write where dd was not run.
         resources.push(vec![
+            "disk-write-fsync".to_string(),
             "disk-direct-write".to_string(),
             "disk-direct-read".to_string(),
         ]);
@@ -528,6 +531,7 @@ mod tests {
             vec![
                 vec!["disk-direct-read".to_string()],
                 vec![
+                    "disk-write-fsync".to_string(),
                     "disk-direct-write".to_string(),
                     "disk-direct-read".to_string()
                 ]

@@ -262,3 +262,38 @@ fn pipe_cells_run_flexio_and_the_shell_tools_to_the_end_of_the_pipe() {
         assert_eq!(run.bytes, size, "{run:?}");
     }
 }
+
+#[test]
+fn disk_write_limits_write_the_cells_size_and_leave_nothing_behind() {
+    use flexio_bench::limits::Probe;
+    let dir = tempfile::tempdir().unwrap();
+    let size = 4u64 << 20;
+    let plan = Plan {
+        cells: vec![Cell::new(
+            Scenario::Limits,
+            size,
+            CacheState::Cold,
+            vec![
+                Entrant::Limit(Probe::DiskWriteFsync),
+                Entrant::Limit(Probe::DiskDirectWrite),
+            ],
+        )],
+    };
+    let mut options = options(dir.path());
+    options.rounds = 2;
+    let results = runner::run(&plan, &options, &mut Recorder::default()).unwrap();
+    for name in ["disk-write-fsync", "disk-direct-write"] {
+        let runs: Vec<&RunRecord> = results
+            .runs
+            .iter()
+            .filter(|r| matches!(&r.contender, Contender::Limit { name: n } if n == name))
+            .collect();
+        assert_eq!(runs.len(), 3, "{name}: a warm-up and two rounds");
+        assert!(
+            runs.iter().all(|r| r.bytes == size && r.wall_ns > 0),
+            "{name}"
+        );
+    }
+    let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+    assert!(left.is_empty(), "the sinks are removed: {left:?}");
+}

@@ -575,6 +575,7 @@ impl CellContext {
             Probe::Memcpy => self.memory_run(entrant, reps),
             Probe::DiskDirectRead => limits::disk_direct_read(self.source()?),
             Probe::DiskDirectWrite => limits::disk_direct_write(sink, size),
+            Probe::DiskWriteFsync => limits::disk_write_fsync(sink, size),
             Probe::FioRead => limits::fio(self.source()?, size, false),
             Probe::FioWrite => limits::fio(sink, size, true),
             Probe::Iperf3Loopback | Probe::Iperf3Veth => limits::iperf3(
