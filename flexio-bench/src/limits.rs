@@ -2,7 +2,7 @@
 //! result can be read as a share of what the machine can do at all:
 //! `memcpy` bandwidth, direct (O_DIRECT) sequential disk read and write
 //! bandwidth — with flexio's own `direct` mechanism, and with `fio` when it
-//! is installed — buffered disk write bandwidth up to `fsync` with `dd`, and
+//! is installed — buffered disk write bandwidth up to `fsync` (flexio `read-write`), and
 //! loopback TCP bandwidth with `iperf3`.
 //!
 //! Limits are recorded like any other run: [`crate::model::Contender::Limit`]
@@ -27,9 +27,9 @@ pub enum Probe {
     DiskDirectRead,
     /// flexio `direct` from `/dev/zero` to a new file, 1 MiB chunks.
     DiskDirectWrite,
-    /// `dd if=/dev/zero of=NEW bs=1M conv=fsync`: writing through the page
-    /// cache until the data is on the disk — the most a durable copy can
-    /// reach when reading its source costs nothing.
+    /// flexio `read-write` from `/dev/zero` to a new file with `fsync`, 1 MiB
+    /// chunks: writing through the page cache until the data is on the disk
+    /// — the most a durable copy can reach when reading costs nothing.
     DiskWriteFsync,
     /// `fio --rw=read --bs=1M --direct=1`.
     FioRead,
@@ -60,7 +60,6 @@ impl Probe {
     pub fn needs(self) -> &'static [&'static str] {
         match self {
             Probe::FioRead | Probe::FioWrite => &["fio"],
-            Probe::DiskWriteFsync => &["dd"],
             Probe::Iperf3Loopback => &["iperf3"],
             Probe::Iperf3Veth => &["iperf3", "ip"],
             _ => &[],
@@ -108,27 +107,20 @@ pub(crate) fn disk_direct_write(sink: &Path, size: u64) -> io::Result<Measured> 
     Ok(window.close(report.bytes, Some(report.mechanism_used.as_str())))
 }
 
-/// `size` bytes of `/dev/zero` written into a new file `sink` by `dd`
-/// through the page cache, with `conv=fsync`: timed from the start of `dd`
-/// to its exit, so the wait for the disk is inside.
+/// `size` bytes of `/dev/zero` written into a new file `sink` through the
+/// page cache by flexio `read-write` with `fsync`: the flow starts the
+/// writeback of each slice as soon as it is written and ends when the data
+/// is on the disk (`dd conv=fsync`, which only syncs at the end, is slower).
 pub(crate) fn disk_write_fsync(sink: &Path, size: u64) -> io::Result<Measured> {
-    let argv = [
-        "dd".to_string(),
-        "if=/dev/zero".into(),
-        format!("of={}", sink.display()),
-        "bs=1M".into(),
-        format!("count={size}"),
-        "iflag=count_bytes".into(),
-        "conv=fsync".into(),
-        "status=none".into(),
-    ];
-    let mut command = peers::command_in(None, &argv);
-    command.stdout(Stdio::null()).stderr(Stdio::piped());
-    let window = Window::open(CpuScope::Children);
-    let status = Supervised::spawn(&mut command, CHILD_DEADLINE)?.wait()?;
-    let measured = window.close(size, None);
-    peers::check_status("dd", status)?;
-    Ok(measured)
+    let window = Window::open(CpuScope::Thread);
+    let report = Flow::new(Source::path("/dev/zero"), Sink::path(sink))
+        .length(size)
+        .via(MechanismName::ReadWrite)
+        .params(direct_params())
+        .fsync(true)
+        .run()
+        .map_err(io::Error::other)?;
+    Ok(window.close(report.bytes, Some(report.mechanism_used.as_str())))
 }
 
 /// `fio` sequential direct read (`write == false`) or write of `size`

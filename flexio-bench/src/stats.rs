@@ -15,7 +15,7 @@
 //! | --- | --- |
 //! | network (scenario names a `socket`, or a non-empty `path`) | `iperf3-<path>` (`iperf3-loopback` when the path is empty or was not measured) |
 //! | cold source | `disk-direct-read` |
-//! | durable sink (scenario ends in `durable`) | `disk-write-fsync` (dd through the page cache, then fsync), else `disk-direct-write`, else `disk-direct-read` when no write limit was measured |
+//! | durable sink (scenario ends in `durable`) | `disk-write-fsync` (a durable write of zeros through the page cache), else `disk-direct-write`, else `disk-direct-read` when no write limit was measured |
 //! | none of the above (memory, warm files, pipes) | `memcpy` |
 //!
 //! The limit of a cell is the *slowest* of its candidates that were
