@@ -4,8 +4,8 @@
 //! raw curves they were chosen from. A person may edit a range's mechanism
 //! by hand; `auto` obeys it.
 
-use std::borrow::Cow;
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 
 use serde::{Deserialize, Serialize};
 
@@ -190,6 +190,39 @@ pub struct Profile {
     /// Where it was loaded from (not stored in the file).
     #[serde(skip)]
     pub path: Option<PathBuf>,
+    /// Range labels already written, for [`Profile::describe_range`].
+    #[serde(skip)]
+    labels: LabelCache,
+}
+
+/// The most labels kept; a tuned profile has a few dozen ranges.
+const MAX_LABELS: usize = 256;
+
+/// The labels [`Profile::describe_range`] has written, each with what it
+/// was written from, so that an edited range or path is described afresh.
+/// A clone starts empty; it never makes two profiles unequal.
+#[derive(Debug, Default)]
+struct LabelCache(Mutex<Vec<Label>>);
+
+#[derive(Debug)]
+struct Label {
+    kind: FlowKind,
+    min_bytes: u64,
+    max_bytes: Option<u64>,
+    path: Option<PathBuf>,
+    text: String,
+}
+
+impl Clone for LabelCache {
+    fn clone(&self) -> Self {
+        LabelCache::default()
+    }
+}
+
+impl PartialEq for LabelCache {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
 }
 
 /// Where the profile lives: `$FLEXIO_PROFILE`, else
@@ -221,6 +254,7 @@ impl Profile {
             notes: Vec::new(),
             flows: Vec::new(),
             path: None,
+            labels: LabelCache::default(),
         }
     }
 
@@ -389,24 +423,49 @@ impl Profile {
 
     /// `profile PATH: KIND [MIN, MAX)` for reports and plans.
     ///
-    /// Every `auto` flow with a profile calls this, so it is built in one
-    /// string rather than through `format!`: a 64-byte copy takes about
-    /// 2 µs, and the decision should stay a small part of that.
+    /// Every `auto` flow with a profile asks for this, and a 64-byte copy
+    /// takes about 2 µs, so a label is written once and kept (a lookup and
+    /// a copy of the string afterwards).
     pub fn describe_range(&self, kind: FlowKind, range: &RangeEntry) -> String {
+        let same = |label: &Label| {
+            label.kind == kind
+                && label.min_bytes == range.min_bytes
+                && label.max_bytes == range.max_bytes
+                && label.path == self.path
+        };
+        let Ok(mut labels) = self.labels.0.lock() else {
+            return self.write_label(kind, range);
+        };
+        if let Some(label) = labels.iter().find(|label| same(label)) {
+            return label.text.clone();
+        }
+        let text = self.write_label(kind, range);
+        if labels.len() >= MAX_LABELS {
+            // Ranges edited over and over: start again rather than grow.
+            labels.clear();
+        }
+        labels.push(Label {
+            kind,
+            min_bytes: range.min_bytes,
+            max_bytes: range.max_bytes,
+            path: self.path.clone(),
+            text: text.clone(),
+        });
+        text
+    }
+
+    fn write_label(&self, kind: FlowKind, range: &RangeEntry) -> String {
         let path = self
             .path
             .as_deref()
-            .map_or(Cow::Borrowed("(unsaved)"), |p| p.to_string_lossy());
-        let min = crate::format_bytes(range.min_bytes);
-        let max = range.max_bytes.map_or(Cow::Borrowed("∞"), |max| {
-            Cow::Owned(crate::format_bytes(max))
-        });
-        let kind = kind.as_str();
-        let mut text = String::with_capacity(16 + path.len() + kind.len() + min.len() + max.len());
-        for piece in ["profile ", &path, ": ", kind, " [", &min, ", ", &max, ")"] {
-            text.push_str(piece);
-        }
-        text
+            .map_or_else(|| "(unsaved)".to_string(), |p| p.display().to_string());
+        let max = range
+            .max_bytes
+            .map_or_else(|| "∞".to_string(), crate::format_bytes);
+        format!(
+            "profile {path}: {kind} [{}, {max})",
+            crate::format_bytes(range.min_bytes)
+        )
     }
 
     /// The range deciding a flow of `kind` and `size` bytes.
@@ -494,6 +553,28 @@ mod tests {
             MechanismName::CopyFileRange
         );
         assert!(back.lookup(FlowKind::FileToSocket, 1).is_none());
+    }
+
+    #[test]
+    fn range_labels_follow_edits_of_the_range_and_the_path() {
+        let mut profile = sample_profile();
+        profile.path = Some(PathBuf::from("/a/profile.toml"));
+        let range = profile.flows[0].ranges[0].clone();
+        let first = profile.describe_range(FlowKind::FileToFile, &range);
+        assert!(
+            first.starts_with("profile /a/profile.toml: file-to-file [0 B, "),
+            "{first}"
+        );
+        assert_eq!(profile.describe_range(FlowKind::FileToFile, &range), first);
+        let mut widened = range.clone();
+        widened.max_bytes = Some(3 << 30);
+        let label = profile.describe_range(FlowKind::FileToFile, &widened);
+        assert!(label.ends_with("[0 B, 3.00 GiB)"), "{label}");
+        profile.path = Some(PathBuf::from("/b/profile.toml"));
+        let moved = profile.describe_range(FlowKind::FileToFile, &range);
+        assert!(moved.starts_with("profile /b/profile.toml: "), "{moved}");
+        // The labels kept never make a profile differ from its copy.
+        assert_eq!(profile.clone(), profile);
     }
 
     #[test]
