@@ -51,19 +51,24 @@ impl Measurement {
 }
 
 /// The best candidate among measurements of one size: the highest median
-/// throughput, except that candidates within `tie_tolerance` (a fraction,
-/// e.g. 0.03) of it are ranked by lower CPU per byte.
+/// throughput, except that candidates close to it are ranked by lower CPU
+/// per byte. Close means within `tie_tolerance` (a fraction, e.g. 0.03) of
+/// the highest median, or within half the min–max spread of the runs that
+/// gave it, whichever is wider: a lead smaller than the leader's own
+/// run-to-run noise is not a win (durable copies on a shared disk spread
+/// by 25% and more).
 pub fn best_at_size<'m>(
     at_size: &[&'m Measurement],
     tie_tolerance: f64,
 ) -> Option<&'m Measurement> {
-    let top = at_size
+    let leader = at_size
         .iter()
-        .map(|m| m.median_bps)
-        .fold(f64::NAN, f64::max);
+        .max_by(|a, b| a.median_bps.total_cmp(&b.median_bps))?;
+    let band = tie_tolerance.max(leader.spread() / 2.0).min(1.0);
+    let floor = leader.median_bps * (1.0 - band);
     at_size
         .iter()
-        .filter(|m| m.median_bps >= top * (1.0 - tie_tolerance))
+        .filter(|m| m.median_bps >= floor)
         .min_by(|a, b| {
             a.cpu_ns_per_byte
                 .total_cmp(&b.cpu_ns_per_byte)
@@ -198,10 +203,15 @@ mod tests {
     #[test]
     fn ties_go_to_lower_cpu_per_byte() {
         use MechanismName::*;
+        let steady = |mechanism, bps: f64, cpu| Measurement {
+            min_bps: bps * 0.99,
+            max_bps: bps * 1.01,
+            ..measurement(1 << 20, mechanism, bps, cpu)
+        };
         let measured = vec![
-            measurement(1 << 20, ReadWrite, 3.00e9, 2.0),
-            measurement(1 << 20, Splice, 2.95e9, 0.4),
-            measurement(1 << 20, Mmap, 2.00e9, 0.1),
+            steady(ReadWrite, 3.00e9, 2.0),
+            steady(Splice, 2.95e9, 0.4),
+            steady(Mmap, 2.00e9, 0.1),
         ];
         let ranges = select_ranges(&measured, FlowKind::FileToFile, 0.03);
         assert_eq!(ranges.len(), 1);
@@ -211,6 +221,34 @@ mod tests {
         );
         let strict = select_ranges(&measured, FlowKind::FileToFile, 0.0);
         assert_eq!(strict[0].mechanism, ReadWrite);
+    }
+
+    #[test]
+    fn a_lead_inside_the_leaders_noise_is_a_tie() {
+        use MechanismName::*;
+        // The leader's runs spread over 30% of its median: 10% behind it
+        // is a tie, and the cheaper candidate is chosen; 20% is not.
+        let noisy = Measurement {
+            min_bps: 0.8e9,
+            max_bps: 1.1e9,
+            ..measurement(64 << 20, CopyFileRange, 1.0e9, 0.5)
+        };
+        let measured = vec![
+            noisy.clone(),
+            measurement(64 << 20, IoUring, 0.9e9, 0.2),
+            measurement(64 << 20, Mmap, 0.8e9, 0.1),
+        ];
+        let ranges = select_ranges(&measured, FlowKind::FileToFile, 0.03);
+        assert_eq!(ranges[0].mechanism, IoUring);
+        // A steady leader keeps its lead.
+        let steady = Measurement {
+            min_bps: 0.99e9,
+            max_bps: 1.01e9,
+            ..noisy
+        };
+        let measured = vec![steady, measurement(64 << 20, IoUring, 0.9e9, 0.2)];
+        let ranges = select_ranges(&measured, FlowKind::FileToFile, 0.03);
+        assert_eq!(ranges[0].mechanism, CopyFileRange);
     }
 
     #[test]
