@@ -56,23 +56,15 @@ pub fn parse_size(text: &str) -> Result<u64> {
 pub fn format_bytes(bytes: u64) -> String {
     const UNITS: [&str; 5] = ["KiB", "MiB", "GiB", "TiB", "PiB"];
     if bytes < 1024 {
-        return bytes.to_string() + " B";
+        return format!("{bytes} B");
     }
+    let mut value = bytes as f64 / 1024.0;
     let mut unit = 0;
-    let mut scale = 1024u64;
-    while bytes / scale >= 1024 && unit < UNITS.len() - 1 {
-        scale *= 1024;
+    while value >= 1024.0 && unit < UNITS.len() - 1 {
+        value /= 1024.0;
         unit += 1;
     }
-    if bytes.is_multiple_of(scale) {
-        // Whole units (range bounds, chunk sizes): integer formatting, a
-        // fraction of the float's cost on the per-flow path of `auto`.
-        let mut text = (bytes / scale).to_string();
-        text.push_str(".00 ");
-        text.push_str(UNITS[unit]);
-        return text;
-    }
-    format!("{:.2} {}", bytes as f64 / scale as f64, UNITS[unit])
+    format!("{value:.2} {}", UNITS[unit])
 }
 
 /// Formats a rate in bytes per second, e.g. `2.31 GiB/s`.
@@ -107,7 +99,7 @@ mod tests {
         assert_eq!(format_bytes(0), "0 B");
         assert_eq!(format_bytes(1 << 30), "1.00 GiB");
         assert_eq!(format_rate(2.0 * (1u64 << 20) as f64), "2.00 MiB/s");
-        // Whole units and fractions print alike.
+        // Two places always, and the largest unit is PiB.
         assert_eq!(format_bytes(512 << 10), "512.00 KiB");
         assert_eq!(format_bytes(1536), "1.50 KiB");
         assert_eq!(format_bytes((1 << 20) - 1), "1024.00 KiB");
