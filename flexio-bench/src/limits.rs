@@ -97,14 +97,7 @@ pub(crate) fn disk_direct_read(source: &Path) -> io::Result<Measured> {
 
 /// Writes `size` bytes of `/dev/zero` into a new file `sink` with O_DIRECT.
 pub(crate) fn disk_direct_write(sink: &Path, size: u64) -> io::Result<Measured> {
-    let window = Window::open(CpuScope::Thread);
-    let report = Flow::new(Source::path("/dev/zero"), Sink::path(sink))
-        .length(size)
-        .via(MechanismName::Direct)
-        .params(direct_params())
-        .run()
-        .map_err(io::Error::other)?;
-    Ok(window.close(report.bytes, Some(report.mechanism_used.as_str())))
+    write_zeros(sink, size, MechanismName::Direct, false)
 }
 
 /// `size` bytes of `/dev/zero` written into a new file `sink` through the
@@ -112,12 +105,22 @@ pub(crate) fn disk_direct_write(sink: &Path, size: u64) -> io::Result<Measured> 
 /// writeback of each slice as soon as it is written and ends when the data
 /// is on the disk (`dd conv=fsync`, which only syncs at the end, is slower).
 pub(crate) fn disk_write_fsync(sink: &Path, size: u64) -> io::Result<Measured> {
+    write_zeros(sink, size, MechanismName::ReadWrite, true)
+}
+
+/// `size` bytes of `/dev/zero` into `sink` by `mechanism` in 1 MiB chunks.
+fn write_zeros(
+    sink: &Path,
+    size: u64,
+    mechanism: MechanismName,
+    fsync: bool,
+) -> io::Result<Measured> {
     let window = Window::open(CpuScope::Thread);
     let report = Flow::new(Source::path("/dev/zero"), Sink::path(sink))
         .length(size)
-        .via(MechanismName::ReadWrite)
+        .via(mechanism)
         .params(direct_params())
-        .fsync(true)
+        .fsync(fsync)
         .run()
         .map_err(io::Error::other)?;
     Ok(window.close(report.bytes, Some(report.mechanism_used.as_str())))
