@@ -235,10 +235,7 @@ impl CellContext {
                 peers::check_status(&spec.name, status)?;
                 Ok(measured)
             }
-            Entrant::Limit(probe) => Err(other(format!(
-                "{} is not a file-to-file contender",
-                probe.name()
-            ))),
+            Entrant::Limit(probe) => Err(not_a_contender(*probe, "file-to-file")),
         }
     }
 
@@ -288,10 +285,7 @@ impl CellContext {
                     .and_then(|status| peers::check_status(&spec.name, status))
                     .map(|()| None)
             }
-            Entrant::Limit(probe) => Err(other(format!(
-                "{} is not a file-to-socket contender",
-                probe.name()
-            ))),
+            Entrant::Limit(probe) => Err(not_a_contender(*probe, "file-to-socket")),
         };
         if sent.is_err() {
             // Let the receiver go if nothing ever connected.
@@ -375,10 +369,7 @@ impl CellContext {
                 peers::check_status(&spec.name, status)?;
                 Ok(measured)
             }
-            Entrant::Limit(probe) => Err(other(format!(
-                "{} is not a socket-to-file contender",
-                probe.name()
-            ))),
+            Entrant::Limit(probe) => Err(not_a_contender(*probe, "socket-to-file")),
         }
     }
 
@@ -413,10 +404,7 @@ impl CellContext {
             }
             Entrant::Limit(probe) => {
                 drop(write_end);
-                Err(other(format!(
-                    "{} is not a file-to-pipe contender",
-                    probe.name()
-                )))
+                Err(not_a_contender(*probe, "file-to-pipe"))
             }
         };
         let received = joined(reader, "reader");
@@ -467,10 +455,7 @@ impl CellContext {
             }
             Entrant::Limit(probe) => {
                 drop(read_end);
-                Err(other(format!(
-                    "{} is not a pipe-to-file contender",
-                    probe.name()
-                )))
+                Err(not_a_contender(*probe, "pipe-to-file"))
             }
         };
         let fed = joined(feeder, "feeder");
@@ -611,4 +596,9 @@ fn stream_measured(
     );
     measured.decided_by = report.map(|r| r.decided_by.clone());
     measured
+}
+
+/// The error for a limit probe placed in a cell of another scenario.
+fn not_a_contender(probe: Probe, scenario: &str) -> io::Error {
+    other(format!("{} is not a {scenario} contender", probe.name()))
 }
