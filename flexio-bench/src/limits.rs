@@ -2,8 +2,8 @@
 //! result can be read as a share of what the machine can do at all:
 //! `memcpy` bandwidth, direct (O_DIRECT) sequential disk read and write
 //! bandwidth — with flexio's own `direct` mechanism, and with `fio` when it
-//! is installed — buffered disk write bandwidth up to `fsync` (flexio `read-write`), and
-//! loopback TCP bandwidth with `iperf3`.
+//! is installed — buffered disk write bandwidth up to `fsync` (flexio
+//! `read-write`), and loopback TCP bandwidth with `iperf3`.
 //!
 //! Limits are recorded like any other run: [`crate::model::Contender::Limit`]
 //! in cells of the `limits` scenario (and `memcpy` beside flexio in the

@@ -358,7 +358,7 @@ pub fn limit_candidates(cell: &CellKey) -> Vec<Vec<String>> {
     }
     if cell.scenario.ends_with("durable") {
         // Writing through the page cache and syncing is what a durable
-        // copy does at best; the direct write where dd was not run.
+        // copy does at best; else the direct write, else the direct read.
         resources.push(vec![
             "disk-write-fsync".to_string(),
             "disk-direct-write".to_string(),

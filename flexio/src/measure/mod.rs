@@ -238,9 +238,11 @@ mod tests {
         std::thread::sleep(HOST_READING_REUSE * 2);
         let fresh = HostCpu::read();
         assert!(fresh.busy_ns >= first.busy_ns, "the counters only grow");
+        // Other tests' flows may have read since; the kept reading is this
+        // one or a later one.
         let reader = PROC_STAT.lock().unwrap();
         let (at, reading) = reader.last.expect("a reading is kept");
-        assert_eq!(reading.busy_ns, fresh.busy_ns);
+        assert!(reading.busy_ns >= fresh.busy_ns);
         assert!(at.elapsed() < Duration::from_secs(60));
     }
 
