@@ -189,12 +189,16 @@ impl<'a> Engine<'a> {
     }
 
     /// Early writeback for a durable flow into a seekable file or device:
-    /// the fsync at the end then finds the data already on its way.
+    /// the fsync at the end then finds the data already on its way. Not
+    /// for a mechanism that writes the sink with `O_DIRECT`: its bytes are
+    /// on the device when each write returns, and cutting its flow into
+    /// slices would only drain its queue of requests at every slice.
     fn writeback(&self) -> Option<Writeback> {
         let fits = self.flow.fsync
             && self.sink.kind.is_seekable()
             && self.sink.kind != EndpointKind::Memory
-            && self.total.is_some();
+            && self.total.is_some()
+            && !self.mechanism.writes_direct(&self.flow.params);
         fits.then(Writeback::new)
     }
 

@@ -9,12 +9,14 @@
 use std::fs::{self, File, OpenOptions};
 use std::io::{Read, Write};
 use std::os::fd::{AsFd, OwnedFd};
-use std::os::unix::fs::FileExt;
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::thread;
 
 use flexio::{Flow, MechanismName, Params, Report, Sink, Source};
+
+mod common;
 use rustix::fs::OFlags;
 
 const KIB: usize = 1 << 10;
@@ -355,6 +357,60 @@ fn sparse_file_segments_share_one_ring() {
         let report = run_flow(flow, variant, 64 * KIB, &case);
         check_report(&report, variant, want.len(), &case);
         assert!(fs::read(&sink).unwrap() == want, "{case}: sink differs");
+        // A direct sink is reserved segment by segment, never across a
+        // hole: the copy holds about the 270 KiB of data, not 3.2 MiB.
+        let allocated = rustix::fs::stat(&sink).unwrap().st_blocks as usize * 512;
+        assert!(allocated < MIB, "{case}: {allocated} bytes allocated");
+    }
+}
+
+/// A sink written with `O_DIRECT` is reserved (`fallocate`) before the
+/// first write — so that ext4 runs the writes side by side instead of one
+/// extending write at a time — and a file system without room says so
+/// then, naming the sink at the flow's first byte, and keeps nothing.
+/// Needs a tmpfs that does direct I/O (Linux 6.6) and the right to mount
+/// it (root).
+#[test]
+fn a_direct_sink_on_a_full_file_system_fails_at_its_reservation() {
+    let test = "a_direct_sink_on_a_full_file_system_fails_at_its_reservation";
+    let with_uring = uring_available(test);
+    let Some(small) = common::tmpfs("1m", test) else {
+        return;
+    };
+    let probe = small.path().join("probe");
+    let direct = OpenOptions::new()
+        .write(true)
+        .create(true)
+        .custom_flags(libc::O_DIRECT)
+        .open(&probe)
+        .map_err(|error| format!("this tmpfs refuses O_DIRECT ({error})"));
+    if !common::require_feature(test, direct.map(drop)) {
+        return;
+    }
+    fs::remove_file(&probe).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let source = dir.path().join("source");
+    write_file(&source, &pattern(4 * MIB, 9));
+    for variant in variants(with_uring).into_iter().filter(|v| v.uses_direct()) {
+        let case = format!("full {variant:?}");
+        let sink = small.path().join("too-big");
+        let error = Flow::new(Source::path(&source), Sink::path(&sink))
+            .via(variant.mechanism)
+            .params(variant.params(256 * KIB))
+            .strict(true)
+            .run()
+            .expect_err("4 MiB do not fit in 1 MiB");
+        match &error {
+            flexio::Error::Io {
+                op, source, offset, ..
+            } => {
+                assert_eq!(*op, "fallocate", "{case}: {error}");
+                assert_eq!(source.raw_os_error(), Some(libc::ENOSPC), "{case}");
+                assert_eq!(*offset, Some(0), "{case}: {error}");
+            }
+            other => panic!("{case}: expected ENOSPC from fallocate, got {other}"),
+        }
+        assert_eq!(fs::read_dir(small.path()).unwrap().count(), 0, "{case}");
     }
 }
 

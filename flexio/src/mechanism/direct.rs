@@ -29,7 +29,8 @@ use rustix::event::PollFlags;
 use rustix::io::Errno;
 
 use super::direct_io::{
-    align_down, align_up, common_block, enable_sides, is_direct_capable, DirectMode,
+    align_down, align_up, common_block, enable_sides, is_direct_capable, reserve_direct_sink,
+    DirectMode,
 };
 use super::io::{wait_fd, write_sink};
 use super::transfer::Side;
@@ -61,6 +62,9 @@ impl Mechanism for Direct {
             source_direct.then_some(source_fd),
             sink_direct.then_some(sink_fd),
         )?;
+        if sink_direct {
+            reserve_direct_sink(t)?;
+        }
 
         let chunk = align_up(t.params.chunk.max(1), block);
         let mut buffer = take_buffer(t, block + chunk, block.max(4096));

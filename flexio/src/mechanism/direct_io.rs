@@ -12,7 +12,7 @@
 
 use std::os::fd::BorrowedFd;
 
-use rustix::fs::{AtFlags, OFlags, StatxFlags};
+use rustix::fs::{AtFlags, FallocateFlags, OFlags, StatxFlags};
 use rustix::io::Errno;
 
 use super::transfer::{Side, Stop, Transfer};
@@ -157,6 +157,38 @@ pub(crate) fn enable_sides<'fd>(
         .map(|fd| enable_direct(t, fd, Side::Sink))
         .transpose()?;
     Ok((source, sink))
+}
+
+/// Reserves the blocks of the rest of the transfer in a file sink about to
+/// be written with `O_DIRECT`, and sets the file's length to reach them.
+///
+/// A direct write past the end of file is an extending write, and ext4 (like
+/// most filesystems) performs extending direct writes one at a time and
+/// synchronously: with them an io_uring's queue of writes runs at queue
+/// depth one. Into reserved (unwritten) blocks below the end of file the
+/// writes overwrite in place and run side by side, as `fio` does after it
+/// lays its file out. A full filesystem is thus also a clean `ENOSPC`
+/// naming the sink before any byte moves. Where `fallocate` is not
+/// supported the writes simply extend the file as before. A new file is
+/// only reserved over the source's data segments (holes stay holes); an
+/// existing file written in place (`--in-place`) keeps its bytes, but a
+/// flow that fails there leaves it as long as the flow would have made it.
+pub(crate) fn reserve_direct_sink(t: &mut Transfer<'_>) -> Result<(), Stop> {
+    let (EndpointKind::File, Some(len)) = (t.sink_kind, t.remaining) else {
+        return Ok(());
+    };
+    if len == 0 {
+        return Ok(());
+    }
+    loop {
+        t.counters.syscalls += 1;
+        match rustix::fs::fallocate(t.sink_fd(), FallocateFlags::empty(), t.sink_pos, len) {
+            Ok(()) => return Ok(()),
+            Err(Errno::INTR) => continue,
+            Err(Errno::OPNOTSUPP) => return Ok(()),
+            Err(errno) => return Err(t.failed("fallocate", Side::Sink, errno)),
+        }
+    }
 }
 
 /// The direct-I/O alignment of a side of a transfer, as a refusal when the

@@ -32,7 +32,8 @@ use rustix::event::PollFlags;
 use rustix::io::Errno;
 
 use super::direct_io::{
-    align_down, align_up, common_block, enable_sides, is_direct_capable, DirectMode,
+    align_down, align_up, common_block, enable_sides, is_direct_capable, reserve_direct_sink,
+    DirectMode,
 };
 use super::io::{wait_fd, write_sink};
 use super::transfer::Side;
@@ -67,6 +68,9 @@ impl Mechanism for IoUring {
             source_direct.then_some(source_fd),
             sink_direct.then_some(sink_fd),
         )?;
+        if sink_direct {
+            reserve_direct_sink(t)?;
+        }
 
         let slot_len = align_up(t.params.chunk.max(1), block);
         let mut state = take_state(t, slot_len, block.max(4096))?;

@@ -93,6 +93,25 @@ impl MechanismName {
         }
     }
 
+    /// Whether this mechanism, with `params`, writes a file or block-device
+    /// sink with `O_DIRECT` (past the page cache).
+    ///
+    /// # Examples
+    /// ```
+    /// use flexio::{MechanismName, Params};
+    /// let direct = Params { direct: true, ..Params::default() };
+    /// assert!(MechanismName::IoUring.writes_direct(&direct));
+    /// assert!(!MechanismName::IoUring.writes_direct(&Params::default()));
+    /// assert!(MechanismName::Direct.writes_direct(&Params::default()));
+    /// ```
+    pub fn writes_direct(self, params: &crate::Params) -> bool {
+        match self {
+            MechanismName::Direct => true,
+            MechanismName::IoUring => params.direct,
+            _ => false,
+        }
+    }
+
     /// The mechanisms that serve a pair, in the order of [`Self::CONCRETE`].
     pub fn serving(source: EndpointKind, sink: EndpointKind) -> Vec<MechanismName> {
         Self::CONCRETE

@@ -133,7 +133,8 @@ pub struct CurvePoint {
     pub min_bytes_per_s: u64,
     /// Fastest run.
     pub max_bytes_per_s: u64,
-    /// Process CPU per byte, ns.
+    /// CPU per byte the flow cost (the larger of its thread's CPU and
+    /// the host's busy CPU while it ran), ns.
     pub cpu_ns_per_byte: f64,
 }
 

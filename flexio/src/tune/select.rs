@@ -35,7 +35,8 @@ pub struct Measurement {
     pub min_bps: f64,
     /// Fastest run.
     pub max_bps: f64,
-    /// Process CPU (user + system) per byte moved, ns.
+    /// CPU (user + system) per byte moved, ns: what the flow cost the
+    /// machine, work done on its behalf by kernel threads included.
     pub cpu_ns_per_byte: f64,
 }
 
