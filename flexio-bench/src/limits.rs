@@ -2,8 +2,9 @@
 //! result can be read as a share of what the machine can do at all:
 //! `memcpy` bandwidth, direct (O_DIRECT) sequential disk read and write
 //! bandwidth — with flexio's own `direct` mechanism, and with `fio` when it
-//! is installed — buffered disk write bandwidth up to `fsync` (flexio
-//! `read-write`), and loopback TCP bandwidth with `iperf3`.
+//! is installed — the disk's bandwidth for a copy onto itself (`fio`
+//! reading and writing at once), buffered disk write bandwidth up to
+//! `fsync` (flexio `read-write`), and loopback TCP bandwidth with `iperf3`.
 //!
 //! Limits are recorded like any other run: [`crate::model::Contender::Limit`]
 //! in cells of the `limits` scenario (and `memcpy` beside flexio in the
@@ -35,6 +36,10 @@ pub enum Probe {
     FioRead,
     /// `fio --rw=write --bs=1M --direct=1`.
     FioWrite,
+    /// `fio` reading the source and writing a new file at the same time,
+    /// both O_DIRECT, 1 MiB blocks, 16 in flight: the most a copy from this
+    /// disk to itself can move, since its reads and writes share the disk.
+    FioCopy,
     /// `iperf3` from memory over 127.0.0.1.
     Iperf3Loopback,
     /// `iperf3` from memory across the bench's veth pair.
@@ -51,6 +56,7 @@ impl Probe {
             Probe::DiskWriteFsync => "disk-write-fsync",
             Probe::FioRead => "fio-read",
             Probe::FioWrite => "fio-write",
+            Probe::FioCopy => "fio-copy",
             Probe::Iperf3Loopback => "iperf3-loopback",
             Probe::Iperf3Veth => "iperf3-veth",
         }
@@ -59,7 +65,7 @@ impl Probe {
     /// Programs the probe runs (reported missing when absent).
     pub fn needs(self) -> &'static [&'static str] {
         match self {
-            Probe::FioRead | Probe::FioWrite => &["fio"],
+            Probe::FioRead | Probe::FioWrite | Probe::FioCopy => &["fio"],
             Probe::Iperf3Loopback => &["iperf3"],
             Probe::Iperf3Veth => &["iperf3", "ip"],
             _ => &[],
@@ -129,16 +135,53 @@ fn write_zeros(
 /// `fio` sequential direct read (`write == false`) or write of `size`
 /// bytes of `file`; the wall time is derived from fio's own bandwidth.
 pub(crate) fn fio(file: &Path, size: u64, write: bool) -> io::Result<Measured> {
-    let argv = vec![
-        "fio".to_string(),
-        "--name=flexio-bench".into(),
-        format!("--filename={}", file.display()),
-        format!("--rw={}", if write { "write" } else { "read" }),
-        "--bs=1M".into(),
-        "--direct=1".into(),
-        format!("--size={size}"),
-        "--output-format=json".into(),
-    ];
+    let job = FioJob {
+        file,
+        write,
+        queue_depth: None,
+    };
+    run_fio(&[job], size)
+}
+
+/// `fio` copying, as far as the disk is concerned: one job reads `source`
+/// while another writes `sink`, each `size` bytes, O_DIRECT, 1 MiB blocks,
+/// 16 in flight. The copy takes as long as the slower job.
+pub(crate) fn fio_copy(source: &Path, sink: &Path, size: u64) -> io::Result<Measured> {
+    let jobs = [false, true].map(|write| FioJob {
+        file: if write { sink } else { source },
+        write,
+        queue_depth: Some(16),
+    });
+    run_fio(&jobs, size)
+}
+
+/// One sequential O_DIRECT job of a fio run.
+struct FioJob<'p> {
+    file: &'p Path,
+    write: bool,
+    /// Requests in flight through io_uring; `None`: fio's synchronous
+    /// default, one at a time.
+    queue_depth: Option<u32>,
+}
+
+/// Runs `jobs` side by side, `size` bytes each, and measures `size` bytes
+/// in the time of the slowest job, derived from fio's own bandwidth.
+fn run_fio(jobs: &[FioJob<'_>], size: u64) -> io::Result<Measured> {
+    let mut argv = vec!["fio".to_string()];
+    for (index, job) in jobs.iter().enumerate() {
+        argv.extend([
+            format!("--name=flexio-bench-{index}"),
+            format!("--filename={}", job.file.display()),
+            format!("--rw={}", if job.write { "write" } else { "read" }),
+            "--bs=1M".into(),
+            "--direct=1".into(),
+            format!("--size={size}"),
+        ]);
+        if let Some(depth) = job.queue_depth {
+            argv.extend(["--ioengine=io_uring".into(), format!("--iodepth={depth}")]);
+        }
+    }
+    argv.push("--output-format=json".into());
     let mut command = peers::command_in(None, &argv);
     command.stdout(Stdio::piped()).stderr(Stdio::null());
     let window = Window::open(CpuScope::Children);
@@ -155,14 +198,17 @@ pub(crate) fn fio(file: &Path, size: u64, write: bool) -> io::Result<Measured> {
     let start = json.find('{').unwrap_or(0);
     let value: serde_json::Value = serde_json::from_str(&json[start..])
         .map_err(|e| io::Error::other(format!("fio JSON output: {e}")))?;
-    let side = &value["jobs"][0][if write { "write" } else { "read" }];
-    let bandwidth = side["bw_bytes"]
-        .as_f64()
-        .filter(|b| *b > 0.0)
-        .ok_or_else(|| io::Error::other("fio JSON output has no bw_bytes"))?;
-    let bytes = side["io_bytes"].as_u64().unwrap_or(size);
-    measured.bytes = bytes;
-    measured.wall_ns = (bytes as f64 * 1e9 / bandwidth) as u64;
+    let mut slowest_ns = 0.0f64;
+    for (index, job) in jobs.iter().enumerate() {
+        let side = &value["jobs"][index][if job.write { "write" } else { "read" }];
+        let bandwidth = side["bw_bytes"]
+            .as_f64()
+            .filter(|b| *b > 0.0)
+            .ok_or_else(|| io::Error::other("fio JSON output has no bw_bytes"))?;
+        let bytes = side["io_bytes"].as_u64().unwrap_or(size);
+        slowest_ns = slowest_ns.max(bytes as f64 * 1e9 / bandwidth);
+    }
+    measured.wall_ns = slowest_ns as u64;
     Ok(measured)
 }
 

@@ -519,6 +519,7 @@ impl Plan {
                     Probe::DiskWriteFsync,
                     Probe::FioRead,
                     Probe::FioWrite,
+                    Probe::FioCopy,
                 ]
                 .into_iter()
                 .map(Entrant::Limit)

@@ -14,8 +14,8 @@
 //! | the cell | limit |
 //! | --- | --- |
 //! | network (scenario names a `socket`, or a non-empty `path`) | `iperf3-<path>` (`iperf3-loopback` when the path is empty or was not measured) |
-//! | cold source | `disk-direct-read` |
-//! | durable sink (scenario ends in `durable`) | `disk-write-fsync` (a durable write of zeros through the page cache), else `disk-direct-write`, else `disk-direct-read` when no write limit was measured |
+//! | cold source, not durable | `disk-direct-read` |
+//! | durable sink (scenario ends in `durable`), cold source | `fio-copy` (fio reading the source and writing a new file at once: the disk's bandwidth for a copy onto itself), else `disk-write-fsync` (a durable write of zeros through the page cache), else `disk-direct-write`, else `disk-direct-read` |
 //! | none of the above (memory, warm files, pipes) | `memcpy` |
 //!
 //! The limit of a cell is the *slowest* of its candidates that were
@@ -353,13 +353,16 @@ pub fn limit_candidates(cell: &CellKey) -> Vec<Vec<String>> {
         }
         resources.push(names);
     }
-    if cell.cache == CacheState::Cold {
+    let durable = cell.scenario.ends_with("durable");
+    if cell.cache == CacheState::Cold && !durable {
         resources.push(vec!["disk-direct-read".to_string()]);
     }
-    if cell.scenario.ends_with("durable") {
-        // Writing through the page cache and syncing is what a durable
-        // copy does at best; else the direct write, else the direct read.
+    if durable {
+        // A durable copy reads and writes the same disk: fio doing both at
+        // once is its ceiling. Without fio, a durable write of zeros
+        // through the page cache, else the direct write, else the read.
         resources.push(vec![
+            "fio-copy".to_string(),
             "disk-write-fsync".to_string(),
             "disk-direct-write".to_string(),
             "disk-direct-read".to_string(),
@@ -528,14 +531,12 @@ mod tests {
         );
         assert_eq!(
             names(cell("file-to-file-durable", CacheState::Cold, "")),
-            vec![
-                vec!["disk-direct-read".to_string()],
-                vec![
-                    "disk-write-fsync".to_string(),
-                    "disk-direct-write".to_string(),
-                    "disk-direct-read".to_string()
-                ]
-            ]
+            vec![vec![
+                "fio-copy".to_string(),
+                "disk-write-fsync".to_string(),
+                "disk-direct-write".to_string(),
+                "disk-direct-read".to_string()
+            ]]
         );
         assert!(names(cell(LIMITS_SCENARIO, CacheState::NotApplicable, "")).is_empty());
     }

@@ -45,6 +45,17 @@ fn options(dir: &std::path::Path) -> RunOptions {
     options
 }
 
+/// Whether `program` is on the PATH; prints why `test` is skipped if not.
+/// The peers are optional (CI installs them, and goes on without them if
+/// the installation fails), so a missing one is a skip even in CI.
+fn peer_installed(test: &str, program: &str) -> bool {
+    let found = flexio_bench::peers::find_program(program).is_some();
+    if !found {
+        eprintln!("{test}: skipped: {program} is not installed");
+    }
+    found
+}
+
 fn tiny_plan() -> Plan {
     Plan {
         cells: vec![
@@ -261,6 +272,41 @@ fn pipe_cells_run_flexio_and_the_shell_tools_to_the_end_of_the_pipe() {
     for run in &results.runs {
         assert_eq!(run.bytes, size, "{run:?}");
     }
+}
+
+/// fio reading the cold source and writing a new file at once measures
+/// the cell's size in the slower job's time, and leaves only the source.
+#[test]
+fn fio_copy_reads_and_writes_the_cells_size_at_once() {
+    use flexio_bench::limits::Probe;
+    if !peer_installed("fio_copy_reads_and_writes_the_cells_size_at_once", "fio") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let size = 8u64 << 20;
+    let plan = Plan {
+        cells: vec![Cell::new(
+            Scenario::Limits,
+            size,
+            CacheState::Cold,
+            vec![Entrant::Limit(Probe::FioCopy)],
+        )],
+    };
+    let mut options = options(dir.path());
+    options.rounds = 2;
+    let results = runner::run(&plan, &options, &mut Recorder::default()).unwrap();
+    let runs: Vec<&RunRecord> = results
+        .runs
+        .iter()
+        .filter(|r| matches!(&r.contender, Contender::Limit { name } if name == "fio-copy"))
+        .collect();
+    assert_eq!(
+        runs.len(),
+        3,
+        "a warm-up and two rounds: {:?}",
+        results.notes
+    );
+    assert!(runs.iter().all(|r| r.bytes == size && r.wall_ns > 0));
 }
 
 #[test]

@@ -70,10 +70,12 @@ impl CellContext {
         let size = cell.key.size;
         let needs_source = match scenario {
             Scenario::Memory | Scenario::SocketToFile | Scenario::PipeToFile => false,
-            Scenario::Limits => cell
-                .entrants
-                .iter()
-                .any(|e| matches!(e, Entrant::Limit(Probe::DiskDirectRead | Probe::FioRead))),
+            Scenario::Limits => cell.entrants.iter().any(|e| {
+                matches!(
+                    e,
+                    Entrant::Limit(Probe::DiskDirectRead | Probe::FioRead | Probe::FioCopy)
+                )
+            }),
             _ => true,
         };
         let needs_memory = cell
@@ -563,6 +565,7 @@ impl CellContext {
             Probe::DiskWriteFsync => limits::disk_write_fsync(sink, size),
             Probe::FioRead => limits::fio(self.source()?, size, false),
             Probe::FioWrite => limits::fio(sink, size, true),
+            Probe::FioCopy => limits::fio_copy(self.source()?, sink, size),
             Probe::Iperf3Loopback | Probe::Iperf3Veth => limits::iperf3(
                 size,
                 crate::peers::Iperf3Mode::Memory,
