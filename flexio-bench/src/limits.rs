@@ -2,8 +2,8 @@
 //! result can be read as a share of what the machine can do at all:
 //! `memcpy` bandwidth, direct (O_DIRECT) sequential disk read and write
 //! bandwidth — with flexio's own `direct` mechanism, and with `fio` when it
-//! is installed — the disk's bandwidth for a copy onto itself (`fio`
-//! reading and writing at once), buffered disk write bandwidth up to
+//! is installed, also reading and writing at once, as a copy onto the same
+//! disk does — buffered disk write bandwidth up to
 //! `fsync` (flexio `read-write`), and loopback TCP bandwidth with `iperf3`.
 //!
 //! Limits are recorded like any other run: [`crate::model::Contender::Limit`]
@@ -32,13 +32,15 @@ pub enum Probe {
     /// chunks: writing through the page cache until the data is on the disk
     /// — the most a durable copy can reach when reading costs nothing.
     DiskWriteFsync,
-    /// `fio --rw=read --bs=1M --direct=1`.
+    /// `fio --rw=read --bs=1M --direct=1`, 16 requests in flight through
+    /// io_uring: the disk's sequential read bandwidth.
     FioRead,
-    /// `fio --rw=write --bs=1M --direct=1`.
+    /// `fio --rw=write --bs=1M --direct=1`, 16 requests in flight: the
+    /// disk's sequential write bandwidth.
     FioWrite,
     /// `fio` reading the source and writing a new file at the same time,
-    /// both O_DIRECT, 1 MiB blocks, 16 in flight: the most a copy from this
-    /// disk to itself can move, since its reads and writes share the disk.
+    /// both as above: how far this disk's reads and writes slow each other
+    /// down when a copy overlaps them.
     FioCopy,
     /// `iperf3` from memory over 127.0.0.1.
     Iperf3Loopback,
@@ -133,14 +135,10 @@ fn write_zeros(
 }
 
 /// `fio` sequential direct read (`write == false`) or write of `size`
-/// bytes of `file`; the wall time is derived from fio's own bandwidth.
+/// bytes of `file`, 16 requests in flight; the wall time is derived from
+/// fio's own bandwidth.
 pub(crate) fn fio(file: &Path, size: u64, write: bool) -> io::Result<Measured> {
-    let job = FioJob {
-        file,
-        write,
-        queue_depth: None,
-    };
-    run_fio(&[job], size)
+    run_fio(&[FioJob { file, write }], size)
 }
 
 /// `fio` copying, as far as the disk is concerned: one job reads `source`
@@ -150,18 +148,16 @@ pub(crate) fn fio_copy(source: &Path, sink: &Path, size: u64) -> io::Result<Meas
     let jobs = [false, true].map(|write| FioJob {
         file: if write { sink } else { source },
         write,
-        queue_depth: Some(16),
     });
     run_fio(&jobs, size)
 }
 
-/// One sequential O_DIRECT job of a fio run.
+/// One sequential O_DIRECT job of a fio run, 1 MiB requests, 16 in
+/// flight: enough to keep a disk (or a virtual disk's host) busy, where one
+/// request at a time measures its latency instead.
 struct FioJob<'p> {
     file: &'p Path,
     write: bool,
-    /// Requests in flight through io_uring; `None`: fio's synchronous
-    /// default, one at a time.
-    queue_depth: Option<u32>,
 }
 
 /// Runs `jobs` side by side, `size` bytes each, and measures `size` bytes
@@ -176,10 +172,9 @@ fn run_fio(jobs: &[FioJob<'_>], size: u64) -> io::Result<Measured> {
             "--bs=1M".into(),
             "--direct=1".into(),
             format!("--size={size}"),
+            "--ioengine=io_uring".into(),
+            "--iodepth=16".into(),
         ]);
-        if let Some(depth) = job.queue_depth {
-            argv.extend(["--ioengine=io_uring".into(), format!("--iodepth={depth}")]);
-        }
     }
     argv.push("--output-format=json".into());
     let mut command = peers::command_in(None, &argv);

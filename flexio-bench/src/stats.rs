@@ -14,9 +14,15 @@
 //! | the cell | limit |
 //! | --- | --- |
 //! | network (scenario names a `socket`, or a non-empty `path`) | `iperf3-<path>` (`iperf3-loopback` when the path is empty or was not measured) |
-//! | cold source, not durable | `disk-direct-read` |
-//! | durable sink (scenario ends in `durable`), cold source | `fio-copy` (fio reading the source and writing a new file at once: the disk's bandwidth for a copy onto itself), else `disk-write-fsync` (a durable write of zeros through the page cache), else `disk-direct-write`, else `disk-direct-read` |
+//! | cold source | `fio-read` (16 requests in flight), else `disk-direct-read` |
+//! | durable sink (scenario ends in `durable`) | `fio-write` (16 requests in flight), else `disk-write-fsync` (a durable write of zeros through the page cache), else `disk-direct-write`, else `disk-direct-read` when no write limit was measured |
 //! | none of the above (memory, warm files, pipes) | `memcpy` |
+//!
+//! A durable cold copy is thus held against the slower of reading alone
+//! and writing alone: no copy can beat either, and one that overlaps its
+//! reads and writes perfectly would reach it. `fio-copy` (fio reading and
+//! writing at once) bounds no cell; it is printed to show how much this
+//! disk's reads and writes slow each other down.
 //!
 //! The limit of a cell is the *slowest* of its candidates that were
 //! measured. A limit run in the cell itself (`memcpy` beside flexio in the
@@ -334,7 +340,10 @@ pub fn best_peer<'a>(summaries: &'a [Summary], cell: &CellKey) -> Option<&'a Sum
 ///     flows: 1,
 ///     path: String::new(),
 /// };
-/// assert_eq!(limit_candidates(&cell), vec![vec!["disk-direct-read".to_string()]]);
+/// assert_eq!(
+///     limit_candidates(&cell),
+///     vec![vec!["fio-read".to_string(), "disk-direct-read".to_string()]]
+/// );
 /// ```
 pub fn limit_candidates(cell: &CellKey) -> Vec<Vec<String>> {
     if cell.scenario == LIMITS_SCENARIO {
@@ -353,16 +362,15 @@ pub fn limit_candidates(cell: &CellKey) -> Vec<Vec<String>> {
         }
         resources.push(names);
     }
-    let durable = cell.scenario.ends_with("durable");
-    if cell.cache == CacheState::Cold && !durable {
-        resources.push(vec!["disk-direct-read".to_string()]);
+    if cell.cache == CacheState::Cold {
+        resources.push(vec!["fio-read".to_string(), "disk-direct-read".to_string()]);
     }
-    if durable {
-        // A durable copy reads and writes the same disk: fio doing both at
-        // once is its ceiling. Without fio, a durable write of zeros
-        // through the page cache, else the direct write, else the read.
+    if cell.scenario.ends_with("durable") {
+        // Every byte must reach the disk: fio's write with requests in
+        // flight, else a durable write of zeros through the page cache,
+        // else flexio's direct write, else the direct read.
         resources.push(vec![
-            "fio-copy".to_string(),
+            "fio-write".to_string(),
             "disk-write-fsync".to_string(),
             "disk-direct-write".to_string(),
             "disk-direct-read".to_string(),
@@ -531,12 +539,15 @@ mod tests {
         );
         assert_eq!(
             names(cell("file-to-file-durable", CacheState::Cold, "")),
-            vec![vec![
-                "fio-copy".to_string(),
-                "disk-write-fsync".to_string(),
-                "disk-direct-write".to_string(),
-                "disk-direct-read".to_string()
-            ]]
+            vec![
+                vec!["fio-read".to_string(), "disk-direct-read".to_string()],
+                vec![
+                    "fio-write".to_string(),
+                    "disk-write-fsync".to_string(),
+                    "disk-direct-write".to_string(),
+                    "disk-direct-read".to_string()
+                ]
+            ]
         );
         assert!(names(cell(LIMITS_SCENARIO, CacheState::NotApplicable, "")).is_empty());
     }
