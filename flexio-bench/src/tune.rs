@@ -222,7 +222,11 @@ pub fn candidates(kind: FlowKind, full: bool) -> Vec<Candidate> {
             direct: mechanism == MechanismName::Direct,
             ..Params::default()
         };
-        let read = reads(mechanism);
+        let mut read = reads(mechanism);
+        if kind == FlowKind::MemoryToMemory {
+            // Memory to memory is one copy of it all, whatever the chunk.
+            read.chunk = false;
+        }
         let mut push = |params: Params| {
             let candidate = Candidate { mechanism, params };
             if !out.contains(&candidate) {
@@ -547,7 +551,8 @@ mod tests {
             .filter(|c| c.mechanism == MechanismName::Sendfile)
             .count();
         assert_eq!(sendfile, 1, "sendfile reads no parameter");
-        let memory = candidates(FlowKind::MemoryToMemory, false);
+        let memory = candidates(FlowKind::MemoryToMemory, true);
+        assert_eq!(memory.len(), 1, "read-write's chunk means nothing in memory");
         assert!(memory.iter().all(|c| !c.params.direct));
     }
 
