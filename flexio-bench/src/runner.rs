@@ -395,7 +395,7 @@ impl Bench<'_> {
                 return skip_all(done, observer);
             }
         };
-        if let Err(e) = context.calibrate(cell, &active) {
+        if let Err(e) = context.calibrate(&mut self.workspace, cell, &active) {
             self.note(observer, format!("{}: skipped: {e}", cell.label()));
             return skip_all(done, observer);
         }

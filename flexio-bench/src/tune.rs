@@ -552,7 +552,11 @@ mod tests {
             .count();
         assert_eq!(sendfile, 1, "sendfile reads no parameter");
         let memory = candidates(FlowKind::MemoryToMemory, true);
-        assert_eq!(memory.len(), 1, "read-write's chunk means nothing in memory");
+        assert_eq!(
+            memory.len(),
+            1,
+            "read-write's chunk means nothing in memory"
+        );
         assert!(memory.iter().all(|c| !c.params.direct));
     }
 

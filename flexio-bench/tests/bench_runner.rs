@@ -127,7 +127,7 @@ fn tiny_matrix_runs_end_to_end() {
     assert_eq!(recorder.last, (plan.runs(1, 5), plan.runs(1, 5)));
 
     // File to file: 3 contenders that exist x (1 warm-up + 5 rounds), in
-    // the interleaved order, each moving the whole file.
+    // the interleaved order, each moving the whole file (some times).
     let files = runs_of(&results, "file-to-file");
     let contenders: Vec<Contender> = plan.cells[0].entrants[..3]
         .iter()
@@ -146,7 +146,14 @@ fn tiny_matrix_runs_end_to_end() {
         .collect();
     assert_eq!(seen, expected);
     for run in &files {
-        assert_eq!(run.bytes, 64 << 10, "{run:?}");
+        // A short warm copy repeats within its window, the same number of
+        // times in every round.
+        assert!(
+            run.bytes >= 64 << 10 && run.bytes % (64 << 10) == 0,
+            "{run:?}"
+        );
+        let twin = files.iter().find(|r| r.contender == run.contender).unwrap();
+        assert_eq!(run.bytes, twin.bytes, "{run:?}");
         assert!(run.wall_ns > 0);
         assert_eq!(run.source_resident_percent, Some(100.0), "warm cell");
         match &run.contender {

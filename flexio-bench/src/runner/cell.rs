@@ -18,6 +18,7 @@ use super::streams::{
 use super::{fill, joined, other, Bench, CpuScope, Measured, Window, Workspace};
 use crate::limits::{self, Probe};
 use crate::meter::Meter;
+use crate::model::CacheState;
 use crate::peers::{self, PeerIo, PeerSpec, PeerVars};
 use crate::plan::{Cell, Entrant, Scenario};
 
@@ -115,19 +116,42 @@ impl CellContext {
         })
     }
 
-    /// Tiny memory copies repeat within one window until it lasts at least
-    /// 2 ms; one untimed run per entrant finds how many times.
-    pub(super) fn calibrate(&mut self, cell: &Cell, active: &[bool]) -> io::Result<()> {
-        if self.scenario != Scenario::Memory && self.scenario != Scenario::Limits {
+    /// Short flows repeat within one window until it lasts at least
+    /// 2 ms — tiny memory copies, and warm file-to-file copies (a 1 MiB
+    /// copy takes 0.3 ms, of which the creation and rename of its file
+    /// are a noisy part): a single one is timed with more noise than the
+    /// differences between mechanisms. One untimed run per entrant finds
+    /// how many times. A cold cell cannot repeat: only its first copy
+    /// would be cold.
+    pub(super) fn calibrate(
+        &mut self,
+        workspace: &mut Workspace,
+        cell: &Cell,
+        active: &[bool],
+    ) -> io::Result<()> {
+        const WANTED_NS: u64 = 2_000_000;
+        let warm_files =
+            self.scenario == Scenario::FileToFile && cell.key.cache == CacheState::Warm;
+        let memory =
+            matches!(self.scenario, Scenario::Memory | Scenario::Limits) && self.memory.is_some();
+        if !warm_files && !memory {
             return Ok(());
         }
+        let sink = workspace.path("sink");
         for (i, entrant) in cell.entrants.iter().enumerate() {
-            if !active[i] || self.memory.is_none() {
+            if !active[i] {
                 continue;
             }
-            let once = self.memory_run(entrant, 1)?;
-            let wanted = 2_000_000u64;
-            self.reps[i] = wanted.div_ceil(once.wall_ns.max(1)).clamp(1, 1 << 22);
+            let once = match warm_files {
+                true => {
+                    workspace.prepare_source(self.source()?, cell.key.cache, &[])?;
+                    let once = self.file_to_file(entrant, &sink, false, 1);
+                    let _ = std::fs::remove_file(&sink);
+                    once?
+                }
+                false => self.memory_run(entrant, 1)?,
+            };
+            self.reps[i] = WANTED_NS.div_ceil(once.wall_ns.max(1)).clamp(1, 1 << 22);
         }
         Ok(())
     }
@@ -170,8 +194,8 @@ impl CellContext {
         let streams = pipes || (network && self.scenario != Scenario::Meter);
         let _pinned = streams.then(affinity::pin_contender).flatten();
         let measured = match self.scenario {
-            Scenario::FileToFile => self.file_to_file(entrant, &sink, false),
-            Scenario::FileToFileDurable => self.file_to_file(entrant, &sink, true),
+            Scenario::FileToFile => self.file_to_file(entrant, &sink, false, self.reps[i]),
+            Scenario::FileToFileDurable => self.file_to_file(entrant, &sink, true, 1),
             Scenario::FileToSocket => self.file_to_socket(entrant, size, net),
             Scenario::Meter => {
                 let meter = self.meter.as_mut().expect("the meter runs in meter cells");
@@ -192,7 +216,7 @@ impl CellContext {
         let _ = std::fs::remove_file(&sink);
         let measured = measured?;
         let expected = match self.scenario {
-            Scenario::Memory => size * self.reps[i],
+            Scenario::Memory | Scenario::FileToFile => size * self.reps[i],
             Scenario::Limits => measured.bytes,
             Scenario::Parallel => size * u64::from(cell.key.flows),
             _ => size,
@@ -212,29 +236,73 @@ impl CellContext {
             .ok_or_else(|| io::Error::other("this cell has no source file"))
     }
 
-    fn file_to_file(&self, entrant: &Entrant, sink: &Path, durable: bool) -> io::Result<Measured> {
+    /// `reps` copies of the source in one window, each into a new file:
+    /// `sink`, then `sink.1`, `sink.2`, … (the extra ones are removed
+    /// after the window), so that every copy creates its file as a single
+    /// one does, rather than replacing the one before.
+    fn file_to_file(
+        &self,
+        entrant: &Entrant,
+        sink: &Path,
+        durable: bool,
+        reps: u64,
+    ) -> io::Result<Measured> {
         let source = self.source()?;
+        let sinks: Vec<PathBuf> = (0..reps)
+            .map(|rep| match rep {
+                0 => sink.to_path_buf(),
+                _ => sink.with_extension(rep.to_string()),
+            })
+            .collect();
+        let result = self.copies(entrant, source, &sinks, durable);
+        for extra in &sinks[1..] {
+            let _ = std::fs::remove_file(extra);
+        }
+        result
+    }
+
+    fn copies(
+        &self,
+        entrant: &Entrant,
+        source: &Path,
+        sinks: &[PathBuf],
+        durable: bool,
+    ) -> io::Result<Measured> {
         match entrant {
             Entrant::Flexio { .. } => {
                 let window = Window::open(CpuScope::Thread);
-                let flow = Flow::new(Source::path(source), Sink::path(sink));
-                let report = flexio_flow(flow, entrant, self.profile.as_ref())
-                    .fsync(durable)
-                    .run()
-                    .map_err(other)?;
-                Ok(closed(window, &report))
+                let mut bytes = 0;
+                let mut last = None;
+                for sink in sinks {
+                    let flow = Flow::new(Source::path(source), Sink::path(sink));
+                    let report = flexio_flow(flow, entrant, self.profile.as_ref())
+                        .fsync(durable)
+                        .run()
+                        .map_err(other)?;
+                    bytes += report.bytes;
+                    last = Some(report);
+                }
+                let report = last.ok_or_else(|| other("no copy ran"))?;
+                let mut measured = closed(window, &report);
+                measured.bytes = bytes;
+                Ok(measured)
             }
             Entrant::Peer(spec) => {
-                let vars = PeerVars {
-                    src: source.to_path_buf(),
-                    dst: sink.to_path_buf(),
-                    ..PeerVars::default()
-                };
                 let window = Window::open(CpuScope::Children);
-                let status = peers::spawn_peer(spec, &vars, None, PeerIo::default())?.wait()?;
-                let bytes = std::fs::metadata(sink).map_or(0, |m| m.len());
-                let measured = window.close(bytes, None);
-                peers::check_status(&spec.name, status)?;
+                for sink in sinks {
+                    let vars = PeerVars {
+                        src: source.to_path_buf(),
+                        dst: sink.clone(),
+                        ..PeerVars::default()
+                    };
+                    let status = peers::spawn_peer(spec, &vars, None, PeerIo::default())?.wait()?;
+                    peers::check_status(&spec.name, status)?;
+                }
+                let mut measured = window.close(0, None);
+                measured.bytes = sinks
+                    .iter()
+                    .map(|sink| std::fs::metadata(sink).map_or(0, |m| m.len()))
+                    .sum();
                 Ok(measured)
             }
             Entrant::Limit(probe) => Err(not_a_contender(*probe, "file-to-file")),
