@@ -19,8 +19,10 @@ use indicatif::{ProgressBar, ProgressStyle};
 /// Arguments of `flexio bench`.
 #[derive(Args)]
 pub struct BenchArgs {
-    /// The whole matrix (about 30 minutes) instead of the quick one (about
-    /// 2 minutes).
+    /// The quick matrix (about 2 minutes). The default.
+    #[arg(long, conflicts_with = "full")]
+    quick: bool,
+    /// The whole matrix (about 30 minutes) instead of the quick one.
     #[arg(long)]
     full: bool,
     /// Only this scenario (repeatable): file-to-file, file-to-file-durable,

@@ -104,13 +104,21 @@ fn usage_errors_exit_2_with_one_line() {
             ],
             "unknown unit",
         ),
+        (
+            vec!["bench".into(), "--quick".into(), "--full".into()],
+            "cannot be used with",
+        ),
+        (
+            vec!["tune".into(), "--quick".into(), "--full".into()],
+            "cannot be used with",
+        ),
     ];
     for (args, expected) in cases {
         let output = flexio().args(&args).output().unwrap();
         let stderr = String::from_utf8_lossy(&output.stderr);
         assert_eq!(output.status.code(), Some(2), "{args:?}: {stderr}");
         assert!(stderr.contains(expected), "{args:?}: {stderr}");
-        if expected != "unknown unit" {
+        if !["unknown unit", "cannot be used with"].contains(&expected) {
             assert_eq!(stderr.trim_end().lines().count(), 1, "{args:?}: {stderr}");
         }
     }
