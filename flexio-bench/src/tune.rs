@@ -30,8 +30,8 @@ const MIB: u64 = 1 << 20;
 const GIB: u64 = 1 << 30;
 
 /// Candidates within this fraction of the fastest count as tied (or
-/// within half the fastest's own min–max spread, when that is wider); the
-/// one with less CPU per byte wins.
+/// within half the fastest's own min–max spread, when that is wider, up to
+/// [`flexio::tune::MAX_NOISE_BAND`]); the one with less CPU per byte wins.
 pub const TIE_TOLERANCE: f64 = 0.03;
 
 /// What to measure for one flow kind.

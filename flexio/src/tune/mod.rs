@@ -18,7 +18,7 @@ pub use profile::{
     default_profile_path, Curve, CurvePoint, FlowProfile, Profile, ProfileError, RangeEntry,
     PROFILE_FORMAT_VERSION,
 };
-pub use select::{select_ranges, Candidate, Measurement};
+pub use select::{select_ranges, Candidate, Measurement, MAX_NOISE_BAND};
 
 /// Why `auto` chose what it chose for one flow.
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]

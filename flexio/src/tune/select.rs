@@ -51,13 +51,19 @@ impl Measurement {
     }
 }
 
+/// The widest tie band the leader's noise can open: a lead of more than
+/// this fraction of the leader's median is a lead, however widely its runs
+/// spread. One slow run in seven once stretched a durable leader's spread
+/// to 82%, and a candidate 35% slower won the tie on CPU.
+pub const MAX_NOISE_BAND: f64 = 0.10;
+
 /// The best candidate among measurements of one size: the highest median
 /// throughput, except that candidates close to it are ranked by lower CPU
 /// per byte. Close means within `tie_tolerance` (a fraction, e.g. 0.03) of
 /// the highest median, or within half the min–max spread of the runs that
-/// gave it, whichever is wider: a lead smaller than the leader's own
-/// run-to-run noise is not a win (durable copies on a shared disk spread
-/// by 25% and more).
+/// gave it (at most [`MAX_NOISE_BAND`]), whichever is wider: a lead
+/// smaller than the leader's own run-to-run noise is not a win (durable
+/// copies on a shared disk spread by 25% and more).
 pub fn best_at_size<'m>(
     at_size: &[&'m Measurement],
     tie_tolerance: f64,
@@ -65,7 +71,8 @@ pub fn best_at_size<'m>(
     let leader = at_size
         .iter()
         .max_by(|a, b| a.median_bps.total_cmp(&b.median_bps))?;
-    let band = tie_tolerance.max(leader.spread() / 2.0).min(1.0);
+    let noise = (leader.spread() / 2.0).min(MAX_NOISE_BAND);
+    let band = tie_tolerance.max(noise).min(1.0);
     let floor = leader.median_bps * (1.0 - band);
     at_size
         .iter()
@@ -227,7 +234,7 @@ mod tests {
     #[test]
     fn a_lead_inside_the_leaders_noise_is_a_tie() {
         use MechanismName::*;
-        // The leader's runs spread over 30% of its median: 10% behind it
+        // The leader's runs spread over 30% of its median: 8% behind it
         // is a tie, and the cheaper candidate is chosen; 20% is not.
         let noisy = Measurement {
             min_bps: 0.8e9,
@@ -236,7 +243,7 @@ mod tests {
         };
         let measured = vec![
             noisy.clone(),
-            measurement(64 << 20, IoUring, 0.9e9, 0.2),
+            measurement(64 << 20, IoUring, 0.92e9, 0.2),
             measurement(64 << 20, Mmap, 0.8e9, 0.1),
         ];
         let ranges = select_ranges(&measured, FlowKind::FileToFile, 0.03);
@@ -250,6 +257,26 @@ mod tests {
         let measured = vec![steady, measurement(64 << 20, IoUring, 0.9e9, 0.2)];
         let ranges = select_ranges(&measured, FlowKind::FileToFile, 0.03);
         assert_eq!(ranges[0].mechanism, CopyFileRange);
+    }
+
+    #[test]
+    fn one_slow_run_of_the_leader_does_not_make_a_large_lead_a_tie() {
+        use MechanismName::*;
+        // A durable tune: splice's seven runs 400 to 1278 MB/s around a
+        // median of 1067 (82% spread); direct, cheaper, at 694. Half the
+        // spread would call that a tie; the band stops at 10%.
+        let leader = Measurement {
+            min_bps: 400e6,
+            max_bps: 1278e6,
+            ..measurement(64 << 20, Splice, 1067e6, 0.32)
+        };
+        let cheaper = measurement(64 << 20, Direct, 694e6, 0.30);
+        let best = best_at_size(&[&leader, &cheaper], 0.03).unwrap();
+        assert_eq!(best.candidate.mechanism, Splice);
+        // Inside the band the cheaper one still wins.
+        let close = measurement(64 << 20, Direct, 1000e6, 0.30);
+        let best = best_at_size(&[&leader, &close], 0.03).unwrap();
+        assert_eq!(best.candidate.mechanism, Direct);
     }
 
     #[test]
