@@ -194,6 +194,7 @@ fn run_fio(jobs: &[FioJob<'_>], size: u64) -> io::Result<Measured> {
     let value: serde_json::Value = serde_json::from_str(&json[start..])
         .map_err(|e| io::Error::other(format!("fio JSON output: {e}")))?;
     let mut slowest_ns = 0.0f64;
+    let mut moved = size;
     for (index, job) in jobs.iter().enumerate() {
         let side = &value["jobs"][index][if job.write { "write" } else { "read" }];
         let bandwidth = side["bw_bytes"]
@@ -201,8 +202,11 @@ fn run_fio(jobs: &[FioJob<'_>], size: u64) -> io::Result<Measured> {
             .filter(|b| *b > 0.0)
             .ok_or_else(|| io::Error::other("fio JSON output has no bw_bytes"))?;
         let bytes = side["io_bytes"].as_u64().unwrap_or(size);
+        moved = moved.min(bytes);
         slowest_ns = slowest_ns.max(bytes as f64 * 1e9 / bandwidth);
     }
+    // A copy has moved what both of its sides moved.
+    measured.bytes = moved;
     measured.wall_ns = slowest_ns as u64;
     Ok(measured)
 }

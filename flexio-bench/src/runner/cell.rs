@@ -255,12 +255,13 @@ impl CellContext {
             })
             .collect();
         let result = self.copies(entrant, source, &sinks, durable);
-        for extra in &sinks[1..] {
+        for extra in sinks.iter().skip(1) {
             let _ = std::fs::remove_file(extra);
         }
         result
     }
 
+    /// One window over a copy of `source` into each of `sinks`.
     fn copies(
         &self,
         entrant: &Entrant,
