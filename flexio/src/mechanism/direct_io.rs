@@ -12,9 +12,10 @@
 
 use std::os::fd::BorrowedFd;
 
-use rustix::fs::{AtFlags, FallocateFlags, OFlags, StatxFlags};
+use rustix::fs::{AtFlags, OFlags, StatxFlags};
 use rustix::io::Errno;
 
+use super::io::reserve_sink;
 use super::transfer::{Side, Stop, Transfer};
 use crate::endpoint::EndpointKind;
 
@@ -177,18 +178,10 @@ pub(crate) fn reserve_direct_sink(t: &mut Transfer<'_>) -> Result<(), Stop> {
     let (EndpointKind::File, Some(len)) = (t.sink_kind, t.remaining) else {
         return Ok(());
     };
-    if len == 0 {
-        return Ok(());
+    if len > 0 {
+        reserve_sink(t, len)?;
     }
-    loop {
-        t.counters.syscalls += 1;
-        match rustix::fs::fallocate(t.sink_fd(), FallocateFlags::empty(), t.sink_pos, len) {
-            Ok(()) => return Ok(()),
-            Err(Errno::INTR) => continue,
-            Err(Errno::OPNOTSUPP) => return Ok(()),
-            Err(errno) => return Err(t.failed("fallocate", Side::Sink, errno)),
-        }
-    }
+    Ok(())
 }
 
 /// The direct-I/O alignment of a side of a transfer, as a refusal when the

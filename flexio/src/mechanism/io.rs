@@ -75,6 +75,23 @@ fn write_some(t: &mut Transfer<'_>, buf: &[u8]) -> Result<usize, Stop> {
     }
 }
 
+/// Reserves `len` bytes of the sink file from the sink position with
+/// `fallocate(2)` (mode 0: the file grows to reach them), retrying `EINTR`.
+/// `Ok(false)` where the filesystem cannot (`EOPNOTSUPP`); any other
+/// refusal (`ENOSPC` first of all) is a failure naming the sink.
+pub(crate) fn reserve_sink(t: &mut Transfer<'_>, len: u64) -> Result<bool, Stop> {
+    loop {
+        t.counters.syscalls += 1;
+        let at = t.sink_pos;
+        match rustix::fs::fallocate(t.sink_fd(), rustix::fs::FallocateFlags::empty(), at, len) {
+            Ok(()) => return Ok(true),
+            Err(Errno::INTR) => continue,
+            Err(Errno::OPNOTSUPP) => return Ok(false),
+            Err(errno) => return Err(t.failed("fallocate", Side::Sink, errno)),
+        }
+    }
+}
+
 /// Waits until `fd` is ready for `flags` (retrying `EINTR`).
 pub(crate) fn wait_fd(fd: BorrowedFd<'_>, flags: PollFlags) -> Result<(), Errno> {
     let mut fds = [PollFd::from_borrowed_fd(fd, flags)];

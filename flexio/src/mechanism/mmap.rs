@@ -25,11 +25,11 @@
 //! `write(2)` out of a truncated map fails with `EFAULT` instead of raising
 //! SIGBUS; that too means the source ended.
 
-use rustix::fs::{FallocateFlags, OFlags, SeekFrom};
+use rustix::fs::{OFlags, SeekFrom};
 use rustix::io::Errno;
 use rustix::mm::Advice;
 
-use super::io::write_sink;
+use super::io::{reserve_sink, write_sink};
 use super::transfer::Side;
 use super::{Mechanism, Stop, Transfer};
 use crate::endpoint::EndpointKind;
@@ -150,19 +150,9 @@ fn map(t: &mut Transfer<'_>, side: Side, offset: u64, len: usize) -> Result<Guar
 /// makes sure the file reaches that far, so that the map covers real file
 /// pages.
 fn reserve(t: &mut Transfer<'_>, len: usize, size: &mut u64) -> Result<(), Stop> {
-    let at = t.sink_pos;
-    let end = at + len as u64;
-    loop {
-        t.counters.syscalls += 1;
-        match rustix::fs::fallocate(t.sink_fd(), FallocateFlags::empty(), at, len as u64) {
-            Ok(()) => {
-                *size = (*size).max(end);
-                break;
-            }
-            Err(Errno::INTR) => continue,
-            Err(Errno::OPNOTSUPP) => break,
-            Err(errno) => return Err(t.failed("fallocate", Side::Sink, errno)),
-        }
+    let end = t.sink_pos + len as u64;
+    if reserve_sink(t, len as u64)? {
+        *size = (*size).max(end);
     }
     if *size < end {
         t.counters.syscalls += 1;

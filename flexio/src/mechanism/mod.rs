@@ -95,16 +95,7 @@ impl MechanismName {
 
     /// Whether this mechanism, with `params`, writes a file or block-device
     /// sink with `O_DIRECT` (past the page cache).
-    ///
-    /// # Examples
-    /// ```
-    /// use flexio::{MechanismName, Params};
-    /// let direct = Params { direct: true, ..Params::default() };
-    /// assert!(MechanismName::IoUring.writes_direct(&direct));
-    /// assert!(!MechanismName::IoUring.writes_direct(&Params::default()));
-    /// assert!(MechanismName::Direct.writes_direct(&Params::default()));
-    /// ```
-    pub fn writes_direct(self, params: &crate::Params) -> bool {
+    pub(crate) fn writes_direct(self, params: &crate::Params) -> bool {
         match self {
             MechanismName::Direct => true,
             MechanismName::IoUring => params.direct,
@@ -220,6 +211,20 @@ pub fn builtin_choice(source: EndpointKind, sink: EndpointKind) -> MechanismName
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_direct_and_io_uring_with_direct_write_past_the_page_cache() {
+        let direct = crate::Params {
+            direct: true,
+            ..crate::Params::default()
+        };
+        for name in MechanismName::CONCRETE {
+            let expected = name == MechanismName::Direct || name == MechanismName::IoUring;
+            assert_eq!(name.writes_direct(&direct), expected, "{name}");
+        }
+        assert!(!MechanismName::IoUring.writes_direct(&crate::Params::default()));
+        assert!(MechanismName::Direct.writes_direct(&crate::Params::default()));
+    }
 
     #[test]
     fn names_round_trip() {
