@@ -1,5 +1,7 @@
 //! What the bench needs to know about the machine beyond
-//! [`flexio::tune::Fingerprint`]: whether its directory can be cold at all.
+//! [`flexio::tune::Fingerprint`]: whether its directory can be cold at all,
+//! and what on this machine makes timings vary from run to run, so that a
+//! report says so beside its figures.
 
 use std::path::Path;
 
@@ -14,4 +16,98 @@ pub fn is_memory_filesystem(dir: &Path) -> bool {
     rustix::fs::statfs(dir)
         .map(|s| is_memory(s.f_type))
         .unwrap_or(false)
+}
+
+/// What about this machine a reader of the bench's figures should know:
+/// a directory in memory, a file system that discards as it frees, a
+/// virtual machine that hands freed memory back to its host.
+pub fn machine_notes(dir: &Path) -> Vec<String> {
+    let mut notes = Vec::new();
+    if is_memory_filesystem(dir) {
+        notes.push(format!(
+            "{} is in memory (tmpfs): cold cells are warm here",
+            dir.display()
+        ));
+    }
+    if let Some(mount) = flexio::tune::Mount::containing(dir) {
+        if mount.discards_online() {
+            notes.push(format!(
+                "{} ({} on {}) is mounted with `discard`: deleting a file sends \
+                 discards to the device, which the next writes may wait behind",
+                mount.mount_point.display(),
+                mount.fs_type,
+                mount.source
+            ));
+        }
+    }
+    if let Some(block) = free_page_reporting() {
+        notes.push(format!(
+            "this virtual machine hands free memory back to its host \
+             (virtio-balloon free page reporting, blocks of {}): memory \
+             freed a few seconds before costs a host fault when first \
+             touched again, so flows that fill the page cache or socket \
+             buffers vary from run to run",
+            flexio::format_bytes(block)
+        ));
+    }
+    notes
+}
+
+/// The block size the guest reports free to its hypervisor, when a
+/// virtio-balloon device offers free page reporting; `None` on bare
+/// metal and on virtual machines without it.
+pub fn free_page_reporting() -> Option<u64> {
+    let devices = std::fs::read_dir("/sys/bus/virtio/drivers/virtio_balloon").ok()?;
+    let reporting = devices.flatten().any(|entry| {
+        std::fs::read_to_string(entry.path().join("features"))
+            .is_ok_and(|features| offers_free_page_reporting(&features))
+    });
+    if !reporting {
+        return None;
+    }
+    let order =
+        std::fs::read_to_string("/sys/module/page_reporting/parameters/page_reporting_order")
+            .ok()
+            .and_then(|text| text.trim().parse::<u32>().ok())
+            .filter(|&order| order < 20)
+            .unwrap_or(9);
+    Some(4096u64 << order)
+}
+
+/// Whether a virtio device's `features` (one `0` or `1` per feature bit,
+/// bit 0 first) include `VIRTIO_BALLOON_F_REPORTING` (bit 5).
+fn offers_free_page_reporting(features: &str) -> bool {
+    const VIRTIO_BALLOON_F_REPORTING: usize = 5;
+    features.trim().as_bytes().get(VIRTIO_BALLOON_F_REPORTING) == Some(&b'1')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn free_page_reporting_is_bit_five_of_the_balloons_features() {
+        // Read off a Firecracker guest: stats, deflate on OOM, reporting.
+        assert!(offers_free_page_reporting(
+            "0110010100000000000000000000000010000000\n"
+        ));
+        assert!(!offers_free_page_reporting("0110000100000000"));
+        assert!(!offers_free_page_reporting("0110"));
+        assert!(!offers_free_page_reporting(""));
+    }
+
+    #[test]
+    fn a_directory_in_memory_is_noted() {
+        let tmpfs = Path::new("/dev/shm");
+        if !is_memory_filesystem(tmpfs) {
+            eprintln!("skipped: /dev/shm is not tmpfs here");
+            return;
+        }
+        let notes = machine_notes(tmpfs);
+        assert!(
+            notes.iter().any(|n| n.contains("in memory (tmpfs)")),
+            "{notes:?}"
+        );
+        assert!(!notes.iter().any(|n| n.contains("`discard`")), "{notes:?}");
+    }
 }

@@ -282,14 +282,8 @@ pub fn run(plan: &Plan, options: &RunOptions, observer: &mut dyn Observer) -> io
             "drop_caches needs root: cold cells use posix_fadvise(DONTNEED) only".into(),
         );
     }
-    if crate::fingerprint::is_memory_filesystem(&options.dir) {
-        bench.note(
-            observer,
-            format!(
-                "{} is in memory (tmpfs): cold cells are warm here",
-                options.dir.display()
-            ),
-        );
+    for note in crate::fingerprint::machine_notes(&options.dir) {
+        bench.note(observer, note);
     }
     let total = plan.runs(options.warmups, options.rounds);
     let mut done = 0;

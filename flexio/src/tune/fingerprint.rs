@@ -35,9 +35,7 @@ impl Fingerprint {
     pub fn of_this_machine(dir: &Path) -> Fingerprint {
         let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
         let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
-        let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
-        let dir = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
-        let (filesystem, device) = mount_of(&mountinfo, &dir).unwrap_or_default();
+        let mount = Mount::containing(dir).unwrap_or_default();
         Fingerprint {
             cpu_model: cpu_model(&cpuinfo),
             cpus: std::thread::available_parallelism().map_or(1, |n| n.get() as u32),
@@ -46,8 +44,8 @@ impl Fingerprint {
                 .release()
                 .to_string_lossy()
                 .into_owned(),
-            filesystem,
-            device,
+            filesystem: mount.fs_type,
+            device: mount.source,
         }
     }
 
@@ -99,22 +97,70 @@ fn memory_bytes(meminfo: &str) -> u64 {
         .map_or(0, |kib| kib * 1024 / GIB * GIB)
 }
 
-/// `(file system type, mount source)` of the longest mount point that
-/// contains `path`, from `/proc/self/mountinfo`.
-fn mount_of(mountinfo: &str, path: &Path) -> Option<(String, String)> {
+/// The mount holding a path, as `/proc/self/mountinfo` describes it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Mount {
+    /// Where it is mounted.
+    pub mount_point: std::path::PathBuf,
+    /// File system type (`ext4`, `tmpfs`, …).
+    pub fs_type: String,
+    /// Mount source, usually the backing device.
+    pub source: String,
+    /// The file system's own options (`discard`, `data=ordered`, …).
+    pub super_options: Vec<String>,
+}
+
+impl Mount {
+    /// The longest mount point containing `path` (made absolute first);
+    /// `None` when `/proc/self/mountinfo` cannot be read or names none.
+    ///
+    /// # Examples
+    /// ```
+    /// let root = flexio::tune::Mount::containing(std::path::Path::new("/")).unwrap();
+    /// assert_eq!(root.mount_point, std::path::Path::new("/"));
+    /// assert!(!root.fs_type.is_empty());
+    /// ```
+    pub fn containing(path: &Path) -> Option<Mount> {
+        let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
+        let path = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+        mount_of(&mountinfo, &path)
+    }
+
+    /// Whether the file system discards freed blocks as it frees them
+    /// (mounted with `discard`, "online discard"): deleting or truncating
+    /// a file then sends discards to the device, which a following write
+    /// may wait behind.
+    pub fn discards_online(&self) -> bool {
+        self.super_options.iter().any(|option| option == "discard")
+    }
+}
+
+/// The longest mount point that contains `path`, from the text of
+/// `/proc/self/mountinfo`.
+fn mount_of(mountinfo: &str, path: &Path) -> Option<Mount> {
     mountinfo
         .lines()
         .filter_map(|line| {
             let (left, right) = line.split_once(" - ")?;
-            let mount_point = unescape(left.split_whitespace().nth(4)?);
+            let mount_point = std::path::PathBuf::from(unescape(left.split_whitespace().nth(4)?));
             let mut right = right.split_whitespace();
             let fs_type = right.next()?.to_string();
             let source = unescape(right.next().unwrap_or(""));
-            path.starts_with(&mount_point)
-                .then_some((mount_point.len(), fs_type, source))
+            let super_options = right
+                .next()
+                .unwrap_or("")
+                .split(',')
+                .filter(|option| !option.is_empty())
+                .map(str::to_string)
+                .collect();
+            path.starts_with(&mount_point).then_some(Mount {
+                mount_point,
+                fs_type,
+                source,
+                super_options,
+            })
         })
-        .max_by_key(|(len, _, _)| *len)
-        .map(|(_, fs_type, source)| (fs_type, source))
+        .max_by_key(|mount| mount.mount_point.as_os_str().len())
 }
 
 /// Undoes mountinfo's octal escapes (`\040` for a space).
@@ -159,14 +205,26 @@ mod tests {
     #[test]
     fn longest_mount_point_wins() {
         let mountinfo = "\
-22 1 252:0 / / rw,relatime - ext4 /dev/vda rw
+22 1 252:0 / / rw,relatime - ext4 /dev/vda rw,discard,data=ordered
 30 22 0:25 / /tmp rw - tmpfs tmpfs rw
 31 22 0:26 / /mnt/my\\040disk rw - xfs /dev/sdb1 rw
 ";
-        let find = |p: &str| mount_of(mountinfo, Path::new(p)).unwrap();
-        assert_eq!(find("/work/x"), ("ext4".into(), "/dev/vda".into()));
-        assert_eq!(find("/tmp/a"), ("tmpfs".into(), "tmpfs".into()));
-        assert_eq!(find("/mnt/my disk/f"), ("xfs".into(), "/dev/sdb1".into()));
+        let find = |p: &str| {
+            let mount = mount_of(mountinfo, Path::new(p)).unwrap();
+            (
+                mount.fs_type.clone(),
+                mount.source.clone(),
+                mount.discards_online(),
+            )
+        };
+        assert_eq!(find("/work/x"), ("ext4".into(), "/dev/vda".into(), true));
+        assert_eq!(find("/tmp/a"), ("tmpfs".into(), "tmpfs".into(), false));
+        assert_eq!(
+            find("/mnt/my disk/f"),
+            ("xfs".into(), "/dev/sdb1".into(), false)
+        );
+        let root = mount_of(mountinfo, Path::new("/")).unwrap();
+        assert_eq!(root.super_options, ["rw", "discard", "data=ordered"]);
     }
 
     #[test]

@@ -12,7 +12,7 @@ mod flow_kind;
 mod profile;
 mod select;
 
-pub use fingerprint::Fingerprint;
+pub use fingerprint::{Fingerprint, Mount};
 pub use flow_kind::FlowKind;
 pub use profile::{
     default_profile_path, Curve, CurvePoint, FlowProfile, Profile, ProfileError, RangeEntry,
