@@ -109,6 +109,9 @@ pub fn is_root() -> bool {
     rustix::process::geteuid().is_root()
 }
 
+/// The note of a run stopped on request (Ctrl-C) before its plan ended.
+pub const STOPPED_EARLY: &str = "stopped early on request";
+
 /// What a run tells whoever watches it (a progress bar).
 pub trait Observer {
     /// Cell `index` (0-based) of `cells` starts.
@@ -289,7 +292,7 @@ pub fn run(plan: &Plan, options: &RunOptions, observer: &mut dyn Observer) -> io
     let mut done = 0;
     for (index, cell) in plan.cells.iter().enumerate() {
         if observer.should_stop() {
-            bench.note(observer, "stopped early on request".into());
+            bench.note(observer, STOPPED_EARLY.into());
             break;
         }
         observer.cell_started(index, plan.cells.len(), &cell.label());

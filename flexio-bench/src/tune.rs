@@ -54,6 +54,101 @@ pub struct TunePlan {
     pub warmups: u32,
     /// Counted rounds per cell.
     pub rounds: u32,
+    /// A second pass at a larger size for the leaders of the first.
+    pub confirm: Option<Confirm>,
+}
+
+/// A second pass of a sweep: the fastest few mechanisms of some flow kinds
+/// at the largest size the first pass measured, measured again at a larger
+/// size. The quick sweep stops at 64 MiB, and what leads there does not
+/// always lead at 1 GiB: user-space splice between two files took 0.2 to
+/// 2.0 s of system time per GiB from one copy to the next here, nearly all
+/// of it in the kernel's page-to-page memcpy, while read-write and
+/// copy-file-range took a steady 0.3 s; at 64 MiB splice was the fastest.
+/// Measuring every candidate at 1 GiB would take minutes; measuring the
+/// few that could win takes seconds.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Confirm {
+    /// The flow kinds confirmed.
+    pub kinds: Vec<FlowKind>,
+    /// Bytes per flow of the second pass.
+    pub size: u64,
+    /// How many mechanisms go on (each with its fastest parameters).
+    pub mechanisms: usize,
+    /// Warm-up rounds of the second pass.
+    pub warmups: u32,
+    /// Counted rounds of the second pass.
+    pub rounds: u32,
+}
+
+impl Confirm {
+    /// The cells of the second pass: for each confirmed kind, the fastest
+    /// candidate of each of the `mechanisms` fastest mechanisms at the
+    /// largest size `measurements` hold for it, at [`Confirm::size`].
+    /// Kinds without measurements, or already measured at that size, get
+    /// no cell.
+    ///
+    /// # Examples
+    /// ```
+    /// use flexio::tune::{Candidate, FlowKind, Measurement};
+    /// use flexio::{MechanismName, Params};
+    /// use flexio_bench::tune::Confirm;
+    /// let measured = |mechanism, pipe_size, mb_s: f64| Measurement {
+    ///     kind: FlowKind::FileToFile,
+    ///     size: 64 << 20,
+    ///     candidate: Candidate { mechanism, params: Params { pipe_size, ..Params::default() } },
+    ///     median_bps: mb_s * 1e6, min_bps: mb_s * 1e6, max_bps: mb_s * 1e6,
+    ///     cpu_ns_per_byte: 0.3,
+    /// };
+    /// let confirm = Confirm { kinds: vec![FlowKind::FileToFile], size: 1 << 30,
+    ///                         mechanisms: 2, warmups: 1, rounds: 1 };
+    /// let plan = confirm.cells(&[
+    ///     measured(MechanismName::Splice, 1 << 20, 3400.0),
+    ///     measured(MechanismName::Splice, 256 << 10, 3500.0),
+    ///     measured(MechanismName::ReadWrite, 1 << 20, 3100.0),
+    ///     measured(MechanismName::Mmap, 1 << 20, 700.0),
+    /// ]);
+    /// assert_eq!(plan.cells.len(), 1);
+    /// let cell = &plan.cells[0];
+    /// assert_eq!(cell.key.size, 1 << 30);
+    /// // The better splice and read-write go on; mmap does not.
+    /// let who: Vec<String> = cell.entrants.iter().map(|e| e.contender().label()).collect();
+    /// assert_eq!(who.len(), 2);
+    /// assert!(who[0].starts_with("flexio splice") && who[0].contains("256"), "{who:?}");
+    /// assert!(who[1].starts_with("flexio read-write"), "{who:?}");
+    /// ```
+    pub fn cells(&self, measurements: &[Measurement]) -> Plan {
+        let mut cells = Vec::new();
+        for &kind in &self.kinds {
+            let Some((scenario, cache, path)) = scenario_of(kind) else {
+                continue;
+            };
+            let of_kind = || measurements.iter().filter(move |m| m.kind == kind);
+            let Some(largest) = of_kind().map(|m| m.size).max() else {
+                continue;
+            };
+            if largest >= self.size {
+                continue;
+            }
+            let mut at_largest: Vec<&Measurement> =
+                of_kind().filter(|m| m.size == largest).collect();
+            at_largest.sort_by(|a, b| b.median_bps.total_cmp(&a.median_bps));
+            let mut leaders: Vec<&Candidate> = Vec::new();
+            for m in at_largest {
+                if leaders.len() < self.mechanisms
+                    && !leaders.iter().any(|c| c.mechanism == m.candidate.mechanism)
+                {
+                    leaders.push(&m.candidate);
+                }
+            }
+            let entrants = leaders
+                .into_iter()
+                .map(|c| Entrant::with_params(c.mechanism, c.params.clone()))
+                .collect();
+            cells.push(Cell::new(scenario, self.size, cache, entrants).path(path));
+        }
+        Plan { cells }
+    }
 }
 
 /// The profile made by a tune, with the bench results it came from.
@@ -323,12 +418,12 @@ impl TunePlan {
     /// The sweep of `flexio tune --quick`: at most a minute on a 2-core
     /// machine — two chunk sizes, two pipe sizes, io-uring at queue depth
     /// 8, O_DIRECT for the durable kind only (see [`sweeps_direct`]),
-    /// sizes 4 KiB to 64 MiB (the last range reaches to any size; 256 MiB
-    /// cells would cost four times as much for a steady state the 64 MiB
-    /// cells already reach), one warm-up and six counted rounds. The
-    /// durable kind is
-    /// measured at 4 KiB and 64 MiB only: in between its runs are an fsync's
-    /// latency, which no mechanism changes.
+    /// sizes 4 KiB to 64 MiB, one warm-up and six counted rounds. The
+    /// durable kind is measured at 4 KiB and 64 MiB only: in between its
+    /// runs are an fsync's latency, which no mechanism changes. Then the
+    /// three fastest mechanisms of file → file, durable or not, at 64 MiB
+    /// are measured again at 1 GiB (one warm-up, one counted round; see
+    /// [`Confirm`]), and the last range starts where they say.
     pub fn quick() -> Self {
         let sizes = |kind| -> Vec<u64> {
             match kind {
@@ -339,7 +434,16 @@ impl TunePlan {
                 _ => vec![4 * KIB, 256 * KIB, MIB, 16 * MIB, 64 * MIB],
             }
         };
-        Self::sweep(false, sizes, 1, 6)
+        Self {
+            confirm: Some(Confirm {
+                kinds: vec![FlowKind::FileToFile, FlowKind::FileToFileDurable],
+                size: GIB,
+                mechanisms: 3,
+                warmups: 1,
+                rounds: 1,
+            }),
+            ..Self::sweep(false, sizes, 1, 6)
+        }
     }
 
     /// The sweep of `flexio tune --full`: 4 KiB to 1 GiB, chunks 64 KiB to
@@ -363,6 +467,7 @@ impl TunePlan {
             targets,
             warmups,
             rounds,
+            confirm: None,
         }
     }
 
@@ -403,9 +508,60 @@ pub fn tune(
     options.warmups = plan.warmups;
     options.rounds = plan.rounds;
     options.profile = None;
-    let results = runner::run(&plan.cells(), &options, observer)?;
+    let mut results = runner::run(&plan.cells(), &options, observer)?;
+    if let Some(confirm) = &plan.confirm {
+        let stopped = results.notes.iter().any(|n| n == runner::STOPPED_EARLY);
+        let measurements: Vec<Measurement> = stats::summarize(&results)
+            .iter()
+            .filter_map(measurement)
+            .collect();
+        let second = confirm.cells(&measurements);
+        if !stopped && !second.cells.is_empty() {
+            options.warmups = confirm.warmups;
+            options.rounds = confirm.rounds;
+            let mut observer = SecondPass {
+                inner: observer,
+                seen: results.notes.clone(),
+            };
+            let more = runner::run(&second, &options, &mut observer)?;
+            results.runs.extend(more.runs);
+            for note in more.notes {
+                if !results.notes.contains(&note) {
+                    results.notes.push(note);
+                }
+            }
+        }
+    }
     let profile = build_profile(plan, &results, &options.dir);
     Ok(Tuned { profile, results })
+}
+
+/// The observer of a sweep's second pass: its cells are labelled as such,
+/// and what the first pass already noted is not said twice.
+struct SecondPass<'a> {
+    inner: &'a mut dyn Observer,
+    seen: Vec<String>,
+}
+
+impl Observer for SecondPass<'_> {
+    fn cell_started(&mut self, index: usize, cells: usize, label: &str) {
+        self.inner
+            .cell_started(index, cells, &format!("leaders again: {label}"));
+    }
+
+    fn run_finished(&mut self, done: usize, total: usize) {
+        self.inner.run_finished(done, total);
+    }
+
+    fn note(&mut self, text: &str) {
+        if !self.seen.iter().any(|seen| seen == text) {
+            self.inner.note(text);
+        }
+    }
+
+    fn should_stop(&mut self) -> bool {
+        self.inner.should_stop()
+    }
 }
 
 /// The profile from a tune's results: per flow kind the ranges chosen from
@@ -499,14 +655,27 @@ pub fn describe(plan: &TunePlan) -> String {
             )
         })
         .collect();
-    format!(
+    let mut text = format!(
         "{}\n{} cells, {} timed runs ({} warm-up + {} counted rounds each, interleaved)",
         kinds.join("\n"),
         cells.cells.len(),
         cells.runs(plan.warmups, plan.rounds),
         plan.warmups,
         plan.rounds
-    )
+    );
+    if let Some(confirm) = &plan.confirm {
+        let kinds: Vec<String> = confirm.kinds.iter().map(|k| k.to_string()).collect();
+        text.push_str(&format!(
+            "\nthen the {} fastest mechanisms of {} at their largest size again at {} \
+             ({} warm-up + {} counted round each)",
+            confirm.mechanisms,
+            kinds.join(" and "),
+            format_bytes(confirm.size),
+            confirm.warmups,
+            confirm.rounds
+        ));
+    }
+    text
 }
 
 #[cfg(test)]

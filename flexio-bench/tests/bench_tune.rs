@@ -10,7 +10,7 @@ use flexio::{MechanismName, Params};
 use flexio_bench::model::{CacheState, Contender};
 use flexio_bench::plan::{Cell, Entrant, Plan, Scenario};
 use flexio_bench::runner::{self, Quiet, RunOptions};
-use flexio_bench::tune::{self, TunePlan, TuneTarget};
+use flexio_bench::tune::{self, Confirm, TunePlan, TuneTarget};
 
 const KIB: u64 = 1 << 10;
 
@@ -40,6 +40,7 @@ fn tiny_tune_plan() -> TunePlan {
         }],
         warmups: 1,
         rounds: 1,
+        confirm: None,
     }
 }
 
@@ -81,6 +82,49 @@ fn a_tiny_tune_writes_a_profile_that_loads_and_decides_among_its_candidates() {
 }
 
 #[test]
+fn the_second_pass_measures_the_leader_again_at_the_larger_size() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = TunePlan {
+        confirm: Some(Confirm {
+            kinds: vec![FlowKind::FileToFile],
+            size: 256 * KIB,
+            mechanisms: 1,
+            warmups: 1,
+            rounds: 1,
+        }),
+        ..tiny_tune_plan()
+    };
+    let tuned = tune::tune(&plan, &options(dir.path()), &mut Quiet).unwrap();
+    let second: Vec<_> = tuned
+        .results
+        .runs
+        .iter()
+        .filter(|run| run.cell.size == 256 * KIB)
+        .collect();
+    assert_eq!(second.len(), 2, "one mechanism x (1 + 1) rounds");
+    let leader = tune::candidate_of(&second[0].contender).unwrap();
+    // Short warm copies repeat within their window: whole copies only.
+    assert!(second
+        .iter()
+        .all(|run| run.bytes > 0 && run.bytes % (256 * KIB) == 0));
+
+    // The leader's curve gains the point; the other's does not, and the
+    // last range (every size past 64 KiB's neighbourhood) is the leader's.
+    let flow = &tuned.profile.flows[0];
+    for curve in &flow.curves {
+        let sizes: Vec<u64> = curve.points.iter().map(|p| p.size).collect();
+        if curve.mechanism == leader.mechanism {
+            assert_eq!(sizes, [4 * KIB, 64 * KIB, 256 * KIB]);
+        } else {
+            assert_eq!(sizes, [4 * KIB, 64 * KIB]);
+        }
+    }
+    let last = tuned.profile.lookup(FlowKind::FileToFile, 1 << 40).unwrap();
+    assert_eq!(last.mechanism, leader.mechanism);
+    assert!(last.measured_at.contains(&(256 * KIB)), "{last:?}");
+}
+
+#[test]
 fn pipe_to_file_is_tuned_from_a_fed_pipe() {
     let dir = tempfile::tempdir().unwrap();
     let plan = TunePlan {
@@ -94,6 +138,7 @@ fn pipe_to_file_is_tuned_from_a_fed_pipe() {
         }],
         warmups: 1,
         rounds: 2,
+        confirm: None,
     };
     let tuned = tune::tune(&plan, &options(dir.path()), &mut Quiet).unwrap();
     assert_eq!(tuned.results.runs.len(), 2 * 2 * 3);
