@@ -479,23 +479,28 @@ impl Profile {
             .find(|r| r.contains(size))
     }
 
-    /// The flow kind's curves, each with its point nearest `size` (on a
-    /// log scale), best median first.
+    /// The candidates measured at the size nearest `size` (on a log
+    /// scale) among the flow kind's measured sizes, each with its point
+    /// there, best median first: like compared with like, as the
+    /// selection did. A candidate without a point at that size (the quick
+    /// sweep measures only the leaders at 1 GiB) is left out.
     pub fn nearest_points(&self, kind: FlowKind, size: u64) -> Vec<(&Curve, &CurvePoint)> {
         let Some(flow) = self.flows.iter().find(|f| f.kind == kind) else {
             return Vec::new();
         };
-        let distance =
-            |p: &CurvePoint| ((p.size.max(1) as f64).ln() - (size.max(1) as f64).ln()).abs();
+        let distance = |at: u64| ((at.max(1) as f64).ln() - (size.max(1) as f64).ln()).abs();
+        let Some(nearest) = flow
+            .curves
+            .iter()
+            .flat_map(|c| c.points.iter().map(|p| p.size))
+            .min_by(|&a, &b| distance(a).total_cmp(&distance(b)))
+        else {
+            return Vec::new();
+        };
         let mut points: Vec<_> = flow
             .curves
             .iter()
-            .filter_map(|c| {
-                c.points
-                    .iter()
-                    .min_by(|a, b| distance(a).total_cmp(&distance(b)))
-                    .map(|p| (c, p))
-            })
+            .filter_map(|c| c.points.iter().find(|p| p.size == nearest).map(|p| (c, p)))
             .collect();
         points.sort_by_key(|(_, point)| std::cmp::Reverse(point.median_bytes_per_s));
         points
@@ -534,6 +539,67 @@ mod tests {
             curves: Vec::new(),
         });
         profile
+    }
+
+    #[test]
+    fn the_points_behind_a_decision_are_all_at_one_size() {
+        let curve = |mechanism, points: &[(u64, u64)]| Curve {
+            mechanism,
+            chunk: 256 << 10,
+            queue_depth: 32,
+            pipe_size: 1 << 20,
+            direct: false,
+            points: points
+                .iter()
+                .map(|&(size, bps)| CurvePoint {
+                    size,
+                    median_bytes_per_s: bps,
+                    min_bytes_per_s: bps,
+                    max_bytes_per_s: bps,
+                    cpu_ns_per_byte: 0.5,
+                })
+                .collect(),
+        };
+        let mut profile = sample_profile();
+        profile.flows[0].curves = vec![
+            curve(
+                MechanismName::Splice,
+                &[(64 << 20, 4_000), (1 << 30, 1_000)],
+            ),
+            curve(MechanismName::Sendfile, &[(64 << 20, 3_000)]),
+            curve(
+                MechanismName::CopyFileRange,
+                &[(64 << 20, 2_000), (1 << 30, 2_000)],
+            ),
+        ];
+        let at = |size| {
+            profile
+                .nearest_points(FlowKind::FileToFile, size)
+                .iter()
+                .map(|(c, p)| (c.mechanism, p.size))
+                .collect::<Vec<_>>()
+        };
+        // 1 GiB was measured for two candidates only: those two, the
+        // faster there first, though splice led at 64 MiB.
+        assert_eq!(
+            at(1 << 30),
+            [
+                (MechanismName::CopyFileRange, 1 << 30),
+                (MechanismName::Splice, 1 << 30)
+            ]
+        );
+        assert_eq!(at(2 << 30), at(1 << 30));
+        assert_eq!(
+            at(32 << 20),
+            [
+                (MechanismName::Splice, 64 << 20),
+                (MechanismName::Sendfile, 64 << 20),
+                (MechanismName::CopyFileRange, 64 << 20)
+            ]
+        );
+        assert!(profile
+            .nearest_points(FlowKind::FileToSocket, 1 << 20)
+            .is_empty());
     }
 
     #[test]
