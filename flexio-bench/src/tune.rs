@@ -54,25 +54,28 @@ pub struct TunePlan {
     pub warmups: u32,
     /// Counted rounds per cell.
     pub rounds: u32,
-    /// A second pass at a larger size for the leaders of the first.
+    /// A second pass at larger sizes for the leaders of the first.
     pub confirm: Option<Confirm>,
 }
 
 /// A second pass of a sweep: the fastest few mechanisms of some flow kinds
-/// at the largest size the first pass measured, measured again at a larger
-/// size. The quick sweep stops at 64 MiB, and what leads there does not
+/// at the largest size the first pass measured, measured again at larger
+/// sizes. The quick sweep stops at 64 MiB, and what leads there does not
 /// always lead at 1 GiB: user-space splice between two files took 0.2 to
 /// 2.0 s of system time per GiB from one copy to the next here, nearly all
 /// of it in the kernel's page-to-page memcpy, while read-write and
 /// copy-file-range took a steady 0.3 s; at 64 MiB splice was the fastest.
 /// Measuring every candidate at 1 GiB would take minutes; measuring the
-/// few that could win takes seconds.
+/// few that could win takes seconds. More than one size, because with a
+/// point at 1 GiB alone the boundary between 64 MiB's leader and 1 GiB's
+/// is a guess (256 MiB), and here it was a wrong one: splice still led at
+/// 256 MiB by a quarter. One pass for every kind, so that kinds measured
+/// at the same size share one source file (writing 1 GiB takes a second).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Confirm {
-    /// The flow kinds confirmed.
-    pub kinds: Vec<FlowKind>,
-    /// Bytes per flow of the second pass.
-    pub size: u64,
+    /// The flow kinds confirmed, each with the bytes per flow of its
+    /// second pass (one cell per size).
+    pub kinds: Vec<(FlowKind, Vec<u64>)>,
     /// How many mechanisms go on (each with its fastest parameters).
     pub mechanisms: usize,
     /// Warm-up rounds of the second pass.
@@ -84,9 +87,8 @@ pub struct Confirm {
 impl Confirm {
     /// The cells of the second pass: for each confirmed kind, the fastest
     /// candidate of each of the `mechanisms` fastest mechanisms at the
-    /// largest size `measurements` hold for it, at [`Confirm::size`].
-    /// Kinds without measurements, or already measured at that size, get
-    /// no cell.
+    /// largest size `measurements` hold for it, at each of the kind's
+    /// sizes larger than that. Kinds without measurements get no cell.
     ///
     /// # Examples
     /// ```
@@ -100,8 +102,9 @@ impl Confirm {
     ///     median_bps: mb_s * 1e6, min_bps: mb_s * 1e6, max_bps: mb_s * 1e6,
     ///     cpu_ns_per_byte: 0.3,
     /// };
-    /// let confirm = Confirm { kinds: vec![FlowKind::FileToFile], size: 1 << 30,
-    ///                         mechanisms: 2, warmups: 1, rounds: 1 };
+    /// // 64 MiB was measured in the first pass: only 1 GiB gets a cell.
+    /// let confirm = Confirm { kinds: vec![(FlowKind::FileToFile, vec![64 << 20, 1 << 30])],
+    ///                         mechanisms: 2, warmups: 0, rounds: 2 };
     /// let plan = confirm.cells(&[
     ///     measured(MechanismName::Splice, 1 << 20, 3400.0),
     ///     measured(MechanismName::Splice, 256 << 10, 3500.0),
@@ -119,7 +122,8 @@ impl Confirm {
     /// ```
     pub fn cells(&self, measurements: &[Measurement]) -> Plan {
         let mut cells = Vec::new();
-        for &kind in &self.kinds {
+        for (kind, sizes) in &self.kinds {
+            let kind = *kind;
             let Some((scenario, cache, path)) = scenario_of(kind) else {
                 continue;
             };
@@ -127,9 +131,6 @@ impl Confirm {
             let Some(largest) = of_kind().map(|m| m.size).max() else {
                 continue;
             };
-            if largest >= self.size {
-                continue;
-            }
             let mut at_largest: Vec<&Measurement> =
                 of_kind().filter(|m| m.size == largest).collect();
             at_largest.sort_by(|a, b| b.median_bps.total_cmp(&a.median_bps));
@@ -141,11 +142,13 @@ impl Confirm {
                     leaders.push(&m.candidate);
                 }
             }
-            let entrants = leaders
-                .into_iter()
-                .map(|c| Entrant::with_params(c.mechanism, c.params.clone()))
-                .collect();
-            cells.push(Cell::new(scenario, self.size, cache, entrants).path(path));
+            for &size in sizes.iter().filter(|&&size| size > largest) {
+                let entrants = leaders
+                    .iter()
+                    .map(|c| Entrant::with_params(c.mechanism, c.params.clone()))
+                    .collect();
+                cells.push(Cell::new(scenario, size, cache, entrants).path(path));
+            }
         }
         Plan { cells }
     }
@@ -419,15 +422,18 @@ impl TunePlan {
     /// machine — two chunk sizes, two pipe sizes, io-uring at queue depth
     /// 8, O_DIRECT for the durable kind only (see [`sweeps_direct`]),
     /// sizes 4 KiB to 64 MiB, one warm-up and six counted rounds. The
-    /// durable kind is measured at 4 KiB and 64 MiB only: in between its
+    /// durable kind is measured at 4 KiB and 32 MiB only: in between its
     /// runs are an fsync's latency, which no mechanism changes. Then the
-    /// three fastest mechanisms of file → file, durable or not, at 64 MiB
-    /// are measured again at 1 GiB (one warm-up, one counted round; see
-    /// [`Confirm`]), and the last range starts where they say.
+    /// three fastest mechanisms of file → file at 64 MiB are measured
+    /// again at 256 MiB and 1 GiB, and those of durable file → file at
+    /// 32 MiB again at 1 GiB (two counted rounds; see [`Confirm`]); the
+    /// last ranges start where they say.
     pub fn quick() -> Self {
         let sizes = |kind| -> Vec<u64> {
             match kind {
-                FlowKind::FileToFileDurable => vec![4 * KIB, 64 * MIB],
+                // 32 MiB, not 64: at 64 MiB its cold, fsynced runs took a
+                // fifth of the sweep, and its leaders go on to 1 GiB.
+                FlowKind::FileToFileDurable => vec![4 * KIB, 32 * MIB],
                 // 1 MiB as well: winners change between 256 KiB and
                 // 16 MiB, and without a point there the boundary is a
                 // guess (halfway, 2 MiB).
@@ -436,11 +442,20 @@ impl TunePlan {
         };
         Self {
             confirm: Some(Confirm {
-                kinds: vec![FlowKind::FileToFile, FlowKind::FileToFileDurable],
-                size: GIB,
+                kinds: vec![
+                    (FlowKind::FileToFile, vec![256 * MIB, GIB]),
+                    // Not 256 MiB for the durable kind: there every
+                    // buffered mechanism tied, while at 1 GiB splice fell
+                    // to half of copy-file-range's throughput.
+                    (FlowKind::FileToFileDurable, vec![GIB]),
+                ],
                 mechanisms: 3,
-                warmups: 1,
-                rounds: 1,
+                // No warm-up: each run is prepared (cache filled or
+                // dropped) anyway, and at 1 GiB one run of splice ranged
+                // from 0.33 to 0.97 GiB/s, so two counted runs decide
+                // better than one counted after one thrown away.
+                warmups: 0,
+                rounds: 2,
             }),
             ..Self::sweep(false, sizes, 1, 6)
         }
@@ -509,14 +524,14 @@ pub fn tune(
     options.rounds = plan.rounds;
     options.profile = None;
     let mut results = runner::run(&plan.cells(), &options, observer)?;
-    if let Some(confirm) = &plan.confirm {
-        let stopped = results.notes.iter().any(|n| n == runner::STOPPED_EARLY);
+    let stopped = results.notes.iter().any(|n| n == runner::STOPPED_EARLY);
+    if let (Some(confirm), false) = (&plan.confirm, stopped) {
         let measurements: Vec<Measurement> = stats::summarize(&results)
             .iter()
             .filter_map(measurement)
             .collect();
         let second = confirm.cells(&measurements);
-        if !stopped && !second.cells.is_empty() {
+        if !second.cells.is_empty() {
             options.warmups = confirm.warmups;
             options.rounds = confirm.rounds;
             let mut observer = SecondPass {
@@ -664,13 +679,19 @@ pub fn describe(plan: &TunePlan) -> String {
         plan.rounds
     );
     if let Some(confirm) = &plan.confirm {
-        let kinds: Vec<String> = confirm.kinds.iter().map(|k| k.to_string()).collect();
+        let kinds: Vec<String> = confirm
+            .kinds
+            .iter()
+            .map(|(kind, sizes)| {
+                let sizes: Vec<String> = sizes.iter().map(|&s| format_bytes(s)).collect();
+                format!("{kind} at {}", sizes.join(" and "))
+            })
+            .collect();
         text.push_str(&format!(
-            "\nthen the {} fastest mechanisms of {} at their largest size again at {} \
-             ({} warm-up + {} counted round each)",
+            "\nthen the {} fastest mechanisms at the largest size again: {} \
+             ({} warm-up + {} counted rounds each)",
             confirm.mechanisms,
-            kinds.join(" and "),
-            format_bytes(confirm.size),
+            kinds.join(", "),
             confirm.warmups,
             confirm.rounds
         ));

@@ -86,8 +86,7 @@ fn the_second_pass_measures_the_leader_again_at_the_larger_size() {
     let dir = tempfile::tempdir().unwrap();
     let plan = TunePlan {
         confirm: Some(Confirm {
-            kinds: vec![FlowKind::FileToFile],
-            size: 256 * KIB,
+            kinds: vec![(FlowKind::FileToFile, vec![256 * KIB])],
             mechanisms: 1,
             warmups: 1,
             rounds: 1,

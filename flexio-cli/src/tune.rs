@@ -17,8 +17,9 @@ use crate::bench::BarObserver;
 pub struct TuneArgs {
     /// A short sweep: two chunk and pipe sizes, O_DIRECT for durable
     /// copies only, sizes 4 KiB to 64 MiB, six counted rounds, then the
-    /// three fastest file-copy mechanisms again at 1 GiB (at most a
-    /// minute on a 2-core machine). The default.
+    /// three fastest file-copy mechanisms again at 256 MiB and 1 GiB
+    /// (durable copies at 1 GiB only; at most a minute on a 2-core
+    /// machine). The default.
     #[arg(long, conflicts_with = "full")]
     quick: bool,
     /// The whole sweep: 4 KiB to 1 GiB, chunks 64 KiB to 8 MiB, queue
