@@ -77,7 +77,11 @@ pub fn free_page_reporting() -> Option<u64> {
     if !reporting {
         return None;
     }
-    reported_block(std::fs::read_to_string(PAGE_REPORTING_ORDER).ok().as_deref())
+    reported_block(
+        std::fs::read_to_string(PAGE_REPORTING_ORDER)
+            .ok()
+            .as_deref(),
+    )
 }
 
 /// The reported block size for the reporting order's text (the kernel's

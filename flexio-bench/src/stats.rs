@@ -71,6 +71,10 @@ pub struct Summary {
     /// fastest fixed flexio mechanism's (by median) in the same round.
     #[serde(default)]
     pub ratio_to_best_fixed: Option<f64>,
+    /// For `auto`: the lowest and the highest of those per-round ratios,
+    /// to tell a shortfall from the noise of the rounds.
+    #[serde(default)]
+    pub best_fixed_round_range: Option<(f64, f64)>,
     /// For `auto` with the profile: the median over rounds of its
     /// throughput divided by that of `auto` without it (the built-in table).
     #[serde(default)]
@@ -162,31 +166,36 @@ pub fn summarize(results: &Results) -> Vec<Summary> {
             *best = (&summary.contender, summary.median_bps);
         }
     }
-    // The median of per-round ratios of a summary to another contender of
-    // its cell: both sides of each ratio saw the same moment.
-    let round_ratio = |summary: &Summary, other: &Contender| {
+    // The per-round ratios of a summary to another contender of its cell:
+    // both sides of each ratio saw the same moment.
+    let round_ratios = |summary: &Summary, other: &Contender| -> Vec<f64> {
         let own = per_round(&groups[&(&summary.cell, &summary.contender)]);
-        let theirs = per_round(groups.get(&(&summary.cell, other))?);
-        let mut ratios: Vec<f64> = own
-            .iter()
+        let Some(theirs) = groups.get(&(&summary.cell, other)).map(|g| per_round(g)) else {
+            return Vec::new();
+        };
+        own.iter()
             .filter_map(|(round, bps)| Some(bps / theirs.get(round)?))
             .filter(|ratio| ratio.is_finite())
-            .collect();
+            .collect()
+    };
+    let round_ratio = |summary: &Summary, other: &Contender| {
+        let mut ratios = round_ratios(summary, other);
         (!ratios.is_empty()).then(|| median(&mut ratios))
     };
     let peer_ratios: Vec<Option<f64>> = summaries
         .iter()
         .map(|summary| round_ratio(summary, best_peer.get(&summary.cell)?.0))
         .collect();
-    let fixed_ratios: Vec<Option<f64>> = summaries
+    let fixed_ratios: Vec<Vec<f64>> = summaries
         .iter()
-        .map(|summary| {
-            if !summary.contender.is_auto() {
-                return None;
-            }
-            let fixed = best_fixed_flexio(&summaries, &summary.cell)?;
-            round_ratio(summary, &fixed.contender)
-        })
+        .map(
+            |summary| match best_fixed_flexio(&summaries, &summary.cell) {
+                Some(fixed) if summary.contender.is_auto() => {
+                    round_ratios(summary, &fixed.contender)
+                }
+                _ => Vec::new(),
+            },
+        )
         .collect();
     let builtin_ratios: Vec<Option<f64>> = summaries
         .iter()
@@ -212,7 +221,14 @@ pub fn summarize(results: &Results) -> Vec<Summary> {
 
     for (i, summary) in summaries.iter_mut().enumerate() {
         summary.ratio_to_best_peer = peer_ratios[i];
-        summary.ratio_to_best_fixed = fixed_ratios[i];
+        let mut fixed = fixed_ratios[i].clone();
+        if !fixed.is_empty() {
+            summary.ratio_to_best_fixed = Some(median(&mut fixed));
+            summary.best_fixed_round_range = Some((
+                fixed.iter().copied().fold(f64::INFINITY, f64::min),
+                fixed.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+            ));
+        }
         summary.ratio_to_builtin = builtin_ratios[i];
         summary.ratio_to_limit = limit_ratios[i];
     }
@@ -472,6 +488,7 @@ fn summarize_group(cell: &CellKey, contender: &Contender, runs: &[&RunRecord]) -
         switches_per_gib: per_gib(|run| run.context_switches as f64),
         ratio_to_best_peer: None,
         ratio_to_best_fixed: None,
+        best_fixed_round_range: None,
         ratio_to_builtin: None,
         ratio_to_limit: None,
         mechanism_used: mechanisms_used(runs),

@@ -162,7 +162,13 @@ pub fn auto_table(summaries: &[Summary]) -> Option<Table> {
     let twin_ran = summaries
         .iter()
         .any(|s| s.contender.is_auto() && !s.contender.is_profile_auto());
-    let mut headers = vec!["cell", "auto ran", "best fixed", "× best fixed"];
+    let mut headers = vec![
+        "cell",
+        "auto ran",
+        "best fixed",
+        "× best fixed",
+        "rounds ranged",
+    ];
     if twin_ran {
         headers.extend(["built-in ran", "built-in × best fixed", "× built-in"]);
     }
@@ -185,6 +191,8 @@ pub fn auto_table(summaries: &[Summary]) -> Option<Table> {
                     |b| label_among(&b.contender, &contenders).replacen("flexio ", "", 1),
                 ),
                 ratio(auto.ratio_to_best_fixed),
+                auto.best_fixed_round_range
+                    .map_or_else(|| "-".into(), |(low, high)| format!("{low:.2}–{high:.2}")),
             ];
             if twin_ran {
                 let twin = summaries.iter().find(|s| {
@@ -197,32 +205,34 @@ pub fn auto_table(summaries: &[Summary]) -> Option<Table> {
             row
         })
         .collect();
-    let caption = verdicts
-        .iter()
-        .map(|v| {
-            let mut line = format!(
-                "{}: auto × best fixed median {:.2}× over {} cells, lowest {:.2}× ({})",
-                v.scope,
-                v.median_to_best_fixed,
-                v.cells,
-                v.worst.1,
-                crate::plan::label(&v.worst.0)
-            );
-            if let Some(builtin) = v.builtin_median_to_best_fixed {
-                line += &format!("; built-in × best fixed median {builtin:.2}×");
-            }
-            if let Some(to_builtin) = v.median_to_builtin {
-                line += &format!("; auto × built-in median {to_builtin:.2}×");
-            }
-            line
-        })
-        .collect();
+    let mut caption = vec![
+        "× best fixed: the median over rounds of auto's throughput over the best fixed \
+         mechanism's in the same round; rounds ranged: the lowest and highest of those ratios"
+            .to_string(),
+    ];
+    caption.extend(verdicts.iter().map(|v| {
+        let mut line = format!(
+            "{}: auto × best fixed median {:.2}× over {} cells, lowest {:.2}× ({})",
+            v.scope,
+            v.median_to_best_fixed,
+            v.cells,
+            v.worst.1,
+            crate::plan::label(&v.worst.0)
+        );
+        if let Some(builtin) = v.builtin_median_to_best_fixed {
+            line += &format!("; built-in × best fixed median {builtin:.2}×");
+        }
+        if let Some(to_builtin) = v.median_to_builtin {
+            line += &format!("; auto × built-in median {to_builtin:.2}×");
+        }
+        line
+    }));
     Some(Table {
         title: "auto".to_string(),
         caption,
         right_aligned: headers
             .iter()
-            .map(|h| h.starts_with('×') || h.contains(" × "))
+            .map(|h| h.starts_with('×') || h.contains(" × ") || h.starts_with("rounds"))
             .collect(),
         headers: headers.iter().map(|h| h.to_string()).collect(),
         rows,

@@ -246,7 +246,8 @@ pub fn candidate_of(contender: &Contender) -> Option<Candidate> {
 ///         direct: false, queue_depth: 32, pipe_size: 1 << 20, builtin_table: false },
 ///     runs: 3, median_bps: 2e9, min_bps: 1.8e9, max_bps: 2.2e9,
 ///     cpu_s_per_gib: 0.5, host_cpu_s_per_gib: 1.0, switches_per_gib: 10.0,
-///     ratio_to_best_peer: None, ratio_to_best_fixed: None, ratio_to_builtin: None,
+///     ratio_to_best_peer: None, ratio_to_best_fixed: None, best_fixed_round_range: None,
+///     ratio_to_builtin: None,
 ///     ratio_to_limit: None, mechanism_used: Some("splice".into()),
 ///     resident_percent: Some(100.0), meter_kept: None,
 /// };
@@ -792,6 +793,7 @@ mod tests {
             switches_per_gib: 3.0,
             ratio_to_best_peer: None,
             ratio_to_best_fixed: None,
+            best_fixed_round_range: None,
             ratio_to_builtin: None,
             ratio_to_limit: None,
             mechanism_used: Some(used.into()),

@@ -525,3 +525,38 @@ fn a_limit_beside_the_contenders_comes_first() {
     // memcpy is a series of its own, not a horizontal line per size.
     assert_eq!(texts.iter().filter(|t| **t == "limit: memcpy").count(), 1);
 }
+
+#[test]
+fn auto_is_held_against_the_best_fixed_mechanism_round_by_round() {
+    let pipe = cell("pipe-to-file", SMALL, CacheState::NotApplicable, 1);
+    let mut runs = Vec::new();
+    // splice is the best fixed mechanism (median 250). auto's ratios to it
+    // round by round: 1.2, 0.8, 1.0, 1.6, 0.4 -> median 1.0, range 0.4-1.6.
+    interleave(
+        &mut runs,
+        &pipe,
+        &[
+            (flexio("auto"), [9_000, 300, 200, 250, 400, 100]),
+            (flexio("splice"), [250, 250, 250, 250, 250, 250]),
+            (flexio("read-write"), [200, 200, 200, 200, 200, 200]),
+        ],
+    );
+    let results = Results {
+        runs,
+        ..tiny_matrix()
+    };
+    let summaries = stats::summarize(&results);
+    let auto = find(&summaries, &pipe, &flexio("auto"));
+    assert_close(auto.ratio_to_best_fixed.unwrap(), 1.0);
+    let (low, high) = auto.best_fixed_round_range.unwrap();
+    assert_close(low, 0.4);
+    assert_close(high, 1.6);
+    // Fixed mechanisms are not held against themselves.
+    let splice = find(&summaries, &pipe, &flexio("splice"));
+    assert!(splice.ratio_to_best_fixed.is_none());
+    assert!(splice.best_fixed_round_range.is_none());
+
+    let table = table::render(&results, &summaries);
+    assert!(table.contains("rounds ranged"), "{table}");
+    assert!(table.contains("0.40–1.60"), "{table}");
+}
