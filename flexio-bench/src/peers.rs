@@ -579,24 +579,8 @@ pub fn run_iperf3(
     Ok(Iperf3Run {
         bits_per_second,
         bytes,
-        client: rusage_delta(&before, &after),
+        client: after.since(&before),
     })
-}
-
-/// `after - before`, field by field.
-pub fn rusage_delta(before: &Rusage, after: &Rusage) -> Rusage {
-    Rusage {
-        user_ns: after.user_ns.saturating_sub(before.user_ns),
-        sys_ns: after.sys_ns.saturating_sub(before.sys_ns),
-        voluntary_switches: after
-            .voluntary_switches
-            .saturating_sub(before.voluntary_switches),
-        involuntary_switches: after
-            .involuntary_switches
-            .saturating_sub(before.involuntary_switches),
-        minor_faults: after.minor_faults.saturating_sub(before.minor_faults),
-        major_faults: after.major_faults.saturating_sub(before.major_faults),
-    }
 }
 
 /// Two network namespaces joined by a veth pair, created by the bench and

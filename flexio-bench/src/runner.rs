@@ -225,12 +225,13 @@ impl Window {
             CpuScope::Process => Rusage {
                 user_ns: delta.cpu_user_ns,
                 sys_ns: delta.cpu_sys_ns,
+                cpu_ns: delta.cpu_user_ns + delta.cpu_sys_ns,
                 voluntary_switches: delta.voluntary_switches,
                 involuntary_switches: delta.involuntary_switches,
                 minor_faults: delta.minor_faults,
                 major_faults: delta.major_faults,
             },
-            _ => peers::rusage_delta(&self.start, &end),
+            _ => end.since(&self.start),
         };
         Measured {
             bytes,

@@ -58,18 +58,16 @@ impl Sample {
 
     /// The difference from an earlier sample.
     pub fn since(&self, earlier: &Sample) -> Delta {
-        let (a, b) = (&earlier.rusage, &self.rusage);
+        let used = self.rusage.since(&earlier.rusage);
         Delta {
             wall_ns: self.at.duration_since(earlier.at).as_nanos() as u64,
-            cpu_user_ns: b.user_ns.saturating_sub(a.user_ns),
-            cpu_sys_ns: b.sys_ns.saturating_sub(a.sys_ns),
+            cpu_user_ns: used.user_ns,
+            cpu_sys_ns: used.sys_ns,
             host_busy_ns: self.host.busy_ns.saturating_sub(earlier.host.busy_ns),
-            voluntary_switches: b.voluntary_switches.saturating_sub(a.voluntary_switches),
-            involuntary_switches: b
-                .involuntary_switches
-                .saturating_sub(a.involuntary_switches),
-            minor_faults: b.minor_faults.saturating_sub(a.minor_faults),
-            major_faults: b.major_faults.saturating_sub(a.major_faults),
+            voluntary_switches: used.voluntary_switches,
+            involuntary_switches: used.involuntary_switches,
+            minor_faults: used.minor_faults,
+            major_faults: used.major_faults,
         }
     }
 }
