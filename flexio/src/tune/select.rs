@@ -54,8 +54,11 @@ impl Measurement {
 /// The widest tie band the leader's noise can open: a lead of more than
 /// this fraction of the leader's median is a lead, however widely its runs
 /// spread. One slow run in seven once stretched a durable leader's spread
-/// to 82%, and a candidate 35% slower won the tie on CPU.
-pub const MAX_NOISE_BAND: f64 = 0.10;
+/// to 82%, and a candidate 35% slower won the tie on CPU. At 10% the band
+/// still gave pipe → file to read-write at 0.91 of splice's throughput;
+/// 5% is as much throughput as a tie may cost (the bench holds `auto` to
+/// 0.95 of the best fixed mechanism).
+pub const MAX_NOISE_BAND: f64 = 0.05;
 
 /// The best candidate among measurements of one size: the highest median
 /// throughput, except that candidates close to it are ranked by lower CPU
@@ -234,8 +237,9 @@ mod tests {
     #[test]
     fn a_lead_inside_the_leaders_noise_is_a_tie() {
         use MechanismName::*;
-        // The leader's runs spread over 30% of its median: 8% behind it
-        // is a tie, and the cheaper candidate is chosen; 20% is not.
+        // The leader's runs spread over 30% of its median: 4% behind it
+        // is a tie (past the 3% tolerance, inside the noise), and the
+        // cheaper candidate is chosen; 8% is not.
         let noisy = Measurement {
             min_bps: 0.8e9,
             max_bps: 1.1e9,
@@ -243,8 +247,8 @@ mod tests {
         };
         let measured = vec![
             noisy.clone(),
-            measurement(64 << 20, IoUring, 0.92e9, 0.2),
-            measurement(64 << 20, Mmap, 0.8e9, 0.1),
+            measurement(64 << 20, IoUring, 0.96e9, 0.2),
+            measurement(64 << 20, Mmap, 0.92e9, 0.1),
         ];
         let ranges = select_ranges(&measured, FlowKind::FileToFile, 0.03);
         assert_eq!(ranges[0].mechanism, IoUring);
@@ -254,7 +258,7 @@ mod tests {
             max_bps: 1.01e9,
             ..noisy
         };
-        let measured = vec![steady, measurement(64 << 20, IoUring, 0.9e9, 0.2)];
+        let measured = vec![steady, measurement(64 << 20, IoUring, 0.96e9, 0.2)];
         let ranges = select_ranges(&measured, FlowKind::FileToFile, 0.03);
         assert_eq!(ranges[0].mechanism, CopyFileRange);
     }
@@ -264,7 +268,7 @@ mod tests {
         use MechanismName::*;
         // A durable tune: splice's seven runs 400 to 1278 MB/s around a
         // median of 1067 (82% spread); direct, cheaper, at 694. Half the
-        // spread would call that a tie; the band stops at 10%.
+        // spread would call that a tie; the band stops at 5%.
         let leader = Measurement {
             min_bps: 400e6,
             max_bps: 1278e6,
@@ -274,7 +278,14 @@ mod tests {
         let best = best_at_size(&[&leader, &cheaper], 0.03).unwrap();
         assert_eq!(best.candidate.mechanism, Splice);
         // Inside the band the cheaper one still wins.
+        let close = measurement(64 << 20, Direct, 1030e6, 0.30);
+        let best = best_at_size(&[&leader, &close], 0.03).unwrap();
+        assert_eq!(best.candidate.mechanism, Direct);
+        // 6% behind is past it.
         let close = measurement(64 << 20, Direct, 1000e6, 0.30);
+        let best = best_at_size(&[&leader, &close], 0.03).unwrap();
+        assert_eq!(best.candidate.mechanism, Splice);
+        let close = measurement(64 << 20, Direct, 1030e6, 0.30);
         let best = best_at_size(&[&leader, &close], 0.03).unwrap();
         assert_eq!(best.candidate.mechanism, Direct);
     }
