@@ -261,6 +261,34 @@ pub struct AutoVerdict {
     /// Median over cells of `auto`'s ratio to `auto` without the profile
     /// (when both ran).
     pub median_to_builtin: Option<f64>,
+    /// Geometric mean over cells of `auto`'s ratio to the best fixed
+    /// mechanism: unlike the median, it counts the cells where `auto`
+    /// won or lost by much, not only the middle one.
+    #[serde(default)]
+    pub geomean_to_best_fixed: f64,
+    /// Geometric mean over cells of `auto`'s ratio to `auto` without the
+    /// profile (when both ran).
+    #[serde(default)]
+    pub geomean_to_builtin: Option<f64>,
+}
+
+/// The geometric mean of `ratios` (positive and finite ones only); `None`
+/// when none is.
+///
+/// # Examples
+/// ```
+/// use flexio_bench::stats::geometric_mean;
+/// let mean = geometric_mean(&[2.0, 0.5, 1.0]).unwrap();
+/// assert!((mean - 1.0).abs() < 1e-12);
+/// assert!(geometric_mean(&[]).is_none());
+/// ```
+pub fn geometric_mean(ratios: &[f64]) -> Option<f64> {
+    let logs: Vec<f64> = ratios
+        .iter()
+        .filter(|r| r.is_finite() && **r > 0.0)
+        .map(|r| r.ln())
+        .collect();
+    (!logs.is_empty()).then(|| (logs.iter().sum::<f64>() / logs.len() as f64).exp())
 }
 
 /// Per scenario (in order), then `overall`: how the profile's `auto`
@@ -281,12 +309,14 @@ pub fn auto_verdicts(summaries: &[Summary]) -> Vec<AutoVerdict> {
             let mut values = values;
             (!values.is_empty()).then(|| median(&mut values))
         };
+        let to_fixed: Vec<f64> = autos.iter().filter_map(|s| s.ratio_to_best_fixed).collect();
+        let to_builtin: Vec<f64> = autos.iter().filter_map(|s| s.ratio_to_builtin).collect();
         Some(AutoVerdict {
             scope: scope.to_string(),
             cells: autos.len(),
-            median_to_best_fixed: collect_median(
-                autos.iter().filter_map(|s| s.ratio_to_best_fixed).collect(),
-            )?,
+            geomean_to_best_fixed: geometric_mean(&to_fixed)?,
+            geomean_to_builtin: geometric_mean(&to_builtin),
+            median_to_best_fixed: collect_median(to_fixed)?,
             worst,
             builtin_median_to_best_fixed: collect_median(
                 rows.iter()
@@ -294,9 +324,7 @@ pub fn auto_verdicts(summaries: &[Summary]) -> Vec<AutoVerdict> {
                     .filter_map(|s| s.ratio_to_best_fixed)
                     .collect(),
             ),
-            median_to_builtin: collect_median(
-                autos.iter().filter_map(|s| s.ratio_to_builtin).collect(),
-            ),
+            median_to_builtin: collect_median(to_builtin),
         })
     };
     let mut scenarios: Vec<&str> = Vec::new();

@@ -212,9 +212,11 @@ pub fn auto_table(summaries: &[Summary]) -> Option<Table> {
     ];
     caption.extend(verdicts.iter().map(|v| {
         let mut line = format!(
-            "{}: auto × best fixed median {:.2}× over {} cells, lowest {:.2}× ({})",
+            "{}: auto × best fixed median {:.2}× (geometric mean {:.2}×) over {} cells, \
+             lowest {:.2}× ({})",
             v.scope,
             v.median_to_best_fixed,
+            v.geomean_to_best_fixed,
             v.cells,
             v.worst.1,
             crate::plan::label(&v.worst.0)
@@ -224,6 +226,9 @@ pub fn auto_table(summaries: &[Summary]) -> Option<Table> {
         }
         if let Some(to_builtin) = v.median_to_builtin {
             line += &format!("; auto × built-in median {to_builtin:.2}×");
+        }
+        if let Some(to_builtin) = v.geomean_to_builtin {
+            line += &format!(" (geometric mean {to_builtin:.2}×)");
         }
         line
     }));

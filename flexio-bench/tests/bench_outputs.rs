@@ -556,7 +556,12 @@ fn auto_is_held_against_the_best_fixed_mechanism_round_by_round() {
     assert!(splice.ratio_to_best_fixed.is_none());
     assert!(splice.best_fixed_round_range.is_none());
 
+    let overall = stats::auto_verdicts(&summaries).pop().unwrap();
+    assert_eq!(overall.scope, "overall");
+    assert_close(overall.geomean_to_best_fixed, 1.0);
+
     let table = table::render(&results, &summaries);
+    assert!(table.contains("(geometric mean 1.00×)"), "{table}");
     assert!(table.contains("rounds ranged"), "{table}");
     assert!(table.contains("0.40–1.60"), "{table}");
 }
