@@ -186,7 +186,7 @@ pub fn summarize(results: &Results) -> Vec<Summary> {
         .iter()
         .map(|summary| round_ratio(summary, best_peer.get(&summary.cell)?.0))
         .collect();
-    let fixed_ratios: Vec<Vec<f64>> = summaries
+    let mut fixed_ratios: Vec<Vec<f64>> = summaries
         .iter()
         .map(
             |summary| match best_fixed_flexio(&summaries, &summary.cell) {
@@ -221,7 +221,7 @@ pub fn summarize(results: &Results) -> Vec<Summary> {
 
     for (i, summary) in summaries.iter_mut().enumerate() {
         summary.ratio_to_best_peer = peer_ratios[i];
-        let mut fixed = fixed_ratios[i].clone();
+        let mut fixed = std::mem::take(&mut fixed_ratios[i]);
         if !fixed.is_empty() {
             summary.ratio_to_best_fixed = Some(median(&mut fixed));
             summary.best_fixed_round_range = Some((

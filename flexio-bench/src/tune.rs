@@ -65,8 +65,12 @@ pub struct TunePlan {
 /// 2.0 s of system time per GiB from one copy to the next here, nearly all
 /// of it in the kernel's page-to-page memcpy, while read-write and
 /// copy-file-range took a steady 0.3 s; at 64 MiB splice was the fastest.
-/// Measuring every candidate at 1 GiB would take minutes; measuring the
-/// few that could win takes seconds. More than one size, because with a
+/// (Mostly the host faulting memory back in after the guest reported it
+/// free: with reporting held off, eight 1 GiB splice copies in a row ran
+/// at 2.8 to 4.9 GiB/s; see [`crate::fingerprint::free_page_reporting`].
+/// The tune measures the machine as it normally runs.) Measuring every
+/// candidate at 1 GiB would take minutes; measuring the few that could win
+/// takes seconds. More than one size, because with a
 /// point at 1 GiB alone the boundary between 64 MiB's leader and 1 GiB's
 /// is a guess (256 MiB), and here it was a wrong one: splice still led at
 /// 256 MiB by a quarter. One pass for every kind, so that kinds measured
