@@ -117,9 +117,12 @@ pub(crate) fn copy_through_buffer(t: &mut Transfer<'_>, chunk: usize) -> Result<
         t.sink_memory = Some(sink);
         return result;
     }
+    // No bigger than the flow: a 4 KiB copy with `--chunk 1M` need not map
+    // and fault a mebibyte.
+    let size = t.next_len(chunk).max(1);
     let mut buffer = std::mem::take(&mut t.scratch.buffer);
-    if buffer.len() < chunk {
-        buffer = vec![0; chunk];
+    if buffer.len() < size {
+        buffer = vec![0; size];
     }
     let result = (|| {
         while !t.finished() {

@@ -72,7 +72,9 @@ impl Mechanism for IoUring {
             reserve_direct_sink(t)?;
         }
 
-        let slot_len = align_up(t.params.chunk.max(1), block);
+        // Slots no bigger than the flow: a 4 KiB copy with `--chunk 1M`
+        // registered (pinned) two mebibytes and ran at 1 MiB/s.
+        let slot_len = align_up(t.next_len(t.params.chunk).max(1), block);
         let mut state = take_state(t, slot_len, block.max(4096))?;
         let mut pump = Pump {
             source_fd,
@@ -106,12 +108,14 @@ struct RingState {
     slots: Vec<Slot>,
 }
 
-/// The flow's ring: the one kept from an earlier run if it fits, else a
-/// new one with `--queue-depth` slots (fewer for a flow smaller than that).
+/// The flow's ring: the one kept from an earlier run if its slots are
+/// large enough (a sparse file's data runs differ in length; slots sized to
+/// the first need not make a ring per run), else a new one with
+/// `--queue-depth` slots (fewer for a flow smaller than that).
 fn take_state(t: &mut Transfer<'_>, slot_len: usize, align: usize) -> Result<RingState, Stop> {
     if let Some(extra) = t.scratch.extra.take() {
         if let Ok(state) = extra.downcast::<RingState>() {
-            if state.ring.slot_len() == slot_len {
+            if state.ring.slot_len() >= slot_len {
                 return Ok(*state);
             }
         }
