@@ -6,7 +6,7 @@ use std::sync::Arc;
 use clap::Args;
 use flexio::{Address, Error, Flow, MechanismName, Params, Progress, Sink, Source};
 
-use crate::progress::ProgressBarThread;
+use crate::progress::{ProgressBarThread, ProgressMode, CALL_LIMIT_WITH_PROGRESS};
 
 /// Arguments of `flexio copy`.
 #[derive(Args)]
@@ -63,6 +63,13 @@ pub struct CopyArgs {
     /// Print nothing but errors.
     #[arg(long, short)]
     quiet: bool,
+    /// Show progress: a bar on a terminal, else a line every 2 seconds on
+    /// stderr [default: a bar when stderr is a terminal].
+    #[arg(long, conflicts_with = "no_progress")]
+    progress: bool,
+    /// Never show progress.
+    #[arg(long)]
+    no_progress: bool,
 }
 
 pub(crate) fn size(text: &str) -> Result<u64, String> {
@@ -80,6 +87,7 @@ pub fn run(args: CopyArgs) -> Result<(), Error> {
         .flatten();
     let report_to_stderr = sink_address == Address::Stdio;
     let progress = Arc::new(Progress::default());
+    let progress_mode = ProgressMode::choose(args.progress, args.no_progress, args.quiet);
     let mut flow = Flow::new(Source::Address(source_address), Sink::Address(sink_address))
         .via(via)
         .profile(profile.as_ref())
@@ -90,6 +98,10 @@ pub fn run(args: CopyArgs) -> Result<(), Error> {
         .strict(args.strict)
         .verify(args.verify)
         .progress(Arc::clone(&progress))
+        .call_limit(match progress_mode {
+            ProgressMode::Off => usize::MAX,
+            _ => CALL_LIMIT_WITH_PROGRESS,
+        })
         .on_listen(|address| eprintln!("flexio: listening on {address}"));
     if let Some(length) = args.length {
         flow = flow.length(length);
@@ -98,7 +110,7 @@ pub fn run(args: CopyArgs) -> Result<(), Error> {
         flow = flow.params(params);
     }
     let report = {
-        let _bar = ProgressBarThread::start(progress, args.quiet);
+        let _bar = ProgressBarThread::start(progress, progress_mode);
         flow.run()?
     };
     if args.quiet {

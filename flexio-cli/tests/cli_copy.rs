@@ -53,14 +53,6 @@ fn usage_errors_exit_2_with_one_line() {
         (
             vec![
                 "copy".into(),
-                "/nonexistent/src".into(),
-                dir.path().join("x").display().to_string(),
-            ],
-            "no such source",
-        ),
-        (
-            vec![
-                "copy".into(),
                 source.display().to_string(),
                 source.display().to_string(),
             ],

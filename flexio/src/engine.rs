@@ -94,6 +94,7 @@ impl<'a> Engine<'a> {
                     sink_memory,
                     source_kind: self.source.kind,
                     sink_kind: self.sink.kind,
+                    sink_appends: self.sink.appends,
                     source_label: &self.source.label,
                     sink_label: &self.sink.label,
                     source_pos: piece_start,
@@ -104,6 +105,7 @@ impl<'a> Engine<'a> {
                     counters: &mut counters,
                     scratch: &mut scratch,
                     progress: &self.flow.progress.done,
+                    call_limit: self.flow.call_limit,
                 };
                 loop {
                     match implementation(current).run(&mut transfer) {

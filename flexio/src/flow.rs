@@ -95,6 +95,7 @@ pub struct Flow<'a> {
     pub(crate) strict: bool,
     pub(crate) verify: bool,
     pub(crate) progress: Arc<Progress>,
+    pub(crate) call_limit: usize,
     on_listen: Option<ListenCallback<'a>>,
     profile: Option<&'a Profile>,
     params_explicit: bool,
@@ -116,6 +117,7 @@ impl<'a> Flow<'a> {
             strict: false,
             verify: false,
             progress: Arc::default(),
+            call_limit: usize::MAX,
             on_listen: None,
             profile: None,
             params_explicit: false,
@@ -196,6 +198,14 @@ impl<'a> Flow<'a> {
         self
     }
 
+    /// Caps the bytes one kernel call may move (copy_file_range and
+    /// sendfile move up to 1 GiB a call otherwise), so that a watcher of
+    /// [`Progress`] sees it move several times a second.
+    pub fn call_limit(mut self, bytes: usize) -> Self {
+        self.call_limit = bytes.max(1);
+        self
+    }
+
     /// Called with the bound address when a `*-listen://` endpoint starts
     /// listening (useful with port 0).
     pub fn on_listen(mut self, hook: impl FnMut(&str) + 'a) -> Self {
@@ -218,7 +228,7 @@ impl<'a> Flow<'a> {
                 hook(address)
             }
         };
-        self.check_pair_before_opening()?;
+        self.check_before_opening()?;
         let source = open_source(
             std::mem::replace(&mut self.source, Source::Memory(&[])),
             &mut on_listen,
@@ -235,11 +245,9 @@ impl<'a> Flow<'a> {
             &mut on_listen,
         )?;
         self.check_sink(&sink, total)?;
+        self.check_not_onto_itself(&source, &sink, total)?;
         if self.verify && !(source.kind.is_seekable() && sink.kind.is_seekable()) {
-            return Err(Error::usage(format!(
-                "--verify reads both sides again after the flow: it needs a file, block device or memory on each side, not {} -> {}",
-                source.kind, sink.kind
-            )));
+            return Err(verify_needs_seekable(Some(source.kind), Some(sink.kind)));
         }
         let decision = self.decide(source.kind, sink.kind, total)?;
         if self.via == MechanismName::Auto && !self.params_explicit {
@@ -276,18 +284,37 @@ impl<'a> Flow<'a> {
     /// assert_eq!(decision.decided_by, "built-in table");
     /// ```
     pub fn plan(&self) -> Result<Decision> {
-        let source_kind = match &self.source {
-            Source::Address(address) => address.probe_kind(false),
-            Source::Memory(_) => Some(EndpointKind::Memory),
-            _ => None,
+        if let Source::Address(crate::Address::Path(path)) = &self.source {
+            // Say what is wrong with the path itself ("no such file") before
+            // saying its kind cannot be told.
+            std::fs::metadata(path)
+                .map_err(|e| Error::io("stat", path.display().to_string(), None, e))?;
         }
-        .ok_or_else(|| Error::usage("cannot tell the source's kind without opening it"))?;
-        let sink_kind = match &self.sink {
-            Sink::Address(address) => address.probe_kind(true),
-            Sink::Memory(_) => Some(EndpointKind::Memory),
-            _ => None,
+        self.check_before_opening()?;
+        if let (
+            Source::Address(crate::Address::Path(from)),
+            Sink::Address(crate::Address::Path(to)),
+        ) = (&self.source, &self.sink)
+        {
+            let same = |a: &std::fs::Metadata, b: &std::fs::Metadata| {
+                use std::os::unix::fs::MetadataExt;
+                (a.dev(), a.ino()) == (b.dev(), b.ino())
+            };
+            if let (Ok(a), Ok(b)) = (std::fs::metadata(from), std::fs::metadata(to)) {
+                if same(&a, &b) && !self.in_place {
+                    return Err(Error::usage(format!(
+                        "{}: source and destination are the same file",
+                        to.display()
+                    )));
+                }
+            }
         }
-        .ok_or_else(|| Error::usage("cannot tell the sink's kind without opening it"))?;
+        let source_kind = self
+            .source_kind_unopened()
+            .ok_or_else(|| Error::usage("cannot tell the source's kind without opening it"))?;
+        let sink_kind = self
+            .sink_kind_unopened()
+            .ok_or_else(|| Error::usage("cannot tell the sink's kind without opening it"))?;
         let size = match (&self.source, self.length) {
             (_, Some(length)) => Some(length),
             (Source::Memory(bytes), None) => Some((bytes.len() as u64).saturating_sub(self.offset)),
@@ -304,23 +331,120 @@ impl<'a> Flow<'a> {
         self.decide(source_kind, sink_kind, size)
     }
 
-    /// Refuses an unsupported pair before anything is opened (nothing is
-    /// bound or connected) when both kinds can be told from the addresses.
-    fn check_pair_before_opening(&self) -> Result<()> {
-        let source = match &self.source {
-            Source::Address(address) => address.probe_kind(false),
-            Source::Memory(_) => Some(EndpointKind::Memory),
-            _ => None,
-        };
-        let sink = match &self.sink {
-            Sink::Address(address) => address.probe_kind(true),
-            Sink::Memory(_) => Some(EndpointKind::Memory),
-            _ => None,
-        };
+    /// Refuses what can be told wrong before anything is opened — an
+    /// unsupported pair, a range that overflows, `--offset` on a stream
+    /// source, `--seek` on a sink that cannot take it — so that nothing is
+    /// bound, accepted or connected (and no peer's data is taken) for a
+    /// flow that cannot run.
+    fn check_before_opening(&self) -> Result<()> {
+        if let Some(length) = self.length {
+            self.offset.checked_add(length).ok_or_else(|| {
+                Error::usage(format!(
+                    "--offset {} plus --length {length} is past the largest byte offset",
+                    self.offset
+                ))
+            })?;
+            self.seek.checked_add(length).ok_or_else(|| {
+                Error::usage(format!(
+                    "--seek {} plus --length {length} is past the largest byte offset",
+                    self.seek
+                ))
+            })?;
+        }
+        let source = self.source_kind_unopened();
+        let sink = self.sink_kind_unopened();
+        if let Some(source) = source {
+            if self.offset > 0 && !source.is_seekable() {
+                return Err(Error::usage(format!(
+                    "--offset needs a seekable source (a file, block device or memory), not a {source}"
+                )));
+            }
+        }
+        if let Some(sink) = sink {
+            if self.seek > 0 && !sink.is_seekable() {
+                return Err(Error::usage(format!(
+                    "--seek needs a seekable sink (a block device, memory, or a file with --in-place), not a {sink}"
+                )));
+            }
+        }
+        if self.seek > 0 && !self.in_place {
+            if let Sink::Address(crate::Address::Path(path)) = &self.sink {
+                if std::fs::metadata(path).map_or(true, |meta| meta.is_file()) {
+                    return Err(Error::usage(format!(
+                        "{}: --seek on a regular file needs --in-place",
+                        path.display()
+                    )));
+                }
+            }
+        }
+        if self.verify {
+            for kind in [source, sink].into_iter().flatten() {
+                if !kind.is_seekable() {
+                    return Err(verify_needs_seekable(source, sink));
+                }
+            }
+        }
         if let (Some(source), Some(sink)) = (source, sink) {
             self.resolve(source, sink)?;
         }
         Ok(())
+    }
+
+    /// The source's kind when it can be told without opening it.
+    fn source_kind_unopened(&self) -> Option<EndpointKind> {
+        match &self.source {
+            Source::Address(address) => address.probe_kind(false),
+            Source::Memory(_) => Some(EndpointKind::Memory),
+            _ => None,
+        }
+    }
+
+    /// The sink's kind when it can be told without opening it.
+    fn sink_kind_unopened(&self) -> Option<EndpointKind> {
+        match &self.sink {
+            Sink::Address(address) => address.probe_kind(true),
+            Sink::Memory(_) => Some(EndpointKind::Memory),
+            _ => None,
+        }
+    }
+
+    /// Refuses to move a file (or block device) onto itself — through
+    /// paths, `--in-place`, or descriptors (`flexio copy f - >> f`) — as
+    /// `cat` does, unless both ranges are fixed and provably apart. A sink
+    /// that appends grows the very range a reader would be reading.
+    fn check_not_onto_itself(
+        &self,
+        source: &OpenSource<'_>,
+        sink: &OpenSink<'_>,
+        total: Option<u64>,
+    ) -> Result<()> {
+        let (Some(from), Some(to)) = (source.identity, sink.identity) else {
+            return Ok(());
+        };
+        if from != to {
+            return Ok(());
+        }
+        let apart = match total {
+            Some(total) if !sink.appends => {
+                let read_start = source.base + self.offset;
+                let write_start = sink.base + self.seek;
+                read_start + total <= write_start || write_start + total <= read_start
+            }
+            _ => false,
+        };
+        if apart {
+            return Ok(());
+        }
+        Err(Error::usage(format!(
+            "{} -> {}: input file is output file (the ranges overlap{})",
+            source.label,
+            sink.label,
+            if sink.appends {
+                ": the sink appends to the source"
+            } else {
+                ""
+            }
+        )))
     }
 
     fn checked_length(&self, source: &OpenSource<'_>) -> Result<Option<u64>> {
@@ -333,7 +457,12 @@ impl<'a> Flow<'a> {
             }
             return Ok(self.length);
         };
-        let start = source.base + self.offset;
+        let start = source.base.checked_add(self.offset).ok_or_else(|| {
+            Error::usage(format!(
+                "{}: --offset {} is past the largest byte offset",
+                source.label, self.offset
+            ))
+        })?;
         if start > size {
             return Err(Error::usage(format!(
                 "{}: offset {start} is past the end of the source ({size} bytes)",
@@ -341,10 +470,10 @@ impl<'a> Flow<'a> {
             )));
         }
         match self.length {
-            Some(length) if start + length > size => Err(Error::usage(format!(
+            Some(length) if length > size - start => Err(Error::usage(format!(
                 "{}: range {start}..{} runs past the end of the source ({size} bytes)",
                 source.label,
-                start + length
+                start as u128 + length as u128
             ))),
             Some(length) => Ok(Some(length)),
             None => Ok(Some(size - start)),
@@ -365,6 +494,22 @@ impl<'a> Flow<'a> {
                     sink.label, sink.kind
                 )));
             }
+        }
+        if sink.appends && self.seek > 0 {
+            return Err(Error::usage(format!(
+                "{}: --seek cannot place writes in a file opened for appending (>>); every write lands at its end",
+                sink.label
+            )));
+        }
+        let end = sink
+            .base
+            .checked_add(self.seek)
+            .and_then(|start| start.checked_add(total.unwrap_or(0)));
+        if end.is_none() {
+            return Err(Error::usage(format!(
+                "{}: --seek {} plus the flow's length is past the largest byte offset",
+                sink.label, self.seek
+            )));
         }
         if let (Some(capacity), Some(total)) = (sink.capacity, total) {
             let end = sink.base + self.seek + total;
@@ -399,15 +544,27 @@ impl<'a> Flow<'a> {
             },
         };
         if self.via != MechanismName::Auto {
+            if self.params.direct && !self.via.writes_direct(&self.params) {
+                return Err(Error::usage(format!(
+                    "--direct applies to io-uring and direct, not {}",
+                    self.via
+                )));
+            }
             return Ok(decision);
         }
-        let (Some(profile), Some(size)) = (self.profile, total) else {
+        let wants_direct = self.params_explicit && self.params.direct;
+        let range = match (self.profile, total) {
+            (Some(profile), Some(size)) => profile
+                .lookup(flow_kind, size)
+                .map(|range| (profile.describe_range(flow_kind, range), range)),
+            _ => None,
+        };
+        if wants_direct {
+            return direct_decision(decision, range, source, sink);
+        }
+        let Some((place, range)) = range else {
             return Ok(decision);
         };
-        let Some(range) = profile.lookup(flow_kind, size) else {
-            return Ok(decision);
-        };
-        let place = profile.describe_range(flow_kind, range);
         if range.mechanism.supports(source, sink) {
             decision.mechanism = range.mechanism;
             decision.params = range.params();
@@ -436,4 +593,48 @@ impl<'a> Flow<'a> {
         }
         Ok(chosen)
     }
+}
+
+/// `--verify` on a flow with a stream side.
+fn verify_needs_seekable(source: Option<EndpointKind>, sink: Option<EndpointKind>) -> Error {
+    let name = |kind: Option<EndpointKind>| kind.map_or("?", EndpointKind::as_str);
+    Error::usage(format!(
+        "--verify reads both sides again after the flow: it needs a file, block device or memory on each side, not {} -> {}",
+        name(source),
+        name(sink)
+    ))
+}
+
+/// `auto` with `--direct`: a mechanism that writes past the page cache —
+/// the profile's own choice when it is one, else io-uring with `O_DIRECT`
+/// (several requests in flight), else `direct`.
+fn direct_decision(
+    mut decision: Decision,
+    range: Option<(String, &crate::tune::RangeEntry)>,
+    source: EndpointKind,
+    sink: EndpointKind,
+) -> Result<Decision> {
+    if let Some((place, range)) = range {
+        let mut params = range.params();
+        params.direct = true;
+        if range.mechanism.supports(source, sink) && range.mechanism.writes_direct(&params) {
+            decision.mechanism = range.mechanism;
+            decision.params = params;
+            decision.decided_by = format!("{place}, with --direct");
+            return Ok(decision);
+        }
+    }
+    let chosen = [MechanismName::IoUring, MechanismName::Direct]
+        .into_iter()
+        .find(|m| m.supports(source, sink))
+        .ok_or_else(|| {
+            Error::usage(format!(
+                "--direct needs a file or block device on one side; {source} -> {sink} has none"
+            ))
+        })?;
+    decision.mechanism = chosen;
+    decision.params.direct = true;
+    decision.decided_by =
+        format!("--direct: {chosen}, the first of io-uring and direct (the mechanisms that use O_DIRECT) that serves {source} -> {sink}");
+    Ok(decision)
 }

@@ -373,20 +373,24 @@ fn expect_usage(what: &str, flow: Flow<'_>, names: &Path) -> Result<(), String> 
 }
 
 #[test]
-fn missing_and_directory_sources_are_usage_errors() {
+fn a_directory_source_is_a_usage_error_and_a_missing_one_a_failure() {
     let dir = scratch_dir();
     let sink = dir.path().join("sink");
     let missing = dir.path().join("missing");
     let mut failures = Vec::new();
-    let flows = [
-        ("a missing source", missing.as_path()),
-        ("a directory source", dir.path()),
-    ];
-    for (what, source) in flows {
-        let flow = Flow::new(Source::path(source), Sink::path(&sink));
-        if let Err(why) = expect_usage(what, flow, source) {
-            failures.push(why);
+    let flow = Flow::new(Source::path(dir.path()), Sink::path(&sink));
+    if let Err(why) = expect_usage("a directory source", flow, dir.path()) {
+        failures.push(why);
+    }
+    // A missing source is a failure at run time (exit 1), as for cp.
+    match Flow::new(Source::path(&missing), Sink::path(&sink)).run() {
+        Err(error @ Error::Io { .. }) => {
+            assert_eq!(error.exit_code(), 1);
+            let text = error.to_string();
+            assert!(text.contains(&missing.display().to_string()), "{text}");
+            assert!(text.contains("No such file"), "{text}");
         }
+        other => failures.push(format!("a missing source: got {other:?}")),
     }
     assert!(!sink.exists());
     assert!(leftover_temp_files(dir.path()).is_empty());

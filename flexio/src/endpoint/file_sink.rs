@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use rustix::fs::Mode;
 use tempfile::NamedTempFile;
 
+use super::open::process_umask;
 use crate::error::{Error, Result};
 
 /// The temporary file and the name it will take.
@@ -78,18 +79,4 @@ impl FileSink {
         }
         Ok(())
     }
-}
-
-/// The process umask, read from `/proc/self/status` (changing it to read it
-/// would race with other threads creating files).
-fn process_umask() -> u32 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|status| {
-            status
-                .lines()
-                .find_map(|line| line.strip_prefix("Umask:"))
-                .and_then(|value| u32::from_str_radix(value.trim(), 8).ok())
-        })
-        .unwrap_or(0o022)
 }

@@ -45,8 +45,15 @@ pub(crate) struct OpenSink<'a> {
     pub path: Option<PathBuf>,
     /// The most bytes a block device or memory sink can take.
     pub capacity: Option<u64>,
-    /// Where writing starts on a seekable sink before `--seek`.
+    /// Where writing starts on a seekable sink before `--seek`: the end of
+    /// a file opened with `O_APPEND`, where every write lands.
     pub base: u64,
+    /// The sink is a file opened with `O_APPEND` (`flexio copy f - >> log`):
+    /// every write lands at its end, whatever the offset asked.
+    pub appends: bool,
+    /// Device and inode of a file or block-device sink already open, to
+    /// refuse moving a file onto itself through descriptors.
+    pub identity: Option<Identity>,
 }
 
 /// The bytes behind an opened source.
@@ -107,10 +114,7 @@ pub(crate) fn open_source<'a>(
         Source::Fd(fd, label) => from_fd(fd, label, None),
         Source::Address(Address::Path(path)) => {
             let label = path.display().to_string();
-            let meta = std::fs::metadata(&path).map_err(|e| match e.kind() {
-                ErrorKind::NotFound => Error::usage(format!("{label}: no such source file")),
-                _ => Error::io("stat", &label, None, e),
-            })?;
+            let meta = std::fs::metadata(&path).map_err(|e| Error::io("stat", &label, None, e))?;
             if meta.is_dir() {
                 return Err(Error::usage(format!(
                     "{label}: is a directory (flexio copy moves one file; name a file)"
@@ -127,6 +131,7 @@ pub(crate) fn open_source<'a>(
             Ok(opened)
         }
         Source::Address(Address::Stdio) => {
+            refuse_closed_at_start(0, "stdin")?;
             let fd = rustix::io::fcntl_dupfd_cloexec(rustix::stdio::stdin(), 3)
                 .map_err(|e| Error::io("dup", "stdin", None, e))?;
             from_fd(fd, "stdin".into(), None)
@@ -136,6 +141,20 @@ pub(crate) fn open_source<'a>(
             from_fd(fd, address.to_string(), None)
         }
     }
+}
+
+/// A standard descriptor closed when the process started (`>&-`) is an
+/// error, not the `/dev/null` Rust's runtime put in its place.
+fn refuse_closed_at_start(fd: u8, label: &str) -> Result<()> {
+    if crate::sys::stdio::closed_at_start(fd) {
+        return Err(Error::io(
+            "use",
+            format!("{label} (closed when flexio started)"),
+            None,
+            std::io::Error::from_raw_os_error(libc::EBADF),
+        ));
+    }
+    Ok(())
 }
 
 /// How to open a sink.
@@ -162,9 +181,12 @@ pub(crate) fn open_sink<'a>(
             label: "memory".into(),
             path: None,
             base: 0,
+            appends: false,
+            identity: None,
         }),
         Sink::Fd(fd, label) => sink_from_fd(fd, label),
         Sink::Address(Address::Stdio) => {
+            refuse_closed_at_start(1, "stdout")?;
             let fd = rustix::io::fcntl_dupfd_cloexec(rustix::stdio::stdout(), 3)
                 .map_err(|e| Error::io("dup", "stdout", None, e))?;
             sink_from_fd(fd, "stdout".into())
@@ -181,7 +203,19 @@ fn open_sink_path<'a>(path: PathBuf, options: &SinkOptions) -> Result<OpenSink<'
     let label = path.display().to_string();
     let meta = match std::fs::metadata(&path) {
         Ok(meta) => Some(meta),
-        Err(e) if e.kind() == ErrorKind::NotFound => None,
+        Err(e) if e.kind() == ErrorKind::NotFound => {
+            if std::fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_symlink()) {
+                // cp: "not writing through dangling symlink". Replacing the
+                // link with a file would lose where it pointed.
+                return Err(Error::io(
+                    "open",
+                    format!("{label} (a dangling symlink; not writing through it)"),
+                    None,
+                    e,
+                ));
+            }
+            None
+        }
         Err(e) => return Err(Error::io("stat", &label, None, e)),
     };
     let Some(meta) = meta else {
@@ -190,7 +224,10 @@ fn open_sink_path<'a>(path: PathBuf, options: &SinkOptions) -> Result<OpenSink<'
                 "{label}: --in-place needs an existing file"
             )));
         }
-        let file = FileSink::create(&path, options.mode)?;
+        let mode = options
+            .mode
+            .map(|bits| new_file_mode(bits) & !process_umask());
+        let file = FileSink::create(&path, mode)?;
         return Ok(fresh(file, label, path));
     };
     if meta.is_dir() {
@@ -198,17 +235,23 @@ fn open_sink_path<'a>(path: PathBuf, options: &SinkOptions) -> Result<OpenSink<'
             "{label}: is a directory (name the destination file)"
         )));
     }
-    if options.source_identity == Some(Identity::of(&meta)) {
+    if !options.in_place && options.source_identity == Some(Identity::of(&meta)) {
         return Err(Error::usage(format!(
             "{label}: source and destination are the same file"
         )));
     }
     let file_type = meta.file_type();
     if meta.is_file() && !options.in_place {
-        // Replace the file a symlink points at, as cp does, not the link.
+        // Replace the file a symlink points at, as cp does, not the link;
+        // and only a file we may write, as cp does: renaming over a
+        // read-only file would replace what its owner protected.
         let target =
             std::fs::canonicalize(&path).map_err(|e| Error::io("resolve", &label, None, e))?;
-        let file = FileSink::create(&target, options.mode)?;
+        rustix::fs::access(&target, rustix::fs::Access::WRITE_OK)
+            .map_err(|e| Error::io("open", &label, None, e))?;
+        // The replacement keeps the destination's own mode (as cp, which
+        // writes an existing file in place).
+        let file = FileSink::create(&target, Some(meta.mode() & 0o7777))?;
         return Ok(fresh(file, label, path));
     }
     if file_type.is_socket() {
@@ -227,6 +270,15 @@ fn open_sink_path<'a>(path: PathBuf, options: &SinkOptions) -> Result<OpenSink<'
     Ok(opened)
 }
 
+/// The mode of a new file copied from a source with `source_mode`, before
+/// the umask: cp's rule when ownership is not kept — the permission bits,
+/// without set-user-ID, set-group-ID and sticky, which belong to the
+/// source's owner (a root copy of a `nobody` setuid file must not be a
+/// root setuid file).
+fn new_file_mode(source_mode: u32) -> u32 {
+    source_mode & 0o777
+}
+
 fn fresh<'a>(file: FileSink, label: String, path: PathBuf) -> OpenSink<'a> {
     OpenSink {
         io: SinkIo::Fresh(file),
@@ -235,6 +287,8 @@ fn fresh<'a>(file: FileSink, label: String, path: PathBuf) -> OpenSink<'a> {
         path: Some(path),
         capacity: None,
         base: 0,
+        appends: false,
+        identity: None,
     }
 }
 
@@ -247,13 +301,23 @@ fn sink_from_fd<'a>(fd: OwnedFd, label: String) -> Result<OpenSink<'a>> {
     let SourceIo::Fd(fd) = opened.io else {
         unreachable!("from_fd returns a descriptor")
     };
+    let appends = opened.kind == EndpointKind::File
+        && rustix::fs::fcntl_getfl(&fd)
+            .map_err(|e| Error::io("fcntl(F_GETFL)", &opened.label, None, e))?
+            .contains(rustix::fs::OFlags::APPEND);
+    let base = match (appends, opened.size) {
+        (true, Some(end)) => end,
+        _ => opened.base,
+    };
     Ok(OpenSink {
         io: SinkIo::Fd(fd),
         kind: opened.kind,
         label: opened.label,
         path: opened.path,
         capacity,
-        base: opened.base,
+        base,
+        appends,
+        identity: opened.identity,
     })
 }
 
@@ -287,7 +351,8 @@ fn from_fd<'a>(fd: OwnedFd, label: String, path: Option<PathBuf>) -> Result<Open
     let (size, base) = match kind {
         EndpointKind::File => {
             let position = rustix::fs::seek(&fd, SeekFrom::Current(0)).unwrap_or(0);
-            (Some(stat.st_size as u64), position)
+            let size = size_is_trusted(&fd, stat.st_size).then_some(stat.st_size as u64);
+            (size, position)
         }
         EndpointKind::BlockDevice => {
             let size = rustix::fs::seek(&fd, SeekFrom::End(0))
@@ -315,6 +380,50 @@ fn from_fd<'a>(fd: OwnedFd, label: String, path: Option<PathBuf>) -> Result<Open
         identity,
         mode,
     })
+}
+
+/// Whether a regular file's `st_size` says how many bytes reading it
+/// gives. Not on the pseudo file systems whose files are made as they are
+/// read (`/proc/cpuinfo` says 0 bytes, a sysfs attribute 4096), nor when
+/// it is 0 (a generated file elsewhere): such a file is read to its end,
+/// as a stream.
+fn size_is_trusted(fd: &OwnedFd, st_size: i64) -> bool {
+    /// `f_type` of procfs, sysfs, debugfs, tracefs, securityfs, configfs,
+    /// cgroup v1 and v2, pstore, efivarfs, bpf (linux/magic.h).
+    const GENERATED: [i64; 11] = [
+        0x9fa0,
+        0x6265_6572,
+        0x6462_6720,
+        0x7472_6163,
+        0x7363_6673,
+        0x6265_6570,
+        0x0027_e0eb,
+        0x6367_7270,
+        0x6165_676c,
+        0xde5e_81e4,
+        0xcafe_4a11,
+    ];
+    if st_size == 0 {
+        return false;
+    }
+    match rustix::fs::fstatfs(fd) {
+        Ok(fs) => !GENERATED.contains(&{ fs.f_type }),
+        Err(_) => true,
+    }
+}
+
+/// The process umask, read from `/proc/self/status` (changing it to read it
+/// would race with other threads creating files).
+pub(crate) fn process_umask() -> u32 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|status| {
+            status
+                .lines()
+                .find_map(|line| line.strip_prefix("Umask:"))
+                .and_then(|value| u32::from_str_radix(value.trim(), 8).ok())
+        })
+        .unwrap_or(0o022)
 }
 
 /// Connects, or binds and accepts exactly one connection.

@@ -3,7 +3,6 @@
 //! where the file system offers one. Across file systems the kernel may
 //! refuse with `EXDEV`; the engine then falls back.
 
-use rustix::fs::OFlags;
 use rustix::io::Errno;
 
 use super::transfer::Side;
@@ -22,7 +21,7 @@ impl Mechanism for CopyFileRange {
 
     fn run(&self, t: &mut Transfer<'_>) -> Result<(), Stop> {
         while !t.finished() {
-            let want = t.next_len(MAX_PER_CALL);
+            let want = t.next_call_len(MAX_PER_CALL);
             let mut source_offset = t.source_pos;
             let mut sink_offset = t.sink_pos;
             t.counters.syscalls += 1;
@@ -39,7 +38,7 @@ impl Mechanism for CopyFileRange {
                 Err(Errno::INTR) => {}
                 // The kernel's way of refusing a sink opened with O_APPEND
                 // (`flexio copy a - >> log`); the fallbacks append fine.
-                Err(Errno::BADF) if sink_appends(t) => {
+                Err(Errno::BADF) if t.sink_appends => {
                     return Err(Stop::Refused {
                         op: "copy_file_range",
                         errno: Errno::BADF,
@@ -52,9 +51,4 @@ impl Mechanism for CopyFileRange {
         }
         Ok(())
     }
-}
-
-/// Whether the sink descriptor was opened with O_APPEND.
-fn sink_appends(t: &Transfer<'_>) -> bool {
-    rustix::fs::fcntl_getfl(t.sink_fd()).is_ok_and(|flags| flags.contains(OFlags::APPEND))
 }

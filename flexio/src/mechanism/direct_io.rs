@@ -178,6 +178,11 @@ pub(crate) fn reserve_direct_sink(t: &mut Transfer<'_>) -> Result<(), Stop> {
     let (EndpointKind::File, Some(len)) = (t.sink_kind, t.remaining) else {
         return Ok(());
     };
+    if t.sink_appends {
+        // Reserving would grow the file, and the appended bytes would land
+        // after the reserved zeros.
+        return Ok(());
+    }
     if len > 0 {
         reserve_sink(t, len)?;
     }

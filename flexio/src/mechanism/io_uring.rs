@@ -80,7 +80,8 @@ impl Mechanism for IoUring {
             source_fd,
             sink_fd,
             source_seekable: t.source_kind.is_seekable() && t.remaining.is_some(),
-            sink_seekable: t.sink_kind.is_seekable(),
+            // Appended writes land in the order they run: one at a time.
+            sink_seekable: t.sink_kind.is_seekable() && !t.sink_appends,
             source_direct,
             sink_mode: sink_mode.as_mut(),
             block,

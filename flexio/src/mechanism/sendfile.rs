@@ -32,7 +32,7 @@ impl Mechanism for Sendfile {
                 .map_err(|e| t.failed("lseek", Side::Sink, e))?;
         }
         while !t.finished() {
-            let want = t.next_len(MAX_PER_CALL);
+            let want = t.next_call_len(MAX_PER_CALL);
             let mut offset = t.source_pos;
             t.counters.syscalls += 1;
             match rustix::fs::sendfile(t.sink_fd(), t.source_fd(), Some(&mut offset), want) {

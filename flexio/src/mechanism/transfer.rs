@@ -73,6 +73,9 @@ pub(crate) struct Transfer<'t> {
     pub sink_memory: Option<&'t mut [u8]>,
     pub source_kind: EndpointKind,
     pub sink_kind: EndpointKind,
+    /// The sink is a file opened with `O_APPEND`: every write lands at its
+    /// end, so writes must go in order and nothing may grow it ahead.
+    pub sink_appends: bool,
     pub source_label: &'t str,
     pub sink_label: &'t str,
     /// Absolute offset of the next source byte (seekable sources).
@@ -87,6 +90,8 @@ pub(crate) struct Transfer<'t> {
     pub counters: &'t mut Counters,
     pub scratch: &'t mut Scratch,
     pub progress: &'t AtomicU64,
+    /// The most bytes one kernel call may move (see `Flow::call_limit`).
+    pub call_limit: usize,
 }
 
 impl<'t> Transfer<'t> {
@@ -101,6 +106,13 @@ impl<'t> Transfer<'t> {
             Some(left) => left.min(max as u64) as usize,
             None => max,
         }
+    }
+
+    /// The next piece one in-kernel call (copy_file_range, sendfile) asks
+    /// for: at most `max`, at most the flow's call limit, at most what is
+    /// left.
+    pub fn next_call_len(&self, max: usize) -> usize {
+        self.next_len(max.min(self.call_limit))
     }
 
     /// Records that `bytes` more bytes are in the sink.
@@ -127,8 +139,17 @@ impl<'t> Transfer<'t> {
         }
     }
 
-    /// An error that ends the flow, with the side's label and offset.
+    /// An error that ends the flow, with the side's label and offset. A
+    /// call that touches both sides (splice, sendfile, copy_file_range)
+    /// names the side it was called for, unless the error can only be the
+    /// sink's: a full or over-quota file system, a file too large, a reader
+    /// that went away.
     pub fn failed(&self, op: &'static str, side: Side, errno: Errno) -> Stop {
+        let side = if is_sink_only(errno) {
+            Side::Sink
+        } else {
+            side
+        };
         let (label, offset) = match side {
             Side::Source => (self.source_label, self.source_pos),
             Side::Sink => (self.sink_label, self.sink_pos),
@@ -183,4 +204,9 @@ pub(crate) fn is_refusal(errno: Errno) -> bool {
         || errno == Errno::XDEV
         || errno == Errno::NOSYS
         || errno == Errno::OPNOTSUPP
+}
+
+/// Errors that only writing can cause.
+fn is_sink_only(errno: Errno) -> bool {
+    errno == Errno::NOSPC || errno == Errno::DQUOT || errno == Errno::FBIG || errno == Errno::PIPE
 }

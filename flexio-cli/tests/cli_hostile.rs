@@ -1,0 +1,559 @@
+//! The command line tried as a hostile user would (issue 12, part A): each
+//! test is named after a failure that once corrupted data, handed out
+//! privileges, lost a peer's data or misled, and checks the data, the exit
+//! status and what is left in the directory. Reproductions go through
+//! `sh -c` where the shell's redirections (`>>`, `1<>`, `>&-`) are the case.
+
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::Path;
+use std::process::{Command, Output};
+
+const MECHANISMS: [&str; 7] = [
+    "read-write",
+    "mmap",
+    "sendfile",
+    "splice",
+    "copy-file-range",
+    "io-uring",
+    "direct",
+];
+
+fn flexio() -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_flexio"));
+    // Never consult a profile a developer tuned on this machine.
+    command.env("FLEXIO_PROFILE", "/nonexistent/flexio-profile.toml");
+    command
+}
+
+/// Runs `script` under `sh -c` with `$F` set to the flexio binary and the
+/// working directory `dir`.
+fn shell(dir: &Path, script: &str) -> Output {
+    Command::new("sh")
+        .arg("-c")
+        .arg(script)
+        .current_dir(dir)
+        .env("F", env!("CARGO_BIN_EXE_flexio"))
+        .env("FLEXIO_PROFILE", "/nonexistent/flexio-profile.toml")
+        .output()
+        .unwrap()
+}
+
+fn pattern(len: usize, seed: u8) -> Vec<u8> {
+    (0..len)
+        .map(|i| (i as u64 * 31 + seed as u64) as u8 ^ (i >> 12) as u8)
+        .collect()
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+/// The names in `dir`, sorted; temporary files would show up here.
+fn names(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+fn is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .unwrap()
+        .lines()
+        .find_map(|line| line.strip_prefix("Uid:"))
+        .and_then(|ids| ids.split_whitespace().nth(1).map(|euid| euid == "0"))
+        .unwrap()
+}
+
+fn require_root(reason: &str) -> bool {
+    if is_root() {
+        return true;
+    }
+    assert!(
+        std::env::var("FLEXIO_TEST_PRIVILEGED").as_deref() != Ok("1"),
+        "{reason} needs root, and FLEXIO_TEST_PRIVILEGED=1 forbids skipping it"
+    );
+    eprintln!("skipped: {reason} (needs root)");
+    false
+}
+
+#[test]
+fn setuid_source_copied_by_root_is_not_a_root_setuid_file() {
+    if !require_root("chown to nobody") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let source = dir.path().join("suid");
+    std::fs::write(&source, b"#!/bin/sh\n").unwrap();
+    let nobody = 65534;
+    std::os::unix::fs::chown(&source, Some(nobody), Some(nobody)).unwrap();
+    std::fs::set_permissions(&source, std::fs::Permissions::from_mode(0o6755)).unwrap();
+    let sink = dir.path().join("copy");
+    let output = shell(dir.path(), "umask 022; $F copy -q suid copy");
+    assert!(output.status.success(), "{}", stderr(&output));
+    let meta = std::fs::metadata(&sink).unwrap();
+    assert_eq!(meta.mode() & 0o7777, 0o755, "setuid and setgid dropped");
+    assert_eq!(meta.uid(), 0);
+    // The umask applies to a new file, as for cp.
+    let output = shell(dir.path(), "umask 077; $F copy -q suid copy2");
+    assert!(output.status.success(), "{}", stderr(&output));
+    let mode = std::fs::metadata(dir.path().join("copy2")).unwrap().mode();
+    assert_eq!(mode & 0o7777, 0o700);
+}
+
+#[test]
+fn existing_destination_keeps_its_own_mode() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("pub644"), b"public").unwrap();
+    std::fs::set_permissions(
+        dir.path().join("pub644"),
+        std::fs::Permissions::from_mode(0o644),
+    )
+    .unwrap();
+    std::fs::write(dir.path().join("private"), b"secret").unwrap();
+    std::fs::set_permissions(
+        dir.path().join("private"),
+        std::fs::Permissions::from_mode(0o600),
+    )
+    .unwrap();
+    let output = shell(dir.path(), "$F copy -q pub644 private");
+    assert!(output.status.success(), "{}", stderr(&output));
+    let meta = std::fs::metadata(dir.path().join("private")).unwrap();
+    assert_eq!(meta.mode() & 0o7777, 0o600);
+    assert_eq!(
+        std::fs::read(dir.path().join("private")).unwrap(),
+        b"public"
+    );
+}
+
+#[test]
+fn direct_into_an_appending_stdout_appends_without_zeros() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = pattern((1 << 20) + 12345, 1);
+    std::fs::write(dir.path().join("src"), &data).unwrap();
+    for (label, args) in [
+        ("direct", "--via direct"),
+        ("io-uring --direct", "--via io-uring --direct"),
+        ("auto --direct", "--direct"),
+    ]
+    .into_iter()
+    .chain(MECHANISMS.iter().map(|m| (*m, "")))
+    {
+        let via = if args.is_empty() {
+            format!("--via {label}")
+        } else {
+            args.to_string()
+        };
+        std::fs::write(dir.path().join("a"), b"head\n").unwrap();
+        let output = shell(dir.path(), &format!("$F copy -q src - {via} >> a"));
+        assert!(output.status.success(), "{label}: {}", stderr(&output));
+        let mut expected = b"head\n".to_vec();
+        expected.extend_from_slice(&data);
+        let got = std::fs::read(dir.path().join("a")).unwrap();
+        assert_eq!(got.len(), expected.len(), "{label}: length");
+        assert!(got == expected, "{label}: content");
+    }
+}
+
+#[test]
+fn file_appended_onto_itself_through_stdout_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = pattern(300_000, 2);
+    std::fs::write(dir.path().join("f"), &data).unwrap();
+    for mechanism in MECHANISMS {
+        let output = shell(dir.path(), &format!("$F copy f - --via {mechanism} >> f"));
+        assert_eq!(
+            output.status.code(),
+            Some(2),
+            "{mechanism}: {}",
+            stderr(&output)
+        );
+        assert!(stderr(&output).contains("input file is output file"));
+        assert_eq!(
+            std::fs::read(dir.path().join("f")).unwrap(),
+            data,
+            "{mechanism}"
+        );
+    }
+}
+
+#[test]
+fn file_copied_onto_an_overlapping_range_of_itself_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = pattern(3 << 20, 3);
+    std::fs::write(dir.path().join("f"), &data).unwrap();
+    for mechanism in MECHANISMS {
+        let output = shell(
+            dir.path(),
+            &format!("$F copy f - --seek 1M --via {mechanism} 1<>f"),
+        );
+        assert_eq!(
+            output.status.code(),
+            Some(2),
+            "{mechanism}: {}",
+            stderr(&output)
+        );
+        assert_eq!(
+            std::fs::read(dir.path().join("f")).unwrap(),
+            data,
+            "{mechanism}"
+        );
+        let output = flexio()
+            .args(["copy", "--in-place", "--via", mechanism])
+            .arg(dir.path().join("f"))
+            .arg(dir.path().join("f"))
+            .output()
+            .unwrap();
+        assert_eq!(
+            output.status.code(),
+            Some(2),
+            "{mechanism}: {}",
+            stderr(&output)
+        );
+        assert_eq!(
+            std::fs::read(dir.path().join("f")).unwrap(),
+            data,
+            "{mechanism}"
+        );
+    }
+    // Ranges provably apart are fine: the first MiB after the file's end.
+    let output = shell(dir.path(), "$F copy f - --length 1M --seek 3M 1<>f");
+    assert!(output.status.success(), "{}", stderr(&output));
+    let got = std::fs::read(dir.path().join("f")).unwrap();
+    assert_eq!(&got[..3 << 20], &data[..]);
+    assert_eq!(&got[3 << 20..], &data[..1 << 20]);
+}
+
+#[test]
+fn usage_errors_are_found_before_the_network_is_touched() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("src"), b"data").unwrap();
+    // A listener that would hold a connecting peer: flexio must fail before
+    // it accepts anything, so it must not even bind.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let cases: [(Vec<String>, &str); 3] = [
+        (
+            vec![
+                "copy".into(),
+                "tcp-listen://127.0.0.1:0".into(),
+                dir.path().join("out").display().to_string(),
+                "--seek".into(),
+                "10".into(),
+            ],
+            "--seek on a regular file needs --in-place",
+        ),
+        (
+            vec![
+                "copy".into(),
+                dir.path().join("src").display().to_string(),
+                format!("tcp://127.0.0.1:{port}"),
+                "--seek".into(),
+                "10".into(),
+            ],
+            "--seek needs a seekable sink",
+        ),
+        (
+            vec![
+                "copy".into(),
+                format!("tcp://127.0.0.1:{port}"),
+                dir.path().join("out").display().to_string(),
+                "--offset".into(),
+                "10".into(),
+            ],
+            "--offset needs a seekable source",
+        ),
+    ];
+    for (args, expected) in cases {
+        let output = flexio().args(&args).output().unwrap();
+        assert_eq!(
+            output.status.code(),
+            Some(2),
+            "{args:?}: {}",
+            stderr(&output)
+        );
+        assert!(
+            stderr(&output).contains(expected),
+            "{args:?}: {}",
+            stderr(&output)
+        );
+        assert!(
+            listener.accept().is_err(),
+            "{args:?}: connected before checking its arguments"
+        );
+        assert!(!stderr(&output).contains("listening"), "{args:?}: bound");
+    }
+}
+
+#[test]
+fn ranges_that_overflow_are_usage_errors_up_front() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("src"), pattern(102_400, 4)).unwrap();
+    for args in [
+        vec!["--offset", "1", "--length", "18446744073709551615"],
+        vec!["--seek", "18446744073709551615", "--in-place"],
+        vec!["--offset", "18446744073709551615"],
+    ] {
+        std::fs::write(dir.path().join("out"), b"old").unwrap();
+        let output = flexio()
+            .arg("copy")
+            .arg(dir.path().join("src"))
+            .arg(dir.path().join("out"))
+            .args(&args)
+            .output()
+            .unwrap();
+        assert_eq!(
+            output.status.code(),
+            Some(2),
+            "{args:?}: {}",
+            stderr(&output)
+        );
+        assert_eq!(std::fs::read(dir.path().join("out")).unwrap(), b"old");
+        assert_eq!(names(dir.path()), ["out", "src"], "{args:?}");
+    }
+}
+
+#[test]
+fn procfs_and_sysfs_files_are_read_to_their_end() {
+    let dir = tempfile::tempdir().unwrap();
+    for (source, mechanism) in [
+        ("/proc/cpuinfo", "auto"),
+        ("/proc/self/status", "read-write"),
+        ("/proc/cpuinfo", "splice"),
+        ("/sys/kernel/mm/transparent_hugepage/enabled", "auto"),
+    ] {
+        if !Path::new(source).exists() {
+            eprintln!("skipped: {source} does not exist here");
+            continue;
+        }
+        let sink = dir.path().join("copy");
+        let output = flexio()
+            .args(["copy", "-q", "--via", mechanism, source])
+            .arg(&sink)
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "{source}: {}", stderr(&output));
+        let copied = std::fs::read(&sink).unwrap();
+        assert!(!copied.is_empty(), "{source} copied as 0 bytes");
+        // Generated files may change between reads (cpu MHz, VmRSS):
+        // compare the shape, not every byte.
+        let direct = std::fs::read(source).unwrap();
+        assert_eq!(
+            copied.iter().filter(|&&b| b == b'\n').count(),
+            direct.iter().filter(|&&b| b == b'\n').count(),
+            "{source}"
+        );
+    }
+}
+
+#[test]
+fn dangling_symlink_destination_is_refused_and_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("src"), b"data").unwrap();
+    std::os::unix::fs::symlink(dir.path().join("nowhere"), dir.path().join("link")).unwrap();
+    let output = shell(dir.path(), "$F copy src link");
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    assert!(stderr(&output).contains("dangling symlink"));
+    assert!(std::fs::symlink_metadata(dir.path().join("link"))
+        .unwrap()
+        .file_type()
+        .is_symlink());
+    assert_eq!(names(dir.path()), ["link", "src"]);
+}
+
+#[test]
+fn live_symlink_destination_is_written_through_to_its_target() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("src"), b"new").unwrap();
+    std::fs::write(dir.path().join("target"), b"old").unwrap();
+    std::os::unix::fs::symlink("target", dir.path().join("link")).unwrap();
+    let output = shell(dir.path(), "$F copy -q src link");
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(std::fs::symlink_metadata(dir.path().join("link"))
+        .unwrap()
+        .file_type()
+        .is_symlink());
+    assert_eq!(std::fs::read(dir.path().join("target")).unwrap(), b"new");
+}
+
+#[test]
+fn read_only_destination_of_another_owner_is_refused() {
+    if is_root() {
+        // Root may write any file, and so does cp as root; the refusal is
+        // for a user who could not open the file for writing.
+        eprintln!("skipped: root may write a read-only file (as cp does)");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("src"), b"new").unwrap();
+    std::fs::write(dir.path().join("ro"), b"old").unwrap();
+    std::fs::set_permissions(
+        dir.path().join("ro"),
+        std::fs::Permissions::from_mode(0o444),
+    )
+    .unwrap();
+    let output = shell(dir.path(), "$F copy src ro");
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    assert_eq!(std::fs::read(dir.path().join("ro")).unwrap(), b"old");
+}
+
+#[test]
+fn read_only_destination_is_refused_for_an_unprivileged_user() {
+    if !require_root("run flexio as the nobody user") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+    std::fs::write(dir.path().join("src"), b"new").unwrap();
+    std::fs::set_permissions(
+        dir.path().join("src"),
+        std::fs::Permissions::from_mode(0o644),
+    )
+    .unwrap();
+    std::fs::write(dir.path().join("ro"), b"old").unwrap();
+    std::fs::set_permissions(
+        dir.path().join("ro"),
+        std::fs::Permissions::from_mode(0o444),
+    )
+    .unwrap();
+    let output = Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .arg(env!("CARGO_BIN_EXE_flexio"))
+        .arg("copy")
+        .arg(dir.path().join("src"))
+        .arg(dir.path().join("ro"))
+        .env("FLEXIO_PROFILE", "/nonexistent/flexio-profile.toml")
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("Permission denied"),
+        "{}",
+        stderr(&output)
+    );
+    assert_eq!(std::fs::read(dir.path().join("ro")).unwrap(), b"old");
+    assert_eq!(names(dir.path()), ["ro", "src"]);
+}
+
+#[test]
+fn closed_stdout_or_stdin_is_an_error_not_dev_null() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("src"), b"data").unwrap();
+    let output = shell(dir.path(), "$F copy src - >&-");
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    assert!(stderr(&output).contains("stdout (closed when flexio started)"));
+    let output = shell(dir.path(), "$F copy - out <&-");
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    assert!(stderr(&output).contains("stdin (closed when flexio started)"));
+    assert_eq!(names(dir.path()), ["src"]);
+}
+
+#[test]
+fn missing_source_is_a_failure_at_run_time_exit_1() {
+    let dir = tempfile::tempdir().unwrap();
+    for command in ["copy", "plan"] {
+        let output = flexio()
+            .arg(command)
+            .arg(dir.path().join("nosuch"))
+            .arg(dir.path().join("out"))
+            .output()
+            .unwrap();
+        assert_eq!(
+            output.status.code(),
+            Some(1),
+            "{command}: {}",
+            stderr(&output)
+        );
+        assert!(
+            stderr(&output).contains("No such file or directory"),
+            "{command}: {}",
+            stderr(&output)
+        );
+    }
+}
+
+#[test]
+fn plan_refuses_a_file_onto_itself_as_copy_does() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("f"), b"data").unwrap();
+    for command in ["copy", "plan"] {
+        let output = flexio()
+            .arg(command)
+            .arg(dir.path().join("f"))
+            .arg(dir.path().join("f"))
+            .output()
+            .unwrap();
+        assert_eq!(
+            output.status.code(),
+            Some(2),
+            "{command}: {}",
+            stderr(&output)
+        );
+        assert!(stderr(&output).contains("same file"), "{command}");
+    }
+}
+
+#[test]
+fn direct_under_auto_chooses_a_mechanism_that_writes_directly() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("src"), pattern(1 << 20, 5)).unwrap();
+    let output = flexio()
+        .args(["copy", "--direct", "--json"])
+        .arg(dir.path().join("src"))
+        .arg(dir.path().join("out"))
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let used = report["mechanism_used"].as_str().unwrap();
+    // io-uring with O_DIRECT, or its fallback when the file system refuses
+    // O_DIRECT — said in the report.
+    assert!(
+        used == "io-uring"
+            || report["fallbacks"]
+                .as_array()
+                .is_some_and(|f| !f.is_empty()),
+        "{report}"
+    );
+    assert!(report["decided_by"].as_str().unwrap().contains("--direct"));
+    assert_eq!(
+        std::fs::read(dir.path().join("out")).unwrap(),
+        pattern(1 << 20, 5)
+    );
+    // A mechanism that ignores O_DIRECT is not silently given it.
+    let output = flexio()
+        .args(["copy", "--direct", "--via", "sendfile"])
+        .arg(dir.path().join("src"))
+        .arg(dir.path().join("out2"))
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+}
+
+#[test]
+fn splice_into_a_full_file_system_names_the_sink() {
+    if !require_root("mount a small tmpfs") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let mount = dir.path().join("small");
+    std::fs::create_dir(&mount).unwrap();
+    let status = Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=1m", "tmpfs"])
+        .arg(&mount)
+        .status()
+        .unwrap();
+    assert!(status.success(), "mount tmpfs");
+    let output = shell(
+        dir.path(),
+        "head -c 4000000 /dev/zero | $F copy - small/out --via splice",
+    );
+    let _ = Command::new("umount").arg(&mount).status();
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    let message = stderr(&output);
+    assert!(message.contains("small/out"), "{message}");
+    assert!(!message.contains("stdin"), "{message}");
+}
