@@ -1,4 +1,5 @@
-//! `flexio copy SRC DST`: one flow, and its report.
+//! `flexio copy SRC DST`: one flow, and its report; `flexio copy SRC...
+//! DIR` and `flexio copy -r SRCDIR DST` go to [`crate::copy_tree`].
 
 use std::io::{IsTerminal, Write};
 use std::sync::Arc;
@@ -11,15 +12,19 @@ use crate::progress::{ProgressBarThread, ProgressMode, CALL_LIMIT_WITH_PROGRESS}
 /// Arguments of `flexio copy`.
 #[derive(Args)]
 pub struct CopyArgs {
-    /// Source: a file or block device path, `-` (stdin), `tcp://HOST:PORT`,
-    /// `tcp-listen://ADDR:PORT`, `unix://PATH` or `unix-listen://PATH`.
-    source: String,
-    /// Sink: the same forms (`-` is stdout).
-    sink: String,
+    /// Sources, then the sink. An endpoint is a file or block device path,
+    /// `-` (stdin/stdout), `tcp://HOST:PORT`, `tcp-listen://ADDR:PORT`,
+    /// `unix://PATH` or `unix-listen://PATH`. As with cp, several sources
+    /// (or one into an existing directory) go into the directory DST, and
+    /// directories need -r.
+    #[arg(num_args = 2.., value_name = "SRC... DST", required = true)]
+    pub(crate) paths: Vec<String>,
+    #[command(flatten)]
+    pub(crate) tree: crate::copy_tree::TreeArgs,
     /// Mechanism: auto, read-write, mmap, sendfile, splice,
     /// copy-file-range, io-uring, direct.
     #[arg(long, default_value = "auto")]
-    via: String,
+    pub(crate) via: String,
     /// First source byte to move.
     #[arg(long, value_parser = size, default_value = "0")]
     offset: u64,
@@ -42,7 +47,7 @@ pub struct CopyArgs {
     pipe_size: Option<u64>,
     /// O_DIRECT on the file side(s) (io-uring).
     #[arg(long)]
-    direct: bool,
+    pub(crate) direct: bool,
     #[command(flatten)]
     profile: crate::profile_cmd::ProfileChoice,
     /// Write into the existing destination file instead of replacing it.
@@ -50,26 +55,26 @@ pub struct CopyArgs {
     in_place: bool,
     /// fsync the destination (and its directory) before finishing.
     #[arg(long)]
-    fsync: bool,
+    pub(crate) fsync: bool,
     /// Fail instead of falling back when the kernel refuses the mechanism.
     #[arg(long)]
-    strict: bool,
+    pub(crate) strict: bool,
     /// Hash source range and sink with BLAKE3 afterwards; fail on mismatch.
     #[arg(long)]
-    verify: bool,
+    pub(crate) verify: bool,
     /// Print the report as JSON.
     #[arg(long)]
-    json: bool,
+    pub(crate) json: bool,
     /// Print nothing but errors.
     #[arg(long, short)]
-    quiet: bool,
+    pub(crate) quiet: bool,
     /// Show progress: a bar on a terminal, else a line every 2 seconds on
     /// stderr [default: a bar when stderr is a terminal].
     #[arg(long, conflicts_with = "no_progress")]
-    progress: bool,
+    pub(crate) progress: bool,
     /// Never show progress.
     #[arg(long)]
-    no_progress: bool,
+    pub(crate) no_progress: bool,
 }
 
 pub(crate) fn size(text: &str) -> Result<u64, String> {
@@ -78,8 +83,14 @@ pub(crate) fn size(text: &str) -> Result<u64, String> {
 
 /// Runs `flexio copy`.
 pub fn run(args: CopyArgs) -> Result<(), Error> {
-    let source_address = Address::parse(&args.source)?;
-    let sink_address = Address::parse(&args.sink)?;
+    if crate::copy_tree::is_tree_copy(&args) {
+        return crate::copy_tree::run(args);
+    }
+    let [source, sink] = &args.paths[..] else {
+        unreachable!("is_tree_copy takes every other count of paths")
+    };
+    let source_address = Address::parse(source)?;
+    let sink_address = Address::parse(sink)?;
     let via = parse_via(&args.via, &source_address, &sink_address)?;
     let params = explicit_params(&args)?;
     let profile = (via == MechanismName::Auto)
@@ -134,7 +145,7 @@ pub fn run(args: CopyArgs) -> Result<(), Error> {
 
 /// The parameters given on the command line, if any was: they then hold
 /// even when `auto` takes its mechanism from the profile.
-fn explicit_params(args: &CopyArgs) -> Result<Option<Params>, Error> {
+pub(crate) fn explicit_params(args: &CopyArgs) -> Result<Option<Params>, Error> {
     if args.chunk.is_none()
         && args.queue_depth.is_none()
         && args.pipe_size.is_none()

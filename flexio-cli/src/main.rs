@@ -5,6 +5,7 @@
 
 mod bench;
 mod copy;
+mod copy_tree;
 mod mechanisms;
 mod plan;
 mod profile_cmd;

@@ -14,6 +14,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use flexio::tree::TreeProgress;
 use flexio::{format_bytes, format_rate, Progress};
 use indicatif::{ProgressBar, ProgressStyle};
 
@@ -55,7 +56,48 @@ impl ProgressMode {
     }
 }
 
-/// Draws a [`Progress`] on its own thread until dropped.
+/// What a watcher reads of a flow or a tree at one moment.
+pub struct Snapshot {
+    /// Bytes in the sink(s) so far.
+    pub bytes_done: u64,
+    /// Bytes to move, when known.
+    pub bytes_total: Option<u64>,
+    /// The total is only what was found so far (a walker still running).
+    pub at_least: bool,
+    /// Files done and found, for a tree.
+    pub files: Option<(u64, u64)>,
+}
+
+/// Something whose progress can be drawn.
+pub trait Watched: Send + Sync + 'static {
+    /// Reads it now.
+    fn snapshot(&self) -> Snapshot;
+}
+
+impl Watched for Progress {
+    fn snapshot(&self) -> Snapshot {
+        Snapshot {
+            bytes_done: self.done(),
+            bytes_total: self.total(),
+            at_least: false,
+            files: None,
+        }
+    }
+}
+
+impl Watched for TreeProgress {
+    fn snapshot(&self) -> Snapshot {
+        let (files_found, bytes_found, finished) = self.found();
+        Snapshot {
+            bytes_done: self.bytes_done(),
+            bytes_total: Some(bytes_found),
+            at_least: !finished,
+            files: Some((self.files_done(), files_found)),
+        }
+    }
+}
+
+/// Draws a [`Watched`] flow or tree on its own thread until dropped.
 pub struct ProgressBarThread {
     stop: Arc<AtomicBool>,
     handle: Option<JoinHandle<()>>,
@@ -63,11 +105,11 @@ pub struct ProgressBarThread {
 
 impl ProgressBarThread {
     /// Starts watching `progress` in `mode`.
-    pub fn start(progress: Arc<Progress>, mode: ProgressMode) -> Self {
+    pub fn start<W: Watched>(progress: Arc<W>, mode: ProgressMode) -> Self {
         let stop = Arc::new(AtomicBool::new(false));
         let handle = (mode != ProgressMode::Off).then(|| {
             let stop = Arc::clone(&stop);
-            std::thread::spawn(move || watch(&progress, &stop, mode))
+            std::thread::spawn(move || watch(&*progress, &stop, mode))
         });
         ProgressBarThread { stop, handle }
     }
@@ -97,7 +139,7 @@ impl RateWindow {
     }
 }
 
-fn watch(progress: &Progress, stop: &AtomicBool, mode: ProgressMode) {
+fn watch<W: Watched>(progress: &W, stop: &AtomicBool, mode: ProgressMode) {
     let started = Instant::now();
     let tick = match mode {
         ProgressMode::Bar => Duration::from_millis(100),
@@ -115,14 +157,16 @@ fn watch(progress: &Progress, stop: &AtomicBool, mode: ProgressMode) {
             continue;
         }
         let now = Instant::now();
-        let done = progress.done();
-        let total = progress.total();
-        let rate = window.rate(now, done);
-        let text = describe(done, total, rate);
+        let snapshot = progress.snapshot();
+        let rate = window.rate(now, snapshot.bytes_done);
+        let text = describe(&snapshot, rate);
         match mode {
             ProgressMode::Bar => {
-                let bar = bar.get_or_insert_with(|| new_bar(total));
-                bar.set_position(done);
+                let bar = bar.get_or_insert_with(|| new_bar(snapshot.bytes_total));
+                if let Some(total) = snapshot.bytes_total {
+                    bar.set_length(total.max(snapshot.bytes_done));
+                }
+                bar.set_position(snapshot.bytes_done);
                 bar.set_message(text);
             }
             _ => {
@@ -136,19 +180,28 @@ fn watch(progress: &Progress, stop: &AtomicBool, mode: ProgressMode) {
 }
 
 /// `1.20 GiB of 4.00 GiB (30%), 1.01 GiB/s, ETA 3 s` — the rate and ETA
-/// only once known.
-fn describe(done: u64, total: Option<u64>, rate: Option<f64>) -> String {
-    let mut text = format_bytes(done);
+/// only once known; for a tree, files first, and "at least" while the
+/// walker is still finding them (no ETA then).
+fn describe(snapshot: &Snapshot, rate: Option<f64>) -> String {
+    let (done, total) = (snapshot.bytes_done, snapshot.bytes_total);
+    let at_least = if snapshot.at_least { "at least " } else { "" };
+    let mut text = match snapshot.files {
+        Some((files_done, files_found)) => {
+            format!("{files_done} of {at_least}{files_found} files, ")
+        }
+        None => String::new(),
+    };
+    text += &format_bytes(done);
     if let Some(total) = total.filter(|&t| t > 0) {
         text += &format!(
-            " of {} ({}%)",
+            " of {at_least}{} ({}%)",
             format_bytes(total),
             done.saturating_mul(100) / total
         );
     }
     if let Some(rate) = rate {
         text += &format!(", {}", format_rate(rate));
-        if let Some(total) = total {
+        if let (Some(total), false) = (total, snapshot.at_least) {
             let left = total.saturating_sub(done) as f64 / rate;
             text += &format!(", ETA {}", human_duration(left));
         }
@@ -195,16 +248,39 @@ mod tests {
         assert_eq!(rate, (1u64 << 30) as f64);
     }
 
+    fn flow(done: u64, total: Option<u64>) -> Snapshot {
+        Snapshot {
+            bytes_done: done,
+            bytes_total: total,
+            at_least: false,
+            files: None,
+        }
+    }
+
     #[test]
     fn lines_say_the_rate_and_eta_only_once_known() {
         assert_eq!(
-            describe(512 << 20, Some(2 << 30), None),
+            describe(&flow(512 << 20, Some(2 << 30)), None),
             "512.00 MiB of 2.00 GiB (25%)"
         );
         assert_eq!(
-            describe(1 << 30, Some(2 << 30), Some((512 << 20) as f64)),
+            describe(&flow(1 << 30, Some(2 << 30)), Some((512 << 20) as f64)),
             "1.00 GiB of 2.00 GiB (50%), 512.00 MiB/s, ETA 2 s"
         );
-        assert_eq!(describe(1 << 20, None, None), "1.00 MiB");
+        assert_eq!(describe(&flow(1 << 20, None), None), "1.00 MiB");
+    }
+
+    #[test]
+    fn a_tree_still_being_walked_says_at_least_and_no_eta() {
+        let tree = Snapshot {
+            bytes_done: 1 << 20,
+            bytes_total: Some(4 << 20),
+            at_least: true,
+            files: Some((10, 40)),
+        };
+        assert_eq!(
+            describe(&tree, Some((1 << 20) as f64)),
+            "10 of at least 40 files, 1.00 MiB of at least 4.00 MiB (25%), 1.00 MiB/s"
+        );
     }
 }

@@ -129,6 +129,22 @@ fn existing_destination_keeps_its_own_mode() {
 }
 
 #[test]
+fn root_replacing_a_users_file_keeps_its_owner_and_group() {
+    if !require_root("chown the destination to nobody") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("src"), b"new").unwrap();
+    std::fs::write(dir.path().join("theirs"), b"old").unwrap();
+    std::os::unix::fs::chown(dir.path().join("theirs"), Some(65534), Some(65534)).unwrap();
+    let output = shell(dir.path(), "$F copy -q src theirs");
+    assert!(output.status.success(), "{}", stderr(&output));
+    let meta = std::fs::metadata(dir.path().join("theirs")).unwrap();
+    assert_eq!((meta.uid(), meta.gid()), (65534, 65534));
+    assert_eq!(std::fs::read(dir.path().join("theirs")).unwrap(), b"new");
+}
+
+#[test]
 fn direct_into_an_appending_stdout_appends_without_zeros() {
     let dir = tempfile::tempdir().unwrap();
     let data = pattern((1 << 20) + 12345, 1);

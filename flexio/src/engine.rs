@@ -12,6 +12,52 @@ use crate::measure::{self, Sample};
 use crate::mechanism::{
     fallback_for, implementation, Counters, MechanismName, Scratch, Stop, Transfer,
 };
+
+/// Moves the bytes of `transfer` with `mechanism`, and when the kernel
+/// refuses it, with the next in its fallback order from where it stopped,
+/// recording each fallback (`at_byte` counted from `flow_start`). Returns
+/// the mechanism that finished. With `strict`, a refusal is an error.
+pub(crate) fn run_with_fallbacks(
+    transfer: &mut Transfer<'_>,
+    mechanism: MechanismName,
+    strict: bool,
+    flow_start: u64,
+    fallbacks: &mut Vec<Fallback>,
+) -> Result<MechanismName> {
+    let mut current = mechanism;
+    loop {
+        match implementation(current).run(transfer) {
+            Ok(()) => return Ok(current),
+            Err(Stop::Failed(error)) => return Err(error),
+            Err(Stop::Refused { op, errno }) => {
+                if strict {
+                    return Err(Error::StrictRefusal {
+                        mechanism: current,
+                        op,
+                        reason: std::io::Error::from(errno).to_string(),
+                    });
+                }
+                let Some(next) = fallback_for(current, transfer.source_kind, transfer.sink_kind)
+                else {
+                    return Err(Error::io(
+                        op,
+                        transfer.sink_label,
+                        Some(transfer.sink_pos),
+                        std::io::Error::from(errno),
+                    ));
+                };
+                fallbacks.push(Fallback {
+                    from: current,
+                    to: next,
+                    operation: op.to_string(),
+                    reason: std::io::Error::from(errno).to_string(),
+                    at_byte: transfer.source_pos - flow_start,
+                });
+                current = next;
+            }
+        }
+    }
+}
 use crate::report::{Fallback, Report};
 use crate::verify;
 use crate::writeback::{slices, Writeback};
@@ -107,39 +153,13 @@ impl<'a> Engine<'a> {
                     progress: &self.flow.progress.done,
                     call_limit: self.flow.call_limit,
                 };
-                loop {
-                    match implementation(current).run(&mut transfer) {
-                        Ok(()) => break,
-                        Err(Stop::Failed(error)) => return Err(error),
-                        Err(Stop::Refused { op, errno }) => {
-                            if self.flow.strict {
-                                return Err(Error::StrictRefusal {
-                                    mechanism: current,
-                                    op,
-                                    reason: std::io::Error::from(errno).to_string(),
-                                });
-                            }
-                            let Some(next) =
-                                fallback_for(current, self.source.kind, self.sink.kind)
-                            else {
-                                return Err(Error::io(
-                                    op,
-                                    transfer.sink_label,
-                                    Some(transfer.sink_pos),
-                                    std::io::Error::from(errno),
-                                ));
-                            };
-                            fallbacks.push(Fallback {
-                                from: current,
-                                to: next,
-                                operation: op.to_string(),
-                                reason: std::io::Error::from(errno).to_string(),
-                                at_byte: transfer.source_pos - source_start,
-                            });
-                            current = next;
-                        }
-                    }
-                }
+                current = run_with_fallbacks(
+                    &mut transfer,
+                    current,
+                    self.flow.strict,
+                    source_start,
+                    &mut fallbacks,
+                )?;
                 let piece_moved = transfer.source_pos - piece_start;
                 moved += piece_moved;
                 if let (Some(writeback), Some(fd)) = (writeback.as_mut(), sink_fd) {

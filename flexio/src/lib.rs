@@ -49,6 +49,7 @@ mod mechanism;
 mod report;
 mod size;
 mod sys;
+pub mod tree;
 pub mod tune;
 mod verify;
 mod writeback;

@@ -74,7 +74,7 @@ fn reopen<Fd: AsFd>(fd: Fd, path: Option<&std::path::Path>, label: &str) -> Resu
     File::open(&path).map_err(|e| Error::io("open for --verify", label, None, e))
 }
 
-fn hash_file(file: &File, start: u64, length: u64, label: &str) -> Result<blake3::Hash> {
+pub(crate) fn hash_file(file: &File, start: u64, length: u64, label: &str) -> Result<blake3::Hash> {
     let mut reader = file;
     reader
         .seek(SeekFrom::Start(start))

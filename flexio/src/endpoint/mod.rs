@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 pub use address::Address;
 pub(crate) use file_sink::FileSink;
 pub(crate) use open::{
-    open_sink, open_source, OpenSink, OpenSource, SinkIo, SinkOptions, SourceIo,
+    open_sink, open_source, process_umask, OpenSink, OpenSource, SinkIo, SinkOptions, SourceIo,
 };
 
 /// What an endpoint is, as far as choosing a mechanism goes.

@@ -252,6 +252,7 @@ fn open_sink_path<'a>(path: PathBuf, options: &SinkOptions) -> Result<OpenSink<'
         // The replacement keeps the destination's own mode (as cp, which
         // writes an existing file in place).
         let file = FileSink::create(&target, Some(meta.mode() & 0o7777))?;
+        keep_owner(&file, &meta);
         return Ok(fresh(file, label, path));
     }
     if file_type.is_socket() {
@@ -268,6 +269,20 @@ fn open_sink_path<'a>(path: PathBuf, options: &SinkOptions) -> Result<OpenSink<'
     opened.path = Some(path);
     opened.base = 0;
     Ok(opened)
+}
+
+/// Gives the replacement the destination's owner and group, as cp's
+/// writing in place keeps them: root replacing a user's file must not
+/// leave a root-owned file the user can no longer write. Where the kernel
+/// does not let us (an unprivileged user, someone else's file), the new
+/// file is ours, as any file we create.
+fn keep_owner(file: &FileSink, meta: &std::fs::Metadata) {
+    use rustix::fs::{Gid, Uid};
+    let _ = rustix::fs::fchown(
+        file.fd(),
+        Some(Uid::from_raw(meta.uid())),
+        Some(Gid::from_raw(meta.gid())),
+    );
 }
 
 /// The mode of a new file copied from a source with `source_mode`, before

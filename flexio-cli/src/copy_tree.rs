@@ -1,0 +1,187 @@
+//! `flexio copy SRC... DIR` and `flexio copy -r SRCDIR DST`: cp's grammar
+//! and options over [`flexio::tree`], with a files-and-bytes progress bar
+//! and one line per entry that failed.
+
+use std::sync::Arc;
+
+use clap::Args;
+use flexio::tree::{copy_tree, default_jobs, Preserve, Symlinks, TreeOptions, TreeProgress};
+use flexio::{Address, Error, MechanismName};
+
+use crate::copy::CopyArgs;
+use crate::progress::{ProgressBarThread, ProgressMode};
+
+/// The options of `flexio copy` that concern trees and many files.
+#[derive(Args, Default)]
+pub struct TreeArgs {
+    /// Copy directories and everything in them.
+    #[arg(short = 'r', short_alias = 'R', long)]
+    recursive: bool,
+    /// -r, -P and --preserve=all: modes, owner and group (as root),
+    /// timestamps, hard links, xattrs; symlinks as symlinks.
+    #[arg(short = 'a', long)]
+    archive: bool,
+    /// --preserve=mode,ownership,timestamps.
+    #[arg(short = 'p')]
+    preserve_default: bool,
+    /// Attributes to keep: mode, ownership, timestamps, links, xattr, all.
+    #[arg(long, value_name = "LIST")]
+    preserve: Option<String>,
+    /// Follow every symlink in the sources.
+    #[arg(short = 'L', long, overrides_with_all = ["no_dereference", "command_line_symlinks"])]
+    dereference: bool,
+    /// Copy symlinks as symlinks (the default with -r).
+    #[arg(short = 'P', long, overrides_with_all = ["dereference", "command_line_symlinks"])]
+    no_dereference: bool,
+    /// Follow symlinks named on the command line only.
+    #[arg(short = 'H', overrides_with_all = ["dereference", "no_dereference"])]
+    command_line_symlinks: bool,
+    /// Stay on each source's file system.
+    #[arg(short = 'x', long)]
+    one_file_system: bool,
+    /// Skip entries whose name or path matches this glob (repeatable).
+    #[arg(long, value_name = "GLOB")]
+    exclude: Vec<String>,
+    /// Never replace an existing file.
+    #[arg(short = 'n', long, conflicts_with = "update")]
+    no_clobber: bool,
+    /// Replace an existing file only when the source is newer.
+    #[arg(short = 'u', long)]
+    update: bool,
+    /// Print what would be done; change nothing.
+    #[arg(long)]
+    dry_run: bool,
+    /// Files copied at once [default: two per CPU, 2 to 16].
+    #[arg(long, short = 'j', value_name = "N")]
+    jobs: Option<usize>,
+}
+
+impl TreeArgs {
+    /// Whether any option that only a tree copy has was given.
+    fn any(&self) -> bool {
+        self.recursive
+            || self.archive
+            || self.preserve_default
+            || self.preserve.is_some()
+            || self.dereference
+            || self.no_dereference
+            || self.command_line_symlinks
+            || self.one_file_system
+            || !self.exclude.is_empty()
+            || self.no_clobber
+            || self.update
+            || self.dry_run
+            || self.jobs.is_some()
+    }
+}
+
+/// Whether `flexio copy` runs as a tree copy: several sources, a tree
+/// option, a directory source, or a destination that is a directory.
+/// Everything else is one flow (sockets and stdio among them).
+pub fn is_tree_copy(args: &CopyArgs) -> bool {
+    let [source, sink] = &args.paths[..] else {
+        return true;
+    };
+    if args.tree.any() {
+        return true;
+    }
+    let is_path = |text: &str| matches!(Address::parse(text), Ok(Address::Path(_)));
+    is_path(source)
+        && is_path(sink)
+        && (std::path::Path::new(source).is_dir() || std::path::Path::new(sink).is_dir())
+}
+
+/// Runs a tree copy.
+pub fn run(args: CopyArgs) -> Result<(), Error> {
+    let options = tree_options(&args)?;
+    let (sources, destination) = args.paths.split_at(args.paths.len() - 1);
+    let mut paths = Vec::with_capacity(sources.len());
+    for text in sources.iter().chain(destination) {
+        match Address::parse(text)? {
+            Address::Path(path) => paths.push(path),
+            other => {
+                return Err(Error::Usage(format!(
+                    "{other}: several sources, directories and tree options take paths only"
+                )))
+            }
+        }
+    }
+    let destination = paths.pop().expect("at least two paths");
+    let progress = Arc::new(TreeProgress::default());
+    let mode = ProgressMode::choose(args.progress, args.no_progress, args.quiet || args.json);
+    let report = {
+        let _bar = ProgressBarThread::start(Arc::clone(&progress), mode);
+        copy_tree(&paths, &destination, &options, &progress)?
+    };
+    for failure in &report.failures {
+        eprintln!("flexio: {}: {}", failure.path, failure.error);
+    }
+    if args.json {
+        let text = serde_json::to_string_pretty(&report).expect("a report serializes") + "\n";
+        crate::print_stdout(&text);
+    } else if options.dry_run {
+        crate::print_stdout(&(report.planned.join("\n") + "\n"));
+    } else if !args.quiet {
+        crate::print_stdout(&report.to_string());
+    }
+    if report.succeeded() {
+        return Ok(());
+    }
+    Err(Error::Io {
+        op: "copy",
+        endpoint: format!(
+            "{} of {} entries",
+            report.failures.len(),
+            report.failures.len() as u64 + report.files + report.directories + report.symlinks
+        ),
+        offset: None,
+        source: std::io::Error::other("failed (each is listed above)"),
+    })
+}
+
+fn tree_options(args: &CopyArgs) -> Result<TreeOptions, Error> {
+    let tree = &args.tree;
+    let mut preserve = Preserve::default();
+    if tree.archive {
+        preserve = Preserve::ALL;
+    }
+    if tree.preserve_default {
+        preserve = preserve.with(Preserve::DEFAULT_P);
+    }
+    if let Some(list) = &tree.preserve {
+        preserve = preserve.with(Preserve::parse(list)?);
+    }
+    let recursive = tree.recursive || tree.archive;
+    let symlinks = if tree.dereference {
+        Symlinks::FollowAll
+    } else if tree.command_line_symlinks {
+        Symlinks::FollowCommandLine
+    } else if tree.no_dereference || recursive {
+        Symlinks::Keep
+    } else {
+        Symlinks::FollowCommandLine
+    };
+    let jobs = match tree.jobs {
+        Some(0) => return Err(Error::Usage("--jobs must be at least 1".into())),
+        Some(jobs) => jobs,
+        None => default_jobs(),
+    };
+    let mechanism: MechanismName = args.via.parse()?;
+    let params = crate::copy::explicit_params(args)?.unwrap_or_default();
+    Ok(TreeOptions {
+        recursive,
+        preserve,
+        symlinks,
+        one_file_system: tree.one_file_system,
+        exclude: tree.exclude.clone(),
+        no_clobber: tree.no_clobber,
+        update: tree.update,
+        dry_run: tree.dry_run,
+        jobs,
+        fsync: args.fsync,
+        verify: args.verify,
+        mechanism,
+        params,
+        strict: args.strict,
+    })
+}

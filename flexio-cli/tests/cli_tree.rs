@@ -1,0 +1,158 @@
+//! `flexio copy` with cp's grammar for many files and trees, as a person
+//! types it: exit statuses, what lands where, one line per failed entry.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn flexio() -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_flexio"));
+    command.env("FLEXIO_PROFILE", "/nonexistent/flexio-profile.toml");
+    command
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+fn is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .unwrap()
+        .lines()
+        .find_map(|line| line.strip_prefix("Uid:"))
+        .and_then(|ids| ids.split_whitespace().nth(1).map(|euid| euid == "0"))
+        .unwrap()
+}
+
+fn tree(root: &Path) {
+    std::fs::create_dir_all(root.join("sub/deeper")).unwrap();
+    std::fs::write(root.join("top"), b"top").unwrap();
+    std::fs::write(root.join("sub/mid"), b"mid").unwrap();
+    std::fs::write(root.join("sub/deeper/low"), b"low").unwrap();
+}
+
+#[test]
+fn several_sources_go_into_a_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    std::fs::write(root.join("a"), b"a").unwrap();
+    std::fs::write(root.join("b"), b"b").unwrap();
+    std::fs::create_dir(root.join("into")).unwrap();
+    let output = flexio()
+        .args(["copy", "-q"])
+        .args([root.join("a"), root.join("b"), root.join("into")])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!(std::fs::read(root.join("into/a")).unwrap(), b"a");
+    assert_eq!(std::fs::read(root.join("into/b")).unwrap(), b"b");
+    // One file into an existing directory, as cp.
+    let output = flexio()
+        .args(["copy", "-q"])
+        .args([root.join("a"), root.join("into/")])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    // Several sources and no directory: a usage error before any copy.
+    let output = flexio()
+        .arg("copy")
+        .args([root.join("a"), root.join("b"), root.join("nodir")])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(!root.join("nodir").exists());
+}
+
+#[test]
+fn a_directory_needs_r_and_r_copies_it_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    tree(&root.join("src"));
+    let output = flexio()
+        .arg("copy")
+        .args([root.join("src"), root.join("dst")])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("-r not given"),
+        "{}",
+        stderr(&output)
+    );
+    let output = flexio()
+        .args(["copy", "-r", "--json"])
+        .args([root.join("src"), root.join("dst")])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(report["files"], 3);
+    assert_eq!(report["directories"], 3);
+    assert_eq!(
+        std::fs::read(root.join("dst/sub/deeper/low")).unwrap(),
+        b"low"
+    );
+}
+
+#[test]
+fn dry_run_lists_and_changes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    tree(&root.join("src"));
+    let output = flexio()
+        .args(["copy", "-r", "--dry-run"])
+        .args([root.join("src"), root.join("dst")])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(text.contains("mkdir") && text.contains("low"), "{text}");
+    assert!(!root.join("dst").exists());
+}
+
+#[test]
+fn an_unreadable_file_fails_alone_with_its_path_and_exit_1() {
+    if !is_root() {
+        assert!(
+            std::env::var("FLEXIO_TEST_PRIVILEGED").as_deref() != Ok("1"),
+            "needs root to run flexio as nobody"
+        );
+        eprintln!("skipped: needs root to run flexio as nobody");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    tree(&root.join("src"));
+    std::fs::write(root.join("src/sub/secret"), b"secret").unwrap();
+    let chmod = |path: &Path, mode: u32| {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+    };
+    chmod(root, 0o777);
+    for path in ["src", "src/sub", "src/sub/deeper"] {
+        chmod(&root.join(path), 0o755);
+    }
+    for path in ["src/top", "src/sub/mid", "src/sub/deeper/low"] {
+        chmod(&root.join(path), 0o644);
+    }
+    chmod(&root.join("src/sub/secret"), 0o600);
+    let output = Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .arg(env!("CARGO_BIN_EXE_flexio"))
+        .args(["copy", "-r", "-q"])
+        .args([root.join("src"), root.join("dst")])
+        .env("FLEXIO_PROFILE", "/nonexistent/flexio-profile.toml")
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    let message = stderr(&output);
+    assert!(
+        message.contains("secret") && message.contains("Permission denied"),
+        "{message}"
+    );
+    assert_eq!(
+        std::fs::read(root.join("dst/sub/deeper/low")).unwrap(),
+        b"low"
+    );
+    assert_eq!(std::fs::read(root.join("dst/top")).unwrap(), b"top");
+    assert!(!root.join("dst/sub/secret").exists());
+}

@@ -1,0 +1,242 @@
+//! One regular file of a tree: opened, its bytes moved into a new file
+//! beside the destination (a reflink first where the file systems share
+//! extents, else the flow's mechanism over its data segments, so holes
+//! stay holes), its attributes set on the open descriptor, and only then
+//! linked in under its name.
+
+use std::fs::File;
+use std::os::fd::{AsFd, BorrowedFd};
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use rustix::io::Errno;
+
+use super::metadata::{copy_xattrs, keep_owner, new_file_mode, set_times};
+use super::options::TreeOptions;
+use super::queue::FileJob;
+use crate::endpoint::{EndpointKind, FileSink};
+use crate::engine::run_with_fallbacks;
+use crate::error::{Error, Result};
+use crate::mechanism::{Counters, MechanismName, Scratch, Transfer};
+use crate::report::Fallback;
+
+/// What one worker keeps from file to file: its buffers and pipe, so that
+/// nothing is allocated per file, and whether reflinks were refused.
+pub(crate) struct Worker<'a> {
+    pub options: &'a TreeOptions,
+    pub umask: u32,
+    pub scratch: Scratch,
+    pub counters: Counters,
+    /// Set once the destination's file system refuses FICLONE: later files
+    /// go straight to their mechanism instead of asking again.
+    pub reflink_refused: &'a AtomicBool,
+    pub progress: &'a std::sync::atomic::AtomicU64,
+}
+
+/// How one file's bytes moved.
+pub(crate) struct FileOutcome {
+    /// `reflink`, or the mechanism that finished.
+    pub method: &'static str,
+    /// Bytes of data (holes not counted).
+    pub bytes: u64,
+    pub fallbacks: Vec<Fallback>,
+    pub verified: bool,
+}
+
+impl Worker<'_> {
+    /// Copies `source` to `target` (replacing a file there).
+    pub fn copy_file(&mut self, job: &FileJob) -> Result<FileOutcome> {
+        let (source, target) = (job.source.as_path(), job.target.as_path());
+        let label = source.display().to_string();
+        let follow = self.options.symlinks == super::Symlinks::FollowAll;
+        let file = File::options()
+            .read(true)
+            .custom_flags(if follow { 0 } else { libc::O_NOFOLLOW })
+            .open(source)
+            .map_err(|e| Error::io("open", &label, None, e))?;
+        let meta = file
+            .metadata()
+            .map_err(|e| Error::io("fstat", &label, None, e))?;
+        let existing = if job.in_new_directory {
+            None
+        } else {
+            std::fs::symlink_metadata(target).ok()
+        };
+        if existing.as_ref().is_some_and(|m| m.is_dir()) {
+            return Err(Error::usage(format!(
+                "{}: cannot overwrite a directory with a file",
+                target.display()
+            )));
+        }
+        let preserve = self.options.preserve;
+        let mode = match &existing {
+            Some(old) if !preserve.mode => old.mode() & 0o7777,
+            _ => new_file_mode(meta.mode(), preserve, self.umask),
+        };
+        let sink = FileSink::create(target, Some(mode))?;
+        if preserve.ownership {
+            keep_owner(sink.fd(), meta.uid(), meta.gid());
+        } else if let Some(old) = &existing {
+            keep_owner(sink.fd(), old.uid(), old.gid());
+        }
+        let (method, fallbacks) = self.move_bytes(&file, &meta, &sink, &label, target)?;
+        let target_label = target.display().to_string();
+        if preserve.xattr {
+            copy_xattrs(file.as_fd(), sink.fd(), &label, &target_label)?;
+        }
+        if preserve.timestamps {
+            set_times(sink.fd(), &meta, &target_label)?;
+        }
+        // `--fsync` syncs each destination file system once, at the end.
+        sink.finish(false)?;
+        let verified = self.options.verify && {
+            verify_copy(&file, target, meta.size(), &label)?;
+            true
+        };
+        Ok(FileOutcome {
+            method,
+            bytes: data_bytes(&meta),
+            fallbacks,
+            verified,
+        })
+    }
+
+    fn move_bytes(
+        &mut self,
+        file: &File,
+        meta: &std::fs::Metadata,
+        sink: &FileSink,
+        label: &str,
+        target: &Path,
+    ) -> Result<(&'static str, Vec<Fallback>)> {
+        let size = meta.size();
+        let mut fallbacks = Vec::new();
+        let named = self.options.mechanism;
+        if size == 0 {
+            return Ok((mechanism_label(named), fallbacks));
+        }
+        if named == MechanismName::Auto && !self.reflink_refused.load(Ordering::Relaxed) {
+            self.counters.syscalls += 1;
+            match rustix::fs::ioctl_ficlone(sink.fd(), file) {
+                Ok(()) => {
+                    self.progress.fetch_add(data_bytes(meta), Ordering::Relaxed);
+                    return Ok(("reflink", fallbacks));
+                }
+                Err(errno) if reflink_unsupported(errno) => {
+                    self.reflink_refused.store(true, Ordering::Relaxed);
+                }
+                Err(errno) => {
+                    return Err(Error::io(
+                        "ioctl(FICLONE)",
+                        target.display().to_string(),
+                        Some(0),
+                        std::io::Error::from(errno),
+                    ))
+                }
+            }
+        }
+        let sparse = meta.blocks() * 512 < size;
+        let segments = if sparse {
+            crate::measure::data_segments(file, 0, size)
+                .map_err(|e| Error::io("lseek(SEEK_DATA)", label, Some(0), e))?
+        } else {
+            vec![(0, size)]
+        };
+        let mut current = match named {
+            MechanismName::Auto => crate::builtin_choice(EndpointKind::File, EndpointKind::File),
+            named => named,
+        };
+        let target_label = target.display().to_string();
+        let strict = self.options.strict;
+        for (start, length) in segments {
+            let mut transfer = self.transfer(file.as_fd(), sink.fd(), label, &target_label);
+            transfer.source_pos = start;
+            transfer.sink_pos = start;
+            transfer.remaining = Some(length);
+            transfer.expected = Some(size);
+            current = run_with_fallbacks(&mut transfer, current, strict, 0, &mut fallbacks)?;
+        }
+        if sparse {
+            rustix::fs::ftruncate(sink.fd(), size)
+                .map_err(|e| Error::io("ftruncate", &target_label, Some(size), e))?;
+        }
+        Ok((current.as_str(), fallbacks))
+    }
+
+    fn transfer<'t>(
+        &'t mut self,
+        source: BorrowedFd<'t>,
+        sink: BorrowedFd<'t>,
+        source_label: &'t str,
+        sink_label: &'t str,
+    ) -> Transfer<'t> {
+        Transfer {
+            source_fd: Some(source),
+            source_memory: None,
+            sink_fd: Some(sink),
+            sink_memory: None,
+            source_kind: EndpointKind::File,
+            sink_kind: EndpointKind::File,
+            sink_appends: false,
+            source_label,
+            sink_label,
+            source_pos: 0,
+            sink_pos: 0,
+            remaining: Some(0),
+            expected: None,
+            params: &self.options.params,
+            counters: &mut self.counters,
+            scratch: &mut self.scratch,
+            progress: self.progress,
+            call_limit: usize::MAX,
+        }
+    }
+}
+
+/// The name a file's way of copying goes by in reports.
+fn mechanism_label(named: MechanismName) -> &'static str {
+    match named {
+        MechanismName::Auto => "empty",
+        named => named.as_str(),
+    }
+}
+
+/// Bytes of data in a file: its size less holes, as far as its blocks
+/// tell (a file system that reports no blocks still holds the bytes).
+fn data_bytes(meta: &std::fs::Metadata) -> u64 {
+    match meta.blocks() {
+        0 => meta.size(),
+        blocks => meta.size().min(blocks * 512),
+    }
+}
+
+/// FICLONE's ways of saying "not between these files".
+fn reflink_unsupported(errno: Errno) -> bool {
+    [
+        Errno::OPNOTSUPP,
+        Errno::XDEV,
+        Errno::INVAL,
+        Errno::NOTTY,
+        Errno::BADF,
+        Errno::PERM,
+    ]
+    .contains(&errno)
+}
+
+/// Hashes the source's first `size` bytes and the copy (by its final name)
+/// and fails on a difference.
+fn verify_copy(source: &File, target: &Path, size: u64, label: &str) -> Result<()> {
+    let target_label = target.display().to_string();
+    let copy =
+        File::open(target).map_err(|e| Error::io("open for --verify", &target_label, None, e))?;
+    let source_hash = crate::verify::hash_file(source, 0, size, label)?;
+    let sink_hash = crate::verify::hash_file(&copy, 0, size, &target_label)?;
+    if source_hash != sink_hash {
+        return Err(Error::VerifyMismatch {
+            source_hash: source_hash.to_hex().to_string(),
+            sink_hash: sink_hash.to_hex().to_string(),
+        });
+    }
+    Ok(())
+}

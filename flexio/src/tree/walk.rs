@@ -1,0 +1,354 @@
+//! The walker: goes through each source ahead of the workers, makes the
+//! directories, symlinks and special files itself (each one system call or
+//! two), and queues the regular files for the workers.
+
+use std::collections::HashMap;
+use std::fs::Metadata;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
+
+use globset::GlobSet;
+use rustix::fs::{FileType, Mode, CWD};
+
+use super::metadata::set_path_attributes;
+use super::options::{Symlinks, TreeOptions};
+use super::queue::{FileJob, Queue};
+use super::report::{TreeProgress, TreeReport};
+use crate::error::{Error, Result};
+
+/// A directory whose mode and times are set once its contents are in.
+pub(crate) struct FinishDirectory {
+    pub target: PathBuf,
+    pub source: Metadata,
+}
+
+/// A name to make as a hard link to a file copied earlier in the tree.
+pub(crate) struct HardLink {
+    pub source: PathBuf,
+    pub first_target: PathBuf,
+    pub target: PathBuf,
+}
+
+pub(crate) struct Walker<'a> {
+    pub options: &'a TreeOptions,
+    pub exclude: &'a GlobSet,
+    pub queue: &'a Queue,
+    pub progress: &'a TreeProgress,
+    pub umask: u32,
+    pub report: TreeReport,
+    pub directories: Vec<FinishDirectory>,
+    pub hard_links: Vec<HardLink>,
+    /// The first target of each multiply-linked source inode.
+    first_names: HashMap<(u64, u64), PathBuf>,
+}
+
+impl<'a> Walker<'a> {
+    pub fn new(
+        options: &'a TreeOptions,
+        exclude: &'a GlobSet,
+        queue: &'a Queue,
+        progress: &'a TreeProgress,
+        umask: u32,
+    ) -> Self {
+        Walker {
+            options,
+            exclude,
+            queue,
+            progress,
+            umask,
+            report: TreeReport::default(),
+            directories: Vec::new(),
+            hard_links: Vec::new(),
+            first_names: HashMap::new(),
+        }
+    }
+
+    /// Walks one source into its target.
+    pub fn walk(&mut self, source: &Path, target: &Path) {
+        let follow_top = self.options.symlinks != Symlinks::Keep || !self.options.recursive;
+        let meta = match stat(source, follow_top) {
+            Ok(meta) => meta,
+            Err(error) => return self.report.fail(source.display(), error),
+        };
+        if meta.is_dir() && !self.options.recursive {
+            return self.report.fail(
+                source.display(),
+                "is a directory (-r not given; omitting it)",
+            );
+        }
+        let root_device = meta.dev();
+        let mut stack = vec![(source.to_path_buf(), target.to_path_buf(), meta)];
+        while let Some((source, target, meta)) = stack.pop() {
+            if meta.is_dir() {
+                self.directory(&source, &target, meta, root_device, &mut stack);
+            } else {
+                self.entry(&source, &target, &meta);
+            }
+        }
+    }
+
+    fn directory(
+        &mut self,
+        source: &Path,
+        target: &Path,
+        meta: Metadata,
+        root_device: u64,
+        stack: &mut Vec<(PathBuf, PathBuf, Metadata)>,
+    ) {
+        let Some(made) = self.make_directory(source, target) else {
+            return;
+        };
+        self.report.directories += 1;
+        let crosses = self.options.one_file_system && meta.dev() != root_device;
+        self.directories.push(FinishDirectory {
+            target: target.to_path_buf(),
+            source: meta,
+        });
+        if crosses {
+            // -x: the mount point is made, what is mounted there is not copied.
+            return;
+        }
+        let entries = match std::fs::read_dir(source) {
+            Ok(entries) => entries,
+            Err(error) => {
+                return self.report.fail(
+                    source.display(),
+                    Error::io("opendir", source.display().to_string(), None, error),
+                )
+            }
+        };
+        let follow = self.options.symlinks == Symlinks::FollowAll;
+        let mut children = Vec::new();
+        for entry in entries {
+            let entry = match entry {
+                Ok(entry) => entry,
+                Err(error) => {
+                    self.report.fail(
+                        source.display(),
+                        Error::io("readdir", source.display().to_string(), None, error),
+                    );
+                    continue;
+                }
+            };
+            let child = entry.path();
+            let name = entry.file_name();
+            if self.excluded(&child, Path::new(&name)) {
+                self.report.skipped += 1;
+                continue;
+            }
+            match stat(&child, follow) {
+                Ok(child_meta) => children.push((child, target.join(&name), child_meta)),
+                // Vanished between readdir and stat: said, and the rest go on.
+                Err(error) => self.report.fail(child.display(), error),
+            }
+        }
+        // Regular files go to the workers in one batch; the rest, in name
+        // order, to the walker's stack.
+        let mut files = Vec::new();
+        children.sort_by(|a, b| b.0.cmp(&a.0));
+        for (child, child_target, child_meta) in children {
+            if child_meta.is_file() && !self.options.dry_run {
+                if let Some(job) = self.file_job(&child, child_target, &child_meta, made) {
+                    files.push(job);
+                }
+            } else {
+                stack.push((child, child_target, child_meta));
+            }
+        }
+        if !files.is_empty() {
+            self.queue.push_all(files);
+        }
+    }
+
+    /// Makes (or enters) a target directory, writable by us until its
+    /// contents are in: `Some(true)` when made now (so empty), `Some(false)`
+    /// when it was there, `None` when it cannot be.
+    fn make_directory(&mut self, source: &Path, target: &Path) -> Option<bool> {
+        if self.options.dry_run {
+            self.report
+                .planned
+                .push(format!("mkdir {}", target.display()));
+            return Some(true);
+        }
+        match rustix::fs::mkdirat(CWD, target, Mode::from_raw_mode(0o700)) {
+            Ok(()) => Some(true),
+            Err(rustix::io::Errno::EXIST) if target.is_dir() => Some(false),
+            Err(error) => {
+                self.report.fail(
+                    source.display(),
+                    Error::io("mkdir", target.display().to_string(), None, error),
+                );
+                None
+            }
+        }
+    }
+
+    /// Anything but a directory.
+    fn entry(&mut self, source: &Path, target: &Path, meta: &Metadata) {
+        if !meta.is_file() && self.leave_alone(target, meta) {
+            self.report.skipped += 1;
+            return;
+        }
+        let file_type = meta.file_type();
+        let result = if file_type.is_file() {
+            if let Some(job) = self.file_job(source, target.to_path_buf(), meta, false) {
+                self.queue.push_all([job]);
+            }
+            Ok(())
+        } else if file_type.is_symlink() {
+            self.symlink(source, target, meta)
+        } else {
+            self.special(source, target, meta)
+        };
+        if let Err(error) = result {
+            self.report.fail(source.display(), error);
+        }
+    }
+
+    /// `-n` and `-u`: whether an existing target stays as it is.
+    fn leave_alone(&self, target: &Path, meta: &Metadata) -> bool {
+        if !(self.options.no_clobber || self.options.update) {
+            return false;
+        }
+        let Ok(existing) = std::fs::symlink_metadata(target) else {
+            return false;
+        };
+        self.options.no_clobber
+            || (existing.mtime(), existing.mtime_nsec()) >= (meta.mtime(), meta.mtime_nsec())
+    }
+
+    /// The job for a regular file — `None` when it is a hard link to one
+    /// already queued, left alone (`-n`, `-u`), or only planned.
+    fn file_job(
+        &mut self,
+        source: &Path,
+        target: PathBuf,
+        meta: &Metadata,
+        in_new_directory: bool,
+    ) -> Option<FileJob> {
+        if !in_new_directory && self.leave_alone(&target, meta) {
+            self.report.skipped += 1;
+            return None;
+        }
+        if self.options.preserve.links && meta.nlink() > 1 {
+            let key = (meta.dev(), meta.ino());
+            if let Some(first) = self.first_names.get(&key) {
+                self.hard_links.push(HardLink {
+                    source: source.to_path_buf(),
+                    first_target: first.clone(),
+                    target,
+                });
+                return None;
+            }
+            self.first_names.insert(key, target.clone());
+        }
+        self.progress.files_found.fetch_add(1, Ordering::Relaxed);
+        self.progress
+            .bytes_found
+            .fetch_add(meta.size(), Ordering::Relaxed);
+        if self.options.dry_run {
+            self.report.planned.push(format!(
+                "copy {} -> {} ({} bytes)",
+                source.display(),
+                target.display(),
+                meta.size()
+            ));
+            return None;
+        }
+        Some(FileJob {
+            size: meta.size(),
+            source: source.to_path_buf(),
+            target,
+            in_new_directory,
+        })
+    }
+
+    fn symlink(&mut self, source: &Path, target: &Path, meta: &Metadata) -> Result<()> {
+        let label = source.display().to_string();
+        let points_to =
+            std::fs::read_link(source).map_err(|e| Error::io("readlink", &label, None, e))?;
+        if self.options.dry_run {
+            self.report.planned.push(format!(
+                "symlink {} -> {}",
+                target.display(),
+                points_to.display()
+            ));
+            return Ok(());
+        }
+        replace_with(target, |at| {
+            rustix::fs::symlinkat(&points_to, CWD, at).map_err(std::io::Error::from)
+        })
+        .map_err(|e| Error::io("symlink", target.display().to_string(), None, e))?;
+        set_path_attributes(target, meta, self.options.preserve, self.umask, true)?;
+        self.report.symlinks += 1;
+        Ok(())
+    }
+
+    /// FIFOs, device nodes and sockets are made anew, as `cp -r` does.
+    fn special(&mut self, source: &Path, target: &Path, meta: &Metadata) -> Result<()> {
+        if self.options.dry_run {
+            self.report.planned.push(format!(
+                "mknod {} (like {})",
+                target.display(),
+                source.display()
+            ));
+            return Ok(());
+        }
+        let file_type = FileType::from_raw_mode(meta.mode());
+        replace_with(target, |at| {
+            rustix::fs::mknodat(
+                CWD,
+                at,
+                file_type,
+                Mode::from_raw_mode(meta.mode() & 0o777),
+                meta.rdev(),
+            )
+            .map_err(std::io::Error::from)
+        })
+        .map_err(|e| Error::io("mknod", target.display().to_string(), None, e))?;
+        set_path_attributes(target, meta, self.options.preserve, self.umask, false)?;
+        self.report.special_files += 1;
+        Ok(())
+    }
+
+    /// Whether `path` (the full source path) or `name` (its last part)
+    /// matches an `--exclude` pattern.
+    fn excluded(&self, path: &Path, name: &Path) -> bool {
+        !self.exclude.is_empty() && (self.exclude.is_match(name) || self.exclude.is_match(path))
+    }
+}
+
+/// `lstat`, or `stat` when following symlinks.
+fn stat(path: &Path, follow: bool) -> Result<Metadata> {
+    let result = if follow {
+        std::fs::metadata(path)
+    } else {
+        std::fs::symlink_metadata(path)
+    };
+    result.map_err(|e| Error::io("stat", path.display().to_string(), None, e))
+}
+
+/// Makes `target` with `make`; an existing non-directory in its way is
+/// replaced atomically: the new entry is made under a temporary name and
+/// renamed over it.
+fn replace_with(target: &Path, make: impl Fn(&Path) -> std::io::Result<()>) -> std::io::Result<()> {
+    match make(target) {
+        Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => {
+            if target.is_dir() && !target.is_symlink() {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::IsADirectory,
+                    "cannot overwrite a directory",
+                ));
+            }
+            let name = target.file_name().unwrap_or_default().to_string_lossy();
+            let temp = target.with_file_name(format!(".{name}.flexio-new-{}", std::process::id()));
+            let _ = std::fs::remove_file(&temp);
+            make(&temp)?;
+            std::fs::rename(&temp, target).inspect_err(|_| {
+                let _ = std::fs::remove_file(&temp);
+            })
+        }
+        other => other,
+    }
+}
