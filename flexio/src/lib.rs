@@ -40,6 +40,7 @@
 
 #![warn(missing_docs)]
 
+pub mod cleanup;
 mod endpoint;
 mod engine;
 mod error;

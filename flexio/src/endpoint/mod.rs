@@ -8,6 +8,7 @@
 mod address;
 mod file_sink;
 mod open;
+mod temp_name;
 
 use std::fmt;
 use std::os::fd::OwnedFd;
