@@ -46,7 +46,10 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Copy(args) => copy::run(args),
+        Command::Copy(args) => {
+            remove_temporaries_on_signals();
+            copy::run(args)
+        }
         Command::Bench(args) => bench::run(args),
         Command::Mechanisms(args) => mechanisms::run(args),
         Command::Plan(args) => plan::run(args),
@@ -60,6 +63,31 @@ fn main() -> ExitCode {
             ExitCode::from(error.exit_code() as u8)
         }
     }
+}
+
+/// On SIGINT, SIGTERM or SIGHUP: remove the temporary file and socket file
+/// the flow created (see [`flexio::cleanup`]) and exit with 128 + the
+/// signal's number, as a shell reports a process the signal killed. The
+/// handler only wakes this thread; the removal runs here, outside the
+/// signal context.
+fn remove_temporaries_on_signals() {
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+    // A signal the parent set to be ignored (`nohup`) stays ignored.
+    let caught = [SIGINT, SIGTERM, SIGHUP]
+        .into_iter()
+        .filter(|&signal| !flexio::cleanup::signal_is_ignored(signal));
+    let mut signals = match signal_hook::iterator::Signals::new(caught) {
+        Ok(signals) => signals,
+        Err(error) => {
+            eprintln!("flexio: warning: cannot catch signals ({error}); an interrupted copy may leave its temporary file");
+            return;
+        }
+    };
+    std::thread::spawn(move || {
+        if let Some(signal) = signals.forever().next() {
+            flexio::cleanup::exit_removing_temporaries(128 + signal);
+        }
+    });
 }
 
 /// Writes to stdout; a reader that went away (`flexio mechanisms | head`)

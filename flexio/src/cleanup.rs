@@ -51,6 +51,18 @@ pub fn exit_removing_temporaries(status: i32) -> ! {
     std::process::exit(status)
 }
 
+/// Whether `signal` is set to be ignored in this process, as `nohup` sets
+/// SIGHUP: a program then leaves it ignored rather than catch it.
+///
+/// # Examples
+/// ```
+/// // SIGWINCH (28) is not ignored unless someone asked for it.
+/// assert!(!flexio::cleanup::signal_is_ignored(28));
+/// ```
+pub fn signal_is_ignored(signal: i32) -> bool {
+    crate::sys::signals::is_ignored(signal)
+}
+
 /// A registered path: removed when this is dropped, unless
 /// [`Tracked::settle`] moved it away first.
 #[derive(Debug)]

@@ -9,5 +9,6 @@ pub(crate) mod aligned;
 pub(crate) mod mapping;
 pub(crate) mod rusage;
 pub(crate) mod sigbus;
+pub(crate) mod signals;
 pub(crate) mod uring;
 pub(crate) mod writeback;
