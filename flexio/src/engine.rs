@@ -5,12 +5,12 @@
 
 use std::os::fd::AsFd;
 
-use crate::endpoint::{EndpointKind, OpenSink, OpenSource, SinkIo, SourceIo};
+use crate::endpoint::{EndpointKind, IdleEnds, OpenSink, OpenSource, SinkIo, SourceIo};
 use crate::error::{Error, Result};
 use crate::flow::Flow;
 use crate::measure::{self, Sample};
 use crate::mechanism::{
-    fallback_for, implementation, Counters, MechanismName, Scratch, Stop, Transfer,
+    fallback_for, implementation, Counters, Idle, MechanismName, Scratch, Stop, Transfer,
 };
 use crate::report::{Fallback, Report};
 use crate::verify;
@@ -52,6 +52,10 @@ impl<'a> Engine<'a> {
             _ => None,
         };
         let segments = self.segments(source_start)?;
+        let idle_ends = match self.flow.idle_timeout {
+            Some(limit) => Some(IdleEnds::prepare(&self.source, &self.sink, limit)?),
+            None => None,
+        };
 
         let before = Sample::now();
         let mut counters = Counters::default();
@@ -70,13 +74,22 @@ impl<'a> Engine<'a> {
             {
                 let sink_pos = sink_start + (piece_start - source_start);
                 let (source_fd, source_memory) = match &self.source.io {
-                    SourceIo::Fd(fd) => (Some(fd.as_fd()), None),
+                    SourceIo::Fd(fd) => (
+                        Some(
+                            idle_ends
+                                .as_ref()
+                                .and_then(IdleEnds::source_fd)
+                                .unwrap_or(fd.as_fd()),
+                        ),
+                        None,
+                    ),
                     SourceIo::Memory(bytes) => (None, Some(*bytes)),
                 };
                 let (sink_fd, sink_memory) = match &mut self.sink.io {
                     SinkIo::Fd(fd) => {
                         let fd: &std::os::fd::OwnedFd = fd;
-                        (Some(fd.as_fd()), None)
+                        let stand_in = idle_ends.as_ref().and_then(IdleEnds::sink_fd);
+                        (Some(stand_in.unwrap_or(fd.as_fd())), None)
                     }
                     SinkIo::Fresh(file) => {
                         let file: &crate::endpoint::FileSink = file;
@@ -104,6 +117,7 @@ impl<'a> Engine<'a> {
                     counters: &mut counters,
                     scratch: &mut scratch,
                     progress: &self.flow.progress.done,
+                    idle: self.flow.idle_timeout.map(Idle::new),
                 };
                 loop {
                     match implementation(current).run(&mut transfer) {

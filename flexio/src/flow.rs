@@ -4,6 +4,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 use crate::builtin_choice;
 use crate::endpoint::{
@@ -95,6 +96,7 @@ pub struct Flow<'a> {
     pub(crate) strict: bool,
     pub(crate) verify: bool,
     pub(crate) progress: Arc<Progress>,
+    pub(crate) idle_timeout: Option<Duration>,
     on_listen: Option<ListenCallback<'a>>,
     profile: Option<&'a Profile>,
     params_explicit: bool,
@@ -116,6 +118,7 @@ impl<'a> Flow<'a> {
             strict: false,
             verify: false,
             progress: Arc::default(),
+            idle_timeout: None,
             on_listen: None,
             profile: None,
             params_explicit: false,
@@ -193,6 +196,32 @@ impl<'a> Flow<'a> {
     /// Share progress with a watcher (a progress bar).
     pub fn progress(mut self, progress: Arc<Progress>) -> Self {
         self.progress = progress;
+        self
+    }
+
+    /// Fail the flow when it makes no progress for `limit`: a peer that
+    /// connects and sends nothing, a reader that stops reading. The error
+    /// ([`Error::IdleTimeout`]) names the endpoint waited for and its byte
+    /// offset; a new file sink is removed as after any failure.
+    ///
+    /// Pipe and device ends are then used through non-blocking descriptors
+    /// of their own and sockets get `SO_RCVTIMEO` / `SO_SNDTIMEO` (restored
+    /// afterwards); without it nothing changes and nothing is paid.
+    ///
+    /// # Examples
+    /// ```
+    /// use std::time::Duration;
+    /// use flexio::{Flow, Sink, Source};
+    /// let data = [1u8; 10];
+    /// let mut out = [0u8; 10];
+    /// let report = Flow::new(Source::Memory(&data), Sink::Memory(&mut out))
+    ///     .idle_timeout(Duration::from_secs(30))
+    ///     .run()
+    ///     .unwrap();
+    /// assert_eq!(report.bytes, 10);
+    /// ```
+    pub fn idle_timeout(mut self, limit: Duration) -> Self {
+        self.idle_timeout = Some(limit);
         self
     }
 

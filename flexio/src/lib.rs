@@ -41,6 +41,7 @@
 #![warn(missing_docs)]
 
 pub mod cleanup;
+mod duration;
 mod endpoint;
 mod engine;
 mod error;
@@ -54,6 +55,7 @@ pub mod tune;
 mod verify;
 mod writeback;
 
+pub use duration::parse_duration;
 pub use endpoint::{Address, EndpointKind, Sink, Source};
 pub use error::{Error, Result};
 pub use flow::{Flow, Params, Progress};

@@ -7,6 +7,7 @@
 
 mod address;
 mod file_sink;
+mod idle_ends;
 mod open;
 mod temp_name;
 
@@ -18,6 +19,7 @@ use serde::{Deserialize, Serialize};
 
 pub use address::Address;
 pub(crate) use file_sink::FileSink;
+pub(crate) use idle_ends::IdleEnds;
 pub(crate) use open::{
     open_sink, open_source, OpenSink, OpenSource, SinkIo, SinkOptions, SourceIo,
 };
