@@ -320,7 +320,12 @@ impl<'a> Flow<'a> {
         let size = match (&self.source, self.length) {
             (_, Some(length)) => Some(length),
             (Source::Memory(bytes), None) => Some((bytes.len() as u64).saturating_sub(self.offset)),
-            (Source::Address(crate::Address::Path(path)), None) => {
+            // Only a file or block device is opened (for its size): opening
+            // a FIFO for reading would wait for a writer, and a stream has
+            // no size to find.
+            (Source::Address(crate::Address::Path(path)), None)
+                if matches!(source_kind, EndpointKind::File | EndpointKind::BlockDevice) =>
+            {
                 let label = path.display().to_string();
                 let file =
                     std::fs::File::open(path).map_err(|e| Error::io("open", &label, None, e))?;
