@@ -16,6 +16,7 @@
 //! flow.rs        Flow (builder): open, check the pair and range, decide auto
 //! engine.rs      Engine: time, run segment by segment, fall back, finish
 //!  ├ endpoint/   addresses, opening, fstat classification, temp-file sinks
+//!  ├ cleanup.rs  paths to remove when a signal ends the process
 //!  ├ mechanism/  read-write, mmap, sendfile, splice, copy-file-range,
 //!  │             io-uring, direct — one file each, and the fallback table
 //!  ├ measure/    rusage and /proc/stat deltas, mincore residency, holes
