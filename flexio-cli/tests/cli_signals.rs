@@ -1,6 +1,7 @@
-//! A copy interrupted by SIGINT, SIGTERM or SIGHUP exits with 128 + the
-//! signal and leaves the directory as it was: no temporary file, the old
-//! destination intact, no `unix-listen` socket file. `kill -9` leaves
+//! A copy interrupted by SIGINT, SIGTERM or SIGHUP dies of the signal (a
+//! shell reports 128 + the signal) and leaves the directory as it was: no
+//! temporary file, the old destination intact, no `unix-listen` socket
+//! file. `kill -9` leaves
 //! nothing visible either, where the file system has `O_TMPFILE`.
 //!
 //! The copy is held mid-flight by a FIFO source the test feeds and then
@@ -10,6 +11,7 @@
 
 use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
@@ -175,8 +177,8 @@ fn interrupt_fifo_copy(via: &str, signal: Signal) {
     let status = wait_exit(&mut child, Duration::from_secs(10));
     drop(writer);
     assert_eq!(
-        status.code(),
-        Some(128 + signal.as_raw()),
+        status.signal(),
+        Some(signal.as_raw()),
         "{via} {signal:?}: {status}: {}",
         child.wait_with_output_ref()
     );
@@ -244,7 +246,7 @@ fn signal_mid_copy_from_a_file_leaves_no_temp_for_file_only_mechanisms() {
         assert_eq!(names(dir.path()), ["dst", "src"], "{via}: {stderr}");
         let content = std::fs::read(&destination).unwrap();
         eprintln!("{via}: stopped mid-flight: {stopped_mid_flight}, {status}");
-        if status.code() == Some(128 + signal.as_raw()) {
+        if status.signal() == Some(signal.as_raw()) {
             // Interrupted: the old content, unless the signal came after the
             // new file was already in place (then all of it).
             assert!(
@@ -282,7 +284,7 @@ fn sigterm_while_listening_on_a_unix_socket_removes_the_socket_file() {
     assert!(socket.exists(), "flexio never listened");
     kill_process(pid(&child), Signal::TERM).unwrap();
     let status = wait_exit(&mut child, Duration::from_secs(10));
-    assert_eq!(status.code(), Some(128 + 15), "{status}");
+    assert_eq!(status.signal(), Some(15), "{status}");
     assert!(names(dir.path()).is_empty(), "{:?}", names(dir.path()));
 }
 
@@ -320,7 +322,7 @@ fn kill_9_mid_copy_leaves_nothing_visible_where_o_tmpfile_exists() {
         assert!(wait_for_temp(&child, dir.path(), &fifo, 64 << 10), "{via}");
         kill_process(pid(&child), Signal::KILL).unwrap();
         let status = wait_exit(&mut child, Duration::from_secs(10));
-        assert_eq!(status.code(), None, "{via}: killed by a signal");
+        assert_eq!(status.signal(), Some(9), "{via}");
         assert_eq!(names(dir.path()), ["dst", "fifo"], "{via}");
         assert_eq!(std::fs::read(&destination).unwrap(), OLD, "{via}");
         std::fs::remove_file(&fifo).unwrap();
@@ -348,4 +350,39 @@ fn destination_name_of_255_bytes_copies_and_replaces() {
         assert_eq!(std::fs::read(&destination).unwrap(), b"fits");
         assert_eq!(names(dir.path()).len(), 2);
     }
+}
+
+#[test]
+fn sighup_ignored_by_the_parent_stays_ignored_as_under_nohup() {
+    let dir = tempfile::tempdir().unwrap();
+    let (fifo, destination) = (dir.path().join("fifo"), dir.path().join("dst"));
+    mkfifo(&fifo);
+    // `trap "" HUP` ignores SIGHUP, and exec keeps it ignored: nohup's way.
+    let mut child = Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "trap '' HUP; exec {} copy -q --via read-write {} {}",
+            env!("CARGO_BIN_EXE_flexio"),
+            fifo.display(),
+            destination.display()
+        ))
+        .env("FLEXIO_PROFILE", "/nonexistent/flexio-profile.toml")
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut writer = open_writer(&fifo);
+    feed(&mut writer, 4096);
+    assert!(wait_for_temp(&child, dir.path(), &fifo, 4096));
+    kill_process(pid(&child), Signal::HUP).unwrap();
+    std::thread::sleep(Duration::from_millis(100));
+    assert!(child.try_wait().unwrap().is_none(), "SIGHUP ended the copy");
+    feed(&mut writer, 4096);
+    drop(writer);
+    let status = wait_exit(&mut child, Duration::from_secs(10));
+    assert!(
+        status.success(),
+        "{status}: {}",
+        child.wait_with_output_ref()
+    );
+    assert_eq!(std::fs::read(&destination).unwrap(), vec![7u8; 8192]);
 }

@@ -1,95 +1,70 @@
-//! Paths flexio created and must not leave behind when the process is
-//! interrupted: a named temporary file beside a destination, the socket
-//! file of a `unix-listen://` endpoint.
+//! Paths flexio creates and must not leave behind when a signal ends the
+//! process: a named temporary file beside a destination, the socket file
+//! of a `unix-listen://` endpoint.
 //!
-//! The library registers such a path while it exists; a program that
-//! catches SIGINT, SIGTERM or SIGHUP calls [`exit_removing_temporaries`]
-//! from a thread of its own (never from an asynchronous signal handler: it
-//! takes a lock). Creating, renaming and removing a registered path all
-//! happen under the same lock, so the handler sees each path either before
-//! it exists or after it is settled, never half-way: a temporary file is
-//! either removed or already renamed over its destination.
+//! The library registers such a path from just before the file is made
+//! until it is renamed away or removed. A program that wants SIGINT,
+//! SIGTERM and SIGHUP to remove them calls [`remove_temporaries_on_signals`]
+//! once; the handler (see `sys::signals`) unlinks every registered path and
+//! lets the process die of the signal.
 //!
 //! An unnamed `O_TMPFILE` sink needs no entry here: the kernel frees it
 //! with the process, whatever kills it.
 
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, MutexGuard};
 
-/// The registered paths, each with the id of the [`Tracked`] that owns it.
-static REGISTRY: Mutex<Vec<(u64, PathBuf)>> = Mutex::new(Vec::new());
-static NEXT_ID: AtomicU64 = AtomicU64::new(0);
+use crate::sys::signals::{self, Registration};
 
-fn registry() -> MutexGuard<'static, Vec<(u64, PathBuf)>> {
-    // A panic while the lock was held leaves a list that is still a list.
-    REGISTRY
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
-}
-
-/// Removes every registered path and exits the process with `status`,
-/// still holding the registry's lock, so that no thread of the flow can
-/// create or rename a registered path in between.
+/// Makes SIGINT, SIGTERM and SIGHUP remove the temporary files and socket
+/// files that flows of this process have made and not yet put in place,
+/// then end the process as the signal would have: the shell reports 128 +
+/// the signal (130, 143, 129). Nothing else is undone: a destination
+/// already replaced stays replaced, one not yet replaced keeps its old
+/// content. A signal set to be ignored (`nohup`) stays ignored.
 ///
-/// Meant for the thread that waits for SIGINT, SIGTERM and SIGHUP (exit
-/// status 128 + the signal's number, as a shell reports a process killed
-/// by it). Restores nothing else: a destination replaced before the signal
-/// stays replaced, one not yet replaced keeps its old content.
+/// Replaces any handler the program had for those signals; no thread is
+/// started, and a flow that registers nothing pays nothing.
 ///
-/// # Examples
-/// ```no_run
-/// // In the thread that received SIGTERM (15):
-/// flexio::cleanup::exit_removing_temporaries(128 + 15);
-/// ```
-pub fn exit_removing_temporaries(status: i32) -> ! {
-    let paths = registry();
-    for (_, path) in paths.iter() {
-        let _ = std::fs::remove_file(path);
-    }
-    std::process::exit(status)
-}
-
-/// Whether `signal` is set to be ignored in this process, as `nohup` sets
-/// SIGHUP: a program then leaves it ignored rather than catch it.
+/// # Errors
+/// The errno of `sigaction(2)`.
 ///
 /// # Examples
 /// ```
-/// // SIGWINCH (28) is not ignored unless someone asked for it.
-/// assert!(!flexio::cleanup::signal_is_ignored(28));
+/// flexio::cleanup::remove_temporaries_on_signals().unwrap();
 /// ```
-pub fn signal_is_ignored(signal: i32) -> bool {
-    crate::sys::signals::is_ignored(signal)
+pub fn remove_temporaries_on_signals() -> io::Result<()> {
+    signals::remove_registered_on(&[libc::SIGINT, libc::SIGTERM, libc::SIGHUP])
 }
 
-/// A registered path: removed when this is dropped, unless
-/// [`Tracked::settle`] moved it away first.
+/// A path registered for removal on a signal, removed when this is dropped
+/// unless [`Tracked::settle`] moved it away first.
 #[derive(Debug)]
 pub(crate) struct Tracked {
-    id: u64,
     path: PathBuf,
+    registration: Option<Registration>,
     settled: bool,
 }
 
-/// Runs `create` (which makes the file at `path`) under the registry's
-/// lock and registers `path` when it succeeds.
+/// Registers `path`, then runs `create` (which makes the file there).
 ///
 /// # Errors
-/// What `create` returns; nothing is registered then.
+/// What `create` returns (the registration is dropped then); the error of
+/// making a relative path absolute.
 pub(crate) fn create<T>(
     path: &Path,
     create: impl FnOnce(&Path) -> io::Result<T>,
 ) -> io::Result<(T, Tracked)> {
-    let mut paths = registry();
+    // The handler may run after a change of directory: register the path
+    // it will find the file at whatever the current directory is then.
+    let absolute = std::path::absolute(path)?;
+    let registration = signals::register(&absolute);
     let made = create(path)?;
-    let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
-    paths.push((id, path.to_path_buf()));
     Ok((
         made,
         Tracked {
-            id,
             path: path.to_path_buf(),
+            registration,
             settled: false,
         },
     ))
@@ -102,9 +77,16 @@ impl Tracked {
         &self.path
     }
 
-    /// Runs `settle` (a rename that moves the path to its final name) under
-    /// the registry's lock; when it succeeds the path is no longer one to
-    /// remove. When it fails the path is removed, as on drop.
+    /// Whether a signal would remove the path (false only when the
+    /// process-wide table was full or the path too long to register).
+    #[cfg(test)]
+    pub(crate) fn is_registered(&self) -> bool {
+        self.registration.is_some()
+    }
+
+    /// Runs `settle` (a rename that moves the path to its final name); when
+    /// it succeeds the path is no longer one to remove. When it fails the
+    /// path is removed, as on drop.
     ///
     /// # Errors
     /// What `settle` returns.
@@ -112,14 +94,7 @@ impl Tracked {
         mut self,
         settle: impl FnOnce(&Path) -> io::Result<T>,
     ) -> io::Result<T> {
-        let result = {
-            let mut paths = registry();
-            let result = settle(&self.path);
-            if result.is_ok() {
-                paths.retain(|(id, _)| *id != self.id);
-            }
-            result
-        };
+        let result = settle(&self.path);
         self.settled = result.is_ok();
         result
     }
@@ -127,19 +102,13 @@ impl Tracked {
 
 impl Drop for Tracked {
     fn drop(&mut self) {
-        if self.settled {
-            return;
+        if !self.settled {
+            let _ = std::fs::remove_file(&self.path);
         }
-        let mut paths = registry();
-        let _ = std::fs::remove_file(&self.path);
-        paths.retain(|(id, _)| *id != self.id);
+        // Then the registration goes: the handler never sees a freed slot
+        // while the file is still there.
+        self.registration.take();
     }
-}
-
-/// Whether `path` is registered (for tests).
-#[cfg(test)]
-pub(crate) fn is_registered(path: &Path) -> bool {
-    registry().iter().any(|(_, registered)| registered == path)
 }
 
 #[cfg(test)]
@@ -151,19 +120,23 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("temp");
         let ((), tracked) = create(&path, |p| std::fs::write(p, b"x")).unwrap();
-        assert!(is_registered(&path));
+        assert!(tracked.is_registered());
         drop(tracked);
-        assert!(!is_registered(&path));
         assert!(!path.exists());
     }
 
     #[test]
-    fn a_settled_path_is_forgotten_and_kept_where_it_went() {
+    fn a_relative_path_is_registered_as_absolute() {
+        let ((), tracked) = create(Path::new("no/such/dir/../x"), |_| Ok(())).unwrap();
+        assert!(tracked.is_registered());
+    }
+
+    #[test]
+    fn a_settled_path_is_kept_where_it_went() {
         let dir = tempfile::tempdir().unwrap();
         let (path, done) = (dir.path().join("temp"), dir.path().join("done"));
         let ((), tracked) = create(&path, |p| std::fs::write(p, b"x")).unwrap();
         tracked.settle(|p| std::fs::rename(p, &done)).unwrap();
-        assert!(!is_registered(&path));
         assert_eq!(std::fs::read(&done).unwrap(), b"x");
     }
 
@@ -174,15 +147,13 @@ mod tests {
         let ((), tracked) = create(&path, |p| std::fs::write(p, b"x")).unwrap();
         let missing = dir.path().join("no/such/dir/done");
         assert!(tracked.settle(|p| std::fs::rename(p, &missing)).is_err());
-        assert!(!is_registered(&path));
         assert!(!path.exists());
     }
 
     #[test]
-    fn a_failed_create_registers_nothing() {
+    fn a_failed_create_keeps_nothing() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("no/such/dir/temp");
         assert!(create(&path, |p| std::fs::write(p, b"x")).is_err());
-        assert!(!is_registered(&path));
     }
 }

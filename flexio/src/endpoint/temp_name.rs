@@ -33,13 +33,14 @@ const RANDOM_LEN: usize = 8;
 /// probability (the caller creates it exclusively and retries on EEXIST).
 pub(crate) fn temp_name(destination_name: &OsStr) -> OsString {
     let base = truncate(destination_name.as_bytes(), MAX_BASE);
+    let pid = getpid().as_raw_nonzero().get();
     let mut name = Vec::with_capacity(base.len() + 40);
     name.push(b'.');
     name.extend_from_slice(base);
     name.extend_from_slice(MARKER);
-    name.extend_from_slice(getpid().as_raw_nonzero().to_string().as_bytes());
+    name.extend_from_slice(pid.to_string().as_bytes());
     name.push(b'-');
-    name.extend_from_slice(random_suffix().as_bytes());
+    name.extend_from_slice(random_suffix(pid).as_bytes());
     OsString::from_vec(name)
 }
 
@@ -60,7 +61,7 @@ fn truncate(name: &[u8], max: usize) -> &[u8] {
 
 /// Eight letters and digits from the clock, a counter and the PID:
 /// different per call in this process, and unlikely to match another's.
-fn random_suffix() -> String {
+fn random_suffix(pid: i32) -> String {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let nanos = SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -69,7 +70,7 @@ fn random_suffix() -> String {
         ^ COUNTER
             .fetch_add(1, Ordering::Relaxed)
             .wrapping_mul(0x9e37_79b9_7f4a_7c15)
-        ^ ((getpid().as_raw_nonzero().get() as u64) << 40);
+        ^ ((pid as u64) << 40);
     const ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyz0123456789";
     (0..RANDOM_LEN)
         .map(|_| {
