@@ -62,6 +62,10 @@ pub struct CopyArgs {
     /// Hash source range and sink with BLAKE3 afterwards; fail on mismatch.
     #[arg(long)]
     pub(crate) verify: bool,
+    /// Fail when the flow makes no progress for this long (e.g. 30s, 500ms,
+    /// 2m): a peer that sends nothing, a reader that reads nothing.
+    #[arg(long, value_parser = duration)]
+    idle_timeout: Option<std::time::Duration>,
     /// Print the report as JSON.
     #[arg(long)]
     pub(crate) json: bool,
@@ -75,6 +79,10 @@ pub struct CopyArgs {
     /// Never show progress.
     #[arg(long)]
     pub(crate) no_progress: bool,
+}
+
+fn duration(text: &str) -> Result<std::time::Duration, String> {
+    flexio::parse_duration(text).map_err(|e| e.to_string())
 }
 
 pub(crate) fn size(text: &str) -> Result<u64, String> {
@@ -119,6 +127,9 @@ pub fn run(args: CopyArgs) -> Result<(), Error> {
     }
     if let Some(params) = params {
         flow = flow.params(params);
+    }
+    if let Some(limit) = args.idle_timeout {
+        flow = flow.idle_timeout(limit);
     }
     let report = {
         let _bar = ProgressBarThread::start(progress, progress_mode);

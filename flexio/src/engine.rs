@@ -5,13 +5,16 @@
 
 use std::os::fd::AsFd;
 
-use crate::endpoint::{EndpointKind, OpenSink, OpenSource, SinkIo, SourceIo};
+use crate::endpoint::{EndpointKind, IdleEnds, OpenSink, OpenSource, SinkIo, SourceIo};
 use crate::error::{Error, Result};
 use crate::flow::Flow;
 use crate::measure::{self, Sample};
 use crate::mechanism::{
-    fallback_for, implementation, Counters, MechanismName, Scratch, Stop, Transfer,
+    fallback_for, implementation, Counters, Idle, MechanismName, Scratch, Stop, Transfer,
 };
+use crate::report::{Fallback, Report};
+use crate::verify;
+use crate::writeback::{slices, Writeback};
 
 /// Moves the bytes of `transfer` with `mechanism`, and when the kernel
 /// refuses it, with the next in its fallback order from where it stopped,
@@ -58,9 +61,6 @@ pub(crate) fn run_with_fallbacks(
         }
     }
 }
-use crate::report::{Fallback, Report};
-use crate::verify;
-use crate::writeback::{slices, Writeback};
 
 /// Runs one opened flow.
 pub(crate) struct Engine<'a> {
@@ -98,6 +98,10 @@ impl<'a> Engine<'a> {
             _ => None,
         };
         let segments = self.segments(source_start)?;
+        let idle_ends = match self.flow.idle_timeout {
+            Some(limit) => Some(IdleEnds::prepare(&self.source, &self.sink, limit)?),
+            None => None,
+        };
 
         let before = Sample::now();
         let mut counters = Counters::default();
@@ -116,13 +120,22 @@ impl<'a> Engine<'a> {
             {
                 let sink_pos = sink_start + (piece_start - source_start);
                 let (source_fd, source_memory) = match &self.source.io {
-                    SourceIo::Fd(fd) => (Some(fd.as_fd()), None),
+                    SourceIo::Fd(fd) => (
+                        Some(
+                            idle_ends
+                                .as_ref()
+                                .and_then(IdleEnds::source_fd)
+                                .unwrap_or(fd.as_fd()),
+                        ),
+                        None,
+                    ),
                     SourceIo::Memory(bytes) => (None, Some(*bytes)),
                 };
                 let (sink_fd, sink_memory) = match &mut self.sink.io {
                     SinkIo::Fd(fd) => {
                         let fd: &std::os::fd::OwnedFd = fd;
-                        (Some(fd.as_fd()), None)
+                        let stand_in = idle_ends.as_ref().and_then(IdleEnds::sink_fd);
+                        (Some(stand_in.unwrap_or(fd.as_fd())), None)
                     }
                     SinkIo::Fresh(file) => {
                         let file: &crate::endpoint::FileSink = file;
@@ -152,6 +165,7 @@ impl<'a> Engine<'a> {
                     scratch: &mut scratch,
                     progress: &self.flow.progress.done,
                     call_limit: self.flow.call_limit,
+                    idle: self.flow.idle_timeout.map(Idle::new),
                 };
                 current = run_with_fallbacks(
                     &mut transfer,

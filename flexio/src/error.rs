@@ -72,6 +72,18 @@ pub enum Error {
         why: &'static str,
     },
 
+    /// The flow made no progress for its idle timeout: a peer that sends
+    /// nothing, a reader that reads nothing.
+    #[error("{endpoint}: no progress for {idle:?} at byte {offset} (idle timeout)")]
+    IdleTimeout {
+        /// The endpoint the flow was waiting for.
+        endpoint: String,
+        /// That endpoint's offset in the flow when it gave up.
+        offset: u64,
+        /// The idle timeout.
+        idle: std::time::Duration,
+    },
+
     /// The kernel refused the mechanism and `--strict` forbids falling back.
     #[error("{mechanism} refused by the kernel ({op}: {reason}) and --strict forbids a fallback")]
     StrictRefusal {

@@ -4,6 +4,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 use crate::builtin_choice;
 use crate::endpoint::{
@@ -96,6 +97,7 @@ pub struct Flow<'a> {
     pub(crate) verify: bool,
     pub(crate) progress: Arc<Progress>,
     pub(crate) call_limit: usize,
+    pub(crate) idle_timeout: Option<Duration>,
     on_listen: Option<ListenCallback<'a>>,
     profile: Option<&'a Profile>,
     params_explicit: bool,
@@ -118,6 +120,7 @@ impl<'a> Flow<'a> {
             verify: false,
             progress: Arc::default(),
             call_limit: usize::MAX,
+            idle_timeout: None,
             on_listen: None,
             profile: None,
             params_explicit: false,
@@ -203,6 +206,32 @@ impl<'a> Flow<'a> {
     /// [`Progress`] sees it move several times a second.
     pub fn call_limit(mut self, bytes: usize) -> Self {
         self.call_limit = bytes.max(1);
+        self
+    }
+
+    /// Fail the flow when it makes no progress for `limit`: a peer that
+    /// connects and sends nothing, a reader that stops reading. The error
+    /// ([`Error::IdleTimeout`]) names the endpoint waited for and its byte
+    /// offset; a new file sink is removed as after any failure.
+    ///
+    /// Pipe and device ends are then used through non-blocking descriptors
+    /// of their own and sockets get `SO_RCVTIMEO` / `SO_SNDTIMEO` (restored
+    /// afterwards); without it nothing changes and nothing is paid.
+    ///
+    /// # Examples
+    /// ```
+    /// use std::time::Duration;
+    /// use flexio::{Flow, Sink, Source};
+    /// let data = [1u8; 10];
+    /// let mut out = [0u8; 10];
+    /// let report = Flow::new(Source::Memory(&data), Sink::Memory(&mut out))
+    ///     .idle_timeout(Duration::from_secs(30))
+    ///     .run()
+    ///     .unwrap();
+    /// assert_eq!(report.bytes, 10);
+    /// ```
+    pub fn idle_timeout(mut self, limit: Duration) -> Self {
+        self.idle_timeout = Some(limit);
         self
     }
 
@@ -318,7 +347,12 @@ impl<'a> Flow<'a> {
         let size = match (&self.source, self.length) {
             (_, Some(length)) => Some(length),
             (Source::Memory(bytes), None) => Some((bytes.len() as u64).saturating_sub(self.offset)),
-            (Source::Address(crate::Address::Path(path)), None) => {
+            // Only a file or block device is opened (for its size): opening
+            // a FIFO for reading would wait for a writer, and a stream has
+            // no size to find.
+            (Source::Address(crate::Address::Path(path)), None)
+                if matches!(source_kind, EndpointKind::File | EndpointKind::BlockDevice) =>
+            {
                 let label = path.display().to_string();
                 let file =
                     std::fs::File::open(path).map_err(|e| Error::io("open", &label, None, e))?;

@@ -16,6 +16,7 @@
 //! flow.rs        Flow (builder): open, check the pair and range, decide auto
 //! engine.rs      Engine: time, run segment by segment, fall back, finish
 //!  ├ endpoint/   addresses, opening, fstat classification, temp-file sinks
+//!  ├ cleanup.rs  paths to remove when a signal ends the process
 //!  ├ mechanism/  read-write, mmap, sendfile, splice, copy-file-range,
 //!  │             io-uring, direct — one file each, and the fallback table
 //!  ├ measure/    rusage and /proc/stat deltas, mincore residency, holes
@@ -40,6 +41,8 @@
 
 #![warn(missing_docs)]
 
+pub mod cleanup;
+mod duration;
 mod endpoint;
 mod engine;
 mod error;
@@ -54,6 +57,7 @@ pub mod tune;
 mod verify;
 mod writeback;
 
+pub use duration::parse_duration;
 pub use endpoint::{Address, EndpointKind, Sink, Source};
 pub use error::{Error, Result};
 pub use flow::{Flow, Params, Progress};

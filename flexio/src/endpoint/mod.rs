@@ -7,7 +7,9 @@
 
 mod address;
 mod file_sink;
+mod idle_ends;
 mod open;
+mod temp_name;
 
 use std::fmt;
 use std::os::fd::OwnedFd;
@@ -17,6 +19,7 @@ use serde::{Deserialize, Serialize};
 
 pub use address::Address;
 pub(crate) use file_sink::FileSink;
+pub(crate) use idle_ends::IdleEnds;
 pub(crate) use open::{
     open_sink, open_source, process_umask, OpenSink, OpenSource, SinkIo, SinkOptions, SourceIo,
 };

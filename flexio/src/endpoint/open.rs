@@ -468,12 +468,14 @@ fn open_socket(address: &Address, on_listen: ListenHook<'_>) -> Result<OwnedFd> 
             Ok(stream.into())
         }
         Address::UnixListen(path) => {
-            let listener =
-                UnixListener::bind(path).map_err(|e| Error::io("bind", &label, None, e))?;
+            // Registered, so that a signal while waiting removes it too.
+            let (listener, socket_file) =
+                crate::cleanup::create(path, |path| UnixListener::bind(path))
+                    .map_err(|e| Error::io("bind", &label, None, e))?;
             on_listen(&format!("unix://{}", path.display()));
             let accepted = listener.accept();
             // The path only served the rendezvous; do not leave it behind.
-            let _ = std::fs::remove_file(path);
+            drop(socket_file);
             let (stream, _) = accepted.map_err(|e| Error::io("accept", &label, None, e))?;
             Ok(stream.into())
         }

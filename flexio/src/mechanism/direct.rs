@@ -32,7 +32,7 @@ use super::direct_io::{
     align_down, align_up, common_block, enable_sides, is_direct_capable, reserve_direct_sink,
     DirectMode,
 };
-use super::io::{wait_fd, write_sink};
+use super::io::write_sink;
 use super::transfer::Side;
 use super::{Mechanism, Stop, Transfer};
 use crate::endpoint::EndpointKind;
@@ -197,10 +197,16 @@ impl DirectCopy<'_, '_> {
                 None => rustix::io::read(self.source_fd, &mut *area),
             };
             match result {
-                Ok(n) => return Ok((start, n)),
+                Ok(n) => {
+                    if n > 0 {
+                        t.progressed();
+                    }
+                    return Ok((start, n));
+                }
                 Err(Errno::INTR) => continue,
-                Err(Errno::AGAIN) => wait_fd(self.source_fd, PollFlags::IN)
-                    .map_err(|e| t.failed("poll", Side::Source, e))?,
+                Err(Errno::AGAIN) => t
+                    .wait_ready(self.source_fd, PollFlags::IN, Side::Source)
+                    .map_err(|stop| past_pending(stop, start as u64))?,
                 Err(errno) => return Err(t.failed("read", Side::Source, errno)),
             }
         }
@@ -296,5 +302,23 @@ impl DirectCopy<'_, '_> {
             }
         }
         Ok(())
+    }
+}
+
+/// An idle timeout while reading the source names the source's offset:
+/// past the `pending` bytes read but not yet written (a direct sink takes
+/// whole blocks only).
+fn past_pending(stop: Stop, pending: u64) -> Stop {
+    match stop {
+        Stop::Failed(crate::error::Error::IdleTimeout {
+            endpoint,
+            offset,
+            idle,
+        }) => Stop::Failed(crate::error::Error::IdleTimeout {
+            endpoint,
+            offset: offset + pending,
+            idle,
+        }),
+        other => other,
     }
 }

@@ -3,9 +3,7 @@
 //! where the endpoint has offsets. Shared by every mechanism that passes
 //! bytes through user memory.
 
-use std::os::fd::BorrowedFd;
-
-use rustix::event::{poll, PollFd, PollFlags};
+use rustix::event::PollFlags;
 use rustix::io::Errno;
 
 use super::transfer::{Side, Stop, Transfer};
@@ -23,11 +21,14 @@ pub(crate) fn read_source(t: &mut Transfer<'_>, buf: &mut [u8]) -> Result<usize,
             None => rustix::io::read(fd, &mut *buf),
         };
         match result {
-            Ok(n) => return Ok(n),
-            Err(Errno::INTR) => continue,
-            Err(Errno::AGAIN) => {
-                wait_fd(fd, PollFlags::IN).map_err(|e| t.failed("poll", Side::Source, e))?
+            Ok(n) => {
+                if n > 0 {
+                    t.progressed();
+                }
+                return Ok(n);
             }
+            Err(Errno::INTR) => continue,
+            Err(Errno::AGAIN) => t.wait_ready(fd, PollFlags::IN, Side::Source)?,
             Err(errno) => return Err(t.failed("read", Side::Source, errno)),
         }
     }
@@ -67,9 +68,7 @@ fn write_some(t: &mut Transfer<'_>, buf: &[u8]) -> Result<usize, Stop> {
             Ok(0) => return Err(t.failed("write", Side::Sink, Errno::NOSPC)),
             Ok(n) => return Ok(n),
             Err(Errno::INTR) => continue,
-            Err(Errno::AGAIN) => {
-                wait_fd(fd, PollFlags::OUT).map_err(|e| t.failed("poll", Side::Sink, e))?
-            }
+            Err(Errno::AGAIN) => t.wait_ready(fd, PollFlags::OUT, Side::Sink)?,
             Err(errno) => return Err(t.failed("write", Side::Sink, errno)),
         }
     }
@@ -88,18 +87,6 @@ pub(crate) fn reserve_sink(t: &mut Transfer<'_>, len: u64) -> Result<bool, Stop>
             Err(Errno::INTR) => continue,
             Err(Errno::OPNOTSUPP) => return Ok(false),
             Err(errno) => return Err(t.failed("fallocate", Side::Sink, errno)),
-        }
-    }
-}
-
-/// Waits until `fd` is ready for `flags` (retrying `EINTR`).
-pub(crate) fn wait_fd(fd: BorrowedFd<'_>, flags: PollFlags) -> Result<(), Errno> {
-    let mut fds = [PollFd::from_borrowed_fd(fd, flags)];
-    loop {
-        match poll(&mut fds, None) {
-            Ok(_) => return Ok(()),
-            Err(Errno::INTR) => continue,
-            Err(errno) => return Err(errno),
         }
     }
 }

@@ -35,7 +35,7 @@ use super::direct_io::{
     align_down, align_up, common_block, enable_sides, is_direct_capable, reserve_direct_sink,
     DirectMode,
 };
-use super::io::{wait_fd, write_sink};
+use super::io::write_sink;
 use super::transfer::Side;
 use super::{Mechanism, Stop, Transfer};
 use crate::endpoint::EndpointKind;
@@ -76,6 +76,13 @@ impl Mechanism for IoUring {
         // registered (pinned) two mebibytes and ran at 1 MiB/s.
         let slot_len = align_up(t.next_len(t.params.chunk).max(1), block);
         let mut state = take_state(t, slot_len, block.max(4096))?;
+        if t.idle.is_some() && !state.ring.can_time_out() {
+            // Nothing was submitted: another mechanism can take the flow.
+            return Err(Stop::Refused {
+                op: "io_uring_enter(timeout)",
+                errno: Errno::NOSYS,
+            });
+        }
         let mut pump = Pump {
             source_fd,
             sink_fd,
@@ -248,8 +255,26 @@ impl Pump<'_, '_> {
                 break;
             }
             t.counters.syscalls += 1;
-            match ring.submit_and_wait(1) {
-                Ok(_) => {}
+            let waited = match t.idle {
+                None => ring.submit_and_wait(1).map(|_| true),
+                Some(idle) => ring.submit_and_wait_for(idle.remaining()),
+            };
+            match waited {
+                Ok(true) => {}
+                Ok(false) if t.idle.is_some_and(|idle| idle.remaining().is_zero()) => {
+                    // Nothing completed for the idle timeout: a write in
+                    // flight waits for the sink, else reads for the source.
+                    let side = match slots.iter().any(|s| s.stage == Stage::Writing) {
+                        true => Side::Sink,
+                        false => Side::Source,
+                    };
+                    self.stop(t.idle_stop(side));
+                    ring.cancel_all()
+                        .and_then(|()| ring.drain())
+                        .map_err(|e| Error::io("io_uring_enter", t.source_label, None, e))?;
+                    break;
+                }
+                Ok(false) => {}
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
                 Err(e) => {
                     let errno = Errno::from_io_error(&e).unwrap_or(Errno::IO);
@@ -469,8 +494,8 @@ impl Pump<'_, '_> {
                 // Resubmitted by the next `submit_work`.
                 Errno::INTR => {}
                 Errno::AGAIN => {
-                    if let Err(e) = wait_fd(self.source_fd, PollFlags::IN) {
-                        self.stop(t.failed("poll", Side::Source, e));
+                    if let Err(stop) = t.wait_ready(self.source_fd, PollFlags::IN, Side::Source) {
+                        self.stop(stop);
                     }
                 }
                 _ => {
@@ -481,6 +506,9 @@ impl Pump<'_, '_> {
             return;
         }
         let n = result as usize;
+        if n > 0 {
+            t.progressed();
+        }
         if n == 0 {
             // The source ended: no new reads, but what was read is still
             // written, so that an early end is reported at the offset the
@@ -531,8 +559,8 @@ impl Pump<'_, '_> {
             match errno {
                 Errno::INTR => {}
                 Errno::AGAIN => {
-                    if let Err(e) = wait_fd(self.sink_fd, PollFlags::OUT) {
-                        self.stop(t.failed("poll", Side::Sink, e));
+                    if let Err(stop) = t.wait_ready(self.sink_fd, PollFlags::OUT, Side::Sink) {
+                        self.stop(stop);
                     }
                 }
                 _ => {

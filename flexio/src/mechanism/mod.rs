@@ -26,7 +26,7 @@ use serde::{Deserialize, Serialize};
 use crate::endpoint::EndpointKind;
 use crate::error::Error;
 
-pub(crate) use transfer::{Counters, Scratch, Stop, Transfer};
+pub(crate) use transfer::{Counters, Idle, Scratch, Stop, Transfer};
 
 /// The name of a mechanism, as chosen with `--via`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]

@@ -9,7 +9,6 @@ use rustix::event::PollFlags;
 use rustix::fs::SeekFrom;
 use rustix::io::Errno;
 
-use super::io::wait_fd;
 use super::transfer::Side;
 use super::{Mechanism, Stop, Transfer};
 use crate::endpoint::EndpointKind;
@@ -39,8 +38,7 @@ impl Mechanism for Sendfile {
                 Ok(0) => return t.source_ended(),
                 Ok(n) => t.advance(n as u64),
                 Err(Errno::INTR) => {}
-                Err(Errno::AGAIN) => wait_fd(t.sink_fd(), PollFlags::OUT)
-                    .map_err(|e| t.failed("poll", Side::Sink, e))?,
+                Err(Errno::AGAIN) => t.wait_ready(t.sink_fd(), PollFlags::OUT, Side::Sink)?,
                 Err(errno) => return Err(t.refused_or_failed("sendfile", Side::Sink, errno)),
             }
         }

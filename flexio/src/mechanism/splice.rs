@@ -14,7 +14,7 @@ use rustix::event::PollFlags;
 use rustix::io::Errno;
 use rustix::pipe::{PipeFlags, SpliceFlags};
 
-use super::io::{wait_fd, write_sink};
+use super::io::write_sink;
 use super::transfer::Side;
 use super::{Mechanism, Stop, Transfer};
 use crate::endpoint::EndpointKind;
@@ -93,6 +93,7 @@ fn pump(
         if filled == 0 {
             return t.source_ended();
         }
+        t.progressed();
         let mut in_pipe = filled;
         while in_pipe > 0 {
             match splice_once(
@@ -169,9 +170,12 @@ fn splice_once(
             Ok(n) => return Ok(n),
             Err(Errno::INTR) => continue,
             Err(Errno::AGAIN) => {
-                // Either end may be the one not ready; wait for both.
-                wait_fd(from, PollFlags::IN).map_err(|e| t.failed("poll", side, e))?;
-                wait_fd(to, PollFlags::OUT).map_err(|e| t.failed("poll", side, e))?;
+                // Either end may be the one not ready; wait for both. What
+                // is spliced from is the source or the flow's pipe (which
+                // has bytes then), what is spliced to the sink or the pipe
+                // (empty then): only the flow's ends can keep us waiting.
+                t.wait_ready(from, PollFlags::IN, Side::Source)?;
+                t.wait_ready(to, PollFlags::OUT, Side::Sink)?;
             }
             Err(errno) => return Err(t.refused_or_failed("splice", side, errno)),
         }

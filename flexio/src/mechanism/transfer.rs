@@ -3,7 +3,9 @@
 
 use std::os::fd::{BorrowedFd, OwnedFd};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
 
+use rustix::event::{poll, PollFd, PollFlags, Timespec};
 use rustix::io::Errno;
 
 use crate::endpoint::EndpointKind;
@@ -60,6 +62,28 @@ pub(crate) enum Side {
     Sink,
 }
 
+/// How long a flow may go without progress, and when it last made some.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Idle {
+    limit: Duration,
+    since: Instant,
+}
+
+impl Idle {
+    /// A limit of `limit` without progress, counted from now.
+    pub fn new(limit: Duration) -> Self {
+        Idle {
+            limit,
+            since: Instant::now(),
+        }
+    }
+
+    /// What is left of the limit (zero once it has passed).
+    pub fn remaining(&self) -> Duration {
+        self.limit.saturating_sub(self.since.elapsed())
+    }
+}
+
 /// One contiguous run of bytes to move, and everything a mechanism needs to
 /// move it.
 pub(crate) struct Transfer<'t> {
@@ -92,6 +116,10 @@ pub(crate) struct Transfer<'t> {
     pub progress: &'t AtomicU64,
     /// The most bytes one kernel call may move (see `Flow::call_limit`).
     pub call_limit: usize,
+    /// `--idle-timeout`: stream ends are then non-blocking (or, for
+    /// sockets, time out in the kernel), and every wait for one to be ready
+    /// gives up once the flow has made no progress for this long.
+    pub idle: Option<Idle>,
 }
 
 impl<'t> Transfer<'t> {
@@ -124,6 +152,59 @@ impl<'t> Transfer<'t> {
             *left -= bytes;
         }
         self.progress.fetch_add(bytes, Ordering::Relaxed);
+        self.progressed();
+    }
+
+    /// Records progress that is not yet in the sink (bytes read from the
+    /// source): the idle clock starts again.
+    pub fn progressed(&mut self) {
+        if let Some(idle) = self.idle.as_mut() {
+            idle.since = Instant::now();
+        }
+    }
+
+    /// Waits until `fd`, an end of `side` (or the flow's own pipe), is
+    /// ready for `flags` — after a call on it said `EAGAIN`. Without an
+    /// idle timeout it waits as long as it takes; with one, only until the
+    /// flow has gone that long without progress, and then fails with
+    /// [`Error::IdleTimeout`] naming `side` and its offset. `EINTR` is
+    /// retried.
+    pub fn wait_ready(&self, fd: BorrowedFd<'_>, flags: PollFlags, side: Side) -> Result<(), Stop> {
+        let mut fds = [PollFd::from_borrowed_fd(fd, flags)];
+        loop {
+            // With no time left, still look (a zero timeout): an end that
+            // is ready is not the one keeping the flow waiting.
+            let left = self.idle.map(|idle| idle.remaining());
+            let timeout = left.map(|left| {
+                Timespec::try_from(left).unwrap_or(Timespec {
+                    tv_sec: i64::MAX,
+                    tv_nsec: 0,
+                })
+            });
+            match poll(&mut fds, timeout.as_ref()) {
+                Ok(0) if left.is_some_and(|left| left.is_zero()) => {
+                    return Err(self.idle_stop(side))
+                }
+                // Poll may wake a little early: look again with what is left.
+                Ok(0) => continue,
+                Ok(_) => return Ok(()),
+                Err(Errno::INTR) => continue,
+                Err(errno) => return Err(self.failed("poll", side, errno)),
+            }
+        }
+    }
+
+    /// The flow made no progress for the idle timeout, waiting on `side`.
+    pub fn idle_stop(&self, side: Side) -> Stop {
+        let (label, offset) = match side {
+            Side::Source => (self.source_label, self.source_pos),
+            Side::Sink => (self.sink_label, self.sink_pos),
+        };
+        Stop::Failed(Error::IdleTimeout {
+            endpoint: label.to_string(),
+            offset,
+            idle: self.idle.map_or(Duration::ZERO, |idle| idle.limit),
+        })
     }
 
     /// The source gave end-of-file. Fine for an open-ended transfer; an

@@ -9,6 +9,7 @@ pub(crate) mod aligned;
 pub(crate) mod mapping;
 pub(crate) mod rusage;
 pub(crate) mod sigbus;
+pub(crate) mod signals;
 pub(crate) mod stdio;
 pub(crate) mod uring;
 pub(crate) mod writeback;

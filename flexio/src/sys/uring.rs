@@ -12,6 +12,7 @@
 
 use std::io;
 use std::os::fd::{AsRawFd, BorrowedFd};
+use std::time::Duration;
 
 use io_uring::{opcode, squeue, types, IoUring};
 
@@ -19,6 +20,9 @@ use super::aligned::AlignedBuffer;
 
 /// The most slots (and so requests in flight) a ring is made with.
 pub(crate) const MAX_SLOTS: usize = 4096;
+
+/// The user data of cancel requests: no slot has it.
+const CANCEL: u64 = u64::MAX;
 
 /// A request kind, for [`Ring::push`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -194,10 +198,63 @@ impl Ring {
         self.ring.submit_and_wait(want)
     }
 
+    /// Whether [`Ring::submit_and_wait_for`] works: the kernel takes a
+    /// timeout with its wait (`IORING_FEAT_EXT_ARG`, Linux 5.11).
+    pub fn can_time_out(&self) -> bool {
+        self.ring.params().is_feature_ext_arg()
+    }
+
+    /// Submits what was pushed and waits until a completion is ready or
+    /// `timeout` has passed; returns whether one is ready (it may return
+    /// sooner with none, when submitting was all it did).
+    ///
+    /// # Errors
+    /// What `io_uring_enter` returns other than `ETIME` (EINTR included:
+    /// call again).
+    pub fn submit_and_wait_for(&mut self, timeout: Duration) -> io::Result<bool> {
+        let timespec = types::Timespec::from(timeout);
+        let args = types::SubmitArgs::new().timespec(&timespec);
+        match self.ring.submitter().submit_with_args(1, &args) {
+            Ok(_) => {}
+            Err(e) if e.raw_os_error() == Some(libc::ETIME) => {}
+            Err(e) => return Err(e),
+        }
+        Ok(!self.ring.completion().is_empty())
+    }
+
+    /// Asks the kernel to cancel every request in flight (a read from a
+    /// peer that sends nothing would never complete). Their completions
+    /// still come back through [`Ring::next_completion`] (as `-ECANCELED`
+    /// or their result), so [`Ring::drain`] after this returns.
+    ///
+    /// # Errors
+    /// What `io_uring_enter` returns.
+    pub fn cancel_all(&mut self) -> io::Result<()> {
+        for slot in (0..self.busy.len()).filter(|&slot| self.busy[slot]) {
+            let entry = opcode::AsyncCancel::new(slot as u64)
+                .build()
+                .user_data(CANCEL);
+            // SAFETY: a cancel request names no memory, only the user data
+            // of the request to cancel.
+            if unsafe { self.ring.submission().push(&entry) }.is_err() {
+                self.ring.submit()?;
+                // SAFETY: as above.
+                unsafe { self.ring.submission().push(&entry) }
+                    .map_err(|_| io::Error::other("io_uring submission queue full"))?;
+            }
+        }
+        self.ring.submit()?;
+        Ok(())
+    }
+
     /// The next completion, if one is ready: the slot it used (now free)
     /// and the kernel's result (bytes, or a negated errno).
     pub fn next_completion(&mut self) -> Option<(usize, i32)> {
-        let entry = self.ring.completion().next()?;
+        let mut entry = self.ring.completion().next()?;
+        // A cancel request's own completion frees no slot.
+        while entry.user_data() == CANCEL {
+            entry = self.ring.completion().next()?;
+        }
         let slot = entry.user_data() as usize;
         debug_assert!(self.busy[slot]);
         self.busy[slot] = false;

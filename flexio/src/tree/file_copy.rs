@@ -190,6 +190,7 @@ impl Worker<'_> {
             scratch: &mut self.scratch,
             progress: self.progress,
             call_limit: usize::MAX,
+            idle: None,
         }
     }
 }

@@ -1,0 +1,159 @@
+//! Paths flexio creates and must not leave behind when a signal ends the
+//! process: a named temporary file beside a destination, the socket file
+//! of a `unix-listen://` endpoint.
+//!
+//! The library registers such a path from just before the file is made
+//! until it is renamed away or removed. A program that wants SIGINT,
+//! SIGTERM and SIGHUP to remove them calls [`remove_temporaries_on_signals`]
+//! once; the handler (see `sys::signals`) unlinks every registered path and
+//! lets the process die of the signal.
+//!
+//! An unnamed `O_TMPFILE` sink needs no entry here: the kernel frees it
+//! with the process, whatever kills it.
+
+use std::io;
+use std::path::{Path, PathBuf};
+
+use crate::sys::signals::{self, Registration};
+
+/// Makes SIGINT, SIGTERM and SIGHUP remove the temporary files and socket
+/// files that flows of this process have made and not yet put in place,
+/// then end the process as the signal would have: the shell reports 128 +
+/// the signal (130, 143, 129). Nothing else is undone: a destination
+/// already replaced stays replaced, one not yet replaced keeps its old
+/// content. A signal set to be ignored (`nohup`) stays ignored.
+///
+/// Replaces any handler the program had for those signals; no thread is
+/// started, and a flow that registers nothing pays nothing.
+///
+/// # Errors
+/// The errno of `sigaction(2)`.
+///
+/// # Examples
+/// ```
+/// flexio::cleanup::remove_temporaries_on_signals().unwrap();
+/// ```
+pub fn remove_temporaries_on_signals() -> io::Result<()> {
+    signals::remove_registered_on(&[libc::SIGINT, libc::SIGTERM, libc::SIGHUP])
+}
+
+/// A path registered for removal on a signal, removed when this is dropped
+/// unless [`Tracked::settle`] moved it away first.
+#[derive(Debug)]
+pub(crate) struct Tracked {
+    path: PathBuf,
+    registration: Option<Registration>,
+    settled: bool,
+}
+
+/// Registers `path`, then runs `create` (which makes the file there).
+///
+/// # Errors
+/// What `create` returns (the registration is dropped then); the error of
+/// making a relative path absolute.
+pub(crate) fn create<T>(
+    path: &Path,
+    create: impl FnOnce(&Path) -> io::Result<T>,
+) -> io::Result<(T, Tracked)> {
+    // The handler may run after a change of directory: register the path
+    // it will find the file at whatever the current directory is then.
+    let absolute = std::path::absolute(path)?;
+    let registration = signals::register(&absolute);
+    let made = create(path)?;
+    Ok((
+        made,
+        Tracked {
+            path: path.to_path_buf(),
+            registration,
+            settled: false,
+        },
+    ))
+}
+
+impl Tracked {
+    /// The registered path.
+    #[cfg(test)]
+    pub(crate) fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Whether a signal would remove the path (false only when the
+    /// process-wide table was full or the path too long to register).
+    #[cfg(test)]
+    pub(crate) fn is_registered(&self) -> bool {
+        self.registration.is_some()
+    }
+
+    /// Runs `settle` (a rename that moves the path to its final name); when
+    /// it succeeds the path is no longer one to remove. When it fails the
+    /// path is removed, as on drop.
+    ///
+    /// # Errors
+    /// What `settle` returns.
+    pub(crate) fn settle<T>(
+        mut self,
+        settle: impl FnOnce(&Path) -> io::Result<T>,
+    ) -> io::Result<T> {
+        let result = settle(&self.path);
+        self.settled = result.is_ok();
+        result
+    }
+}
+
+impl Drop for Tracked {
+    fn drop(&mut self) {
+        if !self.settled {
+            let _ = std::fs::remove_file(&self.path);
+        }
+        // Then the registration goes: the handler never sees a freed slot
+        // while the file is still there.
+        self.registration.take();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_tracked_path_is_registered_until_dropped_and_then_removed() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("temp");
+        let ((), tracked) = create(&path, |p| std::fs::write(p, b"x")).unwrap();
+        assert!(tracked.is_registered());
+        drop(tracked);
+        assert!(!path.exists());
+    }
+
+    #[test]
+    fn a_relative_path_is_registered_as_absolute() {
+        let ((), tracked) = create(Path::new("no/such/dir/../x"), |_| Ok(())).unwrap();
+        assert!(tracked.is_registered());
+    }
+
+    #[test]
+    fn a_settled_path_is_kept_where_it_went() {
+        let dir = tempfile::tempdir().unwrap();
+        let (path, done) = (dir.path().join("temp"), dir.path().join("done"));
+        let ((), tracked) = create(&path, |p| std::fs::write(p, b"x")).unwrap();
+        tracked.settle(|p| std::fs::rename(p, &done)).unwrap();
+        assert_eq!(std::fs::read(&done).unwrap(), b"x");
+    }
+
+    #[test]
+    fn a_failed_settle_removes_the_path() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("temp");
+        let ((), tracked) = create(&path, |p| std::fs::write(p, b"x")).unwrap();
+        let missing = dir.path().join("no/such/dir/done");
+        assert!(tracked.settle(|p| std::fs::rename(p, &missing)).is_err());
+        assert!(!path.exists());
+    }
+
+    #[test]
+    fn a_failed_create_keeps_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("no/such/dir/temp");
+        assert!(create(&path, |p| std::fs::write(p, b"x")).is_err());
+    }
+}
