@@ -36,6 +36,8 @@ pub(crate) struct FileSink {
     destination: PathBuf,
     directory: PathBuf,
     mode: u32,
+    /// Whether [`FileSink::finish`] must set the mode.
+    chmod_at_finish: bool,
 }
 
 impl FileSink {
@@ -53,19 +55,28 @@ impl FileSink {
             Some(parent) if !parent.as_os_str().is_empty() => parent,
             _ => Path::new("."),
         };
-        if !directory.is_dir() {
-            return Err(Error::usage(format!(
-                "{label}: directory {} does not exist",
-                directory.display()
-            )));
-        }
         let name = destination
             .file_name()
             .ok_or_else(|| Error::usage(format!("{label}: not a file name")))?;
+        let mode = mode.unwrap_or_else(|| 0o666 & !process_umask());
+        let missing_directory = || {
+            Error::usage(format!(
+                "{label}: directory {} does not exist",
+                directory.display()
+            ))
+        };
         let unnamed = match try_unnamed {
-            true => open_unnamed(directory).map_err(|e| Error::io("create", &label, None, e))?,
+            true => open_unnamed(directory, mode).map_err(|e| match e.kind() {
+                std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory => {
+                    missing_directory()
+                }
+                _ => Error::io("create", &label, None, e),
+            })?,
             false => None,
         };
+        if unnamed.is_none() && !directory.is_dir() {
+            return Err(missing_directory());
+        }
         let (file, named) = match unnamed {
             Some(file) => (file, None),
             None => {
@@ -75,12 +86,18 @@ impl FileSink {
                 (file, Some(tracked))
             }
         };
+        // An unnamed file was made with its final mode, which the umask
+        // cannot have changed when it has no bit the umask clears (nor a
+        // special bit, which creation may drop): no fchmod then, a system
+        // call saved per file of a tree.
+        let chmod_at_finish = named.is_some() || mode & (process_umask() | 0o7000) != 0;
         Ok(FileSink {
             file,
             named,
             destination: destination.to_path_buf(),
             directory: directory.to_path_buf(),
-            mode: mode.unwrap_or_else(|| 0o666 & !process_umask()),
+            mode,
+            chmod_at_finish,
         })
     }
 
@@ -94,8 +111,10 @@ impl FileSink {
     /// `fsync` is set, so that the new name itself survives a crash).
     pub fn finish(self, fsync: bool) -> Result<()> {
         let label = self.destination.display().to_string();
-        rustix::fs::fchmod(self.fd(), Mode::from_raw_mode(self.mode))
-            .map_err(|e| Error::io("fchmod", &label, None, e))?;
+        if self.chmod_at_finish {
+            rustix::fs::fchmod(self.fd(), Mode::from_raw_mode(self.mode))
+                .map_err(|e| Error::io("fchmod", &label, None, e))?;
+        }
         if fsync {
             rustix::fs::fsync(self.fd()).map_err(|e| Error::io("fsync", &label, None, e))?;
         }
@@ -116,13 +135,14 @@ impl FileSink {
     }
 }
 
-/// An unnamed file in `directory`, or `None` where the file system (or the
-/// kernel) has no `O_TMPFILE`.
-fn open_unnamed(directory: &Path) -> std::io::Result<Option<OwnedFd>> {
+/// An unnamed file in `directory`, made with `mode` (no one can open it
+/// by name before it is linked in), or `None` where the file system (or
+/// the kernel) has no `O_TMPFILE`.
+fn open_unnamed(directory: &Path, mode: u32) -> std::io::Result<Option<OwnedFd>> {
     match rustix::fs::open(
         directory,
         OFlags::TMPFILE | OFlags::RDWR | OFlags::CLOEXEC,
-        Mode::from_raw_mode(0o600),
+        Mode::from_raw_mode(mode & 0o777),
     ) {
         Ok(file) => Ok(Some(file)),
         // EOPNOTSUPP: this file system; EISDIR: a kernel before 3.11;
@@ -173,17 +193,23 @@ fn link_in(file: BorrowedFd<'_>, directory: &Path, destination: &Path) -> std::i
     tracked.settle(|temp| rustix::fs::rename(temp, destination).map_err(Into::into))
 }
 
-/// `linkat(2)` of an `O_TMPFILE` descriptor: through `/proc/self/fd`
-/// (any user), or with `AT_EMPTY_PATH` (needs CAP_DAC_READ_SEARCH) where
-/// `/proc` is not mounted.
+/// `linkat(2)` of an `O_TMPFILE` descriptor: with `AT_EMPTY_PATH` where
+/// we may (it needs CAP_DAC_READ_SEARCH, which root has; no path lookup in
+/// `/proc`, a few microseconds per file of a tree), else through
+/// `/proc/self/fd` (any user).
 fn link_unnamed(file: BorrowedFd<'_>, to: &Path) -> rustix::io::Result<()> {
-    let proc_path = format!("/proc/self/fd/{}", file.as_raw_fd());
-    match rustix::fs::linkat(CWD, proc_path.as_str(), CWD, to, AtFlags::SYMLINK_FOLLOW) {
-        Err(Errno::NOENT) if !Path::new("/proc/self/fd").exists() => {
-            rustix::fs::linkat(file, "", CWD, to, AtFlags::EMPTY_PATH)
+    use std::sync::atomic::{AtomicBool, Ordering};
+    static EMPTY_PATH_REFUSED: AtomicBool = AtomicBool::new(false);
+    if !EMPTY_PATH_REFUSED.load(Ordering::Relaxed) {
+        match rustix::fs::linkat(file, "", CWD, to, AtFlags::EMPTY_PATH) {
+            Err(Errno::NOENT) if to.parent().is_none_or(|p| p.as_os_str().is_empty() || p.is_dir()) => {
+                EMPTY_PATH_REFUSED.store(true, Ordering::Relaxed);
+            }
+            other => return other,
         }
-        other => other,
     }
+    let proc_path = format!("/proc/self/fd/{}", file.as_raw_fd());
+    rustix::fs::linkat(CWD, proc_path.as_str(), CWD, to, AtFlags::SYMLINK_FOLLOW)
 }
 
 #[cfg(test)]

@@ -427,9 +427,15 @@ fn size_is_trusted(fd: &OwnedFd, st_size: i64) -> bool {
     }
 }
 
-/// The process umask, read from `/proc/self/status` (changing it to read it
-/// would race with other threads creating files).
+/// The process umask, read from `/proc/self/status` once (changing it to
+/// read it would race with other threads creating files; flexio never
+/// changes it).
 pub(crate) fn process_umask() -> u32 {
+    static UMASK: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
+    *UMASK.get_or_init(read_umask)
+}
+
+fn read_umask() -> u32 {
     std::fs::read_to_string("/proc/self/status")
         .ok()
         .and_then(|status| {
