@@ -300,13 +300,23 @@ fn has_o_tmpfile(dir: &Path) -> bool {
 
 #[test]
 fn kill_9_mid_copy_leaves_nothing_visible_where_o_tmpfile_exists() {
-    let dir = tempfile::tempdir().unwrap();
-    if !has_o_tmpfile(dir.path()) {
-        eprintln!("skipped: {} has no O_TMPFILE", dir.path().display());
+    // The test directory's file system (ext4 here), and tmpfs.
+    let mut dirs = vec![tempfile::tempdir().unwrap()];
+    if let Ok(shm) = tempfile::tempdir_in("/dev/shm") {
+        dirs.push(shm);
+    }
+    for dir in &dirs {
+        kill_9_mid_copy(dir.path());
+    }
+}
+
+fn kill_9_mid_copy(dir: &Path) {
+    if !has_o_tmpfile(dir) {
+        eprintln!("skipped: {} has no O_TMPFILE", dir.display());
         return;
     }
     for via in ["read-write", "splice"] {
-        let (fifo, destination) = (dir.path().join("fifo"), dir.path().join("dst"));
+        let (fifo, destination) = (dir.join("fifo"), dir.join("dst"));
         mkfifo(&fifo);
         std::fs::write(&destination, OLD).unwrap();
         let mut child = flexio()
@@ -319,11 +329,11 @@ fn kill_9_mid_copy_leaves_nothing_visible_where_o_tmpfile_exists() {
             .unwrap();
         let mut writer = open_writer(&fifo);
         feed(&mut writer, 64 << 10);
-        assert!(wait_for_temp(&child, dir.path(), &fifo, 64 << 10), "{via}");
+        assert!(wait_for_temp(&child, dir, &fifo, 64 << 10), "{via}");
         kill_process(pid(&child), Signal::KILL).unwrap();
         let status = wait_exit(&mut child, Duration::from_secs(10));
         assert_eq!(status.signal(), Some(9), "{via}");
-        assert_eq!(names(dir.path()), ["dst", "fifo"], "{via}");
+        assert_eq!(names(dir), ["dst", "fifo"], "{via}");
         assert_eq!(std::fs::read(&destination).unwrap(), OLD, "{via}");
         std::fs::remove_file(&fifo).unwrap();
     }
