@@ -49,6 +49,7 @@ mod error;
 mod flow;
 pub mod measure;
 mod mechanism;
+pub mod range;
 mod report;
 mod size;
 mod sys;

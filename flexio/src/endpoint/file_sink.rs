@@ -202,7 +202,11 @@ fn link_unnamed(file: BorrowedFd<'_>, to: &Path) -> rustix::io::Result<()> {
     static EMPTY_PATH_REFUSED: AtomicBool = AtomicBool::new(false);
     if !EMPTY_PATH_REFUSED.load(Ordering::Relaxed) {
         match rustix::fs::linkat(file, "", CWD, to, AtFlags::EMPTY_PATH) {
-            Err(Errno::NOENT) if to.parent().is_none_or(|p| p.as_os_str().is_empty() || p.is_dir()) => {
+            Err(Errno::NOENT)
+                if to
+                    .parent()
+                    .is_none_or(|p| p.as_os_str().is_empty() || p.is_dir()) =>
+            {
                 EMPTY_PATH_REFUSED.store(true, Ordering::Relaxed);
             }
             other => return other,

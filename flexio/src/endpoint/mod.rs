@@ -21,7 +21,8 @@ pub use address::Address;
 pub(crate) use file_sink::FileSink;
 pub(crate) use idle_ends::IdleEnds;
 pub(crate) use open::{
-    open_sink, open_source, process_umask, OpenSink, OpenSource, SinkIo, SinkOptions, SourceIo,
+    classify_fd, open_sink, open_source, process_umask, OpenSink, OpenSource, SinkIo, SinkOptions,
+    SourceIo,
 };
 
 /// What an endpoint is, as far as choosing a mechanism goes.

@@ -3,7 +3,7 @@
 use std::fs::{File, OpenOptions};
 use std::io::ErrorKind;
 use std::net::{TcpListener, TcpStream};
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::PathBuf;
@@ -336,18 +336,22 @@ fn sink_from_fd<'a>(fd: OwnedFd, label: String) -> Result<OpenSink<'a>> {
     })
 }
 
-/// Classifies an open descriptor by `fstat` (and `getsockname` for sockets).
-fn from_fd<'a>(fd: OwnedFd, label: String, path: Option<PathBuf>) -> Result<OpenSource<'a>> {
-    let stat = rustix::fs::fstat(&fd).map_err(|e| Error::io("fstat", &label, None, e))?;
+/// What an open descriptor is, by `fstat` (and `getsockname` for sockets).
+pub(crate) fn classify_fd(fd: BorrowedFd<'_>, label: &str) -> Result<EndpointKind> {
+    let stat = rustix::fs::fstat(fd).map_err(|e| Error::io("fstat", label, None, e))?;
+    kind_of(fd, &stat, label)
+}
+
+fn kind_of(fd: BorrowedFd<'_>, stat: &rustix::fs::Stat, label: &str) -> Result<EndpointKind> {
     let file_type = FileType::from_raw_mode(stat.st_mode);
-    let kind = match file_type {
+    Ok(match file_type {
         FileType::RegularFile => EndpointKind::File,
         FileType::BlockDevice => EndpointKind::BlockDevice,
         FileType::Fifo => EndpointKind::Pipe,
         FileType::CharacterDevice => EndpointKind::CharDevice,
         FileType::Socket => {
-            let address = rustix::net::getsockname(&fd)
-                .map_err(|e| Error::io("getsockname", &label, None, e))?;
+            let address = rustix::net::getsockname(fd)
+                .map_err(|e| Error::io("getsockname", label, None, e))?;
             match address.address_family() {
                 AddressFamily::UNIX => EndpointKind::Unix,
                 AddressFamily::INET | AddressFamily::INET6 => EndpointKind::Tcp,
@@ -362,7 +366,13 @@ fn from_fd<'a>(fd: OwnedFd, label: String, path: Option<PathBuf>) -> Result<Open
             return Err(Error::usage(format!("{label}: is a directory")));
         }
         _ => return Err(Error::usage(format!("{label}: unsupported file type"))),
-    };
+    })
+}
+
+/// Classifies an open descriptor by `fstat` (and `getsockname` for sockets).
+fn from_fd<'a>(fd: OwnedFd, label: String, path: Option<PathBuf>) -> Result<OpenSource<'a>> {
+    let stat = rustix::fs::fstat(&fd).map_err(|e| Error::io("fstat", &label, None, e))?;
+    let kind = kind_of(fd.as_fd(), &stat, &label)?;
     let (size, base) = match kind {
         EndpointKind::File => {
             let position = rustix::fs::seek(&fd, SeekFrom::Current(0)).unwrap_or(0);

@@ -5,7 +5,7 @@
 //! linked in under its name.
 
 use std::fs::File;
-use std::os::fd::{AsFd, BorrowedFd};
+use std::os::fd::AsFd;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -16,9 +16,9 @@ use super::metadata::{copy_xattrs, keep_owner, new_file_mode, set_times};
 use super::options::TreeOptions;
 use super::queue::FileJob;
 use crate::endpoint::{EndpointKind, FileSink};
-use crate::engine::run_with_fallbacks;
 use crate::error::{Error, Result};
-use crate::mechanism::{Counters, MechanismName, Scratch, Transfer};
+use crate::mechanism::MechanismName;
+use crate::range::{Mover, RangeEnd, RangeRequest};
 use crate::report::Fallback;
 
 /// What one worker keeps from file to file: its buffers and pipe, so that
@@ -26,8 +26,7 @@ use crate::report::Fallback;
 pub(crate) struct Worker<'a> {
     pub options: &'a TreeOptions,
     pub umask: u32,
-    pub scratch: Scratch,
-    pub counters: Counters,
+    pub mover: Mover,
     /// Set once the destination's file system refuses FICLONE: later files
     /// go straight to their mechanism instead of asking again.
     pub reflink_refused: &'a AtomicBool,
@@ -117,7 +116,6 @@ impl Worker<'_> {
             return Ok((mechanism_label(named), fallbacks));
         }
         if named == MechanismName::Auto && !self.reflink_refused.load(Ordering::Relaxed) {
-            self.counters.syscalls += 1;
             match rustix::fs::ioctl_ficlone(sink.fd(), file) {
                 Ok(()) => {
                     self.progress.fetch_add(data_bytes(meta), Ordering::Relaxed);
@@ -148,50 +146,29 @@ impl Worker<'_> {
             named => named,
         };
         let target_label = target.display().to_string();
-        let strict = self.options.strict;
+        let source_end = RangeEnd::with_kind(file.as_fd(), EndpointKind::File, label);
+        let sink_end = RangeEnd::with_kind(sink.fd(), EndpointKind::File, target_label.as_str());
+        let mut request = RangeRequest::new(0, 0, None).via(current);
+        request.params = self.options.params.clone();
+        request.strict = self.options.strict;
         for (start, length) in segments {
-            let mut transfer = self.transfer(file.as_fd(), sink.fd(), label, &target_label);
-            transfer.source_pos = start;
-            transfer.sink_pos = start;
-            transfer.remaining = Some(length);
-            transfer.expected = Some(size);
-            current = run_with_fallbacks(&mut transfer, current, strict, 0, &mut fallbacks)?;
+            request.source_offset = start;
+            request.sink_offset = start;
+            request.length = Some(length);
+            let report =
+                self.mover
+                    .move_range(&source_end, &sink_end, &request, Some(self.progress))?;
+            fallbacks.extend(report.fallbacks);
+            if let Some(used) = report.mechanism_used {
+                current = used;
+                request.mechanism = used;
+            }
         }
         if sparse {
             rustix::fs::ftruncate(sink.fd(), size)
                 .map_err(|e| Error::io("ftruncate", &target_label, Some(size), e))?;
         }
         Ok((current.as_str(), fallbacks))
-    }
-
-    fn transfer<'t>(
-        &'t mut self,
-        source: BorrowedFd<'t>,
-        sink: BorrowedFd<'t>,
-        source_label: &'t str,
-        sink_label: &'t str,
-    ) -> Transfer<'t> {
-        Transfer {
-            source_fd: Some(source),
-            source_memory: None,
-            sink_fd: Some(sink),
-            sink_memory: None,
-            source_kind: EndpointKind::File,
-            sink_kind: EndpointKind::File,
-            sink_appends: false,
-            source_label,
-            sink_label,
-            source_pos: 0,
-            sink_pos: 0,
-            remaining: Some(0),
-            expected: None,
-            params: &self.options.params,
-            counters: &mut self.counters,
-            scratch: &mut self.scratch,
-            progress: self.progress,
-            call_limit: usize::MAX,
-            idle: None,
-        }
     }
 }
 

@@ -161,8 +161,7 @@ pub fn copy_tree(
                 let worker = Worker {
                     options,
                     umask,
-                    scratch: Default::default(),
-                    counters: Default::default(),
+                    mover: Default::default(),
                     reflink_refused: &reflink_refused,
                     progress: &progress.bytes_done,
                 };
