@@ -13,7 +13,7 @@ use flexio::{EndpointKind, MechanismName};
 
 fn bytes(len: usize, seed: u8) -> Vec<u8> {
     (0..len)
-        .map(|i| (i as u64 * 2_654_435_761 >> 7) as u8 ^ seed)
+        .map(|i| ((i as u64 * 2_654_435_761) >> 7) as u8 ^ seed)
         .collect()
 }
 
