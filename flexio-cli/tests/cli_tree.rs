@@ -156,3 +156,92 @@ fn an_unreadable_file_fails_alone_with_its_path_and_exit_1() {
     assert_eq!(std::fs::read(root.join("dst/top")).unwrap(), b"top");
     assert!(!root.join("dst/sub/secret").exists());
 }
+
+/// Every regular file under `copy` equals its source under `source`, and
+/// no temporary file is anywhere: what an interrupted copy may leave.
+fn only_whole_files(source: &Path, copy: &Path) -> usize {
+    let mut whole = 0;
+    let mut stack = vec![copy.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries {
+            let path = entry.unwrap().path();
+            let name = path.file_name().unwrap().to_string_lossy().into_owned();
+            assert!(
+                !name.contains(".flexio-"),
+                "temporary file left: {}",
+                path.display()
+            );
+            let meta = std::fs::symlink_metadata(&path).unwrap();
+            if meta.is_dir() {
+                stack.push(path);
+            } else if meta.is_file() {
+                let relative = path.strip_prefix(copy).unwrap();
+                let original = std::fs::read(source.join(relative)).unwrap();
+                assert!(
+                    std::fs::read(&path).unwrap() == original,
+                    "{} is not whole",
+                    path.display()
+                );
+                whole += 1;
+            }
+        }
+    }
+    whole
+}
+
+fn interruptible_tree(root: &Path) {
+    for d in 0..20 {
+        let dir = root.join(format!("d{d:02}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        for f in 0..50 {
+            let data: Vec<u8> = (0..4096u32)
+                .map(|i| (i * 7 + f * 13 + d * 3) as u8)
+                .collect();
+            std::fs::write(dir.join(format!("f{f:02}")), data).unwrap();
+        }
+    }
+    for big in 0..3u32 {
+        let data: Vec<u8> = (0..(16u32 << 20))
+            .map(|i| (i >> 9) as u8 ^ big as u8)
+            .collect();
+        std::fs::write(root.join(format!("big{big}")), data).unwrap();
+    }
+}
+
+#[test]
+fn a_tree_copy_interrupted_by_sigint_or_kill_9_leaves_only_whole_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let source = dir.path().join("src");
+    interruptible_tree(&source);
+    // Delays spread over a copy of this tree (tens to hundreds of ms).
+    let delays_ms = [1u64, 7, 19, 43, 97, 160];
+    let mut interrupted = 0;
+    for (round, delay) in delays_ms.iter().enumerate() {
+        for signal in ["INT", "KILL"] {
+            let target = dir.path().join(format!("dst-{round}-{signal}"));
+            let mut child = flexio()
+                .args(["copy", "-r", "-q", "--via", "read-write", "--chunk", "64K"])
+                .arg(&source)
+                .arg(&target)
+                .spawn()
+                .unwrap();
+            std::thread::sleep(std::time::Duration::from_millis(*delay));
+            let _ = Command::new("kill")
+                .arg(format!("-{signal}"))
+                .arg(child.id().to_string())
+                .status();
+            let status = child.wait().unwrap();
+            if !status.success() {
+                interrupted += 1;
+            }
+            only_whole_files(&source, &target);
+        }
+    }
+    assert!(
+        interrupted > 0,
+        "no copy was interrupted: the tree is too small"
+    );
+}
