@@ -12,6 +12,7 @@ mod direct;
 mod direct_io;
 mod io;
 mod io_uring;
+mod kernel_copy;
 mod mmap;
 mod read_write;
 mod sendfile;

@@ -7,8 +7,8 @@
 
 use rustix::event::PollFlags;
 use rustix::fs::SeekFrom;
-use rustix::io::Errno;
 
+use super::kernel_copy::kernel_copy_loop;
 use super::transfer::Side;
 use super::{Mechanism, Stop, Transfer};
 use crate::endpoint::EndpointKind;
@@ -30,18 +30,17 @@ impl Mechanism for Sendfile {
             rustix::fs::seek(t.sink_fd(), SeekFrom::Start(at))
                 .map_err(|e| t.failed("lseek", Side::Sink, e))?;
         }
-        while !t.finished() {
-            let want = t.next_call_len(MAX_PER_CALL);
-            let mut offset = t.source_pos;
-            t.counters.syscalls += 1;
-            match rustix::fs::sendfile(t.sink_fd(), t.source_fd(), Some(&mut offset), want) {
-                Ok(0) => return t.source_ended(),
-                Ok(n) => t.advance(n as u64),
-                Err(Errno::INTR) => {}
-                Err(Errno::AGAIN) => t.wait_ready(t.sink_fd(), PollFlags::OUT, Side::Sink)?,
-                Err(errno) => return Err(t.refused_or_failed("sendfile", Side::Sink, errno)),
-            }
-        }
-        Ok(())
+        let sink = t.sink_fd();
+        kernel_copy_loop(
+            t,
+            "sendfile",
+            Side::Sink,
+            MAX_PER_CALL,
+            [Some((sink, PollFlags::OUT, Side::Sink)), None],
+            |t, want| {
+                let mut offset = t.source_pos;
+                rustix::fs::sendfile(t.sink_fd(), t.source_fd(), Some(&mut offset), want)
+            },
+        )
     }
 }

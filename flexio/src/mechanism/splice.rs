@@ -15,6 +15,7 @@ use rustix::io::Errno;
 use rustix::pipe::{PipeFlags, SpliceFlags};
 
 use super::io::write_sink;
+use super::kernel_copy::{kernel_call, kernel_copy_loop};
 use super::transfer::Side;
 use super::{Mechanism, Stop, Transfer};
 use crate::endpoint::EndpointKind;
@@ -45,22 +46,28 @@ fn direct_splice(t: &mut Transfer<'_>) -> Result<(), Stop> {
     };
     grow_pipe(t, pipe);
     let max = t.params.pipe_size.max(4096);
-    while !t.finished() {
-        let want = t.next_len(max);
-        match splice_once(
-            t,
-            t.source_fd(),
-            t.source_offset(),
-            t.sink_fd(),
-            t.sink_offset(),
-            want,
-            Side::Source,
-        )? {
-            0 => return t.source_ended(),
-            n => t.advance(n as u64),
-        }
-    }
-    Ok(())
+    let (source, sink) = (t.source_fd(), t.sink_fd());
+    kernel_copy_loop(
+        t,
+        "splice",
+        Side::Source,
+        max,
+        [
+            Some((source, PollFlags::IN, Side::Source)),
+            Some((sink, PollFlags::OUT, Side::Sink)),
+        ],
+        |t, want| {
+            let (mut from_at, mut to_at) = (t.source_offset(), t.sink_offset());
+            rustix::pipe::splice(
+                t.source_fd(),
+                from_at.as_mut(),
+                t.sink_fd(),
+                to_at.as_mut(),
+                want,
+                SpliceFlags::MOVE | SpliceFlags::MORE,
+            )
+        },
+    )
 }
 
 /// Neither end is a pipe: source -> our pipe -> sink.
@@ -145,7 +152,9 @@ fn drain(t: &mut Transfer<'_>, pipe_read: BorrowedFd<'_>, mut left: usize) -> Re
 
 /// One splice(2) with EINTR retried and EAGAIN waited out; returns the
 /// bytes moved. Positions are passed by value: callers advance the
-/// transfer themselves.
+/// transfer themselves. What is spliced from is the source or the flow's
+/// pipe (which has bytes then), what is spliced to the sink or the pipe
+/// (empty then): only the flow's ends can keep us waiting.
 fn splice_once(
     t: &mut Transfer<'_>,
     from: BorrowedFd<'_>,
@@ -155,31 +164,26 @@ fn splice_once(
     len: usize,
     side: Side,
 ) -> Result<usize, Stop> {
-    loop {
-        let mut from_at = from_offset;
-        let mut to_at = to_offset;
-        t.counters.syscalls += 1;
-        match rustix::pipe::splice(
-            from,
-            from_at.as_mut(),
-            to,
-            to_at.as_mut(),
-            len,
-            SpliceFlags::MOVE | SpliceFlags::MORE,
-        ) {
-            Ok(n) => return Ok(n),
-            Err(Errno::INTR) => continue,
-            Err(Errno::AGAIN) => {
-                // Either end may be the one not ready; wait for both. What
-                // is spliced from is the source or the flow's pipe (which
-                // has bytes then), what is spliced to the sink or the pipe
-                // (empty then): only the flow's ends can keep us waiting.
-                t.wait_ready(from, PollFlags::IN, Side::Source)?;
-                t.wait_ready(to, PollFlags::OUT, Side::Sink)?;
-            }
-            Err(errno) => return Err(t.refused_or_failed("splice", side, errno)),
-        }
-    }
+    kernel_call(
+        t,
+        "splice",
+        side,
+        [
+            Some((from, PollFlags::IN, Side::Source)),
+            Some((to, PollFlags::OUT, Side::Sink)),
+        ],
+        |_| {
+            let (mut from_at, mut to_at) = (from_offset, to_offset);
+            rustix::pipe::splice(
+                from,
+                from_at.as_mut(),
+                to,
+                to_at.as_mut(),
+                len,
+                SpliceFlags::MOVE | SpliceFlags::MORE,
+            )
+        },
+    )
 }
 
 /// The flow's pipe, made on first use and sized to `--pipe-size`.

@@ -128,19 +128,15 @@ impl<'t> Transfer<'t> {
         self.remaining == Some(0)
     }
 
-    /// The next piece to ask for: at most `max`, at most what is left.
+    /// The next piece to ask for: at most `max`, at most the flow's call
+    /// limit (`Flow::call_limit`), at most what is left. Every mechanism
+    /// takes its request sizes from here.
     pub fn next_len(&self, max: usize) -> usize {
+        let max = max.min(self.call_limit);
         match self.remaining {
             Some(left) => left.min(max as u64) as usize,
             None => max,
         }
-    }
-
-    /// The next piece one in-kernel call (copy_file_range, sendfile) asks
-    /// for: at most `max`, at most the flow's call limit, at most what is
-    /// left.
-    pub fn next_call_len(&self, max: usize) -> usize {
-        self.next_len(max.min(self.call_limit))
     }
 
     /// Records that `bytes` more bytes are in the sink.
@@ -247,7 +243,9 @@ impl<'t> Transfer<'t> {
     /// (`EINVAL`, `EXDEV`, `ENOSYS`, `EOPNOTSUPP`); a failure otherwise.
     /// `EIO`, `ENOSPC`, `EPIPE` and `ECONNRESET` are never refusals.
     pub fn refused_or_failed(&self, op: &'static str, side: Side, errno: Errno) -> Stop {
-        if is_refusal(errno) {
+        // EBADF for a sink opened with O_APPEND is how copy_file_range
+        // refuses one (`flexio copy a - >> log`); the fallbacks append fine.
+        if is_refusal(errno) || (errno == Errno::BADF && self.sink_appends) {
             Stop::Refused { op, errno }
         } else {
             self.failed(op, side, errno)
