@@ -1,7 +1,7 @@
 //! `flexio mechanisms`: the support matrix, as a table or JSON.
 
 use clap::Args;
-use flexio::{builtin_choice, EndpointKind, Error, MechanismName};
+use flexio::{builtin_choice, EndpointKind, Error, MechanismName, Params};
 use serde_json::json;
 
 /// Arguments of `flexio mechanisms`.
@@ -38,7 +38,19 @@ pub fn run(args: MechanismsArgs) -> Result<(), Error> {
                 })
             })
             .collect();
-        let document = json!({ "schema_version": 1, "pairs": rows });
+        let mechanisms: Vec<_> = MechanismName::CONCRETE
+            .into_iter()
+            .filter_map(MechanismName::descriptor)
+            .map(|d| {
+                json!({
+                    "name": d.name,
+                    "reads": d.reads,
+                    "falls_back_to": d.fallbacks,
+                    "direct_io": (d.writes_direct)(&Params { direct: true, ..Params::default() }),
+                })
+            })
+            .collect();
+        let document = json!({ "schema_version": 1, "pairs": rows, "mechanisms": mechanisms });
         crate::print_stdout(&(serde_json::to_string_pretty(&document).expect("json") + "\n"));
         return Ok(());
     }
@@ -59,6 +71,34 @@ pub fn run(args: MechanismsArgs) -> Result<(), Error> {
             table += &format!(" {mark:>width$}", width = name.as_str().len());
         }
         table += &format!("  {}\n", builtin_choice(source, sink));
+    }
+    table += "\n";
+    for descriptor in names.into_iter().filter_map(MechanismName::descriptor) {
+        let reads = descriptor.reads;
+        let read: Vec<&str> = [
+            (reads.chunk, "--chunk"),
+            (reads.queue_depth, "--queue-depth"),
+            (reads.pipe_size, "--pipe-size"),
+            (reads.direct, "--direct"),
+        ]
+        .into_iter()
+        .filter_map(|(read, flag)| read.then_some(flag))
+        .collect();
+        let fallbacks: Vec<&str> = descriptor.fallbacks.iter().map(|m| m.as_str()).collect();
+        table += &format!(
+            "{:<16} reads {:<30} falls back to {}\n",
+            descriptor.name.as_str(),
+            if read.is_empty() {
+                "nothing".to_string()
+            } else {
+                read.join(" ")
+            },
+            if fallbacks.is_empty() {
+                "nothing (it is the last)".to_string()
+            } else {
+                fallbacks.join(", ")
+            },
+        );
     }
     crate::print_stdout(&table);
     Ok(())

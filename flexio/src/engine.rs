@@ -9,9 +9,7 @@ use crate::endpoint::{EndpointKind, IdleEnds, OpenSink, OpenSource, SinkIo, Sour
 use crate::error::{Error, Result};
 use crate::flow::Flow;
 use crate::measure::{self, Sample};
-use crate::mechanism::{
-    fallback_for, implementation, Counters, Idle, MechanismName, Scratch, Stop, Transfer,
-};
+use crate::mechanism::{fallback_for, Counters, Idle, MechanismName, Scratch, Stop, Transfer};
 use crate::report::{Fallback, Report};
 use crate::verify;
 use crate::writeback::{slices, Writeback};
@@ -29,7 +27,10 @@ pub(crate) fn run_with_fallbacks(
 ) -> Result<MechanismName> {
     let mut current = mechanism;
     loop {
-        match implementation(current).run(transfer) {
+        let descriptor = current
+            .descriptor()
+            .expect("auto is resolved before a range moves");
+        match (descriptor.run)(transfer) {
             Ok(()) => return Ok(current),
             Err(Stop::Failed(error)) => return Err(error),
             Err(Stop::Refused { op, errno }) => {

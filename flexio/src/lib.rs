@@ -62,6 +62,6 @@ pub use duration::parse_duration;
 pub use endpoint::{Address, EndpointKind, Sink, Source};
 pub use error::{Error, Result};
 pub use flow::{Flow, Params, Progress};
-pub use mechanism::{builtin_choice, MechanismName};
+pub use mechanism::{builtin_choice, Descriptor, MechanismName, Reads};
 pub use report::{Fallback, Report, Verification, REPORT_SCHEMA_VERSION};
 pub use size::{format_bytes, format_rate, parse_size};

@@ -34,54 +34,64 @@ use super::direct_io::{
 };
 use super::io::write_sink;
 use super::transfer::Side;
-use super::{Mechanism, Stop, Transfer};
+use super::{Descriptor, MechanismName, Reads, Stop, Transfer};
 use crate::endpoint::EndpointKind;
 use crate::sys::aligned::AlignedBuffer;
 
-pub(crate) struct Direct;
+/// What `direct` is, for the engine, the command line, the tuner and
+/// the bench.
+pub(crate) const DESCRIPTOR: Descriptor = Descriptor {
+    name: MechanismName::Direct,
+    serves,
+    reads: Reads {
+        chunk: true,
+        ..Reads::NONE
+    },
+    fallbacks: &[MechanismName::ReadWrite],
+    writes_direct: |_| true,
+    run,
+};
 
-impl Mechanism for Direct {
-    fn supports(&self, source: EndpointKind, sink: EndpointKind) -> bool {
-        source != EndpointKind::Memory
-            && sink != EndpointKind::Memory
-            && (is_direct_capable(source) || is_direct_capable(sink))
+fn serves(source: EndpointKind, sink: EndpointKind) -> bool {
+    source != EndpointKind::Memory
+        && sink != EndpointKind::Memory
+        && (is_direct_capable(source) || is_direct_capable(sink))
+}
+
+fn run(t: &mut Transfer<'_>) -> Result<(), Stop> {
+    if t.finished() {
+        return Ok(());
+    }
+    let source_fd = t.source_fd();
+    let sink_fd = t.sink_fd();
+    let source_direct = is_direct_capable(t.source_kind);
+    let sink_capable = is_direct_capable(t.sink_kind);
+    let block = common_block(t, source_direct, sink_capable)?;
+    let sink_direct = sink_capable && t.sink_pos.is_multiple_of(block as u64);
+    let (_source_mode, mut sink_mode) = enable_sides(
+        t,
+        source_direct.then_some(source_fd),
+        sink_direct.then_some(sink_fd),
+    )?;
+    if sink_direct {
+        reserve_direct_sink(t)?;
     }
 
-    fn run(&self, t: &mut Transfer<'_>) -> Result<(), Stop> {
-        if t.finished() {
-            return Ok(());
-        }
-        let source_fd = t.source_fd();
-        let sink_fd = t.sink_fd();
-        let source_direct = is_direct_capable(t.source_kind);
-        let sink_capable = is_direct_capable(t.sink_kind);
-        let block = common_block(t, source_direct, sink_capable)?;
-        let sink_direct = sink_capable && t.sink_pos.is_multiple_of(block as u64);
-        let (_source_mode, mut sink_mode) = enable_sides(
-            t,
-            source_direct.then_some(source_fd),
-            sink_direct.then_some(sink_fd),
-        )?;
-        if sink_direct {
-            reserve_direct_sink(t)?;
-        }
-
-        let chunk = align_up(t.params.chunk.max(1), block);
-        let mut buffer = take_buffer(t, block + chunk, block.max(4096));
-        let mut copy = DirectCopy {
-            source_fd,
-            sink_fd,
-            source_direct,
-            sink_mode: sink_mode.as_mut(),
-            block,
-            chunk,
-            pending: 0,
-        };
-        let result = copy.run(t, buffer.as_mut_slice());
-        t.scratch.extra = Some(Box::new(buffer));
-        result
-        // The source and sink modes restore the original flags on drop.
-    }
+    let chunk = align_up(t.params.chunk.max(1), block);
+    let mut buffer = take_buffer(t, block + chunk, block.max(4096));
+    let mut copy = DirectCopy {
+        source_fd,
+        sink_fd,
+        source_direct,
+        sink_mode: sink_mode.as_mut(),
+        block,
+        chunk,
+        pending: 0,
+    };
+    let result = copy.run(t, buffer.as_mut_slice());
+    t.scratch.extra = Some(Box::new(buffer));
+    result
+    // The source and sink modes restore the original flags on drop.
 }
 
 /// The flow's aligned buffer: the one kept from an earlier run if it is

@@ -37,77 +37,89 @@ use super::direct_io::{
 };
 use super::io::write_sink;
 use super::transfer::Side;
-use super::{Mechanism, Stop, Transfer};
+use super::{Descriptor, MechanismName, Reads, Stop, Transfer};
 use crate::endpoint::EndpointKind;
 use crate::error::Error;
 use crate::sys::uring::{Op, Ring, RingError, MAX_SLOTS};
 
-pub(crate) struct IoUring;
+/// What `io-uring` is, for the engine, the command line, the tuner and
+/// the bench.
+pub(crate) const DESCRIPTOR: Descriptor = Descriptor {
+    name: MechanismName::IoUring,
+    serves,
+    reads: Reads {
+        chunk: true,
+        queue_depth: true,
+        direct: true,
+        ..Reads::NONE
+    },
+    fallbacks: &[MechanismName::ReadWrite],
+    writes_direct: |params| params.direct,
+    run,
+};
 
-impl Mechanism for IoUring {
-    fn supports(&self, source: EndpointKind, sink: EndpointKind) -> bool {
-        source != EndpointKind::Memory && sink != EndpointKind::Memory
+fn serves(source: EndpointKind, sink: EndpointKind) -> bool {
+    source != EndpointKind::Memory && sink != EndpointKind::Memory
+}
+
+fn run(t: &mut Transfer<'_>) -> Result<(), Stop> {
+    if t.finished() {
+        return Ok(());
+    }
+    let source_fd = t.source_fd();
+    let sink_fd = t.sink_fd();
+    let source_direct = t.params.direct && is_direct_capable(t.source_kind);
+    let sink_capable = t.params.direct && is_direct_capable(t.sink_kind);
+    let block = common_block(t, source_direct, sink_capable)?;
+    // A direct sink must start aligned, and its bytes must sit aligned
+    // in the slots: a direct source has to start aligned too.
+    let sink_direct = sink_capable
+        && t.sink_pos.is_multiple_of(block as u64)
+        && (!source_direct || t.source_pos.is_multiple_of(block as u64));
+    let (_source_mode, mut sink_mode) = enable_sides(
+        t,
+        source_direct.then_some(source_fd),
+        sink_direct.then_some(sink_fd),
+    )?;
+    if sink_direct {
+        reserve_direct_sink(t)?;
     }
 
-    fn run(&self, t: &mut Transfer<'_>) -> Result<(), Stop> {
-        if t.finished() {
-            return Ok(());
-        }
-        let source_fd = t.source_fd();
-        let sink_fd = t.sink_fd();
-        let source_direct = t.params.direct && is_direct_capable(t.source_kind);
-        let sink_capable = t.params.direct && is_direct_capable(t.sink_kind);
-        let block = common_block(t, source_direct, sink_capable)?;
-        // A direct sink must start aligned, and its bytes must sit aligned
-        // in the slots: a direct source has to start aligned too.
-        let sink_direct = sink_capable
-            && t.sink_pos.is_multiple_of(block as u64)
-            && (!source_direct || t.source_pos.is_multiple_of(block as u64));
-        let (_source_mode, mut sink_mode) = enable_sides(
-            t,
-            source_direct.then_some(source_fd),
-            sink_direct.then_some(sink_fd),
-        )?;
-        if sink_direct {
-            reserve_direct_sink(t)?;
-        }
-
-        // Slots no bigger than the flow: a 4 KiB copy with `--chunk 1M`
-        // registered (pinned) two mebibytes and ran at 1 MiB/s.
-        let slot_len = align_up(t.next_len(t.params.chunk).max(1), block);
-        let mut state = take_state(t, slot_len, block.max(4096))?;
-        if t.idle.is_some() && !state.ring.can_time_out() {
-            // Nothing was submitted: another mechanism can take the flow.
-            return Err(Stop::Refused {
-                op: "io_uring_enter(timeout)",
-                errno: Errno::NOSYS,
-            });
-        }
-        let mut pump = Pump {
-            source_fd,
-            sink_fd,
-            source_seekable: t.source_kind.is_seekable() && t.remaining.is_some(),
-            // Appended writes land in the order they run: one at a time.
-            sink_seekable: t.sink_kind.is_seekable() && !t.sink_appends,
-            source_direct,
-            sink_mode: sink_mode.as_mut(),
-            block,
-            base_source: t.source_pos,
-            base_sink: t.sink_pos,
-            total: t.remaining,
-            next_read: 0,
-            cursor: 0,
-            eof: false,
-            tail_waiting: false,
-            stop: None,
-        };
-        state.slots.clear();
-        state.slots.resize(state.ring.slots(), Slot::FREE);
-        let result = pump.run(t, &mut state.ring, &mut state.slots);
-        t.scratch.extra = Some(Box::new(state));
-        result
-        // The source and sink modes restore the original flags on drop.
+    // Slots no bigger than the flow: a 4 KiB copy with `--chunk 1M`
+    // registered (pinned) two mebibytes and ran at 1 MiB/s.
+    let slot_len = align_up(t.next_len(t.params.chunk).max(1), block);
+    let mut state = take_state(t, slot_len, block.max(4096))?;
+    if t.idle.is_some() && !state.ring.can_time_out() {
+        // Nothing was submitted: another mechanism can take the flow.
+        return Err(Stop::Refused {
+            op: "io_uring_enter(timeout)",
+            errno: Errno::NOSYS,
+        });
     }
+    let mut pump = Pump {
+        source_fd,
+        sink_fd,
+        source_seekable: t.source_kind.is_seekable() && t.remaining.is_some(),
+        // Appended writes land in the order they run: one at a time.
+        sink_seekable: t.sink_kind.is_seekable() && !t.sink_appends,
+        source_direct,
+        sink_mode: sink_mode.as_mut(),
+        block,
+        base_source: t.source_pos,
+        base_sink: t.sink_pos,
+        total: t.remaining,
+        next_read: 0,
+        cursor: 0,
+        eof: false,
+        tail_waiting: false,
+        stop: None,
+    };
+    state.slots.clear();
+    state.slots.resize(state.ring.slots(), Slot::FREE);
+    let result = pump.run(t, &mut state.ring, &mut state.slots);
+    t.scratch.extra = Some(Box::new(state));
+    result
+    // The source and sink modes restore the original flags on drop.
 }
 
 /// What a flow keeps across runs: the ring, its buffers, the slot table.

@@ -31,56 +31,66 @@ use rustix::mm::Advice;
 
 use super::io::{reserve_sink, write_sink};
 use super::transfer::Side;
-use super::{Mechanism, Stop, Transfer};
+use super::{Descriptor, MechanismName, Reads, Stop, Transfer};
 use crate::endpoint::EndpointKind;
 use crate::error::Error;
 use crate::sys::mapping::Mapping;
 use crate::sys::sigbus::Guard;
 
-pub(crate) struct Mmap;
+/// What `mmap` is, for the engine, the command line, the tuner and
+/// the bench.
+pub(crate) const DESCRIPTOR: Descriptor = Descriptor {
+    name: MechanismName::Mmap,
+    serves,
+    reads: Reads {
+        chunk: true,
+        ..Reads::NONE
+    },
+    fallbacks: &[MechanismName::ReadWrite],
+    writes_direct: |_| false,
+    run,
+};
 
-impl Mechanism for Mmap {
-    fn supports(&self, source: EndpointKind, _sink: EndpointKind) -> bool {
-        matches!(source, EndpointKind::File | EndpointKind::BlockDevice)
-    }
+fn serves(source: EndpointKind, _sink: EndpointKind) -> bool {
+    matches!(source, EndpointKind::File | EndpointKind::BlockDevice)
+}
 
-    fn run(&self, t: &mut Transfer<'_>) -> Result<(), Stop> {
-        let page = rustix::param::page_size();
-        let chunk = t.params.chunk.max(1).next_multiple_of(page);
-        let mut sink_size = mapped_sink_size(t)?;
-        while !t.finished() {
-            let head = (t.source_pos % page as u64) as usize;
-            let want = match t.remaining {
-                Some(_) => t.next_len(chunk - head),
-                None => {
-                    let end = source_end(t)?;
-                    (chunk - head).min(end.saturating_sub(t.source_pos) as usize)
-                }
-            };
-            if want == 0 {
-                return Ok(());
+fn run(t: &mut Transfer<'_>) -> Result<(), Stop> {
+    let page = rustix::param::page_size();
+    let chunk = t.params.chunk.max(1).next_multiple_of(page);
+    let mut sink_size = mapped_sink_size(t)?;
+    while !t.finished() {
+        let head = (t.source_pos % page as u64) as usize;
+        let want = match t.remaining {
+            Some(_) => t.next_len(chunk - head),
+            None => {
+                let end = source_end(t)?;
+                (chunk - head).min(end.saturating_sub(t.source_pos) as usize)
             }
-            let window = Window {
-                start: t.source_pos,
-                head,
-                len: want,
-            };
-            let source = map(t, Side::Source, window.start - head as u64, head + want)?;
-            // Only a hint to read ahead harder; a kernel that ignores it
-            // changes nothing about the bytes.
-            t.counters.syscalls += 2;
-            let _ = source.mapping().advise(Advice::Sequential);
-            // Fault the window in with one call instead of one fault per
-            // 16 pages; a window past a shrunken end fails with EFAULT
-            // here rather than SIGBUS, and the copy's checks report it.
-            let _ = source.mapping().advise(Advice::LinuxPopulateRead);
-            match sink_size.as_mut() {
-                Some(size) => copy_to_mapped_sink(t, &source, &window, size, page)?,
-                None => write_out(t, &source, &window)?,
-            }
+        };
+        if want == 0 {
+            return Ok(());
         }
-        Ok(())
+        let window = Window {
+            start: t.source_pos,
+            head,
+            len: want,
+        };
+        let source = map(t, Side::Source, window.start - head as u64, head + want)?;
+        // Only a hint to read ahead harder; a kernel that ignores it
+        // changes nothing about the bytes.
+        t.counters.syscalls += 2;
+        let _ = source.mapping().advise(Advice::Sequential);
+        // Fault the window in with one call instead of one fault per
+        // 16 pages; a window past a shrunken end fails with EFAULT
+        // here rather than SIGBUS, and the copy's checks report it.
+        let _ = source.mapping().advise(Advice::LinuxPopulateRead);
+        match sink_size.as_mut() {
+            Some(size) => copy_to_mapped_sink(t, &source, &window, size, page)?,
+            None => write_out(t, &source, &window)?,
+        }
     }
+    Ok(())
 }
 
 /// The part of the source one mapping covers.

@@ -1,10 +1,15 @@
 //! Mechanisms: the ways bytes can move on Linux, one module each.
 //!
-//! Each mechanism says which (source kind, sink kind) pairs it serves and
-//! moves the bytes of a [`Transfer`]. When the kernel refuses a mechanism at
-//! run time (`EINVAL`, `EXDEV`, `ENOSYS`, `EOPNOTSUPP`) it returns
+//! Each mechanism's file holds its [`Descriptor`] — its name, the (source
+//! kind, sink kind) pairs it serves, the parameters it reads, where it falls
+//! back to, whether it writes with `O_DIRECT` — and the function that moves
+//! the bytes of a [`Transfer`]. [`MechanismName::descriptor`] is how the
+//! engine, the command line, the tuner and the bench learn what a mechanism
+//! is; adding one touches its file and [`DESCRIPTORS`].
+//!
+//! When the kernel refuses a mechanism at run time (`EINVAL`, `EXDEV`, `ENOSYS`, `EOPNOTSUPP`) it returns
 //! [`Stop::Refused`] with the transfer advanced to where it got, and the
-//! engine carries on with the next mechanism in [`fallback_order`]. Every
+//! engine carries on with the next mechanism in [`Descriptor::fallbacks`]. Every
 //! other error is [`Stop::Failed`] and ends the flow.
 
 mod copy_file_range;
@@ -78,6 +83,11 @@ impl MechanismName {
         }
     }
 
+    /// What this mechanism is (`None` for `auto`).
+    pub fn descriptor(self) -> Option<&'static Descriptor> {
+        DESCRIPTORS.iter().copied().find(|d| d.name == self)
+    }
+
     /// Whether this mechanism can move bytes from `source` to `sink`.
     /// `auto` serves every pair.
     ///
@@ -88,20 +98,15 @@ impl MechanismName {
     /// assert!(!MechanismName::CopyFileRange.supports(EndpointKind::File, EndpointKind::Tcp));
     /// ```
     pub fn supports(self, source: EndpointKind, sink: EndpointKind) -> bool {
-        match self {
-            MechanismName::Auto => true,
-            concrete => implementation(concrete).supports(source, sink),
-        }
+        self.descriptor()
+            .is_none_or(|descriptor| (descriptor.serves)(source, sink))
     }
 
     /// Whether this mechanism, with `params`, writes a file or block-device
     /// sink with `O_DIRECT` (past the page cache).
     pub(crate) fn writes_direct(self, params: &crate::Params) -> bool {
-        match self {
-            MechanismName::Direct => true,
-            MechanismName::IoUring => params.direct,
-            _ => false,
-        }
+        self.descriptor()
+            .is_some_and(|descriptor| (descriptor.writes_direct)(params))
     }
 
     /// The mechanisms that serve a pair, in the order of [`Self::CONCRETE`].
@@ -137,42 +142,70 @@ impl FromStr for MechanismName {
     }
 }
 
-/// One way of moving bytes.
-pub(crate) trait Mechanism: Sync {
-    /// Which (source, sink) pairs this mechanism serves.
-    fn supports(&self, source: EndpointKind, sink: EndpointKind) -> bool;
-
-    /// Moves the bytes of `transfer`, advancing it as bytes land in the
-    /// sink, until it is finished (or the source ends, when the transfer
-    /// has no fixed length).
-    fn run(&self, transfer: &mut Transfer<'_>) -> Result<(), Stop>;
+/// The parameters a mechanism reads (the rest it ignores).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Reads {
+    /// Bytes per read, write, map window or request.
+    pub chunk: bool,
+    /// io_uring requests in flight.
+    pub queue_depth: bool,
+    /// The pipe's capacity.
+    pub pipe_size: bool,
+    /// `O_DIRECT` on the file sides.
+    pub direct: bool,
 }
 
-/// The implementation behind a concrete name.
-pub(crate) fn implementation(name: MechanismName) -> &'static dyn Mechanism {
-    match name {
-        MechanismName::ReadWrite => &read_write::ReadWrite,
-        MechanismName::Mmap => &mmap::Mmap,
-        MechanismName::Sendfile => &sendfile::Sendfile,
-        MechanismName::Splice => &splice::Splice,
-        MechanismName::CopyFileRange => &copy_file_range::CopyFileRange,
-        MechanismName::IoUring => &io_uring::IoUring,
-        MechanismName::Direct => &direct::Direct,
-        MechanismName::Auto => unreachable!("auto is resolved before a flow runs"),
+impl Reads {
+    /// No parameter.
+    pub const NONE: Reads = Reads {
+        chunk: false,
+        queue_depth: false,
+        pipe_size: false,
+        direct: false,
+    };
+}
+
+/// What a mechanism is: one of these lives in each mechanism's file.
+pub struct Descriptor {
+    /// Its name.
+    pub name: MechanismName,
+    /// Whether it can move bytes from a source of the first kind to a sink
+    /// of the second.
+    pub serves: fn(EndpointKind, EndpointKind) -> bool,
+    /// The parameters it reads.
+    pub reads: Reads,
+    /// Where to go when the kernel refuses it: the first of these that
+    /// serves the pair. `read-write` serves every pair and ends each list.
+    pub fallbacks: &'static [MechanismName],
+    /// Whether, with these parameters, it writes a file or block-device
+    /// sink with `O_DIRECT` (past the page cache).
+    pub writes_direct: fn(&crate::Params) -> bool,
+    /// Moves the bytes of a transfer, advancing it as they land in the
+    /// sink, until it is finished (or the source ends, when the transfer has
+    /// no fixed length).
+    pub(crate) run: fn(&mut Transfer<'_>) -> Result<(), Stop>,
+}
+
+impl std::fmt::Debug for Descriptor {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Descriptor")
+            .field("name", &self.name)
+            .field("reads", &self.reads)
+            .field("fallbacks", &self.fallbacks)
+            .finish_non_exhaustive()
     }
 }
 
-/// Where to go when the kernel refuses `name`: the first of these that
-/// serves the pair. `read-write` serves every pair and is always last.
-pub(crate) fn fallback_order(name: MechanismName) -> &'static [MechanismName] {
-    use MechanismName::*;
-    match name {
-        CopyFileRange => &[Sendfile, ReadWrite],
-        Sendfile => &[Splice, ReadWrite],
-        Splice | IoUring | Direct | Mmap => &[ReadWrite],
-        ReadWrite | Auto => &[],
-    }
-}
+/// Every mechanism, in the order of [`MechanismName::CONCRETE`].
+pub(crate) const DESCRIPTORS: [&Descriptor; 7] = [
+    &read_write::DESCRIPTOR,
+    &mmap::DESCRIPTOR,
+    &sendfile::DESCRIPTOR,
+    &splice::DESCRIPTOR,
+    &copy_file_range::DESCRIPTOR,
+    &io_uring::DESCRIPTOR,
+    &direct::DESCRIPTOR,
+];
 
 /// The next mechanism after a refusal of `name`, if any serves the pair.
 pub(crate) fn fallback_for(
@@ -180,7 +213,8 @@ pub(crate) fn fallback_for(
     source: EndpointKind,
     sink: EndpointKind,
 ) -> Option<MechanismName> {
-    fallback_order(name)
+    name.descriptor()?
+        .fallbacks
         .iter()
         .copied()
         .find(|m| m.supports(source, sink))

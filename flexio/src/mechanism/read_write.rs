@@ -5,17 +5,27 @@
 //! memory to memory is a plain memcpy).
 
 use super::io::copy_through_buffer;
-use super::{Mechanism, Stop, Transfer};
+use super::{Descriptor, MechanismName, Reads, Stop, Transfer};
 use crate::endpoint::EndpointKind;
 
-pub(crate) struct ReadWrite;
+/// What `read-write` is, for the engine, the command line, the tuner and
+/// the bench.
+pub(crate) const DESCRIPTOR: Descriptor = Descriptor {
+    name: MechanismName::ReadWrite,
+    serves,
+    reads: Reads {
+        chunk: true,
+        ..Reads::NONE
+    },
+    fallbacks: &[],
+    writes_direct: |_| false,
+    run,
+};
 
-impl Mechanism for ReadWrite {
-    fn supports(&self, _source: EndpointKind, _sink: EndpointKind) -> bool {
-        true
-    }
+fn serves(_source: EndpointKind, _sink: EndpointKind) -> bool {
+    true
+}
 
-    fn run(&self, t: &mut Transfer<'_>) -> Result<(), Stop> {
-        copy_through_buffer(t, t.params.chunk)
-    }
+fn run(t: &mut Transfer<'_>) -> Result<(), Stop> {
+    copy_through_buffer(t, t.params.chunk)
 }

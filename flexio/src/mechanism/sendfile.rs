@@ -10,37 +10,44 @@ use rustix::fs::SeekFrom;
 
 use super::kernel_copy::kernel_copy_loop;
 use super::transfer::Side;
-use super::{Mechanism, Stop, Transfer};
+use super::{Descriptor, MechanismName, Reads, Stop, Transfer};
 use crate::endpoint::EndpointKind;
-
-pub(crate) struct Sendfile;
 
 /// Bytes asked of one call: well under the kernel's ~2 GiB cap.
 const MAX_PER_CALL: usize = 1 << 30;
 
-impl Mechanism for Sendfile {
-    fn supports(&self, source: EndpointKind, sink: EndpointKind) -> bool {
-        use EndpointKind::*;
-        matches!(source, File | BlockDevice) && !matches!(sink, Memory)
-    }
+/// What `sendfile` is, for the engine, the command line, the tuner and
+/// the bench.
+pub(crate) const DESCRIPTOR: Descriptor = Descriptor {
+    name: MechanismName::Sendfile,
+    serves,
+    reads: Reads::NONE,
+    fallbacks: &[MechanismName::Splice, MechanismName::ReadWrite],
+    writes_direct: |_| false,
+    run,
+};
 
-    fn run(&self, t: &mut Transfer<'_>) -> Result<(), Stop> {
-        if let Some(at) = t.sink_offset() {
-            t.counters.syscalls += 1;
-            rustix::fs::seek(t.sink_fd(), SeekFrom::Start(at))
-                .map_err(|e| t.failed("lseek", Side::Sink, e))?;
-        }
-        let sink = t.sink_fd();
-        kernel_copy_loop(
-            t,
-            "sendfile",
-            Side::Sink,
-            MAX_PER_CALL,
-            [Some((sink, PollFlags::OUT, Side::Sink)), None],
-            |t, want| {
-                let mut offset = t.source_pos;
-                rustix::fs::sendfile(t.sink_fd(), t.source_fd(), Some(&mut offset), want)
-            },
-        )
+fn serves(source: EndpointKind, sink: EndpointKind) -> bool {
+    use EndpointKind::*;
+    matches!(source, File | BlockDevice) && !matches!(sink, Memory)
+}
+
+fn run(t: &mut Transfer<'_>) -> Result<(), Stop> {
+    if let Some(at) = t.sink_offset() {
+        t.counters.syscalls += 1;
+        rustix::fs::seek(t.sink_fd(), SeekFrom::Start(at))
+            .map_err(|e| t.failed("lseek", Side::Sink, e))?;
     }
+    let sink = t.sink_fd();
+    kernel_copy_loop(
+        t,
+        "sendfile",
+        Side::Sink,
+        MAX_PER_CALL,
+        [Some((sink, PollFlags::OUT, Side::Sink)), None],
+        |t, want| {
+            let mut offset = t.source_pos;
+            rustix::fs::sendfile(t.sink_fd(), t.source_fd(), Some(&mut offset), want)
+        },
+    )
 }

@@ -17,22 +17,32 @@ use rustix::pipe::{PipeFlags, SpliceFlags};
 use super::io::write_sink;
 use super::kernel_copy::{kernel_call, kernel_copy_loop};
 use super::transfer::Side;
-use super::{Mechanism, Stop, Transfer};
+use super::{Descriptor, MechanismName, Reads, Stop, Transfer};
 use crate::endpoint::EndpointKind;
 
-pub(crate) struct Splice;
+/// What `splice` is, for the engine, the command line, the tuner and
+/// the bench.
+pub(crate) const DESCRIPTOR: Descriptor = Descriptor {
+    name: MechanismName::Splice,
+    serves,
+    reads: Reads {
+        pipe_size: true,
+        ..Reads::NONE
+    },
+    fallbacks: &[MechanismName::ReadWrite],
+    writes_direct: |_| false,
+    run,
+};
 
-impl Mechanism for Splice {
-    fn supports(&self, source: EndpointKind, sink: EndpointKind) -> bool {
-        source != EndpointKind::Memory && sink != EndpointKind::Memory
-    }
+fn serves(source: EndpointKind, sink: EndpointKind) -> bool {
+    source != EndpointKind::Memory && sink != EndpointKind::Memory
+}
 
-    fn run(&self, t: &mut Transfer<'_>) -> Result<(), Stop> {
-        if t.source_kind == EndpointKind::Pipe || t.sink_kind == EndpointKind::Pipe {
-            return direct_splice(t);
-        }
-        through_pipe(t)
+fn run(t: &mut Transfer<'_>) -> Result<(), Stop> {
+    if t.source_kind == EndpointKind::Pipe || t.sink_kind == EndpointKind::Pipe {
+        return direct_splice(t);
     }
+    through_pipe(t)
 }
 
 /// One end is a pipe: splice straight from source to sink. The caller's
