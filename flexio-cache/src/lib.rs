@@ -1,0 +1,14 @@
+//! A block cache over direct I/O, its eviction policies, and a simulator
+//! that replays block traces through them.
+//!
+//! # Layers
+//!
+//! ```text
+//! policy/   LRU, CLOCK, SIEVE, S3-FIFO, ARC behind one trait: key -> frame
+//! trace     block traces: the ARC paper's .lis files, generated zipf/scan/loop
+//! sim       replays a trace through a policy: hits, misses, hit ratio
+//! ```
+
+#![warn(missing_docs)]
+
+pub mod policy;
