@@ -11,4 +11,9 @@
 
 #![warn(missing_docs)]
 
+mod error;
 pub mod policy;
+pub mod sim;
+pub mod trace;
+
+pub use error::{Error, Result};

@@ -20,10 +20,12 @@ const MAX_FREQUENCY: u8 = 3;
 
 /// A block leaves `S` for `M` when read at least this often while in `S`
 /// (after the read that brought it in). The paper's prose says "accessed
-/// at least once"; its pseudo-code says `freq > 1`. Once is what the
-/// authors' simulator (libCacheSim) does by default, and it is better on
-/// the OLTP trace.
-const PROMOTE_AT: u8 = 1;
+/// at least once", its Algorithm 1 says `freq > 1`; we follow Algorithm 1.
+/// Measured on the ARC paper's OLTP trace at 1000, 2000, 5000, 10000 and
+/// 15000 blocks, twice gives 40.81, 46.96, 55.86, 62.59, 65.97 % hits and
+/// once gives 40.15, 46.88, 55.29, 62.62, 66.10 %: twice is better where
+/// the cache is small and hardly worse where it is large.
+const PROMOTE_AT: u8 = 2;
 
 /// S3-FIFO over `capacity` frames.
 ///
@@ -34,7 +36,8 @@ const PROMOTE_AT: u8 = 1;
 /// for key in 0..10 {
 ///     cache.insert(key);
 /// }
-/// cache.get(0); // read again while in the small queue: it will be kept
+/// cache.get(0); // read twice more while in the small queue:
+/// cache.get(0); // it moves to the main queue instead of leaving
 /// assert_eq!(cache.insert(10).evicted, Some(1));
 /// assert!(cache.peek(0).is_some());
 /// ```
