@@ -26,6 +26,34 @@ pub struct CacheArgs {
 enum CacheCommand {
     /// Replay a block trace and print hit ratios per policy and cache size.
     Sim(SimArgs),
+    /// The `cache` bench scenario: S.M.A.C.K.'s cold/warm tables,
+    /// single-block vs multi-block reads, hit costs, and a hot set through
+    /// a scan per policy.
+    Bench(CacheBenchArgs),
+}
+
+/// Arguments of `flexio cache bench`.
+#[derive(Args)]
+struct CacheBenchArgs {
+    /// Where the data files go (its file system is the one measured; it
+    /// must take O_DIRECT); removed afterwards.
+    #[arg(long, default_value = ".")]
+    dir: PathBuf,
+    /// Counted rounds per figure (after one warm-up round).
+    #[arg(long, default_value_t = 5)]
+    runs: u32,
+    /// File sizes of the cold/warm table, in MiB.
+    #[arg(long, value_delimiter = ',', default_value = "1,8,16,24")]
+    files_mib: Vec<u64>,
+    /// The cache size.
+    #[arg(long, value_parser = crate::copy::size, default_value = "16MiB")]
+    cache_size: u64,
+    /// Reads per hot-set reader and phase.
+    #[arg(long, default_value_t = 50_000)]
+    hot_reads: usize,
+    /// Print JSON.
+    #[arg(long)]
+    json: bool,
 }
 
 /// Arguments of `flexio cache sim`.
@@ -58,7 +86,33 @@ const SIM_SCHEMA_VERSION: u32 = 1;
 pub fn run(args: CacheArgs) -> Result<(), Error> {
     match args.command {
         CacheCommand::Sim(args) => sim(args),
+        CacheCommand::Bench(args) => bench(args),
     }
+}
+
+fn bench(args: CacheBenchArgs) -> Result<(), Error> {
+    let options = flexio_bench::cache_bench::CacheBenchOptions {
+        dir: args.dir.clone(),
+        runs: args.runs.max(1),
+        file_sizes_mib: args.files_mib,
+        cache_bytes: args.cache_size,
+        hot_reads: args.hot_reads.max(1),
+        ..Default::default()
+    };
+    let report = flexio_bench::cache_bench::run(&options, &mut |line| eprintln!("{line}"))
+        .map_err(|source| Error::Io {
+            op: "cache bench",
+            endpoint: args.dir.display().to_string(),
+            offset: None,
+            source,
+        })?;
+    if args.json {
+        let text = serde_json::to_string_pretty(&report).expect("json") + "\n";
+        crate::print_stdout(&text);
+    } else {
+        crate::print_stdout(&flexio_bench::cache_bench::render(&report));
+    }
+    Ok(())
 }
 
 fn sim(args: SimArgs) -> Result<(), Error> {

@@ -161,7 +161,7 @@ pub struct CacheStats {
 /// State shared by the cache handle and its flusher thread.
 pub(crate) struct Inner {
     device: Device,
-    shards: Vec<Mutex<Shard>>,
+    shards: Vec<CacheLinePadded<Mutex<Shard>>>,
     block_size: usize,
     policy: PolicyName,
     capacity_blocks: usize,
@@ -262,7 +262,10 @@ impl BlockCache {
                 // Spread the remainder so the shards add up to the capacity.
                 let frames = capacity_blocks / shard_count
                     + usize::from(index < capacity_blocks % shard_count);
-                Mutex::new(Shard::new(config.policy.build(frames), block_size))
+                CacheLinePadded(Mutex::new(Shard::new(
+                    config.policy.build(frames),
+                    block_size,
+                )))
             })
             .collect();
         let (max_blocks, queue_depth) = match config.read_mode {
@@ -350,6 +353,16 @@ impl BlockCache {
         self.inner.block(block)
     }
 
+    /// Whether block `block` is resident, without counting an access (for
+    /// measuring: a reader that asks before reading learns whether its
+    /// read hit).
+    pub fn is_resident(&self, block: u64) -> bool {
+        lock(self.inner.shard_of(block))
+            .policy
+            .peek(block)
+            .is_some()
+    }
+
     /// Writes all of `data` at `offset` into the cache (growing the file
     /// when it ends past the end); the device sees it at the next
     /// write-back.
@@ -401,13 +414,13 @@ impl Inner {
         // Runs of 8 blocks share a shard: a multi-block request's blocks
         // are installed with few lock changes, and a scan still spreads.
         let index = (block >> 3) % self.shards.len() as u64;
-        &self.shards[index as usize]
+        &self.shards[index as usize].0
     }
 
     fn stats(&self) -> CacheStats {
         let mut stats = CacheStats::default();
         for shard in &self.shards {
-            let shard = lock(shard);
+            let shard = lock(&shard.0);
             stats.hits += shard.hits;
             stats.misses += shard.misses;
             stats.evictions += shard.evictions;
@@ -424,6 +437,12 @@ impl Inner {
         stats
     }
 }
+
+/// A shard's mutex and counters on cache lines of their own: threads that
+/// hit different shards must not bounce one line between their cores
+/// (128 bytes: adjacent-line prefetching pairs 64-byte lines on x86).
+#[repr(align(128))]
+struct CacheLinePadded<T>(T);
 
 /// Locks a mutex, taking the data even if a thread panicked while holding
 /// it: every shard update completes before anything that can panic.

@@ -175,9 +175,13 @@ impl Inner {
     fn add_readahead(&self, missing: &mut Vec<Missing>) {
         let (start, end) = (missing[0].block, missing[missing.len() - 1].block + 1);
         let total_blocks = self.len().div_ceil(self.block_size as u64);
-        let ahead_end = (end + self.readahead_blocks as u64).min(total_blocks);
+        // Read-ahead beyond a sixteenth of the cache would evict itself
+        // before the reader gets to it (S3-FIFO's small queue holds only a
+        // tenth), turning every read into a fresh read-ahead.
+        let window = self.readahead_blocks.min(self.capacity_blocks / 16) as u64;
+        let ahead_end = (end + window).min(total_blocks);
         let sequential = lock(&self.streams).continues(start, end, ahead_end.max(end));
-        if !sequential || self.readahead_blocks == 0 {
+        if !sequential || window == 0 {
             return;
         }
         let mut added = 0;

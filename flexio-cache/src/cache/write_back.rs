@@ -95,7 +95,7 @@ impl Inner {
         let bs = self.block_size;
         let max_run = (MAX_WRITE_BYTES / bs).max(1);
         for shard in &self.shards {
-            let mut shard = lock(shard);
+            let mut shard = lock(&shard.0);
             let dirty = shard.dirty_blocks();
             if dirty.is_empty() {
                 continue;
