@@ -118,6 +118,11 @@ pub struct HitFigures {
     pub memcpy_mib_s: Spread,
     /// Median copy-out over median memcpy.
     pub copy_out_over_memcpy: f64,
+    /// The machine's memcpy bandwidth: one `copy_from_slice` of 64 MiB,
+    /// MiB/s (the physical limit the design compares against).
+    pub memcpy_64mib_mib_s: Spread,
+    /// Median copy-out over the median 64 MiB memcpy.
+    pub copy_out_over_memcpy_64mib: f64,
     /// `block()` lookups returning a reference, per second, one thread.
     pub reference_lookups_per_s: Spread,
     /// The same with one thread per core, per thread.
@@ -326,6 +331,18 @@ fn hit_figures(options: &CacheBenchOptions, runs: u32) -> io::Result<HitFigures>
             black_box(block[0]);
         }));
     }
+    let mut large = Vec::new();
+    {
+        let from = vec![1u8; 64 << 20];
+        let mut to = vec![0u8; 64 << 20];
+        for _ in 0..=runs {
+            let start = Instant::now();
+            to.copy_from_slice(black_box(&from));
+            black_box(&to);
+            large.push(64.0 / start.elapsed().as_secs_f64());
+        }
+    }
+    let large = Spread::of(&large[1..]);
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     let mut per_thread = Vec::new();
     for _ in 0..runs {
@@ -352,6 +369,8 @@ fn hit_figures(options: &CacheBenchOptions, runs: u32) -> io::Result<HitFigures>
     let (copy_out, memcpy) = (Spread::of(&copy_out[1..]), Spread::of(&memcpy[1..]));
     Ok(HitFigures {
         copy_out_over_memcpy: copy_out.median / memcpy.median,
+        copy_out_over_memcpy_64mib: copy_out.median / large.median,
+        memcpy_64mib_mib_s: large,
         copy_out_mib_s: copy_out,
         memcpy_mib_s: memcpy,
         reference_lookups_per_s: Spread::of(&lookups[1..]),
@@ -539,6 +558,11 @@ pub fn render(report: &CacheBenchReport) -> String {
             s.max / 1e6
         )
     };
+    text += &format!(
+        "machine memcpy bandwidth (64 MiB): {} MiB/s; 4 KiB copy-out over it: {:.2}x\n",
+        fmt(&hits.memcpy_64mib_mib_s),
+        hits.copy_out_over_memcpy_64mib
+    );
     text += &format!(
         "hit lookups returning a reference: {} on one thread, {} per thread on {} threads\n",
         per_s(&hits.reference_lookups_per_s),

@@ -90,8 +90,8 @@ impl CacheConfig {
         self
     }
 
-    /// The number of shards (fewer when the cache is too small to give each
-    /// one 64 blocks).
+    /// The number of shards, rounded down to a power of two (and fewer when
+    /// the cache is too small to give each one 64 blocks).
     pub const fn shards(mut self, shards: usize) -> Self {
         self.shards = shards;
         self
@@ -216,7 +216,8 @@ pub struct BlockCache {
 
 /// A resident block, borrowed: derefs to its bytes (fewer than a block at
 /// the end of the file). The block's shard stays locked while this lives,
-/// so hold it briefly.
+/// so hold it briefly, and drop it before calling the cache again from the
+/// same thread (a call that reaches the same shard would wait for it).
 pub struct BlockRef<'a> {
     shard: MutexGuard<'a, Shard>,
     frame: Frame,
@@ -256,7 +257,8 @@ impl BlockCache {
             )));
         }
         let (device, len) = Device::open(path, config.direct)?;
-        let shard_count = config.shards.clamp(1, (capacity_blocks / 64).max(1));
+        // A power of two, so picking a shard is a mask, not a division.
+        let shard_count = prev_power_of_two(config.shards.clamp(1, (capacity_blocks / 64).max(1)));
         let shards = (0..shard_count)
             .map(|index| {
                 // Spread the remainder so the shards add up to the capacity.
@@ -413,8 +415,8 @@ impl Inner {
     fn shard_of(&self, block: u64) -> &Mutex<Shard> {
         // Runs of 8 blocks share a shard: a multi-block request's blocks
         // are installed with few lock changes, and a scan still spreads.
-        let index = (block >> 3) % self.shards.len() as u64;
-        &self.shards[index as usize].0
+        let index = (block >> 3) as usize & (self.shards.len() - 1);
+        &self.shards[index].0
     }
 
     fn stats(&self) -> CacheStats {
@@ -436,6 +438,11 @@ impl Inner {
         stats.io_uring_refused = device.uring_refused.get().cloned();
         stats
     }
+}
+
+/// The largest power of two not above `n` (at least 1).
+fn prev_power_of_two(n: usize) -> usize {
+    1 << (usize::BITS - 1 - n.max(1).leading_zeros())
 }
 
 /// A shard's mutex and counters on cache lines of their own: threads that

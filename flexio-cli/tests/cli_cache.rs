@@ -1,5 +1,6 @@
-//! `flexio cache sim` end to end: a generated trace, a table, JSON and a
-//! chart; a bad policy is a usage error.
+//! `flexio cache sim` and `flexio cache bench` end to end: a generated
+//! trace, a table, JSON and a chart; a bad policy is a usage error; the
+//! bench scenario on tiny sizes.
 
 use std::process::Command;
 
@@ -79,4 +80,49 @@ fn cache_sim_refuses_an_unknown_policy() {
         .unwrap();
     assert_eq!(output.status.code(), Some(2), "{output:?}");
     assert!(String::from_utf8_lossy(&output.stderr).contains("unknown policy"));
+}
+
+#[test]
+fn cache_bench_measures_every_part_on_tiny_sizes() {
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let output = flexio()
+        .args([
+            "cache",
+            "bench",
+            "--runs",
+            "1",
+            "--files-mib",
+            "1,2",
+            "--cache-size",
+            "1MiB",
+        ])
+        .args(["--hot-reads", "300", "--json", "--dir"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let files = json["files"].as_array().unwrap();
+    assert_eq!(files.len(), 2);
+    // 2 MiB read in a loop through a 1 MiB cache thrashes: the second pass
+    // reads every block from the device again.
+    assert_eq!(files[1]["warm_from_cache_percent"], 0.0);
+    assert!(
+        files[0]["cold_multi_block_mib_s"]["median"]
+            .as_f64()
+            .unwrap()
+            > 0.0
+    );
+    assert!(
+        json["hits"]["reference_lookups_per_s"]["median"]
+            .as_f64()
+            .unwrap()
+            > 0.0
+    );
+    assert_eq!(json["hot_set"].as_array().unwrap().len(), 5);
+    assert_eq!(
+        std::fs::read_dir(dir.path()).unwrap().count(),
+        0,
+        "data files removed"
+    );
 }
