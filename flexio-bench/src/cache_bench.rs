@@ -28,6 +28,8 @@ use flexio_cache::policy::PolicyName;
 use flexio_cache::trace::Generator;
 use flexio_cache::{BlockCache, CacheConfig, ReadMode};
 
+pub mod page_cache;
+
 const MIB: u64 = 1 << 20;
 const BLOCK: usize = 4096;
 
@@ -131,11 +133,12 @@ pub struct HitFigures {
     pub threads: usize,
 }
 
-/// The hot-set experiment for one policy.
-#[derive(Clone, Debug, serde::Serialize)]
+/// The hot-set experiment for one contender.
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct HotSetRow {
-    /// The policy.
-    pub policy: PolicyName,
+    /// The policy, or `page-cache` for buffered reads in a memory cgroup
+    /// of the same budget.
+    pub policy: String,
     /// The hot readers' hit ratio without a scan, in percent.
     pub hit_percent_alone: f64,
     /// The same while one reader scans, in percent.
@@ -163,10 +166,12 @@ pub struct CacheBenchReport {
     pub hot_set: Vec<HotSetRow>,
     /// Zipf skew and sizes of the hot-set experiment, in words.
     pub hot_set_setup: String,
+    /// How the page-cache row was measured, or why it is missing.
+    pub page_cache_note: Option<String>,
 }
 
 /// A data file for the run, removed on drop.
-struct DataFile(PathBuf);
+pub(crate) struct DataFile(pub(crate) PathBuf);
 
 impl DataFile {
     fn new(dir: &Path, name: &str, bytes: u64) -> io::Result<DataFile> {
@@ -269,7 +274,19 @@ pub fn run(
     progress("cache: hit costs");
     let hits = hit_figures(options, runs)?;
     progress("cache: hot set with and without a scan, per policy");
-    let (hot_set, hot_set_setup) = hot_set(options, progress)?;
+    let (mut hot_set, hot_set_setup, hot_data) = hot_set(options, progress)?;
+    progress("cache: hot set through the page cache in a memory cgroup");
+    let page_cache_note = match page_cache::hot_set(options, &HotSetShape::of(options), &hot_data.0)
+    {
+        Ok(row) => {
+            hot_set.push(row);
+            Some(format!(
+                "buffered pread in a cgroup-v1 memory group limited to the cache size + {} MiB for the reader process",
+                page_cache::CHILD_ALLOWANCE >> 20
+            ))
+        }
+        Err(why) => Some(why),
+    };
     Ok(CacheBenchReport {
         schema_version: 1,
         cache_bytes: options.cache_bytes,
@@ -278,6 +295,7 @@ pub fn run(
         hits,
         hot_set,
         hot_set_setup,
+        page_cache_note,
     })
 }
 
@@ -396,40 +414,139 @@ fn timed(mut step: impl FnMut(usize)) -> f64 {
     }
 }
 
+/// The shape of the hot-set experiment, derived from the options.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct HotSetShape {
+    /// Blocks of the zipf hot region (the file's first blocks).
+    pub hot_blocks: u64,
+    /// Blocks of the scan region after it.
+    pub scan_blocks: u64,
+    /// Hot readers.
+    pub readers: usize,
+    /// Counted reads per reader and phase.
+    pub reads: usize,
+}
+
+impl HotSetShape {
+    fn of(options: &CacheBenchOptions) -> HotSetShape {
+        let cache_blocks = options.cache_bytes / BLOCK as u64;
+        // A hot region twice the cache with zipf 1.0 (its head fits), then
+        // a scan region four times the cache.
+        HotSetShape {
+            hot_blocks: 2 * cache_blocks,
+            scan_blocks: 4 * cache_blocks,
+            readers: options.hot_readers.max(1),
+            reads: options.hot_reads.max(1),
+        }
+    }
+
+    fn file_bytes(&self) -> u64 {
+        (self.hot_blocks + self.scan_blocks) * BLOCK as u64
+    }
+
+    fn draws(&self) -> Vec<Vec<u64>> {
+        (0..self.readers)
+            .map(|reader| {
+                Generator::Zipf {
+                    blocks: self.hot_blocks,
+                    alpha: 1.0,
+                    len: self.reads + self.reads / 2,
+                    seed: 11 + reader as u64,
+                }
+                .generate()
+            })
+            .collect()
+    }
+}
+
+/// One phase of the hot-set experiment: every reader reads its draws (the
+/// first half-`reads` to warm up, uncounted) with `read_hot`, which says
+/// whether the block was resident; with `scan`, one more thread reads the
+/// scan region in order with `read_scan`, paced to one block per hot read
+/// so that every contender sees the same scan however fast it serves it.
+/// Returns the counted hit ratio in percent and the blocks scanned.
+pub(crate) fn hot_phase(
+    shape: &HotSetShape,
+    draws: &[Vec<u64>],
+    scan: bool,
+    read_hot: &(dyn Fn(u64) -> io::Result<bool> + Sync),
+    read_scan: &(dyn Fn(u64) -> io::Result<()> + Sync),
+) -> io::Result<(f64, u64)> {
+    let warm = shape.reads / 2;
+    let hits = AtomicU64::new(0);
+    let hot_done = AtomicU64::new(0);
+    let done = AtomicBool::new(false);
+    let scanned = AtomicU64::new(0);
+    std::thread::scope(|scope| -> io::Result<()> {
+        let readers: Vec<_> = draws
+            .iter()
+            .map(|draw| {
+                let (hits, hot_done) = (&hits, &hot_done);
+                scope.spawn(move || -> io::Result<()> {
+                    for (i, &block) in draw.iter().enumerate() {
+                        let hit = read_hot(block)?;
+                        hot_done.fetch_add(1, Ordering::Relaxed);
+                        if i >= warm && hit {
+                            hits.fetch_add(1, Ordering::Relaxed);
+                        }
+                    }
+                    Ok(())
+                })
+            })
+            .collect();
+        let scanner = scan.then(|| {
+            let (done, scanned, hot_done) = (&done, &scanned, &hot_done);
+            scope.spawn(move || -> io::Result<()> {
+                // Bounded: at most 1000 passes.
+                for _pass in 0..1000u64 {
+                    for block in shape.hot_blocks..shape.hot_blocks + shape.scan_blocks {
+                        while scanned.load(Ordering::Relaxed) >= hot_done.load(Ordering::Relaxed) {
+                            if done.load(Ordering::Relaxed) {
+                                return Ok(());
+                            }
+                            std::thread::yield_now();
+                        }
+                        read_scan(block)?;
+                        scanned.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+                Ok(())
+            })
+        });
+        for reader in readers {
+            reader.join().expect("no panic")?;
+        }
+        done.store(true, Ordering::Relaxed);
+        if let Some(scanner) = scanner {
+            scanner.join().expect("no panic")?;
+        }
+        Ok(())
+    })?;
+    let counted = (shape.reads * shape.readers) as f64;
+    let ratio = 100.0 * hits.load(Ordering::Relaxed) as f64 / counted;
+    Ok((ratio, scanned.load(Ordering::Relaxed)))
+}
+
 fn hot_set(
     options: &CacheBenchOptions,
     progress: &mut dyn FnMut(&str),
-) -> io::Result<(Vec<HotSetRow>, String)> {
-    let cache_blocks = options.cache_bytes / BLOCK as u64;
-    // A hot region twice the cache with zipf 1.0 (its head fits), then a
-    // scan region four times the cache.
-    let hot_blocks = 2 * cache_blocks;
-    let scan_blocks = 4 * cache_blocks;
+) -> io::Result<(Vec<HotSetRow>, String, DataFile)> {
+    let shape = HotSetShape::of(options);
     let setup = format!(
         "{} hot readers, zipf alpha 1.0 over {} blocks of 4 KiB, {} reads each after {} to warm up; one scanner over {} blocks (4x the cache of {} blocks) in 4 KiB reads, one scanned block per hot read",
-        options.hot_readers,
-        hot_blocks,
-        options.hot_reads,
-        options.hot_reads / 2,
-        scan_blocks,
-        cache_blocks
+        shape.readers,
+        shape.hot_blocks,
+        shape.reads,
+        shape.reads / 2,
+        shape.scan_blocks,
+        shape.scan_blocks / 4
     );
     let data = DataFile::new(
         &options.dir,
         "flexio-cache-bench-hotset",
-        (hot_blocks + scan_blocks) * BLOCK as u64,
+        shape.file_bytes(),
     )?;
-    let draws: Vec<Vec<u64>> = (0..options.hot_readers)
-        .map(|reader| {
-            Generator::Zipf {
-                blocks: hot_blocks,
-                alpha: 1.0,
-                len: options.hot_reads + options.hot_reads / 2,
-                seed: 11 + reader as u64,
-            }
-            .generate()
-        })
-        .collect();
+    let draws = shape.draws();
     let mut rows = Vec::new();
     for policy in PolicyName::ALL {
         progress(&format!("cache: hot set, {policy}"));
@@ -440,84 +557,30 @@ fn hot_set(
                 .policy(policy)
                 .flush_interval(None);
             let cache = BlockCache::open(&data.0, config).map_err(cache_error)?;
-            let warm = options.hot_reads / 2;
-            let hits = AtomicU64::new(0);
-            let hot_done = AtomicU64::new(0);
-            let done = AtomicBool::new(false);
-            let scanned = AtomicU64::new(0);
-            std::thread::scope(|scope| -> io::Result<()> {
-                let readers: Vec<_> = draws
-                    .iter()
-                    .map(|draw| {
-                        let (cache, hits, hot_done) = (&cache, &hits, &hot_done);
-                        scope.spawn(move || -> io::Result<()> {
-                            let mut buf = vec![0u8; BLOCK];
-                            for (i, &block) in draw.iter().enumerate() {
-                                let hit = cache.is_resident(block);
-                                cache
-                                    .read_at(&mut buf, block * BLOCK as u64)
-                                    .map_err(cache_error)?;
-                                hot_done.fetch_add(1, Ordering::Relaxed);
-                                if i >= warm && hit {
-                                    hits.fetch_add(1, Ordering::Relaxed);
-                                }
-                            }
-                            Ok(())
-                        })
-                    })
-                    .collect();
-                let scanner = scan.then(|| {
-                    let (cache, done, scanned, hot_done) = (&cache, &done, &scanned, &hot_done);
-                    scope.spawn(move || -> io::Result<()> {
-                        let mut buf = vec![0u8; BLOCK];
-                        // Bounded: at most 1000 passes.
-                        for pass in 0..1000u64 {
-                            for block in hot_blocks..hot_blocks + scan_blocks {
-                                // Paced to one scanned block per hot read,
-                                // so every policy sees the same scan
-                                // however fast it serves it.
-                                while scanned.load(Ordering::Relaxed)
-                                    >= hot_done.load(Ordering::Relaxed)
-                                {
-                                    if done.load(Ordering::Relaxed) {
-                                        return Ok(());
-                                    }
-                                    std::thread::yield_now();
-                                }
-                                cache
-                                    .read_at(&mut buf, block * BLOCK as u64)
-                                    .map_err(cache_error)?;
-                                scanned.fetch_add(1, Ordering::Relaxed);
-                            }
-                            black_box(pass);
-                        }
-                        Ok(())
-                    })
-                });
-                for reader in readers {
-                    reader.join().expect("no panic")?;
-                }
-                done.store(true, Ordering::Relaxed);
-                if let Some(scanner) = scanner {
-                    scanner.join().expect("no panic")?;
-                }
-                Ok(())
-            })?;
-            let counted = (options.hot_reads * options.hot_readers) as f64;
-            ratio[phase] = 100.0 * hits.load(Ordering::Relaxed) as f64 / counted;
+            let read = |block: u64| -> io::Result<bool> {
+                let mut buf = [0u8; BLOCK];
+                let hit = cache.is_resident(block);
+                cache
+                    .read_at(&mut buf, block * BLOCK as u64)
+                    .map_err(cache_error)?;
+                Ok(hit)
+            };
+            let (hit_ratio, scanned) =
+                hot_phase(&shape, &draws, scan, &read, &|block| read(block).map(drop))?;
+            ratio[phase] = hit_ratio;
             if scan {
-                scanned_blocks = scanned.load(Ordering::Relaxed);
+                scanned_blocks = scanned;
             }
         }
         rows.push(HotSetRow {
-            policy,
+            policy: policy.as_str().to_string(),
             hit_percent_alone: ratio[0],
             hit_percent_with_scan: ratio[1],
             kept: ratio[1] / ratio[0].max(f64::MIN_POSITIVE),
             scanned_blocks,
         });
     }
-    Ok((rows, setup))
+    Ok((rows, setup, data))
 }
 
 /// The report as terminal tables.
@@ -571,13 +634,16 @@ pub fn render(report: &CacheBenchReport) -> String {
     );
     text += &format!("\nhot set and scan: {}\n", report.hot_set_setup);
     text += &format!(
-        "{:>8}  {:>10}  {:>10}  {:>6}  {:>14}\n",
+        "{:>10}  {:>10}  {:>10}  {:>6}  {:>14}\n",
         "policy", "hits alone", "with scan", "kept", "scanned blocks"
     );
+    if let Some(note) = &report.page_cache_note {
+        text += &format!("page cache: {note}\n");
+    }
     for row in &report.hot_set {
         text += &format!(
-            "{:>8}  {:>9.1}%  {:>9.1}%  {:>5.2}x  {:>14}\n",
-            row.policy.as_str(),
+            "{:>10}  {:>9.1}%  {:>9.1}%  {:>5.2}x  {:>14}\n",
+            row.policy,
             row.hit_percent_alone,
             row.hit_percent_with_scan,
             row.kept,

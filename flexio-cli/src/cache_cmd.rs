@@ -54,6 +54,9 @@ struct CacheBenchArgs {
     /// Print JSON.
     #[arg(long)]
     json: bool,
+    /// The page-cache side of the hot-set experiment (internal: SHAPE PATH).
+    #[arg(long, hide = true, num_args = 2, value_names = ["SHAPE", "PATH"])]
+    page_cache_child: Option<Vec<String>>,
 }
 
 /// Arguments of `flexio cache sim`.
@@ -91,6 +94,17 @@ pub fn run(args: CacheArgs) -> Result<(), Error> {
 }
 
 fn bench(args: CacheBenchArgs) -> Result<(), Error> {
+    if let Some(child) = &args.page_cache_child {
+        let path = PathBuf::from(&child[1]);
+        return flexio_bench::cache_bench::page_cache::child_main(&child[0], &path).map_err(
+            |source| Error::Io {
+                op: "page-cache hot set",
+                endpoint: path.display().to_string(),
+                offset: None,
+                source,
+            },
+        );
+    }
     let options = flexio_bench::cache_bench::CacheBenchOptions {
         dir: args.dir.clone(),
         runs: args.runs.max(1),
