@@ -140,3 +140,34 @@ fn cache_refuses_bad_block_sizes_and_empty_capacities() {
     let message = missing.err().unwrap().to_string();
     assert!(message.contains("nope"), "{message}");
 }
+
+#[test]
+fn cache_read_ahead_does_not_make_a_scan_look_popular() {
+    // Regression: a read-ahead block counted its insertion as one access and
+    // the scanner's read as a second, so ARC moved every scanned block to
+    // its frequency list (and SIEVE marked it visited) and the scan flushed
+    // the hot set after all.
+    let dir = temp_dir();
+    let (path, _) = pattern_file(dir.path(), 2 << 20);
+    for policy in [PolicyName::Arc, PolicyName::Sieve, PolicyName::S3Fifo] {
+        let config = CacheConfig::new(64 * 4096)
+            .policy(policy)
+            .flush_interval(None);
+        let cache = BlockCache::open(&path, config).unwrap();
+        let mut buf = [0u8; 4096];
+        for _ in 0..3 {
+            for block in 0..8u64 {
+                cache.read_at(&mut buf, block * 4096).unwrap();
+            }
+        }
+        for block in 100..400u64 {
+            cache.read_at(&mut buf, block * 4096).unwrap();
+        }
+        assert!(
+            cache.stats().readahead_blocks > 200,
+            "{policy}: the scan was read ahead"
+        );
+        let kept = (0..8u64).filter(|&b| cache.is_resident(b)).count();
+        assert_eq!(kept, 8, "{policy}: the scan evicted the hot set");
+    }
+}

@@ -76,9 +76,8 @@ impl Inner {
         let mut missing = Vec::new();
         for block in first..=last {
             let mut shard = lock(self.shard_of(block));
-            match shard.policy.get(block) {
+            match shard.access(block) {
                 Some(frame) => {
-                    shard.hits += 1;
                     copy_out(block, self.block_size, shard.frame(frame), buf, offset);
                 }
                 None => {
@@ -153,6 +152,7 @@ impl Inner {
                     if shard.write_epoch == m.epoch && shard.policy.peek(m.block).is_none() {
                         let frame = self.admit(&mut shard, m.block);
                         shard.frame_mut(frame).copy_from_slice(block_bytes);
+                        shard.set_prefetched(frame, !m.wanted);
                         Some(frame)
                     } else {
                         // Resident now (another reader, or a write): its copy
@@ -206,6 +206,7 @@ impl Inner {
     pub(super) fn admit(&self, shard: &mut Shard, block: u64) -> Frame {
         let inserted = shard.policy.insert(block);
         let frame = inserted.frame;
+        shard.set_prefetched(frame, false);
         if let Some(old) = inserted.evicted {
             shard.evictions += 1;
             if shard.is_dirty(frame) {
@@ -235,8 +236,7 @@ impl Inner {
         }
         let valid = (len - block * bs).min(bs) as usize;
         let mut shard = lock(self.shard_of(block));
-        if let Some(frame) = shard.policy.get(block) {
-            shard.hits += 1;
+        if let Some(frame) = shard.access(block) {
             return Ok(BlockRef {
                 shard,
                 frame,

@@ -14,6 +14,9 @@ pub(crate) struct Shard {
     data: AlignedBuffer,
     block_size: usize,
     dirty: Vec<bool>,
+    /// Frames filled by read-ahead and not read since: their first read is
+    /// their arrival, not a second access (see `Shard::access`).
+    prefetched: Vec<bool>,
     /// Frames made dirty since the last write-back (maybe cleaned since,
     /// maybe listed twice): the write-back sweeps these, not every frame.
     dirty_frames: Vec<Frame>,
@@ -35,6 +38,7 @@ impl Shard {
             data: AlignedBuffer::new(frames * block_size, FRAME_ALIGN.max(block_size)),
             block_size,
             dirty: vec![false; frames],
+            prefetched: vec![false; frames],
             dirty_frames: Vec::new(),
             dirty_count: 0,
             write_epoch: 0,
@@ -54,6 +58,24 @@ impl Shard {
     pub fn frame_mut(&mut self, frame: Frame) -> &mut [u8] {
         let at = frame as usize * self.block_size;
         &mut self.data.as_mut_slice()[at..at + self.block_size]
+    }
+
+    /// Looks `block` up; on a hit counts it and tells the policy — unless
+    /// this is the first read of a read-ahead block, which only clears the
+    /// mark: to the policy, a block read ahead and then read once was read
+    /// once, so a scan does not look popular.
+    pub fn access(&mut self, block: Key) -> Option<Frame> {
+        let frame = self.policy.peek(block)?;
+        self.hits += 1;
+        if !std::mem::take(&mut self.prefetched[frame as usize]) {
+            self.policy.touch(frame);
+        }
+        Some(frame)
+    }
+
+    /// Marks `frame` as filled by read-ahead (true) or on demand (false).
+    pub fn set_prefetched(&mut self, frame: Frame, prefetched: bool) {
+        self.prefetched[frame as usize] = prefetched;
     }
 
     pub fn is_dirty(&self, frame: Frame) -> bool {

@@ -47,11 +47,8 @@ impl Inner {
             let start = block * bs;
             let mut shard = lock(self.shard_of(block));
             shard.write_epoch += 1;
-            let frame = match shard.policy.get(block) {
-                Some(frame) => {
-                    shard.hits += 1;
-                    frame
-                }
+            let frame = match shard.access(block) {
+                Some(frame) => frame,
                 None => {
                     shard.misses += 1;
                     let whole = offset <= start && end >= start + bs;

@@ -150,14 +150,13 @@ impl Policy for Arc {
         self.t1.len() + self.t2.len()
     }
 
-    fn get(&mut self, key: Key) -> Option<Frame> {
-        let node = *self.map.get(&key)?;
+    fn touch(&mut self, frame: Frame) {
+        let node = self.node_of[frame as usize];
         match self.place[node as usize] {
             Where::T1 => self.relink(node, Where::T2),
             Where::T2 => self.t2.move_to_head(&mut self.links, node),
-            Where::B1 | Where::B2 => return None,
+            Where::B1 | Where::B2 => unreachable!("frame {frame} holds a ghost"),
         }
-        Some(self.frame_of[node as usize])
     }
 
     fn peek(&self, key: Key) -> Option<Frame> {

@@ -54,10 +54,8 @@ impl Policy for Clock {
         self.keys.len()
     }
 
-    fn get(&mut self, key: Key) -> Option<Frame> {
-        let frame = *self.map.get(&key)?;
+    fn touch(&mut self, frame: Frame) {
         self.referenced[frame as usize] = true;
-        Some(frame)
     }
 
     fn peek(&self, key: Key) -> Option<Frame> {

@@ -53,10 +53,8 @@ impl Policy for Lru {
         self.list.len()
     }
 
-    fn get(&mut self, key: Key) -> Option<Frame> {
-        let frame = *self.map.get(&key)?;
+    fn touch(&mut self, frame: Frame) {
         self.list.move_to_head(&mut self.links, frame);
-        Some(frame)
     }
 
     fn peek(&self, key: Key) -> Option<Frame> {

@@ -81,9 +81,19 @@ pub trait Policy: Send {
     /// Looks `key` up and, when resident, records the access (a hit) and
     /// returns its frame. A miss changes nothing: the caller then loads the
     /// block and calls [`insert`](Policy::insert).
-    fn get(&mut self, key: Key) -> Option<Frame>;
-    /// Looks `key` up without counting an access (for write-back sweeps).
+    fn get(&mut self, key: Key) -> Option<Frame> {
+        let frame = self.peek(key)?;
+        self.touch(frame);
+        Some(frame)
+    }
+    /// Looks `key` up without counting an access.
     fn peek(&self, key: Key) -> Option<Frame>;
+    /// Records an access to the resident block in `frame`: [`get`](Policy::get)
+    /// is [`peek`](Policy::peek) then this. The cache calls the two apart to
+    /// let the first read of a read-ahead block count as its arrival rather
+    /// than as a second access, which would make every scanned block look
+    /// popular.
+    fn touch(&mut self, frame: Frame);
     /// Makes `key` resident, evicting one key when full.
     ///
     /// # Panics

@@ -139,11 +139,9 @@ impl Policy for S3Fifo {
         self.small.len() + self.main.len()
     }
 
-    fn get(&mut self, key: Key) -> Option<Frame> {
-        let frame = *self.map.get(&key)?;
+    fn touch(&mut self, frame: Frame) {
         let count = &mut self.frequency[frame as usize];
         *count = (*count + 1).min(MAX_FREQUENCY);
-        Some(frame)
     }
 
     fn peek(&self, key: Key) -> Option<Frame> {

@@ -82,10 +82,8 @@ impl Policy for Sieve {
         self.queue.len()
     }
 
-    fn get(&mut self, key: Key) -> Option<Frame> {
-        let frame = *self.map.get(&key)?;
+    fn touch(&mut self, frame: Frame) {
         self.visited[frame as usize] = true;
-        Some(frame)
     }
 
     fn peek(&self, key: Key) -> Option<Frame> {
