@@ -43,7 +43,8 @@ impl Device {
         if direct {
             options.custom_flags(libc::O_DIRECT);
         }
-        let mut file = options.open(path).map_err(|e| io("open O_DIRECT", e))?;
+        let op = if direct { "open O_DIRECT" } else { "open" };
+        let mut file = options.open(path).map_err(|e| io(op, e))?;
         let kind = file.metadata().map_err(|e| io("fstat", e))?.file_type();
         // A block device's st_size is 0: ask lseek for its end instead.
         let len = file.seek(SeekFrom::End(0)).map_err(|e| io("lseek", e))?;
