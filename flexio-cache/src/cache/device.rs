@@ -13,6 +13,11 @@ use std::sync::OnceLock;
 use crate::error::{Error, Result};
 use crate::sys::uring::{self, Request};
 
+/// The smallest alignment direct I/O accepts for offsets and lengths (a
+/// logical sector); a short read that ends off it ended at the end of the
+/// file.
+const DIRECT_ALIGN: usize = 512;
+
 /// The opened device and what was sent to it.
 pub(crate) struct Device {
     file: File,
@@ -79,10 +84,12 @@ impl Device {
             self.read_requests.fetch_add(1, Relaxed);
             let n = rustix::io::pread(&self.file, &mut buf[done..], offset + done as u64)
                 .map_err(|e| self.error("pread", offset + done as u64, e.into()))?;
-            if n == 0 {
+            done += n;
+            // A short direct read ends at the end of the file; and the rest
+            // could not be asked for anyway, unaligned.
+            if n == 0 || done % DIRECT_ALIGN != 0 {
                 break;
             }
-            done += n;
         }
         self.bytes_read.fetch_add(done as u64, Relaxed);
         Ok(done)
@@ -144,7 +151,7 @@ impl Device {
                     let n = result.map_err(|e| self.error("io_uring read", *offset, e))?;
                     self.bytes_read.fetch_add(n as u64, Relaxed);
                     // A short read before the end of the file: finish it.
-                    let rest = if n < buf.len() && n > 0 {
+                    let rest = if n < buf.len() && n > 0 && n % DIRECT_ALIGN == 0 {
                         self.read_at(&mut buf[n..], *offset + n as u64)?
                     } else {
                         0
