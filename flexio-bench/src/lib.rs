@@ -22,6 +22,7 @@
 
 #![warn(missing_docs)]
 
+pub mod cache_bench;
 pub mod charts;
 pub mod fingerprint;
 pub mod limits;

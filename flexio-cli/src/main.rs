@@ -4,6 +4,7 @@
 //! arguments and maps errors to exit statuses (2 for usage, 1 at run time).
 
 mod bench;
+mod cache_cmd;
 mod copy;
 mod copy_tree;
 mod mechanisms;
@@ -32,6 +33,7 @@ enum Command {
     /// Measure every mechanism beside cp, dd, cat, socat, nc, iperf3 and the
     /// machine's limits, and write a report.
     Bench(bench::BenchArgs),
+    Cache(cache_cmd::CacheArgs),
     /// Print which mechanism serves which (source kind, sink kind) pair.
     Mechanisms(mechanisms::MechanismsArgs),
     /// Print the mechanism `auto` would use for a flow, and why, without
@@ -52,6 +54,7 @@ fn main() -> ExitCode {
             copy::run(args)
         }
         Command::Bench(args) => bench::run(args),
+        Command::Cache(args) => cache_cmd::run(args),
         Command::Mechanisms(args) => mechanisms::run(args),
         Command::Plan(args) => plan::run(args),
         Command::Profile(args) => profile_cmd::run(args),

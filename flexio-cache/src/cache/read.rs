@@ -1,0 +1,274 @@
+//! The read path: hits copied out under their shard's lock; misses gathered,
+//! coalesced into runs of adjacent blocks (plus read-ahead for a sequential
+//! reader), read through one io_uring batch, then installed.
+
+use std::sync::atomic::Ordering;
+
+use super::{lock, BlockRef, Inner, ReadMode, Shard};
+use crate::error::{Error, Result};
+use crate::policy::Frame;
+use crate::sys::aligned::AlignedBuffer;
+use crate::sys::uring::Request;
+
+/// How many concurrent sequential readers are recognised.
+const STREAMS: usize = 8;
+
+/// The block each recent multi-block miss (with its read-ahead) ended
+/// before: a miss that starts there continues a sequential stream.
+#[derive(Default)]
+pub(crate) struct Streams {
+    ends: [u64; STREAMS],
+    next: usize,
+}
+
+impl Streams {
+    /// Whether a miss of blocks `start..end` starts where a recent one
+    /// ended; records it as ending at `ahead_end` (after its read-ahead)
+    /// if so, at `end` if not.
+    fn continues(&mut self, start: u64, end: u64, ahead_end: u64) -> bool {
+        match self.ends.iter().position(|&e| e == start && e != 0) {
+            Some(index) => {
+                self.ends[index] = ahead_end;
+                true
+            }
+            None => {
+                self.ends[self.next] = end;
+                self.next = (self.next + 1) % STREAMS;
+                false
+            }
+        }
+    }
+}
+
+/// A block to load: its number, its shard's write epoch when it was found
+/// missing, and whether the caller asked for it (or it is read-ahead).
+#[derive(Clone, Copy)]
+struct Missing {
+    block: u64,
+    epoch: u64,
+    wanted: bool,
+}
+
+/// Copies the part of `frame` (block `block`) that overlaps
+/// `offset..offset + buf.len()` into `buf`.
+fn copy_out(block: u64, block_size: usize, frame: &[u8], buf: &mut [u8], offset: u64) {
+    let start = block * block_size as u64;
+    let from = offset.max(start);
+    let to = (offset + buf.len() as u64).min(start + block_size as u64);
+    if from < to {
+        let (f, t) = ((from - start) as usize, (to - start) as usize);
+        let at = (from - offset) as usize;
+        buf[at..at + (t - f)].copy_from_slice(&frame[f..t]);
+    }
+}
+
+impl Inner {
+    pub(super) fn read_at(&self, buf: &mut [u8], offset: u64) -> Result<usize> {
+        let len = self.len();
+        if offset >= len || buf.is_empty() {
+            return Ok(0);
+        }
+        let n = buf.len().min((len - offset) as usize);
+        let buf = &mut buf[..n];
+        let bs = self.block_size as u64;
+        let (first, last) = (offset / bs, (offset + n as u64 - 1) / bs);
+        // Empty until the first miss: a read that hits allocates nothing.
+        let mut missing = Vec::new();
+        for block in first..=last {
+            let mut shard = lock(self.shard_of(block));
+            match shard.access(block) {
+                Some(frame) => {
+                    copy_out(block, self.block_size, shard.frame(frame), buf, offset);
+                }
+                None => {
+                    shard.misses += 1;
+                    let epoch = shard.write_epoch;
+                    missing.push(Missing {
+                        block,
+                        epoch,
+                        wanted: true,
+                    });
+                }
+            }
+        }
+        if !missing.is_empty() {
+            self.load(&mut missing, buf, offset)?;
+        }
+        Ok(n)
+    }
+
+    /// Reads the `missing` blocks (and read-ahead) from the device, installs
+    /// them, and copies the wanted ones into `buf`.
+    fn load(&self, missing: &mut Vec<Missing>, buf: &mut [u8], offset: u64) -> Result<()> {
+        let max_blocks = match self.read_mode {
+            ReadMode::SingleBlock => 1,
+            ReadMode::MultiBlock { max_blocks } => max_blocks,
+        };
+        if max_blocks > 1 {
+            self.add_readahead(missing);
+        }
+        // Runs of adjacent blocks, each at most `max_blocks` long.
+        let mut runs: Vec<(usize, usize)> = Vec::new(); // (first index, count)
+        for (index, m) in missing.iter().enumerate() {
+            match runs.last_mut() {
+                Some((start, count))
+                    if *count < max_blocks && missing[*start].block + *count as u64 == m.block =>
+                {
+                    *count += 1
+                }
+                _ => runs.push((index, 1)),
+            }
+        }
+        let bs = self.block_size;
+        let mut staging = AlignedBuffer::new(missing.len() * bs, super::shard::FRAME_ALIGN);
+        let got = {
+            let mut requests = Vec::with_capacity(runs.len());
+            let mut rest = staging.as_mut_slice();
+            for &(start, count) in &runs {
+                let (head, tail) = rest.split_at_mut(count * bs);
+                rest = tail;
+                requests.push(Request::Read {
+                    offset: missing[start].block * bs as u64,
+                    buf: head,
+                });
+            }
+            self.device.run_batch(&mut requests, self.queue_depth)?
+        };
+        let len = self.len();
+        let staging = staging.as_mut_slice();
+        for (&(start, count), got) in runs.iter().zip(got) {
+            for i in 0..count {
+                let m = missing[start + i];
+                let block_bytes = &mut staging[(start + i) * bs..(start + i + 1) * bs];
+                // Past the end of the device, or past the logical end (a
+                // crash may have left a longer file), a block reads as zeros.
+                let valid = got
+                    .saturating_sub(i * bs)
+                    .min(bs)
+                    .min(len.saturating_sub(m.block * bs as u64) as usize);
+                block_bytes[valid..].fill(0);
+                let mut shard = lock(self.shard_of(m.block));
+                let installed =
+                    if shard.write_epoch == m.epoch && shard.policy.peek(m.block).is_none() {
+                        let frame = self.admit(&mut shard, m.block);
+                        shard.frame_mut(frame).copy_from_slice(block_bytes);
+                        shard.set_prefetched(frame, !m.wanted);
+                        Some(frame)
+                    } else {
+                        // Resident now (another reader, or a write): its copy
+                        // is the newest.
+                        shard.policy.peek(m.block)
+                    };
+                if m.wanted {
+                    match installed {
+                        Some(frame) => copy_out(m.block, bs, shard.frame(frame), buf, offset),
+                        None => copy_out(m.block, bs, block_bytes, buf, offset),
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Appends read-ahead blocks when this miss continues a sequential
+    /// stream.
+    fn add_readahead(&self, missing: &mut Vec<Missing>) {
+        let (start, end) = (missing[0].block, missing[missing.len() - 1].block + 1);
+        let total_blocks = self.len().div_ceil(self.block_size as u64);
+        // Read-ahead beyond a sixteenth of the cache would evict itself
+        // before the reader gets to it (S3-FIFO's small queue holds only a
+        // tenth), turning every read into a fresh read-ahead.
+        let window = self.readahead_blocks.min(self.capacity_blocks / 16) as u64;
+        let ahead_end = (end + window).min(total_blocks);
+        let sequential = lock(&self.streams).continues(start, end, ahead_end.max(end));
+        if !sequential || window == 0 {
+            return;
+        }
+        let mut added = 0;
+        for block in end..ahead_end {
+            let shard = lock(self.shard_of(block));
+            if shard.policy.peek(block).is_none() {
+                let epoch = shard.write_epoch;
+                missing.push(Missing {
+                    block,
+                    epoch,
+                    wanted: false,
+                });
+                added += 1;
+            }
+        }
+        self.readahead_count.fetch_add(added, Ordering::Relaxed);
+    }
+
+    /// Makes room for `block` in `shard` and returns its frame; a dirty
+    /// victim is written back first. A failed write-back is kept for the
+    /// next flush to report, and the frame is handed over all the same.
+    pub(super) fn admit(&self, shard: &mut Shard, block: u64) -> Frame {
+        let inserted = shard.policy.insert(block);
+        let frame = inserted.frame;
+        shard.set_prefetched(frame, false);
+        if let Some(old) = inserted.evicted {
+            shard.evictions += 1;
+            if shard.is_dirty(frame) {
+                shard.eviction_writebacks += 1;
+                let at = old * self.block_size as u64;
+                let result = self
+                    .device
+                    .write_at(shard.frame(frame), at)
+                    .and_then(|()| self.trim_after_write(at + self.block_size as u64));
+                shard.mark_clean(frame);
+                if let Err(error) = result {
+                    lock(&self.deferred_error).get_or_insert(error);
+                }
+            }
+        }
+        frame
+    }
+
+    pub(super) fn block(&self, block: u64) -> Result<BlockRef<'_>> {
+        let len = self.len();
+        let bs = self.block_size as u64;
+        if block >= len.div_ceil(bs) {
+            return Err(Error::Usage(format!(
+                "block {block} is past the end of {} ({len} bytes)",
+                self.device.path
+            )));
+        }
+        let valid = (len - block * bs).min(bs) as usize;
+        let mut shard = lock(self.shard_of(block));
+        if let Some(frame) = shard.access(block) {
+            return Ok(BlockRef {
+                shard,
+                frame,
+                len: valid,
+            });
+        }
+        shard.misses += 1;
+        // Read before taking a frame: a failed read leaves the cache as it
+        // was instead of a frame that claims `block` with other bytes.
+        let frame = {
+            let mut staging = self.read_block_from_device(block)?;
+            let frame = self.admit(&mut shard, block);
+            shard
+                .frame_mut(frame)
+                .copy_from_slice(staging.as_mut_slice());
+            frame
+        };
+        Ok(BlockRef {
+            shard,
+            frame,
+            len: valid,
+        })
+    }
+
+    /// Block `block` as the device has it, zero past the logical end.
+    pub(super) fn read_block_from_device(&self, block: u64) -> Result<AlignedBuffer> {
+        let bs = self.block_size;
+        let mut staging = AlignedBuffer::new(bs, super::shard::FRAME_ALIGN);
+        let at = block * bs as u64;
+        let got = self.device.read_at(staging.as_mut_slice(), at)?;
+        let valid = got.min(self.len().saturating_sub(at) as usize);
+        staging.as_mut_slice()[valid..].fill(0);
+        Ok(staging)
+    }
+}

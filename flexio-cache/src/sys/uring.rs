@@ -1,0 +1,141 @@
+//! Runs a batch of reads and writes through io_uring with several in
+//! flight, and returns only when the kernel is done with every buffer.
+//!
+//! The io-uring crate leaves pushing an entry `unsafe` because the kernel
+//! uses the memory an entry names until its completion arrives. [`run`]
+//! borrows every buffer of the batch for the whole call and does not
+//! return — nor unwind: an [`AbortIfInFlight`] guard turns a panic with
+//! requests in flight into an abort — before it has taken the completion
+//! of every entry it pushed. So the safe signature cannot let the kernel
+//! touch memory the caller got back.
+//!
+//! One ring per thread, made on first use and kept: a ring is not tied to
+//! a file (each entry names its fd), and a thread-local one needs no lock.
+//!
+//! Reference: <https://man7.org/linux/man-pages/man7/io_uring.7.html>
+
+use std::cell::RefCell;
+use std::io;
+use std::os::fd::{AsRawFd, BorrowedFd};
+
+use io_uring::{opcode, types, IoUring};
+
+/// Entries of each thread's ring: the most requests in flight at once.
+pub(crate) const RING_ENTRIES: u32 = 64;
+
+/// One request of a batch.
+pub(crate) enum Request<'a> {
+    /// Read `buf.len()` bytes at `offset` into `buf`.
+    Read { offset: u64, buf: &'a mut [u8] },
+    /// Write `buf` at `offset`.
+    Write { offset: u64, buf: &'a [u8] },
+}
+
+thread_local! {
+    static RING: RefCell<Option<Result<IoUring, String>>> = const { RefCell::new(None) };
+}
+
+fn with_ring<T>(f: impl FnOnce(&mut IoUring) -> T) -> Result<T, String> {
+    RING.with(|cell| {
+        let mut slot = cell.borrow_mut();
+        let ring = slot.get_or_insert_with(|| {
+            IoUring::new(RING_ENTRIES).map_err(|e| format!("io_uring_setup: {e}"))
+        });
+        match ring {
+            Ok(ring) => Ok(f(ring)),
+            Err(why) => Err(why.clone()),
+        }
+    })
+}
+
+/// Aborts the process if dropped while requests are in flight: unwinding
+/// past them would hand their buffers back while the kernel may still
+/// write into them.
+struct AbortIfInFlight(usize);
+
+impl Drop for AbortIfInFlight {
+    fn drop(&mut self) {
+        if self.0 > 0 {
+            eprintln!("flexio-cache: unwinding with io_uring requests in flight; aborting");
+            std::process::abort();
+        }
+    }
+}
+
+/// Runs `requests` on `fd` with at most `depth` in flight, and returns each
+/// one's result (bytes moved, or the error) in order.
+///
+/// # Errors
+/// The outer `Err` when this thread has no ring (the caller then falls back
+/// to `pread`/`pwrite` and says so); per-request errors are in the vector.
+pub(crate) fn run(
+    fd: BorrowedFd<'_>,
+    requests: &mut [Request<'_>],
+    depth: usize,
+) -> Result<Vec<io::Result<usize>>, String> {
+    with_ring(|ring| run_on(ring, fd, requests, depth))
+}
+
+fn run_on(
+    ring: &mut IoUring,
+    fd: BorrowedFd<'_>,
+    requests: &mut [Request<'_>],
+    depth: usize,
+) -> Vec<io::Result<usize>> {
+    let depth = depth.clamp(1, RING_ENTRIES as usize);
+    let mut results: Vec<Option<io::Result<usize>>> = (0..requests.len()).map(|_| None).collect();
+    let raw = types::Fd(fd.as_raw_fd());
+    let mut next = 0;
+    let mut in_flight = AbortIfInFlight(0);
+    while next < requests.len() || in_flight.0 > 0 {
+        while next < requests.len() && in_flight.0 < depth {
+            let entry = match &mut requests[next] {
+                Request::Read { offset, buf } => {
+                    opcode::Read::new(raw, buf.as_mut_ptr(), buf.len() as u32)
+                        .offset(*offset)
+                        .build()
+                }
+                Request::Write { offset, buf } => {
+                    opcode::Write::new(raw, buf.as_ptr(), buf.len() as u32)
+                        .offset(*offset)
+                        .build()
+                }
+            }
+            .user_data(next as u64);
+            // SAFETY: the entry names a buffer borrowed (mutably for a
+            // read) by `requests` for the whole of this call, and this
+            // function takes the entry's completion before it returns;
+            // `in_flight` aborts rather than unwind past it.
+            if unsafe { ring.submission().push(&entry) }.is_err() {
+                break; // the queue is full: submit and reap first
+            }
+            in_flight.0 += 1;
+            next += 1;
+        }
+        match ring.submit_and_wait(1) {
+            Ok(_) => {}
+            Err(e) if matches!(e.kind(), io::ErrorKind::Interrupted) => {}
+            Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {}
+            Err(e) => {
+                // io_uring_enter itself failed: requests already submitted
+                // may still complete, so their buffers cannot be released.
+                eprintln!("flexio-cache: io_uring_enter failed ({e}) with requests in flight");
+                std::process::abort();
+            }
+        }
+        for completion in ring.completion() {
+            let index = completion.user_data() as usize;
+            let result = completion.result();
+            results[index] = Some(if result < 0 {
+                Err(io::Error::from_raw_os_error(-result))
+            } else {
+                Ok(result as usize)
+            });
+            in_flight.0 -= 1;
+        }
+    }
+    results
+        .into_iter()
+        .map(|r| r.expect("every request completed"))
+        .collect()
+}

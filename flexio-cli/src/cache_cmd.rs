@@ -1,0 +1,320 @@
+//! `flexio cache sim`: replay a block trace through the block cache's
+//! eviction policies and print the hit ratio of each policy at each size.
+//!
+//! The ARC paper's traces (`OLTP.lis.zst`, `P3.lis.zst`) come from Megiddo
+//! and Modha, "ARC: A Self-Tuning, Low Overhead Replacement Cache", USENIX
+//! FAST 2003; when the trace is OLTP, the paper's LRU and ARC columns
+//! (Table VIII) are printed beside ours.
+
+use std::path::{Path, PathBuf};
+
+use clap::{Args, Subcommand};
+use flexio::Error;
+use flexio_cache::policy::PolicyName;
+use flexio_cache::sim::{simulate_all, SimResult};
+use flexio_cache::trace::{Trace, ARC_PAPER_OLTP};
+use plotters::prelude::*;
+
+/// The block cache: simulate its eviction policies on block traces.
+#[derive(Args)]
+pub struct CacheArgs {
+    #[command(subcommand)]
+    command: CacheCommand,
+}
+
+#[derive(Subcommand)]
+enum CacheCommand {
+    /// Replay a block trace and print hit ratios per policy and cache size.
+    Sim(SimArgs),
+    /// The `cache` bench scenario: S.M.A.C.K.'s cold/warm tables,
+    /// single-block vs multi-block reads, hit costs, and a hot set through
+    /// a scan per policy.
+    Bench(CacheBenchArgs),
+}
+
+/// Arguments of `flexio cache bench`.
+#[derive(Args)]
+struct CacheBenchArgs {
+    /// Where the data files go (its file system is the one measured; it
+    /// must take O_DIRECT); removed afterwards.
+    #[arg(long, default_value = ".")]
+    dir: PathBuf,
+    /// Counted rounds per figure (after one warm-up round).
+    #[arg(long, default_value_t = 5)]
+    runs: u32,
+    /// File sizes of the cold/warm table, in MiB.
+    #[arg(long, value_delimiter = ',', default_value = "1,8,16,24")]
+    files_mib: Vec<u64>,
+    /// The cache size.
+    #[arg(long, value_parser = crate::copy::size, default_value = "16MiB")]
+    cache_size: u64,
+    /// Reads per hot-set reader and phase.
+    #[arg(long, default_value_t = 50_000)]
+    hot_reads: usize,
+    /// Print JSON.
+    #[arg(long)]
+    json: bool,
+    /// The page-cache side of the hot-set experiment (internal: SHAPE PATH).
+    #[arg(long, hide = true, num_args = 2, value_names = ["SHAPE", "PATH"])]
+    page_cache_child: Option<Vec<String>>,
+}
+
+/// Arguments of `flexio cache sim`.
+#[derive(Args)]
+struct SimArgs {
+    /// A `.lis` trace (`START COUNT X Y` per line, `.zst` decompressed on
+    /// the fly) or a generator: `zipf:blocks=B,alpha=A,len=L,seed=S`,
+    /// `scan:len=L`, `loop:blocks=B,len=L`,
+    /// `zipf+scan:blocks=B,alpha=A,len=L,scan=FRACTION`.
+    #[arg(long)]
+    trace: String,
+    /// Policies, comma-separated, or `all`: lru, clock, sieve, s3-fifo, arc.
+    #[arg(long, default_value = "all")]
+    policy: String,
+    /// Cache sizes in blocks, comma-separated.
+    #[arg(long, value_delimiter = ',', required = true)]
+    size: Vec<usize>,
+    /// Print JSON.
+    #[arg(long)]
+    json: bool,
+    /// Also draw hit ratio against cache size, one line per policy, as SVG.
+    #[arg(long)]
+    chart: Option<PathBuf>,
+}
+
+/// JSON schema version of `flexio cache sim --json`.
+const SIM_SCHEMA_VERSION: u32 = 1;
+
+/// Runs `flexio cache …`.
+pub fn run(args: CacheArgs) -> Result<(), Error> {
+    match args.command {
+        CacheCommand::Sim(args) => sim(args),
+        CacheCommand::Bench(args) => bench(args),
+    }
+}
+
+fn bench(args: CacheBenchArgs) -> Result<(), Error> {
+    if let Some(child) = &args.page_cache_child {
+        let path = PathBuf::from(&child[1]);
+        return flexio_bench::cache_bench::page_cache::child_main(&child[0], &path).map_err(
+            |source| Error::Io {
+                op: "page-cache hot set",
+                endpoint: path.display().to_string(),
+                offset: None,
+                source,
+            },
+        );
+    }
+    let options = flexio_bench::cache_bench::CacheBenchOptions {
+        dir: args.dir.clone(),
+        runs: args.runs.max(1),
+        file_sizes_mib: args.files_mib,
+        cache_bytes: args.cache_size,
+        hot_reads: args.hot_reads.max(1),
+        ..Default::default()
+    };
+    let report = flexio_bench::cache_bench::run(&options, &mut |line| eprintln!("{line}"))
+        .map_err(|source| Error::Io {
+            op: "cache bench",
+            endpoint: args.dir.display().to_string(),
+            offset: None,
+            source,
+        })?;
+    if args.json {
+        let text = serde_json::to_string_pretty(&report).expect("json") + "\n";
+        crate::print_stdout(&text);
+    } else {
+        crate::print_stdout(&flexio_bench::cache_bench::render(&report));
+    }
+    Ok(())
+}
+
+fn sim(args: SimArgs) -> Result<(), Error> {
+    let policies = parse_policies(&args.policy)?;
+    if args.size.contains(&0) || args.size.is_empty() {
+        return Err(Error::Usage(
+            "--size: cache sizes are at least one block".into(),
+        ));
+    }
+    let trace = Trace::open(&args.trace).map_err(cache_error)?;
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let results = simulate_all(&trace.keys, &policies, &args.size, threads);
+    let paper = is_oltp(&trace.name);
+    if args.json {
+        let value = serde_json::json!({
+            "schema_version": SIM_SCHEMA_VERSION,
+            "trace": trace.name,
+            "references": trace.keys.len(),
+            "results": results,
+        });
+        crate::print_stdout(&(serde_json::to_string_pretty(&value).expect("json") + "\n"));
+    } else {
+        crate::print_stdout(&table(&trace, &policies, &args.size, &results, paper));
+    }
+    if let Some(path) = &args.chart {
+        draw_chart(path, &trace.name, &policies, &results).map_err(|source| Error::Io {
+            op: "write chart",
+            endpoint: path.display().to_string(),
+            offset: None,
+            source: std::io::Error::other(source.to_string()),
+        })?;
+    }
+    Ok(())
+}
+
+fn parse_policies(text: &str) -> Result<Vec<PolicyName>, Error> {
+    if text == "all" {
+        return Ok(PolicyName::ALL.to_vec());
+    }
+    text.split(',')
+        .map(|name| name.trim().parse().map_err(Error::Usage))
+        .collect()
+}
+
+fn cache_error(error: flexio_cache::Error) -> Error {
+    match error {
+        flexio_cache::Error::Io {
+            op,
+            path,
+            offset,
+            source,
+        } => Error::Io {
+            op,
+            endpoint: path,
+            offset,
+            source,
+        },
+        other => Error::Usage(other.to_string()),
+    }
+}
+
+/// Whether `name` is the ARC paper's OLTP trace, whose Table VIII row we
+/// can print beside ours.
+fn is_oltp(name: &str) -> bool {
+    Path::new(name)
+        .file_name()
+        .and_then(|n| n.to_str())
+        .is_some_and(|n| n.starts_with("OLTP.lis"))
+}
+
+fn table(
+    trace: &Trace,
+    policies: &[PolicyName],
+    sizes: &[usize],
+    results: &[SimResult],
+    paper: bool,
+) -> String {
+    let mut text = format!(
+        "trace {}: {} references; hit ratio in % (default policy: {})\n",
+        trace.name,
+        trace.keys.len(),
+        PolicyName::DEFAULT
+    );
+    text += &format!("{:>10}", "blocks");
+    for policy in policies {
+        text += &format!(" {:>8}", policy.as_str());
+    }
+    if paper {
+        text += &format!(" {:>10} {:>10}", "paper-lru", "paper-arc");
+    }
+    text.push('\n');
+    for &size in sizes {
+        text += &format!("{size:>10}");
+        for policy in policies {
+            let result = results
+                .iter()
+                .find(|r| r.size_blocks == size && r.policy == *policy)
+                .expect("every pair simulated");
+            text += &format!(" {:>8.2}", result.hit_ratio_percent);
+        }
+        if paper {
+            match ARC_PAPER_OLTP.iter().find(|row| row.0 == size) {
+                Some((_, lru, arc)) => text += &format!(" {lru:>10.2} {arc:>10.2}"),
+                None => text += &format!(" {:>10} {:>10}", "-", "-"),
+            }
+        }
+        text.push('\n');
+    }
+    if paper {
+        text += "paper: Megiddo and Modha, \"ARC: A Self-Tuning, Low Overhead Replacement Cache\", USENIX FAST 2003, Table VIII\n";
+    }
+    text
+}
+
+/// Tableau colours, as the bench's charts use.
+const COLORS: [RGBColor; 5] = [
+    RGBColor(31, 119, 180),
+    RGBColor(255, 127, 14),
+    RGBColor(44, 160, 44),
+    RGBColor(214, 39, 40),
+    RGBColor(148, 103, 189),
+];
+
+fn draw_chart(
+    path: &Path,
+    trace: &str,
+    policies: &[PolicyName],
+    results: &[SimResult],
+) -> Result<(), Box<dyn std::error::Error>> {
+    let max_size = results.iter().map(|r| r.size_blocks).max().unwrap_or(1) as f64;
+    let max_ratio = results
+        .iter()
+        .map(|r| r.hit_ratio_percent)
+        .fold(1.0, f64::max);
+    let root = SVGBackend::new(path, (960, 600)).into_drawing_area();
+    root.fill(&WHITE)?;
+    let mut chart = ChartBuilder::on(&root)
+        .caption(format!("hit ratio: {trace}"), ("sans-serif", 20))
+        .margin(20)
+        .x_label_area_size(40)
+        .y_label_area_size(60)
+        .build_cartesian_2d(0.0..max_size * 1.05, 0.0..(max_ratio * 1.1).min(100.0))?;
+    chart
+        .configure_mesh()
+        .x_desc("cache size (blocks)")
+        .y_desc("hit ratio (%)")
+        .draw()?;
+    for (index, policy) in policies.iter().enumerate() {
+        let color = COLORS[index % COLORS.len()];
+        let mut points: Vec<(f64, f64)> = results
+            .iter()
+            .filter(|r| r.policy == *policy)
+            .map(|r| (r.size_blocks as f64, r.hit_ratio_percent))
+            .collect();
+        points.sort_by(|a, b| a.0.total_cmp(&b.0));
+        chart
+            .draw_series(LineSeries::new(points.clone(), color.stroke_width(2)))?
+            .label(policy.as_str())
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color));
+        chart.draw_series(
+            points
+                .into_iter()
+                .map(|p| Circle::new(p, 3, color.filled())),
+        )?;
+    }
+    chart
+        .configure_series_labels()
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .draw()?;
+    root.present()?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{is_oltp, parse_policies};
+    use flexio_cache::policy::PolicyName;
+
+    #[test]
+    fn policies_parse_and_oltp_is_recognised() {
+        assert_eq!(parse_policies("all").unwrap().len(), PolicyName::ALL.len());
+        assert_eq!(
+            parse_policies("lru, s3-fifo").unwrap(),
+            [PolicyName::Lru, PolicyName::S3Fifo]
+        );
+        assert!(parse_policies("mru").is_err());
+        assert!(is_oltp("../shared/data/arc/OLTP.lis.zst"));
+        assert!(!is_oltp("P3.lis.zst"));
+    }
+}

@@ -1,0 +1,141 @@
+//! `flexio cache sim` and `flexio cache bench` end to end: a generated
+//! trace, a table, JSON and a chart; a bad policy is a usage error; the
+//! bench scenario on tiny sizes.
+
+use std::process::Command;
+
+fn flexio() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_flexio"))
+}
+
+#[test]
+fn cache_sim_prints_a_table_json_and_a_chart() {
+    let dir = tempfile::tempdir().unwrap();
+    let chart = dir.path().join("hits.svg");
+    let output = flexio()
+        .args(["cache", "sim", "--trace", "loop:blocks=10,len=1000"])
+        .args(["--policy", "lru,clock", "--size", "5,10", "--chart"])
+        .arg(&chart)
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    let text = String::from_utf8(output.stdout).unwrap();
+    // A loop twice the cache defeats LRU and CLOCK entirely; a cache as
+    // large as the loop misses only the first lap.
+    let five = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("5 "))
+        .unwrap();
+    assert_eq!(
+        five.split_whitespace().collect::<Vec<_>>(),
+        ["5", "0.00", "0.00"]
+    );
+    let ten = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("10 "))
+        .unwrap();
+    assert_eq!(
+        ten.split_whitespace().collect::<Vec<_>>(),
+        ["10", "99.00", "99.00"]
+    );
+    assert!(std::fs::read_to_string(&chart).unwrap().contains("<svg"));
+
+    let output = flexio()
+        .args([
+            "cache",
+            "sim",
+            "--trace",
+            "scan:len=100",
+            "--size",
+            "8",
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(json["schema_version"], 1);
+    assert_eq!(json["results"].as_array().unwrap().len(), 5);
+    assert!(json["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|r| r["hits"] == 0));
+}
+
+#[test]
+fn cache_sim_refuses_an_unknown_policy() {
+    let output = flexio()
+        .args([
+            "cache",
+            "sim",
+            "--trace",
+            "scan:len=10",
+            "--size",
+            "4",
+            "--policy",
+            "mru",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2), "{output:?}");
+    assert!(String::from_utf8_lossy(&output.stderr).contains("unknown policy"));
+}
+
+#[test]
+fn cache_bench_measures_every_part_on_tiny_sizes() {
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let output = flexio()
+        .args([
+            "cache",
+            "bench",
+            "--runs",
+            "1",
+            "--files-mib",
+            "1,2",
+            "--cache-size",
+            "1MiB",
+        ])
+        .args(["--hot-reads", "300", "--json", "--dir"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let files = json["files"].as_array().unwrap();
+    assert_eq!(files.len(), 2);
+    // 2 MiB read in a loop through a 1 MiB cache thrashes: the second pass
+    // reads every block from the device again.
+    assert_eq!(files[1]["warm_from_cache_percent"], 0.0);
+    assert!(
+        files[0]["cold_multi_block_mib_s"]["median"]
+            .as_f64()
+            .unwrap()
+            > 0.0
+    );
+    assert!(
+        json["hits"]["reference_lookups_per_s"]["median"]
+            .as_f64()
+            .unwrap()
+            > 0.0
+    );
+    // Five policies, then the page cache in a memory cgroup when root.
+    let rows = json["hot_set"].as_array().unwrap();
+    let privileged = std::env::var_os("FLEXIO_TEST_PRIVILEGED").is_some_and(|v| v == "1");
+    if rows.len() == 5 {
+        eprintln!("page cache row skipped: {}", json["page_cache_note"]);
+        assert!(
+            !privileged,
+            "FLEXIO_TEST_PRIVILEGED=1 wants the page-cache row"
+        );
+    } else {
+        assert_eq!(rows.len(), 6);
+        assert_eq!(rows[5]["policy"], "page-cache");
+        assert!(rows[5]["hit_percent_alone"].as_f64().unwrap() > 0.0);
+    }
+    assert_eq!(
+        std::fs::read_dir(dir.path()).unwrap().count(),
+        0,
+        "data files removed"
+    );
+}
