@@ -2,6 +2,15 @@
 //!
 //! Each subcommand lives in its own module; this file only parses the
 //! arguments and maps errors to exit statuses (2 for usage, 1 at run time).
+//!
+//! The process enters at the C `main` below, not through Rust's runtime
+//! shim: see [`flexio::prepare_process`] for what that saves (a tenth of
+//! a small copy's whole time) and what it keeps.
+
+// Tests build their own `main`.
+#![cfg_attr(not(test), no_main)]
+// ... and so have no entry point reaching the commands.
+#![cfg_attr(test, allow(dead_code))]
 
 mod bench;
 mod copy;
@@ -10,8 +19,6 @@ mod plan;
 mod profile_cmd;
 mod progress;
 mod tune;
-
-use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
@@ -43,7 +50,22 @@ enum Command {
     Tune(tune::TuneArgs),
 }
 
-fn main() -> ExitCode {
+/// The C entry point. Arguments are read by `std::env::args_os`, which
+/// glibc hands to the standard library before `main` runs.
+#[cfg(not(test))]
+#[no_mangle]
+pub extern "C" fn main(_argc: std::ffi::c_int, _argv: *const *const std::ffi::c_char) -> i32 {
+    if let Err(error) = flexio::prepare_process() {
+        eprintln!("flexio: preparing the process: {error}");
+        return 1;
+    }
+    let status = run();
+    // The runtime's shim would flush stdout at exit; nothing else will.
+    let _ = std::io::Write::flush(&mut std::io::stdout());
+    status
+}
+
+fn run() -> i32 {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Copy(args) => copy::run(args),
@@ -54,10 +76,10 @@ fn main() -> ExitCode {
         Command::Tune(args) => tune::run(args),
     };
     match result {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(()) => 0,
         Err(error) => {
             eprintln!("flexio: {error}");
-            ExitCode::from(error.exit_code() as u8)
+            error.exit_code()
         }
     }
 }

@@ -63,3 +63,4 @@ pub use params::{Bound, Params};
 pub use plain_file::{read_regular_file_capped, write_file_replacing_regular};
 pub use report::{Fallback, Report, Verification, REPORT_SCHEMA_VERSION};
 pub use size::{format_bytes, format_rate, parse_size};
+pub use sys::process::prepare_process;

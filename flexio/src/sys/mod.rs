@@ -8,6 +8,7 @@
 pub(crate) mod aligned;
 pub(crate) mod cachestat;
 pub(crate) mod mapping;
+pub(crate) mod process;
 pub(crate) mod rusage;
 pub(crate) mod sigbus;
 pub(crate) mod uring;
