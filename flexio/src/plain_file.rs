@@ -96,9 +96,8 @@ fn regular_or_absent(path: &Path) -> io::Result<(PathBuf, Option<Metadata>)> {
 /// flexio::write_file_replacing_regular(&path, b"# one\n").unwrap();
 /// flexio::write_file_replacing_regular(&path, b"# two\n").unwrap();
 /// assert_eq!(std::fs::read(&path).unwrap(), b"# two\n");
-/// let error = flexio::write_file_replacing_regular(std::path::Path::new("/dev/null"), b"x")
-///     .unwrap_err();
-/// assert!(error.to_string().contains("character device"));
+/// let error = flexio::write_file_replacing_regular(dir.path(), b"x").unwrap_err();
+/// assert!(error.to_string().contains("is a directory"));
 /// ```
 pub fn write_file_replacing_regular(path: &Path, bytes: &[u8]) -> io::Result<()> {
     let (target, existing) = regular_or_absent(path)?;
