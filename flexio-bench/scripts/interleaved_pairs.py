@@ -7,7 +7,8 @@ Runs 20 warm-up rounds, then N rounds; prints each command's median and
 minimum wall time and the median over rounds of its time divided by the
 last command's time in the same round. Interleaving keeps a noisy
 machine's drift out of the ratio, which back-to-back batches (hyperfine's
-default) do not. stdout goes to /dev/null. With PREP=PATH set, PATH is
+default) do not. stdout goes to /dev/null. WARMUP=N sets the warm-up
+rounds (default 20). With PREP=PATH set, PATH is
 removed before every run (a fresh destination each time).
 
 Example (tmpfs):
@@ -20,7 +21,7 @@ import statistics
 import sys
 import time
 
-WARMUP_ROUNDS = 20
+WARMUP_ROUNDS = int(os.environ.get("WARMUP", "20"))
 
 
 def main():

@@ -331,3 +331,21 @@ fn profile_range_with_huge_chunk_fails_validate() {
     // And `auto` refuses it with a warning instead of aborting the copy.
     copy_warns_and_proceeds(&path, "chunk 1.00 TiB is above its bound");
 }
+
+#[test]
+fn tune_refuses_a_fifo_as_the_profile_before_measuring() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("profile.fifo");
+    mkfifo(&fifo);
+    let mut command = flexio(&fifo);
+    command.args(["tune", "--quiet", "--dir"]).arg(dir.path());
+    let output = run_bounded(command);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(stderr(&output).contains("is a FIFO"), "{}", stderr(&output));
+    assert!(
+        !stderr(&output).contains("flexio tune ("),
+        "refused before the sweep: {}",
+        stderr(&output)
+    );
+    assert_eq!(leftovers(dir.path(), &["profile.fifo"]), [""; 0]);
+}

@@ -60,7 +60,9 @@ pub use error::{Error, Result};
 pub use flow::{Flow, Progress};
 pub use mechanism::{builtin_choice, MechanismName};
 pub use params::{Bound, Params};
-pub use plain_file::{read_regular_file_capped, write_file_replacing_regular};
+pub use plain_file::{
+    check_file_replaceable, read_regular_file_capped, write_file_replacing_regular,
+};
 pub use report::{Fallback, Report, Verification, REPORT_SCHEMA_VERSION};
 pub use size::{format_bytes, format_rate, parse_size};
 pub use sys::process::prepare_process;

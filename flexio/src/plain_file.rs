@@ -70,6 +70,25 @@ fn regular_or_absent(path: &Path) -> io::Result<(PathBuf, Option<Metadata>)> {
     }
 }
 
+/// Whether [`write_file_replacing_regular`] would write `path`: it is a
+/// regular file, a symbolic link to one, or absent. For checking before a
+/// long run (`flexio tune` measures for a minute before it writes the
+/// profile).
+///
+/// # Errors
+/// As [`write_file_replacing_regular`] refuses: [`io::ErrorKind::InvalidInput`]
+/// saying what `path` is; `lstat`/`stat` errors other than `NotFound`.
+///
+/// # Examples
+/// ```
+/// let dir = tempfile::tempdir().unwrap();
+/// assert!(flexio::check_file_replaceable(&dir.path().join("new.toml")).is_ok());
+/// assert!(flexio::check_file_replaceable(dir.path()).is_err());
+/// ```
+pub fn check_file_replaceable(path: &Path) -> io::Result<()> {
+    regular_or_absent(path).map(|_| ())
+}
+
 /// Writes `bytes` as the whole content of `path`, atomically: a temporary
 /// file beside it, fsynced, then renamed over it. `path` must be a regular
 /// file, a symbolic link to one (the target is replaced, the link kept), or
