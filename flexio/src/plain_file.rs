@@ -8,7 +8,7 @@
 
 use std::fs::{self, Metadata, Permissions};
 use std::io::{self, Read, Write};
-use std::os::unix::fs::{FileTypeExt, OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 /// What kind of node a path is, in words, for refusals.
@@ -94,7 +94,8 @@ pub fn check_file_replaceable(path: &Path) -> io::Result<()> {
 /// file, a symbolic link to one (the target is replaced, the link kept), or
 /// absent; anything else (a device, a FIFO, a socket, a directory, a
 /// dangling link) is refused and left as it is. A replaced file keeps its
-/// permission bits; a new one gets 0666 less the umask, as `fs::write`
+/// permission bits and, where the caller may give it away (root), its
+/// owner and group; a new one gets 0666 less the umask, as `fs::write`
 /// gives. The directory must exist.
 ///
 /// Between the check and the rename another process with write access to
@@ -134,6 +135,13 @@ pub fn write_file_replacing_regular(path: &Path, bytes: &[u8]) -> io::Result<()>
         .permissions(Permissions::from_mode(0o666))
         .tempfile_in(dir)?;
     if let Some(existing) = &existing {
+        // `sudo flexio tune` must not leave a user's profile owned by
+        // root. Only root may give a file away; others keep their own.
+        let owner = (Some(existing.uid()), Some(existing.gid()));
+        match std::os::unix::fs::fchown(temp.as_file(), owner.0, owner.1) {
+            Err(error) if error.kind() != io::ErrorKind::PermissionDenied => return Err(error),
+            _ => {}
+        }
         let mode = existing.permissions().mode() & 0o777;
         temp.as_file()
             .set_permissions(Permissions::from_mode(mode))?;
@@ -230,6 +238,27 @@ mod tests {
         );
         let names: Vec<_> = fs::read_dir(dir.path()).unwrap().collect();
         assert_eq!(names.len(), 2, "no temporary file is left");
+    }
+
+    #[test]
+    fn a_file_replaced_by_root_keeps_its_owner() {
+        if !rustix::process::geteuid().is_root() {
+            let reason = "skipped: giving a file to another user needs root";
+            assert!(
+                std::env::var("FLEXIO_TEST_PRIVILEGED").as_deref() != Ok("1"),
+                "{reason}, and FLEXIO_TEST_PRIVILEGED=1 forbids skipping"
+            );
+            eprintln!("{reason}");
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("profile.toml");
+        fs::write(&path, "old").unwrap();
+        std::os::unix::fs::chown(&path, Some(65534), Some(65534)).unwrap();
+        write_file_replacing_regular(&path, b"new").unwrap();
+        let metadata = fs::metadata(&path).unwrap();
+        assert_eq!((metadata.uid(), metadata.gid()), (65534, 65534));
+        assert_eq!(fs::read(&path).unwrap(), b"new");
     }
 
     #[test]
