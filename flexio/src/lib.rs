@@ -14,13 +14,18 @@
 //!
 //! ```text
 //! flow.rs        Flow (builder): open, check the pair and range, decide auto
+//!  └ params.rs   Params and the one set of bounds flags and profiles keep
 //! engine.rs      Engine: time, run segment by segment, fall back, finish
 //!  ├ endpoint/   addresses, opening, fstat classification, temp-file sinks
 //!  ├ mechanism/  read-write, mmap, sendfile, splice, copy-file-range,
 //!  │             io-uring, direct — one file each, and the fallback table
-//!  ├ measure/    rusage and /proc/stat deltas, mincore residency, holes
+//!  ├ measure/    rusage and /proc/stat deltas, cachestat/mincore residency,
+//!  │             holes
 //!  ├ report.rs   the Report and its human and JSON forms
-//!  └ sys/        the only `unsafe`: mmap, mincore, getrusage, SIGBUS guard
+//!  └ sys/        the only `unsafe`: mmap, mincore, cachestat, getrusage,
+//!                SIGBUS guard, process start
+//! plain_file.rs  flexio's own files (profile, bench outputs): regular
+//!                files only, replaced atomically, read with a cap
 //! ```
 //!
 //! # Example
