@@ -397,19 +397,29 @@ fn draw(path: &Path, chart: &Chart, machine: &str) -> io::Result<()> {
         y_labels,
         footer: machine.to_string(),
     };
+    // Drawn into memory, then written like every other output file.
+    let mut svg = String::new();
     let result = match (x.log, y.log) {
-        (false, false) => draw_in(path, chart, &axes, x.range, y.range),
-        (true, false) => draw_in(path, chart, &axes, x.range.log_scale().base(2.0), y.range),
-        (false, true) => draw_in(path, chart, &axes, x.range, y.range.log_scale()),
+        (false, false) => draw_in(&mut svg, chart, &axes, x.range, y.range),
+        (true, false) => draw_in(
+            &mut svg,
+            chart,
+            &axes,
+            x.range.log_scale().base(2.0),
+            y.range,
+        ),
+        (false, true) => draw_in(&mut svg, chart, &axes, x.range, y.range.log_scale()),
         (true, true) => draw_in(
-            path,
+            &mut svg,
             chart,
             &axes,
             x.range.log_scale().base(2.0),
             y.range.log_scale(),
         ),
     };
-    result.map_err(|error| io::Error::other(format!("drawing chart {}: {error}", path.display())))
+    result
+        .map_err(|error| io::Error::other(format!("drawing chart {}: {error}", path.display())))?;
+    crate::output::write_replacing(path, svg.as_bytes())
 }
 
 struct Axes {
@@ -422,7 +432,7 @@ struct Axes {
 }
 
 fn draw_in<X, Y>(
-    path: &Path,
+    svg: &mut String,
     chart: &Chart,
     axes: &Axes,
     x_spec: X,
@@ -434,7 +444,7 @@ where
     X::CoordDescType: ValueFormatter<f64>,
     Y::CoordDescType: ValueFormatter<f64>,
 {
-    let root = SVGBackend::new(path, CHART_SIZE).into_drawing_area();
+    let root = SVGBackend::with_string(svg, CHART_SIZE).into_drawing_area();
     root.fill(&WHITE)?;
     let (root, footer) = root.split_vertically(CHART_SIZE.1 - 24);
     footer.draw(&Text::new(

@@ -65,19 +65,30 @@ pub fn write_all(dir: &Path, results: &Results) -> io::Result<Vec<PathBuf>> {
     let json_path = dir.join(RESULTS_JSON);
     let mut json = serde_json::to_string_pretty(results).map_err(io::Error::other)?;
     json.push('\n');
-    fs::write(&json_path, json)?;
+    write_replacing(&json_path, json.as_bytes())?;
     written.push(json_path);
 
     let csv_path = dir.join(RESULTS_CSV);
-    fs::write(&csv_path, csv(results))?;
+    write_replacing(&csv_path, csv(results).as_bytes())?;
     written.push(csv_path);
 
     let charts = charts::write_scenario_charts(dir, results, &summaries)?;
     let report_path = dir.join(REPORT_MD);
-    fs::write(&report_path, report(results, &summaries, &charts))?;
+    write_replacing(
+        &report_path,
+        report(results, &summaries, &charts).as_bytes(),
+    )?;
     written.extend(charts);
     written.push(report_path);
     Ok(written)
+}
+
+/// Writes one output file, replacing only a regular file
+/// ([`flexio::write_file_replacing_regular`]: a `results.json` that is a
+/// device or FIFO is refused and left alone); errors name the file.
+pub(crate) fn write_replacing(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    flexio::write_file_replacing_regular(path, bytes)
+        .map_err(|error| io::Error::new(error.kind(), format!("{}: {error}", path.display())))
 }
 
 /// Reads a `results.json` written by [`write_all`].

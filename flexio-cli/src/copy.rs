@@ -165,25 +165,22 @@ pub(crate) fn explicit_params(args: &CopyArgs) -> Result<Option<Params>, Error> 
         return Ok(None);
     }
     let defaults = Params::default();
-    let chunk = match args.chunk {
-        Some(chunk) => usize::try_from(chunk)
-            .ok()
-            .filter(|&c| c > 0)
-            .ok_or_else(|| Error::Usage("--chunk must be at least 1 byte".into()))?,
-        None => defaults.chunk,
-    };
-    let queue_depth = args.queue_depth.unwrap_or(defaults.queue_depth);
-    if queue_depth == 0 {
-        return Err(Error::Usage("--queue-depth must be at least 1".into()));
-    }
-    Ok(Some(Params {
-        chunk,
-        queue_depth,
-        pipe_size: args
-            .pipe_size
-            .map_or(defaults.pipe_size, |p| p.max(4096) as usize),
+    // Out-of-range values (u64 past usize too) fail the library's bounds,
+    // which name them: one set of bounds for flags and profiles alike.
+    let to_usize = |value: u64| usize::try_from(value).unwrap_or(usize::MAX);
+    let params = Params {
+        chunk: args.chunk.map_or(defaults.chunk, to_usize),
+        queue_depth: args.queue_depth.unwrap_or(defaults.queue_depth),
+        pipe_size: args.pipe_size.map_or(defaults.pipe_size, to_usize),
         direct: args.direct,
-    }))
+    };
+    params.validate().map_err(|error| {
+        // `queue_depth 0 is below ...` names the flag: `--queue-depth 0 ...`.
+        let text = error.to_string();
+        let (name, rest) = text.split_once(' ').unwrap_or((&text, ""));
+        Error::Usage(format!("--{} {rest}", name.replace('_', "-")))
+    })?;
+    Ok(Some(params))
 }
 
 /// Parses `--via`; an unknown name lists the mechanisms that serve the

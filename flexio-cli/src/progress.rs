@@ -9,7 +9,7 @@
 //! (that is how a bar once showed "8.60 TiB/s").
 
 use std::io::{IsTerminal, Write};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -99,26 +99,42 @@ impl Watched for TreeProgress {
 
 /// Draws a [`Watched`] flow or tree on its own thread until dropped.
 pub struct ProgressBarThread {
-    stop: Arc<AtomicBool>,
+    state: Arc<AtomicU8>,
     handle: Option<JoinHandle<()>>,
 }
+
+/// The watcher has drawn nothing yet.
+const WAITING: u8 = 0;
+/// The watcher shows a bar (or has printed lines), which must be cleared
+/// (or finished) before the report.
+const DRAWING: u8 = 1;
+/// The flow ended.
+const STOPPED: u8 = 2;
 
 impl ProgressBarThread {
     /// Starts watching `progress` in `mode`.
     pub fn start<W: Watched>(progress: Arc<W>, mode: ProgressMode) -> Self {
-        let stop = Arc::new(AtomicBool::new(false));
+        let state = Arc::new(AtomicU8::new(WAITING));
         let handle = (mode != ProgressMode::Off).then(|| {
-            let stop = Arc::clone(&stop);
-            std::thread::spawn(move || watch(&*progress, &stop, mode))
+            let state = Arc::clone(&state);
+            std::thread::spawn(move || watch(&*progress, &state, mode))
         });
-        ProgressBarThread { stop, handle }
+        ProgressBarThread { state, handle }
     }
 }
 
 impl Drop for ProgressBarThread {
     fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-        if let Some(handle) = self.handle.take() {
+        let previous = self.state.swap(STOPPED, Ordering::AcqRel);
+        let Some(handle) = self.handle.take() else {
+            return;
+        };
+        // Only a drawn bar must be cleared before the report. A flow that
+        // ended within the first second does not wait for the thread to be
+        // scheduled and exit (about 175 µs of a 1.2 ms 4 KiB copy on a
+        // loaded 2-core machine): it ends at its next tick, or with the
+        // process.
+        if previous == DRAWING {
             handle.thread().unpark();
             let _ = handle.join();
         }
@@ -139,7 +155,7 @@ impl RateWindow {
     }
 }
 
-fn watch<W: Watched>(progress: &W, stop: &AtomicBool, mode: ProgressMode) {
+fn watch<W: Watched>(progress: &W, state: &AtomicU8, mode: ProgressMode) {
     let started = Instant::now();
     let tick = match mode {
         ProgressMode::Bar => Duration::from_millis(100),
@@ -147,14 +163,25 @@ fn watch<W: Watched>(progress: &W, stop: &AtomicBool, mode: ProgressMode) {
     };
     let mut window = RateWindow { first: None };
     let mut bar: Option<ProgressBar> = None;
-    while !stop.load(Ordering::Relaxed) {
+    let mut drawing = false;
+    while state.load(Ordering::Acquire) != STOPPED {
         std::thread::park_timeout(if started.elapsed() < QUIET_START {
             QUIET_START
         } else {
             tick
         });
-        if stop.load(Ordering::Relaxed) || started.elapsed() < QUIET_START {
+        if started.elapsed() < QUIET_START {
             continue;
+        }
+        if !drawing {
+            // Stopped meanwhile: nobody waits for anything to be cleared.
+            if state
+                .compare_exchange(WAITING, DRAWING, Ordering::AcqRel, Ordering::Acquire)
+                .is_err()
+            {
+                return;
+            }
+            drawing = true;
         }
         let now = Instant::now();
         let snapshot = progress.snapshot();

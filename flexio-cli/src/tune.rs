@@ -52,6 +52,9 @@ pub fn run(args: TuneArgs) -> Result<(), Error> {
         TunePlan::quick()
     };
     let path = args.profile.clone().unwrap_or_else(default_profile_path);
+    // Refused now rather than after a minute of measuring.
+    flexio::check_file_replaceable(&path)
+        .map_err(|error| Error::Usage(format!("{}: {error}", path.display())))?;
     eprintln!(
         "flexio tune ({}) in {}:\n{}",
         if args.full { "full" } else { "quick" },

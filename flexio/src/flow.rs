@@ -13,33 +13,9 @@ use crate::endpoint::{
 use crate::engine::Engine;
 use crate::error::{Error, Result};
 use crate::mechanism::MechanismName;
+pub use crate::params::Params;
 use crate::report::Report;
 use crate::tune::{Decision, FlowKind, Profile};
-
-/// Parameters of a mechanism.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct Params {
-    /// Bytes per read, write, map window or request (default 256 KiB).
-    pub chunk: usize,
-    /// io_uring requests in flight (default 32).
-    pub queue_depth: u32,
-    /// Pipe capacity splice asks for (default 1 MiB, clamped to
-    /// `/proc/sys/fs/pipe-max-size`).
-    pub pipe_size: usize,
-    /// O_DIRECT on the file side(s) of io-uring.
-    pub direct: bool,
-}
-
-impl Default for Params {
-    fn default() -> Self {
-        Params {
-            chunk: 256 << 10,
-            queue_depth: 32,
-            pipe_size: 1 << 20,
-            direct: false,
-        }
-    }
-}
 
 /// Bytes moved so far and bytes to move, shared with whoever draws a
 /// progress bar.
@@ -246,7 +222,8 @@ impl<'a> Flow<'a> {
     ///
     /// # Errors
     /// [`Error::Usage`] and [`Error::UnsupportedPair`] for a flow described
-    /// wrongly (nothing is moved); [`Error::Io`], [`Error::SourceEnded`] and
+    /// wrongly, parameters out of their bounds ([`Params::validate`])
+    /// included (nothing is moved); [`Error::Io`], [`Error::SourceEnded`] and
     /// [`Error::MappingFault`] when moving fails (a regular-file sink is left
     /// as it was); [`Error::StrictRefusal`] when `strict` forbids a fallback;
     /// [`Error::VerifyMismatch`] when `verify` finds a difference.
@@ -257,6 +234,7 @@ impl<'a> Flow<'a> {
                 hook(address)
             }
         };
+        self.params.validate()?;
         self.check_before_opening()?;
         let source = open_source(
             std::mem::replace(&mut self.source, Source::Memory(&[])),

@@ -14,14 +14,19 @@
 //!
 //! ```text
 //! flow.rs        Flow (builder): open, check the pair and range, decide auto
+//!  └ params.rs   Params and the one set of bounds flags and profiles keep
 //! engine.rs      Engine: time, run segment by segment, fall back, finish
 //!  ├ endpoint/   addresses, opening, fstat classification, temp-file sinks
 //!  ├ cleanup.rs  paths to remove when a signal ends the process
 //!  ├ mechanism/  read-write, mmap, sendfile, splice, copy-file-range,
 //!  │             io-uring, direct — one file each, and the fallback table
-//!  ├ measure/    rusage and /proc/stat deltas, mincore residency, holes
+//!  ├ measure/    rusage and /proc/stat deltas, cachestat/mincore residency,
+//!  │             holes
 //!  ├ report.rs   the Report and its human and JSON forms
-//!  └ sys/        the only `unsafe`: mmap, mincore, getrusage, SIGBUS guard
+//!  └ sys/        the only `unsafe`: mmap, mincore, cachestat, getrusage,
+//!                SIGBUS guard, process start
+//! plain_file.rs  flexio's own files (profile, bench outputs): regular
+//!                files only, replaced atomically, read with a cap
 //! ```
 //!
 //! # Example
@@ -49,6 +54,8 @@ mod error;
 mod flow;
 pub mod measure;
 mod mechanism;
+mod params;
+mod plain_file;
 pub mod range;
 mod report;
 mod size;
@@ -61,7 +68,12 @@ mod writeback;
 pub use duration::parse_duration;
 pub use endpoint::{Address, EndpointKind, Sink, Source};
 pub use error::{Error, Result};
-pub use flow::{Flow, Params, Progress};
+pub use flow::{Flow, Progress};
 pub use mechanism::{builtin_choice, Descriptor, MechanismName, Reads};
+pub use params::{Bound, Params};
+pub use plain_file::{
+    check_file_replaceable, read_regular_file_capped, write_file_replacing_regular,
+};
 pub use report::{Fallback, Report, Verification, REPORT_SCHEMA_VERSION};
 pub use size::{format_bytes, format_rate, parse_size};
+pub use sys::process::prepare_process;

@@ -41,6 +41,7 @@ use super::{Descriptor, MechanismName, Reads, Stop, Transfer};
 use crate::endpoint::EndpointKind;
 use crate::error::Error;
 use crate::sys::uring::{Op, Ring, RingError, MAX_SLOTS};
+use crate::Params;
 
 /// What `io-uring` is, for the engine, the command line, the tuner and
 /// the bench.
@@ -141,6 +142,10 @@ fn take_state(t: &mut Transfer<'_>, slot_len: usize, align: usize) -> Result<Rin
         }
     }
     let mut slots = (t.params.queue_depth.max(1) as usize).min(MAX_SLOTS);
+    // The buffers of all slots together stay within a chunk's bound: a
+    // pipe source (no size to shrink the slots to) with `--chunk 1G` and
+    // 32 slots asked for 32 GiB, which no allocator here would give.
+    slots = slots.min((Params::CHUNK.max as usize / slot_len).max(1));
     if let Some(expected) = t.expected {
         let pieces = expected.div_ceil(slot_len as u64).saturating_add(1);
         slots = slots.min(pieces.min(MAX_SLOTS as u64) as usize);

@@ -1,12 +1,14 @@
 //! The only place with `unsafe`: thin wrappers over the few calls that
-//! `rustix` and `io-uring` do not offer safely (getrusage, mincore, memory
-//! maps, aligned allocations). Everything above takes `AsFd` and slices and
+//! `rustix` and `io-uring` do not offer safely (getrusage, mincore,
+//! cachestat, memory maps, aligned allocations). Everything above takes `AsFd` and slices and
 //! returns `io::Result`.
 
 #![deny(unsafe_op_in_unsafe_fn)]
 
 pub(crate) mod aligned;
+pub(crate) mod cachestat;
 pub(crate) mod mapping;
+pub(crate) mod process;
 pub(crate) mod rusage;
 pub(crate) mod sigbus;
 pub(crate) mod signals;

@@ -16,7 +16,7 @@ pub use fingerprint::{Fingerprint, Mount};
 pub use flow_kind::FlowKind;
 pub use profile::{
     default_profile_path, Curve, CurvePoint, FlowProfile, Profile, ProfileError, RangeEntry,
-    PROFILE_FORMAT_VERSION,
+    MAX_PROFILE_BYTES, PROFILE_FORMAT_VERSION,
 };
 pub use select::{select_ranges, Candidate, Measurement, MAX_NOISE_BAND};
 

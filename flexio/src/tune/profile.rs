@@ -17,6 +17,11 @@ use crate::mechanism::MechanismName;
 /// The profile format this build reads and writes.
 pub const PROFILE_FORMAT_VERSION: u32 = 1;
 
+/// The largest profile read. A quick sweep's profile is tens of KiB and a
+/// full sweep's curves a few hundred; anything past this is not a profile,
+/// and reading it whole would only cost memory.
+pub const MAX_PROFILE_BYTES: u64 = 16 << 20;
+
 /// Why a profile could not be used.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -261,8 +266,14 @@ impl Profile {
 
     /// Reads, version-checks and validates a profile.
     ///
+    /// Only a regular file of at most [`MAX_PROFILE_BYTES`] is read: a
+    /// device, a FIFO or a socket named as the profile is refused without
+    /// blocking or reading it (`FLEXIO_PROFILE=/dev/zero` once grew a copy
+    /// to 2.8 GB of memory).
+    ///
     /// # Errors
-    /// [`ProfileError::Io`] when unreadable, [`ProfileError::Corrupt`] when
+    /// [`ProfileError::Io`] when unreadable, not a regular file or too
+    /// large, [`ProfileError::Corrupt`] when
     /// not a profile, [`ProfileError::FutureVersion`] when written by a
     /// newer flexio, [`ProfileError::Invalid`] when its ranges are wrong.
     ///
@@ -275,9 +286,14 @@ impl Profile {
     /// assert!(error.to_string().contains("newer"));
     /// ```
     pub fn load(path: &Path) -> Result<Profile, ProfileError> {
-        let text = std::fs::read_to_string(path).map_err(|source| ProfileError::Io {
+        let io = |source| ProfileError::Io {
             path: path.to_path_buf(),
             source,
+        };
+        let bytes = crate::read_regular_file_capped(path, MAX_PROFILE_BYTES).map_err(io)?;
+        let text = String::from_utf8(bytes).map_err(|_| ProfileError::Corrupt {
+            path: path.to_path_buf(),
+            message: "not UTF-8 text".into(),
         })?;
         Self::parse(&text, path)
     }
@@ -346,11 +362,12 @@ impl Profile {
                         range.mechanism
                     ));
                 }
-                if range.chunk == 0 || range.queue_depth == 0 {
-                    return Err(format!(
-                        "{kind} range {i}: chunk and queue_depth must be positive"
-                    ));
-                }
+                // The same bounds as the command-line flags: a range that
+                // passes here must not abort an `auto` copy later.
+                range
+                    .params()
+                    .validate()
+                    .map_err(|error| format!("{kind} range {i}: {error}"))?;
                 match (range.max_bytes, flow.ranges.get(i + 1)) {
                     (Some(max), Some(next)) if max != next.min_bytes => {
                         return Err(format!(
@@ -383,10 +400,13 @@ impl Profile {
     }
 
     /// Writes the profile atomically (temp file + rename), creating the
-    /// directory.
+    /// directory. Only a regular file (or a link to one) is replaced
+    /// ([`crate::write_file_replacing_regular`]): `profile export
+    /// /dev/full` once turned the device into a regular file.
     ///
     /// # Errors
-    /// [`ProfileError::Io`].
+    /// [`ProfileError::Io`], also when `path` is a device, FIFO, socket,
+    /// directory or dangling link.
     pub fn save(&self, path: &Path) -> Result<(), ProfileError> {
         let io = |source| ProfileError::Io {
             path: path.to_path_buf(),
@@ -397,11 +417,7 @@ impl Profile {
             .filter(|p| !p.as_os_str().is_empty())
             .unwrap_or(Path::new("."));
         std::fs::create_dir_all(dir).map_err(io)?;
-        let text = self.to_toml();
-        let mut temp = tempfile::NamedTempFile::new_in(dir).map_err(io)?;
-        std::io::Write::write_all(&mut temp, text.as_bytes()).map_err(io)?;
-        temp.persist(path).map_err(|e| io(e.error))?;
-        Ok(())
+        crate::write_file_replacing_regular(path, self.to_toml().as_bytes()).map_err(io)
     }
 
     /// The TOML text, with a header comment saying how to edit it.
