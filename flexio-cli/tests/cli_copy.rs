@@ -1,15 +1,12 @@
 //! The command line as a person uses it: exit statuses, one-line errors,
 //! the JSON report, listening on port 0, and stdout as a sink.
 
-use std::io::{BufRead, BufReader};
-use std::process::{Command, Stdio};
+mod common;
 
-fn flexio() -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_flexio"));
-    // Never consult a profile a developer tuned on this machine.
-    command.env("FLEXIO_PROFILE", "/nonexistent/flexio-profile.toml");
-    command
-}
+use common::flexio;
+
+use std::io::{BufRead, BufReader};
+use std::process::Stdio;
 
 fn pattern(len: usize) -> Vec<u8> {
     (0..len).map(|i| (i * 31 % 251) as u8).collect()

@@ -4,6 +4,10 @@
 //! status and what is left in the directory. Reproductions go through
 //! `sh -c` where the shell's redirections (`>>`, `1<>`, `>&-`) are the case.
 
+mod common;
+
+use common::{flexio, is_root, names, require_root, stderr};
+
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::Path;
 use std::process::{Command, Output};
@@ -17,13 +21,6 @@ const MECHANISMS: [&str; 7] = [
     "io-uring",
     "direct",
 ];
-
-fn flexio() -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_flexio"));
-    // Never consult a profile a developer tuned on this machine.
-    command.env("FLEXIO_PROFILE", "/nonexistent/flexio-profile.toml");
-    command
-}
 
 /// Runs `script` under `sh -c` with `$F` set to the flexio binary and the
 /// working directory `dir`.
@@ -42,41 +39,6 @@ fn pattern(len: usize, seed: u8) -> Vec<u8> {
     (0..len)
         .map(|i| (i as u64 * 31 + seed as u64) as u8 ^ (i >> 12) as u8)
         .collect()
-}
-
-fn stderr(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stderr).into_owned()
-}
-
-/// The names in `dir`, sorted; temporary files would show up here.
-fn names(dir: &Path) -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    names.sort();
-    names
-}
-
-fn is_root() -> bool {
-    std::fs::read_to_string("/proc/self/status")
-        .unwrap()
-        .lines()
-        .find_map(|line| line.strip_prefix("Uid:"))
-        .and_then(|ids| ids.split_whitespace().nth(1).map(|euid| euid == "0"))
-        .unwrap()
-}
-
-fn require_root(reason: &str) -> bool {
-    if is_root() {
-        return true;
-    }
-    assert!(
-        std::env::var("FLEXIO_TEST_PRIVILEGED").as_deref() != Ok("1"),
-        "{reason} needs root, and FLEXIO_TEST_PRIVILEGED=1 forbids skipping it"
-    );
-    eprintln!("skipped: {reason} (needs root)");
-    false
 }
 
 #[test]

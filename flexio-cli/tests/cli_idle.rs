@@ -3,17 +3,15 @@
 //! copy fails within the timeout, naming the endpoint and the byte offset,
 //! and leaves no temporary file; `flexio plan` on a FIFO returns at once.
 
+mod common;
+
+use common::{flexio, names};
+
 use std::io::{BufRead, BufReader, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::Path;
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Output, Stdio};
 use std::time::{Duration, Instant};
-
-fn flexio() -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_flexio"));
-    command.env("FLEXIO_PROFILE", "/nonexistent/flexio-profile.toml");
-    command
-}
 
 const IDLE: &str = "300ms";
 
@@ -21,15 +19,6 @@ const IDLE: &str = "300ms";
 /// for a socket (the kernel's own wait, then ours), and slack for a busy
 /// machine.
 const GIVE_UP: Duration = Duration::from_secs(15);
-
-fn names(dir: &Path) -> Vec<String> {
-    let mut names: Vec<_> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    names.sort();
-    names
-}
 
 /// Waits for the child's exit; kills it and fails after [`GIVE_UP`].
 fn finish(mut child: Child, what: &str) -> Output {

@@ -2,14 +2,12 @@
 //! handler setup, a tenth of a small copy's time): what the runtime did
 //! before `main` that flexio relies on must still hold.
 
-use std::io::Read;
-use std::process::{Command, Stdio};
+mod common;
 
-fn flexio() -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_flexio"));
-    command.env("FLEXIO_PROFILE", "/nonexistent/flexio-profile.toml");
-    command
-}
+use common::flexio;
+
+use std::io::Read;
+use std::process::Stdio;
 
 #[test]
 fn a_reader_that_goes_away_is_an_epipe_error_not_a_sigpipe_death() {

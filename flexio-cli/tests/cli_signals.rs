@@ -9,6 +9,10 @@
 //! that need a file source are stopped (SIGSTOP) as soon as their temporary
 //! file is open, signalled, and let go on.
 
+mod common;
+
+use common::{flexio, mkfifo, names};
+
 use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
 use std::os::unix::process::ExitStatusExt;
@@ -18,33 +22,7 @@ use std::time::{Duration, Instant};
 
 use rustix::process::{kill_process, Pid, Signal};
 
-fn flexio() -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_flexio"));
-    command.env("FLEXIO_PROFILE", "/nonexistent/flexio-profile.toml");
-    command
-}
-
 const OLD: &[u8] = b"the old destination content\n";
-
-fn names(dir: &Path) -> Vec<String> {
-    let mut names: Vec<_> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    names.sort();
-    names
-}
-
-fn mkfifo(path: &Path) {
-    rustix::fs::mknodat(
-        rustix::fs::CWD,
-        path,
-        rustix::fs::FileType::Fifo,
-        rustix::fs::Mode::from_raw_mode(0o600),
-        0,
-    )
-    .unwrap();
-}
 
 fn pid(child: &Child) -> Pid {
     Pid::from_raw(child.id() as i32).unwrap()

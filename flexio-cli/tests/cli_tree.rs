@@ -1,27 +1,12 @@
 //! `flexio copy` with cp's grammar for many files and trees, as a person
 //! types it: exit statuses, what lands where, one line per failed entry.
 
+mod common;
+
+use common::{flexio, is_root, stderr};
+
 use std::path::Path;
-use std::process::{Command, Output};
-
-fn flexio() -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_flexio"));
-    command.env("FLEXIO_PROFILE", "/nonexistent/flexio-profile.toml");
-    command
-}
-
-fn stderr(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stderr).into_owned()
-}
-
-fn is_root() -> bool {
-    std::fs::read_to_string("/proc/self/status")
-        .unwrap()
-        .lines()
-        .find_map(|line| line.strip_prefix("Uid:"))
-        .and_then(|ids| ids.split_whitespace().nth(1).map(|euid| euid == "0"))
-        .unwrap()
-}
+use std::process::Command;
 
 fn tree(root: &Path) {
     std::fs::create_dir_all(root.join("sub/deeper")).unwrap();

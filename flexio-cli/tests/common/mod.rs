@@ -1,0 +1,62 @@
+//! What the command-line tests share: the binary under test, run without
+//! a developer's tuned profile; root checks that skip with a reason (or
+//! fail under `FLEXIO_TEST_PRIVILEGED=1`); directory listings; FIFOs.
+
+// Each test crate uses a different part of this module.
+#![allow(dead_code)]
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+/// `flexio`, never consulting a profile a developer tuned on this machine.
+pub fn flexio() -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_flexio"));
+    command.env("FLEXIO_PROFILE", "/nonexistent/flexio-profile.toml");
+    command
+}
+
+/// What a run printed on stderr.
+pub fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+/// The names in `dir`, sorted; temporary files would show up here.
+pub fn names(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+/// Whether the tests run as root.
+pub fn is_root() -> bool {
+    rustix::process::geteuid().is_root()
+}
+
+/// `true` as root; otherwise prints `skipped: <reason> (needs root)` and
+/// returns `false` — or panics under `FLEXIO_TEST_PRIVILEGED=1`.
+pub fn require_root(reason: &str) -> bool {
+    if is_root() {
+        return true;
+    }
+    assert!(
+        std::env::var("FLEXIO_TEST_PRIVILEGED").as_deref() != Ok("1"),
+        "{reason} needs root, and FLEXIO_TEST_PRIVILEGED=1 forbids skipping it"
+    );
+    eprintln!("skipped: {reason} (needs root)");
+    false
+}
+
+/// Makes a FIFO at `path`.
+pub fn mkfifo(path: &Path) {
+    rustix::fs::mknodat(
+        rustix::fs::CWD,
+        path,
+        rustix::fs::FileType::Fifo,
+        rustix::fs::Mode::from_raw_mode(0o600),
+        0,
+    )
+    .unwrap();
+}
