@@ -5,7 +5,7 @@
 
 #![deny(unsafe_op_in_unsafe_fn)]
 
-pub(crate) mod aligned;
+pub(crate) use flexio_sys::aligned;
 pub(crate) mod cachestat;
 pub(crate) mod mapping;
 pub(crate) mod process;

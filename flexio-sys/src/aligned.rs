@@ -7,7 +7,7 @@ use std::ptr::NonNull;
 
 /// A zeroed heap buffer whose first byte sits at a multiple of `align`,
 /// freed on drop.
-pub(crate) struct AlignedBuffer {
+pub struct AlignedBuffer {
     ptr: NonNull<u8>,
     layout: Layout,
 }
@@ -19,6 +19,13 @@ unsafe impl Send for AlignedBuffer {}
 impl AlignedBuffer {
     /// A zeroed buffer of `len` bytes (at least 1) aligned to `align` (a
     /// power of two).
+    ///
+    /// # Examples
+    /// ```
+    /// let mut buffer = flexio_sys::AlignedBuffer::new(8192, 4096);
+    /// assert_eq!(buffer.as_mut_ptr() as usize % 4096, 0);
+    /// assert_eq!(buffer.as_slice(), &[0u8; 8192][..]);
+    /// ```
     ///
     /// # Panics
     /// When `align` is not a power of two or `len` rounded up to it
@@ -37,6 +44,11 @@ impl AlignedBuffer {
     /// The length in bytes.
     pub fn len(&self) -> usize {
         self.layout.size()
+    }
+
+    /// Never: a buffer holds at least one byte.
+    pub fn is_empty(&self) -> bool {
+        false
     }
 
     /// The alignment the buffer was made with.
