@@ -539,3 +539,26 @@ fn umask() -> u32 {
         .map(|value| u32::from_str_radix(value.trim(), 8).unwrap())
         .unwrap()
 }
+
+#[test]
+fn a_second_archive_copy_onto_the_first_replaces_files_links_and_fifos() {
+    let dir = scratch_dir();
+    let source = dir.path().join("src");
+    tree_d(&source);
+    let target = dir.path().join("dst");
+    copy(&source, &target, &archive(MechanismName::Auto));
+    // Change the source, then copy onto the existing copy, as `cp -a` over
+    // an earlier backup (`src/.` names the contents).
+    fs::write(source.join("d000/f000"), b"changed").unwrap();
+    fs::remove_file(source.join("d001/link-rel")).unwrap();
+    std::os::unix::fs::symlink("f009", source.join("d001/link-rel")).unwrap();
+    let report = copy(&source.join("."), &target, &archive(MechanismName::Auto));
+    assert_eq!(report.failures.len(), 0);
+    assert_eq!(snapshot(&target, true), snapshot(&source, true));
+    let leftovers: Vec<_> = fs::read_dir(target.join("d001"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| name.contains(".flexio-"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+}

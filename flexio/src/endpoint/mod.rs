@@ -10,6 +10,7 @@ mod file_sink;
 mod idle_ends;
 mod open;
 mod temp_name;
+pub(crate) use temp_name::temp_name;
 
 use std::fmt;
 use std::os::fd::OwnedFd;

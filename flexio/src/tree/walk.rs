@@ -341,9 +341,9 @@ fn replace_with(target: &Path, make: impl Fn(&Path) -> std::io::Result<()>) -> s
                     "cannot overwrite a directory",
                 ));
             }
-            let name = target.file_name().unwrap_or_default().to_string_lossy();
-            let temp = target.with_file_name(format!(".{name}.flexio-new-{}", std::process::id()));
-            let _ = std::fs::remove_file(&temp);
+            let temp = target.with_file_name(crate::endpoint::temp_name(
+                target.file_name().unwrap_or_default(),
+            ));
             make(&temp)?;
             std::fs::rename(&temp, target).inspect_err(|_| {
                 let _ = std::fs::remove_file(&temp);
