@@ -21,6 +21,7 @@
 //! ```
 
 #![warn(missing_docs)]
+#![deny(unsafe_code)]
 
 pub mod cache_bench;
 pub mod charts;

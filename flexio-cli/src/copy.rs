@@ -198,7 +198,7 @@ fn parse_via(text: &str, source: &Address, sink: &Address) -> Result<MechanismNa
                     serving.join(", ")
                 ))
             }
-            _ => error,
+            _ => error.into(),
         }
     })
 }

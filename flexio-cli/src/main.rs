@@ -86,8 +86,19 @@ fn run() -> i32 {
         Ok(()) => 0,
         Err(error) => {
             eprintln!("flexio: {error}");
-            error.exit_code()
+            exit_status(&error)
         }
+    }
+}
+
+/// The exit status for an error: 2 for a flow described wrongly (bad
+/// arguments, an unsupported pair, a file onto itself), 1 for a failure at
+/// run time, as cp and dd.
+fn exit_status(error: &flexio::Error) -> i32 {
+    if error.is_usage() {
+        2
+    } else {
+        1
     }
 }
 

@@ -7,7 +7,6 @@ use std::os::fd::AsFd;
 
 use crate::endpoint::{EndpointKind, IdleEnds, OpenSink, OpenSource, SinkIo, SourceIo};
 use crate::error::{Error, Result};
-use crate::flow::Flow;
 use crate::measure::{self, Sample};
 use crate::mechanism::{fallback_for, Counters, Idle, MechanismName, Scratch, Stop, Transfer};
 use crate::report::{Fallback, Report};
@@ -63,9 +62,29 @@ pub(crate) fn run_with_fallbacks(
     }
 }
 
+/// What the engine is to do with an opened flow: the flow's settings, as
+/// [`crate::Flow`] collected them (the engine knows nothing of the
+/// builder).
+pub(crate) struct RunSettings {
+    /// First source byte, past the source's base.
+    pub offset: u64,
+    /// First sink byte, past the sink's base.
+    pub seek: u64,
+    /// The mechanism asked for (`auto` included), for the report.
+    pub via: MechanismName,
+    pub params: crate::params::Params,
+    pub fsync: bool,
+    pub strict: bool,
+    pub verify: bool,
+    /// Bytes in the sink so far, for a watcher.
+    pub progress: std::sync::Arc<crate::progress::Progress>,
+    pub call_limit: usize,
+    pub idle_timeout: Option<std::time::Duration>,
+}
+
 /// Runs one opened flow.
 pub(crate) struct Engine<'a> {
-    flow: Flow<'a>,
+    flow: RunSettings,
     source: OpenSource<'a>,
     sink: OpenSink<'a>,
     mechanism: MechanismName,
@@ -74,7 +93,7 @@ pub(crate) struct Engine<'a> {
 
 impl<'a> Engine<'a> {
     pub(crate) fn new(
-        flow: Flow<'a>,
+        flow: RunSettings,
         source: OpenSource<'a>,
         sink: OpenSink<'a>,
         mechanism: MechanismName,

@@ -6,8 +6,7 @@
 
 use std::io;
 
-use crate::endpoint::EndpointKind;
-use crate::mechanism::MechanismName;
+use crate::names::{EndpointKind, MechanismName, UnknownMechanism};
 
 /// Everything that can go wrong while describing or running a flow.
 #[derive(Debug, thiserror::Error)]
@@ -106,13 +105,11 @@ pub enum Error {
 }
 
 impl Error {
-    /// The process exit status the CLI uses for this error: 2 for usage
-    /// errors, 1 for failures at run time.
-    pub fn exit_code(&self) -> i32 {
-        match self {
-            Error::Usage(_) | Error::UnsupportedPair { .. } => 2,
-            _ => 1,
-        }
+    /// Whether the flow was described wrongly (nothing was moved), as
+    /// opposed to failing while it ran. A command line maps the two to
+    /// its exit statuses (flexio's: 2 and 1).
+    pub fn is_usage(&self) -> bool {
+        matches!(self, Error::Usage(_) | Error::UnsupportedPair { .. })
     }
 
     /// Builds an [`Error::Io`].
@@ -133,6 +130,12 @@ impl Error {
     /// Builds an [`Error::Usage`].
     pub(crate) fn usage(message: impl Into<String>) -> Self {
         Error::Usage(message.into())
+    }
+}
+
+impl From<UnknownMechanism> for Error {
+    fn from(unknown: UnknownMechanism) -> Self {
+        Error::Usage(unknown.to_string())
     }
 }
 

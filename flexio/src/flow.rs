@@ -2,7 +2,7 @@
 //! caller fills in, the checks made before anything moves, and the decision
 //! of `auto`. [`crate::engine`] runs it.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -10,37 +10,13 @@ use crate::builtin_choice;
 use crate::endpoint::{
     open_sink, open_source, EndpointKind, OpenSink, OpenSource, Sink, SinkIo, SinkOptions, Source,
 };
-use crate::engine::Engine;
+use crate::engine::{Engine, RunSettings};
 use crate::error::{Error, Result};
 use crate::mechanism::MechanismName;
 pub use crate::params::Params;
+pub use crate::progress::Progress;
 use crate::report::Report;
 use crate::tune::{Decision, FlowKind, Profile};
-
-/// Bytes moved so far and bytes to move, shared with whoever draws a
-/// progress bar.
-#[derive(Debug, Default)]
-pub struct Progress {
-    pub(crate) done: AtomicU64,
-    total: AtomicU64,
-}
-
-impl Progress {
-    /// Bytes in the sink so far.
-    pub fn done(&self) -> u64 {
-        self.done.load(Ordering::Relaxed)
-    }
-
-    /// Bytes the flow will move, once known (`None` for a stream read to
-    /// its end).
-    pub fn total(&self) -> Option<u64> {
-        match self.total.load(Ordering::Relaxed) {
-            0 if self.done() == 0 => None,
-            u64::MAX => None,
-            total => Some(total),
-        }
-    }
-}
 
 /// Called with the bound address of a `*-listen://` endpoint.
 type ListenCallback<'a> = Box<dyn FnMut(&str) + 'a>;
@@ -264,7 +240,19 @@ impl<'a> Flow<'a> {
         self.progress
             .total
             .store(total.unwrap_or(u64::MAX), Ordering::Relaxed);
-        let mut report = Engine::new(self, source, sink, mechanism, total).run()?;
+        let settings = RunSettings {
+            offset: self.offset,
+            seek: self.seek,
+            via: self.via,
+            params: self.params,
+            fsync: self.fsync,
+            strict: self.strict,
+            verify: self.verify,
+            progress: self.progress,
+            call_limit: self.call_limit,
+            idle_timeout: self.idle_timeout,
+        };
+        let mut report = Engine::new(settings, source, sink, mechanism, total).run()?;
         report.decided_by = decision.decided_by;
         Ok(report)
     }

@@ -45,6 +45,7 @@
 //! ```
 
 #![warn(missing_docs)]
+#![deny(unsafe_code)]
 
 pub mod cleanup;
 mod duration;
@@ -54,8 +55,10 @@ mod error;
 mod flow;
 pub mod measure;
 mod mechanism;
+mod names;
 mod params;
 mod plain_file;
+mod progress;
 pub mod range;
 mod report;
 mod size;
@@ -70,6 +73,7 @@ pub use endpoint::{Address, EndpointKind, Sink, Source};
 pub use error::{Error, Result};
 pub use flow::{Flow, Progress};
 pub use mechanism::{builtin_choice, Descriptor, MechanismName, Reads};
+pub use names::UnknownMechanism;
 pub use params::{Bound, Params};
 pub use plain_file::{
     check_file_replaceable, read_regular_file_capped, write_file_replacing_regular,

@@ -5,9 +5,9 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 use crate::endpoint::EndpointKind;
-use crate::flow::Params;
 use crate::measure::{Residency, Sample};
 use crate::mechanism::MechanismName;
+use crate::params::Params;
 use crate::size::{format_bytes, format_rate};
 
 /// The version of the JSON form of [`Report`]; bumped when a field changes

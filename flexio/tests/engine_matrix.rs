@@ -309,7 +309,7 @@ fn block_device_offset_length_and_seek() {
             flow = flow.length(length);
         }
         match flow.run() {
-            Err(e) if e.exit_code() == 2 => {
+            Err(e) if e.is_usage() => {
                 if let Err(why) = check_one_line(&e) {
                     failures.push(format!("{what}: {why}"));
                 }
@@ -387,7 +387,7 @@ fn in_place_file_sink_with_offset_length_and_seek() {
             .seek(10)
             .run();
         match result {
-            Err(e) if e.exit_code() == 2 => {}
+            Err(e) if e.is_usage() => {}
             other => failures.push(format!("{what}: expected a usage error, got {other:?}")),
         }
         if missing.exists() {

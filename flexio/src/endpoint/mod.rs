@@ -12,11 +12,10 @@ mod open;
 mod temp_name;
 pub(crate) use temp_name::temp_name;
 
-use std::fmt;
 use std::os::fd::OwnedFd;
 use std::path::PathBuf;
 
-use serde::{Deserialize, Serialize};
+pub use crate::names::EndpointKind;
 
 pub use address::Address;
 pub(crate) use file_sink::FileSink;
@@ -25,73 +24,6 @@ pub(crate) use open::{
     classify_fd, open_sink, open_source, process_umask, OpenSink, OpenSource, SinkIo, SinkOptions,
     SourceIo,
 };
-
-/// What an endpoint is, as far as choosing a mechanism goes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-#[non_exhaustive]
-pub enum EndpointKind {
-    /// A regular file.
-    File,
-    /// A block device such as `/dev/loop0`.
-    BlockDevice,
-    /// A connected TCP socket.
-    Tcp,
-    /// A connected Unix stream socket.
-    Unix,
-    /// A pipe or FIFO.
-    Pipe,
-    /// A character device: a terminal, `/dev/null`, `/dev/zero`.
-    CharDevice,
-    /// A memory buffer (library only).
-    Memory,
-}
-
-impl EndpointKind {
-    /// Every kind, in the order tables print them.
-    pub const ALL: [EndpointKind; 7] = [
-        EndpointKind::File,
-        EndpointKind::BlockDevice,
-        EndpointKind::Tcp,
-        EndpointKind::Unix,
-        EndpointKind::Pipe,
-        EndpointKind::CharDevice,
-        EndpointKind::Memory,
-    ];
-
-    /// The kebab-case name used on the command line and in JSON.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            EndpointKind::File => "file",
-            EndpointKind::BlockDevice => "block-device",
-            EndpointKind::Tcp => "tcp",
-            EndpointKind::Unix => "unix",
-            EndpointKind::Pipe => "pipe",
-            EndpointKind::CharDevice => "char-device",
-            EndpointKind::Memory => "memory",
-        }
-    }
-
-    /// Whether the endpoint has offsets (it can be read or written at any
-    /// position).
-    pub fn is_seekable(self) -> bool {
-        matches!(
-            self,
-            EndpointKind::File | EndpointKind::BlockDevice | EndpointKind::Memory
-        )
-    }
-
-    /// Whether the endpoint is a socket.
-    pub fn is_socket(self) -> bool {
-        matches!(self, EndpointKind::Tcp | EndpointKind::Unix)
-    }
-}
-
-impl fmt::Display for EndpointKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
 
 /// Where a flow reads from.
 #[derive(Debug)]

@@ -25,64 +25,14 @@ mod splice;
 mod transfer;
 
 use std::fmt;
-use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
-use crate::endpoint::EndpointKind;
-use crate::error::Error;
+pub use crate::names::{EndpointKind, MechanismName};
 
 pub(crate) use transfer::{Counters, Idle, Scratch, Stop, Transfer};
 
-/// The name of a mechanism, as chosen with `--via`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-#[non_exhaustive]
-pub enum MechanismName {
-    /// `read(2)` into a user buffer, `write(2)` out of it.
-    ReadWrite,
-    /// Map the source in windows (`mmap(2)`), copy or write out of the map.
-    Mmap,
-    /// `sendfile(2)`: from a file straight to any descriptor.
-    Sendfile,
-    /// `splice(2)` through a pipe.
-    Splice,
-    /// `copy_file_range(2)`: file to file inside the kernel.
-    CopyFileRange,
-    /// io_uring reads and writes with several requests in flight.
-    IoUring,
-    /// `O_DIRECT` with aligned buffers and plain `pread`/`pwrite`.
-    Direct,
-    /// Let flexio choose for this flow.
-    Auto,
-}
-
 impl MechanismName {
-    /// The mechanisms that move bytes (everything but `auto`).
-    pub const CONCRETE: [MechanismName; 7] = [
-        MechanismName::ReadWrite,
-        MechanismName::Mmap,
-        MechanismName::Sendfile,
-        MechanismName::Splice,
-        MechanismName::CopyFileRange,
-        MechanismName::IoUring,
-        MechanismName::Direct,
-    ];
-
-    /// The name used on the command line and in reports.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            MechanismName::ReadWrite => "read-write",
-            MechanismName::Mmap => "mmap",
-            MechanismName::Sendfile => "sendfile",
-            MechanismName::Splice => "splice",
-            MechanismName::CopyFileRange => "copy-file-range",
-            MechanismName::IoUring => "io-uring",
-            MechanismName::Direct => "direct",
-            MechanismName::Auto => "auto",
-        }
-    }
-
     /// What this mechanism is (`None` for `auto`).
     pub fn descriptor(self) -> Option<&'static Descriptor> {
         DESCRIPTORS.iter().copied().find(|d| d.name == self)
@@ -115,30 +65,6 @@ impl MechanismName {
             .into_iter()
             .filter(|m| m.supports(source, sink))
             .collect()
-    }
-}
-
-impl fmt::Display for MechanismName {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl FromStr for MechanismName {
-    type Err = Error;
-
-    fn from_str(text: &str) -> Result<Self, Error> {
-        Self::CONCRETE
-            .into_iter()
-            .chain([MechanismName::Auto])
-            .find(|m| m.as_str() == text)
-            .ok_or_else(|| {
-                let names: Vec<_> = Self::CONCRETE.iter().map(|m| m.as_str()).collect();
-                Error::usage(format!(
-                    "unknown mechanism {text:?}; known: auto, {}",
-                    names.join(", ")
-                ))
-            })
     }
 }
 
@@ -269,7 +195,7 @@ mod tests {
         {
             assert_eq!(name.as_str().parse::<MechanismName>().unwrap(), name);
         }
-        assert_eq!("nope".parse::<MechanismName>().unwrap_err().exit_code(), 2);
+        assert!(crate::Error::from("nope".parse::<MechanismName>().unwrap_err()).is_usage());
     }
 
     #[test]

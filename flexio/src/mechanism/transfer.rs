@@ -10,7 +10,7 @@ use rustix::io::Errno;
 
 use crate::endpoint::EndpointKind;
 use crate::error::Error;
-use crate::flow::Params;
+use crate::params::Params;
 
 /// Why a mechanism stopped before the transfer was finished.
 #[derive(Debug)]

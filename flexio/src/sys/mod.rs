@@ -3,6 +3,7 @@
 //! cachestat, memory maps, aligned allocations). Everything above takes `AsFd` and slices and
 //! returns `io::Result`.
 
+#![allow(unsafe_code)]
 #![deny(unsafe_op_in_unsafe_fn)]
 
 pub(crate) use flexio_sys::aligned;

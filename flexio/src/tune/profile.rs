@@ -11,8 +11,8 @@ use serde::{Deserialize, Serialize};
 
 use super::select::Measurement;
 use super::{Fingerprint, FlowKind};
-use crate::flow::Params;
 use crate::mechanism::MechanismName;
+use crate::params::Params;
 
 /// The profile format this build reads and writes.
 pub const PROFILE_FORMAT_VERSION: u32 = 1;

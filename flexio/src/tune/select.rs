@@ -8,8 +8,8 @@ use serde::{Deserialize, Serialize};
 
 use super::profile::RangeEntry;
 use super::FlowKind;
-use crate::flow::Params;
 use crate::mechanism::MechanismName;
+use crate::params::Params;
 
 /// A mechanism with its parameters: one contender of the sweep.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
