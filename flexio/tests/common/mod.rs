@@ -504,6 +504,10 @@ pub const DRIVEN_KINDS: [EndpointKind; 6] = [
     EndpointKind::Memory,
 ];
 
+/// Cases larger than this run with each mechanism's defaults only: the
+/// other parameter sets are driven over the page and chunk edges.
+const LARGE_CASE: usize = MIB;
+
 /// One case: this many bytes, moved with this chunk size.
 #[derive(Clone, Copy, Debug)]
 pub struct Case {
@@ -536,8 +540,78 @@ pub fn standard_cases() -> Vec<Case> {
     cases
 }
 
-/// Drives every supported (source, sink, mechanism) triple over the same
-/// cases and checks every byte.
+/// One parameter set a mechanism is driven with, beside the case's chunk:
+/// the settings of the parameters it reads that change which code runs.
+#[derive(Clone, Copy, Debug)]
+pub struct Config {
+    /// How the case names it (`qd 1`, `direct`, `pipe 64 KiB`).
+    pub label: &'static str,
+    pub queue_depth: u32,
+    pub pipe_size: usize,
+    pub direct: bool,
+}
+
+impl Config {
+    /// The defaults: what a flow without parameters runs.
+    pub const DEFAULT: Config = Config {
+        label: "defaults",
+        queue_depth: 32,
+        pipe_size: 1 << 20,
+        direct: false,
+    };
+
+    fn params(self, chunk: usize) -> Params {
+        Params {
+            chunk,
+            queue_depth: self.queue_depth,
+            pipe_size: self.pipe_size,
+            direct: self.direct,
+        }
+    }
+}
+
+/// The parameter sets that matter for `mechanism`, by what its descriptor
+/// says it reads: io_uring with one request in flight and with O_DIRECT,
+/// splice through a small pipe, and the defaults for every mechanism.
+pub fn configs(mechanism: MechanismName) -> Vec<Config> {
+    let reads = mechanism.descriptor().map(|d| d.reads).unwrap_or_default();
+    let mut configs = vec![Config::DEFAULT];
+    if reads.queue_depth {
+        configs.push(Config {
+            label: "qd 1",
+            queue_depth: 1,
+            ..Config::DEFAULT
+        });
+    }
+    if reads.direct {
+        configs.push(Config {
+            label: "direct",
+            direct: true,
+            ..Config::DEFAULT
+        });
+    }
+    if reads.pipe_size {
+        configs.push(Config {
+            label: "pipe 64 KiB",
+            pipe_size: 64 << 10,
+            ..Config::DEFAULT
+        });
+    }
+    configs
+}
+
+/// `FLEXIO_TEST_FILTER`: run only the tester's cases whose label (as the
+/// failures print it: `file -> pipe via splice [pipe 64 KiB], 4097 bytes,
+/// chunk 65536`) contains this text.
+pub fn case_filter() -> Option<String> {
+    std::env::var("FLEXIO_TEST_FILTER")
+        .ok()
+        .filter(|f| !f.is_empty())
+}
+
+/// Drives every supported (source, sink, mechanism) triple, each with the
+/// parameter sets that matter for it ([`configs`]), over the same cases
+/// and checks every byte. Large cases run with the defaults only.
 pub struct EngineTester {
     sources: Vec<EndpointKind>,
     sinks: Vec<EndpointKind>,
@@ -625,6 +699,7 @@ impl EngineTester {
 
         let mut failures = Vec::new();
         let mut flows = 0usize;
+        let filter = case_filter();
         for (case_index, case) in self.cases.iter().enumerate() {
             for &source in &sources {
                 let salt = case_index * 64 + source_index(source);
@@ -635,17 +710,29 @@ impl EngineTester {
                         if !mechanism.supports(source, sink) {
                             continue;
                         }
-                        flows += 1;
                         let triple = Triple {
                             source,
                             sink,
                             mechanism,
                         };
-                        if let Err(why) = env.run(triple, *case, bytes, prepared.as_deref()) {
-                            failures.push(format!(
-                                "{source} -> {sink} via {mechanism}, {} bytes, chunk {}: {why}",
-                                case.len, case.chunk
-                            ));
+                        for config in configs(mechanism) {
+                            if case.len > LARGE_CASE && config.label != Config::DEFAULT.label {
+                                continue;
+                            }
+                            let label = format!(
+                                "{source} -> {sink} via {mechanism} [{}], {} bytes, chunk {}",
+                                config.label, case.len, case.chunk
+                            );
+                            if filter.as_ref().is_some_and(|f| !label.contains(f.as_str())) {
+                                continue;
+                            }
+                            flows += 1;
+                            let params = config.params(case.chunk);
+                            if let Err(why) =
+                                env.run(triple, *case, &params, bytes, prepared.as_deref())
+                            {
+                                failures.push(format!("{label}: {why}"));
+                            }
                         }
                     }
                 }
@@ -661,7 +748,7 @@ impl EngineTester {
             kinds(&sinks),
             started.elapsed().as_secs_f64()
         );
-        if flows == 0 && failures.is_empty() {
+        if flows == 0 && failures.is_empty() && filter.is_none() {
             panic!("the tester ran no flow: no mechanism supports the chosen kinds");
         }
         if !failures.is_empty() {
@@ -724,6 +811,7 @@ impl Env<'_> {
         &self,
         triple: Triple,
         case: Case,
+        params: &Params,
         bytes: &[u8],
         prepared: Option<&Path>,
     ) -> Result<(), String> {
@@ -793,10 +881,7 @@ impl Env<'_> {
             };
             let mut flow = Flow::new(source, sink)
                 .via(triple.mechanism)
-                .params(Params {
-                    chunk: case.chunk,
-                    ..Params::default()
-                });
+                .params(params.clone());
             if triple.source == EndpointKind::BlockDevice {
                 // A device is larger than the case: move just the case.
                 flow = flow.length(case.len as u64);
