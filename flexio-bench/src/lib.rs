@@ -35,4 +35,5 @@ pub mod plan;
 pub mod runner;
 pub mod stats;
 pub mod table;
+pub mod tree_bench;
 pub mod tune;

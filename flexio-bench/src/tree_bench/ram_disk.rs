@@ -1,0 +1,87 @@
+//! ext4 in a RAM-backed loop image: a tmpfs holds the image, a loop device
+//! serves it, ext4 is made and mounted on it; all undone on drop, also
+//! when the bench fails.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// A mounted RAM-backed ext4.
+pub struct RamDisk {
+    mount: PathBuf,
+    backing: PathBuf,
+}
+
+fn run(program: &str, args: &[&std::ffi::OsStr]) -> Result<(), String> {
+    let status = Command::new(program)
+        .args(args)
+        .status()
+        .map_err(|e| format!("{program}: {e}"))?;
+    status
+        .success()
+        .then_some(())
+        .ok_or_else(|| format!("{program} {args:?}: {status}"))
+}
+
+impl RamDisk {
+    /// Makes a `size`-byte ext4 in memory and mounts it at `at` (created).
+    /// Needs root.
+    ///
+    /// # Errors
+    /// Not root, or a step that fails (its command and status).
+    pub fn mount(at: &Path, size: u64) -> Result<Self, String> {
+        if !rustix::process::geteuid().is_root() {
+            return Err("a RAM-backed ext4 needs root".into());
+        }
+        let backing = at.with_extension("tmpfs");
+        std::fs::create_dir_all(&backing).map_err(|e| e.to_string())?;
+        std::fs::create_dir_all(at).map_err(|e| e.to_string())?;
+        let size_option = format!("size={}", size + (64 << 20));
+        run(
+            "mount",
+            &[
+                "-t".as_ref(),
+                "tmpfs".as_ref(),
+                "-o".as_ref(),
+                size_option.as_ref(),
+                "tmpfs".as_ref(),
+                backing.as_os_str(),
+            ],
+        )?;
+        let disk = RamDisk {
+            mount: at.to_path_buf(),
+            backing: backing.clone(),
+        };
+        let image = backing.join("ext4.img");
+        std::fs::File::create(&image)
+            .and_then(|f| f.set_len(size))
+            .map_err(|e| e.to_string())?;
+        run(
+            "mkfs.ext4",
+            &["-q".as_ref(), "-F".as_ref(), image.as_os_str()],
+        )?;
+        run(
+            "mount",
+            &[
+                "-o".as_ref(),
+                "loop".as_ref(),
+                image.as_os_str(),
+                at.as_os_str(),
+            ],
+        )?;
+        Ok(disk)
+    }
+
+    /// Where it is mounted.
+    pub fn path(&self) -> &Path {
+        &self.mount
+    }
+}
+
+impl Drop for RamDisk {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.mount).status();
+        let _ = Command::new("umount").arg(&self.backing).status();
+        let _ = std::fs::remove_dir(&self.mount);
+        let _ = std::fs::remove_dir(&self.backing);
+    }
+}
