@@ -150,6 +150,11 @@ fn contenders() -> Vec<Contender> {
     ]
 }
 
+/// Whether the bench runs as root (a RAM disk and dropped caches need it).
+pub fn running_as_root() -> bool {
+    rustix::process::geteuid().is_root()
+}
+
 /// Whether `program` can be run.
 fn available(program: &str) -> bool {
     Command::new(program)

@@ -27,9 +27,17 @@ pub struct BenchArgs {
     full: bool,
     /// Only this scenario (repeatable): file-to-file, file-to-file-durable,
     /// file-to-socket, socket-to-file, file-to-pipe, pipe-to-file, memory, parallel,
-    /// meter; the limits always run.
+    /// meter (the limits always run with these); tree (many files, against
+    /// cp -r, cp -a, rsync -a, tar | tar and xcp).
     #[arg(long = "scenario", value_name = "NAME", value_parser = scenario)]
-    scenarios: Vec<Scenario>,
+    scenarios: Vec<ScenarioArg>,
+    /// The tree scenario's trees at this fraction of their size (1 is
+    /// issue 14's: 20 000 files in tree A).
+    #[arg(long, default_value_t = 1.0, hide = true)]
+    tree_scale: f64,
+    /// The tree scenario with the page cache dropped before each run (root).
+    #[arg(long)]
+    cold: bool,
     /// These sizes instead of each scenario's own, e.g. `1G` or `1M,64M`.
     #[arg(long, value_name = "LIST", value_parser = size, value_delimiter = ',')]
     sizes: Vec<u64>,
@@ -55,11 +63,27 @@ pub struct BenchArgs {
     meter_child: bool,
 }
 
-fn scenario(text: &str) -> Result<Scenario, String> {
-    Scenario::from_name(text).ok_or_else(|| {
-        let names: Vec<_> = Scenario::ALL.iter().map(|s| s.name()).collect();
-        format!("unknown scenario {text:?}; known: {}", names.join(", "))
-    })
+/// A scenario of the bench's matrix, or the tree scenario, which has its
+/// own runner.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum ScenarioArg {
+    Matrix(Scenario),
+    Tree,
+}
+
+fn scenario(text: &str) -> Result<ScenarioArg, String> {
+    if text == "tree" {
+        return Ok(ScenarioArg::Tree);
+    }
+    Scenario::from_name(text)
+        .map(ScenarioArg::Matrix)
+        .ok_or_else(|| {
+            let names: Vec<_> = Scenario::ALL.iter().map(|s| s.name()).collect();
+            format!(
+                "unknown scenario {text:?}; known: {}, tree",
+                names.join(", ")
+            )
+        })
 }
 
 fn size(text: &str) -> Result<u64, String> {
@@ -85,6 +109,20 @@ fn io_error(op: &'static str, endpoint: &std::path::Path, source: std::io::Error
 
 /// Runs `flexio bench`.
 pub fn run(args: BenchArgs) -> Result<(), Error> {
+    if args.scenarios.contains(&ScenarioArg::Tree) {
+        crate::bench_tree::run(&args.dir, &args.out, args.runs, args.tree_scale, args.cold)?;
+        if args.scenarios.iter().all(|s| *s == ScenarioArg::Tree) {
+            return Ok(());
+        }
+    }
+    let matrix: Vec<Scenario> = args
+        .scenarios
+        .iter()
+        .filter_map(|s| match s {
+            ScenarioArg::Matrix(scenario) => Some(*scenario),
+            ScenarioArg::Tree => None,
+        })
+        .collect();
     if args.meter_child {
         flexio_bench::meter::child_main();
         return Ok(());
@@ -94,10 +132,10 @@ pub fn run(args: BenchArgs) -> Result<(), Error> {
     let profile = args.choice.load_for_auto();
     let plan = Plan::build(&PlanOptions {
         full: args.full,
-        scenarios: args.scenarios.clone(),
+        scenarios: matrix.clone(),
         sizes: (!args.sizes.is_empty()).then(|| args.sizes.clone()),
         // Namespaces are made only when asked for more than the quick run.
-        veth: root && (args.full || !args.scenarios.is_empty()),
+        veth: root && (args.full || !matrix.is_empty()),
         auto_builtin: profile.is_some(),
     });
     let mut options = RunOptions::new(&args.dir);
