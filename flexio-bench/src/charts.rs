@@ -223,7 +223,7 @@ fn chart(summaries: &[Summary], scenario: &str, along: Along, rows: &[&Summary])
             series.push(Series {
                 label,
                 style: match summary.contender {
-                    Contender::Flexio { .. } => Style::Solid,
+                    Contender::Flexio { .. } | Contender::Process { .. } => Style::Solid,
                     Contender::Peer { .. } => Style::Dashed,
                     Contender::Limit { .. } => Style::Dotted,
                 },

@@ -163,7 +163,12 @@ fn tiny_matrix_runs_end_to_end() {
                     assert_eq!(run.mechanism_used.as_deref(), Some("read-write"));
                 }
             }
-            Contender::Peer { name } => assert_eq!(name, "cp"),
+            Contender::Peer { name } => {
+                assert_eq!(name, "cp");
+                // A process is timed one copy per run, start-up included.
+                assert_eq!(run.bytes, 64 << 10, "{run:?}");
+            }
+            Contender::Process { .. } => panic!("no process in this cell"),
             Contender::Limit { .. } => panic!("no limit in this cell"),
         }
     }
