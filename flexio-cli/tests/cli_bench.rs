@@ -166,3 +166,61 @@ fn without_a_flexio_executable_the_process_contender_is_noted_and_left_out() {
         results.notes
     );
 }
+
+/// The tune's second pass measures its leaders as `flexio copy --via`
+/// processes, as `auto`'s choice will run, and the profile's last range
+/// comes from those runs.
+#[test]
+fn the_tunes_second_pass_runs_its_leaders_as_flexio_copy_processes() {
+    use flexio::tune::{Candidate, FlowKind};
+    use flexio_bench::tune::{self, Confirm, TunePlan, TuneTarget};
+    const KIB: u64 = 1 << 10;
+    let candidate = |mechanism| Candidate {
+        mechanism,
+        params: flexio::Params::default(),
+    };
+    let plan = TunePlan {
+        targets: vec![TuneTarget {
+            kind: FlowKind::FileToFile,
+            sizes: vec![4 * KIB, 64 * KIB],
+            candidates: vec![
+                candidate(MechanismName::ReadWrite),
+                candidate(MechanismName::CopyFileRange),
+            ],
+        }],
+        warmups: 1,
+        rounds: 1,
+        confirm: Some(Confirm {
+            kinds: vec![(FlowKind::FileToFile, vec![256 * KIB])],
+            mechanisms: 2,
+            warmups: 0,
+            rounds: 2,
+        }),
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let mut options = RunOptions::new(dir.path());
+    options.drop_caches = false;
+    options.flexio_exe = Some(env!("CARGO_BIN_EXE_flexio").into());
+    let tuned = tune::tune(&plan, &options, &mut runner::Quiet).unwrap();
+    let second: Vec<_> = tuned
+        .results
+        .runs
+        .iter()
+        .filter(|run| run.cell.size == 256 * KIB)
+        .collect();
+    assert_eq!(second.len(), 2 * 2, "two leaders x two rounds");
+    for run in &second {
+        assert!(run.contender.is_process(), "{run:?}");
+        assert_eq!(run.bytes, 256 * KIB, "one copy per run");
+        let candidate = tune::candidate_of(&run.contender).unwrap();
+        assert_eq!(
+            run.mechanism_used.as_deref(),
+            Some(candidate.mechanism.as_str())
+        );
+    }
+    let last = tuned.profile.lookup(FlowKind::FileToFile, 1 << 40).unwrap();
+    assert!(last.measured_at.contains(&(256 * KIB)), "{last:?}");
+    assert!(second
+        .iter()
+        .any(|run| tune::candidate_of(&run.contender).unwrap().mechanism == last.mechanism));
+}
