@@ -290,7 +290,14 @@ pub fn report(results: &Results, summaries: &[stats::Summary], charts: &[PathBuf
             let rest = name.strip_prefix(&prefix).unwrap_or_default();
             // `file-to-file-size.svg` belongs to `file-to-file`, not to
             // `file-to-file-durable`, whose charts are `…-durable-size.svg`.
-            if matches!(rest, "size.svg" | "chunk.svg" | "scaling.svg") {
+            let rest = rest
+                .strip_prefix("warm-")
+                .or_else(|| rest.strip_prefix("cold-"))
+                .unwrap_or(rest);
+            if matches!(
+                rest,
+                "size.svg" | "chunk.svg" | "scaling.svg" | "contenders.svg" | "kept.svg"
+            ) {
                 let stem = name.trim_end_matches(".svg");
                 let _ = writeln!(out, "![{stem}]({name})\n");
             }

@@ -773,3 +773,95 @@ fn host_cpu_below_a_tick_is_shown_as_below_resolution() {
     assert!(text.contains(&format!("< {resolution:.2}")), "{text}");
     assert!(text.contains("\"< x\" marks a median run shorter than one tick"));
 }
+
+/// The x of every `<text>` element whose content is `label`.
+fn text_xs(svg: &str, label: &str) -> Vec<f64> {
+    let lines: Vec<&str> = svg.lines().collect();
+    lines
+        .windows(2)
+        .filter(|pair| pair[1] == label && pair[0].starts_with("<text"))
+        .filter_map(|pair| {
+            let x = pair[0].split("x=\"").nth(1)?.split('"').next()?;
+            x.parse().ok()
+        })
+        .collect()
+}
+
+/// A scenario measured at one size is drawn as a dot plot by contender,
+/// whiskers min–max, loopback and veth on each row, the legend in a panel
+/// right of the plot; the meter's chart is the share it kept.
+#[test]
+fn single_size_scenarios_get_dot_plots_with_whiskers_and_the_legend_beside_them() {
+    let mut runs = Vec::new();
+    for path in ["loopback", "veth"] {
+        let mut sent = cell("file-to-socket", LARGE, CacheState::Warm, 1);
+        sent.path = path.into();
+        interleave(
+            &mut runs,
+            &sent,
+            &[
+                (flexio("sendfile"), [900, 800, 1_000, 900, 850, 950]),
+                (process(), [700, 600, 800, 700, 650, 750]),
+                (peer("socat"), [500, 400, 600, 500, 450, 550]),
+            ],
+        );
+    }
+    let meter = cell("meter", LARGE, CacheState::Warm, 1);
+    let mut metered = Vec::new();
+    interleave(
+        &mut metered,
+        &meter,
+        &[
+            (flexio("sendfile"), [900; 6]),
+            (flexio("read-write"), [800; 6]),
+        ],
+    );
+    for (i, run) in metered.iter_mut().enumerate() {
+        run.meter_kept = Some(0.5 + 0.05 * (i % 4) as f64);
+    }
+    runs.extend(metered);
+    let results = Results {
+        runs,
+        ..tiny_matrix()
+    };
+    let summaries = stats::summarize(&results);
+    let dir = tempfile::tempdir().unwrap();
+    let written = charts::write_scenario_charts(dir.path(), &results, &summaries).unwrap();
+    let mut svgs = written_svgs(&written);
+    svgs.sort();
+    assert_eq!(
+        svgs,
+        [
+            "file-to-socket-contenders.svg",
+            "meter-contenders.svg",
+            "meter-kept.svg"
+        ]
+    );
+    let dots = fs::read_to_string(dir.path().join("file-to-socket-contenders.svg")).unwrap();
+    assert!(dots.contains("throughput by contender"));
+    // A row label left of the plot and a legend entry right of it, for
+    // every contender; the plot ends where the legend panel starts.
+    for label in ["flexio sendfile", "flexio copy (process)", "socat"] {
+        let xs = text_xs(&dots, label);
+        assert_eq!(xs.len(), 2, "{label}: {xs:?}");
+        assert!(xs.iter().any(|x| *x < 400.0), "{label}: {xs:?}");
+        assert!(xs.iter().any(|x| *x >= 820.0), "{label}: {xs:?}");
+    }
+    for legend in [
+        "filled: loopback",
+        "hollow: veth",
+        "marker: median; whiskers: min–max",
+        "engine (inside the bench process)",
+        "flexio copy as a process",
+        "peers (processes)",
+    ] {
+        let xs = text_xs(&dots, legend);
+        assert!(
+            !xs.is_empty() && xs.iter().all(|x| *x >= 820.0),
+            "{legend}: {xs:?}"
+        );
+    }
+    let kept = fs::read_to_string(dir.path().join("meter-kept.svg")).unwrap();
+    assert!(kept.contains("share of its solo rate the meter kept, %"));
+    assert!(kept.contains("flexio read-write"));
+}
