@@ -312,9 +312,9 @@ const DEFAULT_CHUNK: usize = 256 << 10;
 /// from minute to minute, and a limit measured once before the cells was
 /// beaten by 1.71× by a cold copy measured later.
 fn disk_limits_beside(durable: bool) -> Vec<Entrant> {
-    let mut limits = vec![Entrant::Limit(Probe::DiskDirectRead)];
+    let mut limits = vec![Entrant::Limit(Probe::DiskRead)];
     if durable {
-        limits.push(Entrant::Limit(Probe::DiskDirectWrite));
+        limits.push(Entrant::Limit(Probe::DiskWrite));
     }
     limits
 }

@@ -14,8 +14,8 @@
 //! | the cell | limit |
 //! | --- | --- |
 //! | network (scenario names a `socket`, or a non-empty `path`) | `iperf3-<path>` (`iperf3-loopback` when the path is empty or was not measured) |
-//! | cold source | `fio-read` (16 requests in flight), else `disk-direct-read` |
-//! | durable sink (scenario ends in `durable`) | `fio-write` (16 requests in flight), else `disk-write-fsync` (a durable write of zeros through the page cache), else `disk-direct-write`, else `disk-direct-read` when no write limit was measured |
+//! | cold source | `disk-read` (the faster of O_DIRECT and a buffered read of the cold source), else `fio-read` (16 requests in flight), else `disk-direct-read` |
+//! | durable sink (scenario ends in `durable`) | `disk-write` (the faster of O_DIRECT and a buffered write up to `fsync`), else `fio-write` (16 requests in flight), else `disk-write-fsync` (a durable write of zeros through the page cache), else `disk-direct-write`, else a read limit when no write limit was measured |
 //! | none of the above (memory, warm files, pipes) | `memcpy` |
 //!
 //! A durable cold copy is thus held against the slower of reading alone
@@ -253,6 +253,12 @@ pub fn summarize(results: &Results) -> Vec<Summary> {
             let Some(limit) = limit_for(&summaries, &summary.cell) else {
                 return (None, None);
             };
+            // A limit is not held against another limit of its cell.
+            if summary.contender.kind() == crate::model::ContenderKind::Limit
+                && summary.contender != limit.contender
+            {
+                return (None, None);
+            }
             let ratio = if limit.cell == summary.cell {
                 round_ratio(summary, &limit.contender)
             } else {
@@ -504,7 +510,7 @@ pub fn best_peer<'a>(summaries: &'a [Summary], cell: &CellKey) -> Option<&'a Sum
 /// };
 /// assert_eq!(
 ///     limit_candidates(&cell),
-///     vec![vec!["fio-read".to_string(), "disk-direct-read".to_string()]]
+///     vec![vec!["disk-read".to_string(), "fio-read".to_string(), "disk-direct-read".to_string()]]
 /// );
 /// ```
 pub fn limit_candidates(cell: &CellKey) -> Vec<Vec<String>> {
@@ -525,16 +531,22 @@ pub fn limit_candidates(cell: &CellKey) -> Vec<Vec<String>> {
         resources.push(names);
     }
     if cell.cache == CacheState::Cold {
-        resources.push(vec!["fio-read".to_string(), "disk-direct-read".to_string()]);
+        resources.push(vec![
+            "disk-read".to_string(),
+            "fio-read".to_string(),
+            "disk-direct-read".to_string(),
+        ]);
     }
     if cell.scenario.ends_with("durable") {
         // Every byte must reach the disk: fio's write with requests in
         // flight, else a durable write of zeros through the page cache,
         // else flexio's direct write, else the direct read.
         resources.push(vec![
+            "disk-write".to_string(),
             "fio-write".to_string(),
             "disk-write-fsync".to_string(),
             "disk-direct-write".to_string(),
+            "disk-read".to_string(),
             "disk-direct-read".to_string(),
         ]);
     }
@@ -790,11 +802,17 @@ mod tests {
         assert_eq!(
             names(cell("file-to-file-durable", CacheState::Cold, "")),
             vec![
-                vec!["fio-read".to_string(), "disk-direct-read".to_string()],
                 vec![
+                    "disk-read".to_string(),
+                    "fio-read".to_string(),
+                    "disk-direct-read".to_string()
+                ],
+                vec![
+                    "disk-write".to_string(),
                     "fio-write".to_string(),
                     "disk-write-fsync".to_string(),
                     "disk-direct-write".to_string(),
+                    "disk-read".to_string(),
                     "disk-direct-read".to_string()
                 ]
             ]

@@ -499,7 +499,14 @@ pub fn limits_table(summaries: &[Summary]) -> Table {
         .collect();
     Table {
         title: LIMITS_SCENARIO.to_string(),
-        caption: vec!["physical limits of this machine, measured in the same run".to_string()],
+        caption: vec![
+            "physical limits of this machine, measured in the same run".to_string(),
+            "disk-direct-read/-write send 1 MiB O_DIRECT requests, 16 in flight; the kernel's \
+             readahead and writeback send up to the device's largest request, so a buffered \
+             way can beat them (disk-write-fsync past disk-direct-write): disk-read and \
+             disk-write, the faster of both ways, are the limits cells are held against"
+                .to_string(),
+        ],
         headers: headers.iter().map(|h| h.to_string()).collect(),
         right_aligned: vec![false, true, true, true, true],
         rows,

@@ -78,7 +78,9 @@ impl CellContext {
             Scenario::Limits => cell.entrants.iter().any(|e| {
                 matches!(
                     e,
-                    Entrant::Limit(Probe::DiskDirectRead | Probe::FioRead | Probe::FioCopy)
+                    Entrant::Limit(
+                        Probe::DiskDirectRead | Probe::DiskRead | Probe::FioRead | Probe::FioCopy
+                    )
                 )
             }),
             _ => true,
@@ -749,7 +751,9 @@ impl CellContext {
         match probe {
             Probe::Memcpy => self.memory_run(entrant, reps),
             Probe::DiskDirectRead => limits::disk_direct_read(self.source()?),
+            Probe::DiskRead => limits::disk_read(self.source()?),
             Probe::DiskDirectWrite => limits::disk_direct_write(sink, size),
+            Probe::DiskWrite => limits::disk_write(sink, size),
             Probe::DiskWriteFsync => limits::disk_write_fsync(sink, size),
             Probe::FioRead => limits::fio(self.source()?, size, false),
             Probe::FioWrite => limits::fio(sink, size, true),
