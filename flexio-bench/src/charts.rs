@@ -354,9 +354,21 @@ fn extent(values: &[f64], from_zero: bool, log_from: f64) -> Extent {
 }
 
 /// The throughput unit of the y axis and its size in bytes per second.
-fn rate_unit(max_bps: f64) -> (&'static str, f64) {
-    if max_bps >= (1u64 << 30) as f64 {
-        ("GiB/s", (1u64 << 30) as f64)
+/// GiB/s when everything is at least 1 GiB/s or the axis is linear;
+/// MiB/s otherwise, so that a log axis is labelled in whole numbers
+/// (plotters left 0.2 and 0.5 unlabelled on some).
+fn rate_unit(values_bps: &[f64]) -> (&'static str, f64) {
+    const GIB: f64 = (1u64 << 30) as f64;
+    let positive = values_bps
+        .iter()
+        .copied()
+        .filter(|v| v.is_finite() && *v > 0.0);
+    let (low, high) = positive.fold((f64::INFINITY, 0.0f64), |(lo, hi), v| {
+        (lo.min(v), hi.max(v))
+    });
+    let log = high / low >= RATE_LOG_FROM;
+    if high >= GIB && !(log && low < GIB) {
+        ("GiB/s", GIB)
     } else {
         ("MiB/s", (1u64 << 20) as f64)
     }
@@ -405,7 +417,7 @@ fn draw(path: &Path, chart: &Chart, machine: &str) -> io::Result<()> {
         .flat_map(|s| s.points.iter().flat_map(|p| [p.1, p.2, p.3]))
         .chain(chart.limits.iter().map(|l| l.1))
         .collect();
-    let (unit, unit_bps) = rate_unit(ys_bps.iter().copied().fold(0.0, f64::max));
+    let (unit, unit_bps) = rate_unit(&ys_bps);
     let ys: Vec<f64> = ys_bps.iter().map(|y| y / unit_bps).collect();
     let x = extent(&xs, false, SIZE_LOG_FROM);
     let y = extent(&ys, true, RATE_LOG_FROM);

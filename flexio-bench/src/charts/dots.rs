@@ -83,7 +83,9 @@ pub(super) fn scenario_dot_charts(
     let mut charts = Vec::new();
     for (prefix, group) in super::by_cache(&rows) {
         let sizes: BTreeSet<u64> = group.iter().map(|s| s.cell.size).collect();
-        if sizes.len() != 1 {
+        let flows: BTreeSet<u32> = group.iter().map(|s| s.cell.flows).collect();
+        // Several flow counts have their scaling chart.
+        if sizes.len() != 1 || flows.len() != 1 {
             continue;
         }
         let size = table::short_size(*sizes.iter().next().unwrap_or(&0));
@@ -246,7 +248,7 @@ fn draw_in(path: &Path, chart: &DotChart, machine: &str) -> Result<(), Box<dyn s
         .collect();
     let (unit_value, x_desc) = match chart.value {
         Value::Throughput => {
-            let (unit, bps) = rate_unit(values.iter().copied().fold(0.0, f64::max));
+            let (unit, bps) = rate_unit(&values);
             (bps, format!("throughput, {unit}"))
         }
         Value::Kept => (0.01, "share of its solo rate the meter kept, %".to_string()),
