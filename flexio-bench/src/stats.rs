@@ -74,6 +74,10 @@ pub struct Summary {
     /// The lowest and the highest of those per-round ratios.
     #[serde(default)]
     pub best_peer_round_range: Option<(f64, f64)>,
+    /// For `flexio copy` as a process: the median of per-round ratios to
+    /// every peer of the cell, by the peer's label.
+    #[serde(default)]
+    pub ratios_to_peers: Vec<(String, f64)>,
     /// For `auto`: the median over rounds of its throughput divided by the
     /// fastest fixed flexio mechanism's (by median) in the same round.
     #[serde(default)]
@@ -221,6 +225,19 @@ pub fn summarize(results: &Results) -> Vec<Summary> {
             (Some(median(&mut ratios)), Some(range))
         })
         .collect();
+    let peers_of: Vec<Vec<(String, f64)>> = summaries
+        .iter()
+        .map(|summary| {
+            if !summary.contender.is_process() {
+                return Vec::new();
+            }
+            summaries
+                .iter()
+                .filter(|p| p.cell == summary.cell && p.contender.is_peer())
+                .filter_map(|p| Some((p.contender.label(), round_ratio(summary, &p.contender)?)))
+                .collect()
+        })
+        .collect();
     let mut fixed_ratios: Vec<Vec<f64>> = summaries
         .iter()
         .map(
@@ -273,6 +290,7 @@ pub fn summarize(results: &Results) -> Vec<Summary> {
 
     for (i, summary) in summaries.iter_mut().enumerate() {
         (summary.ratio_to_best_peer, summary.best_peer_round_range) = peer_ratios[i];
+        summary.ratios_to_peers = peers_of[i].clone();
         let mut fixed = std::mem::take(&mut fixed_ratios[i]);
         if !fixed.is_empty() {
             summary.ratio_to_best_fixed = Some(median(&mut fixed));
@@ -417,14 +435,27 @@ pub struct PeerVerdict {
     pub ratio: f64,
     /// The lowest and highest of those per-round ratios.
     pub rounds: (f64, f64),
+    /// The median of per-round ratios to each peer of the cell.
+    #[serde(default)]
+    pub each_peer: Vec<(String, f64)>,
 }
 
 impl PeerVerdict {
     /// One line: `file-to-file 1 MiB warm: flexio copy (process) 0.93× cp
-    /// (rounds 0.88–1.01)`.
+    /// (rounds 0.88–1.01); 1.20× dd bs=1M, 1.05× cat SRC > DST`.
     pub fn line(&self) -> String {
+        let others: Vec<String> = self
+            .each_peer
+            .iter()
+            .filter(|(peer, _)| *peer != self.peer)
+            .map(|(peer, ratio)| format!("{ratio:.2}× {peer}"))
+            .collect();
+        let others = match others.is_empty() {
+            true => String::new(),
+            false => format!("; {}", others.join(", ")),
+        };
         format!(
-            "{}: {} {:.2}× {} (rounds {:.2}–{:.2}){}",
+            "{}: {} {:.2}× {} (rounds {:.2}–{:.2}){}{others}",
             crate::plan::label(&self.cell),
             self.flexio,
             self.ratio,
@@ -465,6 +496,7 @@ pub fn peer_verdicts(summaries: &[Summary]) -> Vec<PeerVerdict> {
                 peer: peer.contender.label(),
                 ratio: s.ratio_to_best_peer?,
                 rounds: s.best_peer_round_range?,
+                each_peer: s.ratios_to_peers.clone(),
             })
         })
         .fold(Vec::new(), |mut verdicts: Vec<PeerVerdict>, verdict| {
@@ -652,6 +684,7 @@ fn summarize_group(cell: &CellKey, contender: &Contender, runs: &[&RunRecord]) -
         switches_per_gib: per_gib(|run| run.context_switches as f64),
         ratio_to_best_peer: None,
         best_peer_round_range: None,
+        ratios_to_peers: Vec::new(),
         ratio_to_best_fixed: None,
         best_fixed_round_range: None,
         ratio_to_builtin: None,
@@ -695,6 +728,7 @@ fn host_cpu_below_resolution(runs: &[&RunRecord]) -> Option<f64> {
 ///     cell: cell.clone(), contender, runs: 5, median_bps: median, min_bps: min,
 ///     max_bps: max, cpu_s_per_gib: 0.0, host_cpu_s_per_gib: 0.0,
 ///     switches_per_gib: 0.0, ratio_to_best_peer: None, best_peer_round_range: None,
+///     ratios_to_peers: Vec::new(),
 ///     ratio_to_best_fixed: None, best_fixed_round_range: None, ratio_to_builtin: None,
 ///     ratio_to_limit: None, limit_note: None, host_cpu_below_resolution: None,
 ///     mechanism_used: None, resident_percent: None, meter_kept: None };

@@ -621,6 +621,12 @@ fn the_process_contender_not_the_engine_is_held_against_the_peers() {
     assert_close(verdicts[0].ratio, 2.0);
     assert_close(verdicts[1].ratio, 4.0);
     assert!(verdicts[1].line().contains("faster in every round"));
+    // And against every peer of the cell, not only the fastest.
+    assert_eq!(
+        verdicts[1].each_peer,
+        [("cp".to_string(), 4.0), (DD.to_string(), 8.0)]
+    );
+    assert!(verdicts[1].line().ends_with(&format!("; 8.00× {DD}")));
 
     // The table names each row's kind and leaves the engine's ratio out;
     // the verdicts say the same.
