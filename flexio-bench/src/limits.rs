@@ -5,7 +5,10 @@
 //! flight), and with `fio` when it
 //! is installed, also reading and writing at once, as a copy onto the same
 //! disk does — buffered disk write bandwidth up to
-//! `fsync` (flexio `read-write`), and loopback TCP bandwidth with `iperf3`.
+//! `fsync` (flexio `read-write`), and loopback TCP bandwidth with `iperf3`
+//! (the faster of from memory and `-Z`). The disk and the network are also
+//! measured beside the contenders of the cells they bound, in the same
+//! rounds: a shared machine drifts from minute to minute.
 //!
 //! Limits are recorded like any other run: [`crate::model::Contender::Limit`]
 //! in cells of the `limits` scenario (and `memcpy` beside flexio in the
@@ -55,9 +58,10 @@ pub enum Probe {
     /// both as above: how far this disk's reads and writes slow each other
     /// down when a copy overlaps them.
     FioCopy,
-    /// `iperf3` from memory over 127.0.0.1.
+    /// `iperf3` over 127.0.0.1, the faster of from memory and `-Z`
+    /// (sendfile; see [`network`]).
     Iperf3Loopback,
-    /// `iperf3` from memory across the bench's veth pair.
+    /// The same across the bench's veth pair.
     Iperf3Veth,
 }
 
@@ -322,6 +326,25 @@ fn run_fio(jobs: &[FioJob<'_>], size: u64) -> io::Result<Measured> {
     measured.bytes = moved;
     measured.wall_ns = slowest_ns as u64;
     Ok(measured)
+}
+
+/// The network path's limit: `iperf3` from memory and `iperf3 -Z`
+/// (sendfile from a file), the faster of the two. From memory alone the
+/// sender pays a copy that zero-copy senders skip: flexio's sendfile and
+/// splice, and iperf3 -Z itself as a peer, went past it by 1.4–1.9×.
+pub(crate) fn network(
+    bytes: u64,
+    host: &str,
+    client_ns: Option<&str>,
+    server_ns: Option<&str>,
+) -> io::Result<Measured> {
+    let copied = iperf3(bytes, Iperf3Mode::Memory, host, client_ns, server_ns)?;
+    let zero_copy = iperf3(bytes, Iperf3Mode::ZeroCopy, host, client_ns, server_ns)?;
+    Ok(if zero_copy.wall_ns < copied.wall_ns {
+        zero_copy
+    } else {
+        copied
+    })
 }
 
 /// `iperf3` from memory (or with `-Z`) to a one-shot server; the wall

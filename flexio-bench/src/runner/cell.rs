@@ -758,9 +758,8 @@ impl CellContext {
             Probe::FioRead => limits::fio(self.source()?, size, false),
             Probe::FioWrite => limits::fio(sink, size, true),
             Probe::FioCopy => limits::fio_copy(self.source()?, sink, size),
-            Probe::Iperf3Loopback | Probe::Iperf3Veth => limits::iperf3(
+            Probe::Iperf3Loopback | Probe::Iperf3Veth => limits::network(
                 size,
-                crate::peers::Iperf3Mode::Memory,
                 &net.receiver_ip.to_string(),
                 net.sender_ns.as_deref(),
                 net.receiver_ns.as_deref(),
