@@ -514,7 +514,13 @@ where
             String::new()
         }
     };
-    let y_label = |value: &f64| rate_label(*value, axes.y_labels > 10);
+    // plotters' log ticks skipped 200 and 500 on some ranges: on a log
+    // axis the 1-2-5 labels are drawn below instead.
+    let y_log = axes.y_labels > 10;
+    let y_label = |value: &f64| match y_log {
+        true => String::new(),
+        false => rate_label(*value, false),
+    };
     context
         .configure_mesh()
         .x_desc(axes.x_desc.as_str())
@@ -531,6 +537,31 @@ where
     // Lines, whiskers and markers in pixels, on the whole canvas: every
     // chart kind draws them the same way.
     let at = |x: f64, y: f64| context.backend_coord(&(x, y / axes.unit_bps));
+    if y_log {
+        let (low, high) = (context.y_range().start, context.y_range().end);
+        let mut decade = 10f64.powf(low.log10().floor());
+        while decade <= high {
+            for value in [decade, 2.0 * decade, 5.0 * decade] {
+                if value < low || value > high {
+                    continue;
+                }
+                let (px, py) = at(x_range.start, value * axes.unit_bps);
+                let tick = ShapeStyle::from(&BLACK).stroke_width(1);
+                whole.draw(&PathElement::new(vec![(px - 5, py), (px, py)], tick))?;
+                whole.draw(&Text::new(
+                    rate_label(value, true),
+                    (px - 8, py),
+                    ("sans-serif", 13).into_font().color(&BLACK).pos(
+                        plotters::style::text_anchor::Pos::new(
+                            plotters::style::text_anchor::HPos::Right,
+                            plotters::style::text_anchor::VPos::Center,
+                        ),
+                    ),
+                ))?;
+            }
+            decade *= 10.0;
+        }
+    }
     let mut entries: Vec<Entry> = Vec::new();
     let mut heading = None;
     let mut limit_index = 0;

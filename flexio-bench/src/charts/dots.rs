@@ -283,6 +283,7 @@ fn draw_in(path: &Path, chart: &DotChart, machine: &str) -> Result<(), Box<dyn s
         unit_value,
         x_range: x.range.clone(),
         y_range: y_range.clone(),
+        log_x: x.log,
     };
     if x.log {
         let mut context =
@@ -291,7 +292,9 @@ fn draw_in(path: &Path, chart: &DotChart, machine: &str) -> Result<(), Box<dyn s
             .configure_mesh()
             .x_desc(x_desc.as_str())
             .x_labels(30)
-            .x_label_formatter(&label)
+            // plotters' log ticks skipped 200 and 500 on some ranges: the
+            // 1-2-5 labels are drawn by `draw_rows` instead.
+            .x_label_formatter(&|_| String::new())
             .y_labels(0)
             .disable_y_mesh()
             .axis_desc_style(("sans-serif", 16))
@@ -325,6 +328,8 @@ struct Frame<'a, 'b> {
     unit_value: f64,
     x_range: std::ops::Range<f64>,
     y_range: std::ops::Range<f64>,
+    /// The x axis is logarithmic: label it 1, 2, 5 per decade here.
+    log_x: bool,
 }
 
 /// The rows, limits and legend, `to_pixels` placing an (x in axis units,
@@ -344,6 +349,29 @@ fn draw_rows(
         frame.x_range.end * unit_value,
     );
 
+    if frame.log_x {
+        let (low, high) = (frame.x_range.start, frame.x_range.end);
+        let mut decade = 10f64.powf(low.log10().floor());
+        while decade <= high {
+            for value in [decade, 2.0 * decade, 5.0 * decade] {
+                if value < low || value > high {
+                    continue;
+                }
+                let (px, py) = to_pixels(value, y_range.start);
+                let tick = ShapeStyle::from(&BLACK).stroke_width(1);
+                whole.draw(&PathElement::new(vec![(px, py), (px, py + 5)], tick))?;
+                whole.draw(&Text::new(
+                    super::rate_label(value, true),
+                    (px, py + 8),
+                    ("sans-serif", 13)
+                        .into_font()
+                        .color(&BLACK)
+                        .pos(Pos::new(HPos::Center, VPos::Top)),
+                ))?;
+            }
+            decade *= 10.0;
+        }
+    }
     let mut entries: Vec<Entry> = Vec::new();
     let mut heading = None;
     for (index, row) in chart.rows.iter().enumerate() {
