@@ -532,7 +532,10 @@ impl Plan {
         }
         if wanted(Scenario::Meter) {
             for size in sizes(&[256 * MIB], &[256 * MIB]) {
-                let entrants = flexio_entrants(&[Sendfile, ReadWrite, Splice, Mmap]);
+                let mut entrants = flexio_entrants(&[Sendfile, ReadWrite, Splice, Mmap]);
+                // Beside them, with the meter running and nothing pinned
+                // as they are: measured apart, pinned, it was beaten 2×.
+                entrants.push(network_limit_beside("loopback"));
                 cells.push(Cell::new(Scenario::Meter, size, Warm, entrants).path("loopback"));
             }
         }
