@@ -597,6 +597,8 @@ impl Plan {
             disk,
             Cold,
             [
+                Probe::DiskRead,
+                Probe::DiskWrite,
                 Probe::DiskDirectRead,
                 Probe::DiskDirectWrite,
                 Probe::DiskWriteFsync,
@@ -737,6 +739,51 @@ mod tests {
             .cells
             .iter()
             .any(|c| c.key.scenario == "file-to-file-durable"));
+    }
+
+    #[test]
+    fn every_cell_with_a_peer_runs_flexio_copy_as_a_process_and_bounded_cells_their_limit() {
+        for full in [false, true] {
+            let plan = Plan::build(&PlanOptions {
+                full,
+                veth: true,
+                ..PlanOptions::default()
+            });
+            let has = |cell: &Cell, probe: Probe| cell.entrants.contains(&Entrant::Limit(probe));
+            for cell in &plan.cells {
+                let label = cell.label();
+                let peers = cell
+                    .entrants
+                    .iter()
+                    .filter(|e| matches!(e, Entrant::Peer(_)));
+                if peers.count() > 0 {
+                    assert!(cell.entrants.contains(&Entrant::process_auto()), "{label}");
+                }
+                if cell.key.scenario == "limits" {
+                    continue;
+                }
+                if cell.key.cache == CacheState::Cold {
+                    assert!(has(cell, Probe::DiskRead), "{label}");
+                }
+                if cell.key.scenario == "file-to-file-durable" {
+                    assert!(has(cell, Probe::DiskWrite), "{label}");
+                }
+                if cell.key.scenario.contains("socket") || cell.key.scenario == "meter" {
+                    let probe = match cell.key.path.as_str() {
+                        "veth" => Probe::Iperf3Veth,
+                        _ => Probe::Iperf3Loopback,
+                    };
+                    assert!(has(cell, probe), "{label}");
+                }
+            }
+            let disk = plan
+                .cells
+                .iter()
+                .find(|c| c.key.scenario == "limits" && c.key.cache == CacheState::Cold)
+                .unwrap();
+            assert!(disk.entrants.contains(&Entrant::Limit(Probe::DiskRead)));
+            assert!(disk.entrants.contains(&Entrant::Limit(Probe::DiskWrite)));
+        }
     }
 
     #[test]
