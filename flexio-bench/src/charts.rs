@@ -1,17 +1,27 @@
 //! SVG charts of the summaries, one set per scenario:
 //!
 //! - `<scenario>-size.svg`: median throughput against bytes per flow, one
-//!   series per contender (cells at each contender's default chunk);
+//!   line per contender with min–max whiskers (cells at each contender's
+//!   default chunk), when the scenario has several sizes;
+//! - `<scenario>-contenders.svg`: when it has one size, a dot plot instead:
+//!   one row per contender, the median as a marker, min–max as whiskers,
+//!   loopback (filled) and veth (hollow) side by side;
 //! - `<scenario>-chunk.svg`: median throughput against `--chunk`, when the
 //!   scenario sweeps several chunk sizes;
 //! - `<scenario>-scaling.svg`: aggregate throughput against concurrent
-//!   flows, for `parallel` (and any scenario with several flow counts).
+//!   flows, for `parallel` (and any scenario with several flow counts);
+//! - `meter-kept.svg`: the share of its solo rate the meter co-process
+//!   kept while each contender ran.
 //!
-//! flexio mechanisms are solid lines, peers dashed, physical limits dotted
-//! horizontal lines. An axis is logarithmic (base 2 for bytes and flows,
-//! base 10 for throughput) when its values span two decades or more.
-//! plotters' SVG backend writes text as `<text>` elements, so no font is
-//! needed to draw.
+//! Every contender has its own colour and marker; lines say the kind:
+//! engine thin, `flexio copy` as a process thick, peers dashed, limits
+//! dotted. The legend sits in a panel right of the plot, grouped by kind.
+//! An axis is logarithmic (base 2 for bytes and flows, base 10 for
+//! throughput) when its values span two decades or more. plotters' SVG
+//! backend writes text as `<text>` elements, so no font is needed to draw.
+
+mod dots;
+mod legend;
 
 use std::collections::{BTreeSet, HashMap};
 use std::io;
@@ -19,10 +29,11 @@ use std::ops::Range;
 use std::path::{Path, PathBuf};
 
 use plotters::coord::ranged1d::{AsRangedCoord, ValueFormatter};
-use plotters::element::DashedPathElement;
 use plotters::prelude::*;
 
-use crate::model::{CacheState, Contender, Results};
+use legend::{Entry, Line};
+
+use crate::model::{CacheState, Contender, ContenderKind, Results};
 use crate::stats::{self, Summary, LIMITS_SCENARIO};
 use crate::table::{self, short_size};
 
@@ -32,29 +43,11 @@ const SIZE_LOG_FROM: f64 = 100.0;
 /// memcpy side by side would flatten everything else on a linear one.
 const RATE_LOG_FROM: f64 = 10.0;
 
-/// Width and height of every chart, in SVG pixels.
-const CHART_SIZE: (u32, u32) = (960, 600);
+/// Width and height of every line chart, in SVG pixels.
+const CHART_SIZE: (u32, u32) = (1200, 600);
 
-/// Physical limits: dark, and unlike any series colour.
-const LIMIT_COLORS: [RGBColor; 3] = [
-    RGBColor(40, 40, 40),
-    RGBColor(140, 140, 140),
-    RGBColor(120, 70, 20),
-];
-
-/// Tableau 10: distinguishable, none too light on white.
-const COLORS: [RGBColor; 10] = [
-    RGBColor(31, 119, 180),
-    RGBColor(255, 127, 14),
-    RGBColor(44, 160, 44),
-    RGBColor(214, 39, 40),
-    RGBColor(148, 103, 189),
-    RGBColor(140, 86, 75),
-    RGBColor(227, 119, 194),
-    RGBColor(127, 127, 127),
-    RGBColor(188, 189, 34),
-    RGBColor(23, 190, 207),
-];
+/// The legend panel right of every plot, in SVG pixels.
+const LEGEND_WIDTH: u32 = 380;
 
 /// Writes the charts of every scenario of `summaries` into `dir` and
 /// returns their paths. The limits scenario gets no chart of its own: its
@@ -75,11 +68,17 @@ pub fn write_scenario_charts(
         }
         for chart in scenario_charts(summaries, &scenario) {
             let path = dir.join(format!(
-                "{}-{}.svg",
+                "{}-{}{}.svg",
                 file_stem(&scenario),
+                chart.prefix,
                 chart.kind.suffix()
             ));
             draw(&path, &chart, &machine)?;
+            written.push(path);
+        }
+        for chart in dots::scenario_dot_charts(results, summaries, &scenario) {
+            let path = dir.join(format!("{}-{}.svg", file_stem(&scenario), chart.suffix));
+            dots::draw(&path, &chart, &machine)?;
             written.push(path);
         }
     }
@@ -104,28 +103,21 @@ impl Along {
     }
 }
 
-/// How a series is drawn.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Style {
-    /// flexio: solid.
-    Solid,
-    /// A peer: dashed.
-    Dashed,
-    /// A limit measured beside the contenders (in the same cells): dotted.
-    Dotted,
-}
-
 #[derive(Clone, Debug)]
 struct Series {
     label: String,
-    style: Style,
-    /// (x, throughput in bytes per second), sorted by x.
-    points: Vec<(f64, f64)>,
+    kind: ContenderKind,
+    /// Drawn with hollow markers: a path other than loopback (veth).
+    hollow: bool,
+    /// (x, median, min, max throughput in bytes per second), sorted by x.
+    points: Vec<(f64, f64, f64, f64)>,
 }
 
 #[derive(Clone, Debug)]
 struct Chart {
     kind: Along,
+    /// Before the kind in the file name: `warm-`, `cold-` or nothing.
+    prefix: String,
     title: String,
     series: Vec<Series>,
     /// (label, bytes per second).
@@ -147,7 +139,16 @@ fn scenario_charts(summaries: &[Summary], scenario: &str) -> Vec<Chart> {
     } else {
         default_chunk
     };
-    charts.push(chart(summaries, scenario, Along::Size, &by_size));
+    // Warm and cold cells apart: together they made one tangle of lines.
+    // One size: a dot plot by contender says more than lines of one point
+    // (see `dots`).
+    for (prefix, group) in by_cache(&by_size) {
+        if distinct(&group, |s| s.cell.size) >= 2 {
+            let mut sized = chart(summaries, scenario, Along::Size, &group);
+            sized.prefix = prefix;
+            charts.push(sized);
+        }
+    }
 
     let swept: Vec<&Summary> = rows.iter().copied().filter(|s| s.cell.chunk != 0).collect();
     if distinct(&swept, |s| s.cell.chunk) >= 2 {
@@ -158,6 +159,26 @@ fn scenario_charts(summaries: &[Summary], scenario: &str) -> Vec<Chart> {
         charts.push(chart(summaries, scenario, Along::Flows, &by_size));
     }
     charts
+}
+
+/// `rows` by cache state, each with the prefix of its charts' file names
+/// (`warm-`, `cold-`), or all of them with none when they share one.
+pub(crate) fn by_cache<'a>(rows: &[&'a Summary]) -> Vec<(String, Vec<&'a Summary>)> {
+    let caches: BTreeSet<CacheState> = rows.iter().map(|s| s.cell.cache).collect();
+    if caches.len() < 2 {
+        return vec![(String::new(), rows.to_vec())];
+    }
+    caches
+        .into_iter()
+        .map(|cache| {
+            let group = rows
+                .iter()
+                .copied()
+                .filter(|s| s.cell.cache == cache)
+                .collect();
+            (format!("{}-", table::cache_name(cache)), group)
+        })
+        .collect()
 }
 
 fn distinct(rows: &[&Summary], key: impl Fn(&Summary) -> u64) -> usize {
@@ -186,6 +207,7 @@ fn chart(summaries: &[Summary], scenario: &str, along: Along, rows: &[&Summary])
     let mut index: HashMap<String, usize> = HashMap::new();
     for summary in rows {
         let (x, y) = (x_of(summary), summary.median_bps);
+        let (low, high) = (summary.min_bps, summary.max_bps);
         if !(x.is_finite() && y.is_finite()) {
             continue;
         }
@@ -222,20 +244,19 @@ fn chart(summaries: &[Summary], scenario: &str, along: Along, rows: &[&Summary])
         let at = *index.entry(label.clone()).or_insert_with(|| {
             series.push(Series {
                 label,
-                style: match summary.contender {
-                    Contender::Flexio { .. } => Style::Solid,
-                    Contender::Peer { .. } => Style::Dashed,
-                    Contender::Limit { .. } => Style::Dotted,
-                },
+                kind: summary.contender.kind(),
+                hollow: !matches!(summary.cell.path.as_str(), "" | "loopback"),
                 points: Vec::new(),
             });
             series.len() - 1
         });
-        series[at].points.push((x, y));
+        series[at].points.push((x, y, low, high));
     }
     for line in &mut series {
         line.points.sort_by(|a, b| a.0.total_cmp(&b.0));
     }
+    // Grouped by kind, as the legend is (stable: each kind in run order).
+    series.sort_by_key(|line| line.kind);
 
     let mut limits: Vec<(String, f64)> = Vec::new();
     for summary in rows {
@@ -269,9 +290,19 @@ fn chart(summaries: &[Summary], scenario: &str, along: Along, rows: &[&Summary])
         Along::Chunk => format!("{scenario}: throughput by chunk size"),
         Along::Flows => format!("{scenario}: aggregate throughput by concurrent flows"),
     };
+    let cache = match rows.iter().map(|s| s.cell.cache).collect::<BTreeSet<_>>() {
+        caches if caches.len() == 1 && !caches.contains(&CacheState::NotApplicable) => {
+            format!(
+                " ({})",
+                table::cache_name(*caches.iter().next().expect("one"))
+            )
+        }
+        _ => String::new(),
+    };
     Chart {
         kind: along,
-        title,
+        prefix: String::new(),
+        title: title + &cache,
         series,
         limits,
     }
@@ -323,9 +354,21 @@ fn extent(values: &[f64], from_zero: bool, log_from: f64) -> Extent {
 }
 
 /// The throughput unit of the y axis and its size in bytes per second.
-fn rate_unit(max_bps: f64) -> (&'static str, f64) {
-    if max_bps >= (1u64 << 30) as f64 {
-        ("GiB/s", (1u64 << 30) as f64)
+/// GiB/s when everything is at least 1 GiB/s or the axis is linear;
+/// MiB/s otherwise, so that a log axis is labelled in whole numbers
+/// (plotters left 0.2 and 0.5 unlabelled on some).
+fn rate_unit(values_bps: &[f64]) -> (&'static str, f64) {
+    const GIB: f64 = (1u64 << 30) as f64;
+    let positive = values_bps
+        .iter()
+        .copied()
+        .filter(|v| v.is_finite() && *v > 0.0);
+    let (low, high) = positive.fold((f64::INFINITY, 0.0f64), |(lo, hi), v| {
+        (lo.min(v), hi.max(v))
+    });
+    let log = high / low >= RATE_LOG_FROM;
+    if high >= GIB && !(log && low < GIB) {
+        ("GiB/s", GIB)
     } else {
         ("MiB/s", (1u64 << 20) as f64)
     }
@@ -335,6 +378,17 @@ fn rate_unit(max_bps: f64) -> (&'static str, f64) {
 fn machine_line(results: &Results) -> String {
     let machine = &results.fingerprint;
     let mut parts = Vec::new();
+    if !results.provenance.flexio_version.is_empty() {
+        parts.push(format!(
+            "flexio {} ({})",
+            results.provenance.flexio_version,
+            results
+                .provenance
+                .git_commit
+                .get(..12)
+                .unwrap_or(&results.provenance.git_commit)
+        ));
+    }
     if !machine.cpu_model.is_empty() {
         parts.push(format!("{} × {}", machine.cpus, machine.cpu_model));
     }
@@ -347,7 +401,7 @@ fn machine_line(results: &Results) -> String {
     if !machine.filesystem.is_empty() {
         parts.push(format!("{} on {}", machine.filesystem, machine.device));
     }
-    parts.push("median of counted runs; peers dashed, limits dotted".to_string());
+    parts.push("marker: median of counted runs; whiskers: min–max".to_string());
     parts.join(" · ")
 }
 
@@ -360,10 +414,10 @@ fn draw(path: &Path, chart: &Chart, machine: &str) -> io::Result<()> {
     let ys_bps: Vec<f64> = chart
         .series
         .iter()
-        .flat_map(|s| s.points.iter().map(|p| p.1))
+        .flat_map(|s| s.points.iter().flat_map(|p| [p.1, p.2, p.3]))
         .chain(chart.limits.iter().map(|l| l.1))
         .collect();
-    let (unit, unit_bps) = rate_unit(ys_bps.iter().copied().fold(0.0, f64::max));
+    let (unit, unit_bps) = rate_unit(&ys_bps);
     let ys: Vec<f64> = ys_bps.iter().map(|y| y / unit_bps).collect();
     let x = extent(&xs, false, SIZE_LOG_FROM);
     let y = extent(&ys, true, RATE_LOG_FROM);
@@ -444,15 +498,16 @@ where
     X::CoordDescType: ValueFormatter<f64>,
     Y::CoordDescType: ValueFormatter<f64>,
 {
-    let root = SVGBackend::with_string(svg, CHART_SIZE).into_drawing_area();
-    root.fill(&WHITE)?;
-    let (root, footer) = root.split_vertically(CHART_SIZE.1 - 24);
+    let whole = SVGBackend::with_string(svg, CHART_SIZE).into_drawing_area();
+    whole.fill(&WHITE)?;
+    let (root, footer) = whole.split_vertically(CHART_SIZE.1 - 24);
     footer.draw(&Text::new(
         axes.footer.as_str(),
         (16, 4),
         ("sans-serif", 12).into_font().color(&BLACK.mix(0.6)),
     ))?;
-    let mut context = ChartBuilder::on(&root)
+    let (plot, legend_area) = root.split_horizontally(CHART_SIZE.0 - LEGEND_WIDTH);
+    let mut context = ChartBuilder::on(&plot)
         .caption(&chart.title, ("sans-serif", 24))
         .margin(16)
         .x_label_area_size(56)
@@ -469,24 +524,12 @@ where
             String::new()
         }
     };
-    let y_label = |value: &f64| {
-        if axes.y_labels > 10 && *value > 0.0 {
-            let mantissa = value / 10f64.powf(value.log10().floor());
-            let round = mantissa.round();
-            if (mantissa - round).abs() > 1e-6 || ![1.0, 2.0, 5.0, 10.0].contains(&round) {
-                return String::new();
-            }
-        }
-        let text = if value.abs() >= 100.0 {
-            format!("{value:.0}")
-        } else {
-            format!("{value:.2}")
-        };
-        if text.contains('.') {
-            text.trim_end_matches('0').trim_end_matches('.').to_string()
-        } else {
-            text
-        }
+    // plotters' log ticks skipped 200 and 500 on some ranges: on a log
+    // axis the 1-2-5 labels are drawn below instead.
+    let y_log = axes.y_labels > 10;
+    let y_label = |value: &f64| match y_log {
+        true => String::new(),
+        false => rate_label(*value, false),
     };
     context
         .configure_mesh()
@@ -501,74 +544,137 @@ where
         .light_line_style(BLACK.mix(0.04))
         .draw()?;
 
-    let mut limit_colors = LIMIT_COLORS.iter().cycle();
-    let mut palette = COLORS.iter().cycle();
-    for series in &chart.series {
-        let (color, style) = match series.style {
-            Style::Dotted => {
-                let color = limit_colors.next().copied().unwrap_or(BLACK).to_rgba();
-                (color, ShapeStyle::from(&color).stroke_width(2))
+    // Lines, whiskers and markers in pixels, on the whole canvas: every
+    // chart kind draws them the same way.
+    let at = |x: f64, y: f64| context.backend_coord(&(x, y / axes.unit_bps));
+    if y_log {
+        let (low, high) = (context.y_range().start, context.y_range().end);
+        let mut decade = 10f64.powf(low.log10().floor());
+        while decade <= high {
+            for value in [decade, 2.0 * decade, 5.0 * decade] {
+                if value < low || value > high {
+                    continue;
+                }
+                let (px, py) = at(x_range.start, value * axes.unit_bps);
+                let tick = ShapeStyle::from(&BLACK).stroke_width(1);
+                whole.draw(&PathElement::new(vec![(px - 5, py), (px, py)], tick))?;
+                whole.draw(&Text::new(
+                    rate_label(value, true),
+                    (px - 8, py),
+                    ("sans-serif", 13).into_font().color(&BLACK).pos(
+                        plotters::style::text_anchor::Pos::new(
+                            plotters::style::text_anchor::HPos::Right,
+                            plotters::style::text_anchor::VPos::Center,
+                        ),
+                    ),
+                ))?;
             }
-            _ => {
-                let color = palette.next().copied().unwrap_or(BLACK).to_rgba();
-                (color, ShapeStyle::from(&color).stroke_width(2))
-            }
-        };
-        let points: Vec<(f64, f64)> = series
-            .points
-            .iter()
-            .map(|(x, y)| (*x, y / axes.unit_bps))
-            .collect();
-        let annotation = match series.style {
-            Style::Solid => context.draw_series(LineSeries::new(points.clone(), style))?,
-            Style::Dashed => {
-                context.draw_series(DashedLineSeries::new(points.clone(), 8, 5, style))?
-            }
-            Style::Dotted => {
-                context.draw_series(DashedLineSeries::new(points.clone(), 2, 4, style))?
-            }
-        };
-        annotation.label(series.label.as_str());
-        match series.style {
-            Style::Solid => {
-                annotation.legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 24, y)], style))
-            }
-            Style::Dashed => annotation.legend(move |(x, y)| {
-                DashedPathElement::new(vec![(x, y), (x + 24, y)], 6, 4, style)
-            }),
-            Style::Dotted => annotation.legend(move |(x, y)| {
-                DashedPathElement::new(vec![(x, y), (x + 24, y)], 2, 3, style)
-            }),
-        };
-        context.draw_series(
-            points
-                .iter()
-                .map(|point| Circle::new(*point, 3, color.filled())),
-        )?;
+            decade *= 10.0;
+        }
     }
-
+    let mut entries: Vec<Entry> = Vec::new();
+    let mut heading = None;
+    let mut limit_index = 0;
+    for (index, series) in chart.series.iter().enumerate() {
+        let mark = match series.kind {
+            ContenderKind::Limit => {
+                limit_index += 1;
+                legend::limit_mark(limit_index - 1)
+            }
+            _ => legend::mark_for(index),
+        };
+        let mark = legend::Mark {
+            filled: !series.hollow,
+            ..mark
+        };
+        let line = Line::of(series.kind);
+        for pair in series.points.windows(2) {
+            let (a, b) = (pair[0], pair[1]);
+            legend::draw_line(&whole, at(a.0, a.1), at(b.0, b.1), line, mark.color)?;
+        }
+        for &(x, median, low, high) in &series.points {
+            whisker(&whole, at(x, low), at(x, high), mark.color)?;
+            legend::draw_mark(&whole, at(x, median), mark)?;
+        }
+        if heading != Some(series.kind) {
+            heading = Some(series.kind);
+            entries.push(Entry::Heading(legend::kind_heading(series.kind).into()));
+        }
+        entries.push(Entry::Item {
+            label: series.label.clone(),
+            mark: Some(mark),
+            line,
+            color: mark.color,
+        });
+    }
+    if !chart.limits.is_empty() && heading != Some(ContenderKind::Limit) {
+        entries.push(Entry::Heading(
+            legend::kind_heading(ContenderKind::Limit).into(),
+        ));
+    }
     for (label, bps) in &chart.limits {
         // Several limits in one chart (cold and warm cells): tell them apart.
-        let color = limit_colors.next().copied().unwrap_or(BLACK);
-        let style = ShapeStyle::from(&color).stroke_width(2);
-        let level = bps / axes.unit_bps;
-        let line = vec![(x_range.start, level), (x_range.end, level)];
-        context
-            .draw_series(DashedLineSeries::new(line, 2, 4, style))?
-            .label(label.as_str())
-            .legend(move |(x, y)| DashedPathElement::new(vec![(x, y), (x + 24, y)], 2, 3, style));
+        let color = legend::LIMIT_COLORS[limit_index % legend::LIMIT_COLORS.len()];
+        limit_index += 1;
+        legend::draw_line(
+            &whole,
+            at(x_range.start, *bps),
+            at(x_range.end, *bps),
+            Line::Dotted,
+            color,
+        )?;
+        entries.push(Entry::Item {
+            label: label.clone(),
+            mark: None,
+            line: Line::Dotted,
+            color,
+        });
     }
-
-    context
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperLeft)
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .label_font(("sans-serif", 14))
-        .draw()?;
-    root.present()?;
-    footer.present()?;
+    legend::draw_legend(&legend_area, &entries)?;
+    whole.present()?;
     Ok(())
+}
+
+/// A vertical or horizontal min–max whisker between two pixels, with caps.
+pub(super) fn whisker(
+    area: &DrawingArea<SVGBackend<'_>, plotters::coord::Shift>,
+    from: (i32, i32),
+    to: (i32, i32),
+    color: RGBColor,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let style = ShapeStyle::from(&color.mix(0.8)).stroke_width(1);
+    area.draw(&PathElement::new(vec![from, to], style))?;
+    let vertical = from.0 == to.0;
+    for end in [from, to] {
+        let cap = if vertical {
+            vec![(end.0 - 4, end.1), (end.0 + 4, end.1)]
+        } else {
+            vec![(end.0, end.1 - 4), (end.0, end.1 + 4)]
+        };
+        area.draw(&PathElement::new(cap, style))?;
+    }
+    Ok(())
+}
+
+/// A throughput axis label: on a log axis only 1, 2 and 5 of each decade.
+fn rate_label(value: f64, log: bool) -> String {
+    if log && value > 0.0 {
+        let mantissa = value / 10f64.powf(value.log10().floor());
+        let round = mantissa.round();
+        if (mantissa - round).abs() > 1e-6 || ![1.0, 2.0, 5.0, 10.0].contains(&round) {
+            return String::new();
+        }
+    }
+    let text = if value.abs() >= 100.0 {
+        format!("{value:.0}")
+    } else {
+        format!("{value:.2}")
+    };
+    if text.contains('.') {
+        text.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        text
+    }
 }
 
 /// A scenario name as a file name: anything but `[A-Za-z0-9_-]` becomes `-`.

@@ -7,7 +7,8 @@
 //! plan.rs        scenarios -> cells (size, chunk, cache, flows) x contenders
 //! runner.rs      warm-up, then rounds A B C A B C …; cache dropping outside
 //!                the timed window; one RunRecord per run
-//!  ├ peers.rs    the standard tools as child processes (missing ones noted)
+//!  ├ peers.rs    the standard tools, and `flexio copy` itself, as child
+//!  │             processes timed alike (missing ones noted)
 //!  ├ limits.rs   memcpy, O_DIRECT disk read/write, iperf3 loopback
 //!  ├ meter.rs    the CPU-bound co-process of the meter scenario
 //!  └ fingerprint.rs  whether the bench directory can be cold (tmpfs)
@@ -15,7 +16,9 @@
 //! stats.rs       medians, min/max, ratios to the best peer and the limit
 //! table.rs       terminal tables
 //! output.rs      results.json, results.csv, report.md
-//! charts.rs      SVG charts
+//! charts.rs      SVG charts: lines by size, chunk and flows;
+//!  ├ charts/dots.rs    dot plots by contender for one-size scenarios
+//!  └ charts/legend.rs  a colour and marker per contender, the legend panel
 //! tune.rs        `flexio tune`: candidates per flow kind and size, run as
 //!                cells, turned into a profile for `auto`
 //! ```

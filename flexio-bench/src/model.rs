@@ -5,7 +5,9 @@
 use serde::{Deserialize, Serialize};
 
 /// Version of `results.json`; bumped when a field changes meaning.
-pub const SCHEMA_VERSION: u32 = 1;
+/// 2: `flexio copy` as a process (`Contender::Process`), the per-cell
+/// `summary` and the run's `provenance`.
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// Whether the source was in the page cache when a run started.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -45,6 +47,22 @@ pub enum Contender {
         #[serde(default)]
         builtin_table: bool,
     },
+    /// `flexio copy` started as a process for every run, timed by the
+    /// same harness as the peers (start-up, exec and exit included): the
+    /// contender every comparison with a peer uses.
+    Process {
+        /// `auto` (no flags: the profile or the built-in table decides, as
+        /// for a user's `flexio copy SRC DST`) or the mechanism of `--via`.
+        mechanism: String,
+        /// `--chunk` in bytes (passed for a fixed mechanism only).
+        chunk: u64,
+        /// `--direct` (a fixed mechanism only).
+        direct: bool,
+        /// `--queue-depth` (a fixed mechanism only).
+        queue_depth: u32,
+        /// `--pipe-size` in bytes (a fixed mechanism only).
+        pipe_size: u64,
+    },
     /// A standard tool, e.g. `cp`, `dd bs=1M`, `socat`, `iperf3 -Z`.
     Peer {
         /// The label shown in tables, e.g. `dd bs=1M iflag=direct oflag=direct`.
@@ -55,6 +73,35 @@ pub enum Contender {
         /// e.g. `memcpy`, `disk-direct-read`, `iperf3-loopback`.
         name: String,
     },
+}
+
+/// What kind of contender a result is, as `results.json` and the tables
+/// name it: what it may be compared with depends on it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ContenderKind {
+    /// A flexio mechanism run inside the bench process (no start-up, its
+    /// buffers and rings warm from the run before): for comparing
+    /// mechanisms with each other, never with a peer.
+    Engine,
+    /// `flexio copy` as a process, timed like a peer.
+    Process,
+    /// A standard tool as a process.
+    Peer,
+    /// A physical limit.
+    Limit,
+}
+
+impl ContenderKind {
+    /// `engine`, `process`, `peer` or `limit`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ContenderKind::Engine => "engine",
+            ContenderKind::Process => "process",
+            ContenderKind::Peer => "peer",
+            ContenderKind::Limit => "limit",
+        }
+    }
 }
 
 fn default_queue_depth() -> u32 {
@@ -108,12 +155,63 @@ impl Contender {
                 }
                 label
             }
+            Contender::Process {
+                mechanism,
+                direct,
+                queue_depth,
+                pipe_size,
+                ..
+            } => {
+                let mut label = "flexio copy".to_string();
+                if mechanism != "auto" {
+                    label += &format!(" --via {mechanism}");
+                    if *direct && mechanism != "direct" {
+                        label += " --direct";
+                    }
+                    if *queue_depth != default_queue_depth() {
+                        label += &format!(" --queue-depth {queue_depth}");
+                    }
+                    if *pipe_size != default_pipe_size() {
+                        label += &format!(" --pipe-size {}", flexio::format_bytes(*pipe_size));
+                    }
+                }
+                label + " (process)"
+            }
             Contender::Peer { name } => name.clone(),
             Contender::Limit { name } => format!("limit: {name}"),
         }
     }
 
-    /// Whether this is a flexio mechanism.
+    /// Engine, process, peer or limit.
+    ///
+    /// # Examples
+    /// ```
+    /// use flexio_bench::model::{Contender, ContenderKind};
+    /// let cp = Contender::Peer { name: "cp".into() };
+    /// assert_eq!(cp.kind(), ContenderKind::Peer);
+    /// ```
+    pub fn kind(&self) -> ContenderKind {
+        match self {
+            Contender::Flexio { .. } => ContenderKind::Engine,
+            Contender::Process { .. } => ContenderKind::Process,
+            Contender::Peer { .. } => ContenderKind::Peer,
+            Contender::Limit { .. } => ContenderKind::Limit,
+        }
+    }
+
+    /// Whether this is `flexio copy` run as a process.
+    pub fn is_process(&self) -> bool {
+        matches!(self, Contender::Process { .. })
+    }
+
+    /// Whether it runs as a process, as a standard tool does: a peer or
+    /// `flexio copy`. Only these are compared with peers.
+    pub fn runs_as_process(&self) -> bool {
+        self.is_process() || self.is_peer()
+    }
+
+    /// Whether this is a flexio mechanism run in the bench's process (the
+    /// engine; `flexio copy` as a process is [`Self::is_process`]).
     pub fn is_flexio(&self) -> bool {
         matches!(self, Contender::Flexio { .. })
     }
@@ -225,4 +323,118 @@ pub struct Results {
     pub notes: Vec<String>,
     /// Every raw run, warm-ups included (round 0).
     pub runs: Vec<RunRecord>,
+    /// Where the run came from: flexio's version and commit, when it
+    /// started, what `auto` consulted (absent in results of schema 1).
+    #[serde(default)]
+    pub provenance: Provenance,
+    /// Per cell, each contender's median, min and max and its kind, and
+    /// the verdict against the best peer: derived from `runs` when the
+    /// results are written (empty until then).
+    #[serde(default)]
+    pub summary: Vec<CellSummary>,
+}
+
+/// Where a bench run came from.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Provenance {
+    /// The flexio version that ran.
+    pub flexio_version: String,
+    /// `git rev-parse HEAD` of the checkout it was built from, `unknown`
+    /// when it was not built from one.
+    pub git_commit: String,
+    /// When the run started, UTC, RFC 3339.
+    pub started_at: String,
+    /// The tuned profile `auto` consulted (its path), or `None` when the
+    /// built-in table decided.
+    pub auto_profile: Option<String>,
+    /// The `flexio` executable timed as a process (`None`: none was given,
+    /// and no process contender ran).
+    pub flexio_executable: Option<String>,
+}
+
+impl Provenance {
+    /// This build's version and commit, starting now.
+    pub fn now() -> Self {
+        Provenance {
+            flexio_version: env!("CARGO_PKG_VERSION").to_string(),
+            git_commit: env!("FLEXIO_GIT_COMMIT").to_string(),
+            started_at: rfc3339_utc(std::time::SystemTime::now()),
+            auto_profile: None,
+            flexio_executable: None,
+        }
+    }
+}
+
+/// `time` as `YYYY-MM-DDTHH:MM:SSZ`.
+///
+/// # Examples
+/// ```
+/// use std::time::{Duration, UNIX_EPOCH};
+/// let t = UNIX_EPOCH + Duration::from_secs(1_700_000_000);
+/// assert_eq!(flexio_bench::model::rfc3339_utc(t), "2023-11-14T22:13:20Z");
+/// ```
+pub fn rfc3339_utc(time: std::time::SystemTime) -> String {
+    let seconds = time
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let (days, rest) = (seconds / 86_400, seconds % 86_400);
+    // Howard Hinnant's days-to-civil, for days since 1970-01-01.
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let day_of_era = z.rem_euclid(146_097);
+    let year_of_era =
+        (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
+    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
+    let month_index = (5 * day_of_year + 2) / 153;
+    let day = day_of_year - (153 * month_index + 2) / 5 + 1;
+    let month = if month_index < 10 {
+        month_index + 3
+    } else {
+        month_index - 9
+    };
+    let year = year_of_era + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
+        rest / 3600,
+        rest / 60 % 60,
+        rest % 60
+    )
+}
+
+/// One cell of `results.json`'s summary.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CellSummary {
+    /// Where.
+    pub cell: CellKey,
+    /// The cell in words, as in the tables.
+    pub label: String,
+    /// Every contender's counted runs, summarised.
+    pub contenders: Vec<ContenderSummary>,
+    /// `flexio copy` as a process against the fastest peer, when both ran.
+    pub verdict: Option<String>,
+}
+
+/// One contender of a [`CellSummary`].
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ContenderSummary {
+    /// The label in tables and charts.
+    pub contender: String,
+    /// Engine, process, peer or limit.
+    pub kind: ContenderKind,
+    /// Counted runs.
+    pub runs: usize,
+    /// Median throughput, bytes per second.
+    pub median_bytes_per_s: f64,
+    /// Slowest counted run, bytes per second.
+    pub min_bytes_per_s: f64,
+    /// Fastest counted run, bytes per second.
+    pub max_bytes_per_s: f64,
+    /// Median of per-round ratios to the fastest peer (processes and
+    /// peers only).
+    pub ratio_to_best_peer: Option<f64>,
+    /// Median over the median of the limit that bounds the cell.
+    pub ratio_to_limit: Option<f64>,
+    /// Why a ratio above 1 to the limit is not a contender beating
+    /// physics (see `stats::limit_explanation`).
+    pub limit_note: Option<String>,
 }

@@ -14,7 +14,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use crate::charts;
-use crate::model::{Contender, Results, RunRecord, SCHEMA_VERSION};
+use crate::model::{CellSummary, Contender, ContenderSummary, Results, RunRecord, SCHEMA_VERSION};
 use crate::stats;
 use crate::table;
 
@@ -63,7 +63,11 @@ pub fn write_all(dir: &Path, results: &Results) -> io::Result<Vec<PathBuf>> {
     let mut written = Vec::new();
 
     let json_path = dir.join(RESULTS_JSON);
-    let mut json = serde_json::to_string_pretty(results).map_err(io::Error::other)?;
+    let with_summary = Results {
+        summary: cell_summaries(&summaries),
+        ..results.clone()
+    };
+    let mut json = serde_json::to_string_pretty(&with_summary).map_err(io::Error::other)?;
     json.push('\n');
     write_replacing(&json_path, json.as_bytes())?;
     written.push(json_path);
@@ -89,6 +93,40 @@ pub fn write_all(dir: &Path, results: &Results) -> io::Result<Vec<PathBuf>> {
 pub(crate) fn write_replacing(path: &Path, bytes: &[u8]) -> io::Result<()> {
     flexio::write_file_replacing_regular(path, bytes)
         .map_err(|error| io::Error::new(error.kind(), format!("{}: {error}", path.display())))
+}
+
+/// The per-cell summary of `results.json`: every contender's median, min
+/// and max with its kind, and the verdict of `flexio copy` as a process
+/// against the fastest peer, in the order of `summaries`.
+pub fn cell_summaries(summaries: &[stats::Summary]) -> Vec<CellSummary> {
+    let verdicts = stats::peer_verdicts(summaries);
+    let mut cells: Vec<CellSummary> = Vec::new();
+    for summary in summaries {
+        let entry = ContenderSummary {
+            contender: summary.contender.label(),
+            kind: summary.contender.kind(),
+            runs: summary.runs,
+            median_bytes_per_s: summary.median_bps,
+            min_bytes_per_s: summary.min_bps,
+            max_bytes_per_s: summary.max_bps,
+            ratio_to_best_peer: summary.ratio_to_best_peer,
+            ratio_to_limit: summary.ratio_to_limit,
+            limit_note: summary.limit_note.clone(),
+        };
+        match cells.iter_mut().find(|c| c.cell == summary.cell) {
+            Some(cell) => cell.contenders.push(entry),
+            None => cells.push(CellSummary {
+                cell: summary.cell.clone(),
+                label: crate::plan::label(&summary.cell),
+                contenders: vec![entry],
+                verdict: verdicts
+                    .iter()
+                    .find(|v| v.cell == summary.cell)
+                    .map(stats::PeerVerdict::line),
+            }),
+        }
+    }
+    cells
 }
 
 /// Reads a `results.json` written by [`write_all`].
@@ -151,6 +189,17 @@ fn csv_fields(run: &RunRecord) -> Vec<String> {
             chunk.to_string(),
             direct.to_string(),
         ),
+        Contender::Process {
+            mechanism,
+            chunk,
+            direct,
+            ..
+        } => (
+            "process",
+            mechanism.clone(),
+            chunk.to_string(),
+            direct.to_string(),
+        ),
         Contender::Peer { name } => ("peer", name.clone(), String::new(), String::new()),
         Contender::Limit { name } => ("limit", name.clone(), String::new(), String::new()),
     };
@@ -196,7 +245,19 @@ fn csv_field(field: &str) -> String {
 /// its table and charts, the limits, the missing peers and the notes.
 pub fn report(results: &Results, summaries: &[stats::Summary], charts: &[PathBuf]) -> String {
     let machine = &results.fingerprint;
-    let mut out = String::from("# flexio bench\n\n");
+    let mut out = String::from("# flexio bench\n\n## Verdicts\n\n");
+    let _ = writeln!(out, "{}\n", table::provenance_line(results));
+    for line in table::verdict_lines(summaries) {
+        match line.strip_prefix("  ") {
+            Some(cell) => {
+                let _ = writeln!(out, "  - {}", cell.replace('*', "\\*"));
+            }
+            None => {
+                let _ = writeln!(out, "- {}", line.replace('*', "\\*"));
+            }
+        }
+    }
+    out.push('\n');
     out.push_str("| machine | |\n| --- | --- |\n");
     for (what, value) in [
         ("CPU", format!("{} × {}", machine.cpus, machine.cpu_model)),
@@ -212,11 +273,18 @@ pub fn report(results: &Results, summaries: &[stats::Summary], charts: &[PathBuf
     let _ = writeln!(
         out,
         "Method: round 0 is a warm-up and not counted; rounds 1–{rounds} run every contender \
-         of a cell in turn (A B C A B C …). Throughput is the median with min–max; costs are \
-         medians per GiB moved; × best peer is the median of the per-round ratios to the \
-         fastest peer of the cell; × limit is the median divided by the median of the \
-         physical limit that bounds the cell, measured in the same run. Raw runs: [{RESULTS_JSON}]({RESULTS_JSON}), \
-         [{RESULTS_CSV}]({RESULTS_CSV}).\n"
+         of a cell in turn (A B C A B C …). Kinds: *engine* rows are flexio mechanisms run \
+         inside the bench process (no start-up, buffers warm from the run before), for \
+         comparing mechanisms with each other; *process* rows are `flexio copy` started as a \
+         process for every run, timed by the same harness as the *peers* (start-up included, \
+         one copy per run); *limit* rows are physical limits. Throughput is the median with \
+         min–max; costs are medians per GiB moved; × best peer is the median of the per-round \
+         ratios to the fastest peer of the cell, for process and peer rows only; × limit is \
+         the median divided by the median of the physical limit that bounds the cell \
+         (round by round when the limit ran in the cell itself), measured in the same run, \
+         and a ratio above 1 is explained under its table ({LIMIT_MARK}). Raw runs and the \
+         per-cell summary: [{RESULTS_JSON}]({RESULTS_JSON}), [{RESULTS_CSV}]({RESULTS_CSV}).\n",
+        LIMIT_MARK = table::LIMIT_MARK
     );
 
     let file_name = |path: &PathBuf| {
@@ -233,7 +301,14 @@ pub fn report(results: &Results, summaries: &[stats::Summary], charts: &[PathBuf
             let rest = name.strip_prefix(&prefix).unwrap_or_default();
             // `file-to-file-size.svg` belongs to `file-to-file`, not to
             // `file-to-file-durable`, whose charts are `…-durable-size.svg`.
-            if matches!(rest, "size.svg" | "chunk.svg" | "scaling.svg") {
+            let rest = rest
+                .strip_prefix("warm-")
+                .or_else(|| rest.strip_prefix("cold-"))
+                .unwrap_or(rest);
+            if matches!(
+                rest,
+                "size.svg" | "chunk.svg" | "scaling.svg" | "contenders.svg" | "kept.svg"
+            ) {
                 let stem = name.trim_end_matches(".svg");
                 let _ = writeln!(out, "![{stem}]({name})\n");
             }

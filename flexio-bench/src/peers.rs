@@ -39,6 +39,10 @@ pub struct PeerSpec {
     pub stdout_to_sink: bool,
     /// `iperf3`'s client/server pair instead of one command.
     pub iperf3: Option<Iperf3Mode>,
+    /// Standard error, and standard output when it does not carry the
+    /// data, go to this file instead of `/dev/null` (`flexio copy --json`
+    /// writes its report there, for the mechanism that ran).
+    pub capture: Option<PathBuf>,
 }
 
 /// How the iperf3 client sends.
@@ -86,6 +90,7 @@ impl PeerSpec {
             stdin_from_source: false,
             stdout_to_sink: false,
             iperf3: None,
+            capture: None,
         }
     }
 
@@ -463,14 +468,21 @@ pub fn spawn_peer(
         }
         None => {}
     }
-    match io.stdout {
-        Some(fd) => command.stdout(Stdio::from(fd)),
-        None => command.stdout(Stdio::null()),
+    let capture = match &spec.capture {
+        Some(path) => Some(std::fs::File::create(path)?),
+        None => None,
     };
-    // stderr is not read while the child runs; a tool that fills the pipe
-    // would block, so only the first bytes matter: keep it null unless
-    // diagnosing.
-    command.stderr(Stdio::null());
+    match (io.stdout, &capture) {
+        (Some(fd), _) => command.stdout(Stdio::from(fd)),
+        (None, Some(file)) => command.stdout(file.try_clone()?),
+        (None, None) => command.stdout(Stdio::null()),
+    };
+    // stderr is never a pipe the bench would have to drain while the
+    // child runs (a tool that filled it would block): a file, or null.
+    match capture {
+        Some(file) => command.stderr(file),
+        None => command.stderr(Stdio::null()),
+    };
     Supervised::spawn(&mut command, CHILD_DEADLINE)
 }
 

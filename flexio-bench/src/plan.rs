@@ -103,6 +103,14 @@ pub enum Entrant {
         /// decides), beside an `auto` that consults it.
         builtin_table: bool,
     },
+    /// `flexio copy` started as a process, timed like a peer: `auto` with
+    /// no flags, or a fixed mechanism with all of `params` as flags.
+    Process {
+        /// The mechanism (`auto`: no `--via` and no parameter flags).
+        mechanism: MechanismName,
+        /// Its parameters (ignored for `auto`).
+        params: Params,
+    },
     /// A standard tool.
     Peer(PeerSpec),
     /// A physical limit.
@@ -141,6 +149,19 @@ impl Entrant {
         }
     }
 
+    /// `flexio copy SRC DST` as a process: what a user runs.
+    pub fn process_auto() -> Self {
+        Entrant::Process {
+            mechanism: MechanismName::Auto,
+            params: Params::default(),
+        }
+    }
+
+    /// `flexio copy --via MECHANISM` with `params` as flags, as a process.
+    pub fn process(mechanism: MechanismName, params: Params) -> Self {
+        Entrant::Process { mechanism, params }
+    }
+
     /// `io-uring --direct`.
     pub fn io_uring_direct(chunk: usize) -> Self {
         Entrant::Flexio {
@@ -169,6 +190,21 @@ impl Entrant {
                 pipe_size: params.pipe_size as u64,
                 builtin_table: *builtin_table,
             },
+            Entrant::Process { mechanism, params } => {
+                let auto = *mechanism == MechanismName::Auto;
+                let params = if auto {
+                    Params::default()
+                } else {
+                    params.clone()
+                };
+                Contender::Process {
+                    mechanism: mechanism.as_str().to_string(),
+                    chunk: params.chunk as u64,
+                    direct: params.direct,
+                    queue_depth: params.queue_depth,
+                    pipe_size: params.pipe_size as u64,
+                }
+            }
             Entrant::Peer(peer) => Contender::Peer {
                 name: peer.name.clone(),
             },
@@ -271,6 +307,28 @@ pub struct Plan {
 
 const DEFAULT_CHUNK: usize = 256 << 10;
 
+/// The disk limits measured beside the contenders of a cold cell, in the
+/// same rounds, on the same file: a disk shared with other tenants drifts
+/// from minute to minute, and a limit measured once before the cells was
+/// beaten by 1.71× by a cold copy measured later.
+fn disk_limits_beside(durable: bool) -> Vec<Entrant> {
+    let mut limits = vec![Entrant::Limit(Probe::DiskRead)];
+    if durable {
+        limits.push(Entrant::Limit(Probe::DiskWrite));
+    }
+    limits
+}
+
+/// The network limit measured beside the contenders of a socket cell, in
+/// the same rounds: measured once before the cells, it was beaten by up
+/// to 1.9× by runs a minute later.
+fn network_limit_beside(path: &str) -> Entrant {
+    match path {
+        "veth" => Entrant::Limit(Probe::Iperf3Veth),
+        _ => Entrant::Limit(Probe::Iperf3Loopback),
+    }
+}
+
 fn file_to_file_entrants(durable: bool) -> Vec<Entrant> {
     use MechanismName::*;
     let mut entrants: Vec<Entrant> = [ReadWrite, Mmap, CopyFileRange, Sendfile, Splice, IoUring]
@@ -280,6 +338,7 @@ fn file_to_file_entrants(durable: bool) -> Vec<Entrant> {
     entrants.push(Entrant::io_uring_direct(DEFAULT_CHUNK));
     entrants.push(Entrant::flexio(Direct, DEFAULT_CHUNK));
     entrants.push(Entrant::flexio(Auto, DEFAULT_CHUNK));
+    entrants.push(Entrant::process_auto());
     if durable {
         entrants.extend([
             Entrant::Peer(PeerSpec::cp_sync()),
@@ -341,12 +400,11 @@ impl Plan {
                 .map(|&s| (s, Warm))
                 .chain(cold.iter().map(|&s| (s, Cold)));
             for (size, cache) in sized {
-                cells.push(Cell::new(
-                    Scenario::FileToFile,
-                    size,
-                    cache,
-                    file_to_file_entrants(false),
-                ));
+                let mut entrants = file_to_file_entrants(false);
+                if cache == Cold {
+                    entrants.extend(disk_limits_beside(false));
+                }
+                cells.push(Cell::new(Scenario::FileToFile, size, cache, entrants));
             }
             let chunks: &[u64] = if full {
                 &[
@@ -373,12 +431,9 @@ impl Plan {
         }
         if wanted(Scenario::FileToFileDurable) {
             for size in sizes(&[64 * MIB], &[GIB]) {
-                cells.push(Cell::new(
-                    Scenario::FileToFileDurable,
-                    size,
-                    Cold,
-                    file_to_file_entrants(true),
-                ));
+                let mut entrants = file_to_file_entrants(true);
+                entrants.extend(disk_limits_beside(true));
+                cells.push(Cell::new(Scenario::FileToFileDurable, size, Cold, entrants));
             }
         }
         let mut paths = vec!["loopback"];
@@ -392,11 +447,13 @@ impl Plan {
                     let mut entrants =
                         flexio_entrants(&[Sendfile, Splice, ReadWrite, Mmap, IoUring, Auto]);
                     entrants.extend([
+                        Entrant::process_auto(),
                         Entrant::Peer(PeerSpec::socat_send()),
                         Entrant::Peer(PeerSpec::nc_send()),
                         Entrant::Peer(PeerSpec::iperf3(Iperf3Mode::Memory)),
                         Entrant::Peer(PeerSpec::iperf3(Iperf3Mode::ZeroCopy)),
                     ]);
+                    entrants.push(network_limit_beside(path));
                     cells.push(Cell::new(Scenario::FileToSocket, size, Warm, entrants).path(path));
                 }
             }
@@ -406,9 +463,11 @@ impl Plan {
                 for &size in &net_sizes {
                     let mut entrants = flexio_entrants(&[Splice, ReadWrite, IoUring, Auto]);
                     entrants.extend([
+                        Entrant::process_auto(),
                         Entrant::Peer(PeerSpec::socat_receive()),
                         Entrant::Peer(PeerSpec::nc_receive()),
                     ]);
+                    entrants.push(network_limit_beside(path));
                     cells.push(
                         Cell::new(Scenario::SocketToFile, size, NotApplicable, entrants).path(path),
                     );
@@ -419,6 +478,7 @@ impl Plan {
             for size in sizes(&[64 * MIB], &[MIB, 64 * MIB, GIB]) {
                 let mut entrants = flexio_entrants(&[Splice, Sendfile, ReadWrite, Auto]);
                 entrants.extend([
+                    Entrant::process_auto(),
                     Entrant::Peer(PeerSpec::cat_pipe()),
                     Entrant::Peer(PeerSpec::pv_pipe()),
                 ]);
@@ -429,6 +489,7 @@ impl Plan {
             for size in sizes(&[64 * MIB], &[MIB, 64 * MIB, GIB]) {
                 let mut entrants = flexio_entrants(&[Splice, ReadWrite, Auto]);
                 entrants.extend([
+                    Entrant::process_auto(),
                     Entrant::Peer(PeerSpec::cat_from_pipe()),
                     Entrant::Peer(PeerSpec::dd_from_pipe()),
                 ]);
@@ -471,7 +532,10 @@ impl Plan {
         }
         if wanted(Scenario::Meter) {
             for size in sizes(&[256 * MIB], &[256 * MIB]) {
-                let entrants = flexio_entrants(&[Sendfile, ReadWrite, Splice, Mmap]);
+                let mut entrants = flexio_entrants(&[Sendfile, ReadWrite, Splice, Mmap]);
+                // Beside them, with the meter running and nothing pinned
+                // as they are: measured apart, pinned, it was beaten 2×.
+                entrants.push(network_limit_beside("loopback"));
                 cells.push(Cell::new(Scenario::Meter, size, Warm, entrants).path("loopback"));
             }
         }
@@ -502,30 +566,50 @@ impl Plan {
             .max()
             .unwrap_or(0);
         let disk = largest_file.clamp(256 * MIB, GIB);
-        let mut limits = vec![
-            Cell::new(
-                Scenario::Limits,
-                256 * MIB,
-                NotApplicable,
-                vec![Entrant::Limit(Probe::Memcpy)],
-            ),
-            Cell::new(
-                Scenario::Limits,
-                disk,
-                Cold,
-                [
-                    Probe::DiskDirectRead,
-                    Probe::DiskDirectWrite,
-                    Probe::DiskWriteFsync,
-                    Probe::FioRead,
-                    Probe::FioWrite,
-                    Probe::FioCopy,
-                ]
-                .into_iter()
-                .map(Entrant::Limit)
-                .collect(),
-            ),
-        ];
+        // memcpy at every size a cell bounded by it moves (warm files,
+        // pipes): a 1 MiB copy stays in the CPU's caches, and held against
+        // a 256 MiB memcpy from memory it "beat" the limit.
+        let mut memcpy_sizes: Vec<u64> = cells
+            .iter()
+            .filter(|c| {
+                c.key.cache != Cold
+                    && c.key.path.is_empty()
+                    && !matches!(c.key.scenario.as_str(), "memory" | "meter")
+            })
+            .map(|c| c.key.size)
+            .chain([256 * MIB])
+            .collect();
+        memcpy_sizes.sort_unstable();
+        memcpy_sizes.dedup();
+        let mut limits: Vec<Cell> = memcpy_sizes
+            .into_iter()
+            .map(|size| {
+                Cell::new(
+                    Scenario::Limits,
+                    size,
+                    NotApplicable,
+                    vec![Entrant::Limit(Probe::Memcpy)],
+                )
+            })
+            .collect();
+        limits.push(Cell::new(
+            Scenario::Limits,
+            disk,
+            Cold,
+            [
+                Probe::DiskRead,
+                Probe::DiskWrite,
+                Probe::DiskDirectRead,
+                Probe::DiskDirectWrite,
+                Probe::DiskWriteFsync,
+                Probe::FioRead,
+                Probe::FioWrite,
+                Probe::FioCopy,
+            ]
+            .into_iter()
+            .map(Entrant::Limit)
+            .collect(),
+        ));
         if cells.iter().any(|c| !c.key.path.is_empty()) {
             let bytes = if full { GIB } else { 256 * MIB };
             limits.push(
@@ -655,6 +739,51 @@ mod tests {
             .cells
             .iter()
             .any(|c| c.key.scenario == "file-to-file-durable"));
+    }
+
+    #[test]
+    fn every_cell_with_a_peer_runs_flexio_copy_as_a_process_and_bounded_cells_their_limit() {
+        for full in [false, true] {
+            let plan = Plan::build(&PlanOptions {
+                full,
+                veth: true,
+                ..PlanOptions::default()
+            });
+            let has = |cell: &Cell, probe: Probe| cell.entrants.contains(&Entrant::Limit(probe));
+            for cell in &plan.cells {
+                let label = cell.label();
+                let peers = cell
+                    .entrants
+                    .iter()
+                    .filter(|e| matches!(e, Entrant::Peer(_)));
+                if peers.count() > 0 {
+                    assert!(cell.entrants.contains(&Entrant::process_auto()), "{label}");
+                }
+                if cell.key.scenario == "limits" {
+                    continue;
+                }
+                if cell.key.cache == CacheState::Cold {
+                    assert!(has(cell, Probe::DiskRead), "{label}");
+                }
+                if cell.key.scenario == "file-to-file-durable" {
+                    assert!(has(cell, Probe::DiskWrite), "{label}");
+                }
+                if cell.key.scenario.contains("socket") || cell.key.scenario == "meter" {
+                    let probe = match cell.key.path.as_str() {
+                        "veth" => Probe::Iperf3Veth,
+                        _ => Probe::Iperf3Loopback,
+                    };
+                    assert!(has(cell, probe), "{label}");
+                }
+            }
+            let disk = plan
+                .cells
+                .iter()
+                .find(|c| c.key.scenario == "limits" && c.key.cache == CacheState::Cold)
+                .unwrap();
+            assert!(disk.entrants.contains(&Entrant::Limit(Probe::DiskRead)));
+            assert!(disk.entrants.contains(&Entrant::Limit(Probe::DiskWrite)));
+        }
     }
 
     #[test]

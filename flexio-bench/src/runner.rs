@@ -45,7 +45,7 @@ use flexio::measure::{self, Rusage, Sample};
 use flexio::tune::Profile;
 use flexio::{builtin_choice, EndpointKind};
 
-use crate::model::{CacheState, Contender, Results, RunRecord, SCHEMA_VERSION};
+use crate::model::{CacheState, Contender, Provenance, Results, RunRecord, SCHEMA_VERSION};
 use crate::peers::{self, VethPair};
 use crate::plan::{Cell, Entrant, Plan, Scenario};
 
@@ -86,6 +86,10 @@ pub struct RunOptions {
     /// plan built with `PlanOptions::auto_builtin` also runs `auto`
     /// without it.
     pub profile: Option<Profile>,
+    /// The `flexio` executable run as a process beside the peers
+    /// (`flexio copy`); without one those contenders are left out, with a
+    /// note. `flexio bench` passes its own executable.
+    pub flexio_exe: Option<PathBuf>,
 }
 
 impl RunOptions {
@@ -100,6 +104,7 @@ impl RunOptions {
             drop_caches: is_root(),
             command_line: String::new(),
             profile: None,
+            flexio_exe: None,
         }
     }
 }
@@ -267,6 +272,19 @@ pub fn run(plan: &Plan, options: &RunOptions, observer: &mut dyn Observer) -> io
             schema_version: SCHEMA_VERSION,
             fingerprint: crate::model::Fingerprint::of_this_machine(&options.dir),
             command: options.command_line.clone(),
+            provenance: Provenance {
+                auto_profile: options.profile.as_ref().map(|profile| {
+                    profile
+                        .path
+                        .as_ref()
+                        .map_or_else(|| "(unsaved profile)".into(), |p| p.display().to_string())
+                }),
+                flexio_executable: options
+                    .flexio_exe
+                    .as_ref()
+                    .map(|exe| exe.display().to_string()),
+                ..Provenance::now()
+            },
             ..Results::default()
         },
         noted: BTreeSet::new(),
@@ -378,6 +396,19 @@ impl Bench<'_> {
                         .collect();
                     // A limit's tool is the peer that is missing.
                     (missing.join(" "), missing)
+                }
+                Entrant::Process { .. } => {
+                    if self.options.flexio_exe.is_none() {
+                        let label = entrant.contender().label();
+                        self.note(
+                            observer,
+                            format!(
+                                "{label}: no flexio executable given; its cells run without it"
+                            ),
+                        );
+                        active[i] = false;
+                    }
+                    continue;
                 }
                 Entrant::Flexio { .. } => continue,
             };

@@ -14,8 +14,8 @@
 //! | the cell | limit |
 //! | --- | --- |
 //! | network (scenario names a `socket`, or a non-empty `path`) | `iperf3-<path>` (`iperf3-loopback` when the path is empty or was not measured) |
-//! | cold source | `fio-read` (16 requests in flight), else `disk-direct-read` |
-//! | durable sink (scenario ends in `durable`) | `fio-write` (16 requests in flight), else `disk-write-fsync` (a durable write of zeros through the page cache), else `disk-direct-write`, else `disk-direct-read` when no write limit was measured |
+//! | cold source | `disk-read` (the faster of O_DIRECT and a buffered read of the cold source), else `fio-read` (16 requests in flight), else `disk-direct-read` |
+//! | durable sink (scenario ends in `durable`) | `disk-write` (the faster of O_DIRECT and a buffered write up to `fsync`), else `fio-write` (16 requests in flight), else `disk-write-fsync` (a durable write of zeros through the page cache), else `disk-direct-write`, else a read limit when no write limit was measured |
 //! | none of the above (memory, warm files, pipes) | `memcpy` |
 //!
 //! A durable cold copy is thus held against the slower of reading alone
@@ -26,9 +26,11 @@
 //!
 //! The limit of a cell is the *slowest* of its candidates that were
 //! measured. A limit run in the cell itself (`memcpy` beside flexio in the
-//! memory scenario) is used first; else the limits scenario's run at the
-//! cell's size, else at its largest size (the steady state). A cell none of
-//! whose limits was measured has no ratio to the limit.
+//! memory scenario, the disk's direct read beside the contenders of a cold
+//! cell) is used first, and held round by round as a peer is; else the
+//! limits scenario's run at the cell's size, else at its largest size (the
+//! steady state). A cell none of whose limits was measured has no ratio to
+//! the limit. A ratio above 1 comes with [`limit_explanation`].
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -64,9 +66,18 @@ pub struct Summary {
     /// Context switches per GiB moved, median over runs.
     pub switches_per_gib: f64,
     /// Median over rounds of this contender's throughput divided by the
-    /// best peer's throughput in the same round; `None` where the cell has
-    /// no peer (or they share no round).
+    /// best peer's throughput in the same round; only for what runs as a
+    /// process (`flexio copy` and the peers themselves), `None` for the
+    /// engine's in-process figures and where the cell has no peer (or
+    /// they share no round).
     pub ratio_to_best_peer: Option<f64>,
+    /// The lowest and the highest of those per-round ratios.
+    #[serde(default)]
+    pub best_peer_round_range: Option<(f64, f64)>,
+    /// For `flexio copy` as a process: the median of per-round ratios to
+    /// every peer of the cell, by the peer's label.
+    #[serde(default)]
+    pub ratios_to_peers: Vec<(String, f64)>,
     /// For `auto`: the median over rounds of its throughput divided by the
     /// fastest fixed flexio mechanism's (by median) in the same round.
     #[serde(default)]
@@ -82,6 +93,14 @@ pub struct Summary {
     /// Median throughput divided by the median of the cell's physical limit
     /// (see the module documentation); `None` when it was not measured.
     pub ratio_to_limit: Option<f64>,
+    /// Why `ratio_to_limit` is above 1 (see [`limit_explanation`]).
+    #[serde(default)]
+    pub limit_note: Option<String>,
+    /// The host CPU column's resolution per GiB when this contender's
+    /// median host CPU per run is below one tick of `/proc/stat` (10 ms):
+    /// the figure is then "less than this", not a measurement.
+    #[serde(default)]
+    pub host_cpu_below_resolution: Option<f64>,
     /// The mechanism that really ran (flexio only); several, most frequent
     /// first and joined by `, `, when the runs disagree.
     pub mechanism_used: Option<String>,
@@ -182,9 +201,42 @@ pub fn summarize(results: &Results) -> Vec<Summary> {
         let mut ratios = round_ratios(summary, other);
         (!ratios.is_empty()).then(|| median(&mut ratios))
     };
-    let peer_ratios: Vec<Option<f64>> = summaries
+    // Only what runs as a process is held against a peer: the engine's
+    // figures have no start-up and warm buffers (see `ContenderKind`).
+    /// A median ratio and the range of the per-round ratios it came from.
+    type RoundRatio = (Option<f64>, Option<(f64, f64)>);
+    let peer_ratios: Vec<RoundRatio> = summaries
         .iter()
-        .map(|summary| round_ratio(summary, best_peer.get(&summary.cell)?.0))
+        .map(|summary| {
+            let Some(best) = best_peer.get(&summary.cell) else {
+                return (None, None);
+            };
+            if !summary.contender.runs_as_process() {
+                return (None, None);
+            }
+            let mut ratios = round_ratios(summary, best.0);
+            if ratios.is_empty() {
+                return (None, None);
+            }
+            let range = (
+                ratios.iter().copied().fold(f64::INFINITY, f64::min),
+                ratios.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+            );
+            (Some(median(&mut ratios)), Some(range))
+        })
+        .collect();
+    let peers_of: Vec<Vec<(String, f64)>> = summaries
+        .iter()
+        .map(|summary| {
+            if !summary.contender.is_process() {
+                return Vec::new();
+            }
+            summaries
+                .iter()
+                .filter(|p| p.cell == summary.cell && p.contender.is_peer())
+                .filter_map(|p| Some((p.contender.label(), round_ratio(summary, &p.contender)?)))
+                .collect()
+        })
         .collect();
     let mut fixed_ratios: Vec<Vec<f64>> = summaries
         .iter()
@@ -210,17 +262,35 @@ pub fn summarize(results: &Results) -> Vec<Summary> {
         })
         .collect();
 
-    let limit_ratios: Vec<Option<f64>> = summaries
+    // A limit measured in the cell itself ran in the same rounds: held
+    // round by round, as a peer is; one measured apart, by medians.
+    let limit_ratios: Vec<(Option<f64>, Option<String>)> = summaries
         .iter()
         .map(|summary| {
-            let limit = limit_for(&summaries, &summary.cell)?;
-            let ratio = summary.median_bps / limit.median_bps;
-            ratio.is_finite().then_some(ratio)
+            let Some(limit) = limit_for(&summaries, &summary.cell) else {
+                return (None, None);
+            };
+            // A limit is not held against another limit of its cell.
+            if summary.contender.kind() == crate::model::ContenderKind::Limit
+                && summary.contender != limit.contender
+            {
+                return (None, None);
+            }
+            let ratio = if limit.cell == summary.cell {
+                round_ratio(summary, &limit.contender)
+            } else {
+                Some(summary.median_bps / limit.median_bps).filter(|r| r.is_finite())
+            };
+            let note = ratio
+                .filter(|r| *r > 1.0 && summary.contender != limit.contender)
+                .map(|r| limit_explanation(summary, limit, r));
+            (ratio, note)
         })
         .collect();
 
     for (i, summary) in summaries.iter_mut().enumerate() {
-        summary.ratio_to_best_peer = peer_ratios[i];
+        (summary.ratio_to_best_peer, summary.best_peer_round_range) = peer_ratios[i];
+        summary.ratios_to_peers = peers_of[i].clone();
         let mut fixed = std::mem::take(&mut fixed_ratios[i]);
         if !fixed.is_empty() {
             summary.ratio_to_best_fixed = Some(median(&mut fixed));
@@ -230,7 +300,7 @@ pub fn summarize(results: &Results) -> Vec<Summary> {
             ));
         }
         summary.ratio_to_builtin = builtin_ratios[i];
-        summary.ratio_to_limit = limit_ratios[i];
+        (summary.ratio_to_limit, summary.limit_note) = limit_ratios[i].clone();
     }
     summaries
 }
@@ -351,6 +421,92 @@ pub fn auto_verdicts(summaries: &[Summary]) -> Vec<AutoVerdict> {
     verdicts
 }
 
+/// `flexio copy` as a process against the fastest peer of one cell: the
+/// comparison a speed claim against the standard tools is made of.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PeerVerdict {
+    /// The cell.
+    pub cell: CellKey,
+    /// The process contender's label.
+    pub flexio: String,
+    /// The fastest peer's label.
+    pub peer: String,
+    /// Median over rounds of flexio's throughput over the peer's.
+    pub ratio: f64,
+    /// The lowest and highest of those per-round ratios.
+    pub rounds: (f64, f64),
+    /// The median of per-round ratios to each peer of the cell.
+    #[serde(default)]
+    pub each_peer: Vec<(String, f64)>,
+}
+
+impl PeerVerdict {
+    /// One line: `file-to-file 1 MiB warm: flexio copy (process) 0.93× cp
+    /// (rounds 0.88–1.01); 1.20× dd bs=1M, 1.05× cat SRC > DST`.
+    pub fn line(&self) -> String {
+        let others: Vec<String> = self
+            .each_peer
+            .iter()
+            .filter(|(peer, _)| *peer != self.peer)
+            .map(|(peer, ratio)| format!("{ratio:.2}× {peer}"))
+            .collect();
+        let others = match others.is_empty() {
+            true => String::new(),
+            false => format!("; {}", others.join(", ")),
+        };
+        format!(
+            "{}: {} {:.2}× {} (rounds {:.2}–{:.2}){}{others}",
+            crate::plan::label(&self.cell),
+            self.flexio,
+            self.ratio,
+            self.peer,
+            self.rounds.0,
+            self.rounds.1,
+            if self.rounds.1 < 1.0 {
+                ", slower in every round"
+            } else if self.rounds.0 > 1.0 {
+                ", faster in every round"
+            } else {
+                ""
+            }
+        )
+    }
+}
+
+/// Per cell with a peer, `flexio copy` as a process against the fastest
+/// peer (the `auto` process when several ran), in the order of
+/// `summaries`.
+pub fn peer_verdicts(summaries: &[Summary]) -> Vec<PeerVerdict> {
+    summaries
+        .iter()
+        .filter(|s| s.contender.is_process())
+        .filter(|s| {
+            // One verdict per cell: `auto`, else the first process.
+            let auto = |c: &Contender| matches!(c, Contender::Process { mechanism, .. } if mechanism == "auto");
+            auto(&s.contender)
+                || !summaries
+                    .iter()
+                    .any(|o| o.cell == s.cell && auto(&o.contender))
+        })
+        .filter_map(|s| {
+            let peer = best_peer(summaries, &s.cell)?;
+            Some(PeerVerdict {
+                cell: s.cell.clone(),
+                flexio: s.contender.label(),
+                peer: peer.contender.label(),
+                ratio: s.ratio_to_best_peer?,
+                rounds: s.best_peer_round_range?,
+                each_peer: s.ratios_to_peers.clone(),
+            })
+        })
+        .fold(Vec::new(), |mut verdicts: Vec<PeerVerdict>, verdict| {
+            if !verdicts.iter().any(|v| v.cell == verdict.cell) {
+                verdicts.push(verdict);
+            }
+            verdicts
+        })
+}
+
 /// The flexio contender with the highest median throughput in `cell`.
 pub fn best_flexio<'a>(summaries: &'a [Summary], cell: &CellKey) -> Option<&'a Summary> {
     summaries
@@ -386,7 +542,7 @@ pub fn best_peer<'a>(summaries: &'a [Summary], cell: &CellKey) -> Option<&'a Sum
 /// };
 /// assert_eq!(
 ///     limit_candidates(&cell),
-///     vec![vec!["fio-read".to_string(), "disk-direct-read".to_string()]]
+///     vec![vec!["disk-read".to_string(), "fio-read".to_string(), "disk-direct-read".to_string()]]
 /// );
 /// ```
 pub fn limit_candidates(cell: &CellKey) -> Vec<Vec<String>> {
@@ -407,16 +563,22 @@ pub fn limit_candidates(cell: &CellKey) -> Vec<Vec<String>> {
         resources.push(names);
     }
     if cell.cache == CacheState::Cold {
-        resources.push(vec!["fio-read".to_string(), "disk-direct-read".to_string()]);
+        resources.push(vec![
+            "disk-read".to_string(),
+            "fio-read".to_string(),
+            "disk-direct-read".to_string(),
+        ]);
     }
     if cell.scenario.ends_with("durable") {
         // Every byte must reach the disk: fio's write with requests in
         // flight, else a durable write of zeros through the page cache,
         // else flexio's direct write, else the direct read.
         resources.push(vec![
+            "disk-write".to_string(),
             "fio-write".to_string(),
             "disk-write-fsync".to_string(),
             "disk-direct-write".to_string(),
+            "disk-read".to_string(),
             "disk-direct-read".to_string(),
         ]);
     }
@@ -429,12 +591,21 @@ pub fn limit_candidates(cell: &CellKey) -> Vec<Vec<String>> {
 /// The summary of the physical limit that bounds `cell` (the slowest of
 /// [`limit_candidates`] that was measured), if any.
 pub fn limit_for<'a>(summaries: &'a [Summary], cell: &CellKey) -> Option<&'a Summary> {
+    let beside = |name: &String| {
+        summaries.iter().find(|s| {
+            &s.cell == cell && matches!(&s.contender, Contender::Limit { name: n } if n == name)
+        })
+    };
     limit_candidates(cell)
         .iter()
         .filter_map(|names| {
-            names
-                .iter()
-                .find_map(|name| measured_limit(summaries, name, cell))
+            // Measured beside the contenders first, whatever its rank: it
+            // saw the same file at the same moment.
+            names.iter().find_map(beside).or_else(|| {
+                names
+                    .iter()
+                    .find_map(|name| measured_limit(summaries, name, cell))
+            })
         })
         .filter(|limit| limit.median_bps.is_finite() && limit.median_bps > 0.0)
         .min_by(|a, b| a.median_bps.total_cmp(&b.median_bps))
@@ -464,13 +635,10 @@ fn measured_limit<'a>(summaries: &'a [Summary], name: &str, cell: &CellKey) -> O
     Some(largest)
 }
 
-/// flexio first, then the peers, then the limits.
-fn kind_rank(contender: &Contender) -> u8 {
-    match contender {
-        Contender::Flexio { .. } => 0,
-        Contender::Peer { .. } => 1,
-        Contender::Limit { .. } => 2,
-    }
+/// The engine's mechanisms first, then `flexio copy` as a process beside
+/// the peers, then the limits.
+fn kind_rank(contender: &Contender) -> crate::model::ContenderKind {
+    contender.kind()
 }
 
 /// Throughput per round; a round with several runs counts their mean.
@@ -515,14 +683,97 @@ fn summarize_group(cell: &CellKey, contender: &Contender, runs: &[&RunRecord]) -
         host_cpu_s_per_gib: per_gib(|run| run.host_cpu_busy_ns as f64 / 1e9),
         switches_per_gib: per_gib(|run| run.context_switches as f64),
         ratio_to_best_peer: None,
+        best_peer_round_range: None,
+        ratios_to_peers: Vec::new(),
         ratio_to_best_fixed: None,
         best_fixed_round_range: None,
         ratio_to_builtin: None,
         ratio_to_limit: None,
+        limit_note: None,
+        host_cpu_below_resolution: host_cpu_below_resolution(runs),
         mechanism_used: mechanisms_used(runs),
         resident_percent: optional(|run| run.source_resident_percent),
         meter_kept: optional(|run| run.meter_kept),
     }
+}
+
+/// One tick of the host CPU counters of `/proc/stat`, in nanoseconds.
+pub fn host_cpu_tick_ns() -> f64 {
+    1e9 / rustix::param::clock_ticks_per_second().max(1) as f64
+}
+
+/// The resolution per GiB of the host CPU figure when the median run
+/// counted less than one tick of it; `None` when it is a measurement.
+fn host_cpu_below_resolution(runs: &[&RunRecord]) -> Option<f64> {
+    let mut busy: Vec<f64> = runs.iter().map(|r| r.host_cpu_busy_ns as f64).collect();
+    let mut bytes: Vec<f64> = runs.iter().map(|r| r.bytes as f64).collect();
+    let tick = host_cpu_tick_ns();
+    let (busy, bytes) = (median(&mut busy), median(&mut bytes));
+    (busy < tick && bytes > 0.0).then(|| tick / 1e9 / (bytes / GIB))
+}
+
+/// Why a contender's ratio to its cell's limit is above 1, in words: the
+/// source was partly cached, the limit was measured apart (another size,
+/// another moment of a machine that drifts), or the two overlap within
+/// their runs' noise. Only a result none of these explains is said to be
+/// unexplained, which means the limit is wrong for the cell.
+///
+/// # Examples
+/// ```
+/// use flexio_bench::model::{CacheState, CellKey, Contender};
+/// use flexio_bench::stats::{limit_explanation, Summary};
+/// let cell = CellKey { scenario: "memory".into(), size: 1 << 20, chunk: 0,
+///     cache: CacheState::NotApplicable, flows: 1, path: String::new() };
+/// let summary = |contender, min: f64, median: f64, max: f64| Summary {
+///     cell: cell.clone(), contender, runs: 5, median_bps: median, min_bps: min,
+///     max_bps: max, cpu_s_per_gib: 0.0, host_cpu_s_per_gib: 0.0,
+///     switches_per_gib: 0.0, ratio_to_best_peer: None, best_peer_round_range: None,
+///     ratios_to_peers: Vec::new(),
+///     ratio_to_best_fixed: None, best_fixed_round_range: None, ratio_to_builtin: None,
+///     ratio_to_limit: None, limit_note: None, host_cpu_below_resolution: None,
+///     mechanism_used: None, resident_percent: None, meter_kept: None };
+/// let memcpy = summary(Contender::Limit { name: "memcpy".into() }, 8e9, 10e9, 12e9);
+/// let flow = summary(Contender::Peer { name: "x".into() }, 9e9, 11e9, 13e9);
+/// let note = limit_explanation(&flow, &memcpy, 1.1);
+/// assert!(note.contains("overlap"), "{note}");
+/// ```
+pub fn limit_explanation(summary: &Summary, limit: &Summary, ratio: f64) -> String {
+    let name = limit.contender.label();
+    let name = name.trim_start_matches("limit: ");
+    let mut reasons = Vec::new();
+    if summary.cell.cache == CacheState::Cold {
+        if let Some(resident) = summary.resident_percent.filter(|r| *r >= 1.0) {
+            reasons.push(format!(
+                "{resident:.0}% of the source was in the page cache at the start"
+            ));
+        }
+    }
+    if limit.cell != summary.cell {
+        reasons.push(format!(
+            "{name} was measured apart ({}), not in this cell's rounds",
+            crate::plan::label(&limit.cell)
+        ));
+    }
+    if summary.min_bps <= limit.max_bps {
+        reasons.push(format!(
+            "within the noise: its runs ({}–{}) overlap {name}'s ({}–{})",
+            flexio::format_rate(summary.min_bps),
+            flexio::format_rate(summary.max_bps),
+            flexio::format_rate(limit.min_bps),
+            flexio::format_rate(limit.max_bps)
+        ));
+    }
+    if reasons.is_empty() {
+        reasons.push(format!(
+            "not explained: every run beat every run of {name}; the limit is wrong for this cell"
+        ));
+    }
+    format!(
+        "{} {:.2}× {name}: {}",
+        summary.contender.label(),
+        ratio,
+        reasons.join("; ")
+    )
 }
 
 /// The mechanisms that really ran, most frequent first.
@@ -585,11 +836,17 @@ mod tests {
         assert_eq!(
             names(cell("file-to-file-durable", CacheState::Cold, "")),
             vec![
-                vec!["fio-read".to_string(), "disk-direct-read".to_string()],
                 vec![
+                    "disk-read".to_string(),
+                    "fio-read".to_string(),
+                    "disk-direct-read".to_string()
+                ],
+                vec![
+                    "disk-write".to_string(),
                     "fio-write".to_string(),
                     "disk-write-fsync".to_string(),
                     "disk-direct-write".to_string(),
+                    "disk-read".to_string(),
                     "disk-direct-read".to_string()
                 ]
             ]

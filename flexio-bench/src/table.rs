@@ -12,6 +12,9 @@ use crate::stats::{self, Summary, LIMITS_SCENARIO};
 /// The mark of the fastest flexio contender of a cell.
 pub const BEST_MARK: &str = "*";
 
+/// The mark of a ratio to the limit above 1, explained under the table.
+pub const LIMIT_MARK: &str = "†";
+
 /// A titled table of strings with per-column alignment.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Table {
@@ -115,7 +118,102 @@ pub fn render(results: &Results, summaries: &[Summary]) -> String {
         out.push_str("no counted runs\n\n");
     }
     out.push_str(&missing_and_notes(results, "", "  "));
+    out.push_str("== verdicts ==\n");
+    out.push_str(&provenance_line(results));
+    out.push('\n');
+    for line in verdict_lines(summaries) {
+        out.push_str(&line);
+        out.push('\n');
+    }
+    out.push('\n');
     out
+}
+
+/// Where the run came from, in one line: version, commit, start, what
+/// `auto` consulted.
+pub fn provenance_line(results: &Results) -> String {
+    let p = &results.provenance;
+    if p.flexio_version.is_empty() {
+        return "provenance: not recorded (results of an older flexio)".to_string();
+    }
+    format!(
+        "flexio {} (commit {}), started {}; auto consulted {}",
+        p.flexio_version,
+        p.git_commit,
+        p.started_at,
+        match &p.auto_profile {
+            Some(path) => format!("the tuned profile {path}"),
+            None => "no tuned profile (the built-in table)".to_string(),
+        }
+    )
+}
+
+/// The verdicts of a run, one line each: `flexio copy` as a process
+/// against the fastest peer per cell and overall, how many results went
+/// past their limit, and `auto` against the best fixed mechanism (engine,
+/// in-process).
+pub fn verdict_lines(summaries: &[Summary]) -> Vec<String> {
+    let mut lines = Vec::new();
+    let verdicts = stats::peer_verdicts(summaries);
+    if verdicts.is_empty() {
+        lines.push(
+            "flexio copy as a process ran beside no peer: no comparison with the standard tools"
+                .to_string(),
+        );
+    } else {
+        let ratios: Vec<f64> = verdicts.iter().map(|v| v.ratio).collect();
+        let faster = ratios.iter().filter(|r| **r >= 1.0).count();
+        lines.push(format!(
+            "flexio copy as a process against the fastest peer (timed alike, median of \
+             per-round ratios): geometric mean {:.2}× over {} cells, at least as fast in {faster}, \
+             slower in {}",
+            stats::geometric_mean(&ratios).unwrap_or(f64::NAN),
+            verdicts.len(),
+            verdicts.len() - faster
+        ));
+        lines.extend(verdicts.iter().map(|v| format!("  {}", v.line())));
+    }
+    let past: Vec<&Summary> = summaries
+        .iter()
+        .filter(|s| s.limit_note.is_some())
+        .collect();
+    if past.is_empty() {
+        lines.push("no result went past the physical limit of its cell".to_string());
+    } else {
+        let unexplained = past
+            .iter()
+            .filter(|s| {
+                s.limit_note
+                    .as_deref()
+                    .is_some_and(|n| n.contains("not explained"))
+            })
+            .count();
+        lines.push(format!(
+            "{} results above the limit of their cell, each explained under its table \
+             ({LIMIT_MARK}){}",
+            past.len(),
+            if unexplained > 0 {
+                format!("; {unexplained} not explained")
+            } else {
+                String::new()
+            }
+        ));
+    }
+    if let Some(overall) = stats::auto_verdicts(summaries)
+        .into_iter()
+        .find(|v| v.scope == "overall")
+    {
+        lines.push(format!(
+            "auto against the best fixed mechanism (engine, in-process): median {:.2}×, \
+             geometric mean {:.2}× over {} cells, lowest {:.2}× ({})",
+            overall.median_to_best_fixed,
+            overall.geomean_to_best_fixed,
+            overall.cells,
+            overall.worst.1,
+            crate::plan::label(&overall.worst.0)
+        ));
+    }
+    lines
 }
 
 /// The missing peers and the notes of a run as Markdown sections.
@@ -274,6 +372,7 @@ pub fn scenario_table(summaries: &[Summary], scenario: &str) -> Table {
         columns.push(("path", false));
     }
     columns.extend([
+        ("kind", false),
         ("contender", false),
         ("runs", true),
         ("median", true),
@@ -309,6 +408,7 @@ pub fn scenario_table(summaries: &[Summary], scenario: &str) -> Table {
             let best = stats::best_flexio(summaries, cell)
                 .is_some_and(|best| best.contender == summary.contender);
             let mark = if best { BEST_MARK } else { " " };
+            row.push(summary.contender.kind().as_str().to_string());
             row.push(format!(
                 "{mark} {}",
                 label_among(&summary.contender, &contenders_in(&rows, cell))
@@ -317,10 +417,17 @@ pub fn scenario_table(summaries: &[Summary], scenario: &str) -> Table {
             row.push(flexio::format_rate(summary.median_bps));
             row.push(rate_range(summary.min_bps, summary.max_bps));
             row.push(cost(summary.cpu_s_per_gib, 3));
-            row.push(cost(summary.host_cpu_s_per_gib, 3));
+            row.push(match summary.host_cpu_below_resolution {
+                Some(resolution) => format!("< {resolution:.2}"),
+                None => cost(summary.host_cpu_s_per_gib, 3),
+            });
             row.push(cost(summary.switches_per_gib, 0));
             row.push(ratio(summary.ratio_to_best_peer));
-            row.push(ratio(summary.ratio_to_limit));
+            let mut to_limit = ratio(summary.ratio_to_limit);
+            if summary.limit_note.is_some() {
+                to_limit += LIMIT_MARK;
+            }
+            row.push(to_limit);
             if has_meter {
                 row.push(
                     summary
@@ -342,9 +449,24 @@ pub fn scenario_table(summaries: &[Summary], scenario: &str) -> Table {
         format!("× limit against: {}", limits.join(", "))
     });
     caption.push(format!(
-        "{BEST_MARK} fastest flexio mechanism of the cell; × best peer is the median of \
-         per-round ratios to the fastest peer of the cell"
+        "{BEST_MARK} fastest flexio mechanism of the cell (engine); × best peer is the median of \
+         per-round ratios to the fastest peer of the cell, given only for what runs as a \
+         process (flexio copy and the peers): engine rows run inside the bench, without \
+         start-up, and compare mechanisms with each other"
     ));
+    if rows.iter().any(|s| s.host_cpu_below_resolution.is_some()) {
+        caption.push(
+            "CPU s/GiB host counts /proc/stat's 10 ms ticks: \"< x\" marks a median run \
+             shorter than one tick, x being one tick per GiB at that size"
+                .to_string(),
+        );
+    }
+    for summary in &rows {
+        if let Some(note) = &summary.limit_note {
+            let cell = crate::plan::label(&summary.cell);
+            caption.push(format!("{LIMIT_MARK} {cell}: {note}"));
+        }
+    }
 
     Table {
         title: scenario.to_string(),
@@ -377,7 +499,14 @@ pub fn limits_table(summaries: &[Summary]) -> Table {
         .collect();
     Table {
         title: LIMITS_SCENARIO.to_string(),
-        caption: vec!["physical limits of this machine, measured in the same run".to_string()],
+        caption: vec![
+            "physical limits of this machine, measured in the same run".to_string(),
+            "disk-direct-read/-write send 1 MiB O_DIRECT requests, 16 in flight; the kernel's \
+             readahead and writeback send up to the device's largest request, so a buffered \
+             way can beat them (disk-write-fsync past disk-direct-write): disk-read and \
+             disk-write, the faster of both ways, are the limits cells are held against"
+                .to_string(),
+        ],
         headers: headers.iter().map(|h| h.to_string()).collect(),
         right_aligned: vec![false, true, true, true, true],
         rows,
@@ -483,7 +612,9 @@ fn ratio(value: Option<f64>) -> String {
 /// For flexio rows whose mechanism that ran is not the one asked for: what
 /// ran (`auto` resolved, or a fallback).
 fn ran_note(summary: &Summary) -> String {
-    let Contender::Flexio { mechanism, .. } = &summary.contender else {
+    let (Contender::Flexio { mechanism, .. } | Contender::Process { mechanism, .. }) =
+        &summary.contender
+    else {
         return String::new();
     };
     match &summary.mechanism_used {

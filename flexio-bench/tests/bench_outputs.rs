@@ -6,7 +6,8 @@ use std::fs;
 use std::path::PathBuf;
 
 use flexio_bench::model::{
-    CacheState, CellKey, Contender, Fingerprint, Results, RunRecord, SCHEMA_VERSION,
+    CacheState, CellKey, Contender, ContenderKind, Fingerprint, Provenance, Results, RunRecord,
+    SCHEMA_VERSION,
 };
 use flexio_bench::output::{self, CSV_HEADER};
 use flexio_bench::stats::{self, median, Summary, LIMITS_SCENARIO};
@@ -40,6 +41,17 @@ fn flexio(mechanism: &str) -> Contender {
         queue_depth: 32,
         pipe_size: 1 << 20,
         builtin_table: false,
+    }
+}
+
+/// `flexio copy` as a process (auto).
+fn process() -> Contender {
+    Contender::Process {
+        mechanism: "auto".into(),
+        chunk: 256 << 10,
+        direct: false,
+        queue_depth: 32,
+        pipe_size: 1 << 20,
     }
 }
 
@@ -105,6 +117,7 @@ fn tiny_matrix() -> Results {
         &[
             (flexio("read-write"), [10_000, 400, 500, 200, 250, 1_000]),
             (flexio("splice"), [250, 250, 250, 250, 250, 250]),
+            (process(), [10_000, 400, 500, 200, 250, 1_000]),
             (peer("cp"), [200, 200, 1_000, 100, 500, 250]),
         ],
     );
@@ -115,6 +128,7 @@ fn tiny_matrix() -> Results {
         &[
             (flexio("read-write"), [1_000; 6]),
             (flexio("splice"), [2_000; 6]),
+            (process(), [2_000; 6]),
             (peer("cp"), [500; 6]),
             (peer(DD), [250; 6]),
         ],
@@ -159,6 +173,14 @@ fn tiny_matrix() -> Results {
         missing_peers: vec!["iperf3".into(), "socat".into()],
         notes: vec!["veth skipped: not root".into()],
         runs,
+        provenance: Provenance {
+            flexio_version: "0.1.0".into(),
+            git_commit: "0123456789abcdef0123456789abcdef01234567".into(),
+            started_at: "2026-11-23T15:00:00Z".into(),
+            auto_profile: None,
+            flexio_executable: Some("/usr/bin/flexio".into()),
+        },
+        summary: Vec::new(),
     }
 }
 
@@ -196,7 +218,7 @@ fn warm_up_is_not_counted() {
     assert_close(read_write.min_bps, 200e6);
     assert_close(read_write.max_bps, 1_000e6);
     // Every (cell, contender) appears once, limits included.
-    assert_eq!(summaries.len(), 3 + 4 + 2 * 4 + 1);
+    assert_eq!(summaries.len(), 4 + 5 + 2 * 4 + 1);
     assert!(summaries.iter().all(|s| s.runs == 5));
 }
 
@@ -205,11 +227,9 @@ fn ratio_to_best_peer_is_the_median_of_per_round_ratios() {
     let summaries = stats::summarize(&tiny_matrix());
     let small = cell("file-to-file", SMALL, CacheState::Warm, 1);
     // 2, 0.5, 2, 0.5, 4 -> 2 (not 400/250 = 1.6).
-    let read_write = find(&summaries, &small, &flexio("read-write"));
-    assert_close(read_write.ratio_to_best_peer.unwrap(), 2.0);
-    // 250 against 200, 1000, 100, 500, 250: 1.25, 0.25, 2.5, 0.5, 1 -> 1.
-    let splice = find(&summaries, &small, &flexio("splice"));
-    assert_close(splice.ratio_to_best_peer.unwrap(), 1.0);
+    let process_run = find(&summaries, &small, &process());
+    assert_close(process_run.ratio_to_best_peer.unwrap(), 2.0);
+    assert_eq!(process_run.best_peer_round_range, Some((0.5, 4.0)));
     let cp = find(&summaries, &small, &peer("cp"));
     assert_close(cp.ratio_to_best_peer.unwrap(), 1.0);
 
@@ -220,7 +240,7 @@ fn ratio_to_best_peer_is_the_median_of_per_round_ratios() {
         peer("cp")
     );
     assert_close(
-        find(&summaries, &large, &flexio("splice"))
+        find(&summaries, &large, &process())
             .ratio_to_best_peer
             .unwrap(),
         4.0,
@@ -338,8 +358,15 @@ fn json_round_trip_is_equal() {
     let json = dir.path().join(output::RESULTS_JSON);
     assert!(written.contains(&json));
     let text = fs::read_to_string(&json).unwrap();
-    assert!(text.contains("\"schema_version\": 1"), "{text}");
-    assert_eq!(output::read_results(&json).unwrap(), results);
+    assert!(
+        text.contains(&format!("\"schema_version\": {SCHEMA_VERSION}")),
+        "{text}"
+    );
+    // The per-cell summary is derived from the runs when written.
+    let mut back = output::read_results(&json).unwrap();
+    assert!(!back.summary.is_empty());
+    back.summary.clear();
+    assert_eq!(back, results);
 
     fs::write(&json, "{ not json").unwrap();
     let error = output::read_results(&json).unwrap_err();
@@ -402,7 +429,13 @@ fn charts_are_svg_with_legends() {
         for label in ["flexio read-write", "flexio splice", "limit: memcpy"] {
             assert!(svg.contains(label), "{name} lacks {label}");
         }
-        assert!(svg.contains("throughput, GiB/s"), "{name}");
+        // A log axis (100 MB/s to 10 GB/s) in MiB/s, so that every label
+        // is a whole number; a linear one in GiB/s.
+        assert!(
+            svg.contains("throughput, MiB/s (log scale)")
+                || svg_texts(&svg).contains(&"throughput, GiB/s"),
+            "{name}"
+        );
     }
     let by_size = fs::read_to_string(dir.path().join("file-to-file-size.svg")).unwrap();
     assert!(
@@ -564,4 +597,283 @@ fn auto_is_held_against_the_best_fixed_mechanism_round_by_round() {
     assert!(table.contains("(geometric mean 1.00×)"), "{table}");
     assert!(table.contains("rounds ranged"), "{table}");
     assert!(table.contains("0.40–1.60"), "{table}");
+}
+
+/// The engine runs inside the bench, without a process's start-up: its
+/// figures are never held against a peer. `flexio copy` as a process is,
+/// and the verdicts are made of it.
+#[test]
+fn the_process_contender_not_the_engine_is_held_against_the_peers() {
+    let summaries = stats::summarize(&tiny_matrix());
+    let small = cell("file-to-file", SMALL, CacheState::Warm, 1);
+    for engine in ["read-write", "splice"] {
+        let row = find(&summaries, &small, &flexio(engine));
+        assert_eq!(row.ratio_to_best_peer, None, "{engine}");
+        assert_eq!(row.contender.kind(), ContenderKind::Engine);
+    }
+    assert_eq!(process().kind(), ContenderKind::Process);
+    assert_eq!(process().label(), "flexio copy (process)");
+
+    let verdicts = stats::peer_verdicts(&summaries);
+    assert_eq!(verdicts.len(), 2, "{verdicts:?}");
+    assert_eq!(verdicts[0].flexio, "flexio copy (process)");
+    assert_eq!(verdicts[0].peer, "cp");
+    assert_close(verdicts[0].ratio, 2.0);
+    assert_close(verdicts[1].ratio, 4.0);
+    assert!(verdicts[1].line().contains("faster in every round"));
+    // And against every peer of the cell, not only the fastest.
+    assert_eq!(
+        verdicts[1].each_peer,
+        [("cp".to_string(), 4.0), (DD.to_string(), 8.0)]
+    );
+    assert!(verdicts[1].line().ends_with(&format!("; 8.00× {DD}")));
+
+    // The table names each row's kind and leaves the engine's ratio out;
+    // the verdicts say the same.
+    let text = table::render(&tiny_matrix(), &summaries);
+    let engine_row = text
+        .lines()
+        .find(|l| l.contains("engine") && l.contains("flexio read-write") && l.contains("1 MiB"))
+        .or_else(|| {
+            text.lines()
+                .find(|l| l.contains("engine") && l.contains("flexio read-write"))
+        })
+        .expect("an engine row");
+    assert!(!engine_row.contains("2.00×"), "{engine_row}");
+    assert!(text.contains("process    flexio copy (process)") || text.contains("process  "));
+    assert!(text.contains("geometric mean 2.83× over 2 cells"), "{text}");
+}
+
+#[test]
+fn results_json_holds_a_summary_per_cell_and_the_provenance() {
+    let dir = tempfile::tempdir().unwrap();
+    let results = tiny_matrix();
+    output::write_all(dir.path(), &results).unwrap();
+    let text = fs::read_to_string(dir.path().join(output::RESULTS_JSON)).unwrap();
+    let json: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(json["schema_version"], SCHEMA_VERSION);
+    let provenance = &json["provenance"];
+    assert_eq!(provenance["flexio_version"], "0.1.0");
+    assert_eq!(
+        provenance["git_commit"],
+        "0123456789abcdef0123456789abcdef01234567"
+    );
+    assert_eq!(provenance["started_at"], "2026-11-23T15:00:00Z");
+    assert!(provenance["auto_profile"].is_null());
+
+    let cells = json["summary"].as_array().unwrap();
+    let small = cells
+        .iter()
+        .find(|c| c["label"] == "file-to-file 976.56 KiB warm")
+        .unwrap_or_else(|| {
+            panic!(
+                "{:#?}",
+                cells.iter().map(|c| &c["label"]).collect::<Vec<_>>()
+            )
+        });
+    let kinds: Vec<&str> = small["contenders"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, ["engine", "engine", "process", "peer"]);
+    let cp = &small["contenders"][3];
+    assert_eq!(cp["contender"], "cp");
+    // cp: 200, 1000, 100, 500, 250 MB/s counted.
+    assert_close(cp["median_bytes_per_s"].as_f64().unwrap(), 250e6);
+    assert_close(cp["min_bytes_per_s"].as_f64().unwrap(), 100e6);
+    assert_close(cp["max_bytes_per_s"].as_f64().unwrap(), 1000e6);
+    assert!(small["verdict"]
+        .as_str()
+        .unwrap()
+        .contains("flexio copy (process) 2.00× cp"));
+    let limits = cells
+        .iter()
+        .find(|c| c["cell"]["scenario"] == LIMITS_SCENARIO)
+        .unwrap();
+    assert_eq!(limits["contenders"][0]["kind"], "limit");
+
+    // The report opens with the verdicts and the provenance.
+    let report = fs::read_to_string(dir.path().join(output::REPORT_MD)).unwrap();
+    let verdicts = report.find("## Verdicts").unwrap();
+    assert!(verdicts < report.find("| machine |").unwrap());
+    assert!(report.contains("commit 0123456789abcdef0123456789abcdef01234567"));
+    assert!(report.contains("no tuned profile (the built-in table)"));
+    // And the summary reads back.
+    let back = output::read_results(&dir.path().join(output::RESULTS_JSON)).unwrap();
+    assert_eq!(back.provenance, results.provenance);
+    assert_eq!(back.summary.len(), cells.len());
+}
+
+/// A cold cell whose disk limit ran beside the contenders: one contender
+/// overlaps the limit's runs (noise), another beats every run of it
+/// (unexplained: the limit is wrong), a third stays below.
+#[test]
+fn a_result_past_its_limit_is_explained_on_the_spot() {
+    let cold = cell("file-to-file", LARGE, CacheState::Cold, 1);
+    let disk = Contender::Limit {
+        name: "disk-direct-read".into(),
+    };
+    let mut runs = Vec::new();
+    interleave(
+        &mut runs,
+        &cold,
+        &[
+            (flexio("read-write"), [500, 520, 480, 530, 470, 510]),
+            (flexio("splice"), [900, 900, 900, 900, 900, 900]),
+            (flexio("mmap"), [100, 100, 100, 100, 100, 100]),
+            (disk.clone(), [500, 500, 450, 500, 490, 480]),
+        ],
+    );
+    for run in &mut runs {
+        run.source_resident_percent = Some(0.0);
+    }
+    let results = Results {
+        runs,
+        ..tiny_matrix()
+    };
+    let summaries = stats::summarize(&results);
+    let read_write = find(&summaries, &cold, &flexio("read-write"));
+    // Held round by round against the limit beside it: 520/500, 480/450,
+    // 530/500, 470/490, 510/480 -> 1.06.
+    // (The runs' nanoseconds are rounded: close, not exact.)
+    let ratio = read_write.ratio_to_limit.unwrap();
+    assert!((ratio - 1.06).abs() < 1e-6, "{ratio}");
+    let note = read_write.limit_note.as_deref().unwrap();
+    assert!(note.contains("within the noise"), "{note}");
+    let splice = find(&summaries, &cold, &flexio("splice"));
+    assert!(splice
+        .limit_note
+        .as_deref()
+        .unwrap()
+        .contains("not explained"));
+    assert_eq!(find(&summaries, &cold, &flexio("mmap")).limit_note, None);
+    assert_eq!(find(&summaries, &cold, &disk).limit_note, None);
+
+    let text = table::render(&results, &summaries);
+    assert!(text.contains("1.06×†"), "{text}");
+    assert!(text.contains("† file-to-file 95.37 MiB cold: flexio read-write 1.06× disk-direct-read: within the noise"), "{text}");
+    assert!(
+        text.contains("2 results above the limit of their cell"),
+        "{text}"
+    );
+    assert!(text.contains("1 not explained"), "{text}");
+}
+
+/// Host CPU comes from /proc/stat in ticks (10 ms): a run shorter than a
+/// tick is shown as "less than one tick per GiB", never as 0.000.
+#[test]
+fn host_cpu_below_a_tick_is_shown_as_below_resolution() {
+    let results = tiny_matrix();
+    let summaries = stats::summarize(&results);
+    let small = cell("file-to-file", SMALL, CacheState::Warm, 1);
+    let tick = stats::host_cpu_tick_ns();
+    // Every run of the small cell counts 2 ms of host CPU: below a tick
+    // wherever USER_HZ is 100 (10 ms) or less than 500.
+    assert!(tick > 2e6, "USER_HZ above 500: {tick} ns per tick");
+    let cp = find(&summaries, &small, &peer("cp"));
+    let resolution = cp.host_cpu_below_resolution.expect("below a tick");
+    assert_close(resolution, tick / 1e9 / (SMALL as f64 / GIB));
+    // 100 MB runs count 200 ms: a measurement.
+    let large = cell("file-to-file", LARGE, CacheState::Warm, 1);
+    assert_eq!(
+        find(&summaries, &large, &peer("cp")).host_cpu_below_resolution,
+        None
+    );
+    let text = table::render(&results, &summaries);
+    assert!(text.contains(&format!("< {resolution:.2}")), "{text}");
+    assert!(text.contains("\"< x\" marks a median run shorter than one tick"));
+}
+
+/// The x of every `<text>` element whose content is `label`.
+fn text_xs(svg: &str, label: &str) -> Vec<f64> {
+    let lines: Vec<&str> = svg.lines().collect();
+    lines
+        .windows(2)
+        .filter(|pair| pair[1] == label && pair[0].starts_with("<text"))
+        .filter_map(|pair| {
+            let x = pair[0].split("x=\"").nth(1)?.split('"').next()?;
+            x.parse().ok()
+        })
+        .collect()
+}
+
+/// A scenario measured at one size is drawn as a dot plot by contender,
+/// whiskers min–max, loopback and veth on each row, the legend in a panel
+/// right of the plot; the meter's chart is the share it kept.
+#[test]
+fn single_size_scenarios_get_dot_plots_with_whiskers_and_the_legend_beside_them() {
+    let mut runs = Vec::new();
+    for path in ["loopback", "veth"] {
+        let mut sent = cell("file-to-socket", LARGE, CacheState::Warm, 1);
+        sent.path = path.into();
+        interleave(
+            &mut runs,
+            &sent,
+            &[
+                (flexio("sendfile"), [900, 800, 1_000, 900, 850, 950]),
+                (process(), [700, 600, 800, 700, 650, 750]),
+                (peer("socat"), [500, 400, 600, 500, 450, 550]),
+            ],
+        );
+    }
+    let meter = cell("meter", LARGE, CacheState::Warm, 1);
+    let mut metered = Vec::new();
+    interleave(
+        &mut metered,
+        &meter,
+        &[
+            (flexio("sendfile"), [900; 6]),
+            (flexio("read-write"), [800; 6]),
+        ],
+    );
+    for (i, run) in metered.iter_mut().enumerate() {
+        run.meter_kept = Some(0.5 + 0.05 * (i % 4) as f64);
+    }
+    runs.extend(metered);
+    let results = Results {
+        runs,
+        ..tiny_matrix()
+    };
+    let summaries = stats::summarize(&results);
+    let dir = tempfile::tempdir().unwrap();
+    let written = charts::write_scenario_charts(dir.path(), &results, &summaries).unwrap();
+    let mut svgs = written_svgs(&written);
+    svgs.sort();
+    assert_eq!(
+        svgs,
+        [
+            "file-to-socket-contenders.svg",
+            "meter-contenders.svg",
+            "meter-kept.svg"
+        ]
+    );
+    let dots = fs::read_to_string(dir.path().join("file-to-socket-contenders.svg")).unwrap();
+    assert!(dots.contains("throughput by contender"));
+    // A row label left of the plot and a legend entry right of it, for
+    // every contender; the plot ends where the legend panel starts.
+    for label in ["flexio sendfile", "flexio copy (process)", "socat"] {
+        let xs = text_xs(&dots, label);
+        assert_eq!(xs.len(), 2, "{label}: {xs:?}");
+        assert!(xs.iter().any(|x| *x < 400.0), "{label}: {xs:?}");
+        assert!(xs.iter().any(|x| *x >= 820.0), "{label}: {xs:?}");
+    }
+    for legend in [
+        "filled: loopback",
+        "hollow: veth",
+        "marker: median; whiskers: min–max",
+        "engine (inside the bench process)",
+        "flexio copy as a process",
+        "peers (processes)",
+    ] {
+        let xs = text_xs(&dots, legend);
+        assert!(
+            !xs.is_empty() && xs.iter().all(|x| *x >= 820.0),
+            "{legend}: {xs:?}"
+        );
+    }
+    let kept = fs::read_to_string(dir.path().join("meter-kept.svg")).unwrap();
+    assert!(kept.contains("share of its solo rate the meter kept, %"));
+    assert!(kept.contains("flexio read-write"));
 }

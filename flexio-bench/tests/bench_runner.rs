@@ -163,7 +163,12 @@ fn tiny_matrix_runs_end_to_end() {
                     assert_eq!(run.mechanism_used.as_deref(), Some("read-write"));
                 }
             }
-            Contender::Peer { name } => assert_eq!(name, "cp"),
+            Contender::Peer { name } => {
+                assert_eq!(name, "cp");
+                // A process is timed one copy per run, start-up included.
+                assert_eq!(run.bytes, 64 << 10, "{run:?}");
+            }
+            Contender::Process { .. } => panic!("no process in this cell"),
             Contender::Limit { .. } => panic!("no limit in this cell"),
         }
     }
@@ -227,11 +232,14 @@ fn cold_cells_are_cold() {
             vec![
                 Entrant::flexio(MechanismName::ReadWrite, CHUNK),
                 Entrant::Peer(PeerSpec::cat_redirect()),
+                // The disk's limit beside them, in the same rounds: its
+                // buffered read leaves no run after it warm.
+                Entrant::Limit(flexio_bench::limits::Probe::DiskRead),
             ],
         )],
     };
     let results = runner::run(&plan, &options(dir.path()), &mut runner::Quiet).unwrap();
-    assert_eq!(results.runs.len(), 2 * 6);
+    assert_eq!(results.runs.len(), 3 * 6, "{:?}", results.notes);
     for run in &results.runs {
         let resident = run.source_resident_percent.expect("a file source");
         assert!(

@@ -149,6 +149,9 @@ pub fn run(args: BenchArgs) -> Result<(), Error> {
     options.profile = profile;
     options.rounds = args.runs;
     options.command_line = std::env::args().collect::<Vec<_>>().join(" ");
+    // `flexio copy` runs as a process beside every peer: this very
+    // executable, so the bench times the flexio it is part of.
+    options.flexio_exe = std::env::current_exe().ok();
     options.meter_command = std::env::current_exe().ok().map(|exe| {
         vec![
             exe.into_os_string(),

@@ -152,12 +152,17 @@ fn sim(args: SimArgs) -> Result<(), Error> {
         crate::print_stdout(&table(&trace, &policies, &args.size, &results, paper));
     }
     if let Some(path) = &args.chart {
-        draw_chart(path, &trace.name, &policies, &results).map_err(|source| Error::Io {
-            op: "write chart",
-            endpoint: path.display().to_string(),
-            offset: None,
-            source: std::io::Error::other(source.to_string()),
-        })?;
+        let mut svg = String::new();
+        draw_chart(&mut svg, &trace.name, &policies, &results)
+            .map_err(|source| std::io::Error::other(source.to_string()))
+            // Only over a regular file or nothing, as every file flexio writes.
+            .and_then(|()| flexio::write_file_replacing_regular(path, svg.as_bytes()))
+            .map_err(|source| Error::Io {
+                op: "write chart",
+                endpoint: path.display().to_string(),
+                offset: None,
+                source,
+            })?;
     }
     Ok(())
 }
@@ -251,7 +256,7 @@ const COLORS: [RGBColor; 5] = [
 ];
 
 fn draw_chart(
-    path: &Path,
+    svg: &mut String,
     trace: &str,
     policies: &[PolicyName],
     results: &[SimResult],
@@ -261,7 +266,7 @@ fn draw_chart(
         .iter()
         .map(|r| r.hit_ratio_percent)
         .fold(1.0, f64::max);
-    let root = SVGBackend::new(path, (960, 600)).into_drawing_area();
+    let root = SVGBackend::with_string(svg, (960, 600)).into_drawing_area();
     root.fill(&WHITE)?;
     let mut chart = ChartBuilder::on(&root)
         .caption(format!("hit ratio: {trace}"), ("sans-serif", 20))

@@ -63,6 +63,10 @@ pub fn run(args: TuneArgs) -> Result<(), Error> {
     );
     let mut options = RunOptions::new(&args.dir);
     options.command_line = std::env::args().collect::<Vec<_>>().join(" ");
+    // The second pass measures the leaders as `flexio copy` processes.
+    options.flexio_exe = std::env::current_exe().ok();
+    // The second pass measures the leaders as `flexio copy` processes.
+    options.flexio_exe = std::env::current_exe().ok();
     let mut observer = BarObserver::new(args.quiet);
     let tuned = tune::tune(&plan, &options, &mut observer).map_err(|source| Error::Io {
         op: "tune",

@@ -32,6 +32,10 @@ pub(super) struct CellContext {
     pattern: Arc<Vec<u8>>,
     /// The profile `auto` consults (not its built-in twin).
     profile: Option<Profile>,
+    /// The `flexio` executable of the process contenders.
+    flexio_exe: Option<PathBuf>,
+    /// Where a process contender's JSON report goes.
+    capture: PathBuf,
 }
 
 /// `flow` set up for a flexio entrant: a fixed mechanism with its
@@ -74,7 +78,9 @@ impl CellContext {
             Scenario::Limits => cell.entrants.iter().any(|e| {
                 matches!(
                     e,
-                    Entrant::Limit(Probe::DiskDirectRead | Probe::FioRead | Probe::FioCopy)
+                    Entrant::Limit(
+                        Probe::DiskDirectRead | Probe::DiskRead | Probe::FioRead | Probe::FioCopy
+                    )
                 )
             }),
             _ => true,
@@ -113,7 +119,96 @@ impl CellContext {
             meter,
             pattern: Arc::clone(&bench.workspace.pattern),
             profile: bench.options.profile.clone(),
+            flexio_exe: bench.options.flexio_exe.clone(),
+            capture: bench.workspace.path("process-report.json"),
         })
+    }
+
+    /// The command line of a peer, or of `flexio copy` as a process in
+    /// this scenario: `--json` (its report tells what ran), the
+    /// mechanism's flags, and the endpoints the peers of the scenario use
+    /// — files, `tcp://` to the bench's receiver, `tcp-listen://` for the
+    /// bench's sender, `-` for the bench's pipes.
+    fn command(&self, entrant: &Entrant) -> io::Result<PeerSpec> {
+        let (mechanism, params) = match entrant {
+            Entrant::Peer(spec) => return Ok(spec.clone()),
+            Entrant::Process { mechanism, params } => (*mechanism, params),
+            _ => return Err(other("not a process")),
+        };
+        let exe = self
+            .flexio_exe
+            .as_ref()
+            .ok_or_else(|| other("no flexio executable given"))?;
+        let mut argv = vec![exe.display().to_string(), "copy".into(), "--json".into()];
+        if self.scenario == Scenario::FileToFileDurable {
+            argv.push("--fsync".into());
+        }
+        if mechanism == MechanismName::Auto {
+            if let Some(path) = self.profile.as_ref().and_then(|p| p.path.as_ref()) {
+                // The bench accepted this profile (a foreign machine's
+                // only when trusted): the process consults the same.
+                argv.extend(["--profile".into(), path.display().to_string()]);
+                argv.push("--trust-profile".into());
+            }
+        } else {
+            argv.extend([
+                "--via".into(),
+                mechanism.as_str().into(),
+                "--chunk".into(),
+                params.chunk.to_string(),
+                "--queue-depth".into(),
+                params.queue_depth.to_string(),
+                "--pipe-size".into(),
+                params.pipe_size.to_string(),
+            ]);
+            if params.direct && mechanism != MechanismName::Direct {
+                argv.push("--direct".into());
+            }
+        }
+        let (source, sink, stdout_to_sink) = match self.scenario {
+            Scenario::FileToFile | Scenario::FileToFileDurable => ("{src}", "{dst}", false),
+            Scenario::FileToSocket => ("{src}", "tcp://{host}:{port}", false),
+            Scenario::SocketToFile => ("tcp-listen://{host}:{port}", "{dst}", false),
+            Scenario::FileToPipe => ("{src}", "-", true),
+            Scenario::PipeToFile => ("-", "{dst}", false),
+            other_scenario => {
+                return Err(other(format!(
+                    "flexio copy as a process does not run in {}",
+                    other_scenario.name()
+                )))
+            }
+        };
+        argv.extend([source.to_string(), sink.to_string()]);
+        Ok(PeerSpec {
+            name: entrant.contender().label(),
+            needs: vec![argv[0].clone()],
+            argv,
+            stdin_from_source: false,
+            stdout_to_sink,
+            iperf3: None,
+            capture: Some(self.capture.clone()),
+        })
+    }
+
+    /// What a process contender's JSON report says ran and why; nothing
+    /// when it wrote none.
+    fn read_capture(&self, measured: &mut Measured) {
+        let text = std::fs::read_to_string(&self.capture).unwrap_or_default();
+        let _ = std::fs::remove_file(&self.capture);
+        // Warnings and "listening on" lines may come before the report.
+        let Some(start) = text
+            .find("\n{")
+            .map(|at| at + 1)
+            .or_else(|| text.starts_with('{').then_some(0))
+        else {
+            return;
+        };
+        let mut reports =
+            serde_json::Deserializer::from_str(&text[start..]).into_iter::<serde_json::Value>();
+        if let Some(Ok(report)) = reports.next() {
+            measured.mechanism_used = report["mechanism_used"].as_str().map(str::to_string);
+            measured.decided_by = report["decided_by"].as_str().map(str::to_string);
+        }
     }
 
     /// Short flows repeat within one window until it lasts at least
@@ -139,7 +234,9 @@ impl CellContext {
         }
         let sink = workspace.path("sink");
         for (i, entrant) in cell.entrants.iter().enumerate() {
-            if !active[i] {
+            // A process is timed one copy per run, as a user runs it: its
+            // start-up is part of what is measured.
+            if !active[i] || matches!(entrant, Entrant::Peer(_) | Entrant::Process { .. }) {
                 continue;
             }
             let once = match warm_files {
@@ -167,7 +264,7 @@ impl CellContext {
     ) -> io::Result<(Measured, Option<f64>, Option<f64>)> {
         let entrant = &cell.entrants[i];
         let programs = match entrant {
-            Entrant::Peer(spec) => spec.needs.clone(),
+            Entrant::Peer(_) | Entrant::Process { .. } => self.command(entrant)?.needs,
             _ => Vec::new(),
         };
         let resident = match &self.source {
@@ -194,6 +291,11 @@ impl CellContext {
         let streams = pipes || (network && self.scenario != Scenario::Meter);
         let _pinned = streams.then(affinity::pin_contender).flatten();
         let measured = match self.scenario {
+            // A limit beside the contenders (the disk in cold cells, memcpy
+            // in memory cells) runs in the same rounds as they do.
+            _ if matches!(entrant, Entrant::Limit(_)) => {
+                self.limit(entrant, size, &sink, self.reps[i], net)
+            }
             Scenario::FileToFile => self.file_to_file(entrant, &sink, false, self.reps[i]),
             Scenario::FileToFileDurable => self.file_to_file(entrant, &sink, true, 1),
             Scenario::FileToSocket => self.file_to_socket(entrant, size, net),
@@ -214,10 +316,13 @@ impl CellContext {
             Scenario::Limits => self.limit(entrant, size, &sink, self.reps[i], net),
         };
         let _ = std::fs::remove_file(&sink);
-        let measured = measured?;
+        let mut measured = measured?;
+        if matches!(entrant, Entrant::Process { .. }) {
+            self.read_capture(&mut measured);
+        }
         let expected = match self.scenario {
             Scenario::Memory | Scenario::FileToFile => size * self.reps[i],
-            Scenario::Limits => measured.bytes,
+            _ if matches!(entrant, Entrant::Limit(_)) => measured.bytes,
             Scenario::Parallel => size * u64::from(cell.key.flows),
             _ => size,
         };
@@ -288,7 +393,8 @@ impl CellContext {
                 measured.bytes = bytes;
                 Ok(measured)
             }
-            Entrant::Peer(spec) => {
+            Entrant::Peer(_) | Entrant::Process { .. } => {
+                let spec = &self.command(entrant)?;
                 let window = Window::open(CpuScope::Children);
                 for sink in sinks {
                     let vars = PeerVars {
@@ -343,7 +449,7 @@ impl CellContext {
                     .map_err(other)?;
                 Ok(Some(report))
             }),
-            Entrant::Peer(spec) => {
+            Entrant::Peer(_) | Entrant::Process { .. } => self.command(entrant).and_then(|spec| {
                 let vars = PeerVars {
                     src: source.to_path_buf(),
                     host: address.ip().to_string(),
@@ -351,11 +457,11 @@ impl CellContext {
                     bytes: size,
                     ..PeerVars::default()
                 };
-                peers::spawn_peer(spec, &vars, net.sender_ns.as_deref(), PeerIo::default())
+                peers::spawn_peer(&spec, &vars, net.sender_ns.as_deref(), PeerIo::default())
                     .and_then(|child| child.wait())
                     .and_then(|status| peers::check_status(&spec.name, status))
                     .map(|()| None)
-            }
+            }),
             Entrant::Limit(probe) => Err(not_a_contender(*probe, "file-to-socket")),
         };
         if sent.is_err() {
@@ -402,7 +508,8 @@ impl CellContext {
                 sent?;
                 Ok(measured)
             }
-            Entrant::Peer(spec) => {
+            Entrant::Peer(_) | Entrant::Process { .. } => {
+                let spec = &self.command(entrant)?;
                 let port = peers::free_port()?;
                 let vars = PeerVars {
                     dst: sink.to_path_buf(),
@@ -463,16 +570,22 @@ impl CellContext {
                     .map(Some)
                     .map_err(other)
             }
-            Entrant::Peer(spec) => {
-                let vars = PeerVars {
-                    src: source.to_path_buf(),
-                    ..PeerVars::default()
-                };
-                peers::spawn_peer(spec, &vars, None, PeerIo::stdout(write_end))
-                    .and_then(|child| child.wait())
-                    .and_then(|status| peers::check_status(&spec.name, status))
-                    .map(|()| None)
-            }
+            Entrant::Peer(_) | Entrant::Process { .. } => match self.command(entrant) {
+                Ok(spec) => {
+                    let vars = PeerVars {
+                        src: source.to_path_buf(),
+                        ..PeerVars::default()
+                    };
+                    peers::spawn_peer(&spec, &vars, None, PeerIo::stdout(write_end))
+                        .and_then(|child| child.wait())
+                        .and_then(|status| peers::check_status(&spec.name, status))
+                        .map(|()| None)
+                }
+                Err(e) => {
+                    drop(write_end);
+                    Err(e)
+                }
+            },
             Entrant::Limit(probe) => {
                 drop(write_end);
                 Err(not_a_contender(*probe, "file-to-pipe"))
@@ -506,7 +619,15 @@ impl CellContext {
                     .map(|report| closed(window, &report))
                     .map_err(other)
             }
-            Entrant::Peer(spec) => {
+            Entrant::Peer(_) | Entrant::Process { .. } => {
+                let spec = &match self.command(entrant) {
+                    Ok(spec) => spec,
+                    Err(e) => {
+                        drop(read_end);
+                        let _ = joined(feeder, "feeder");
+                        return Err(e);
+                    }
+                };
                 let vars = PeerVars {
                     dst: sink.to_path_buf(),
                     ..PeerVars::default()
@@ -630,14 +751,15 @@ impl CellContext {
         match probe {
             Probe::Memcpy => self.memory_run(entrant, reps),
             Probe::DiskDirectRead => limits::disk_direct_read(self.source()?),
+            Probe::DiskRead => limits::disk_read(self.source()?),
             Probe::DiskDirectWrite => limits::disk_direct_write(sink, size),
+            Probe::DiskWrite => limits::disk_write(sink, size),
             Probe::DiskWriteFsync => limits::disk_write_fsync(sink, size),
             Probe::FioRead => limits::fio(self.source()?, size, false),
             Probe::FioWrite => limits::fio(sink, size, true),
             Probe::FioCopy => limits::fio_copy(self.source()?, sink, size),
-            Probe::Iperf3Loopback | Probe::Iperf3Veth => limits::iperf3(
+            Probe::Iperf3Loopback | Probe::Iperf3Veth => limits::network(
                 size,
-                crate::peers::Iperf3Mode::Memory,
                 &net.receiver_ip.to_string(),
                 net.sender_ns.as_deref(),
                 net.receiver_ns.as_deref(),
