@@ -473,7 +473,7 @@ fn draw(path: &Path, chart: &Chart, machine: &str) -> io::Result<()> {
     };
     result
         .map_err(|error| io::Error::other(format!("drawing chart {}: {error}", path.display())))?;
-    crate::output::write_replacing(path, svg.as_bytes())
+    crate::files::write_replacing(path, svg.as_bytes())
 }
 
 struct Axes {

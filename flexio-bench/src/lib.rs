@@ -26,8 +26,10 @@
 #![warn(missing_docs)]
 #![deny(unsafe_code)]
 
+mod affinity;
 pub mod cache_bench;
 pub mod charts;
+mod files;
 pub mod fingerprint;
 pub mod limits;
 pub mod meter;
@@ -40,3 +42,4 @@ pub mod stats;
 pub mod table;
 pub mod tree_bench;
 pub mod tune;
+mod window;

@@ -21,7 +21,7 @@ use std::process::Stdio;
 use flexio::{Flow, MechanismName, Params, Sink, Source};
 
 use crate::peers::{self, Iperf3Mode, Supervised, CHILD_DEADLINE};
-use crate::runner::{CpuScope, Measured, Window};
+use crate::window::{CpuScope, Measured, Window};
 
 /// A physical-limit probe.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -14,6 +14,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use crate::charts;
+use crate::files::write_replacing;
 use crate::model::{CellSummary, Contender, ContenderSummary, Results, RunRecord, SCHEMA_VERSION};
 use crate::stats;
 use crate::table;
@@ -85,14 +86,6 @@ pub fn write_all(dir: &Path, results: &Results) -> io::Result<Vec<PathBuf>> {
     written.extend(charts);
     written.push(report_path);
     Ok(written)
-}
-
-/// Writes one output file, replacing only a regular file
-/// ([`flexio::write_file_replacing_regular`]: a `results.json` that is a
-/// device or FIFO is refused and left alone); errors name the file.
-pub(crate) fn write_replacing(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    flexio::write_file_replacing_regular(path, bytes)
-        .map_err(|error| io::Error::new(error.kind(), format!("{}: {error}", path.display())))
 }
 
 /// The per-cell summary of `results.json`: every contender's median, min

@@ -533,9 +533,7 @@ pub fn run_iperf3(
     let mut command = command_in(server_ns, &server_argv);
     command.stdout(Stdio::piped()).stderr(Stdio::null());
     let mut server = Supervised::spawn(&mut command, CHILD_DEADLINE)?;
-    crate::runner::affinity::move_to_counterpart(rustix::process::Pid::from_child(
-        server.child_mut(),
-    ));
+    crate::affinity::move_to_counterpart(rustix::process::Pid::from_child(server.child_mut()));
     let stdout = server.child_mut().stdout.take().expect("piped stdout");
     let mut lines = BufReader::new(stdout);
     let mut line = String::new();

@@ -103,6 +103,14 @@ fn no_module_of_the_library_imports_one_that_imports_it_back() {
 }
 
 #[test]
+fn no_module_of_the_bench_or_the_cache_imports_one_that_imports_it_back() {
+    let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    for crate_dir in ["flexio-bench", "flexio-cache"] {
+        assert_no_loops(workspace.join(crate_dir).join("src"));
+    }
+}
+
+#[test]
 fn the_checker_finds_a_loop_through_a_third_module() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("a.rs"), "use crate::b::X;").unwrap();

@@ -215,12 +215,12 @@ fn limits_apart(summaries: &[Summary], rows: &[&Summary]) -> Vec<(String, f64)> 
 }
 
 /// Draws `chart` into `path` (drawn in memory, then written only over a
-/// regular file or nothing: see [`crate::output::write_replacing`]).
+/// regular file or nothing: see [`crate::files::write_replacing`]).
 pub(super) fn draw(path: &Path, chart: &DotChart, machine: &str) -> io::Result<()> {
     let mut svg = String::new();
     draw_in(&mut svg, chart, machine)
         .map_err(|error| io::Error::other(format!("drawing chart {}: {error}", path.display())))?;
-    crate::output::write_replacing(path, svg.as_bytes())
+    crate::files::write_replacing(path, svg.as_bytes())
 }
 
 fn draw_in(

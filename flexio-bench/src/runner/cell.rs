@@ -11,16 +11,17 @@ use std::time::{Duration, Instant};
 use flexio::tune::Profile;
 use flexio::{Flow, MechanismName, Report, Sink, Source};
 
-use super::affinity;
 use super::streams::{
     accept_within, spawn_feeder, spawn_pipe_reader, spawn_receiver, spawn_sender, Net,
 };
-use super::{fill, joined, other, Bench, CpuScope, Measured, Window, Workspace};
+use super::{fill, joined, other, Bench, Workspace};
+use crate::affinity;
 use crate::limits::{self, Probe};
 use crate::meter::Meter;
 use crate::model::CacheState;
 use crate::peers::{self, PeerIo, PeerSpec, PeerVars};
 use crate::plan::{Cell, Entrant, Scenario};
+use crate::window::{CpuScope, Measured, Window};
 
 /// What a cell keeps between its runs.
 pub(super) struct CellContext {

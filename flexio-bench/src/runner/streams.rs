@@ -11,8 +11,8 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use super::affinity::leave_contender_cpu;
 use super::{HELPER_BUFFER, IO_DEADLINE};
+use crate::affinity::leave_contender_cpu;
 use crate::peers::VethPair;
 
 /// The network path of a cell: loopback, or the veth pair.
