@@ -4,27 +4,40 @@
 //!
 //! # Layers
 //!
+//! A reader meets them top to bottom; each imports only those below it
+//! (`tests/layers.rs` fails on any loop).
+//!
 //! A [`Flow`] names a [`Source`] and a [`Sink`] (the *endpoints*), a byte
-//! range, a [`MechanismName`] and its [`Params`]. [`Flow::run`] is the
-//! *engine*: it opens and classifies both endpoints ([`EndpointKind`]),
-//! checks that the mechanism serves the pair, measures the source's page
-//! cache state, takes a [`measure::Sample`], lets the mechanism move the
-//! bytes — falling back to the next mechanism when the kernel refuses one,
-//! and saying so — takes a second sample and returns a [`Report`].
+//! range, a [`MechanismName`] and its [`Params`]. [`Flow::run`] opens and
+//! classifies both endpoints ([`EndpointKind`]), checks the pair and the
+//! range before anything is bound or connected, decides what `auto` means
+//! (the profile of [`tune`], or the built-in table) and hands the opened
+//! flow to the *engine*, which measures the source's page-cache state,
+//! takes a [`measure::Sample`], moves the bytes — falling back to the next
+//! mechanism when the kernel refuses one, and saying so — takes a second
+//! sample and returns a [`Report`]. Beneath it, [`range`] moves a range
+//! between descriptors the caller keeps, and [`tree`] copies many files
+//! with a pool of workers on top of that.
 //!
 //! ```text
-//! flow.rs        Flow (builder): open, check the pair and range, decide auto
-//!  └ params.rs   Params and the one set of bounds flags and profiles keep
-//! engine.rs      Engine: time, run segment by segment, fall back, finish
+//! tree/          cp's grammar over a walker and workers (copy -r, -a, ...)
+//! flow.rs        Flow (builder): check, open, decide auto, run
+//!  ├ tune/       the profile auto reads: flow kinds, ranges, fingerprint
+//! engine.rs      one opened flow: time, segments, fallbacks, finish
+//! range.rs       Mover, RangeEnd, NewFile: ranges between kept descriptors
 //!  ├ endpoint/   addresses, opening, fstat classification, temp-file sinks
 //!  ├ cleanup.rs  paths to remove when a signal ends the process
-//!  ├ mechanism/  read-write, mmap, sendfile, splice, copy-file-range,
-//!  │             io-uring, direct — one file each, and the fallback table
-//!  ├ measure/    rusage and /proc/stat deltas, cachestat/mincore residency,
-//!  │             holes
+//!  ├ mechanism/  one file and one Descriptor per mechanism; the shared
+//!  │             kernel-copy loop; Transfer, the state a mechanism moves
+//!  ├ measure/    rusage and /proc/stat deltas, cachestat/mincore, holes
 //!  ├ report.rs   the Report and its human and JSON forms
-//!  └ sys/        the only `unsafe`: mmap, mincore, cachestat, getrusage,
-//!                SIGBUS guard, process start
+//!  ├ verify.rs   BLAKE3 of both sides after a flow
+//!  ├ params.rs   Params and the one set of bounds flags and profiles keep
+//!  ├ progress.rs bytes moved so far, for a watcher
+//!  ├ error.rs    Error: operation, endpoint and offset; usage or failure
+//!  ├ names.rs    EndpointKind, MechanismName: the ground floor
+//!  └ sys/        the only `unsafe` (with flexio-sys): mmap, mincore,
+//!                cachestat, getrusage, SIGBUS guard, signals, process start
 //! plain_file.rs  flexio's own files (profile, bench outputs): regular
 //!                files only, replaced atomically, read with a cap
 //! ```
