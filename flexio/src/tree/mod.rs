@@ -4,11 +4,11 @@
 //! One walker goes ahead through the sources: it makes each directory
 //! (writable by us until its contents are in), symlink and special file
 //! itself and queues the regular files, the largest first, for the workers
-//! ([`queue`]). A worker copies a file into a new file beside its
+//! (`queue.rs`). A worker copies a file into a new file beside its
 //! destination — a reflink first where the file systems share extents,
 //! else the flow's mechanism over the file's data segments — sets its
 //! attributes on the open descriptor, and links it in under its name only
-//! then ([`file_copy`]), so a copy interrupted at any point leaves only
+//! then (`file_copy.rs`), so a copy interrupted at any point leaves only
 //! whole files. When the workers are done, names that were hard links in
 //! the source are linked, and directories get their modes and times,
 //! deepest first.
