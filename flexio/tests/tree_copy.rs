@@ -562,3 +562,31 @@ fn a_second_archive_copy_onto_the_first_replaces_files_links_and_fifos() {
         .collect();
     assert!(leftovers.is_empty(), "{leftovers:?}");
 }
+
+#[test]
+fn an_existing_destination_directory_keeps_its_mode_unless_modes_are_kept() {
+    let dir = scratch_dir();
+    let source = dir.path().join("src");
+    fs::create_dir(&source).unwrap();
+    fs::write(source.join("f"), b"x").unwrap();
+    fs::set_permissions(&source, fs::Permissions::from_mode(0o755)).unwrap();
+    let target = dir.path().join("dst");
+    fs::create_dir(&target).unwrap();
+    fs::set_permissions(&target, fs::Permissions::from_mode(0o750)).unwrap();
+    let recursive = TreeOptions {
+        recursive: true,
+        ..TreeOptions::default()
+    };
+    copy(&source.join("."), &target, &recursive);
+    assert_eq!(
+        fs::metadata(&target).unwrap().mode() & 0o7777,
+        0o750,
+        "cp -r"
+    );
+    copy(&source.join("."), &target, &archive(MechanismName::Auto));
+    assert_eq!(
+        fs::metadata(&target).unwrap().mode() & 0o7777,
+        0o755,
+        "cp -a"
+    );
+}

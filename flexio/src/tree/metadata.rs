@@ -35,6 +35,19 @@ pub(crate) fn set_times(fd: BorrowedFd<'_>, source: &std::fs::Metadata, label: &
     rustix::fs::futimens(fd, &timestamps(source)).map_err(|e| Error::io("futimens", label, None, e))
 }
 
+/// What [`set_path_attributes`] sets the attributes of.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Entry {
+    /// A directory this copy made: its final mode, owner and times.
+    Directory,
+    /// A directory that was there: owner and times as asked, its own mode.
+    ExistingDirectory,
+    /// A symlink: owner and times of the link itself; links have no mode.
+    Symlink,
+    /// A FIFO or device node made anew.
+    Special,
+}
+
 /// Sets a path's mode, owner and times after its contents are in place (a
 /// directory), or owner and times without following it (a symlink).
 pub(crate) fn set_path_attributes(
@@ -42,9 +55,10 @@ pub(crate) fn set_path_attributes(
     source: &std::fs::Metadata,
     preserve: Preserve,
     umask: u32,
-    is_symlink: bool,
+    entry: Entry,
 ) -> Result<()> {
     let label = path.display().to_string();
+    let is_symlink = entry == Entry::Symlink;
     let flags = if is_symlink {
         AtFlags::SYMLINK_NOFOLLOW
     } else {
@@ -62,7 +76,7 @@ pub(crate) fn set_path_attributes(
             Err(e) => return Err(Error::io("chown", &label, None, e)),
         }
     }
-    if !is_symlink {
+    if matches!(entry, Entry::Directory | Entry::Special) {
         let mode = new_file_mode(source.mode(), preserve, umask);
         rustix::fs::chmodat(
             CWD,

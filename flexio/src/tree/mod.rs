@@ -255,12 +255,19 @@ fn finish_directories(
     report: &mut TreeReport,
 ) {
     for directory in walker.directories.iter().rev() {
+        // An existing directory keeps its own mode unless the source's is
+        // to be kept, as with cp.
+        let kind = if directory.made || options.preserve.mode {
+            metadata::Entry::Directory
+        } else {
+            metadata::Entry::ExistingDirectory
+        };
         if let Err(error) = metadata::set_path_attributes(
             &directory.target,
             &directory.source,
             options.preserve,
             umask,
-            false,
+            kind,
         ) {
             report.fail(directory.target.display(), error);
         }

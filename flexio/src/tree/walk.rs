@@ -11,7 +11,7 @@ use std::sync::atomic::Ordering;
 use globset::GlobSet;
 use rustix::fs::{FileType, Mode, CWD};
 
-use super::metadata::set_path_attributes;
+use super::metadata::{set_path_attributes, Entry};
 use super::options::{Symlinks, TreeOptions};
 use super::queue::{FileJob, Queue};
 use super::report::{TreeProgress, TreeReport};
@@ -21,6 +21,10 @@ use crate::error::{Error, Result};
 pub(crate) struct FinishDirectory {
     pub target: PathBuf,
     pub source: Metadata,
+    /// Made by this copy (with mode 0700 until its contents are in), not
+    /// one that was there: an existing directory keeps its own mode unless
+    /// the mode is to be kept from the source, as with cp.
+    pub made: bool,
 }
 
 /// A name to make as a hard link to a file copied earlier in the tree.
@@ -104,6 +108,7 @@ impl<'a> Walker<'a> {
         self.directories.push(FinishDirectory {
             target: target.to_path_buf(),
             source: meta,
+            made,
         });
         if crosses {
             // -x: the mount point is made, what is mounted there is not copied.
@@ -280,7 +285,13 @@ impl<'a> Walker<'a> {
             rustix::fs::symlinkat(&points_to, CWD, at).map_err(std::io::Error::from)
         })
         .map_err(|e| Error::io("symlink", target.display().to_string(), None, e))?;
-        set_path_attributes(target, meta, self.options.preserve, self.umask, true)?;
+        set_path_attributes(
+            target,
+            meta,
+            self.options.preserve,
+            self.umask,
+            Entry::Symlink,
+        )?;
         self.report.symlinks += 1;
         Ok(())
     }
@@ -307,7 +318,13 @@ impl<'a> Walker<'a> {
             .map_err(std::io::Error::from)
         })
         .map_err(|e| Error::io("mknod", target.display().to_string(), None, e))?;
-        set_path_attributes(target, meta, self.options.preserve, self.umask, false)?;
+        set_path_attributes(
+            target,
+            meta,
+            self.options.preserve,
+            self.umask,
+            Entry::Special,
+        )?;
         self.report.special_files += 1;
         Ok(())
     }
