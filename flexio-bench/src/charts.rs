@@ -23,6 +23,8 @@
 mod dots;
 mod legend;
 
+pub use legend::COLORS;
+
 use std::collections::{BTreeSet, HashMap};
 use std::io;
 use std::ops::Range;

@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 
 use clap::{Args, Subcommand};
 use flexio::Error;
+use flexio_bench::charts::COLORS;
 use flexio_cache::policy::PolicyName;
 use flexio_cache::sim::{simulate_all, SimResult};
 use flexio_cache::trace::{Trace, ARC_PAPER_OLTP};
@@ -245,15 +246,6 @@ fn table(
     }
     text
 }
-
-/// Tableau colours, as the bench's charts use.
-const COLORS: [RGBColor; 5] = [
-    RGBColor(31, 119, 180),
-    RGBColor(255, 127, 14),
-    RGBColor(44, 160, 44),
-    RGBColor(214, 39, 40),
-    RGBColor(148, 103, 189),
-];
 
 fn draw_chart(
     svg: &mut String,

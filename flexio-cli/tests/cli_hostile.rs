@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{flexio, is_root, names, require_root, stderr};
+use common::{flexio, is_root, names, require_root, stderr, write_with_mode};
 
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::Path;
@@ -68,18 +68,8 @@ fn setuid_source_copied_by_root_is_not_a_root_setuid_file() {
 #[test]
 fn existing_destination_keeps_its_own_mode() {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("pub644"), b"public").unwrap();
-    std::fs::set_permissions(
-        dir.path().join("pub644"),
-        std::fs::Permissions::from_mode(0o644),
-    )
-    .unwrap();
-    std::fs::write(dir.path().join("private"), b"secret").unwrap();
-    std::fs::set_permissions(
-        dir.path().join("private"),
-        std::fs::Permissions::from_mode(0o600),
-    )
-    .unwrap();
+    write_with_mode(&dir.path().join("pub644"), b"public", 0o644);
+    write_with_mode(&dir.path().join("private"), b"secret", 0o600);
     let output = shell(dir.path(), "$F copy -q pub644 private");
     assert!(output.status.success(), "{}", stderr(&output));
     let meta = std::fs::metadata(dir.path().join("private")).unwrap();
@@ -367,12 +357,7 @@ fn read_only_destination_of_another_owner_is_refused() {
     }
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("src"), b"new").unwrap();
-    std::fs::write(dir.path().join("ro"), b"old").unwrap();
-    std::fs::set_permissions(
-        dir.path().join("ro"),
-        std::fs::Permissions::from_mode(0o444),
-    )
-    .unwrap();
+    write_with_mode(&dir.path().join("ro"), b"old", 0o444);
     let output = shell(dir.path(), "$F copy src ro");
     assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
     assert_eq!(std::fs::read(dir.path().join("ro")).unwrap(), b"old");
@@ -385,18 +370,8 @@ fn read_only_destination_is_refused_for_an_unprivileged_user() {
     }
     let dir = tempfile::tempdir().unwrap();
     std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
-    std::fs::write(dir.path().join("src"), b"new").unwrap();
-    std::fs::set_permissions(
-        dir.path().join("src"),
-        std::fs::Permissions::from_mode(0o644),
-    )
-    .unwrap();
-    std::fs::write(dir.path().join("ro"), b"old").unwrap();
-    std::fs::set_permissions(
-        dir.path().join("ro"),
-        std::fs::Permissions::from_mode(0o444),
-    )
-    .unwrap();
+    write_with_mode(&dir.path().join("src"), b"new", 0o644);
+    write_with_mode(&dir.path().join("ro"), b"old", 0o444);
     let output = Command::new("setpriv")
         .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
         .arg(env!("CARGO_BIN_EXE_flexio"))

@@ -10,8 +10,9 @@ use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use crate::model::ContenderKind;
 
-/// Tableau 10: distinguishable, none too light on white.
-const COLORS: [RGBColor; 10] = [
+/// Tableau 10: distinguishable, none too light on white. Every chart
+/// flexio draws takes its colours from here (`flexio cache sim` too).
+pub const COLORS: [RGBColor; 10] = [
     RGBColor(31, 119, 180),
     RGBColor(255, 127, 14),
     RGBColor(44, 160, 44),

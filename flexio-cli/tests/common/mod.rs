@@ -49,6 +49,13 @@ pub fn require_root(reason: &str) -> bool {
     false
 }
 
+/// Writes `bytes` to `path` and gives it permission bits `mode`.
+pub fn write_with_mode(path: &Path, bytes: &[u8], mode: u32) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::write(path, bytes).unwrap();
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+}
+
 /// Makes a FIFO at `path`.
 pub fn mkfifo(path: &Path) {
     rustix::fs::mknodat(
