@@ -6,10 +6,12 @@
 mod bench;
 mod copy;
 mod copy_tree;
+mod get_cmd;
 mod mechanisms;
 mod plan;
 mod profile_cmd;
 mod progress;
+mod serve_cmd;
 mod tune;
 
 use std::process::ExitCode;
@@ -42,6 +44,10 @@ enum Command {
     /// Measure every mechanism and its parameters per flow kind and size
     /// on this machine, and write the profile `auto` reads.
     Tune(tune::TuneArgs),
+    /// Serve a directory read-only over HTTP/1.1 (sendfile bodies, ranges, ?manifest, ?tar).
+    Serve(serve_cmd::ServeArgs),
+    /// Fetch a file over HTTP/1.1, in parallel ranges when the server allows.
+    Get(get_cmd::GetArgs),
 }
 
 fn main() -> ExitCode {
@@ -56,6 +62,8 @@ fn main() -> ExitCode {
         Command::Plan(args) => plan::run(args),
         Command::Profile(args) => profile_cmd::run(args),
         Command::Tune(args) => tune::run(args),
+        Command::Serve(args) => serve_cmd::run(args),
+        Command::Get(args) => get_cmd::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

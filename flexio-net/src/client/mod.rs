@@ -1,0 +1,504 @@
+//! `flexio get`: fetch one file over HTTP/1.1 into a [`NewFile`] — from one
+//! connection, or from several kept-alive connections each asking for the
+//! next piece by `Range` — with body bytes spliced socket→file. The file
+//! takes its name only when every byte arrived and, when the server offers
+//! a manifest (`flexio serve`), each 1 MiB chunk matched its BLAKE3.
+
+mod connection;
+
+use std::os::fd::AsFd;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use flexio::range::{Mover, NewFile, RangeEnd, RangeRequest, RangeTotals};
+use flexio::{EndpointKind, MechanismName};
+use serde::Serialize;
+
+pub use connection::Url;
+use connection::{Connection, Response};
+
+use crate::error::{Error, Result};
+use crate::manifest::{chunk_hashes, Manifest, MAX_MANIFEST_BYTES};
+use crate::ranges::parse_content_range;
+
+/// How to fetch.
+#[derive(Clone, Debug)]
+pub struct GetOptions {
+    /// Connections to fetch pieces over at once (1: a plain GET).
+    pub streams: usize,
+    /// Bytes one ranged request asks for.
+    pub piece_size: u64,
+    /// Deadline for connecting, for a response head, and for any stretch
+    /// of a body without progress.
+    pub timeout: Duration,
+    /// Check the server's manifest when it has one.
+    pub verify: bool,
+    /// The socket→file mechanism (`auto` is splice).
+    pub mechanism: MechanismName,
+    /// fsync before the file takes its name.
+    pub fsync: bool,
+}
+
+impl Default for GetOptions {
+    fn default() -> Self {
+        GetOptions {
+            streams: 1,
+            piece_size: 16 << 20,
+            timeout: Duration::from_secs(30),
+            verify: true,
+            mechanism: MechanismName::Auto,
+            fsync: false,
+        }
+    }
+}
+
+/// What a fetch did.
+#[derive(Clone, Debug, Serialize)]
+pub struct GetReport {
+    /// The URL fetched.
+    pub url: String,
+    /// Where the file now is.
+    pub destination: PathBuf,
+    /// Its length.
+    pub bytes: u64,
+    /// Connections used.
+    pub streams: usize,
+    /// Whether the server answered ranges (so pieces were fetched).
+    pub ranged: bool,
+    /// Why fewer streams than asked were used, when so.
+    pub note: Option<String>,
+    /// Requests sent for the body.
+    pub requests: u64,
+    /// System calls that moved body bytes.
+    pub syscalls: u64,
+    /// The mechanisms that moved the body.
+    pub mechanisms: Vec<String>,
+    /// Wall time from the first connection to the last body byte.
+    pub transfer_ns: u64,
+    /// Whether the manifest was checked (and matched).
+    pub verified: bool,
+    /// Time spent fetching the manifest and hashing.
+    pub verify_ns: u64,
+}
+
+/// Fetches `url` to `destination` (or, when `None`, to the URL's last
+/// name in the current directory; an existing directory gets that name
+/// inside it).
+///
+/// # Errors
+/// [`Error::Usage`] for a bad URL or destination; [`Error::Status`] when
+/// the server answers an error; [`Error::Protocol`] when it breaks the
+/// protocol (a head over 16 KiB, a body shorter than its Content-Length,
+/// a Content-Range not asked for); [`Error::Timeout`] for a silent server;
+/// [`Error::VerifyMismatch`] when the bytes do not match its manifest. In
+/// every case nothing is left at the destination.
+///
+/// # Examples
+/// ```no_run
+/// let options = flexio_net::client::GetOptions { streams: 4, ..Default::default() };
+/// let report = flexio_net::client::get("http://127.0.0.1:8080/big.iso", None, &options)?;
+/// println!("{} bytes over {} streams", report.bytes, report.streams);
+/// # Ok::<(), flexio_net::Error>(())
+/// ```
+pub fn get(url: &str, destination: Option<&Path>, options: &GetOptions) -> Result<GetReport> {
+    let url = Url::parse(url)?;
+    let destination = destination_for(&url, destination)?;
+    let label = destination.display().to_string();
+    let started = Instant::now();
+    let streams = options.streams.max(1);
+    let piece = options.piece_size.max(64 << 10);
+    let mut first = Connection::open(&url, options.timeout)?;
+    let range_header = format!("Range: bytes=0-{}\r\n", piece - 1);
+    first.send_get(&url.target, if streams > 1 { &range_header } else { "" })?;
+    let response = first.read_response()?;
+    let peer = url.to_string();
+    let shape = first_shape(&response, &peer, piece)?;
+    let (total, first_length) = match shape {
+        Shape::Whole(length)
+        | Shape::Range {
+            total: length,
+            first: 0,
+            ..
+        } if length == 0 => (0, 0),
+        Shape::Whole(length) => (length, length),
+        Shape::Range { total, first, .. } => (total, first),
+    };
+    let ranged = matches!(shape, Shape::Range { .. });
+    check_space(&destination, total)?;
+    let file = NewFile::create(&destination, 0o644)?;
+    let mut totals = RangeTotals::default();
+    let mut mover = Mover::new();
+    let mut requests = 1;
+    if first_length > 0 {
+        totals.add(receive(
+            &first,
+            &file,
+            &label,
+            0,
+            first_length,
+            total,
+            options,
+            &mut mover,
+        )?);
+    }
+    let mut first = (!response.closes()).then_some(first);
+    let note = match (streams > 1, ranged) {
+        (true, false) => Some(format!(
+            "the server answered a range request with {} (no ranges): one stream",
+            response.status
+        )),
+        _ => None,
+    };
+    let mut streams_used = 1;
+    if ranged && first_length < total {
+        let next = AtomicU64::new(first_length);
+        let failed = AtomicBool::new(false);
+        let results = Mutex::new(Vec::new());
+        let extra = (streams - 1).min(((total - first_length).div_ceil(piece)) as usize);
+        streams_used += extra;
+        std::thread::scope(|scope| {
+            for _ in 0..extra {
+                scope.spawn(|| {
+                    let result = fetch_pieces(
+                        None, &url, &file, &label, total, piece, &next, &failed, options,
+                    );
+                    results.lock().unwrap().push(result);
+                });
+            }
+            let result = fetch_pieces(
+                first.take(),
+                &url,
+                &file,
+                &label,
+                total,
+                piece,
+                &next,
+                &failed,
+                options,
+            );
+            results.lock().unwrap().push(result);
+        });
+        for result in results.into_inner().unwrap() {
+            let (piece_totals, connection) = result?;
+            requests += piece_totals.ranges.len() as u64;
+            for range in piece_totals.ranges {
+                totals.add(range);
+            }
+            if first.is_none() {
+                first = connection;
+            }
+        }
+    }
+    let transfer_ns = started.elapsed().as_nanos() as u64;
+    if totals.bytes != total {
+        return Err(Error::protocol(
+            peer,
+            format!("received {} of {total} bytes; not committed", totals.bytes),
+        ));
+    }
+    let verify_started = Instant::now();
+    let verified = options.verify && verify(&url, first, &response, &file, &label, total, options)?;
+    let verify_ns = if verified {
+        verify_started.elapsed().as_nanos() as u64
+    } else {
+        0
+    };
+    file.commit(total, options.fsync)?;
+    let mut mechanisms: Vec<String> = totals
+        .ranges
+        .iter()
+        .filter_map(|r| r.mechanism_used.map(|m| m.as_str().to_string()))
+        .collect();
+    mechanisms.sort();
+    mechanisms.dedup();
+    Ok(GetReport {
+        url: url.to_string(),
+        destination,
+        bytes: total,
+        streams: streams_used,
+        ranged,
+        note,
+        requests,
+        syscalls: totals.syscalls,
+        mechanisms,
+        transfer_ns,
+        verified,
+        verify_ns,
+    })
+}
+
+/// What the first response promises.
+#[derive(Debug, Clone, Copy)]
+enum Shape {
+    /// A whole body of this length (ranges not answered).
+    Whole(u64),
+    /// A piece `[0, first)` of a `total`-byte file.
+    Range { total: u64, first: u64 },
+}
+
+fn first_shape(response: &Response, peer: &str, piece: u64) -> Result<Shape> {
+    if response.header("transfer-encoding").is_some() {
+        return Err(Error::protocol(
+            peer,
+            "the body is sent with Transfer-Encoding (chunked), which is not fetched yet: its length cannot be checked before it arrives",
+        ));
+    }
+    let length = response.content_length(peer)?;
+    match response.status {
+        200 => length.map(Shape::Whole).ok_or_else(|| {
+            Error::protocol(peer, "no Content-Length: a body whose end is the connection's close cannot be told from a cut one; refused")
+        }),
+        206 => {
+            let range = response
+                .header("content-range")
+                .and_then(parse_content_range);
+            match (range, length) {
+                (Some((Some((0, last)), Some(total))), Some(length))
+                    if length == last + 1 && last + 1 == piece.min(total) =>
+                {
+                    Ok(Shape::Range { total, first: length })
+                }
+                _ => Err(Error::protocol(
+                    peer,
+                    format!(
+                        "206 with Content-Range {:?} and Content-Length {length:?}, not the bytes 0-{} asked for",
+                        response.header("content-range"),
+                        piece - 1
+                    ),
+                )),
+            }
+        }
+        416 => match response.header("content-range").and_then(parse_content_range) {
+            Some((None, Some(0))) => Ok(Shape::Range { total: 0, first: 0 }),
+            _ => Err(Error::Status {
+                peer: peer.to_string(),
+                status: 416,
+                reason: response.reason.clone(),
+            }),
+        },
+        status => Err(Error::Status {
+            peer: peer.to_string(),
+            status,
+            reason: match (status, response.header("location")) {
+                (300..=399, Some(location)) => format!("{} (to {location}; fetch that URL)", response.reason),
+                _ => response.reason.clone(),
+            },
+        }),
+    }
+}
+
+/// Moves `length` body bytes of piece `[offset, offset + length)` from the
+/// connection into the file, spliced.
+#[allow(clippy::too_many_arguments)]
+fn receive(
+    connection: &Connection,
+    file: &NewFile,
+    label: &str,
+    offset: u64,
+    length: u64,
+    total: u64,
+    options: &GetOptions,
+    mover: &mut Mover,
+) -> Result<flexio::range::RangeReport> {
+    let source = RangeEnd::with_kind(
+        connection.stream.as_fd(),
+        EndpointKind::Tcp,
+        connection.url.to_string(),
+    );
+    let sink = RangeEnd::with_kind(file.fd(), EndpointKind::File, label);
+    let mut request = RangeRequest::new(offset, offset, Some(length)).via(options.mechanism);
+    request.idle_timeout = Some(options.timeout);
+    mover.move_range(&source, &sink, &request, None).map_err(|error| match error {
+        flexio::Error::SourceEnded { endpoint, offset: at, .. } => Error::protocol(
+            endpoint,
+            format!(
+                "the server closed the connection at byte {at} of {total} (in the body of bytes {offset}..{}); nothing was written to {label}",
+                offset + length
+            ),
+        ),
+        other => Error::Move(other),
+    })
+}
+
+/// One stream's loop: take the next piece, ask for it, splice it in; until
+/// no piece is left or another stream failed. Returns its reports and its
+/// connection, when still open.
+#[allow(clippy::too_many_arguments)]
+fn fetch_pieces(
+    mut connection: Option<Connection>,
+    url: &Url,
+    file: &NewFile,
+    label: &str,
+    total: u64,
+    piece: u64,
+    next: &AtomicU64,
+    failed: &AtomicBool,
+    options: &GetOptions,
+) -> Result<(RangeTotals, Option<Connection>)> {
+    let mut totals = RangeTotals::default();
+    let mut mover = Mover::new();
+    let outcome = (|| loop {
+        if failed.load(Ordering::Relaxed) {
+            return Ok(());
+        }
+        let offset = next.fetch_add(piece, Ordering::Relaxed);
+        if offset >= total {
+            return Ok(());
+        }
+        let last = (offset + piece).min(total) - 1;
+        let mut open = match connection.take() {
+            Some(open) => open,
+            None => Connection::open(url, options.timeout)?,
+        };
+        open.send_get(&url.target, &format!("Range: bytes={offset}-{last}\r\n"))?;
+        let response = open.read_response()?;
+        let peer = url.to_string();
+        let promised = response.content_length(&peer)?;
+        let range = response
+            .header("content-range")
+            .and_then(parse_content_range);
+        if response.status != 206
+            || range != Some((Some((offset, last)), Some(total)))
+            || promised != Some(last - offset + 1)
+        {
+            return Err(Error::protocol(
+                    peer,
+                    format!(
+                        "asked for bytes {offset}-{last} of {total}, got {} with Content-Range {:?} and Content-Length {promised:?}",
+                        response.status,
+                        response.header("content-range")
+                    ),
+                ));
+        }
+        totals.add(receive(
+            &open,
+            file,
+            label,
+            offset,
+            last - offset + 1,
+            total,
+            options,
+            &mut mover,
+        )?);
+        if !response.closes() {
+            connection = Some(open);
+        }
+    })();
+    if outcome.is_err() {
+        failed.store(true, Ordering::Relaxed);
+    }
+    outcome.map(|()| (totals, connection))
+}
+
+/// Checks the file against the server's `?manifest` when the server is
+/// flexio; `Ok(false)` when there is none to check against.
+fn verify(
+    url: &Url,
+    connection: Option<Connection>,
+    first: &Response,
+    file: &NewFile,
+    label: &str,
+    total: u64,
+    options: &GetOptions,
+) -> Result<bool> {
+    if first.header("server") != Some("flexio") || url.target.contains('?') {
+        return Ok(false);
+    }
+    let mut connection = match connection {
+        Some(open) => open,
+        None => Connection::open(url, options.timeout)?,
+    };
+    let target = format!("{}?manifest", url.target);
+    let peer = url.with_target(target.clone()).to_string();
+    connection.send_get(&target, "")?;
+    let response = connection.read_response()?;
+    if response.status != 200 {
+        return Err(Error::Status {
+            peer,
+            status: response.status,
+            reason: response.reason,
+        });
+    }
+    let length = response
+        .content_length(&peer)?
+        .ok_or_else(|| Error::protocol(peer.clone(), "a manifest without Content-Length"))?;
+    if length > MAX_MANIFEST_BYTES {
+        return Err(Error::protocol(
+            peer,
+            format!("a manifest of {length} bytes is over the {MAX_MANIFEST_BYTES}-byte cap"),
+        ));
+    }
+    let body = connection.read_small_body(length)?;
+    let manifest: Manifest = serde_json::from_slice(&body)
+        .map_err(|e| Error::protocol(peer.clone(), format!("malformed manifest: {e}")))?;
+    let [entry] = manifest.entries.as_slice() else {
+        return Err(Error::protocol(
+            peer,
+            "a file's manifest must hold one entry",
+        ));
+    };
+    if manifest.chunk_size != crate::manifest::CHUNK_SIZE || entry.size != total {
+        return Err(Error::protocol(
+            peer,
+            format!(
+                "the manifest says {} bytes in chunks of {}, the body was {total} bytes",
+                entry.size, manifest.chunk_size
+            ),
+        ));
+    }
+    let hashes = chunk_hashes(file.fd(), total).map_err(|e| Error::io("read", label, None, e))?;
+    if let Some(chunk) =
+        (0..hashes.len().max(entry.blake3.len())).find(|&i| hashes.get(i) != entry.blake3.get(i))
+    {
+        return Err(Error::VerifyMismatch {
+            path: label.to_string(),
+            chunk,
+            offset: chunk as u64 * manifest.chunk_size,
+        });
+    }
+    Ok(true)
+}
+
+/// The destination: `given`, or inside it when it is a directory, or the
+/// URL's last name.
+fn destination_for(url: &Url, given: Option<&Path>) -> Result<PathBuf> {
+    let name = || -> Result<PathBuf> {
+        let path = url.target.split('?').next().unwrap_or_default();
+        let last = path.rsplit('/').next().unwrap_or_default();
+        let decoded = crate::names::percent_decode(last.as_bytes()).unwrap_or_default();
+        if !crate::names::is_safe_component(&decoded) {
+            return Err(Error::Usage(format!(
+                "{url}: the URL names no file to save as; give DEST"
+            )));
+        }
+        Ok(PathBuf::from(std::ffi::OsStr::from_bytes(&decoded)))
+    };
+    match given {
+        Some(path) if path.is_dir() => Ok(path.join(name()?)),
+        Some(path) => Ok(path.to_path_buf()),
+        None => name(),
+    }
+}
+
+/// Refuses a body larger than the space free where it goes, before a byte
+/// is written.
+fn check_space(destination: &Path, length: u64) -> Result<()> {
+    let directory = match destination.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent,
+        _ => Path::new("."),
+    };
+    let stat = rustix::fs::statvfs(directory)
+        .map_err(|e| Error::io("statvfs", directory.display().to_string(), None, e))?;
+    let free = stat.f_bavail.saturating_mul(stat.f_frsize);
+    if length > free {
+        return Err(Error::Usage(format!(
+            "{}: the server announces {length} bytes, more than the {free} free there; not fetched",
+            destination.display()
+        )));
+    }
+    Ok(())
+}
+
+use std::os::unix::ffi::OsStrExt;
