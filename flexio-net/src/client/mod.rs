@@ -143,7 +143,16 @@ pub fn get(url: &str, destination: Option<&Path>, options: &GetOptions) -> Resul
             &mut mover,
         )?);
     }
-    let mut first = (!response.closes()).then_some(first);
+    // The empty file's 416 carries a short text body: read it so the
+    // connection can carry the manifest request; a long one ends it.
+    let mut reusable = !response.closes();
+    if response.status == 416 {
+        match response.content_length(&peer)? {
+            Some(length) if length <= 64 << 10 => drop(first.read_small_body(length)?),
+            _ => reusable = false,
+        }
+    }
+    let mut first = reusable.then_some(first);
     let note = match (streams > 1, ranged) {
         (true, false) => Some(format!(
             "the server answered a range request with {} (no ranges): one stream",

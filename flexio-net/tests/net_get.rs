@@ -1,0 +1,234 @@
+//! `flexio get` over loopback: from `flexio serve` (one stream and many,
+//! verified against the manifest), from `python3 -m http.server` (no
+//! ranges: one stream) and from nginx (ranges, sendfile on).
+
+mod common;
+
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{names_in, pattern, serve};
+use flexio_net::client::{get, GetOptions};
+
+const SIZES: [usize; 5] = [0, 1, 4095, (1 << 20) + 1, 8 << 20];
+
+fn options(streams: usize) -> GetOptions {
+    GetOptions {
+        streams,
+        piece_size: 1 << 20,
+        timeout: Duration::from_secs(20),
+        ..GetOptions::default()
+    }
+}
+
+#[test]
+fn get_from_flexio_serve_is_byte_exact_and_verified_with_one_and_many_streams() {
+    let served = tempfile::tempdir().unwrap();
+    for (i, size) in SIZES.iter().enumerate() {
+        std::fs::write(
+            served.path().join(format!("f{size}")),
+            pattern(*size, i as u64),
+        )
+        .unwrap();
+    }
+    let address = serve(served.path());
+    let out = tempfile::tempdir().unwrap();
+    for streams in [1, 4] {
+        for (i, size) in SIZES.iter().enumerate() {
+            let dest = out.path().join(format!("f{size}-{streams}"));
+            let report = get(
+                &format!("http://{address}/f{size}"),
+                Some(&dest),
+                &options(streams),
+            )
+            .unwrap_or_else(|e| panic!("f{size} over {streams}: {e}"));
+            assert!(
+                std::fs::read(&dest).unwrap() == pattern(*size, i as u64),
+                "f{size} over {streams}"
+            );
+            assert_eq!(report.bytes, *size as u64);
+            assert!(report.verified, "f{size}: the manifest was not checked");
+            if streams == 4 && *size == 8 << 20 {
+                assert!(report.ranged);
+                assert_eq!(report.streams, 4);
+                assert_eq!(report.requests, 8);
+                assert_eq!(report.mechanisms, vec!["splice".to_string()]);
+            }
+        }
+    }
+    // The destination may be a directory: the URL's name goes inside it.
+    let into = tempfile::tempdir().unwrap();
+    get(
+        &format!("http://{address}/f1"),
+        Some(into.path()),
+        &options(2),
+    )
+    .unwrap();
+    assert_eq!(names_in(into.path()), vec!["f1"]);
+}
+
+#[test]
+fn get_of_a_url_with_no_file_name_asks_for_a_destination() {
+    let served = tempfile::tempdir().unwrap();
+    let address = serve(served.path());
+    let error = get(&format!("http://{address}/"), None, &options(1)).unwrap_err();
+    assert!(error.to_string().contains("give DEST"), "{error}");
+    assert_eq!(error.exit_code(), 2);
+}
+
+/// A child process killed when the test ends, however it ends.
+struct Reaped(Child);
+
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn wait_until_listening(address: SocketAddr) -> bool {
+    let started = Instant::now();
+    while started.elapsed() < Duration::from_secs(10) {
+        if TcpStream::connect(address).is_ok() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    false
+}
+
+#[test]
+fn get_from_python_http_server_falls_back_to_one_stream() {
+    let served = tempfile::tempdir().unwrap();
+    let data = pattern((3 << 20) + 17, 5);
+    std::fs::write(served.path().join("file.bin"), &data).unwrap();
+    let port = free_port();
+    let Ok(child) = Command::new("python3")
+        .args([
+            "-m",
+            "http.server",
+            &port.to_string(),
+            "--bind",
+            "127.0.0.1",
+            "--directory",
+        ])
+        .arg(served.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+    else {
+        eprintln!("skipped: python3 is not installed");
+        return;
+    };
+    let _server = Reaped(child);
+    let address = SocketAddr::from(([127, 0, 0, 1], port));
+    assert!(
+        wait_until_listening(address),
+        "python3 -m http.server did not start"
+    );
+    let out = tempfile::tempdir().unwrap();
+    let dest = out.path().join("file.bin");
+    let report = get(
+        &format!("http://{address}/file.bin"),
+        Some(&dest),
+        &options(4),
+    )
+    .unwrap();
+    assert!(std::fs::read(&dest).unwrap() == data);
+    assert!(!report.ranged);
+    assert_eq!(report.streams, 1);
+    assert!(
+        report.note.as_deref().unwrap().contains("one stream"),
+        "{:?}",
+        report.note
+    );
+    assert!(!report.verified);
+}
+
+fn nginx() -> Option<PathBuf> {
+    ["/usr/sbin/nginx", "/usr/bin/nginx", "/usr/local/sbin/nginx"]
+        .into_iter()
+        .map(PathBuf::from)
+        .find(|path| path.exists())
+}
+
+fn start_nginx(binary: &Path, served: &Path, scratch: &Path, port: u16) -> Reaped {
+    let config = format!(
+        "daemon off;\nmaster_process off;\nworker_processes 1;\npid {s}/nginx.pid;\nerror_log {s}/error.log;\n\
+         events {{ worker_connections 64; }}\n\
+         http {{\n  access_log off;\n  sendfile on;\n  client_body_temp_path {s}/body;\n  proxy_temp_path {s}/proxy;\n  \
+         fastcgi_temp_path {s}/fastcgi;\n  uwsgi_temp_path {s}/uwsgi;\n  scgi_temp_path {s}/scgi;\n  \
+         server {{ listen 127.0.0.1:{port}; root {root}; }}\n}}\n",
+        s = scratch.display(),
+        root = served.display(),
+    );
+    std::fs::write(scratch.join("nginx.conf"), config).unwrap();
+    let child = Command::new(binary)
+        .arg("-p")
+        .arg(scratch)
+        .arg("-e")
+        .arg(scratch.join("error.log"))
+        .arg("-c")
+        .arg(scratch.join("nginx.conf"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("nginx starts");
+    Reaped(child)
+}
+
+#[test]
+fn get_from_nginx_fetches_ranges_in_parallel() {
+    let Some(binary) = nginx() else {
+        eprintln!("skipped: nginx is not installed (apt-get install nginx-light)");
+        return;
+    };
+    let served = tempfile::tempdir().unwrap();
+    let scratch = tempfile::tempdir().unwrap();
+    // nginx's worker may drop privileges: let it read what it serves.
+    for dir in [served.path(), scratch.path()] {
+        std::fs::set_permissions(dir, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    }
+    let data = pattern((9 << 20) + 1, 8);
+    std::fs::write(served.path().join("big"), &data).unwrap();
+    let port = free_port();
+    let _server = start_nginx(&binary, served.path(), scratch.path(), port);
+    let address = SocketAddr::from(([127, 0, 0, 1], port));
+    assert!(
+        wait_until_listening(address),
+        "nginx did not start: {}",
+        std::fs::read_to_string(scratch.path().join("error.log")).unwrap_or_default()
+    );
+    let out = tempfile::tempdir().unwrap();
+    for streams in [1, 3] {
+        let dest = out.path().join(format!("big{streams}"));
+        let report = get(
+            &format!("http://{address}/big"),
+            Some(&dest),
+            &options(streams),
+        )
+        .unwrap();
+        assert!(std::fs::read(&dest).unwrap() == data, "over {streams}");
+        assert_eq!(report.ranged, streams > 1);
+        assert_eq!(report.streams, streams);
+        assert!(!report.verified);
+    }
+    let missing = get(
+        &format!("http://{address}/nope"),
+        Some(&out.path().join("nope")),
+        &options(2),
+    )
+    .unwrap_err();
+    assert!(missing.to_string().contains("404"), "{missing}");
+    assert!(!out.path().join("nope").exists());
+}
