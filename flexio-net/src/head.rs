@@ -32,7 +32,8 @@ pub(crate) enum Step {
     WouldBlock,
     /// The peer closed the connection (after `consumed` head bytes).
     Closed,
-    /// The head is larger than the cap.
+    /// The head is larger than [`MAX_HEAD`] or has more than
+    /// [`MAX_HEADERS`] lines.
     TooLarge,
     /// The bytes are not HTTP.
     Malformed(String),
@@ -40,27 +41,27 @@ pub(crate) enum Step {
 
 /// Whether `bytes` hold a whole head: `Ok(Some(len))` with its length,
 /// `Ok(None)` when more is needed.
-pub(crate) type Completeness = fn(&[u8]) -> Result<Option<usize>, String>;
+pub(crate) type Completeness = fn(&[u8]) -> Result<Option<usize>, httparse::Error>;
 
 /// A request head is whole?
-pub(crate) fn request_complete(bytes: &[u8]) -> Result<Option<usize>, String> {
+pub(crate) fn request_complete(bytes: &[u8]) -> Result<Option<usize>, httparse::Error> {
     let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
     let mut request = httparse::Request::new(&mut headers);
     match request.parse(bytes) {
         Ok(httparse::Status::Complete(len)) => Ok(Some(len)),
         Ok(httparse::Status::Partial) => Ok(None),
-        Err(error) => Err(error.to_string()),
+        Err(error) => Err(error),
     }
 }
 
 /// A response head is whole?
-pub(crate) fn response_complete(bytes: &[u8]) -> Result<Option<usize>, String> {
+pub(crate) fn response_complete(bytes: &[u8]) -> Result<Option<usize>, httparse::Error> {
     let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
     let mut response = httparse::Response::new(&mut headers);
     match response.parse(bytes) {
         Ok(httparse::Status::Complete(len)) => Ok(Some(len)),
         Ok(httparse::Status::Partial) => Ok(None),
-        Err(error) => Err(error.to_string()),
+        Err(error) => Err(error),
     }
 }
 
@@ -109,9 +110,15 @@ pub(crate) fn step(
             return Ok(Step::TooLarge);
         }
         Ok(None) => (seen, Step::Partial),
-        Err(message) => {
+        // More header lines than the cap is a head too large, not a
+        // malformed one.
+        Err(httparse::Error::TooManyHeaders) => {
             head.truncate(old);
-            return Ok(Step::Malformed(message));
+            return Ok(Step::TooLarge);
+        }
+        Err(error) => {
+            head.truncate(old);
+            return Ok(Step::Malformed(error.to_string()));
         }
     };
     consume(socket, &mut head[old..take])?;

@@ -227,7 +227,7 @@ impl Connection {
             Step::TooLarge => {
                 return Err(Error::protocol(
                     peer,
-                    format!("the response head is over {MAX_HEAD} bytes; refused"),
+                    format!("the response head is over {MAX_HEAD} bytes or {MAX_HEADERS} header lines; refused"),
                 ))
             }
             Step::Malformed(why) => {

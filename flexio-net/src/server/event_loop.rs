@@ -130,7 +130,11 @@ fn read_head(shared: &Shared, token: u64, jobs: &Sender<Job>) {
         Ok(Step::TooLarge) => send_and_close(
             &connection.stream,
             431,
-            &format!("the request head is over {} bytes", crate::head::MAX_HEAD),
+            &format!(
+                "the request head is over {} bytes or {} header lines",
+                crate::head::MAX_HEAD,
+                crate::head::MAX_HEADERS
+            ),
         ),
         Ok(Step::Malformed(why)) => send_and_close(
             &connection.stream,
