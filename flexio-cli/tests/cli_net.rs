@@ -1,0 +1,111 @@
+//! `flexio serve` and `flexio get` as a person runs them: the address
+//! printed, a fetch over several streams, exit statuses and one-line
+//! errors, and nothing left behind by a failed get.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+
+fn flexio() -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_flexio"));
+    command.env("FLEXIO_PROFILE", "/nonexistent/flexio-profile.toml");
+    command
+}
+
+/// `flexio serve` killed when the test ends.
+struct Serving(Child);
+
+impl Drop for Serving {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Starts `flexio serve DIR` on port 0 and returns its base URL.
+fn serve(dir: &std::path::Path, extra: &[&str]) -> (Serving, String) {
+    let mut child = flexio()
+        .arg("serve")
+        .arg(dir)
+        .args(extra)
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let url = line
+        .split_whitespace()
+        .find(|word| word.starts_with("http://"))
+        .unwrap_or_else(|| panic!("no URL in {line:?}"))
+        .trim_end_matches('/')
+        .to_string();
+    assert!(url.starts_with("http://127.0.0.1:"), "{url}");
+    (Serving(child), url)
+}
+
+#[test]
+fn serve_then_get_over_four_streams_prints_a_report() {
+    let served = tempfile::tempdir().unwrap();
+    let data: Vec<u8> = (0..(5 << 20) + 7)
+        .map(|i: usize| (i * 131 % 251) as u8)
+        .collect();
+    std::fs::write(served.path().join("data.bin"), &data).unwrap();
+    let (_server, url) = serve(served.path(), &[]);
+    let out = tempfile::tempdir().unwrap();
+    let output = flexio()
+        .args(["get", "--json", "--streams", "4", "--piece-size", "1MiB"])
+        .arg(format!("{url}/data.bin"))
+        .arg(out.path())
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(report["bytes"], (5 << 20) + 7);
+    assert_eq!(report["streams"], 4);
+    assert_eq!(report["verified"], true);
+    assert!(std::fs::read(out.path().join("data.bin")).unwrap() == data);
+}
+
+#[test]
+fn get_errors_are_one_line_with_the_right_status_and_leave_nothing() {
+    let served = tempfile::tempdir().unwrap();
+    let (_server, url) = serve(served.path(), &["--read-only"]);
+    let out = tempfile::tempdir().unwrap();
+    let missing = flexio()
+        .arg("get")
+        .arg(format!("{url}/missing"))
+        .arg(out.path().join("x"))
+        .output()
+        .unwrap();
+    assert_eq!(missing.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&missing.stderr);
+    assert!(
+        stderr.starts_with("flexio: ") && stderr.contains("404"),
+        "{stderr}"
+    );
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert_eq!(std::fs::read_dir(out.path()).unwrap().count(), 0);
+    let https = flexio()
+        .args(["get", "https://127.0.0.1/x"])
+        .output()
+        .unwrap();
+    assert_eq!(https.status.code(), Some(2));
+}
+
+#[test]
+fn serve_refuses_a_non_loopback_address_without_public() {
+    let served = tempfile::tempdir().unwrap();
+    let output = flexio()
+        .arg("serve")
+        .arg(served.path())
+        .args(["--listen", "0.0.0.0:0"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("--public"));
+}
