@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use rustix::buffer::spare_capacity;
 use rustix::event::{epoll, Timespec};
 use rustix::io::Errno;
-use rustix::net::SendFlags;
+use rustix::net::{RecvFlags, SendFlags};
 
 use super::request::{closing_response, Request};
 use super::{Connection, Shared};
@@ -77,7 +77,8 @@ fn accept_all(shared: &Shared, listener: &TcpListener) {
             }
         };
         if shared.live.load(Ordering::Relaxed) >= shared.config.max_connections {
-            send_and_close(&stream, 503, "too many connections; try again shortly");
+            let bytes = closing_response(503, "too many connections; try again shortly");
+            let _ = rustix::net::send(&stream, &bytes, SendFlags::DONTWAIT | SendFlags::NOSIGNAL);
             continue;
         }
         let _ = stream.set_nodelay(true);
@@ -111,6 +112,12 @@ fn read_head(shared: &Shared, token: u64, jobs: &Sender<Job>) {
         return;
     };
     let fd = std::os::fd::AsFd::as_fd(&connection.stream);
+    if connection.closing {
+        if drain(fd) {
+            let _ = shared.park(connection);
+        }
+        return;
+    }
     let outcome = step(fd, &mut connection.head, request_complete, true);
     match outcome {
         Ok(Step::Complete) => {
@@ -120,7 +127,7 @@ fn read_head(shared: &Shared, token: u64, jobs: &Sender<Job>) {
                     // A send fails only when every worker is gone.
                     let _ = jobs.send((connection, request));
                 }
-                Err(why) => send_and_close(&connection.stream, 400, &why),
+                Err(why) => send_and_close(shared, connection, 400, &why),
             }
         }
         Ok(Step::Partial | Step::WouldBlock) => {
@@ -128,7 +135,8 @@ fn read_head(shared: &Shared, token: u64, jobs: &Sender<Job>) {
             let _ = shared.park(connection);
         }
         Ok(Step::TooLarge) => send_and_close(
-            &connection.stream,
+            shared,
+            connection,
             431,
             &format!(
                 "the request head is over {} bytes or {} header lines",
@@ -137,7 +145,8 @@ fn read_head(shared: &Shared, token: u64, jobs: &Sender<Job>) {
             ),
         ),
         Ok(Step::Malformed(why)) => send_and_close(
-            &connection.stream,
+            shared,
+            connection,
             400,
             &format!("malformed request head: {why}"),
         ),
@@ -156,6 +165,7 @@ fn sweep(shared: &Shared) {
         .lock()
         .unwrap()
         .extract_if(|_, connection| match connection.head_started {
+            _ if connection.closing => connection.since.elapsed() > config.head_timeout,
             Some(started) => started.elapsed() > config.head_timeout,
             None if connection.served == 0 => connection.since.elapsed() > config.head_timeout,
             None => connection.since.elapsed() > config.idle_timeout,
@@ -163,9 +173,10 @@ fn sweep(shared: &Shared) {
         .map(|(_, connection)| connection)
         .collect();
     for connection in expired {
-        if connection.head_started.is_some() || connection.served == 0 {
+        if !connection.closing && (connection.head_started.is_some() || connection.served == 0) {
             send_and_close(
-                &connection.stream,
+                shared,
+                connection,
                 408,
                 &format!(
                     "the request head did not arrive within {:?}",
@@ -176,8 +187,32 @@ fn sweep(shared: &Shared) {
     }
 }
 
-/// Sends a short closing response without waiting, then closes.
-fn send_and_close(stream: &std::net::TcpStream, status: u16, message: &str) {
+/// Sends a short closing response without waiting, then closes
+/// gracefully.
+fn send_and_close(shared: &Shared, connection: Connection, status: u16, message: &str) {
     let bytes = closing_response(status, message);
-    let _ = rustix::net::send(stream, &bytes, SendFlags::DONTWAIT | SendFlags::NOSIGNAL);
+    let _ = rustix::net::send(
+        &connection.stream,
+        &bytes,
+        SendFlags::DONTWAIT | SendFlags::NOSIGNAL,
+    );
+    shared.close(connection);
+}
+
+/// Reads and drops what a closing connection's client still sends;
+/// whether to keep waiting (false once it closed, failed, or sent more
+/// than a closing connection may).
+fn drain(socket: std::os::fd::BorrowedFd<'_>) -> bool {
+    let mut scratch = [0u8; 16 * 1024];
+    for _ in 0..16 {
+        match rustix::net::recv(socket, &mut scratch, RecvFlags::DONTWAIT) {
+            Ok((0, _)) => return false,
+            Ok(_) => {}
+            Err(Errno::AGAIN) => return true,
+            Err(Errno::INTR) => {}
+            Err(_) => return false,
+        }
+    }
+    // 256 KiB in one go: not a client finishing a request; cut it.
+    false
 }

@@ -103,6 +103,11 @@ pub(crate) struct Connection {
     pub head_started: Option<Instant>,
     /// Responses sent on it.
     pub served: u64,
+    /// The last response is sent and our side shut down: what the client
+    /// still sends is read and dropped until it closes (or the head
+    /// deadline passes), so closing never resets a connection whose
+    /// response the client has not read yet.
+    pub closing: bool,
     _live: LiveGuard,
 }
 
@@ -204,8 +209,28 @@ impl Shared {
             since: Instant::now(),
             head_started: None,
             served: 0,
+            closing: false,
             _live: LiveGuard(Arc::clone(&self.live)),
         }
+    }
+
+    /// Ends `connection` gracefully: shuts our side down (the client sees
+    /// the end of the last response) and parks it to drain what the client
+    /// still sends — a request body not read, pipelined requests — so the
+    /// kernel does not answer the close with a reset that could destroy
+    /// the response in flight.
+    pub fn close(&self, mut connection: Connection) {
+        if connection
+            .stream
+            .shutdown(std::net::Shutdown::Write)
+            .is_err()
+        {
+            return;
+        }
+        connection.closing = true;
+        connection.head = Vec::new();
+        connection.since = Instant::now();
+        let _ = self.park(connection);
     }
 
     /// Puts `connection` back to wait for its next request head: into the

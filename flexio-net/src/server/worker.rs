@@ -34,11 +34,13 @@ pub(crate) fn run(shared: &Shared, queue: &Mutex<Receiver<Job>>) {
                 false
             }
         };
+        connection.served += 1;
         if keep_alive {
-            connection.served += 1;
             connection.since = std::time::Instant::now();
             connection.head_started = None;
             let _ = shared.park(connection);
+        } else {
+            shared.close(connection);
         }
     }
 }
