@@ -96,8 +96,10 @@ pub fn run(args: GetArgs) -> Result<(), Error> {
             ", BLAKE3 verified in {:.3} s",
             report.verify_ns as f64 / 1e9
         );
+    } else if args.no_verify {
+        line += ", not verified (--no-verify)";
     } else {
-        line += ", not verified (no manifest)";
+        line += ", not verified (the server offers no manifest)";
     }
     if let Some(note) = &report.note {
         line += &format!("; {note}");
