@@ -11,6 +11,7 @@ mod mechanisms;
 mod plan;
 mod profile_cmd;
 mod progress;
+mod put_cmd;
 mod serve_cmd;
 mod tune;
 
@@ -48,6 +49,8 @@ enum Command {
     Serve(serve_cmd::ServeArgs),
     /// Fetch a file over HTTP/1.1, in parallel ranges when the server allows.
     Get(get_cmd::GetArgs),
+    /// Upload a file to `flexio serve --token-file` over HTTP/1.1 (PUT).
+    Put(put_cmd::PutArgs),
 }
 
 fn main() -> ExitCode {
@@ -64,6 +67,7 @@ fn main() -> ExitCode {
         Command::Tune(args) => tune::run(args),
         Command::Serve(args) => serve_cmd::run(args),
         Command::Get(args) => get_cmd::run(args),
+        Command::Put(args) => put_cmd::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -18,10 +18,13 @@ pub struct ServeArgs {
     /// unless --public.
     #[arg(long, default_value = "127.0.0.1:0")]
     listen: SocketAddr,
-    /// Serve read-only. Always so for now: uploads (PUT) are not
-    /// implemented and are answered 405.
+    /// Serve read-only: PUT is answered 405 even with --token-file.
     #[arg(long)]
     read_only: bool,
+    /// Take PUT uploads bearing this file's token (first line, at least 16
+    /// characters) as `Authorization: Bearer`; loopback only.
+    #[arg(long)]
+    token_file: Option<PathBuf>,
     /// Allow a non-loopback address (no authentication: read-only only).
     #[arg(long)]
     public: bool,
@@ -56,10 +59,16 @@ pub fn run(args: ServeArgs) -> Result<(), Error> {
     config.head_timeout = args.head_timeout;
     config.idle_timeout = args.idle_timeout;
     config.mechanism = args.via;
-    let _ = args.read_only;
+    if let (Some(path), false) = (&args.token_file, args.read_only) {
+        config.token = Some(crate::put_cmd::read_token(path)?);
+    }
+    let mode = match config.token {
+        Some(_) => "uploads with the token",
+        None => "read-only",
+    };
     let server = Server::bind(config).unwrap_or_else(|e| crate::get_cmd::fail(e));
     crate::print_stdout(&format!(
-        "serving {} on http://{}/ (read-only; uploads are not implemented)\n",
+        "serving {} on http://{}/ ({mode})\n",
         args.dir.display(),
         server.local_addr()
     ));

@@ -109,3 +109,44 @@ fn serve_refuses_a_non_loopback_address_without_public() {
     assert_eq!(output.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&output.stderr).contains("--public"));
 }
+
+#[test]
+fn put_with_a_token_file_then_get_it_back() {
+    let served = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let token = work.path().join("token");
+    std::fs::write(&token, "cli-token-0123456789abcdef\n").unwrap();
+    let (_server, url) = serve(served.path(), &["--token-file", token.to_str().unwrap()]);
+    let source = work.path().join("up.bin");
+    let data: Vec<u8> = (0..(2 << 20) + 3)
+        .map(|i: usize| (i * 7 % 253) as u8)
+        .collect();
+    std::fs::write(&source, &data).unwrap();
+    let output = flexio()
+        .arg("put")
+        .arg(&source)
+        .arg(format!("{url}/up.bin"))
+        .arg("--token-file")
+        .arg(&token)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(String::from_utf8_lossy(&output.stdout).contains("created"));
+    assert!(std::fs::read(served.path().join("up.bin")).unwrap() == data);
+    std::fs::write(&token, "wrong-token-0123456789abcdef\n").unwrap();
+    let refused = flexio()
+        .arg("put")
+        .arg(&source)
+        .arg(format!("{url}/other.bin"))
+        .arg("--token-file")
+        .arg(&token)
+        .output()
+        .unwrap();
+    assert_eq!(refused.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("401"));
+    assert!(!served.path().join("other.bin").exists());
+}

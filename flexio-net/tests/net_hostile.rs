@@ -575,3 +575,77 @@ fn the_fuzz_server_still_serves_after_the_fuzzing() {
     assert_eq!(client.get("/sub/ok", "").body, b"fine");
     let _ = Path::new("/");
 }
+
+// ---- uploads ----
+
+const TOKEN: &str = "hostile-token-0123456789";
+
+#[test]
+fn puts_without_the_token_over_a_directory_or_out_of_the_root_write_nothing() {
+    let (top, root) = tree_with_links_out();
+    let address = serve_with(&root, |config| config.token = Some(TOKEN.into()));
+    let before_root = names_in(&root);
+    let before_outside = names_in(&top.path().join("outside"));
+    let auth = format!("Authorization: Bearer {TOKEN}\r\n");
+    for (target, headers, status) in [
+        ("/new", String::new(), 401),
+        (
+            "/new",
+            "Authorization: Bearer wrong-token-0123456789\r\n".to_string(),
+            401,
+        ),
+        ("/new", format!("Authorization: Bearer {TOKEN}x\r\n"), 401),
+        ("/sub", auth.clone(), 409),
+        ("/../outside/new", auth.clone(), 403),
+        ("/%2e%2e/outside/new", auth.clone(), 403),
+        ("/dir-link/new", auth.clone(), 403),
+        ("/sub/ok/new", auth.clone(), 409),
+        ("/missing/new", auth.clone(), 404),
+        ("/new?x", auth.clone(), 400),
+    ] {
+        let mut client = RawClient::connect(address);
+        client.send(
+            format!("PUT {target} HTTP/1.1\r\nHost: t\r\n{headers}Content-Length: 5\r\n\r\nhello")
+                .as_bytes(),
+        );
+        let response = client.read_response(false);
+        assert_eq!(response.status, status, "{target} {headers}");
+        assert!(client.closed(), "{target}");
+    }
+    // A symlink at the target is replaced, not followed.
+    let mut client = RawClient::connect(address);
+    client.send(
+        format!("PUT /abs-link HTTP/1.1\r\nHost: t\r\n{auth}Content-Length: 5\r\n\r\nhello")
+            .as_bytes(),
+    );
+    assert_eq!(client.read_response(false).status, 200);
+    assert_eq!(
+        std::fs::read(top.path().join("outside/secret")).unwrap(),
+        SECRET
+    );
+    assert_eq!(std::fs::read(root.join("abs-link")).unwrap(), b"hello");
+    assert_eq!(names_in(&root), before_root);
+    assert_eq!(names_in(&top.path().join("outside")), before_outside);
+}
+
+#[test]
+fn a_put_cut_short_leaves_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let address = serve_with(dir.path(), |config| {
+        config.token = Some(TOKEN.into());
+        config.send_timeout = Duration::from_secs(1);
+    });
+    let mut client = RawClient::connect(address);
+    client.send(format!("PUT /partial HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer {TOKEN}\r\nContent-Length: 100000\r\n\r\n").as_bytes());
+    client.send(&pattern(5000, 1));
+    client.stream.shutdown(Shutdown::Write).unwrap();
+    assert!(client.try_read_response(false).is_none());
+    // A body that stalls: cut at the send timeout.
+    let mut stalled = RawClient::connect(address);
+    stalled.send(format!("PUT /stalled HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer {TOKEN}\r\nContent-Length: 100000\r\n\r\nabc").as_bytes());
+    let started = Instant::now();
+    assert!(stalled.try_read_response(false).is_none());
+    assert!(started.elapsed() < Duration::from_secs(4));
+    std::thread::sleep(Duration::from_millis(100));
+    assert_eq!(names_in(dir.path()), Vec::<String>::new());
+}

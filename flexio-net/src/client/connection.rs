@@ -189,8 +189,13 @@ impl Connection {
 
     /// Sends `GET target` with optional extra header lines.
     pub fn send_get(&mut self, target: &str, extra: &str) -> Result<()> {
+        self.send_request("GET", target, extra)
+    }
+
+    /// Sends a request head with optional extra header lines.
+    pub fn send_request(&mut self, method: &str, target: &str, extra: &str) -> Result<()> {
         let head = format!(
-            "GET {target} HTTP/1.1\r\nHost: {}\r\nUser-Agent: flexio/{}\r\nAccept-Encoding: identity\r\n{extra}\r\n",
+            "{method} {target} HTTP/1.1\r\nHost: {}\r\nUser-Agent: flexio/{}\r\nAccept-Encoding: identity\r\n{extra}\r\n",
             self.url.authority(),
             env!("CARGO_PKG_VERSION")
         );

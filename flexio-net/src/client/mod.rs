@@ -5,6 +5,7 @@
 //! a manifest (`flexio serve`), each 1 MiB chunk matched its BLAKE3.
 
 mod connection;
+mod upload;
 
 use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
@@ -18,6 +19,7 @@ use serde::Serialize;
 
 pub use connection::Url;
 use connection::{Connection, Response};
+pub use upload::{put, PutReport};
 
 use crate::error::{Error, Result};
 use crate::manifest::{chunk_hashes, Manifest, MAX_MANIFEST_BYTES};

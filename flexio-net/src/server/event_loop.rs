@@ -82,8 +82,11 @@ fn accept_all(shared: &Shared, listener: &TcpListener) {
             continue;
         }
         let _ = stream.set_nodelay(true);
+        // Bodies (sendfile out, splice in) block in the kernel at most this
+        // long without progress; the event loop never blocks (DONTWAIT).
         if stream
             .set_write_timeout(Some(shared.config.send_timeout))
+            .and_then(|()| stream.set_read_timeout(Some(shared.config.send_timeout)))
             .is_err()
         {
             continue;

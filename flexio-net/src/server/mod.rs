@@ -11,6 +11,7 @@ mod directory;
 mod event_loop;
 mod files;
 mod request;
+mod upload;
 mod worker;
 
 use std::collections::HashMap;
@@ -47,6 +48,10 @@ pub struct ServeConfig {
     pub send_timeout: Duration,
     /// The file→socket mechanism for bodies (`auto` is sendfile).
     pub mechanism: MechanismName,
+    /// The token a PUT must bear (`Authorization: Bearer`); without one,
+    /// the server is read-only. Loopback only: a bearer token must not
+    /// cross a plain link.
+    pub token: Option<String>,
 }
 
 impl ServeConfig {
@@ -68,6 +73,7 @@ impl ServeConfig {
             idle_timeout: Duration::from_secs(15),
             send_timeout: Duration::from_secs(30),
             mechanism: MechanismName::Auto,
+            token: None,
         }
     }
 }
@@ -142,6 +148,17 @@ impl Server {
                 "{} is not a loopback address: serving beyond this machine needs --public (read-only, no authentication)",
                 config.listen
             )));
+        }
+        if config.token.is_some() && !config.listen.ip().is_loopback() {
+            return Err(Error::Usage(format!(
+                "{}: uploads with a token are served on loopback only (the token would cross a plain link; TLS is not implemented)",
+                config.listen
+            )));
+        }
+        if config.token.as_ref().is_some_and(|t| t.len() < 16) {
+            return Err(Error::Usage(
+                "the token must be at least 16 characters".into(),
+            ));
         }
         let root = rustix::fs::open(
             &config.root,

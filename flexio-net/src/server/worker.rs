@@ -10,6 +10,7 @@ use rustix::io::Errno;
 
 use super::event_loop::Job;
 use super::request::{text_response, Request, ResponseHead};
+
 use super::{directory, files, Connection, Shared};
 use crate::names::{split_target, BadTarget};
 use crate::walk::open_beneath;
@@ -88,21 +89,27 @@ fn answer(
         keep_alive: request.keeps_alive(),
         head_only,
     };
+    if request.method == "PUT" {
+        return match split_target(&request.target) {
+            Ok((parts, None)) => super::upload::answer(&mut exchange, &parts, mover),
+            Ok((_, Some(_))) => {
+                exchange.keep_alive = false;
+                exchange.text(400, "PUT takes no query")
+            }
+            Err(BadTarget::Climbs) => {
+                exchange.keep_alive = false;
+                exchange.text(403, "the path climbs out of the served directory with ..")
+            }
+            Err(BadTarget::Malformed(why)) => {
+                exchange.keep_alive = false;
+                exchange.text(400, why)
+            }
+        };
+    }
     if request.method != "GET" && request.method != "HEAD" {
         // The body, if any, is not read: the connection cannot go on.
         exchange.keep_alive = false;
-        let head = ResponseHead::new(405).header("Allow", "GET, HEAD");
-        let (_, body) = text_response(
-            405,
-            &format!(
-                "{} is not served: this server is read-only (uploads with PUT are not implemented yet)",
-                request.method
-            ),
-        );
-        let head = head
-            .header("Content-Type", "text/plain; charset=utf-8")
-            .header("Content-Length", body.len().to_string());
-        return exchange.head_and_body(head, &body);
+        return super::upload::refuse_method(&exchange);
     }
     if request.has_body() {
         exchange.keep_alive = false;
