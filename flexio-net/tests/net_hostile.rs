@@ -649,3 +649,81 @@ fn a_put_cut_short_leaves_nothing() {
     std::thread::sleep(Duration::from_millis(100));
     assert_eq!(names_in(dir.path()), Vec::<String>::new());
 }
+
+// ---- fuzz-style: arbitrary responses against `get` ----
+
+fn response() -> impl Strategy<Value = Vec<u8>> {
+    let status = prop::sample::select(vec![
+        "200 OK",
+        "206 Partial Content",
+        "416 Nope",
+        "301 Moved",
+        "500 Oops",
+        "2000 X",
+        "",
+    ]);
+    let header = prop_oneof![
+        "Content-Length: [0-9]{0,6}",
+        "Content-Range: bytes [0-9*]{0,3}-[0-9]{0,3}/[0-9*]{0,4}",
+        "Transfer-Encoding: chunked",
+        "Connection: close",
+        "Server: flexio",
+        "[ -~]{0,24}",
+    ];
+    (
+        status,
+        prop::collection::vec(header, 0..5),
+        prop::collection::vec(any::<u8>(), 0..200),
+        any::<bool>(),
+    )
+        .prop_map(|(status, headers, body, http)| {
+            let mut raw = if http {
+                format!("HTTP/1.1 {status}\r\n").into_bytes()
+            } else {
+                Vec::new()
+            };
+            for header in headers {
+                raw.extend_from_slice(header.as_bytes());
+                raw.extend_from_slice(b"\r\n");
+            }
+            raw.extend_from_slice(b"\r\n");
+            raw.extend_from_slice(&body);
+            raw
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(fuzz_cases(4000) / 8))]
+
+    /// Whatever a server answers, `get` either fetches exactly what a
+    /// Content-Length framed or fails, and a failure leaves nothing.
+    #[test]
+    fn fuzz_responses_give_a_file_or_a_clear_error_and_nothing_left(raw in response()) {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let address = listener.local_addr().unwrap();
+        let reply = raw.clone();
+        let server = std::thread::spawn(move || {
+            // One connection, one answer, then close (a second connection,
+            // for a manifest or a piece, gets nothing but the close).
+            if let Ok((mut stream, _)) = listener.accept() {
+                read_head(&mut stream);
+                let _ = stream.write_all(&reply);
+            }
+        });
+        let out = tempfile::tempdir().unwrap();
+        let dest = out.path().join("file");
+        let options = GetOptions { streams: 1, timeout: Duration::from_millis(500), ..GetOptions::default() };
+        let result = get(&format!("http://{address}/file"), Some(&dest), &options);
+        server.join().unwrap();
+        match result {
+            Ok(report) => {
+                prop_assert_eq!(std::fs::read(&dest).unwrap().len() as u64, report.bytes);
+                prop_assert!(report.bytes == 0 || contains(&raw, &std::fs::read(&dest).unwrap()));
+            }
+            Err(error) => {
+                prop_assert!(!error.to_string().is_empty());
+                prop_assert_eq!(names_in(out.path()), Vec::<String>::new());
+            }
+        }
+    }
+}
