@@ -73,10 +73,62 @@ pub struct ManifestEntry {
 /// assert_eq!(hashes, vec![blake3::hash(b"abc").to_hex().to_string()]);
 /// ```
 pub fn chunk_hashes(file: BorrowedFd<'_>, size: u64) -> std::io::Result<Vec<String>> {
-    let mut hashes = Vec::with_capacity(size.div_ceil(CHUNK_SIZE) as usize);
-    let mut buffer = vec![0u8; CHUNK_SIZE as usize];
-    let mut offset = 0;
-    while offset < size {
+    hash_chunks(file, size, 0..size.div_ceil(CHUNK_SIZE))
+}
+
+/// As [`chunk_hashes`], the chunks split among up to `threads` threads
+/// (each chunk is hashed on its own, so the result is the same).
+///
+/// # Errors
+/// As [`chunk_hashes`].
+///
+/// # Examples
+/// ```
+/// let file = tempfile::tempfile().unwrap();
+/// rustix::io::pwrite(&file, &vec![7u8; 3 << 20], 0).unwrap();
+/// let fd = std::os::fd::AsFd::as_fd(&file);
+/// assert_eq!(
+///     flexio_net::manifest::chunk_hashes_parallel(fd, 3 << 20, 2).unwrap(),
+///     flexio_net::manifest::chunk_hashes(fd, 3 << 20).unwrap()
+/// );
+/// ```
+pub fn chunk_hashes_parallel(
+    file: BorrowedFd<'_>,
+    size: u64,
+    threads: usize,
+) -> std::io::Result<Vec<String>> {
+    let chunks = size.div_ceil(CHUNK_SIZE);
+    let threads = (threads.max(1) as u64).min(chunks.max(1));
+    let per_thread = chunks.div_ceil(threads);
+    let parts: Vec<std::io::Result<Vec<String>>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..threads)
+            .map(|i| {
+                let range = i * per_thread..((i + 1) * per_thread).min(chunks);
+                scope.spawn(move || hash_chunks(file, size, range))
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("a hashing thread panicked"))
+            .collect()
+    });
+    let mut hashes = Vec::with_capacity(chunks as usize);
+    for part in parts {
+        hashes.extend(part?);
+    }
+    Ok(hashes)
+}
+
+/// BLAKE3 of the chunks numbered `chunks` of the first `size` bytes.
+fn hash_chunks(
+    file: BorrowedFd<'_>,
+    size: u64,
+    chunks: std::ops::Range<u64>,
+) -> std::io::Result<Vec<String>> {
+    let mut hashes = Vec::with_capacity((chunks.end - chunks.start) as usize);
+    let mut buffer = vec![0u8; CHUNK_SIZE.min(size) as usize];
+    for chunk in chunks {
+        let offset = chunk * CHUNK_SIZE;
         let want = (size - offset).min(CHUNK_SIZE) as usize;
         let mut filled = 0;
         while filled < want {
@@ -88,7 +140,6 @@ pub fn chunk_hashes(file: BorrowedFd<'_>, size: u64) -> std::io::Result<Vec<Stri
             }
         }
         hashes.push(blake3::hash(&buffer[..want]).to_hex().to_string());
-        offset += want as u64;
     }
     Ok(hashes)
 }

@@ -22,7 +22,7 @@ use connection::{Connection, Response};
 pub use upload::{put, PutReport};
 
 use crate::error::{Error, Result};
-use crate::manifest::{chunk_hashes, Manifest, MAX_MANIFEST_BYTES};
+use crate::manifest::{chunk_hashes_parallel, Manifest, MAX_MANIFEST_BYTES};
 use crate::ranges::parse_content_range;
 
 /// How to fetch.
@@ -424,6 +424,10 @@ fn verify(
     let target = format!("{}?manifest", url.target);
     let peer = url.with_target(target.clone()).to_string();
     connection.send_get(&target, "")?;
+    // The server hashes its copy while this side hashes what arrived.
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let hashes = chunk_hashes_parallel(file.fd(), total, threads)
+        .map_err(|e| Error::io("read", label, None, e))?;
     let response = connection.read_response()?;
     if response.status != 200 {
         return Err(Error::Status {
@@ -459,7 +463,6 @@ fn verify(
             ),
         ));
     }
-    let hashes = chunk_hashes(file.fd(), total).map_err(|e| Error::io("read", label, None, e))?;
     if let Some(chunk) =
         (0..hashes.len().max(entry.blake3.len())).find(|&i| hashes.get(i) != entry.blake3.get(i))
     {
