@@ -372,3 +372,31 @@ fn put_with_the_token_writes_files_byte_exact_and_curl_uploads_too() {
     assert!(status.success());
     assert!(std::fs::read(dir.path().join("in/by-curl")).unwrap() == std::fs::read(&big).unwrap());
 }
+
+#[test]
+fn a_manifest_follows_a_file_rewritten_in_place() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("f");
+    std::fs::write(&path, pattern(3 << 20, 1)).unwrap();
+    let mut client = RawClient::connect(serve(dir.path()));
+    let hashes = |client: &mut RawClient| {
+        let manifest: serde_json::Value =
+            serde_json::from_slice(&client.get("/f?manifest", "").body).unwrap();
+        manifest["entries"][0]["blake3"].clone()
+    };
+    let first = hashes(&mut client);
+    assert_eq!(first, hashes(&mut client));
+    // Same size, same inode, new bytes in the middle chunk.
+    let file = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+    std::os::unix::fs::FileExt::write_all_at(&file, b"changed", (1 << 20) + 5).unwrap();
+    drop(file);
+    let second = hashes(&mut client);
+    assert_eq!(first[0], second[0]);
+    assert_ne!(first[1], second[1]);
+    let mut expected = pattern(3 << 20, 1);
+    expected[(1 << 20) + 5..(1 << 20) + 12].copy_from_slice(b"changed");
+    assert_eq!(
+        second[1],
+        blake3::hash(&expected[1 << 20..2 << 20]).to_hex().as_str()
+    );
+}

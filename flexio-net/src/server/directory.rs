@@ -9,7 +9,7 @@ use flexio::range::Mover;
 use super::files::send_body;
 use super::request::ResponseHead;
 use super::worker::Exchange;
-use crate::manifest::{chunk_hashes, describe, Manifest, CHUNK_SIZE, MANIFEST_SCHEMA_VERSION};
+use crate::manifest::{describe, Manifest, CHUNK_SIZE, MANIFEST_SCHEMA_VERSION};
 use crate::names::{html_escape, percent_encode};
 use crate::tar_stream::{plan, Piece};
 use crate::walk::{open_beneath, walk, EntryKind};
@@ -85,7 +85,8 @@ fn manifest(exchange: &Exchange<'_>, dir: &OwnedFd) -> std::io::Result<bool> {
         let hashes = match entry.kind {
             EntryKind::File => {
                 let file = open_beneath(dir.as_fd(), &entry.path)?;
-                chunk_hashes(file.as_fd(), entry.size)?
+                let stat = rustix::fs::fstat(&file)?;
+                exchange.shared.hashes.hashes(file.as_fd(), &stat)?.to_vec()
             }
             _ => Vec::new(),
         };

@@ -272,7 +272,7 @@ fn manifest(
         gid: stat.st_gid,
         link_target: None,
     };
-    let hashes = crate::manifest::chunk_hashes(file.as_fd(), entry.size)?;
+    let hashes = exchange.shared.hashes.hashes(file.as_fd(), stat)?.to_vec();
     let described = describe(&entry, name, hashes);
     let manifest = Manifest {
         schema_version: MANIFEST_SCHEMA_VERSION,

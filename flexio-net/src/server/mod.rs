@@ -10,6 +10,7 @@
 mod directory;
 mod event_loop;
 mod files;
+mod hash_cache;
 mod request;
 mod upload;
 mod worker;
@@ -94,6 +95,8 @@ pub(crate) struct Shared {
     pub parked: Mutex<HashMap<u64, Connection>>,
     pub live: Arc<AtomicUsize>,
     pub next_token: AtomicU64,
+    /// Chunk hashes of unchanged files, for manifests.
+    pub hashes: hash_cache::HashCache,
 }
 
 /// A client connection and the state of its next request head.
@@ -184,6 +187,7 @@ impl Server {
                 parked: Mutex::new(HashMap::new()),
                 live: Arc::new(AtomicUsize::new(0)),
                 next_token: AtomicU64::new(0),
+                hashes: hash_cache::HashCache::default(),
             }),
         })
     }
