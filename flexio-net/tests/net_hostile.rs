@@ -727,3 +727,47 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn a_file_that_changes_between_pieces_fails_instead_of_mixing_versions() {
+    let piece = 1usize << 20;
+    let (old, new) = (pattern(2 * piece, 1), pattern(2 * piece, 2));
+    let address = fake_server(4, move |_, mut stream| {
+        while let Some(head) = read_head(&mut stream) {
+            let range = head
+                .lines()
+                .find_map(|l| l.strip_prefix("Range: bytes="))
+                .and_then(|r| r.split_once('-'))
+                .map(|(a, b)| (a.parse::<usize>().unwrap(), b.parse::<usize>().unwrap()));
+            let Some((first, last)) = range else { return };
+            // The first piece comes from the old version; by the next
+            // request the file has changed.
+            let (data, etag) = if first == 0 {
+                (&old, "\"v1\"")
+            } else {
+                (&new, "\"v2\"")
+            };
+            let stale = head
+                .lines()
+                .any(|l| l.starts_with("If-Range:") && !l.ends_with(etag));
+            let (status, body, range_line) = if stale {
+                ("200 OK", &data[..], String::new())
+            } else {
+                (
+                    "206 Partial Content",
+                    &data[first..=last],
+                    format!("Content-Range: bytes {first}-{last}/{}\r\n", data.len()),
+                )
+            };
+            let reply = format!(
+                "HTTP/1.1 {status}\r\nETag: {etag}\r\n{range_line}Content-Length: {}\r\n\r\n",
+                body.len()
+            );
+            if stream.write_all(reply.as_bytes()).is_err() || stream.write_all(body).is_err() {
+                return;
+            }
+        }
+    });
+    let (error, _) = get_fails(address, &quick(2));
+    assert!(error.to_string().contains("got 200"), "{error}");
+}

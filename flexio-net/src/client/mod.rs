@@ -164,31 +164,37 @@ pub fn get(url: &str, destination: Option<&Path>, options: &GetOptions) -> Resul
     };
     let mut streams_used = 1;
     if ranged && first_length < total {
-        let next = AtomicU64::new(first_length);
-        let failed = AtomicBool::new(false);
+        // Later pieces must come from the same version of the file: with a
+        // strong validator, If-Range makes a changed file answer 200, which
+        // fails the get instead of mixing versions.
+        let if_range = response
+            .header("etag")
+            .filter(|tag| tag.starts_with('"'))
+            .or(response.header("last-modified"))
+            .map(|validator| format!("If-Range: {validator}\r\n"))
+            .unwrap_or_default();
+        let pieces = Pieces {
+            url: &url,
+            file: &file,
+            label: &label,
+            total,
+            piece,
+            next: AtomicU64::new(first_length),
+            failed: AtomicBool::new(false),
+            options,
+            if_range,
+        };
         let results = Mutex::new(Vec::new());
         let extra = (streams - 1).min(((total - first_length).div_ceil(piece)) as usize);
         streams_used += extra;
         std::thread::scope(|scope| {
             for _ in 0..extra {
                 scope.spawn(|| {
-                    let result = fetch_pieces(
-                        None, &url, &file, &label, total, piece, &next, &failed, options,
-                    );
+                    let result = pieces.fetch(None);
                     results.lock().unwrap().push(result);
                 });
             }
-            let result = fetch_pieces(
-                first.take(),
-                &url,
-                &file,
-                &label,
-                total,
-                piece,
-                &next,
-                &failed,
-                options,
-            );
+            let result = pieces.fetch(first.take());
             results.lock().unwrap().push(result);
         });
         for result in results.into_inner().unwrap() {
@@ -333,48 +339,72 @@ fn receive(
     })
 }
 
-/// One stream's loop: take the next piece, ask for it, splice it in; until
-/// no piece is left or another stream failed. Returns its reports and its
-/// connection, when still open.
-#[allow(clippy::too_many_arguments)]
-fn fetch_pieces(
-    mut connection: Option<Connection>,
-    url: &Url,
-    file: &NewFile,
-    label: &str,
+/// What the streams fetching pieces share.
+struct Pieces<'a> {
+    url: &'a Url,
+    file: &'a NewFile,
+    label: &'a str,
     total: u64,
     piece: u64,
-    next: &AtomicU64,
-    failed: &AtomicBool,
-    options: &GetOptions,
-) -> Result<(RangeTotals, Option<Connection>)> {
-    let mut totals = RangeTotals::default();
-    let mut mover = Mover::new();
-    let outcome = (|| loop {
-        if failed.load(Ordering::Relaxed) {
-            return Ok(());
+    /// The first byte of the next piece nobody took yet.
+    next: AtomicU64,
+    /// Set by a stream that failed: the others stop.
+    failed: AtomicBool,
+    options: &'a GetOptions,
+    /// The `If-Range` line (or nothing) every piece request carries.
+    if_range: String,
+}
+
+impl Pieces<'_> {
+    /// One stream's loop: take the next piece, ask for it, splice it in;
+    /// until no piece is left or another stream failed. Returns its
+    /// reports and its connection, when still open.
+    fn fetch(&self, connection: Option<Connection>) -> Result<(RangeTotals, Option<Connection>)> {
+        let mut connection = connection;
+        let mut totals = RangeTotals::default();
+        let mut mover = Mover::new();
+        let outcome = self.fetch_into(&mut connection, &mut totals, &mut mover);
+        if outcome.is_err() {
+            self.failed.store(true, Ordering::Relaxed);
         }
-        let offset = next.fetch_add(piece, Ordering::Relaxed);
-        if offset >= total {
-            return Ok(());
-        }
-        let last = (offset + piece).min(total) - 1;
-        let mut open = match connection.take() {
-            Some(open) => open,
-            None => Connection::open(url, options.timeout)?,
-        };
-        open.send_get(&url.target, &format!("Range: bytes={offset}-{last}\r\n"))?;
-        let response = open.read_response()?;
-        let peer = url.to_string();
-        let promised = response.content_length(&peer)?;
-        let range = response
-            .header("content-range")
-            .and_then(parse_content_range);
-        if response.status != 206
-            || range != Some((Some((offset, last)), Some(total)))
-            || promised != Some(last - offset + 1)
-        {
-            return Err(Error::protocol(
+        outcome.map(|()| (totals, connection))
+    }
+
+    fn fetch_into(
+        &self,
+        connection: &mut Option<Connection>,
+        totals: &mut RangeTotals,
+        mover: &mut Mover,
+    ) -> Result<()> {
+        let (url, total, options) = (self.url, self.total, self.options);
+        loop {
+            if self.failed.load(Ordering::Relaxed) {
+                return Ok(());
+            }
+            let offset = self.next.fetch_add(self.piece, Ordering::Relaxed);
+            if offset >= total {
+                return Ok(());
+            }
+            let last = (offset + self.piece).min(total) - 1;
+            let mut open = match connection.take() {
+                Some(open) => open,
+                None => Connection::open(url, options.timeout)?,
+            };
+            open.send_get(
+                &url.target,
+                &format!("Range: bytes={offset}-{last}\r\n{}", self.if_range),
+            )?;
+            let response = open.read_response()?;
+            let peer = url.to_string();
+            let promised = response.content_length(&peer)?;
+            let range = response
+                .header("content-range")
+                .and_then(parse_content_range);
+            if response.status != 206
+                || range != Some((Some((offset, last)), Some(total)))
+                || promised != Some(last - offset + 1)
+            {
+                return Err(Error::protocol(
                     peer,
                     format!(
                         "asked for bytes {offset}-{last} of {total}, got {} with Content-Range {:?} and Content-Length {promised:?}",
@@ -382,25 +412,22 @@ fn fetch_pieces(
                         response.header("content-range")
                     ),
                 ));
+            }
+            totals.add(receive(
+                &open,
+                self.file,
+                self.label,
+                offset,
+                last - offset + 1,
+                total,
+                options,
+                mover,
+            )?);
+            if !response.closes() {
+                *connection = Some(open);
+            }
         }
-        totals.add(receive(
-            &open,
-            file,
-            label,
-            offset,
-            last - offset + 1,
-            total,
-            options,
-            &mut mover,
-        )?);
-        if !response.closes() {
-            connection = Some(open);
-        }
-    })();
-    if outcome.is_err() {
-        failed.store(true, Ordering::Relaxed);
     }
-    outcome.map(|()| (totals, connection))
 }
 
 /// Checks the file against the server's `?manifest` when the server is
