@@ -232,3 +232,35 @@ fn get_from_nginx_fetches_ranges_in_parallel() {
     assert!(missing.to_string().contains("404"), "{missing}");
     assert!(!out.path().join("nope").exists());
 }
+
+#[test]
+fn every_socket_to_file_mechanism_fetches_the_same_bytes() {
+    let served = tempfile::tempdir().unwrap();
+    let data = pattern((2 << 20) + 333, 12);
+    std::fs::write(served.path().join("f"), &data).unwrap();
+    let address = serve(served.path());
+    let out = tempfile::tempdir().unwrap();
+    let mechanisms =
+        flexio::MechanismName::serving(flexio::EndpointKind::Tcp, flexio::EndpointKind::File);
+    assert!(mechanisms.contains(&flexio::MechanismName::Splice));
+    for mechanism in mechanisms {
+        for streams in [1, 3] {
+            let dest = out.path().join(format!("{mechanism}-{streams}"));
+            let options = GetOptions {
+                mechanism,
+                ..options(streams)
+            };
+            let report = get(&format!("http://{address}/f"), Some(&dest), &options)
+                .unwrap_or_else(|e| panic!("{mechanism} over {streams}: {e}"));
+            assert!(
+                std::fs::read(&dest).unwrap() == data,
+                "{mechanism} over {streams}"
+            );
+            assert!(report.verified);
+            if mechanism == flexio::MechanismName::Direct && streams > 1 {
+                assert_eq!(report.streams, 1);
+                assert!(report.note.as_deref().unwrap().contains("O_DIRECT"));
+            }
+        }
+    }
+}

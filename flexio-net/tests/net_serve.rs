@@ -400,3 +400,25 @@ fn a_manifest_follows_a_file_rewritten_in_place() {
         blake3::hash(&expected[1 << 20..2 << 20]).to_hex().as_str()
     );
 }
+
+#[test]
+fn every_file_to_socket_mechanism_serves_the_same_bytes() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = pattern((1 << 20) + 77, 13);
+    std::fs::write(dir.path().join("f"), &data).unwrap();
+    let mechanisms =
+        flexio::MechanismName::serving(flexio::EndpointKind::File, flexio::EndpointKind::Tcp);
+    assert!(mechanisms.contains(&flexio::MechanismName::Sendfile));
+    for mechanism in mechanisms {
+        let address = common::serve_with(dir.path(), |config| config.mechanism = mechanism);
+        let mut client = RawClient::connect(address);
+        assert!(client.get("/f", "").body == data, "{mechanism}");
+        let part = client.get("/f", "Range: bytes=5-70000\r\n");
+        assert_eq!(part.status, 206, "{mechanism}");
+        assert!(part.body == data[5..=70_000], "{mechanism}");
+        // The tree holds only f: its body follows the first header block.
+        let tar = client.get("/?tar", "");
+        assert_eq!(tar.status, 200, "{mechanism}");
+        assert!(tar.body[512..512 + data.len()] == data[..], "{mechanism}");
+    }
+}

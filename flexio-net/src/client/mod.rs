@@ -109,7 +109,14 @@ pub fn get(url: &str, destination: Option<&Path>, options: &GetOptions) -> Resul
     let destination = destination_for(&url, destination)?;
     let label = destination.display().to_string();
     let started = Instant::now();
-    let streams = options.streams.max(1);
+    // `direct` switches O_DIRECT on and off with fcntl(F_SETFL), which
+    // acts on the file description every stream shares: one writer only.
+    let direct_alone = options.mechanism == MechanismName::Direct && options.streams > 1;
+    let streams = if direct_alone {
+        1
+    } else {
+        options.streams.max(1)
+    };
     let piece = options.piece_size.max(64 << 10);
     let mut first = Connection::open(&url, options.timeout)?;
     let range_header = format!("Range: bytes=0-{}\r\n", piece - 1);
@@ -160,6 +167,10 @@ pub fn get(url: &str, destination: Option<&Path>, options: &GetOptions) -> Resul
             "the server answered a range request with {} (no ranges): one stream",
             response.status
         )),
+        _ if direct_alone => Some(
+            "direct sets O_DIRECT on the file description all streams would share: one stream"
+                .to_string(),
+        ),
         _ => None,
     };
     let mut streams_used = 1;
