@@ -5,24 +5,26 @@
 //! a manifest (`flexio serve`), each 1 MiB chunk matched its BLAKE3.
 
 mod connection;
+mod pieces;
 mod upload;
+mod verify;
 
-use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use flexio::range::{Mover, NewFile, RangeEnd, RangeRequest, RangeTotals};
-use flexio::{EndpointKind, MechanismName};
+use flexio::range::{Mover, NewFile, RangeTotals};
+use flexio::MechanismName;
 use serde::Serialize;
 
 pub use connection::Url;
 use connection::{Connection, Response};
+use pieces::{receive, Pieces};
 pub use upload::{put, PutReport};
+use verify::verify;
 
 use crate::error::{Error, Result};
-use crate::manifest::{chunk_hashes_parallel, Manifest, MAX_MANIFEST_BYTES};
 use crate::ranges::parse_content_range;
 
 /// How to fetch.
@@ -315,202 +317,6 @@ fn first_shape(response: &Response, peer: &str, piece: u64) -> Result<Shape> {
             },
         }),
     }
-}
-
-/// Moves `length` body bytes of piece `[offset, offset + length)` from the
-/// connection into the file, spliced.
-#[allow(clippy::too_many_arguments)]
-fn receive(
-    connection: &Connection,
-    file: &NewFile,
-    label: &str,
-    offset: u64,
-    length: u64,
-    total: u64,
-    options: &GetOptions,
-    mover: &mut Mover,
-) -> Result<flexio::range::RangeReport> {
-    let source = RangeEnd::with_kind(
-        connection.stream.as_fd(),
-        EndpointKind::Tcp,
-        connection.url.to_string(),
-    );
-    let sink = RangeEnd::with_kind(file.fd(), EndpointKind::File, label);
-    let mut request = RangeRequest::new(offset, offset, Some(length)).via(options.mechanism);
-    request.idle_timeout = Some(options.timeout);
-    mover.move_range(&source, &sink, &request, None).map_err(|error| match error {
-        flexio::Error::SourceEnded { endpoint, offset: at, .. } => Error::protocol(
-            endpoint,
-            format!(
-                "the server closed the connection at byte {at} of {total} (in the body of bytes {offset}..{}); nothing was written to {label}",
-                offset + length
-            ),
-        ),
-        other => Error::Move(other),
-    })
-}
-
-/// What the streams fetching pieces share.
-struct Pieces<'a> {
-    url: &'a Url,
-    file: &'a NewFile,
-    label: &'a str,
-    total: u64,
-    piece: u64,
-    /// The first byte of the next piece nobody took yet.
-    next: AtomicU64,
-    /// Set by a stream that failed: the others stop.
-    failed: AtomicBool,
-    options: &'a GetOptions,
-    /// The `If-Range` line (or nothing) every piece request carries.
-    if_range: String,
-}
-
-impl Pieces<'_> {
-    /// One stream's loop: take the next piece, ask for it, splice it in;
-    /// until no piece is left or another stream failed. Returns its
-    /// reports and its connection, when still open.
-    fn fetch(&self, connection: Option<Connection>) -> Result<(RangeTotals, Option<Connection>)> {
-        let mut connection = connection;
-        let mut totals = RangeTotals::default();
-        let mut mover = Mover::new();
-        let outcome = self.fetch_into(&mut connection, &mut totals, &mut mover);
-        if outcome.is_err() {
-            self.failed.store(true, Ordering::Relaxed);
-        }
-        outcome.map(|()| (totals, connection))
-    }
-
-    fn fetch_into(
-        &self,
-        connection: &mut Option<Connection>,
-        totals: &mut RangeTotals,
-        mover: &mut Mover,
-    ) -> Result<()> {
-        let (url, total, options) = (self.url, self.total, self.options);
-        loop {
-            if self.failed.load(Ordering::Relaxed) {
-                return Ok(());
-            }
-            let offset = self.next.fetch_add(self.piece, Ordering::Relaxed);
-            if offset >= total {
-                return Ok(());
-            }
-            let last = (offset + self.piece).min(total) - 1;
-            let mut open = match connection.take() {
-                Some(open) => open,
-                None => Connection::open(url, options.timeout)?,
-            };
-            open.send_get(
-                &url.target,
-                &format!("Range: bytes={offset}-{last}\r\n{}", self.if_range),
-            )?;
-            let response = open.read_response()?;
-            let peer = url.to_string();
-            let promised = response.content_length(&peer)?;
-            let range = response
-                .header("content-range")
-                .and_then(parse_content_range);
-            if response.status != 206
-                || range != Some((Some((offset, last)), Some(total)))
-                || promised != Some(last - offset + 1)
-            {
-                return Err(Error::protocol(
-                    peer,
-                    format!(
-                        "asked for bytes {offset}-{last} of {total}, got {} with Content-Range {:?} and Content-Length {promised:?}",
-                        response.status,
-                        response.header("content-range")
-                    ),
-                ));
-            }
-            totals.add(receive(
-                &open,
-                self.file,
-                self.label,
-                offset,
-                last - offset + 1,
-                total,
-                options,
-                mover,
-            )?);
-            if !response.closes() {
-                *connection = Some(open);
-            }
-        }
-    }
-}
-
-/// Checks the file against the server's `?manifest` when the server is
-/// flexio; `Ok(false)` when there is none to check against.
-fn verify(
-    url: &Url,
-    connection: Option<Connection>,
-    first: &Response,
-    file: &NewFile,
-    label: &str,
-    total: u64,
-    options: &GetOptions,
-) -> Result<bool> {
-    if first.header("server") != Some("flexio") || url.target.contains('?') {
-        return Ok(false);
-    }
-    let mut connection = match connection {
-        Some(open) => open,
-        None => Connection::open(url, options.timeout)?,
-    };
-    let target = format!("{}?manifest", url.target);
-    let peer = url.with_target(target.clone()).to_string();
-    connection.send_get(&target, "")?;
-    // The server hashes its copy while this side hashes what arrived.
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let hashes = chunk_hashes_parallel(file.fd(), total, threads)
-        .map_err(|e| Error::io("read", label, None, e))?;
-    let response = connection.read_response()?;
-    if response.status != 200 {
-        return Err(Error::Status {
-            peer,
-            status: response.status,
-            reason: response.reason,
-        });
-    }
-    let length = response
-        .content_length(&peer)?
-        .ok_or_else(|| Error::protocol(peer.clone(), "a manifest without Content-Length"))?;
-    if length > MAX_MANIFEST_BYTES {
-        return Err(Error::protocol(
-            peer,
-            format!("a manifest of {length} bytes is over the {MAX_MANIFEST_BYTES}-byte cap"),
-        ));
-    }
-    let body = connection.read_small_body(length)?;
-    let manifest: Manifest = serde_json::from_slice(&body)
-        .map_err(|e| Error::protocol(peer.clone(), format!("malformed manifest: {e}")))?;
-    let [entry] = manifest.entries.as_slice() else {
-        return Err(Error::protocol(
-            peer,
-            "a file's manifest must hold one entry",
-        ));
-    };
-    if manifest.chunk_size != crate::manifest::CHUNK_SIZE || entry.size != total {
-        return Err(Error::protocol(
-            peer,
-            format!(
-                "the manifest says {} bytes in chunks of {}, the body was {total} bytes",
-                entry.size, manifest.chunk_size
-            ),
-        ));
-    }
-    if let Some(chunk) =
-        (0..hashes.len().max(entry.blake3.len())).find(|&i| hashes.get(i) != entry.blake3.get(i))
-    {
-        return Err(Error::VerifyMismatch {
-            path: label.to_string(),
-            chunk,
-            offset: chunk as u64 * manifest.chunk_size,
-        });
-    }
-    Ok(true)
 }
 
 /// The destination: `given`, or inside it when it is a directory, or the
