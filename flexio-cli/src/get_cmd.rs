@@ -11,7 +11,8 @@ use flexio_net::client::{get, GetOptions};
 /// Arguments of `flexio get`.
 #[derive(Args)]
 pub struct GetArgs {
-    /// The `http://` URL of a file.
+    /// The `http://` URL of a file, or of a directory (ending in `/`) to
+    /// fetch as a tree.
     url: String,
     /// Where to save it (a directory gets the URL's name inside it);
     /// default: the URL's name here.
@@ -69,6 +70,10 @@ pub fn run(args: GetArgs) -> Result<(), Error> {
         mechanism: args.via,
         fsync: args.fsync,
     };
+    let path = args.url.split('?').next().unwrap_or_default();
+    if path.ends_with('/') {
+        return run_tree(&args, &options);
+    }
     let report = get(&args.url, args.dest.as_deref(), &options).unwrap_or_else(|e| fail(e));
     if args.json {
         crate::print_stdout(&(serde_json::to_string_pretty(&report).expect("json") + "\n"));
@@ -107,3 +112,48 @@ pub fn run(args: GetArgs) -> Result<(), Error> {
     crate::print_stdout(&(line + "\n"));
     Ok(())
 }
+
+/// `flexio get URL/dir/ [DEST]`: the tree, into DEST or the directory's
+/// name here.
+fn run_tree(args: &GetArgs, options: &GetOptions) -> Result<(), Error> {
+    let destination = match &args.dest {
+        Some(dest) => dest.clone(),
+        None => {
+            let path = args.url.split('?').next().unwrap_or_default();
+            let last = path
+                .trim_end_matches('/')
+                .rsplit('/')
+                .next()
+                .unwrap_or_default();
+            let name = flexio_net::names::percent_decode(last.as_bytes()).unwrap_or_default();
+            if !flexio_net::names::is_safe_component(&name) || path.matches('/').count() < 4 {
+                return Err(Error::Usage(format!(
+                    "{}: give DEST for this tree",
+                    args.url
+                )));
+            }
+            PathBuf::from(std::ffi::OsStr::from_bytes(&name))
+        }
+    };
+    let report =
+        flexio_net::client::get_tree(&args.url, &destination, options).unwrap_or_else(|e| fail(e));
+    if args.json {
+        crate::print_stdout(&(serde_json::to_string_pretty(&report).expect("json") + "\n"));
+        return Ok(());
+    }
+    let seconds = report.wall_ns as f64 / 1e9;
+    crate::print_stdout(&format!(
+        "{} -> {}: {} files ({}), {} directories, {} symlinks in {seconds:.3} s over {} streams, every file BLAKE3-verified{}\n",
+        report.url,
+        report.destination.display(),
+        report.files,
+        flexio::format_bytes(report.bytes),
+        report.directories,
+        report.symlinks,
+        report.streams,
+        if report.skipped > 0 { format!("; {} special files left out", report.skipped) } else { String::new() },
+    ));
+    Ok(())
+}
+
+use std::os::unix::ffi::OsStrExt;

@@ -264,3 +264,56 @@ fn every_socket_to_file_mechanism_fetches_the_same_bytes() {
         }
     }
 }
+
+#[test]
+fn a_tree_comes_whole_byte_exact_with_links_modes_and_times() {
+    use std::os::unix::fs::PermissionsExt;
+    let served = tempfile::tempdir().unwrap();
+    let top = served.path().join("tree");
+    std::fs::create_dir_all(top.join("a/b/c")).unwrap();
+    std::fs::create_dir_all(top.join("empty")).unwrap();
+    for (i, size) in SIZES.iter().enumerate() {
+        std::fs::write(top.join(format!("a/f{size}")), pattern(*size, i as u64)).unwrap();
+    }
+    for i in 0..50 {
+        std::fs::write(top.join(format!("a/b/c/small{i}")), format!("small {i}")).unwrap();
+    }
+    std::fs::set_permissions(top.join("a/f1"), std::fs::Permissions::from_mode(0o600)).unwrap();
+    std::os::unix::fs::symlink("../f1", top.join("a/b/up")).unwrap();
+    std::os::unix::fs::symlink("c/small3", top.join("a/b/down")).unwrap();
+    let address = serve(served.path());
+    let out = tempfile::tempdir().unwrap();
+    let dest = out.path().join("copy");
+    let report =
+        flexio_net::client::get_tree(&format!("http://{address}/tree/"), &dest, &options(3))
+            .unwrap();
+    assert_eq!(report.files, 5 + 50);
+    assert_eq!(report.symlinks, 2);
+    assert_eq!(report.directories, 4);
+    for (i, size) in SIZES.iter().enumerate() {
+        assert!(
+            std::fs::read(dest.join(format!("a/f{size}"))).unwrap() == pattern(*size, i as u64)
+        );
+    }
+    assert_eq!(
+        std::fs::read(dest.join("a/b/c/small49")).unwrap(),
+        b"small 49"
+    );
+    assert_eq!(
+        std::fs::read_link(dest.join("a/b/up")).unwrap(),
+        Path::new("../f1")
+    );
+    assert_eq!(std::fs::read(dest.join("a/b/down")).unwrap(), b"small 3");
+    assert!(dest.join("empty").is_dir());
+    let mode = std::fs::metadata(dest.join("a/f1"))
+        .unwrap()
+        .permissions()
+        .mode()
+        & 0o777;
+    assert_eq!(mode, 0o600);
+    let mtime = |p: &Path| std::fs::metadata(p).unwrap().modified().unwrap();
+    assert_eq!(mtime(&dest.join("a/f4095")), mtime(&top.join("a/f4095")));
+    // Again into the same place: the files are replaced, nothing added.
+    flexio_net::client::get_tree(&format!("http://{address}/tree/"), &dest, &options(2)).unwrap();
+    assert_eq!(names_in(&dest.join("a")), names_in(&top.join("a")));
+}

@@ -6,6 +6,7 @@
 
 mod connection;
 mod pieces;
+mod tree;
 mod upload;
 mod verify;
 
@@ -21,6 +22,7 @@ use serde::Serialize;
 pub use connection::Url;
 use connection::{Connection, Response};
 use pieces::{receive, Pieces};
+pub use tree::{get_tree, TreeReport};
 pub use upload::{put, PutReport};
 use verify::verify;
 
