@@ -771,3 +771,161 @@ fn a_file_that_changes_between_pieces_fails_instead_of_mixing_versions() {
     let (error, _) = get_fails(address, &quick(2));
     assert!(error.to_string().contains("got 200"), "{error}");
 }
+
+// ---- hostile manifests for a tree get ----
+
+/// A server whose `/t/?manifest` is `entries` and whose files all hold
+/// `content`.
+fn tree_server(entries: serde_json::Value, content: &'static [u8]) -> SocketAddr {
+    let manifest =
+        serde_json::json!({"schema_version": 1, "chunk_size": 1 << 20, "entries": entries})
+            .to_string()
+            .into_bytes();
+    fake_server(8, move |_, mut stream| {
+        while let Some(head) = read_head(&mut stream) {
+            let body: &[u8] = if head.starts_with("GET /t/?manifest") {
+                &manifest
+            } else {
+                content
+            };
+            let reply = format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n", body.len());
+            if stream.write_all(reply.as_bytes()).is_err() || stream.write_all(body).is_err() {
+                return;
+            }
+        }
+    })
+}
+
+fn file_entry(path: &str, content: &[u8]) -> serde_json::Value {
+    serde_json::json!({"path": path, "type": "file", "size": content.len(), "mode": 420, "mtime": 0,
+        "mtime_nsec": 0, "blake3": [blake3::hash(content).to_hex().to_string()]})
+}
+
+#[test]
+fn a_tree_manifest_with_names_that_climb_or_links_that_point_out_makes_nothing() {
+    let content: &'static [u8] = b"payload";
+    let link = |path: &str, target: &str| {
+        serde_json::json!({"path": path, "type": "symlink", "size": 0, "mode": 511, "mtime": 0,
+            "mtime_nsec": 0, "link_target": target})
+    };
+    for (entries, why) in [
+        (serde_json::json!([file_entry("../x", content)]), ".."),
+        (
+            serde_json::json!([file_entry("/etc/x", content)]),
+            "absolute",
+        ),
+        (
+            serde_json::json!([file_entry("a/../../x", content)]),
+            "a/../../x",
+        ),
+        (
+            serde_json::json!([file_entry("a//x", content)]),
+            "empty component",
+        ),
+        (
+            serde_json::json!([file_entry("a\u{1}", content)]),
+            "control character",
+        ),
+        (
+            serde_json::json!([link("l", "../../etc")]),
+            "link climbing out",
+        ),
+        (
+            serde_json::json!([link("l", "/etc/passwd")]),
+            "absolute link",
+        ),
+        (
+            serde_json::json!([file_entry("x", content), file_entry("x", content)]),
+            "duplicate",
+        ),
+        (
+            serde_json::json!([{"path": "big", "type": "file", "size": 10_000_000_000u64, "mode": 420,
+                "mtime": 0, "mtime_nsec": 0, "blake3": ["00"]}]),
+            "hashes not covering the size",
+        ),
+    ] {
+        let address = tree_server(entries, content);
+        let out = tempfile::tempdir().unwrap();
+        let error = flexio_net::client::get_tree(
+            &format!("http://{address}/t/"),
+            &out.path().join("d"),
+            &quick(2),
+        )
+        .unwrap_err();
+        assert!(
+            error.to_string().contains("manifest entry"),
+            "{why}: {error}"
+        );
+        assert_eq!(names_in(out.path()), Vec::<String>::new(), "{why}");
+    }
+}
+
+#[test]
+fn a_tree_manifest_over_the_cap_is_refused_before_it_is_read() {
+    let address = fake_server(1, |_, mut stream| {
+        read_head(&mut stream);
+        let _ = stream.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 1000000000000\r\n\r\n[");
+    });
+    let out = tempfile::tempdir().unwrap();
+    let error = flexio_net::client::get_tree(
+        &format!("http://{address}/t/"),
+        &out.path().join("d"),
+        &quick(1),
+    )
+    .unwrap_err();
+    assert!(error.to_string().contains("cap"), "{error}");
+    assert_eq!(names_in(out.path()), Vec::<String>::new());
+}
+
+#[test]
+fn a_tree_get_never_replaces_a_directory_or_goes_through_a_symlink_in_dest() {
+    let content: &'static [u8] = b"payload";
+    let out = tempfile::tempdir().unwrap();
+    let dest = out.path().join("d");
+    let outside = out.path().join("outside");
+    std::fs::create_dir_all(dest.join("keep/inner")).unwrap();
+    std::fs::create_dir_all(&outside).unwrap();
+    std::os::unix::fs::symlink(&outside, dest.join("l")).unwrap();
+    // A file where a directory is.
+    let address = tree_server(serde_json::json!([file_entry("keep", content)]), content);
+    let error = flexio_net::client::get_tree(&format!("http://{address}/t/"), &dest, &quick(1))
+        .unwrap_err();
+    assert!(
+        error.to_string().contains("a directory is there"),
+        "{error}"
+    );
+    assert!(dest.join("keep/inner").is_dir());
+    // Through a symlink DEST already holds.
+    let address = tree_server(
+        serde_json::json!([{"path": "l", "type": "directory", "size": 0, "mode": 493, "mtime": 0, "mtime_nsec": 0},
+            file_entry("l/x", content)]),
+        content,
+    );
+    let error = flexio_net::client::get_tree(&format!("http://{address}/t/"), &dest, &quick(1))
+        .unwrap_err();
+    assert!(error.to_string().contains("a file is there"), "{error}");
+    assert_eq!(names_in(&outside), Vec::<String>::new());
+    // And a file whose bytes are not the manifest's is not linked in.
+    let address = tree_server(
+        serde_json::json!([file_entry("new", b"not the payload")]),
+        content,
+    );
+    let error = flexio_net::client::get_tree(&format!("http://{address}/t/"), &dest, &quick(1))
+        .unwrap_err();
+    assert!(
+        error.to_string().contains("bytes the manifest lists"),
+        "{error}"
+    );
+    assert!(!dest.join("new").exists());
+    let address = tree_server(
+        serde_json::json!([file_entry("same-size", b"PAYLOAD")]),
+        content,
+    );
+    let error = flexio_net::client::get_tree(&format!("http://{address}/t/"), &dest, &quick(1))
+        .unwrap_err();
+    assert!(
+        matches!(error, flexio_net::Error::VerifyMismatch { chunk: 0, .. }),
+        "{error}"
+    );
+    assert!(!dest.join("same-size").exists());
+}
