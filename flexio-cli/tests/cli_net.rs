@@ -150,3 +150,33 @@ fn put_with_a_token_file_then_get_it_back() {
     assert!(String::from_utf8_lossy(&refused.stderr).contains("401"));
     assert!(!served.path().join("other.bin").exists());
 }
+
+#[test]
+fn get_of_a_directory_url_fetches_the_tree() {
+    let served = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(served.path().join("photos/2024")).unwrap();
+    std::fs::write(served.path().join("photos/2024/a.jpg"), b"jpeg bytes").unwrap();
+    std::fs::write(served.path().join("photos/index.txt"), b"index").unwrap();
+    let (_server, url) = serve(served.path(), &[]);
+    let out = tempfile::tempdir().unwrap();
+    let output = flexio()
+        .current_dir(out.path())
+        .args(["get", "--streams", "2"])
+        .arg(format!("{url}/photos/"))
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(String::from_utf8_lossy(&output.stdout).contains("2 files"));
+    assert_eq!(
+        std::fs::read(out.path().join("photos/2024/a.jpg")).unwrap(),
+        b"jpeg bytes"
+    );
+    assert_eq!(
+        std::fs::read(out.path().join("photos/index.txt")).unwrap(),
+        b"index"
+    );
+}
