@@ -2,8 +2,9 @@
 # Host to host over loopback, indicative: one 1 GiB file fetched by
 # `flexio get` (1 and 4 streams, with and without BLAKE3 verification) and
 # by curl, from `flexio serve` and from nginx (sendfile on), beside iperf3 on
-# the same loopback as the ceiling; then the server's CPU seconds per GiB
-# (flexio serve vs nginx, 5 fetches each).
+# the same loopback as the ceiling; a tree of 2000 files of 4 KiB fetched
+# by `flexio get URL/tree/` against `curl URL/tree/?tar | tar x`; then the
+# server's CPU seconds per GiB (flexio serve vs nginx, 5 fetches each).
 #
 #   bash flexio-net/scripts/measure-loopback.sh [SIZE_MiB] [RUNS]
 #
@@ -69,6 +70,16 @@ if [ -n "$nginx_url" ]; then
   commands+=("$flexio get $nginx_url/file $work/out/a --streams 4" "curl -s -o $work/out/c $nginx_url/file")
 fi
 hyperfine -N -w 1 -r "$runs" --prepare "$prepare" "${commands[@]}"
+
+echo "== a tree of 2000 files of 4 KiB in 20 directories"
+for d in $(seq 1 20); do
+  mkdir -p "$work/srv/tree/d$d"
+  for f in $(seq 1 100); do head -c 4096 /dev/urandom > "$work/srv/tree/d$d/f$f"; done
+done
+hyperfine -w 1 -r "$runs" --prepare "rm -rf $work/out/t $work/out/tt; mkdir -p $work/out/tt" \
+  "$flexio get $url/tree/ $work/out/t --streams 1" \
+  "$flexio get $url/tree/ $work/out/t --streams 4" \
+  "curl -s '$url/tree/?tar' | tar x -C $work/out/tt"
 
 cpu_seconds() { awk '{ printf "%.2f", ($14 + $15) / 100 }' "/proc/$1/stat"; }
 server_cpu() {
