@@ -143,11 +143,12 @@ fn run_tree(args: &GetArgs, options: &GetOptions) -> Result<(), Error> {
     }
     let seconds = report.wall_ns as f64 / 1e9;
     crate::print_stdout(&format!(
-        "{} -> {}: {} files ({}), {} directories, {} symlinks in {seconds:.3} s over {} streams, every file BLAKE3-verified{}\n",
+        "{} -> {}: {} files fetched ({}), {} unchanged, {} directories, {} symlinks in {seconds:.3} s over {} streams, every file fetched BLAKE3-verified{}\n",
         report.url,
         report.destination.display(),
         report.files,
         flexio::format_bytes(report.bytes),
+        report.unchanged,
         report.directories,
         report.symlinks,
         report.streams,

@@ -313,7 +313,13 @@ fn a_tree_comes_whole_byte_exact_with_links_modes_and_times() {
     assert_eq!(mode, 0o600);
     let mtime = |p: &Path| std::fs::metadata(p).unwrap().modified().unwrap();
     assert_eq!(mtime(&dest.join("a/f4095")), mtime(&top.join("a/f4095")));
-    // Again into the same place: the files are replaced, nothing added.
-    flexio_net::client::get_tree(&format!("http://{address}/tree/"), &dest, &options(2)).unwrap();
+    // Again into the same place: unchanged files (size and mtime) are not
+    // fetched again; a changed one is.
+    std::fs::write(dest.join("a/f1"), b"X").unwrap();
+    let again =
+        flexio_net::client::get_tree(&format!("http://{address}/tree/"), &dest, &options(2))
+            .unwrap();
+    assert_eq!((again.files, again.unchanged), (1, 54));
+    assert!(std::fs::read(dest.join("a/f1")).unwrap() == pattern(1, 1));
     assert_eq!(names_in(&dest.join("a")), names_in(&top.join("a")));
 }

@@ -42,8 +42,11 @@ pub struct TreeReport {
     pub directories: u64,
     /// Files fetched, each verified.
     pub files: u64,
-    /// Their bytes.
+    /// The bytes of every file in the tree (fetched or unchanged).
     pub bytes: u64,
+    /// Files already there with the manifest's size and mtime: not
+    /// fetched again (as rsync decides by default).
+    pub unchanged: u64,
     /// Symlinks made.
     pub symlinks: u64,
     /// Entries neither file, directory nor symlink: left out.
@@ -128,6 +131,7 @@ pub fn get_tree(url: &str, destination: &Path, options: &GetOptions) -> Result<T
     let next = AtomicUsize::new(0);
     let failed = AtomicBool::new(false);
     let errors = Mutex::new(Vec::new());
+    let unchanged = AtomicUsize::new(0);
     let streams = options.streams.max(1).min(files.len().max(1));
     let first = Mutex::new(Some(connection));
     std::thread::scope(|scope| {
@@ -138,7 +142,7 @@ pub fn get_tree(url: &str, destination: &Path, options: &GetOptions) -> Result<T
                 while !failed.load(Ordering::Relaxed) {
                     let index = next.fetch_add(1, Ordering::Relaxed);
                     let Some(entry) = files.get(index) else { break };
-                    if let Err(error) = fetch_file(
+                    let fetched = fetch_file(
                         &mut connection,
                         &url,
                         &root,
@@ -146,9 +150,16 @@ pub fn get_tree(url: &str, destination: &Path, options: &GetOptions) -> Result<T
                         &label,
                         options,
                         &mut mover,
-                    ) {
-                        failed.store(true, Ordering::Relaxed);
-                        errors.lock().unwrap().push(error);
+                    );
+                    match fetched {
+                        Ok(Fetched::Unchanged) => {
+                            unchanged.fetch_add(1, Ordering::Relaxed);
+                        }
+                        Ok(Fetched::New) => {}
+                        Err(error) => {
+                            failed.store(true, Ordering::Relaxed);
+                            errors.lock().unwrap().push(error);
+                        }
                     }
                 }
             });
@@ -157,7 +168,8 @@ pub fn get_tree(url: &str, destination: &Path, options: &GetOptions) -> Result<T
     if let Some(error) = errors.into_inner().unwrap().into_iter().next() {
         return Err(error);
     }
-    report.files = files.len() as u64;
+    report.unchanged = unchanged.into_inner() as u64;
+    report.files = files.len() as u64 - report.unchanged;
     report.bytes = files.iter().map(|f| f.size).sum();
     report.streams = streams;
     for entry in planned.iter().filter(|e| e.kind == Kind::Symlink) {
@@ -350,8 +362,15 @@ fn make_symlink(root: &OwnedFd, entry: &Planned, label: &str) -> Result<()> {
     .map_err(|e| Error::io("symlink", &shown, None, e))
 }
 
+/// Whether a file was fetched.
+enum Fetched {
+    New,
+    Unchanged,
+}
+
 /// Fetches one file whole over `connection` (opening one when it has
-/// none), checks it, and links it in.
+/// none), checks it, and links it in — unless a regular file with its
+/// size and mtime is already there.
 fn fetch_file(
     connection: &mut Option<Connection>,
     url: &Url,
@@ -360,13 +379,24 @@ fn fetch_file(
     label: &str,
     options: &GetOptions,
     mover: &mut Mover,
-) -> Result<()> {
+) -> Result<Fetched> {
     let shown = join_label(label, &entry.parts);
     let (parent, name) = parent_of(root, &entry.parts, label)?;
     if existing(&parent, name) == Some(FileType::Directory) {
         return Err(Error::Usage(format!(
             "{shown}: a directory is there; not replaced with a file"
         )));
+    }
+    if let Ok(stat) =
+        rustix::fs::statat(&parent, OsStr::from_bytes(name), AtFlags::SYMLINK_NOFOLLOW)
+    {
+        if FileType::from_raw_mode(stat.st_mode) == FileType::RegularFile
+            && stat.st_size as u64 == entry.size
+            && stat.st_mtime == entry.mtime
+            && stat.st_mtime_nsec == u64::from(entry.mtime_nsec)
+        {
+            return Ok(Fetched::Unchanged);
+        }
     }
     let destination = PathBuf::from(format!("/proc/self/fd/{}", parent.as_raw_fd()))
         .join(OsStr::from_bytes(name));
@@ -428,7 +458,7 @@ fn fetch_file(
     )
     .map_err(|e| Error::io("futimens", &shown, None, e))?;
     file.commit(entry.size, options.fsync)?;
-    Ok(())
+    Ok(Fetched::New)
 }
 
 #[cfg(test)]
