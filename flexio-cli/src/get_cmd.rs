@@ -143,7 +143,7 @@ fn run_tree(args: &GetArgs, options: &GetOptions) -> Result<(), Error> {
     }
     let seconds = report.wall_ns as f64 / 1e9;
     crate::print_stdout(&format!(
-        "{} -> {}: {} files fetched ({}), {} unchanged, {} directories, {} symlinks in {seconds:.3} s over {} streams, every file fetched BLAKE3-verified{}\n",
+        "{} -> {}: {} files fetched, {} in the tree, {} unchanged, {} directories, {} symlinks in {seconds:.3} s over {} streams, every file fetched BLAKE3-verified{}\n",
         report.url,
         report.destination.display(),
         report.files,
