@@ -119,7 +119,10 @@ pub(crate) fn answer(
     }
     let mut destination = PathBuf::from(format!("/proc/self/fd/{}", parent.as_raw_fd()));
     destination.push(std::ffi::OsStr::from_bytes(name));
-    let file = NewFile::create(&destination, 0o644).map_err(std::io::Error::other)?;
+    let file = match NewFile::create(&destination, 0o644) {
+        Ok(file) => file,
+        Err(error) => return exchange.text(500, &format!("cannot make the file: {error}")),
+    };
     if request
         .header("expect")
         .is_some_and(|v| v.eq_ignore_ascii_case("100-continue"))
@@ -139,11 +142,19 @@ pub(crate) fn answer(
         range.idle_timeout = Some(exchange.shared.config.send_timeout);
         // A body cut short is an error: the file is dropped, nothing is
         // linked, and the connection ends.
-        mover
-            .move_range(&source, &sink, &range, None)
-            .map_err(std::io::Error::other)?;
+        match mover.move_range(&source, &sink, &range, None) {
+            Ok(_) => {}
+            // The client's doing: it stopped sending. Nothing to answer.
+            Err(
+                error @ (flexio::Error::SourceEnded { .. } | flexio::Error::IdleTimeout { .. }),
+            ) => return Err(std::io::Error::other(error)),
+            // This side's: say so (a full disk, an I/O error).
+            Err(error) => return exchange.text(500, &format!("writing failed: {error}")),
+        }
     }
-    file.commit(length, false).map_err(std::io::Error::other)?;
+    if let Err(error) = file.commit(length, false) {
+        return exchange.text(500, &format!("linking the file in failed: {error}"));
+    }
     exchange.keep_alive = request.keeps_alive();
     let status = if replaces { 200 } else { 201 };
     exchange.text(status, &format!("{label}: {length} bytes written"))
