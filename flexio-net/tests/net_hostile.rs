@@ -949,7 +949,9 @@ struct SmallTmpfs(tempfile::TempDir);
 
 impl Drop for SmallTmpfs {
     fn drop(&mut self) {
+        // Lazily: the test's server, alive until the process ends, holds it.
         let _ = std::process::Command::new("umount")
+            .arg("-l")
             .arg(self.0.path())
             .status();
     }
