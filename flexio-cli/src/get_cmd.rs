@@ -37,6 +37,10 @@ pub struct GetArgs {
     /// fsync the file before it takes its name.
     #[arg(long)]
     fsync: bool,
+    /// Keep what arrives in `.NAME.flexio-partial` and a journal beside
+    /// DEST; run again with --resume to fetch only what is missing.
+    #[arg(long)]
+    resume: bool,
     /// Print the report as JSON.
     #[arg(long)]
     json: bool,
@@ -69,6 +73,7 @@ pub fn run(args: GetArgs) -> Result<(), Error> {
         verify: !args.no_verify,
         mechanism: args.via,
         fsync: args.fsync,
+        resume: args.resume,
     };
     let path = args.url.split('?').next().unwrap_or_default();
     if path.ends_with('/') {
@@ -105,6 +110,12 @@ pub fn run(args: GetArgs) -> Result<(), Error> {
         line += ", not verified (--no-verify)";
     } else {
         line += ", not verified (the server offers no manifest)";
+    }
+    if report.resumed_bytes > 0 {
+        line += &format!(
+            ", {} kept from an earlier run",
+            flexio::format_bytes(report.resumed_bytes)
+        );
     }
     if let Some(note) = &report.note {
         line += &format!("; {note}");

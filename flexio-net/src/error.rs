@@ -63,6 +63,16 @@ pub enum Error {
     #[error(transparent)]
     Move(#[from] flexio::Error),
 
+    /// A get stopped by `source`; `what_remains` says what became of the
+    /// bytes that arrived.
+    #[error("{source}; {what_remains}")]
+    Stopped {
+        /// Why it stopped.
+        source: Box<Error>,
+        /// Nothing left, or a partial file kept for `--resume`.
+        what_remains: String,
+    },
+
     /// The fetched bytes do not match the server's manifest.
     #[error("{path}: BLAKE3 of chunk {chunk} (bytes {offset}..) differs from the server's manifest; not committed")]
     VerifyMismatch {
@@ -81,7 +91,16 @@ impl Error {
         match self {
             Error::Usage(_) => 2,
             Error::Move(inner) => inner.exit_code(),
+            Error::Stopped { source, .. } => source.exit_code(),
             _ => 1,
+        }
+    }
+
+    /// The error itself, seen through [`Error::Stopped`].
+    pub fn cause(&self) -> &Error {
+        match self {
+            Error::Stopped { source, .. } => source.cause(),
+            other => other,
         }
     }
 

@@ -323,3 +323,150 @@ fn a_tree_comes_whole_byte_exact_with_links_modes_and_times() {
     assert!(std::fs::read(dest.join("a/f1")).unwrap() == pattern(1, 1));
     assert_eq!(names_in(&dest.join("a")), names_in(&top.join("a")));
 }
+
+/// A ranged server of `data` with a strong ETag that records the first
+/// byte of every range asked for, and cuts every body at or past
+/// `cut_from` halfway (a dropped link) while `cutting` is set.
+struct Flaky {
+    address: SocketAddr,
+    asked: std::sync::Arc<std::sync::Mutex<Vec<usize>>>,
+    cutting: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    version: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+}
+
+fn flaky_server(versions: Vec<Vec<u8>>, cut_from: usize) -> Flaky {
+    use std::io::{Read, Write};
+    use std::sync::atomic::Ordering;
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let flaky = Flaky {
+        address: listener.local_addr().unwrap(),
+        asked: Default::default(),
+        cutting: std::sync::Arc::new(true.into()),
+        version: Default::default(),
+    };
+    let (asked, cutting, version) = (
+        flaky.asked.clone(),
+        flaky.cutting.clone(),
+        flaky.version.clone(),
+    );
+    let versions = std::sync::Arc::new(versions);
+    std::thread::spawn(move || {
+        for stream in listener.incoming().take(200) {
+            let Ok(mut stream) = stream else { return };
+            let (asked, cutting, version, versions) = (
+                asked.clone(),
+                cutting.clone(),
+                version.clone(),
+                versions.clone(),
+            );
+            std::thread::spawn(move || loop {
+                let mut head = Vec::new();
+                let mut byte = [0u8; 1];
+                while !head.ends_with(b"\r\n\r\n") {
+                    if stream.read(&mut byte).unwrap_or(0) == 0 {
+                        return;
+                    }
+                    head.push(byte[0]);
+                }
+                let head = String::from_utf8_lossy(&head).into_owned();
+                let current = version.load(Ordering::SeqCst);
+                let data = &versions[current];
+                let etag = format!("\"v{current}\"");
+                let (first, last) = head
+                    .lines()
+                    .find_map(|l| l.strip_prefix("Range: bytes="))
+                    .and_then(|r| r.split_once('-'))
+                    .map(|(a, b)| {
+                        (
+                            a.parse::<usize>().unwrap(),
+                            b.parse::<usize>().unwrap().min(data.len() - 1),
+                        )
+                    })
+                    .unwrap();
+                asked.lock().unwrap().push(first);
+                let stale = head
+                    .lines()
+                    .any(|l| l.starts_with("If-Range:") && !l.ends_with(&etag));
+                let (status, range, body) = if stale {
+                    ("200 OK", String::new(), &data[..])
+                } else {
+                    (
+                        "206 Partial Content",
+                        format!("Content-Range: bytes {first}-{last}/{}\r\n", data.len()),
+                        &data[first..=last],
+                    )
+                };
+                let reply = format!(
+                    "HTTP/1.1 {status}\r\nETag: {etag}\r\n{range}Content-Length: {}\r\n\r\n",
+                    body.len()
+                );
+                let cut = cutting.load(Ordering::SeqCst) && first >= cut_from;
+                let sent = if cut { &body[..body.len() / 2] } else { body };
+                if stream.write_all(reply.as_bytes()).is_err()
+                    || stream.write_all(sent).is_err()
+                    || cut
+                {
+                    return;
+                }
+            });
+        }
+    });
+    flaky
+}
+
+#[test]
+fn resume_fetches_only_the_missing_pieces_and_starts_afresh_for_a_new_version() {
+    use std::sync::atomic::Ordering;
+    let piece = 1usize << 20;
+    let (old, new) = (pattern(4 * piece + 5, 21), pattern(4 * piece + 5, 22));
+    let flaky = flaky_server(vec![old.clone(), new.clone()], 2 * piece);
+    let out = tempfile::tempdir().unwrap();
+    let dest = out.path().join("file");
+    let url = format!("http://{}/file", flaky.address);
+    let resume = GetOptions {
+        resume: true,
+        ..options(1)
+    };
+
+    // A link that drops in the third piece: the first two are kept.
+    let error = get(&url, Some(&dest), &resume).unwrap_err();
+    assert!(
+        error.to_string().contains("run again with --resume"),
+        "{error}"
+    );
+    assert!(!dest.exists());
+    assert_eq!(
+        names_in(out.path()),
+        vec![".file.flexio-journal", ".file.flexio-partial"]
+    );
+
+    // Run again: only the first piece (the probe) and the missing ones.
+    flaky.cutting.store(false, Ordering::SeqCst);
+    flaky.asked.lock().unwrap().clear();
+    let report = get(
+        &url,
+        Some(&dest),
+        &GetOptions {
+            resume: true,
+            ..options(2)
+        },
+    )
+    .unwrap();
+    assert!(std::fs::read(&dest).unwrap() == old);
+    assert_eq!(report.resumed_bytes, piece as u64);
+    let mut asked = flaky.asked.lock().unwrap().clone();
+    asked.sort();
+    assert_eq!(asked, vec![0, 2 * piece, 3 * piece, 4 * piece]);
+    assert_eq!(names_in(out.path()), vec!["file"]);
+
+    // A partial from the old version, then the file changes: all afresh.
+    flaky.cutting.store(true, Ordering::SeqCst);
+    std::fs::remove_file(&dest).unwrap();
+    get(&url, Some(&dest), &resume).unwrap_err();
+    flaky.version.store(1, Ordering::SeqCst);
+    flaky.cutting.store(false, Ordering::SeqCst);
+    let report = get(&url, Some(&dest), &resume).unwrap();
+    assert_eq!(report.resumed_bytes, 0);
+    assert!(std::fs::read(&dest).unwrap() == new);
+    assert_eq!(names_in(out.path()), vec!["file"]);
+}

@@ -303,7 +303,7 @@ fn a_lying_content_length_and_a_silent_server_time_out() {
     });
     let (error, took) = get_fails(silent, &quick(1));
     assert!(
-        matches!(error, flexio_net::Error::Timeout { .. }),
+        matches!(error.cause(), flexio_net::Error::Timeout { .. }),
         "{error}"
     );
     assert!(took < Duration::from_secs(4), "{took:?}");
@@ -404,7 +404,7 @@ fn a_manifest_that_does_not_match_keeps_the_file_from_its_name() {
     let (error, _) = get_fails(address, &quick(1));
     assert!(
         matches!(
-            error,
+            error.cause(),
             flexio_net::Error::VerifyMismatch {
                 chunk: 2,
                 offset: 2097152,
@@ -924,7 +924,10 @@ fn a_tree_get_never_replaces_a_directory_or_goes_through_a_symlink_in_dest() {
     let error = flexio_net::client::get_tree(&format!("http://{address}/t/"), &dest, &quick(1))
         .unwrap_err();
     assert!(
-        matches!(error, flexio_net::Error::VerifyMismatch { chunk: 0, .. }),
+        matches!(
+            error.cause(),
+            flexio_net::Error::VerifyMismatch { chunk: 0, .. }
+        ),
         "{error}"
     );
     assert!(!dest.join("same-size").exists());

@@ -6,12 +6,15 @@
 
 mod connection;
 mod pieces;
+mod resume;
 mod tree;
 mod upload;
 mod verify;
 
+use std::collections::HashSet;
+use std::os::fd::BorrowedFd;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::atomic::{AtomicBool, AtomicUsize};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -22,6 +25,7 @@ use serde::Serialize;
 pub use connection::Url;
 use connection::{Connection, Response};
 use pieces::{receive, Pieces};
+use resume::Partial;
 pub use tree::{get_tree, TreeReport};
 pub use upload::{put, PutReport};
 use verify::verify;
@@ -45,6 +49,9 @@ pub struct GetOptions {
     pub mechanism: MechanismName,
     /// fsync before the file takes its name.
     pub fsync: bool,
+    /// Keep what arrived in a partial file and journal beside the
+    /// destination, and fetch only the missing pieces when run again.
+    pub resume: bool,
 }
 
 impl Default for GetOptions {
@@ -56,6 +63,7 @@ impl Default for GetOptions {
             verify: true,
             mechanism: MechanismName::Auto,
             fsync: false,
+            resume: false,
         }
     }
 }
@@ -69,6 +77,8 @@ pub struct GetReport {
     pub destination: PathBuf,
     /// Its length.
     pub bytes: u64,
+    /// Bytes an earlier, stopped run had fetched (`--resume`).
+    pub resumed_bytes: u64,
     /// Connections used.
     pub streams: usize,
     /// Whether the server answered ranges (so pieces were fetched).
@@ -124,7 +134,10 @@ pub fn get(url: &str, destination: Option<&Path>, options: &GetOptions) -> Resul
     let piece = options.piece_size.max(64 << 10);
     let mut first = Connection::open(&url, options.timeout)?;
     let range_header = format!("Range: bytes=0-{}\r\n", piece - 1);
-    first.send_get(&url.target, if streams > 1 { &range_header } else { "" })?;
+    // Pieces (and so a ranged first request) for several streams, or to
+    // keep whole pieces in a journal.
+    let by_pieces = streams > 1 || options.resume;
+    first.send_get(&url.target, if by_pieces { &range_header } else { "" })?;
     let response = first.read_response()?;
     let peer = url.to_string();
     let shape = first_shape(&response, &peer, piece)?;
@@ -140,33 +153,15 @@ pub fn get(url: &str, destination: Option<&Path>, options: &GetOptions) -> Resul
     };
     let ranged = matches!(shape, Shape::Range { .. });
     check_space(&destination, total)?;
-    let file = NewFile::create(&destination, 0o644)?;
-    let mut totals = RangeTotals::default();
-    let mut mover = Mover::new();
-    let mut requests = 1;
-    if first_length > 0 {
-        totals.add(receive(
-            &first,
-            &file,
-            &label,
-            0,
-            first_length,
-            total,
-            options,
-            &mut mover,
-        )?);
-    }
-    // The empty file's 416 carries a short text body: read it so the
-    // connection can carry the manifest request; a long one ends it.
-    let mut reusable = !response.closes();
-    if response.status == 416 {
-        match response.content_length(&peer)? {
-            Some(length) if length <= 64 << 10 => drop(first.read_small_body(length)?),
-            _ => reusable = false,
-        }
-    }
-    let mut first = reusable.then_some(first);
-    let note = match (streams > 1, ranged) {
+    // The server's validator: pieces after the first carry it in If-Range
+    // (a changed file then answers 200, which fails the get instead of
+    // mixing versions), and a resumed get starts afresh when it changed.
+    let validator = response
+        .header("etag")
+        .filter(|tag| tag.starts_with('"'))
+        .or(response.header("last-modified"))
+        .map(str::to_string);
+    let mut note = match (streams > 1, ranged) {
         (true, false) => Some(format!(
             "the server answered a range request with {} (no ranges): one stream",
             response.status
@@ -177,67 +172,135 @@ pub fn get(url: &str, destination: Option<&Path>, options: &GetOptions) -> Resul
         ),
         _ => None,
     };
-    let mut streams_used = 1;
-    if ranged && first_length < total {
-        // Later pieces must come from the same version of the file: with a
-        // strong validator, If-Range makes a changed file answer 200, which
-        // fails the get instead of mixing versions.
-        let if_range = response
-            .header("etag")
-            .filter(|tag| tag.starts_with('"'))
-            .or(response.header("last-modified"))
-            .map(|validator| format!("If-Range: {validator}\r\n"))
-            .unwrap_or_default();
-        let pieces = Pieces {
-            url: &url,
-            file: &file,
-            label: &label,
-            total,
-            piece,
-            next: AtomicU64::new(first_length),
-            failed: AtomicBool::new(false),
-            options,
-            if_range,
-        };
-        let results = Mutex::new(Vec::new());
-        let extra = (streams - 1).min(((total - first_length).div_ceil(piece)) as usize);
-        streams_used += extra;
-        std::thread::scope(|scope| {
-            for _ in 0..extra {
-                scope.spawn(|| {
-                    let result = pieces.fetch(None);
-                    results.lock().unwrap().push(result);
-                });
+    let sink = match (&validator, options.resume && ranged) {
+        (Some(validator), true) => Sink::Partial(Partial::open(
+            &destination,
+            &format!("{url}\t{total}\t{validator}\t{piece}"),
+        )?),
+        (_, resume) => {
+            if resume || (options.resume && !ranged) {
+                note = Some(
+                    "--resume needs ranges and a validator (ETag or Last-Modified) from the server; fetched as one new file"
+                        .to_string(),
+                );
             }
-            let result = pieces.fetch(first.take());
-            results.lock().unwrap().push(result);
-        });
-        for result in results.into_inner().unwrap() {
-            let (piece_totals, connection) = result?;
-            requests += piece_totals.ranges.len() as u64;
-            for range in piece_totals.ranges {
-                totals.add(range);
-            }
-            if first.is_none() {
-                first = connection;
+            Sink::New(NewFile::create(&destination, 0o644)?)
+        }
+    };
+    let done = sink.done();
+    let pending: Vec<u64> = (first_length..total)
+        .step_by(piece as usize)
+        .filter(|offset| !done.contains(offset))
+        .collect();
+    let resumed_bytes = total
+        - first_length
+        - pending
+            .iter()
+            .map(|offset| (total - offset).min(piece))
+            .sum::<u64>();
+    let body = (|| -> Result<_> {
+        let mut totals = RangeTotals::default();
+        let mut mover = Mover::new();
+        let mut requests = 1;
+        if first_length > 0 {
+            totals.add(receive(
+                &first,
+                sink.fd(),
+                &label,
+                0,
+                first_length,
+                total,
+                options,
+                &mut mover,
+            )?);
+            if let Sink::Partial(partial) = &sink {
+                partial.record(0)?;
             }
         }
-    }
-    let transfer_ns = started.elapsed().as_nanos() as u64;
-    if totals.bytes != total {
-        return Err(Error::protocol(
-            peer,
-            format!("received {} of {total} bytes; not committed", totals.bytes),
-        ));
-    }
-    let verify_started = Instant::now();
-    let verified = options.verify && verify(&url, first, &response, &file, &label, total, options)?;
-    let verify_ns = if verified {
-        verify_started.elapsed().as_nanos() as u64
-    } else {
-        0
+        // The empty file's 416 carries a short text body: read it so the
+        // connection can carry the manifest request; a long one ends it.
+        let mut reusable = !response.closes();
+        if response.status == 416 {
+            match response.content_length(&peer)? {
+                Some(length) if length <= 64 << 10 => drop(first.read_small_body(length)?),
+                _ => reusable = false,
+            }
+        }
+        let mut first = reusable.then_some(first);
+        let mut streams_used = 1;
+        if !pending.is_empty() {
+            let pieces = Pieces {
+                url: &url,
+                file: sink.fd(),
+                label: &label,
+                total,
+                piece,
+                pending: pending.clone(),
+                next: AtomicUsize::new(0),
+                journal: sink.journal(),
+                failed: AtomicBool::new(false),
+                options,
+                if_range: validator
+                    .as_ref()
+                    .map(|validator| format!("If-Range: {validator}\r\n"))
+                    .unwrap_or_default(),
+            };
+            let results = Mutex::new(Vec::new());
+            let extra = (streams - 1).min(pending.len());
+            streams_used += extra;
+            std::thread::scope(|scope| {
+                for _ in 0..extra {
+                    scope.spawn(|| {
+                        let result = pieces.fetch(None);
+                        results.lock().unwrap().push(result);
+                    });
+                }
+                let result = pieces.fetch(first.take());
+                results.lock().unwrap().push(result);
+            });
+            for result in results.into_inner().unwrap() {
+                let (piece_totals, connection) = result?;
+                requests += piece_totals.ranges.len() as u64;
+                for range in piece_totals.ranges {
+                    totals.add(range);
+                }
+                if first.is_none() {
+                    first = connection;
+                }
+            }
+        }
+        let transfer_ns = started.elapsed().as_nanos() as u64;
+        if totals.bytes + resumed_bytes != total {
+            return Err(Error::protocol(
+                &peer,
+                format!(
+                    "received {} of {total} bytes; not committed",
+                    totals.bytes + resumed_bytes
+                ),
+            ));
+        }
+        let verify_started = Instant::now();
+        let verified =
+            options.verify && verify(&url, first, &response, sink.fd(), &label, total, options)?;
+        let verify_ns = if verified {
+            verify_started.elapsed().as_nanos() as u64
+        } else {
+            0
+        };
+        Ok((
+            totals,
+            requests,
+            streams_used,
+            transfer_ns,
+            verified,
+            verify_ns,
+        ))
+    })();
+    let (totals, requests, streams_used, transfer_ns, verified, verify_ns) = match body {
+        Ok(done) => done,
+        Err(error) => return Err(sink.fail(error, &label)),
     };
-    file.commit(total, options.fsync)?;
+    sink.commit(total, options.fsync)?;
     let mut mechanisms: Vec<String> = totals
         .ranges
         .iter()
@@ -249,6 +312,7 @@ pub fn get(url: &str, destination: Option<&Path>, options: &GetOptions) -> Resul
         url: url.to_string(),
         destination,
         bytes: total,
+        resumed_bytes,
         streams: streams_used,
         ranged,
         note,
@@ -259,6 +323,63 @@ pub fn get(url: &str, destination: Option<&Path>, options: &GetOptions) -> Resul
         verified,
         verify_ns,
     })
+}
+
+/// Where the body goes: a new file that leaves nothing when dropped, or
+/// with `--resume` a partial file and its journal that stay for the next
+/// run.
+enum Sink {
+    New(NewFile),
+    Partial(Partial),
+}
+
+impl Sink {
+    fn fd(&self) -> BorrowedFd<'_> {
+        match self {
+            Sink::New(file) => file.fd(),
+            Sink::Partial(partial) => partial.fd(),
+        }
+    }
+
+    fn journal(&self) -> Option<&Partial> {
+        match self {
+            Sink::New(_) => None,
+            Sink::Partial(partial) => Some(partial),
+        }
+    }
+
+    /// The pieces already whole from an earlier run.
+    fn done(&self) -> HashSet<u64> {
+        match self {
+            Sink::New(_) => HashSet::new(),
+            Sink::Partial(partial) => partial.done.clone(),
+        }
+    }
+
+    fn commit(self, total: u64, fsync: bool) -> Result<()> {
+        match self {
+            Sink::New(file) => Ok(file.commit(total, fsync)?),
+            Sink::Partial(partial) => partial.commit(total, fsync),
+        }
+    }
+
+    /// `error`, saying what became of the bytes: none left for a new file;
+    /// kept for the next run with `--resume`.
+    fn fail(self, error: Error, label: &str) -> Error {
+        match self {
+            Sink::New(_) => Error::Stopped {
+                source: Box::new(error),
+                what_remains: format!("nothing was written to {label}"),
+            },
+            Sink::Partial(partial) => Error::Stopped {
+                source: Box::new(error),
+                what_remains: format!(
+                    "what arrived is kept in {}: run again with --resume to fetch only the rest",
+                    partial.path().display()
+                ),
+            },
+        }
+    }
 }
 
 /// What the first response promises.

@@ -1,16 +1,17 @@
 //! Fetching pieces: each stream keeps one connection and one [`Mover`],
 //! takes the next piece nobody took, asks for it by `Range` (with
 //! `If-Range`, so a changed file fails the get), checks the answer is
-//! exactly that piece, and splices its body into the shared [`NewFile`] at
-//! its offset.
+//! exactly that piece, and splices its body into the shared file at its
+//! offset.
 
-use std::os::fd::AsFd;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::os::fd::{AsFd, BorrowedFd};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
-use flexio::range::{Mover, NewFile, RangeEnd, RangeRequest, RangeTotals};
+use flexio::range::{Mover, RangeEnd, RangeRequest, RangeTotals};
 use flexio::EndpointKind;
 
 use super::connection::{Connection, Url};
+use super::resume::Partial;
 use super::GetOptions;
 use crate::error::{Error, Result};
 use crate::ranges::parse_content_range;
@@ -20,7 +21,7 @@ use crate::ranges::parse_content_range;
 #[allow(clippy::too_many_arguments)]
 pub(super) fn receive(
     connection: &Connection,
-    file: &NewFile,
+    file: BorrowedFd<'_>,
     label: &str,
     offset: u64,
     length: u64,
@@ -33,14 +34,14 @@ pub(super) fn receive(
         EndpointKind::Tcp,
         connection.url.to_string(),
     );
-    let sink = RangeEnd::with_kind(file.fd(), EndpointKind::File, label);
+    let sink = RangeEnd::with_kind(file, EndpointKind::File, label);
     let mut request = RangeRequest::new(offset, offset, Some(length)).via(options.mechanism);
     request.idle_timeout = Some(options.timeout);
     mover.move_range(&source, &sink, &request, None).map_err(|error| match error {
         flexio::Error::SourceEnded { endpoint, offset: at, .. } => Error::protocol(
             endpoint,
             format!(
-                "the server closed the connection at byte {at} of {total} (in the body of bytes {offset}..{}); nothing was written to {label}",
+                "the server closed the connection at byte {at} of {total} (in the body of bytes {offset}..{})",
                 offset + length
             ),
         ),
@@ -51,12 +52,16 @@ pub(super) fn receive(
 /// What the streams fetching pieces share.
 pub(super) struct Pieces<'a> {
     pub(super) url: &'a Url,
-    pub(super) file: &'a NewFile,
+    pub(super) file: BorrowedFd<'a>,
     pub(super) label: &'a str,
     pub(super) total: u64,
     pub(super) piece: u64,
-    /// The first byte of the next piece nobody took yet.
-    pub(super) next: AtomicU64,
+    /// The first byte of every piece to fetch, in order.
+    pub(super) pending: Vec<u64>,
+    /// The index in `pending` of the next piece nobody took yet.
+    pub(super) next: AtomicUsize,
+    /// Where whole pieces are noted, with `--resume`.
+    pub(super) journal: Option<&'a Partial>,
     /// Set by a stream that failed: the others stop.
     pub(super) failed: AtomicBool,
     pub(super) options: &'a GetOptions,
@@ -93,10 +98,9 @@ impl Pieces<'_> {
             if self.failed.load(Ordering::Relaxed) {
                 return Ok(());
             }
-            let offset = self.next.fetch_add(self.piece, Ordering::Relaxed);
-            if offset >= total {
+            let Some(&offset) = self.pending.get(self.next.fetch_add(1, Ordering::Relaxed)) else {
                 return Ok(());
-            }
+            };
             let last = (offset + self.piece).min(total) - 1;
             let mut open = match connection.take() {
                 Some(open) => open,
@@ -135,6 +139,9 @@ impl Pieces<'_> {
                 options,
                 mover,
             )?);
+            if let Some(journal) = self.journal {
+                journal.record(offset)?;
+            }
             if !response.closes() {
                 *connection = Some(open);
             }

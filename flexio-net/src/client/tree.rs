@@ -430,7 +430,14 @@ fn fetch_file(
     }
     if entry.size > 0 {
         receive(
-            &open, &file, &shown, 0, entry.size, entry.size, options, mover,
+            &open,
+            file.fd(),
+            &shown,
+            0,
+            entry.size,
+            entry.size,
+            options,
+            mover,
         )?;
     }
     if !response.closes() {

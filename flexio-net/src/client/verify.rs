@@ -6,7 +6,6 @@ use super::connection::{Connection, Response, Url};
 use super::GetOptions;
 use crate::error::{Error, Result};
 use crate::manifest::{chunk_hashes_parallel, Manifest, MAX_MANIFEST_BYTES};
-use flexio::range::NewFile;
 
 /// Checks the file against the server's `?manifest` when the server is
 /// flexio; `Ok(false)` when there is none to check against.
@@ -14,7 +13,7 @@ pub(super) fn verify(
     url: &Url,
     connection: Option<Connection>,
     first: &Response,
-    file: &NewFile,
+    file: std::os::fd::BorrowedFd<'_>,
     label: &str,
     total: u64,
     options: &GetOptions,
@@ -31,7 +30,7 @@ pub(super) fn verify(
     connection.send_get(&target, "")?;
     // The server hashes its copy while this side hashes what arrived.
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let hashes = chunk_hashes_parallel(file.fd(), total, threads)
+    let hashes = chunk_hashes_parallel(file, total, threads)
         .map_err(|e| Error::io("read", label, None, e))?;
     let response = connection.read_response()?;
     if response.status != 200 {
