@@ -180,3 +180,111 @@ fn get_of_a_directory_url_fetches_the_tree() {
         b"index"
     );
 }
+
+/// A ranged server of `data` (strong ETag) whose bodies at or past
+/// `stall_from` hang halfway while `stalling` is set.
+fn stalling_server(
+    data: Vec<u8>,
+    stall_from: usize,
+) -> (String, std::sync::Arc<std::sync::atomic::AtomicBool>) {
+    use std::io::{Read, Write};
+    use std::sync::atomic::Ordering;
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/file", listener.local_addr().unwrap());
+    let stalling = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let flag = stalling.clone();
+    let data = std::sync::Arc::new(data);
+    std::thread::spawn(move || {
+        for stream in listener.incoming().take(100) {
+            let Ok(mut stream) = stream else { return };
+            let (flag, data) = (flag.clone(), data.clone());
+            std::thread::spawn(move || loop {
+                let mut head = Vec::new();
+                let mut byte = [0u8; 1];
+                while !head.ends_with(b"\r\n\r\n") {
+                    if stream.read(&mut byte).unwrap_or(0) == 0 {
+                        return;
+                    }
+                    head.push(byte[0]);
+                }
+                let head = String::from_utf8_lossy(&head).into_owned();
+                let (first, last) = head
+                    .lines()
+                    .find_map(|l| l.strip_prefix("Range: bytes="))
+                    .and_then(|r| r.split_once('-'))
+                    .map(|(a, b)| {
+                        (
+                            a.parse::<usize>().unwrap(),
+                            b.parse::<usize>().unwrap().min(data.len() - 1),
+                        )
+                    })
+                    .unwrap();
+                let body = &data[first..=last];
+                let reply = format!(
+                    "HTTP/1.1 206 Partial Content\r\nETag: \"one\"\r\nContent-Range: bytes {first}-{last}/{}\r\nContent-Length: {}\r\n\r\n",
+                    data.len(),
+                    body.len()
+                );
+                if stream.write_all(reply.as_bytes()).is_err() {
+                    return;
+                }
+                if flag.load(Ordering::SeqCst) && first >= stall_from {
+                    let _ = stream.write_all(&body[..body.len() / 2]);
+                    std::thread::sleep(std::time::Duration::from_secs(30));
+                    return;
+                }
+                if stream.write_all(body).is_err() {
+                    return;
+                }
+            });
+        }
+    });
+    (url, stalling)
+}
+
+#[test]
+fn get_resume_after_kill_9_fetches_only_what_is_missing() {
+    let data: Vec<u8> = (0..(4 << 20) + 9)
+        .map(|i: usize| (i * 13 % 241) as u8)
+        .collect();
+    let (url, stalling) = stalling_server(data.clone(), 3 << 20);
+    let out = tempfile::tempdir().unwrap();
+    let dest = out.path().join("file");
+    let mut child = flexio()
+        .args(["get", "--resume", "--streams", "1", "--piece-size", "1MiB"])
+        .arg(&url)
+        .arg(&dest)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Wait until three pieces are in the journal, then kill -9.
+    let journal = out.path().join(".file.flexio-journal");
+    let started = std::time::Instant::now();
+    while std::fs::read_to_string(&journal).map_or(0, |j| j.lines().count()) < 4 {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(20),
+            "the journal never grew"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(!dest.exists());
+    stalling.store(false, std::sync::atomic::Ordering::SeqCst);
+    let output = flexio()
+        .args(["get", "--resume", "--json", "--piece-size", "1MiB"])
+        .arg(&url)
+        .arg(&dest)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(report["resumed_bytes"], 2 << 20);
+    assert!(std::fs::read(&dest).unwrap() == data);
+    assert_eq!(std::fs::read_dir(out.path()).unwrap().count(), 1);
+}
