@@ -17,10 +17,13 @@ mod bench_tree;
 mod cache_cmd;
 mod copy;
 mod copy_tree;
+mod get_cmd;
 mod mechanisms;
 mod plan;
 mod profile_cmd;
 mod progress;
+mod put_cmd;
+mod serve_cmd;
 mod tune;
 
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
@@ -52,6 +55,12 @@ enum Command {
     /// Measure every mechanism and its parameters per flow kind and size
     /// on this machine, and write the profile `auto` reads.
     Tune(tune::TuneArgs),
+    /// Serve a directory read-only over HTTP/1.1 (sendfile bodies, ranges, ?manifest, ?tar).
+    Serve(serve_cmd::ServeArgs),
+    /// Fetch a file over HTTP/1.1, in parallel ranges when the server allows.
+    Get(get_cmd::GetArgs),
+    /// Upload a file to `flexio serve --token-file` over HTTP/1.1 (PUT).
+    Put(put_cmd::PutArgs),
 }
 
 /// The C entry point. Arguments are read by `std::env::args_os`, which
@@ -82,12 +91,15 @@ fn run() -> i32 {
         Command::Plan(args) => plan::run(args),
         Command::Profile(args) => profile_cmd::run(args),
         Command::Tune(args) => tune::run(args),
+        Command::Serve(args) => serve_cmd::run(args),
+        Command::Get(args) => get_cmd::run(args),
+        Command::Put(args) => put_cmd::run(args),
     };
     match result {
         Ok(()) => 0,
         Err(error) => {
             eprintln!("flexio: {error}");
-            exit_status(&error)
+            exit_status(error.is_usage())
         }
     }
 }
@@ -95,8 +107,8 @@ fn run() -> i32 {
 /// The exit status for an error: 2 for a flow described wrongly (bad
 /// arguments, an unsupported pair, a file onto itself), 1 for a failure at
 /// run time, as cp and dd.
-fn exit_status(error: &flexio::Error) -> i32 {
-    if error.is_usage() {
+pub(crate) fn exit_status(usage: bool) -> i32 {
+    if usage {
         2
     } else {
         1

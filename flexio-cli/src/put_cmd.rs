@@ -1,0 +1,67 @@
+//! `flexio put SRC URL`: upload one file to `flexio serve --token-file`
+//! (see `flexio_net::client::put`).
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Args;
+use flexio::Error;
+
+/// Arguments of `flexio put`.
+#[derive(Args)]
+pub struct PutArgs {
+    /// The file to send.
+    source: PathBuf,
+    /// The `http://` URL to write it to (loopback only).
+    url: String,
+    /// A file holding the server's token.
+    #[arg(long)]
+    token_file: PathBuf,
+    /// Deadline to connect, for the answer, and for any stretch without
+    /// progress.
+    #[arg(long, value_parser = duration, default_value = "30s")]
+    timeout: Duration,
+    /// Print the report as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+fn duration(text: &str) -> Result<Duration, String> {
+    flexio::parse_duration(text).map_err(|e| e.to_string())
+}
+
+/// Reads a token file: its first line, trimmed.
+pub fn read_token(path: &std::path::Path) -> Result<String, Error> {
+    let text = std::fs::read_to_string(path).map_err(|e| Error::Io {
+        op: "read",
+        endpoint: path.display().to_string(),
+        offset: None,
+        source: e,
+    })?;
+    Ok(text.lines().next().unwrap_or_default().trim().to_string())
+}
+
+/// Runs `flexio put`.
+pub fn run(args: PutArgs) -> Result<(), Error> {
+    let token = read_token(&args.token_file)?;
+    let report = flexio_net::client::put(&args.source, &args.url, &token, args.timeout)
+        .unwrap_or_else(|e| crate::get_cmd::fail(e));
+    if args.json {
+        crate::print_stdout(&(serde_json::to_string_pretty(&report).expect("json") + "\n"));
+    } else {
+        crate::print_stdout(&format!(
+            "{} -> {}: {} ({}) in {:.3} s, {}\n",
+            args.source.display(),
+            report.url,
+            flexio::format_bytes(report.bytes),
+            if report.status == 201 {
+                "created"
+            } else {
+                "replaced"
+            },
+            report.wall_ns as f64 / 1e9,
+            report.mechanism.as_deref().unwrap_or("no body"),
+        ));
+    }
+    Ok(())
+}

@@ -1,0 +1,290 @@
+//! `flexio serve` and `flexio get` as a person runs them: the address
+//! printed, a fetch over several streams, exit statuses and one-line
+//! errors, and nothing left behind by a failed get.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+
+fn flexio() -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_flexio"));
+    command.env("FLEXIO_PROFILE", "/nonexistent/flexio-profile.toml");
+    command
+}
+
+/// `flexio serve` killed when the test ends.
+struct Serving(Child);
+
+impl Drop for Serving {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Starts `flexio serve DIR` on port 0 and returns its base URL.
+fn serve(dir: &std::path::Path, extra: &[&str]) -> (Serving, String) {
+    let mut child = flexio()
+        .arg("serve")
+        .arg(dir)
+        .args(extra)
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let url = line
+        .split_whitespace()
+        .find(|word| word.starts_with("http://"))
+        .unwrap_or_else(|| panic!("no URL in {line:?}"))
+        .trim_end_matches('/')
+        .to_string();
+    assert!(url.starts_with("http://127.0.0.1:"), "{url}");
+    (Serving(child), url)
+}
+
+#[test]
+fn serve_then_get_over_four_streams_prints_a_report() {
+    let served = tempfile::tempdir().unwrap();
+    let data: Vec<u8> = (0..(5 << 20) + 7)
+        .map(|i: usize| (i * 131 % 251) as u8)
+        .collect();
+    std::fs::write(served.path().join("data.bin"), &data).unwrap();
+    let (_server, url) = serve(served.path(), &[]);
+    let out = tempfile::tempdir().unwrap();
+    let output = flexio()
+        .args(["get", "--json", "--streams", "4", "--piece-size", "1MiB"])
+        .arg(format!("{url}/data.bin"))
+        .arg(out.path())
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(report["bytes"], (5 << 20) + 7);
+    assert_eq!(report["streams"], 4);
+    assert_eq!(report["verified"], true);
+    assert!(std::fs::read(out.path().join("data.bin")).unwrap() == data);
+}
+
+#[test]
+fn get_errors_are_one_line_with_the_right_status_and_leave_nothing() {
+    let served = tempfile::tempdir().unwrap();
+    let (_server, url) = serve(served.path(), &["--read-only"]);
+    let out = tempfile::tempdir().unwrap();
+    let missing = flexio()
+        .arg("get")
+        .arg(format!("{url}/missing"))
+        .arg(out.path().join("x"))
+        .output()
+        .unwrap();
+    assert_eq!(missing.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&missing.stderr);
+    assert!(
+        stderr.starts_with("flexio: ") && stderr.contains("404"),
+        "{stderr}"
+    );
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert_eq!(std::fs::read_dir(out.path()).unwrap().count(), 0);
+    let https = flexio()
+        .args(["get", "https://127.0.0.1/x"])
+        .output()
+        .unwrap();
+    assert_eq!(https.status.code(), Some(2));
+}
+
+#[test]
+fn serve_refuses_a_non_loopback_address_without_public() {
+    let served = tempfile::tempdir().unwrap();
+    let output = flexio()
+        .arg("serve")
+        .arg(served.path())
+        .args(["--listen", "0.0.0.0:0"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("--public"));
+}
+
+#[test]
+fn put_with_a_token_file_then_get_it_back() {
+    let served = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let token = work.path().join("token");
+    std::fs::write(&token, "cli-token-0123456789abcdef\n").unwrap();
+    let (_server, url) = serve(served.path(), &["--token-file", token.to_str().unwrap()]);
+    let source = work.path().join("up.bin");
+    let data: Vec<u8> = (0..(2 << 20) + 3)
+        .map(|i: usize| (i * 7 % 253) as u8)
+        .collect();
+    std::fs::write(&source, &data).unwrap();
+    let output = flexio()
+        .arg("put")
+        .arg(&source)
+        .arg(format!("{url}/up.bin"))
+        .arg("--token-file")
+        .arg(&token)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(String::from_utf8_lossy(&output.stdout).contains("created"));
+    assert!(std::fs::read(served.path().join("up.bin")).unwrap() == data);
+    std::fs::write(&token, "wrong-token-0123456789abcdef\n").unwrap();
+    let refused = flexio()
+        .arg("put")
+        .arg(&source)
+        .arg(format!("{url}/other.bin"))
+        .arg("--token-file")
+        .arg(&token)
+        .output()
+        .unwrap();
+    assert_eq!(refused.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("401"));
+    assert!(!served.path().join("other.bin").exists());
+}
+
+#[test]
+fn get_of_a_directory_url_fetches_the_tree() {
+    let served = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(served.path().join("photos/2024")).unwrap();
+    std::fs::write(served.path().join("photos/2024/a.jpg"), b"jpeg bytes").unwrap();
+    std::fs::write(served.path().join("photos/index.txt"), b"index").unwrap();
+    let (_server, url) = serve(served.path(), &[]);
+    let out = tempfile::tempdir().unwrap();
+    let output = flexio()
+        .current_dir(out.path())
+        .args(["get", "--streams", "2"])
+        .arg(format!("{url}/photos/"))
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(String::from_utf8_lossy(&output.stdout).contains("2 files"));
+    assert_eq!(
+        std::fs::read(out.path().join("photos/2024/a.jpg")).unwrap(),
+        b"jpeg bytes"
+    );
+    assert_eq!(
+        std::fs::read(out.path().join("photos/index.txt")).unwrap(),
+        b"index"
+    );
+}
+
+/// A ranged server of `data` (strong ETag) whose bodies at or past
+/// `stall_from` hang halfway while `stalling` is set.
+fn stalling_server(
+    data: Vec<u8>,
+    stall_from: usize,
+) -> (String, std::sync::Arc<std::sync::atomic::AtomicBool>) {
+    use std::io::{Read, Write};
+    use std::sync::atomic::Ordering;
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/file", listener.local_addr().unwrap());
+    let stalling = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let flag = stalling.clone();
+    let data = std::sync::Arc::new(data);
+    std::thread::spawn(move || {
+        for stream in listener.incoming().take(100) {
+            let Ok(mut stream) = stream else { return };
+            let (flag, data) = (flag.clone(), data.clone());
+            std::thread::spawn(move || loop {
+                let mut head = Vec::new();
+                let mut byte = [0u8; 1];
+                while !head.ends_with(b"\r\n\r\n") {
+                    if stream.read(&mut byte).unwrap_or(0) == 0 {
+                        return;
+                    }
+                    head.push(byte[0]);
+                }
+                let head = String::from_utf8_lossy(&head).into_owned();
+                let (first, last) = head
+                    .lines()
+                    .find_map(|l| l.strip_prefix("Range: bytes="))
+                    .and_then(|r| r.split_once('-'))
+                    .map(|(a, b)| {
+                        (
+                            a.parse::<usize>().unwrap(),
+                            b.parse::<usize>().unwrap().min(data.len() - 1),
+                        )
+                    })
+                    .unwrap();
+                let body = &data[first..=last];
+                let reply = format!(
+                    "HTTP/1.1 206 Partial Content\r\nETag: \"one\"\r\nContent-Range: bytes {first}-{last}/{}\r\nContent-Length: {}\r\n\r\n",
+                    data.len(),
+                    body.len()
+                );
+                if stream.write_all(reply.as_bytes()).is_err() {
+                    return;
+                }
+                if flag.load(Ordering::SeqCst) && first >= stall_from {
+                    let _ = stream.write_all(&body[..body.len() / 2]);
+                    std::thread::sleep(std::time::Duration::from_secs(30));
+                    return;
+                }
+                if stream.write_all(body).is_err() {
+                    return;
+                }
+            });
+        }
+    });
+    (url, stalling)
+}
+
+#[test]
+fn get_resume_after_kill_9_fetches_only_what_is_missing() {
+    let data: Vec<u8> = (0..(4 << 20) + 9)
+        .map(|i: usize| (i * 13 % 241) as u8)
+        .collect();
+    let (url, stalling) = stalling_server(data.clone(), 3 << 20);
+    let out = tempfile::tempdir().unwrap();
+    let dest = out.path().join("file");
+    let mut child = flexio()
+        .args(["get", "--resume", "--streams", "1", "--piece-size", "1MiB"])
+        .arg(&url)
+        .arg(&dest)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Wait until three pieces are in the journal, then kill -9.
+    let journal = out.path().join(".file.flexio-journal");
+    let started = std::time::Instant::now();
+    while std::fs::read_to_string(&journal).map_or(0, |j| j.lines().count()) < 4 {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(20),
+            "the journal never grew"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(!dest.exists());
+    stalling.store(false, std::sync::atomic::Ordering::SeqCst);
+    let output = flexio()
+        .args(["get", "--resume", "--json", "--piece-size", "1MiB"])
+        .arg(&url)
+        .arg(&dest)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(report["resumed_bytes"], 2 << 20);
+    assert!(std::fs::read(&dest).unwrap() == data);
+    assert_eq!(std::fs::read_dir(out.path()).unwrap().count(), 1);
+}

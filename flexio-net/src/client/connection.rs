@@ -1,0 +1,274 @@
+//! One client connection: a parsed `http://` URL, connecting with a
+//! deadline, writing a request head, and reading a response head (capped
+//! at [`MAX_HEAD`], parsed with `httparse`) while the body stays in the
+//! socket for splice.
+
+use std::io::Write;
+use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
+use std::os::fd::AsFd;
+use std::time::{Duration, Instant};
+
+use crate::error::{Error, Result};
+use crate::head::{read_until, response_complete, Step, MAX_HEAD, MAX_HEADERS};
+
+/// An `http://host[:port]/path` URL.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Url {
+    /// Host name or address (brackets kept for IPv6), for `Host:`.
+    pub host: String,
+    /// The port (80 when not given).
+    pub port: u16,
+    /// The path and query, as sent (starts with `/`).
+    pub target: String,
+}
+
+impl Url {
+    /// Parses `text`.
+    ///
+    /// # Errors
+    /// [`Error::Usage`] for anything but a plain `http://` URL.
+    ///
+    /// # Examples
+    /// ```
+    /// let url = flexio_net::client::Url::parse("http://127.0.0.1:8080/a/b?x").unwrap();
+    /// assert_eq!((url.host.as_str(), url.port, url.target.as_str()), ("127.0.0.1", 8080, "/a/b?x"));
+    /// assert!(flexio_net::client::Url::parse("https://example.org/").is_err());
+    /// ```
+    pub fn parse(text: &str) -> Result<Url> {
+        let Some(rest) = text.strip_prefix("http://") else {
+            return Err(Error::Usage(format!(
+                "{text}: only http:// URLs are fetched (TLS is not implemented yet)"
+            )));
+        };
+        let (authority, target) = match rest.find(['/', '?']) {
+            Some(at) => (&rest[..at], rest[at..].to_string()),
+            None => (rest, "/".to_string()),
+        };
+        let target = if target.starts_with('?') {
+            format!("/{target}")
+        } else {
+            target
+        };
+        if authority.contains('@') {
+            return Err(Error::Usage(format!(
+                "{text}: credentials in the URL are not accepted"
+            )));
+        }
+        if target.bytes().any(|b| b <= b' ' || b == 0x7f || b == b'#') {
+            return Err(Error::Usage(format!(
+                "{text}: the path holds spaces, control characters or a fragment; percent-encode them"
+            )));
+        }
+        let (host, port) = match authority.rsplit_once(':') {
+            Some((host, port)) if !port.contains(']') => (
+                host,
+                port.parse()
+                    .map_err(|_| Error::Usage(format!("{text}: bad port {port:?}")))?,
+            ),
+            _ => (authority, 80),
+        };
+        if host.is_empty() {
+            return Err(Error::Usage(format!("{text}: no host")));
+        }
+        Ok(Url {
+            host: host.to_string(),
+            port,
+            target,
+        })
+    }
+
+    /// The URL with another path and query.
+    pub fn with_target(&self, target: String) -> Url {
+        Url {
+            target,
+            ..self.clone()
+        }
+    }
+
+    /// `host:port`, as for `Host:`.
+    pub fn authority(&self) -> String {
+        if self.port == 80 {
+            self.host.clone()
+        } else {
+            format!("{}:{}", self.host, self.port)
+        }
+    }
+}
+
+impl std::fmt::Display for Url {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "http://{}{}", self.authority(), self.target)
+    }
+}
+
+/// A response head.
+#[derive(Debug)]
+pub(crate) struct Response {
+    pub status: u16,
+    pub reason: String,
+    /// Names lower-cased.
+    pub headers: Vec<(String, String)>,
+}
+
+impl Response {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.trim())
+    }
+
+    /// The Content-Length, refusing several that disagree or one that is
+    /// not a number.
+    pub fn content_length(&self, peer: &str) -> Result<Option<u64>> {
+        let mut found: Option<u64> = None;
+        for (_, value) in self.headers.iter().filter(|(n, _)| n == "content-length") {
+            let value = value.trim();
+            let parsed = (!value.is_empty() && value.bytes().all(|b| b.is_ascii_digit()))
+                .then(|| value.parse::<u64>().ok())
+                .flatten()
+                .ok_or_else(|| Error::protocol(peer, format!("bad Content-Length {value:?}")))?;
+            if found.is_some_and(|f| f != parsed) {
+                return Err(Error::protocol(peer, "conflicting Content-Length headers"));
+            }
+            found = Some(parsed);
+        }
+        Ok(found)
+    }
+
+    /// Whether the server will close the connection after this response.
+    pub fn closes(&self) -> bool {
+        self.header("connection")
+            .is_some_and(|v| v.split(',').any(|t| t.trim().eq_ignore_ascii_case("close")))
+    }
+}
+
+/// A connection to one server.
+pub(crate) struct Connection {
+    pub stream: TcpStream,
+    pub url: Url,
+    pub timeout: Duration,
+}
+
+impl Connection {
+    /// Connects to `url`'s host within `timeout`; reads and writes then
+    /// time out in the kernel after `timeout` without progress.
+    pub fn open(url: &Url, timeout: Duration) -> Result<Connection> {
+        let name = url.authority();
+        let host = url.host.trim_start_matches('[').trim_end_matches(']');
+        let addresses: Vec<SocketAddr> = (host, url.port)
+            .to_socket_addrs()
+            .map_err(|e| Error::io("resolve", name.clone(), None, e))?
+            .collect();
+        let mut last = None;
+        for address in addresses {
+            match TcpStream::connect_timeout(&address, timeout) {
+                Ok(stream) => {
+                    let set = |r: std::io::Result<()>| {
+                        r.map_err(|e| Error::io("setsockopt", name.clone(), None, e))
+                    };
+                    set(stream.set_read_timeout(Some(timeout)))?;
+                    set(stream.set_write_timeout(Some(timeout)))?;
+                    set(stream.set_nodelay(true))?;
+                    return Ok(Connection {
+                        stream,
+                        url: url.clone(),
+                        timeout,
+                    });
+                }
+                Err(error) => last = Some(error),
+            }
+        }
+        Err(Error::io(
+            "connect",
+            url.to_string(),
+            None,
+            last.unwrap_or_else(|| std::io::ErrorKind::NotFound.into()),
+        ))
+    }
+
+    /// Sends `GET target` with optional extra header lines.
+    pub fn send_get(&mut self, target: &str, extra: &str) -> Result<()> {
+        self.send_request("GET", target, extra)
+    }
+
+    /// Sends a request head with optional extra header lines.
+    pub fn send_request(&mut self, method: &str, target: &str, extra: &str) -> Result<()> {
+        let head = format!(
+            "{method} {target} HTTP/1.1\r\nHost: {}\r\nUser-Agent: flexio/{}\r\nAccept-Encoding: identity\r\n{extra}\r\n",
+            self.url.authority(),
+            env!("CARGO_PKG_VERSION")
+        );
+        self.stream
+            .write_all(head.as_bytes())
+            .map_err(|e| Error::io("send request to", self.url.to_string(), None, e))
+    }
+
+    /// Reads a response head within the connection's timeout.
+    pub fn read_response(&mut self) -> Result<Response> {
+        let peer = self.url.to_string();
+        let mut head = Vec::new();
+        let deadline = Instant::now() + self.timeout;
+        let step = read_until(self.stream.as_fd(), &mut head, response_complete, deadline)
+            .map_err(|e| Error::io("recv", peer.clone(), None, e))?;
+        match step {
+            Step::Complete => {}
+            Step::WouldBlock | Step::Partial => {
+                return Err(Error::Timeout {
+                    peer,
+                    waited: self.timeout,
+                    during: "waiting for the response head",
+                })
+            }
+            Step::Closed => {
+                return Err(Error::protocol(
+                    peer,
+                    format!(
+                        "the server closed the connection after {} bytes of response head",
+                        head.len()
+                    ),
+                ))
+            }
+            Step::TooLarge => {
+                return Err(Error::protocol(
+                    peer,
+                    format!("the response head is over {MAX_HEAD} bytes or {MAX_HEADERS} header lines; refused"),
+                ))
+            }
+            Step::Malformed(why) => {
+                return Err(Error::protocol(
+                    peer,
+                    format!("malformed response head: {why}"),
+                ))
+            }
+        }
+        let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
+        let mut response = httparse::Response::new(&mut headers);
+        response
+            .parse(&head)
+            .map_err(|e| Error::protocol(peer.clone(), format!("malformed response head: {e}")))?;
+        Ok(Response {
+            status: response.code.unwrap_or(0),
+            reason: response.reason.unwrap_or_default().to_string(),
+            headers: response
+                .headers
+                .iter()
+                .map(|h| {
+                    (
+                        h.name.to_ascii_lowercase(),
+                        String::from_utf8_lossy(h.value).into_owned(),
+                    )
+                })
+                .collect(),
+        })
+    }
+
+    /// Reads a small body (a manifest, an error text) of `length` bytes
+    /// into memory; the caller has capped `length`.
+    pub fn read_small_body(&mut self, length: u64) -> Result<Vec<u8>> {
+        let mut body = vec![0u8; length as usize];
+        std::io::Read::read_exact(&mut self.stream, &mut body)
+            .map_err(|e| Error::io("recv body from", self.url.to_string(), None, e))?;
+        Ok(body)
+    }
+}

@@ -1,0 +1,150 @@
+//! Fetching pieces: each stream keeps one connection and one [`Mover`],
+//! takes the next piece nobody took, asks for it by `Range` (with
+//! `If-Range`, so a changed file fails the get), checks the answer is
+//! exactly that piece, and splices its body into the shared file at its
+//! offset.
+
+use std::os::fd::{AsFd, BorrowedFd};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+use flexio::range::{Mover, RangeEnd, RangeRequest, RangeTotals};
+use flexio::EndpointKind;
+
+use super::connection::{Connection, Url};
+use super::resume::Partial;
+use super::GetOptions;
+use crate::error::{Error, Result};
+use crate::ranges::parse_content_range;
+
+/// Moves `length` body bytes of piece `[offset, offset + length)` from the
+/// connection into the file, spliced.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn receive(
+    connection: &Connection,
+    file: BorrowedFd<'_>,
+    label: &str,
+    offset: u64,
+    length: u64,
+    total: u64,
+    options: &GetOptions,
+    mover: &mut Mover,
+) -> Result<flexio::range::RangeReport> {
+    let source = RangeEnd::with_kind(
+        connection.stream.as_fd(),
+        EndpointKind::Tcp,
+        connection.url.to_string(),
+    );
+    let sink = RangeEnd::with_kind(file, EndpointKind::File, label);
+    let mut request = RangeRequest::new(offset, offset, Some(length)).via(options.mechanism);
+    request.idle_timeout = Some(options.timeout);
+    mover.move_range(&source, &sink, &request, None).map_err(|error| match error {
+        flexio::Error::SourceEnded { endpoint, offset: at, .. } => Error::protocol(
+            endpoint,
+            format!(
+                "the server closed the connection at byte {at} of {total} (in the body of bytes {offset}..{})",
+                offset + length
+            ),
+        ),
+        other => Error::Move(other),
+    })
+}
+
+/// What the streams fetching pieces share.
+pub(super) struct Pieces<'a> {
+    pub(super) url: &'a Url,
+    pub(super) file: BorrowedFd<'a>,
+    pub(super) label: &'a str,
+    pub(super) total: u64,
+    pub(super) piece: u64,
+    /// The first byte of every piece to fetch, in order.
+    pub(super) pending: Vec<u64>,
+    /// The index in `pending` of the next piece nobody took yet.
+    pub(super) next: AtomicUsize,
+    /// Where whole pieces are noted, with `--resume`.
+    pub(super) journal: Option<&'a Partial>,
+    /// Set by a stream that failed: the others stop.
+    pub(super) failed: AtomicBool,
+    pub(super) options: &'a GetOptions,
+    /// The `If-Range` line (or nothing) every piece request carries.
+    pub(super) if_range: String,
+}
+
+impl Pieces<'_> {
+    /// One stream's loop: take the next piece, ask for it, splice it in;
+    /// until no piece is left or another stream failed. Returns its
+    /// reports and its connection, when still open.
+    pub(super) fn fetch(
+        &self,
+        connection: Option<Connection>,
+    ) -> Result<(RangeTotals, Option<Connection>)> {
+        let mut connection = connection;
+        let mut totals = RangeTotals::default();
+        let mut mover = Mover::new();
+        let outcome = self.fetch_into(&mut connection, &mut totals, &mut mover);
+        if outcome.is_err() {
+            self.failed.store(true, Ordering::Relaxed);
+        }
+        outcome.map(|()| (totals, connection))
+    }
+
+    fn fetch_into(
+        &self,
+        connection: &mut Option<Connection>,
+        totals: &mut RangeTotals,
+        mover: &mut Mover,
+    ) -> Result<()> {
+        let (url, total, options) = (self.url, self.total, self.options);
+        loop {
+            if self.failed.load(Ordering::Relaxed) {
+                return Ok(());
+            }
+            let Some(&offset) = self.pending.get(self.next.fetch_add(1, Ordering::Relaxed)) else {
+                return Ok(());
+            };
+            let last = (offset + self.piece).min(total) - 1;
+            let mut open = match connection.take() {
+                Some(open) => open,
+                None => Connection::open(url, options.timeout)?,
+            };
+            open.send_get(
+                &url.target,
+                &format!("Range: bytes={offset}-{last}\r\n{}", self.if_range),
+            )?;
+            let response = open.read_response()?;
+            let peer = url.to_string();
+            let promised = response.content_length(&peer)?;
+            let range = response
+                .header("content-range")
+                .and_then(parse_content_range);
+            if response.status != 206
+                || range != Some((Some((offset, last)), Some(total)))
+                || promised != Some(last - offset + 1)
+            {
+                return Err(Error::protocol(
+                    peer,
+                    format!(
+                        "asked for bytes {offset}-{last} of {total}, got {} with Content-Range {:?} and Content-Length {promised:?}",
+                        response.status,
+                        response.header("content-range")
+                    ),
+                ));
+            }
+            totals.add(receive(
+                &open,
+                self.file,
+                self.label,
+                offset,
+                last - offset + 1,
+                total,
+                options,
+                mover,
+            )?);
+            if let Some(journal) = self.journal {
+                journal.record(offset)?;
+            }
+            if !response.closes() {
+                *connection = Some(open);
+            }
+        }
+    }
+}

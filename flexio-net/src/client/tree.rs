@@ -1,0 +1,485 @@
+//! `flexio get URL/dir/ DEST`: a tree. The manifest comes first; every
+//! name in it is checked before anything is made (each component safe, no
+//! absolute path, no `..`, no duplicate, a symlink target that stays inside
+//! DEST), directories are made beneath DEST held open, and files are
+//! fetched whole over `streams` kept-alive connections at once, each into a
+//! [`NewFile`] in its directory (named through `/proc/self/fd`, so no
+//! component can be swapped for a symlink meanwhile), checked against the
+//! manifest's BLAKE3 and linked in only then. A failed file leaves nothing;
+//! files already linked in are whole and verified.
+
+use std::collections::HashSet;
+use std::ffi::OsStr;
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Mutex;
+use std::time::Instant;
+
+use flexio::range::{Mover, NewFile};
+use rustix::fs::{AtFlags, FileType, Mode};
+use serde::Serialize;
+
+use super::connection::{Connection, Url};
+use super::pieces::receive;
+use super::GetOptions;
+use crate::error::{Error, Result};
+use crate::manifest::{
+    chunk_hashes, Manifest, CHUNK_SIZE, MANIFEST_SCHEMA_VERSION, MAX_MANIFEST_BYTES,
+};
+use crate::names::{is_safe_component, percent_decode, percent_encode};
+use crate::walk::{open_beneath, MAX_ENTRIES};
+
+/// What fetching a tree did.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct TreeReport {
+    /// The directory URL.
+    pub url: String,
+    /// Where the tree now is.
+    pub destination: PathBuf,
+    /// Directories made (or found).
+    pub directories: u64,
+    /// Files fetched, each verified.
+    pub files: u64,
+    /// The bytes of every file in the tree (fetched or unchanged).
+    pub bytes: u64,
+    /// Files already there with the manifest's size and mtime: not
+    /// fetched again (as rsync decides by default).
+    pub unchanged: u64,
+    /// Symlinks made.
+    pub symlinks: u64,
+    /// Entries neither file, directory nor symlink: left out.
+    pub skipped: u64,
+    /// Connections used.
+    pub streams: usize,
+    /// Wall time, manifest to last link.
+    pub wall_ns: u64,
+}
+
+/// One checked entry.
+struct Planned {
+    /// Components, each safe.
+    parts: Vec<Vec<u8>>,
+    kind: Kind,
+    size: u64,
+    mode: u32,
+    mtime: i64,
+    mtime_nsec: u32,
+    blake3: Vec<String>,
+    link_target: Vec<u8>,
+}
+
+#[derive(PartialEq, Eq)]
+enum Kind {
+    File,
+    Directory,
+    Symlink,
+}
+
+/// Fetches the tree at `url` (a directory URL, ending in `/`) into
+/// `destination` (made if missing).
+///
+/// # Errors
+/// [`Error::Protocol`] for a manifest with an unsafe name, a duplicate, a
+/// symlink pointing out of the destination, or a file that differs from
+/// it; [`Error::Usage`] when an entry would replace a directory with a
+/// file or the reverse; and the errors of [`super::get`].
+///
+/// # Examples
+/// ```no_run
+/// let report = flexio_net::client::get_tree(
+///     "http://127.0.0.1:8080/photos/",
+///     std::path::Path::new("photos"),
+///     &flexio_net::client::GetOptions { streams: 4, ..Default::default() },
+/// )?;
+/// println!("{} files, {} bytes", report.files, report.bytes);
+/// # Ok::<(), flexio_net::Error>(())
+/// ```
+pub fn get_tree(url: &str, destination: &Path, options: &GetOptions) -> Result<TreeReport> {
+    let started = Instant::now();
+    let url = Url::parse(url)?;
+    if !url.target.ends_with('/') {
+        return Err(Error::Usage(format!("{url}: a tree URL ends with /")));
+    }
+    let mut connection = Connection::open(&url, options.timeout)?;
+    let planned = fetch_manifest(&mut connection, &url)?;
+    let label = destination.display().to_string();
+    match std::fs::create_dir(destination) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && destination.is_dir() => {}
+        Err(e) => return Err(Error::io("mkdir", &label, None, e)),
+    }
+    let root = rustix::fs::open(
+        destination,
+        rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::DIRECTORY | rustix::fs::OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .map_err(|e| Error::io("open", &label, None, e))?;
+    let mut report = TreeReport {
+        url: url.to_string(),
+        destination: destination.to_path_buf(),
+        skipped: planned.1,
+        ..TreeReport::default()
+    };
+    let planned = planned.0;
+    for entry in planned.iter().filter(|e| e.kind == Kind::Directory) {
+        make_directory(&root, entry, &label)?;
+        report.directories += 1;
+    }
+    let files: Vec<&Planned> = planned.iter().filter(|e| e.kind == Kind::File).collect();
+    let next = AtomicUsize::new(0);
+    let failed = AtomicBool::new(false);
+    let errors = Mutex::new(Vec::new());
+    let unchanged = AtomicUsize::new(0);
+    let streams = options.streams.max(1).min(files.len().max(1));
+    let first = Mutex::new(Some(connection));
+    std::thread::scope(|scope| {
+        for _ in 0..streams {
+            scope.spawn(|| {
+                let mut connection = first.lock().unwrap().take();
+                let mut mover = Mover::new();
+                while !failed.load(Ordering::Relaxed) {
+                    let index = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(entry) = files.get(index) else { break };
+                    let fetched = fetch_file(
+                        &mut connection,
+                        &url,
+                        &root,
+                        entry,
+                        &label,
+                        options,
+                        &mut mover,
+                    );
+                    match fetched {
+                        Ok(Fetched::Unchanged) => {
+                            unchanged.fetch_add(1, Ordering::Relaxed);
+                        }
+                        Ok(Fetched::New) => {}
+                        Err(error) => {
+                            failed.store(true, Ordering::Relaxed);
+                            errors.lock().unwrap().push(error);
+                        }
+                    }
+                }
+            });
+        }
+    });
+    if let Some(error) = errors.into_inner().unwrap().into_iter().next() {
+        return Err(error);
+    }
+    report.unchanged = unchanged.into_inner() as u64;
+    report.files = files.len() as u64 - report.unchanged;
+    report.bytes = files.iter().map(|f| f.size).sum();
+    report.streams = streams;
+    for entry in planned.iter().filter(|e| e.kind == Kind::Symlink) {
+        make_symlink(&root, entry, &label)?;
+        report.symlinks += 1;
+    }
+    for entry in planned.iter().filter(|e| e.kind == Kind::Directory) {
+        let (parent, name) = parent_of(&root, &entry.parts, &label)?;
+        rustix::fs::chmodat(
+            &parent,
+            OsStr::from_bytes(name),
+            Mode::from_raw_mode(entry.mode & 0o777),
+            AtFlags::empty(),
+        )
+        .map_err(|e| Error::io("chmod", join_label(&label, &entry.parts), None, e))?;
+    }
+    report.wall_ns = started.elapsed().as_nanos() as u64;
+    Ok(report)
+}
+
+/// Fetches and checks the manifest; the entries to make and the count
+/// left out.
+fn fetch_manifest(connection: &mut Connection, url: &Url) -> Result<(Vec<Planned>, u64)> {
+    let target = format!("{}?manifest", url.target);
+    let peer = url.with_target(target.clone()).to_string();
+    connection.send_get(&target, "")?;
+    let response = connection.read_response()?;
+    if response.status != 200 {
+        return Err(Error::Status {
+            peer,
+            status: response.status,
+            reason: response.reason,
+        });
+    }
+    let length = response
+        .content_length(&peer)?
+        .ok_or_else(|| Error::protocol(&peer, "a manifest without Content-Length"))?;
+    if length > MAX_MANIFEST_BYTES {
+        return Err(Error::protocol(
+            &peer,
+            format!("a manifest of {length} bytes is over the {MAX_MANIFEST_BYTES}-byte cap"),
+        ));
+    }
+    let manifest: Manifest = serde_json::from_slice(&connection.read_small_body(length)?)
+        .map_err(|e| Error::protocol(&peer, format!("malformed manifest: {e}")))?;
+    if manifest.schema_version != MANIFEST_SCHEMA_VERSION || manifest.chunk_size != CHUNK_SIZE {
+        return Err(Error::protocol(
+            &peer,
+            "a manifest of another version or chunk size",
+        ));
+    }
+    if manifest.entries.len() > MAX_ENTRIES {
+        return Err(Error::protocol(
+            &peer,
+            format!(
+                "{} entries, over the cap of {MAX_ENTRIES}",
+                manifest.entries.len()
+            ),
+        ));
+    }
+    let mut seen = HashSet::new();
+    let mut planned = Vec::new();
+    let mut skipped = 0;
+    for entry in manifest.entries {
+        let bad = |why: &str| {
+            Error::protocol(
+                &peer,
+                format!("manifest entry {:?}: {why}; nothing fetched", entry.path),
+            )
+        };
+        let path = if entry.path_percent_encoded {
+            percent_decode(entry.path.as_bytes()).map_err(|_| bad("a bad % escape"))?
+        } else {
+            entry.path.as_bytes().to_vec()
+        };
+        let parts: Vec<Vec<u8>> = path.split(|&b| b == b'/').map(<[u8]>::to_vec).collect();
+        if parts.iter().any(|part| !is_safe_component(part)) {
+            return Err(bad(
+                "an absolute path, an empty, `.` or `..` component, or a control character",
+            ));
+        }
+        if !seen.insert(path.clone()) {
+            return Err(bad("listed twice"));
+        }
+        let kind = match entry.kind.as_str() {
+            "file" => Kind::File,
+            "directory" => Kind::Directory,
+            "symlink" => Kind::Symlink,
+            _ => {
+                skipped += 1;
+                continue;
+            }
+        };
+        if kind == Kind::File && entry.blake3.len() as u64 != entry.size.div_ceil(CHUNK_SIZE) {
+            return Err(bad("its hashes do not cover its size"));
+        }
+        let link_target = entry.link_target.clone().unwrap_or_default().into_bytes();
+        if kind == Kind::Symlink && !stays_inside(parts.len() - 1, &link_target) {
+            return Err(bad("a symlink pointing out of the destination"));
+        }
+        planned.push(Planned {
+            parts,
+            kind,
+            size: entry.size,
+            mode: entry.mode,
+            mtime: entry.mtime,
+            mtime_nsec: entry.mtime_nsec,
+            blake3: entry.blake3,
+            link_target,
+        });
+    }
+    Ok((planned, skipped))
+}
+
+/// Whether a symlink `depth` directories below the destination with
+/// `target` resolves (lexically) inside it: relative, never climbing above.
+fn stays_inside(depth: usize, target: &[u8]) -> bool {
+    if target.is_empty() || target.starts_with(b"/") || target.contains(&0) {
+        return false;
+    }
+    let mut level = depth as i64;
+    for part in target.split(|&b| b == b'/') {
+        match part {
+            b"" | b"." => {}
+            b".." => {
+                level -= 1;
+                if level < 0 {
+                    return false;
+                }
+            }
+            _ => level += 1,
+        }
+    }
+    true
+}
+
+fn join_label(label: &str, parts: &[Vec<u8>]) -> String {
+    format!("{label}/{}", String::from_utf8_lossy(&parts.join(&b'/')))
+}
+
+/// The directory holding `parts`' last component, opened beneath the
+/// destination without following a symlink, and that component.
+fn parent_of<'p>(root: &OwnedFd, parts: &'p [Vec<u8>], label: &str) -> Result<(OwnedFd, &'p [u8])> {
+    let (name, parents) = parts.split_last().expect("a checked path has a component");
+    let parent = open_beneath(root.as_fd(), &parents.join(&b'/'))
+        .map_err(|e| Error::io("open", join_label(label, parents), None, e))?;
+    Ok((parent, name))
+}
+
+/// What is at `name` in `parent` now, if anything.
+fn existing(parent: &OwnedFd, name: &[u8]) -> Option<FileType> {
+    rustix::fs::statat(parent, OsStr::from_bytes(name), AtFlags::SYMLINK_NOFOLLOW)
+        .ok()
+        .map(|stat| FileType::from_raw_mode(stat.st_mode))
+}
+
+fn make_directory(root: &OwnedFd, entry: &Planned, label: &str) -> Result<()> {
+    let (parent, name) = parent_of(root, &entry.parts, label)?;
+    match existing(&parent, name) {
+        Some(FileType::Directory) => Ok(()),
+        Some(_) => Err(Error::Usage(format!(
+            "{}: a file is there; a tree get does not replace a file with a directory",
+            join_label(label, &entry.parts)
+        ))),
+        None => rustix::fs::mkdirat(&parent, OsStr::from_bytes(name), Mode::from_raw_mode(0o700))
+            .map_err(|e| Error::io("mkdir", join_label(label, &entry.parts), None, e)),
+    }
+}
+
+fn make_symlink(root: &OwnedFd, entry: &Planned, label: &str) -> Result<()> {
+    let (parent, name) = parent_of(root, &entry.parts, label)?;
+    let shown = join_label(label, &entry.parts);
+    match existing(&parent, name) {
+        None => {}
+        Some(FileType::Symlink) => {
+            rustix::fs::unlinkat(&parent, OsStr::from_bytes(name), AtFlags::empty())
+                .map_err(|e| Error::io("unlink", &shown, None, e))?
+        }
+        Some(_) => {
+            return Err(Error::Usage(format!(
+                "{shown}: something else is there; not replaced with a symlink"
+            )))
+        }
+    }
+    rustix::fs::symlinkat(
+        OsStr::from_bytes(&entry.link_target),
+        &parent,
+        OsStr::from_bytes(name),
+    )
+    .map_err(|e| Error::io("symlink", &shown, None, e))
+}
+
+/// Whether a file was fetched.
+enum Fetched {
+    New,
+    Unchanged,
+}
+
+/// Fetches one file whole over `connection` (opening one when it has
+/// none), checks it, and links it in — unless a regular file with its
+/// size and mtime is already there.
+fn fetch_file(
+    connection: &mut Option<Connection>,
+    url: &Url,
+    root: &OwnedFd,
+    entry: &Planned,
+    label: &str,
+    options: &GetOptions,
+    mover: &mut Mover,
+) -> Result<Fetched> {
+    let shown = join_label(label, &entry.parts);
+    let (parent, name) = parent_of(root, &entry.parts, label)?;
+    if existing(&parent, name) == Some(FileType::Directory) {
+        return Err(Error::Usage(format!(
+            "{shown}: a directory is there; not replaced with a file"
+        )));
+    }
+    if let Ok(stat) =
+        rustix::fs::statat(&parent, OsStr::from_bytes(name), AtFlags::SYMLINK_NOFOLLOW)
+    {
+        if FileType::from_raw_mode(stat.st_mode) == FileType::RegularFile
+            && stat.st_size as u64 == entry.size
+            && stat.st_mtime == entry.mtime
+            && stat.st_mtime_nsec == u64::from(entry.mtime_nsec)
+        {
+            return Ok(Fetched::Unchanged);
+        }
+    }
+    let destination = PathBuf::from(format!("/proc/self/fd/{}", parent.as_raw_fd()))
+        .join(OsStr::from_bytes(name));
+    let file = NewFile::create(&destination, entry.mode & 0o777)?;
+    let encoded: Vec<String> = entry.parts.iter().map(|p| percent_encode(p)).collect();
+    let target = format!("{}{}", url.target, encoded.join("/"));
+    let peer = url.with_target(target.clone()).to_string();
+    let mut open = match connection.take() {
+        Some(open) => open,
+        None => Connection::open(url, options.timeout)?,
+    };
+    open.send_get(&target, "")?;
+    let response = open.read_response()?;
+    if response.status != 200 {
+        return Err(Error::Status {
+            peer,
+            status: response.status,
+            reason: response.reason,
+        });
+    }
+    if response.header("transfer-encoding").is_some()
+        || response.content_length(&peer)? != Some(entry.size)
+    {
+        return Err(Error::protocol(
+            &peer,
+            format!(
+                "not the {} bytes the manifest lists (changed since?)",
+                entry.size
+            ),
+        ));
+    }
+    if entry.size > 0 {
+        receive(
+            &open,
+            file.fd(),
+            &shown,
+            0,
+            entry.size,
+            entry.size,
+            options,
+            mover,
+        )?;
+    }
+    if !response.closes() {
+        *connection = Some(open);
+    }
+    let hashes =
+        chunk_hashes(file.fd(), entry.size).map_err(|e| Error::io("read", &shown, None, e))?;
+    if let Some(chunk) = (0..hashes.len()).find(|&i| hashes[i] != entry.blake3[i]) {
+        return Err(Error::VerifyMismatch {
+            path: shown,
+            chunk,
+            offset: chunk as u64 * CHUNK_SIZE,
+        });
+    }
+    let mtime = rustix::fs::Timespec {
+        tv_sec: entry.mtime,
+        tv_nsec: i64::from(entry.mtime_nsec.min(999_999_999)),
+    };
+    rustix::fs::futimens(
+        file.fd(),
+        &rustix::fs::Timestamps {
+            last_access: mtime,
+            last_modification: mtime,
+        },
+    )
+    .map_err(|e| Error::io("futimens", &shown, None, e))?;
+    file.commit(entry.size, options.fsync)?;
+    Ok(Fetched::New)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn symlink_targets_must_stay_inside() {
+        use super::stays_inside;
+        assert!(stays_inside(0, b"a/b"));
+        assert!(stays_inside(1, b"../x"));
+        assert!(!stays_inside(0, b"../x"));
+        assert!(!stays_inside(1, b"../../x"));
+        assert!(!stays_inside(3, b"/etc/passwd"));
+        assert!(stays_inside(0, b"a/../b"));
+        assert!(!stays_inside(0, b"a/../../b"));
+        assert!(!stays_inside(0, b""));
+    }
+}

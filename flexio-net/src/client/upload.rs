@@ -1,0 +1,115 @@
+//! `flexio put`: one file sent as a PUT body, file→socket with sendfile,
+//! to a `flexio serve --token-file` on loopback.
+
+use std::os::fd::AsFd;
+use std::path::Path;
+use std::time::Instant;
+
+use flexio::range::{Mover, RangeEnd, RangeRequest};
+use flexio::{EndpointKind, MechanismName};
+use serde::Serialize;
+
+use super::connection::{Connection, Url};
+use crate::error::{Error, Result};
+
+/// What an upload did.
+#[derive(Clone, Debug, Serialize)]
+pub struct PutReport {
+    /// The URL written.
+    pub url: String,
+    /// Bytes sent.
+    pub bytes: u64,
+    /// The HTTP status (201 created, 200 replaced).
+    pub status: u16,
+    /// The mechanism that moved the body.
+    pub mechanism: Option<String>,
+    /// Wall time from connecting to the server's answer.
+    pub wall_ns: u64,
+}
+
+/// Sends `source` to `url` with `token` as a bearer token.
+///
+/// # Errors
+/// [`Error::Usage`] for a URL that is not on loopback (the token would
+/// cross a plain link) or a source that is not a regular file;
+/// [`Error::Status`] when the server refuses; I/O errors as they come.
+///
+/// # Examples
+/// ```no_run
+/// let report = flexio_net::client::put(
+///     std::path::Path::new("notes.txt"),
+///     "http://127.0.0.1:8080/notes.txt",
+///     "a-token-of-16-chars-or-more",
+///     std::time::Duration::from_secs(30),
+/// )?;
+/// assert_eq!(report.status, 201);
+/// # Ok::<(), flexio_net::Error>(())
+/// ```
+pub fn put(
+    source: &Path,
+    url: &str,
+    token: &str,
+    timeout: std::time::Duration,
+) -> Result<PutReport> {
+    let url = Url::parse(url)?;
+    let label = source.display().to_string();
+    let file = std::fs::File::open(source).map_err(|e| Error::io("open", &label, None, e))?;
+    let stat = rustix::fs::fstat(&file).map_err(|e| Error::io("fstat", &label, None, e))?;
+    if rustix::fs::FileType::from_raw_mode(stat.st_mode) != rustix::fs::FileType::RegularFile {
+        return Err(Error::Usage(format!("{label}: not a regular file")));
+    }
+    let length = stat.st_size as u64;
+    let started = Instant::now();
+    let mut connection = Connection::open(&url, timeout)?;
+    let peer = connection
+        .stream
+        .peer_addr()
+        .map_err(|e| Error::io("getpeername", url.to_string(), None, e))?;
+    if !peer.ip().is_loopback() {
+        return Err(Error::Usage(format!(
+            "{url}: {peer} is not loopback; a bearer token is not sent over a plain link (TLS is not implemented)"
+        )));
+    }
+    connection.send_request(
+        "PUT",
+        &url.target,
+        &format!("Authorization: Bearer {token}\r\nContent-Length: {length}\r\n"),
+    )?;
+    let mut mover = Mover::new();
+    let source_end = RangeEnd::with_kind(file.as_fd(), EndpointKind::File, label.clone());
+    let sink_end = RangeEnd::with_kind(
+        connection.stream.as_fd(),
+        EndpointKind::Tcp,
+        url.to_string(),
+    );
+    let mut request = RangeRequest::new(0, 0, Some(length)).via(MechanismName::Auto);
+    request.idle_timeout = Some(timeout);
+    let moved = if length > 0 {
+        Some(mover.move_range(&source_end, &sink_end, &request, None)?)
+    } else {
+        None
+    };
+    let response = connection.read_response()?;
+    if !matches!(response.status, 200 | 201) {
+        let text = match response.content_length(&url.to_string())? {
+            Some(n) if n <= 4096 => String::from_utf8_lossy(&connection.read_small_body(n)?)
+                .trim()
+                .to_string(),
+            _ => response.reason.clone(),
+        };
+        return Err(Error::Status {
+            peer: url.to_string(),
+            status: response.status,
+            reason: text,
+        });
+    }
+    Ok(PutReport {
+        url: url.to_string(),
+        bytes: length,
+        status: response.status,
+        mechanism: moved
+            .and_then(|m| m.mechanism_used)
+            .map(|m| m.as_str().to_string()),
+        wall_ns: started.elapsed().as_nanos() as u64,
+    })
+}

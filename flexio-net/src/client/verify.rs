@@ -1,0 +1,80 @@
+//! Checking a fetched file against the server's `?manifest`: the request
+//! goes out first, so the server hashes its copy while this side hashes
+//! what arrived, on every core.
+
+use super::connection::{Connection, Response, Url};
+use super::GetOptions;
+use crate::error::{Error, Result};
+use crate::manifest::{chunk_hashes_parallel, Manifest, MAX_MANIFEST_BYTES};
+
+/// Checks the file against the server's `?manifest` when the server is
+/// flexio; `Ok(false)` when there is none to check against.
+pub(super) fn verify(
+    url: &Url,
+    connection: Option<Connection>,
+    first: &Response,
+    file: std::os::fd::BorrowedFd<'_>,
+    label: &str,
+    total: u64,
+    options: &GetOptions,
+) -> Result<bool> {
+    if first.header("server") != Some("flexio") || url.target.contains('?') {
+        return Ok(false);
+    }
+    let mut connection = match connection {
+        Some(open) => open,
+        None => Connection::open(url, options.timeout)?,
+    };
+    let target = format!("{}?manifest", url.target);
+    let peer = url.with_target(target.clone()).to_string();
+    connection.send_get(&target, "")?;
+    // The server hashes its copy while this side hashes what arrived.
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let hashes = chunk_hashes_parallel(file, total, threads)
+        .map_err(|e| Error::io("read", label, None, e))?;
+    let response = connection.read_response()?;
+    if response.status != 200 {
+        return Err(Error::Status {
+            peer,
+            status: response.status,
+            reason: response.reason,
+        });
+    }
+    let length = response
+        .content_length(&peer)?
+        .ok_or_else(|| Error::protocol(peer.clone(), "a manifest without Content-Length"))?;
+    if length > MAX_MANIFEST_BYTES {
+        return Err(Error::protocol(
+            peer,
+            format!("a manifest of {length} bytes is over the {MAX_MANIFEST_BYTES}-byte cap"),
+        ));
+    }
+    let body = connection.read_small_body(length)?;
+    let manifest: Manifest = serde_json::from_slice(&body)
+        .map_err(|e| Error::protocol(peer.clone(), format!("malformed manifest: {e}")))?;
+    let [entry] = manifest.entries.as_slice() else {
+        return Err(Error::protocol(
+            peer,
+            "a file's manifest must hold one entry",
+        ));
+    };
+    if manifest.chunk_size != crate::manifest::CHUNK_SIZE || entry.size != total {
+        return Err(Error::protocol(
+            peer,
+            format!(
+                "the manifest says {} bytes in chunks of {}, the body was {total} bytes",
+                entry.size, manifest.chunk_size
+            ),
+        ));
+    }
+    if let Some(chunk) =
+        (0..hashes.len().max(entry.blake3.len())).find(|&i| hashes.get(i) != entry.blake3.get(i))
+    {
+        return Err(Error::VerifyMismatch {
+            path: label.to_string(),
+            chunk,
+            offset: chunk as u64 * manifest.chunk_size,
+        });
+    }
+    Ok(true)
+}

@@ -1,0 +1,32 @@
+//! flexio host to host: an HTTP/1.1 file server ([`server`]) and client
+//! ([`client`]) on the library's range API ([`flexio::range`]).
+//!
+//! What pushes what:
+//! - [`head`] reads a request or response head off a socket with
+//!   `httparse`, peeking so that not one body byte is taken with it;
+//! - the server's event loop reads heads under deadlines and hands whole
+//!   requests to a fixed pool of workers, which answer with heads written
+//!   plainly and bodies moved file→socket by a [`flexio::range::Mover`]
+//!   (sendfile);
+//! - the client moves bodies socket→file with splice into one
+//!   [`flexio::range::NewFile`], from one connection or from several
+//!   ranged ones at once, and commits it only when every byte arrived (and
+//!   matched the server's manifest, when it has one);
+//! - [`names`], [`walk`] and [`ranges`] hold the rules for untrusted names,
+//!   paths beneath the served directory and byte ranges; [`manifest`] and
+//!   [`tar_stream`] the two tree formats.
+
+#![warn(missing_docs)]
+
+pub mod client;
+pub mod error;
+mod head;
+pub mod manifest;
+pub mod names;
+pub mod ranges;
+pub mod server;
+pub mod tar_stream;
+pub mod walk;
+
+pub use error::{Error, Result};
+pub use head::{MAX_HEAD, MAX_HEADERS};

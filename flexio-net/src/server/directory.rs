@@ -1,0 +1,220 @@
+//! Answering for a directory: an HTML listing, `?manifest` (JSON with
+//! chunk hashes) or `?tar` (the subtree as a ustar stream, bodies sent with
+//! the worker's mover between headers and padding).
+
+use std::os::fd::{AsFd, OwnedFd};
+
+use flexio::range::Mover;
+
+use super::files::send_body;
+use super::request::ResponseHead;
+use super::worker::Exchange;
+use crate::manifest::{describe, Manifest, CHUNK_SIZE, MANIFEST_SCHEMA_VERSION};
+use crate::names::{html_escape, percent_encode};
+use crate::tar_stream::{plan, Piece};
+use crate::walk::{open_beneath, walk, EntryKind};
+
+/// Answers GET or HEAD for a directory.
+pub(crate) fn answer(
+    exchange: &Exchange<'_>,
+    dir: OwnedFd,
+    parts: &[Vec<u8>],
+    query: Option<&str>,
+    mover: &mut Mover,
+) -> std::io::Result<bool> {
+    let raw_path = exchange
+        .request
+        .target
+        .split_once('?')
+        .map_or(exchange.request.target.as_str(), |(path, _)| path);
+    if !raw_path.ends_with('/') {
+        let location = match query {
+            Some(query) => format!("{raw_path}/?{query}"),
+            None => format!("{raw_path}/"),
+        };
+        let head = ResponseHead::new(301)
+            .header("Location", location)
+            .header("Content-Length", "0");
+        return exchange.head_and_body(head, b"");
+    }
+    match query {
+        Some("manifest") => manifest(exchange, &dir),
+        Some("tar") => tar(exchange, &dir, parts, mover),
+        _ => listing(exchange, &dir, parts),
+    }
+}
+
+/// Sends `value` as a JSON body.
+pub(crate) fn json(
+    exchange: &Exchange<'_>,
+    value: &impl serde::Serialize,
+) -> std::io::Result<bool> {
+    let body = serde_json::to_vec(value).map_err(std::io::Error::other)?;
+    let head = ResponseHead::new(200)
+        .header("Content-Type", "application/json")
+        .header("Content-Length", body.len().to_string());
+    exchange.head_and_body(head, &body)
+}
+
+/// Walk errors become a clear 500 or 413 rather than a cut connection.
+fn walk_or_answer(
+    exchange: &Exchange<'_>,
+    dir: &OwnedFd,
+) -> std::io::Result<Result<Vec<crate::walk::Entry>, bool>> {
+    match walk(dir.as_fd()) {
+        Ok(entries) => Ok(Ok(entries)),
+        Err(error) if error.raw_os_error() == Some(rustix::io::Errno::TOOBIG.raw_os_error()) => {
+            Ok(Err(exchange.text(
+                413,
+                &format!("the tree has over {} entries", crate::walk::MAX_ENTRIES),
+            )?))
+        }
+        Err(error) => Ok(Err(
+            exchange.text(500, &format!("cannot walk the tree: {error}"))?
+        )),
+    }
+}
+
+fn manifest(exchange: &Exchange<'_>, dir: &OwnedFd) -> std::io::Result<bool> {
+    let entries = match walk_or_answer(exchange, dir)? {
+        Ok(entries) => entries,
+        Err(keep_alive) => return Ok(keep_alive),
+    };
+    let mut described = Vec::with_capacity(entries.len());
+    for entry in &entries {
+        let hashes = match entry.kind {
+            EntryKind::File => {
+                let file = open_beneath(dir.as_fd(), &entry.path)?;
+                let stat = rustix::fs::fstat(&file)?;
+                exchange.shared.hashes.hashes(file.as_fd(), &stat)?.to_vec()
+            }
+            _ => Vec::new(),
+        };
+        described.push(describe(entry, &entry.path, hashes));
+    }
+    json(
+        exchange,
+        &Manifest {
+            schema_version: MANIFEST_SCHEMA_VERSION,
+            chunk_size: CHUNK_SIZE,
+            entries: described,
+        },
+    )
+}
+
+fn tar(
+    exchange: &Exchange<'_>,
+    dir: &OwnedFd,
+    parts: &[Vec<u8>],
+    mover: &mut Mover,
+) -> std::io::Result<bool> {
+    let entries = match walk_or_answer(exchange, dir)? {
+        Ok(entries) => entries,
+        Err(keep_alive) => return Ok(keep_alive),
+    };
+    let (pieces, total) = plan(&entries);
+    let name = parts.last().map_or("root".to_string(), |name| {
+        String::from_utf8_lossy(name).into_owned()
+    });
+    let head = ResponseHead::new(200)
+        .header("Content-Type", "application/x-tar")
+        .header("Content-Length", total.to_string())
+        .header(
+            "Content-Disposition",
+            format!(
+                "attachment; filename=\"{}.tar\"",
+                percent_encode(name.as_bytes())
+            ),
+        );
+    head.send(&exchange.connection.stream, exchange.keep_alive)?;
+    if exchange.head_only {
+        return Ok(exchange.keep_alive);
+    }
+    let mut socket = &exchange.connection.stream;
+    for piece in &pieces {
+        match piece {
+            Piece::Bytes(bytes) => std::io::Write::write_all(&mut socket, bytes)?,
+            Piece::Body { path, size } => {
+                // Opened again beneath the directory: a file replaced by a
+                // symlink since the walk is refused, never followed; one that
+                // shrank ends the transfer with an error (and a cut
+                // connection), one that grew is sent as it was when walked.
+                let file = open_beneath(dir.as_fd(), path)?;
+                let stat = rustix::fs::fstat(&file)?;
+                if rustix::fs::FileType::from_raw_mode(stat.st_mode)
+                    != rustix::fs::FileType::RegularFile
+                {
+                    return Err(std::io::Error::other(format!(
+                        "{} is no longer a regular file",
+                        String::from_utf8_lossy(path)
+                    )));
+                }
+                send_body(
+                    exchange,
+                    mover,
+                    &file,
+                    &String::from_utf8_lossy(path),
+                    0,
+                    *size,
+                )?;
+            }
+        }
+    }
+    Ok(exchange.keep_alive)
+}
+
+fn listing(exchange: &Exchange<'_>, dir: &OwnedFd, parts: &[Vec<u8>]) -> std::io::Result<bool> {
+    let mut rows = Vec::new();
+    for entry in rustix::fs::Dir::read_from(dir)? {
+        let entry = entry?;
+        let name = entry.file_name().to_bytes().to_vec();
+        if name == b"." || name == b".." {
+            continue;
+        }
+        if rows.len() >= crate::walk::MAX_ENTRIES {
+            return exchange.text(413, "the directory has too many entries to list");
+        }
+        let stat = rustix::fs::statat(
+            dir,
+            std::ffi::OsStr::from_bytes(&name),
+            rustix::fs::AtFlags::SYMLINK_NOFOLLOW,
+        )?;
+        rows.push((name, EntryKind::of(&stat), stat.st_size as u64));
+    }
+    rows.sort_by(|a, b| a.0.cmp(&b.0));
+    let title: Vec<String> = parts
+        .iter()
+        .map(|part| String::from_utf8_lossy(part).into_owned())
+        .collect();
+    let title = html_escape(&format!("/{}", title.join("/")));
+    let mut html = format!(
+        "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>Index of {title}</title></head>\n<body><h1>Index of {title}</h1>\n<p><a href=\"?tar\">this directory as tar</a> · <a href=\"?manifest\">manifest</a></p>\n<ul>\n"
+    );
+    if !parts.is_empty() {
+        html.push_str("<li><a href=\"../\">../</a></li>\n");
+    }
+    for (name, kind, size) in &rows {
+        let suffix = if *kind == EntryKind::Directory {
+            "/"
+        } else {
+            ""
+        };
+        let shown = html_escape(&String::from_utf8_lossy(name));
+        let detail = match kind {
+            EntryKind::File => flexio::format_bytes(*size),
+            other => other.as_str().to_string(),
+        };
+        html.push_str(&format!(
+            "<li><a href=\"./{}{suffix}\">{shown}{suffix}</a> — {detail}</li>\n",
+            percent_encode(name)
+        ));
+    }
+    html.push_str("</ul></body></html>\n");
+    let head = ResponseHead::new(200)
+        .header("Content-Type", "text/html; charset=utf-8")
+        .header("Content-Length", html.len().to_string())
+        .header("X-Content-Type-Options", "nosniff");
+    exchange.head_and_body(head, html.as_bytes())
+}
+
+use std::os::unix::ffi::OsStrExt;

@@ -1,0 +1,221 @@
+//! The event loop: accepts connections, reads request heads without
+//! blocking (peeked and consumed by [`crate::head::step`], so a body or a
+//! pipelined request stays in the socket), enforces the head deadline and
+//! the idle timeout, and hands whole requests to the workers.
+//!
+//! A connection is registered `EPOLLONESHOT`: after an event it is owned
+//! by whoever took it out of the table (this loop or a worker) until it is
+//! parked again.
+
+use std::net::TcpListener;
+use std::sync::atomic::Ordering;
+use std::sync::mpsc::Sender;
+use std::time::{Duration, Instant};
+
+use rustix::buffer::spare_capacity;
+use rustix::event::{epoll, Timespec};
+use rustix::io::Errno;
+use rustix::net::{RecvFlags, SendFlags};
+
+use super::request::{closing_response, Request};
+use super::{Connection, Shared};
+use crate::error::{Error, Result};
+use crate::head::{request_complete, step, Step};
+
+/// The listener's token (connections count up from 0).
+const LISTENER: u64 = u64::MAX;
+
+/// How often deadlines are checked.
+const SWEEP_EVERY: Duration = Duration::from_millis(200);
+
+/// A request ready for a worker.
+pub(crate) type Job = (Connection, Request);
+
+pub(crate) fn run(shared: &Shared, listener: &TcpListener, jobs: &Sender<Job>) -> Result<()> {
+    epoll::add(
+        &shared.epoll,
+        listener,
+        epoll::EventData::new_u64(LISTENER),
+        epoll::EventFlags::IN,
+    )
+    .map_err(|e| Error::io("epoll_ctl", "listener", None, e))?;
+    let mut events = Vec::with_capacity(256);
+    let mut last_sweep = Instant::now();
+    let tick = Timespec::try_from(SWEEP_EVERY).expect("a small duration fits a timespec");
+    loop {
+        events.clear();
+        match epoll::wait(&shared.epoll, spare_capacity(&mut events), Some(&tick)) {
+            Ok(_) | Err(Errno::INTR) => {}
+            Err(errno) => return Err(Error::io("epoll_wait", "event loop", None, errno)),
+        }
+        for event in &events {
+            match event.data.u64() {
+                LISTENER => accept_all(shared, listener),
+                token => read_head(shared, token, jobs),
+            }
+        }
+        if last_sweep.elapsed() >= SWEEP_EVERY {
+            sweep(shared);
+            last_sweep = Instant::now();
+        }
+    }
+}
+
+/// Accepts every pending connection; past the limit, answers 503 and
+/// closes.
+fn accept_all(shared: &Shared, listener: &TcpListener) {
+    loop {
+        let (stream, peer) = match listener.accept() {
+            Ok(accepted) => accepted,
+            Err(error) if error.kind() == std::io::ErrorKind::WouldBlock => return,
+            Err(error) => {
+                // Out of descriptors or memory: say so and let the backlog
+                // wait rather than spin on a level-triggered listener.
+                eprintln!("flexio serve: accept: {error}");
+                std::thread::sleep(Duration::from_millis(50));
+                return;
+            }
+        };
+        if shared.live.load(Ordering::Relaxed) >= shared.config.max_connections {
+            let bytes = closing_response(503, "too many connections; try again shortly");
+            let _ = rustix::net::send(&stream, &bytes, SendFlags::DONTWAIT | SendFlags::NOSIGNAL);
+            continue;
+        }
+        let _ = stream.set_nodelay(true);
+        // Bodies (sendfile out, splice in) block in the kernel at most this
+        // long without progress; the event loop never blocks (DONTWAIT).
+        if stream
+            .set_write_timeout(Some(shared.config.send_timeout))
+            .and_then(|()| stream.set_read_timeout(Some(shared.config.send_timeout)))
+            .is_err()
+        {
+            continue;
+        }
+        let connection = shared.connection(stream, peer);
+        let token = connection.token;
+        let mut parked = shared.parked.lock().unwrap();
+        let entry = parked.entry(token).insert_entry(connection);
+        if epoll::add(
+            &shared.epoll,
+            &entry.get().stream,
+            epoll::EventData::new_u64(token),
+            epoll::EventFlags::IN | epoll::EventFlags::RDHUP | epoll::EventFlags::ONESHOT,
+        )
+        .is_err()
+        {
+            entry.remove();
+        }
+    }
+}
+
+/// Reads what arrived of `token`'s request head; a whole head goes to a
+/// worker, a partial one waits for more.
+fn read_head(shared: &Shared, token: u64, jobs: &Sender<Job>) {
+    let Some(mut connection) = shared.parked.lock().unwrap().remove(&token) else {
+        return;
+    };
+    let fd = std::os::fd::AsFd::as_fd(&connection.stream);
+    if connection.closing {
+        if drain(fd) {
+            let _ = shared.park(connection);
+        }
+        return;
+    }
+    let outcome = step(fd, &mut connection.head, request_complete, true);
+    match outcome {
+        Ok(Step::Complete) => {
+            let head = std::mem::take(&mut connection.head);
+            match Request::parse(&head) {
+                Ok(request) => {
+                    // A send fails only when every worker is gone.
+                    let _ = jobs.send((connection, request));
+                }
+                Err(why) => send_and_close(shared, connection, 400, &why),
+            }
+        }
+        Ok(Step::Partial | Step::WouldBlock) => {
+            connection.head_started.get_or_insert_with(Instant::now);
+            let _ = shared.park(connection);
+        }
+        Ok(Step::TooLarge) => send_and_close(
+            shared,
+            connection,
+            431,
+            &format!(
+                "the request head is over {} bytes or {} header lines",
+                crate::head::MAX_HEAD,
+                crate::head::MAX_HEADERS
+            ),
+        ),
+        Ok(Step::Malformed(why)) => send_and_close(
+            shared,
+            connection,
+            400,
+            &format!("malformed request head: {why}"),
+        ),
+        // Closed, or an error: drop the connection (closing it, which also
+        // takes it out of the epoll set).
+        Ok(Step::Closed) | Err(_) => {}
+    }
+}
+
+/// Closes connections past their deadline: a head still incomplete after
+/// the head timeout gets 408; an idle one is closed silently.
+fn sweep(shared: &Shared) {
+    let config = &shared.config;
+    let expired: Vec<Connection> = shared
+        .parked
+        .lock()
+        .unwrap()
+        .extract_if(|_, connection| match connection.head_started {
+            _ if connection.closing => connection.since.elapsed() > config.head_timeout,
+            Some(started) => started.elapsed() > config.head_timeout,
+            None if connection.served == 0 => connection.since.elapsed() > config.head_timeout,
+            None => connection.since.elapsed() > config.idle_timeout,
+        })
+        .map(|(_, connection)| connection)
+        .collect();
+    for connection in expired {
+        if !connection.closing && (connection.head_started.is_some() || connection.served == 0) {
+            send_and_close(
+                shared,
+                connection,
+                408,
+                &format!(
+                    "the request head did not arrive within {:?}",
+                    config.head_timeout
+                ),
+            );
+        }
+    }
+}
+
+/// Sends a short closing response without waiting, then closes
+/// gracefully.
+fn send_and_close(shared: &Shared, connection: Connection, status: u16, message: &str) {
+    let bytes = closing_response(status, message);
+    let _ = rustix::net::send(
+        &connection.stream,
+        &bytes,
+        SendFlags::DONTWAIT | SendFlags::NOSIGNAL,
+    );
+    shared.close(connection);
+}
+
+/// Reads and drops what a closing connection's client still sends;
+/// whether to keep waiting (false once it closed, failed, or sent more
+/// than a closing connection may).
+fn drain(socket: std::os::fd::BorrowedFd<'_>) -> bool {
+    let mut scratch = [0u8; 16 * 1024];
+    for _ in 0..16 {
+        match rustix::net::recv(socket, &mut scratch, RecvFlags::DONTWAIT) {
+            Ok((0, _)) => return false,
+            Ok(_) => {}
+            Err(Errno::AGAIN) => return true,
+            Err(Errno::INTR) => {}
+            Err(_) => return false,
+        }
+    }
+    // 256 KiB in one go: not a client finishing a request; cut it.
+    false
+}

@@ -1,0 +1,283 @@
+//! Answering for one file: validators (ETag, Last-Modified), conditional
+//! requests, ranges (one as 206, several as multipart/byteranges) and the
+//! body itself, sent file→socket by the worker's [`Mover`] (sendfile
+//! unless the server was told otherwise). Heads go out with a plain write.
+
+use std::os::fd::{AsFd, OwnedFd};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use flexio::range::{Mover, RangeEnd, RangeRequest};
+use flexio::EndpointKind;
+use rustix::fs::Stat;
+
+use super::request::ResponseHead;
+use super::worker::Exchange;
+use crate::manifest::{describe, Manifest, CHUNK_SIZE, MANIFEST_SCHEMA_VERSION};
+use crate::ranges::{resolve, RangeAnswer};
+use crate::walk::{Entry, EntryKind};
+
+/// A file's validators.
+pub(crate) struct Validators {
+    pub etag: String,
+    pub last_modified: String,
+    pub mtime: i64,
+}
+
+impl Validators {
+    pub fn of(stat: &Stat) -> Self {
+        Validators {
+            etag: format!(
+                "\"{:x}-{:x}-{:x}.{:x}\"",
+                stat.st_ino, stat.st_size, stat.st_mtime, stat.st_mtime_nsec
+            ),
+            last_modified: httpdate::fmt_http_date(system_time(stat.st_mtime)),
+            mtime: stat.st_mtime,
+        }
+    }
+
+    /// `If-None-Match` (weak comparison) or else `If-Modified-Since` says
+    /// the client's copy is current.
+    fn not_modified(&self, exchange: &Exchange<'_>) -> bool {
+        if let Some(tags) = exchange.request.header("if-none-match") {
+            return tags
+                .split(',')
+                .map(str::trim)
+                .any(|tag| tag == "*" || tag.strip_prefix("W/").unwrap_or(tag) == self.etag);
+        }
+        exchange
+            .request
+            .header("if-modified-since")
+            .and_then(|date| httpdate::parse_http_date(date).ok())
+            .is_some_and(|since| system_time(self.mtime) <= since)
+    }
+
+    /// `If-Range` (strong comparison, or an exact date) allows the range.
+    fn range_allowed(&self, exchange: &Exchange<'_>) -> bool {
+        match exchange.request.header("if-range").map(str::trim) {
+            None => true,
+            Some(tag) if tag.starts_with('"') => tag == self.etag,
+            Some(tag) if tag.starts_with("W/") => false,
+            Some(date) => {
+                httpdate::parse_http_date(date).is_ok_and(|date| date == system_time(self.mtime))
+            }
+        }
+    }
+}
+
+fn system_time(seconds: i64) -> SystemTime {
+    if seconds >= 0 {
+        UNIX_EPOCH + Duration::from_secs(seconds as u64)
+    } else {
+        UNIX_EPOCH - Duration::from_secs(seconds.unsigned_abs())
+    }
+}
+
+/// A content type from the name's extension, for browsers.
+pub(crate) fn content_type(name: &[u8]) -> &'static str {
+    let extension = name
+        .rsplit(|&b| b == b'.')
+        .next()
+        .filter(|ext| ext.len() < name.len())
+        .map(|ext| ext.to_ascii_lowercase());
+    match extension.as_deref() {
+        Some(b"html" | b"htm") => "text/html; charset=utf-8",
+        Some(b"txt" | b"md" | b"rs" | b"toml" | b"log") => "text/plain; charset=utf-8",
+        Some(b"css") => "text/css",
+        Some(b"js") => "text/javascript",
+        Some(b"json") => "application/json",
+        Some(b"png") => "image/png",
+        Some(b"jpg" | b"jpeg") => "image/jpeg",
+        Some(b"gif") => "image/gif",
+        Some(b"svg") => "image/svg+xml",
+        Some(b"pdf") => "application/pdf",
+        Some(b"tar") => "application/x-tar",
+        Some(b"gz") => "application/gzip",
+        Some(b"zip") => "application/zip",
+        _ => "application/octet-stream",
+    }
+}
+
+/// Answers GET or HEAD for a regular file.
+pub(crate) fn answer(
+    exchange: &Exchange<'_>,
+    file: OwnedFd,
+    stat: &Stat,
+    name: &[u8],
+    query: Option<&str>,
+    mover: &mut Mover,
+) -> std::io::Result<bool> {
+    if query == Some("manifest") {
+        return manifest(exchange, file, stat, name);
+    }
+    let size = stat.st_size as u64;
+    let validators = Validators::of(stat);
+    let common = |head: ResponseHead| {
+        head.header("ETag", validators.etag.clone())
+            .header("Last-Modified", validators.last_modified.clone())
+            .header("Accept-Ranges", "bytes")
+    };
+    if validators.not_modified(exchange) {
+        return exchange.head_and_body(common(ResponseHead::new(304)), b"");
+    }
+    let ranges = match exchange.request.header("range") {
+        Some(header) if validators.range_allowed(exchange) => resolve(header, size),
+        _ => RangeAnswer::Whole,
+    };
+    let kind = content_type(name);
+    let label = String::from_utf8_lossy(name).into_owned();
+    match ranges {
+        RangeAnswer::Whole => {
+            let head = common(ResponseHead::new(200))
+                .header("Content-Type", kind)
+                .header("Content-Length", size.to_string())
+                .header("X-Content-Type-Options", "nosniff");
+            head.send(&exchange.connection.stream, exchange.keep_alive)?;
+            if !exchange.head_only {
+                send_body(exchange, mover, &file, &label, 0, size)?;
+            }
+        }
+        RangeAnswer::Parts(parts) if parts.len() == 1 => {
+            let (first, length) = parts[0];
+            let head = common(ResponseHead::new(206))
+                .header("Content-Type", kind)
+                .header("Content-Length", length.to_string())
+                .header(
+                    "Content-Range",
+                    format!("bytes {first}-{}/{size}", first + length - 1),
+                );
+            head.send(&exchange.connection.stream, exchange.keep_alive)?;
+            if !exchange.head_only {
+                send_body(exchange, mover, &file, &label, first, length)?;
+            }
+        }
+        RangeAnswer::Parts(parts) => {
+            multipart(
+                exchange,
+                mover,
+                &file,
+                &label,
+                kind,
+                size,
+                &parts,
+                &validators,
+            )?;
+        }
+        RangeAnswer::Unsatisfiable => {
+            let (_, body) =
+                super::request::text_response(416, "no requested range overlaps the file");
+            let head = common(ResponseHead::new(416))
+                .header("Content-Range", format!("bytes */{size}"))
+                .header("Content-Type", "text/plain; charset=utf-8")
+                .header("Content-Length", body.len().to_string());
+            return exchange.head_and_body(head, &body);
+        }
+    }
+    Ok(exchange.keep_alive)
+}
+
+/// Several ranges as `multipart/byteranges`: each part's head written,
+/// each part's bytes sent from the file.
+#[allow(clippy::too_many_arguments)]
+fn multipart(
+    exchange: &Exchange<'_>,
+    mover: &mut Mover,
+    file: &OwnedFd,
+    label: &str,
+    kind: &str,
+    size: u64,
+    parts: &[(u64, u64)],
+    validators: &Validators,
+) -> std::io::Result<()> {
+    // The boundary must not occur in the body: a hash of the validator and
+    // the clock, as long as the MIME limit allows, makes that practically
+    // certain.
+    let seed = format!("{}{:?}", validators.etag, SystemTime::now());
+    let boundary = format!("flexio-{}", &blake3::hash(seed.as_bytes()).to_hex()[..40]);
+    let part_heads: Vec<String> = parts
+        .iter()
+        .map(|(first, length)| {
+            format!(
+                "\r\n--{boundary}\r\nContent-Type: {kind}\r\nContent-Range: bytes {first}-{}/{size}\r\n\r\n",
+                first + length - 1
+            )
+        })
+        .collect();
+    let closing = format!("\r\n--{boundary}--\r\n");
+    let length: u64 = part_heads.iter().map(|h| h.len() as u64).sum::<u64>()
+        + parts.iter().map(|(_, length)| length).sum::<u64>()
+        + closing.len() as u64;
+    let head = ResponseHead::new(206)
+        .header("ETag", validators.etag.clone())
+        .header("Last-Modified", validators.last_modified.clone())
+        .header("Accept-Ranges", "bytes")
+        .header(
+            "Content-Type",
+            format!("multipart/byteranges; boundary={boundary}"),
+        )
+        .header("Content-Length", length.to_string());
+    head.send(&exchange.connection.stream, exchange.keep_alive)?;
+    if exchange.head_only {
+        return Ok(());
+    }
+    let mut socket = &exchange.connection.stream;
+    for ((first, length), part_head) in parts.iter().zip(&part_heads) {
+        std::io::Write::write_all(&mut socket, part_head.as_bytes())?;
+        send_body(exchange, mover, file, label, *first, *length)?;
+    }
+    std::io::Write::write_all(&mut socket, closing.as_bytes())
+}
+
+/// Sends `length` bytes of `file` from `first` to the client.
+pub(crate) fn send_body(
+    exchange: &Exchange<'_>,
+    mover: &mut Mover,
+    file: &OwnedFd,
+    label: &str,
+    first: u64,
+    length: u64,
+) -> std::io::Result<()> {
+    let source = RangeEnd::with_kind(file.as_fd(), EndpointKind::File, label);
+    let sink = RangeEnd::with_kind(
+        exchange.connection.stream.as_fd(),
+        EndpointKind::Tcp,
+        exchange.connection.peer.clone(),
+    );
+    let mut request =
+        RangeRequest::new(first, 0, Some(length)).via(exchange.shared.config.mechanism);
+    request.idle_timeout = Some(exchange.shared.config.send_timeout);
+    let report = mover
+        .move_range(&source, &sink, &request, None)
+        .map_err(std::io::Error::other)?;
+    for fallback in &report.fallbacks {
+        eprintln!("flexio serve: {label}: fell back: {fallback:?}");
+    }
+    Ok(())
+}
+
+/// `FILE?manifest`: the manifest of one file.
+fn manifest(
+    exchange: &Exchange<'_>,
+    file: OwnedFd,
+    stat: &Stat,
+    name: &[u8],
+) -> std::io::Result<bool> {
+    let entry = Entry {
+        path: Vec::new(),
+        kind: EntryKind::File,
+        size: stat.st_size as u64,
+        mode: stat.st_mode & 0o7777,
+        mtime: stat.st_mtime,
+        mtime_nsec: stat.st_mtime_nsec as u32,
+        uid: stat.st_uid,
+        gid: stat.st_gid,
+        link_target: None,
+    };
+    let hashes = exchange.shared.hashes.hashes(file.as_fd(), stat)?.to_vec();
+    let described = describe(&entry, name, hashes);
+    let manifest = Manifest {
+        schema_version: MANIFEST_SCHEMA_VERSION,
+        chunk_size: CHUNK_SIZE,
+        entries: vec![described],
+    };
+    super::directory::json(exchange, &manifest)
+}

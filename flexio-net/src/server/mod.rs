@@ -1,0 +1,276 @@
+//! `flexio serve`: a read-only static file server.
+//!
+//! One event-loop thread ([`event_loop`]) accepts connections and reads
+//! request heads without blocking, each under a deadline; a fixed pool of
+//! workers ([`worker`]) answers whole requests — file bodies with sendfile
+//! through a [`flexio::range::Mover`] each worker keeps — and hands a
+//! kept-alive connection back to the loop. So idle and slow clients cost a
+//! table entry, not a thread, and the number of threads never grows.
+
+mod directory;
+mod event_loop;
+mod files;
+mod hash_cache;
+mod request;
+mod upload;
+mod worker;
+
+use std::collections::HashMap;
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::os::fd::OwnedFd;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use flexio::MechanismName;
+
+use crate::error::{Error, Result};
+
+/// How a server runs.
+#[derive(Clone, Debug)]
+pub struct ServeConfig {
+    /// The directory served; nothing outside it is ever opened.
+    pub root: PathBuf,
+    /// Where to listen (port 0 picks one).
+    pub listen: SocketAddr,
+    /// Allow an address other than loopback (read-only serving only).
+    pub public: bool,
+    /// Worker threads answering requests.
+    pub workers: usize,
+    /// Connections held at once; past it new ones get 503.
+    pub max_connections: usize,
+    /// The time a request head may take to arrive, from its first byte
+    /// (or from the connection's start for the first request).
+    pub head_timeout: Duration,
+    /// How long a kept-alive connection may sit idle between requests.
+    pub idle_timeout: Duration,
+    /// How long sending may make no progress before the connection is cut.
+    pub send_timeout: Duration,
+    /// The file→socket mechanism for bodies (`auto` is sendfile).
+    pub mechanism: MechanismName,
+    /// The token a PUT must bear (`Authorization: Bearer`); without one,
+    /// the server is read-only. Loopback only: a bearer token must not
+    /// cross a plain link.
+    pub token: Option<String>,
+}
+
+impl ServeConfig {
+    /// Serving `root` on `127.0.0.1:0` with the default limits.
+    ///
+    /// # Examples
+    /// ```
+    /// let config = flexio_net::server::ServeConfig::new("/srv".into());
+    /// assert!(config.listen.ip().is_loopback());
+    /// ```
+    pub fn new(root: PathBuf) -> Self {
+        ServeConfig {
+            root,
+            listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+            public: false,
+            workers: 8,
+            max_connections: 1024,
+            head_timeout: Duration::from_secs(10),
+            idle_timeout: Duration::from_secs(15),
+            send_timeout: Duration::from_secs(30),
+            mechanism: MechanismName::Auto,
+            token: None,
+        }
+    }
+}
+
+/// A bound server, not yet answering.
+pub struct Server {
+    listener: TcpListener,
+    shared: Arc<Shared>,
+}
+
+/// What the event loop and the workers share.
+pub(crate) struct Shared {
+    pub config: ServeConfig,
+    /// The served directory, held open: every name resolves beneath it.
+    pub root: OwnedFd,
+    pub epoll: OwnedFd,
+    /// Connections waiting for (the rest of) a request head, by token.
+    pub parked: Mutex<HashMap<u64, Connection>>,
+    pub live: Arc<AtomicUsize>,
+    pub next_token: AtomicU64,
+    /// Chunk hashes of unchanged files, for manifests.
+    pub hashes: hash_cache::HashCache,
+}
+
+/// A client connection and the state of its next request head.
+pub(crate) struct Connection {
+    pub stream: TcpStream,
+    pub peer: String,
+    pub token: u64,
+    /// Head bytes consumed so far.
+    pub head: Vec<u8>,
+    /// When the connection started or last finished a response.
+    pub since: Instant,
+    /// When the first byte of the current head arrived.
+    pub head_started: Option<Instant>,
+    /// Responses sent on it.
+    pub served: u64,
+    /// The last response is sent and our side shut down: what the client
+    /// still sends is read and dropped until it closes (or the head
+    /// deadline passes), so closing never resets a connection whose
+    /// response the client has not read yet.
+    pub closing: bool,
+    _live: LiveGuard,
+}
+
+/// Counts a connection while it exists.
+struct LiveGuard(Arc<AtomicUsize>);
+
+impl Drop for LiveGuard {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+impl Server {
+    /// Opens `config.root` and binds `config.listen`.
+    ///
+    /// # Errors
+    /// [`Error::Usage`] for a root that is not a directory or a
+    /// non-loopback address without `public`; [`Error::Io`] when binding
+    /// fails.
+    ///
+    /// # Examples
+    /// ```
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let server = flexio_net::server::Server::bind(
+    ///     flexio_net::server::ServeConfig::new(dir.path().into()),
+    /// ).unwrap();
+    /// assert_ne!(server.local_addr().port(), 0);
+    /// ```
+    pub fn bind(config: ServeConfig) -> Result<Server> {
+        if !config.listen.ip().is_loopback() && !config.public {
+            return Err(Error::Usage(format!(
+                "{} is not a loopback address: serving beyond this machine needs --public (read-only, no authentication)",
+                config.listen
+            )));
+        }
+        if config.token.is_some() && !config.listen.ip().is_loopback() {
+            return Err(Error::Usage(format!(
+                "{}: uploads with a token are served on loopback only (the token would cross a plain link; TLS is not implemented)",
+                config.listen
+            )));
+        }
+        if config.token.as_ref().is_some_and(|t| t.len() < 16) {
+            return Err(Error::Usage(
+                "the token must be at least 16 characters".into(),
+            ));
+        }
+        let root = rustix::fs::open(
+            &config.root,
+            rustix::fs::OFlags::RDONLY
+                | rustix::fs::OFlags::DIRECTORY
+                | rustix::fs::OFlags::CLOEXEC,
+            rustix::fs::Mode::empty(),
+        )
+        .map_err(|e| Error::io("open", config.root.display().to_string(), None, e))?;
+        let listener = TcpListener::bind(config.listen)
+            .map_err(|e| Error::io("bind", config.listen.to_string(), None, e))?;
+        listener
+            .set_nonblocking(true)
+            .map_err(|e| Error::io("fcntl(O_NONBLOCK)", config.listen.to_string(), None, e))?;
+        let epoll = rustix::event::epoll::create(rustix::event::epoll::CreateFlags::CLOEXEC)
+            .map_err(|e| Error::io("epoll_create", config.listen.to_string(), None, e))?;
+        Ok(Server {
+            listener,
+            shared: Arc::new(Shared {
+                config,
+                root,
+                epoll,
+                parked: Mutex::new(HashMap::new()),
+                live: Arc::new(AtomicUsize::new(0)),
+                next_token: AtomicU64::new(0),
+                hashes: hash_cache::HashCache::default(),
+            }),
+        })
+    }
+
+    /// The address bound (with the port picked when 0 was asked).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.listener
+            .local_addr()
+            .unwrap_or(self.shared.config.listen)
+    }
+
+    /// Answers requests until the process ends.
+    ///
+    /// # Errors
+    /// [`Error::Io`] when the event loop itself fails (`epoll_wait`).
+    pub fn run(self) -> Result<()> {
+        let (jobs, queue) = std::sync::mpsc::channel();
+        let queue = Arc::new(Mutex::new(queue));
+        for index in 0..self.shared.config.workers.max(1) {
+            let shared = Arc::clone(&self.shared);
+            let queue = Arc::clone(&queue);
+            std::thread::Builder::new()
+                .name(format!("serve-worker-{index}"))
+                .spawn(move || worker::run(&shared, &queue))
+                .map_err(|e| Error::io("spawn", "worker thread", None, e))?;
+        }
+        event_loop::run(&self.shared, &self.listener, &jobs)
+    }
+}
+
+impl Shared {
+    /// Wraps an accepted stream, counting it.
+    pub fn connection(&self, stream: TcpStream, peer: SocketAddr) -> Connection {
+        self.live.fetch_add(1, Ordering::Relaxed);
+        Connection {
+            stream,
+            peer: format!("client {peer}"),
+            token: self.next_token.fetch_add(1, Ordering::Relaxed),
+            head: Vec::new(),
+            since: Instant::now(),
+            head_started: None,
+            served: 0,
+            closing: false,
+            _live: LiveGuard(Arc::clone(&self.live)),
+        }
+    }
+
+    /// Ends `connection` gracefully: shuts our side down (the client sees
+    /// the end of the last response) and parks it to drain what the client
+    /// still sends — a request body not read, pipelined requests — so the
+    /// kernel does not answer the close with a reset that could destroy
+    /// the response in flight.
+    pub fn close(&self, mut connection: Connection) {
+        if connection
+            .stream
+            .shutdown(std::net::Shutdown::Write)
+            .is_err()
+        {
+            return;
+        }
+        connection.closing = true;
+        connection.head = Vec::new();
+        connection.since = Instant::now();
+        let _ = self.park(connection);
+    }
+
+    /// Puts `connection` back to wait for its next request head: into the
+    /// table first, then re-armed, under the table's lock, so the event
+    /// loop always finds the connection an event names.
+    pub fn park(&self, connection: Connection) -> std::io::Result<()> {
+        use rustix::event::epoll;
+        let token = connection.token;
+        let mut parked = self.parked.lock().unwrap();
+        let entry = parked.entry(token).insert_entry(connection);
+        let armed = epoll::modify(
+            &self.epoll,
+            &entry.get().stream,
+            epoll::EventData::new_u64(token),
+            epoll::EventFlags::IN | epoll::EventFlags::RDHUP | epoll::EventFlags::ONESHOT,
+        );
+        if armed.is_err() {
+            entry.remove();
+        }
+        Ok(armed?)
+    }
+}

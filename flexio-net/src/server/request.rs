@@ -1,0 +1,157 @@
+//! A parsed request head, and the response heads the server writes.
+
+use std::io::Write;
+use std::net::TcpStream;
+use std::time::SystemTime;
+
+use crate::head::MAX_HEADERS;
+
+/// A request head, parsed by `httparse` and copied out of the buffer.
+#[derive(Debug)]
+pub(crate) struct Request {
+    pub method: String,
+    pub target: String,
+    /// 0 for HTTP/1.0, 1 for HTTP/1.1.
+    pub minor: u8,
+    /// Names lower-cased.
+    pub headers: Vec<(String, String)>,
+}
+
+impl Request {
+    /// Parses a whole head (as [`crate::head::step`] left it).
+    pub fn parse(head: &[u8]) -> Result<Request, String> {
+        let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
+        let mut request = httparse::Request::new(&mut headers);
+        match request.parse(head) {
+            Ok(httparse::Status::Complete(_)) => {}
+            Ok(httparse::Status::Partial) => return Err("incomplete request head".into()),
+            Err(error) => return Err(error.to_string()),
+        }
+        Ok(Request {
+            method: request.method.unwrap_or_default().to_string(),
+            target: request.path.unwrap_or_default().to_string(),
+            minor: request.version.unwrap_or(1),
+            headers: request
+                .headers
+                .iter()
+                .map(|h| {
+                    (
+                        h.name.to_ascii_lowercase(),
+                        String::from_utf8_lossy(h.value).into_owned(),
+                    )
+                })
+                .collect(),
+        })
+    }
+
+    /// The first value of header `name` (lower case).
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// Whether the connection may carry another request after this one:
+    /// HTTP/1.1 unless `Connection: close`; HTTP/1.0 never.
+    pub fn keeps_alive(&self) -> bool {
+        let close = self.headers.iter().any(|(n, v)| {
+            n == "connection" && v.split(',').any(|t| t.trim().eq_ignore_ascii_case("close"))
+        });
+        self.minor == 1 && !close
+    }
+
+    /// Whether a body follows the head (which this server does not read).
+    pub fn has_body(&self) -> bool {
+        self.headers
+            .iter()
+            .any(|(n, v)| (n == "content-length" && v.trim() != "0") || n == "transfer-encoding")
+    }
+}
+
+/// A response head being built.
+pub(crate) struct ResponseHead {
+    status: u16,
+    headers: Vec<(&'static str, String)>,
+}
+
+impl ResponseHead {
+    pub fn new(status: u16) -> Self {
+        ResponseHead {
+            status,
+            headers: Vec::new(),
+        }
+    }
+
+    pub fn header(mut self, name: &'static str, value: impl Into<String>) -> Self {
+        self.headers.push((name, value.into()));
+        self
+    }
+
+    /// The head's bytes, with `Date`, `Server` and `Connection`.
+    pub fn bytes(&self, keep_alive: bool) -> Vec<u8> {
+        let mut out = format!(
+            "HTTP/1.1 {} {}\r\nServer: flexio\r\nDate: {}\r\n",
+            self.status,
+            reason(self.status),
+            httpdate::fmt_http_date(SystemTime::now())
+        );
+        for (name, value) in &self.headers {
+            out.push_str(name);
+            out.push_str(": ");
+            out.push_str(value);
+            out.push_str("\r\n");
+        }
+        out.push_str(if keep_alive {
+            "Connection: keep-alive\r\n\r\n"
+        } else {
+            "Connection: close\r\n\r\n"
+        });
+        out.into_bytes()
+    }
+
+    /// Writes the head with a plain write.
+    pub fn send(&self, socket: &TcpStream, keep_alive: bool) -> std::io::Result<()> {
+        let mut socket = socket;
+        socket.write_all(&self.bytes(keep_alive))
+    }
+}
+
+/// A short response whose body says what went wrong, in words.
+pub(crate) fn text_response(status: u16, message: &str) -> (ResponseHead, Vec<u8>) {
+    let body = format!("{} {}: {}\n", status, reason(status), message).into_bytes();
+    let head = ResponseHead::new(status)
+        .header("Content-Type", "text/plain; charset=utf-8")
+        .header("Content-Length", body.len().to_string());
+    (head, body)
+}
+
+/// The reason phrase of the statuses this server sends.
+pub(crate) fn reason(status: u16) -> &'static str {
+    match status {
+        200 => "OK",
+        206 => "Partial Content",
+        301 => "Moved Permanently",
+        304 => "Not Modified",
+        400 => "Bad Request",
+        403 => "Forbidden",
+        404 => "Not Found",
+        405 => "Method Not Allowed",
+        408 => "Request Timeout",
+        413 => "Content Too Large",
+        416 => "Range Not Satisfiable",
+        431 => "Request Header Fields Too Large",
+        500 => "Internal Server Error",
+        503 => "Service Unavailable",
+        _ => "Unknown",
+    }
+}
+
+/// A whole short response as bytes (for the event loop, which sends it
+/// without waiting and closes).
+pub(crate) fn closing_response(status: u16, message: &str) -> Vec<u8> {
+    let (head, body) = text_response(status, message);
+    let mut bytes = head.bytes(false);
+    bytes.extend_from_slice(&body);
+    bytes
+}

@@ -1,0 +1,191 @@
+//! `PUT`: a file written from the request body, spliced socket→file into a
+//! [`NewFile`] made in the target's directory (held open beneath the
+//! served root, and named through `/proc/self/fd` so no path component can
+//! be swapped for a symlink meanwhile), and linked in only when every byte
+//! of Content-Length arrived. Only with a token (`--token-file`), checked
+//! in constant time, and only on loopback, where a bearer token does not
+//! cross a plain link.
+
+use std::os::fd::{AsFd, AsRawFd};
+use std::path::PathBuf;
+
+use flexio::range::{Mover, NewFile, RangeEnd, RangeRequest};
+use flexio::EndpointKind;
+use rustix::fs::{AtFlags, FileType};
+use rustix::io::Errno;
+
+use super::request::ResponseHead;
+use super::worker::Exchange;
+use crate::walk::open_beneath;
+
+/// Whether `given` equals `expected`, taking the same time wherever they
+/// differ.
+fn same_token(given: &[u8], expected: &[u8]) -> bool {
+    let mut difference = given.len() ^ expected.len();
+    for (i, byte) in expected.iter().enumerate() {
+        difference |= usize::from(byte ^ given.get(i).copied().unwrap_or(0));
+    }
+    difference == 0
+}
+
+/// Answers a PUT of `parts` (the decoded path). The connection carries on
+/// only when the whole body was taken.
+pub(crate) fn answer(
+    exchange: &mut Exchange<'_>,
+    parts: &[Vec<u8>],
+    mover: &mut Mover,
+) -> std::io::Result<bool> {
+    let request = exchange.request;
+    let Some(token) = exchange.shared.config.token.as_deref() else {
+        exchange.keep_alive = false;
+        return refuse_method(exchange);
+    };
+    // The body is unread until the checks pass: any refusal ends the
+    // connection (closed gracefully, the body drained and dropped).
+    exchange.keep_alive = false;
+    let given = request
+        .header("authorization")
+        .and_then(|value| value.strip_prefix("Bearer "))
+        .unwrap_or_default();
+    if !same_token(given.trim().as_bytes(), token.as_bytes()) {
+        let (_, body) =
+            super::request::text_response(401, "PUT needs Authorization: Bearer <token>");
+        let head = ResponseHead::new(401)
+            .header("WWW-Authenticate", "Bearer")
+            .header("Content-Type", "text/plain; charset=utf-8")
+            .header("Content-Length", body.len().to_string());
+        return exchange.head_and_body(head, &body);
+    }
+    if request.header("transfer-encoding").is_some() {
+        return exchange.text(
+            411,
+            "PUT needs a Content-Length (chunked bodies are not taken)",
+        );
+    }
+    if request.header("content-range").is_some() {
+        return exchange.text(
+            501,
+            "PUT with Content-Range (resumed uploads) is not implemented",
+        );
+    }
+    let Some(length) = request
+        .header("content-length")
+        .map(str::trim)
+        .filter(|v| !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()))
+        .and_then(|v| v.parse::<u64>().ok())
+    else {
+        return exchange.text(411, "PUT needs a Content-Length");
+    };
+    let Some((name, parents)) = parts.split_last() else {
+        return exchange.text(409, "PUT of the served directory itself");
+    };
+    let parent = match open_beneath(exchange.shared.root.as_fd(), &parents.join(&b'/')) {
+        Ok(parent) => parent,
+        Err(error) => {
+            let status = match Errno::from_io_error(&error) {
+                Some(Errno::NOENT) => 404,
+                Some(Errno::NOTDIR) => 409,
+                _ => 403,
+            };
+            return exchange.text(
+                status,
+                "the target's directory cannot be opened beneath the root",
+            );
+        }
+    };
+    if FileType::from_raw_mode(rustix::fs::fstat(&parent)?.st_mode) != FileType::Directory {
+        return exchange.text(409, "the target's parent is not a directory");
+    }
+    let existing = rustix::fs::statat(
+        &parent,
+        std::ffi::OsStr::from_bytes(name),
+        AtFlags::SYMLINK_NOFOLLOW,
+    );
+    let replaces = match existing {
+        Ok(stat) if FileType::from_raw_mode(stat.st_mode) == FileType::Directory => {
+            return exchange.text(
+                409,
+                "a directory is there; PUT does not replace directories",
+            );
+        }
+        Ok(_) => true,
+        Err(_) => false,
+    };
+    let free = rustix::fs::fstatvfs(&parent)
+        .map(|s| s.f_bavail.saturating_mul(s.f_frsize))
+        .unwrap_or(0);
+    if length > free {
+        return exchange.text(507, &format!("{length} bytes announced, {free} free"));
+    }
+    let mut destination = PathBuf::from(format!("/proc/self/fd/{}", parent.as_raw_fd()));
+    destination.push(std::ffi::OsStr::from_bytes(name));
+    let file = match NewFile::create(&destination, 0o644) {
+        Ok(file) => file,
+        Err(error) => return exchange.text(500, &format!("cannot make the file: {error}")),
+    };
+    if request
+        .header("expect")
+        .is_some_and(|v| v.eq_ignore_ascii_case("100-continue"))
+    {
+        let mut socket = &exchange.connection.stream;
+        std::io::Write::write_all(&mut socket, b"HTTP/1.1 100 Continue\r\n\r\n")?;
+    }
+    let label = String::from_utf8_lossy(&parts.join(&b'/')).into_owned();
+    if length > 0 {
+        let source = RangeEnd::with_kind(
+            exchange.connection.stream.as_fd(),
+            EndpointKind::Tcp,
+            exchange.connection.peer.clone(),
+        );
+        let sink = RangeEnd::with_kind(file.fd(), EndpointKind::File, label.clone());
+        let mut range = RangeRequest::new(0, 0, Some(length));
+        range.idle_timeout = Some(exchange.shared.config.send_timeout);
+        // A body cut short is an error: the file is dropped, nothing is
+        // linked, and the connection ends.
+        match mover.move_range(&source, &sink, &range, None) {
+            Ok(_) => {}
+            // The client's doing: it stopped sending. Nothing to answer.
+            Err(
+                error @ (flexio::Error::SourceEnded { .. } | flexio::Error::IdleTimeout { .. }),
+            ) => return Err(std::io::Error::other(error)),
+            // This side's: say so (a full disk, an I/O error).
+            Err(error) => return exchange.text(500, &format!("writing failed: {error}")),
+        }
+    }
+    if let Err(error) = file.commit(length, false) {
+        return exchange.text(500, &format!("linking the file in failed: {error}"));
+    }
+    exchange.keep_alive = request.keeps_alive();
+    let status = if replaces { 200 } else { 201 };
+    exchange.text(status, &format!("{label}: {length} bytes written"))
+}
+
+/// 405 for a write on a server without a token, saying why.
+pub(crate) fn refuse_method(exchange: &Exchange<'_>) -> std::io::Result<bool> {
+    let (_, body) = super::request::text_response(
+        405,
+        &format!(
+            "{} is not served: this server is read-only (start it with --token-file to take PUT uploads)",
+            exchange.request.method
+        ),
+    );
+    let head = ResponseHead::new(405)
+        .header("Allow", "GET, HEAD")
+        .header("Content-Type", "text/plain; charset=utf-8")
+        .header("Content-Length", body.len().to_string());
+    exchange.head_and_body(head, &body)
+}
+
+use std::os::unix::ffi::OsStrExt;
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn tokens_compare_whole() {
+        assert!(super::same_token(b"abc", b"abc"));
+        assert!(!super::same_token(b"ab", b"abc"));
+        assert!(!super::same_token(b"abcd", b"abc"));
+        assert!(!super::same_token(b"abd", b"abc"));
+        assert!(!super::same_token(b"", b"abc"));
+    }
+}

@@ -1,0 +1,182 @@
+//! Shared by the network tests: a server on loopback in this process, a
+//! small raw HTTP client (heads parsed with httparse) to say exactly what
+//! goes on the wire, and file helpers.
+
+#![allow(dead_code)]
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::path::Path;
+use std::time::Duration;
+
+use flexio_net::server::{ServeConfig, Server};
+
+/// Serves `root` on 127.0.0.1 with `tweak` applied to the defaults; the
+/// server thread lives until the test process ends.
+pub fn serve_with(root: &Path, tweak: impl FnOnce(&mut ServeConfig)) -> SocketAddr {
+    let mut config = ServeConfig::new(root.to_path_buf());
+    tweak(&mut config);
+    let server = Server::bind(config).expect("bind");
+    let address = server.local_addr();
+    std::thread::spawn(move || server.run());
+    address
+}
+
+/// Serves `root` with the defaults.
+pub fn serve(root: &Path) -> SocketAddr {
+    serve_with(root, |_| {})
+}
+
+/// Bytes that are the same from run to run but differ from offset to
+/// offset (a misplaced range shows).
+pub fn pattern(length: usize, seed: u64) -> Vec<u8> {
+    let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    (0..length)
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state as u8
+        })
+        .collect()
+}
+
+/// A response as read off the wire.
+#[derive(Debug)]
+pub struct Response {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+impl Response {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.body).into_owned()
+    }
+}
+
+/// One connection, kept alive across requests.
+pub struct RawClient {
+    pub stream: TcpStream,
+    buffer: Vec<u8>,
+}
+
+impl RawClient {
+    pub fn connect(address: SocketAddr) -> Self {
+        let stream = TcpStream::connect(address).expect("connect");
+        stream
+            .set_read_timeout(Some(Duration::from_secs(20)))
+            .unwrap();
+        RawClient {
+            stream,
+            buffer: Vec::new(),
+        }
+    }
+
+    pub fn send(&mut self, raw: &[u8]) {
+        self.stream.write_all(raw).expect("send");
+    }
+
+    /// `GET target` with extra header lines (each ending in CRLF).
+    pub fn get(&mut self, target: &str, extra: &str) -> Response {
+        self.send(format!("GET {target} HTTP/1.1\r\nHost: test\r\n{extra}\r\n").as_bytes());
+        self.read_response(false)
+    }
+
+    /// Reads one response; `head_only` for the answer to HEAD (no body
+    /// whatever Content-Length says). Panics when the connection closes
+    /// first.
+    pub fn read_response(&mut self, head_only: bool) -> Response {
+        self.try_read_response(head_only)
+            .expect("the connection closed before a whole response")
+    }
+
+    /// As `read_response`, `None` when the connection closed first.
+    pub fn try_read_response(&mut self, head_only: bool) -> Option<Response> {
+        loop {
+            let mut headers = [httparse::EMPTY_HEADER; 64];
+            let mut parsed = httparse::Response::new(&mut headers);
+            if let httparse::Status::Complete(head_len) = parsed.parse(&self.buffer).expect("HTTP")
+            {
+                let status = parsed.code.unwrap();
+                let headers: Vec<(String, String)> = parsed
+                    .headers
+                    .iter()
+                    .map(|h| {
+                        (
+                            h.name.to_string(),
+                            String::from_utf8_lossy(h.value).into_owned(),
+                        )
+                    })
+                    .collect();
+                let length = if head_only || status == 304 {
+                    0
+                } else {
+                    headers
+                        .iter()
+                        .find(|(n, _)| n.eq_ignore_ascii_case("content-length"))
+                        .map(|(_, v)| v.parse::<usize>().unwrap())
+                        .unwrap_or(0)
+                };
+                while self.buffer.len() < head_len + length {
+                    if !self.fill() {
+                        return None;
+                    }
+                }
+                let body = self.buffer[head_len..head_len + length].to_vec();
+                self.buffer.drain(..head_len + length);
+                return Some(Response {
+                    status,
+                    headers,
+                    body,
+                });
+            }
+            if !self.fill() {
+                return None;
+            }
+        }
+    }
+
+    /// Whether the server closed the connection (reads to EOF).
+    pub fn closed(&mut self) -> bool {
+        !self.fill()
+    }
+
+    fn fill(&mut self) -> bool {
+        let mut chunk = [0u8; 64 * 1024];
+        match self.stream.read(&mut chunk) {
+            Ok(0) | Err(_) => false,
+            Ok(n) => {
+                self.buffer.extend_from_slice(&chunk[..n]);
+                true
+            }
+        }
+    }
+}
+
+/// The entries of `dir`, for checking that nothing was left behind.
+pub fn names_in(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+/// Whether `program` runs (`program --version`).
+pub fn have(program: &str) -> bool {
+    std::process::Command::new(program)
+        .arg("--version")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok()
+}

@@ -1,0 +1,472 @@
+//! `flexio get` over loopback: from `flexio serve` (one stream and many,
+//! verified against the manifest), from `python3 -m http.server` (no
+//! ranges: one stream) and from nginx (ranges, sendfile on).
+
+mod common;
+
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{names_in, pattern, serve};
+use flexio_net::client::{get, GetOptions};
+
+const SIZES: [usize; 5] = [0, 1, 4095, (1 << 20) + 1, 8 << 20];
+
+fn options(streams: usize) -> GetOptions {
+    GetOptions {
+        streams,
+        piece_size: 1 << 20,
+        timeout: Duration::from_secs(20),
+        ..GetOptions::default()
+    }
+}
+
+#[test]
+fn get_from_flexio_serve_is_byte_exact_and_verified_with_one_and_many_streams() {
+    let served = tempfile::tempdir().unwrap();
+    for (i, size) in SIZES.iter().enumerate() {
+        std::fs::write(
+            served.path().join(format!("f{size}")),
+            pattern(*size, i as u64),
+        )
+        .unwrap();
+    }
+    let address = serve(served.path());
+    let out = tempfile::tempdir().unwrap();
+    for streams in [1, 4] {
+        for (i, size) in SIZES.iter().enumerate() {
+            let dest = out.path().join(format!("f{size}-{streams}"));
+            let report = get(
+                &format!("http://{address}/f{size}"),
+                Some(&dest),
+                &options(streams),
+            )
+            .unwrap_or_else(|e| panic!("f{size} over {streams}: {e}"));
+            assert!(
+                std::fs::read(&dest).unwrap() == pattern(*size, i as u64),
+                "f{size} over {streams}"
+            );
+            assert_eq!(report.bytes, *size as u64);
+            assert!(report.verified, "f{size}: the manifest was not checked");
+            if streams == 4 && *size == 8 << 20 {
+                assert!(report.ranged);
+                assert_eq!(report.streams, 4);
+                assert_eq!(report.requests, 8);
+                assert_eq!(report.mechanisms, vec!["splice".to_string()]);
+            }
+        }
+    }
+    // The destination may be a directory: the URL's name goes inside it.
+    let into = tempfile::tempdir().unwrap();
+    get(
+        &format!("http://{address}/f1"),
+        Some(into.path()),
+        &options(2),
+    )
+    .unwrap();
+    assert_eq!(names_in(into.path()), vec!["f1"]);
+}
+
+#[test]
+fn get_of_a_url_with_no_file_name_asks_for_a_destination() {
+    let served = tempfile::tempdir().unwrap();
+    let address = serve(served.path());
+    let error = get(&format!("http://{address}/"), None, &options(1)).unwrap_err();
+    assert!(error.to_string().contains("give DEST"), "{error}");
+    assert!(error.is_usage());
+}
+
+/// A child process killed when the test ends, however it ends.
+struct Reaped(Child);
+
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn wait_until_listening(address: SocketAddr) -> bool {
+    let started = Instant::now();
+    while started.elapsed() < Duration::from_secs(10) {
+        if TcpStream::connect(address).is_ok() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    false
+}
+
+#[test]
+fn get_from_python_http_server_falls_back_to_one_stream() {
+    let served = tempfile::tempdir().unwrap();
+    let data = pattern((3 << 20) + 17, 5);
+    std::fs::write(served.path().join("file.bin"), &data).unwrap();
+    let port = free_port();
+    let Ok(child) = Command::new("python3")
+        .args([
+            "-m",
+            "http.server",
+            &port.to_string(),
+            "--bind",
+            "127.0.0.1",
+            "--directory",
+        ])
+        .arg(served.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+    else {
+        eprintln!("skipped: python3 is not installed");
+        return;
+    };
+    let _server = Reaped(child);
+    let address = SocketAddr::from(([127, 0, 0, 1], port));
+    assert!(
+        wait_until_listening(address),
+        "python3 -m http.server did not start"
+    );
+    let out = tempfile::tempdir().unwrap();
+    let dest = out.path().join("file.bin");
+    let report = get(
+        &format!("http://{address}/file.bin"),
+        Some(&dest),
+        &options(4),
+    )
+    .unwrap();
+    assert!(std::fs::read(&dest).unwrap() == data);
+    assert!(!report.ranged);
+    assert_eq!(report.streams, 1);
+    assert!(
+        report.note.as_deref().unwrap().contains("one stream"),
+        "{:?}",
+        report.note
+    );
+    assert!(!report.verified);
+}
+
+fn nginx() -> Option<PathBuf> {
+    ["/usr/sbin/nginx", "/usr/bin/nginx", "/usr/local/sbin/nginx"]
+        .into_iter()
+        .map(PathBuf::from)
+        .find(|path| path.exists())
+}
+
+fn start_nginx(binary: &Path, served: &Path, scratch: &Path, port: u16) -> Reaped {
+    let config = format!(
+        "daemon off;\nmaster_process off;\nworker_processes 1;\npid {s}/nginx.pid;\nerror_log {s}/error.log;\n\
+         events {{ worker_connections 64; }}\n\
+         http {{\n  access_log off;\n  sendfile on;\n  client_body_temp_path {s}/body;\n  proxy_temp_path {s}/proxy;\n  \
+         fastcgi_temp_path {s}/fastcgi;\n  uwsgi_temp_path {s}/uwsgi;\n  scgi_temp_path {s}/scgi;\n  \
+         server {{ listen 127.0.0.1:{port}; root {root}; }}\n}}\n",
+        s = scratch.display(),
+        root = served.display(),
+    );
+    std::fs::write(scratch.join("nginx.conf"), config).unwrap();
+    let child = Command::new(binary)
+        .arg("-p")
+        .arg(scratch)
+        .arg("-e")
+        .arg(scratch.join("error.log"))
+        .arg("-c")
+        .arg(scratch.join("nginx.conf"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("nginx starts");
+    Reaped(child)
+}
+
+#[test]
+fn get_from_nginx_fetches_ranges_in_parallel() {
+    let Some(binary) = nginx() else {
+        eprintln!("skipped: nginx is not installed (apt-get install nginx-light)");
+        return;
+    };
+    let served = tempfile::tempdir().unwrap();
+    let scratch = tempfile::tempdir().unwrap();
+    // nginx's worker may drop privileges: let it read what it serves.
+    for dir in [served.path(), scratch.path()] {
+        std::fs::set_permissions(dir, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    }
+    let data = pattern((9 << 20) + 1, 8);
+    std::fs::write(served.path().join("big"), &data).unwrap();
+    let port = free_port();
+    let _server = start_nginx(&binary, served.path(), scratch.path(), port);
+    let address = SocketAddr::from(([127, 0, 0, 1], port));
+    assert!(
+        wait_until_listening(address),
+        "nginx did not start: {}",
+        std::fs::read_to_string(scratch.path().join("error.log")).unwrap_or_default()
+    );
+    let out = tempfile::tempdir().unwrap();
+    for streams in [1, 3] {
+        let dest = out.path().join(format!("big{streams}"));
+        let report = get(
+            &format!("http://{address}/big"),
+            Some(&dest),
+            &options(streams),
+        )
+        .unwrap();
+        assert!(std::fs::read(&dest).unwrap() == data, "over {streams}");
+        assert_eq!(report.ranged, streams > 1);
+        assert_eq!(report.streams, streams);
+        assert!(!report.verified);
+    }
+    let missing = get(
+        &format!("http://{address}/nope"),
+        Some(&out.path().join("nope")),
+        &options(2),
+    )
+    .unwrap_err();
+    assert!(missing.to_string().contains("404"), "{missing}");
+    assert!(!out.path().join("nope").exists());
+}
+
+#[test]
+fn every_socket_to_file_mechanism_fetches_the_same_bytes() {
+    let served = tempfile::tempdir().unwrap();
+    let data = pattern((2 << 20) + 333, 12);
+    std::fs::write(served.path().join("f"), &data).unwrap();
+    let address = serve(served.path());
+    let out = tempfile::tempdir().unwrap();
+    let mechanisms =
+        flexio::MechanismName::serving(flexio::EndpointKind::Tcp, flexio::EndpointKind::File);
+    assert!(mechanisms.contains(&flexio::MechanismName::Splice));
+    for mechanism in mechanisms {
+        for streams in [1, 3] {
+            let dest = out.path().join(format!("{mechanism}-{streams}"));
+            let options = GetOptions {
+                mechanism,
+                ..options(streams)
+            };
+            let report = get(&format!("http://{address}/f"), Some(&dest), &options)
+                .unwrap_or_else(|e| panic!("{mechanism} over {streams}: {e}"));
+            assert!(
+                std::fs::read(&dest).unwrap() == data,
+                "{mechanism} over {streams}"
+            );
+            assert!(report.verified);
+            if mechanism == flexio::MechanismName::Direct && streams > 1 {
+                assert_eq!(report.streams, 1);
+                assert!(report.note.as_deref().unwrap().contains("O_DIRECT"));
+            }
+        }
+    }
+}
+
+#[test]
+fn a_tree_comes_whole_byte_exact_with_links_modes_and_times() {
+    use std::os::unix::fs::PermissionsExt;
+    let served = tempfile::tempdir().unwrap();
+    let top = served.path().join("tree");
+    std::fs::create_dir_all(top.join("a/b/c")).unwrap();
+    std::fs::create_dir_all(top.join("empty")).unwrap();
+    for (i, size) in SIZES.iter().enumerate() {
+        std::fs::write(top.join(format!("a/f{size}")), pattern(*size, i as u64)).unwrap();
+    }
+    for i in 0..50 {
+        std::fs::write(top.join(format!("a/b/c/small{i}")), format!("small {i}")).unwrap();
+    }
+    std::fs::set_permissions(top.join("a/f1"), std::fs::Permissions::from_mode(0o600)).unwrap();
+    std::os::unix::fs::symlink("../f1", top.join("a/b/up")).unwrap();
+    std::os::unix::fs::symlink("c/small3", top.join("a/b/down")).unwrap();
+    let address = serve(served.path());
+    let out = tempfile::tempdir().unwrap();
+    let dest = out.path().join("copy");
+    let report =
+        flexio_net::client::get_tree(&format!("http://{address}/tree/"), &dest, &options(3))
+            .unwrap();
+    assert_eq!(report.files, 5 + 50);
+    assert_eq!(report.symlinks, 2);
+    assert_eq!(report.directories, 4);
+    for (i, size) in SIZES.iter().enumerate() {
+        assert!(
+            std::fs::read(dest.join(format!("a/f{size}"))).unwrap() == pattern(*size, i as u64)
+        );
+    }
+    assert_eq!(
+        std::fs::read(dest.join("a/b/c/small49")).unwrap(),
+        b"small 49"
+    );
+    assert_eq!(
+        std::fs::read_link(dest.join("a/b/up")).unwrap(),
+        Path::new("../f1")
+    );
+    assert_eq!(std::fs::read(dest.join("a/b/down")).unwrap(), b"small 3");
+    assert!(dest.join("empty").is_dir());
+    let mode = std::fs::metadata(dest.join("a/f1"))
+        .unwrap()
+        .permissions()
+        .mode()
+        & 0o777;
+    assert_eq!(mode, 0o600);
+    let mtime = |p: &Path| std::fs::metadata(p).unwrap().modified().unwrap();
+    assert_eq!(mtime(&dest.join("a/f4095")), mtime(&top.join("a/f4095")));
+    // Again into the same place: unchanged files (size and mtime) are not
+    // fetched again; a changed one is.
+    std::fs::write(dest.join("a/f1"), b"X").unwrap();
+    let again =
+        flexio_net::client::get_tree(&format!("http://{address}/tree/"), &dest, &options(2))
+            .unwrap();
+    assert_eq!((again.files, again.unchanged), (1, 54));
+    assert!(std::fs::read(dest.join("a/f1")).unwrap() == pattern(1, 1));
+    assert_eq!(names_in(&dest.join("a")), names_in(&top.join("a")));
+}
+
+/// A ranged server of `data` with a strong ETag that records the first
+/// byte of every range asked for, and cuts every body at or past
+/// `cut_from` halfway (a dropped link) while `cutting` is set.
+struct Flaky {
+    address: SocketAddr,
+    asked: std::sync::Arc<std::sync::Mutex<Vec<usize>>>,
+    cutting: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    version: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+}
+
+fn flaky_server(versions: Vec<Vec<u8>>, cut_from: usize) -> Flaky {
+    use std::io::{Read, Write};
+    use std::sync::atomic::Ordering;
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let flaky = Flaky {
+        address: listener.local_addr().unwrap(),
+        asked: Default::default(),
+        cutting: std::sync::Arc::new(true.into()),
+        version: Default::default(),
+    };
+    let (asked, cutting, version) = (
+        flaky.asked.clone(),
+        flaky.cutting.clone(),
+        flaky.version.clone(),
+    );
+    let versions = std::sync::Arc::new(versions);
+    std::thread::spawn(move || {
+        for stream in listener.incoming().take(200) {
+            let Ok(mut stream) = stream else { return };
+            let (asked, cutting, version, versions) = (
+                asked.clone(),
+                cutting.clone(),
+                version.clone(),
+                versions.clone(),
+            );
+            std::thread::spawn(move || loop {
+                let mut head = Vec::new();
+                let mut byte = [0u8; 1];
+                while !head.ends_with(b"\r\n\r\n") {
+                    if stream.read(&mut byte).unwrap_or(0) == 0 {
+                        return;
+                    }
+                    head.push(byte[0]);
+                }
+                let head = String::from_utf8_lossy(&head).into_owned();
+                let current = version.load(Ordering::SeqCst);
+                let data = &versions[current];
+                let etag = format!("\"v{current}\"");
+                let (first, last) = head
+                    .lines()
+                    .find_map(|l| l.strip_prefix("Range: bytes="))
+                    .and_then(|r| r.split_once('-'))
+                    .map(|(a, b)| {
+                        (
+                            a.parse::<usize>().unwrap(),
+                            b.parse::<usize>().unwrap().min(data.len() - 1),
+                        )
+                    })
+                    .unwrap();
+                asked.lock().unwrap().push(first);
+                let stale = head
+                    .lines()
+                    .any(|l| l.starts_with("If-Range:") && !l.ends_with(&etag));
+                let (status, range, body) = if stale {
+                    ("200 OK", String::new(), &data[..])
+                } else {
+                    (
+                        "206 Partial Content",
+                        format!("Content-Range: bytes {first}-{last}/{}\r\n", data.len()),
+                        &data[first..=last],
+                    )
+                };
+                let reply = format!(
+                    "HTTP/1.1 {status}\r\nETag: {etag}\r\n{range}Content-Length: {}\r\n\r\n",
+                    body.len()
+                );
+                let cut = cutting.load(Ordering::SeqCst) && first >= cut_from;
+                let sent = if cut { &body[..body.len() / 2] } else { body };
+                if stream.write_all(reply.as_bytes()).is_err()
+                    || stream.write_all(sent).is_err()
+                    || cut
+                {
+                    return;
+                }
+            });
+        }
+    });
+    flaky
+}
+
+#[test]
+fn resume_fetches_only_the_missing_pieces_and_starts_afresh_for_a_new_version() {
+    use std::sync::atomic::Ordering;
+    let piece = 1usize << 20;
+    let (old, new) = (pattern(4 * piece + 5, 21), pattern(4 * piece + 5, 22));
+    let flaky = flaky_server(vec![old.clone(), new.clone()], 2 * piece);
+    let out = tempfile::tempdir().unwrap();
+    let dest = out.path().join("file");
+    let url = format!("http://{}/file", flaky.address);
+    let resume = GetOptions {
+        resume: true,
+        ..options(1)
+    };
+
+    // A link that drops in the third piece: the first two are kept.
+    let error = get(&url, Some(&dest), &resume).unwrap_err();
+    assert!(
+        error.to_string().contains("run again with --resume"),
+        "{error}"
+    );
+    assert!(!dest.exists());
+    assert_eq!(
+        names_in(out.path()),
+        vec![".file.flexio-journal", ".file.flexio-partial"]
+    );
+
+    // Run again: only the first piece (the probe) and the missing ones.
+    flaky.cutting.store(false, Ordering::SeqCst);
+    flaky.asked.lock().unwrap().clear();
+    let report = get(
+        &url,
+        Some(&dest),
+        &GetOptions {
+            resume: true,
+            ..options(2)
+        },
+    )
+    .unwrap();
+    assert!(std::fs::read(&dest).unwrap() == old);
+    assert_eq!(report.resumed_bytes, piece as u64);
+    let mut asked = flaky.asked.lock().unwrap().clone();
+    asked.sort();
+    assert_eq!(asked, vec![0, 2 * piece, 3 * piece, 4 * piece]);
+    assert_eq!(names_in(out.path()), vec!["file"]);
+
+    // A partial from the old version, then the file changes: all afresh.
+    flaky.cutting.store(true, Ordering::SeqCst);
+    std::fs::remove_file(&dest).unwrap();
+    get(&url, Some(&dest), &resume).unwrap_err();
+    flaky.version.store(1, Ordering::SeqCst);
+    flaky.cutting.store(false, Ordering::SeqCst);
+    let report = get(&url, Some(&dest), &resume).unwrap();
+    assert_eq!(report.resumed_bytes, 0);
+    assert!(std::fs::read(&dest).unwrap() == new);
+    assert_eq!(names_in(out.path()), vec!["file"]);
+}

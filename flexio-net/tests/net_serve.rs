@@ -1,0 +1,424 @@
+//! `flexio serve` over loopback: files byte-exact whole and in ranges,
+//! validators and conditionals, keep-alive, directories (listing,
+//! manifest, tar), and real clients (curl, wget) against it.
+
+mod common;
+
+use std::process::{Command, Stdio};
+
+use common::{have, pattern, serve, RawClient};
+
+const SIZES: [usize; 5] = [0, 1, 4095, (1 << 20) + 1, 8 << 20];
+
+#[test]
+fn files_round_trip_byte_exact_at_every_size() {
+    let dir = tempfile::tempdir().unwrap();
+    for (i, size) in SIZES.iter().enumerate() {
+        std::fs::write(
+            dir.path().join(format!("f{size}")),
+            pattern(*size, i as u64),
+        )
+        .unwrap();
+    }
+    let address = serve(dir.path());
+    let mut client = RawClient::connect(address);
+    for (i, size) in SIZES.iter().enumerate() {
+        let response = client.get(&format!("/f{size}"), "");
+        assert_eq!(response.status, 200);
+        assert_eq!(
+            response.header("Content-Length"),
+            Some(size.to_string().as_str())
+        );
+        assert!(response.body == pattern(*size, i as u64), "f{size} differs");
+    }
+}
+
+#[test]
+fn single_ranges_suffixes_and_unsatisfiable_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = pattern(100_000, 7);
+    std::fs::write(dir.path().join("f"), &data).unwrap();
+    let address = serve(dir.path());
+    let mut client = RawClient::connect(address);
+    for (header, first, length) in [
+        ("bytes=0-0", 0, 1),
+        ("bytes=10-4105", 10, 4096),
+        ("bytes=99990-", 99_990, 10),
+        ("bytes=-5", 99_995, 5),
+        ("bytes=50000-999999999", 50_000, 50_000),
+    ] {
+        let response = client.get("/f", &format!("Range: {header}\r\n"));
+        assert_eq!(response.status, 206, "{header}");
+        assert_eq!(
+            response.header("Content-Range").unwrap(),
+            format!("bytes {first}-{}/100000", first + length - 1)
+        );
+        assert!(response.body == data[first..first + length], "{header}");
+    }
+    let response = client.get("/f", "Range: bytes=100000-\r\n");
+    assert_eq!(response.status, 416);
+    assert_eq!(response.header("Content-Range"), Some("bytes */100000"));
+    // A malformed header is ignored: the whole file.
+    let response = client.get("/f", "Range: bytes=9-2\r\n");
+    assert_eq!(response.status, 200);
+    assert_eq!(response.body.len(), 100_000);
+}
+
+#[test]
+fn several_ranges_come_as_multipart_byteranges() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = pattern(10_000, 3);
+    std::fs::write(dir.path().join("f"), &data).unwrap();
+    let address = serve(dir.path());
+    let mut client = RawClient::connect(address);
+    let response = client.get("/f", "Range: bytes=0-9, 5000-5099, -3\r\n");
+    assert_eq!(response.status, 206);
+    let kind = response.header("Content-Type").unwrap();
+    let boundary = kind
+        .strip_prefix("multipart/byteranges; boundary=")
+        .expect(kind);
+    let delimiter = format!("\r\n--{boundary}");
+    let body = response.body;
+    let mut parts = Vec::new();
+    let mut rest = &body[..];
+    while let Some(at) = find(rest, delimiter.as_bytes()) {
+        rest = &rest[at + delimiter.len()..];
+        if rest.starts_with(b"--") {
+            break;
+        }
+        let head_end = find(rest, b"\r\n\r\n").unwrap();
+        let head = String::from_utf8_lossy(&rest[..head_end]).into_owned();
+        let next = find(&rest[head_end + 4..], delimiter.as_bytes()).unwrap();
+        parts.push((head, rest[head_end + 4..head_end + 4 + next].to_vec()));
+    }
+    assert_eq!(parts.len(), 3);
+    for ((head, bytes), (first, last)) in parts.iter().zip([(0, 9), (5000, 5099), (9997, 9999)]) {
+        assert!(
+            head.contains(&format!("Content-Range: bytes {first}-{last}/10000")),
+            "{head}"
+        );
+        assert!(bytes[..] == data[first..=last]);
+    }
+    // The connection goes on after the multipart body.
+    assert_eq!(client.get("/f", "Range: bytes=1-1\r\n").body, data[1..2]);
+}
+
+fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    haystack.windows(needle.len()).position(|w| w == needle)
+}
+
+#[test]
+fn validators_and_conditional_requests() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("f"), b"0123456789").unwrap();
+    let address = serve(dir.path());
+    let mut client = RawClient::connect(address);
+    let first = client.get("/f", "");
+    let etag = first.header("ETag").unwrap().to_string();
+    let modified = first.header("Last-Modified").unwrap().to_string();
+    assert!(etag.starts_with('"') && etag.ends_with('"'));
+    assert_eq!(
+        client
+            .get("/f", &format!("If-None-Match: {etag}\r\n"))
+            .status,
+        304
+    );
+    assert_eq!(
+        client
+            .get("/f", &format!("If-None-Match: \"other\", W/{etag}\r\n"))
+            .status,
+        304
+    );
+    assert_eq!(client.get("/f", "If-None-Match: \"other\"\r\n").status, 200);
+    assert_eq!(
+        client
+            .get("/f", &format!("If-Modified-Since: {modified}\r\n"))
+            .status,
+        304
+    );
+    assert_eq!(
+        client
+            .get("/f", "If-Modified-Since: Sat, 01 Jan 2000 00:00:00 GMT\r\n")
+            .status,
+        200
+    );
+    let ranged = client.get("/f", &format!("Range: bytes=2-3\r\nIf-Range: {etag}\r\n"));
+    assert_eq!((ranged.status, ranged.body.as_slice()), (206, &b"23"[..]));
+    let stale = client.get("/f", "Range: bytes=2-3\r\nIf-Range: \"stale\"\r\n");
+    assert_eq!((stale.status, stale.body.len()), (200, 10));
+    let dated = client.get(
+        "/f",
+        &format!("Range: bytes=2-3\r\nIf-Range: {modified}\r\n"),
+    );
+    assert_eq!(dated.status, 206);
+}
+
+#[test]
+fn keep_alive_carries_many_requests_including_pipelined_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("a"), pattern(70_000, 1)).unwrap();
+    std::fs::write(dir.path().join("b"), b"bee").unwrap();
+    let address = serve(dir.path());
+    let mut client = RawClient::connect(address);
+    for _ in 0..5 {
+        assert_eq!(client.get("/a", "").body, pattern(70_000, 1));
+        assert_eq!(client.get("/b", "").body, b"bee");
+    }
+    // Three requests in one write: the bodies stay in order and whole.
+    client.send(
+        b"GET /b HTTP/1.1\r\nHost: t\r\n\r\nHEAD /a HTTP/1.1\r\nHost: t\r\n\r\nGET /a HTTP/1.1\r\nHost: t\r\n\r\n",
+    );
+    assert_eq!(client.read_response(false).body, b"bee");
+    let head = client.read_response(true);
+    assert_eq!(head.header("Content-Length"), Some("70000"));
+    assert_eq!(client.read_response(false).body, pattern(70_000, 1));
+    // Connection: close is honoured.
+    let last = client.get("/b", "Connection: close\r\n");
+    assert_eq!(last.header("Connection"), Some("close"));
+    assert!(client.closed());
+}
+
+#[test]
+fn http_1_0_gets_its_answer_and_a_close() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("f"), b"old").unwrap();
+    let mut client = RawClient::connect(serve(dir.path()));
+    client.send(b"GET /f HTTP/1.0\r\n\r\n");
+    assert_eq!(client.read_response(false).body, b"old");
+    assert!(client.closed());
+}
+
+#[test]
+fn directories_redirect_list_escaped_and_describe_themselves() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("sub")).unwrap();
+    std::fs::write(dir.path().join("sub/<b>&\"x y.txt"), b"odd").unwrap();
+    std::fs::write(dir.path().join("sub/big"), pattern((3 << 20) + 5, 2)).unwrap();
+    std::os::unix::fs::symlink("big", dir.path().join("sub/link")).unwrap();
+    let mut client = RawClient::connect(serve(dir.path()));
+    let redirect = client.get("/sub?manifest", "");
+    assert_eq!(redirect.status, 301);
+    assert_eq!(redirect.header("Location"), Some("/sub/?manifest"));
+    let listing = client.get("/sub/", "").text();
+    assert!(listing.contains("&lt;b&gt;&amp;&quot;x y.txt"), "{listing}");
+    assert!(
+        listing.contains("href=\"./%3Cb%3E%26%22x%20y.txt\""),
+        "{listing}"
+    );
+    assert!(!listing.contains("<b>"));
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&client.get("/sub/?manifest", "").body).unwrap();
+    let entries = manifest["entries"].as_array().unwrap();
+    let big = entries.iter().find(|e| e["path"] == "big").unwrap();
+    assert_eq!(big["size"], (3 << 20) + 5);
+    let hashes = big["blake3"].as_array().unwrap();
+    assert_eq!(hashes.len(), 4);
+    let data = pattern((3 << 20) + 5, 2);
+    assert_eq!(hashes[3], blake3::hash(&data[3 << 20..]).to_hex().as_str());
+    let link = entries.iter().find(|e| e["path"] == "link").unwrap();
+    assert_eq!(
+        (link["type"].as_str(), link["link_target"].as_str()),
+        (Some("symlink"), Some("big"))
+    );
+    // A file's own manifest.
+    let own: serde_json::Value =
+        serde_json::from_slice(&client.get("/sub/big?manifest", "").body).unwrap();
+    assert_eq!(own["entries"][0]["blake3"], big["blake3"]);
+}
+
+#[test]
+fn writes_are_refused_with_405_and_a_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut client = RawClient::connect(serve(dir.path()));
+    client.send(b"PUT /new HTTP/1.1\r\nHost: t\r\nContent-Length: 3\r\n\r\nabc");
+    let response = client.read_response(false);
+    assert_eq!(response.status, 405);
+    assert_eq!(response.header("Allow"), Some("GET, HEAD"));
+    assert!(response.text().contains("read-only"), "{}", response.text());
+    assert!(!dir.path().join("new").exists());
+}
+
+#[test]
+fn curl_and_wget_fetch_files_ranges_and_trees() {
+    if !have("curl") || !have("wget") || !have("tar") {
+        eprintln!("skipped: curl, wget or tar is not installed (apt-get install curl wget tar)");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    std::fs::create_dir_all(root.join("tree/deep/er")).unwrap();
+    let big = pattern((5 << 20) + 3, 9);
+    std::fs::write(root.join("big"), &big).unwrap();
+    for (i, size) in SIZES.iter().enumerate() {
+        std::fs::write(root.join(format!("tree/f{size}")), pattern(*size, i as u64)).unwrap();
+    }
+    std::fs::write(root.join("tree/deep/er/small"), b"s").unwrap();
+    let long_name = format!("tree/deep/{}", "n".repeat(150));
+    std::fs::write(root.join(&long_name), b"long").unwrap();
+    std::os::unix::fs::symlink("../f1", root.join("tree/deep/link")).unwrap();
+    let url = format!("http://{}", serve(&root));
+    let out = dir.path().join("out");
+    std::fs::create_dir(&out).unwrap();
+
+    let status = Command::new("curl")
+        .args(["-sS", "--fail", "-o"])
+        .arg(out.join("curl-big"))
+        .arg(format!("{url}/big"))
+        .status()
+        .unwrap();
+    assert!(status.success());
+    assert!(std::fs::read(out.join("curl-big")).unwrap() == big);
+
+    let ranged = Command::new("curl")
+        .args(["-sS", "--fail", "-r", "1000-2999"])
+        .arg(format!("{url}/big"))
+        .output()
+        .unwrap();
+    assert!(ranged.status.success());
+    assert!(ranged.stdout == big[1000..3000]);
+
+    // curl reusing one connection for two URLs.
+    let twice = Command::new("curl")
+        .args(["-sS", "--fail", "-v", "-o", "/dev/null", "-o", "/dev/null"])
+        .arg(format!("{url}/big"))
+        .arg(format!("{url}/tree/f1"))
+        .output()
+        .unwrap();
+    let log = String::from_utf8_lossy(&twice.stderr);
+    assert!(
+        log.contains("Re-using existing connection") || log.contains("Reusing existing"),
+        "{log}"
+    );
+
+    let status = Command::new("wget")
+        .args(["-q", "-O"])
+        .arg(out.join("wget-big"))
+        .arg(format!("{url}/big"))
+        .status()
+        .unwrap();
+    assert!(status.success());
+    assert!(std::fs::read(out.join("wget-big")).unwrap() == big);
+
+    let extract = out.join("tree");
+    std::fs::create_dir(&extract).unwrap();
+    let pipeline = format!(
+        "curl -sS --fail '{url}/tree/?tar' | tar -x -f - -C '{}'",
+        extract.display()
+    );
+    let status = Command::new("sh")
+        .args(["-c", &pipeline])
+        .stdin(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    for (i, size) in SIZES.iter().enumerate() {
+        assert!(
+            std::fs::read(extract.join(format!("f{size}"))).unwrap() == pattern(*size, i as u64),
+            "f{size}"
+        );
+    }
+    assert_eq!(std::fs::read(extract.join("deep/er/small")).unwrap(), b"s");
+    assert_eq!(
+        std::fs::read(extract.join(long_name.strip_prefix("tree/").unwrap())).unwrap(),
+        b"long"
+    );
+    assert_eq!(
+        std::fs::read_link(extract.join("deep/link")).unwrap(),
+        std::path::Path::new("../f1")
+    );
+}
+
+const TOKEN: &str = "test-token-0123456789abcdef";
+
+#[test]
+fn put_with_the_token_writes_files_byte_exact_and_curl_uploads_too() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("in")).unwrap();
+    let address = common::serve_with(dir.path(), |config| config.token = Some(TOKEN.into()));
+    let sources = tempfile::tempdir().unwrap();
+    for (i, size) in SIZES.iter().enumerate() {
+        let source = sources.path().join(format!("s{size}"));
+        std::fs::write(&source, pattern(*size, i as u64 + 40)).unwrap();
+        let url = format!("http://{address}/in/up{size}");
+        let report =
+            flexio_net::client::put(&source, &url, TOKEN, std::time::Duration::from_secs(20))
+                .unwrap_or_else(|e| panic!("{size}: {e}"));
+        assert_eq!(report.status, 201);
+        assert!(
+            std::fs::read(dir.path().join(format!("in/up{size}"))).unwrap()
+                == pattern(*size, i as u64 + 40)
+        );
+        // Again: replaced, and served back the same.
+        let again =
+            flexio_net::client::put(&source, &url, TOKEN, std::time::Duration::from_secs(20))
+                .unwrap();
+        assert_eq!(again.status, 200);
+        let mut client = RawClient::connect(address);
+        assert!(client.get(&format!("/in/up{size}"), "").body == pattern(*size, i as u64 + 40));
+    }
+    if !have("curl") {
+        eprintln!("skipped the curl upload: curl is not installed");
+        return;
+    }
+    let big = sources.path().join(format!("s{}", 8 << 20));
+    let status = Command::new("curl")
+        .args(["-sS", "--fail", "-o", "/dev/null", "-H"])
+        .arg(format!("Authorization: Bearer {TOKEN}"))
+        .arg("-T")
+        .arg(&big)
+        .arg(format!("http://{address}/in/by-curl"))
+        .status()
+        .unwrap();
+    assert!(status.success());
+    assert!(std::fs::read(dir.path().join("in/by-curl")).unwrap() == std::fs::read(&big).unwrap());
+}
+
+#[test]
+fn a_manifest_follows_a_file_rewritten_in_place() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("f");
+    std::fs::write(&path, pattern(3 << 20, 1)).unwrap();
+    let mut client = RawClient::connect(serve(dir.path()));
+    let hashes = |client: &mut RawClient| {
+        let manifest: serde_json::Value =
+            serde_json::from_slice(&client.get("/f?manifest", "").body).unwrap();
+        manifest["entries"][0]["blake3"].clone()
+    };
+    let first = hashes(&mut client);
+    assert_eq!(first, hashes(&mut client));
+    // Same size, same inode, new bytes in the middle chunk.
+    let file = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+    std::os::unix::fs::FileExt::write_all_at(&file, b"changed", (1 << 20) + 5).unwrap();
+    drop(file);
+    let second = hashes(&mut client);
+    assert_eq!(first[0], second[0]);
+    assert_ne!(first[1], second[1]);
+    let mut expected = pattern(3 << 20, 1);
+    expected[(1 << 20) + 5..(1 << 20) + 12].copy_from_slice(b"changed");
+    assert_eq!(
+        second[1],
+        blake3::hash(&expected[1 << 20..2 << 20]).to_hex().as_str()
+    );
+}
+
+#[test]
+fn every_file_to_socket_mechanism_serves_the_same_bytes() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = pattern((1 << 20) + 77, 13);
+    std::fs::write(dir.path().join("f"), &data).unwrap();
+    let mechanisms =
+        flexio::MechanismName::serving(flexio::EndpointKind::File, flexio::EndpointKind::Tcp);
+    assert!(mechanisms.contains(&flexio::MechanismName::Sendfile));
+    for mechanism in mechanisms {
+        let address = common::serve_with(dir.path(), |config| config.mechanism = mechanism);
+        let mut client = RawClient::connect(address);
+        assert!(client.get("/f", "").body == data, "{mechanism}");
+        let part = client.get("/f", "Range: bytes=5-70000\r\n");
+        assert_eq!(part.status, 206, "{mechanism}");
+        assert!(part.body == data[5..=70_000], "{mechanism}");
+        // The tree holds only f: its body follows the first header block.
+        let tar = client.get("/?tar", "");
+        assert_eq!(tar.status, 200, "{mechanism}");
+        assert!(tar.body[512..512 + data.len()] == data[..], "{mechanism}");
+    }
+}
