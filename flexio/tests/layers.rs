@@ -103,9 +103,9 @@ fn no_module_of_the_library_imports_one_that_imports_it_back() {
 }
 
 #[test]
-fn no_module_of_the_bench_or_the_cache_imports_one_that_imports_it_back() {
+fn no_module_of_the_bench_the_cache_or_the_net_imports_one_that_imports_it_back() {
     let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    for crate_dir in ["flexio-bench", "flexio-cache"] {
+    for crate_dir in ["flexio-bench", "flexio-cache", "flexio-net"] {
         assert_no_loops(workspace.join(crate_dir).join("src"));
     }
 }
