@@ -126,3 +126,52 @@ fn a_new_file_missing_a_range_is_not_committed_and_leaves_nothing() {
     assert!(!destination.exists());
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
 }
+
+/// `direct` once switched O_DIRECT on with F_SETFL, on the file description
+/// every writer of a NewFile shares: four writers raced on the flag and a
+/// buffered tail met EINVAL. Each now opens its own direct description.
+#[test]
+fn four_direct_writers_of_one_new_file_do_not_race_on_o_direct() {
+    let dir = scratch_dir();
+    let source_path = dir.path().join("source");
+    // Quarters that end off a block boundary, so every writer has a tail.
+    let quarter = (2 << 20) + 1000;
+    let data = bytes(quarter * 4, 11);
+    std::fs::write(&source_path, &data).unwrap();
+    let destination = dir.path().join("destination");
+    for round in 0..4 {
+        let file = NewFile::create(&destination, 0o644).unwrap();
+        std::thread::scope(|scope| {
+            for i in 0..4u64 {
+                let (file, source_path) = (&file, &source_path);
+                let mechanism = if (i + round) % 2 == 0 {
+                    MechanismName::Direct
+                } else {
+                    MechanismName::IoUring
+                };
+                scope.spawn(move || {
+                    let source = std::fs::File::open(source_path).unwrap();
+                    let start = i * quarter as u64;
+                    let mut request =
+                        RangeRequest::new(start, start, Some(quarter as u64)).via(mechanism);
+                    request.params.direct = true;
+                    request.strict = true;
+                    let report = Mover::new()
+                        .move_range(
+                            &RangeEnd::new(source.as_fd(), "source").unwrap(),
+                            &file.as_end().unwrap(),
+                            &request,
+                            None,
+                        )
+                        .unwrap_or_else(|e| panic!("{mechanism} range {i}: {e}"));
+                    assert_eq!(report.bytes, quarter as u64);
+                });
+            }
+        });
+        file.commit(data.len() as u64, false).unwrap();
+        assert!(
+            std::fs::read(&destination).unwrap() == data,
+            "round {round}"
+        );
+    }
+}

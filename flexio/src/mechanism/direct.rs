@@ -68,7 +68,7 @@ fn run(t: &mut Transfer<'_>) -> Result<(), Stop> {
     let sink_capable = is_direct_capable(t.sink_kind);
     let block = common_block(t, source_direct, sink_capable)?;
     let sink_direct = sink_capable && t.sink_pos.is_multiple_of(block as u64);
-    let (_source_mode, mut sink_mode) = enable_sides(
+    let (source_mode, mut sink_mode) = enable_sides(
         t,
         source_direct.then_some(source_fd),
         sink_direct.then_some(sink_fd),
@@ -83,6 +83,7 @@ fn run(t: &mut Transfer<'_>) -> Result<(), Stop> {
         source_fd,
         sink_fd,
         source_direct,
+        source_mode: source_mode.as_ref(),
         sink_mode: sink_mode.as_mut(),
         block,
         chunk,
@@ -118,6 +119,8 @@ struct DirectCopy<'fd, 'm> {
     source_fd: BorrowedFd<'fd>,
     sink_fd: BorrowedFd<'fd>,
     source_direct: bool,
+    /// Present while the source reads with `O_DIRECT` from this run.
+    source_mode: Option<&'m DirectMode<'fd>>,
     sink_mode: Option<&'m mut DirectMode<'fd>>,
     block: usize,
     chunk: usize,
@@ -125,6 +128,19 @@ struct DirectCopy<'fd, 'm> {
 }
 
 impl DirectCopy<'_, '_> {
+    /// Where the source is read: its direct descriptor while it has one.
+    fn source_read_fd(&self) -> BorrowedFd<'_> {
+        self.source_mode.map_or(self.source_fd, DirectMode::fd)
+    }
+
+    /// Where the sink is written: its direct descriptor while direct, the
+    /// flow's own after it went buffered.
+    fn sink_write_fd(&self) -> BorrowedFd<'_> {
+        self.sink_mode
+            .as_deref()
+            .map_or(self.sink_fd, DirectMode::fd)
+    }
+
     fn sink_is_direct(&self) -> bool {
         self.sink_mode.as_ref().is_some_and(|mode| mode.is_direct())
     }
@@ -173,7 +189,7 @@ impl DirectCopy<'_, '_> {
         let area = &mut buf[self.block..self.block + want];
         let n = loop {
             t.counters.syscalls += 1;
-            match rustix::io::pread(self.source_fd, &mut *area, aligned) {
+            match rustix::io::pread(self.source_read_fd(), &mut *area, aligned) {
                 Ok(n) => break n,
                 Err(Errno::INTR) => continue,
                 Err(errno) => {
@@ -203,7 +219,7 @@ impl DirectCopy<'_, '_> {
         loop {
             t.counters.syscalls += 1;
             let result = match offset {
-                Some(at) => rustix::io::pread(self.source_fd, &mut *area, at),
+                Some(at) => rustix::io::pread(self.source_read_fd(), &mut *area, at),
                 None => rustix::io::read(self.source_fd, &mut *area),
             };
             match result {
@@ -268,7 +284,7 @@ impl DirectCopy<'_, '_> {
         let mut done = 0;
         while done < whole {
             t.counters.syscalls += 1;
-            match rustix::io::pwrite(self.sink_fd, &bytes[done..whole], t.sink_pos) {
+            match rustix::io::pwrite(self.sink_write_fd(), &bytes[done..whole], t.sink_pos) {
                 Ok(0) => return Err(t.failed("pwrite(O_DIRECT)", Side::Sink, Errno::NOSPC)),
                 Ok(n) => {
                     t.advance(n as u64);

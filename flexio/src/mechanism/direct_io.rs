@@ -3,14 +3,20 @@
 //! flag on an already open descriptor for the length of one `run`.
 //!
 //! The engine opens descriptors without `O_DIRECT` (every other mechanism
-//! wants the page cache), so these mechanisms set it with
-//! `fcntl(F_SETFL)` and put the original flags back when they return.
+//! wants the page cache), so these mechanisms open the same file again
+//! with `O_DIRECT`, through `/proc/self/fd`: a file description of their
+//! own. Setting the flag with `fcntl(F_SETFL)` would set it on the
+//! description every writer shares — several ranges written into one
+//! `NewFile` from several threads raced on it, and a buffered tail met
+//! `EINVAL`. Only where the file cannot be opened again (a read-only file
+//! written by an unprivileged user) is the shared flag set, and put back
+//! when the mechanism returns.
 //!
 //! References: <https://man7.org/linux/man-pages/man2/open.2.html> (O_DIRECT
 //! restrictions), <https://man7.org/linux/man-pages/man2/statx.2.html>
 //! (STATX_DIOALIGN).
 
-use std::os::fd::BorrowedFd;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 
 use rustix::fs::{AtFlags, OFlags, StatxFlags};
 use rustix::io::Errno;
@@ -59,28 +65,53 @@ pub(crate) fn alignment(fd: BorrowedFd<'_>, kind: EndpointKind) -> Result<usize,
 /// way the mechanism returns.
 pub(crate) struct DirectMode<'fd> {
     fd: BorrowedFd<'fd>,
+    /// The file opened again with `O_DIRECT`, while direct; `None` when
+    /// the flag was set on the shared description instead (or was there).
+    own: Option<OwnedFd>,
     original: OFlags,
     direct: bool,
 }
 
 impl<'fd> DirectMode<'fd> {
-    /// Sets `O_DIRECT` on `fd`.
+    /// `O_DIRECT` for `fd`: its file opened again with the flag, else the
+    /// flag set on `fd` itself.
     ///
     /// # Errors
-    /// What `fcntl` returns; EINVAL means the filesystem does not do direct
-    /// I/O.
+    /// What `open` or `fcntl` returns; EINVAL means the filesystem does not
+    /// do direct I/O.
     pub fn enable(fd: BorrowedFd<'fd>) -> Result<Self, (&'static str, Errno)> {
         let original = rustix::fs::fcntl_getfl(fd).map_err(|e| ("fcntl(F_GETFL)", e))?;
         let mut mode = DirectMode {
             fd,
+            own: None,
             original,
             direct: original.contains(OFlags::DIRECT),
         };
-        if !mode.direct {
-            rustix::fs::fcntl_setfl(fd, original | OFlags::DIRECT)
-                .map_err(|e| ("fcntl(F_SETFL, O_DIRECT)", e))?;
-            mode.direct = true;
+        if mode.direct {
+            return Ok(mode);
         }
+        let flags =
+            (original & (OFlags::ACCMODE | OFlags::APPEND)) | OFlags::DIRECT | OFlags::CLOEXEC;
+        match rustix::fs::open(
+            format!("/proc/self/fd/{}", fd.as_raw_fd()).as_str(),
+            flags,
+            rustix::fs::Mode::empty(),
+        ) {
+            Ok(own) => {
+                mode.own = Some(own);
+                mode.direct = true;
+                return Ok(mode);
+            }
+            // The file system does not do direct I/O: the same answer
+            // F_SETFL gives, a refusal.
+            Err(Errno::INVAL) => return Err(("open(O_DIRECT)", Errno::INVAL)),
+            // Not to be opened again (permissions, no /proc): the shared
+            // description gets the flag for the length of the run.
+            Err(_) => {}
+        }
+        rustix::fs::fcntl_setfl(fd, original | OFlags::DIRECT)
+            .map_err(|e| ("fcntl(F_SETFL, O_DIRECT)", e))?;
+        mode.direct = true;
         Ok(mode)
     }
 
@@ -89,12 +120,25 @@ impl<'fd> DirectMode<'fd> {
         self.direct
     }
 
+    /// The descriptor to move bytes through: the direct one while direct,
+    /// the caller's after [`DirectMode::restore`].
+    pub fn fd(&self) -> BorrowedFd<'_> {
+        match &self.own {
+            Some(own) => own.as_fd(),
+            None => self.fd,
+        }
+    }
+
     /// Puts the original flags back (for an unaligned tail, which only a
     /// buffered write can place).
     ///
     /// # Errors
     /// What `fcntl` returns.
     pub fn restore(&mut self) -> Result<(), Errno> {
+        if self.own.take().is_some() {
+            self.direct = false;
+            return Ok(());
+        }
         if self.direct && !self.original.contains(OFlags::DIRECT) {
             rustix::fs::fcntl_setfl(self.fd, self.original)?;
         }

@@ -77,7 +77,7 @@ fn run(t: &mut Transfer<'_>) -> Result<(), Stop> {
     let sink_direct = sink_capable
         && t.sink_pos.is_multiple_of(block as u64)
         && (!source_direct || t.source_pos.is_multiple_of(block as u64));
-    let (_source_mode, mut sink_mode) = enable_sides(
+    let (source_mode, mut sink_mode) = enable_sides(
         t,
         source_direct.then_some(source_fd),
         sink_direct.then_some(sink_fd),
@@ -104,6 +104,7 @@ fn run(t: &mut Transfer<'_>) -> Result<(), Stop> {
         // Appended writes land in the order they run: one at a time.
         sink_seekable: t.sink_kind.is_seekable() && !t.sink_appends,
         source_direct,
+        source_mode: source_mode.as_ref(),
         sink_mode: sink_mode.as_mut(),
         block,
         base_source: t.source_pos,
@@ -229,6 +230,8 @@ struct Pump<'fd, 'm> {
     sink_seekable: bool,
     source_direct: bool,
     /// Present while the sink has `O_DIRECT` from this run.
+    /// Present while the source reads with `O_DIRECT` from this run.
+    source_mode: Option<&'m DirectMode<'fd>>,
     sink_mode: Option<&'m mut DirectMode<'fd>>,
     block: usize,
     base_source: u64,
@@ -247,6 +250,19 @@ struct Pump<'fd, 'm> {
 }
 
 impl Pump<'_, '_> {
+    /// Where the source is read: its direct descriptor while it has one.
+    fn source_read_fd(&self) -> BorrowedFd<'_> {
+        self.source_mode.map_or(self.source_fd, DirectMode::fd)
+    }
+
+    /// Where the sink is written: its direct descriptor while direct, the
+    /// flow's own after it went buffered (only once the ring is idle).
+    fn sink_write_fd(&self) -> BorrowedFd<'_> {
+        self.sink_mode
+            .as_deref()
+            .map_or(self.sink_fd, DirectMode::fd)
+    }
+
     fn sink_direct(&self) -> bool {
         self.sink_mode.as_ref().is_some_and(|mode| mode.is_direct())
     }
@@ -460,7 +476,7 @@ impl Pump<'_, '_> {
             t.counters.ring_entries += 1;
             ring.push(
                 Op::Write,
-                self.sink_fd,
+                self.sink_write_fd(),
                 index,
                 slot.head + slot.written,
                 len,
@@ -486,7 +502,7 @@ impl Pump<'_, '_> {
         t.counters.ring_entries += 1;
         ring.push(
             Op::Read,
-            self.source_fd,
+            self.source_read_fd(),
             index,
             slot.got,
             slot.want - slot.got,
