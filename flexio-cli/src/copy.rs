@@ -11,13 +11,16 @@ use crate::progress::{ProgressBarThread, ProgressMode, CALL_LIMIT_WITH_PROGRESS}
 
 /// Arguments of `flexio copy`.
 #[derive(Args)]
+#[command(
+    override_usage = "flexio copy [OPTIONS] SRC DST\n       flexio copy [OPTIONS] SRC... DIR\n       flexio copy -r [OPTIONS] SRCDIR DST"
+)]
 pub struct CopyArgs {
     /// Sources, then the sink. An endpoint is a file or block device path,
     /// `-` (stdin/stdout), `tcp://HOST:PORT`, `tcp-listen://ADDR:PORT`,
     /// `unix://PATH` or `unix-listen://PATH`. As with cp, several sources
     /// (or one into an existing directory) go into the directory DST, and
     /// directories need -r.
-    #[arg(num_args = 2.., value_name = "SRC... DST", required = true)]
+    #[arg(num_args = 2.., value_name = "PATH", required = true)]
     pub(crate) paths: Vec<String>,
     #[command(flatten)]
     pub(crate) tree: crate::copy_tree::TreeArgs,

@@ -38,6 +38,10 @@ pub(crate) struct FileSink {
     mode: u32,
     /// Whether [`FileSink::finish`] must set the mode.
     chmod_at_finish: bool,
+    /// A file is known to be at the destination: an unnamed file goes in
+    /// through a temporary name and a rename, without first trying a link
+    /// that would fail with `EEXIST`.
+    replacing: bool,
 }
 
 impl FileSink {
@@ -98,7 +102,14 @@ impl FileSink {
             directory: directory.to_path_buf(),
             mode,
             chmod_at_finish,
+            replacing: false,
         })
+    }
+
+    /// Says a file is at the destination, to be replaced.
+    pub fn replacing(mut self) -> Self {
+        self.replacing = true;
+        self
     }
 
     /// The descriptor to write through.
@@ -122,8 +133,13 @@ impl FileSink {
             Some(tracked) => tracked
                 .settle(|temp| rustix::fs::rename(temp, &self.destination).map_err(Into::into))
                 .map_err(|e| Error::io("rename", &label, None, e))?,
-            None => link_in(self.file.as_fd(), &self.directory, &self.destination)
-                .map_err(|e| Error::io("link", &label, None, e))?,
+            None => link_in(
+                self.file.as_fd(),
+                &self.directory,
+                &self.destination,
+                self.replacing,
+            )
+            .map_err(|e| Error::io("link", &label, None, e))?,
         }
         if fsync {
             let handle = File::open(&self.directory)
@@ -176,10 +192,17 @@ fn create_named(directory: &Path, name: &OsStr) -> std::io::Result<(OwnedFd, Tra
 
 /// Gives the unnamed `file` the destination's name: a link where the name
 /// is free, else a link under a temporary name renamed over it.
-fn link_in(file: BorrowedFd<'_>, directory: &Path, destination: &Path) -> std::io::Result<()> {
-    match link_unnamed(file, destination) {
-        Err(Errno::EXIST) => {}
-        other => return other.map_err(Into::into),
+fn link_in(
+    file: BorrowedFd<'_>,
+    directory: &Path,
+    destination: &Path,
+    replacing: bool,
+) -> std::io::Result<()> {
+    if !replacing {
+        match link_unnamed(file, destination) {
+            Err(Errno::EXIST) => {}
+            other => return other.map_err(Into::into),
+        }
     }
     let name = destination.file_name().unwrap_or(OsStr::new("file"));
     let mut tries = 0;

@@ -245,13 +245,17 @@ fn open_sink_path<'a>(path: PathBuf, options: &SinkOptions) -> Result<OpenSink<'
         // Replace the file a symlink points at, as cp does, not the link;
         // and only a file we may write, as cp does: renaming over a
         // read-only file would replace what its owner protected.
-        let target =
-            std::fs::canonicalize(&path).map_err(|e| Error::io("resolve", &label, None, e))?;
+        let is_link = std::fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_symlink());
+        let target = if is_link {
+            std::fs::canonicalize(&path).map_err(|e| Error::io("resolve", &label, None, e))?
+        } else {
+            path.clone()
+        };
         rustix::fs::access(&target, rustix::fs::Access::WRITE_OK)
             .map_err(|e| Error::io("open", &label, None, e))?;
         // The replacement keeps the destination's own mode (as cp, which
         // writes an existing file in place).
-        let file = FileSink::create(&target, Some(meta.mode() & 0o7777))?;
+        let file = FileSink::create(&target, Some(meta.mode() & 0o7777))?.replacing();
         keep_owner(&file, &meta);
         return Ok(fresh(file, label, path));
     }

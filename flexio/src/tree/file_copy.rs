@@ -73,7 +73,10 @@ impl Worker<'_> {
             Some(old) if !preserve.mode => old.mode() & 0o7777,
             _ => new_file_mode(meta.mode(), preserve, self.umask),
         };
-        let sink = FileSink::create(target, Some(mode))?;
+        let mut sink = FileSink::create(target, Some(mode))?;
+        if existing.is_some() {
+            sink = sink.replacing();
+        }
         if preserve.ownership {
             keep_owner(sink.fd(), meta.uid(), meta.gid());
         } else if let Some(old) = &existing {
