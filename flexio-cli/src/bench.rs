@@ -38,6 +38,10 @@ pub struct BenchArgs {
     /// The tree scenario with the page cache dropped before each run (root).
     #[arg(long)]
     cold: bool,
+    /// Only these trees of the tree scenario: A, B, C, D, fig4-1, fig4-5,
+    /// fig4-10, fig4-10000 [default: all].
+    #[arg(long, value_delimiter = ',', value_name = "LIST")]
+    trees: Vec<String>,
     /// These sizes instead of each scenario's own, e.g. `1G` or `1M,64M`.
     #[arg(long, value_name = "LIST", value_parser = size, value_delimiter = ',')]
     sizes: Vec<u64>,
@@ -110,7 +114,14 @@ fn io_error(op: &'static str, endpoint: &std::path::Path, source: std::io::Error
 /// Runs `flexio bench`.
 pub fn run(args: BenchArgs) -> Result<(), Error> {
     if args.scenarios.contains(&ScenarioArg::Tree) {
-        crate::bench_tree::run(&args.dir, &args.out, args.runs, args.tree_scale, args.cold)?;
+        crate::bench_tree::run(
+            &args.dir,
+            &args.out,
+            args.runs,
+            args.tree_scale,
+            args.cold,
+            &args.trees,
+        )?;
         if args.scenarios.iter().all(|s| *s == ScenarioArg::Tree) {
             return Ok(());
         }

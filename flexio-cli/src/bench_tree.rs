@@ -8,7 +8,30 @@ use flexio::Error;
 use flexio_bench::tree_bench::{self, TreeBenchOptions, TreeShape};
 
 /// Runs the scenario into `out`.
-pub fn run(dir: &Path, out: &Path, runs: u32, scale: f64, cold: bool) -> Result<(), Error> {
+pub fn run(
+    dir: &Path,
+    out: &Path,
+    runs: u32,
+    scale: f64,
+    cold: bool,
+    trees: &[String],
+) -> Result<(), Error> {
+    let shapes = if trees.is_empty() {
+        TreeShape::ALL.to_vec()
+    } else {
+        trees
+            .iter()
+            .map(|name| {
+                TreeShape::from_name(name).ok_or_else(|| {
+                    let known: Vec<_> = TreeShape::ALL.iter().map(|s| s.name()).collect();
+                    Error::Usage(format!(
+                        "--trees: unknown tree {name:?}; known: {}",
+                        known.join(", ")
+                    ))
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()?
+    };
     let root = tree_bench::running_as_root();
     if let Err(why) = tree_bench::install_xcp_if_missing() {
         eprintln!("flexio bench: {why}");
@@ -26,7 +49,7 @@ pub fn run(dir: &Path, out: &Path, runs: u32, scale: f64, cold: bool) -> Result<
         scale,
         ram_disk: root,
         cold: cold && root,
-        shapes: TreeShape::ALL.to_vec(),
+        shapes,
     };
     if !root {
         eprintln!("flexio bench: not root, so no RAM-backed ext4 and no cold runs: the trees are copied on {} only", dir.display());

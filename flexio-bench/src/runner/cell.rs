@@ -806,7 +806,10 @@ fn not_a_contender(probe: Probe, scenario: &str) -> io::Error {
 fn report_capture_path(on_disk: PathBuf) -> PathBuf {
     let memory = Path::new("/dev/shm");
     if memory.is_dir() {
-        memory.join(format!("flexio-bench-{}-process-report.json", std::process::id()))
+        memory.join(format!(
+            "flexio-bench-{}-process-report.json",
+            std::process::id()
+        ))
     } else {
         on_disk
     }
