@@ -230,3 +230,67 @@ fn a_tree_copy_interrupted_by_sigint_or_kill_9_leaves_only_whole_files() {
         "no copy was interrupted: the tree is too small"
     );
 }
+
+/// The tree scenario's RAM-backed ext4 lives in a mount namespace of the
+/// bench's own: while it runs the host sees no mount, and `kill -9` (which
+/// runs no cleanup) leaves none behind.
+#[test]
+fn the_tree_benchs_ram_disk_leaves_no_mount_after_kill_9() {
+    if !common::require_root("mount a RAM-backed ext4") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let host_mounts = || {
+        std::fs::read_to_string("/proc/self/mounts")
+            .unwrap()
+            .lines()
+            .filter(|line| line.contains(".flexio-tree-bench-"))
+            .count()
+    };
+    let mut child = flexio()
+        .args([
+            "bench",
+            "--scenario",
+            "tree",
+            "--trees",
+            "A",
+            "--tree-scale",
+            "0.05",
+        ])
+        .args(["--runs", "1000", "--dir"])
+        .arg(dir.path())
+        .args(["--out"])
+        .arg(dir.path().join("out"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let its_mounts = format!("/proc/{}/mounts", child.id());
+    let started = std::time::Instant::now();
+    let mut seen = false;
+    while started.elapsed() < std::time::Duration::from_secs(60) {
+        let mounts = std::fs::read_to_string(&its_mounts).unwrap_or_default();
+        if mounts
+            .lines()
+            .any(|l| l.contains(".flexio-tree-bench-") && l.contains("ext4"))
+        {
+            seen = true;
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert!(seen, "the bench never mounted its RAM disk");
+    assert_eq!(
+        host_mounts(),
+        0,
+        "the RAM disk is visible outside the bench"
+    );
+    child.kill().unwrap();
+    child.wait().unwrap();
+    // Contenders the bench started may outlive it for a moment.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while host_mounts() > 0 && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    assert_eq!(host_mounts(), 0);
+}

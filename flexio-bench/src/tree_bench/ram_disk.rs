@@ -1,6 +1,11 @@
 //! ext4 in a RAM-backed loop image: a tmpfs holds the image, a loop device
 //! serves it, ext4 is made and mounted on it; all undone on drop, also
 //! when the bench fails.
+//!
+//! The mounts are made in a mount namespace of the bench's own (private
+//! propagation), so that a bench stopped by Ctrl-C or `kill -9`, which
+//! runs no drop, leaves no mount behind: the namespace, its mounts and the
+//! loop device go with the last process in it.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -32,6 +37,7 @@ impl RamDisk {
         if !rustix::process::geteuid().is_root() {
             return Err("a RAM-backed ext4 needs root".into());
         }
+        private_mount_namespace()?;
         let backing = at.with_extension("tmpfs");
         std::fs::create_dir_all(&backing).map_err(|e| e.to_string())?;
         std::fs::create_dir_all(at).map_err(|e| e.to_string())?;
@@ -75,6 +81,17 @@ impl RamDisk {
     pub fn path(&self) -> &Path {
         &self.mount
     }
+}
+
+/// Moves this process (single-threaded here: before the bench starts any
+/// thread) into a new mount namespace whose mounts do not propagate back.
+fn private_mount_namespace() -> Result<(), String> {
+    // `unshare` is deprecated in rustix for CLONE_FILES, which can break
+    // descriptor ownership in a threaded process; CLONE_NEWNS cannot.
+    #[allow(deprecated)]
+    rustix::thread::unshare(rustix::thread::UnshareFlags::NEWNS)
+        .map_err(|e| format!("unshare(CLONE_NEWNS): {e}"))?;
+    run("mount", &["--make-rprivate".as_ref(), "/".as_ref()])
 }
 
 impl Drop for RamDisk {
