@@ -276,15 +276,20 @@ mod tests {
     }
 
     #[test]
-    fn direct_mode_is_restored_on_drop() {
+    fn direct_mode_leaves_the_shared_description_alone() {
         let file = tempfile::tempfile().unwrap();
         let before = rustix::fs::fcntl_getfl(&file).unwrap();
         match DirectMode::enable(file.as_fd()) {
-            Ok(mode) => {
+            Ok(mut mode) => {
                 assert!(mode.is_direct());
-                assert!(rustix::fs::fcntl_getfl(&file)
+                assert!(rustix::fs::fcntl_getfl(mode.fd())
                     .unwrap()
                     .contains(OFlags::DIRECT));
+                // Other writers of the same description see no O_DIRECT.
+                assert_eq!(rustix::fs::fcntl_getfl(&file).unwrap(), before);
+                mode.restore().unwrap();
+                assert!(!mode.is_direct());
+                assert_eq!(rustix::fs::fcntl_getfl(mode.fd()).unwrap(), before);
                 drop(mode);
                 assert_eq!(rustix::fs::fcntl_getfl(&file).unwrap(), before);
             }
