@@ -804,10 +804,17 @@ fn not_a_contender(probe: Probe, scenario: &str) -> io::Error {
 /// pay for. (Measured on this VM's ext4 the difference was within the
 /// noise; on a slower disk it need not be.)
 fn report_capture_path(on_disk: PathBuf) -> PathBuf {
+    // Named after the bench's own workspace: unique per bench, even for
+    // two benches in one process, as tests run them.
+    let workspace = on_disk
+        .parent()
+        .and_then(Path::file_name)
+        .map(|name| name.to_string_lossy().into_owned())
+        .unwrap_or_default();
     let memory = Path::new("/dev/shm");
     if memory.is_dir() {
         memory.join(format!(
-            "flexio-bench-{}-process-report.json",
+            "flexio-bench-{}-{workspace}-process-report.json",
             std::process::id()
         ))
     } else {
