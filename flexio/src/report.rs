@@ -203,10 +203,18 @@ impl fmt::Display for Report {
         if let Some(cache) = &self.source_cache {
             writeln!(
                 f,
-                "  cache      source {:.0}% resident before the flow ({} of {})",
+                "  cache      source {:.0}% resident before the flow ({} of {}{})",
                 cache.percent(),
                 format_bytes(cache.resident_bytes),
-                format_bytes(cache.total_bytes)
+                format_bytes(cache.total_bytes),
+                if cache.sampled_bytes > 0 {
+                    format!(
+                        ", estimated from {} spread over it",
+                        format_bytes(cache.sampled_bytes)
+                    )
+                } else {
+                    String::new()
+                }
             )?;
         }
         if self.sparse_hole_bytes > 0 {

@@ -3,7 +3,7 @@
 
 use std::fs::File;
 use std::io;
-use std::os::fd::AsFd;
+use std::os::fd::{AsFd, BorrowedFd};
 use std::os::unix::fs::FileExt;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -156,6 +156,11 @@ pub struct Residency {
     pub resident_bytes: u64,
     /// Bytes in the range.
     pub total_bytes: u64,
+    /// Bytes actually looked at, when the range was too large to look at
+    /// whole and `resident_bytes` is estimated from evenly spread samples
+    /// (0: the whole range was looked at).
+    #[serde(default)]
+    pub sampled_bytes: u64,
 }
 
 impl Residency {
@@ -178,7 +183,13 @@ pub fn residency<Fd: AsFd>(fd: Fd, offset: u64, length: u64) -> Option<Residency
         return Some(Residency {
             resident_bytes: 0,
             total_bytes: 0,
+            sampled_bytes: 0,
         });
+    }
+    if length > SAMPLE_ABOVE {
+        if let Some(sampled) = residency_sampled(fd.as_fd(), offset, length) {
+            return Some(sampled);
+        }
     }
     // ENOSYS (before 6.5), EPERM (kernels that ask for write access),
     // EOPNOTSUPP (hugetlbfs): mincore still answers.
@@ -186,9 +197,40 @@ pub fn residency<Fd: AsFd>(fd: Fd, offset: u64, length: u64) -> Option<Residency
         Ok(pages) => Some(Residency {
             resident_bytes: (pages * rustix::param::page_size() as u64).min(length),
             total_bytes: length,
+            sampled_bytes: 0,
         }),
         Err(_) => residency_by_mincore(fd, offset, length),
     }
+}
+
+/// Ranges larger than this are sampled: cachestat walks every page of
+/// the range, 12 ms for 1 GiB here — 4% of a warm 1 GiB copy, for a field
+/// of its report.
+const SAMPLE_ABOVE: u64 = 64 << 20;
+
+/// Samples spread evenly over a large range, and their size: 64 MiB looked
+/// at in all, whatever the range.
+const SAMPLES: u64 = 64;
+const SAMPLE_BYTES: u64 = 1 << 20;
+
+/// [`residency`] of a large range estimated from [`SAMPLES`] windows of
+/// [`SAMPLE_BYTES`] spread evenly over it, by cachestat; `None` where the
+/// kernel has no cachestat (the caller then looks at the whole range).
+fn residency_sampled(fd: BorrowedFd<'_>, offset: u64, length: u64) -> Option<Residency> {
+    let page = rustix::param::page_size() as u64;
+    let stride = length / SAMPLES;
+    let mut resident = 0u64;
+    for sample in 0..SAMPLES {
+        let at = (offset + sample * stride) / page * page;
+        resident += cachestat::cached_pages(fd, at, SAMPLE_BYTES).ok()? * page;
+    }
+    let sampled = SAMPLES * SAMPLE_BYTES;
+    let estimate = (resident.min(sampled) as u128 * length as u128 / sampled as u128) as u64;
+    Some(Residency {
+        resident_bytes: estimate.min(length),
+        total_bytes: length,
+        sampled_bytes: sampled,
+    })
 }
 
 /// [`residency`] by `mincore(2)` over mappings of the range, 1 GiB at a
@@ -209,6 +251,7 @@ fn residency_by_mincore<Fd: AsFd>(fd: Fd, offset: u64, length: u64) -> Option<Re
     Some(Residency {
         resident_bytes: (resident_pages * page).min(length),
         total_bytes: length,
+        sampled_bytes: 0,
     })
 }
 
@@ -334,7 +377,43 @@ mod tests {
         let r = Residency {
             resident_bytes: 0,
             total_bytes: 0,
+            sampled_bytes: 0,
         };
         assert_eq!(r.percent(), 100.0);
+    }
+
+    #[test]
+    fn a_large_range_is_sampled_and_the_estimate_is_close() {
+        // 128 MiB, the first 40% in the page cache, the rest dropped.
+        let len: u64 = 128 << 20;
+        let file = tempfile::NamedTempFile::new().unwrap();
+        let chunk = vec![3u8; 8 << 20];
+        for at in (0..len).step_by(chunk.len()) {
+            file.as_file().write_all_at(&chunk, at).unwrap();
+        }
+        file.as_file().sync_all().unwrap();
+        let cached = len * 2 / 5;
+        rustix::fs::fadvise(file.as_file(), cached, None, rustix::fs::Advice::DontNeed).unwrap();
+        let exact = match cachestat::cached_pages(file.as_file(), 0, len) {
+            Ok(pages) => pages * rustix::param::page_size() as u64,
+            Err(error) => {
+                eprintln!("skipped: cachestat(2) unavailable here ({error})");
+                return;
+            }
+        };
+        if exact == len {
+            eprintln!("skipped: the temporary directory's file system does not drop pages");
+            return;
+        }
+        let estimate = residency(file.as_file(), 0, len).unwrap();
+        assert_eq!(estimate.sampled_bytes, SAMPLES * SAMPLE_BYTES);
+        let error = estimate.resident_bytes.abs_diff(exact) as f64 / len as f64;
+        assert!(
+            error < 0.03,
+            "estimate {estimate:?} against {exact} bytes cached"
+        );
+        // Up to the threshold the whole range is looked at.
+        let small = residency(file.as_file(), 0, SAMPLE_ABOVE).unwrap();
+        assert_eq!(small.sampled_bytes, 0);
     }
 }
