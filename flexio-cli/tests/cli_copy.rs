@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::flexio;
+use common::{flexio, json_report};
 
 use std::io::{BufRead, BufReader};
 use std::process::Stdio;
@@ -23,12 +23,7 @@ fn copy_prints_a_versioned_json_report_and_moves_every_byte() {
         .arg(&sink)
         .output()
         .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let report = json_report(&output);
     assert_eq!(report["schema_version"], 1);
     assert_eq!(report["bytes"], 3 << 20);
     assert_eq!(report["mechanism_used"], "sendfile");

@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{flexio, is_root, names, require_root, stderr, write_with_mode};
+use common::{flexio, is_root, json_report, names, require_root, stderr, write_with_mode};
 
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::Path;
@@ -459,8 +459,7 @@ fn direct_under_auto_chooses_a_mechanism_that_writes_directly() {
         .arg(dir.path().join("out"))
         .output()
         .unwrap();
-    assert!(output.status.success(), "{}", stderr(&output));
-    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let report = json_report(&output);
     let used = report["mechanism_used"].as_str().unwrap();
     // io-uring with O_DIRECT, or its fallback when the file system refuses
     // O_DIRECT — said in the report.

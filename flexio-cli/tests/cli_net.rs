@@ -3,13 +3,11 @@
 //! errors, and nothing left behind by a failed get.
 
 use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 
-fn flexio() -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_flexio"));
-    command.env("FLEXIO_PROFILE", "/nonexistent/flexio-profile.toml");
-    command
-}
+mod common;
+
+use common::{flexio, json_report};
 
 /// `flexio serve` killed when the test ends.
 struct Serving(Child);
@@ -59,12 +57,7 @@ fn serve_then_get_over_four_streams_prints_a_report() {
         .arg(out.path())
         .output()
         .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let report = json_report(&output);
     assert_eq!(report["bytes"], (5 << 20) + 7);
     assert_eq!(report["streams"], 4);
     assert_eq!(report["verified"], true);
@@ -278,12 +271,7 @@ fn get_resume_after_kill_9_fetches_only_what_is_missing() {
         .arg(&dest)
         .output()
         .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let report = json_report(&output);
     assert_eq!(report["resumed_bytes"], 2 << 20);
     assert!(std::fs::read(&dest).unwrap() == data);
     assert_eq!(std::fs::read_dir(out.path()).unwrap().count(), 1);

@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{flexio, is_root, stderr};
+use common::{flexio, is_root, json_report, stderr};
 
 use std::path::Path;
 use std::process::Command;
@@ -68,8 +68,7 @@ fn a_directory_needs_r_and_r_copies_it_whole() {
         .args([root.join("src"), root.join("dst")])
         .output()
         .unwrap();
-    assert!(output.status.success(), "{}", stderr(&output));
-    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let report = json_report(&output);
     assert_eq!(report["files"], 3);
     assert_eq!(report["directories"], 3);
     assert_eq!(

@@ -228,23 +228,7 @@ fn without_preserve_modes_lose_the_umask_and_times_are_new() {
     fs::create_dir(&source).unwrap();
     fs::write(source.join("f"), b"x").unwrap();
     fs::set_permissions(source.join("f"), fs::Permissions::from_mode(0o4777)).unwrap();
-    let old = rustix::fs::Timestamps {
-        last_access: rustix::fs::Timespec {
-            tv_sec: 1_000_000,
-            tv_nsec: 5,
-        },
-        last_modification: rustix::fs::Timespec {
-            tv_sec: 1_000_000,
-            tv_nsec: 5,
-        },
-    };
-    rustix::fs::utimensat(
-        rustix::fs::CWD,
-        source.join("f"),
-        &old,
-        rustix::fs::AtFlags::empty(),
-    )
-    .unwrap();
+    set_mtime(&source.join("f"), 1_000_000, 5);
     let options = TreeOptions {
         recursive: true,
         ..TreeOptions::default()
@@ -375,23 +359,7 @@ fn no_clobber_update_exclude_and_dry_run() {
     assert!(!root.join("dst/skip.tmp").exists() && !root.join("dst/cache").exists());
 
     // -u: the destination is older than the source only after a touch.
-    let past = rustix::fs::Timestamps {
-        last_access: rustix::fs::Timespec {
-            tv_sec: 1,
-            tv_nsec: 0,
-        },
-        last_modification: rustix::fs::Timespec {
-            tv_sec: 1,
-            tv_nsec: 0,
-        },
-    };
-    rustix::fs::utimensat(
-        rustix::fs::CWD,
-        root.join("dst/keep"),
-        &past,
-        rustix::fs::AtFlags::empty(),
-    )
-    .unwrap();
+    set_mtime(&root.join("dst/keep"), 1, 0);
     copy(
         &root.join("src/."),
         &root.join("dst"),
@@ -521,6 +489,19 @@ fn reflink_on_xfs_copies_a_gibibyte_at_once() {
     if let Err(panic) = result {
         std::panic::resume_unwind(panic);
     }
+}
+
+/// Sets a path's access and modification times to `seconds.nanoseconds`.
+fn set_mtime(path: &Path, seconds: i64, nanoseconds: i64) {
+    let at = rustix::fs::Timespec {
+        tv_sec: seconds,
+        tv_nsec: nanoseconds as _,
+    };
+    let times = rustix::fs::Timestamps {
+        last_access: at,
+        last_modification: at,
+    };
+    rustix::fs::utimensat(rustix::fs::CWD, path, &times, rustix::fs::AtFlags::empty()).unwrap();
 }
 
 fn which(program: &str) -> Result<(), String> {

@@ -127,27 +127,17 @@ pub(super) fn scenario_dot_charts(
     charts
 }
 
+/// Whether `key` takes more than one value over `rows`.
+fn varies<K: Ord>(rows: &[&Summary], key: impl Fn(&Summary) -> K) -> bool {
+    rows.iter().map(|s| key(s)).collect::<BTreeSet<_>>().len() > 1
+}
+
 /// One row per contender (and per cache state or flow count where those
 /// vary), a dot per network path.
 fn dot_rows(rows: &[&Summary], value: impl Fn(&Summary) -> Option<(f64, f64, f64)>) -> Vec<Row> {
-    let cache_varies = rows
-        .iter()
-        .map(|s| s.cell.cache)
-        .collect::<BTreeSet<_>>()
-        .len()
-        > 1;
-    let flows_varies = rows
-        .iter()
-        .map(|s| s.cell.flows)
-        .collect::<BTreeSet<_>>()
-        .len()
-        > 1;
-    let size_varies = rows
-        .iter()
-        .map(|s| s.cell.size)
-        .collect::<BTreeSet<_>>()
-        .len()
-        > 1;
+    let cache_varies = varies(rows, |s| s.cell.cache);
+    let flows_varies = varies(rows, |s| s.cell.flows);
+    let size_varies = varies(rows, |s| s.cell.size);
     let contenders: Vec<&crate::model::Contender> = rows.iter().map(|s| &s.contender).collect();
     let mut out: Vec<Row> = Vec::new();
     // Kinds in their order (engine, process, peer, limit), each in the

@@ -20,6 +20,13 @@ pub fn stderr(output: &Output) -> String {
     String::from_utf8_lossy(&output.stderr).into_owned()
 }
 
+/// The JSON report a successful run printed on stdout; a failed run
+/// fails the test with its stderr.
+pub fn json_report(output: &Output) -> serde_json::Value {
+    assert!(output.status.success(), "{}", stderr(output));
+    serde_json::from_slice(&output.stdout).expect("a JSON report on stdout")
+}
+
 /// The names in `dir`, sorted; temporary files would show up here.
 pub fn names(dir: &Path) -> Vec<String> {
     let mut names: Vec<String> = std::fs::read_dir(dir)
