@@ -263,9 +263,7 @@ impl<'a> Engine<'a> {
     fn segments(&self, source_start: u64) -> Result<Vec<(u64, Option<u64>)>> {
         let fresh_file = matches!(self.sink.io, SinkIo::Fresh(_));
         match (&self.source.io, self.total) {
-            (SourceIo::Fd(fd), Some(total))
-                if fresh_file && self.source.kind == EndpointKind::File =>
-            {
+            (SourceIo::Fd(fd), Some(total)) if fresh_file && self.source.maybe_sparse => {
                 measure::data_segments(fd, source_start, total)
                     .map(|segments| segments.into_iter().map(|(s, l)| (s, Some(l))).collect())
                     .map_err(|e| {

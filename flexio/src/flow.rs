@@ -351,6 +351,14 @@ impl<'a> Flow<'a> {
                 ))
             })?;
         }
+        // `auto` serves every pair, and with no offset, seek or verify
+        // there is nothing left that the kinds could refuse: spare the
+        // two stats (a small copy's whole budget counts them).
+        let kinds_can_refuse =
+            self.via != MechanismName::Auto || self.offset > 0 || self.seek > 0 || self.verify;
+        if !kinds_can_refuse {
+            return Ok(());
+        }
         let source = self.source_kind_unopened();
         let sink = self.sink_kind_unopened();
         if let Some(source) = source {
