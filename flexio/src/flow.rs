@@ -340,13 +340,13 @@ impl<'a> Flow<'a> {
         if let Some(length) = self.length {
             self.offset.checked_add(length).ok_or_else(|| {
                 Error::usage(format!(
-                    "--offset {} plus --length {length} is past the largest byte offset",
+                    "offset {} plus length {length} is past the largest byte offset",
                     self.offset
                 ))
             })?;
             self.seek.checked_add(length).ok_or_else(|| {
                 Error::usage(format!(
-                    "--seek {} plus --length {length} is past the largest byte offset",
+                    "seek {} plus length {length} is past the largest byte offset",
                     self.seek
                 ))
             })?;
@@ -364,14 +364,14 @@ impl<'a> Flow<'a> {
         if let Some(source) = source {
             if self.offset > 0 && !source.is_seekable() {
                 return Err(Error::usage(format!(
-                    "--offset needs a seekable source (a file, block device or memory), not a {source}"
+                    "offset needs a seekable source (a file, block device or memory), not a {source}"
                 )));
             }
         }
         if let Some(sink) = sink {
             if self.seek > 0 && !sink.is_seekable() {
                 return Err(Error::usage(format!(
-                    "--seek needs a seekable sink (a block device, memory, or a file with --in-place), not a {sink}"
+                    "seek needs a seekable sink (a block device, memory, or a file written in place), not a {sink}"
                 )));
             }
         }
@@ -379,7 +379,7 @@ impl<'a> Flow<'a> {
             if let Sink::Address(crate::Address::Path(path)) = &self.sink {
                 if std::fs::metadata(path).map_or(true, |meta| meta.is_file()) {
                     return Err(Error::usage(format!(
-                        "{}: --seek on a regular file needs --in-place",
+                        "{}: seek on a regular file needs in-place writing",
                         path.display()
                     )));
                 }
@@ -459,7 +459,7 @@ impl<'a> Flow<'a> {
         let Some(size) = source.size else {
             if self.offset > 0 {
                 return Err(Error::usage(format!(
-                    "{}: --offset needs a seekable source (a file, block device or memory)",
+                    "{}: offset needs a seekable source (a file, block device or memory)",
                     source.label
                 )));
             }
@@ -467,7 +467,7 @@ impl<'a> Flow<'a> {
         };
         let start = source.base.checked_add(self.offset).ok_or_else(|| {
             Error::usage(format!(
-                "{}: --offset {} is past the largest byte offset",
+                "{}: offset {} is past the largest byte offset",
                 source.label, self.offset
             ))
         })?;
@@ -492,20 +492,20 @@ impl<'a> Flow<'a> {
         if self.seek > 0 {
             if matches!(sink.io, SinkIo::Fresh(_)) {
                 return Err(Error::usage(format!(
-                    "{}: --seek on a regular file needs --in-place",
+                    "{}: seek on a regular file needs in-place writing",
                     sink.label
                 )));
             }
             if !sink.kind.is_seekable() {
                 return Err(Error::usage(format!(
-                    "{}: --seek needs a seekable sink, not a {}",
+                    "{}: seek needs a seekable sink, not a {}",
                     sink.label, sink.kind
                 )));
             }
         }
         if sink.appends && self.seek > 0 {
             return Err(Error::usage(format!(
-                "{}: --seek cannot place writes in a file opened for appending (>>); every write lands at its end",
+                "{}: seek cannot place writes in a file opened for appending (>>); every write lands at its end",
                 sink.label
             )));
         }
@@ -515,7 +515,7 @@ impl<'a> Flow<'a> {
             .and_then(|start| start.checked_add(total.unwrap_or(0)));
         if end.is_none() {
             return Err(Error::usage(format!(
-                "{}: --seek {} plus the flow's length is past the largest byte offset",
+                "{}: seek {} plus the flow's length is past the largest byte offset",
                 sink.label, self.seek
             )));
         }
@@ -554,7 +554,7 @@ impl<'a> Flow<'a> {
         if self.via != MechanismName::Auto {
             if self.params.direct && !self.via.writes_direct(&self.params) {
                 return Err(Error::usage(format!(
-                    "--direct applies to io-uring and direct, not {}",
+                    "direct I/O applies to io-uring and direct, not {}",
                     self.via
                 )));
             }
@@ -607,7 +607,7 @@ impl<'a> Flow<'a> {
 fn verify_needs_seekable(source: Option<EndpointKind>, sink: Option<EndpointKind>) -> Error {
     let name = |kind: Option<EndpointKind>| kind.map_or("?", EndpointKind::as_str);
     Error::usage(format!(
-        "--verify reads both sides again after the flow: it needs a file, block device or memory on each side, not {} -> {}",
+        "verify reads both sides again after the flow: it needs a file, block device or memory on each side, not {} -> {}",
         name(source),
         name(sink)
     ))
@@ -628,7 +628,7 @@ fn direct_decision(
         if range.mechanism.supports(source, sink) && range.mechanism.writes_direct(&params) {
             decision.mechanism = range.mechanism;
             decision.params = params;
-            decision.decided_by = format!("{place}, with --direct");
+            decision.decided_by = format!("{place}, with direct I/O");
             return Ok(decision);
         }
     }
@@ -637,12 +637,12 @@ fn direct_decision(
         .find(|m| m.supports(source, sink))
         .ok_or_else(|| {
             Error::usage(format!(
-                "--direct needs a file or block device on one side; {source} -> {sink} has none"
+                "direct I/O needs a file or block device on one side; {source} -> {sink} has none"
             ))
         })?;
     decision.mechanism = chosen;
     decision.params.direct = true;
     decision.decided_by =
-        format!("--direct: {chosen}, the first of io-uring and direct (the mechanisms that use O_DIRECT) that serves {source} -> {sink}");
+        format!("direct I/O: {chosen}, the first of io-uring and direct (the mechanisms that use O_DIRECT) that serves {source} -> {sink}");
     Ok(decision)
 }

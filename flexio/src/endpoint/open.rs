@@ -226,7 +226,7 @@ fn open_sink_path<'a>(path: PathBuf, options: &SinkOptions) -> Result<OpenSink<'
     let Some(meta) = meta else {
         if options.in_place {
             return Err(Error::usage(format!(
-                "{label}: --in-place needs an existing file"
+                "{label}: writing in place needs an existing file"
             )));
         }
         let mode = options
