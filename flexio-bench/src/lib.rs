@@ -21,6 +21,8 @@
 //!  └ charts/legend.rs  a colour and marker per contender, the legend panel
 //! tune.rs        `flexio tune`: candidates per flow kind and size, run as
 //!                cells, turned into a profile for `auto`
+//!  └ select.rs   a winner per size (ties within the noise band go to less
+//!                CPU per byte) and the size ranges between them
 //! ```
 
 #![warn(missing_docs)]
@@ -38,6 +40,7 @@ pub mod output;
 pub mod peers;
 pub mod plan;
 pub mod runner;
+pub mod select;
 pub mod stats;
 pub mod table;
 pub mod tree_bench;

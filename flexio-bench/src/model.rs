@@ -306,7 +306,7 @@ impl RunRecord {
 
 /// What machine the bench ran on: the same fingerprint a tuned profile
 /// carries.
-pub use flexio::tune::Fingerprint;
+pub use flexio::profile::Fingerprint;
 
 /// Everything a bench run produced.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]

@@ -42,7 +42,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use flexio::measure;
-use flexio::tune::Profile;
+use flexio::profile::Profile;
 use flexio::{builtin_choice, EndpointKind};
 
 use crate::model::{CacheState, Contender, Provenance, Results, RunRecord, SCHEMA_VERSION};

@@ -14,9 +14,9 @@ use crate::engine::{Engine, RunSettings};
 use crate::error::{Error, Result};
 use crate::mechanism::MechanismName;
 pub use crate::params::Params;
+use crate::profile::{Decision, FlowKind, Profile};
 pub use crate::progress::Progress;
 use crate::report::Report;
-use crate::tune::{Decision, FlowKind, Profile};
 
 /// Called with the bound address of a `*-listen://` endpoint.
 type ListenCallback<'a> = Box<dyn FnMut(&str) + 'a>;
@@ -112,7 +112,7 @@ impl<'a> Flow<'a> {
         self
     }
 
-    /// The profile `auto` consults (see [`crate::tune`]); without one, or
+    /// The profile `auto` consults (see [`crate::profile`]); without one, or
     /// when it has no range for the flow, `auto` uses the built-in table.
     /// Checking that the profile fits this machine is the caller's choice
     /// ([`Profile::machine_differences`]).
@@ -618,7 +618,7 @@ fn verify_needs_seekable(source: Option<EndpointKind>, sink: Option<EndpointKind
 /// (several requests in flight), else `direct`.
 fn direct_decision(
     mut decision: Decision,
-    range: Option<(String, &crate::tune::RangeEntry)>,
+    range: Option<(String, &crate::profile::RangeEntry)>,
     source: EndpointKind,
     sink: EndpointKind,
 ) -> Result<Decision> {

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use flexio::tune::Profile;
+use flexio::profile::Profile;
 use flexio::{Flow, MechanismName, Report, Sink, Source};
 
 use super::streams::{

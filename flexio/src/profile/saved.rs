@@ -9,7 +9,6 @@ use std::sync::Mutex;
 
 use serde::{Deserialize, Serialize};
 
-use super::select::Measurement;
 use super::{Fingerprint, FlowKind};
 use crate::mechanism::MechanismName;
 use crate::params::Params;
@@ -91,26 +90,6 @@ pub struct RangeEntry {
 }
 
 impl RangeEntry {
-    pub(crate) fn from_winner(
-        min_bytes: u64,
-        max_bytes: Option<u64>,
-        winner: &Measurement,
-    ) -> Self {
-        let params = &winner.candidate.params;
-        RangeEntry {
-            min_bytes,
-            max_bytes,
-            mechanism: winner.candidate.mechanism,
-            chunk: params.chunk,
-            queue_depth: params.queue_depth,
-            pipe_size: params.pipe_size,
-            direct: params.direct,
-            throughput_bytes_per_s: winner.median_bps as u64,
-            spread: winner.spread(),
-            measured_at: vec![winner.size],
-        }
-    }
-
     /// The parameters of this range.
     pub fn params(&self) -> Params {
         Params {
@@ -282,7 +261,7 @@ impl Profile {
     /// let dir = tempfile::tempdir().unwrap();
     /// let path = dir.path().join("profile.toml");
     /// std::fs::write(&path, "format_version = 99\n").unwrap();
-    /// let error = flexio::tune::Profile::load(&path).unwrap_err();
+    /// let error = flexio::profile::Profile::load(&path).unwrap_err();
     /// assert!(error.to_string().contains("newer"));
     /// ```
     pub fn load(path: &Path) -> Result<Profile, ProfileError> {
@@ -526,32 +505,30 @@ impl Profile {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tune::{select_ranges, Candidate};
 
+    /// Read-write below 2 MiB, copy-file-range from there: what selection
+    /// makes of read-write leading at 4 KiB and copy-file-range at 1 GiB.
     fn sample_profile() -> Profile {
-        let m = |size: u64, mechanism, bps: f64| Measurement {
-            kind: FlowKind::FileToFile,
-            size,
-            candidate: Candidate {
-                mechanism,
-                params: Params::default(),
-            },
-            median_bps: bps,
-            min_bps: bps,
-            max_bps: bps,
-            cpu_ns_per_byte: 0.5,
+        let entry = |min_bytes, max_bytes, mechanism, measured_at| RangeEntry {
+            min_bytes,
+            max_bytes,
+            mechanism,
+            chunk: Params::default().chunk,
+            queue_depth: Params::default().queue_depth,
+            pipe_size: Params::default().pipe_size,
+            direct: false,
+            throughput_bytes_per_s: 2_000_000_000,
+            spread: 0.0,
+            measured_at: vec![measured_at],
         };
-        let measured = [
-            m(4096, MechanismName::ReadWrite, 2e9),
-            m(4096, MechanismName::CopyFileRange, 1e9),
-            m(1 << 30, MechanismName::ReadWrite, 1e9),
-            m(1 << 30, MechanismName::CopyFileRange, 3e9),
-        ];
         let mut profile =
             Profile::new(Fingerprint::of_this_machine(Path::new(".")), Path::new("."));
         profile.flows.push(FlowProfile {
             kind: FlowKind::FileToFile,
-            ranges: select_ranges(&measured, FlowKind::FileToFile, 0.03),
+            ranges: vec![
+                entry(0, Some(2 << 20), MechanismName::ReadWrite, 4096),
+                entry(2 << 20, None, MechanismName::CopyFileRange, 1 << 30),
+            ],
             curves: Vec::new(),
         });
         profile
