@@ -8,16 +8,15 @@
 //! module saves and loads what it chose and answers "which mechanism for
 //! this flow?" with the reason.
 
+mod file;
 mod fingerprint;
 mod flow_kind;
 mod saved;
 
+pub use file::{default_profile_path, ProfileError, MAX_PROFILE_BYTES};
 pub use fingerprint::{Fingerprint, Mount};
 pub use flow_kind::FlowKind;
-pub use saved::{
-    default_profile_path, Curve, CurvePoint, FlowProfile, Profile, ProfileError, RangeEntry,
-    MAX_PROFILE_BYTES, PROFILE_FORMAT_VERSION,
-};
+pub use saved::{Curve, CurvePoint, FlowProfile, Profile, RangeEntry, PROFILE_FORMAT_VERSION};
 
 /// Why `auto` chose what it chose for one flow.
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
