@@ -22,6 +22,7 @@
 
 mod dots;
 mod legend;
+pub mod plain;
 
 pub use legend::COLORS;
 

@@ -19,6 +19,9 @@
 //! charts.rs      SVG charts: lines by size, chunk and flows;
 //!  ├ charts/dots.rs    dot plots by contender for one-size scenarios
 //!  └ charts/legend.rs  a colour and marker per contender, the legend panel
+//! server_bench.rs `flexio serve` against nginx under wrk: requests/s,
+//!                latency, CPU per GiB, latency under load, fairness
+//! cue.rs         Cue's tables, printed beside the scenarios that repeat them
 //! tune.rs        `flexio tune`: candidates per flow kind and size, run as
 //!                cells, turned into a profile for `auto`
 //! ```
@@ -29,6 +32,7 @@
 mod affinity;
 pub mod cache_bench;
 pub mod charts;
+pub mod cue;
 mod files;
 pub mod fingerprint;
 pub mod limits;
@@ -38,6 +42,7 @@ pub mod output;
 pub mod peers;
 pub mod plan;
 pub mod runner;
+pub mod server_bench;
 pub mod stats;
 pub mod table;
 pub mod tree_bench;

@@ -134,6 +134,26 @@ pub fn median(values: &mut [f64]) -> f64 {
     }
 }
 
+/// Jain's fairness index of `shares` (per-flow throughputs, say):
+/// `(Σx)² / (n · Σx²)`, 1 when every flow got the same, `1/n` when one
+/// flow got everything. `None` for no flows or when all are zero.
+///
+/// # Examples
+/// ```
+/// use flexio_bench::stats::jain;
+/// assert_eq!(jain(&[5.0, 5.0, 5.0, 5.0]), Some(1.0));
+/// assert_eq!(jain(&[8.0, 0.0, 0.0, 0.0]), Some(0.25));
+/// assert_eq!(jain(&[]), None);
+/// ```
+pub fn jain(shares: &[f64]) -> Option<f64> {
+    let sum: f64 = shares.iter().sum();
+    let squares: f64 = shares.iter().map(|x| x * x).sum();
+    if shares.is_empty() || squares <= 0.0 {
+        return None;
+    }
+    Some(sum * sum / (shares.len() as f64 * squares))
+}
+
 /// Summarises the counted runs (round ≥ 1) of `results` per (cell,
 /// contender).
 ///
@@ -799,6 +819,18 @@ fn mechanisms_used(runs: &[&RunRecord]) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn jain_is_one_for_equal_shares_and_falls_to_one_over_n() {
+        assert_eq!(jain(&[3.0; 7]), Some(1.0));
+        let two_of_four = jain(&[1.0, 1.0, 0.0, 0.0]).unwrap();
+        assert!((two_of_four - 0.5).abs() < 1e-12);
+        let near = jain(&[100.0, 99.0, 101.0, 100.0]).unwrap();
+        assert!(near > 0.999 && near <= 1.0, "{near}");
+        let skewed = jain(&[10.0, 1.0, 1.0, 1.0]).unwrap();
+        assert!(skewed > 0.25 && skewed < 0.5, "{skewed}");
+        assert_eq!(jain(&[0.0, 0.0]), None);
+    }
 
     fn cell(scenario: &str, cache: CacheState, path: &str) -> CellKey {
         CellKey {

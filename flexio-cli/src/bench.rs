@@ -28,7 +28,8 @@ pub struct BenchArgs {
     /// Only this scenario (repeatable): file-to-file, file-to-file-durable,
     /// file-to-socket, socket-to-file, file-to-pipe, pipe-to-file, memory, parallel,
     /// meter (the limits always run with these); tree (many files, against
-    /// cp -r, cp -a, rsync -a, tar | tar and xcp).
+    /// cp -r, cp -a, rsync -a, tar | tar and xcp); server (`flexio serve`
+    /// against nginx under wrk; with --quick a few seconds).
     #[arg(long = "scenario", value_name = "NAME", value_parser = scenario)]
     scenarios: Vec<ScenarioArg>,
     /// The tree scenario's trees at this fraction of their size (1 is
@@ -42,6 +43,13 @@ pub struct BenchArgs {
     /// fig4-10, fig4-10000 [default: all].
     #[arg(long, value_delimiter = ',', value_name = "LIST")]
     trees: Vec<String>,
+    /// The server scenario's client counts [default: 1,4,64,256].
+    #[arg(long, value_delimiter = ',', value_name = "LIST", value_parser = clap::value_parser!(u32).range(1..=4096))]
+    clients: Vec<u32>,
+    /// The server scenario's large file (latency under load, fairness)
+    /// [default: 1G].
+    #[arg(long, value_name = "SIZE", value_parser = size)]
+    large: Option<u64>,
     /// These sizes instead of each scenario's own, e.g. `1G` or `1M,64M`.
     #[arg(long, value_name = "LIST", value_parser = size, value_delimiter = ',')]
     sizes: Vec<u64>,
@@ -73,18 +81,21 @@ pub struct BenchArgs {
 enum ScenarioArg {
     Matrix(Scenario),
     Tree,
+    Server,
 }
 
 fn scenario(text: &str) -> Result<ScenarioArg, String> {
-    if text == "tree" {
-        return Ok(ScenarioArg::Tree);
+    match text {
+        "tree" => return Ok(ScenarioArg::Tree),
+        "server" => return Ok(ScenarioArg::Server),
+        _ => {}
     }
     Scenario::from_name(text)
         .map(ScenarioArg::Matrix)
         .ok_or_else(|| {
             let names: Vec<_> = Scenario::ALL.iter().map(|s| s.name()).collect();
             format!(
-                "unknown scenario {text:?}; known: {}, tree",
+                "unknown scenario {text:?}; known: {}, tree, server",
                 names.join(", ")
             )
         })
@@ -122,16 +133,32 @@ pub fn run(args: BenchArgs) -> Result<(), Error> {
             args.cold,
             &args.trees,
         )?;
-        if args.scenarios.iter().all(|s| *s == ScenarioArg::Tree) {
-            return Ok(());
-        }
+    }
+    if args.scenarios.contains(&ScenarioArg::Server) {
+        crate::bench_server::run(&crate::bench_server::ServerArgs {
+            dir: &args.dir,
+            out: &args.out,
+            runs: args.runs,
+            quick: args.quick,
+            clients: &args.clients,
+            sizes: &args.sizes,
+            large: args.large,
+        })?;
+    }
+    if !args.scenarios.is_empty()
+        && args
+            .scenarios
+            .iter()
+            .all(|s| matches!(s, ScenarioArg::Tree | ScenarioArg::Server))
+    {
+        return Ok(());
     }
     let matrix: Vec<Scenario> = args
         .scenarios
         .iter()
         .filter_map(|s| match s {
             ScenarioArg::Matrix(scenario) => Some(*scenario),
-            ScenarioArg::Tree => None,
+            ScenarioArg::Tree | ScenarioArg::Server => None,
         })
         .collect();
     if args.meter_child {

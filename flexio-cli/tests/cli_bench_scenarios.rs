@@ -1,0 +1,116 @@
+//! The bench's own-runner scenarios in their quick form: they run, and
+//! what they write is well-formed and consistent (bytes against requests
+//! and sizes, Jain's index in (0, 1], latencies ordered). Nothing here is
+//! a speed target.
+
+mod common;
+
+use std::path::Path;
+
+use common::{flexio, stderr};
+
+fn json(path: &Path) -> serde_json::Value {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap()
+}
+
+fn is_svg(path: &Path) -> bool {
+    std::fs::read_to_string(path).is_ok_and(|text| text.contains("<svg") && text.contains("</svg>"))
+}
+
+#[test]
+fn server_scenario_quick_is_consistent() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let output = flexio()
+        .args(["bench", "--scenario", "server", "--quick", "--clients", "2"])
+        .args(["--sizes", "4K,1M", "--dir"])
+        .arg(dir.path())
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(text.contains("Cue, Table 8"), "{text}");
+    let results = &json(&out.join("server.json"))["results"];
+    let skipped: Vec<String> = results["skipped"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s.as_str().unwrap().to_string())
+        .collect();
+    let wrk_missing = skipped.iter().any(|s| s.starts_with("wrk"));
+    let cells = results["cells"].as_array().unwrap();
+    if wrk_missing {
+        eprintln!("skipped the cell checks: wrk is not installed (apt-get install wrk)");
+        assert!(cells.is_empty());
+    } else {
+        assert!(!cells.is_empty());
+        for cell in cells {
+            let size = cell["size"].as_u64().unwrap();
+            let clients = cell["clients"].as_u64().unwrap();
+            let requests = cell["wrk"]["requests"].as_u64().unwrap();
+            let read = cell["wrk"]["bytes_read"].as_f64().unwrap();
+            assert!(requests > 0, "{cell}");
+            assert_eq!(cell["wrk"]["errors"].as_u64(), Some(0), "{cell}");
+            // Every completed response's body was read, and at most one
+            // partial response per client beyond them, headers under
+            // 1 KiB; wrk prints the bytes to 0.5%.
+            let bodies = (requests * size) as f64;
+            let most = ((requests + clients) * (size + 1024)) as f64;
+            assert!(read >= bodies * 0.995, "{cell}");
+            assert!(read <= most * 1.005, "{cell}");
+            let (p50, p99) = (
+                cell["wrk"]["p50_us"].as_f64().unwrap(),
+                cell["wrk"]["p99_us"].as_f64().unwrap(),
+            );
+            assert!(p50 > 0.0 && p50 <= p99, "{cell}");
+            assert!(cell["server_cpu_s"].as_f64().unwrap() >= 0.0, "{cell}");
+        }
+        let latency = results["latency"].as_array().unwrap();
+        assert!(!latency.is_empty());
+        for round in latency {
+            for phase in ["idle", "loaded"] {
+                assert!(round[phase]["requests"].as_u64().unwrap() > 0, "{round}");
+            }
+        }
+        for chart in [
+            "server-throughput.svg",
+            "server-requests.svg",
+            "server-cpu.svg",
+            "server-latency.svg",
+        ] {
+            assert!(is_svg(&out.join(chart)), "{chart}");
+        }
+    }
+    let fairness = results["fairness"].as_array().unwrap();
+    assert!(!fairness.is_empty());
+    for run in fairness {
+        let jain = run["jain"].as_f64().unwrap();
+        assert!(jain > 0.0 && jain <= 1.0 + 1e-12, "{run}");
+        let rates = run["client_rates"].as_array().unwrap();
+        let bytes = run["client_bytes"].as_array().unwrap();
+        assert_eq!(rates.len(), 4);
+        assert_eq!(bytes.len(), 4);
+        for (rate, bytes) in rates.iter().zip(bytes) {
+            let (rate, bytes) = (rate.as_f64().unwrap(), bytes.as_u64().unwrap());
+            assert!(bytes > 0 && rate > 0.0, "{run}");
+            // The window is about the run's second: the rate is its bytes
+            // over about that time.
+            assert!(
+                rate <= bytes as f64 / 0.9 && rate >= bytes as f64 / 3.0,
+                "{run}"
+            );
+        }
+        if let Some(limit) = run["rate_limit"].as_f64() {
+            for rate in rates {
+                // A limit is a ceiling (a little over for the first
+                // burst of the socket's buffers).
+                assert!(rate.as_f64().unwrap() <= limit * 1.25, "{run}");
+            }
+        }
+    }
+    assert!(is_svg(&out.join("server-fairness.svg")));
+    assert!(out.join("server.md").exists());
+}
