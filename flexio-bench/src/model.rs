@@ -279,6 +279,10 @@ pub struct RunRecord {
     pub host_cpu_busy_ns: u64,
     /// Voluntary + involuntary context switches.
     pub context_switches: u64,
+    /// Of those, the involuntary ones (preempted rather than blocking);
+    /// absent in results written before they were recorded.
+    #[serde(default)]
+    pub involuntary_switches: Option<u64>,
     /// Source page-cache residency just before the run, percent (None if
     /// not a file).
     pub source_resident_percent: Option<f64>,

@@ -65,6 +65,11 @@ pub struct Summary {
     pub host_cpu_s_per_gib: f64,
     /// Context switches per GiB moved, median over runs.
     pub switches_per_gib: f64,
+    /// Of those, the involuntary ones per GiB (median over runs), where
+    /// the runs recorded them: Cue's Table 1 splits the two, a transfer
+    /// that blocks switching voluntarily, one that is preempted not.
+    #[serde(default)]
+    pub involuntary_per_gib: Option<f64>,
     /// Median over rounds of this contender's throughput divided by the
     /// best peer's throughput in the same round; only for what runs as a
     /// process (`flexio copy` and the peers themselves), `None` for the
@@ -702,6 +707,14 @@ fn summarize_group(cell: &CellKey, contender: &Contender, runs: &[&RunRecord]) -
         cpu_s_per_gib: per_gib(|run| (run.cpu_user_ns + run.cpu_sys_ns) as f64 / 1e9),
         host_cpu_s_per_gib: per_gib(|run| run.host_cpu_busy_ns as f64 / 1e9),
         switches_per_gib: per_gib(|run| run.context_switches as f64),
+        involuntary_per_gib: {
+            let mut values: Vec<f64> = runs
+                .iter()
+                .filter(|run| run.bytes > 0)
+                .filter_map(|run| Some(run.involuntary_switches? as f64 / (run.bytes as f64 / GIB)))
+                .collect();
+            (!values.is_empty()).then(|| median(&mut values))
+        },
         ratio_to_best_peer: None,
         best_peer_round_range: None,
         ratios_to_peers: Vec::new(),
@@ -747,7 +760,7 @@ fn host_cpu_below_resolution(runs: &[&RunRecord]) -> Option<f64> {
 /// let summary = |contender, min: f64, median: f64, max: f64| Summary {
 ///     cell: cell.clone(), contender, runs: 5, median_bps: median, min_bps: min,
 ///     max_bps: max, cpu_s_per_gib: 0.0, host_cpu_s_per_gib: 0.0,
-///     switches_per_gib: 0.0, ratio_to_best_peer: None, best_peer_round_range: None,
+///     switches_per_gib: 0.0, involuntary_per_gib: None, ratio_to_best_peer: None, best_peer_round_range: None,
 ///     ratios_to_peers: Vec::new(),
 ///     ratio_to_best_fixed: None, best_fixed_round_range: None, ratio_to_builtin: None,
 ///     ratio_to_limit: None, limit_note: None, host_cpu_below_resolution: None,
@@ -905,6 +918,7 @@ mod tests {
             cpu_sys_ns: 0,
             host_cpu_busy_ns: 0,
             context_switches: 0,
+            involuntary_switches: None,
             source_resident_percent: None,
             mechanism_used: Some(mechanism.into()),
             decided_by: None,

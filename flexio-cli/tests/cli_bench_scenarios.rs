@@ -5,9 +5,14 @@
 
 mod common;
 
+use std::ffi::OsString;
 use std::path::Path;
 
 use common::{flexio, stderr};
+use flexio::MechanismName;
+use flexio_bench::model::CacheState;
+use flexio_bench::plan::{Cell, Entrant, Plan, Scenario};
+use flexio_bench::runner::{self, RunOptions};
 
 fn json(path: &Path) -> serde_json::Value {
     let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
@@ -113,4 +118,61 @@ fn server_scenario_quick_is_consistent() {
     }
     assert!(is_svg(&out.join("server-fairness.svg")));
     assert!(out.join("server.md").exists());
+}
+
+/// The meter runs beside each transfer and keeps a share of its solo rate
+/// in (0, 1]; the runs split their context switches.
+#[test]
+fn meter_scenario_keeps_a_share_and_splits_context_switches() {
+    let dir = tempfile::tempdir().unwrap();
+    let size = 16 << 20;
+    let plan = Plan {
+        cells: vec![Cell::new(
+            Scenario::Meter,
+            size,
+            CacheState::Warm,
+            vec![
+                Entrant::flexio(MechanismName::Sendfile, 256 << 10),
+                Entrant::flexio(MechanismName::ReadWrite, 256 << 10),
+            ],
+        )
+        .path("loopback")],
+    };
+    let mut options = RunOptions::new(dir.path());
+    options.rounds = 1;
+    options.drop_caches = false;
+    options.meter_command = Some(vec![
+        OsString::from(env!("CARGO_BIN_EXE_flexio")),
+        "bench".into(),
+        "--meter-child".into(),
+    ]);
+    let results = runner::run(&plan, &options, &mut runner::Quiet).unwrap();
+    let failed: Vec<&String> = results
+        .notes
+        .iter()
+        .filter(|n| n.contains("skipped") || n.contains("failed"))
+        .collect();
+    assert!(failed.is_empty(), "{failed:?}");
+    let metered: Vec<_> = results
+        .runs
+        .iter()
+        .filter(|r| r.cell.scenario == "meter")
+        .collect();
+    // A warm-up and a round of both mechanisms.
+    assert_eq!(metered.len(), 4);
+    for run in metered {
+        assert_eq!(run.bytes, size);
+        let kept = run.meter_kept.expect("a kept share");
+        assert!(kept > 0.0 && kept <= 1.0, "{run:?}");
+        let involuntary = run
+            .involuntary_switches
+            .expect("involuntary switches recorded");
+        assert!(involuntary <= run.context_switches, "{run:?}");
+    }
+    let summaries = flexio_bench::stats::summarize(&results);
+    let table = flexio_bench::table::render(&results, &summaries);
+    assert!(
+        table.contains("Cue, Table 1") && table.contains("vol/invol"),
+        "{table}"
+    );
 }

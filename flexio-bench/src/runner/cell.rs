@@ -108,7 +108,11 @@ impl CellContext {
                     .meter_command
                     .as_ref()
                     .ok_or_else(|| io::Error::other("no meter co-process command"))?;
-                Some(Meter::start(argv, Duration::from_millis(300))?)
+                // Started on the transfer's CPU (a child inherits the
+                // pin), where it competes with the transfer; its solo rate
+                // is measured there before any transfer runs.
+                let _pinned = affinity::pin_contender();
+                Some(Meter::start(argv, Duration::from_millis(500))?)
             }
             _ => None,
         };
@@ -287,9 +291,10 @@ impl CellContext {
         if network {
             net.forget_tcp_metrics();
         }
-        // The meter cell leaves placement to the scheduler: what it
-        // measures is how much CPU a flow leaves to others.
-        let streams = pipes || (network && self.scenario != Scenario::Meter);
+        // In the meter cell the flow shares its CPU with the meter, and the
+        // bench's receiver runs on the other: Cue's sender and metering
+        // process on one machine, its receiver on another.
+        let streams = pipes || network;
         let _pinned = streams.then(affinity::pin_contender).flatten();
         let measured = match self.scenario {
             // A limit beside the contenders (the disk in cold cells, memcpy
@@ -302,6 +307,7 @@ impl CellContext {
             Scenario::FileToSocket => self.file_to_socket(entrant, size, net),
             Scenario::Meter => {
                 let meter = self.meter.as_mut().expect("the meter runs in meter cells");
+                meter.measure_solo(Duration::from_millis(200))?;
                 let (start, at) = (meter.count()?, Instant::now());
                 let measured = self.file_to_socket(entrant, size, net)?;
                 let meter = self.meter.as_mut().expect("the meter runs in meter cells");
