@@ -18,6 +18,7 @@ use serde::{Deserialize, Serialize};
 use crate::endpoint::{classify_fd, EndpointKind, FileSink};
 use crate::engine::run_with_fallbacks;
 use crate::error::{Error, Result};
+use crate::kernel_pacing::KernelPacing;
 use crate::mechanism::{Counters, Idle, MechanismName, Scratch, Transfer};
 use crate::pace::{Pacer, Pacing, PacingReport, TokenBucket};
 use crate::report::Fallback;
@@ -237,6 +238,17 @@ impl Mover {
                 None => pacer,
             }
         });
+        let kernel_pacing = match (pacer.as_mut(), request.pacing.rate) {
+            (Some(pacer), Some(rate)) => {
+                let burst = request.pacing.burst_bytes().unwrap_or(rate.default_burst());
+                let engaged = KernelPacing::engage(sink.fd, sink.kind, rate, burst);
+                if engaged.is_some() {
+                    pacer.rate_kept_by_kernel();
+                }
+                engaged
+            }
+            _ => None,
+        };
         let mut transfer = Transfer {
             source_fd: Some(source.fd),
             source_memory: None,
@@ -260,15 +272,20 @@ impl Mover {
             pacer: pacer.as_mut(),
         };
         let used = match request.length {
-            Some(0) => None,
-            _ => Some(run_with_fallbacks(
+            Some(0) => Ok(None),
+            _ => run_with_fallbacks(
                 &mut transfer,
                 mechanism,
                 request.strict,
                 request.source_offset,
                 &mut fallbacks,
-            )?),
+            )
+            .map(Some),
         };
+        if let Some(engaged) = kernel_pacing {
+            engaged.release(sink.fd);
+        }
+        let used = used?;
         let bytes = transfer.source_pos - request.source_offset;
         Ok(RangeReport {
             bytes,
