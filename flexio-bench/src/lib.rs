@@ -21,6 +21,8 @@
 //!  └ charts/legend.rs  a colour and marker per contender, the legend panel
 //! server_bench.rs `flexio serve` against nginx under wrk: requests/s,
 //!                latency, CPU per GiB, latency under load, fairness
+//! schedule_bench.rs Cue's (k, t) grid: file -> socket with --schedule
+//!                K,T beside the meter
 //! cue.rs         Cue's tables, printed beside the scenarios that repeat them
 //! tune.rs        `flexio tune`: candidates per flow kind and size, run as
 //!                cells, turned into a profile for `auto`
@@ -42,6 +44,7 @@ pub mod output;
 pub mod peers;
 pub mod plan;
 pub mod runner;
+pub mod schedule_bench;
 pub mod server_bench;
 pub mod stats;
 pub mod table;

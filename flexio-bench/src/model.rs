@@ -295,6 +295,10 @@ pub struct RunRecord {
     /// For the meter scenario: share of the co-process's solo rate it kept
     /// during this run (0..1).
     pub meter_kept: Option<f64>,
+    /// For parallel cells: each flow's own throughput, bytes per second
+    /// (its bytes over its own wall time), for Jain's index.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub flow_bytes_per_s: Vec<f64>,
 }
 
 impl RunRecord {

@@ -303,7 +303,14 @@ pub fn report(results: &Results, summaries: &[stats::Summary], charts: &[PathBuf
                 .unwrap_or(rest);
             if matches!(
                 rest,
-                "size.svg" | "chunk.svg" | "scaling.svg" | "contenders.svg" | "kept.svg"
+                "size.svg"
+                    | "chunk.svg"
+                    | "scaling.svg"
+                    | "contenders.svg"
+                    | "kept.svg"
+                    | "fairness.svg"
+                    | "per-flow.svg"
+                    | "cpu.svg"
             ) {
                 let stem = name.trim_end_matches(".svg");
                 let _ = writeln!(out, "![{stem}]({name})\n");

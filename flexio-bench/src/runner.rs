@@ -51,6 +51,7 @@ use crate::plan::{Cell, Entrant, Plan, Scenario};
 use crate::window::Measured;
 
 mod cell;
+mod parallel;
 mod streams;
 
 use cell::CellContext;
@@ -415,6 +416,7 @@ fn record(
         mechanism_used: measured.mechanism_used,
         decided_by: measured.decided_by,
         meter_kept,
+        flow_bytes_per_s: measured.flow_rates,
     }
 }
 

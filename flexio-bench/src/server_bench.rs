@@ -211,7 +211,8 @@ fn make_files(root: &Path, options: &ServerBenchOptions) -> io::Result<()> {
     Ok(())
 }
 
-fn write_pattern(path: &Path, size: u64) -> io::Result<()> {
+/// Writes `size` bytes of a pseudo-random pattern (no holes) to `path`.
+pub(crate) fn write_pattern(path: &Path, size: u64) -> io::Result<()> {
     use std::io::Write;
     let mut file = std::io::BufWriter::new(std::fs::File::create(path)?);
     let mut block = vec![0u8; 1 << 20];

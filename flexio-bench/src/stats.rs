@@ -113,6 +113,14 @@ pub struct Summary {
     pub resident_percent: Option<f64>,
     /// Median share of the meter co-process's solo rate it kept (0..1).
     pub meter_kept: Option<f64>,
+    /// Parallel cells: the median over runs of the median flow's own
+    /// throughput, bytes per second.
+    #[serde(default)]
+    pub flow_median_bps: Option<f64>,
+    /// Parallel cells: the median over runs of Jain's index over the
+    /// flows' own throughputs (1: every flow got the same).
+    #[serde(default)]
+    pub jain: Option<f64>,
 }
 
 /// The median of `values`, sorting them in place: the middle value for an
@@ -727,6 +735,10 @@ fn summarize_group(cell: &CellKey, contender: &Contender, runs: &[&RunRecord]) -
         mechanism_used: mechanisms_used(runs),
         resident_percent: optional(|run| run.source_resident_percent),
         meter_kept: optional(|run| run.meter_kept),
+        flow_median_bps: optional(|run| {
+            (!run.flow_bytes_per_s.is_empty()).then(|| median(&mut run.flow_bytes_per_s.clone()))
+        }),
+        jain: optional(|run| jain(&run.flow_bytes_per_s)),
     }
 }
 
@@ -764,7 +776,8 @@ fn host_cpu_below_resolution(runs: &[&RunRecord]) -> Option<f64> {
 ///     ratios_to_peers: Vec::new(),
 ///     ratio_to_best_fixed: None, best_fixed_round_range: None, ratio_to_builtin: None,
 ///     ratio_to_limit: None, limit_note: None, host_cpu_below_resolution: None,
-///     mechanism_used: None, resident_percent: None, meter_kept: None };
+///     mechanism_used: None, resident_percent: None, meter_kept: None,
+///     flow_median_bps: None, jain: None };
 /// let memcpy = summary(Contender::Limit { name: "memcpy".into() }, 8e9, 10e9, 12e9);
 /// let flow = summary(Contender::Peer { name: "x".into() }, 9e9, 11e9, 13e9);
 /// let note = limit_explanation(&flow, &memcpy, 1.1);
@@ -923,6 +936,7 @@ mod tests {
             mechanism_used: Some(mechanism.into()),
             decided_by: None,
             meter_kept: None,
+            flow_bytes_per_s: Vec::new(),
         };
         let runs = [run("splice"), run("sendfile"), run("sendfile")];
         let refs: Vec<&RunRecord> = runs.iter().collect();

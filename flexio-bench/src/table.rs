@@ -362,6 +362,7 @@ pub fn scenario_table(summaries: &[Summary], scenario: &str) -> Table {
     let chunk_sweep = rows.iter().any(|s| s.cell.chunk != 0);
     let has_path = rows.iter().any(|s| !s.cell.path.is_empty());
     let has_meter = rows.iter().any(|s| s.meter_kept.is_some());
+    let has_flows = rows.iter().any(|s| s.jain.is_some());
 
     let mut columns: Vec<(&str, bool)> = vec![("size", true)];
     if chunk_sweep {
@@ -385,6 +386,9 @@ pub fn scenario_table(summaries: &[Summary], scenario: &str) -> Table {
     ]);
     if has_meter {
         columns.push(("meter kept", true));
+    }
+    if has_flows {
+        columns.extend([("per flow", true), ("Jain", true)]);
     }
     columns.push(("ran", false));
 
@@ -442,6 +446,14 @@ pub fn scenario_table(summaries: &[Summary], scenario: &str) -> Table {
                         .map(|kept| format!("{:.0}%", kept * 100.0))
                         .unwrap_or_else(|| "-".into()),
                 );
+            }
+            if has_flows {
+                row.push(
+                    summary
+                        .flow_median_bps
+                        .map_or("-".into(), flexio::format_rate),
+                );
+                row.push(summary.jain.map_or("-".into(), |j| format!("{j:.3}")));
             }
             row.push(ran_note(summary));
             row

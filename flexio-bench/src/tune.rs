@@ -269,6 +269,7 @@ pub fn candidate_of(contender: &Contender) -> Option<Candidate> {
 ///     ratio_to_limit: None, limit_note: None, host_cpu_below_resolution: None,
 ///     mechanism_used: Some("splice".into()),
 ///     resident_percent: Some(100.0), meter_kept: None,
+///     flow_median_bps: None, jain: None,
 /// };
 /// let m = flexio_bench::tune::measurement(&summary).unwrap();
 /// assert_eq!(m.kind, flexio::tune::FlowKind::FileToPipe);
@@ -848,6 +849,8 @@ mod tests {
             mechanism_used: Some(used.into()),
             resident_percent: None,
             meter_kept: None,
+            flow_median_bps: None,
+            jain: None,
         };
         let measured = measurement(&summary("copy-file-range")).unwrap();
         assert_eq!(measured.kind, FlowKind::FileToFile);

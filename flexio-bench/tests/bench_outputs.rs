@@ -89,6 +89,7 @@ fn run(cell: &CellKey, contender: &Contender, round: u32, mb_per_s: u64) -> RunR
         },
         decided_by: None,
         meter_kept: None,
+        flow_bytes_per_s: Vec::new(),
     }
 }
 

@@ -29,7 +29,8 @@ pub struct BenchArgs {
     /// file-to-socket, socket-to-file, file-to-pipe, pipe-to-file, memory, parallel,
     /// meter (the limits always run with these); tree (many files, against
     /// cp -r, cp -a, rsync -a, tar | tar and xcp); server (`flexio serve`
-    /// against nginx under wrk; with --quick a few seconds).
+    /// against nginx under wrk; with --quick a few seconds); schedule
+    /// (Cue's k × t grid of `--schedule K,T` beside the meter).
     #[arg(long = "scenario", value_name = "NAME", value_parser = scenario)]
     scenarios: Vec<ScenarioArg>,
     /// The tree scenario's trees at this fraction of their size (1 is
@@ -82,12 +83,14 @@ enum ScenarioArg {
     Matrix(Scenario),
     Tree,
     Server,
+    Schedule,
 }
 
 fn scenario(text: &str) -> Result<ScenarioArg, String> {
     match text {
         "tree" => return Ok(ScenarioArg::Tree),
         "server" => return Ok(ScenarioArg::Server),
+        "schedule" => return Ok(ScenarioArg::Schedule),
         _ => {}
     }
     Scenario::from_name(text)
@@ -95,7 +98,7 @@ fn scenario(text: &str) -> Result<ScenarioArg, String> {
         .ok_or_else(|| {
             let names: Vec<_> = Scenario::ALL.iter().map(|s| s.name()).collect();
             format!(
-                "unknown scenario {text:?}; known: {}, tree, server",
+                "unknown scenario {text:?}; known: {}, tree, server, schedule",
                 names.join(", ")
             )
         })
@@ -145,11 +148,16 @@ pub fn run(args: BenchArgs) -> Result<(), Error> {
             large: args.large,
         })?;
     }
+    if args.scenarios.contains(&ScenarioArg::Schedule) && !args.meter_child {
+        crate::bench_schedule::run(&args.dir, &args.out, args.runs, args.quick, &args.sizes)?;
+    }
     if !args.scenarios.is_empty()
-        && args
-            .scenarios
-            .iter()
-            .all(|s| matches!(s, ScenarioArg::Tree | ScenarioArg::Server))
+        && args.scenarios.iter().all(|s| {
+            matches!(
+                s,
+                ScenarioArg::Tree | ScenarioArg::Server | ScenarioArg::Schedule
+            )
+        })
     {
         return Ok(());
     }
@@ -158,7 +166,7 @@ pub fn run(args: BenchArgs) -> Result<(), Error> {
         .iter()
         .filter_map(|s| match s {
             ScenarioArg::Matrix(scenario) => Some(*scenario),
-            ScenarioArg::Tree | ScenarioArg::Server => None,
+            ScenarioArg::Tree | ScenarioArg::Server | ScenarioArg::Schedule => None,
         })
         .collect();
     if args.meter_child {

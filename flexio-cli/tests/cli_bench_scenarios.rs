@@ -176,3 +176,136 @@ fn meter_scenario_keeps_a_share_and_splits_context_switches() {
         "{table}"
     );
 }
+
+/// 1–3 file → socket flows at once: every flow's own throughput is kept,
+/// and Jain's index over them lies in (0, 1].
+#[test]
+fn parallel_socket_flows_keep_each_flows_rate_and_a_jain_index() {
+    let dir = tempfile::tempdir().unwrap();
+    let size = 4 << 20;
+    let cells = [1, 3]
+        .into_iter()
+        .map(|flows| {
+            let mut cell = Cell::new(
+                Scenario::Parallel,
+                size,
+                CacheState::Warm,
+                vec![
+                    Entrant::flexio(MechanismName::Sendfile, 256 << 10),
+                    Entrant::flexio(MechanismName::ReadWrite, 256 << 10),
+                ],
+            )
+            .path("loopback");
+            cell.key.flows = flows;
+            cell
+        })
+        .collect();
+    let mut options = RunOptions::new(dir.path());
+    options.rounds = 1;
+    options.drop_caches = false;
+    let results = runner::run(&Plan { cells }, &options, &mut runner::Quiet).unwrap();
+    let failed: Vec<&String> = results
+        .notes
+        .iter()
+        .filter(|n| n.contains("skipped") || n.contains("failed"))
+        .collect();
+    assert!(failed.is_empty(), "{failed:?}");
+    let runs: Vec<_> = results
+        .runs
+        .iter()
+        .filter(|r| r.cell.scenario == "parallel")
+        .collect();
+    assert_eq!(runs.len(), 2 * 2 * 2);
+    for run in runs {
+        let flows = run.cell.flows as usize;
+        assert_eq!(run.bytes, size * flows as u64, "{run:?}");
+        assert_eq!(run.flow_bytes_per_s.len(), flows, "{run:?}");
+        // Each flow's rate runs to its own last byte, the aggregate's to
+        // the last flow's: no flow is below its share of the aggregate.
+        let slowest = run
+            .flow_bytes_per_s
+            .iter()
+            .copied()
+            .fold(f64::INFINITY, f64::min);
+        assert!(slowest >= run.throughput() / flows as f64 * 0.99, "{run:?}");
+        let jain = flexio_bench::stats::jain(&run.flow_bytes_per_s).unwrap();
+        assert!(jain > 0.0 && jain <= 1.0 + 1e-12, "{run:?}");
+    }
+    let summaries = flexio_bench::stats::summarize(&results);
+    assert!(summaries
+        .iter()
+        .all(|s| s.jain.is_some() && s.flow_median_bps.is_some()));
+    let table = flexio_bench::table::render(&results, &summaries);
+    assert!(
+        table.contains("Jain") && table.contains("Cue, Tables 6-7"),
+        "{table}"
+    );
+    let out = dir.path().join("out");
+    flexio_bench::output::write_all(&out, &results).unwrap();
+    for chart in [
+        "parallel-fairness.svg",
+        "parallel-per-flow.svg",
+        "parallel-cpu.svg",
+    ] {
+        assert!(is_svg(&out.join(chart)), "{chart}");
+    }
+}
+
+/// The (k, t) grid in its quick form: every transfer arrives whole, the
+/// schedule's pauses are there (counted, and in the wall time), and the
+/// meter kept a share in (0, 1].
+#[test]
+fn schedule_scenario_quick_observes_its_pauses() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let output = flexio()
+        .args(["bench", "--scenario", "schedule", "--quick", "--dir"])
+        .arg(dir.path())
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(String::from_utf8_lossy(&output.stdout).contains("Cue, Tables 3-5"));
+    let results = json(&out.join("schedule.json"));
+    let (size, chunk) = (
+        results["size"].as_u64().unwrap(),
+        results["chunk"].as_u64().unwrap(),
+    );
+    let runs = results["runs"].as_array().unwrap();
+    // A warm-up and a round of 2 mechanisms × (none + 2 × 2 schedules).
+    assert_eq!(runs.len(), 2 * 2 * 5);
+    for run in runs {
+        assert_eq!(run["bytes"].as_u64(), Some(size), "{run}");
+        let kept = run["meter_kept"].as_f64().unwrap();
+        assert!(kept > 0.0 && kept <= 1.0, "{run}");
+        let (Some(k), Some(t)) = (run["chunks"].as_u64(), run["pause_ms"].as_u64()) else {
+            continue;
+        };
+        let (calls, pauses) = (
+            run["calls"].as_u64().unwrap(),
+            run["pauses"].as_u64().unwrap(),
+        );
+        assert!(calls >= size.div_ceil(chunk), "{run}");
+        // A pause after every k chunks but the last run of them.
+        assert!(
+            pauses + 1 >= calls / k && pauses <= calls.div_ceil(k),
+            "{run}"
+        );
+        assert!(
+            run["wall_ns"].as_u64().unwrap() >= pauses * t * 1_000_000,
+            "{run}"
+        );
+        assert!(
+            run["voluntary_switches"].as_u64().unwrap() >= pauses,
+            "{run}"
+        );
+    }
+    for chart in [
+        "schedule-kept.svg",
+        "schedule-throughput.svg",
+        "schedule-cpu.svg",
+    ] {
+        assert!(is_svg(&out.join(chart)), "{chart}");
+    }
+}
