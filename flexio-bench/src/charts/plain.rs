@@ -85,15 +85,17 @@ pub fn write_line_chart(path: &Path, chart: &LineChart) -> io::Result<()> {
     };
     let y_range = range(points.iter().map(|p| p.1).collect(), chart.log_y, true);
     let mut svg = String::new();
+    let y = y_range.clone();
     let result = match (chart.log_x && chart.categories.is_empty(), chart.log_y) {
-        (false, false) => draw(&mut svg, chart, x_range, y_range),
-        (true, false) => draw(&mut svg, chart, x_range.log_scale().base(2.0), y_range),
-        (false, true) => draw(&mut svg, chart, x_range, y_range.log_scale()),
+        (false, false) => draw(&mut svg, chart, x_range, y_range, y),
+        (true, false) => draw(&mut svg, chart, x_range.log_scale().base(2.0), y_range, y),
+        (false, true) => draw(&mut svg, chart, x_range, y_range.log_scale(), y),
         (true, true) => draw(
             &mut svg,
             chart,
             x_range.log_scale().base(2.0),
             y_range.log_scale(),
+            y,
         ),
     };
     result.map_err(|e| io::Error::other(format!("drawing chart {}: {e}", path.display())))?;
@@ -105,6 +107,7 @@ fn draw<X, Y>(
     chart: &LineChart,
     x_spec: X,
     y_spec: Y,
+    y_extent: std::ops::Range<f64>,
 ) -> Result<(), Box<dyn std::error::Error>>
 where
     X: plotters::coord::ranged1d::AsRangedCoord<Value = f64>,
@@ -138,17 +141,31 @@ where
         }
         categories.get(index as usize).cloned().unwrap_or_default()
     };
+    let log_y = chart.log_y;
+    let y_label = move |y: &f64| -> String {
+        // On a log axis plotters offers every multiple of each power of
+        // ten: only 1, 2 and 5 of each decade are labelled.
+        if log_y && *y > 0.0 {
+            let mantissa = y / 10f64.powf(y.log10().floor());
+            let round = mantissa.round();
+            if (mantissa - round).abs() > 1e-6 || ![1.0, 2.0, 5.0, 10.0].contains(&round) {
+                return String::new();
+            }
+        }
+        compact(*y)
+    };
     let mut mesh = context.configure_mesh();
     mesh.x_desc(chart.x_desc.as_str())
         .y_desc(chart.y_desc.as_str())
         .x_label_formatter(&x_label)
-        .y_label_formatter(&|y| compact(*y))
-        .light_line_style(RGBColor(235, 235, 235));
+        .y_label_formatter(&y_label)
+        .light_line_style(TRANSPARENT);
     if !chart.categories.is_empty() {
         mesh.x_labels(chart.categories.len() * 2 + 1);
     }
     if chart.log_y {
-        mesh.y_labels(30);
+        let decades = (y_extent.end / y_extent.start).log10().ceil().max(1.0) as usize;
+        mesh.y_labels(10 * (decades + 1));
     }
     mesh.draw()?;
     for (index, series) in chart.series.iter().enumerate() {

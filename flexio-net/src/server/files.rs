@@ -131,8 +131,10 @@ pub(crate) fn answer(
                 .header("Content-Type", kind)
                 .header("Content-Length", size.to_string())
                 .header("X-Content-Type-Options", "nosniff");
-            head.send(&exchange.connection.stream, exchange.keep_alive)?;
-            if !exchange.head_only {
+            if exchange.head_only || size == 0 {
+                head.send(&exchange.connection.stream, exchange.keep_alive)?;
+            } else {
+                head.send_before_body(&exchange.connection.stream, exchange.keep_alive)?;
                 exchange.send_in_turns(file, label, 0, size);
             }
         }
