@@ -121,7 +121,7 @@ fn server_scenario_quick_is_consistent() {
 }
 
 /// The meter runs beside each transfer and keeps a share of its solo rate
-/// in (0, 1]; the runs split their context switches.
+/// in [0, 1]; the runs split their context switches.
 #[test]
 fn meter_scenario_keeps_a_share_and_splits_context_switches() {
     let dir = tempfile::tempdir().unwrap();
@@ -163,7 +163,9 @@ fn meter_scenario_keeps_a_share_and_splits_context_switches() {
     for run in metered {
         assert_eq!(run.bytes, size);
         let kept = run.meter_kept.expect("a kept share");
-        assert!(kept > 0.0 && kept <= 1.0, "{run:?}");
+        // 0 is a measurement: a short CPU-bound transfer can leave the
+        // meter nothing at all.
+        assert!((0.0..=1.0).contains(&kept), "{run:?}");
         let involuntary = run
             .involuntary_switches
             .expect("involuntary switches recorded");
@@ -253,7 +255,7 @@ fn parallel_socket_flows_keep_each_flows_rate_and_a_jain_index() {
 
 /// The (k, t) grid in its quick form: every transfer arrives whole, the
 /// schedule's pauses are there (counted, and in the wall time), and the
-/// meter kept a share in (0, 1].
+/// meter kept a share in [0, 1].
 #[test]
 fn schedule_scenario_quick_observes_its_pauses() {
     let dir = tempfile::tempdir().unwrap();
@@ -278,7 +280,9 @@ fn schedule_scenario_quick_observes_its_pauses() {
     for run in runs {
         assert_eq!(run["bytes"].as_u64(), Some(size), "{run}");
         let kept = run["meter_kept"].as_f64().unwrap();
-        assert!(kept > 0.0 && kept <= 1.0, "{run}");
+        // 0 is a measurement: a short CPU-bound transfer can leave the
+        // meter nothing at all.
+        assert!((0.0..=1.0).contains(&kept), "{run}");
         let (Some(k), Some(t)) = (run["chunks"].as_u64(), run["pause_ms"].as_u64()) else {
             continue;
         };

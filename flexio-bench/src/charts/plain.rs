@@ -131,8 +131,13 @@ where
         .y_label_area_size(76)
         .build_cartesian_2d(x_spec, y_spec)?;
     let categories = chart.categories.clone();
+    let log_x = chart.log_x;
     let x_label = move |x: &f64| -> String {
         if categories.is_empty() {
+            // A log2 axis: only powers of two (clients, flows, pauses).
+            if log_x && (x.log2() - x.log2().round()).abs() > 1e-6 {
+                return String::new();
+            }
             return compact(*x);
         }
         let index = x.round();
@@ -162,6 +167,8 @@ where
         .light_line_style(TRANSPARENT);
     if !chart.categories.is_empty() {
         mesh.x_labels(chart.categories.len() * 2 + 1);
+    } else if chart.log_x {
+        mesh.x_labels(40);
     }
     if chart.log_y {
         let decades = (y_extent.end / y_extent.start).log10().ceil().max(1.0) as usize;
