@@ -54,11 +54,13 @@ fn turn_len(shared: &Shared, connection: &Connection, left: u64) -> u64 {
     turn.min(left)
 }
 
-/// How long until `connection` may send again (zero: now).
+/// How long until `connection` may send its next turn (zero: now).
 fn delay(shared: &Shared, connection: &Connection, now: Instant) -> Duration {
     [connection.rate.as_ref(), shared.total_rate.as_ref()]
         .into_iter()
         .flatten()
+        // Out of debt is enough (see `Transfer::next_len`): the event
+        // loop's late wake-ups stay credit.
         .map(|bucket| bucket.delay(now))
         .max()
         .unwrap_or(Duration::ZERO)
