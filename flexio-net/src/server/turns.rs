@@ -130,6 +130,14 @@ pub(crate) fn take_turn(
         finish(shared, connection, keep_alive);
         return;
     }
+    if connection.rate.is_some() || shared.total_rate.is_some() {
+        // Under a rate, every next turn goes through the event loop's
+        // deferred list, in order: a connection that just sent cannot take
+        // the shared tokens again before one that has been waiting.
+        let due = now + delay(shared, &connection, now);
+        shared.defer(Deferred { due, connection });
+        return;
+    }
     // Behind everything queued meanwhile; a send fails only when every
     // worker is gone.
     let _ = jobs.send(Job::Turn(connection));
