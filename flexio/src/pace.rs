@@ -268,8 +268,10 @@ impl Pacing {
 /// bucket.charge(600, start); // 100 of credit, 500 owed: half a second
 /// assert_eq!(bucket.delay(start), Duration::from_millis(500));
 /// assert_eq!(bucket.delay(start + Duration::from_millis(500)), Duration::ZERO);
-/// // A call that must find its 100 bytes in the bucket waits longer.
-/// assert!(bucket.delay_for(start, 100) > Duration::from_millis(599));
+/// // A call that must find its 100 bytes in the bucket waits for them.
+/// let then = start + Duration::from_millis(500);
+/// assert!(bucket.delay_for(then, 100) > Duration::from_millis(99));
+/// assert!(bucket.delay_for(then, 100) <= Duration::from_millis(100));
 /// ```
 #[derive(Debug)]
 pub struct TokenBucket {
