@@ -19,6 +19,8 @@
 //! charts.rs      SVG charts: lines by size, chunk and flows;
 //!  ├ charts/dots.rs    dot plots by contender for one-size scenarios
 //!  └ charts/legend.rs  a colour and marker per contender, the legend panel
+//! pace_bench.rs  the `pace` scenario: `flexio copy --rate` as a process
+//!                over loopback, clocked by a receiver here
 //! tune.rs        `flexio tune`: candidates per flow kind and size, run as
 //!                cells, turned into a profile for `auto`
 //! ```
@@ -35,6 +37,7 @@ pub mod limits;
 pub mod meter;
 pub mod model;
 pub mod output;
+pub mod pace_bench;
 pub mod peers;
 pub mod plan;
 pub mod runner;
