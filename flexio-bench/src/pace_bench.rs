@@ -1,7 +1,7 @@
 //! The `pace` scenario: how close a paced flow comes to its rate. Runs
-//! `flexio copy --rate R FILE tcp://…` (paced by the kernel,
-//! `SO_MAX_PACING_RATE`) and `… unix://…` (paced by flexio's token bucket)
-//! as processes over loopback, for a set duration at each rate, while this
+//! `flexio copy --rate R FILE tcp://…` paced by the kernel
+//! (`--pace-by kernel`, `SO_MAX_PACING_RATE`) and by flexio's token bucket,
+//! and `… unix://…` (the bucket) as processes over loopback, for a set duration at each rate, while this
 //! process receives and clocks every byte. The error is the receiver's
 //! rate against the target: what a peer sees, not what the sender thinks.
 //!
@@ -44,7 +44,10 @@ pub struct PaceResult {
     pub bytes: u64,
     /// From the receiver's first byte to its last.
     pub receiver_ns: u64,
-    /// The receiver's rate.
+    /// Bytes of the receiver's first read (left out of its rate).
+    pub first_read_bytes: u64,
+    /// The receiver's rate: bytes after its first read over the time from
+    /// that read to the last.
     pub receiver_bytes_per_s: u64,
     /// The sender's own figure (its report).
     pub sender_bytes_per_s: u64,
@@ -61,24 +64,32 @@ pub struct PaceResult {
 /// What the receiver saw.
 struct Received {
     bytes: u64,
+    /// What the first read returned: those bytes arrived before the clock
+    /// started (how long before is unknown), so the rate leaves them out.
+    first_bytes: u64,
     span: Duration,
 }
 
 fn receive(mut stream: impl Read) -> Received {
     let mut buffer = vec![0u8; 1 << 20];
-    let (mut bytes, mut first, mut last) = (0u64, None, Instant::now());
+    let (mut bytes, mut first_bytes, mut first, mut last) = (0u64, 0, None, Instant::now());
     while let Ok(n @ 1..) = stream.read(&mut buffer) {
         last = Instant::now();
-        first.get_or_insert(last);
+        if first.is_none() {
+            first = Some(last);
+            first_bytes = n as u64;
+        }
         bytes += n as u64;
     }
     Received {
         bytes,
+        first_bytes,
         span: last - first.unwrap_or(last),
     }
 }
 
-/// Runs every rate over TCP and over a Unix socket, in that order.
+/// Runs every rate over TCP (kernel, then bucket) and over a Unix socket,
+/// in that order.
 ///
 /// # Errors
 /// A message when the source cannot be made, a socket cannot be bound, or
@@ -94,8 +105,8 @@ pub fn run(options: &PaceBenchOptions) -> Result<Vec<PaceResult>, String> {
         file.set_len(bytes.max(1))
             .map_err(|e| format!("{}: {e}", source.display()))?;
         drop(file);
-        for sink in ["tcp", "unix"] {
-            results.push(one_flow(options, &source, rate, sink)?);
+        for (sink, by) in [("tcp", "kernel"), ("tcp", "bucket"), ("unix", "bucket")] {
+            results.push(one_flow(options, &source, rate, sink, by)?);
         }
         let _ = std::fs::remove_file(&source);
     }
@@ -107,6 +118,7 @@ fn one_flow(
     source: &Path,
     rate: u64,
     sink: &str,
+    by: &str,
 ) -> Result<PaceResult, String> {
     let (address, receiver) = match sink {
         "tcp" => {
@@ -140,6 +152,8 @@ fn one_flow(
             "sendfile",
             "--no-progress",
             "--json",
+            "--pace-by",
+            by,
             "--rate",
         ])
         .arg(rate.to_string())
@@ -160,7 +174,8 @@ fn one_flow(
     let report: serde_json::Value =
         serde_json::from_slice(&output.stdout).map_err(|e| format!("flexio copy --json: {e}"))?;
     let pacing = &report["pacing"];
-    let seen = received.bytes as f64 / received.span.as_secs_f64().max(1e-9);
+    let seen =
+        (received.bytes - received.first_bytes) as f64 / received.span.as_secs_f64().max(1e-9);
     let cpu =
         report["cpu_user_ns"].as_u64().unwrap_or(0) + report["cpu_sys_ns"].as_u64().unwrap_or(0);
     Ok(PaceResult {
@@ -169,6 +184,7 @@ fn one_flow(
         target_bytes_per_s: rate,
         bytes: received.bytes,
         receiver_ns: received.span.as_nanos() as u64,
+        first_read_bytes: received.first_bytes,
         receiver_bytes_per_s: seen as u64,
         sender_bytes_per_s: pacing["achieved_bytes_per_s"].as_u64().unwrap_or(0),
         error_percent: (seen / rate as f64 - 1.0) * 100.0,

@@ -32,7 +32,7 @@ pub fn run(dir: &Path, out: &Path, rates: &[Rate], seconds: f64) -> Result<(), E
     let _ = std::fs::remove_dir_all(&work);
     let results = result.map_err(Error::Usage)?;
     let text = format!(
-        "{}\nflexio copy --rate R --via sendfile FILE → loopback for {seconds} s per rate; error: the receiver's rate against R; tcp is paced by the kernel (SO_MAX_PACING_RATE), unix by the token bucket\n",
+        "{}\nflexio copy --rate R --via sendfile FILE → loopback for {seconds} s per rate; error: the receiver's rate against R; \"paced by\" is the sender's report: the kernel (SO_MAX_PACING_RATE) or flexio's token bucket\n",
         pace_bench::table(&results)
     );
     crate::print_stdout(&text);

@@ -83,6 +83,11 @@ pub struct CopyArgs {
     /// bytes), then pause T ms; e.g. 8,5.
     #[arg(long, value_name = "K,T")]
     pub(crate) schedule: Option<String>,
+    /// Who keeps --rate on a TCP sink: the kernel (SO_MAX_PACING_RATE),
+    /// the token bucket, or auto (the kernel up to 32 MiB/s, where it was
+    /// measured to keep the rate).
+    #[arg(long, value_name = "auto|kernel|bucket", default_value = "auto")]
+    pub(crate) pace_by: String,
     /// Print the report as JSON.
     #[arg(long)]
     pub(crate) json: bool,
@@ -118,11 +123,14 @@ pub fn run(args: CopyArgs) -> Result<(), Error> {
     let sink_address = Address::parse(sink)?;
     let via = parse_via(&args.via, &source_address, &sink_address)?;
     let params = explicit_params(&args)?;
-    let pacing = flexio::pace::Pacing::parse(
-        args.rate.as_deref(),
-        args.burst.as_deref(),
-        args.schedule.as_deref(),
-    )?;
+    let pacing = flexio::pace::Pacing {
+        by: args.pace_by.parse()?,
+        ..flexio::pace::Pacing::parse(
+            args.rate.as_deref(),
+            args.burst.as_deref(),
+            args.schedule.as_deref(),
+        )?
+    };
     let profile = (via == MechanismName::Auto)
         .then(|| args.profile.load_for_auto())
         .flatten();

@@ -269,12 +269,10 @@ impl<'a> Engine<'a> {
     /// stands down (its burst and schedule still hold).
     fn engage_kernel_pacing(&self, pacer: Option<&mut Pacer>) -> Option<KernelPacing> {
         let pacer = pacer?;
-        let rate = pacer.pacing().rate?;
         let SinkIo::Fd(fd) = &self.sink.io else {
             return None;
         };
-        let burst = pacer.pacing().burst_bytes().unwrap_or(rate.default_burst());
-        let engaged = KernelPacing::engage(fd.as_fd(), self.sink.kind, rate, burst)?;
+        let engaged = KernelPacing::engage(fd.as_fd(), self.sink.kind, pacer.pacing())?;
         pacer.rate_kept_by_kernel();
         Some(engaged)
     }

@@ -197,6 +197,38 @@ pub struct Pacing {
     pub burst: Option<u64>,
     /// Pauses between runs of chunks.
     pub schedule: Option<Schedule>,
+    /// Who keeps the rate on a TCP sink.
+    pub by: PaceBy,
+}
+
+/// Who is to keep a TCP sink's rate.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PaceBy {
+    /// The kernel for rates it was measured to keep (up to 32 MiB/s), the
+    /// token bucket above.
+    #[default]
+    Auto,
+    /// The kernel (`SO_MAX_PACING_RATE`) at any rate up to 4 GiB/s.
+    Kernel,
+    /// flexio's token bucket always.
+    TokenBucket,
+}
+
+impl FromStr for PaceBy {
+    type Err = Error;
+
+    /// `auto`, `kernel` or `bucket`.
+    fn from_str(text: &str) -> Result<PaceBy> {
+        match text {
+            "auto" => Ok(PaceBy::Auto),
+            "kernel" => Ok(PaceBy::Kernel),
+            "bucket" | "token-bucket" => Ok(PaceBy::TokenBucket),
+            _ => Err(Error::usage(format!(
+                "--pace-by {text:?}: use auto, kernel or bucket"
+            ))),
+        }
+    }
 }
 
 impl Pacing {
@@ -223,6 +255,7 @@ impl Pacing {
             rate,
             burst,
             schedule,
+            by: PaceBy::Auto,
         };
         pacing.validate()?;
         Ok(pacing)
