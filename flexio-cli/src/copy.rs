@@ -71,8 +71,8 @@ pub struct CopyArgs {
     idle_timeout: Option<std::time::Duration>,
     /// Move at most this many bytes per second: 10M, 512K/s, 1G (binary
     /// units), or bits spelled out: 100Mbit/s (decimal). A TCP sink is
-    /// paced by the kernel (SO_MAX_PACING_RATE), other flows by a token
-    /// bucket; the report says which and the rate achieved.
+    /// paced by flexio's token bucket (or the kernel with --pace-by
+    /// kernel); the report says which and the rate achieved.
     #[arg(long, value_name = "RATE")]
     pub(crate) rate: Option<String>,
     /// The most bytes one call moves (with --rate: the bucket's depth)
@@ -83,9 +83,9 @@ pub struct CopyArgs {
     /// bytes), then pause T ms; e.g. 8,5.
     #[arg(long, value_name = "K,T")]
     pub(crate) schedule: Option<String>,
-    /// Who keeps --rate on a TCP sink: the kernel (SO_MAX_PACING_RATE),
-    /// the token bucket, or auto (the kernel up to 32 MiB/s, where it was
-    /// measured to keep the rate).
+    /// Who keeps --rate on a TCP sink: the kernel (SO_MAX_PACING_RATE) or
+    /// the token bucket; auto is the bucket, which `flexio bench --scenario
+    /// pace` measured keeping the rate where the kernel fell short.
     #[arg(long, value_name = "auto|kernel|bucket", default_value = "auto")]
     pub(crate) pace_by: String,
     /// Print the report as JSON.

@@ -14,14 +14,6 @@ use crate::sys::pacing;
 /// 32 bits, and `u32::MAX` means "no cap" to them.
 pub(crate) const KERNEL_MAX_RATE: u64 = u32::MAX as u64 - 1;
 
-/// The most `PaceBy::Auto` hands to the kernel. Measured with `flexio
-/// bench --scenario pace` (kernel and bucket rows) on a 2-core VM over loopback: TCP's
-/// own pacing met 10 MiB/s within 0.4%, missed 100 MiB/s by 2–32% from
-/// run to run and 400 MiB/s–1 GiB/s by 16–80% (it never catches up on time
-/// lost, and paces loopback's 64 KiB segments with a timer each), where
-/// the token bucket stayed within 2% at all three.
-pub(crate) const KERNEL_AUTO_MAX_RATE: u64 = 32 << 20;
-
 /// The socket's options as they were, restored by [`KernelPacing::release`].
 #[derive(Debug)]
 pub(crate) struct KernelPacing {
@@ -30,9 +22,9 @@ pub(crate) struct KernelPacing {
 }
 
 impl KernelPacing {
-    /// Hands `rate` to the kernel for a TCP sink, when it is within what
-    /// the kernel paces and the kernel takes it; `None` leaves the rate to
-    /// flexio's token bucket.
+    /// Hands the rate to the kernel for a TCP sink when `pacing` asks for
+    /// the kernel, the rate is within what it takes and it takes it;
+    /// `None` leaves the rate to flexio's token bucket.
     pub(crate) fn engage(
         fd: BorrowedFd<'_>,
         kind: EndpointKind,
@@ -40,12 +32,10 @@ impl KernelPacing {
     ) -> Option<KernelPacing> {
         let rate = pacing.rate?;
         let burst = pacing.burst_bytes().unwrap_or(rate.default_burst());
-        let most = match pacing.by {
-            PaceBy::TokenBucket => return None,
-            PaceBy::Kernel => KERNEL_MAX_RATE,
-            PaceBy::Auto => KERNEL_AUTO_MAX_RATE,
-        };
-        if kind != EndpointKind::Tcp || rate.bytes_per_second() > most {
+        if pacing.by != PaceBy::Kernel
+            || kind != EndpointKind::Tcp
+            || rate.bytes_per_second() > KERNEL_MAX_RATE
+        {
             return None;
         }
         let previous_rate = pacing::max_pacing_rate(fd).ok()?;
