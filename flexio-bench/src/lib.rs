@@ -24,6 +24,8 @@
 //! schedule_bench.rs Cue's (k, t) grid: file -> socket with --schedule
 //!                K,T beside the meter
 //! cue.rs         Cue's tables, printed beside the scenarios that repeat them
+//! pace_bench.rs  the `pace` scenario: `flexio copy --rate` as a process
+//!                over loopback, clocked by a receiver here
 //! tune.rs        `flexio tune`: candidates per flow kind and size, run as
 //!                cells, turned into a profile for `auto`
 //! ```
@@ -41,6 +43,7 @@ pub mod limits;
 pub mod meter;
 pub mod model;
 pub mod output;
+pub mod pace_bench;
 pub mod peers;
 pub mod plan;
 pub mod runner;

@@ -30,13 +30,20 @@ pub struct BenchArgs {
     /// meter (the limits always run with these); tree (many files, against
     /// cp -r, cp -a, rsync -a, tar | tar and xcp); server (`flexio serve`
     /// against nginx under wrk; with --quick a few seconds); schedule
-    /// (Cue's k × t grid of `--schedule K,T` beside the meter).
+    /// (Cue's k × t grid of `--schedule K,T` beside the meter); pace
+    /// (`flexio copy --rate` over loopback: target against achieved rate).
     #[arg(long = "scenario", value_name = "NAME", value_parser = scenario)]
     scenarios: Vec<ScenarioArg>,
     /// The tree scenario's trees at this fraction of their size (1 is
     /// issue 14's: 20 000 files in tree A).
     #[arg(long, default_value_t = 1.0, hide = true)]
     tree_scale: f64,
+    /// How long each flow of the pace scenario lasts at its rate.
+    #[arg(long, value_parser = seconds, default_value = "10", value_name = "SECONDS")]
+    pace_seconds: f64,
+    /// The pace scenario's rates.
+    #[arg(long, value_delimiter = ',', value_name = "LIST", default_value = "10M,100M,1G", value_parser = rate)]
+    pace_rates: Vec<flexio::pace::Rate>,
     /// The tree scenario with the page cache dropped before each run (root).
     #[arg(long)]
     cold: bool,
@@ -84,6 +91,18 @@ enum ScenarioArg {
     Tree,
     Server,
     Schedule,
+    Pace,
+}
+
+fn seconds(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(value) if value > 0.0 && value <= 3600.0 => Ok(value),
+        _ => Err(format!("{text:?}: seconds between 0 and 3600")),
+    }
+}
+
+fn rate(text: &str) -> Result<flexio::pace::Rate, String> {
+    text.parse().map_err(|e: Error| e.to_string())
 }
 
 fn scenario(text: &str) -> Result<ScenarioArg, String> {
@@ -93,12 +112,15 @@ fn scenario(text: &str) -> Result<ScenarioArg, String> {
         "schedule" => return Ok(ScenarioArg::Schedule),
         _ => {}
     }
+    if text == "pace" {
+        return Ok(ScenarioArg::Pace);
+    }
     Scenario::from_name(text)
         .map(ScenarioArg::Matrix)
         .ok_or_else(|| {
             let names: Vec<_> = Scenario::ALL.iter().map(|s| s.name()).collect();
             format!(
-                "unknown scenario {text:?}; known: {}, tree, server, schedule",
+                "unknown scenario {text:?}; known: {}, tree, server, schedule, pace",
                 names.join(", ")
             )
         })
@@ -151,11 +173,14 @@ pub fn run(args: BenchArgs) -> Result<(), Error> {
     if args.scenarios.contains(&ScenarioArg::Schedule) && !args.meter_child {
         crate::bench_schedule::run(&args.dir, &args.out, args.runs, args.quick, &args.sizes)?;
     }
+    if args.scenarios.contains(&ScenarioArg::Pace) {
+        crate::bench_pace::run(&args.dir, &args.out, &args.pace_rates, args.pace_seconds)?;
+    }
     if !args.scenarios.is_empty()
         && args.scenarios.iter().all(|s| {
             matches!(
                 s,
-                ScenarioArg::Tree | ScenarioArg::Server | ScenarioArg::Schedule
+                ScenarioArg::Tree | ScenarioArg::Server | ScenarioArg::Schedule | ScenarioArg::Pace
             )
         })
     {
@@ -166,7 +191,9 @@ pub fn run(args: BenchArgs) -> Result<(), Error> {
         .iter()
         .filter_map(|s| match s {
             ScenarioArg::Matrix(scenario) => Some(*scenario),
-            ScenarioArg::Tree | ScenarioArg::Server | ScenarioArg::Schedule => None,
+            ScenarioArg::Tree | ScenarioArg::Server | ScenarioArg::Schedule | ScenarioArg::Pace => {
+                None
+            }
         })
         .collect();
     if args.meter_child {

@@ -21,8 +21,7 @@ pub struct PutArgs {
     /// progress.
     #[arg(long, value_parser = duration, default_value = "30s")]
     timeout: Duration,
-    /// The most bytes per second (10M, 1G, 100Mbit/s): the kernel paces
-    /// the upload (SO_MAX_PACING_RATE).
+    /// The most bytes per second (10M, 1G, 100Mbit/s).
     #[arg(long, value_name = "RATE", value_parser = crate::get_cmd::rate)]
     rate: Option<flexio::pace::Rate>,
     /// Print the report as JSON.

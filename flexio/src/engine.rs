@@ -264,17 +264,15 @@ impl<'a> Engine<'a> {
         Ok(report)
     }
 
-    /// Hands the rate to the kernel when the sink is a TCP socket and the
-    /// rate is within what the kernel paces; the pacer's own bucket then
-    /// stands down (its burst and schedule still hold).
+    /// Hands the rate to the kernel when the pacing asks for it and the
+    /// sink is a TCP socket; the pacer's own bucket then stands down (its
+    /// burst and schedule still hold).
     fn engage_kernel_pacing(&self, pacer: Option<&mut Pacer>) -> Option<KernelPacing> {
         let pacer = pacer?;
-        let rate = pacer.pacing().rate?;
         let SinkIo::Fd(fd) = &self.sink.io else {
             return None;
         };
-        let burst = pacer.pacing().burst_bytes().unwrap_or(rate.default_burst());
-        let engaged = KernelPacing::engage(fd.as_fd(), self.sink.kind, rate, burst)?;
+        let engaged = KernelPacing::engage(fd.as_fd(), self.sink.kind, pacer.pacing())?;
         pacer.rate_kept_by_kernel();
         Some(engaged)
     }

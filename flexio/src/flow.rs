@@ -191,9 +191,9 @@ impl<'a> Flow<'a> {
     }
 
     /// Paces the flow: a rate, a burst (the most bytes one call moves) and
-    /// a schedule (pauses between runs of chunks). A TCP sink gets the rate
-    /// from the kernel (`SO_MAX_PACING_RATE`) where it can pace it; other
-    /// flows wait in flexio's token bucket between calls. The report's
+    /// a schedule (pauses between runs of chunks). Calls wait in flexio's
+    /// token bucket, or, for a TCP sink with [`crate::pace::PaceBy::Kernel`],
+    /// the kernel paces (`SO_MAX_PACING_RATE`). The report's
     /// [`Report::pacing`] says which, and what rate was achieved.
     ///
     /// # Examples

@@ -7,7 +7,7 @@
 use std::os::fd::BorrowedFd;
 
 use crate::endpoint::EndpointKind;
-use crate::pace::Rate;
+use crate::pace::{PaceBy, Pacing};
 use crate::sys::pacing;
 
 /// The most the kernel is asked to pace: older kernels read the option as
@@ -22,16 +22,20 @@ pub(crate) struct KernelPacing {
 }
 
 impl KernelPacing {
-    /// Hands `rate` to the kernel for a TCP sink, when it is within what
-    /// the kernel paces and the kernel takes it; `None` leaves the rate to
-    /// flexio's token bucket.
+    /// Hands the rate to the kernel for a TCP sink when `pacing` asks for
+    /// the kernel, the rate is within what it takes and it takes it;
+    /// `None` leaves the rate to flexio's token bucket.
     pub(crate) fn engage(
         fd: BorrowedFd<'_>,
         kind: EndpointKind,
-        rate: Rate,
-        burst: u64,
+        pacing: &Pacing,
     ) -> Option<KernelPacing> {
-        if kind != EndpointKind::Tcp || rate.bytes_per_second() > KERNEL_MAX_RATE {
+        let rate = pacing.rate?;
+        let burst = pacing.burst_bytes().unwrap_or(rate.default_burst());
+        if pacing.by != PaceBy::Kernel
+            || kind != EndpointKind::Tcp
+            || rate.bytes_per_second() > KERNEL_MAX_RATE
+        {
             return None;
         }
         let previous_rate = pacing::max_pacing_rate(fd).ok()?;

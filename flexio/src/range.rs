@@ -238,17 +238,11 @@ impl Mover {
                 None => pacer,
             }
         });
-        let kernel_pacing = match (pacer.as_mut(), request.pacing.rate) {
-            (Some(pacer), Some(rate)) => {
-                let burst = request.pacing.burst_bytes().unwrap_or(rate.default_burst());
-                let engaged = KernelPacing::engage(sink.fd, sink.kind, rate, burst);
-                if engaged.is_some() {
-                    pacer.rate_kept_by_kernel();
-                }
-                engaged
-            }
-            _ => None,
-        };
+        let kernel_pacing = pacer.as_mut().and_then(|pacer| {
+            let engaged = KernelPacing::engage(sink.fd, sink.kind, &request.pacing)?;
+            pacer.rate_kept_by_kernel();
+            Some(engaged)
+        });
         let mut transfer = Transfer {
             source_fd: Some(source.fd),
             source_memory: None,

@@ -56,8 +56,8 @@ pub fn put(
 }
 
 /// [`put`] with the body paced: at most `pacing.rate` bytes per second,
-/// `pacing.burst` bytes per call, in the kernel (`SO_MAX_PACING_RATE`) or
-/// a token bucket — see [`flexio::pace`].
+/// `pacing.burst` bytes per call, kept by flexio's token bucket or by the
+/// kernel (`pacing.by`) — see [`flexio::pace`].
 ///
 /// # Errors
 /// As [`put`].

@@ -54,11 +54,13 @@ fn turn_len(shared: &Shared, connection: &Connection, left: u64) -> u64 {
     turn.min(left)
 }
 
-/// How long until `connection` may send again (zero: now).
+/// How long until `connection` may send its next turn (zero: now).
 fn delay(shared: &Shared, connection: &Connection, now: Instant) -> Duration {
     [connection.rate.as_ref(), shared.total_rate.as_ref()]
         .into_iter()
         .flatten()
+        // Out of debt is enough (see `Transfer::next_len`): the event
+        // loop's late wake-ups stay credit.
         .map(|bucket| bucket.delay(now))
         .max()
         .unwrap_or(Duration::ZERO)
@@ -126,6 +128,14 @@ pub(crate) fn take_turn(
         let keep_alive = body.keep_alive;
         connection.body = None;
         finish(shared, connection, keep_alive);
+        return;
+    }
+    if connection.rate.is_some() || shared.total_rate.is_some() {
+        // Under a rate, every next turn goes through the event loop's
+        // deferred list, in order: a connection that just sent cannot take
+        // the shared tokens again before one that has been waiting.
+        let due = now + delay(shared, &connection, now);
+        shared.defer(Deferred { due, connection });
         return;
     }
     // Behind everything queued meanwhile; a send fails only when every

@@ -138,6 +138,10 @@ impl<'t> Transfer<'t> {
     /// mechanism takes its request sizes from here, so a paced flow first
     /// waits here until its pacer lets the call go.
     pub fn next_len(&mut self, max: usize) -> usize {
+        // Waiting only until the bucket is out of debt (not until it holds
+        // the whole call) keeps the time a sleep overruns as credit, so a
+        // loaded machine's late wake-ups do not slow the flow down; the
+        // price is that a stretch may see `rate × time + 2 bursts`.
         self.pace();
         self.len_cap(max)
     }
@@ -177,8 +181,20 @@ impl<'t> Transfer<'t> {
     /// size their requests once and then keep several in flight (io_uring,
     /// direct): their sizes came from [`Transfer::next_len`].
     pub fn pace(&mut self) {
-        if let Some(pacer) = self.pacer.as_deref_mut() {
-            pacer.wait();
+        let stream_sink = self.sink_fd.filter(|_| !self.sink_kind.is_seekable());
+        let Some(pacer) = self.pacer.as_deref_mut() else {
+            return;
+        };
+        match stream_sink {
+            // A pipe or socket whose reader goes away reports it to poll
+            // (POLLERR, POLLHUP): the wait ends and the next call fails at
+            // once instead of after the pause.
+            Some(fd) => pacer.wait_unless(0, |left| {
+                let mut fds = [PollFd::from_borrowed_fd(fd, PollFlags::empty())];
+                let timeout = Timespec::try_from(left).ok();
+                matches!(poll(&mut fds, timeout.as_ref()), Ok(n) if n > 0)
+            }),
+            None => pacer.wait(0),
         }
     }
 
