@@ -261,12 +261,14 @@ pub fn candidate_of(contender: &Contender) -> Option<Candidate> {
 ///         direct: false, queue_depth: 32, pipe_size: 1 << 20, builtin_table: false },
 ///     runs: 3, median_bps: 2e9, min_bps: 1.8e9, max_bps: 2.2e9,
 ///     cpu_s_per_gib: 0.5, host_cpu_s_per_gib: 1.0, switches_per_gib: 10.0,
+///     involuntary_per_gib: None,
 ///     ratio_to_best_peer: None, best_peer_round_range: None, ratios_to_peers: Vec::new(),
 ///     ratio_to_best_fixed: None,
 ///     best_fixed_round_range: None, ratio_to_builtin: None,
 ///     ratio_to_limit: None, limit_note: None, host_cpu_below_resolution: None,
 ///     mechanism_used: Some("splice".into()),
 ///     resident_percent: Some(100.0), meter_kept: None,
+///     flow_median_bps: None, jain: None,
 /// };
 /// let m = flexio_bench::tune::measurement(&summary).unwrap();
 /// assert_eq!(m.kind, flexio::profile::FlowKind::FileToPipe);
@@ -833,6 +835,7 @@ mod tests {
             cpu_s_per_gib: 1.0,
             host_cpu_s_per_gib: 2.0,
             switches_per_gib: 3.0,
+            involuntary_per_gib: None,
             ratio_to_best_peer: None,
             best_peer_round_range: None,
             ratios_to_peers: Vec::new(),
@@ -845,6 +848,8 @@ mod tests {
             mechanism_used: Some(used.into()),
             resident_percent: None,
             meter_kept: None,
+            flow_median_bps: None,
+            jain: None,
         };
         let measured = measurement(&summary("copy-file-range")).unwrap();
         assert_eq!(measured.kind, FlowKind::FileToFile);

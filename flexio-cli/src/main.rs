@@ -13,6 +13,9 @@
 #![cfg_attr(test, allow(dead_code))]
 
 mod bench;
+mod bench_pace;
+mod bench_schedule;
+mod bench_server;
 mod bench_tree;
 mod cache_cmd;
 mod copy;

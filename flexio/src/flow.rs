@@ -13,6 +13,7 @@ use crate::endpoint::{
 use crate::engine::{Engine, RunSettings};
 use crate::error::{Error, Result};
 use crate::mechanism::MechanismName;
+use crate::pace::Pacing;
 pub use crate::params::Params;
 use crate::profile::{Decision, FlowKind, Profile};
 pub use crate::progress::Progress;
@@ -50,6 +51,7 @@ pub struct Flow<'a> {
     pub(crate) progress: Arc<Progress>,
     pub(crate) call_limit: usize,
     pub(crate) idle_timeout: Option<Duration>,
+    pub(crate) pacing: Pacing,
     on_listen: Option<ListenCallback<'a>>,
     profile: Option<&'a Profile>,
     params_explicit: bool,
@@ -73,6 +75,7 @@ impl<'a> Flow<'a> {
             progress: Arc::default(),
             call_limit: usize::MAX,
             idle_timeout: None,
+            pacing: Pacing::default(),
             on_listen: None,
             profile: None,
             params_explicit: false,
@@ -187,6 +190,30 @@ impl<'a> Flow<'a> {
         self
     }
 
+    /// Paces the flow: a rate, a burst (the most bytes one call moves) and
+    /// a schedule (pauses between runs of chunks). Calls wait in flexio's
+    /// token bucket, or, for a TCP sink with [`crate::pace::PaceBy::Kernel`],
+    /// the kernel paces (`SO_MAX_PACING_RATE`). The report's
+    /// [`Report::pacing`] says which, and what rate was achieved.
+    ///
+    /// # Examples
+    /// ```
+    /// use flexio::pace::Pacing;
+    /// use flexio::{Flow, Sink, Source};
+    /// let data = vec![7u8; 64 << 10];
+    /// let mut out = vec![0u8; 64 << 10];
+    /// let pacing = Pacing::parse(Some("16M"), Some("16K"), None).unwrap();
+    /// let report = Flow::new(Source::Memory(&data), Sink::Memory(&mut out))
+    ///     .pacing(pacing)
+    ///     .run()
+    ///     .unwrap();
+    /// assert!(report.pacing.unwrap().largest_call_bytes <= 16 << 10);
+    /// ```
+    pub fn pacing(mut self, pacing: Pacing) -> Self {
+        self.pacing = pacing;
+        self
+    }
+
     /// Called with the bound address when a `*-listen://` endpoint starts
     /// listening (useful with port 0).
     pub fn on_listen(mut self, hook: impl FnMut(&str) + 'a) -> Self {
@@ -211,6 +238,7 @@ impl<'a> Flow<'a> {
             }
         };
         self.params.validate()?;
+        self.pacing.validate()?;
         self.check_before_opening()?;
         let source = open_source(
             std::mem::replace(&mut self.source, Source::Memory(&[])),
@@ -251,6 +279,7 @@ impl<'a> Flow<'a> {
             progress: self.progress,
             call_limit: self.call_limit,
             idle_timeout: self.idle_timeout,
+            pacing: self.pacing,
         };
         let mut report = Engine::new(settings, source, sink, mechanism, total).run()?;
         report.decided_by = decision.decided_by;

@@ -35,6 +35,7 @@
 //!  ├ params.rs   Params and the one set of bounds flags and profiles keep
 //!  ├ progress.rs bytes moved so far, for a watcher
 //!  ├ error.rs    Error: operation, endpoint and offset; usage or failure
+//!  ├ pace.rs     Rate, Schedule, TokenBucket, Pacer: rates and pauses
 //!  ├ names.rs    EndpointKind, MechanismName: the ground floor
 //!  └ sys/        the only `unsafe` (with flexio-sys): mmap, mincore,
 //!                cachestat, getrusage, SIGBUS guard, signals, process start
@@ -66,9 +67,11 @@ mod endpoint;
 mod engine;
 mod error;
 mod flow;
+mod kernel_pacing;
 pub mod measure;
 mod mechanism;
 mod names;
+pub mod pace;
 mod params;
 mod plain_file;
 pub mod profile;
