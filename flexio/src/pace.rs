@@ -530,10 +530,18 @@ impl Pacer {
     }
 
     /// The most bytes the next call may ask for, of `want`: a burst at
-    /// most (under a schedule without a burst, one `chunk` at most is for
-    /// the caller to say through `want`).
+    /// most, its own or a shared bucket's (under a schedule without a
+    /// burst, one `chunk` at most is for the caller to say through `want`).
     pub fn grant(&self, want: usize) -> usize {
-        match self.pacing.burst_bytes() {
+        // A shared bucket's burst bounds calls too: several flows each
+        // moving more than it at once would outrun the shared rate.
+        let burst = self
+            .buckets
+            .iter()
+            .map(|bucket| bucket.burst())
+            .chain(self.pacing.burst_bytes())
+            .min();
+        match burst {
             Some(burst) => want.min(usize::try_from(burst).unwrap_or(usize::MAX)),
             None => want,
         }
