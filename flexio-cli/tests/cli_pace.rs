@@ -57,13 +57,49 @@ fn bad_pacing_values_are_usage_errors_that_name_the_flag() {
             String::from_utf8_lossy(&output.stderr)
         );
     }
-    // A tree copy does not take them (yet): said, not ignored.
+    // A tree copy paces its files with one rate shared by its workers
+    // (read-write: a reflink would move no bytes to pace).
     let tree = dir.path().join("tree");
     std::fs::create_dir(&tree).unwrap();
+    for i in 0..4 {
+        std::fs::write(tree.join(format!("f{i}")), vec![i as u8; 256 << 10]).unwrap();
+    }
+    let started = std::time::Instant::now();
     let output = flexio()
-        .args(["copy", "-r", "--rate", "1M"])
+        .args([
+            "copy",
+            "-r",
+            "--jobs",
+            "4",
+            "--via",
+            "read-write",
+            "--rate",
+            "2M",
+            "--burst",
+            "64K",
+        ])
         .arg(&tree)
         .arg(dir.path().join("copy"))
+        .output()
+        .unwrap();
+    let elapsed = started.elapsed().as_secs_f64();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    // 1 MiB at 2 MiB/s: all but the bucket's burst and one call per
+    // worker take their time at the rate.
+    let least = ((1 << 20) - 5 * (64 << 10)) as f64 / (2 << 20) as f64;
+    assert!(elapsed >= least, "1 MiB in {elapsed:.3} s at 2 MiB/s");
+    assert_eq!(
+        std::fs::read(dir.path().join("copy/f3")).unwrap(),
+        vec![3u8; 256 << 10]
+    );
+    let output = flexio()
+        .args(["copy", "-r", "--schedule", "0,1"])
+        .arg(&tree)
+        .arg(dir.path().join("copy2"))
         .output()
         .unwrap();
     assert_eq!(output.status.code(), Some(2));

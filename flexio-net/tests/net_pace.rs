@@ -94,3 +94,37 @@ fn a_small_request_is_not_stuck_behind_a_large_one() {
         "4 KiB took {small:.3} s beside a large body of {large:.3} s"
     );
 }
+
+#[test]
+fn a_gets_rate_holds_over_all_its_streams_together() {
+    let root = tempfile::tempdir().unwrap();
+    let size = 3usize << 20;
+    let data = pattern(size, 7);
+    std::fs::write(root.path().join("f"), &data).unwrap();
+    let address = common::serve(root.path());
+    let dest = tempfile::tempdir().unwrap();
+    let rate = Rate::new(4 << 20).unwrap();
+    let options = flexio_net::client::GetOptions {
+        streams: 4,
+        piece_size: 256 << 10,
+        timeout: Duration::from_secs(20),
+        rate: Some(rate),
+        ..Default::default()
+    };
+    let started = Instant::now();
+    let report = flexio_net::client::get(
+        &format!("http://{address}/f"),
+        Some(&dest.path().join("f")),
+        &options,
+    )
+    .unwrap();
+    let elapsed = started.elapsed().as_secs_f64();
+    assert_eq!(std::fs::read(dest.path().join("f")).unwrap(), data);
+    assert_eq!(report.streams, 4);
+    // Four streams, one bucket: the bytes after the bucket's first burst
+    // (and one call per stream past it) took their time at the rate.
+    let ahead = (rate.default_burst() * 5) as f64;
+    let least = (size as f64 - ahead) / rate.bytes_per_second() as f64;
+    assert!(elapsed >= least, "{size} bytes in {elapsed:.3} s at {rate}");
+    assert!(elapsed <= size as f64 / rate.bytes_per_second() as f64 * 1.25 + 0.5);
+}

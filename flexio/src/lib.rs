@@ -35,7 +35,7 @@
 //!  ├ params.rs   Params and the one set of bounds flags and profiles keep
 //!  ├ progress.rs bytes moved so far, for a watcher
 //!  ├ error.rs    Error: operation, endpoint and offset; usage or failure
-//!  ├ pace.rs     Rate, Schedule, TokenBucket, Pacer: rates and pauses
+//!  ├ pace/       Rate, Schedule, TokenBucket, Pacer: rates and pauses
 //!  ├ names.rs    EndpointKind, MechanismName: the ground floor
 //!  └ sys/        the only `unsafe` (with flexio-sys): mmap, mincore,
 //!                cachestat, getrusage, SIGBUS guard, signals, process start

@@ -153,6 +153,7 @@ impl<'t> Transfer<'t> {
         if let Some(pacer) = self.pacer.as_deref() {
             max = pacer.grant(max);
             if pacer.pacing().schedule.is_some() && pacer.pacing().burst_bytes().is_none() {
+                // A chunk of the schedule is one `--chunk`.
                 max = max.min(self.params.chunk.max(1));
             }
         }

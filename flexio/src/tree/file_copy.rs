@@ -31,6 +31,8 @@ pub(crate) struct Worker<'a> {
     /// go straight to their mechanism instead of asking again.
     pub reflink_refused: &'a AtomicBool,
     pub progress: &'a std::sync::atomic::AtomicU64,
+    /// The tree's rate, shared by every worker.
+    pub rate: Option<std::sync::Arc<crate::pace::TokenBucket>>,
 }
 
 /// How one file's bytes moved.
@@ -154,6 +156,11 @@ impl Worker<'_> {
         let mut request = RangeRequest::new(0, 0, None).via(current);
         request.params = self.options.params.clone();
         request.strict = self.options.strict;
+        request.pacing = crate::pace::Pacing {
+            rate: None,
+            ..self.options.pacing
+        };
+        request.shared_rate = self.rate.clone();
         for (start, length) in segments {
             request.source_offset = start;
             request.sink_offset = start;

@@ -154,6 +154,14 @@ pub fn copy_tree(
     let queue = Queue::default();
     let reflink_refused = AtomicBool::new(false);
     let jobs = options.jobs.max(1);
+    let rate = options.pacing.rate.map(|rate| {
+        let burst = options.pacing.burst_bytes().unwrap_or(rate.default_burst());
+        std::sync::Arc::new(crate::pace::TokenBucket::new(
+            rate,
+            burst,
+            std::time::Instant::now(),
+        ))
+    });
     let mut walker = Walker::new(options, &exclude, &queue, progress, umask);
     let mut report = std::thread::scope(|scope| {
         let workers: Vec<_> = (0..jobs)
@@ -164,6 +172,7 @@ pub fn copy_tree(
                     mover: Default::default(),
                     reflink_refused: &reflink_refused,
                     progress: &progress.bytes_done,
+                    rate: rate.clone(),
                 };
                 let queue = &queue;
                 scope.spawn(move || work(worker, queue, progress))

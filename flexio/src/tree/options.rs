@@ -4,6 +4,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 use crate::mechanism::MechanismName;
+use crate::pace::Pacing;
 use crate::Params;
 
 /// The attributes kept from each source (`cp -p`, `--preserve=LIST`, and
@@ -140,6 +141,9 @@ pub struct TreeOptions {
     pub params: Params,
     /// Make a fallback an error.
     pub strict: bool,
+    /// Pacing: the rate is the whole tree's, shared by the workers; the
+    /// burst and the schedule hold for each file's calls.
+    pub pacing: Pacing,
 }
 
 impl Default for TreeOptions {
@@ -159,6 +163,7 @@ impl Default for TreeOptions {
             mechanism: MechanismName::Auto,
             params: Params::default(),
             strict: false,
+            pacing: Pacing::default(),
         }
     }
 }
