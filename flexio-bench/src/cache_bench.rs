@@ -5,7 +5,9 @@
 //!    with single-block reads (one 4 KiB request at a time, S.M.A.C.K.'s
 //!    "single block"), cold with multi-block reads (coalesced, read ahead,
 //!    several requests in flight), then warm — a second pass through the
-//!    same 16 MiB cache, which thrashes once the file outgrows it.
+//!    same 16 MiB cache, which thrashes once the file outgrows it. The
+//!    same again from a loop block device over a file (root only), as a
+//!    raw source beside the file.
 //! 2. Hits: 4 KiB hits copied out against `memcpy` of 4 KiB from the same
 //!    offsets of an equal buffer, on one thread; and lookups per second
 //!    per thread when a hit returns a reference ([`BlockCache::block`]).
@@ -13,25 +15,39 @@
 //!    while one reader scans a region four times the cache; the hot
 //!    readers' hit ratio with the scan against without it.
 //!
+//! Run by `flexio bench --scenario cache` and its alias `flexio cache
+//! bench`.
+//!
+//! ```text
+//! smack.rs        the cold/warm table, on a file and on a loop device
+//! loop_device.rs  losetup over a file, detached on drop
+//! hits.rs         hit costs against memcpy
+//! hot_set.rs      hot set through a scan, per policy
+//! page_cache.rs   the same through the page cache in a memory cgroup
+//! ```
+//!
 //! Rounds interleave the contenders (single, multi, single, multi …) and
 //! each figure is the median of the rounds with min and max beside it.
 //! Cold needs no cache dropping: `O_DIRECT` bypasses the page cache and
 //! each cold run starts with a new, empty cache.
 
-use std::hint::black_box;
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use flexio_cache::policy::PolicyName;
-use flexio_cache::trace::Generator;
-use flexio_cache::{BlockCache, CacheConfig, ReadMode};
+use flexio_cache::BlockCache;
 
+mod hits;
+mod hot_set;
+mod loop_device;
 pub mod page_cache;
+mod smack;
 
-const MIB: u64 = 1 << 20;
-const BLOCK: usize = 4096;
+pub(crate) use hot_set::hot_phase;
+pub use hot_set::HotSetShape;
+
+pub(crate) const MIB: u64 = 1 << 20;
+pub(crate) const BLOCK: usize = 4096;
 
 /// What to run.
 #[derive(Clone, Debug)]
@@ -48,6 +64,9 @@ pub struct CacheBenchOptions {
     pub hot_readers: usize,
     /// Reads per hot reader and phase (half of them again to warm up).
     pub hot_reads: usize,
+    /// The `flexio` executable, for the `serve --cache` comparison (which
+    /// runs it as a server); `None` leaves that part out.
+    pub flexio_exe: Option<PathBuf>,
 }
 
 impl Default for CacheBenchOptions {
@@ -59,6 +78,7 @@ impl Default for CacheBenchOptions {
             cache_bytes: 16 * MIB,
             hot_readers: 2,
             hot_reads: 50_000,
+            flexio_exe: None,
         }
     }
 }
@@ -75,7 +95,7 @@ pub struct Spread {
 }
 
 impl Spread {
-    fn of(values: &[f64]) -> Spread {
+    pub(crate) fn of(values: &[f64]) -> Spread {
         let mut sorted = values.to_vec();
         sorted.sort_by(f64::total_cmp);
         let n = sorted.len();
@@ -95,7 +115,10 @@ impl Spread {
 /// One row of the S.M.A.C.K. table: MiB/s of sequential 4 KiB reads.
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct FileRow {
-    /// The file size in MiB.
+    /// What was read: `file`, or `loop /dev/loopN` (a loop block device
+    /// over a file, read from its start).
+    pub source: String,
+    /// The file size (or the length read from the device) in MiB.
     pub file_mib: u64,
     /// Cold, one 4 KiB request at a time.
     pub cold_single_block_mib_s: Spread,
@@ -158,8 +181,10 @@ pub struct CacheBenchReport {
     pub cache_bytes: u64,
     /// Counted rounds per figure.
     pub runs: u32,
-    /// The S.M.A.C.K. table.
+    /// The S.M.A.C.K. table: the file rows, then the loop device's.
     pub files: Vec<FileRow>,
+    /// Why the loop device rows are missing, if they are.
+    pub loop_device_note: Option<String>,
     /// Hit costs.
     pub hits: HitFigures,
     /// The hot-set experiment, per policy.
@@ -174,7 +199,7 @@ pub struct CacheBenchReport {
 pub(crate) struct DataFile(pub(crate) PathBuf);
 
 impl DataFile {
-    fn new(dir: &Path, name: &str, bytes: u64) -> io::Result<DataFile> {
+    pub(crate) fn new(dir: &Path, name: &str, bytes: u64) -> io::Result<DataFile> {
         let path = dir.join(name);
         let chunk: Vec<u8> = (0..MIB).map(|i| (i * 131 % 251) as u8).collect();
         let mut file = std::fs::File::create(&path)?;
@@ -195,12 +220,12 @@ impl Drop for DataFile {
     }
 }
 
-fn cache_error(error: flexio_cache::Error) -> io::Error {
+pub(crate) fn cache_error(error: flexio_cache::Error) -> io::Error {
     io::Error::other(error.to_string())
 }
 
 /// Reads `len` bytes sequentially in 4 KiB reads; returns MiB/s.
-fn sequential_pass(cache: &BlockCache, len: u64) -> io::Result<f64> {
+pub(crate) fn sequential_pass(cache: &BlockCache, len: u64) -> io::Result<f64> {
     let mut buf = vec![0u8; BLOCK];
     let start = Instant::now();
     let mut offset = 0;
@@ -221,60 +246,22 @@ pub fn run(
 ) -> io::Result<CacheBenchReport> {
     std::fs::create_dir_all(&options.dir)?;
     let runs = options.runs.max(1);
-    let config = |mode| {
-        CacheConfig::new(options.cache_bytes)
-            .read_mode(mode)
-            .flush_interval(None)
-    };
-    let single = ReadMode::SingleBlock;
-    let multi = ReadMode::MultiBlock { max_blocks: 64 };
-
-    let mut files = Vec::new();
-    for &mib in &options.file_sizes_mib {
-        progress(&format!(
-            "cache: {mib} MiB file, cold single vs multi-block, warm"
-        ));
-        let data = DataFile::new(
-            &options.dir,
-            &format!("flexio-cache-bench-{mib}M"),
-            mib * MIB,
-        )?;
-        let len = mib * MIB;
-        let (mut cold_single, mut cold_multi, mut warm) = (Vec::new(), Vec::new(), Vec::new());
-        let mut warm_from_cache = 0.0;
-        // One warm-up round, then the counted ones, interleaved.
-        for round in 0..=runs {
-            let cache = BlockCache::open(&data.0, config(single)).map_err(cache_error)?;
-            let single_rate = sequential_pass(&cache, len)?;
-            drop(cache);
-            let cache = BlockCache::open(&data.0, config(multi)).map_err(cache_error)?;
-            let multi_rate = sequential_pass(&cache, len)?;
-            let before = cache.stats();
-            let warm_rate = sequential_pass(&cache, len)?;
-            let after = cache.stats();
-            if round > 0 {
-                cold_single.push(single_rate);
-                cold_multi.push(multi_rate);
-                warm.push(warm_rate);
-                let read = (after.device_bytes_read - before.device_bytes_read) as f64;
-                warm_from_cache = 100.0 * (1.0 - read / len as f64).max(0.0);
-            }
+    let mut files = smack::file_rows(options, runs, progress)?;
+    let loop_device_note = match smack::loop_device_rows(options, runs, progress) {
+        Ok(rows) => {
+            files.extend(rows);
+            None
         }
-        let (cold_single, cold_multi) = (Spread::of(&cold_single), Spread::of(&cold_multi));
-        files.push(FileRow {
-            file_mib: mib,
-            multi_over_single: cold_multi.median / cold_single.median,
-            cold_single_block_mib_s: cold_single,
-            cold_multi_block_mib_s: cold_multi,
-            warm_mib_s: Spread::of(&warm),
-            warm_from_cache_percent: warm_from_cache,
-        });
-    }
+        Err(why) => {
+            progress(&format!("cache: no loop device rows: {why}"));
+            Some(why)
+        }
+    };
 
     progress("cache: hit costs");
-    let hits = hit_figures(options, runs)?;
+    let hits = hits::hit_figures(options, runs)?;
     progress("cache: hot set with and without a scan, per policy");
-    let (mut hot_set, hot_set_setup, hot_data) = hot_set(options, progress)?;
+    let (mut hot_set, hot_set_setup, hot_data) = hot_set::hot_set(options, progress)?;
     progress("cache: hot set through the page cache in a memory cgroup");
     let page_cache_note = match page_cache::hot_set(options, &HotSetShape::of(options), &hot_data.0)
     {
@@ -292,295 +279,12 @@ pub fn run(
         cache_bytes: options.cache_bytes,
         runs,
         files,
+        loop_device_note,
         hits,
         hot_set,
         hot_set_setup,
         page_cache_note,
     })
-}
-
-/// How long each timed hit loop runs.
-const HIT_WINDOW: Duration = Duration::from_millis(300);
-
-fn hit_figures(options: &CacheBenchOptions, runs: u32) -> io::Result<HitFigures> {
-    // Resident data: half the cache, read once to warm it.
-    let resident = options.cache_bytes / 2;
-    let data = DataFile::new(&options.dir, "flexio-cache-bench-hits", resident)?;
-    let cache = BlockCache::open(
-        &data.0,
-        CacheConfig::new(options.cache_bytes).flush_interval(None),
-    )
-    .map_err(cache_error)?;
-    sequential_pass(&cache, resident)?;
-    let blocks = resident / BLOCK as u64;
-    let offsets: Vec<u64> = Generator::Zipf {
-        blocks,
-        alpha: 0.0, // uniform
-        len: 1 << 16,
-        seed: 7,
-    }
-    .generate();
-    let source: Vec<u8> = std::fs::read(&data.0)?;
-    let mut buf = vec![0u8; BLOCK];
-    let (mut copy_out, mut memcpy, mut lookups) = (Vec::new(), Vec::new(), Vec::new());
-    for _ in 0..=runs {
-        copy_out.push(
-            timed(|i| {
-                let block = offsets[i % offsets.len()];
-                cache
-                    .read_at(&mut buf, block * BLOCK as u64)
-                    .expect("a resident block");
-                black_box(&buf);
-            }) * BLOCK as f64
-                / MIB as f64,
-        );
-        memcpy.push(
-            timed(|i| {
-                let at = offsets[i % offsets.len()] as usize * BLOCK;
-                buf.copy_from_slice(black_box(&source[at..at + BLOCK]));
-                black_box(&buf);
-            }) * BLOCK as f64
-                / MIB as f64,
-        );
-        lookups.push(timed(|i| {
-            let block = cache
-                .block(offsets[i % offsets.len()])
-                .expect("a resident block");
-            black_box(block[0]);
-        }));
-    }
-    let mut large = Vec::new();
-    {
-        let from = vec![1u8; 64 << 20];
-        let mut to = vec![0u8; 64 << 20];
-        for _ in 0..=runs {
-            let start = Instant::now();
-            to.copy_from_slice(black_box(&from));
-            black_box(&to);
-            large.push(64.0 / start.elapsed().as_secs_f64());
-        }
-    }
-    let large = Spread::of(&large[1..]);
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let mut per_thread = Vec::new();
-    for _ in 0..runs {
-        let rates: Vec<f64> = std::thread::scope(|scope| {
-            let handles: Vec<_> = (0..threads)
-                .map(|t| {
-                    let (cache, offsets) = (&cache, &offsets);
-                    scope.spawn(move || {
-                        timed(|i| {
-                            let block = offsets[(i + t * 7919) % offsets.len()];
-                            black_box(cache.block(block).expect("resident")[0]);
-                        })
-                    })
-                })
-                .collect();
-            handles
-                .into_iter()
-                .map(|h| h.join().expect("no panic"))
-                .collect()
-        });
-        per_thread.push(rates.iter().sum::<f64>() / threads as f64);
-    }
-    // Drop the warm-up round.
-    let (copy_out, memcpy) = (Spread::of(&copy_out[1..]), Spread::of(&memcpy[1..]));
-    Ok(HitFigures {
-        copy_out_over_memcpy: copy_out.median / memcpy.median,
-        copy_out_over_memcpy_64mib: copy_out.median / large.median,
-        memcpy_64mib_mib_s: large,
-        copy_out_mib_s: copy_out,
-        memcpy_mib_s: memcpy,
-        reference_lookups_per_s: Spread::of(&lookups[1..]),
-        reference_lookups_per_s_per_thread_all_cores: Spread::of(&per_thread),
-        threads,
-    })
-}
-
-/// Runs `step(i)` for i = 0, 1, … for about [`HIT_WINDOW`]; returns steps
-/// per second.
-fn timed(mut step: impl FnMut(usize)) -> f64 {
-    let start = Instant::now();
-    let mut done = 0usize;
-    loop {
-        for _ in 0..4096 {
-            step(done);
-            done += 1;
-        }
-        let elapsed = start.elapsed();
-        if elapsed >= HIT_WINDOW {
-            return done as f64 / elapsed.as_secs_f64();
-        }
-    }
-}
-
-/// The shape of the hot-set experiment, derived from the options.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct HotSetShape {
-    /// Blocks of the zipf hot region (the file's first blocks).
-    pub hot_blocks: u64,
-    /// Blocks of the scan region after it.
-    pub scan_blocks: u64,
-    /// Hot readers.
-    pub readers: usize,
-    /// Counted reads per reader and phase.
-    pub reads: usize,
-}
-
-impl HotSetShape {
-    fn of(options: &CacheBenchOptions) -> HotSetShape {
-        let cache_blocks = options.cache_bytes / BLOCK as u64;
-        // A hot region twice the cache with zipf 1.0 (its head fits), then
-        // a scan region four times the cache.
-        HotSetShape {
-            hot_blocks: 2 * cache_blocks,
-            scan_blocks: 4 * cache_blocks,
-            readers: options.hot_readers.max(1),
-            reads: options.hot_reads.max(1),
-        }
-    }
-
-    fn file_bytes(&self) -> u64 {
-        (self.hot_blocks + self.scan_blocks) * BLOCK as u64
-    }
-
-    fn draws(&self) -> Vec<Vec<u64>> {
-        (0..self.readers)
-            .map(|reader| {
-                Generator::Zipf {
-                    blocks: self.hot_blocks,
-                    alpha: 1.0,
-                    len: self.reads + self.reads / 2,
-                    seed: 11 + reader as u64,
-                }
-                .generate()
-            })
-            .collect()
-    }
-}
-
-/// One phase of the hot-set experiment: every reader reads its draws (the
-/// first half-`reads` to warm up, uncounted) with `read_hot`, which says
-/// whether the block was resident; with `scan`, one more thread reads the
-/// scan region in order with `read_scan`, paced to one block per hot read
-/// so that every contender sees the same scan however fast it serves it.
-/// Returns the counted hit ratio in percent and the blocks scanned.
-pub(crate) fn hot_phase(
-    shape: &HotSetShape,
-    draws: &[Vec<u64>],
-    scan: bool,
-    read_hot: &(dyn Fn(u64) -> io::Result<bool> + Sync),
-    read_scan: &(dyn Fn(u64) -> io::Result<()> + Sync),
-) -> io::Result<(f64, u64)> {
-    let warm = shape.reads / 2;
-    let hits = AtomicU64::new(0);
-    let hot_done = AtomicU64::new(0);
-    let done = AtomicBool::new(false);
-    let scanned = AtomicU64::new(0);
-    std::thread::scope(|scope| -> io::Result<()> {
-        let readers: Vec<_> = draws
-            .iter()
-            .map(|draw| {
-                let (hits, hot_done) = (&hits, &hot_done);
-                scope.spawn(move || -> io::Result<()> {
-                    for (i, &block) in draw.iter().enumerate() {
-                        let hit = read_hot(block)?;
-                        hot_done.fetch_add(1, Ordering::Relaxed);
-                        if i >= warm && hit {
-                            hits.fetch_add(1, Ordering::Relaxed);
-                        }
-                    }
-                    Ok(())
-                })
-            })
-            .collect();
-        let scanner = scan.then(|| {
-            let (done, scanned, hot_done) = (&done, &scanned, &hot_done);
-            scope.spawn(move || -> io::Result<()> {
-                // Bounded: at most 1000 passes.
-                for _pass in 0..1000u64 {
-                    for block in shape.hot_blocks..shape.hot_blocks + shape.scan_blocks {
-                        while scanned.load(Ordering::Relaxed) >= hot_done.load(Ordering::Relaxed) {
-                            if done.load(Ordering::Relaxed) {
-                                return Ok(());
-                            }
-                            std::thread::yield_now();
-                        }
-                        read_scan(block)?;
-                        scanned.fetch_add(1, Ordering::Relaxed);
-                    }
-                }
-                Ok(())
-            })
-        });
-        for reader in readers {
-            reader.join().expect("no panic")?;
-        }
-        done.store(true, Ordering::Relaxed);
-        if let Some(scanner) = scanner {
-            scanner.join().expect("no panic")?;
-        }
-        Ok(())
-    })?;
-    let counted = (shape.reads * shape.readers) as f64;
-    let ratio = 100.0 * hits.load(Ordering::Relaxed) as f64 / counted;
-    Ok((ratio, scanned.load(Ordering::Relaxed)))
-}
-
-fn hot_set(
-    options: &CacheBenchOptions,
-    progress: &mut dyn FnMut(&str),
-) -> io::Result<(Vec<HotSetRow>, String, DataFile)> {
-    let shape = HotSetShape::of(options);
-    let setup = format!(
-        "{} hot readers, zipf alpha 1.0 over {} blocks of 4 KiB, {} reads each after {} to warm up; one scanner over {} blocks (4x the cache of {} blocks) in 4 KiB reads, one scanned block per hot read",
-        shape.readers,
-        shape.hot_blocks,
-        shape.reads,
-        shape.reads / 2,
-        shape.scan_blocks,
-        shape.scan_blocks / 4
-    );
-    let data = DataFile::new(
-        &options.dir,
-        "flexio-cache-bench-hotset",
-        shape.file_bytes(),
-    )?;
-    let draws = shape.draws();
-    let mut rows = Vec::new();
-    for policy in PolicyName::ALL {
-        progress(&format!("cache: hot set, {policy}"));
-        let mut ratio = [0.0; 2];
-        let mut scanned_blocks = 0;
-        for (phase, scan) in [false, true].into_iter().enumerate() {
-            let config = CacheConfig::new(options.cache_bytes)
-                .policy(policy)
-                .flush_interval(None);
-            let cache = BlockCache::open(&data.0, config).map_err(cache_error)?;
-            let read = |block: u64| -> io::Result<bool> {
-                let mut buf = [0u8; BLOCK];
-                let hit = cache.is_resident(block);
-                cache
-                    .read_at(&mut buf, block * BLOCK as u64)
-                    .map_err(cache_error)?;
-                Ok(hit)
-            };
-            let (hit_ratio, scanned) =
-                hot_phase(&shape, &draws, scan, &read, &|block| read(block).map(drop))?;
-            ratio[phase] = hit_ratio;
-            if scan {
-                scanned_blocks = scanned;
-            }
-        }
-        rows.push(HotSetRow {
-            policy: policy.as_str().to_string(),
-            hit_percent_alone: ratio[0],
-            hit_percent_with_scan: ratio[1],
-            kept: ratio[1] / ratio[0].max(f64::MIN_POSITIVE),
-            scanned_blocks,
-        });
-    }
-    Ok((rows, setup, data))
 }
 
 /// The report as terminal tables.
@@ -592,12 +296,13 @@ pub fn render(report: &CacheBenchReport) -> String {
         report.runs
     );
     text += &format!(
-        "{:>6}  {:>20}  {:>20}  {:>7}  {:>20}  {:>9}\n",
-        "file", "cold single-block", "cold multi-block", "multi/1", "warm", "from cache"
+        "{:>16}  {:>6}  {:>20}  {:>20}  {:>7}  {:>20}  {:>9}\n",
+        "source", "size", "cold single-block", "cold multi-block", "multi/1", "warm", "from cache"
     );
     for row in &report.files {
         text += &format!(
-            "{:>3}MiB  {:>20}  {:>20}  {:>6.1}x  {:>20}  {:>8.1}%\n",
+            "{:>16}  {:>3}MiB  {:>20}  {:>20}  {:>6.1}x  {:>20}  {:>8.1}%\n",
+            row.source,
             row.file_mib,
             fmt(&row.cold_single_block_mib_s),
             fmt(&row.cold_multi_block_mib_s),
@@ -605,6 +310,9 @@ pub fn render(report: &CacheBenchReport) -> String {
             fmt(&row.warm_mib_s),
             row.warm_from_cache_percent
         );
+    }
+    if let Some(note) = &report.loop_device_note {
+        text += &format!("loop device: {note}\n");
     }
     let hits = &report.hits;
     text += &format!(

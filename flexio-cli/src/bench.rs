@@ -28,13 +28,18 @@ pub struct BenchArgs {
     /// Only this scenario (repeatable): file-to-file, file-to-file-durable,
     /// file-to-socket, socket-to-file, file-to-pipe, pipe-to-file, memory, parallel,
     /// meter (the limits always run with these); tree (many files, against
-    /// cp -r, cp -a, rsync -a, tar | tar and xcp).
+    /// cp -r, cp -a, rsync -a, tar | tar and xcp); cache (the block cache:
+    /// S.M.A.C.K.'s tables, hit costs, a hot set through a scan, `serve
+    /// --cache`; --sizes are its file sizes).
     #[arg(long = "scenario", value_name = "NAME", value_parser = scenario)]
     scenarios: Vec<ScenarioArg>,
     /// The tree scenario's trees at this fraction of their size (1 is
     /// issue 14's: 20 000 files in tree A).
     #[arg(long, default_value_t = 1.0, hide = true)]
     tree_scale: f64,
+    /// The cache scenario's cache size; its hot-set reads scale with it.
+    #[arg(long, value_parser = size, default_value = "16MiB", hide = true)]
+    cache_size: u64,
     /// The tree scenario with the page cache dropped before each run (root).
     #[arg(long)]
     cold: bool,
@@ -73,18 +78,21 @@ pub struct BenchArgs {
 enum ScenarioArg {
     Matrix(Scenario),
     Tree,
+    Cache,
 }
 
 fn scenario(text: &str) -> Result<ScenarioArg, String> {
-    if text == "tree" {
-        return Ok(ScenarioArg::Tree);
+    match text {
+        "tree" => return Ok(ScenarioArg::Tree),
+        "cache" => return Ok(ScenarioArg::Cache),
+        _ => {}
     }
     Scenario::from_name(text)
         .map(ScenarioArg::Matrix)
         .ok_or_else(|| {
             let names: Vec<_> = Scenario::ALL.iter().map(|s| s.name()).collect();
             format!(
-                "unknown scenario {text:?}; known: {}, tree",
+                "unknown scenario {text:?}; known: {}, tree, cache",
                 names.join(", ")
             )
         })
@@ -122,16 +130,29 @@ pub fn run(args: BenchArgs) -> Result<(), Error> {
             args.cold,
             &args.trees,
         )?;
-        if args.scenarios.iter().all(|s| *s == ScenarioArg::Tree) {
-            return Ok(());
-        }
+    }
+    if args.scenarios.contains(&ScenarioArg::Cache) {
+        crate::bench_cache::run_scenario(
+            &args.dir,
+            &args.out,
+            args.runs,
+            &args.sizes,
+            args.cache_size,
+        )?;
+    }
+    let matrix_asked = args
+        .scenarios
+        .iter()
+        .any(|s| matches!(s, ScenarioArg::Matrix(_)));
+    if !args.scenarios.is_empty() && !matrix_asked {
+        return Ok(());
     }
     let matrix: Vec<Scenario> = args
         .scenarios
         .iter()
         .filter_map(|s| match s {
             ScenarioArg::Matrix(scenario) => Some(*scenario),
-            ScenarioArg::Tree => None,
+            ScenarioArg::Tree | ScenarioArg::Cache => None,
         })
         .collect();
     if args.meter_child {

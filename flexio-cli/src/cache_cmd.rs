@@ -27,9 +27,10 @@ pub struct CacheArgs {
 enum CacheCommand {
     /// Replay a block trace and print hit ratios per policy and cache size.
     Sim(SimArgs),
-    /// The `cache` bench scenario: S.M.A.C.K.'s cold/warm tables,
-    /// single-block vs multi-block reads, hit costs, and a hot set through
-    /// a scan per policy.
+    /// The `cache` bench scenario (an alias of `flexio bench --scenario
+    /// cache` with the scenario's own knobs): S.M.A.C.K.'s cold/warm
+    /// tables, single-block vs multi-block reads, hit costs, and a hot set
+    /// through a scan per policy.
     Bench(CacheBenchArgs),
 }
 
@@ -114,13 +115,8 @@ fn bench(args: CacheBenchArgs) -> Result<(), Error> {
         hot_reads: args.hot_reads.max(1),
         ..Default::default()
     };
-    let report = flexio_bench::cache_bench::run(&options, &mut |line| eprintln!("{line}"))
-        .map_err(|source| Error::Io {
-            op: "cache bench",
-            endpoint: args.dir.display().to_string(),
-            offset: None,
-            source,
-        })?;
+    // The same implementation as `flexio bench --scenario cache`.
+    let report = crate::bench_cache::measure(options)?;
     if args.json {
         let text = serde_json::to_string_pretty(&report).expect("json") + "\n";
         crate::print_stdout(&text);

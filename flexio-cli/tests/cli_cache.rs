@@ -102,8 +102,10 @@ fn cache_bench_measures_every_part_on_tiny_sizes() {
         .unwrap();
     assert!(output.status.success(), "{output:?}");
     let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
-    let files = json["files"].as_array().unwrap();
+    let rows = json["files"].as_array().unwrap();
+    let files: Vec<_> = rows.iter().filter(|r| r["source"] == "file").collect();
     assert_eq!(files.len(), 2);
+    assert_loop_device_rows_or_a_reason(&json, dir.path());
     // 2 MiB read in a loop through a 1 MiB cache thrashes: the second pass
     // reads every block from the device again.
     assert_eq!(files[1]["warm_from_cache_percent"], 0.0);
@@ -137,5 +139,75 @@ fn cache_bench_measures_every_part_on_tiny_sizes() {
         std::fs::read_dir(dir.path()).unwrap().count(),
         0,
         "data files removed"
+    );
+}
+
+/// As root, the table has the loop device's rows (one per file size) and
+/// the device is detached afterwards; otherwise the report says why not.
+fn assert_loop_device_rows_or_a_reason(json: &serde_json::Value, dir: &std::path::Path) {
+    let rows = json["files"].as_array().unwrap();
+    let loop_rows: Vec<_> = rows
+        .iter()
+        .filter(|r| r["source"].as_str().unwrap().starts_with("loop /dev/"))
+        .collect();
+    let privileged = std::env::var_os("FLEXIO_TEST_PRIVILEGED").is_some_and(|v| v == "1");
+    if rustix::process::geteuid().is_root() {
+        assert_eq!(loop_rows.len(), 2, "{json}");
+        assert!(
+            loop_rows[0]["cold_multi_block_mib_s"]["median"]
+                .as_f64()
+                .unwrap()
+                > 0.0
+        );
+        let attached = Command::new("losetup").arg("-a").output().unwrap();
+        let attached = String::from_utf8_lossy(&attached.stdout);
+        assert!(
+            !attached.contains(dir.to_str().unwrap()),
+            "the loop device is detached: {attached}"
+        );
+    } else {
+        assert!(!privileged, "FLEXIO_TEST_PRIVILEGED=1 wants the loop rows");
+        assert!(loop_rows.is_empty());
+        let note = json["loop_device_note"].as_str().unwrap();
+        assert!(note.contains("needs root"), "{note}");
+        eprintln!("loop device rows skipped: {note}");
+    }
+}
+
+#[test]
+fn bench_scenario_cache_prints_the_tables_and_writes_cache_json_and_md() {
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let out = dir.path().join("report");
+    let output = flexio()
+        .args([
+            "bench",
+            "--scenario",
+            "cache",
+            "--runs",
+            "1",
+            "--sizes",
+            "1M",
+        ])
+        .args(["--cache-size", "1MiB", "--dir"])
+        .arg(dir.path())
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    let text = String::from_utf8(output.stdout).unwrap();
+    assert!(text.contains("S.M.A.C.K.'s table"), "{text}");
+    let json: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("cache.json")).unwrap()).unwrap();
+    assert_eq!(json["cache_bytes"], 1 << 20);
+    assert_eq!(json["files"][0]["file_mib"], 1);
+    assert!(std::fs::read_to_string(out.join("cache.md"))
+        .unwrap()
+        .contains("S.M.A.C.K."));
+    // Only the report is left: the work directory and the data are gone.
+    assert_eq!(
+        std::fs::read_dir(dir.path()).unwrap().count(),
+        1,
+        "only the report directory is left"
     );
 }
