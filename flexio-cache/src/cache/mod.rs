@@ -11,9 +11,12 @@
 //! ```
 
 mod device;
+mod files;
 mod read;
 mod shard;
 mod write_back;
+
+pub use files::{CachedFile, FileCache};
 
 use std::ops::Deref;
 use std::path::Path;
@@ -23,8 +26,9 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use crate::error::{Error, Result};
-use crate::policy::{Frame, PolicyName};
-use device::Device;
+use crate::policy::{Frame, Key, PolicyName};
+use device::{Device, IoCounters};
+use read::Source;
 use shard::Shard;
 
 /// How misses are read from the device.
@@ -128,6 +132,24 @@ impl CacheConfig {
         self.direct = direct;
         self
     }
+
+    /// The block size and capacity make a cache: a power of two of at
+    /// least 512, and at least one block.
+    fn check(&self) -> Result<()> {
+        let block_size = self.block_size;
+        if !block_size.is_power_of_two() || block_size < 512 {
+            return Err(Error::Usage(format!(
+                "block size {block_size}: a power of two of at least 512, please"
+            )));
+        }
+        if self.capacity_bytes / (block_size as u64) == 0 {
+            return Err(Error::Usage(format!(
+                "cache of {} bytes: at least one block of {block_size}, please",
+                self.capacity_bytes
+            )));
+        }
+        Ok(())
+    }
 }
 
 /// Counters of a [`BlockCache`], summed over its shards.
@@ -160,9 +182,17 @@ pub struct CacheStats {
 
 /// State shared by the cache handle and its flusher thread.
 pub(crate) struct Inner {
-    device: Device,
+    /// A [`BlockCache`]'s device. A [`FileCache`] has none: each file it
+    /// reads brings its own (see [`Source`]), and its blocks are never
+    /// dirty, so the write path, which uses this one, never runs there.
+    device: Option<Device>,
+    /// What every device of this cache was sent.
+    io: Arc<IoCounters>,
     shards: Vec<CacheLinePadded<Mutex<Shard>>>,
     block_size: usize,
+    /// `block_size.trailing_zeros()`: block numbers are offsets shifted,
+    /// not divided (a 64-bit division costs as much as the rest of a hit).
+    block_shift: u32,
     policy: PolicyName,
     capacity_blocks: usize,
     read_mode: ReadMode,
@@ -243,57 +273,10 @@ impl BlockCache {
     /// least 512 or a capacity under one block; [`Error::Io`] when opening
     /// fails (EINVAL: the file system refuses `O_DIRECT`).
     pub fn open(path: &Path, config: CacheConfig) -> Result<BlockCache> {
-        let block_size = config.block_size;
-        if !block_size.is_power_of_two() || block_size < 512 {
-            return Err(Error::Usage(format!(
-                "block size {block_size}: a power of two of at least 512, please"
-            )));
-        }
-        let capacity_blocks = (config.capacity_bytes / block_size as u64) as usize;
-        if capacity_blocks == 0 {
-            return Err(Error::Usage(format!(
-                "cache of {} bytes: at least one block of {block_size}, please",
-                config.capacity_bytes
-            )));
-        }
-        let (device, len) = Device::open(path, config.direct)?;
-        // A power of two, so picking a shard is a mask, not a division.
-        let shard_count = prev_power_of_two(config.shards.clamp(1, (capacity_blocks / 64).max(1)));
-        let shards = (0..shard_count)
-            .map(|index| {
-                // Spread the remainder so the shards add up to the capacity.
-                let frames = capacity_blocks / shard_count
-                    + usize::from(index < capacity_blocks % shard_count);
-                CacheLinePadded(Mutex::new(Shard::new(
-                    config.policy.build(frames),
-                    block_size,
-                )))
-            })
-            .collect();
-        let (max_blocks, queue_depth) = match config.read_mode {
-            ReadMode::SingleBlock => (1, 1),
-            ReadMode::MultiBlock { max_blocks } => (max_blocks.max(1), config.queue_depth.max(1)),
-        };
-        let inner = Arc::new(Inner {
-            device,
-            shards,
-            block_size,
-            policy: config.policy,
-            capacity_blocks,
-            read_mode: match config.read_mode {
-                ReadMode::SingleBlock => ReadMode::SingleBlock,
-                ReadMode::MultiBlock { .. } => ReadMode::MultiBlock { max_blocks },
-            },
-            readahead_blocks: config.readahead_blocks,
-            queue_depth,
-            len: AtomicU64::new(len),
-            size_lock: Mutex::new(()),
-            streams: Mutex::new(read::Streams::default()),
-            readahead_count: AtomicU64::new(0),
-            deferred_error: Mutex::new(None),
-            flusher: Mutex::new(write_back::FlusherState::default()),
-            flusher_wake: std::sync::Condvar::new(),
-        });
+        config.check()?;
+        let io = Arc::new(IoCounters::default());
+        let (device, len) = Device::open(path, config.direct, Arc::clone(&io))?;
+        let inner = Arc::new(Inner::new(&config, Some(device), len, io));
         let flusher = config
             .flush_interval
             .map(|interval| write_back::spawn_flusher(Arc::clone(&inner), interval));
@@ -331,7 +314,7 @@ impl BlockCache {
     /// # Errors
     /// [`Error::Io`] when reading a missing block from the device fails.
     pub fn read_at(&self, buf: &mut [u8], offset: u64) -> Result<usize> {
-        self.inner.read_at(buf, offset)
+        self.inner.read_at(&self.inner.own_source(), buf, offset)
     }
 
     /// The block numbered `block` (byte offset `block * block_size`),
@@ -408,14 +391,79 @@ impl Drop for BlockCache {
 }
 
 impl Inner {
+    /// The shards, counters and settings of a cache made by a checked
+    /// `config`, over `device` (of `len` bytes) or none.
+    fn new(config: &CacheConfig, device: Option<Device>, len: u64, io: Arc<IoCounters>) -> Inner {
+        let block_size = config.block_size;
+        let capacity_blocks = (config.capacity_bytes / block_size as u64) as usize;
+        // A power of two, so picking a shard is a mask, not a division.
+        let shard_count = prev_power_of_two(config.shards.clamp(1, (capacity_blocks / 64).max(1)));
+        let shards = (0..shard_count)
+            .map(|index| {
+                // Spread the remainder so the shards add up to the capacity.
+                let frames = capacity_blocks / shard_count
+                    + usize::from(index < capacity_blocks % shard_count);
+                CacheLinePadded(Mutex::new(Shard::new(
+                    config.policy.build(frames),
+                    block_size,
+                )))
+            })
+            .collect();
+        let (max_blocks, queue_depth) = match config.read_mode {
+            ReadMode::SingleBlock => (1, 1),
+            ReadMode::MultiBlock { max_blocks } => (max_blocks.max(1), config.queue_depth.max(1)),
+        };
+        Inner {
+            device,
+            io,
+            shards,
+            block_size,
+            block_shift: block_size.trailing_zeros(),
+            policy: config.policy,
+            capacity_blocks,
+            read_mode: match config.read_mode {
+                ReadMode::SingleBlock => ReadMode::SingleBlock,
+                ReadMode::MultiBlock { .. } => ReadMode::MultiBlock { max_blocks },
+            },
+            readahead_blocks: config.readahead_blocks,
+            queue_depth,
+            len: AtomicU64::new(len),
+            size_lock: Mutex::new(()),
+            streams: Mutex::new(read::Streams::default()),
+            readahead_count: AtomicU64::new(0),
+            deferred_error: Mutex::new(None),
+            flusher: Mutex::new(write_back::FlusherState::default()),
+            flusher_wake: std::sync::Condvar::new(),
+        }
+    }
+
     fn len(&self) -> u64 {
         self.len.load(Ordering::Acquire)
     }
 
-    fn shard_of(&self, block: u64) -> &Mutex<Shard> {
+    /// The [`BlockCache`]'s device.
+    fn own_device(&self) -> &Device {
+        self.device
+            .as_ref()
+            .expect("only a BlockCache writes, and it has a device")
+    }
+
+    /// Reads of a [`BlockCache`]: its device, its length, keys from 0.
+    fn own_source(&self) -> Source<'_> {
+        Source {
+            device: self.own_device(),
+            len: self.len(),
+            base: 0,
+        }
+    }
+
+    fn shard_of(&self, key: Key) -> &Mutex<Shard> {
         // Runs of 8 blocks share a shard: a multi-block request's blocks
         // are installed with few lock changes, and a scan still spreads.
-        let index = (block >> 3) as usize & (self.shards.len() - 1);
+        // A FileCache's file number (the key's high bits) is mixed in so
+        // that every file's first blocks do not share one shard.
+        let index =
+            ((key >> 3) ^ (key >> files::FILE_KEY_SHIFT)) as usize & (self.shards.len() - 1);
         &self.shards[index].0
     }
 
@@ -429,13 +477,13 @@ impl Inner {
             stats.eviction_writebacks += shard.eviction_writebacks;
             stats.dirty_blocks += shard.dirty_count;
         }
-        let device = &self.device;
+        let io = &self.io;
         stats.readahead_blocks = self.readahead_count.load(Ordering::Relaxed);
-        stats.device_bytes_read = device.bytes_read.load(Ordering::Relaxed);
-        stats.device_bytes_written = device.bytes_written.load(Ordering::Relaxed);
-        stats.device_read_requests = device.read_requests.load(Ordering::Relaxed);
-        stats.device_write_requests = device.write_requests.load(Ordering::Relaxed);
-        stats.io_uring_refused = device.uring_refused.get().cloned();
+        stats.device_bytes_read = io.bytes_read.load(Ordering::Relaxed);
+        stats.device_bytes_written = io.bytes_written.load(Ordering::Relaxed);
+        stats.device_read_requests = io.read_requests.load(Ordering::Relaxed);
+        stats.device_write_requests = io.write_requests.load(Ordering::Relaxed);
+        stats.io_uring_refused = io.uring_refused.get().cloned();
         stats
     }
 }

@@ -31,11 +31,11 @@ impl Inner {
             let _size = lock(&self.size_lock);
             let old = self.len();
             if end > old {
-                if self.device.is_block_device {
+                if self.own_device().is_block_device {
                     return Err(Error::Usage(format!(
                         "write of {} bytes at {offset} ends past the end of block device {} ({old} bytes)",
                         data.len(),
-                        self.device.path
+                        self.own_device().path
                     )));
                 }
                 self.len.store(end, Ordering::Release);
@@ -77,7 +77,7 @@ impl Inner {
 
     pub(super) fn flush(&self) -> Result<()> {
         self.write_back()?;
-        self.device.sync()?;
+        self.own_device().sync()?;
         match lock(&self.deferred_error).take() {
             Some(error) => Err(error),
             None => Ok(()),
@@ -121,7 +121,7 @@ impl Inner {
                     buf: head,
                 });
             }
-            self.device
+            self.own_device()
                 .run_batch(&mut requests, self.queue_depth.max(4))?;
             for &(_, frame) in &dirty {
                 shard.mark_clean(frame);
@@ -140,7 +140,7 @@ impl Inner {
             return Ok(());
         }
         let _size = lock(&self.size_lock);
-        self.device.truncate(self.len())
+        self.own_device().truncate(self.len())
     }
 }
 
@@ -165,7 +165,7 @@ pub(super) fn spawn_flusher(inner: Arc<Inner>, interval: Duration) -> JoinHandle
                     continue;
                 }
                 drop(state);
-                if let Err(error) = inner.write_back().and_then(|()| inner.device.sync()) {
+                if let Err(error) = inner.write_back().and_then(|()| inner.own_device().sync()) {
                     lock(&inner.deferred_error).get_or_insert(error);
                 }
                 next = Instant::now() + interval;
