@@ -211,3 +211,47 @@ fn bench_scenario_cache_prints_the_tables_and_writes_cache_json_and_md() {
         "only the report directory is left"
     );
 }
+
+#[test]
+fn serve_with_cache_says_so_and_serves_the_files_bytes() {
+    use std::io::BufRead;
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let data: Vec<u8> = (0..(3 << 20) + 5)
+        .map(|i: usize| (i * 131 % 251) as u8)
+        .collect();
+    std::fs::write(dir.path().join("data.bin"), &data).unwrap();
+    let mut child = flexio()
+        .arg("serve")
+        .arg(dir.path())
+        .args(["--cache", "1MiB", "--cache-policy", "sieve"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let url = line
+        .split_whitespace()
+        .find(|word| word.starts_with("http://"))
+        .map(|url| url.trim_end_matches('/').to_string());
+    let out = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let fetched = url.as_ref().map(|url| {
+        flexio()
+            .args(["get", "--streams", "2", "--piece-size", "1MiB"])
+            .arg(format!("{url}/data.bin"))
+            .arg(out.path())
+            .output()
+            .unwrap()
+    });
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(
+        line.contains("1024 KiB sieve block cache over O_DIRECT")
+            && line.contains("instead of sendfile"),
+        "{line}"
+    );
+    let fetched = fetched.unwrap();
+    assert!(fetched.status.success(), "{fetched:?}");
+    assert!(std::fs::read(out.path().join("data.bin")).unwrap() == data);
+}
