@@ -14,6 +14,9 @@
 //! 3. Hot set and scan, per policy: readers draw blocks from a zipf hot set
 //!    while one reader scans a region four times the cache; the hot
 //!    readers' hit ratio with the scan against without it.
+//! 4. `flexio serve --cache` against `flexio serve` (sendfile, the page
+//!    cache) under the same memory: the hot set's requests per second
+//!    alone and during a scan.
 //!
 //! Run by `flexio bench --scenario cache` and its alias `flexio cache
 //! bench`.
@@ -24,6 +27,8 @@
 //! hits.rs         hit costs against memcpy
 //! hot_set.rs      hot set through a scan, per policy
 //! page_cache.rs   the same through the page cache in a memory cgroup
+//! memory_group.rs a cgroup-v1 memory group with a limit
+//! serve.rs        serve --cache against serve, hot set during a scan
 //! ```
 //!
 //! Rounds interleave the contenders (single, multi, single, multi …) and
@@ -33,15 +38,19 @@
 
 use std::io;
 use std::path::{Path, PathBuf};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use flexio_cache::BlockCache;
 
 mod hits;
 mod hot_set;
 mod loop_device;
+mod memory_group;
 pub mod page_cache;
+mod serve;
 mod smack;
+
+pub use serve::{ServeFigures, ServeRow};
 
 pub(crate) use hot_set::hot_phase;
 pub use hot_set::HotSetShape;
@@ -67,6 +76,8 @@ pub struct CacheBenchOptions {
     /// The `flexio` executable, for the `serve --cache` comparison (which
     /// runs it as a server); `None` leaves that part out.
     pub flexio_exe: Option<PathBuf>,
+    /// Each timed window of the `serve --cache` comparison.
+    pub serve_window: Duration,
 }
 
 impl Default for CacheBenchOptions {
@@ -79,6 +90,7 @@ impl Default for CacheBenchOptions {
             hot_readers: 2,
             hot_reads: 50_000,
             flexio_exe: None,
+            serve_window: Duration::from_secs(2),
         }
     }
 }
@@ -193,6 +205,10 @@ pub struct CacheBenchReport {
     pub hot_set_setup: String,
     /// How the page-cache row was measured, or why it is missing.
     pub page_cache_note: Option<String>,
+    /// `serve --cache` against `serve` for the hot set during a scan.
+    pub serve: Option<ServeFigures>,
+    /// Why `serve` is missing, if it is.
+    pub serve_note: Option<String>,
 }
 
 /// A data file for the run, removed on drop.
@@ -274,6 +290,14 @@ pub fn run(
         }
         Err(why) => Some(why),
     };
+    progress("cache: serve --cache against serve, hot set during a scan");
+    let (serve, serve_note) = match serve::compare(options, runs, progress) {
+        Ok(figures) => (Some(figures), None),
+        Err(why) => {
+            progress(&format!("cache: no serve comparison: {why}"));
+            (None, Some(why.to_string()))
+        }
+    };
     Ok(CacheBenchReport {
         schema_version: 1,
         cache_bytes: options.cache_bytes,
@@ -284,6 +308,8 @@ pub fn run(
         hot_set,
         hot_set_setup,
         page_cache_note,
+        serve,
+        serve_note,
     })
 }
 
@@ -357,6 +383,31 @@ pub fn render(report: &CacheBenchReport) -> String {
             row.kept,
             row.scanned_blocks
         );
+    }
+    match (&report.serve, &report.serve_note) {
+        (Some(serve), _) => {
+            text += &format!("\nserve, hot set during a scan: {}\n", serve.setup);
+            text += &format!(
+                "{:>20}  {:>22}  {:>22}  {:>6}  {:>18}\n",
+                "server", "hot req/s alone", "hot req/s with scan", "kept", "scan MiB/s"
+            );
+            for row in &serve.rows {
+                text += &format!(
+                    "{:>20}  {:>22}  {:>22}  {:>5.2}x  {:>18}\n",
+                    row.server,
+                    fmt(&row.hot_alone_requests_per_s),
+                    fmt(&row.hot_with_scan_requests_per_s),
+                    row.kept,
+                    fmt(&row.scan_mib_s)
+                );
+            }
+            text += &format!(
+                "serve --cache over serve, hot requests during the scan: {:.2}x\n",
+                serve.cache_over_plain_with_scan
+            );
+        }
+        (None, Some(note)) => text += &format!("\nserve: {note}\n"),
+        (None, None) => {}
     }
     text
 }

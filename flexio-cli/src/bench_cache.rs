@@ -4,6 +4,7 @@
 //! (table or JSON on stdout). See [`flexio_bench::cache_bench`].
 
 use std::path::Path;
+use std::time::Duration;
 
 use flexio::Error;
 use flexio_bench::cache_bench::{self, CacheBenchOptions, CacheBenchReport};
@@ -26,8 +27,9 @@ pub fn measure(mut options: CacheBenchOptions) -> Result<CacheBenchReport, Error
 }
 
 /// `flexio bench --scenario cache`: `sizes` (bytes, rounded up to MiB)
-/// replace the table's file sizes when given; the hot-set reads scale
-/// with `cache_bytes` (50 000 per reader at the default 16 MiB).
+/// replace the table's file sizes when given; the hot-set reads and the
+/// serve comparison's windows scale with `cache_bytes` (50 000 reads per
+/// reader and 2 s at the default 16 MiB).
 ///
 /// # Errors
 /// As [`measure`], or writing the report files.
@@ -39,12 +41,18 @@ pub fn run_scenario(
     cache_bytes: u64,
 ) -> Result<(), Error> {
     let defaults = CacheBenchOptions::default();
-    let hot_reads = (defaults.hot_reads as u64 * cache_bytes / defaults.cache_bytes).max(300);
+    let scale = cache_bytes as f64 / defaults.cache_bytes as f64;
+    let hot_reads = ((defaults.hot_reads as f64 * scale) as usize).max(300);
+    let serve_window = defaults
+        .serve_window
+        .mul_f64(scale)
+        .max(Duration::from_millis(250));
     let mut options = CacheBenchOptions {
         dir: dir.join(format!(".flexio-cache-bench-{}", std::process::id())),
         runs,
         cache_bytes,
-        hot_reads: hot_reads as usize,
+        hot_reads,
+        serve_window,
         ..defaults
     };
     if !sizes.is_empty() {

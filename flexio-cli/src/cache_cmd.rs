@@ -56,6 +56,9 @@ struct CacheBenchArgs {
     /// Print JSON.
     #[arg(long)]
     json: bool,
+    /// Each timed window of the serve comparison.
+    #[arg(long, value_parser = duration, default_value = "2s")]
+    serve_window: std::time::Duration,
     /// The page-cache side of the hot-set experiment (internal: SHAPE PATH).
     #[arg(long, hide = true, num_args = 2, value_names = ["SHAPE", "PATH"])]
     page_cache_child: Option<Vec<String>>,
@@ -82,6 +85,10 @@ struct SimArgs {
     /// Also draw hit ratio against cache size, one line per policy, as SVG.
     #[arg(long)]
     chart: Option<PathBuf>,
+}
+
+fn duration(text: &str) -> Result<std::time::Duration, String> {
+    flexio::parse_duration(text).map_err(|e| e.to_string())
 }
 
 /// JSON schema version of `flexio cache sim --json`.
@@ -113,6 +120,7 @@ fn bench(args: CacheBenchArgs) -> Result<(), Error> {
         file_sizes_mib: args.files_mib,
         cache_bytes: args.cache_size,
         hot_reads: args.hot_reads.max(1),
+        serve_window: args.serve_window,
         ..Default::default()
     };
     // The same implementation as `flexio bench --scenario cache`.

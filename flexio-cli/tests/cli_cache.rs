@@ -96,7 +96,14 @@ fn cache_bench_measures_every_part_on_tiny_sizes() {
             "--cache-size",
             "1MiB",
         ])
-        .args(["--hot-reads", "300", "--json", "--dir"])
+        .args([
+            "--hot-reads",
+            "300",
+            "--serve-window",
+            "300ms",
+            "--json",
+            "--dir",
+        ])
         .arg(dir.path())
         .output()
         .unwrap();
@@ -135,6 +142,25 @@ fn cache_bench_measures_every_part_on_tiny_sizes() {
         assert_eq!(rows[5]["policy"], "page-cache");
         assert!(rows[5]["hit_percent_alone"].as_f64().unwrap() > 0.0);
     }
+    // serve and serve --cache each served the hot set alone and during
+    // the scan, and the scan moved.
+    let serve = &json["serve"]["rows"];
+    assert_eq!(serve.as_array().unwrap().len(), 2, "{}", json["serve_note"]);
+    for row in serve.as_array().unwrap() {
+        for key in [
+            "hot_alone_requests_per_s",
+            "hot_with_scan_requests_per_s",
+            "scan_mib_s",
+        ] {
+            assert!(row[key]["median"].as_f64().unwrap() > 0.0, "{row}");
+        }
+    }
+    let setup = json["serve"]["setup"].as_str().unwrap();
+    assert_eq!(
+        setup.contains("no memory limit"),
+        !rustix::process::geteuid().is_root(),
+        "{setup}"
+    );
     assert_eq!(
         std::fs::read_dir(dir.path()).unwrap().count(),
         0,
