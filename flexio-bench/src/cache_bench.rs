@@ -78,6 +78,70 @@ pub struct CacheBenchOptions {
     pub flexio_exe: Option<PathBuf>,
     /// Each timed window of the `serve --cache` comparison.
     pub serve_window: Duration,
+    /// Which parts to run.
+    pub parts: Parts,
+}
+
+/// The scenario's parts, each on or off (all on by default).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Parts {
+    /// S.M.A.C.K.'s cold/warm table (file and loop device).
+    pub smack: bool,
+    /// Hit costs against memcpy.
+    pub hits: bool,
+    /// The hot set through a scan, per policy and the page cache.
+    pub hot_set: bool,
+    /// `serve --cache` against `serve`.
+    pub serve: bool,
+}
+
+impl Parts {
+    /// The names [`Parts::parse`] takes.
+    pub const NAMES: [&'static str; 4] = ["smack", "hits", "hot-set", "serve"];
+
+    /// Every part.
+    pub const ALL: Parts = Parts {
+        smack: true,
+        hits: true,
+        hot_set: true,
+        serve: true,
+    };
+
+    /// Parts from comma-separated names (see [`Parts::NAMES`]).
+    ///
+    /// # Errors
+    /// An unknown name, in words.
+    ///
+    /// # Examples
+    /// ```
+    /// use flexio_bench::cache_bench::Parts;
+    /// let parts = Parts::parse("hits,serve").unwrap();
+    /// assert!(parts.hits && parts.serve && !parts.smack && !parts.hot_set);
+    /// assert!(Parts::parse("warp").is_err());
+    /// ```
+    pub fn parse(text: &str) -> Result<Parts, String> {
+        let mut parts = Parts {
+            smack: false,
+            hits: false,
+            hot_set: false,
+            serve: false,
+        };
+        for name in text.split(',').map(str::trim) {
+            match name {
+                "smack" => parts.smack = true,
+                "hits" => parts.hits = true,
+                "hot-set" => parts.hot_set = true,
+                "serve" => parts.serve = true,
+                other => {
+                    return Err(format!(
+                        "unknown part {other:?}; known: {}",
+                        Parts::NAMES.join(", ")
+                    ))
+                }
+            }
+        }
+        Ok(parts)
+    }
 }
 
 impl Default for CacheBenchOptions {
@@ -91,6 +155,7 @@ impl Default for CacheBenchOptions {
             hot_reads: 50_000,
             flexio_exe: None,
             serve_window: Duration::from_secs(2),
+            parts: Parts::ALL,
         }
     }
 }
@@ -197,8 +262,8 @@ pub struct CacheBenchReport {
     pub files: Vec<FileRow>,
     /// Why the loop device rows are missing, if they are.
     pub loop_device_note: Option<String>,
-    /// Hit costs.
-    pub hits: HitFigures,
+    /// Hit costs (when that part ran).
+    pub hits: Option<HitFigures>,
     /// The hot-set experiment, per policy.
     pub hot_set: Vec<HotSetRow>,
     /// Zipf skew and sizes of the hot-set experiment, in words.
@@ -262,42 +327,54 @@ pub fn run(
 ) -> io::Result<CacheBenchReport> {
     std::fs::create_dir_all(&options.dir)?;
     let runs = options.runs.max(1);
-    let mut files = smack::file_rows(options, runs, progress)?;
-    let loop_device_note = match smack::loop_device_rows(options, runs, progress) {
-        Ok(rows) => {
-            files.extend(rows);
-            None
+    let parts = &options.parts;
+    let mut files = Vec::new();
+    let mut loop_device_note = None;
+    if parts.smack {
+        files = smack::file_rows(options, runs, progress)?;
+        match smack::loop_device_rows(options, runs, progress) {
+            Ok(rows) => files.extend(rows),
+            Err(why) => {
+                progress(&format!("cache: no loop device rows: {why}"));
+                loop_device_note = Some(why);
+            }
         }
-        Err(why) => {
-            progress(&format!("cache: no loop device rows: {why}"));
-            Some(why)
-        }
+    }
+    let hits = if parts.hits {
+        progress("cache: hit costs");
+        Some(hits::hit_figures(options, runs)?)
+    } else {
+        None
     };
-
-    progress("cache: hit costs");
-    let hits = hits::hit_figures(options, runs)?;
-    progress("cache: hot set with and without a scan, per policy");
-    let (mut hot_set, hot_set_setup, hot_data) = hot_set::hot_set(options, progress)?;
-    progress("cache: hot set through the page cache in a memory cgroup");
-    let page_cache_note = match page_cache::hot_set(options, &HotSetShape::of(options), &hot_data.0)
-    {
-        Ok(row) => {
-            hot_set.push(row);
-            Some(format!(
-                "buffered pread in a cgroup-v1 memory group limited to the cache size + {} MiB for the reader process",
-                page_cache::CHILD_ALLOWANCE >> 20
-            ))
+    let (mut hot_set, mut hot_set_setup, mut page_cache_note) = (Vec::new(), String::new(), None);
+    if parts.hot_set {
+        progress("cache: hot set with and without a scan, per policy");
+        let hot_data;
+        (hot_set, hot_set_setup, hot_data) = hot_set::hot_set(options, progress)?;
+        progress("cache: hot set through the page cache in a memory cgroup");
+        page_cache_note = match page_cache::hot_set(options, &HotSetShape::of(options), &hot_data.0)
+        {
+            Ok(row) => {
+                hot_set.push(row);
+                Some(format!(
+                        "buffered pread in a cgroup-v1 memory group limited to the cache size + {} MiB for the reader process",
+                        page_cache::CHILD_ALLOWANCE >> 20
+                    ))
+            }
+            Err(why) => Some(why),
+        };
+    }
+    let (mut serve, mut serve_note) = (None, None);
+    if parts.serve {
+        progress("cache: serve --cache against serve, hot set during a scan");
+        match serve::compare(options, runs, progress) {
+            Ok(figures) => serve = Some(figures),
+            Err(why) => {
+                progress(&format!("cache: no serve comparison: {why}"));
+                serve_note = Some(why.to_string());
+            }
         }
-        Err(why) => Some(why),
-    };
-    progress("cache: serve --cache against serve, hot set during a scan");
-    let (serve, serve_note) = match serve::compare(options, runs, progress) {
-        Ok(figures) => (Some(figures), None),
-        Err(why) => {
-            progress(&format!("cache: no serve comparison: {why}"));
-            (None, Some(why.to_string()))
-        }
-    };
+    }
     Ok(CacheBenchReport {
         schema_version: 1,
         cache_bytes: options.cache_bytes,
@@ -315,7 +392,25 @@ pub fn run(
 
 /// The report as terminal tables.
 pub fn render(report: &CacheBenchReport) -> String {
-    let fmt = |s: &Spread| format!("{:.0} ({:.0}-{:.0})", s.median, s.min, s.max);
+    let mut text = String::new();
+    if !report.files.is_empty() || report.loop_device_note.is_some() {
+        text += &render_smack(report);
+    }
+    if let Some(hits) = &report.hits {
+        text += &render_hits(hits);
+    }
+    if !report.hot_set.is_empty() {
+        text += &render_hot_set(report);
+    }
+    match (&report.serve, &report.serve_note) {
+        (Some(serve), _) => text += &render_serve(serve),
+        (None, Some(note)) => text += &format!("\nserve: {note}\n"),
+        (None, None) => {}
+    }
+    text
+}
+
+fn render_smack(report: &CacheBenchReport) -> String {
     let mut text = format!(
         "S.M.A.C.K.'s table: sequential 4 KiB reads through a {} MiB cache, MiB/s, median (min-max) of {} rounds\n",
         report.cache_bytes / MIB,
@@ -340,8 +435,15 @@ pub fn render(report: &CacheBenchReport) -> String {
     if let Some(note) = &report.loop_device_note {
         text += &format!("loop device: {note}\n");
     }
-    let hits = &report.hits;
-    text += &format!(
+    text
+}
+
+fn fmt(s: &Spread) -> String {
+    format!("{:.0} ({:.0}-{:.0})", s.median, s.min, s.max)
+}
+
+fn render_hits(hits: &HitFigures) -> String {
+    let mut text = format!(
         "\nhits, one thread: 4 KiB copied out {} MiB/s vs memcpy of 4 KiB {} MiB/s: {:.2}x\n",
         fmt(&hits.copy_out_mib_s),
         fmt(&hits.memcpy_mib_s),
@@ -366,7 +468,11 @@ pub fn render(report: &CacheBenchReport) -> String {
         per_s(&hits.reference_lookups_per_s_per_thread_all_cores),
         hits.threads
     );
-    text += &format!("\nhot set and scan: {}\n", report.hot_set_setup);
+    text
+}
+
+fn render_hot_set(report: &CacheBenchReport) -> String {
+    let mut text = format!("\nhot set and scan: {}\n", report.hot_set_setup);
     text += &format!(
         "{:>10}  {:>10}  {:>10}  {:>6}  {:>14}\n",
         "policy", "hits alone", "with scan", "kept", "scanned blocks"
@@ -384,30 +490,28 @@ pub fn render(report: &CacheBenchReport) -> String {
             row.scanned_blocks
         );
     }
-    match (&report.serve, &report.serve_note) {
-        (Some(serve), _) => {
-            text += &format!("\nserve, hot set during a scan: {}\n", serve.setup);
-            text += &format!(
-                "{:>20}  {:>22}  {:>22}  {:>6}  {:>18}\n",
-                "server", "hot req/s alone", "hot req/s with scan", "kept", "scan MiB/s"
-            );
-            for row in &serve.rows {
-                text += &format!(
-                    "{:>20}  {:>22}  {:>22}  {:>5.2}x  {:>18}\n",
-                    row.server,
-                    fmt(&row.hot_alone_requests_per_s),
-                    fmt(&row.hot_with_scan_requests_per_s),
-                    row.kept,
-                    fmt(&row.scan_mib_s)
-                );
-            }
-            text += &format!(
-                "serve --cache over serve, hot requests during the scan: {:.2}x\n",
-                serve.cache_over_plain_with_scan
-            );
-        }
-        (None, Some(note)) => text += &format!("\nserve: {note}\n"),
-        (None, None) => {}
+    text
+}
+
+fn render_serve(serve: &ServeFigures) -> String {
+    let mut text = format!("\nserve, hot set during a scan: {}\n", serve.setup);
+    text += &format!(
+        "{:>20}  {:>22}  {:>22}  {:>6}  {:>18}\n",
+        "server", "hot req/s alone", "hot req/s with scan", "kept", "scan MiB/s"
+    );
+    for row in &serve.rows {
+        text += &format!(
+            "{:>20}  {:>22}  {:>22}  {:>5.2}x  {:>18}\n",
+            row.server,
+            fmt(&row.hot_alone_requests_per_s),
+            fmt(&row.hot_with_scan_requests_per_s),
+            row.kept,
+            fmt(&row.scan_mib_s)
+        );
     }
+    text += &format!(
+        "serve --cache over serve, hot requests during the scan: {:.2}x\n",
+        serve.cache_over_plain_with_scan
+    );
     text
 }

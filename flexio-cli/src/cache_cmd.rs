@@ -56,6 +56,10 @@ struct CacheBenchArgs {
     /// Print JSON.
     #[arg(long)]
     json: bool,
+    /// Only these parts: smack (the cold/warm table), hits, hot-set,
+    /// serve [default: all].
+    #[arg(long, value_parser = flexio_bench::cache_bench::Parts::parse, default_value = "smack,hits,hot-set,serve")]
+    parts: flexio_bench::cache_bench::Parts,
     /// Each timed window of the serve comparison.
     #[arg(long, value_parser = duration, default_value = "2s")]
     serve_window: std::time::Duration,
@@ -121,6 +125,7 @@ fn bench(args: CacheBenchArgs) -> Result<(), Error> {
         cache_bytes: args.cache_size,
         hot_reads: args.hot_reads.max(1),
         serve_window: args.serve_window,
+        parts: args.parts,
         ..Default::default()
     };
     // The same implementation as `flexio bench --scenario cache`.

@@ -281,3 +281,25 @@ fn serve_with_cache_says_so_and_serves_the_files_bytes() {
     assert!(fetched.status.success(), "{fetched:?}");
     assert!(std::fs::read(out.path().join("data.bin")).unwrap() == data);
 }
+
+#[test]
+fn cache_bench_parts_runs_only_the_parts_asked_for() {
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let output = flexio()
+        .args(["cache", "bench", "--runs", "1", "--cache-size", "1MiB"])
+        .args(["--parts", "hits", "--json", "--dir"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert!(json["files"].as_array().unwrap().is_empty());
+    assert!(json["hot_set"].as_array().unwrap().is_empty());
+    assert!(json["serve"].is_null());
+    assert!(json["hits"]["copy_out_over_memcpy"].as_f64().unwrap() > 0.0);
+    let output = flexio()
+        .args(["cache", "bench", "--parts", "hits,warp"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2), "{output:?}");
+}
