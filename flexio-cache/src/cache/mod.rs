@@ -12,6 +12,7 @@
 
 mod device;
 mod files;
+mod hints;
 mod read;
 mod shard;
 mod write_back;
@@ -29,7 +30,7 @@ use crate::error::{Error, Result};
 use crate::policy::{Frame, Key, PolicyName};
 use device::{Device, IoCounters};
 use read::Source;
-use shard::Shard;
+use shard::{ShardCell, ShardGuard};
 
 /// How misses are read from the device.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
@@ -188,7 +189,7 @@ pub(crate) struct Inner {
     device: Option<Device>,
     /// What every device of this cache was sent.
     io: Arc<IoCounters>,
-    shards: Vec<CacheLinePadded<Mutex<Shard>>>,
+    shards: Vec<CacheLinePadded<ShardCell>>,
     block_size: usize,
     /// `block_size.trailing_zeros()`: block numbers are offsets shifted,
     /// not divided (a 64-bit division costs as much as the rest of a hit).
@@ -249,7 +250,7 @@ pub struct BlockCache {
 /// so hold it briefly, and drop it before calling the cache again from the
 /// same thread (a call that reaches the same shard would wait for it).
 pub struct BlockRef<'a> {
-    shard: MutexGuard<'a, Shard>,
+    shard: ShardGuard<'a>,
     frame: Frame,
     len: usize,
 }
@@ -342,7 +343,9 @@ impl BlockCache {
     /// measuring: a reader that asks before reading learns whether its
     /// read hit).
     pub fn is_resident(&self, block: u64) -> bool {
-        lock(self.inner.shard_of(block))
+        self.inner
+            .shard_of(block)
+            .lock()
             .policy
             .peek(block)
             .is_some()
@@ -403,10 +406,7 @@ impl Inner {
                 // Spread the remainder so the shards add up to the capacity.
                 let frames = capacity_blocks / shard_count
                     + usize::from(index < capacity_blocks % shard_count);
-                CacheLinePadded(Mutex::new(Shard::new(
-                    config.policy.build(frames),
-                    block_size,
-                )))
+                CacheLinePadded(ShardCell::new(config.policy.build(frames), block_size))
             })
             .collect();
         let (max_blocks, queue_depth) = match config.read_mode {
@@ -457,7 +457,7 @@ impl Inner {
         }
     }
 
-    fn shard_of(&self, key: Key) -> &Mutex<Shard> {
+    fn shard_of(&self, key: Key) -> &ShardCell {
         // Runs of 8 blocks share a shard: a multi-block request's blocks
         // are installed with few lock changes, and a scan still spreads.
         // A FileCache's file number (the key's high bits) is mixed in so
@@ -469,8 +469,9 @@ impl Inner {
 
     fn stats(&self) -> CacheStats {
         let mut stats = CacheStats::default();
-        for shard in &self.shards {
-            let shard = lock(&shard.0);
+        for cell in &self.shards {
+            stats.hits += cell.0.lock_free_hits();
+            let shard = cell.0.lock();
             stats.hits += shard.hits;
             stats.misses += shard.misses;
             stats.evictions += shard.evictions;

@@ -5,7 +5,8 @@
 use std::sync::atomic::Ordering;
 
 use super::device::Device;
-use super::{lock, BlockRef, Inner, ReadMode, Shard};
+use super::shard::ShardGuard;
+use super::{lock, BlockRef, Inner, ReadMode};
 use crate::error::{Error, Result};
 use crate::policy::{Frame, Key};
 use crate::sys::aligned::AlignedBuffer;
@@ -88,7 +89,11 @@ impl Inner {
             // The common case (a read within one block): no loop, and a hit
             // is one lock, one lookup and one copy.
             let within = (offset - (first << shift)) as usize;
-            let mut shard = lock(self.shard_of(src.base + first));
+            let cell = self.shard_of(src.base + first);
+            if cell.try_hit(src.base + first, within, buf) {
+                return Ok(n);
+            }
+            let mut shard = cell.lock();
             if let Some(frame) = shard.access(src.base + first) {
                 buf.copy_from_slice(&shard.frame(frame)[within..within + n]);
                 return Ok(n);
@@ -106,7 +111,7 @@ impl Inner {
         // Empty until the first miss: a read that hits allocates nothing.
         let mut missing = Vec::new();
         for block in first..=last {
-            let mut shard = lock(self.shard_of(src.base + block));
+            let mut shard = self.shard_of(src.base + block).lock();
             match shard.access(src.base + block) {
                 Some(frame) => {
                     copy_out(block, self.block_size, shard.frame(frame), buf, offset);
@@ -185,11 +190,11 @@ impl Inner {
                     .min(len.saturating_sub(m.block * bs as u64) as usize);
                 block_bytes[valid..].fill(0);
                 let key = src.base + m.block;
-                let mut shard = lock(self.shard_of(key));
+                let mut shard = self.shard_of(key).lock();
                 let installed = if shard.write_epoch == m.epoch && shard.policy.peek(key).is_none()
                 {
                     let frame = self.admit(&mut shard, key);
-                    shard.frame_mut(frame).copy_from_slice(block_bytes);
+                    shard.store(frame, 0, block_bytes);
                     shard.set_prefetched(frame, !m.wanted);
                     Some(frame)
                 } else {
@@ -229,7 +234,7 @@ impl Inner {
         }
         let mut added = 0;
         for block in end..ahead_end {
-            let shard = lock(self.shard_of(src.base + block));
+            let shard = self.shard_of(src.base + block).lock();
             if shard.policy.peek(src.base + block).is_none() {
                 let epoch = shard.write_epoch;
                 missing.push(Missing {
@@ -246,11 +251,9 @@ impl Inner {
     /// Makes room for key `block` in `shard` and returns its frame; a dirty
     /// victim (only a [`super::BlockCache`] has any) is written back first. A failed write-back is kept for the
     /// next flush to report, and the frame is handed over all the same.
-    pub(super) fn admit(&self, shard: &mut Shard, block: u64) -> Frame {
-        let inserted = shard.policy.insert(block);
-        let frame = inserted.frame;
-        shard.set_prefetched(frame, false);
-        if let Some(old) = inserted.evicted {
+    pub(super) fn admit(&self, shard: &mut ShardGuard<'_>, block: u64) -> Frame {
+        let (frame, evicted) = shard.insert(block);
+        if let Some(old) = evicted {
             shard.evictions += 1;
             if shard.is_dirty(frame) {
                 shard.eviction_writebacks += 1;
@@ -278,7 +281,7 @@ impl Inner {
             )));
         }
         let valid = (len - block * bs).min(bs) as usize;
-        let mut shard = lock(self.shard_of(block));
+        let mut shard = self.shard_of(block).lock();
         if let Some(frame) = shard.access(block) {
             return Ok(BlockRef {
                 shard,
@@ -290,11 +293,9 @@ impl Inner {
         // Read before taking a frame: a failed read leaves the cache as it
         // was instead of a frame that claims `block` with other bytes.
         let frame = {
-            let mut staging = self.read_block_from_device(block)?;
+            let staging = self.read_block_from_device(block)?;
             let frame = self.admit(&mut shard, block);
-            shard
-                .frame_mut(frame)
-                .copy_from_slice(staging.as_mut_slice());
+            shard.store(frame, 0, staging.as_slice());
             frame
         };
         Ok(BlockRef {

@@ -45,7 +45,7 @@ impl Inner {
         let bs = self.block_size as u64;
         for block in offset / bs..=(end - 1) / bs {
             let start = block * bs;
-            let mut shard = lock(self.shard_of(block));
+            let mut shard = self.shard_of(block).lock();
             shard.write_epoch += 1;
             let frame = match shard.access(block) {
                 Some(frame) => frame,
@@ -56,20 +56,23 @@ impl Inner {
                         // Nothing of the old block survives (or there was
                         // none): no need to read it.
                         let frame = self.admit(&mut shard, block);
-                        shard.frame_mut(frame).fill(0);
+                        shard.zero(frame);
                         frame
                     } else {
-                        let mut old = self.read_block_from_device(block)?;
+                        let old = self.read_block_from_device(block)?;
                         let frame = self.admit(&mut shard, block);
-                        shard.frame_mut(frame).copy_from_slice(old.as_mut_slice());
+                        shard.store(frame, 0, old.as_slice());
                         frame
                     }
                 }
             };
             let from = offset.max(start);
             let to = end.min(start + bs);
-            shard.frame_mut(frame)[(from - start) as usize..(to - start) as usize]
-                .copy_from_slice(&data[(from - offset) as usize..(to - offset) as usize]);
+            shard.store(
+                frame,
+                (from - start) as usize,
+                &data[(from - offset) as usize..(to - offset) as usize],
+            );
             shard.mark_dirty(frame);
         }
         Ok(())
@@ -92,7 +95,7 @@ impl Inner {
         let bs = self.block_size;
         let max_run = (MAX_WRITE_BYTES / bs).max(1);
         for shard in &self.shards {
-            let mut shard = lock(&shard.0);
+            let mut shard = shard.0.lock();
             let dirty = shard.dirty_blocks();
             if dirty.is_empty() {
                 continue;

@@ -35,7 +35,7 @@ pub use lru::Lru;
 pub use s3fifo::S3Fifo;
 pub use sieve::Sieve;
 
-pub(crate) use map::{key_map, KeyMap};
+pub(crate) use map::{key_map, mix, KeyMap};
 
 use std::fmt;
 use std::str::FromStr;
