@@ -2,6 +2,8 @@
 //! memory under an eviction policy, read and written through `O_DIRECT`.
 //!
 //! ```text
+//! read_at in 1 block ──► shard.try_hit: seqlock read, no lock ── hit ──► copied out
+//!        └ otherwise ─┐
 //! read_at / block ──► shard(block) mutex ──► policy.get ── hit ──► copy out / BlockRef
 //!                                                  └─ miss ─► read.rs: coalesce runs,
 //!                                                             read ahead, io_uring batch,
@@ -157,6 +159,9 @@ impl CacheConfig {
 #[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct CacheStats {
     /// Block lookups (reads and writes) that found the block resident.
+    /// Hits served without the lock are counted with a relaxed load and
+    /// store, so threads hitting one shard at the same moment may count
+    /// as one.
     pub hits: u64,
     /// Block lookups that did not.
     pub misses: u64,
@@ -217,9 +222,11 @@ pub(crate) struct Inner {
 /// A block cache over one file or block device opened with `O_DIRECT`.
 ///
 /// Reads and writes of any size and offset go through fixed-size blocks
-/// held in memory; a hit costs a mutex and a copy (or, through
-/// [`BlockCache::block`], just the mutex) with no system call and no
-/// allocation. Writes stay in memory, dirty, until the background flusher,
+/// held in memory; a hit costs a copy and, for LRU and ARC or a read
+/// across blocks, its shard's mutex (CLOCK, SIEVE and S3-FIFO serve a read
+/// within one block without it), with no system call and no allocation
+/// ([`BlockCache::block`] borrows the block under the mutex instead of
+/// copying). Writes stay in memory, dirty, until the background flusher,
 /// [`BlockCache::flush`], an eviction or drop writes them back in large
 /// coalesced requests. A crash loses at most the blocks dirtied since the
 /// last write-back, and a block is always written whole (one aligned

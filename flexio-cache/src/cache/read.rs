@@ -1,4 +1,5 @@
-//! The read path: hits copied out under their shard's lock; misses gathered,
+//! The read path: hits copied out (without the shard's lock where the
+//! policy allows, see `shard.rs`, else under it); misses gathered,
 //! coalesced into runs of adjacent blocks (plus read-ahead for a sequential
 //! reader), read through one io_uring batch, then installed.
 
@@ -87,7 +88,8 @@ impl Inner {
         let (first, last) = (offset >> shift, (offset + n as u64 - 1) >> shift);
         if first == last {
             // The common case (a read within one block): no loop, and a hit
-            // is one lock, one lookup and one copy.
+            // is one lookup and one copy, without the lock where the policy
+            // allows (see `shard.rs`).
             let within = (offset - (first << shift)) as usize;
             let cell = self.shard_of(src.base + first);
             if cell.try_hit(src.base + first, within, buf) {
@@ -111,7 +113,15 @@ impl Inner {
         // Empty until the first miss: a read that hits allocates nothing.
         let mut missing = Vec::new();
         for block in first..=last {
-            let mut shard = self.shard_of(src.base + block).lock();
+            let cell = self.shard_of(src.base + block);
+            let start = block << shift;
+            let end = (offset + n as u64).min(start + self.block_size as u64);
+            let from = offset.max(start);
+            let part = &mut buf[(from - offset) as usize..(end - offset) as usize];
+            if cell.try_hit(src.base + block, (from - start) as usize, part) {
+                continue;
+            }
+            let mut shard = cell.lock();
             match shard.access(src.base + block) {
                 Some(frame) => {
                     copy_out(block, self.block_size, shard.frame(frame), buf, offset);
