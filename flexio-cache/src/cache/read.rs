@@ -205,7 +205,7 @@ impl Inner {
                 {
                     let frame = self.admit(&mut shard, key);
                     shard.store(frame, 0, block_bytes);
-                    shard.set_prefetched(frame, !m.wanted);
+                    shard.set_prefetched(key, frame, !m.wanted);
                     Some(frame)
                 } else {
                     // Resident now (another reader, or a write): its copy

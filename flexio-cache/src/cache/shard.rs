@@ -35,6 +35,7 @@ pub(crate) struct ShardCell {
     marks: Option<HitMarks>,
     /// Frames filled by read-ahead and not read since: their first read is
     /// their arrival, not a second access (see [`ShardGuard::access`]).
+    /// Only the lock's holder reads or writes these.
     prefetched: Box<[AtomicBool]>,
     reader: FrameReader,
     /// Hits served without the lock. Counted with a relaxed load and
@@ -120,12 +121,11 @@ impl ShardCell {
         if before & 1 == 1 {
             return false;
         }
+        // A block read ahead and not read since has no hint (see
+        // `ShardGuard::set_prefetched`), so its first read takes the lock.
         let Some(frame) = self.hints.find(key) else {
             return false;
         };
-        if self.prefetched[frame as usize].load(Ordering::Relaxed) {
-            return false;
-        }
         self.reader.load(frame, within, into);
         fence(Ordering::Acquire);
         if self.seq.load(Ordering::Relaxed) != before {
@@ -175,15 +175,24 @@ impl ShardGuard<'_> {
         let prefetched = &self.cell.prefetched[frame as usize];
         if prefetched.load(Ordering::Relaxed) {
             prefetched.store(false, Ordering::Relaxed);
+            // Read once now: later hits may go without the lock.
+            self.cell.hints.insert(key, frame);
         } else {
             self.shard.policy.touch(frame);
         }
         Some(frame)
     }
 
-    /// Marks `frame` as filled by read-ahead (true) or on demand (false).
-    pub fn set_prefetched(&mut self, frame: Frame, prefetched: bool) {
+    /// Marks `frame` (holding `key`) as filled by read-ahead (true) or on
+    /// demand (false). A read-ahead block leaves the hints until its first
+    /// read, which must take the lock to count as an arrival, not a hit.
+    pub fn set_prefetched(&mut self, key: Key, frame: Frame, prefetched: bool) {
         self.cell.prefetched[frame as usize].store(prefetched, Ordering::Relaxed);
+        if prefetched {
+            self.cell.hints.remove(key);
+        } else {
+            self.cell.hints.insert(key, frame);
+        }
     }
 
     /// Makes `key` resident in the policy and the hints; returns its frame
@@ -193,8 +202,7 @@ impl ShardGuard<'_> {
         if let Some(old) = inserted.evicted {
             self.cell.hints.remove(old);
         }
-        self.cell.hints.insert(key, inserted.frame);
-        self.set_prefetched(inserted.frame, false);
+        self.set_prefetched(key, inserted.frame, false);
         (inserted.frame, inserted.evicted)
     }
 }
@@ -285,7 +293,7 @@ mod tests {
         {
             let mut guard = cell.lock();
             let frame = guard.policy.peek(13).unwrap();
-            guard.set_prefetched(frame, true);
+            guard.set_prefetched(13, frame, true);
         }
         assert!(!cell.try_hit(13, 0, &mut buf), "read ahead, not yet read");
         assert_eq!(cell.lock().access(13).map(|_| ()), Some(()));
