@@ -30,6 +30,7 @@ use std::time::Duration;
 
 use crate::error::{Error, Result};
 use crate::policy::{Frame, Key, PolicyName};
+use crate::sys::frames::Arena;
 use device::{Device, IoCounters};
 use read::Source;
 use shard::{ShardCell, ShardGuard};
@@ -408,12 +409,16 @@ impl Inner {
         let capacity_blocks = (config.capacity_bytes / block_size as u64) as usize;
         // A power of two, so picking a shard is a mask, not a division.
         let shard_count = prev_power_of_two(config.shards.clamp(1, (capacity_blocks / 64).max(1)));
+        let arena = Arena::new(capacity_blocks, block_size);
+        let mut first = 0;
         let shards = (0..shard_count)
             .map(|index| {
                 // Spread the remainder so the shards add up to the capacity.
                 let frames = capacity_blocks / shard_count
                     + usize::from(index < capacity_blocks % shard_count);
-                CacheLinePadded(ShardCell::new(config.policy.build(frames), block_size))
+                let cell = ShardCell::new(config.policy.build(frames), &arena, first);
+                first += frames;
+                CacheLinePadded(cell)
             })
             .collect();
         let (max_blocks, queue_depth) = match config.read_mode {

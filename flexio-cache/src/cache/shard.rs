@@ -15,12 +15,12 @@
 
 use std::ops::{Deref, DerefMut};
 use std::sync::atomic::{fence, AtomicBool, AtomicU64, Ordering};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use super::hints::Hints;
 use super::lock;
 use crate::policy::{Frame, HitMarks, Key, Policy};
-use crate::sys::frames::{FrameReader, Frames};
+use crate::sys::frames::{Arena, FrameReader, Frames};
 
 /// Frames are aligned for `O_DIRECT` on any device: 4 KiB covers every
 /// logical block size in use.
@@ -72,9 +72,11 @@ pub(crate) struct ShardGuard<'a> {
 }
 
 impl ShardCell {
-    pub fn new(policy: Box<dyn Policy>, block_size: usize) -> ShardCell {
+    /// A shard of `policy`'s capacity over the arena's frames from
+    /// `first` on.
+    pub fn new(policy: Box<dyn Policy>, arena: &Arc<Arena>, first: usize) -> ShardCell {
         let count = policy.capacity();
-        let frames = Frames::new(count, block_size, FRAME_ALIGN.max(block_size));
+        let frames = Frames::new(arena, first, count);
         ShardCell {
             seq: AtomicU64::new(0),
             hints: Hints::new(count),
@@ -265,9 +267,10 @@ impl Shard {
 mod tests {
     use super::ShardCell;
     use crate::policy::PolicyName;
+    use crate::sys::frames::Arena;
 
     fn filled(policy: PolicyName) -> ShardCell {
-        let cell = ShardCell::new(policy.build(4), 512);
+        let cell = ShardCell::new(policy.build(4), &Arena::new(4, 512), 0);
         let mut guard = cell.lock();
         for key in 10..14u64 {
             let (frame, _) = guard.insert(key);
