@@ -11,7 +11,10 @@
 //! - `<scenario>-scaling.svg`: aggregate throughput against concurrent
 //!   flows, for `parallel` (and any scenario with several flow counts);
 //! - `meter-kept.svg`: the share of its solo rate the meter co-process
-//!   kept while each contender ran.
+//!   kept while each contender ran;
+//! - `parallel-fairness.svg`, `parallel-per-flow.svg`, `parallel-cpu.svg`:
+//!   Jain's index over the flows, the median flow's throughput and CPU
+//!   per GiB against concurrent flows (Cue's Tables 6–7).
 //!
 //! Every contender has its own colour and marker; lines say the kind:
 //! engine thin, `flexio copy` as a process thick, peers dashed, limits
@@ -22,6 +25,7 @@
 
 mod dots;
 mod legend;
+pub mod plain;
 
 pub use legend::COLORS;
 
@@ -83,6 +87,94 @@ pub fn write_scenario_charts(
             dots::draw(&path, &chart, &machine)?;
             written.push(path);
         }
+        written.extend(flow_charts(dir, summaries, &scenario, &machine)?);
+    }
+    Ok(written)
+}
+
+/// For a scenario whose runs kept each flow's throughput (parallel):
+/// Jain's index, the median flow's throughput and CPU per GiB against
+/// concurrent flows, a line per contender and path.
+fn flow_charts(
+    dir: &Path,
+    summaries: &[Summary],
+    scenario: &str,
+    machine: &str,
+) -> io::Result<Vec<PathBuf>> {
+    let rows: Vec<&Summary> = summaries
+        .iter()
+        .filter(|s| s.cell.scenario == scenario && s.jain.is_some())
+        .collect();
+    let mut keys: Vec<(String, String)> = Vec::new();
+    for row in &rows {
+        let key = (row.contender.label(), row.cell.path.clone());
+        if !keys.contains(&key) {
+            keys.push(key);
+        }
+    }
+    if keys.is_empty() {
+        return Ok(Vec::new());
+    }
+    let series = |value: &dyn Fn(&Summary) -> Option<f64>| -> Vec<plain::PlainSeries> {
+        keys.iter()
+            .map(|(label, path)| {
+                let mut points: Vec<(f64, f64)> = rows
+                    .iter()
+                    .filter(|s| &s.contender.label() == label && &s.cell.path == path)
+                    .filter_map(|s| Some((f64::from(s.cell.flows), value(s)?)))
+                    .collect();
+                points.sort_by(|a, b| a.0.total_cmp(&b.0));
+                plain::PlainSeries {
+                    label: match path.as_str() {
+                        "" => format!("{label}, file to file"),
+                        path => format!("{label}, to sockets ({path})"),
+                    },
+                    points,
+                    dashed: path.is_empty(),
+                }
+            })
+            .collect()
+    };
+    let mib = (1u64 << 20) as f64;
+    let charts = [
+        (
+            "fairness",
+            "Jain's index over the flows' own throughputs",
+            "Jain index (1: equal shares)",
+            series(&|s| s.jain),
+            false,
+        ),
+        (
+            "per-flow",
+            "the median flow's own throughput",
+            "MiB/s (log scale)",
+            series(&|s| s.flow_median_bps.map(|b| b / mib)),
+            true,
+        ),
+        (
+            "cpu",
+            "CPU per GiB of the flows",
+            "CPU s per GiB (log scale)",
+            series(&|s| Some(s.cpu_s_per_gib).filter(|c| c.is_finite())),
+            true,
+        ),
+    ];
+    let mut written = Vec::new();
+    for (suffix, title, y_desc, series, log_y) in charts {
+        let path = dir.join(format!("{}-{suffix}.svg", file_stem(scenario)));
+        plain::write_line_chart(
+            &path,
+            &plain::LineChart {
+                title: format!("{scenario}: {title}"),
+                x_desc: "concurrent flows".into(),
+                y_desc: y_desc.into(),
+                log_y,
+                series,
+                footer: machine.into(),
+                ..plain::LineChart::default()
+            },
+        )?;
+        written.push(path);
     }
     Ok(written)
 }

@@ -1,5 +1,5 @@
 //! What the bench needs to know about the machine beyond
-//! [`flexio::tune::Fingerprint`]: whether its directory can be cold at all,
+//! [`flexio::profile::Fingerprint`]: whether its directory can be cold at all,
 //! and what on this machine makes timings vary from run to run, so that a
 //! report says so beside its figures.
 
@@ -29,7 +29,7 @@ pub fn machine_notes(dir: &Path) -> Vec<String> {
             dir.display()
         ));
     }
-    if let Some(mount) = flexio::tune::Mount::containing(dir) {
+    if let Some(mount) = flexio::profile::Mount::containing(dir) {
         if mount.discards_online() {
             notes.push(format!(
                 "{} ({} on {}) is mounted with `discard`: deleting a file sends \

@@ -19,8 +19,17 @@
 //! charts.rs      SVG charts: lines by size, chunk and flows;
 //!  ├ charts/dots.rs    dot plots by contender for one-size scenarios
 //!  └ charts/legend.rs  a colour and marker per contender, the legend panel
+//! server_bench.rs `flexio serve` against nginx under wrk: requests/s,
+//!                latency, CPU per GiB, latency under load, fairness
+//! schedule_bench.rs Cue's (k, t) grid: file -> socket with --schedule
+//!                K,T beside the meter
+//! cue.rs         Cue's tables, printed beside the scenarios that repeat them
+//! pace_bench.rs  the `pace` scenario: `flexio copy --rate` as a process
+//!                over loopback, clocked by a receiver here
 //! tune.rs        `flexio tune`: candidates per flow kind and size, run as
 //!                cells, turned into a profile for `auto`
+//!  └ select.rs   a winner per size (ties within the noise band go to less
+//!                CPU per byte) and the size ranges between them
 //! ```
 
 #![warn(missing_docs)]
@@ -29,15 +38,20 @@
 mod affinity;
 pub mod cache_bench;
 pub mod charts;
+pub mod cue;
 mod files;
 pub mod fingerprint;
 pub mod limits;
 pub mod meter;
 pub mod model;
 pub mod output;
+pub mod pace_bench;
 pub mod peers;
 pub mod plan;
 pub mod runner;
+pub mod schedule_bench;
+pub mod select;
+pub mod server_bench;
 pub mod stats;
 pub mod table;
 pub mod tree_bench;

@@ -1,15 +1,17 @@
-//! The meter: a CPU-bound co-process that counts loop iterations while a
+//! The meter: a CPU-bound co-process that counts units of work while a
 //! transfer runs. The share of its solo rate it keeps during a transfer
 //! shows how much CPU the transfer leaves to others — fewer copies, more
-//! left.
+//! left (Cue's metering process, which counted `gettimeofday` calls).
 //!
 //! The co-process is a separate process (the `flexio` binary in a hidden
 //! mode, `flexio bench --meter-child`, which calls [`child_main`]): the
 //! scheduler treats it like any other program, not like a thread of the
-//! bench. It spins one thread per CPU at nice 19 — it wants the whole
-//! machine, but only what the transfer leaves — and answers
-//! each line on its standard input with its current count; at the end of
-//! its input it exits.
+//! bench. It runs at normal priority on the CPUs it was started on — the
+//! bench starts it pinned to the transfer's CPU, so that the two compete
+//! for one processor as Cue's did on its uniprocessor (at nice 19 it kept
+//! 2–4% beside every mechanism and told them apart by nothing) — with a
+//! spinner per allowed CPU, and answers each line on its standard input
+//! with its current count; at the end of its input it exits.
 
 use std::io::{self, BufRead, BufReader, Write};
 use std::process::{ChildStdin, ChildStdout, Command, Stdio};
@@ -25,16 +27,12 @@ use crate::peers::Supervised;
 #[derive(Default)]
 struct Counter(AtomicU64);
 
-/// The body of the meter co-process: one spinner per CPU (so that the
-/// meter wants the whole machine and a transfer's CPU comes out of its
-/// share), and the sum of their counts printed for every line read from
-/// stdin; returns when stdin ends.
+/// The body of the meter co-process: one spinner per CPU it may run on
+/// (so that it wants all of them and a transfer's CPU comes out of its
+/// share), at the priority it was started with, and the sum of their
+/// counts printed for every line read from stdin; returns when stdin
+/// ends.
 pub fn child_main() {
-    // The lowest priority: the meter gets only the CPU the transfer leaves
-    // (a transfer that is CPU-bound would otherwise just split the machine
-    // with it, whatever its mechanism). Set before the spinners start, so
-    // that they inherit it.
-    let _ = rustix::process::setpriority_process(None, 19);
     let spinners = std::thread::available_parallelism().map_or(1, |n| n.get());
     let counters: Arc<Vec<Counter>> = Arc::new((0..spinners).map(|_| Counter::default()).collect());
     let done = Arc::new(AtomicBool::new(false));
@@ -105,14 +103,25 @@ impl Meter {
         // Let it get going before the solo measurement.
         meter.count()?;
         std::thread::sleep(Duration::from_millis(50));
-        let (start, at) = (meter.count()?, Instant::now());
-        std::thread::sleep(solo);
-        let (end, until) = (meter.count()?, Instant::now());
-        meter.solo_rate = (end - start) as f64 / until.duration_since(at).as_secs_f64();
-        if meter.solo_rate <= 0.0 {
+        meter.measure_solo(solo)?;
+        Ok(meter)
+    }
+
+    /// Measures the solo rate again over `over`, with nothing but the
+    /// machine's other tenants running: taken just before each transfer,
+    /// it cancels their drift out of the kept share.
+    ///
+    /// # Errors
+    /// When the co-process does not answer or did not count.
+    pub fn measure_solo(&mut self, over: Duration) -> io::Result<f64> {
+        let (start, at) = (self.count()?, Instant::now());
+        std::thread::sleep(over);
+        let (end, until) = (self.count()?, Instant::now());
+        self.solo_rate = (end - start) as f64 / until.duration_since(at).as_secs_f64();
+        if self.solo_rate <= 0.0 {
             return Err(io::Error::other("the meter did not count"));
         }
-        Ok(meter)
+        Ok(self.solo_rate)
     }
 
     /// The co-process's count now.

@@ -279,6 +279,10 @@ pub struct RunRecord {
     pub host_cpu_busy_ns: u64,
     /// Voluntary + involuntary context switches.
     pub context_switches: u64,
+    /// Of those, the involuntary ones (preempted rather than blocking);
+    /// absent in results written before they were recorded.
+    #[serde(default)]
+    pub involuntary_switches: Option<u64>,
     /// Source page-cache residency just before the run, percent (None if
     /// not a file).
     pub source_resident_percent: Option<f64>,
@@ -291,6 +295,10 @@ pub struct RunRecord {
     /// For the meter scenario: share of the co-process's solo rate it kept
     /// during this run (0..1).
     pub meter_kept: Option<f64>,
+    /// For parallel cells: each flow's own throughput, bytes per second
+    /// (its bytes over its own wall time), for Jain's index.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub flow_bytes_per_s: Vec<f64>,
 }
 
 impl RunRecord {
@@ -306,7 +314,7 @@ impl RunRecord {
 
 /// What machine the bench ran on: the same fingerprint a tuned profile
 /// carries.
-pub use flexio::tune::Fingerprint;
+pub use flexio::profile::Fingerprint;
 
 /// Everything a bench run produced.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]

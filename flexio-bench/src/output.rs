@@ -27,7 +27,7 @@ pub const RESULTS_CSV: &str = "results.csv";
 pub const REPORT_MD: &str = "report.md";
 
 /// The columns of `results.csv`, in order.
-pub const CSV_HEADER: [&str; 23] = [
+pub const CSV_HEADER: [&str; 24] = [
     "scenario",
     "size",
     "chunk",
@@ -47,6 +47,7 @@ pub const CSV_HEADER: [&str; 23] = [
     "cpu_sys_ns",
     "host_cpu_busy_ns",
     "context_switches",
+    "involuntary_switches",
     "source_resident_percent",
     "mechanism_used",
     "meter_kept",
@@ -217,6 +218,8 @@ fn csv_fields(run: &RunRecord) -> Vec<String> {
         run.cpu_sys_ns.to_string(),
         run.host_cpu_busy_ns.to_string(),
         run.context_switches.to_string(),
+        run.involuntary_switches
+            .map_or(String::new(), |n| n.to_string()),
         optional(run.source_resident_percent),
         run.mechanism_used.clone().unwrap_or_default(),
         optional(run.meter_kept),
@@ -300,7 +303,14 @@ pub fn report(results: &Results, summaries: &[stats::Summary], charts: &[PathBuf
                 .unwrap_or(rest);
             if matches!(
                 rest,
-                "size.svg" | "chunk.svg" | "scaling.svg" | "contenders.svg" | "kept.svg"
+                "size.svg"
+                    | "chunk.svg"
+                    | "scaling.svg"
+                    | "contenders.svg"
+                    | "kept.svg"
+                    | "fairness.svg"
+                    | "per-flow.svg"
+                    | "cpu.svg"
             ) {
                 let stem = name.trim_end_matches(".svg");
                 let _ = writeln!(out, "![{stem}]({name})\n");

@@ -528,6 +528,16 @@ impl Plan {
                     let entrants = flexio_entrants(&[CopyFileRange, ReadWrite]);
                     cells.push(Cell::new(Scenario::Parallel, size, Warm, entrants).flows(flows));
                 }
+                // Cue's Tables 6-7: 1-4 file -> socket transfers at once,
+                // in-kernel (sendfile) against read/write.
+                for flows in 1..=4 {
+                    let entrants = flexio_entrants(&[Sendfile, ReadWrite]);
+                    cells.push(
+                        Cell::new(Scenario::Parallel, size, Warm, entrants)
+                            .flows(flows)
+                            .path("loopback"),
+                    );
+                }
             }
         }
         if wanted(Scenario::Meter) {

@@ -42,7 +42,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use flexio::measure;
-use flexio::tune::Profile;
+use flexio::profile::Profile;
 use flexio::{builtin_choice, EndpointKind};
 
 use crate::model::{CacheState, Contender, Provenance, Results, RunRecord, SCHEMA_VERSION};
@@ -51,6 +51,7 @@ use crate::plan::{Cell, Entrant, Plan, Scenario};
 use crate::window::Measured;
 
 mod cell;
+mod parallel;
 mod streams;
 
 use cell::CellContext;
@@ -410,10 +411,12 @@ fn record(
         cpu_sys_ns: measured.cpu.sys_ns,
         host_cpu_busy_ns: measured.host_busy_ns,
         context_switches: measured.cpu.voluntary_switches + measured.cpu.involuntary_switches,
+        involuntary_switches: Some(measured.cpu.involuntary_switches),
         source_resident_percent: resident,
         mechanism_used: measured.mechanism_used,
         decided_by: measured.decided_by,
         meter_kept,
+        flow_bytes_per_s: measured.flow_rates,
     }
 }
 

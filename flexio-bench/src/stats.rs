@@ -65,6 +65,11 @@ pub struct Summary {
     pub host_cpu_s_per_gib: f64,
     /// Context switches per GiB moved, median over runs.
     pub switches_per_gib: f64,
+    /// Of those, the involuntary ones per GiB (median over runs), where
+    /// the runs recorded them: Cue's Table 1 splits the two, a transfer
+    /// that blocks switching voluntarily, one that is preempted not.
+    #[serde(default)]
+    pub involuntary_per_gib: Option<f64>,
     /// Median over rounds of this contender's throughput divided by the
     /// best peer's throughput in the same round; only for what runs as a
     /// process (`flexio copy` and the peers themselves), `None` for the
@@ -108,6 +113,14 @@ pub struct Summary {
     pub resident_percent: Option<f64>,
     /// Median share of the meter co-process's solo rate it kept (0..1).
     pub meter_kept: Option<f64>,
+    /// Parallel cells: the median over runs of the median flow's own
+    /// throughput, bytes per second.
+    #[serde(default)]
+    pub flow_median_bps: Option<f64>,
+    /// Parallel cells: the median over runs of Jain's index over the
+    /// flows' own throughputs (1: every flow got the same).
+    #[serde(default)]
+    pub jain: Option<f64>,
 }
 
 /// The median of `values`, sorting them in place: the middle value for an
@@ -132,6 +145,26 @@ pub fn median(values: &mut [f64]) -> f64 {
     } else {
         (values[middle - 1] + values[middle]) / 2.0
     }
+}
+
+/// Jain's fairness index of `shares` (per-flow throughputs, say):
+/// `(Σx)² / (n · Σx²)`, 1 when every flow got the same, `1/n` when one
+/// flow got everything. `None` for no flows or when all are zero.
+///
+/// # Examples
+/// ```
+/// use flexio_bench::stats::jain;
+/// assert_eq!(jain(&[5.0, 5.0, 5.0, 5.0]), Some(1.0));
+/// assert_eq!(jain(&[8.0, 0.0, 0.0, 0.0]), Some(0.25));
+/// assert_eq!(jain(&[]), None);
+/// ```
+pub fn jain(shares: &[f64]) -> Option<f64> {
+    let sum: f64 = shares.iter().sum();
+    let squares: f64 = shares.iter().map(|x| x * x).sum();
+    if shares.is_empty() || squares <= 0.0 {
+        return None;
+    }
+    Some(sum * sum / (shares.len() as f64 * squares))
 }
 
 /// Summarises the counted runs (round ≥ 1) of `results` per (cell,
@@ -682,6 +715,14 @@ fn summarize_group(cell: &CellKey, contender: &Contender, runs: &[&RunRecord]) -
         cpu_s_per_gib: per_gib(|run| (run.cpu_user_ns + run.cpu_sys_ns) as f64 / 1e9),
         host_cpu_s_per_gib: per_gib(|run| run.host_cpu_busy_ns as f64 / 1e9),
         switches_per_gib: per_gib(|run| run.context_switches as f64),
+        involuntary_per_gib: {
+            let mut values: Vec<f64> = runs
+                .iter()
+                .filter(|run| run.bytes > 0)
+                .filter_map(|run| Some(run.involuntary_switches? as f64 / (run.bytes as f64 / GIB)))
+                .collect();
+            (!values.is_empty()).then(|| median(&mut values))
+        },
         ratio_to_best_peer: None,
         best_peer_round_range: None,
         ratios_to_peers: Vec::new(),
@@ -694,6 +735,10 @@ fn summarize_group(cell: &CellKey, contender: &Contender, runs: &[&RunRecord]) -
         mechanism_used: mechanisms_used(runs),
         resident_percent: optional(|run| run.source_resident_percent),
         meter_kept: optional(|run| run.meter_kept),
+        flow_median_bps: optional(|run| {
+            (!run.flow_bytes_per_s.is_empty()).then(|| median(&mut run.flow_bytes_per_s.clone()))
+        }),
+        jain: optional(|run| jain(&run.flow_bytes_per_s)),
     }
 }
 
@@ -727,11 +772,12 @@ fn host_cpu_below_resolution(runs: &[&RunRecord]) -> Option<f64> {
 /// let summary = |contender, min: f64, median: f64, max: f64| Summary {
 ///     cell: cell.clone(), contender, runs: 5, median_bps: median, min_bps: min,
 ///     max_bps: max, cpu_s_per_gib: 0.0, host_cpu_s_per_gib: 0.0,
-///     switches_per_gib: 0.0, ratio_to_best_peer: None, best_peer_round_range: None,
+///     switches_per_gib: 0.0, involuntary_per_gib: None, ratio_to_best_peer: None, best_peer_round_range: None,
 ///     ratios_to_peers: Vec::new(),
 ///     ratio_to_best_fixed: None, best_fixed_round_range: None, ratio_to_builtin: None,
 ///     ratio_to_limit: None, limit_note: None, host_cpu_below_resolution: None,
-///     mechanism_used: None, resident_percent: None, meter_kept: None };
+///     mechanism_used: None, resident_percent: None, meter_kept: None,
+///     flow_median_bps: None, jain: None };
 /// let memcpy = summary(Contender::Limit { name: "memcpy".into() }, 8e9, 10e9, 12e9);
 /// let flow = summary(Contender::Peer { name: "x".into() }, 9e9, 11e9, 13e9);
 /// let note = limit_explanation(&flow, &memcpy, 1.1);
@@ -799,6 +845,18 @@ fn mechanisms_used(runs: &[&RunRecord]) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn jain_is_one_for_equal_shares_and_falls_to_one_over_n() {
+        assert_eq!(jain(&[3.0; 7]), Some(1.0));
+        let two_of_four = jain(&[1.0, 1.0, 0.0, 0.0]).unwrap();
+        assert!((two_of_four - 0.5).abs() < 1e-12);
+        let near = jain(&[100.0, 99.0, 101.0, 100.0]).unwrap();
+        assert!(near > 0.999 && near <= 1.0, "{near}");
+        let skewed = jain(&[10.0, 1.0, 1.0, 1.0]).unwrap();
+        assert!(skewed > 0.25 && skewed < 0.5, "{skewed}");
+        assert_eq!(jain(&[0.0, 0.0]), None);
+    }
 
     fn cell(scenario: &str, cache: CacheState, path: &str) -> CellKey {
         CellKey {
@@ -873,10 +931,12 @@ mod tests {
             cpu_sys_ns: 0,
             host_cpu_busy_ns: 0,
             context_switches: 0,
+            involuntary_switches: None,
             source_resident_percent: None,
             mechanism_used: Some(mechanism.into()),
             decided_by: None,
             meter_kept: None,
+            flow_bytes_per_s: Vec::new(),
         };
         let runs = [run("splice"), run("sendfile"), run("sendfile")];
         let refs: Vec<&RunRecord> = runs.iter().collect();

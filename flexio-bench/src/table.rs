@@ -362,6 +362,7 @@ pub fn scenario_table(summaries: &[Summary], scenario: &str) -> Table {
     let chunk_sweep = rows.iter().any(|s| s.cell.chunk != 0);
     let has_path = rows.iter().any(|s| !s.cell.path.is_empty());
     let has_meter = rows.iter().any(|s| s.meter_kept.is_some());
+    let has_flows = rows.iter().any(|s| s.jain.is_some());
 
     let mut columns: Vec<(&str, bool)> = vec![("size", true)];
     if chunk_sweep {
@@ -379,12 +380,15 @@ pub fn scenario_table(summaries: &[Summary], scenario: &str) -> Table {
         ("min–max", true),
         ("CPU s/GiB proc", true),
         ("CPU s/GiB host", true),
-        ("ctx sw/GiB", true),
+        ("ctx sw/GiB vol/invol", true),
         ("× best peer", true),
         ("× limit", true),
     ]);
     if has_meter {
         columns.push(("meter kept", true));
+    }
+    if has_flows {
+        columns.extend([("per flow", true), ("Jain", true)]);
     }
     columns.push(("ran", false));
 
@@ -421,7 +425,14 @@ pub fn scenario_table(summaries: &[Summary], scenario: &str) -> Table {
                 Some(resolution) => format!("< {resolution:.2}"),
                 None => cost(summary.host_cpu_s_per_gib, 3),
             });
-            row.push(cost(summary.switches_per_gib, 0));
+            row.push(match summary.involuntary_per_gib {
+                Some(involuntary) => format!(
+                    "{}/{}",
+                    cost((summary.switches_per_gib - involuntary).max(0.0), 0),
+                    cost(involuntary, 0)
+                ),
+                None => cost(summary.switches_per_gib, 0),
+            });
             row.push(ratio(summary.ratio_to_best_peer));
             let mut to_limit = ratio(summary.ratio_to_limit);
             if summary.limit_note.is_some() {
@@ -435,6 +446,14 @@ pub fn scenario_table(summaries: &[Summary], scenario: &str) -> Table {
                         .map(|kept| format!("{:.0}%", kept * 100.0))
                         .unwrap_or_else(|| "-".into()),
                 );
+            }
+            if has_flows {
+                row.push(
+                    summary
+                        .flow_median_bps
+                        .map_or("-".into(), flexio::format_rate),
+                );
+                row.push(summary.jain.map_or("-".into(), |j| format!("{j:.3}")));
             }
             row.push(ran_note(summary));
             row
@@ -466,6 +485,25 @@ pub fn scenario_table(summaries: &[Summary], scenario: &str) -> Table {
             let cell = crate::plan::label(&summary.cell);
             caption.push(format!("{LIMIT_MARK} {cell}: {note}"));
         }
+    }
+    if rows.iter().any(|s| s.involuntary_per_gib.is_some()) {
+        caption.push(
+            "ctx sw/GiB vol/invol: voluntary (the flow blocked) and involuntary (it was \
+             preempted) context switches per GiB, as Cue's Table 1 splits them"
+                .to_string(),
+        );
+    }
+    // Cue's figures beside the scenarios that repeat its experiments.
+    match scenario {
+        "meter" => caption.extend([
+            "meter kept: the share of its solo rate a CPU-bound co-process at normal \
+             priority, on the same CPU as the transfer, kept while the transfer ran"
+                .to_string(),
+            crate::cue::TABLE_1.to_string(),
+            crate::cue::TABLES_3_TO_5.to_string(),
+        ]),
+        "parallel" => caption.push(crate::cue::TABLES_6_AND_7.to_string()),
+        _ => {}
     }
 
     Table {

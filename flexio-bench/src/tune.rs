@@ -14,10 +14,8 @@
 use std::io;
 use std::path::Path;
 
-use flexio::tune::{
-    select_ranges, Candidate, Curve, CurvePoint, Fingerprint, FlowKind, FlowProfile, Measurement,
-    Profile,
-};
+use crate::select::{select_ranges, Candidate, Measurement};
+use flexio::profile::{Curve, CurvePoint, Fingerprint, FlowKind, FlowProfile, Profile};
 use flexio::{format_bytes, MechanismName, Params};
 
 use crate::model::{CacheState, Contender, Results};
@@ -31,7 +29,7 @@ const GIB: u64 = 1 << 30;
 
 /// Candidates within this fraction of the fastest count as tied (or
 /// within half the fastest's own min–max spread, when that is wider, up to
-/// [`flexio::tune::MAX_NOISE_BAND`]); the one with less CPU per byte wins.
+/// [`crate::select::MAX_NOISE_BAND`]); the one with less CPU per byte wins.
 pub const TIE_TOLERANCE: f64 = 0.03;
 
 /// What to measure for one flow kind.
@@ -100,7 +98,8 @@ impl Confirm {
     ///
     /// # Examples
     /// ```
-    /// use flexio::tune::{Candidate, FlowKind, Measurement};
+    /// use flexio::profile::FlowKind;
+    /// use flexio_bench::select::{Candidate, Measurement};
     /// use flexio::{MechanismName, Params};
     /// use flexio_bench::tune::Confirm;
     /// let measured = |mechanism, pipe_size, mb_s: f64| Measurement {
@@ -195,7 +194,7 @@ pub fn scenario_of(kind: FlowKind) -> Option<(Scenario, CacheState, &'static str
 ///
 /// # Examples
 /// ```
-/// use flexio::tune::FlowKind;
+/// use flexio::profile::FlowKind;
 /// assert_eq!(flexio_bench::tune::kind_of("memory"), Some(FlowKind::MemoryToMemory));
 /// assert_eq!(flexio_bench::tune::kind_of("limits"), None);
 /// ```
@@ -262,15 +261,17 @@ pub fn candidate_of(contender: &Contender) -> Option<Candidate> {
 ///         direct: false, queue_depth: 32, pipe_size: 1 << 20, builtin_table: false },
 ///     runs: 3, median_bps: 2e9, min_bps: 1.8e9, max_bps: 2.2e9,
 ///     cpu_s_per_gib: 0.5, host_cpu_s_per_gib: 1.0, switches_per_gib: 10.0,
+///     involuntary_per_gib: None,
 ///     ratio_to_best_peer: None, best_peer_round_range: None, ratios_to_peers: Vec::new(),
 ///     ratio_to_best_fixed: None,
 ///     best_fixed_round_range: None, ratio_to_builtin: None,
 ///     ratio_to_limit: None, limit_note: None, host_cpu_below_resolution: None,
 ///     mechanism_used: Some("splice".into()),
 ///     resident_percent: Some(100.0), meter_kept: None,
+///     flow_median_bps: None, jain: None,
 /// };
 /// let m = flexio_bench::tune::measurement(&summary).unwrap();
-/// assert_eq!(m.kind, flexio::tune::FlowKind::FileToPipe);
+/// assert_eq!(m.kind, flexio::profile::FlowKind::FileToPipe);
 /// assert_eq!(m.candidate.params.chunk, 1 << 20);
 /// // The host was busier than the flow's thread: its CPU counts.
 /// assert!((m.cpu_ns_per_byte - 1e9 / (1u64 << 30) as f64).abs() < 1e-12);
@@ -834,6 +835,7 @@ mod tests {
             cpu_s_per_gib: 1.0,
             host_cpu_s_per_gib: 2.0,
             switches_per_gib: 3.0,
+            involuntary_per_gib: None,
             ratio_to_best_peer: None,
             best_peer_round_range: None,
             ratios_to_peers: Vec::new(),
@@ -846,6 +848,8 @@ mod tests {
             mechanism_used: Some(used.into()),
             resident_percent: None,
             meter_kept: None,
+            flow_median_bps: None,
+            jain: None,
         };
         let measured = measurement(&summary("copy-file-range")).unwrap();
         assert_eq!(measured.kind, FlowKind::FileToFile);

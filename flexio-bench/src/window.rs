@@ -34,6 +34,8 @@ pub(crate) struct Measured {
     pub host_busy_ns: u64,
     pub mechanism_used: Option<String>,
     pub decided_by: Option<String>,
+    /// Each concurrent flow's own bytes per second (parallel cells).
+    pub flow_rates: Vec<f64>,
 }
 
 /// A timed window: clocks and CPU counters at its start.
@@ -76,6 +78,7 @@ impl Window {
             host_busy_ns: delta.host_busy_ns,
             mechanism_used: mechanism_used.map(str::to_string),
             decided_by: None,
+            flow_rates: Vec::new(),
         }
     }
 }

@@ -81,6 +81,7 @@ fn run(cell: &CellKey, contender: &Contender, round: u32, mb_per_s: u64) -> RunR
         cpu_sys_ns: 600_000 * scale,
         host_cpu_busy_ns: 2_000_000 * scale,
         context_switches: scale / 2,
+        involuntary_switches: Some(scale / 8),
         source_resident_percent: (cell.cache != CacheState::NotApplicable).then_some(100.0),
         mechanism_used: match contender {
             Contender::Flexio { mechanism, .. } => Some(mechanism.clone()),
@@ -88,6 +89,7 @@ fn run(cell: &CellKey, contender: &Contender, round: u32, mb_per_s: u64) -> RunR
         },
         decided_by: None,
         meter_kept: None,
+        flow_bytes_per_s: Vec::new(),
     }
 }
 

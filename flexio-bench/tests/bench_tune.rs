@@ -5,11 +5,12 @@
 
 use std::path::Path;
 
-use flexio::tune::{Candidate, FlowKind, Profile};
+use flexio::profile::{FlowKind, Profile};
 use flexio::{MechanismName, Params};
 use flexio_bench::model::{CacheState, Contender};
 use flexio_bench::plan::{Cell, Entrant, Plan, Scenario};
 use flexio_bench::runner::{self, Quiet, RunOptions};
+use flexio_bench::select::Candidate;
 use flexio_bench::tune::{self, Confirm, TunePlan, TuneTarget};
 
 const KIB: u64 = 1 << 10;

@@ -28,9 +28,12 @@ pub struct BenchArgs {
     /// Only this scenario (repeatable): file-to-file, file-to-file-durable,
     /// file-to-socket, socket-to-file, file-to-pipe, pipe-to-file, memory, parallel,
     /// meter (the limits always run with these); tree (many files, against
-    /// cp -r, cp -a, rsync -a, tar | tar and xcp); cache (the block cache:
-    /// S.M.A.C.K.'s tables, hit costs, a hot set through a scan, `serve
-    /// --cache`; --sizes are its file sizes).
+    /// cp -r, cp -a, rsync -a, tar | tar and xcp); server (`flexio serve`
+    /// against nginx under wrk; with --quick a few seconds); schedule
+    /// (Cue's k × t grid of `--schedule K,T` beside the meter); pace
+    /// (`flexio copy --rate` over loopback: target against achieved rate);
+    /// cache (the block cache: S.M.A.C.K.'s tables, hit costs, a hot set
+    /// through a scan, `serve --cache`; --sizes are its file sizes).
     #[arg(long = "scenario", value_name = "NAME", value_parser = scenario)]
     scenarios: Vec<ScenarioArg>,
     /// The tree scenario's trees at this fraction of their size (1 is
@@ -40,6 +43,12 @@ pub struct BenchArgs {
     /// The cache scenario's cache size; its hot-set reads scale with it.
     #[arg(long, value_parser = size, default_value = "16MiB", hide = true)]
     cache_size: u64,
+    /// How long each flow of the pace scenario lasts at its rate.
+    #[arg(long, value_parser = seconds, default_value = "10", value_name = "SECONDS")]
+    pace_seconds: f64,
+    /// The pace scenario's rates.
+    #[arg(long, value_delimiter = ',', value_name = "LIST", default_value = "10M,100M,1G", value_parser = rate)]
+    pace_rates: Vec<flexio::pace::Rate>,
     /// The tree scenario with the page cache dropped before each run (root).
     #[arg(long)]
     cold: bool,
@@ -47,6 +56,13 @@ pub struct BenchArgs {
     /// fig4-10, fig4-10000 [default: all].
     #[arg(long, value_delimiter = ',', value_name = "LIST")]
     trees: Vec<String>,
+    /// The server scenario's client counts [default: 1,4,64,256].
+    #[arg(long, value_delimiter = ',', value_name = "LIST", value_parser = clap::value_parser!(u32).range(1..=4096))]
+    clients: Vec<u32>,
+    /// The server scenario's large file (latency under load, fairness)
+    /// [default: 1G].
+    #[arg(long, value_name = "SIZE", value_parser = size)]
+    large: Option<u64>,
     /// These sizes instead of each scenario's own, e.g. `1G` or `1M,64M`.
     #[arg(long, value_name = "LIST", value_parser = size, value_delimiter = ',')]
     sizes: Vec<u64>,
@@ -79,20 +95,39 @@ enum ScenarioArg {
     Matrix(Scenario),
     Tree,
     Cache,
+    Server,
+    Schedule,
+    Pace,
+}
+
+fn seconds(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(value) if value > 0.0 && value <= 3600.0 => Ok(value),
+        _ => Err(format!("{text:?}: seconds between 0 and 3600")),
+    }
+}
+
+fn rate(text: &str) -> Result<flexio::pace::Rate, String> {
+    text.parse().map_err(|e: Error| e.to_string())
 }
 
 fn scenario(text: &str) -> Result<ScenarioArg, String> {
     match text {
         "tree" => return Ok(ScenarioArg::Tree),
+        "server" => return Ok(ScenarioArg::Server),
+        "schedule" => return Ok(ScenarioArg::Schedule),
         "cache" => return Ok(ScenarioArg::Cache),
         _ => {}
+    }
+    if text == "pace" {
+        return Ok(ScenarioArg::Pace);
     }
     Scenario::from_name(text)
         .map(ScenarioArg::Matrix)
         .ok_or_else(|| {
             let names: Vec<_> = Scenario::ALL.iter().map(|s| s.name()).collect();
             format!(
-                "unknown scenario {text:?}; known: {}, tree, cache",
+                "unknown scenario {text:?}; known: {}, tree, server, schedule, pace, cache",
                 names.join(", ")
             )
         })
@@ -140,11 +175,35 @@ pub fn run(args: BenchArgs) -> Result<(), Error> {
             args.cache_size,
         )?;
     }
-    let matrix_asked = args
-        .scenarios
-        .iter()
-        .any(|s| matches!(s, ScenarioArg::Matrix(_)));
-    if !args.scenarios.is_empty() && !matrix_asked {
+    if args.scenarios.contains(&ScenarioArg::Server) {
+        crate::bench_server::run(&crate::bench_server::ServerArgs {
+            dir: &args.dir,
+            out: &args.out,
+            runs: args.runs,
+            quick: args.quick,
+            clients: &args.clients,
+            sizes: &args.sizes,
+            large: args.large,
+        })?;
+    }
+    if args.scenarios.contains(&ScenarioArg::Schedule) && !args.meter_child {
+        crate::bench_schedule::run(&args.dir, &args.out, args.runs, args.quick, &args.sizes)?;
+    }
+    if args.scenarios.contains(&ScenarioArg::Pace) {
+        crate::bench_pace::run(&args.dir, &args.out, &args.pace_rates, args.pace_seconds)?;
+    }
+    if !args.scenarios.is_empty()
+        && args.scenarios.iter().all(|s| {
+            matches!(
+                s,
+                ScenarioArg::Tree
+                    | ScenarioArg::Server
+                    | ScenarioArg::Schedule
+                    | ScenarioArg::Pace
+                    | ScenarioArg::Cache
+            )
+        })
+    {
         return Ok(());
     }
     let matrix: Vec<Scenario> = args
@@ -152,7 +211,11 @@ pub fn run(args: BenchArgs) -> Result<(), Error> {
         .iter()
         .filter_map(|s| match s {
             ScenarioArg::Matrix(scenario) => Some(*scenario),
-            ScenarioArg::Tree | ScenarioArg::Cache => None,
+            ScenarioArg::Tree
+            | ScenarioArg::Server
+            | ScenarioArg::Schedule
+            | ScenarioArg::Pace
+            | ScenarioArg::Cache => None,
         })
         .collect();
     if args.meter_child {

@@ -69,6 +69,25 @@ pub struct CopyArgs {
     /// 2m): a peer that sends nothing, a reader that reads nothing.
     #[arg(long, value_parser = duration)]
     idle_timeout: Option<std::time::Duration>,
+    /// Move at most this many bytes per second: 10M, 512K/s, 1G (binary
+    /// units), or bits spelled out: 100Mbit/s (decimal). A TCP sink is
+    /// paced by flexio's token bucket (or the kernel with --pace-by
+    /// kernel); the report says which and the rate achieved.
+    #[arg(long, value_name = "RATE")]
+    pub(crate) rate: Option<String>,
+    /// The most bytes one call moves (with --rate: the bucket's depth)
+    /// [default with --rate: 10 ms of the rate, 16K to 4M].
+    #[arg(long, value_name = "BYTES")]
+    pub(crate) burst: Option<String>,
+    /// Cue's schedule K,T: move K chunks (calls of --burst, else --chunk
+    /// bytes), then pause T ms; e.g. 8,5.
+    #[arg(long, value_name = "K,T")]
+    pub(crate) schedule: Option<String>,
+    /// Who keeps --rate on a TCP sink: the kernel (SO_MAX_PACING_RATE) or
+    /// the token bucket; auto is the bucket, which `flexio bench --scenario
+    /// pace` measured keeping the rate where the kernel fell short.
+    #[arg(long, value_name = "auto|kernel|bucket", default_value = "auto")]
+    pub(crate) pace_by: String,
     /// Print the report as JSON.
     #[arg(long)]
     pub(crate) json: bool,
@@ -104,6 +123,14 @@ pub fn run(args: CopyArgs) -> Result<(), Error> {
     let sink_address = Address::parse(sink)?;
     let via = parse_via(&args.via, &source_address, &sink_address)?;
     let params = explicit_params(&args)?;
+    let pacing = flexio::pace::Pacing {
+        by: args.pace_by.parse()?,
+        ..flexio::pace::Pacing::parse(
+            args.rate.as_deref(),
+            args.burst.as_deref(),
+            args.schedule.as_deref(),
+        )?
+    };
     let profile = (via == MechanismName::Auto)
         .then(|| args.profile.load_for_auto())
         .flatten();
@@ -120,6 +147,7 @@ pub fn run(args: CopyArgs) -> Result<(), Error> {
         .strict(args.strict)
         .verify(args.verify)
         .progress(Arc::clone(&progress))
+        .pacing(pacing)
         .call_limit(match progress_mode {
             ProgressMode::Off => usize::MAX,
             _ => CALL_LIMIT_WITH_PROGRESS,

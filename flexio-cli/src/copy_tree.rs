@@ -93,6 +93,12 @@ pub fn is_tree_copy(args: &CopyArgs) -> bool {
 
 /// Runs a tree copy.
 pub fn run(args: CopyArgs) -> Result<(), Error> {
+    if args.rate.is_some() || args.burst.is_some() || args.schedule.is_some() {
+        return Err(Error::Usage(
+            "--rate, --burst and --schedule pace one flow; a tree copy does not take them yet"
+                .into(),
+        ));
+    }
     let options = tree_options(&args)?;
     let (sources, destination) = args.paths.split_at(args.paths.len() - 1);
     let mut paths = Vec::with_capacity(sources.len());

@@ -41,9 +41,17 @@ pub struct GetArgs {
     /// DEST; run again with --resume to fetch only what is missing.
     #[arg(long)]
     resume: bool,
+    /// The most bytes per second, over all streams together (10M, 1G,
+    /// 100Mbit/s).
+    #[arg(long, value_name = "RATE", value_parser = rate)]
+    rate: Option<flexio::pace::Rate>,
     /// Print the report as JSON.
     #[arg(long)]
     json: bool,
+}
+
+pub(crate) fn rate(text: &str) -> Result<flexio::pace::Rate, String> {
+    text.parse().map_err(|e: Error| e.to_string())
 }
 
 fn duration(text: &str) -> Result<Duration, String> {
@@ -74,6 +82,8 @@ pub fn run(args: GetArgs) -> Result<(), Error> {
         mechanism: args.via,
         fsync: args.fsync,
         resume: args.resume,
+        rate: args.rate,
+        rate_bucket: None,
     };
     let path = args.url.split('?').next().unwrap_or_default();
     if path.ends_with('/') {

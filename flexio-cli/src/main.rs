@@ -14,6 +14,9 @@
 
 mod bench;
 mod bench_cache;
+mod bench_pace;
+mod bench_schedule;
+mod bench_server;
 mod bench_tree;
 mod cache_cmd;
 mod copy;

@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use clap::{Args, Subcommand};
-use flexio::tune::{default_profile_path, Profile, ProfileError};
+use flexio::profile::{default_profile_path, Profile, ProfileError};
 use flexio::{format_bytes, format_rate, Error};
 
 /// Which profile to use, shared by the commands that consult it.
@@ -228,7 +228,7 @@ fn diff(left: &Profile, right: &Profile) -> String {
     if !differences.is_empty() {
         text += &format!("machines differ: {}\n", differences.join(", "));
     }
-    let mut sizes: Vec<(flexio::tune::FlowKind, u64)> = Vec::new();
+    let mut sizes: Vec<(flexio::profile::FlowKind, u64)> = Vec::new();
     for profile in [left, right] {
         for flow in &profile.flows {
             for range in &flow.ranges {

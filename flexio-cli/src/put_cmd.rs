@@ -21,6 +21,9 @@ pub struct PutArgs {
     /// progress.
     #[arg(long, value_parser = duration, default_value = "30s")]
     timeout: Duration,
+    /// The most bytes per second (10M, 1G, 100Mbit/s).
+    #[arg(long, value_name = "RATE", value_parser = crate::get_cmd::rate)]
+    rate: Option<flexio::pace::Rate>,
     /// Print the report as JSON.
     #[arg(long)]
     json: bool,
@@ -44,8 +47,13 @@ pub fn read_token(path: &std::path::Path) -> Result<String, Error> {
 /// Runs `flexio put`.
 pub fn run(args: PutArgs) -> Result<(), Error> {
     let token = read_token(&args.token_file)?;
-    let report = flexio_net::client::put(&args.source, &args.url, &token, args.timeout)
-        .unwrap_or_else(|e| crate::get_cmd::fail(e));
+    let pacing = flexio::pace::Pacing {
+        rate: args.rate,
+        ..Default::default()
+    };
+    let report =
+        flexio_net::client::put_paced(&args.source, &args.url, &token, args.timeout, pacing)
+            .unwrap_or_else(|e| crate::get_cmd::fail(e));
     if args.json {
         crate::print_stdout(&(serde_json::to_string_pretty(&report).expect("json") + "\n"));
     } else {

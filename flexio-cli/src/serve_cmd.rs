@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Args;
+use flexio::pace::Rate;
 use flexio::{Error, MechanismName};
 use flexio_net::server::{ServeConfig, Server};
 
@@ -51,6 +52,30 @@ pub struct ServeArgs {
     /// The file→socket mechanism for bodies.
     #[arg(long, default_value = "auto")]
     via: MechanismName,
+    /// The most bytes per second one connection is sent (10M, 1G,
+    /// 100Mbit/s); a connection over it waits in the event loop, not in
+    /// a worker.
+    #[arg(long, value_name = "RATE", value_parser = rate)]
+    rate_per_client: Option<Rate>,
+    /// The most bytes per second all connections together are sent.
+    #[arg(long, value_name = "RATE", value_parser = rate)]
+    rate_total: Option<Rate>,
+    /// The most body bytes one connection is sent per turn before the
+    /// workers go on with others (as nginx's sendfile_max_chunk).
+    #[arg(long, value_name = "BYTES", value_parser = max_chunk, default_value = "1M")]
+    max_chunk: u64,
+}
+
+fn rate(text: &str) -> Result<Rate, String> {
+    text.parse::<Rate>().map_err(|e| e.to_string())
+}
+
+fn max_chunk(text: &str) -> Result<u64, String> {
+    match flexio::parse_size(text).map_err(|e| e.to_string())? {
+        0 => Err("a turn must move at least a byte".into()),
+        bytes if bytes > 1 << 30 => Err("at most 1G per turn".into()),
+        bytes => Ok(bytes),
+    }
 }
 
 fn duration(text: &str) -> Result<Duration, String> {
@@ -70,6 +95,9 @@ pub fn run(args: ServeArgs) -> Result<(), Error> {
     config.head_timeout = args.head_timeout;
     config.idle_timeout = args.idle_timeout;
     config.mechanism = args.via;
+    config.rate_per_client = args.rate_per_client;
+    config.rate_total = args.rate_total;
+    config.max_chunk = args.max_chunk;
     if let (Some(path), false) = (&args.token_file, args.read_only) {
         config.token = Some(crate::put_cmd::read_token(path)?);
     }

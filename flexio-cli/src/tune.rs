@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use clap::Args;
-use flexio::tune::default_profile_path;
+use flexio::profile::default_profile_path;
 use flexio::Error;
 use flexio_bench::runner::RunOptions;
 use flexio_bench::tune::{self, TunePlan};

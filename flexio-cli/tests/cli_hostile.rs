@@ -212,7 +212,7 @@ fn usage_errors_are_found_before_the_network_is_touched() {
                 "--seek".into(),
                 "10".into(),
             ],
-            "--seek on a regular file needs --in-place",
+            "seek on a regular file needs in-place writing",
         ),
         (
             vec![
@@ -222,7 +222,7 @@ fn usage_errors_are_found_before_the_network_is_touched() {
                 "--seek".into(),
                 "10".into(),
             ],
-            "--seek needs a seekable sink",
+            "seek needs a seekable sink",
         ),
         (
             vec![
@@ -232,7 +232,7 @@ fn usage_errors_are_found_before_the_network_is_touched() {
                 "--offset".into(),
                 "10".into(),
             ],
-            "--offset needs a seekable source",
+            "offset needs a seekable source",
         ),
     ];
     for (args, expected) in cases {
@@ -470,7 +470,10 @@ fn direct_under_auto_chooses_a_mechanism_that_writes_directly() {
                 .is_some_and(|f| !f.is_empty()),
         "{report}"
     );
-    assert!(report["decided_by"].as_str().unwrap().contains("--direct"));
+    assert!(report["decided_by"]
+        .as_str()
+        .unwrap()
+        .contains("direct I/O"));
     assert_eq!(
         std::fs::read(dir.path().join("out")).unwrap(),
         pattern(1 << 20, 5)

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use flexio::tune::{Fingerprint, FlowKind, FlowProfile, Profile, RangeEntry};
+use flexio::profile::{Fingerprint, FlowKind, FlowProfile, Profile, RangeEntry};
 use flexio::MechanismName;
 
 /// Long enough for a debug build on a loaded 2-core machine; a hang is
@@ -232,7 +232,8 @@ fn profile_larger_than_its_cap_is_refused_and_copy_proceeds() {
     let dir = tempfile::tempdir().unwrap();
     let huge = dir.path().join("huge.toml");
     let file = std::fs::File::create(&huge).unwrap();
-    file.set_len(flexio::tune::MAX_PROFILE_BYTES + 1).unwrap();
+    file.set_len(flexio::profile::MAX_PROFILE_BYTES + 1)
+        .unwrap();
     copy_warns_and_proceeds(&huge, "more than");
 }
 

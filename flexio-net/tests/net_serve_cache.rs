@@ -142,3 +142,14 @@ fn a_scan_through_the_server_does_not_evict_the_hot_set() {
     );
     assert_eq!(after.hits - before.hits, 16);
 }
+
+#[test]
+fn a_cache_with_a_rate_limit_is_refused_rather_than_left_unpaced() {
+    let dir = temp_dir();
+    let mut config = ServeConfig::new(dir.path().to_path_buf());
+    config.cache = Some(CacheConfig::new(1 << 20));
+    config.rate_total = Some("10M".parse().unwrap());
+    let error = Server::bind(config).err().expect("refused");
+    assert!(error.is_usage(), "{error}");
+    assert!(error.to_string().contains("--rate"), "{error}");
+}

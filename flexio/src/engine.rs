@@ -7,8 +7,10 @@ use std::os::fd::AsFd;
 
 use crate::endpoint::{EndpointKind, IdleEnds, OpenSink, OpenSource, SinkIo, SourceIo};
 use crate::error::{Error, Result};
+use crate::kernel_pacing::KernelPacing;
 use crate::measure::{self, Sample};
 use crate::mechanism::{fallback_for, Counters, Idle, MechanismName, Scratch, Stop, Transfer};
+use crate::pace::Pacer;
 use crate::report::{Fallback, Report};
 use crate::verify;
 use crate::writeback::{slices, Writeback};
@@ -80,6 +82,8 @@ pub(crate) struct RunSettings {
     pub progress: std::sync::Arc<crate::progress::Progress>,
     pub call_limit: usize,
     pub idle_timeout: Option<std::time::Duration>,
+    /// `--rate`, `--burst`, `--schedule`.
+    pub pacing: crate::pace::Pacing,
 }
 
 /// Runs one opened flow.
@@ -124,6 +128,12 @@ impl<'a> Engine<'a> {
         };
 
         let before = Sample::now();
+        let mut pacer = self
+            .flow
+            .pacing
+            .is_active()
+            .then(|| Pacer::new(&self.flow.pacing, std::time::Instant::now()));
+        let kernel_pacing = self.engage_kernel_pacing(pacer.as_mut());
         let mut counters = Counters::default();
         let mut scratch = Scratch::default();
         let mut fallbacks = Vec::new();
@@ -186,14 +196,22 @@ impl<'a> Engine<'a> {
                     progress: &self.flow.progress.done,
                     call_limit: self.flow.call_limit,
                     idle: self.flow.idle_timeout.map(Idle::new),
+                    pacer: pacer.as_mut(),
                 };
-                current = run_with_fallbacks(
+                let ran = run_with_fallbacks(
                     &mut transfer,
                     current,
                     self.flow.strict,
                     source_start,
                     &mut fallbacks,
-                )?;
+                );
+                current = match ran {
+                    Ok(mechanism) => mechanism,
+                    Err(error) => {
+                        self.release_kernel_pacing(kernel_pacing);
+                        return Err(error);
+                    }
+                };
                 let piece_moved = transfer.source_pos - piece_start;
                 moved += piece_moved;
                 if let (Some(writeback), Some(fd)) = (writeback.as_mut(), sink_fd) {
@@ -211,6 +229,7 @@ impl<'a> Engine<'a> {
             holes += (source_start + total).saturating_sub(cursor);
         }
         let total_moved = self.total.map_or(moved, |total| total.max(moved));
+        self.release_kernel_pacing(kernel_pacing);
         self.finish(sink_start + total_moved)?;
         let after = Sample::now();
 
@@ -232,6 +251,7 @@ impl<'a> Engine<'a> {
         report.sink = self.sink.label.clone();
         report.sink_kind = self.sink.kind;
         report.mechanism_first = self.mechanism;
+        report.pacing = pacer.as_ref().map(Pacer::report);
         if self.flow.verify {
             report.verify = Some(verify::verify(
                 &self.source,
@@ -242,6 +262,26 @@ impl<'a> Engine<'a> {
             )?);
         }
         Ok(report)
+    }
+
+    /// Hands the rate to the kernel when the pacing asks for it and the
+    /// sink is a TCP socket; the pacer's own bucket then stands down (its
+    /// burst and schedule still hold).
+    fn engage_kernel_pacing(&self, pacer: Option<&mut Pacer>) -> Option<KernelPacing> {
+        let pacer = pacer?;
+        let SinkIo::Fd(fd) = &self.sink.io else {
+            return None;
+        };
+        let engaged = KernelPacing::engage(fd.as_fd(), self.sink.kind, pacer.pacing())?;
+        pacer.rate_kept_by_kernel();
+        Some(engaged)
+    }
+
+    /// Gives the socket back its own pacing options.
+    fn release_kernel_pacing(&self, engaged: Option<KernelPacing>) {
+        if let (Some(engaged), SinkIo::Fd(fd)) = (engaged, &self.sink.io) {
+            engaged.release(fd.as_fd());
+        }
     }
 
     /// Early writeback for a durable flow into a seekable file or device:
@@ -263,9 +303,7 @@ impl<'a> Engine<'a> {
     fn segments(&self, source_start: u64) -> Result<Vec<(u64, Option<u64>)>> {
         let fresh_file = matches!(self.sink.io, SinkIo::Fresh(_));
         match (&self.source.io, self.total) {
-            (SourceIo::Fd(fd), Some(total))
-                if fresh_file && self.source.kind == EndpointKind::File =>
-            {
+            (SourceIo::Fd(fd), Some(total)) if fresh_file && self.source.maybe_sparse => {
                 measure::data_segments(fd, source_start, total)
                     .map(|segments| segments.into_iter().map(|(s, l)| (s, Some(l))).collect())
                     .map_err(|e| {

@@ -84,7 +84,9 @@ pub enum Error {
     },
 
     /// The kernel refused the mechanism and `--strict` forbids falling back.
-    #[error("{mechanism} refused by the kernel ({op}: {reason}) and --strict forbids a fallback")]
+    #[error(
+        "{mechanism} refused by the kernel ({op}: {reason}) and strict mode forbids a fallback"
+    )]
     StrictRefusal {
         /// The refused mechanism.
         mechanism: MechanismName,

@@ -13,10 +13,11 @@ use crate::endpoint::{
 use crate::engine::{Engine, RunSettings};
 use crate::error::{Error, Result};
 use crate::mechanism::MechanismName;
+use crate::pace::Pacing;
 pub use crate::params::Params;
+use crate::profile::{Decision, FlowKind, Profile};
 pub use crate::progress::Progress;
 use crate::report::Report;
-use crate::tune::{Decision, FlowKind, Profile};
 
 /// Called with the bound address of a `*-listen://` endpoint.
 type ListenCallback<'a> = Box<dyn FnMut(&str) + 'a>;
@@ -50,6 +51,7 @@ pub struct Flow<'a> {
     pub(crate) progress: Arc<Progress>,
     pub(crate) call_limit: usize,
     pub(crate) idle_timeout: Option<Duration>,
+    pub(crate) pacing: Pacing,
     on_listen: Option<ListenCallback<'a>>,
     profile: Option<&'a Profile>,
     params_explicit: bool,
@@ -73,6 +75,7 @@ impl<'a> Flow<'a> {
             progress: Arc::default(),
             call_limit: usize::MAX,
             idle_timeout: None,
+            pacing: Pacing::default(),
             on_listen: None,
             profile: None,
             params_explicit: false,
@@ -112,7 +115,7 @@ impl<'a> Flow<'a> {
         self
     }
 
-    /// The profile `auto` consults (see [`crate::tune`]); without one, or
+    /// The profile `auto` consults (see [`crate::profile`]); without one, or
     /// when it has no range for the flow, `auto` uses the built-in table.
     /// Checking that the profile fits this machine is the caller's choice
     /// ([`Profile::machine_differences`]).
@@ -187,6 +190,30 @@ impl<'a> Flow<'a> {
         self
     }
 
+    /// Paces the flow: a rate, a burst (the most bytes one call moves) and
+    /// a schedule (pauses between runs of chunks). Calls wait in flexio's
+    /// token bucket, or, for a TCP sink with [`crate::pace::PaceBy::Kernel`],
+    /// the kernel paces (`SO_MAX_PACING_RATE`). The report's
+    /// [`Report::pacing`] says which, and what rate was achieved.
+    ///
+    /// # Examples
+    /// ```
+    /// use flexio::pace::Pacing;
+    /// use flexio::{Flow, Sink, Source};
+    /// let data = vec![7u8; 64 << 10];
+    /// let mut out = vec![0u8; 64 << 10];
+    /// let pacing = Pacing::parse(Some("16M"), Some("16K"), None).unwrap();
+    /// let report = Flow::new(Source::Memory(&data), Sink::Memory(&mut out))
+    ///     .pacing(pacing)
+    ///     .run()
+    ///     .unwrap();
+    /// assert!(report.pacing.unwrap().largest_call_bytes <= 16 << 10);
+    /// ```
+    pub fn pacing(mut self, pacing: Pacing) -> Self {
+        self.pacing = pacing;
+        self
+    }
+
     /// Called with the bound address when a `*-listen://` endpoint starts
     /// listening (useful with port 0).
     pub fn on_listen(mut self, hook: impl FnMut(&str) + 'a) -> Self {
@@ -211,6 +238,7 @@ impl<'a> Flow<'a> {
             }
         };
         self.params.validate()?;
+        self.pacing.validate()?;
         self.check_before_opening()?;
         let source = open_source(
             std::mem::replace(&mut self.source, Source::Memory(&[])),
@@ -251,6 +279,7 @@ impl<'a> Flow<'a> {
             progress: self.progress,
             call_limit: self.call_limit,
             idle_timeout: self.idle_timeout,
+            pacing: self.pacing,
         };
         let mut report = Engine::new(settings, source, sink, mechanism, total).run()?;
         report.decided_by = decision.decided_by;
@@ -340,30 +369,38 @@ impl<'a> Flow<'a> {
         if let Some(length) = self.length {
             self.offset.checked_add(length).ok_or_else(|| {
                 Error::usage(format!(
-                    "--offset {} plus --length {length} is past the largest byte offset",
+                    "offset {} plus length {length} is past the largest byte offset",
                     self.offset
                 ))
             })?;
             self.seek.checked_add(length).ok_or_else(|| {
                 Error::usage(format!(
-                    "--seek {} plus --length {length} is past the largest byte offset",
+                    "seek {} plus length {length} is past the largest byte offset",
                     self.seek
                 ))
             })?;
+        }
+        // `auto` serves every pair, and with no offset, seek or verify
+        // there is nothing left that the kinds could refuse: spare the
+        // two stats (a small copy's whole budget counts them).
+        let kinds_can_refuse =
+            self.via != MechanismName::Auto || self.offset > 0 || self.seek > 0 || self.verify;
+        if !kinds_can_refuse {
+            return Ok(());
         }
         let source = self.source_kind_unopened();
         let sink = self.sink_kind_unopened();
         if let Some(source) = source {
             if self.offset > 0 && !source.is_seekable() {
                 return Err(Error::usage(format!(
-                    "--offset needs a seekable source (a file, block device or memory), not a {source}"
+                    "offset needs a seekable source (a file, block device or memory), not a {source}"
                 )));
             }
         }
         if let Some(sink) = sink {
             if self.seek > 0 && !sink.is_seekable() {
                 return Err(Error::usage(format!(
-                    "--seek needs a seekable sink (a block device, memory, or a file with --in-place), not a {sink}"
+                    "seek needs a seekable sink (a block device, memory, or a file written in place), not a {sink}"
                 )));
             }
         }
@@ -371,7 +408,7 @@ impl<'a> Flow<'a> {
             if let Sink::Address(crate::Address::Path(path)) = &self.sink {
                 if std::fs::metadata(path).map_or(true, |meta| meta.is_file()) {
                     return Err(Error::usage(format!(
-                        "{}: --seek on a regular file needs --in-place",
+                        "{}: seek on a regular file needs in-place writing",
                         path.display()
                     )));
                 }
@@ -451,7 +488,7 @@ impl<'a> Flow<'a> {
         let Some(size) = source.size else {
             if self.offset > 0 {
                 return Err(Error::usage(format!(
-                    "{}: --offset needs a seekable source (a file, block device or memory)",
+                    "{}: offset needs a seekable source (a file, block device or memory)",
                     source.label
                 )));
             }
@@ -459,7 +496,7 @@ impl<'a> Flow<'a> {
         };
         let start = source.base.checked_add(self.offset).ok_or_else(|| {
             Error::usage(format!(
-                "{}: --offset {} is past the largest byte offset",
+                "{}: offset {} is past the largest byte offset",
                 source.label, self.offset
             ))
         })?;
@@ -484,20 +521,20 @@ impl<'a> Flow<'a> {
         if self.seek > 0 {
             if matches!(sink.io, SinkIo::Fresh(_)) {
                 return Err(Error::usage(format!(
-                    "{}: --seek on a regular file needs --in-place",
+                    "{}: seek on a regular file needs in-place writing",
                     sink.label
                 )));
             }
             if !sink.kind.is_seekable() {
                 return Err(Error::usage(format!(
-                    "{}: --seek needs a seekable sink, not a {}",
+                    "{}: seek needs a seekable sink, not a {}",
                     sink.label, sink.kind
                 )));
             }
         }
         if sink.appends && self.seek > 0 {
             return Err(Error::usage(format!(
-                "{}: --seek cannot place writes in a file opened for appending (>>); every write lands at its end",
+                "{}: seek cannot place writes in a file opened for appending (>>); every write lands at its end",
                 sink.label
             )));
         }
@@ -507,7 +544,7 @@ impl<'a> Flow<'a> {
             .and_then(|start| start.checked_add(total.unwrap_or(0)));
         if end.is_none() {
             return Err(Error::usage(format!(
-                "{}: --seek {} plus the flow's length is past the largest byte offset",
+                "{}: seek {} plus the flow's length is past the largest byte offset",
                 sink.label, self.seek
             )));
         }
@@ -546,7 +583,7 @@ impl<'a> Flow<'a> {
         if self.via != MechanismName::Auto {
             if self.params.direct && !self.via.writes_direct(&self.params) {
                 return Err(Error::usage(format!(
-                    "--direct applies to io-uring and direct, not {}",
+                    "direct I/O applies to io-uring and direct, not {}",
                     self.via
                 )));
             }
@@ -599,7 +636,7 @@ impl<'a> Flow<'a> {
 fn verify_needs_seekable(source: Option<EndpointKind>, sink: Option<EndpointKind>) -> Error {
     let name = |kind: Option<EndpointKind>| kind.map_or("?", EndpointKind::as_str);
     Error::usage(format!(
-        "--verify reads both sides again after the flow: it needs a file, block device or memory on each side, not {} -> {}",
+        "verify reads both sides again after the flow: it needs a file, block device or memory on each side, not {} -> {}",
         name(source),
         name(sink)
     ))
@@ -610,7 +647,7 @@ fn verify_needs_seekable(source: Option<EndpointKind>, sink: Option<EndpointKind
 /// (several requests in flight), else `direct`.
 fn direct_decision(
     mut decision: Decision,
-    range: Option<(String, &crate::tune::RangeEntry)>,
+    range: Option<(String, &crate::profile::RangeEntry)>,
     source: EndpointKind,
     sink: EndpointKind,
 ) -> Result<Decision> {
@@ -620,7 +657,7 @@ fn direct_decision(
         if range.mechanism.supports(source, sink) && range.mechanism.writes_direct(&params) {
             decision.mechanism = range.mechanism;
             decision.params = params;
-            decision.decided_by = format!("{place}, with --direct");
+            decision.decided_by = format!("{place}, with direct I/O");
             return Ok(decision);
         }
     }
@@ -629,12 +666,12 @@ fn direct_decision(
         .find(|m| m.supports(source, sink))
         .ok_or_else(|| {
             Error::usage(format!(
-                "--direct needs a file or block device on one side; {source} -> {sink} has none"
+                "direct I/O needs a file or block device on one side; {source} -> {sink} has none"
             ))
         })?;
     decision.mechanism = chosen;
     decision.params.direct = true;
     decision.decided_by =
-        format!("--direct: {chosen}, the first of io-uring and direct (the mechanisms that use O_DIRECT) that serves {source} -> {sink}");
+        format!("direct I/O: {chosen}, the first of io-uring and direct (the mechanisms that use O_DIRECT) that serves {source} -> {sink}");
     Ok(decision)
 }

@@ -11,7 +11,7 @@
 //! range, a [`MechanismName`] and its [`Params`]. [`Flow::run`] opens and
 //! classifies both endpoints ([`EndpointKind`]), checks the pair and the
 //! range before anything is bound or connected, decides what `auto` means
-//! (the profile of [`tune`], or the built-in table) and hands the opened
+//! (the [`profile`] this machine was tuned to, or the built-in table) and hands the opened
 //! flow to the *engine*, which measures the source's page-cache state,
 //! takes a [`measure::Sample`], moves the bytes — falling back to the next
 //! mechanism when the kernel refuses one, and saying so — takes a second
@@ -22,7 +22,7 @@
 //! ```text
 //! tree/          cp's grammar over a walker and workers (copy -r, -a, ...)
 //! flow.rs        Flow (builder): check, open, decide auto, run
-//!  ├ tune/       the profile auto reads: flow kinds, ranges, fingerprint
+//!  ├ profile/    the profile auto reads: flow kinds, ranges, fingerprint
 //! engine.rs      one opened flow: time, segments, fallbacks, finish
 //! range.rs       Mover, RangeEnd, NewFile: ranges between kept descriptors
 //!  ├ endpoint/   addresses, opening, fstat classification, temp-file sinks
@@ -35,6 +35,7 @@
 //!  ├ params.rs   Params and the one set of bounds flags and profiles keep
 //!  ├ progress.rs bytes moved so far, for a watcher
 //!  ├ error.rs    Error: operation, endpoint and offset; usage or failure
+//!  ├ pace.rs     Rate, Schedule, TokenBucket, Pacer: rates and pauses
 //!  ├ names.rs    EndpointKind, MechanismName: the ground floor
 //!  └ sys/        the only `unsafe` (with flexio-sys): mmap, mincore,
 //!                cachestat, getrusage, SIGBUS guard, signals, process start
@@ -66,18 +67,20 @@ mod endpoint;
 mod engine;
 mod error;
 mod flow;
+mod kernel_pacing;
 pub mod measure;
 mod mechanism;
 mod names;
+pub mod pace;
 mod params;
 mod plain_file;
+pub mod profile;
 mod progress;
 pub mod range;
 mod report;
 mod size;
 mod sys;
 pub mod tree;
-pub mod tune;
 mod verify;
 mod writeback;
 

@@ -10,6 +10,7 @@
 use std::os::fd::{AsFd, BorrowedFd};
 use std::path::Path;
 use std::sync::atomic::AtomicU64;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
@@ -17,7 +18,9 @@ use serde::{Deserialize, Serialize};
 use crate::endpoint::{classify_fd, EndpointKind, FileSink};
 use crate::engine::run_with_fallbacks;
 use crate::error::{Error, Result};
+use crate::kernel_pacing::KernelPacing;
 use crate::mechanism::{Counters, Idle, MechanismName, Scratch, Transfer};
+use crate::pace::{Pacer, Pacing, PacingReport, TokenBucket};
 use crate::report::Fallback;
 use crate::Params;
 
@@ -88,6 +91,11 @@ pub struct RangeRequest {
     pub idle_timeout: Option<Duration>,
     /// The most bytes one kernel call moves (see [`crate::Flow::call_limit`]).
     pub call_limit: usize,
+    /// Rate, burst and schedule for this range alone.
+    pub pacing: Pacing,
+    /// A bucket shared with other ranges (parallel streams of one
+    /// download, a server's total): each call waits for it too.
+    pub shared_rate: Option<Arc<TokenBucket>>,
 }
 
 impl RangeRequest {
@@ -103,6 +111,8 @@ impl RangeRequest {
             strict: false,
             idle_timeout: None,
             call_limit: usize::MAX,
+            pacing: Pacing::default(),
+            shared_rate: None,
         }
     }
 
@@ -128,6 +138,9 @@ pub struct RangeReport {
     pub ring_entries: u64,
     /// Wall time of the move.
     pub wall_ns: u64,
+    /// What pacing did, when the request asked for it.
+    #[serde(default)]
+    pub pacing: Option<PacingReport>,
 }
 
 /// Reports of many ranges added up, each kept.
@@ -218,6 +231,18 @@ impl Mover {
         let mut counters = Counters::default();
         let mut fallbacks = Vec::new();
         let started = Instant::now();
+        let mut pacer = (request.pacing.is_active() || request.shared_rate.is_some()).then(|| {
+            let pacer = Pacer::new(&request.pacing, started);
+            match &request.shared_rate {
+                Some(bucket) => pacer.with_shared(Arc::clone(bucket)),
+                None => pacer,
+            }
+        });
+        let kernel_pacing = pacer.as_mut().and_then(|pacer| {
+            let engaged = KernelPacing::engage(sink.fd, sink.kind, &request.pacing)?;
+            pacer.rate_kept_by_kernel();
+            Some(engaged)
+        });
         let mut transfer = Transfer {
             source_fd: Some(source.fd),
             source_memory: None,
@@ -238,17 +263,23 @@ impl Mover {
             progress: progress.unwrap_or(&unused),
             call_limit: request.call_limit,
             idle: request.idle_timeout.map(Idle::new),
+            pacer: pacer.as_mut(),
         };
         let used = match request.length {
-            Some(0) => None,
-            _ => Some(run_with_fallbacks(
+            Some(0) => Ok(None),
+            _ => run_with_fallbacks(
                 &mut transfer,
                 mechanism,
                 request.strict,
                 request.source_offset,
                 &mut fallbacks,
-            )?),
+            )
+            .map(Some),
         };
+        if let Some(engaged) = kernel_pacing {
+            engaged.release(sink.fd);
+        }
+        let used = used?;
         let bytes = transfer.source_pos - request.source_offset;
         Ok(RangeReport {
             bytes,
@@ -257,6 +288,7 @@ impl Mover {
             syscalls: counters.syscalls,
             ring_entries: counters.ring_entries,
             wall_ns: started.elapsed().as_nanos() as u64,
+            pacing: pacer.as_ref().map(Pacer::report),
         })
     }
 }

@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 use crate::endpoint::EndpointKind;
 use crate::measure::{Residency, Sample};
 use crate::mechanism::MechanismName;
+use crate::pace::PacingReport;
 use crate::params::Params;
 use crate::size::{format_bytes, format_rate};
 
@@ -96,6 +97,9 @@ pub struct Report {
     pub throughput_bytes_per_s: u64,
     /// The result of `--verify`, when asked.
     pub verify: Option<Verification>,
+    /// What `--rate`, `--burst` and `--schedule` did, when asked.
+    #[serde(default)]
+    pub pacing: Option<PacingReport>,
 }
 
 impl Report {
@@ -140,6 +144,7 @@ impl Report {
             params: params.clone(),
             throughput_bytes_per_s: throughput,
             verify: None,
+            pacing: None,
         }
     }
 
@@ -222,6 +227,28 @@ impl fmt::Display for Report {
                 f,
                 "  sparse     {} of holes kept as holes",
                 format_bytes(self.sparse_hole_bytes)
+            )?;
+        }
+        if let Some(pacing) = &self.pacing {
+            let target = pacing
+                .target_bytes_per_s
+                .map_or("no rate".to_string(), |rate| {
+                    format!("target {}", format_rate(rate as f64))
+                });
+            writeln!(
+                f,
+                "  pacing     {} by {}, achieved {}; {} calls, largest {}{}, {} pauses, {} rate waits, {:.3} s waited",
+                target,
+                pacing.paced_by,
+                format_rate(pacing.achieved_bytes_per_s as f64),
+                pacing.calls,
+                format_bytes(pacing.largest_call_bytes),
+                pacing
+                    .burst_bytes
+                    .map_or(String::new(), |burst| format!(" (burst {})", format_bytes(burst))),
+                pacing.pauses,
+                pacing.rate_waits,
+                pacing.waited_ns as f64 / 1e9
             )?;
         }
         if let Some(verify) = &self.verify {

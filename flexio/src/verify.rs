@@ -71,7 +71,7 @@ fn reopen<Fd: AsFd>(fd: Fd, path: Option<&std::path::Path>, label: &str) -> Resu
     let path = path
         .map(|p| p.to_path_buf())
         .unwrap_or_else(|| proc_path.into());
-    File::open(&path).map_err(|e| Error::io("open for --verify", label, None, e))
+    File::open(&path).map_err(|e| Error::io("open for verify", label, None, e))
 }
 
 pub(crate) fn hash_file(file: &File, start: u64, length: u64, label: &str) -> Result<blake3::Hash> {
@@ -82,7 +82,7 @@ pub(crate) fn hash_file(file: &File, start: u64, length: u64, label: &str) -> Re
     let mut hasher = blake3::Hasher::new();
     let mut limited = reader.take(length);
     let copied = std::io::copy(&mut limited, &mut hasher)
-        .map_err(|e| Error::io("read for --verify", label, Some(start), e))?;
+        .map_err(|e| Error::io("read for verify", label, Some(start), e))?;
     if copied != length {
         return Err(Error::SourceEnded {
             endpoint: label.to_string(),

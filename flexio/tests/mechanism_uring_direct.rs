@@ -1,22 +1,26 @@
-//! `direct`, `io-uring` and `io-uring --direct` over files, pipes and
-//! sockets: every size around the block and chunk boundaries, unaligned
-//! offsets, several queue depths and chunk sizes — every byte checked.
+//! `direct`, `io-uring` and `io-uring --direct`: the engine tester over
+//! every size around the block and chunk boundaries, unaligned offsets,
+//! stream shapes, queue depths and chunk sizes (every byte checked); then
+//! what only they do — writing in place at any alignment, non-blocking
+//! sockets, sparse segments on one ring, O_DIRECT refused, restored and
+//! out of space.
 //!
 //! Tests that need io_uring probe for it (`IoUring::new(2)`) and skip with
 //! a printed reason when the kernel lacks it, unless
 //! `FLEXIO_TEST_PRIVILEGED=1` makes a skip a failure.
 
 use std::fs::{self, File, OpenOptions};
-use std::io::{Read, Write};
+use std::io::Write;
 use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::thread;
 
-use flexio::{Flow, MechanismName, Params, Report, Sink, Source};
+use flexio::{EndpointKind, Flow, MechanismName, Params, Report, Sink, Source};
 
 mod common;
+use common::{Case, EngineTester};
 use rustix::fs::OFlags;
 
 const KIB: usize = 1 << 10;
@@ -152,45 +156,39 @@ fn write_file(path: &Path, bytes: &[u8]) {
     fs::write(path, bytes).unwrap();
 }
 
-/// file -> file for every variant, chunk, size and source offset, both as
-/// a range with bytes after it and as "from the offset to the end of the
-/// file" (where the last direct read comes back short).
+/// `direct` and `io-uring` driven by the engine tester over every size
+/// around the 4 KiB and 1 MiB chunk edges, io-uring with each of the
+/// tester's configurations (queue depths 1, 2 and 32, with and without
+/// O_DIRECT: `thorough`): files whole, at unaligned offsets with bytes after them and
+/// read to their end (the last direct read comes back short); streams
+/// written at once and in odd pieces, read to the close and with their
+/// length given; into files, pipes and sockets.
 #[test]
-fn file_to_file_every_size_offset_and_queue_depth() {
-    let with_uring = uring_available("file_to_file_every_size_offset_and_queue_depth");
-    let dir = tempfile::tempdir().unwrap();
-    let all = pattern(12345 + 8 * MIB + 777, 1);
+fn direct_and_io_uring_over_every_size_offset_and_stream_shape() {
+    let mut mechanisms = vec![MechanismName::Direct];
+    if uring_available("direct_and_io_uring_over_every_size_offset_and_stream_shape") {
+        mechanisms.push(MechanismName::IoUring);
+    }
+    let mut cases = Vec::new();
     for chunk in [4 * KIB, MIB] {
         for size in sizes(chunk) {
-            let offsets: &[usize] = match size >= 8 * MIB {
-                true => &[0, 12345],
-                false => &[0, 1, 4096, 12345],
-            };
-            for &offset in offsets {
-                for to_end in [false, true] {
-                    let trailing = if to_end { 0 } else { 777 };
-                    let source = dir.path().join("source");
-                    write_file(&source, &all[..offset + size + trailing]);
-                    let want = &all[offset..offset + size];
-                    for variant in variants(with_uring) {
-                        let case = format!(
-                            "file->file {variant:?} chunk {chunk} size {size} offset {offset} to_end {to_end}"
-                        );
-                        let sink = dir.path().join("sink");
-                        let mut flow = Flow::new(Source::path(&source), Sink::path(&sink))
-                            .offset(offset as u64);
-                        if !to_end {
-                            flow = flow.length(size as u64);
-                        }
-                        let report = run_flow(flow, variant, chunk, &case);
-                        check_report(&report, variant, size, &case);
-                        let got = fs::read(&sink).unwrap();
-                        assert!(got == want, "{case}: sink differs ({} bytes)", got.len());
-                    }
-                }
+            let case = Case::new(size, chunk);
+            cases.push(case);
+            for offset in [1, 4096, 12345] {
+                cases.push(case.within_file(offset, 777));
+                cases.push(case.within_file(offset, 0));
             }
+            cases.push(case.streamed(1000, true));
+            cases.push(case.streamed(65536, false));
         }
     }
+    EngineTester::new()
+        .sources(&[EndpointKind::File, EndpointKind::Unix, EndpointKind::Pipe])
+        .sinks(&[EndpointKind::File, EndpointKind::Pipe, EndpointKind::Unix])
+        .mechanisms(&mechanisms)
+        .cases(cases)
+        .thorough()
+        .test();
 }
 
 /// Writing into an existing file at aligned and unaligned positions, from
@@ -228,41 +226,6 @@ fn file_into_existing_file_at_every_alignment() {
     }
 }
 
-/// file -> pipe, a thread reading the other end to its close.
-#[test]
-fn file_to_pipe_every_size() {
-    let with_uring = uring_available("file_to_pipe_every_size");
-    let dir = tempfile::tempdir().unwrap();
-    let all = pattern(12345 + 8 * MIB, 4);
-    for chunk in [4 * KIB, MIB] {
-        for size in sizes(chunk) {
-            for offset in [0, 12345] {
-                let source = dir.path().join("source");
-                write_file(&source, &all[..offset + size]);
-                for variant in variants(with_uring) {
-                    let case =
-                        format!("file->pipe {variant:?} chunk {chunk} size {size} offset {offset}");
-                    let (read_end, write_end) = rustix::pipe::pipe().unwrap();
-                    let reader = thread::spawn(move || {
-                        let mut received = Vec::new();
-                        File::from(read_end).read_to_end(&mut received).unwrap();
-                        received
-                    });
-                    let flow = Flow::new(Source::path(&source), Sink::Fd(write_end, "pipe".into()))
-                        .offset(offset as u64);
-                    let report = run_flow(flow, variant, chunk, &case);
-                    let received = reader.join().unwrap();
-                    check_report(&report, variant, size, &case);
-                    assert!(
-                        received == all[offset..offset + size],
-                        "{case}: pipe got other bytes"
-                    );
-                }
-            }
-        }
-    }
-}
-
 /// A thread writes `bytes` into one end of a Unix socket pair in pieces of
 /// `piece` bytes (so that reads come back short), then closes it.
 fn socket_feeder(bytes: Vec<u8>, piece: usize) -> (OwnedFd, thread::JoinHandle<()>) {
@@ -274,41 +237,6 @@ fn socket_feeder(bytes: Vec<u8>, piece: usize) -> (OwnedFd, thread::JoinHandle<(
         }
     });
     (ours.into(), writer)
-}
-
-/// socket -> file, until the peer closes and with a fixed length, the
-/// peer writing in odd-sized pieces.
-#[test]
-fn socket_to_file_every_size() {
-    let with_uring = uring_available("socket_to_file_every_size");
-    let dir = tempfile::tempdir().unwrap();
-    let all = pattern(8 * MIB, 5);
-    for chunk in [4 * KIB, MIB] {
-        for size in sizes(chunk) {
-            for (until_eof, piece) in [(true, 65536), (false, 1000)] {
-                for variant in variants(with_uring) {
-                    let case = format!(
-                        "socket->file {variant:?} chunk {chunk} size {size} until_eof {until_eof} piece {piece}"
-                    );
-                    let (fd, writer) = socket_feeder(all[..size].to_vec(), piece);
-                    let sink = dir.path().join("sink");
-                    let mut flow = Flow::new(Source::Fd(fd, "unix".into()), Sink::path(&sink));
-                    if !until_eof {
-                        flow = flow.length(size as u64);
-                    }
-                    let report = run_flow(flow, variant, chunk, &case);
-                    writer.join().unwrap();
-                    check_report(&report, variant, size, &case);
-                    let got = fs::read(&sink).unwrap();
-                    assert!(
-                        got == all[..size],
-                        "{case}: sink differs ({} bytes)",
-                        got.len()
-                    );
-                }
-            }
-        }
-    }
 }
 
 /// A non-blocking socket source is fine for both: io_uring polls it, and

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use flexio::tune::Profile;
+use flexio::profile::Profile;
 use flexio::{Flow, MechanismName, Report, Sink, Source};
 
 use super::streams::{
@@ -108,7 +108,11 @@ impl CellContext {
                     .meter_command
                     .as_ref()
                     .ok_or_else(|| io::Error::other("no meter co-process command"))?;
-                Some(Meter::start(argv, Duration::from_millis(300))?)
+                // Started on the transfer's CPU (a child inherits the
+                // pin), where it competes with the transfer; its solo rate
+                // is measured there before any transfer runs.
+                let _pinned = affinity::pin_contender();
+                Some(Meter::start(argv, Duration::from_millis(500))?)
             }
             _ => None,
         };
@@ -282,14 +286,18 @@ impl CellContext {
             || matches!(
                 self.scenario,
                 Scenario::FileToSocket | Scenario::SocketToFile | Scenario::Meter
-            );
+            )
+            || (self.scenario == Scenario::Parallel && !cell.key.path.is_empty());
         let pipes = matches!(self.scenario, Scenario::FileToPipe | Scenario::PipeToFile);
         if network {
             net.forget_tcp_metrics();
         }
-        // The meter cell leaves placement to the scheduler: what it
-        // measures is how much CPU a flow leaves to others.
-        let streams = pipes || (network && self.scenario != Scenario::Meter);
+        // In the meter cell the flow shares its CPU with the meter, and the
+        // bench's receiver runs on the other: Cue's sender and metering
+        // process on one machine, its receiver on another.
+        // Parallel flows are placed by the scheduler: pinning them all to
+        // one CPU would measure that CPU, not how they share the machine.
+        let streams = pipes || (network && self.scenario != Scenario::Parallel);
         let _pinned = streams.then(affinity::pin_contender).flatten();
         let measured = match self.scenario {
             // A limit beside the contenders (the disk in cold cells, memcpy
@@ -302,6 +310,7 @@ impl CellContext {
             Scenario::FileToSocket => self.file_to_socket(entrant, size, net),
             Scenario::Meter => {
                 let meter = self.meter.as_mut().expect("the meter runs in meter cells");
+                meter.measure_solo(Duration::from_millis(200))?;
                 let (start, at) = (meter.count()?, Instant::now());
                 let measured = self.file_to_socket(entrant, size, net)?;
                 let meter = self.meter.as_mut().expect("the meter runs in meter cells");
@@ -313,7 +322,10 @@ impl CellContext {
             Scenario::FileToPipe => self.file_to_pipe(entrant),
             Scenario::PipeToFile => self.pipe_to_file(entrant, size, &sink),
             Scenario::Memory => self.memory_run(entrant, self.reps[i]),
-            Scenario::Parallel => self.parallel(entrant, workspace, cell.key.flows),
+            Scenario::Parallel => {
+                let net = (!cell.key.path.is_empty()).then_some(net);
+                self.parallel(entrant, workspace, cell.key.flows, net)
+            }
             Scenario::Limits => self.limit(entrant, size, &sink, self.reps[i], net),
         };
         let _ = std::fs::remove_file(&sink);
@@ -692,50 +704,20 @@ impl CellContext {
         entrant: &Entrant,
         workspace: &Workspace,
         flows: u32,
+        net: Option<&Net>,
     ) -> io::Result<Measured> {
         let source = self.source()?;
-        if !matches!(entrant, Entrant::Flexio { .. }) {
-            return Err(other("the parallel scenario runs flexio mechanisms only"));
-        }
         let profile = self.profile.as_ref();
         let sinks: Vec<PathBuf> = (0..flows)
             .map(|i| workspace.path(&format!("sink-{i}")))
             .collect();
-        let window = Window::open(CpuScope::Process);
-        let reports: Vec<flexio::Result<flexio::Report>> = std::thread::scope(|scope| {
-            let handles: Vec<_> = sinks
-                .iter()
-                .map(|sink| {
-                    scope.spawn(move || {
-                        let flow = Flow::new(Source::path(source), Sink::path(sink));
-                        flexio_flow(flow, entrant, profile).run()
-                    })
-                })
-                .collect();
-            handles
-                .into_iter()
-                .map(|h| {
-                    h.join().unwrap_or_else(|_| {
-                        Err(flexio::Error::Usage("flow thread panicked".into()))
-                    })
-                })
-                .collect()
+        let measured = super::parallel::run(entrant, source, &sinks, net, |flow| {
+            flexio_flow(flow, entrant, profile)
         });
-        let bytes: u64 = reports
-            .iter()
-            .filter_map(|r| r.as_ref().ok())
-            .map(|r| r.bytes)
-            .sum();
-        let first = reports.iter().find_map(|r| r.as_ref().ok());
-        let mut measured = window.close(bytes, first.map(|r| r.mechanism_used.as_str()));
-        measured.decided_by = first.map(|r| r.decided_by.clone());
         for sink in &sinks {
             let _ = std::fs::remove_file(sink);
         }
-        for report in reports {
-            report.map_err(other)?;
-        }
-        Ok(measured)
+        measured
     }
 
     fn limit(

@@ -27,8 +27,12 @@ use connection::{Connection, Response};
 use pieces::{receive, Pieces};
 use resume::Partial;
 pub use tree::{get_tree, TreeReport};
-pub use upload::{put, PutReport};
+pub use upload::{put, put_paced, PutReport};
 use verify::verify;
+
+use std::sync::Arc;
+
+use flexio::pace::{Rate, TokenBucket};
 
 use crate::error::{Error, Result};
 use crate::ranges::parse_content_range;
@@ -52,6 +56,27 @@ pub struct GetOptions {
     /// Keep what arrived in a partial file and journal beside the
     /// destination, and fetch only the missing pieces when run again.
     pub resume: bool,
+    /// The most bytes per second, over all streams together.
+    pub rate: Option<Rate>,
+    /// The bucket that keeps `rate`, shared by the streams (and by several
+    /// gets, when the caller passes one); made from `rate` when `None`.
+    pub rate_bucket: Option<Arc<TokenBucket>>,
+}
+
+impl GetOptions {
+    /// These options with the bucket for `rate` made, so that every stream
+    /// shares it.
+    pub(crate) fn with_rate_bucket(&self) -> GetOptions {
+        let mut options = self.clone();
+        if let (Some(rate), None) = (options.rate, &options.rate_bucket) {
+            options.rate_bucket = Some(Arc::new(TokenBucket::new(
+                rate,
+                rate.default_burst(),
+                std::time::Instant::now(),
+            )));
+        }
+        options
+    }
 }
 
 impl Default for GetOptions {
@@ -64,6 +89,8 @@ impl Default for GetOptions {
             mechanism: MechanismName::Auto,
             fsync: false,
             resume: false,
+            rate: None,
+            rate_bucket: None,
         }
     }
 }
@@ -119,6 +146,7 @@ pub struct GetReport {
 /// # Ok::<(), flexio_net::Error>(())
 /// ```
 pub fn get(url: &str, destination: Option<&Path>, options: &GetOptions) -> Result<GetReport> {
+    let options = &options.with_rate_bucket();
     let url = Url::parse(url)?;
     let destination = destination_for(&url, destination)?;
     let label = destination.display().to_string();

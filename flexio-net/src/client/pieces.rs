@@ -37,6 +37,7 @@ pub(super) fn receive(
     let sink = RangeEnd::with_kind(file, EndpointKind::File, label);
     let mut request = RangeRequest::new(offset, offset, Some(length)).via(options.mechanism);
     request.idle_timeout = Some(options.timeout);
+    request.shared_rate = options.rate_bucket.clone();
     mover.move_range(&source, &sink, &request, None).map_err(|error| match error {
         flexio::Error::SourceEnded { endpoint, offset: at, .. } => Error::protocol(
             endpoint,

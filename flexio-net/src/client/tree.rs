@@ -97,6 +97,7 @@ enum Kind {
 /// # Ok::<(), flexio_net::Error>(())
 /// ```
 pub fn get_tree(url: &str, destination: &Path, options: &GetOptions) -> Result<TreeReport> {
+    let options = &options.with_rate_bucket();
     let started = Instant::now();
     let url = Url::parse(url)?;
     if !url.target.ends_with('/') {

@@ -5,6 +5,7 @@ use std::os::fd::AsFd;
 use std::path::Path;
 use std::time::Instant;
 
+use flexio::pace::Pacing;
 use flexio::range::{Mover, RangeEnd, RangeRequest};
 use flexio::{EndpointKind, MechanismName};
 use serde::Serialize;
@@ -51,6 +52,35 @@ pub fn put(
     token: &str,
     timeout: std::time::Duration,
 ) -> Result<PutReport> {
+    put_paced(source, url, token, timeout, Pacing::default())
+}
+
+/// [`put`] with the body paced: at most `pacing.rate` bytes per second,
+/// `pacing.burst` bytes per call, kept by flexio's token bucket or by the
+/// kernel (`pacing.by`) — see [`flexio::pace`].
+///
+/// # Errors
+/// As [`put`].
+///
+/// # Examples
+/// ```no_run
+/// let pacing = flexio::pace::Pacing::parse(Some("10M"), None, None).unwrap();
+/// flexio_net::client::put_paced(
+///     std::path::Path::new("notes.txt"),
+///     "http://127.0.0.1:8080/notes.txt",
+///     "a-token-of-16-chars-or-more",
+///     std::time::Duration::from_secs(30),
+///     pacing,
+/// )?;
+/// # Ok::<(), flexio_net::Error>(())
+/// ```
+pub fn put_paced(
+    source: &Path,
+    url: &str,
+    token: &str,
+    timeout: std::time::Duration,
+    pacing: Pacing,
+) -> Result<PutReport> {
     let url = Url::parse(url)?;
     let label = source.display().to_string();
     let file = std::fs::File::open(source).map_err(|e| Error::io("open", &label, None, e))?;
@@ -84,6 +114,7 @@ pub fn put(
     );
     let mut request = RangeRequest::new(0, 0, Some(length)).via(MechanismName::Auto);
     request.idle_timeout = Some(timeout);
+    request.pacing = pacing;
     let moved = if length > 0 {
         Some(mover.move_range(&source_end, &sink_end, &request, None)?)
     } else {

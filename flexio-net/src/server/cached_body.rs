@@ -8,6 +8,7 @@
 
 use std::cell::RefCell;
 use std::io::Write;
+use std::net::TcpStream;
 use std::os::fd::OwnedFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -27,9 +28,10 @@ thread_local! {
 /// (one line, not one per request).
 static FALLBACK_LOGGED: AtomicBool = AtomicBool::new(false);
 
-/// Sends `length` bytes of `file` from `first` through `cache`. `Ok(false)`
-/// when the file cannot go through the cache (its file system refuses
-/// `O_DIRECT`): nothing was sent, and the caller sends it the usual way.
+/// Sends `length` bytes of `file` from `first` through `cache` to the
+/// client of `exchange`. `Ok(false)` when the file cannot go through the
+/// cache (its file system refuses `O_DIRECT`): nothing was sent, and the
+/// caller sends it the usual way.
 ///
 /// # Errors
 /// Reading through the cache or writing to the client fails; the
@@ -39,6 +41,29 @@ pub(crate) fn send(
     cache: &FileCache,
     file: &OwnedFd,
     label: &str,
+    first: u64,
+    length: u64,
+) -> std::io::Result<bool> {
+    send_range(
+        cache,
+        file,
+        label,
+        &exchange.connection.stream,
+        first,
+        length,
+    )
+}
+
+/// Sends `length` bytes of `file` from `first` through `cache` to
+/// `socket`; `Ok(false)` as for [`send`].
+///
+/// # Errors
+/// As [`send`].
+pub(crate) fn send_range(
+    cache: &FileCache,
+    file: &OwnedFd,
+    label: &str,
+    mut socket: &TcpStream,
     first: u64,
     length: u64,
 ) -> std::io::Result<bool> {
@@ -53,7 +78,6 @@ pub(crate) fn send(
             return Ok(false);
         }
     };
-    let mut socket = &exchange.connection.stream;
     PIECE_BUFFER.with(|buffer| {
         let mut buffer = buffer.borrow_mut();
         let (mut at, end) = (first, first + length);

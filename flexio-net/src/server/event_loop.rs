@@ -28,8 +28,16 @@ const LISTENER: u64 = u64::MAX;
 /// How often deadlines are checked.
 const SWEEP_EVERY: Duration = Duration::from_millis(200);
 
-/// A request ready for a worker.
-pub(crate) type Job = (Connection, Request);
+/// The wake-up eventfd's token.
+const WAKE: u64 = u64::MAX - 1;
+
+/// Work for a worker.
+pub(crate) enum Job {
+    /// A whole request to answer.
+    Request(Connection, Request),
+    /// The next turn of a body being sent.
+    Turn(Connection),
+}
 
 pub(crate) fn run(shared: &Shared, listener: &TcpListener, jobs: &Sender<Job>) -> Result<()> {
     epoll::add(
@@ -39,11 +47,20 @@ pub(crate) fn run(shared: &Shared, listener: &TcpListener, jobs: &Sender<Job>) -
         epoll::EventFlags::IN,
     )
     .map_err(|e| Error::io("epoll_ctl", "listener", None, e))?;
+    epoll::add(
+        &shared.epoll,
+        &shared.wake,
+        epoll::EventData::new_u64(WAKE),
+        epoll::EventFlags::IN,
+    )
+    .map_err(|e| Error::io("epoll_ctl", "eventfd", None, e))?;
     let mut events = Vec::with_capacity(256);
     let mut last_sweep = Instant::now();
-    let tick = Timespec::try_from(SWEEP_EVERY).expect("a small duration fits a timespec");
     loop {
         events.clear();
+        let next_due = requeue_due(shared, jobs);
+        let wait = next_due.map_or(SWEEP_EVERY, |due| due.min(SWEEP_EVERY));
+        let tick = Timespec::try_from(wait).expect("a small duration fits a timespec");
         match epoll::wait(&shared.epoll, spare_capacity(&mut events), Some(&tick)) {
             Ok(_) | Err(Errno::INTR) => {}
             Err(errno) => return Err(Error::io("epoll_wait", "event loop", None, errno)),
@@ -51,6 +68,10 @@ pub(crate) fn run(shared: &Shared, listener: &TcpListener, jobs: &Sender<Job>) -
         for event in &events {
             match event.data.u64() {
                 LISTENER => accept_all(shared, listener),
+                WAKE => {
+                    let mut count = [0u8; 8];
+                    let _ = rustix::io::read(&shared.wake, &mut count);
+                }
                 token => read_head(shared, token, jobs),
             }
         }
@@ -59,6 +80,20 @@ pub(crate) fn run(shared: &Shared, listener: &TcpListener, jobs: &Sender<Job>) -
             last_sweep = Instant::now();
         }
     }
+}
+
+/// Queues again every deferred connection whose tokens are due; returns
+/// how long until the next one is.
+fn requeue_due(shared: &Shared, jobs: &Sender<Job>) -> Option<Duration> {
+    let now = Instant::now();
+    let mut deferred = shared.deferred.lock().unwrap();
+    for due in deferred.extract_if(.., |waiting| waiting.due <= now) {
+        let _ = jobs.send(Job::Turn(due.connection));
+    }
+    deferred
+        .iter()
+        .map(|waiting| waiting.due.saturating_duration_since(now))
+        .min()
 }
 
 /// Accepts every pending connection; past the limit, answers 503 and
@@ -128,7 +163,7 @@ fn read_head(shared: &Shared, token: u64, jobs: &Sender<Job>) {
             match Request::parse(&head) {
                 Ok(request) => {
                     // A send fails only when every worker is gone.
-                    let _ = jobs.send((connection, request));
+                    let _ = jobs.send(Job::Request(connection, request));
                 }
                 Err(why) => send_and_close(shared, connection, 400, &why),
             }

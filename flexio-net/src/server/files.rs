@@ -132,9 +132,11 @@ pub(crate) fn answer(
                 .header("Content-Type", kind)
                 .header("Content-Length", size.to_string())
                 .header("X-Content-Type-Options", "nosniff");
-            head.send(&exchange.connection.stream, exchange.keep_alive)?;
-            if !exchange.head_only {
-                send_body(exchange, mover, &file, &label, 0, size)?;
+            if exchange.head_only || size == 0 {
+                head.send(&exchange.connection.stream, exchange.keep_alive)?;
+            } else {
+                head.send_before_body(&exchange.connection.stream, exchange.keep_alive)?;
+                exchange.send_in_turns(file, label, 0, size);
             }
         }
         RangeAnswer::Parts(parts) if parts.len() == 1 => {
@@ -148,7 +150,7 @@ pub(crate) fn answer(
                 );
             head.send(&exchange.connection.stream, exchange.keep_alive)?;
             if !exchange.head_only {
-                send_body(exchange, mover, &file, &label, first, length)?;
+                exchange.send_in_turns(file, label, first, length);
             }
         }
         RangeAnswer::Parts(parts) => {
@@ -228,7 +230,9 @@ fn multipart(
     std::io::Write::write_all(&mut socket, closing.as_bytes())
 }
 
-/// Sends `length` bytes of `file` from `first` to the client.
+/// Sends `length` bytes of `file` from `first` to the client at once (a
+/// multipart part, a tar member): the worker stays with this connection
+/// until they are sent, paced by the server's rate limits in place.
 pub(crate) fn send_body(
     exchange: &Exchange<'_>,
     mover: &mut Mover,
@@ -251,6 +255,11 @@ pub(crate) fn send_body(
     let mut request =
         RangeRequest::new(first, 0, Some(length)).via(exchange.shared.config.mechanism);
     request.idle_timeout = Some(exchange.shared.config.send_timeout);
+    request.pacing = flexio::pace::Pacing {
+        rate: exchange.shared.config.rate_per_client,
+        ..Default::default()
+    };
+    request.shared_rate = exchange.shared.total_rate.clone();
     let report = mover
         .move_range(&source, &sink, &request, None)
         .map_err(std::io::Error::other)?;

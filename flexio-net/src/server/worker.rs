@@ -2,7 +2,9 @@
 //! parks a kept-alive connection again. Each worker keeps one
 //! [`Mover`], so its pipe or buffers are made once, not per response.
 
-use std::sync::mpsc::Receiver;
+use std::cell::RefCell;
+use std::os::fd::OwnedFd;
+use std::sync::mpsc::{Receiver, Sender};
 use std::sync::Mutex;
 
 use flexio::range::Mover;
@@ -11,19 +13,34 @@ use rustix::io::Errno;
 use super::event_loop::Job;
 use super::request::{text_response, Request, ResponseHead};
 
+use super::turns::{self, Body};
 use super::{directory, files, Connection, Shared};
 use crate::names::{split_target, BadTarget};
 use crate::walk::open_beneath;
 
-pub(crate) fn run(shared: &Shared, queue: &Mutex<Receiver<Job>>) {
+pub(crate) fn run(shared: &Shared, queue: &Mutex<Receiver<Job>>, jobs: &Sender<Job>) {
     let mut mover = Mover::new();
     loop {
         let job = queue.lock().unwrap().recv();
-        let Ok((mut connection, request)) = job else {
-            return;
+        let (mut connection, request) = match job {
+            Ok(Job::Request(connection, request)) => (connection, request),
+            Ok(Job::Turn(connection)) => {
+                turns::take_turn(shared, connection, &mut mover, jobs);
+                continue;
+            }
+            Err(_) => return,
         };
         let keep_alive = match answer(shared, &connection, &request, &mut mover) {
-            Ok(keep_alive) => keep_alive,
+            Ok((keep_alive, Some(body))) => {
+                connection.body = Some(Body {
+                    keep_alive,
+                    request: format!("{} {}", request.method, request.target),
+                    ..body
+                });
+                turns::take_turn(shared, connection, &mut mover, jobs);
+                continue;
+            }
+            Ok((keep_alive, None)) => keep_alive,
             Err(error) => {
                 // The response is cut short: the client sees the connection
                 // close before Content-Length bytes, which it must treat as
@@ -35,14 +52,7 @@ pub(crate) fn run(shared: &Shared, queue: &Mutex<Receiver<Job>>) {
                 false
             }
         };
-        connection.served += 1;
-        if keep_alive {
-            connection.since = std::time::Instant::now();
-            connection.head_started = None;
-            let _ = shared.park(connection);
-        } else {
-            shared.close(connection);
-        }
+        turns::finish(shared, connection, keep_alive);
     }
 }
 
@@ -53,9 +63,27 @@ pub(crate) struct Exchange<'a> {
     pub request: &'a Request,
     pub keep_alive: bool,
     pub head_only: bool,
+    /// A file body to send in turns once the head is out.
+    pub body: RefCell<Option<Body>>,
 }
 
 impl Exchange<'_> {
+    /// Leaves `length` bytes of `file` from `first` to be sent in turns
+    /// after this exchange (see [`turns`]).
+    pub fn send_in_turns(&self, file: OwnedFd, label: String, first: u64, length: u64) {
+        if length == 0 {
+            return;
+        }
+        *self.body.borrow_mut() = Some(Body {
+            file,
+            label,
+            next: first,
+            end: first + length,
+            keep_alive: self.keep_alive,
+            request: String::new(),
+        });
+    }
+
     /// Sends a short text response; returns whether the connection lives on.
     pub fn text(&self, status: u16, message: &str) -> std::io::Result<bool> {
         let (head, body) = text_response(status, message);
@@ -74,13 +102,14 @@ impl Exchange<'_> {
     }
 }
 
-/// Answers one request; `Ok(true)` when the connection may carry another.
+/// Answers one request; `Ok(true, _)` when the connection may carry
+/// another, with the body still to send in turns, if any.
 fn answer(
     shared: &Shared,
     connection: &Connection,
     request: &Request,
     mover: &mut Mover,
-) -> std::io::Result<bool> {
+) -> std::io::Result<(bool, Option<Body>)> {
     let head_only = request.method == "HEAD";
     let mut exchange = Exchange {
         shared,
@@ -88,10 +117,18 @@ fn answer(
         request,
         keep_alive: request.keeps_alive(),
         head_only,
+        body: RefCell::new(None),
     };
+    let keep_alive = respond(&mut exchange, mover)?;
+    Ok((keep_alive, exchange.body.into_inner()))
+}
+
+/// Sends the response, all of it but a file body left for turns.
+fn respond(exchange: &mut Exchange<'_>, mover: &mut Mover) -> std::io::Result<bool> {
+    let (shared, request) = (exchange.shared, exchange.request);
     if request.method == "PUT" {
         return match split_target(&request.target) {
-            Ok((parts, None)) => super::upload::answer(&mut exchange, &parts, mover),
+            Ok((parts, None)) => super::upload::answer(exchange, &parts, mover),
             Ok((_, Some(_))) => {
                 exchange.keep_alive = false;
                 exchange.text(400, "PUT takes no query")
@@ -109,7 +146,7 @@ fn answer(
     if request.method != "GET" && request.method != "HEAD" {
         // The body, if any, is not read: the connection cannot go on.
         exchange.keep_alive = false;
-        return super::upload::refuse_method(&exchange);
+        return super::upload::refuse_method(exchange);
     }
     if request.has_body() {
         exchange.keep_alive = false;
@@ -141,9 +178,9 @@ fn answer(
     match rustix::fs::FileType::from_raw_mode(stat.st_mode) {
         rustix::fs::FileType::RegularFile => {
             let name = parts.last().cloned().unwrap_or_default();
-            files::answer(&exchange, file, &stat, &name, query, mover)
+            files::answer(exchange, file, &stat, &name, query, mover)
         }
-        rustix::fs::FileType::Directory => directory::answer(&exchange, file, &parts, query, mover),
+        rustix::fs::FileType::Directory => directory::answer(exchange, file, &parts, query, mover),
         _ => exchange.text(403, "not a regular file or a directory"),
     }
 }

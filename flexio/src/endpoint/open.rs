@@ -34,6 +34,9 @@ pub(crate) struct OpenSource<'a> {
     pub identity: Option<Identity>,
     /// Permission bits of a regular-file source.
     pub mode: Option<u32>,
+    /// A regular file with fewer blocks than its size — the only kind that
+    /// can have holes worth finding with `SEEK_DATA` (cp's test, too).
+    pub maybe_sparse: bool,
 }
 
 /// An opened sink.
@@ -110,25 +113,23 @@ pub(crate) fn open_source<'a>(
             base: 0,
             identity: None,
             mode: None,
+            maybe_sparse: false,
         }),
         Source::Fd(fd, label) => from_fd(fd, label, None),
         Source::Address(Address::Path(path)) => {
+            // Opened first and classified by fstat: one stat fewer than
+            // asking the path first. Opening a socket's path fails (ENXIO),
+            // a directory's succeeds; both are then named for what they are.
             let label = path.display().to_string();
-            let meta = std::fs::metadata(&path).map_err(|e| Error::io("stat", &label, None, e))?;
-            if meta.is_dir() {
-                return Err(Error::usage(format!(
-                    "{label}: is a directory (flexio copy moves one file; name a file)"
-                )));
-            }
-            if meta.file_type().is_socket() {
-                return Err(Error::usage(format!(
-                    "{label}: is a socket; use unix://{label} to connect to it"
-                )));
-            }
-            let file = File::open(&path).map_err(|e| Error::io("open", &label, None, e))?;
-            let mut opened = from_fd(file.into(), label, Some(path))?;
-            opened.base = 0;
-            Ok(opened)
+            let file = File::open(&path).map_err(|e| {
+                match std::fs::metadata(&path).map(|meta| meta.file_type()) {
+                    Ok(kind) if kind.is_socket() => Error::usage(format!(
+                        "{label}: is a socket; use unix://{label} to connect to it"
+                    )),
+                    _ => Error::io("open", &label, None, e),
+                }
+            })?;
+            from_fd(file.into(), label, Some(path))
         }
         Source::Address(Address::Stdio) => {
             refuse_closed_at_start(0, "stdin")?;
@@ -201,27 +202,31 @@ pub(crate) fn open_sink<'a>(
 
 fn open_sink_path<'a>(path: PathBuf, options: &SinkOptions) -> Result<OpenSink<'a>> {
     let label = path.display().to_string();
-    let meta = match std::fs::metadata(&path) {
-        Ok(meta) => Some(meta),
-        Err(e) if e.kind() == ErrorKind::NotFound => {
-            if std::fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_symlink()) {
-                // cp: "not writing through dangling symlink". Replacing the
-                // link with a file would lose where it pointed.
+    // The name itself first: for a new file (the common case) one stat
+    // tells that nothing is there; only a symlink is followed after.
+    let (meta, is_link) = match std::fs::symlink_metadata(&path) {
+        Ok(meta) if meta.file_type().is_symlink() => match std::fs::metadata(&path) {
+            Ok(target) => (Some(target), true),
+            // cp: "not writing through dangling symlink". Replacing the
+            // link with a file would lose where it pointed.
+            Err(e) if e.kind() == ErrorKind::NotFound => {
                 return Err(Error::io(
                     "open",
                     format!("{label} (a dangling symlink; not writing through it)"),
                     None,
                     e,
-                ));
+                ))
             }
-            None
-        }
+            Err(e) => return Err(Error::io("stat", &label, None, e)),
+        },
+        Ok(meta) => (Some(meta), false),
+        Err(e) if e.kind() == ErrorKind::NotFound => (None, false),
         Err(e) => return Err(Error::io("stat", &label, None, e)),
     };
     let Some(meta) = meta else {
         if options.in_place {
             return Err(Error::usage(format!(
-                "{label}: --in-place needs an existing file"
+                "{label}: writing in place needs an existing file"
             )));
         }
         let mode = options
@@ -245,7 +250,6 @@ fn open_sink_path<'a>(path: PathBuf, options: &SinkOptions) -> Result<OpenSink<'
         // Replace the file a symlink points at, as cp does, not the link;
         // and only a file we may write, as cp does: renaming over a
         // read-only file would replace what its owner protected.
-        let is_link = std::fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_symlink());
         let target = if is_link {
             std::fs::canonicalize(&path).map_err(|e| Error::io("resolve", &label, None, e))?
         } else {
@@ -367,7 +371,9 @@ fn kind_of(fd: BorrowedFd<'_>, stat: &rustix::fs::Stat, label: &str) -> Result<E
             }
         }
         FileType::Directory => {
-            return Err(Error::usage(format!("{label}: is a directory")));
+            return Err(Error::usage(format!(
+                "{label}: is a directory (flexio copy moves one file; name a file)"
+            )));
         }
         _ => return Err(Error::usage(format!("{label}: unsupported file type"))),
     })
@@ -379,7 +385,12 @@ fn from_fd<'a>(fd: OwnedFd, label: String, path: Option<PathBuf>) -> Result<Open
     let kind = kind_of(fd.as_fd(), &stat, &label)?;
     let (size, base) = match kind {
         EndpointKind::File => {
-            let position = rustix::fs::seek(&fd, SeekFrom::Current(0)).unwrap_or(0);
+            // A file this flow opened by its path starts at 0; a descriptor
+            // handed in (stdin redirected from a file) where it stands.
+            let position = match path {
+                Some(_) => 0,
+                None => rustix::fs::seek(&fd, SeekFrom::Current(0)).unwrap_or(0),
+            };
             let size = size_is_trusted(&fd, stat.st_size).then_some(stat.st_size as u64);
             (size, position)
         }
@@ -399,6 +410,7 @@ fn from_fd<'a>(fd: OwnedFd, label: String, path: Option<PathBuf>) -> Result<Open
         _ => None,
     };
     let mode = (kind == EndpointKind::File).then_some(stat.st_mode & 0o7777);
+    let maybe_sparse = kind == EndpointKind::File && (stat.st_blocks as i64) * 512 < stat.st_size;
     Ok(OpenSource {
         io: SourceIo::Fd(fd),
         kind,
@@ -408,6 +420,7 @@ fn from_fd<'a>(fd: OwnedFd, label: String, path: Option<PathBuf>) -> Result<Open
         base,
         identity,
         mode,
+        maybe_sparse,
     })
 }
 
@@ -449,15 +462,19 @@ pub(crate) fn process_umask() -> u32 {
     *UMASK.get_or_init(read_umask)
 }
 
+/// The umask from `/proc/self/status` (setting it to read it back would
+/// race with other threads creating files). Its second line, so one short
+/// read finds it: three system calls, not a whole file read as it grows.
 fn read_umask() -> u32 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|status| {
-            status
-                .lines()
-                .find_map(|line| line.strip_prefix("Umask:"))
-                .and_then(|value| u32::from_str_radix(value.trim(), 8).ok())
-        })
+    use std::io::Read;
+    let mut head = [0u8; 512];
+    let length = File::open("/proc/self/status")
+        .and_then(|mut status| status.read(&mut head))
+        .unwrap_or(0);
+    String::from_utf8_lossy(&head[..length])
+        .lines()
+        .find_map(|line| line.strip_prefix("Umask:"))
+        .and_then(|value| u32::from_str_radix(value.trim(), 8).ok())
         .unwrap_or(0o022)
 }
 

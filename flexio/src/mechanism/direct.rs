@@ -77,7 +77,7 @@ fn run(t: &mut Transfer<'_>) -> Result<(), Stop> {
         reserve_direct_sink(t)?;
     }
 
-    let chunk = align_up(t.params.chunk.max(1), block);
+    let chunk = align_up(t.len_cap(t.params.chunk).max(1), block);
     let mut buffer = take_buffer(t, block + chunk, block.max(4096));
     let mut copy = DirectCopy {
         source_fd,
@@ -151,6 +151,7 @@ impl DirectCopy<'_, '_> {
             if owed == Some(0) {
                 break;
             }
+            t.pace();
             let (start, got) = if self.source_direct {
                 self.read_direct(t, buf, owed)?
             } else {

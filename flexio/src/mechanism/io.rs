@@ -106,7 +106,7 @@ pub(crate) fn copy_through_buffer(t: &mut Transfer<'_>, chunk: usize) -> Result<
     }
     // No bigger than the flow: a 4 KiB copy with `--chunk 1M` need not map
     // and fault a mebibyte.
-    let size = t.next_len(chunk).max(1);
+    let size = t.len_cap(chunk).max(1);
     let mut buffer = std::mem::take(&mut t.scratch.buffer);
     if buffer.len() < size {
         buffer = vec![0; size];

@@ -88,7 +88,7 @@ fn run(t: &mut Transfer<'_>) -> Result<(), Stop> {
 
     // Slots no bigger than the flow: a 4 KiB copy with `--chunk 1M`
     // registered (pinned) two mebibytes and ran at 1 MiB/s.
-    let slot_len = align_up(t.next_len(t.params.chunk).max(1), block);
+    let slot_len = align_up(t.len_cap(t.params.chunk).max(1), block);
     let mut state = take_state(t, slot_len, block.max(4096))?;
     if t.idle.is_some() && !state.ring.can_time_out() {
         // Nothing was submitted: another mechanism can take the flow.
@@ -280,6 +280,7 @@ impl Pump<'_, '_> {
     ) -> Result<(), Stop> {
         loop {
             if self.stop.is_none() {
+                t.pace();
                 if let Err(stop) = self.submit_work(t, ring, slots) {
                     self.stop(stop);
                 }

@@ -10,6 +10,7 @@ use rustix::io::Errno;
 
 use crate::endpoint::EndpointKind;
 use crate::error::Error;
+use crate::pace::Pacer;
 use crate::params::Params;
 
 /// Why a mechanism stopped before the transfer was finished.
@@ -120,6 +121,9 @@ pub(crate) struct Transfer<'t> {
     /// sockets, time out in the kernel), and every wait for one to be ready
     /// gives up once the flow has made no progress for this long.
     pub idle: Option<Idle>,
+    /// `--rate`, `--burst`, `--schedule`: asked before every call how long
+    /// to wait and how much to move, told after it what moved.
+    pub pacer: Option<&'t mut Pacer>,
 }
 
 impl<'t> Transfer<'t> {
@@ -129,10 +133,29 @@ impl<'t> Transfer<'t> {
     }
 
     /// The next piece to ask for: at most `max`, at most the flow's call
-    /// limit (`Flow::call_limit`), at most what is left. Every mechanism
-    /// takes its request sizes from here.
-    pub fn next_len(&self, max: usize) -> usize {
-        let max = max.min(self.call_limit);
+    /// limit (`Flow::call_limit`), at most a burst of the pacer (one chunk
+    /// under a schedule without a burst), at most what is left. Every
+    /// mechanism takes its request sizes from here, so a paced flow first
+    /// waits here until its pacer lets the call go.
+    pub fn next_len(&mut self, max: usize) -> usize {
+        // Waiting only until the bucket is out of debt (not until it holds
+        // the whole call) keeps the time a sleep overruns as credit, so a
+        // loaded machine's late wake-ups do not slow the flow down; the
+        // price is that a stretch may see `rate × time + 2 bursts`.
+        self.pace();
+        self.len_cap(max)
+    }
+
+    /// What [`Transfer::next_len`] would grant, without waiting: for sizing
+    /// buffers and rings once per flow.
+    pub fn len_cap(&self, max: usize) -> usize {
+        let mut max = max.min(self.call_limit);
+        if let Some(pacer) = self.pacer.as_deref() {
+            max = pacer.grant(max);
+            if pacer.pacing().schedule.is_some() && pacer.pacing().burst_bytes().is_none() {
+                max = max.min(self.params.chunk.max(1));
+            }
+        }
         match self.remaining {
             Some(left) => left.min(max as u64) as usize,
             None => max,
@@ -149,6 +172,30 @@ impl<'t> Transfer<'t> {
         }
         self.progress.fetch_add(bytes, Ordering::Relaxed);
         self.progressed();
+        if let Some(pacer) = self.pacer.as_deref_mut() {
+            pacer.charge(bytes, Instant::now());
+        }
+    }
+
+    /// Waits until the pacer lets the next call go, for mechanisms that
+    /// size their requests once and then keep several in flight (io_uring,
+    /// direct): their sizes came from [`Transfer::next_len`].
+    pub fn pace(&mut self) {
+        let stream_sink = self.sink_fd.filter(|_| !self.sink_kind.is_seekable());
+        let Some(pacer) = self.pacer.as_deref_mut() else {
+            return;
+        };
+        match stream_sink {
+            // A pipe or socket whose reader goes away reports it to poll
+            // (POLLERR, POLLHUP): the wait ends and the next call fails at
+            // once instead of after the pause.
+            Some(fd) => pacer.wait_unless(0, |left| {
+                let mut fds = [PollFd::from_borrowed_fd(fd, PollFlags::empty())];
+                let timeout = Timespec::try_from(left).ok();
+                matches!(poll(&mut fds, timeout.as_ref()), Ok(n) if n > 0)
+            }),
+            None => pacer.wait(0),
+        }
     }
 
     /// Records progress that is not yet in the sink (bytes read from the

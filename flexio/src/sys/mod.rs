@@ -9,6 +9,7 @@
 pub(crate) use flexio_sys::aligned;
 pub(crate) mod cachestat;
 pub(crate) mod mapping;
+pub(crate) mod pacing;
 pub(crate) mod process;
 pub(crate) mod rusage;
 pub(crate) mod sigbus;

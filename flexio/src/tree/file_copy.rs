@@ -210,7 +210,7 @@ fn reflink_unsupported(errno: Errno) -> bool {
 fn verify_copy(source: &File, target: &Path, size: u64, label: &str) -> Result<()> {
     let target_label = target.display().to_string();
     let copy =
-        File::open(target).map_err(|e| Error::io("open for --verify", &target_label, None, e))?;
+        File::open(target).map_err(|e| Error::io("open for verify", &target_label, None, e))?;
     let source_hash = crate::verify::hash_file(source, 0, size, label)?;
     let sink_hash = crate::verify::hash_file(&copy, 0, size, &target_label)?;
     if source_hash != sink_hash {

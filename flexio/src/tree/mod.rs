@@ -314,10 +314,10 @@ fn exclude_set(patterns: &[String]) -> Result<GlobSet> {
     let mut builder = GlobSetBuilder::new();
     for pattern in patterns {
         let glob =
-            Glob::new(pattern).map_err(|e| Error::usage(format!("--exclude {pattern:?}: {e}")))?;
+            Glob::new(pattern).map_err(|e| Error::usage(format!("exclude {pattern:?}: {e}")))?;
         builder.add(glob);
     }
     builder
         .build()
-        .map_err(|e| Error::usage(format!("--exclude: {e}")))
+        .map_err(|e| Error::usage(format!("exclude: {e}")))
 }

@@ -71,7 +71,7 @@ impl Preserve {
                 "all" => keep = Preserve::ALL,
                 other => {
                     return Err(Error::usage(format!(
-                        "--preserve: unknown attribute {other:?} (known: mode, ownership, timestamps, links, xattr, all)"
+                        "preserve: unknown attribute {other:?} (known: mode, ownership, timestamps, links, xattr, all)"
                     )))
                 }
             }

@@ -155,6 +155,18 @@ pub fn feed(mut writer: impl Write, bytes: &[u8]) -> io::Result<()> {
     writer.flush()
 }
 
+/// Writes `bytes` in pieces of `piece` bytes (all at once when 0), so that
+/// the reader's reads come back short, then flushes.
+pub fn feed_in_pieces(mut writer: impl Write, bytes: &[u8], piece: usize) -> io::Result<()> {
+    if piece == 0 {
+        return feed(writer, bytes);
+    }
+    for part in bytes.chunks(piece) {
+        writer.write_all(part)?;
+    }
+    writer.flush()
+}
+
 /// Writes a whole file.
 pub fn write_file(path: &Path, bytes: &[u8]) {
     fs::write(path, bytes).unwrap_or_else(|e| panic!("write {}: {e}", path.display()));
@@ -508,11 +520,93 @@ pub const DRIVEN_KINDS: [EndpointKind; 6] = [
 /// other parameter sets are driven over the page and chunk edges.
 const LARGE_CASE: usize = MIB;
 
-/// One case: this many bytes, moved with this chunk size.
+/// One case: this many bytes, moved with this chunk size — and, for a
+/// seekable source, where in the file they lie; for a stream source, how
+/// the peer writes them and whether the flow is told their length.
 #[derive(Clone, Copy, Debug)]
 pub struct Case {
     pub len: usize,
     pub chunk: usize,
+    /// Bytes of a seekable source before the case's (the flow's offset).
+    pub source_offset: usize,
+    /// Bytes of a seekable source after the case's; the flow is then given
+    /// the case's length, else it runs to the end of the file (where the
+    /// last direct read comes back short).
+    pub bytes_after: usize,
+    /// A stream source's peer writes in pieces of this many bytes (reads
+    /// come back short); 0: all at once.
+    pub stream_piece: usize,
+    /// A stream source's flow is given the case's length instead of
+    /// reading to the peer's close.
+    pub stream_length: bool,
+}
+
+impl Case {
+    /// `len` bytes with `chunk`: a whole file, a stream written at once
+    /// and read to its close.
+    pub fn new(len: usize, chunk: usize) -> Case {
+        Case {
+            len,
+            chunk,
+            source_offset: 0,
+            bytes_after: 0,
+            stream_piece: 0,
+            stream_length: false,
+        }
+    }
+
+    /// The same bytes inside a file: `before` bytes ahead of them and
+    /// `after` behind.
+    pub fn within_file(self, before: usize, after: usize) -> Case {
+        Case {
+            source_offset: before,
+            bytes_after: after,
+            ..self
+        }
+    }
+
+    /// The same bytes from a peer that writes `piece` bytes at a time, the
+    /// flow told their length when `known_length`.
+    pub fn streamed(self, piece: usize, known_length: bool) -> Case {
+        Case {
+            stream_piece: piece,
+            stream_length: known_length,
+            ..self
+        }
+    }
+
+    /// Whether this case means anything for a `kind` source: a placement
+    /// in a file only for seekable sources, a way of writing a stream only
+    /// for stream sources.
+    fn applies_to(&self, kind: EndpointKind) -> bool {
+        let placed = self.source_offset > 0 || self.bytes_after > 0;
+        let streamed = self.stream_piece > 0 || self.stream_length;
+        let seekable = matches!(kind, EndpointKind::File | EndpointKind::BlockDevice);
+        let stream = matches!(
+            kind,
+            EndpointKind::Tcp | EndpointKind::Unix | EndpointKind::Pipe
+        );
+        (!placed || seekable) && (!streamed || stream)
+    }
+
+    /// How a failure names the case beyond its size and chunk.
+    fn shape(&self) -> String {
+        let mut shape = String::new();
+        if self.source_offset > 0 || self.bytes_after > 0 {
+            let _ = write!(
+                shape,
+                ", at {} with {} after",
+                self.source_offset, self.bytes_after
+            );
+        }
+        if self.stream_piece > 0 {
+            let _ = write!(shape, ", written {} at a time", self.stream_piece);
+        }
+        if self.stream_length {
+            shape.push_str(", length given");
+        }
+        shape
+    }
 }
 
 /// The standard cases: the page and chunk edges with a 64 KiB chunk, and
@@ -531,12 +625,9 @@ pub fn standard_cases() -> Vec<Case> {
         3 * chunk + 17,
     ]
     .into_iter()
-    .map(|len| Case { len, chunk })
+    .map(|len| Case::new(len, chunk))
     .collect();
-    cases.push(Case {
-        len: 64 * MIB,
-        chunk: Params::default().chunk,
-    });
+    cases.push(Case::new(64 * MIB, Params::default().chunk));
     cases
 }
 
@@ -572,8 +663,10 @@ impl Config {
 
 /// The parameter sets that matter for `mechanism`, by what its descriptor
 /// says it reads: io_uring with one request in flight and with O_DIRECT,
-/// splice through a small pipe, and the defaults for every mechanism.
-pub fn configs(mechanism: MechanismName) -> Vec<Config> {
+/// splice through a small pipe, and the defaults for every mechanism;
+/// `thorough` adds io_uring with two requests in flight, and O_DIRECT with
+/// one (the tests of io_uring itself).
+pub fn configs(mechanism: MechanismName, thorough: bool) -> Vec<Config> {
     let reads = mechanism.descriptor().map(|d| d.reads).unwrap_or_default();
     let mut configs = vec![Config::DEFAULT];
     if reads.queue_depth {
@@ -583,10 +676,25 @@ pub fn configs(mechanism: MechanismName) -> Vec<Config> {
             ..Config::DEFAULT
         });
     }
+    if reads.queue_depth && thorough {
+        configs.push(Config {
+            label: "qd 2",
+            queue_depth: 2,
+            ..Config::DEFAULT
+        });
+    }
     if reads.direct {
         configs.push(Config {
             label: "direct",
             direct: true,
+            ..Config::DEFAULT
+        });
+    }
+    if reads.direct && reads.queue_depth && thorough {
+        configs.push(Config {
+            label: "direct, qd 1",
+            direct: true,
+            queue_depth: 1,
             ..Config::DEFAULT
         });
     }
@@ -617,6 +725,7 @@ pub struct EngineTester {
     sinks: Vec<EndpointKind>,
     mechanisms: Vec<MechanismName>,
     cases: Vec<Case>,
+    thorough: bool,
 }
 
 impl Default for EngineTester {
@@ -634,7 +743,14 @@ impl EngineTester {
             sinks: DRIVEN_KINDS.to_vec(),
             mechanisms: MechanismName::CONCRETE.to_vec(),
             cases: standard_cases(),
+            thorough: false,
         }
+    }
+
+    /// Every parameter set [`configs`] knows, not only the usual ones.
+    pub fn thorough(mut self) -> Self {
+        self.thorough = true;
+        self
     }
 
     /// Only these source kinds.
@@ -670,7 +786,13 @@ impl EngineTester {
             .iter()
             .chain(&self.sinks)
             .any(|k| *k == EndpointKind::BlockDevice);
-        let capacity = self.cases.iter().map(|c| c.len).max().unwrap_or(0) as u64 + 64 * KIB as u64;
+        let capacity = self
+            .cases
+            .iter()
+            .map(|c| c.source_offset + c.len + c.bytes_after)
+            .max()
+            .unwrap_or(0) as u64
+            + 64 * KIB as u64;
         let devices = if needs_device {
             let reason = "block device endpoints";
             let source = self
@@ -701,10 +823,11 @@ impl EngineTester {
         let mut flows = 0usize;
         let filter = case_filter();
         for (case_index, case) in self.cases.iter().enumerate() {
-            for &source in &sources {
+            for &source in sources.iter().filter(|kind| case.applies_to(**kind)) {
                 let salt = case_index * 64 + source_index(source);
-                let bytes = data(case.len, salt);
-                let prepared = env.prepare_source(source, bytes);
+                let whole = data(case.source_offset + case.len + case.bytes_after, salt);
+                let bytes = &whole[case.source_offset..case.source_offset + case.len];
+                let prepared = env.prepare_source(source, whole);
                 for &sink in &sinks {
                     for &mechanism in &self.mechanisms {
                         if !mechanism.supports(source, sink) {
@@ -715,13 +838,16 @@ impl EngineTester {
                             sink,
                             mechanism,
                         };
-                        for config in configs(mechanism) {
+                        for config in configs(mechanism, self.thorough) {
                             if case.len > LARGE_CASE && config.label != Config::DEFAULT.label {
                                 continue;
                             }
                             let label = format!(
-                                "{source} -> {sink} via {mechanism} [{}], {} bytes, chunk {}",
-                                config.label, case.len, case.chunk
+                                "{source} -> {sink} via {mechanism} [{}], {} bytes, chunk {}{}",
+                                config.label,
+                                case.len,
+                                case.chunk,
+                                case.shape()
                             );
                             if filter.as_ref().is_some_and(|f| !label.contains(f.as_str())) {
                                 continue;
@@ -833,6 +959,7 @@ impl Env<'_> {
                 0
             }
         ];
+        let piece = case.stream_piece;
         std::thread::scope(|scope| {
             let mut writer = None;
             let source = match triple.source {
@@ -841,17 +968,18 @@ impl Env<'_> {
                 }
                 EndpointKind::Tcp => {
                     let (ours, theirs) = tcp_pair();
-                    writer = Some(scope.spawn(move || feed(theirs, bytes)));
+                    writer = Some(scope.spawn(move || feed_in_pieces(theirs, bytes, piece)));
                     Source::Fd(ours.into(), "tcp".into())
                 }
                 EndpointKind::Unix => {
                     let (ours, theirs) = unix_pair();
-                    writer = Some(scope.spawn(move || feed(theirs, bytes)));
+                    writer = Some(scope.spawn(move || feed_in_pieces(theirs, bytes, piece)));
                     Source::Fd(ours.into(), "unix".into())
                 }
                 EndpointKind::Pipe => {
                     let (read, write) = pipe();
-                    writer = Some(scope.spawn(move || feed(File::from(write), bytes)));
+                    writer =
+                        Some(scope.spawn(move || feed_in_pieces(File::from(write), bytes, piece)));
                     Source::Fd(read, "pipe".into())
                 }
                 EndpointKind::Memory => Source::Memory(bytes),
@@ -882,8 +1010,16 @@ impl Env<'_> {
             let mut flow = Flow::new(source, sink)
                 .via(triple.mechanism)
                 .params(params.clone());
-            if triple.source == EndpointKind::BlockDevice {
+            if case.source_offset > 0 {
+                flow = flow.offset(case.source_offset as u64);
+            }
+            let bounded = match triple.source {
                 // A device is larger than the case: move just the case.
+                EndpointKind::BlockDevice => true,
+                EndpointKind::File => case.bytes_after > 0,
+                _ => case.stream_length,
+            };
+            if bounded {
                 flow = flow.length(case.len as u64);
             }
             // The flow owns the descriptors and closes them when it returns,

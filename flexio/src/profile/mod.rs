@@ -1,24 +1,22 @@
-//! The tuner's side of `auto`: flow kinds, the saved profile, selection of
-//! a mechanism per size range from measurements, and the explanation of a
+//! The profile `auto` reads: flow kinds, the saved per-machine profile
+//! (size ranges with their mechanism and parameters, and the curves they
+//! came from), the machine's fingerprint, and the explanation of a
 //! decision.
 //!
-//! The measuring itself (sweeping mechanisms and parameters over sizes) is
-//! the bench's machinery; this module turns measurements into a
-//! [`Profile`], saves and loads it, and answers "which mechanism for this
-//! flow?" with the reason.
+//! Measuring (sweeping mechanisms and parameters over sizes) and choosing
+//! a winner per size range are the bench's (`flexio_bench::select`); this
+//! module saves and loads what it chose and answers "which mechanism for
+//! this flow?" with the reason.
 
+mod file;
 mod fingerprint;
 mod flow_kind;
-mod profile;
-mod select;
+mod saved;
 
+pub use file::{default_profile_path, ProfileError, MAX_PROFILE_BYTES};
 pub use fingerprint::{Fingerprint, Mount};
 pub use flow_kind::FlowKind;
-pub use profile::{
-    default_profile_path, Curve, CurvePoint, FlowProfile, Profile, ProfileError, RangeEntry,
-    MAX_PROFILE_BYTES, PROFILE_FORMAT_VERSION,
-};
-pub use select::{select_ranges, Candidate, Measurement, MAX_NOISE_BAND};
+pub use saved::{Curve, CurvePoint, FlowProfile, Profile, RangeEntry, PROFILE_FORMAT_VERSION};
 
 /// Why `auto` chose what it chose for one flow.
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]

@@ -28,7 +28,7 @@ impl Fingerprint {
     ///
     /// # Examples
     /// ```
-    /// let here = flexio::tune::Fingerprint::of_this_machine(std::path::Path::new("."));
+    /// let here = flexio::profile::Fingerprint::of_this_machine(std::path::Path::new("."));
     /// assert!(here.cpus >= 1);
     /// assert!(!here.kernel.is_empty());
     /// ```
@@ -116,7 +116,7 @@ impl Mount {
     ///
     /// # Examples
     /// ```
-    /// let root = flexio::tune::Mount::containing(std::path::Path::new("/")).unwrap();
+    /// let root = flexio::profile::Mount::containing(std::path::Path::new("/")).unwrap();
     /// assert_eq!(root.mount_point, std::path::Path::new("/"));
     /// assert!(!root.fs_type.is_empty());
     /// ```

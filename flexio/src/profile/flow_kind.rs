@@ -48,7 +48,7 @@ impl FlowKind {
     ///
     /// # Examples
     /// ```
-    /// use flexio::{EndpointKind::*, tune::FlowKind};
+    /// use flexio::{EndpointKind::*, profile::FlowKind};
     /// assert_eq!(FlowKind::classify(File, Tcp, false), FlowKind::FileToSocket);
     /// assert_eq!(FlowKind::classify(File, File, true), FlowKind::FileToFileDurable);
     /// ```
@@ -72,7 +72,7 @@ impl FlowKind {
     ///
     /// # Examples
     /// ```
-    /// use flexio::{EndpointKind, tune::FlowKind};
+    /// use flexio::{EndpointKind, profile::FlowKind};
     /// assert_eq!(FlowKind::SocketToFile.representative_pair(), (EndpointKind::Tcp, EndpointKind::File));
     /// ```
     pub fn representative_pair(self) -> (EndpointKind, EndpointKind) {

@@ -6,10 +6,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::profile::RangeEntry;
-use super::FlowKind;
-use crate::mechanism::MechanismName;
-use crate::params::Params;
+use flexio::profile::{FlowKind, RangeEntry};
+use flexio::{MechanismName, Params};
 
 /// A mechanism with its parameters: one contender of the sweep.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -93,7 +91,8 @@ pub fn best_at_size<'m>(
 ///
 /// # Examples
 /// ```
-/// use flexio::tune::{select_ranges, Candidate, FlowKind, Measurement};
+/// use flexio::profile::FlowKind;
+/// use flexio_bench::select::{select_ranges, Candidate, Measurement};
 /// use flexio::{MechanismName, Params};
 /// let m = |size, mechanism, bps: f64| Measurement {
 ///     kind: FlowKind::FileToFile, size,
@@ -155,7 +154,7 @@ pub fn select_ranges(
                     last.spread = winner.spread();
                 }
             }
-            _ => ranges.push(RangeEntry::from_winner(min_bytes, max_bytes, winner)),
+            _ => ranges.push(range_entry(min_bytes, max_bytes, winner)),
         }
     }
     ranges
@@ -164,6 +163,23 @@ pub fn select_ranges(
 /// The size halfway between `a` and `b` on a log scale.
 fn geometric_midpoint(a: u64, b: u64) -> u64 {
     ((a as f64 * b as f64).sqrt().round() as u64).clamp(a + 1, b.max(a + 1))
+}
+
+/// The profile's range `[min_bytes, max_bytes)` for a size's winner.
+fn range_entry(min_bytes: u64, max_bytes: Option<u64>, winner: &Measurement) -> RangeEntry {
+    let params = &winner.candidate.params;
+    RangeEntry {
+        min_bytes,
+        max_bytes,
+        mechanism: winner.candidate.mechanism,
+        chunk: params.chunk,
+        queue_depth: params.queue_depth,
+        pipe_size: params.pipe_size,
+        direct: params.direct,
+        throughput_bytes_per_s: winner.median_bps as u64,
+        spread: winner.spread(),
+        measured_at: vec![winner.size],
+    }
 }
 
 #[cfg(test)]

@@ -1,0 +1,272 @@
+//! A plain line chart for the scenarios with their own runners (server,
+//! parallel flows, schedule grid): named series of (x, y) points with
+//! any quantity on either axis, a legend panel beside the plot, and
+//! categories instead of numbers on the x axis when given.
+
+use std::io;
+use std::path::Path;
+
+use plotters::element::DashedPathElement;
+use plotters::prelude::*;
+
+use super::COLORS;
+
+/// Width and height of a plain chart, in SVG pixels.
+const SIZE: (u32, u32) = (1100, 560);
+
+/// The legend panel right of the plot.
+const LEGEND_WIDTH: u32 = 300;
+
+/// One line of a [`LineChart`].
+#[derive(Clone, Debug)]
+pub struct PlainSeries {
+    /// The legend's label.
+    pub label: String,
+    /// (x, y) points, drawn in this order.
+    pub points: Vec<(f64, f64)>,
+    /// Drawn dashed (a reference, or the second kind of a pair).
+    pub dashed: bool,
+}
+
+/// What to draw.
+#[derive(Clone, Debug, Default)]
+pub struct LineChart {
+    /// Above the plot.
+    pub title: String,
+    /// Under the x axis.
+    pub x_desc: String,
+    /// Beside the y axis.
+    pub y_desc: String,
+    /// A log2 x axis.
+    pub log_x: bool,
+    /// A log10 y axis.
+    pub log_y: bool,
+    /// Category names for x = 0, 1, 2 … (the x axis then shows them).
+    pub categories: Vec<String>,
+    /// The lines.
+    pub series: Vec<PlainSeries>,
+    /// A footnote (the machine, the command).
+    pub footer: String,
+}
+
+/// Draws `chart` as SVG into `path`.
+///
+/// # Errors
+/// Nothing to draw, or the file cannot be written.
+pub fn write_line_chart(path: &Path, chart: &LineChart) -> io::Result<()> {
+    let points: Vec<(f64, f64)> = chart
+        .series
+        .iter()
+        .flat_map(|s| s.points.iter().copied())
+        .filter(|(x, y)| x.is_finite() && y.is_finite())
+        .collect();
+    if points.is_empty() {
+        return Err(io::Error::other(format!(
+            "{}: no points to draw",
+            path.display()
+        )));
+    }
+    let range = |values: Vec<f64>, log: bool, from_zero: bool| {
+        let positive: Vec<f64> = values.into_iter().filter(|v| !log || *v > 0.0).collect();
+        let low = positive.iter().copied().fold(f64::INFINITY, f64::min);
+        let high = positive.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        if log {
+            (low / 1.5)..(high * 1.5)
+        } else {
+            let low = if from_zero { low.min(0.0) } else { low };
+            let pad = ((high - low) * 0.08).max(high.abs() * 0.05).max(1e-9);
+            (if from_zero { low } else { low - pad })..(high + pad)
+        }
+    };
+    let x_range = if chart.categories.is_empty() {
+        range(points.iter().map(|p| p.0).collect(), chart.log_x, false)
+    } else {
+        -0.5..(chart.categories.len() as f64 - 0.5)
+    };
+    let y_range = range(points.iter().map(|p| p.1).collect(), chart.log_y, true);
+    let mut svg = String::new();
+    let y = y_range.clone();
+    let result = match (chart.log_x && chart.categories.is_empty(), chart.log_y) {
+        (false, false) => draw(&mut svg, chart, x_range, y_range, y),
+        (true, false) => draw(&mut svg, chart, x_range.log_scale().base(2.0), y_range, y),
+        (false, true) => draw(&mut svg, chart, x_range, y_range.log_scale(), y),
+        (true, true) => draw(
+            &mut svg,
+            chart,
+            x_range.log_scale().base(2.0),
+            y_range.log_scale(),
+            y,
+        ),
+    };
+    result.map_err(|e| io::Error::other(format!("drawing chart {}: {e}", path.display())))?;
+    crate::files::write_replacing(path, svg.as_bytes())
+}
+
+fn draw<X, Y>(
+    svg: &mut String,
+    chart: &LineChart,
+    x_spec: X,
+    y_spec: Y,
+    y_extent: std::ops::Range<f64>,
+) -> Result<(), Box<dyn std::error::Error>>
+where
+    X: plotters::coord::ranged1d::AsRangedCoord<Value = f64>,
+    Y: plotters::coord::ranged1d::AsRangedCoord<Value = f64>,
+    X::CoordDescType: plotters::coord::ranged1d::ValueFormatter<f64>,
+    Y::CoordDescType: plotters::coord::ranged1d::ValueFormatter<f64>,
+{
+    let whole = SVGBackend::with_string(svg, SIZE).into_drawing_area();
+    whole.fill(&WHITE)?;
+    let (plot_area, legend_area) = whole.split_horizontally(SIZE.0 - LEGEND_WIDTH);
+    let (plot_area, footer_area) = plot_area.split_vertically(SIZE.1 - 24);
+    footer_area.draw_text(
+        &chart.footer,
+        &("sans-serif", 12).into_font().color(&RGBColor(90, 90, 90)),
+        (10, 4),
+    )?;
+    let mut context = ChartBuilder::on(&plot_area)
+        .caption(&chart.title, ("sans-serif", 20))
+        .margin(12)
+        .x_label_area_size(44)
+        .y_label_area_size(76)
+        .build_cartesian_2d(x_spec, y_spec)?;
+    let categories = chart.categories.clone();
+    let log_x = chart.log_x;
+    let x_label = move |x: &f64| -> String {
+        if categories.is_empty() {
+            // A log2 axis: only powers of two (clients, flows, pauses).
+            if log_x && (x.log2() - x.log2().round()).abs() > 1e-6 {
+                return String::new();
+            }
+            return compact(*x);
+        }
+        let index = x.round();
+        if (x - index).abs() > 1e-6 || index < 0.0 {
+            return String::new();
+        }
+        categories.get(index as usize).cloned().unwrap_or_default()
+    };
+    let log_y = chart.log_y;
+    let y_label = move |y: &f64| -> String {
+        // On a log axis plotters offers every multiple of each power of
+        // ten: only 1, 2 and 5 of each decade are labelled.
+        if log_y && *y > 0.0 {
+            let mantissa = y / 10f64.powf(y.log10().floor());
+            let round = mantissa.round();
+            if (mantissa - round).abs() > 1e-6 || ![1.0, 2.0, 5.0, 10.0].contains(&round) {
+                return String::new();
+            }
+        }
+        compact(*y)
+    };
+    let mut mesh = context.configure_mesh();
+    mesh.x_desc(chart.x_desc.as_str())
+        .y_desc(chart.y_desc.as_str())
+        .x_label_formatter(&x_label)
+        .y_label_formatter(&y_label)
+        .light_line_style(TRANSPARENT);
+    if !chart.categories.is_empty() {
+        mesh.x_labels(chart.categories.len() * 2 + 1);
+    } else if chart.log_x {
+        mesh.x_labels(40);
+    }
+    if chart.log_y {
+        let decades = (y_extent.end / y_extent.start).log10().ceil().max(1.0) as usize;
+        mesh.y_labels(10 * (decades + 1));
+    }
+    mesh.draw()?;
+    for (index, series) in chart.series.iter().enumerate() {
+        let color = COLORS[index % COLORS.len()];
+        let points: Vec<(f64, f64)> = series
+            .points
+            .iter()
+            .copied()
+            .filter(|(x, y)| x.is_finite() && y.is_finite() && (!chart.log_y || *y > 0.0))
+            .collect();
+        let style = ShapeStyle::from(&color).stroke_width(2);
+        if series.dashed {
+            context.draw_series(std::iter::once(DashedPathElement::new(
+                points.clone(),
+                6,
+                4,
+                style,
+            )))?;
+        } else {
+            context.draw_series(LineSeries::new(points.clone(), style))?;
+        }
+        context.draw_series(
+            points
+                .iter()
+                .map(|&p| Circle::new(p, 4, ShapeStyle::from(&color).filled())),
+        )?;
+    }
+    let font = ("sans-serif", 14).into_font();
+    for (index, series) in chart.series.iter().enumerate() {
+        let color = COLORS[index % COLORS.len()];
+        let y = 40 + index as i32 * 22;
+        let line = vec![(10, y), (40, y)];
+        let style = ShapeStyle::from(&color).stroke_width(2);
+        if series.dashed {
+            legend_area.draw(&DashedPathElement::new(line, 6, 4, style))?;
+        } else {
+            legend_area.draw(&PathElement::new(line, style))?;
+        }
+        legend_area.draw(&Circle::new((25, y), 4, style.filled()))?;
+        legend_area.draw_text(&series.label, &font.color(&BLACK), (48, y - 7))?;
+    }
+    whole.present()?;
+    Ok(())
+}
+
+/// A tick label: integers plainly, small values with up to three
+/// significant decimals.
+fn compact(value: f64) -> String {
+    if value == 0.0 {
+        return "0".into();
+    }
+    let text = if value.abs() >= 100.0 {
+        format!("{value:.0}")
+    } else if value.abs() >= 1.0 {
+        format!("{value:.2}")
+    } else {
+        format!("{value:.3}")
+    };
+    if text.contains('.') {
+        text.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        text
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_chart_with_categories_is_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("c.svg");
+        let chart = LineChart {
+            title: "t".into(),
+            categories: vec!["idle".into(), "loaded".into()],
+            series: vec![PlainSeries {
+                label: "a".into(),
+                points: vec![(0.0, 1.0), (1.0, 3.0)],
+                dashed: true,
+            }],
+            ..LineChart::default()
+        };
+        write_line_chart(&path, &chart).unwrap();
+        let svg = std::fs::read_to_string(&path).unwrap();
+        assert!(svg.contains("loaded") && svg.contains("<svg"));
+        let empty = LineChart::default();
+        assert!(write_line_chart(&dir.path().join("e.svg"), &empty).is_err());
+    }
+
+    #[test]
+    fn tick_labels_are_short() {
+        assert_eq!(compact(1500.0), "1500");
+        assert_eq!(compact(2.5), "2.5");
+        assert_eq!(compact(0.125), "0.125");
+    }
+}

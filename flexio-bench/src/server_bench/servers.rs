@@ -1,0 +1,288 @@
+//! The two servers of the `server` scenario, each a process on a loopback
+//! port: `flexio serve` and nginx (`sendfile on`, a worker per CPU, a
+//! generated configuration in a scratch directory), and the CPU they use,
+//! read from `/proc/PID/stat` (the server and its children: nginx's
+//! workers).
+
+use std::io;
+use std::net::{SocketAddr, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use rustix::process::{kill_process, Pid, Signal};
+
+/// How long a server may take to listen.
+const START_DEADLINE: Duration = Duration::from_secs(10);
+
+/// Which server.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ServerKind {
+    /// `flexio serve`.
+    Flexio,
+    /// nginx with `sendfile on`.
+    Nginx,
+}
+
+impl ServerKind {
+    /// The name in tables and JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            ServerKind::Flexio => "flexio serve",
+            ServerKind::Nginx => "nginx",
+        }
+    }
+}
+
+/// The nginx binary, where one is installed.
+pub fn nginx_binary() -> Option<PathBuf> {
+    ["/usr/sbin/nginx", "/usr/bin/nginx", "/usr/local/sbin/nginx"]
+        .into_iter()
+        .map(PathBuf::from)
+        .find(|path| path.exists())
+        .or_else(|| crate::peers::find_program("nginx"))
+}
+
+/// A running server: stopped (its children too) when dropped.
+#[derive(Debug)]
+pub struct ServerProcess {
+    /// Which server.
+    pub kind: ServerKind,
+    /// Where it listens.
+    pub address: SocketAddr,
+    child: Child,
+}
+
+impl ServerProcess {
+    /// Starts `flexio serve ROOT` on `port` with `extra` flags (a rate
+    /// limit, say).
+    ///
+    /// # Errors
+    /// When it cannot start or does not listen within 10 s.
+    pub fn flexio(flexio: &Path, root: &Path, port: u16, extra: &[String]) -> io::Result<Self> {
+        let address = SocketAddr::from(([127, 0, 0, 1], port));
+        let child = Command::new(flexio)
+            .arg("serve")
+            .arg(root)
+            .arg("--listen")
+            .arg(address.to_string())
+            // As many connections as nginx's worker_connections below.
+            .args(["--max-connections", "4096"])
+            .args(extra)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()?;
+        ServerProcess {
+            kind: ServerKind::Flexio,
+            address,
+            child,
+        }
+        .listening()
+    }
+
+    /// Starts nginx serving `root` on `port`, its configuration, pid file
+    /// and logs in `scratch`; `limit_rate` bytes per second per
+    /// connection when given.
+    ///
+    /// # Errors
+    /// When it cannot start or does not listen within 10 s (the error
+    /// carries nginx's error log).
+    pub fn nginx(
+        binary: &Path,
+        root: &Path,
+        scratch: &Path,
+        port: u16,
+        limit_rate: Option<u64>,
+    ) -> io::Result<Self> {
+        let address = SocketAddr::from(([127, 0, 0, 1], port));
+        std::fs::create_dir_all(scratch)?;
+        let config = nginx_config(
+            root,
+            scratch,
+            port,
+            limit_rate,
+            crate::tree_bench::running_as_root(),
+        );
+        let conf = scratch.join("nginx.conf");
+        std::fs::write(&conf, config)?;
+        let child = Command::new(binary)
+            .arg("-p")
+            .arg(scratch)
+            .arg("-e")
+            .arg(scratch.join("error.log"))
+            .arg("-c")
+            .arg(&conf)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()?;
+        ServerProcess {
+            kind: ServerKind::Nginx,
+            address,
+            child,
+        }
+        .listening()
+        .map_err(|e| {
+            let log = std::fs::read_to_string(scratch.join("error.log")).unwrap_or_default();
+            io::Error::new(e.kind(), format!("nginx: {e}; its log: {}", log.trim()))
+        })
+    }
+
+    fn listening(mut self) -> io::Result<Self> {
+        let started = Instant::now();
+        while started.elapsed() < START_DEADLINE {
+            if let Some(status) = self.child.try_wait()? {
+                return Err(io::Error::other(format!(
+                    "{} exited at start: {status}",
+                    self.kind.name()
+                )));
+            }
+            if TcpStream::connect_timeout(&self.address, Duration::from_millis(200)).is_ok() {
+                return Ok(self);
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Err(io::Error::new(
+            io::ErrorKind::TimedOut,
+            format!("{} did not listen on {}", self.kind.name(), self.address),
+        ))
+    }
+
+    fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// CPU seconds (user + system) the server and its children have used
+    /// so far: `/proc/PID/stat` of each.
+    ///
+    /// # Errors
+    /// When the server's own stat cannot be read.
+    pub fn cpu_seconds(&self) -> io::Result<f64> {
+        let ticks = rustix::param::clock_ticks_per_second() as f64;
+        let mut total = process_ticks(self.pid())?;
+        for child in children_of(self.pid()) {
+            total += process_ticks(child).unwrap_or(0);
+        }
+        Ok(total as f64 / ticks)
+    }
+}
+
+impl Drop for ServerProcess {
+    fn drop(&mut self) {
+        // nginx's master stops its workers on SIGTERM; a master killed
+        // outright would leave them running. Whatever is left after 3 s is
+        // killed, children first.
+        let children = children_of(self.pid());
+        if let Some(pid) = Pid::from_raw(self.pid() as i32) {
+            let _ = kill_process(pid, Signal::TERM);
+        }
+        let started = Instant::now();
+        while started.elapsed() < Duration::from_secs(3) {
+            if matches!(self.child.try_wait(), Ok(Some(_))) {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        for child in children {
+            if let Some(pid) = Pid::from_raw(child as i32) {
+                let _ = kill_process(pid, Signal::KILL);
+            }
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The nginx configuration of the bench: what a static-file deployment
+/// would use (sendfile, tcp_nopush, no access log, a worker per CPU), and
+/// `limit_rate` per connection when given.
+fn nginx_config(
+    root: &Path,
+    scratch: &Path,
+    port: u16,
+    limit_rate: Option<u64>,
+    root_user: bool,
+) -> String {
+    let s = scratch.display();
+    // As root nginx would switch its workers to `nobody`, who may not be
+    // allowed into the bench's directory.
+    let user = if root_user { "user root;\n" } else { "" };
+    let limit = limit_rate.map_or(String::new(), |rate| format!("    limit_rate {rate};\n"));
+    format!(
+        "daemon off;\n{user}worker_processes auto;\npid {s}/nginx.pid;\nerror_log {s}/error.log;\n\
+         events {{ worker_connections 4096; }}\n\
+         http {{\n  access_log off;\n  sendfile on;\n  tcp_nopush on;\n  keepalive_requests 1000000;\n  \
+         client_body_temp_path {s}/body;\n  proxy_temp_path {s}/proxy;\n  fastcgi_temp_path {s}/fastcgi;\n  \
+         uwsgi_temp_path {s}/uwsgi;\n  scgi_temp_path {s}/scgi;\n  \
+         server {{\n    listen 127.0.0.1:{port};\n    root {root};\n{limit}  }}\n}}\n",
+        root = root.display(),
+    )
+}
+
+/// utime + stime of a process, in clock ticks (fields 14 and 15 of
+/// `/proc/PID/stat`, counted after the command's closing parenthesis).
+fn process_ticks(pid: u32) -> io::Result<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
+    parse_ticks(&stat).ok_or_else(|| io::Error::other(format!("/proc/{pid}/stat: unreadable")))
+}
+
+fn parse_ticks(stat: &str) -> Option<u64> {
+    let after = &stat[stat.rfind(')')? + 1..];
+    let fields: Vec<&str> = after.split_whitespace().collect();
+    // After ")": state is field 3, so utime (14) and stime (15) are at
+    // 11 and 12 here.
+    let utime: u64 = fields.get(11)?.parse().ok()?;
+    let stime: u64 = fields.get(12)?.parse().ok()?;
+    Some(utime + stime)
+}
+
+/// The processes whose parent is `pid` (a scan of `/proc`).
+fn children_of(pid: u32) -> Vec<u32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|candidate| {
+            std::fs::read_to_string(format!("/proc/{candidate}/stat"))
+                .ok()
+                .and_then(|stat| {
+                    let after = &stat[stat.rfind(')')? + 1..];
+                    after.split_whitespace().nth(1)?.parse::<u32>().ok()
+                })
+                == Some(pid)
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ticks_are_read_after_the_command_name() {
+        let stat = "42 (a) b c) S 1 42 42 0 -1 4194560 100 0 0 0 7 5 0 0 20 0 1 0 10 1000 10";
+        assert_eq!(parse_ticks(stat), Some(12));
+        assert_eq!(parse_ticks("garbage"), None);
+    }
+
+    #[test]
+    fn our_own_cpu_is_readable() {
+        assert!(process_ticks(std::process::id()).is_ok());
+    }
+
+    #[test]
+    fn nginx_config_limits_the_rate_only_when_asked() {
+        let plain = nginx_config(Path::new("/srv"), Path::new("/tmp/s"), 8080, None, false);
+        assert!(plain.contains("sendfile on;") && !plain.contains("limit_rate"));
+        let limited = nginx_config(
+            Path::new("/srv"),
+            Path::new("/tmp/s"),
+            8080,
+            Some(1000),
+            true,
+        );
+        assert!(limited.contains("limit_rate 1000;") && limited.contains("user root;"));
+    }
+}

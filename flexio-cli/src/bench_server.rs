@@ -1,0 +1,106 @@
+//! `flexio bench --scenario server`: `flexio serve` against nginx under
+//! wrk (see [`flexio_bench::server_bench`]); a table on stdout and
+//! `server.json`, `server.md` and the charts in the output directory.
+
+use std::path::{Path, PathBuf};
+
+use flexio::Error;
+use flexio_bench::server_bench::{self, ServerBenchOptions};
+
+/// What the command line asked of the scenario.
+pub struct ServerArgs<'a> {
+    /// Where the scratch directory goes.
+    pub dir: &'a Path,
+    /// Where the outputs go.
+    pub out: &'a Path,
+    /// Counted rounds.
+    pub runs: u32,
+    /// `--quick` given: a run of a few seconds.
+    pub quick: bool,
+    /// `--clients`, when given.
+    pub clients: &'a [u32],
+    /// `--sizes`, when given.
+    pub sizes: &'a [u64],
+    /// `--large`, when given: the load and fairness file.
+    pub large: Option<u64>,
+}
+
+fn io_error(op: &'static str, path: &Path, source: std::io::Error) -> Error {
+    Error::Io {
+        op,
+        endpoint: path.display().to_string(),
+        offset: None,
+        source,
+    }
+}
+
+/// Runs the scenario into `out`.
+pub fn run(args: &ServerArgs<'_>) -> Result<(), Error> {
+    let work = args
+        .dir
+        .join(format!(".flexio-server-bench-{}", std::process::id()));
+    let flexio =
+        std::env::current_exe().map_err(|e| io_error("current_exe", Path::new("flexio"), e))?;
+    let mut options = if args.quick {
+        ServerBenchOptions::quick(work.clone(), flexio)
+    } else {
+        ServerBenchOptions::issue(work.clone(), flexio, args.runs as usize)
+    };
+    if !args.clients.is_empty() {
+        options.clients = args.clients.to_vec();
+    }
+    if !args.sizes.is_empty() {
+        options.sizes = args.sizes.to_vec();
+    }
+    if let Some(large) = args.large {
+        options.large_size = large;
+    }
+    eprintln!(
+        "flexio bench --scenario server: clients {:?}, sizes {:?}, {} round(s) of {} s runs, about {} s",
+        options.clients,
+        options.sizes,
+        options.rounds,
+        options.seconds,
+        options.estimate_seconds()
+    );
+    let result = server_bench::run(&options, &mut |line| eprintln!("  {line}"));
+    let _ = std::fs::remove_dir_all(&work);
+    let results = result.map_err(|e| io_error("bench server", &work, e))?;
+    let command = std::env::args().collect::<Vec<_>>().join(" ");
+    let text = server_bench::table(&results);
+    crate::print_stdout(&text);
+    std::fs::create_dir_all(args.out).map_err(|e| io_error("mkdir", args.out, e))?;
+    let write = |name: &str, bytes: &[u8]| -> Result<PathBuf, Error> {
+        let path = args.out.join(name);
+        flexio::write_file_replacing_regular(&path, bytes)
+            .map_err(|e| io_error("write", &path, e))?;
+        Ok(path)
+    };
+    let json = serde_json::to_vec_pretty(&serde_json::json!({
+        "schema_version": 1,
+        "scenario": "server",
+        "command": command,
+        "results": results,
+    }))
+    .expect("json");
+    let mut paths = vec![
+        write("server.json", &json)?,
+        write(
+            "server.md",
+            format!("# flexio bench --scenario server\n\n`{command}`\n\n```text\n{text}```\n")
+                .as_bytes(),
+        )?,
+    ];
+    let footer = format!(
+        "{command} — {}",
+        flexio_bench::model::Fingerprint::of_this_machine(args.dir).cpu_model
+    );
+    paths.extend(
+        server_bench::write_charts(args.out, &results, &footer)
+            .map_err(|e| io_error("write chart", args.out, e))?,
+    );
+    for path in paths {
+        eprintln!("wrote {}", path.display());
+    }
+    Ok(())
+}

@@ -1,0 +1,315 @@
+//! The bench's own-runner scenarios in their quick form: they run, and
+//! what they write is well-formed and consistent (bytes against requests
+//! and sizes, Jain's index in (0, 1], latencies ordered). Nothing here is
+//! a speed target.
+
+mod common;
+
+use std::ffi::OsString;
+use std::path::Path;
+
+use common::{flexio, stderr};
+use flexio::MechanismName;
+use flexio_bench::model::CacheState;
+use flexio_bench::plan::{Cell, Entrant, Plan, Scenario};
+use flexio_bench::runner::{self, RunOptions};
+
+fn json(path: &Path) -> serde_json::Value {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap()
+}
+
+fn is_svg(path: &Path) -> bool {
+    std::fs::read_to_string(path).is_ok_and(|text| text.contains("<svg") && text.contains("</svg>"))
+}
+
+#[test]
+fn server_scenario_quick_is_consistent() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let output = flexio()
+        .args(["bench", "--scenario", "server", "--quick", "--clients", "2"])
+        .args(["--sizes", "4K,1M", "--dir"])
+        .arg(dir.path())
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(text.contains("Cue, Table 8"), "{text}");
+    let results = &json(&out.join("server.json"))["results"];
+    let skipped: Vec<String> = results["skipped"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s.as_str().unwrap().to_string())
+        .collect();
+    let wrk_missing = skipped.iter().any(|s| s.starts_with("wrk"));
+    let cells = results["cells"].as_array().unwrap();
+    if wrk_missing {
+        eprintln!("skipped the cell checks: wrk is not installed (apt-get install wrk)");
+        assert!(cells.is_empty());
+    } else {
+        assert!(!cells.is_empty());
+        for cell in cells {
+            let size = cell["size"].as_u64().unwrap();
+            let clients = cell["clients"].as_u64().unwrap();
+            let requests = cell["wrk"]["requests"].as_u64().unwrap();
+            let read = cell["wrk"]["bytes_read"].as_f64().unwrap();
+            assert!(requests > 0, "{cell}");
+            assert_eq!(cell["wrk"]["errors"].as_u64(), Some(0), "{cell}");
+            // Every completed response's body was read, and at most one
+            // partial response per client beyond them, headers under
+            // 1 KiB; wrk prints the bytes to 0.5%.
+            let bodies = (requests * size) as f64;
+            let most = ((requests + clients) * (size + 1024)) as f64;
+            assert!(read >= bodies * 0.995, "{cell}");
+            assert!(read <= most * 1.005, "{cell}");
+            let (p50, p99) = (
+                cell["wrk"]["p50_us"].as_f64().unwrap(),
+                cell["wrk"]["p99_us"].as_f64().unwrap(),
+            );
+            assert!(p50 > 0.0 && p50 <= p99, "{cell}");
+            assert!(cell["server_cpu_s"].as_f64().unwrap() >= 0.0, "{cell}");
+        }
+        let latency = results["latency"].as_array().unwrap();
+        assert!(!latency.is_empty());
+        for round in latency {
+            for phase in ["idle", "loaded"] {
+                assert!(round[phase]["requests"].as_u64().unwrap() > 0, "{round}");
+            }
+        }
+        for chart in [
+            "server-throughput.svg",
+            "server-requests.svg",
+            "server-cpu.svg",
+            "server-latency.svg",
+        ] {
+            assert!(is_svg(&out.join(chart)), "{chart}");
+        }
+    }
+    let fairness = results["fairness"].as_array().unwrap();
+    assert!(!fairness.is_empty());
+    for run in fairness {
+        let jain = run["jain"].as_f64().unwrap();
+        assert!(jain > 0.0 && jain <= 1.0 + 1e-12, "{run}");
+        let rates = run["client_rates"].as_array().unwrap();
+        let bytes = run["client_bytes"].as_array().unwrap();
+        assert_eq!(rates.len(), 4);
+        assert_eq!(bytes.len(), 4);
+        for (rate, bytes) in rates.iter().zip(bytes) {
+            let (rate, bytes) = (rate.as_f64().unwrap(), bytes.as_u64().unwrap());
+            assert!(bytes > 0 && rate > 0.0, "{run}");
+            // The window is about the run's second: the rate is its bytes
+            // over about that time.
+            assert!(
+                rate <= bytes as f64 / 0.9 && rate >= bytes as f64 / 3.0,
+                "{run}"
+            );
+        }
+        if let Some(limit) = run["rate_limit"].as_f64() {
+            for rate in rates {
+                // A limit is a ceiling (a little over for the first
+                // burst of the socket's buffers).
+                assert!(rate.as_f64().unwrap() <= limit * 1.25, "{run}");
+            }
+        }
+    }
+    assert!(is_svg(&out.join("server-fairness.svg")));
+    assert!(out.join("server.md").exists());
+}
+
+/// The meter runs beside each transfer and keeps a share of its solo rate
+/// in [0, 1]; the runs split their context switches.
+#[test]
+fn meter_scenario_keeps_a_share_and_splits_context_switches() {
+    let dir = tempfile::tempdir().unwrap();
+    let size = 16 << 20;
+    let plan = Plan {
+        cells: vec![Cell::new(
+            Scenario::Meter,
+            size,
+            CacheState::Warm,
+            vec![
+                Entrant::flexio(MechanismName::Sendfile, 256 << 10),
+                Entrant::flexio(MechanismName::ReadWrite, 256 << 10),
+            ],
+        )
+        .path("loopback")],
+    };
+    let mut options = RunOptions::new(dir.path());
+    options.rounds = 1;
+    options.drop_caches = false;
+    options.meter_command = Some(vec![
+        OsString::from(env!("CARGO_BIN_EXE_flexio")),
+        "bench".into(),
+        "--meter-child".into(),
+    ]);
+    let results = runner::run(&plan, &options, &mut runner::Quiet).unwrap();
+    let failed: Vec<&String> = results
+        .notes
+        .iter()
+        .filter(|n| n.contains("skipped") || n.contains("failed"))
+        .collect();
+    assert!(failed.is_empty(), "{failed:?}");
+    let metered: Vec<_> = results
+        .runs
+        .iter()
+        .filter(|r| r.cell.scenario == "meter")
+        .collect();
+    // A warm-up and a round of both mechanisms.
+    assert_eq!(metered.len(), 4);
+    for run in metered {
+        assert_eq!(run.bytes, size);
+        let kept = run.meter_kept.expect("a kept share");
+        // 0 is a measurement: a short CPU-bound transfer can leave the
+        // meter nothing at all.
+        assert!((0.0..=1.0).contains(&kept), "{run:?}");
+        let involuntary = run
+            .involuntary_switches
+            .expect("involuntary switches recorded");
+        assert!(involuntary <= run.context_switches, "{run:?}");
+    }
+    let summaries = flexio_bench::stats::summarize(&results);
+    let table = flexio_bench::table::render(&results, &summaries);
+    assert!(
+        table.contains("Cue, Table 1") && table.contains("vol/invol"),
+        "{table}"
+    );
+}
+
+/// 1–3 file → socket flows at once: every flow's own throughput is kept,
+/// and Jain's index over them lies in (0, 1].
+#[test]
+fn parallel_socket_flows_keep_each_flows_rate_and_a_jain_index() {
+    let dir = tempfile::tempdir().unwrap();
+    let size = 4 << 20;
+    let cells = [1, 3]
+        .into_iter()
+        .map(|flows| {
+            let mut cell = Cell::new(
+                Scenario::Parallel,
+                size,
+                CacheState::Warm,
+                vec![
+                    Entrant::flexio(MechanismName::Sendfile, 256 << 10),
+                    Entrant::flexio(MechanismName::ReadWrite, 256 << 10),
+                ],
+            )
+            .path("loopback");
+            cell.key.flows = flows;
+            cell
+        })
+        .collect();
+    let mut options = RunOptions::new(dir.path());
+    options.rounds = 1;
+    options.drop_caches = false;
+    let results = runner::run(&Plan { cells }, &options, &mut runner::Quiet).unwrap();
+    let failed: Vec<&String> = results
+        .notes
+        .iter()
+        .filter(|n| n.contains("skipped") || n.contains("failed"))
+        .collect();
+    assert!(failed.is_empty(), "{failed:?}");
+    let runs: Vec<_> = results
+        .runs
+        .iter()
+        .filter(|r| r.cell.scenario == "parallel")
+        .collect();
+    assert_eq!(runs.len(), 2 * 2 * 2);
+    for run in runs {
+        let flows = run.cell.flows as usize;
+        assert_eq!(run.bytes, size * flows as u64, "{run:?}");
+        assert_eq!(run.flow_bytes_per_s.len(), flows, "{run:?}");
+        // Each flow's rate runs to its own last byte, the aggregate's to
+        // the last flow's: no flow is below its share of the aggregate.
+        let slowest = run
+            .flow_bytes_per_s
+            .iter()
+            .copied()
+            .fold(f64::INFINITY, f64::min);
+        assert!(slowest >= run.throughput() / flows as f64 * 0.99, "{run:?}");
+        let jain = flexio_bench::stats::jain(&run.flow_bytes_per_s).unwrap();
+        assert!(jain > 0.0 && jain <= 1.0 + 1e-12, "{run:?}");
+    }
+    let summaries = flexio_bench::stats::summarize(&results);
+    assert!(summaries
+        .iter()
+        .all(|s| s.jain.is_some() && s.flow_median_bps.is_some()));
+    let table = flexio_bench::table::render(&results, &summaries);
+    assert!(
+        table.contains("Jain") && table.contains("Cue, Tables 6-7"),
+        "{table}"
+    );
+    let out = dir.path().join("out");
+    flexio_bench::output::write_all(&out, &results).unwrap();
+    for chart in [
+        "parallel-fairness.svg",
+        "parallel-per-flow.svg",
+        "parallel-cpu.svg",
+    ] {
+        assert!(is_svg(&out.join(chart)), "{chart}");
+    }
+}
+
+/// The (k, t) grid in its quick form: every transfer arrives whole, the
+/// schedule's pauses are there (counted, and in the wall time), and the
+/// meter kept a share in [0, 1].
+#[test]
+fn schedule_scenario_quick_observes_its_pauses() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let output = flexio()
+        .args(["bench", "--scenario", "schedule", "--quick", "--dir"])
+        .arg(dir.path())
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(String::from_utf8_lossy(&output.stdout).contains("Cue, Tables 3-5"));
+    let results = json(&out.join("schedule.json"));
+    let (size, chunk) = (
+        results["size"].as_u64().unwrap(),
+        results["chunk"].as_u64().unwrap(),
+    );
+    let runs = results["runs"].as_array().unwrap();
+    // A warm-up and a round of 2 mechanisms × (none + 2 × 2 schedules).
+    assert_eq!(runs.len(), 2 * 2 * 5);
+    for run in runs {
+        assert_eq!(run["bytes"].as_u64(), Some(size), "{run}");
+        let kept = run["meter_kept"].as_f64().unwrap();
+        // 0 is a measurement: a short CPU-bound transfer can leave the
+        // meter nothing at all.
+        assert!((0.0..=1.0).contains(&kept), "{run}");
+        let (Some(k), Some(t)) = (run["chunks"].as_u64(), run["pause_ms"].as_u64()) else {
+            continue;
+        };
+        let (calls, pauses) = (
+            run["calls"].as_u64().unwrap(),
+            run["pauses"].as_u64().unwrap(),
+        );
+        assert!(calls >= size.div_ceil(chunk), "{run}");
+        // A pause after every k chunks but the last run of them.
+        assert!(
+            pauses + 1 >= calls / k && pauses <= calls.div_ceil(k),
+            "{run}"
+        );
+        assert!(
+            run["wall_ns"].as_u64().unwrap() >= pauses * t * 1_000_000,
+            "{run}"
+        );
+        assert!(
+            run["voluntary_switches"].as_u64().unwrap() >= pauses,
+            "{run}"
+        );
+    }
+    for chart in [
+        "schedule-kept.svg",
+        "schedule-throughput.svg",
+        "schedule-cpu.svg",
+    ] {
+        assert!(is_svg(&out.join(chart)), "{chart}");
+    }
+}

@@ -1,0 +1,330 @@
+//! The profile as a file: TOML at `$XDG_CONFIG_HOME/flexio/profile.toml`,
+//! versioned, read only when it is a regular file of sane size, validated
+//! (ranges that start at 0, touch, end unbounded, and name mechanisms that
+//! serve their flow kind) and replaced atomically. A person may edit a
+//! range's mechanism by hand; `auto` obeys it.
+
+use std::path::{Path, PathBuf};
+
+use super::saved::{Profile, PROFILE_FORMAT_VERSION};
+use crate::mechanism::MechanismName;
+
+/// The largest profile read. A quick sweep's profile is tens of KiB and a
+/// full sweep's curves a few hundred; anything past this is not a profile,
+/// and reading it whole would only cost memory.
+pub const MAX_PROFILE_BYTES: u64 = 16 << 20;
+
+/// Why a profile could not be used.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ProfileError {
+    /// The file could not be read or written.
+    #[error("{path}: {source}")]
+    Io {
+        /// The profile's path.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// The file is not valid TOML or not a profile.
+    #[error("{path}: not a valid profile: {message}")]
+    Corrupt {
+        /// The profile's path.
+        path: PathBuf,
+        /// What the parser said.
+        message: String,
+    },
+    /// The file was written by a newer flexio.
+    #[error("{path}: format_version {found} is newer than this flexio understands ({supported}); re-run `flexio tune` or upgrade")]
+    FutureVersion {
+        /// The profile's path.
+        path: PathBuf,
+        /// The version in the file.
+        found: u64,
+        /// The version this build reads.
+        supported: u32,
+    },
+    /// The file parses but its ranges are wrong (gaps, overlaps, a
+    /// mechanism that cannot serve the flow kind).
+    #[error("{path}: {message}")]
+    Invalid {
+        /// The profile's path.
+        path: PathBuf,
+        /// What is wrong, naming the flow kind and range.
+        message: String,
+    },
+}
+
+/// Where the profile lives: `$FLEXIO_PROFILE`, else
+/// `$XDG_CONFIG_HOME/flexio/profile.toml`, else
+/// `~/.config/flexio/profile.toml`.
+pub fn default_profile_path() -> PathBuf {
+    if let Some(path) = std::env::var_os("FLEXIO_PROFILE").filter(|p| !p.is_empty()) {
+        return PathBuf::from(path);
+    }
+    let config = std::env::var_os("XDG_CONFIG_HOME")
+        .filter(|p| !p.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".config")))
+        .unwrap_or_else(|| PathBuf::from(".config"));
+    config.join("flexio").join("profile.toml")
+}
+
+impl Profile {
+    /// Reads, version-checks and validates a profile.
+    ///
+    /// Only a regular file of at most [`MAX_PROFILE_BYTES`] is read: a
+    /// device, a FIFO or a socket named as the profile is refused without
+    /// blocking or reading it (`FLEXIO_PROFILE=/dev/zero` once grew a copy
+    /// to 2.8 GB of memory).
+    ///
+    /// # Errors
+    /// [`ProfileError::Io`] when unreadable, not a regular file or too
+    /// large, [`ProfileError::Corrupt`] when
+    /// not a profile, [`ProfileError::FutureVersion`] when written by a
+    /// newer flexio, [`ProfileError::Invalid`] when its ranges are wrong.
+    ///
+    /// # Examples
+    /// ```
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let path = dir.path().join("profile.toml");
+    /// std::fs::write(&path, "format_version = 99\n").unwrap();
+    /// let error = flexio::profile::Profile::load(&path).unwrap_err();
+    /// assert!(error.to_string().contains("newer"));
+    /// ```
+    pub fn load(path: &Path) -> Result<Profile, ProfileError> {
+        let io = |source| ProfileError::Io {
+            path: path.to_path_buf(),
+            source,
+        };
+        let bytes = crate::read_regular_file_capped(path, MAX_PROFILE_BYTES).map_err(io)?;
+        let text = String::from_utf8(bytes).map_err(|_| ProfileError::Corrupt {
+            path: path.to_path_buf(),
+            message: "not UTF-8 text".into(),
+        })?;
+        Self::parse(&text, path)
+    }
+
+    /// Parses profile text; `path` names it in errors.
+    ///
+    /// # Errors
+    /// As [`Profile::load`], but for the text given.
+    pub fn parse(text: &str, path: &Path) -> Result<Profile, ProfileError> {
+        let corrupt = |message: String| ProfileError::Corrupt {
+            path: path.to_path_buf(),
+            message,
+        };
+        let value: toml::Table =
+            toml::from_str(text).map_err(|e| corrupt(e.message().to_string()))?;
+        let version = value
+            .get("format_version")
+            .and_then(toml::Value::as_integer)
+            .ok_or_else(|| corrupt("missing integer format_version".into()))?;
+        if version > PROFILE_FORMAT_VERSION as i64 {
+            return Err(ProfileError::FutureVersion {
+                path: path.to_path_buf(),
+                found: version as u64,
+                supported: PROFILE_FORMAT_VERSION,
+            });
+        }
+        let mut profile: Profile =
+            toml::from_str(text).map_err(|e| corrupt(e.message().to_string()))?;
+        profile.path = Some(path.to_path_buf());
+        profile
+            .validate()
+            .map_err(|message| ProfileError::Invalid {
+                path: path.to_path_buf(),
+                message,
+            })?;
+        Ok(profile)
+    }
+
+    /// Checks that each flow kind's ranges start at 0, touch, end unbounded,
+    /// and name mechanisms that serve the kind.
+    ///
+    /// # Errors
+    /// A message naming the flow kind and the range at fault.
+    pub fn validate(&self) -> Result<(), String> {
+        for flow in &self.flows {
+            let kind = flow.kind;
+            let Some(first) = flow.ranges.first() else {
+                return Err(format!("{kind}: no ranges"));
+            };
+            if first.min_bytes != 0 {
+                return Err(format!(
+                    "{kind}: the first range starts at {} instead of 0",
+                    first.min_bytes
+                ));
+            }
+            for (i, range) in flow.ranges.iter().enumerate() {
+                if range.mechanism == MechanismName::Auto {
+                    return Err(format!(
+                        "{kind} range {i}: mechanism must be concrete, not auto"
+                    ));
+                }
+                let (source, sink) = kind.representative_pair();
+                if !range.mechanism.supports(source, sink) {
+                    return Err(format!(
+                        "{kind} range {i}: {} cannot move {source} -> {sink}",
+                        range.mechanism
+                    ));
+                }
+                // The same bounds as the command-line flags: a range that
+                // passes here must not abort an `auto` copy later.
+                range
+                    .params()
+                    .validate()
+                    .map_err(|error| format!("{kind} range {i}: {error}"))?;
+                match (range.max_bytes, flow.ranges.get(i + 1)) {
+                    (Some(max), Some(next)) if max != next.min_bytes => {
+                        return Err(format!(
+                            "{kind} range {i}: ends at {max} but the next starts at {}",
+                            next.min_bytes
+                        ))
+                    }
+                    (Some(max), _) if max <= range.min_bytes => {
+                        return Err(format!(
+                            "{kind} range {i}: empty ({}..{max})",
+                            range.min_bytes
+                        ))
+                    }
+                    (Some(_), None) => {
+                        return Err(format!("{kind}: the last range must have no max_bytes"))
+                    }
+                    (None, Some(_)) => {
+                        return Err(format!("{kind} range {i}: unbounded but not last"))
+                    }
+                    _ => {}
+                }
+            }
+        }
+        let mut kinds: Vec<_> = self.flows.iter().map(|f| f.kind).collect();
+        kinds.sort();
+        if kinds.windows(2).any(|w| w[0] == w[1]) {
+            return Err("a flow kind appears twice".into());
+        }
+        Ok(())
+    }
+
+    /// Writes the profile atomically (temp file + rename), creating the
+    /// directory. Only a regular file (or a link to one) is replaced
+    /// ([`crate::write_file_replacing_regular`]): `profile export
+    /// /dev/full` once turned the device into a regular file.
+    ///
+    /// # Errors
+    /// [`ProfileError::Io`], also when `path` is a device, FIFO, socket,
+    /// directory or dangling link.
+    pub fn save(&self, path: &Path) -> Result<(), ProfileError> {
+        let io = |source| ProfileError::Io {
+            path: path.to_path_buf(),
+            source,
+        };
+        let dir = path
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        std::fs::create_dir_all(dir).map_err(io)?;
+        crate::write_file_replacing_regular(path, self.to_toml().as_bytes()).map_err(io)
+    }
+
+    /// The TOML text, with a header comment saying how to edit it.
+    pub fn to_toml(&self) -> String {
+        let body = toml::to_string(self).expect("a profile serializes to TOML");
+        format!(
+            "# flexio profile: measured by `flexio tune` on this machine.\n\
+             # Each [[flow.range]] says which mechanism `auto` uses for sizes in\n\
+             # [min_bytes, max_bytes). You may change `mechanism` (and its parameters)\n\
+             # by hand; `flexio profile validate` checks the result.\n\n{body}"
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::profile::saved::tests::sample_profile;
+    use crate::profile::FlowKind;
+
+    #[test]
+    fn toml_round_trips_and_lookup_follows_ranges() {
+        let profile = sample_profile();
+        let text = profile.to_toml();
+        let mut back = Profile::parse(&text, Path::new("p.toml")).unwrap();
+        assert_eq!(back.path.take().unwrap(), Path::new("p.toml"));
+        assert_eq!(back, profile);
+        assert_eq!(
+            back.lookup(FlowKind::FileToFile, 1).unwrap().mechanism,
+            MechanismName::ReadWrite
+        );
+        assert_eq!(
+            back.lookup(FlowKind::FileToFile, 1 << 40)
+                .unwrap()
+                .mechanism,
+            MechanismName::CopyFileRange
+        );
+        assert!(back.lookup(FlowKind::FileToSocket, 1).is_none());
+    }
+
+    #[test]
+    fn hand_edits_are_obeyed() {
+        let text = sample_profile().to_toml().replacen(
+            "mechanism = \"read-write\"",
+            "mechanism = \"sendfile\"",
+            1,
+        );
+        let edited = Profile::parse(&text, Path::new("p.toml")).unwrap();
+        assert_eq!(
+            edited.lookup(FlowKind::FileToFile, 4096).unwrap().mechanism,
+            MechanismName::Sendfile
+        );
+    }
+
+    #[test]
+    fn corrupt_future_and_invalid_profiles_are_refused_with_the_path() {
+        let path = Path::new("/etc/flexio-test.toml");
+        let corrupt = Profile::parse("format_version = [", path).unwrap_err();
+        assert!(matches!(corrupt, ProfileError::Corrupt { .. }));
+        assert!(corrupt
+            .to_string()
+            .starts_with("/etc/flexio-test.toml: not a valid profile"));
+        let future = Profile::parse("format_version = 2\nwhatever = 1\n", path).unwrap_err();
+        assert!(matches!(
+            future,
+            ProfileError::FutureVersion { found: 2, .. }
+        ));
+        let wrong_mechanism = sample_profile().to_toml().replacen(
+            "mechanism = \"read-write\"",
+            "mechanism = \"teleport\"",
+            1,
+        );
+        assert!(matches!(
+            Profile::parse(&wrong_mechanism, path),
+            Err(ProfileError::Corrupt { .. })
+        ));
+        let unserving = sample_profile()
+            .to_toml()
+            .replace("kind = \"file-to-file\"", "kind = \"file-to-socket\"");
+        let error = Profile::parse(&unserving, path).unwrap_err();
+        assert!(
+            error
+                .to_string()
+                .contains("copy-file-range cannot move file -> tcp"),
+            "{error}"
+        );
+        let gap = sample_profile()
+            .to_toml()
+            .replacen("min_bytes = 0", "min_bytes = 5", 1);
+        assert!(Profile::parse(&gap, path)
+            .unwrap_err()
+            .to_string()
+            .contains("starts at 5"));
+    }
+
+    #[test]
+    fn profile_path_prefers_the_environment() {
+        // Only reads the environment; the variables are not changed here to
+        // keep parallel tests independent.
+        let path = default_profile_path();
+        assert!(path.ends_with("profile.toml") || std::env::var_os("FLEXIO_PROFILE").is_some());
+    }
+}
