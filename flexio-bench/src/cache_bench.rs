@@ -5,33 +5,58 @@
 //!    with single-block reads (one 4 KiB request at a time, S.M.A.C.K.'s
 //!    "single block"), cold with multi-block reads (coalesced, read ahead,
 //!    several requests in flight), then warm — a second pass through the
-//!    same 16 MiB cache, which thrashes once the file outgrows it.
+//!    same 16 MiB cache, which thrashes once the file outgrows it. The
+//!    same again from a loop block device over a file (root only), as a
+//!    raw source beside the file.
 //! 2. Hits: 4 KiB hits copied out against `memcpy` of 4 KiB from the same
 //!    offsets of an equal buffer, on one thread; and lookups per second
 //!    per thread when a hit returns a reference ([`BlockCache::block`]).
 //! 3. Hot set and scan, per policy: readers draw blocks from a zipf hot set
 //!    while one reader scans a region four times the cache; the hot
 //!    readers' hit ratio with the scan against without it.
+//! 4. `flexio serve --cache` against `flexio serve` (sendfile, the page
+//!    cache) under the same memory: the hot set's requests per second
+//!    alone and during a scan.
+//!
+//! Run by `flexio bench --scenario cache` and its alias `flexio cache
+//! bench`.
+//!
+//! ```text
+//! smack.rs        the cold/warm table, on a file and on a loop device
+//! loop_device.rs  losetup over a file, detached on drop
+//! hits.rs         hit costs against memcpy
+//! hot_set.rs      hot set through a scan, per policy
+//! page_cache.rs   the same through the page cache in a memory cgroup
+//! memory_group.rs a cgroup-v1 memory group with a limit
+//! serve.rs        serve --cache against serve, hot set during a scan
+//! ```
 //!
 //! Rounds interleave the contenders (single, multi, single, multi …) and
 //! each figure is the median of the rounds with min and max beside it.
 //! Cold needs no cache dropping: `O_DIRECT` bypasses the page cache and
 //! each cold run starts with a new, empty cache.
 
-use std::hint::black_box;
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use flexio_cache::policy::PolicyName;
-use flexio_cache::trace::Generator;
-use flexio_cache::{BlockCache, CacheConfig, ReadMode};
+use flexio_cache::BlockCache;
 
+mod hits;
+mod hot_set;
+mod loop_device;
+mod memory_group;
 pub mod page_cache;
+mod serve;
+mod smack;
 
-const MIB: u64 = 1 << 20;
-const BLOCK: usize = 4096;
+pub use serve::{ServeFigures, ServeRow};
+
+pub(crate) use hot_set::hot_phase;
+pub use hot_set::HotSetShape;
+
+pub(crate) const MIB: u64 = 1 << 20;
+pub(crate) const BLOCK: usize = 4096;
 
 /// What to run.
 #[derive(Clone, Debug)]
@@ -48,6 +73,75 @@ pub struct CacheBenchOptions {
     pub hot_readers: usize,
     /// Reads per hot reader and phase (half of them again to warm up).
     pub hot_reads: usize,
+    /// The `flexio` executable, for the `serve --cache` comparison (which
+    /// runs it as a server); `None` leaves that part out.
+    pub flexio_exe: Option<PathBuf>,
+    /// Each timed window of the `serve --cache` comparison.
+    pub serve_window: Duration,
+    /// Which parts to run.
+    pub parts: Parts,
+}
+
+/// The scenario's parts, each on or off (all on by default).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Parts {
+    /// S.M.A.C.K.'s cold/warm table (file and loop device).
+    pub smack: bool,
+    /// Hit costs against memcpy.
+    pub hits: bool,
+    /// The hot set through a scan, per policy and the page cache.
+    pub hot_set: bool,
+    /// `serve --cache` against `serve`.
+    pub serve: bool,
+}
+
+impl Parts {
+    /// The names [`Parts::parse`] takes.
+    pub const NAMES: [&'static str; 4] = ["smack", "hits", "hot-set", "serve"];
+
+    /// Every part.
+    pub const ALL: Parts = Parts {
+        smack: true,
+        hits: true,
+        hot_set: true,
+        serve: true,
+    };
+
+    /// Parts from comma-separated names (see [`Parts::NAMES`]).
+    ///
+    /// # Errors
+    /// An unknown name, in words.
+    ///
+    /// # Examples
+    /// ```
+    /// use flexio_bench::cache_bench::Parts;
+    /// let parts = Parts::parse("hits,serve").unwrap();
+    /// assert!(parts.hits && parts.serve && !parts.smack && !parts.hot_set);
+    /// assert!(Parts::parse("warp").is_err());
+    /// ```
+    pub fn parse(text: &str) -> Result<Parts, String> {
+        let mut parts = Parts {
+            smack: false,
+            hits: false,
+            hot_set: false,
+            serve: false,
+        };
+        for name in text.split(',').map(str::trim) {
+            match name {
+                "smack" => parts.smack = true,
+                "hits" => parts.hits = true,
+                "hot-set" => parts.hot_set = true,
+                "serve" => parts.serve = true,
+                other => {
+                    return Err(format!(
+                        "unknown part {other:?}; known: {}",
+                        Parts::NAMES.join(", ")
+                    ))
+                }
+            }
+        }
+        Ok(parts)
+    }
 }
 
 impl Default for CacheBenchOptions {
@@ -59,6 +153,9 @@ impl Default for CacheBenchOptions {
             cache_bytes: 16 * MIB,
             hot_readers: 2,
             hot_reads: 50_000,
+            flexio_exe: None,
+            serve_window: Duration::from_secs(2),
+            parts: Parts::ALL,
         }
     }
 }
@@ -75,7 +172,7 @@ pub struct Spread {
 }
 
 impl Spread {
-    fn of(values: &[f64]) -> Spread {
+    pub(crate) fn of(values: &[f64]) -> Spread {
         let mut sorted = values.to_vec();
         sorted.sort_by(f64::total_cmp);
         let n = sorted.len();
@@ -95,7 +192,10 @@ impl Spread {
 /// One row of the S.M.A.C.K. table: MiB/s of sequential 4 KiB reads.
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct FileRow {
-    /// The file size in MiB.
+    /// What was read: `file`, or `loop /dev/loopN` (a loop block device
+    /// over a file, read from its start).
+    pub source: String,
+    /// The file size (or the length read from the device) in MiB.
     pub file_mib: u64,
     /// Cold, one 4 KiB request at a time.
     pub cold_single_block_mib_s: Spread,
@@ -113,13 +213,15 @@ pub struct FileRow {
 /// Hit costs on one thread.
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct HitFigures {
-    /// 4 KiB hits copied out with `read_at`, MiB/s.
+    /// 4 KiB hits copied out with `read_at`, MiB/s (per round the fastest
+    /// of ten 30 ms windows, alternating with memcpy's).
     pub copy_out_mib_s: Spread,
     /// 4 KiB `copy_from_slice` from the same offsets of a buffer as large
-    /// as the resident data, MiB/s.
+    /// as the resident data, MiB/s (as `copy_out_mib_s`).
     pub memcpy_mib_s: Spread,
-    /// Median copy-out over median memcpy.
-    pub copy_out_over_memcpy: f64,
+    /// Copy-out over memcpy, per round (each the fastest of ten 30 ms
+    /// windows, the two alternating).
+    pub copy_out_over_memcpy: Spread,
     /// The machine's memcpy bandwidth: one `copy_from_slice` of 64 MiB,
     /// MiB/s (the physical limit the design compares against).
     pub memcpy_64mib_mib_s: Spread,
@@ -158,23 +260,29 @@ pub struct CacheBenchReport {
     pub cache_bytes: u64,
     /// Counted rounds per figure.
     pub runs: u32,
-    /// The S.M.A.C.K. table.
+    /// The S.M.A.C.K. table: the file rows, then the loop device's.
     pub files: Vec<FileRow>,
-    /// Hit costs.
-    pub hits: HitFigures,
+    /// Why the loop device rows are missing, if they are.
+    pub loop_device_note: Option<String>,
+    /// Hit costs (when that part ran).
+    pub hits: Option<HitFigures>,
     /// The hot-set experiment, per policy.
     pub hot_set: Vec<HotSetRow>,
     /// Zipf skew and sizes of the hot-set experiment, in words.
     pub hot_set_setup: String,
     /// How the page-cache row was measured, or why it is missing.
     pub page_cache_note: Option<String>,
+    /// `serve --cache` against `serve` for the hot set during a scan.
+    pub serve: Option<ServeFigures>,
+    /// Why `serve` is missing, if it is.
+    pub serve_note: Option<String>,
 }
 
 /// A data file for the run, removed on drop.
 pub(crate) struct DataFile(pub(crate) PathBuf);
 
 impl DataFile {
-    fn new(dir: &Path, name: &str, bytes: u64) -> io::Result<DataFile> {
+    pub(crate) fn new(dir: &Path, name: &str, bytes: u64) -> io::Result<DataFile> {
         let path = dir.join(name);
         let chunk: Vec<u8> = (0..MIB).map(|i| (i * 131 % 251) as u8).collect();
         let mut file = std::fs::File::create(&path)?;
@@ -195,12 +303,12 @@ impl Drop for DataFile {
     }
 }
 
-fn cache_error(error: flexio_cache::Error) -> io::Error {
+pub(crate) fn cache_error(error: flexio_cache::Error) -> io::Error {
     io::Error::other(error.to_string())
 }
 
 /// Reads `len` bytes sequentially in 4 KiB reads; returns MiB/s.
-fn sequential_pass(cache: &BlockCache, len: u64) -> io::Result<f64> {
+pub(crate) fn sequential_pass(cache: &BlockCache, len: u64) -> io::Result<f64> {
     let mut buf = vec![0u8; BLOCK];
     let start = Instant::now();
     let mut offset = 0;
@@ -221,383 +329,103 @@ pub fn run(
 ) -> io::Result<CacheBenchReport> {
     std::fs::create_dir_all(&options.dir)?;
     let runs = options.runs.max(1);
-    let config = |mode| {
-        CacheConfig::new(options.cache_bytes)
-            .read_mode(mode)
-            .flush_interval(None)
-    };
-    let single = ReadMode::SingleBlock;
-    let multi = ReadMode::MultiBlock { max_blocks: 64 };
-
+    let parts = &options.parts;
     let mut files = Vec::new();
-    for &mib in &options.file_sizes_mib {
-        progress(&format!(
-            "cache: {mib} MiB file, cold single vs multi-block, warm"
-        ));
-        let data = DataFile::new(
-            &options.dir,
-            &format!("flexio-cache-bench-{mib}M"),
-            mib * MIB,
-        )?;
-        let len = mib * MIB;
-        let (mut cold_single, mut cold_multi, mut warm) = (Vec::new(), Vec::new(), Vec::new());
-        let mut warm_from_cache = 0.0;
-        // One warm-up round, then the counted ones, interleaved.
-        for round in 0..=runs {
-            let cache = BlockCache::open(&data.0, config(single)).map_err(cache_error)?;
-            let single_rate = sequential_pass(&cache, len)?;
-            drop(cache);
-            let cache = BlockCache::open(&data.0, config(multi)).map_err(cache_error)?;
-            let multi_rate = sequential_pass(&cache, len)?;
-            let before = cache.stats();
-            let warm_rate = sequential_pass(&cache, len)?;
-            let after = cache.stats();
-            if round > 0 {
-                cold_single.push(single_rate);
-                cold_multi.push(multi_rate);
-                warm.push(warm_rate);
-                let read = (after.device_bytes_read - before.device_bytes_read) as f64;
-                warm_from_cache = 100.0 * (1.0 - read / len as f64).max(0.0);
+    let mut loop_device_note = None;
+    if parts.smack {
+        files = smack::file_rows(options, runs, progress)?;
+        match smack::loop_device_rows(options, runs, progress) {
+            Ok(rows) => files.extend(rows),
+            Err(why) => {
+                progress(&format!("cache: no loop device rows: {why}"));
+                loop_device_note = Some(why);
             }
         }
-        let (cold_single, cold_multi) = (Spread::of(&cold_single), Spread::of(&cold_multi));
-        files.push(FileRow {
-            file_mib: mib,
-            multi_over_single: cold_multi.median / cold_single.median,
-            cold_single_block_mib_s: cold_single,
-            cold_multi_block_mib_s: cold_multi,
-            warm_mib_s: Spread::of(&warm),
-            warm_from_cache_percent: warm_from_cache,
-        });
     }
-
-    progress("cache: hit costs");
-    let hits = hit_figures(options, runs)?;
-    progress("cache: hot set with and without a scan, per policy");
-    let (mut hot_set, hot_set_setup, hot_data) = hot_set(options, progress)?;
-    progress("cache: hot set through the page cache in a memory cgroup");
-    let page_cache_note = match page_cache::hot_set(options, &HotSetShape::of(options), &hot_data.0)
-    {
-        Ok(row) => {
-            hot_set.push(row);
-            Some(format!(
-                "buffered pread in a cgroup-v1 memory group limited to the cache size + {} MiB for the reader process",
-                page_cache::CHILD_ALLOWANCE >> 20
-            ))
-        }
-        Err(why) => Some(why),
+    let hits = if parts.hits {
+        progress("cache: hit costs");
+        Some(hits::hit_figures(options, runs)?)
+    } else {
+        None
     };
+    let (mut hot_set, mut hot_set_setup, mut page_cache_note) = (Vec::new(), String::new(), None);
+    if parts.hot_set {
+        progress("cache: hot set with and without a scan, per policy");
+        let hot_data;
+        (hot_set, hot_set_setup, hot_data) = hot_set::hot_set(options, progress)?;
+        progress("cache: hot set through the page cache in a memory cgroup");
+        page_cache_note = match page_cache::hot_set(options, &HotSetShape::of(options), &hot_data.0)
+        {
+            Ok(row) => {
+                hot_set.push(row);
+                Some(format!(
+                        "buffered pread in a cgroup-v1 memory group limited to the cache size + {} MiB for the reader process",
+                        page_cache::CHILD_ALLOWANCE >> 20
+                    ))
+            }
+            Err(why) => Some(why),
+        };
+    }
+    let (mut serve, mut serve_note) = (None, None);
+    if parts.serve {
+        progress("cache: serve --cache against serve, hot set during a scan");
+        match serve::compare(options, runs, progress) {
+            Ok(figures) => serve = Some(figures),
+            Err(why) => {
+                progress(&format!("cache: no serve comparison: {why}"));
+                serve_note = Some(why.to_string());
+            }
+        }
+    }
     Ok(CacheBenchReport {
         schema_version: 1,
         cache_bytes: options.cache_bytes,
         runs,
         files,
+        loop_device_note,
         hits,
         hot_set,
         hot_set_setup,
         page_cache_note,
+        serve,
+        serve_note,
     })
-}
-
-/// How long each timed hit loop runs.
-const HIT_WINDOW: Duration = Duration::from_millis(300);
-
-fn hit_figures(options: &CacheBenchOptions, runs: u32) -> io::Result<HitFigures> {
-    // Resident data: half the cache, read once to warm it.
-    let resident = options.cache_bytes / 2;
-    let data = DataFile::new(&options.dir, "flexio-cache-bench-hits", resident)?;
-    let cache = BlockCache::open(
-        &data.0,
-        CacheConfig::new(options.cache_bytes).flush_interval(None),
-    )
-    .map_err(cache_error)?;
-    sequential_pass(&cache, resident)?;
-    let blocks = resident / BLOCK as u64;
-    let offsets: Vec<u64> = Generator::Zipf {
-        blocks,
-        alpha: 0.0, // uniform
-        len: 1 << 16,
-        seed: 7,
-    }
-    .generate();
-    let source: Vec<u8> = std::fs::read(&data.0)?;
-    let mut buf = vec![0u8; BLOCK];
-    let (mut copy_out, mut memcpy, mut lookups) = (Vec::new(), Vec::new(), Vec::new());
-    for _ in 0..=runs {
-        copy_out.push(
-            timed(|i| {
-                let block = offsets[i % offsets.len()];
-                cache
-                    .read_at(&mut buf, block * BLOCK as u64)
-                    .expect("a resident block");
-                black_box(&buf);
-            }) * BLOCK as f64
-                / MIB as f64,
-        );
-        memcpy.push(
-            timed(|i| {
-                let at = offsets[i % offsets.len()] as usize * BLOCK;
-                buf.copy_from_slice(black_box(&source[at..at + BLOCK]));
-                black_box(&buf);
-            }) * BLOCK as f64
-                / MIB as f64,
-        );
-        lookups.push(timed(|i| {
-            let block = cache
-                .block(offsets[i % offsets.len()])
-                .expect("a resident block");
-            black_box(block[0]);
-        }));
-    }
-    let mut large = Vec::new();
-    {
-        let from = vec![1u8; 64 << 20];
-        let mut to = vec![0u8; 64 << 20];
-        for _ in 0..=runs {
-            let start = Instant::now();
-            to.copy_from_slice(black_box(&from));
-            black_box(&to);
-            large.push(64.0 / start.elapsed().as_secs_f64());
-        }
-    }
-    let large = Spread::of(&large[1..]);
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let mut per_thread = Vec::new();
-    for _ in 0..runs {
-        let rates: Vec<f64> = std::thread::scope(|scope| {
-            let handles: Vec<_> = (0..threads)
-                .map(|t| {
-                    let (cache, offsets) = (&cache, &offsets);
-                    scope.spawn(move || {
-                        timed(|i| {
-                            let block = offsets[(i + t * 7919) % offsets.len()];
-                            black_box(cache.block(block).expect("resident")[0]);
-                        })
-                    })
-                })
-                .collect();
-            handles
-                .into_iter()
-                .map(|h| h.join().expect("no panic"))
-                .collect()
-        });
-        per_thread.push(rates.iter().sum::<f64>() / threads as f64);
-    }
-    // Drop the warm-up round.
-    let (copy_out, memcpy) = (Spread::of(&copy_out[1..]), Spread::of(&memcpy[1..]));
-    Ok(HitFigures {
-        copy_out_over_memcpy: copy_out.median / memcpy.median,
-        copy_out_over_memcpy_64mib: copy_out.median / large.median,
-        memcpy_64mib_mib_s: large,
-        copy_out_mib_s: copy_out,
-        memcpy_mib_s: memcpy,
-        reference_lookups_per_s: Spread::of(&lookups[1..]),
-        reference_lookups_per_s_per_thread_all_cores: Spread::of(&per_thread),
-        threads,
-    })
-}
-
-/// Runs `step(i)` for i = 0, 1, … for about [`HIT_WINDOW`]; returns steps
-/// per second.
-fn timed(mut step: impl FnMut(usize)) -> f64 {
-    let start = Instant::now();
-    let mut done = 0usize;
-    loop {
-        for _ in 0..4096 {
-            step(done);
-            done += 1;
-        }
-        let elapsed = start.elapsed();
-        if elapsed >= HIT_WINDOW {
-            return done as f64 / elapsed.as_secs_f64();
-        }
-    }
-}
-
-/// The shape of the hot-set experiment, derived from the options.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct HotSetShape {
-    /// Blocks of the zipf hot region (the file's first blocks).
-    pub hot_blocks: u64,
-    /// Blocks of the scan region after it.
-    pub scan_blocks: u64,
-    /// Hot readers.
-    pub readers: usize,
-    /// Counted reads per reader and phase.
-    pub reads: usize,
-}
-
-impl HotSetShape {
-    fn of(options: &CacheBenchOptions) -> HotSetShape {
-        let cache_blocks = options.cache_bytes / BLOCK as u64;
-        // A hot region twice the cache with zipf 1.0 (its head fits), then
-        // a scan region four times the cache.
-        HotSetShape {
-            hot_blocks: 2 * cache_blocks,
-            scan_blocks: 4 * cache_blocks,
-            readers: options.hot_readers.max(1),
-            reads: options.hot_reads.max(1),
-        }
-    }
-
-    fn file_bytes(&self) -> u64 {
-        (self.hot_blocks + self.scan_blocks) * BLOCK as u64
-    }
-
-    fn draws(&self) -> Vec<Vec<u64>> {
-        (0..self.readers)
-            .map(|reader| {
-                Generator::Zipf {
-                    blocks: self.hot_blocks,
-                    alpha: 1.0,
-                    len: self.reads + self.reads / 2,
-                    seed: 11 + reader as u64,
-                }
-                .generate()
-            })
-            .collect()
-    }
-}
-
-/// One phase of the hot-set experiment: every reader reads its draws (the
-/// first half-`reads` to warm up, uncounted) with `read_hot`, which says
-/// whether the block was resident; with `scan`, one more thread reads the
-/// scan region in order with `read_scan`, paced to one block per hot read
-/// so that every contender sees the same scan however fast it serves it.
-/// Returns the counted hit ratio in percent and the blocks scanned.
-pub(crate) fn hot_phase(
-    shape: &HotSetShape,
-    draws: &[Vec<u64>],
-    scan: bool,
-    read_hot: &(dyn Fn(u64) -> io::Result<bool> + Sync),
-    read_scan: &(dyn Fn(u64) -> io::Result<()> + Sync),
-) -> io::Result<(f64, u64)> {
-    let warm = shape.reads / 2;
-    let hits = AtomicU64::new(0);
-    let hot_done = AtomicU64::new(0);
-    let done = AtomicBool::new(false);
-    let scanned = AtomicU64::new(0);
-    std::thread::scope(|scope| -> io::Result<()> {
-        let readers: Vec<_> = draws
-            .iter()
-            .map(|draw| {
-                let (hits, hot_done) = (&hits, &hot_done);
-                scope.spawn(move || -> io::Result<()> {
-                    for (i, &block) in draw.iter().enumerate() {
-                        let hit = read_hot(block)?;
-                        hot_done.fetch_add(1, Ordering::Relaxed);
-                        if i >= warm && hit {
-                            hits.fetch_add(1, Ordering::Relaxed);
-                        }
-                    }
-                    Ok(())
-                })
-            })
-            .collect();
-        let scanner = scan.then(|| {
-            let (done, scanned, hot_done) = (&done, &scanned, &hot_done);
-            scope.spawn(move || -> io::Result<()> {
-                // Bounded: at most 1000 passes.
-                for _pass in 0..1000u64 {
-                    for block in shape.hot_blocks..shape.hot_blocks + shape.scan_blocks {
-                        while scanned.load(Ordering::Relaxed) >= hot_done.load(Ordering::Relaxed) {
-                            if done.load(Ordering::Relaxed) {
-                                return Ok(());
-                            }
-                            std::thread::yield_now();
-                        }
-                        read_scan(block)?;
-                        scanned.fetch_add(1, Ordering::Relaxed);
-                    }
-                }
-                Ok(())
-            })
-        });
-        for reader in readers {
-            reader.join().expect("no panic")?;
-        }
-        done.store(true, Ordering::Relaxed);
-        if let Some(scanner) = scanner {
-            scanner.join().expect("no panic")?;
-        }
-        Ok(())
-    })?;
-    let counted = (shape.reads * shape.readers) as f64;
-    let ratio = 100.0 * hits.load(Ordering::Relaxed) as f64 / counted;
-    Ok((ratio, scanned.load(Ordering::Relaxed)))
-}
-
-fn hot_set(
-    options: &CacheBenchOptions,
-    progress: &mut dyn FnMut(&str),
-) -> io::Result<(Vec<HotSetRow>, String, DataFile)> {
-    let shape = HotSetShape::of(options);
-    let setup = format!(
-        "{} hot readers, zipf alpha 1.0 over {} blocks of 4 KiB, {} reads each after {} to warm up; one scanner over {} blocks (4x the cache of {} blocks) in 4 KiB reads, one scanned block per hot read",
-        shape.readers,
-        shape.hot_blocks,
-        shape.reads,
-        shape.reads / 2,
-        shape.scan_blocks,
-        shape.scan_blocks / 4
-    );
-    let data = DataFile::new(
-        &options.dir,
-        "flexio-cache-bench-hotset",
-        shape.file_bytes(),
-    )?;
-    let draws = shape.draws();
-    let mut rows = Vec::new();
-    for policy in PolicyName::ALL {
-        progress(&format!("cache: hot set, {policy}"));
-        let mut ratio = [0.0; 2];
-        let mut scanned_blocks = 0;
-        for (phase, scan) in [false, true].into_iter().enumerate() {
-            let config = CacheConfig::new(options.cache_bytes)
-                .policy(policy)
-                .flush_interval(None);
-            let cache = BlockCache::open(&data.0, config).map_err(cache_error)?;
-            let read = |block: u64| -> io::Result<bool> {
-                let mut buf = [0u8; BLOCK];
-                let hit = cache.is_resident(block);
-                cache
-                    .read_at(&mut buf, block * BLOCK as u64)
-                    .map_err(cache_error)?;
-                Ok(hit)
-            };
-            let (hit_ratio, scanned) =
-                hot_phase(&shape, &draws, scan, &read, &|block| read(block).map(drop))?;
-            ratio[phase] = hit_ratio;
-            if scan {
-                scanned_blocks = scanned;
-            }
-        }
-        rows.push(HotSetRow {
-            policy: policy.as_str().to_string(),
-            hit_percent_alone: ratio[0],
-            hit_percent_with_scan: ratio[1],
-            kept: ratio[1] / ratio[0].max(f64::MIN_POSITIVE),
-            scanned_blocks,
-        });
-    }
-    Ok((rows, setup, data))
 }
 
 /// The report as terminal tables.
 pub fn render(report: &CacheBenchReport) -> String {
-    let fmt = |s: &Spread| format!("{:.0} ({:.0}-{:.0})", s.median, s.min, s.max);
+    let mut text = String::new();
+    if !report.files.is_empty() || report.loop_device_note.is_some() {
+        text += &render_smack(report);
+    }
+    if let Some(hits) = &report.hits {
+        text += &render_hits(hits);
+    }
+    if !report.hot_set.is_empty() {
+        text += &render_hot_set(report);
+    }
+    match (&report.serve, &report.serve_note) {
+        (Some(serve), _) => text += &render_serve(serve),
+        (None, Some(note)) => text += &format!("\nserve: {note}\n"),
+        (None, None) => {}
+    }
+    text
+}
+
+fn render_smack(report: &CacheBenchReport) -> String {
     let mut text = format!(
         "S.M.A.C.K.'s table: sequential 4 KiB reads through a {} MiB cache, MiB/s, median (min-max) of {} rounds\n",
         report.cache_bytes / MIB,
         report.runs
     );
     text += &format!(
-        "{:>6}  {:>20}  {:>20}  {:>7}  {:>20}  {:>9}\n",
-        "file", "cold single-block", "cold multi-block", "multi/1", "warm", "from cache"
+        "{:>16}  {:>6}  {:>20}  {:>20}  {:>7}  {:>20}  {:>9}\n",
+        "source", "size", "cold single-block", "cold multi-block", "multi/1", "warm", "from cache"
     );
     for row in &report.files {
         text += &format!(
-            "{:>3}MiB  {:>20}  {:>20}  {:>6.1}x  {:>20}  {:>8.1}%\n",
+            "{:>16}  {:>3}MiB  {:>20}  {:>20}  {:>6.1}x  {:>20}  {:>8.1}%\n",
+            row.source,
             row.file_mib,
             fmt(&row.cold_single_block_mib_s),
             fmt(&row.cold_multi_block_mib_s),
@@ -606,12 +434,24 @@ pub fn render(report: &CacheBenchReport) -> String {
             row.warm_from_cache_percent
         );
     }
-    let hits = &report.hits;
-    text += &format!(
-        "\nhits, one thread: 4 KiB copied out {} MiB/s vs memcpy of 4 KiB {} MiB/s: {:.2}x\n",
+    if let Some(note) = &report.loop_device_note {
+        text += &format!("loop device: {note}\n");
+    }
+    text
+}
+
+fn fmt(s: &Spread) -> String {
+    format!("{:.0} ({:.0}-{:.0})", s.median, s.min, s.max)
+}
+
+fn render_hits(hits: &HitFigures) -> String {
+    let mut text = format!(
+        "\nhits, one thread: 4 KiB copied out {} MiB/s vs memcpy of 4 KiB {} MiB/s: {:.2}x ({:.2}-{:.2}) (fastest of 10 alternating 30 ms windows per round)\n",
         fmt(&hits.copy_out_mib_s),
         fmt(&hits.memcpy_mib_s),
-        hits.copy_out_over_memcpy
+        hits.copy_out_over_memcpy.median,
+        hits.copy_out_over_memcpy.min,
+        hits.copy_out_over_memcpy.max
     );
     let per_s = |s: &Spread| {
         format!(
@@ -632,7 +472,11 @@ pub fn render(report: &CacheBenchReport) -> String {
         per_s(&hits.reference_lookups_per_s_per_thread_all_cores),
         hits.threads
     );
-    text += &format!("\nhot set and scan: {}\n", report.hot_set_setup);
+    text
+}
+
+fn render_hot_set(report: &CacheBenchReport) -> String {
+    let mut text = format!("\nhot set and scan: {}\n", report.hot_set_setup);
     text += &format!(
         "{:>10}  {:>10}  {:>10}  {:>6}  {:>14}\n",
         "policy", "hits alone", "with scan", "kept", "scanned blocks"
@@ -650,5 +494,28 @@ pub fn render(report: &CacheBenchReport) -> String {
             row.scanned_blocks
         );
     }
+    text
+}
+
+fn render_serve(serve: &ServeFigures) -> String {
+    let mut text = format!("\nserve, hot set during a scan: {}\n", serve.setup);
+    text += &format!(
+        "{:>20}  {:>22}  {:>22}  {:>6}  {:>18}\n",
+        "server", "hot req/s alone", "hot req/s with scan", "kept", "scan MiB/s"
+    );
+    for row in &serve.rows {
+        text += &format!(
+            "{:>20}  {:>22}  {:>22}  {:>5.2}x  {:>18}\n",
+            row.server,
+            fmt(&row.hot_alone_requests_per_s),
+            fmt(&row.hot_with_scan_requests_per_s),
+            row.kept,
+            fmt(&row.scan_mib_s)
+        );
+    }
+    text += &format!(
+        "serve --cache over serve, hot requests during the scan: {:.2}x\n",
+        serve.cache_over_plain_with_scan
+    );
     text
 }

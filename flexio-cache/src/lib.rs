@@ -23,7 +23,8 @@
 //! trace     block traces: the ARC paper's .lis files, generated zipf/scan/loop
 //! sim       replays a trace through a policy: hits, misses, hit ratio
 //! cache/    BlockCache: shards of (policy + frames), O_DIRECT device,
-//!           coalesced io_uring reads with read-ahead, write-back
+//!           coalesced io_uring reads with read-ahead, write-back;
+//!           FileCache: the same shards in front of many read-only files
 //! sys/      the only unsafe: aligned buffers, the io_uring batch
 //! ```
 
@@ -37,6 +38,6 @@ pub mod sim;
 mod sys;
 pub mod trace;
 
-pub use cache::{BlockCache, BlockRef, CacheConfig, CacheStats, ReadMode};
+pub use cache::{BlockCache, BlockRef, CacheConfig, CacheStats, CachedFile, FileCache, ReadMode};
 
 pub use error::{Error, Result};

@@ -31,13 +31,18 @@ pub struct BenchArgs {
     /// cp -r, cp -a, rsync -a, tar | tar and xcp); server (`flexio serve`
     /// against nginx under wrk; with --quick a few seconds); schedule
     /// (Cue's k × t grid of `--schedule K,T` beside the meter); pace
-    /// (`flexio copy --rate` over loopback: target against achieved rate).
+    /// (`flexio copy --rate` over loopback: target against achieved rate);
+    /// cache (the block cache: S.M.A.C.K.'s tables, hit costs, a hot set
+    /// through a scan, `serve --cache`; --sizes are its file sizes).
     #[arg(long = "scenario", value_name = "NAME", value_parser = scenario)]
     scenarios: Vec<ScenarioArg>,
     /// The tree scenario's trees at this fraction of their size (1 is
     /// issue 14's: 20 000 files in tree A).
     #[arg(long, default_value_t = 1.0, hide = true)]
     tree_scale: f64,
+    /// The cache scenario's cache size; its hot-set reads scale with it.
+    #[arg(long, value_parser = size, default_value = "16MiB", hide = true)]
+    cache_size: u64,
     /// How long each flow of the pace scenario lasts at its rate.
     #[arg(long, value_parser = seconds, default_value = "10", value_name = "SECONDS")]
     pace_seconds: f64,
@@ -89,6 +94,7 @@ pub struct BenchArgs {
 enum ScenarioArg {
     Matrix(Scenario),
     Tree,
+    Cache,
     Server,
     Schedule,
     Pace,
@@ -110,6 +116,7 @@ fn scenario(text: &str) -> Result<ScenarioArg, String> {
         "tree" => return Ok(ScenarioArg::Tree),
         "server" => return Ok(ScenarioArg::Server),
         "schedule" => return Ok(ScenarioArg::Schedule),
+        "cache" => return Ok(ScenarioArg::Cache),
         _ => {}
     }
     if text == "pace" {
@@ -120,7 +127,7 @@ fn scenario(text: &str) -> Result<ScenarioArg, String> {
         .ok_or_else(|| {
             let names: Vec<_> = Scenario::ALL.iter().map(|s| s.name()).collect();
             format!(
-                "unknown scenario {text:?}; known: {}, tree, server, schedule, pace",
+                "unknown scenario {text:?}; known: {}, tree, server, schedule, pace, cache",
                 names.join(", ")
             )
         })
@@ -159,6 +166,15 @@ pub fn run(args: BenchArgs) -> Result<(), Error> {
             &args.trees,
         )?;
     }
+    if args.scenarios.contains(&ScenarioArg::Cache) {
+        crate::bench_cache::run_scenario(
+            &args.dir,
+            &args.out,
+            args.runs,
+            &args.sizes,
+            args.cache_size,
+        )?;
+    }
     if args.scenarios.contains(&ScenarioArg::Server) {
         crate::bench_server::run(&crate::bench_server::ServerArgs {
             dir: &args.dir,
@@ -180,7 +196,11 @@ pub fn run(args: BenchArgs) -> Result<(), Error> {
         && args.scenarios.iter().all(|s| {
             matches!(
                 s,
-                ScenarioArg::Tree | ScenarioArg::Server | ScenarioArg::Schedule | ScenarioArg::Pace
+                ScenarioArg::Tree
+                    | ScenarioArg::Server
+                    | ScenarioArg::Schedule
+                    | ScenarioArg::Pace
+                    | ScenarioArg::Cache
             )
         })
     {
@@ -191,9 +211,11 @@ pub fn run(args: BenchArgs) -> Result<(), Error> {
         .iter()
         .filter_map(|s| match s {
             ScenarioArg::Matrix(scenario) => Some(*scenario),
-            ScenarioArg::Tree | ScenarioArg::Server | ScenarioArg::Schedule | ScenarioArg::Pace => {
-                None
-            }
+            ScenarioArg::Tree
+            | ScenarioArg::Server
+            | ScenarioArg::Schedule
+            | ScenarioArg::Pace
+            | ScenarioArg::Cache => None,
         })
         .collect();
     if args.meter_child {

@@ -27,9 +27,10 @@ pub struct CacheArgs {
 enum CacheCommand {
     /// Replay a block trace and print hit ratios per policy and cache size.
     Sim(SimArgs),
-    /// The `cache` bench scenario: S.M.A.C.K.'s cold/warm tables,
-    /// single-block vs multi-block reads, hit costs, and a hot set through
-    /// a scan per policy.
+    /// The `cache` bench scenario (an alias of `flexio bench --scenario
+    /// cache` with the scenario's own knobs): S.M.A.C.K.'s cold/warm
+    /// tables, single-block vs multi-block reads, hit costs, and a hot set
+    /// through a scan per policy.
     Bench(CacheBenchArgs),
 }
 
@@ -55,6 +56,13 @@ struct CacheBenchArgs {
     /// Print JSON.
     #[arg(long)]
     json: bool,
+    /// Only these parts: smack (the cold/warm table), hits, hot-set,
+    /// serve [default: all].
+    #[arg(long, value_parser = flexio_bench::cache_bench::Parts::parse, default_value = "smack,hits,hot-set,serve")]
+    parts: flexio_bench::cache_bench::Parts,
+    /// Each timed window of the serve comparison.
+    #[arg(long, value_parser = duration, default_value = "2s")]
+    serve_window: std::time::Duration,
     /// The page-cache side of the hot-set experiment (internal: SHAPE PATH).
     #[arg(long, hide = true, num_args = 2, value_names = ["SHAPE", "PATH"])]
     page_cache_child: Option<Vec<String>>,
@@ -81,6 +89,10 @@ struct SimArgs {
     /// Also draw hit ratio against cache size, one line per policy, as SVG.
     #[arg(long)]
     chart: Option<PathBuf>,
+}
+
+fn duration(text: &str) -> Result<std::time::Duration, String> {
+    flexio::parse_duration(text).map_err(|e| e.to_string())
 }
 
 /// JSON schema version of `flexio cache sim --json`.
@@ -112,15 +124,12 @@ fn bench(args: CacheBenchArgs) -> Result<(), Error> {
         file_sizes_mib: args.files_mib,
         cache_bytes: args.cache_size,
         hot_reads: args.hot_reads.max(1),
+        serve_window: args.serve_window,
+        parts: args.parts,
         ..Default::default()
     };
-    let report = flexio_bench::cache_bench::run(&options, &mut |line| eprintln!("{line}"))
-        .map_err(|source| Error::Io {
-            op: "cache bench",
-            endpoint: args.dir.display().to_string(),
-            offset: None,
-            source,
-        })?;
+    // The same implementation as `flexio bench --scenario cache`.
+    let report = crate::bench_cache::measure(options)?;
     if args.json {
         let text = serde_json::to_string_pretty(&report).expect("json") + "\n";
         crate::print_stdout(&text);

@@ -13,6 +13,7 @@
 #![cfg_attr(test, allow(dead_code))]
 
 mod bench;
+mod bench_cache;
 mod bench_pace;
 mod bench_schedule;
 mod bench_server;

@@ -35,6 +35,14 @@ pub struct ServeArgs {
     /// Connections held at once; more get 503.
     #[arg(long, default_value_t = 1024)]
     max_connections: usize,
+    /// Serve file bodies through a block cache of this size over O_DIRECT
+    /// (copied from its blocks and written, not sent with --via), so a
+    /// client scanning a large file does not evict what others read often.
+    #[arg(long, value_name = "SIZE", value_parser = crate::copy::size)]
+    cache: Option<u64>,
+    /// The cache's eviction policy: lru, clock, sieve, s3-fifo, arc.
+    #[arg(long, value_name = "P", requires = "cache", default_value_t = flexio_cache::policy::PolicyName::DEFAULT)]
+    cache_policy: flexio_cache::policy::PolicyName,
     /// Time a request head may take to arrive (slow clients are cut off).
     #[arg(long, value_parser = duration, default_value = "10s")]
     head_timeout: Duration,
@@ -81,6 +89,9 @@ pub fn run(args: ServeArgs) -> Result<(), Error> {
     config.public = args.public;
     config.workers = args.workers.max(1);
     config.max_connections = args.max_connections.max(1);
+    config.cache = args
+        .cache
+        .map(|bytes| flexio_cache::CacheConfig::new(bytes).policy(args.cache_policy));
     config.head_timeout = args.head_timeout;
     config.idle_timeout = args.idle_timeout;
     config.mechanism = args.via;
@@ -95,8 +106,20 @@ pub fn run(args: ServeArgs) -> Result<(), Error> {
         None => "read-only",
     };
     let server = Server::bind(config).unwrap_or_else(|e| crate::get_cmd::fail(e));
+    let bodies = match server.cache() {
+        Some(cache) => format!(
+            "; file bodies through a {} KiB {} block cache over O_DIRECT, copied from its blocks instead of {}",
+            (cache.capacity_blocks() * cache.block_size()) >> 10,
+            cache.policy(),
+            match args.via {
+                MechanismName::Auto => "sendfile".to_string(),
+                other => other.to_string(),
+            }
+        ),
+        None => String::new(),
+    };
     crate::print_stdout(&format!(
-        "serving {} on http://{}/ ({mode})\n",
+        "serving {} on http://{}/ ({mode}{bodies})\n",
         args.dir.display(),
         server.local_addr()
     ));

@@ -96,14 +96,23 @@ fn cache_bench_measures_every_part_on_tiny_sizes() {
             "--cache-size",
             "1MiB",
         ])
-        .args(["--hot-reads", "300", "--json", "--dir"])
+        .args([
+            "--hot-reads",
+            "300",
+            "--serve-window",
+            "300ms",
+            "--json",
+            "--dir",
+        ])
         .arg(dir.path())
         .output()
         .unwrap();
     assert!(output.status.success(), "{output:?}");
     let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
-    let files = json["files"].as_array().unwrap();
+    let rows = json["files"].as_array().unwrap();
+    let files: Vec<_> = rows.iter().filter(|r| r["source"] == "file").collect();
     assert_eq!(files.len(), 2);
+    assert_loop_device_rows_or_a_reason(&json, dir.path());
     // 2 MiB read in a loop through a 1 MiB cache thrashes: the second pass
     // reads every block from the device again.
     assert_eq!(files[1]["warm_from_cache_percent"], 0.0);
@@ -133,9 +142,169 @@ fn cache_bench_measures_every_part_on_tiny_sizes() {
         assert_eq!(rows[5]["policy"], "page-cache");
         assert!(rows[5]["hit_percent_alone"].as_f64().unwrap() > 0.0);
     }
+    // serve and serve --cache each served the hot set alone and during
+    // the scan, and the scan moved.
+    let serve = &json["serve"]["rows"];
+    assert_eq!(serve.as_array().unwrap().len(), 2, "{}", json["serve_note"]);
+    for row in serve.as_array().unwrap() {
+        for key in [
+            "hot_alone_requests_per_s",
+            "hot_with_scan_requests_per_s",
+            "scan_mib_s",
+        ] {
+            assert!(row[key]["median"].as_f64().unwrap() > 0.0, "{row}");
+        }
+    }
+    let setup = json["serve"]["setup"].as_str().unwrap();
+    assert_eq!(
+        setup.contains("no memory limit"),
+        !rustix::process::geteuid().is_root(),
+        "{setup}"
+    );
     assert_eq!(
         std::fs::read_dir(dir.path()).unwrap().count(),
         0,
         "data files removed"
     );
+}
+
+/// As root, the table has the loop device's rows (one per file size) and
+/// the device is detached afterwards; otherwise the report says why not.
+fn assert_loop_device_rows_or_a_reason(json: &serde_json::Value, dir: &std::path::Path) {
+    let rows = json["files"].as_array().unwrap();
+    let loop_rows: Vec<_> = rows
+        .iter()
+        .filter(|r| r["source"].as_str().unwrap().starts_with("loop /dev/"))
+        .collect();
+    let privileged = std::env::var_os("FLEXIO_TEST_PRIVILEGED").is_some_and(|v| v == "1");
+    if rustix::process::geteuid().is_root() {
+        assert_eq!(loop_rows.len(), 2, "{json}");
+        assert!(
+            loop_rows[0]["cold_multi_block_mib_s"]["median"]
+                .as_f64()
+                .unwrap()
+                > 0.0
+        );
+        let attached = Command::new("losetup").arg("-a").output().unwrap();
+        let attached = String::from_utf8_lossy(&attached.stdout);
+        assert!(
+            !attached.contains(dir.to_str().unwrap()),
+            "the loop device is detached: {attached}"
+        );
+    } else {
+        assert!(!privileged, "FLEXIO_TEST_PRIVILEGED=1 wants the loop rows");
+        assert!(loop_rows.is_empty());
+        let note = json["loop_device_note"].as_str().unwrap();
+        assert!(note.contains("needs root"), "{note}");
+        eprintln!("loop device rows skipped: {note}");
+    }
+}
+
+#[test]
+fn bench_scenario_cache_prints_the_tables_and_writes_cache_json_and_md() {
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let out = dir.path().join("report");
+    let output = flexio()
+        .args([
+            "bench",
+            "--scenario",
+            "cache",
+            "--runs",
+            "1",
+            "--sizes",
+            "1M",
+        ])
+        .args(["--cache-size", "1MiB", "--dir"])
+        .arg(dir.path())
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    let text = String::from_utf8(output.stdout).unwrap();
+    assert!(text.contains("S.M.A.C.K.'s table"), "{text}");
+    let json: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("cache.json")).unwrap()).unwrap();
+    assert_eq!(json["cache_bytes"], 1 << 20);
+    assert_eq!(json["files"][0]["file_mib"], 1);
+    assert!(std::fs::read_to_string(out.join("cache.md"))
+        .unwrap()
+        .contains("S.M.A.C.K."));
+    // Only the report is left: the work directory and the data are gone.
+    assert_eq!(
+        std::fs::read_dir(dir.path()).unwrap().count(),
+        1,
+        "only the report directory is left"
+    );
+}
+
+#[test]
+fn serve_with_cache_says_so_and_serves_the_files_bytes() {
+    use std::io::BufRead;
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let data: Vec<u8> = (0..(3 << 20) + 5)
+        .map(|i: usize| (i * 131 % 251) as u8)
+        .collect();
+    std::fs::write(dir.path().join("data.bin"), &data).unwrap();
+    let mut child = flexio()
+        .arg("serve")
+        .arg(dir.path())
+        .args(["--cache", "1MiB", "--cache-policy", "sieve"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let url = line
+        .split_whitespace()
+        .find(|word| word.starts_with("http://"))
+        .map(|url| url.trim_end_matches('/').to_string());
+    let out = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let fetched = url.as_ref().map(|url| {
+        flexio()
+            .args(["get", "--streams", "2", "--piece-size", "1MiB"])
+            .arg(format!("{url}/data.bin"))
+            .arg(out.path())
+            .output()
+            .unwrap()
+    });
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(
+        line.contains("1024 KiB sieve block cache over O_DIRECT")
+            && line.contains("instead of sendfile"),
+        "{line}"
+    );
+    let fetched = fetched.unwrap();
+    assert!(fetched.status.success(), "{fetched:?}");
+    assert!(std::fs::read(out.path().join("data.bin")).unwrap() == data);
+}
+
+#[test]
+fn cache_bench_parts_runs_only_the_parts_asked_for() {
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let output = flexio()
+        .args(["cache", "bench", "--runs", "1", "--cache-size", "1MiB"])
+        .args(["--parts", "hits", "--json", "--dir"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert!(json["files"].as_array().unwrap().is_empty());
+    assert!(json["hot_set"].as_array().unwrap().is_empty());
+    assert!(json["serve"].is_null());
+    assert!(
+        json["hits"]["copy_out_over_memcpy"]["median"]
+            .as_f64()
+            .unwrap()
+            > 0.0
+    );
+    let output = flexio()
+        .args(["cache", "bench", "--parts", "hits,warp"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2), "{output:?}");
 }

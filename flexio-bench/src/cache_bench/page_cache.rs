@@ -10,6 +10,7 @@ use std::num::NonZeroU64;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
+use super::memory_group::MemoryGroup;
 use super::{hot_phase, CacheBenchOptions, HotSetRow, HotSetShape, BLOCK};
 
 /// The hidden flag of `flexio cache bench` that runs [`child_main`].
@@ -21,8 +22,6 @@ pub const CHILD_FLAG: &str = "--page-cache-child";
 /// cache, said in the report.
 pub(crate) const CHILD_ALLOWANCE: u64 = 2 << 20;
 
-const MEMORY_CGROUP: &str = "/sys/fs/cgroup/memory";
-
 /// Runs the child in a fresh memory cgroup and returns its row; `Err` says
 /// why the page cache was not measured (not root, no cgroup-v1 memory
 /// controller, the child failed).
@@ -31,34 +30,16 @@ pub fn hot_set(
     shape: &HotSetShape,
     path: &Path,
 ) -> Result<HotSetRow, String> {
-    if !rustix::process::geteuid().is_root() {
-        return Err("skipped: a memory cgroup needs root".into());
-    }
-    let root = Path::new(MEMORY_CGROUP);
-    if !root.join("memory.limit_in_bytes").exists() {
-        return Err(format!(
-            "skipped: no cgroup-v1 memory controller at {MEMORY_CGROUP}"
-        ));
-    }
-    let group = root.join(format!("flexio-cache-bench-{}", std::process::id()));
-    std::fs::create_dir(&group).map_err(|e| format!("mkdir {}: {e}", group.display()))?;
-    let result = run_child(options, shape, path, &group);
-    // The child has exited (or was never moved in): the group is empty.
-    if let Err(e) = std::fs::remove_dir(&group) {
-        eprintln!("flexio: could not remove {}: {e}", group.display());
-    }
-    result
+    let group = MemoryGroup::new(
+        "cache-bench-page-cache",
+        options.cache_bytes + CHILD_ALLOWANCE,
+    )?;
+    run_child(shape, path, &group)
+    // The child has exited (or was never moved in): the group is empty
+    // when it is dropped here.
 }
 
-fn run_child(
-    options: &CacheBenchOptions,
-    shape: &HotSetShape,
-    path: &Path,
-    group: &Path,
-) -> Result<HotSetRow, String> {
-    let budget = options.cache_bytes + CHILD_ALLOWANCE;
-    std::fs::write(group.join("memory.limit_in_bytes"), budget.to_string())
-        .map_err(|e| format!("memory.limit_in_bytes: {e}"))?;
+fn run_child(shape: &HotSetShape, path: &Path, group: &MemoryGroup) -> Result<HotSetRow, String> {
     let exe = std::env::current_exe().map_err(|e| format!("current_exe: {e}"))?;
     let shape_json = serde_json::to_string(shape).expect("json");
     let mut child = Command::new(exe)
@@ -70,7 +51,7 @@ fn run_child(
         .map_err(|e| format!("spawn the page-cache child: {e}"))?;
     // The child waits for "go" on stdin, so it reads nothing before it is
     // in the group.
-    let moved = std::fs::write(group.join("cgroup.procs"), child.id().to_string());
+    let moved = group.add(child.id());
     let mut stdin = child.stdin.take().expect("piped");
     if moved.is_ok() {
         let _ = stdin.write_all(b"go\n");
@@ -79,7 +60,7 @@ fn run_child(
     let output = child
         .wait_with_output()
         .map_err(|e| format!("wait for the page-cache child: {e}"))?;
-    moved.map_err(|e| format!("cgroup.procs: {e}"))?;
+    moved?;
     if !output.status.success() {
         return Err(format!("the page-cache child failed: {}", output.status));
     }

@@ -4,11 +4,11 @@
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, Seek, SeekFrom};
-use std::os::fd::AsFd;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use crate::error::{Error, Result};
 use crate::sys::uring::{self, Request};
@@ -18,11 +18,10 @@ use crate::sys::uring::{self, Request};
 /// file.
 const DIRECT_ALIGN: usize = 512;
 
-/// The opened device and what was sent to it.
-pub(crate) struct Device {
-    file: File,
-    pub path: String,
-    pub is_block_device: bool,
+/// What was sent to the devices of one cache (a [`super::FileCache`]
+/// opens one per file; they all count here).
+#[derive(Default)]
+pub(crate) struct IoCounters {
     pub bytes_read: AtomicU64,
     pub bytes_written: AtomicU64,
     pub read_requests: AtomicU64,
@@ -31,11 +30,19 @@ pub(crate) struct Device {
     pub uring_refused: OnceLock<String>,
 }
 
+/// The opened device.
+pub(crate) struct Device {
+    file: File,
+    pub path: String,
+    pub is_block_device: bool,
+    counters: Arc<IoCounters>,
+}
+
 impl Device {
     /// Opens `path` read-write with `O_DIRECT` (or without it when `direct`
     /// is false, for file systems such as tmpfs that refuse it) and returns
     /// it with its current length in bytes.
-    pub fn open(path: &Path, direct: bool) -> Result<(Device, u64)> {
+    pub fn open(path: &Path, direct: bool, counters: Arc<IoCounters>) -> Result<(Device, u64)> {
         let name = path.display().to_string();
         let io = |op, source| Error::Io {
             op,
@@ -55,15 +62,39 @@ impl Device {
         let len = file.seek(SeekFrom::End(0)).map_err(|e| io("lseek", e))?;
         let device = Device {
             file,
-            path: name.clone(),
+            path: name,
             is_block_device: kind.is_block_device(),
-            bytes_read: AtomicU64::new(0),
-            bytes_written: AtomicU64::new(0),
-            read_requests: AtomicU64::new(0),
-            write_requests: AtomicU64::new(0),
-            uring_refused: OnceLock::new(),
+            counters,
         };
         Ok((device, len))
+    }
+
+    /// Opens the file `fd` is open on again, read-only with `O_DIRECT`:
+    /// a description of its own, so the flag does not change how the
+    /// caller's descriptor reads (the engine's direct I/O does the same).
+    /// `label` names it in errors.
+    pub fn reopen_read_only(
+        fd: BorrowedFd<'_>,
+        label: &str,
+        counters: Arc<IoCounters>,
+    ) -> Result<Device> {
+        let proc_path = format!("/proc/self/fd/{}", fd.as_raw_fd());
+        let file = OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_DIRECT)
+            .open(&proc_path)
+            .map_err(|source| Error::Io {
+                op: "reopen O_DIRECT",
+                path: label.to_string(),
+                offset: None,
+                source,
+            })?;
+        Ok(Device {
+            file,
+            path: label.to_string(),
+            is_block_device: false,
+            counters,
+        })
     }
 
     fn error(&self, op: &'static str, offset: u64, source: io::Error) -> Error {
@@ -81,7 +112,7 @@ impl Device {
     pub fn read_at(&self, buf: &mut [u8], offset: u64) -> Result<usize> {
         let mut done = 0;
         while done < buf.len() {
-            self.read_requests.fetch_add(1, Relaxed);
+            self.counters.read_requests.fetch_add(1, Relaxed);
             let n = rustix::io::pread(&self.file, &mut buf[done..], offset + done as u64)
                 .map_err(|e| self.error("pread", offset + done as u64, e.into()))?;
             done += n;
@@ -91,7 +122,7 @@ impl Device {
                 break;
             }
         }
-        self.bytes_read.fetch_add(done as u64, Relaxed);
+        self.counters.bytes_read.fetch_add(done as u64, Relaxed);
         Ok(done)
     }
 
@@ -99,7 +130,7 @@ impl Device {
     pub fn write_at(&self, buf: &[u8], offset: u64) -> Result<()> {
         let mut done = 0;
         while done < buf.len() {
-            self.write_requests.fetch_add(1, Relaxed);
+            self.counters.write_requests.fetch_add(1, Relaxed);
             let n = rustix::io::pwrite(&self.file, &buf[done..], offset + done as u64)
                 .map_err(|e| self.error("pwrite", offset + done as u64, e.into()))?;
             if n == 0 {
@@ -108,24 +139,24 @@ impl Device {
             }
             done += n;
         }
-        self.bytes_written.fetch_add(done as u64, Relaxed);
+        self.counters.bytes_written.fetch_add(done as u64, Relaxed);
         Ok(())
     }
 
     /// Runs a batch with up to `depth` requests in flight through this
     /// thread's io_uring (one request at a time with `pread`/`pwrite` when
-    /// the kernel refuses io_uring; [`Device::uring_refused`] says why).
+    /// the kernel refuses io_uring; [`IoCounters::uring_refused`] says why).
     /// Reads return the bytes read (short only at the end of the file);
     /// writes are completed in full.
     pub fn run_batch(&self, requests: &mut [Request<'_>], depth: usize) -> Result<Vec<usize>> {
         if requests.is_empty() {
             return Ok(Vec::new());
         }
-        let results = if depth > 1 && self.uring_refused.get().is_none() {
+        let results = if depth > 1 && self.counters.uring_refused.get().is_none() {
             match uring::run(self.file.as_fd(), requests, depth) {
                 Ok(results) => Some(results),
                 Err(why) => {
-                    let _ = self.uring_refused.set(why);
+                    let _ = self.counters.uring_refused.set(why);
                     None
                 }
             }
@@ -147,9 +178,9 @@ impl Device {
         for (request, result) in requests.iter_mut().zip(results) {
             match request {
                 Request::Read { offset, buf } => {
-                    self.read_requests.fetch_add(1, Relaxed);
+                    self.counters.read_requests.fetch_add(1, Relaxed);
                     let n = result.map_err(|e| self.error("io_uring read", *offset, e))?;
-                    self.bytes_read.fetch_add(n as u64, Relaxed);
+                    self.counters.bytes_read.fetch_add(n as u64, Relaxed);
                     // A short read before the end of the file: finish it.
                     let rest = if n < buf.len() && n > 0 && n % DIRECT_ALIGN == 0 {
                         self.read_at(&mut buf[n..], *offset + n as u64)?
@@ -159,9 +190,9 @@ impl Device {
                     done.push(n + rest);
                 }
                 Request::Write { offset, buf } => {
-                    self.write_requests.fetch_add(1, Relaxed);
+                    self.counters.write_requests.fetch_add(1, Relaxed);
                     let n = result.map_err(|e| self.error("io_uring write", *offset, e))?;
-                    self.bytes_written.fetch_add(n as u64, Relaxed);
+                    self.counters.bytes_written.fetch_add(n as u64, Relaxed);
                     if n < buf.len() {
                         self.write_at(&buf[n..], *offset + n as u64)?;
                     }

@@ -2,6 +2,8 @@
 //! memory under an eviction policy, read and written through `O_DIRECT`.
 //!
 //! ```text
+//! read_at in 1 block ──► shard.try_hit: seqlock read, no lock ── hit ──► copied out
+//!        └ otherwise ─┐
 //! read_at / block ──► shard(block) mutex ──► policy.get ── hit ──► copy out / BlockRef
 //!                                                  └─ miss ─► read.rs: coalesce runs,
 //!                                                             read ahead, io_uring batch,
@@ -11,9 +13,13 @@
 //! ```
 
 mod device;
+mod files;
+mod hints;
 mod read;
 mod shard;
 mod write_back;
+
+pub use files::{CachedFile, FileCache};
 
 use std::ops::Deref;
 use std::path::Path;
@@ -23,9 +29,11 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use crate::error::{Error, Result};
-use crate::policy::{Frame, PolicyName};
-use device::Device;
-use shard::Shard;
+use crate::policy::{Frame, Key, PolicyName};
+use crate::sys::frames::Arena;
+use device::{Device, IoCounters};
+use read::Source;
+use shard::{ShardCell, ShardGuard};
 
 /// How misses are read from the device.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
@@ -128,12 +136,33 @@ impl CacheConfig {
         self.direct = direct;
         self
     }
+
+    /// The block size and capacity make a cache: a power of two of at
+    /// least 512, and at least one block.
+    fn check(&self) -> Result<()> {
+        let block_size = self.block_size;
+        if !block_size.is_power_of_two() || block_size < 512 {
+            return Err(Error::Usage(format!(
+                "block size {block_size}: a power of two of at least 512, please"
+            )));
+        }
+        if self.capacity_bytes / (block_size as u64) == 0 {
+            return Err(Error::Usage(format!(
+                "cache of {} bytes: at least one block of {block_size}, please",
+                self.capacity_bytes
+            )));
+        }
+        Ok(())
+    }
 }
 
 /// Counters of a [`BlockCache`], summed over its shards.
 #[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct CacheStats {
     /// Block lookups (reads and writes) that found the block resident.
+    /// Hits served without the lock are counted with a relaxed load and
+    /// store, so threads hitting one shard at the same moment may count
+    /// as one.
     pub hits: u64,
     /// Block lookups that did not.
     pub misses: u64,
@@ -160,9 +189,17 @@ pub struct CacheStats {
 
 /// State shared by the cache handle and its flusher thread.
 pub(crate) struct Inner {
-    device: Device,
-    shards: Vec<CacheLinePadded<Mutex<Shard>>>,
+    /// A [`BlockCache`]'s device. A [`FileCache`] has none: each file it
+    /// reads brings its own (see [`Source`]), and its blocks are never
+    /// dirty, so the write path, which uses this one, never runs there.
+    device: Option<Device>,
+    /// What every device of this cache was sent.
+    io: Arc<IoCounters>,
+    shards: Vec<CacheLinePadded<ShardCell>>,
     block_size: usize,
+    /// `block_size.trailing_zeros()`: block numbers are offsets shifted,
+    /// not divided (a 64-bit division costs as much as the rest of a hit).
+    block_shift: u32,
     policy: PolicyName,
     capacity_blocks: usize,
     read_mode: ReadMode,
@@ -186,9 +223,11 @@ pub(crate) struct Inner {
 /// A block cache over one file or block device opened with `O_DIRECT`.
 ///
 /// Reads and writes of any size and offset go through fixed-size blocks
-/// held in memory; a hit costs a mutex and a copy (or, through
-/// [`BlockCache::block`], just the mutex) with no system call and no
-/// allocation. Writes stay in memory, dirty, until the background flusher,
+/// held in memory; a hit costs a copy and, for LRU and ARC or a read
+/// across blocks, its shard's mutex (CLOCK, SIEVE and S3-FIFO serve a read
+/// within one block without it), with no system call and no allocation
+/// ([`BlockCache::block`] borrows the block under the mutex instead of
+/// copying). Writes stay in memory, dirty, until the background flusher,
 /// [`BlockCache::flush`], an eviction or drop writes them back in large
 /// coalesced requests. A crash loses at most the blocks dirtied since the
 /// last write-back, and a block is always written whole (one aligned
@@ -219,7 +258,7 @@ pub struct BlockCache {
 /// so hold it briefly, and drop it before calling the cache again from the
 /// same thread (a call that reaches the same shard would wait for it).
 pub struct BlockRef<'a> {
-    shard: MutexGuard<'a, Shard>,
+    shard: ShardGuard<'a>,
     frame: Frame,
     len: usize,
 }
@@ -243,57 +282,10 @@ impl BlockCache {
     /// least 512 or a capacity under one block; [`Error::Io`] when opening
     /// fails (EINVAL: the file system refuses `O_DIRECT`).
     pub fn open(path: &Path, config: CacheConfig) -> Result<BlockCache> {
-        let block_size = config.block_size;
-        if !block_size.is_power_of_two() || block_size < 512 {
-            return Err(Error::Usage(format!(
-                "block size {block_size}: a power of two of at least 512, please"
-            )));
-        }
-        let capacity_blocks = (config.capacity_bytes / block_size as u64) as usize;
-        if capacity_blocks == 0 {
-            return Err(Error::Usage(format!(
-                "cache of {} bytes: at least one block of {block_size}, please",
-                config.capacity_bytes
-            )));
-        }
-        let (device, len) = Device::open(path, config.direct)?;
-        // A power of two, so picking a shard is a mask, not a division.
-        let shard_count = prev_power_of_two(config.shards.clamp(1, (capacity_blocks / 64).max(1)));
-        let shards = (0..shard_count)
-            .map(|index| {
-                // Spread the remainder so the shards add up to the capacity.
-                let frames = capacity_blocks / shard_count
-                    + usize::from(index < capacity_blocks % shard_count);
-                CacheLinePadded(Mutex::new(Shard::new(
-                    config.policy.build(frames),
-                    block_size,
-                )))
-            })
-            .collect();
-        let (max_blocks, queue_depth) = match config.read_mode {
-            ReadMode::SingleBlock => (1, 1),
-            ReadMode::MultiBlock { max_blocks } => (max_blocks.max(1), config.queue_depth.max(1)),
-        };
-        let inner = Arc::new(Inner {
-            device,
-            shards,
-            block_size,
-            policy: config.policy,
-            capacity_blocks,
-            read_mode: match config.read_mode {
-                ReadMode::SingleBlock => ReadMode::SingleBlock,
-                ReadMode::MultiBlock { .. } => ReadMode::MultiBlock { max_blocks },
-            },
-            readahead_blocks: config.readahead_blocks,
-            queue_depth,
-            len: AtomicU64::new(len),
-            size_lock: Mutex::new(()),
-            streams: Mutex::new(read::Streams::default()),
-            readahead_count: AtomicU64::new(0),
-            deferred_error: Mutex::new(None),
-            flusher: Mutex::new(write_back::FlusherState::default()),
-            flusher_wake: std::sync::Condvar::new(),
-        });
+        config.check()?;
+        let io = Arc::new(IoCounters::default());
+        let (device, len) = Device::open(path, config.direct, Arc::clone(&io))?;
+        let inner = Arc::new(Inner::new(&config, Some(device), len, io));
         let flusher = config
             .flush_interval
             .map(|interval| write_back::spawn_flusher(Arc::clone(&inner), interval));
@@ -331,7 +323,7 @@ impl BlockCache {
     /// # Errors
     /// [`Error::Io`] when reading a missing block from the device fails.
     pub fn read_at(&self, buf: &mut [u8], offset: u64) -> Result<usize> {
-        self.inner.read_at(buf, offset)
+        self.inner.read_at(&self.inner.own_source(), buf, offset)
     }
 
     /// The block numbered `block` (byte offset `block * block_size`),
@@ -359,7 +351,9 @@ impl BlockCache {
     /// measuring: a reader that asks before reading learns whether its
     /// read hit).
     pub fn is_resident(&self, block: u64) -> bool {
-        lock(self.inner.shard_of(block))
+        self.inner
+            .shard_of(block)
+            .lock()
             .policy
             .peek(block)
             .is_some()
@@ -408,34 +402,101 @@ impl Drop for BlockCache {
 }
 
 impl Inner {
+    /// The shards, counters and settings of a cache made by a checked
+    /// `config`, over `device` (of `len` bytes) or none.
+    fn new(config: &CacheConfig, device: Option<Device>, len: u64, io: Arc<IoCounters>) -> Inner {
+        let block_size = config.block_size;
+        let capacity_blocks = (config.capacity_bytes / block_size as u64) as usize;
+        // A power of two, so picking a shard is a mask, not a division.
+        let shard_count = prev_power_of_two(config.shards.clamp(1, (capacity_blocks / 64).max(1)));
+        let arena = Arena::new(capacity_blocks, block_size);
+        let mut first = 0;
+        let shards = (0..shard_count)
+            .map(|index| {
+                // Spread the remainder so the shards add up to the capacity.
+                let frames = capacity_blocks / shard_count
+                    + usize::from(index < capacity_blocks % shard_count);
+                let cell = ShardCell::new(config.policy.build(frames), &arena, first);
+                first += frames;
+                CacheLinePadded(cell)
+            })
+            .collect();
+        let (max_blocks, queue_depth) = match config.read_mode {
+            ReadMode::SingleBlock => (1, 1),
+            ReadMode::MultiBlock { max_blocks } => (max_blocks.max(1), config.queue_depth.max(1)),
+        };
+        Inner {
+            device,
+            io,
+            shards,
+            block_size,
+            block_shift: block_size.trailing_zeros(),
+            policy: config.policy,
+            capacity_blocks,
+            read_mode: match config.read_mode {
+                ReadMode::SingleBlock => ReadMode::SingleBlock,
+                ReadMode::MultiBlock { .. } => ReadMode::MultiBlock { max_blocks },
+            },
+            readahead_blocks: config.readahead_blocks,
+            queue_depth,
+            len: AtomicU64::new(len),
+            size_lock: Mutex::new(()),
+            streams: Mutex::new(read::Streams::default()),
+            readahead_count: AtomicU64::new(0),
+            deferred_error: Mutex::new(None),
+            flusher: Mutex::new(write_back::FlusherState::default()),
+            flusher_wake: std::sync::Condvar::new(),
+        }
+    }
+
     fn len(&self) -> u64 {
         self.len.load(Ordering::Acquire)
     }
 
-    fn shard_of(&self, block: u64) -> &Mutex<Shard> {
+    /// The [`BlockCache`]'s device.
+    fn own_device(&self) -> &Device {
+        self.device
+            .as_ref()
+            .expect("only a BlockCache writes, and it has a device")
+    }
+
+    /// Reads of a [`BlockCache`]: its device, its length, keys from 0.
+    fn own_source(&self) -> Source<'_> {
+        Source {
+            device: self.own_device(),
+            len: self.len(),
+            base: 0,
+        }
+    }
+
+    fn shard_of(&self, key: Key) -> &ShardCell {
         // Runs of 8 blocks share a shard: a multi-block request's blocks
         // are installed with few lock changes, and a scan still spreads.
-        let index = (block >> 3) as usize & (self.shards.len() - 1);
+        // A FileCache's file number (the key's high bits) is mixed in so
+        // that every file's first blocks do not share one shard.
+        let index =
+            ((key >> 3) ^ (key >> files::FILE_KEY_SHIFT)) as usize & (self.shards.len() - 1);
         &self.shards[index].0
     }
 
     fn stats(&self) -> CacheStats {
         let mut stats = CacheStats::default();
-        for shard in &self.shards {
-            let shard = lock(&shard.0);
+        for cell in &self.shards {
+            stats.hits += cell.0.lock_free_hits();
+            let shard = cell.0.lock();
             stats.hits += shard.hits;
             stats.misses += shard.misses;
             stats.evictions += shard.evictions;
             stats.eviction_writebacks += shard.eviction_writebacks;
             stats.dirty_blocks += shard.dirty_count;
         }
-        let device = &self.device;
+        let io = &self.io;
         stats.readahead_blocks = self.readahead_count.load(Ordering::Relaxed);
-        stats.device_bytes_read = device.bytes_read.load(Ordering::Relaxed);
-        stats.device_bytes_written = device.bytes_written.load(Ordering::Relaxed);
-        stats.device_read_requests = device.read_requests.load(Ordering::Relaxed);
-        stats.device_write_requests = device.write_requests.load(Ordering::Relaxed);
-        stats.io_uring_refused = device.uring_refused.get().cloned();
+        stats.device_bytes_read = io.bytes_read.load(Ordering::Relaxed);
+        stats.device_bytes_written = io.bytes_written.load(Ordering::Relaxed);
+        stats.device_read_requests = io.read_requests.load(Ordering::Relaxed);
+        stats.device_write_requests = io.write_requests.load(Ordering::Relaxed);
+        stats.io_uring_refused = io.uring_refused.get().cloned();
         stats
     }
 }

@@ -1,12 +1,15 @@
-//! The read path: hits copied out under their shard's lock; misses gathered,
+//! The read path: hits copied out (without the shard's lock where the
+//! policy allows, see `shard.rs`, else under it); misses gathered,
 //! coalesced into runs of adjacent blocks (plus read-ahead for a sequential
 //! reader), read through one io_uring batch, then installed.
 
 use std::sync::atomic::Ordering;
 
-use super::{lock, BlockRef, Inner, ReadMode, Shard};
+use super::device::Device;
+use super::shard::ShardGuard;
+use super::{lock, BlockRef, Inner, ReadMode};
 use crate::error::{Error, Result};
-use crate::policy::Frame;
+use crate::policy::{Frame, Key};
 use crate::sys::aligned::AlignedBuffer;
 use crate::sys::uring::Request;
 
@@ -40,8 +43,19 @@ impl Streams {
     }
 }
 
-/// A block to load: its number, its shard's write epoch when it was found
-/// missing, and whether the caller asked for it (or it is read-ahead).
+/// Where a read's blocks come from: the device, its length in bytes, and
+/// the key of its block 0 — 0 for a [`super::BlockCache`], a range of its
+/// own for each file of a [`super::FileCache`]. Block `b` of the source is
+/// key `base + b` in the shards and offset `b * block_size` on the device.
+pub(crate) struct Source<'a> {
+    pub device: &'a Device,
+    pub len: u64,
+    pub base: Key,
+}
+
+/// A block to load: its number in the source, its shard's write epoch
+/// when it was found missing, and whether the caller asked for it (or it
+/// is read-ahead).
 #[derive(Clone, Copy)]
 struct Missing {
     block: u64,
@@ -63,20 +77,52 @@ fn copy_out(block: u64, block_size: usize, frame: &[u8], buf: &mut [u8], offset:
 }
 
 impl Inner {
-    pub(super) fn read_at(&self, buf: &mut [u8], offset: u64) -> Result<usize> {
-        let len = self.len();
-        if offset >= len || buf.is_empty() {
+    /// Reads up to `buf.len()` bytes of `src` at `offset`.
+    pub(super) fn read_at(&self, src: &Source<'_>, buf: &mut [u8], offset: u64) -> Result<usize> {
+        if offset >= src.len || buf.is_empty() {
             return Ok(0);
         }
-        let n = buf.len().min((len - offset) as usize);
+        let n = buf.len().min((src.len - offset) as usize);
         let buf = &mut buf[..n];
-        let bs = self.block_size as u64;
-        let (first, last) = (offset / bs, (offset + n as u64 - 1) / bs);
+        let shift = self.block_shift;
+        let (first, last) = (offset >> shift, (offset + n as u64 - 1) >> shift);
+        if first == last {
+            // The common case (a read within one block): no loop, and a hit
+            // is one lookup and one copy, without the lock where the policy
+            // allows (see `shard.rs`).
+            let within = (offset - (first << shift)) as usize;
+            let cell = self.shard_of(src.base + first);
+            if cell.try_hit(src.base + first, within, buf) {
+                return Ok(n);
+            }
+            let mut shard = cell.lock();
+            if let Some(frame) = shard.access(src.base + first) {
+                buf.copy_from_slice(&shard.frame(frame)[within..within + n]);
+                return Ok(n);
+            }
+            shard.misses += 1;
+            let mut missing = vec![Missing {
+                block: first,
+                epoch: shard.write_epoch,
+                wanted: true,
+            }];
+            drop(shard);
+            self.load(src, &mut missing, buf, offset)?;
+            return Ok(n);
+        }
         // Empty until the first miss: a read that hits allocates nothing.
         let mut missing = Vec::new();
         for block in first..=last {
-            let mut shard = lock(self.shard_of(block));
-            match shard.access(block) {
+            let cell = self.shard_of(src.base + block);
+            let start = block << shift;
+            let end = (offset + n as u64).min(start + self.block_size as u64);
+            let from = offset.max(start);
+            let part = &mut buf[(from - offset) as usize..(end - offset) as usize];
+            if cell.try_hit(src.base + block, (from - start) as usize, part) {
+                continue;
+            }
+            let mut shard = cell.lock();
+            match shard.access(src.base + block) {
                 Some(frame) => {
                     copy_out(block, self.block_size, shard.frame(frame), buf, offset);
                 }
@@ -92,20 +138,26 @@ impl Inner {
             }
         }
         if !missing.is_empty() {
-            self.load(&mut missing, buf, offset)?;
+            self.load(src, &mut missing, buf, offset)?;
         }
         Ok(n)
     }
 
     /// Reads the `missing` blocks (and read-ahead) from the device, installs
     /// them, and copies the wanted ones into `buf`.
-    fn load(&self, missing: &mut Vec<Missing>, buf: &mut [u8], offset: u64) -> Result<()> {
+    fn load(
+        &self,
+        src: &Source<'_>,
+        missing: &mut Vec<Missing>,
+        buf: &mut [u8],
+        offset: u64,
+    ) -> Result<()> {
         let max_blocks = match self.read_mode {
             ReadMode::SingleBlock => 1,
             ReadMode::MultiBlock { max_blocks } => max_blocks,
         };
         if max_blocks > 1 {
-            self.add_readahead(missing);
+            self.add_readahead(src, missing);
         }
         // Runs of adjacent blocks, each at most `max_blocks` long.
         let mut runs: Vec<(usize, usize)> = Vec::new(); // (first index, count)
@@ -132,9 +184,9 @@ impl Inner {
                     buf: head,
                 });
             }
-            self.device.run_batch(&mut requests, self.queue_depth)?
+            src.device.run_batch(&mut requests, self.queue_depth)?
         };
-        let len = self.len();
+        let len = src.len;
         let staging = staging.as_mut_slice();
         for (&(start, count), got) in runs.iter().zip(got) {
             for i in 0..count {
@@ -147,18 +199,19 @@ impl Inner {
                     .min(bs)
                     .min(len.saturating_sub(m.block * bs as u64) as usize);
                 block_bytes[valid..].fill(0);
-                let mut shard = lock(self.shard_of(m.block));
-                let installed =
-                    if shard.write_epoch == m.epoch && shard.policy.peek(m.block).is_none() {
-                        let frame = self.admit(&mut shard, m.block);
-                        shard.frame_mut(frame).copy_from_slice(block_bytes);
-                        shard.set_prefetched(frame, !m.wanted);
-                        Some(frame)
-                    } else {
-                        // Resident now (another reader, or a write): its copy
-                        // is the newest.
-                        shard.policy.peek(m.block)
-                    };
+                let key = src.base + m.block;
+                let mut shard = self.shard_of(key).lock();
+                let installed = if shard.write_epoch == m.epoch && shard.policy.peek(key).is_none()
+                {
+                    let frame = self.admit(&mut shard, key);
+                    shard.store(frame, 0, block_bytes);
+                    shard.set_prefetched(key, frame, !m.wanted);
+                    Some(frame)
+                } else {
+                    // Resident now (another reader, or a write): its copy
+                    // is the newest.
+                    shard.policy.peek(key)
+                };
                 if m.wanted {
                     match installed {
                         Some(frame) => copy_out(m.block, bs, shard.frame(frame), buf, offset),
@@ -172,22 +225,27 @@ impl Inner {
 
     /// Appends read-ahead blocks when this miss continues a sequential
     /// stream.
-    fn add_readahead(&self, missing: &mut Vec<Missing>) {
+    fn add_readahead(&self, src: &Source<'_>, missing: &mut Vec<Missing>) {
         let (start, end) = (missing[0].block, missing[missing.len() - 1].block + 1);
-        let total_blocks = self.len().div_ceil(self.block_size as u64);
+        let total_blocks = src.len.div_ceil(self.block_size as u64);
         // Read-ahead beyond a sixteenth of the cache would evict itself
         // before the reader gets to it (S3-FIFO's small queue holds only a
         // tenth), turning every read into a fresh read-ahead.
         let window = self.readahead_blocks.min(self.capacity_blocks / 16) as u64;
         let ahead_end = (end + window).min(total_blocks);
-        let sequential = lock(&self.streams).continues(start, end, ahead_end.max(end));
+        // Streams are told apart by key, so two files' streams never meet.
+        let sequential = lock(&self.streams).continues(
+            src.base + start,
+            src.base + end,
+            src.base + ahead_end.max(end),
+        );
         if !sequential || window == 0 {
             return;
         }
         let mut added = 0;
         for block in end..ahead_end {
-            let shard = lock(self.shard_of(block));
-            if shard.policy.peek(block).is_none() {
+            let shard = self.shard_of(src.base + block).lock();
+            if shard.policy.peek(src.base + block).is_none() {
                 let epoch = shard.write_epoch;
                 missing.push(Missing {
                     block,
@@ -200,20 +258,18 @@ impl Inner {
         self.readahead_count.fetch_add(added, Ordering::Relaxed);
     }
 
-    /// Makes room for `block` in `shard` and returns its frame; a dirty
-    /// victim is written back first. A failed write-back is kept for the
+    /// Makes room for key `block` in `shard` and returns its frame; a dirty
+    /// victim (only a [`super::BlockCache`] has any) is written back first. A failed write-back is kept for the
     /// next flush to report, and the frame is handed over all the same.
-    pub(super) fn admit(&self, shard: &mut Shard, block: u64) -> Frame {
-        let inserted = shard.policy.insert(block);
-        let frame = inserted.frame;
-        shard.set_prefetched(frame, false);
-        if let Some(old) = inserted.evicted {
+    pub(super) fn admit(&self, shard: &mut ShardGuard<'_>, block: u64) -> Frame {
+        let (frame, evicted) = shard.insert(block);
+        if let Some(old) = evicted {
             shard.evictions += 1;
             if shard.is_dirty(frame) {
                 shard.eviction_writebacks += 1;
                 let at = old * self.block_size as u64;
                 let result = self
-                    .device
+                    .own_device()
                     .write_at(shard.frame(frame), at)
                     .and_then(|()| self.trim_after_write(at + self.block_size as u64));
                 shard.mark_clean(frame);
@@ -231,11 +287,11 @@ impl Inner {
         if block >= len.div_ceil(bs) {
             return Err(Error::Usage(format!(
                 "block {block} is past the end of {} ({len} bytes)",
-                self.device.path
+                self.own_device().path
             )));
         }
         let valid = (len - block * bs).min(bs) as usize;
-        let mut shard = lock(self.shard_of(block));
+        let mut shard = self.shard_of(block).lock();
         if let Some(frame) = shard.access(block) {
             return Ok(BlockRef {
                 shard,
@@ -247,11 +303,9 @@ impl Inner {
         // Read before taking a frame: a failed read leaves the cache as it
         // was instead of a frame that claims `block` with other bytes.
         let frame = {
-            let mut staging = self.read_block_from_device(block)?;
+            let staging = self.read_block_from_device(block)?;
             let frame = self.admit(&mut shard, block);
-            shard
-                .frame_mut(frame)
-                .copy_from_slice(staging.as_mut_slice());
+            shard.store(frame, 0, staging.as_slice());
             frame
         };
         Ok(BlockRef {
@@ -266,7 +320,7 @@ impl Inner {
         let bs = self.block_size;
         let mut staging = AlignedBuffer::new(bs, super::shard::FRAME_ALIGN);
         let at = block * bs as u64;
-        let got = self.device.read_at(staging.as_mut_slice(), at)?;
+        let got = self.own_device().read_at(staging.as_mut_slice(), at)?;
         let valid = got.min(self.len().saturating_sub(at) as usize);
         staging.as_mut_slice()[valid..].fill(0);
         Ok(staging)

@@ -1,22 +1,55 @@
 //! One shard of the cache: a policy, the frames it hands out, and which of
-//! them are dirty. The cache keeps several behind their own mutexes, so
-//! readers and writers of different shards never wait for each other.
+//! them are dirty, behind a mutex; and beside the mutex, what a hit needs
+//! to be served without taking it.
+//!
+//! A hit without the lock is a seqlock read ([`ShardCell::try_hit`]): the
+//! sequence number is odd while anyone holds the lock ([`ShardGuard`]
+//! makes it so), and a reader that finds it even, looks the key up in the
+//! [`Hints`], copies the frame and finds the number unchanged knows its
+//! copy is whole and the frame held that key throughout. It then records
+//! the hit in the policy's [`HitMarks`] — so only for policies whose hit is
+//! a mark (CLOCK, SIEVE, S3-FIFO); LRU and ARC hits take the lock. A hit
+//! costs no read-modify-write instruction that way, where the lock costs
+//! two. Anything unusual (a writer at work, a key the hints lost, a frame
+//! filled by read-ahead) falls back to the lock.
 
-use crate::policy::{Frame, Key, Policy};
-use crate::sys::aligned::AlignedBuffer;
+use std::ops::{Deref, DerefMut};
+use std::sync::atomic::{fence, AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use super::hints::Hints;
+use super::lock;
+use crate::policy::{Frame, HitMarks, Key, Policy};
+use crate::sys::frames::{Arena, FrameReader, Frames};
 
 /// Frames are aligned for `O_DIRECT` on any device: 4 KiB covers every
 /// logical block size in use.
 pub(crate) const FRAME_ALIGN: usize = 4096;
 
+/// A shard: the lock-free side, and the locked [`Shard`].
+pub(crate) struct ShardCell {
+    /// Odd while a [`ShardGuard`] is held.
+    seq: AtomicU64,
+    hints: Hints,
+    /// The policy's marks, when a hit is a mark.
+    marks: Option<HitMarks>,
+    /// Frames filled by read-ahead and not read since: their first read is
+    /// their arrival, not a second access (see [`ShardGuard::access`]).
+    /// Only the lock's holder reads or writes these.
+    prefetched: Box<[AtomicBool]>,
+    reader: FrameReader,
+    /// Hits served without the lock. Counted with a relaxed load and
+    /// store, not an atomic add (which would cost what the lock does), so
+    /// threads hitting this shard at the same moment may count as one.
+    lock_free_hits: AtomicU64,
+    shard: Mutex<Shard>,
+}
+
+/// The locked part of a shard.
 pub(crate) struct Shard {
     pub policy: Box<dyn Policy>,
-    data: AlignedBuffer,
-    block_size: usize,
+    frames: Frames,
     dirty: Vec<bool>,
-    /// Frames filled by read-ahead and not read since: their first read is
-    /// their arrival, not a second access (see `Shard::access`).
-    prefetched: Vec<bool>,
     /// Frames made dirty since the last write-back (maybe cleaned since,
     /// maybe listed twice): the write-back sweeps these, not every frame.
     dirty_frames: Vec<Frame>,
@@ -31,51 +64,164 @@ pub(crate) struct Shard {
     pub eviction_writebacks: u64,
 }
 
-impl Shard {
-    pub fn new(policy: Box<dyn Policy>, block_size: usize) -> Shard {
-        let frames = policy.capacity();
-        Shard {
-            data: AlignedBuffer::new(frames * block_size, FRAME_ALIGN.max(block_size)),
-            block_size,
-            dirty: vec![false; frames],
-            prefetched: vec![false; frames],
-            dirty_frames: Vec::new(),
-            dirty_count: 0,
-            write_epoch: 0,
-            hits: 0,
-            misses: 0,
-            evictions: 0,
-            eviction_writebacks: 0,
-            policy,
+/// The shard's lock, held: the sequence number is odd from when it is
+/// taken until it is dropped.
+pub(crate) struct ShardGuard<'a> {
+    cell: &'a ShardCell,
+    shard: MutexGuard<'a, Shard>,
+}
+
+impl ShardCell {
+    /// A shard of `policy`'s capacity over the arena's frames from
+    /// `first` on.
+    pub fn new(policy: Box<dyn Policy>, arena: &Arc<Arena>, first: usize) -> ShardCell {
+        let count = policy.capacity();
+        let frames = Frames::new(arena, first, count);
+        ShardCell {
+            seq: AtomicU64::new(0),
+            hints: Hints::new(count),
+            marks: policy.hit_marks().cloned(),
+            prefetched: (0..count).map(|_| AtomicBool::new(false)).collect(),
+            reader: frames.reader(),
+            lock_free_hits: AtomicU64::new(0),
+            shard: Mutex::new(Shard {
+                policy,
+                frames,
+                dirty: vec![false; count],
+                dirty_frames: Vec::new(),
+                dirty_count: 0,
+                write_epoch: 0,
+                hits: 0,
+                misses: 0,
+                evictions: 0,
+                eviction_writebacks: 0,
+            }),
         }
     }
 
-    pub fn frame(&self, frame: Frame) -> &[u8] {
-        let at = frame as usize * self.block_size;
-        &self.data.as_slice()[at..at + self.block_size]
+    /// Takes the lock.
+    pub fn lock(&self) -> ShardGuard<'_> {
+        let shard = lock(&self.shard);
+        // Only the lock's holder writes `seq`: a plain store suffices.
+        self.seq
+            .store(self.seq.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+        // Whatever the holder writes is ordered after the odd number.
+        fence(Ordering::Release);
+        ShardGuard { cell: self, shard }
     }
 
-    pub fn frame_mut(&mut self, frame: Frame) -> &mut [u8] {
-        let at = frame as usize * self.block_size;
-        &mut self.data.as_mut_slice()[at..at + self.block_size]
+    /// Serves a hit on `key` without the lock: copies `into.len()` bytes of
+    /// its frame from byte `within` and records the hit. `false` when it
+    /// cannot tell (see the module documentation); then nothing was
+    /// recorded and the caller takes the lock.
+    #[inline]
+    pub fn try_hit(&self, key: Key, within: usize, into: &mut [u8]) -> bool {
+        let Some(marks) = &self.marks else {
+            return false;
+        };
+        let before = self.seq.load(Ordering::Acquire);
+        if before & 1 == 1 {
+            return false;
+        }
+        // A block read ahead and not read since has no hint (see
+        // `ShardGuard::set_prefetched`), so its first read takes the lock.
+        let Some(frame) = self.hints.find(key) else {
+            return false;
+        };
+        self.reader.load(frame, within, into);
+        fence(Ordering::Acquire);
+        if self.seq.load(Ordering::Relaxed) != before {
+            return false;
+        }
+        marks.bump(frame);
+        let hits = self.lock_free_hits.load(Ordering::Relaxed);
+        self.lock_free_hits.store(hits + 1, Ordering::Relaxed);
+        true
     }
 
-    /// Looks `block` up; on a hit counts it and tells the policy — unless
+    /// Hits served without the lock so far.
+    pub fn lock_free_hits(&self) -> u64 {
+        self.lock_free_hits.load(Ordering::Relaxed)
+    }
+}
+
+impl Drop for ShardGuard<'_> {
+    fn drop(&mut self) {
+        let seq = &self.cell.seq;
+        seq.store(seq.load(Ordering::Relaxed) + 1, Ordering::Release);
+    }
+}
+
+impl Deref for ShardGuard<'_> {
+    type Target = Shard;
+
+    fn deref(&self) -> &Shard {
+        &self.shard
+    }
+}
+
+impl DerefMut for ShardGuard<'_> {
+    fn deref_mut(&mut self) -> &mut Shard {
+        &mut self.shard
+    }
+}
+
+impl ShardGuard<'_> {
+    /// Looks `key` up; on a hit counts it and tells the policy — unless
     /// this is the first read of a read-ahead block, which only clears the
     /// mark: to the policy, a block read ahead and then read once was read
     /// once, so a scan does not look popular.
-    pub fn access(&mut self, block: Key) -> Option<Frame> {
-        let frame = self.policy.peek(block)?;
-        self.hits += 1;
-        if !std::mem::take(&mut self.prefetched[frame as usize]) {
-            self.policy.touch(frame);
+    pub fn access(&mut self, key: Key) -> Option<Frame> {
+        let frame = self.shard.policy.peek(key)?;
+        self.shard.hits += 1;
+        let prefetched = &self.cell.prefetched[frame as usize];
+        if prefetched.load(Ordering::Relaxed) {
+            prefetched.store(false, Ordering::Relaxed);
+            // Read once now: later hits may go without the lock.
+            self.cell.hints.insert(key, frame);
+        } else {
+            self.shard.policy.touch(frame);
         }
         Some(frame)
     }
 
-    /// Marks `frame` as filled by read-ahead (true) or on demand (false).
-    pub fn set_prefetched(&mut self, frame: Frame, prefetched: bool) {
-        self.prefetched[frame as usize] = prefetched;
+    /// Marks `frame` (holding `key`) as filled by read-ahead (true) or on
+    /// demand (false). A read-ahead block leaves the hints until its first
+    /// read, which must take the lock to count as an arrival, not a hit.
+    pub fn set_prefetched(&mut self, key: Key, frame: Frame, prefetched: bool) {
+        self.cell.prefetched[frame as usize].store(prefetched, Ordering::Relaxed);
+        if prefetched {
+            self.cell.hints.remove(key);
+        } else {
+            self.cell.hints.insert(key, frame);
+        }
+    }
+
+    /// Makes `key` resident in the policy and the hints; returns its frame
+    /// and the key it evicted from that frame, if any.
+    pub fn insert(&mut self, key: Key) -> (Frame, Option<Key>) {
+        let inserted = self.shard.policy.insert(key);
+        if let Some(old) = inserted.evicted {
+            self.cell.hints.remove(old);
+        }
+        self.set_prefetched(key, inserted.frame, false);
+        (inserted.frame, inserted.evicted)
+    }
+}
+
+impl Shard {
+    pub fn frame(&self, frame: Frame) -> &[u8] {
+        self.frames.frame(frame)
+    }
+
+    /// Copies `bytes` into `frame` from byte `within` on.
+    pub fn store(&mut self, frame: Frame, within: usize, bytes: &[u8]) {
+        self.frames.store(frame, within, bytes);
+    }
+
+    /// Zeroes `frame`.
+    pub fn zero(&mut self, frame: Frame) {
+        self.frames.fill(frame, 0);
     }
 
     pub fn is_dirty(&self, frame: Frame) -> bool {
@@ -114,5 +260,61 @@ impl Shard {
     /// Forgets the dirty list once every frame on it was written back.
     pub fn forget_dirty_list(&mut self) {
         self.dirty_frames.retain(|&f| self.dirty[f as usize]);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ShardCell;
+    use crate::policy::PolicyName;
+    use crate::sys::frames::Arena;
+
+    fn filled(policy: PolicyName) -> ShardCell {
+        let cell = ShardCell::new(policy.build(4), &Arena::new(4, 512), 0);
+        let mut guard = cell.lock();
+        for key in 10..14u64 {
+            let (frame, _) = guard.insert(key);
+            guard.store(frame, 0, &[key as u8; 512]);
+        }
+        drop(guard);
+        cell
+    }
+
+    #[test]
+    fn a_hit_is_served_without_the_lock_only_when_nothing_is_in_the_way() {
+        let cell = filled(PolicyName::S3Fifo);
+        let mut buf = [0u8; 100];
+        assert!(cell.try_hit(12, 400, &mut buf));
+        assert_eq!(buf, [12u8; 100]);
+        assert_eq!(cell.lock_free_hits(), 1);
+        assert!(!cell.try_hit(99, 0, &mut buf), "not resident");
+        {
+            let _held = cell.lock();
+            assert!(!cell.try_hit(12, 0, &mut buf), "a writer holds the lock");
+        }
+        assert!(cell.try_hit(12, 0, &mut buf), "the lock was given back");
+        {
+            let mut guard = cell.lock();
+            let frame = guard.policy.peek(13).unwrap();
+            guard.set_prefetched(13, frame, true);
+        }
+        assert!(!cell.try_hit(13, 0, &mut buf), "read ahead, not yet read");
+        assert_eq!(cell.lock().access(13).map(|_| ()), Some(()));
+        assert!(cell.try_hit(13, 0, &mut buf), "read once, now a hit");
+        // An evicted key is not found, and its frame's new key is.
+        let mut guard = cell.lock();
+        let (frame, evicted) = guard.insert(20);
+        guard.store(frame, 0, &[20u8; 512]);
+        drop(guard);
+        assert!(!cell.try_hit(evicted.unwrap(), 0, &mut buf));
+        assert!(cell.try_hit(20, 0, &mut buf));
+        assert_eq!(buf, [20u8; 100]);
+    }
+
+    #[test]
+    fn lru_and_arc_hits_take_the_lock() {
+        for policy in [PolicyName::Lru, PolicyName::Arc] {
+            assert!(!filled(policy).try_hit(12, 0, &mut [0u8; 10]), "{policy}");
+        }
     }
 }

@@ -31,11 +31,11 @@ impl Inner {
             let _size = lock(&self.size_lock);
             let old = self.len();
             if end > old {
-                if self.device.is_block_device {
+                if self.own_device().is_block_device {
                     return Err(Error::Usage(format!(
                         "write of {} bytes at {offset} ends past the end of block device {} ({old} bytes)",
                         data.len(),
-                        self.device.path
+                        self.own_device().path
                     )));
                 }
                 self.len.store(end, Ordering::Release);
@@ -45,7 +45,7 @@ impl Inner {
         let bs = self.block_size as u64;
         for block in offset / bs..=(end - 1) / bs {
             let start = block * bs;
-            let mut shard = lock(self.shard_of(block));
+            let mut shard = self.shard_of(block).lock();
             shard.write_epoch += 1;
             let frame = match shard.access(block) {
                 Some(frame) => frame,
@@ -56,20 +56,23 @@ impl Inner {
                         // Nothing of the old block survives (or there was
                         // none): no need to read it.
                         let frame = self.admit(&mut shard, block);
-                        shard.frame_mut(frame).fill(0);
+                        shard.zero(frame);
                         frame
                     } else {
-                        let mut old = self.read_block_from_device(block)?;
+                        let old = self.read_block_from_device(block)?;
                         let frame = self.admit(&mut shard, block);
-                        shard.frame_mut(frame).copy_from_slice(old.as_mut_slice());
+                        shard.store(frame, 0, old.as_slice());
                         frame
                     }
                 }
             };
             let from = offset.max(start);
             let to = end.min(start + bs);
-            shard.frame_mut(frame)[(from - start) as usize..(to - start) as usize]
-                .copy_from_slice(&data[(from - offset) as usize..(to - offset) as usize]);
+            shard.store(
+                frame,
+                (from - start) as usize,
+                &data[(from - offset) as usize..(to - offset) as usize],
+            );
             shard.mark_dirty(frame);
         }
         Ok(())
@@ -77,7 +80,7 @@ impl Inner {
 
     pub(super) fn flush(&self) -> Result<()> {
         self.write_back()?;
-        self.device.sync()?;
+        self.own_device().sync()?;
         match lock(&self.deferred_error).take() {
             Some(error) => Err(error),
             None => Ok(()),
@@ -92,7 +95,7 @@ impl Inner {
         let bs = self.block_size;
         let max_run = (MAX_WRITE_BYTES / bs).max(1);
         for shard in &self.shards {
-            let mut shard = lock(&shard.0);
+            let mut shard = shard.0.lock();
             let dirty = shard.dirty_blocks();
             if dirty.is_empty() {
                 continue;
@@ -121,7 +124,7 @@ impl Inner {
                     buf: head,
                 });
             }
-            self.device
+            self.own_device()
                 .run_batch(&mut requests, self.queue_depth.max(4))?;
             for &(_, frame) in &dirty {
                 shard.mark_clean(frame);
@@ -140,7 +143,7 @@ impl Inner {
             return Ok(());
         }
         let _size = lock(&self.size_lock);
-        self.device.truncate(self.len())
+        self.own_device().truncate(self.len())
     }
 }
 
@@ -165,7 +168,7 @@ pub(super) fn spawn_flusher(inner: Arc<Inner>, interval: Duration) -> JoinHandle
                     continue;
                 }
                 drop(state);
-                if let Err(error) = inner.write_back().and_then(|()| inner.device.sync()) {
+                if let Err(error) = inner.write_back().and_then(|()| inner.own_device().sync()) {
                     lock(&inner.deferred_error).get_or_insert(error);
                 }
                 next = Instant::now() + interval;

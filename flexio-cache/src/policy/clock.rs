@@ -3,7 +3,9 @@
 //! evict. A block enters with its bit clear, so a block read once leaves on
 //! the hand's next pass.
 
-use super::{checked_capacity, key_map, Frame, Inserted, Key, KeyMap, Policy, PolicyName};
+use super::{
+    checked_capacity, key_map, Frame, HitMarks, Inserted, Key, KeyMap, Policy, PolicyName,
+};
 
 /// CLOCK over `capacity` frames.
 ///
@@ -19,7 +21,7 @@ use super::{checked_capacity, key_map, Frame, Inserted, Key, KeyMap, Policy, Pol
 pub struct Clock {
     map: KeyMap,
     keys: Vec<Key>,
-    referenced: Vec<bool>,
+    referenced: HitMarks,
     hand: u32,
     capacity: u32,
 }
@@ -34,7 +36,7 @@ impl Clock {
         Clock {
             map: key_map(capacity as usize),
             keys: Vec::with_capacity(capacity as usize),
-            referenced: Vec::with_capacity(capacity as usize),
+            referenced: HitMarks::new(capacity as usize, 1),
             hand: 0,
             capacity,
         }
@@ -55,7 +57,7 @@ impl Policy for Clock {
     }
 
     fn touch(&mut self, frame: Frame) {
-        self.referenced[frame as usize] = true;
+        self.referenced.bump(frame);
     }
 
     fn peek(&self, key: Key) -> Option<Frame> {
@@ -66,11 +68,10 @@ impl Policy for Clock {
         assert!(!self.map.contains_key(&key), "clock: key {key} is resident");
         let (frame, evicted) = if self.keys.len() < self.capacity as usize {
             self.keys.push(key);
-            self.referenced.push(false);
             (self.keys.len() as u32 - 1, None)
         } else {
             // At most one full turn clears every bit, so this ends.
-            while std::mem::take(&mut self.referenced[self.hand as usize]) {
+            while self.referenced.take(self.hand) > 0 {
                 self.hand = (self.hand + 1) % self.capacity;
             }
             let frame = self.hand;
@@ -81,6 +82,10 @@ impl Policy for Clock {
         };
         self.map.insert(key, frame);
         Inserted { frame, evicted }
+    }
+
+    fn hit_marks(&self) -> Option<&HitMarks> {
+        Some(&self.referenced)
     }
 
     fn key_of(&self, frame: Frame) -> Option<Key> {

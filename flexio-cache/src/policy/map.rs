@@ -20,12 +20,17 @@ pub(crate) fn key_map(capacity: usize) -> KeyMap {
 #[derive(Default)]
 pub(crate) struct BlockHasher(u64);
 
+/// SplitMix64's finaliser: spreads block numbers over a table.
+pub(crate) fn mix(key: u64) -> u64 {
+    let mut z = key;
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
 impl Hasher for BlockHasher {
     fn finish(&self) -> u64 {
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
+        mix(self.0)
     }
 
     fn write(&mut self, bytes: &[u8]) {

@@ -21,6 +21,7 @@
 
 mod arc;
 mod clock;
+mod hit_marks;
 mod list;
 mod lru;
 mod map;
@@ -29,11 +30,12 @@ mod sieve;
 
 pub use self::arc::Arc;
 pub use clock::Clock;
+pub use hit_marks::HitMarks;
 pub use lru::Lru;
 pub use s3fifo::S3Fifo;
 pub use sieve::Sieve;
 
-pub(crate) use map::{key_map, KeyMap};
+pub(crate) use map::{key_map, mix, KeyMap};
 
 use std::fmt;
 use std::str::FromStr;
@@ -101,6 +103,13 @@ pub trait Policy: Send {
     fn insert(&mut self, key: Key) -> Inserted;
     /// The key resident in `frame`, if any.
     fn key_of(&self, frame: Frame) -> Option<Key>;
+    /// The marks a hit sets, when a hit is nothing more than bumping its
+    /// frame's mark (CLOCK's and SIEVE's bit, S3-FIFO's counter): a cache
+    /// may then record a hit without the policy, so without its lock.
+    /// `None` for policies whose hit moves the block (LRU, ARC).
+    fn hit_marks(&self) -> Option<&HitMarks> {
+        None
+    }
 }
 
 /// The policies this crate implements, by name.

@@ -13,7 +13,9 @@
 //! stops, instead of going on to evict from `S` too: the cache stays full.
 
 use super::list::{Links, List};
-use super::{checked_capacity, key_map, Frame, Inserted, Key, KeyMap, Policy, PolicyName};
+use super::{
+    checked_capacity, key_map, Frame, HitMarks, Inserted, Key, KeyMap, Policy, PolicyName,
+};
 
 /// The counter saturates here (two bits).
 const MAX_FREQUENCY: u8 = 3;
@@ -44,7 +46,7 @@ const PROMOTE_AT: u8 = 2;
 pub struct S3Fifo {
     map: KeyMap,
     keys: Vec<Key>,
-    frequency: Vec<u8>,
+    frequency: HitMarks,
     links: Links,
     small: List,
     main: List,
@@ -66,7 +68,7 @@ impl S3Fifo {
         S3Fifo {
             map: key_map(frames),
             keys: vec![0; frames],
-            frequency: vec![0; frames],
+            frequency: HitMarks::new(frames, MAX_FREQUENCY),
             links: Links::new(frames),
             small: List::default(),
             main: List::default(),
@@ -92,8 +94,8 @@ impl S3Fifo {
     fn evict_small(&mut self) -> Option<(Frame, Key)> {
         while let Some(frame) = self.small.pop_tail(&mut self.links) {
             let index = frame as usize;
-            if self.frequency[index] >= PROMOTE_AT {
-                self.frequency[index] = 0;
+            if self.frequency.get(frame) >= PROMOTE_AT {
+                self.frequency.set(frame, 0);
                 self.main.push_head(&mut self.links, frame);
                 if self.main.len() > self.capacity as usize - self.small_target {
                     return Some(self.evict_main());
@@ -114,8 +116,9 @@ impl S3Fifo {
         loop {
             let frame = self.main.pop_tail(&mut self.links).expect("full");
             let index = frame as usize;
-            if self.frequency[index] > 0 {
-                self.frequency[index] -= 1;
+            let count = self.frequency.get(frame);
+            if count > 0 {
+                self.frequency.set(frame, count - 1);
                 self.main.push_head(&mut self.links, frame);
             } else {
                 let key = self.keys[index];
@@ -140,8 +143,7 @@ impl Policy for S3Fifo {
     }
 
     fn touch(&mut self, frame: Frame) {
-        let count = &mut self.frequency[frame as usize];
-        *count = (*count + 1).min(MAX_FREQUENCY);
+        self.frequency.bump(frame);
     }
 
     fn peek(&self, key: Key) -> Option<Frame> {
@@ -162,7 +164,7 @@ impl Policy for S3Fifo {
         };
         let index = frame as usize;
         self.keys[index] = key;
-        self.frequency[index] = 0;
+        self.frequency.set(frame, 0);
         if self.ghost.take(key) {
             self.main.push_head(&mut self.links, frame);
         } else {
@@ -170,6 +172,10 @@ impl Policy for S3Fifo {
         }
         self.map.insert(key, frame);
         Inserted { frame, evicted }
+    }
+
+    fn hit_marks(&self) -> Option<&HitMarks> {
+        Some(&self.frequency)
     }
 
     fn key_of(&self, frame: Frame) -> Option<Key> {

@@ -8,7 +8,9 @@
 //! soon, a popular old block stays near the tail for good.
 
 use super::list::{Links, List, NIL};
-use super::{checked_capacity, key_map, Frame, Inserted, Key, KeyMap, Policy, PolicyName};
+use super::{
+    checked_capacity, key_map, Frame, HitMarks, Inserted, Key, KeyMap, Policy, PolicyName,
+};
 
 /// SIEVE over `capacity` frames.
 ///
@@ -24,7 +26,7 @@ use super::{checked_capacity, key_map, Frame, Inserted, Key, KeyMap, Policy, Pol
 pub struct Sieve {
     map: KeyMap,
     keys: Vec<Key>,
-    visited: Vec<bool>,
+    visited: HitMarks,
     links: Links,
     queue: List,
     /// The next candidate for eviction, or `NIL` to start at the tail.
@@ -42,7 +44,7 @@ impl Sieve {
         Sieve {
             map: key_map(capacity as usize),
             keys: Vec::with_capacity(capacity as usize),
-            visited: Vec::with_capacity(capacity as usize),
+            visited: HitMarks::new(capacity as usize, 1),
             links: Links::new(capacity as usize),
             queue: List::default(),
             hand: NIL,
@@ -57,7 +59,7 @@ impl Sieve {
             self.hand
         };
         // Each step clears a bit, so at most one lap plus one step.
-        while std::mem::take(&mut self.visited[node as usize]) {
+        while self.visited.take(node) > 0 {
             node = match self.links.prev(node) {
                 NIL => self.queue.tail().expect("full"),
                 prev => prev,
@@ -83,7 +85,7 @@ impl Policy for Sieve {
     }
 
     fn touch(&mut self, frame: Frame) {
-        self.visited[frame as usize] = true;
+        self.visited.bump(frame);
     }
 
     fn peek(&self, key: Key) -> Option<Frame> {
@@ -94,18 +96,21 @@ impl Policy for Sieve {
         assert!(!self.map.contains_key(&key), "sieve: key {key} is resident");
         let (frame, evicted) = if self.keys.len() < self.capacity as usize {
             self.keys.push(key);
-            self.visited.push(false);
             (self.keys.len() as u32 - 1, None)
         } else {
             let frame = self.evict();
             let old = std::mem::replace(&mut self.keys[frame as usize], key);
             self.map.remove(&old);
-            self.visited[frame as usize] = false;
+            self.visited.set(frame, 0);
             (frame, Some(old))
         };
         self.map.insert(key, frame);
         self.queue.push_head(&mut self.links, frame);
         Inserted { frame, evicted }
+    }
+
+    fn hit_marks(&self) -> Option<&HitMarks> {
+        Some(&self.visited)
     }
 
     fn key_of(&self, frame: Frame) -> Option<Key> {

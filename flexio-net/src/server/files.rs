@@ -1,7 +1,8 @@
 //! Answering for one file: validators (ETag, Last-Modified), conditional
 //! requests, ranges (one as 206, several as multipart/byteranges) and the
 //! body itself, sent file→socket by the worker's [`Mover`] (sendfile
-//! unless the server was told otherwise). Heads go out with a plain write.
+//! unless the server was told otherwise) or through the block cache.
+//! Heads go out with a plain write.
 
 use std::os::fd::{AsFd, OwnedFd};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -240,6 +241,11 @@ pub(crate) fn send_body(
     first: u64,
     length: u64,
 ) -> std::io::Result<()> {
+    if let Some(cache) = &exchange.shared.cache {
+        if super::cached_body::send(exchange, cache, file, label, first, length)? {
+            return Ok(());
+        }
+    }
     let source = RangeEnd::with_kind(file.as_fd(), EndpointKind::File, label);
     let sink = RangeEnd::with_kind(
         exchange.connection.stream.as_fd(),

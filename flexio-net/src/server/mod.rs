@@ -6,7 +6,13 @@
 //! through a [`flexio::range::Mover`] each worker keeps — and hands a
 //! kept-alive connection back to the loop. So idle and slow clients cost a
 //! table entry, not a thread, and the number of threads never grows.
+//!
+//! With [`ServeConfig::cache`], file bodies are read through one
+//! [`flexio_cache::FileCache`] over `O_DIRECT` instead ([`cached_body`]):
+//! copied from its blocks and written to the socket, so a client scanning
+//! a large file does not evict what others read often.
 
+mod cached_body;
 mod directory;
 mod event_loop;
 mod files;
@@ -42,6 +48,10 @@ pub struct ServeConfig {
     pub workers: usize,
     /// Connections held at once; past it new ones get 503.
     pub max_connections: usize,
+    /// Serve file bodies through a block cache of this configuration over
+    /// `O_DIRECT` (copied out of its blocks and written) instead of with
+    /// the mechanism; `None` for none.
+    pub cache: Option<flexio_cache::CacheConfig>,
     /// The time a request head may take to arrive, from its first byte
     /// (or from the connection's start for the first request).
     pub head_timeout: Duration,
@@ -88,6 +98,7 @@ impl ServeConfig {
             public: false,
             workers: 8,
             max_connections: 1024,
+            cache: None,
             head_timeout: Duration::from_secs(10),
             idle_timeout: Duration::from_secs(15),
             send_timeout: Duration::from_secs(30),
@@ -118,6 +129,8 @@ pub(crate) struct Shared {
     pub next_token: AtomicU64,
     /// Chunk hashes of unchanged files, for manifests.
     pub hashes: hash_cache::HashCache,
+    /// The block cache file bodies go through, with `config.cache`.
+    pub cache: Option<Arc<flexio_cache::FileCache>>,
     /// The bucket of `rate_total`, shared by every connection.
     pub total_rate: Option<Arc<TokenBucket>>,
     /// Connections waiting for their rate's tokens, for the event loop.
@@ -209,6 +222,23 @@ impl Server {
             .map_err(|e| Error::io("fcntl(O_NONBLOCK)", config.listen.to_string(), None, e))?;
         let epoll = rustix::event::epoll::create(rustix::event::epoll::CreateFlags::CLOEXEC)
             .map_err(|e| Error::io("epoll_create", config.listen.to_string(), None, e))?;
+        if config.cache.is_some()
+            && (config.rate_per_client.is_some() || config.rate_total.is_some())
+        {
+            // Paced bodies go through the mover's token buckets, which the
+            // cache's copy loop does not take part in: refuse rather than
+            // serve faster than asked.
+            return Err(Error::Usage(
+                "--cache cannot be combined with --rate-per-client or --rate-total yet".into(),
+            ));
+        }
+        let cache = match &config.cache {
+            Some(cache) => Some(Arc::new(
+                flexio_cache::FileCache::new(cache.clone())
+                    .map_err(|e| Error::Usage(format!("--cache: {e}")))?,
+            )),
+            None => None,
+        };
         let wake = rustix::event::eventfd(
             0,
             rustix::event::EventfdFlags::CLOEXEC | rustix::event::EventfdFlags::NONBLOCK,
@@ -231,6 +261,7 @@ impl Server {
                 live: Arc::new(AtomicUsize::new(0)),
                 next_token: AtomicU64::new(0),
                 hashes: hash_cache::HashCache::default(),
+                cache,
                 total_rate,
                 deferred: Mutex::new(Vec::new()),
                 wake,
@@ -243,6 +274,13 @@ impl Server {
         self.listener
             .local_addr()
             .unwrap_or(self.shared.config.listen)
+    }
+
+    /// The block cache file bodies go through, when the configuration has
+    /// one: its [`stats`](flexio_cache::FileCache::stats) show what it
+    /// served.
+    pub fn cache(&self) -> Option<Arc<flexio_cache::FileCache>> {
+        self.shared.cache.clone()
     }
 
     /// Answers requests until the process ends.

@@ -97,14 +97,35 @@ pub(crate) fn take_turn(
     );
     let mut request = RangeRequest::new(body.next, 0, Some(length)).via(shared.config.mechanism);
     request.idle_timeout = Some(shared.config.send_timeout);
-    let moved = mover.move_range(&source, &sink, &request, None);
+    // With `--cache`, the turn is read through the block cache and written
+    // from it (`cached_body`); a file it cannot take goes the usual way.
+    let cached = match &shared.cache {
+        Some(cache) => super::cached_body::send_range(
+            cache,
+            &body.file,
+            &body.label,
+            &connection.stream,
+            body.next,
+            length,
+        )
+        .map_err(|e| e.to_string()),
+        None => Ok(false),
+    };
+    let moved = match cached {
+        Ok(true) => Ok(length),
+        Ok(false) => mover
+            .move_range(&source, &sink, &request, None)
+            .map(|report| {
+                for fallback in &report.fallbacks {
+                    eprintln!("flexio serve: {}: fell back: {fallback:?}", body.label);
+                }
+                report.bytes
+            })
+            .map_err(|e| e.to_string()),
+        Err(error) => Err(error),
+    };
     let bytes = match moved {
-        Ok(report) => {
-            for fallback in &report.fallbacks {
-                eprintln!("flexio serve: {}: fell back: {fallback:?}", body.label);
-            }
-            report.bytes
-        }
+        Ok(bytes) => bytes,
         Err(error) => {
             eprintln!(
                 "flexio serve: {} for {}: {error}",
