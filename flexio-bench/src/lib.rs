@@ -19,6 +19,9 @@
 //! charts.rs      SVG charts: lines by size, chunk and flows;
 //!  ├ charts/dots.rs    dot plots by contender for one-size scenarios
 //!  └ charts/legend.rs  a colour and marker per contender, the legend panel
+//! host_bench.rs  the host-to-host scenario: flexio serve + get across a
+//!                veth pair beside rsync, tar | nc, curl/aria2c from nginx,
+//!                iperf3; the OS project's Fig 5 and Fig 6
 //! tune.rs        `flexio tune`: candidates per flow kind and size, run as
 //!                cells, turned into a profile for `auto`
 //! ```
@@ -31,6 +34,7 @@ pub mod cache_bench;
 pub mod charts;
 mod files;
 pub mod fingerprint;
+pub mod host_bench;
 pub mod limits;
 pub mod meter;
 pub mod model;

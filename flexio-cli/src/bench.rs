@@ -28,7 +28,10 @@ pub struct BenchArgs {
     /// Only this scenario (repeatable): file-to-file, file-to-file-durable,
     /// file-to-socket, socket-to-file, file-to-pipe, pipe-to-file, memory, parallel,
     /// meter (the limits always run with these); tree (many files, against
-    /// cp -r, cp -a, rsync -a, tar | tar and xcp).
+    /// cp -r, cp -a, rsync -a, tar | tar and xcp); host-to-host (flexio
+    /// serve + get over a veth pair against the rsync daemon, tar | nc,
+    /// curl and aria2c from nginx and iperf3, then the OS project's Fig 5
+    /// and 6; its file is the first of --sizes, 1 GiB by default).
     #[arg(long = "scenario", value_name = "NAME", value_parser = scenario)]
     scenarios: Vec<ScenarioArg>,
     /// The tree scenario's trees at this fraction of their size (1 is
@@ -62,6 +65,9 @@ pub struct BenchArgs {
     /// `auto (built-in)`, which does not.
     #[command(flatten)]
     choice: crate::profile_cmd::ProfileChoice,
+    /// Do not install missing peers (aria2c, xcp) for the run.
+    #[arg(long, hide = true)]
+    no_install: bool,
     /// The meter co-process (internal).
     #[arg(long, hide = true)]
     meter_child: bool,
@@ -73,18 +79,22 @@ pub struct BenchArgs {
 enum ScenarioArg {
     Matrix(Scenario),
     Tree,
+    HostToHost,
 }
 
 fn scenario(text: &str) -> Result<ScenarioArg, String> {
     if text == "tree" {
         return Ok(ScenarioArg::Tree);
     }
+    if text == "host-to-host" {
+        return Ok(ScenarioArg::HostToHost);
+    }
     Scenario::from_name(text)
         .map(ScenarioArg::Matrix)
         .ok_or_else(|| {
             let names: Vec<_> = Scenario::ALL.iter().map(|s| s.name()).collect();
             format!(
-                "unknown scenario {text:?}; known: {}, tree",
+                "unknown scenario {text:?}; known: {}, tree, host-to-host",
                 names.join(", ")
             )
         })
@@ -122,16 +132,31 @@ pub fn run(args: BenchArgs) -> Result<(), Error> {
             args.cold,
             &args.trees,
         )?;
-        if args.scenarios.iter().all(|s| *s == ScenarioArg::Tree) {
-            return Ok(());
-        }
+    }
+    if args.scenarios.contains(&ScenarioArg::HostToHost) {
+        crate::bench_host::run(&crate::bench_host::HostArgs {
+            dir: &args.dir,
+            out: &args.out,
+            runs: args.runs,
+            file_bytes: args.sizes.first().copied().unwrap_or(1 << 30),
+            tree_scale: args.tree_scale,
+            install: !args.no_install,
+        })?;
+    }
+    if !args.scenarios.is_empty()
+        && args
+            .scenarios
+            .iter()
+            .all(|s| matches!(s, ScenarioArg::Tree | ScenarioArg::HostToHost))
+    {
+        return Ok(());
     }
     let matrix: Vec<Scenario> = args
         .scenarios
         .iter()
         .filter_map(|s| match s {
             ScenarioArg::Matrix(scenario) => Some(*scenario),
-            ScenarioArg::Tree => None,
+            ScenarioArg::Tree | ScenarioArg::HostToHost => None,
         })
         .collect();
     if args.meter_child {

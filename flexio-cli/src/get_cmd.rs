@@ -154,7 +154,7 @@ fn run_tree(args: &GetArgs, options: &GetOptions) -> Result<(), Error> {
     }
     let seconds = report.wall_ns as f64 / 1e9;
     crate::print_stdout(&format!(
-        "{} -> {}: {} files fetched, {} in the tree, {} unchanged, {} directories, {} symlinks in {seconds:.3} s over {} streams, every file fetched BLAKE3-verified{}\n",
+        "{} -> {}: {} files fetched, {} in the tree, {} unchanged, {} directories, {} symlinks in {seconds:.3} s over {} streams, {}{}\n",
         report.url,
         report.destination.display(),
         report.files,
@@ -163,6 +163,7 @@ fn run_tree(args: &GetArgs, options: &GetOptions) -> Result<(), Error> {
         report.directories,
         report.symlinks,
         report.streams,
+        if args.no_verify { "not verified (--no-verify)" } else { "every file fetched BLAKE3-verified" },
         if report.skipped > 0 { format!("; {} special files left out", report.skipped) } else { String::new() },
     ));
     Ok(())

@@ -13,6 +13,7 @@
 #![cfg_attr(test, allow(dead_code))]
 
 mod bench;
+mod bench_host;
 mod bench_tree;
 mod cache_cmd;
 mod copy;

@@ -43,6 +43,18 @@ pub struct ServeArgs {
     /// The file→socket mechanism for bodies.
     #[arg(long, default_value = "auto")]
     via: MechanismName,
+    /// Bytes per read/write or per mapped window of that mechanism (the
+    /// OS project's buffer and map size) [default: the mechanism's own].
+    #[arg(long, value_parser = chunk)]
+    chunk: Option<usize>,
+}
+
+fn chunk(text: &str) -> Result<usize, String> {
+    let size = flexio::parse_size(text).map_err(|e| e.to_string())?;
+    if !(4096..=(64 << 20)).contains(&size) {
+        return Err("--chunk must be between 4KiB and 64MiB".into());
+    }
+    Ok(size as usize)
 }
 
 fn duration(text: &str) -> Result<Duration, String> {
@@ -59,6 +71,7 @@ pub fn run(args: ServeArgs) -> Result<(), Error> {
     config.head_timeout = args.head_timeout;
     config.idle_timeout = args.idle_timeout;
     config.mechanism = args.via;
+    config.chunk = args.chunk;
     if let (Some(path), false) = (&args.token_file, args.read_only) {
         config.token = Some(crate::put_cmd::read_token(path)?);
     }

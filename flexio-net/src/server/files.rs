@@ -245,6 +245,9 @@ pub(crate) fn send_body(
     let mut request =
         RangeRequest::new(first, 0, Some(length)).via(exchange.shared.config.mechanism);
     request.idle_timeout = Some(exchange.shared.config.send_timeout);
+    if let Some(chunk) = exchange.shared.config.chunk {
+        request.params.chunk = chunk;
+    }
     let report = mover
         .move_range(&source, &sink, &request, None)
         .map_err(std::io::Error::other)?;

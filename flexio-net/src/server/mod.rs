@@ -49,6 +49,11 @@ pub struct ServeConfig {
     pub send_timeout: Duration,
     /// The file→socket mechanism for bodies (`auto` is sendfile).
     pub mechanism: MechanismName,
+    /// Bytes per read and write (read-write) or per mapped window (mmap)
+    /// of that mechanism; `None` keeps its default. The OS project's
+    /// buffer size and map size (`flexio bench --scenario host-to-host`,
+    /// Fig 6).
+    pub chunk: Option<usize>,
     /// The token a PUT must bear (`Authorization: Bearer`); without one,
     /// the server is read-only. Loopback only: a bearer token must not
     /// cross a plain link.
@@ -74,6 +79,7 @@ impl ServeConfig {
             idle_timeout: Duration::from_secs(15),
             send_timeout: Duration::from_secs(30),
             mechanism: MechanismName::Auto,
+            chunk: None,
             token: None,
         }
     }
