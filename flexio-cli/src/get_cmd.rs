@@ -11,8 +11,8 @@ use flexio_net::client::{get, GetOptions};
 /// Arguments of `flexio get`.
 #[derive(Args)]
 pub struct GetArgs {
-    /// The `http://` URL of a file, or of a directory (ending in `/`) to
-    /// fetch as a tree.
+    /// The `http://` or `https://` URL of a file, or of a directory
+    /// (ending in `/`) to fetch as a tree.
     url: String,
     /// Where to save it (a directory gets the URL's name inside it);
     /// default: the URL's name here.
@@ -44,6 +44,8 @@ pub struct GetArgs {
     /// Print the report as JSON.
     #[arg(long)]
     json: bool,
+    #[command(flatten)]
+    tls: crate::tls_args::TlsArgs,
 }
 
 fn duration(text: &str) -> Result<Duration, String> {
@@ -75,11 +77,13 @@ pub fn run(args: GetArgs) -> Result<(), Error> {
         fsync: args.fsync,
         resume: args.resume,
     };
+    let (_relay, url) = args.tls.reachable(&args.url, args.timeout)?;
     let path = args.url.split('?').next().unwrap_or_default();
     if path.ends_with('/') {
-        return run_tree(&args, &options);
+        return run_tree(&args, &url, &options);
     }
-    let report = get(&args.url, args.dest.as_deref(), &options).unwrap_or_else(|e| fail(e));
+    let mut report = get(&url, args.dest.as_deref(), &options).unwrap_or_else(|e| fail(e));
+    report.url = args.url.clone();
     if args.json {
         crate::print_stdout(&(serde_json::to_string_pretty(&report).expect("json") + "\n"));
         return Ok(());
@@ -126,7 +130,7 @@ pub fn run(args: GetArgs) -> Result<(), Error> {
 
 /// `flexio get URL/dir/ [DEST]`: the tree, into DEST or the directory's
 /// name here.
-fn run_tree(args: &GetArgs, options: &GetOptions) -> Result<(), Error> {
+fn run_tree(args: &GetArgs, url: &str, options: &GetOptions) -> Result<(), Error> {
     let destination = match &args.dest {
         Some(dest) => dest.clone(),
         None => {
@@ -146,8 +150,9 @@ fn run_tree(args: &GetArgs, options: &GetOptions) -> Result<(), Error> {
             PathBuf::from(std::ffi::OsStr::from_bytes(&name))
         }
     };
-    let report =
-        flexio_net::client::get_tree(&args.url, &destination, options).unwrap_or_else(|e| fail(e));
+    let mut report =
+        flexio_net::client::get_tree(url, &destination, options).unwrap_or_else(|e| fail(e));
+    report.url = args.url.clone();
     if args.json {
         crate::print_stdout(&(serde_json::to_string_pretty(&report).expect("json") + "\n"));
         return Ok(());

@@ -25,6 +25,7 @@ mod profile_cmd;
 mod progress;
 mod put_cmd;
 mod serve_cmd;
+mod tls_args;
 mod tune;
 
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};

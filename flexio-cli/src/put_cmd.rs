@@ -12,7 +12,8 @@ use flexio::Error;
 pub struct PutArgs {
     /// The file to send.
     source: PathBuf,
-    /// The `http://` URL to write it to (loopback only).
+    /// The URL to write it to: `http://` on loopback, or `https://` (with
+    /// --pin or --ca).
     url: String,
     /// A file holding the server's token.
     #[arg(long)]
@@ -24,6 +25,8 @@ pub struct PutArgs {
     /// Print the report as JSON.
     #[arg(long)]
     json: bool,
+    #[command(flatten)]
+    tls: crate::tls_args::TlsArgs,
 }
 
 fn duration(text: &str) -> Result<Duration, String> {
@@ -44,8 +47,10 @@ pub fn read_token(path: &std::path::Path) -> Result<String, Error> {
 /// Runs `flexio put`.
 pub fn run(args: PutArgs) -> Result<(), Error> {
     let token = read_token(&args.token_file)?;
-    let report = flexio_net::client::put(&args.source, &args.url, &token, args.timeout)
+    let (_relay, url) = args.tls.reachable(&args.url, args.timeout)?;
+    let mut report = flexio_net::client::put(&args.source, &url, &token, args.timeout)
         .unwrap_or_else(|e| crate::get_cmd::fail(e));
+    report.url = args.url.clone();
     if args.json {
         crate::print_stdout(&(serde_json::to_string_pretty(&report).expect("json") + "\n"));
     } else {

@@ -22,7 +22,7 @@ pub struct ServeArgs {
     #[arg(long)]
     read_only: bool,
     /// Take PUT uploads bearing this file's token (first line, at least 16
-    /// characters) as `Authorization: Bearer`; loopback only.
+    /// characters) as `Authorization: Bearer`; on loopback or with TLS only.
     #[arg(long)]
     token_file: Option<PathBuf>,
     /// Allow a non-loopback address (no authentication: read-only only).
@@ -47,6 +47,20 @@ pub struct ServeArgs {
     /// OS project's buffer and map size) [default: the mechanism's own].
     #[arg(long, value_parser = chunk)]
     chunk: Option<usize>,
+    /// Serve HTTPS with this certificate chain and private key (two PEM
+    /// files). Bodies then go through rustls: one user-space copy.
+    #[arg(
+        long,
+        value_name = "CERT,KEY",
+        value_delimiter = ',',
+        num_args = 2,
+        conflicts_with = "tls_self_signed"
+    )]
+    tls: Vec<PathBuf>,
+    /// Serve HTTPS with a new self-signed certificate; its SHA-256
+    /// fingerprint is printed once, for `flexio get --pin`.
+    #[arg(long)]
+    tls_self_signed: bool,
 }
 
 fn chunk(text: &str) -> Result<usize, String> {
@@ -72,6 +86,24 @@ pub fn run(args: ServeArgs) -> Result<(), Error> {
     config.idle_timeout = args.idle_timeout;
     config.mechanism = args.via;
     config.chunk = args.chunk;
+    if let [cert, key] = args.tls.as_slice() {
+        config.tls = Some(
+            flexio_net::tls::TlsIdentity::from_pem_files(cert, key)
+                .unwrap_or_else(|e| crate::get_cmd::fail(e)),
+        );
+    } else if args.tls_self_signed {
+        let names = vec![args.listen.ip().to_string(), "localhost".to_string()];
+        config.tls = Some(
+            flexio_net::tls::TlsIdentity::self_signed(&names)
+                .unwrap_or_else(|e| crate::get_cmd::fail(e)),
+        );
+    }
+    let tls_note = config.tls.as_ref().map(|identity| {
+        format!(
+            "TLS certificate SHA-256 {} (flexio get --pin {}); over TLS bodies go through rustls, one user-space copy, not sendfile\n",
+            identity.fingerprint, identity.fingerprint
+        )
+    });
     if let (Some(path), false) = (&args.token_file, args.read_only) {
         config.token = Some(crate::put_cmd::read_token(path)?);
     }
@@ -81,9 +113,11 @@ pub fn run(args: ServeArgs) -> Result<(), Error> {
     };
     let server = Server::bind(config).unwrap_or_else(|e| crate::get_cmd::fail(e));
     crate::print_stdout(&format!(
-        "serving {} on http://{}/ ({mode})\n",
+        "serving {} on {}://{}/ ({mode})\n{}",
         args.dir.display(),
-        server.local_addr()
+        if tls_note.is_some() { "https" } else { "http" },
+        server.local_addr(),
+        tls_note.unwrap_or_default()
     ));
     server.run().unwrap_or_else(|e| crate::get_cmd::fail(e));
     Ok(())

@@ -55,9 +55,12 @@ pub struct ServeConfig {
     /// Fig 6).
     pub chunk: Option<usize>,
     /// The token a PUT must bear (`Authorization: Bearer`); without one,
-    /// the server is read-only. Loopback only: a bearer token must not
-    /// cross a plain link.
+    /// the server is read-only. Loopback or TLS only: a bearer token must
+    /// not cross a plain link.
     pub token: Option<String>,
+    /// Serve TLS on `listen` with this identity ([`crate::tls`]): a front
+    /// terminates TLS and relays to the plain server on loopback.
+    pub tls: Option<crate::tls::TlsIdentity>,
 }
 
 impl ServeConfig {
@@ -81,6 +84,7 @@ impl ServeConfig {
             mechanism: MechanismName::Auto,
             chunk: None,
             token: None,
+            tls: None,
         }
     }
 }
@@ -88,6 +92,9 @@ impl ServeConfig {
 /// A bound server, not yet answering.
 pub struct Server {
     listener: TcpListener,
+    /// With TLS: the public listener of the TLS front (`listener` is then
+    /// the plain server's, on loopback).
+    front: Option<TcpListener>,
     shared: Arc<Shared>,
 }
 
@@ -158,9 +165,9 @@ impl Server {
                 config.listen
             )));
         }
-        if config.token.is_some() && !config.listen.ip().is_loopback() {
+        if config.token.is_some() && !config.listen.ip().is_loopback() && config.tls.is_none() {
             return Err(Error::Usage(format!(
-                "{}: uploads with a token are served on loopback only (the token would cross a plain link; TLS is not implemented)",
+                "{}: uploads with a token are served on loopback or with --tls only (the token would cross a plain link)",
                 config.listen
             )));
         }
@@ -177,8 +184,16 @@ impl Server {
             rustix::fs::Mode::empty(),
         )
         .map_err(|e| Error::io("open", config.root.display().to_string(), None, e))?;
-        let listener = TcpListener::bind(config.listen)
-            .map_err(|e| Error::io("bind", config.listen.to_string(), None, e))?;
+        let (front, plain_address) = match config.tls {
+            Some(_) => {
+                let front = TcpListener::bind(config.listen)
+                    .map_err(|e| Error::io("bind", config.listen.to_string(), None, e))?;
+                (Some(front), SocketAddr::from(([127, 0, 0, 1], 0)))
+            }
+            None => (None, config.listen),
+        };
+        let listener = TcpListener::bind(plain_address)
+            .map_err(|e| Error::io("bind", plain_address.to_string(), None, e))?;
         listener
             .set_nonblocking(true)
             .map_err(|e| Error::io("fcntl(O_NONBLOCK)", config.listen.to_string(), None, e))?;
@@ -186,6 +201,7 @@ impl Server {
             .map_err(|e| Error::io("epoll_create", config.listen.to_string(), None, e))?;
         Ok(Server {
             listener,
+            front,
             shared: Arc::new(Shared {
                 config,
                 root,
@@ -200,7 +216,9 @@ impl Server {
 
     /// The address bound (with the port picked when 0 was asked).
     pub fn local_addr(&self) -> SocketAddr {
-        self.listener
+        self.front
+            .as_ref()
+            .unwrap_or(&self.listener)
             .local_addr()
             .unwrap_or(self.shared.config.listen)
     }
@@ -219,6 +237,22 @@ impl Server {
                 .name(format!("serve-worker-{index}"))
                 .spawn(move || worker::run(&shared, &queue))
                 .map_err(|e| Error::io("spawn", "worker thread", None, e))?;
+        }
+        if let (Some(front), Some(identity)) = (self.front, self.shared.config.tls.clone()) {
+            let config = crate::tls::front::FrontConfig {
+                identity,
+                backend: self
+                    .listener
+                    .local_addr()
+                    .map_err(|e| Error::io("getsockname", "the plain listener", None, e))?,
+                max_connections: self.shared.config.max_connections,
+                handshake_timeout: self.shared.config.head_timeout,
+                idle_timeout: self.shared.config.send_timeout,
+            };
+            std::thread::Builder::new()
+                .name("serve-tls-front".into())
+                .spawn(move || crate::tls::front::run(front, config))
+                .map_err(|e| Error::io("spawn", "TLS front thread", None, e))?;
         }
         event_loop::run(&self.shared, &self.listener, &jobs)
     }
