@@ -159,7 +159,7 @@ fn run_tree(args: &GetArgs, url: &str, options: &GetOptions) -> Result<(), Error
     }
     let seconds = report.wall_ns as f64 / 1e9;
     crate::print_stdout(&format!(
-        "{} -> {}: {} files fetched, {} in the tree, {} unchanged, {} directories, {} symlinks in {seconds:.3} s over {} streams, {}{}\n",
+        "{} -> {}: {} files fetched, {} in the tree, {} unchanged, {} directories, {} symlinks in {seconds:.3} s over {} streams{}, {}{}\n",
         report.url,
         report.destination.display(),
         report.files,
@@ -168,6 +168,7 @@ fn run_tree(args: &GetArgs, url: &str, options: &GetOptions) -> Result<(), Error
         report.directories,
         report.symlinks,
         report.streams,
+        if report.tar_streams > 0 { format!(" ({} directories of small files as one tar stream each)", report.tar_streams) } else { String::new() },
         if args.no_verify { "not verified (--no-verify)" } else { "every file fetched BLAKE3-verified" },
         if report.skipped > 0 { format!("; {} special files left out", report.skipped) } else { String::new() },
     ));

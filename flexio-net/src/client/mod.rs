@@ -7,6 +7,7 @@
 mod connection;
 mod pieces;
 mod resume;
+mod tar_fetch;
 mod tree;
 mod upload;
 mod verify;

@@ -1,0 +1,272 @@
+//! Many small files in one request: a tree get fetches a directory whose
+//! files are all small as `DIR/?tar`, one ustar stream, instead of one GET
+//! per file. The stream is read as untrusted: every header's checksum is
+//! checked, every file must be one the (already checked) manifest lists
+//! under that directory, with the manifest's size, at most once; sizes are
+//! capped before anything is allocated; and the stream must end exactly at
+//! its Content-Length with every listed file seen. Bodies are spliced
+//! socket→file into a [`NewFile`] each, then checked and linked in like a
+//! file fetched alone ([`super::tree::finish`]).
+
+use std::collections::{HashMap, HashSet};
+use std::ffi::OsStr;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::PathBuf;
+
+use flexio::range::{Mover, NewFile};
+
+use super::connection::{Connection, Url};
+use super::pieces::receive;
+use super::tree::{finish, join_label, parent_of, Planned};
+use super::GetOptions;
+use crate::error::{Error, Result};
+use crate::names::percent_encode;
+use crate::tar_stream::BLOCK;
+
+/// Files up to this size are fetched in a directory's tar stream.
+pub(super) const SMALL_FILE: u64 = 64 << 10;
+
+/// The largest PAX extended header read (names and link targets only).
+const MAX_PAX: u64 = 64 << 10;
+
+/// Reads one octal field (NUL- or space-terminated).
+fn octal(field: &[u8]) -> Option<u64> {
+    let text: Vec<u8> = field
+        .iter()
+        .copied()
+        .take_while(|&b| b != 0)
+        .filter(|&b| b != b' ')
+        .collect();
+    if text.is_empty() {
+        return Some(0);
+    }
+    u64::from_str_radix(std::str::from_utf8(&text).ok()?, 8).ok()
+}
+
+fn cstr(field: &[u8]) -> &[u8] {
+    let end = field.iter().position(|&b| b == 0).unwrap_or(field.len());
+    &field[..end]
+}
+
+/// Whether `header`'s checksum field matches its bytes.
+fn checksum_ok(header: &[u8]) -> bool {
+    let sum: u64 = header
+        .iter()
+        .enumerate()
+        .map(|(i, &b)| {
+            if (148..156).contains(&i) {
+                u64::from(b' ')
+            } else {
+                u64::from(b)
+            }
+        })
+        .sum();
+    octal(&header[148..156]) == Some(sum)
+}
+
+/// The `path` record of a PAX extended header's body, if any.
+fn pax_path(body: &[u8]) -> Option<Vec<u8>> {
+    let mut rest = body;
+    let mut path = None;
+    while !rest.is_empty() {
+        let space = rest.iter().position(|&b| b == b' ')?;
+        let length: usize = std::str::from_utf8(&rest[..space]).ok()?.parse().ok()?;
+        if length <= space + 1 || length > rest.len() {
+            return None;
+        }
+        let record = &rest[space + 1..length];
+        let record = record.strip_suffix(b"\n")?;
+        let equals = record.iter().position(|&b| b == b'=')?;
+        if &record[..equals] == b"path" {
+            path = Some(record[equals + 1..].to_vec());
+        }
+        rest = &rest[length..];
+    }
+    path
+}
+
+/// Fetches `files` (every file under the directory `dir`, all small) with
+/// one `DIR/?tar` request over `connection`; each is linked in whole and
+/// checked, or the call fails.
+///
+/// # Errors
+/// [`Error::Protocol`] when the stream is not the listed files: a bad
+/// checksum, an unlisted name, another size, a duplicate, a missing file,
+/// a stream longer or shorter than its Content-Length.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn fetch_directory(
+    connection: &mut Option<Connection>,
+    url: &Url,
+    root: &OwnedFd,
+    dir: &[Vec<u8>],
+    files: &[&Planned],
+    label: &str,
+    options: &GetOptions,
+    mover: &mut Mover,
+) -> Result<()> {
+    let encoded: Vec<String> = dir.iter().map(|p| percent_encode(p)).collect();
+    let target = format!("{}{}/?tar", url.target, encoded.join("/"));
+    let peer = url.with_target(target.clone()).to_string();
+    // Paths inside the stream are relative to `dir`.
+    let listed: HashMap<Vec<u8>, &Planned> = files
+        .iter()
+        .map(|f| (f.parts[dir.len()..].join(&b'/'), *f))
+        .collect();
+    let mut open = match connection.take() {
+        Some(open) => open,
+        None => Connection::open(url, options.timeout)?,
+    };
+    open.send_get(&target, "")?;
+    let response = open.read_response()?;
+    if response.status != 200 {
+        return Err(Error::Status {
+            peer,
+            status: response.status,
+            reason: response.reason,
+        });
+    }
+    let total = response
+        .content_length(&peer)?
+        .ok_or_else(|| Error::protocol(&peer, "a tar stream without Content-Length"))?;
+    let bad = |why: String| Error::protocol(&peer, format!("tar stream: {why}; not committed"));
+    let mut consumed = 0u64;
+    let mut seen: HashSet<Vec<u8>> = HashSet::new();
+    let mut pending_path: Option<Vec<u8>> = None;
+    let mut parent_cache: Option<(Vec<Vec<u8>>, OwnedFd)> = None;
+    loop {
+        if consumed + BLOCK > total {
+            return Err(bad(format!("it ends inside a header at byte {consumed}")));
+        }
+        let header = open.read_small_body(BLOCK)?;
+        consumed += BLOCK;
+        if header.iter().all(|&b| b == 0) {
+            // The end: a second zero block, then nothing.
+            if consumed + BLOCK != total {
+                return Err(bad(format!(
+                    "{total} bytes announced, the end found at {consumed}"
+                )));
+            }
+            let second = open.read_small_body(BLOCK)?;
+            if second.iter().any(|&b| b != 0) {
+                return Err(bad("the end is not two zero blocks".into()));
+            }
+            break;
+        }
+        if !checksum_ok(&header) {
+            return Err(bad(format!(
+                "a header checksum fails at byte {}",
+                consumed - BLOCK
+            )));
+        }
+        let size =
+            octal(&header[124..136]).ok_or_else(|| bad("a size that is not octal".into()))?;
+        let padded = size.next_multiple_of(BLOCK);
+        if consumed + padded > total {
+            return Err(bad(format!(
+                "an entry of {size} bytes runs past the stream's end"
+            )));
+        }
+        let kind = header[156];
+        if kind == b'x' {
+            if size > MAX_PAX {
+                return Err(bad(format!("a PAX header of {size} bytes (cap {MAX_PAX})")));
+            }
+            let body = open.read_small_body(padded)?;
+            consumed += padded;
+            pending_path = pax_path(&body[..size as usize]);
+            continue;
+        }
+        let path = pending_path.take().unwrap_or_else(|| {
+            let (name, prefix) = (cstr(&header[0..100]), cstr(&header[345..500]));
+            if prefix.is_empty() {
+                name.to_vec()
+            } else {
+                [prefix, b"/", name].concat()
+            }
+        });
+        if kind != b'0' && kind != 0 {
+            // Directories were made and symlinks are made from the
+            // manifest; their headers carry no body.
+            if size != 0 {
+                return Err(bad(format!("a non-file entry with {size} bytes")));
+            }
+            continue;
+        }
+        let Some(entry) = listed.get(&path) else {
+            return Err(bad(format!(
+                "{:?} is not a file the manifest lists here",
+                String::from_utf8_lossy(&path)
+            )));
+        };
+        if entry.size != size {
+            return Err(bad(format!(
+                "{:?} has {size} bytes, the manifest says {}",
+                String::from_utf8_lossy(&path),
+                entry.size
+            )));
+        }
+        if !seen.insert(path.clone()) {
+            return Err(bad(format!("{:?} twice", String::from_utf8_lossy(&path))));
+        }
+        let shown = join_label(label, &entry.parts);
+        let parents = entry.parts[..entry.parts.len() - 1].to_vec();
+        if parent_cache
+            .as_ref()
+            .is_none_or(|(cached, _)| *cached != parents)
+        {
+            let (parent, _) = parent_of(root, &entry.parts, label)?;
+            parent_cache = Some((parents, parent));
+        }
+        let parent = &parent_cache.as_ref().expect("just set").1;
+        let name = entry.parts.last().expect("a checked path has a component");
+        let destination = PathBuf::from(format!("/proc/self/fd/{}", parent.as_raw_fd()))
+            .join(OsStr::from_bytes(name));
+        let file = NewFile::create(&destination, entry.mode & 0o777)?;
+        if size > 0 {
+            receive(&open, file.fd(), &shown, 0, size, size, options, mover)?;
+            if padded > size {
+                open.read_small_body(padded - size)?;
+            }
+        }
+        consumed += padded;
+        finish(file, entry, shown, options)?;
+    }
+    if seen.len() != listed.len() {
+        return Err(bad(format!(
+            "{} of the {} listed files were in it",
+            seen.len(),
+            listed.len()
+        )));
+    }
+    if !response.closes() {
+        *connection = Some(open);
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pax_records_give_the_path_and_reject_bad_lengths() {
+        assert_eq!(pax_path(b"13 path=a/b\n").as_deref(), Some(&b"a/b"[..]));
+        assert_eq!(pax_path(b"99 path=a/b\n"), None);
+        assert_eq!(pax_path(b"3 x\n"), None);
+    }
+
+    #[test]
+    fn octal_fields_and_checksums() {
+        assert_eq!(octal(b"0000644\0"), Some(0o644));
+        assert_eq!(octal(b"\0\0\0"), Some(0));
+        assert_eq!(octal(b"12x\0"), None);
+        let mut header = vec![0u8; 512];
+        header[..4].copy_from_slice(b"name");
+        let sum: u64 = header.iter().map(|&b| u64::from(b)).sum::<u64>() + 8 * u64::from(b' ');
+        header[148..155].copy_from_slice(format!("{sum:06o}\0").as_bytes());
+        assert!(checksum_ok(&header));
+        header[0] = b'N';
+        assert!(!checksum_ok(&header));
+    }
+}
