@@ -68,6 +68,9 @@ pub struct BenchArgs {
     /// Do not install missing peers (aria2c, xcp) for the run.
     #[arg(long, hide = true)]
     no_install: bool,
+    /// The host-to-host scenario without the OS project's Fig 5 and Fig 6.
+    #[arg(long)]
+    no_figures: bool,
     /// The meter co-process (internal).
     #[arg(long, hide = true)]
     meter_child: bool,
@@ -141,6 +144,7 @@ pub fn run(args: BenchArgs) -> Result<(), Error> {
             file_bytes: args.sizes.first().copied().unwrap_or(1 << 30),
             tree_scale: args.tree_scale,
             install: !args.no_install,
+            figures: !args.no_figures,
         })?;
     }
     if !args.scenarios.is_empty()

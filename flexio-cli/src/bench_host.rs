@@ -24,6 +24,8 @@ pub struct HostArgs<'a> {
     pub tree_scale: f64,
     /// Install aria2c with apt-get when it is missing (root).
     pub install: bool,
+    /// Also Fig 5 and Fig 6.
+    pub figures: bool,
 }
 
 fn io_error(op: &'static str, path: &Path, source: std::io::Error) -> Error {
@@ -76,7 +78,7 @@ pub fn run(args: &HostArgs<'_>) -> Result<(), Error> {
         tree_scale: args.tree_scale,
         streams: 4,
         namespaces: true,
-        figures: true,
+        figures: args.figures,
     };
     let result = host_bench::run(&options);
     let _ = std::fs::remove_dir_all(&work);
