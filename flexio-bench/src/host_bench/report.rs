@@ -366,13 +366,15 @@ fn draw_fig5(svg: &mut String, results: &HostResults) -> Drawn {
         .draw()?;
     for (index, name) in series.iter().enumerate() {
         let color = PALETTE[index % PALETTE.len()];
+        // Each series a little apart, so whiskers at one x do not overlap.
+        let nudge = (index as f64 - (series.len() as f64 - 1.0) / 2.0) * 0.025;
         let points: Vec<(f64, &HostTiming)> = workloads
             .iter()
             .enumerate()
             .filter_map(|(x, w)| {
                 fig.iter()
                     .find(|t| &t.workload == w && &t.contender == name)
-                    .map(|t| (x as f64, *t))
+                    .map(|t| (x as f64 + nudge, *t))
             })
             .collect();
         chart

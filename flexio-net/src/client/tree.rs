@@ -166,7 +166,6 @@ pub fn get_tree(url: &str, destination: &Path, options: &GetOptions) -> Result<T
                             inside,
                             &label,
                             options,
-                            &mut mover,
                         )
                         .map(|()| Fetched::New),
                     };
