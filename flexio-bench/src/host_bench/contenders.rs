@@ -137,6 +137,28 @@ pub(super) fn main_part(
             own_timer: None,
         });
     }
+    // The same client against flexio serve as against nginx: on one host
+    // the receiver's kernel work is partly charged to the sender (a
+    // splicing flexio get makes nginx spend 3× the CPU curl does), so the
+    // servers' CPU is compared under one client.
+    if available("curl", "--version") {
+        let port = flexio.port;
+        contenders.push(Contender {
+            name: "curl (flexio serve)".into(),
+            server: ServerSide::Running(flexio.clone()),
+            client: Box::new(move |link, workload, copies| {
+                let mut command = link.client_command("curl");
+                command
+                    .args(["-sS", "--fail", "-o"])
+                    .arg(copies.join(&workload.path))
+                    .arg(url(link, port, workload));
+                command
+            }),
+            trees: false,
+            writes: true,
+            own_timer: None,
+        });
+    }
     match start_nginx(link, served, logs) {
         Ok(nginx) => nginx_clients(&mut contenders, &nginx, options.streams, skipped),
         Err(why) => {

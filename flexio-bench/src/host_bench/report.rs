@@ -145,18 +145,25 @@ fn targets(timings: &[HostTiming]) -> String {
     text += &line("tree B", "tar | nc", 1.0);
     text += &line("tree A", "tar | nc", 1.0);
     let rows = rows(timings, "host-to-host", file);
-    for peer in ["aria2c", "curl"] {
+    for (ours, theirs, client) in [
+        ("curl (flexio serve)", "curl (nginx)", "both under curl"),
+        (
+            REFERENCE,
+            "aria2c",
+            "flexio get against aria2c: clients differ",
+        ),
+    ] {
         match (
-            find(&rows, REFERENCE).and_then(HostTiming::server_cpu_per_gib),
-            find(&rows, peer).and_then(HostTiming::server_cpu_per_gib),
+            find(&rows, ours).and_then(HostTiming::server_cpu_per_gib),
+            find(&rows, theirs).and_then(HostTiming::server_cpu_per_gib),
         ) {
             (Some(flexio), Some(nginx)) => {
                 text += &format!(
-                    "  {file}: server CPU {flexio:.3} s/GiB against nginx's {nginx:.3} under {peer} (target ≤): {}\n",
+                    "  {file}: flexio serve's CPU {flexio:.3} s/GiB against nginx's {nginx:.3}, {client} (target ≤): {}\n",
                     if flexio <= nginx { "met" } else { "MISSED" }
                 )
             }
-            _ => text += &format!("  {file}: server CPU against nginx under {peer}: not measured\n"),
+            _ => text += &format!("  {file}: server CPU, {client}: not measured\n"),
         }
     }
     text
