@@ -189,8 +189,8 @@ pub enum Trust {
 const BUFFER: usize = 64 << 10;
 
 /// Moves bytes both ways between a TLS session on `outer` and a plain
-/// socket `inner` until both directions have ended, or nothing moves for
-/// `idle`. One thread, `poll(2)` on both sockets; every byte is copied once
+/// socket `inner` until the plain side has ended and everything it sent
+/// is out, or nothing moves for `idle`. One thread, `poll(2)` on both sockets; every byte is copied once
 /// through `buffer` (plain side) and once through rustls (TLS side).
 ///
 /// # Errors
@@ -222,7 +222,10 @@ pub(crate) fn pump(
                 Err(e) => return Err(e),
             }
         }
-        if outer_done && inner_done && !tls.wants_write() {
+        // The plain side closing ends the exchange (HTTP closes a
+        // connection only when done with it): once close_notify is out,
+        // do not wait for the TLS peer to close too.
+        if inner_done && !tls.wants_write() {
             return Ok(());
         }
         let mut outer_events = PollFlags::empty();
