@@ -53,7 +53,7 @@ pub struct ServeArgs {
         long,
         value_name = "CERT,KEY",
         value_delimiter = ',',
-        num_args = 2,
+        num_args = 1,
         conflicts_with = "tls_self_signed"
     )]
     tls: Vec<PathBuf>,
@@ -86,6 +86,9 @@ pub fn run(args: ServeArgs) -> Result<(), Error> {
     config.idle_timeout = args.idle_timeout;
     config.mechanism = args.via;
     config.chunk = args.chunk;
+    if !matches!(args.tls.len(), 0 | 2) {
+        return Err(Error::Usage("--tls takes two PEM files: CERT,KEY".into()));
+    }
     if let [cert, key] = args.tls.as_slice() {
         config.tls = Some(
             flexio_net::tls::TlsIdentity::from_pem_files(cert, key)

@@ -231,3 +231,89 @@ fn a_bearer_token_is_taken_over_tls_and_refused_on_a_plain_public_address() {
     assert!(output.status.success(), "{}", stderr(&output));
     assert!(std::fs::read(served.join("uploaded")).unwrap() == bytes);
 }
+
+/// Makes a CA and a server certificate for 127.0.0.1 signed by it (with
+/// openssl) in `dir`: `ca.pem`, `server.pem`, `server.key`; and an
+/// unrelated CA, `other-ca.pem`. `false` (printing why) without openssl.
+fn make_certificates(dir: &std::path::Path) -> bool {
+    let script = r#"set -e
+cd "$1"
+for ca in ca other-ca; do
+  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout $ca.key -out $ca.pem -days 2 \
+    -subj /CN=$ca -addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign 2>/dev/null
+done
+openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout server.key -out server.csr -subj /CN=127.0.0.1 2>/dev/null
+printf 'subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\nkeyUsage=digitalSignature\nextendedKeyUsage=serverAuth\n' > ext
+openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out server.pem -days 2 -extfile ext 2>/dev/null
+"#;
+    match std::process::Command::new("sh")
+        .arg("-c")
+        .arg(script)
+        .arg("sh")
+        .arg(dir)
+        .status()
+    {
+        Ok(status) if status.success() => true,
+        _ => {
+            eprintln!("skipped: openssl cannot make the test certificates");
+            false
+        }
+    }
+}
+
+#[test]
+fn a_certificate_from_files_is_trusted_through_its_ca_and_not_another() {
+    let dir = tempfile::tempdir().unwrap();
+    if !make_certificates(dir.path()) {
+        return;
+    }
+    let served = dir.path().join("served");
+    std::fs::create_dir_all(&served).unwrap();
+    let bytes = random_bytes(1 << 20);
+    std::fs::write(served.join("file"), &bytes).unwrap();
+    let files = format!(
+        "{},{}",
+        dir.path().join("server.pem").display(),
+        dir.path().join("server.key").display()
+    );
+    let mut child = flexio()
+        .arg("serve")
+        .arg(&served)
+        .args(["--tls", &files])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    let _server = Serving(child);
+    let url = first
+        .split_whitespace()
+        .find(|word| word.starts_with("https://"))
+        .unwrap_or_else(|| panic!("no https URL in {first:?}"))
+        .trim_end_matches('/')
+        .to_string();
+    let copy = dir.path().join("copy");
+    let output = flexio()
+        .arg("get")
+        .arg("--ca")
+        .arg(dir.path().join("ca.pem"))
+        .arg(format!("{url}/file"))
+        .arg(&copy)
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(std::fs::read(&copy).unwrap() == bytes);
+    let refused = dir.path().join("refused");
+    let output = flexio()
+        .arg("get")
+        .arg("--ca")
+        .arg(dir.path().join("other-ca.pem"))
+        .arg(format!("{url}/file"))
+        .arg(&refused)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    assert!(!refused.exists());
+}
