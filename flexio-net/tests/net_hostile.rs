@@ -1047,6 +1047,10 @@ fn a_tar_stream_that_is_not_the_manifests_files_commits_nothing() {
         (tar_of(&[("a", a)]), "missing"),
         (huge, "a size past the stream's end"),
         (bad_sum, "checksum"),
+        (
+            tar_of(&[("a", b"ALPHA"), ("b", b)]),
+            "other bytes of the right size",
+        ),
     ] {
         let manifest = manifest.clone();
         let address = fake_server(8, move |_, mut stream| {
@@ -1071,7 +1075,12 @@ fn a_tar_stream_that_is_not_the_manifests_files_commits_nothing() {
             &quick(2),
         )
         .unwrap_err();
-        assert!(error.to_string().contains("tar stream"), "{why}: {error}");
+        let expected = if why.starts_with("other bytes") {
+            "differs from the server's manifest"
+        } else {
+            "tar stream"
+        };
+        assert!(error.to_string().contains(expected), "{why}: {error}");
         // Only files the manifest lists, whole and verified, are at a name
         // (those before the bad entry); nothing else.
         for name in names_in(&out.path().join("copy/d")) {

@@ -28,6 +28,9 @@ use crate::tar_stream::BLOCK;
 /// Files up to this size are fetched in a directory's tar stream.
 pub(super) const SMALL_FILE: u64 = 64 << 10;
 
+// A small file is one manifest chunk: its hash is taken from the buffer.
+const _: () = assert!(SMALL_FILE <= crate::manifest::CHUNK_SIZE);
+
 /// The largest PAX extended header read (names and link targets only).
 const MAX_PAX: u64 = 64 << 10;
 
@@ -302,13 +305,18 @@ pub(super) fn fetch_directory(
         let destination = PathBuf::from(format!("/proc/self/fd/{}", parent.as_raw_fd()))
             .join(OsStr::from_bytes(name));
         let file = NewFile::create(&destination, entry.mode & 0o777)?;
+        let mut hashes = Vec::new();
         if size > 0 {
             // Small by the manifest (checked when the job was made), so it
-            // fits the buffer with its padding.
-            let body = reader.take(padded as usize)?;
-            write_all(file.fd(), &body[..size as usize], &shown)?;
+            // is one chunk and fits the buffer with its padding; hashed
+            // from the buffer, not read back.
+            let body = &reader.take(padded as usize)?[..size as usize];
+            write_all(file.fd(), body, &shown)?;
+            if options.verify {
+                hashes.push(blake3::hash(body).to_hex().to_string());
+            }
         }
-        finish(file, entry, shown, options)?;
+        finish(file, entry, shown, options, Some(hashes))?;
     }
     if seen.len() != listed.len() {
         return Err(bad(format!(

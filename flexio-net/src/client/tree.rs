@@ -522,22 +522,30 @@ fn fetch_file(
     if !response.closes() {
         *connection = Some(open);
     }
-    finish(file, entry, shown, options)?;
+    finish(file, entry, shown, options, None)?;
     Ok(Fetched::New)
 }
 
 /// Checks a received file against the manifest (unless `--no-verify`),
-/// gives it the manifest's mtime and links it in.
+/// gives it the manifest's mtime and links it in. `hashes` are its chunk
+/// hashes when the caller took them from the bytes it wrote; otherwise the
+/// file is read back and hashed.
 pub(super) fn finish(
     file: NewFile,
     entry: &Planned,
     shown: String,
     options: &GetOptions,
+    hashes: Option<Vec<String>>,
 ) -> Result<()> {
     if options.verify {
-        let hashes =
-            chunk_hashes(file.fd(), entry.size).map_err(|e| Error::io("read", &shown, None, e))?;
-        if let Some(chunk) = (0..hashes.len()).find(|&i| hashes[i] != entry.blake3[i]) {
+        let hashes = match hashes {
+            Some(hashes) => hashes,
+            None => chunk_hashes(file.fd(), entry.size)
+                .map_err(|e| Error::io("read", &shown, None, e))?,
+        };
+        if let Some(chunk) = (0..hashes.len().max(entry.blake3.len()))
+            .find(|&i| hashes.get(i) != entry.blake3.get(i))
+        {
             return Err(Error::VerifyMismatch {
                 path: shown,
                 chunk,
