@@ -26,6 +26,9 @@
 //! cue.rs         Cue's tables, printed beside the scenarios that repeat them
 //! pace_bench.rs  the `pace` scenario: `flexio copy --rate` as a process
 //!                over loopback, clocked by a receiver here
+//! host_bench.rs  the host-to-host scenario: flexio serve + get across a
+//!                veth pair beside rsync, tar | nc, curl/aria2c from nginx,
+//!                iperf3; the OS project's Fig 5 and Fig 6
 //! tune.rs        `flexio tune`: candidates per flow kind and size, run as
 //!                cells, turned into a profile for `auto`
 //!  └ select.rs   a winner per size (ties within the noise band go to less
@@ -41,6 +44,7 @@ pub mod charts;
 pub mod cue;
 mod files;
 pub mod fingerprint;
+pub mod host_bench;
 pub mod limits;
 pub mod meter;
 pub mod model;

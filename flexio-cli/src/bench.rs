@@ -33,7 +33,11 @@ pub struct BenchArgs {
     /// (Cue's k × t grid of `--schedule K,T` beside the meter); pace
     /// (`flexio copy --rate` over loopback: target against achieved rate);
     /// cache (the block cache: S.M.A.C.K.'s tables, hit costs, a hot set
-    /// through a scan, `serve --cache`; --sizes are its file sizes).
+    /// through a scan, `serve --cache`; --sizes are its file sizes);
+    /// host-to-host (flexio serve + get over a veth pair against the rsync
+    /// daemon, tar | nc, curl and aria2c from nginx and iperf3, then the OS
+    /// project's Fig 5 and 6; its file is the first of --sizes, 1 GiB by
+    /// default).
     #[arg(long = "scenario", value_name = "NAME", value_parser = scenario)]
     scenarios: Vec<ScenarioArg>,
     /// The tree scenario's trees at this fraction of their size (1 is
@@ -49,6 +53,12 @@ pub struct BenchArgs {
     /// The pace scenario's rates.
     #[arg(long, value_delimiter = ',', value_name = "LIST", default_value = "10M,100M,1G", value_parser = rate)]
     pace_rates: Vec<flexio::pace::Rate>,
+    /// Do not install missing peers (aria2c, xcp) for the run.
+    #[arg(long, hide = true)]
+    no_install: bool,
+    /// The host-to-host scenario without the OS project's Fig 5 and Fig 6.
+    #[arg(long)]
+    no_figures: bool,
     /// The tree scenario with the page cache dropped before each run (root).
     #[arg(long)]
     cold: bool,
@@ -88,16 +98,45 @@ pub struct BenchArgs {
     meter_child: bool,
 }
 
-/// A scenario of the bench's matrix, or the tree scenario, which has its
-/// own runner.
+/// A scenario of the bench's matrix, or one with its own runner.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum ScenarioArg {
     Matrix(Scenario),
+    Own(OwnScenario),
+}
+
+/// The scenarios that run on their own runner, not as cells of the matrix.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum OwnScenario {
     Tree,
     Cache,
     Server,
     Schedule,
     Pace,
+    HostToHost,
+}
+
+impl OwnScenario {
+    const ALL: [OwnScenario; 6] = [
+        OwnScenario::Tree,
+        OwnScenario::Cache,
+        OwnScenario::Server,
+        OwnScenario::Schedule,
+        OwnScenario::Pace,
+        OwnScenario::HostToHost,
+    ];
+
+    /// The name `--scenario` takes.
+    fn name(self) -> &'static str {
+        match self {
+            OwnScenario::Tree => "tree",
+            OwnScenario::Cache => "cache",
+            OwnScenario::Server => "server",
+            OwnScenario::Schedule => "schedule",
+            OwnScenario::Pace => "pace",
+            OwnScenario::HostToHost => "host-to-host",
+        }
+    }
 }
 
 fn seconds(text: &str) -> Result<f64, String> {
@@ -112,24 +151,18 @@ fn rate(text: &str) -> Result<flexio::pace::Rate, String> {
 }
 
 fn scenario(text: &str) -> Result<ScenarioArg, String> {
-    match text {
-        "tree" => return Ok(ScenarioArg::Tree),
-        "server" => return Ok(ScenarioArg::Server),
-        "schedule" => return Ok(ScenarioArg::Schedule),
-        "cache" => return Ok(ScenarioArg::Cache),
-        _ => {}
-    }
-    if text == "pace" {
-        return Ok(ScenarioArg::Pace);
+    if let Some(own) = OwnScenario::ALL.into_iter().find(|s| s.name() == text) {
+        return Ok(ScenarioArg::Own(own));
     }
     Scenario::from_name(text)
         .map(ScenarioArg::Matrix)
         .ok_or_else(|| {
-            let names: Vec<_> = Scenario::ALL.iter().map(|s| s.name()).collect();
-            format!(
-                "unknown scenario {text:?}; known: {}, tree, server, schedule, pace, cache",
-                names.join(", ")
-            )
+            let names: Vec<_> = Scenario::ALL
+                .iter()
+                .map(|s| s.name())
+                .chain(OwnScenario::ALL.iter().map(|s| s.name()))
+                .collect();
+            format!("unknown scenario {text:?}; known: {}", names.join(", "))
         })
 }
 
@@ -156,7 +189,8 @@ fn io_error(op: &'static str, endpoint: &std::path::Path, source: std::io::Error
 
 /// Runs `flexio bench`.
 pub fn run(args: BenchArgs) -> Result<(), Error> {
-    if args.scenarios.contains(&ScenarioArg::Tree) {
+    let asked = |own| args.scenarios.contains(&ScenarioArg::Own(own));
+    if asked(OwnScenario::Tree) {
         crate::bench_tree::run(
             &args.dir,
             &args.out,
@@ -166,7 +200,7 @@ pub fn run(args: BenchArgs) -> Result<(), Error> {
             &args.trees,
         )?;
     }
-    if args.scenarios.contains(&ScenarioArg::Cache) {
+    if asked(OwnScenario::Cache) {
         crate::bench_cache::run_scenario(
             &args.dir,
             &args.out,
@@ -175,7 +209,7 @@ pub fn run(args: BenchArgs) -> Result<(), Error> {
             args.cache_size,
         )?;
     }
-    if args.scenarios.contains(&ScenarioArg::Server) {
+    if asked(OwnScenario::Server) {
         crate::bench_server::run(&crate::bench_server::ServerArgs {
             dir: &args.dir,
             out: &args.out,
@@ -186,38 +220,34 @@ pub fn run(args: BenchArgs) -> Result<(), Error> {
             large: args.large,
         })?;
     }
-    if args.scenarios.contains(&ScenarioArg::Schedule) && !args.meter_child {
+    if asked(OwnScenario::Schedule) && !args.meter_child {
         crate::bench_schedule::run(&args.dir, &args.out, args.runs, args.quick, &args.sizes)?;
     }
-    if args.scenarios.contains(&ScenarioArg::Pace) {
+    if asked(OwnScenario::Pace) {
         crate::bench_pace::run(&args.dir, &args.out, &args.pace_rates, args.pace_seconds)?;
     }
-    if !args.scenarios.is_empty()
-        && args.scenarios.iter().all(|s| {
-            matches!(
-                s,
-                ScenarioArg::Tree
-                    | ScenarioArg::Server
-                    | ScenarioArg::Schedule
-                    | ScenarioArg::Pace
-                    | ScenarioArg::Cache
-            )
-        })
-    {
-        return Ok(());
+    if asked(OwnScenario::HostToHost) {
+        crate::bench_host::run(&crate::bench_host::HostArgs {
+            dir: &args.dir,
+            out: &args.out,
+            runs: args.runs,
+            file_bytes: args.sizes.first().copied().unwrap_or(1 << 30),
+            tree_scale: args.tree_scale,
+            install: !args.no_install,
+            figures: !args.no_figures,
+        })?;
     }
     let matrix: Vec<Scenario> = args
         .scenarios
         .iter()
         .filter_map(|s| match s {
             ScenarioArg::Matrix(scenario) => Some(*scenario),
-            ScenarioArg::Tree
-            | ScenarioArg::Server
-            | ScenarioArg::Schedule
-            | ScenarioArg::Pace
-            | ScenarioArg::Cache => None,
+            ScenarioArg::Own(_) => None,
         })
         .collect();
+    if !args.scenarios.is_empty() && matrix.is_empty() {
+        return Ok(());
+    }
     if args.meter_child {
         flexio_bench::meter::child_main();
         return Ok(());

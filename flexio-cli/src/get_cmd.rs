@@ -11,8 +11,8 @@ use flexio_net::client::{get, GetOptions};
 /// Arguments of `flexio get`.
 #[derive(Args)]
 pub struct GetArgs {
-    /// The `http://` URL of a file, or of a directory (ending in `/`) to
-    /// fetch as a tree.
+    /// The `http://` or `https://` URL of a file, or of a directory
+    /// (ending in `/`) to fetch as a tree.
     url: String,
     /// Where to save it (a directory gets the URL's name inside it);
     /// default: the URL's name here.
@@ -48,6 +48,8 @@ pub struct GetArgs {
     /// Print the report as JSON.
     #[arg(long)]
     json: bool,
+    #[command(flatten)]
+    tls: crate::tls_args::TlsArgs,
 }
 
 pub(crate) fn rate(text: &str) -> Result<flexio::pace::Rate, String> {
@@ -85,11 +87,13 @@ pub fn run(args: GetArgs) -> Result<(), Error> {
         rate: args.rate,
         rate_bucket: None,
     };
+    let (_relay, url) = args.tls.reachable(&args.url, args.timeout)?;
     let path = args.url.split('?').next().unwrap_or_default();
     if path.ends_with('/') {
-        return run_tree(&args, &options);
+        return run_tree(&args, &url, &options);
     }
-    let report = get(&args.url, args.dest.as_deref(), &options).unwrap_or_else(|e| fail(e));
+    let mut report = get(&url, args.dest.as_deref(), &options).unwrap_or_else(|e| fail(e));
+    report.url = args.url.clone();
     if args.json {
         crate::print_stdout(&(serde_json::to_string_pretty(&report).expect("json") + "\n"));
         return Ok(());
@@ -136,7 +140,7 @@ pub fn run(args: GetArgs) -> Result<(), Error> {
 
 /// `flexio get URL/dir/ [DEST]`: the tree, into DEST or the directory's
 /// name here.
-fn run_tree(args: &GetArgs, options: &GetOptions) -> Result<(), Error> {
+fn run_tree(args: &GetArgs, url: &str, options: &GetOptions) -> Result<(), Error> {
     let destination = match &args.dest {
         Some(dest) => dest.clone(),
         None => {
@@ -156,15 +160,16 @@ fn run_tree(args: &GetArgs, options: &GetOptions) -> Result<(), Error> {
             PathBuf::from(std::ffi::OsStr::from_bytes(&name))
         }
     };
-    let report =
-        flexio_net::client::get_tree(&args.url, &destination, options).unwrap_or_else(|e| fail(e));
+    let mut report =
+        flexio_net::client::get_tree(url, &destination, options).unwrap_or_else(|e| fail(e));
+    report.url = args.url.clone();
     if args.json {
         crate::print_stdout(&(serde_json::to_string_pretty(&report).expect("json") + "\n"));
         return Ok(());
     }
     let seconds = report.wall_ns as f64 / 1e9;
     crate::print_stdout(&format!(
-        "{} -> {}: {} files fetched, {} in the tree, {} unchanged, {} directories, {} symlinks in {seconds:.3} s over {} streams, every file fetched BLAKE3-verified{}\n",
+        "{} -> {}: {} files fetched, {} in the tree, {} unchanged, {} directories, {} symlinks in {seconds:.3} s over {} streams{}, {}{}\n",
         report.url,
         report.destination.display(),
         report.files,
@@ -173,6 +178,8 @@ fn run_tree(args: &GetArgs, options: &GetOptions) -> Result<(), Error> {
         report.directories,
         report.symlinks,
         report.streams,
+        if report.tar_streams > 0 { format!(" ({} directories of small files as one tar stream each)", report.tar_streams) } else { String::new() },
+        if args.no_verify { "not verified (--no-verify)" } else { "every file fetched BLAKE3-verified" },
         if report.skipped > 0 { format!("; {} special files left out", report.skipped) } else { String::new() },
     ));
     Ok(())

@@ -14,6 +14,7 @@
 
 mod bench;
 mod bench_cache;
+mod bench_host;
 mod bench_pace;
 mod bench_schedule;
 mod bench_server;
@@ -28,6 +29,7 @@ mod profile_cmd;
 mod progress;
 mod put_cmd;
 mod serve_cmd;
+mod tls_args;
 mod tune;
 
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};

@@ -12,7 +12,8 @@ use flexio::Error;
 pub struct PutArgs {
     /// The file to send.
     source: PathBuf,
-    /// The `http://` URL to write it to (loopback only).
+    /// The URL to write it to: `http://` on loopback, or `https://` (with
+    /// --pin or --ca).
     url: String,
     /// A file holding the server's token.
     #[arg(long)]
@@ -27,6 +28,8 @@ pub struct PutArgs {
     /// Print the report as JSON.
     #[arg(long)]
     json: bool,
+    #[command(flatten)]
+    tls: crate::tls_args::TlsArgs,
 }
 
 fn duration(text: &str) -> Result<Duration, String> {
@@ -51,9 +54,11 @@ pub fn run(args: PutArgs) -> Result<(), Error> {
         rate: args.rate,
         ..Default::default()
     };
-    let report =
-        flexio_net::client::put_paced(&args.source, &args.url, &token, args.timeout, pacing)
+    let (_relay, url) = args.tls.reachable(&args.url, args.timeout)?;
+    let mut report =
+        flexio_net::client::put_paced(&args.source, &url, &token, args.timeout, pacing)
             .unwrap_or_else(|e| crate::get_cmd::fail(e));
+    report.url = args.url.clone();
     if args.json {
         crate::print_stdout(&(serde_json::to_string_pretty(&report).expect("json") + "\n"));
     } else {

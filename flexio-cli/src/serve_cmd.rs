@@ -23,7 +23,7 @@ pub struct ServeArgs {
     #[arg(long)]
     read_only: bool,
     /// Take PUT uploads bearing this file's token (first line, at least 16
-    /// characters) as `Authorization: Bearer`; loopback only.
+    /// characters) as `Authorization: Bearer`; on loopback or with TLS only.
     #[arg(long)]
     token_file: Option<PathBuf>,
     /// Allow a non-loopback address (no authentication: read-only only).
@@ -64,6 +64,24 @@ pub struct ServeArgs {
     /// workers go on with others (as nginx's sendfile_max_chunk).
     #[arg(long, value_name = "BYTES", value_parser = max_chunk, default_value = "1M")]
     max_chunk: u64,
+    /// Bytes per read/write or per mapped window of that mechanism (the
+    /// OS project's buffer and map size) [default: the mechanism's own].
+    #[arg(long, value_parser = chunk)]
+    chunk: Option<usize>,
+    /// Serve HTTPS with this certificate chain and private key (two PEM
+    /// files). Bodies then go through rustls: one user-space copy.
+    #[arg(
+        long,
+        value_name = "CERT,KEY",
+        value_delimiter = ',',
+        num_args = 1,
+        conflicts_with = "tls_self_signed"
+    )]
+    tls: Vec<PathBuf>,
+    /// Serve HTTPS with a new self-signed certificate; its SHA-256
+    /// fingerprint is printed once, for `flexio get --pin`.
+    #[arg(long)]
+    tls_self_signed: bool,
 }
 
 fn rate(text: &str) -> Result<Rate, String> {
@@ -76,6 +94,14 @@ fn max_chunk(text: &str) -> Result<u64, String> {
         bytes if bytes > 1 << 30 => Err("at most 1G per turn".into()),
         bytes => Ok(bytes),
     }
+}
+
+fn chunk(text: &str) -> Result<usize, String> {
+    let size = flexio::parse_size(text).map_err(|e| e.to_string())?;
+    if !(4096..=(64 << 20)).contains(&size) {
+        return Err("--chunk must be between 4KiB and 64MiB".into());
+    }
+    Ok(size as usize)
 }
 
 fn duration(text: &str) -> Result<Duration, String> {
@@ -98,6 +124,28 @@ pub fn run(args: ServeArgs) -> Result<(), Error> {
     config.rate_per_client = args.rate_per_client;
     config.rate_total = args.rate_total;
     config.max_chunk = args.max_chunk;
+    config.chunk = args.chunk;
+    if !matches!(args.tls.len(), 0 | 2) {
+        return Err(Error::Usage("--tls takes two PEM files: CERT,KEY".into()));
+    }
+    if let [cert, key] = args.tls.as_slice() {
+        config.tls = Some(
+            flexio_net::tls::TlsIdentity::from_pem_files(cert, key)
+                .unwrap_or_else(|e| crate::get_cmd::fail(e)),
+        );
+    } else if args.tls_self_signed {
+        let names = vec![args.listen.ip().to_string(), "localhost".to_string()];
+        config.tls = Some(
+            flexio_net::tls::TlsIdentity::self_signed(&names)
+                .unwrap_or_else(|e| crate::get_cmd::fail(e)),
+        );
+    }
+    let tls_note = config.tls.as_ref().map(|identity| {
+        format!(
+            "TLS certificate SHA-256 {} (flexio get --pin {}); over TLS bodies go through rustls, one user-space copy, not sendfile\n",
+            identity.fingerprint, identity.fingerprint
+        )
+    });
     if let (Some(path), false) = (&args.token_file, args.read_only) {
         config.token = Some(crate::put_cmd::read_token(path)?);
     }
@@ -119,9 +167,11 @@ pub fn run(args: ServeArgs) -> Result<(), Error> {
         None => String::new(),
     };
     crate::print_stdout(&format!(
-        "serving {} on http://{}/ ({mode}{bodies})\n",
+        "serving {} on {}://{}/ ({mode}{bodies})\n{}",
         args.dir.display(),
-        server.local_addr()
+        if tls_note.is_some() { "https" } else { "http" },
+        server.local_addr(),
+        tls_note.unwrap_or_default()
     ));
     server.run().unwrap_or_else(|e| crate::get_cmd::fail(e));
     Ok(())

@@ -27,6 +27,7 @@ pub mod names;
 pub mod ranges;
 pub mod server;
 pub mod tar_stream;
+pub mod tls;
 pub mod walk;
 
 pub use error::{Error, Result};

@@ -120,7 +120,7 @@ pub fn chunk_hashes_parallel(
 }
 
 /// BLAKE3 of the chunks numbered `chunks` of the first `size` bytes.
-fn hash_chunks(
+pub(crate) fn hash_chunks(
     file: BorrowedFd<'_>,
     size: u64,
     chunks: std::ops::Range<u64>,

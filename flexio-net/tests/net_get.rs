@@ -470,3 +470,66 @@ fn resume_fetches_only_the_missing_pieces_and_starts_afresh_for_a_new_version() 
     assert!(std::fs::read(&dest).unwrap() == new);
     assert_eq!(names_in(out.path()), vec!["file"]);
 }
+
+/// A tree of small files in subdirectories comes as one `?tar` per
+/// top-level directory, byte-exact with modes and mtimes; a large file and
+/// the files at the top still come alone; a second get into the same place
+/// fetches the changed file alone.
+#[test]
+fn small_files_of_a_tree_come_as_one_tar_stream_per_directory() {
+    use std::os::unix::fs::PermissionsExt;
+    let top = tempfile::tempdir().unwrap();
+    let tree = top.path().join("tree");
+    for d in 0..5u64 {
+        let dir = tree.join(format!("d{d}/deeper"));
+        std::fs::create_dir_all(&dir).unwrap();
+        for f in 0..30u64 {
+            std::fs::write(
+                tree.join(format!("d{d}/f{f}")),
+                pattern((f * 97) as usize, d * 100 + f),
+            )
+            .unwrap();
+        }
+        std::fs::write(dir.join("g"), pattern(4096, d)).unwrap();
+    }
+    std::fs::write(tree.join("d0/mode600"), b"private").unwrap();
+    std::fs::set_permissions(
+        tree.join("d0/mode600"),
+        std::fs::Permissions::from_mode(0o600),
+    )
+    .unwrap();
+    std::os::unix::fs::symlink("f1", tree.join("d1/link")).unwrap();
+    std::fs::create_dir_all(tree.join("big")).unwrap();
+    std::fs::write(tree.join("big/large"), pattern(3 << 20, 7)).unwrap();
+    std::fs::write(tree.join("big/small"), b"s").unwrap();
+    std::fs::write(tree.join("top"), b"at the top").unwrap();
+    let address = serve(top.path());
+    let dest = top.path().join("copy");
+    let report =
+        flexio_net::client::get_tree(&format!("http://{address}/tree/"), &dest, &options(3))
+            .unwrap();
+    assert_eq!(report.tar_streams, 5, "{report:?}");
+    assert_eq!(report.files, 5 * 31 + 1 + 2 + 1);
+    let same = std::process::Command::new("diff")
+        .arg("-r")
+        .arg("--no-dereference")
+        .arg(&tree)
+        .arg(&dest)
+        .status()
+        .unwrap();
+    assert!(same.success());
+    let mode = std::fs::metadata(dest.join("d0/mode600"))
+        .unwrap()
+        .permissions()
+        .mode()
+        & 0o777;
+    assert_eq!(mode, 0o600);
+    let mtime = |p: &Path| std::fs::metadata(p).unwrap().modified().unwrap();
+    assert_eq!(mtime(&dest.join("d3/f7")), mtime(&tree.join("d3/f7")));
+    std::fs::write(dest.join("d2/f3"), b"changed").unwrap();
+    let again =
+        flexio_net::client::get_tree(&format!("http://{address}/tree/"), &dest, &options(3))
+            .unwrap();
+    assert_eq!((again.files, again.tar_streams), (1, 0));
+    assert!(std::fs::read(dest.join("d2/f3")).unwrap() == pattern(3 * 97, 203));
+}

@@ -990,3 +990,111 @@ fn a_put_larger_than_the_free_space_gets_507_and_writes_nothing() {
     assert_eq!(response.status, 507, "{}", response.text());
     assert_eq!(names_in(mount.0.path()), Vec::<String>::new());
 }
+
+// ---- hostile tar streams for a tree get's directories of small files ----
+
+/// A ustar header for `name` of `size` bytes and type `kind`, with a
+/// correct checksum unless `break_checksum`.
+fn tar_header(name: &str, size: u64, kind: u8, break_checksum: bool) -> Vec<u8> {
+    let mut header = vec![0u8; 512];
+    header[..name.len()].copy_from_slice(name.as_bytes());
+    header[100..108].copy_from_slice(b"0000644\0");
+    header[124..136].copy_from_slice(format!("{size:011o}\0").as_bytes());
+    header[156] = kind;
+    header[257..263].copy_from_slice(b"ustar\0");
+    header[263..265].copy_from_slice(b"00");
+    header[148..156].copy_from_slice(b"        ");
+    let sum: u32 = header.iter().map(|&b| u32::from(b)).sum();
+    let sum = if break_checksum { sum + 1 } else { sum };
+    header[148..156].copy_from_slice(format!("{sum:06o}\0 ").as_bytes());
+    header
+}
+
+/// A tar stream of `(name, bytes)` files, with the end blocks.
+fn tar_of(files: &[(&str, &[u8])]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for (name, bytes) in files {
+        out.extend(tar_header(name, bytes.len() as u64, b'0', false));
+        out.extend_from_slice(bytes);
+        out.resize(out.len().next_multiple_of(512), 0);
+    }
+    out.resize(out.len() + 1024, 0);
+    out
+}
+
+#[test]
+fn a_tar_stream_that_is_not_the_manifests_files_commits_nothing() {
+    let (a, b): (&'static [u8], &'static [u8]) = (b"alpha", b"bravo!");
+    let entries = serde_json::json!([
+        {"path": "d", "type": "directory", "size": 0, "mode": 493, "mtime": 0, "mtime_nsec": 0},
+        file_entry("d/a", a),
+        file_entry("d/b", b),
+    ]);
+    let manifest =
+        serde_json::json!({"schema_version": 1, "chunk_size": 1 << 20, "entries": entries})
+            .to_string()
+            .into_bytes();
+    let mut huge = tar_header("a", 0o77_777_777_777, b'0', false);
+    huge.resize(huge.len() + 1024, 0);
+    let mut bad_sum = tar_header("a", a.len() as u64, b'0', true);
+    bad_sum.extend_from_slice(a);
+    bad_sum.resize(2048, 0);
+    for (tar, why) in [
+        (tar_of(&[("../x", a), ("b", b)]), "climbs"),
+        (tar_of(&[("a", b), ("b", b)]), "another size"),
+        (tar_of(&[("a", a), ("c", b)]), "unlisted"),
+        (tar_of(&[("a", a), ("a", a)]), "twice"),
+        (tar_of(&[("a", a)]), "missing"),
+        (huge, "a size past the stream's end"),
+        (bad_sum, "checksum"),
+        (
+            tar_of(&[("a", b"ALPHA"), ("b", b)]),
+            "other bytes of the right size",
+        ),
+    ] {
+        let manifest = manifest.clone();
+        let address = fake_server(8, move |_, mut stream| {
+            while let Some(head) = read_head(&mut stream) {
+                let body: &[u8] = if head.starts_with("GET /t/?manifest") {
+                    &manifest
+                } else if head.starts_with("GET /t/d/?tar") {
+                    &tar
+                } else {
+                    b"a file asked for alone"
+                };
+                let reply = format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n", body.len());
+                if stream.write_all(reply.as_bytes()).is_err() || stream.write_all(body).is_err() {
+                    return;
+                }
+            }
+        });
+        let out = tempfile::tempdir().unwrap();
+        let error = flexio_net::client::get_tree(
+            &format!("http://{address}/t/"),
+            &out.path().join("copy"),
+            &quick(2),
+        )
+        .unwrap_err();
+        let expected = if why.starts_with("other bytes") {
+            "differs from the server's manifest"
+        } else {
+            "tar stream"
+        };
+        assert!(error.to_string().contains(expected), "{why}: {error}");
+        // Only files the manifest lists, whole and verified, are at a name
+        // (those before the bad entry); nothing else.
+        for name in names_in(&out.path().join("copy/d")) {
+            let expected: &[u8] = match name.as_str() {
+                "a" => a,
+                "b" => b,
+                other => panic!("{why}: {other} was made"),
+            };
+            assert_eq!(
+                std::fs::read(out.path().join("copy/d").join(&name)).unwrap(),
+                expected,
+                "{why}"
+            );
+        }
+        assert!(!out.path().join("x").exists(), "{why}");
+    }
+}

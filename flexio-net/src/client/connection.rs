@@ -37,7 +37,7 @@ impl Url {
     pub fn parse(text: &str) -> Result<Url> {
         let Some(rest) = text.strip_prefix("http://") else {
             return Err(Error::Usage(format!(
-                "{text}: only http:// URLs are fetched (TLS is not implemented yet)"
+                "{text}: only http:// URLs are fetched here (https:// goes through flexio_net::tls::relay)"
             )));
         };
         let (authority, target) = match rest.find(['/', '?']) {

@@ -7,6 +7,7 @@
 mod connection;
 mod pieces;
 mod resume;
+mod tar_fetch;
 mod tree;
 mod upload;
 mod verify;
@@ -24,6 +25,7 @@ use serde::Serialize;
 
 pub use connection::Url;
 use connection::{Connection, Response};
+use pieces::EarlyHashes;
 use pieces::{receive, Pieces};
 use resume::Partial;
 pub use tree::{get_tree, TreeReport};
@@ -226,6 +228,15 @@ pub fn get(url: &str, destination: Option<&Path>, options: &GetOptions) -> Resul
             .iter()
             .map(|offset| (total - offset).min(piece))
             .sum::<u64>();
+    // Hash pieces as they arrive when the manifest will be checked and
+    // every piece is fetched now (a resumed file is read whole at the end).
+    let early = (options.verify
+        && response.header("server") == Some("flexio")
+        && !url.target.contains('?')
+        && resumed_bytes == 0
+        && by_pieces)
+        .then(|| EarlyHashes::new(total, piece))
+        .flatten();
     let body = (|| -> Result<_> {
         let mut totals = RangeTotals::default();
         let mut mover = Mover::new();
@@ -241,6 +252,9 @@ pub fn get(url: &str, destination: Option<&Path>, options: &GetOptions) -> Resul
                 options,
                 &mut mover,
             )?);
+            if let Some(early) = &early {
+                early.add(sink.fd(), 0, first_length, &label)?;
+            }
             if let Sink::Partial(partial) = &sink {
                 partial.record(0)?;
             }
@@ -272,6 +286,7 @@ pub fn get(url: &str, destination: Option<&Path>, options: &GetOptions) -> Resul
                     .as_ref()
                     .map(|validator| format!("If-Range: {validator}\r\n"))
                     .unwrap_or_default(),
+                early: early.as_ref(),
             };
             let results = Mutex::new(Vec::new());
             let extra = (streams - 1).min(pending.len());
@@ -308,8 +323,17 @@ pub fn get(url: &str, destination: Option<&Path>, options: &GetOptions) -> Resul
             ));
         }
         let verify_started = Instant::now();
-        let verified =
-            options.verify && verify(&url, first, &response, sink.fd(), &label, total, options)?;
+        let verified = options.verify
+            && verify(
+                &url,
+                first,
+                &response,
+                sink.fd(),
+                &label,
+                total,
+                options,
+                early.and_then(EarlyHashes::all),
+            )?;
         let verify_ns = if verified {
             verify_started.elapsed().as_nanos() as u64
         } else {

@@ -6,6 +6,7 @@
 
 use std::os::fd::{AsFd, BorrowedFd};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Mutex;
 
 use flexio::range::{Mover, RangeEnd, RangeRequest, RangeTotals};
 use flexio::EndpointKind;
@@ -14,6 +15,7 @@ use super::connection::{Connection, Url};
 use super::resume::Partial;
 use super::GetOptions;
 use crate::error::{Error, Result};
+use crate::manifest::{hash_chunks, CHUNK_SIZE};
 use crate::ranges::parse_content_range;
 
 /// Moves `length` body bytes of piece `[offset, offset + length)` from the
@@ -68,6 +70,51 @@ pub(super) struct Pieces<'a> {
     pub(super) options: &'a GetOptions,
     /// The `If-Range` line (or nothing) every piece request carries.
     pub(super) if_range: String,
+    /// Chunk hashes taken as pieces arrive, for the manifest check.
+    pub(super) early: Option<&'a EarlyHashes>,
+}
+
+/// BLAKE3 of every chunk, taken by each stream right after its piece
+/// arrived (while the other streams still receive), so that checking the
+/// manifest at the end does not read the whole file again.
+pub(super) struct EarlyHashes {
+    hashes: Mutex<Vec<Option<String>>>,
+    total: u64,
+}
+
+impl EarlyHashes {
+    /// For a file of `total` bytes fetched in pieces of `piece` bytes; none
+    /// when pieces do not start on chunk boundaries.
+    pub(super) fn new(total: u64, piece: u64) -> Option<Self> {
+        piece.is_multiple_of(CHUNK_SIZE).then(|| EarlyHashes {
+            hashes: Mutex::new(vec![None; total.div_ceil(CHUNK_SIZE) as usize]),
+            total,
+        })
+    }
+
+    /// Hashes the chunks of `length` bytes at `offset` (a chunk boundary).
+    pub(super) fn add(
+        &self,
+        file: BorrowedFd<'_>,
+        offset: u64,
+        length: u64,
+        label: &str,
+    ) -> Result<()> {
+        let first = offset / CHUNK_SIZE;
+        let end = (offset + length).min(self.total).div_ceil(CHUNK_SIZE);
+        let hashes = hash_chunks(file, self.total, first..end)
+            .map_err(|e| Error::io("read", label, Some(offset), e))?;
+        let mut all = self.hashes.lock().unwrap();
+        for (index, hash) in (first..end).zip(hashes) {
+            all[index as usize] = Some(hash);
+        }
+        Ok(())
+    }
+
+    /// Every chunk's hash, when every chunk was hashed.
+    pub(super) fn all(self) -> Option<Vec<String>> {
+        self.hashes.into_inner().unwrap().into_iter().collect()
+    }
 }
 
 impl Pieces<'_> {
@@ -140,6 +187,9 @@ impl Pieces<'_> {
                 options,
                 mover,
             )?);
+            if let Some(early) = self.early {
+                early.add(self.file, offset, last - offset + 1, self.label)?;
+            }
             if let Some(journal) = self.journal {
                 journal.record(offset)?;
             }

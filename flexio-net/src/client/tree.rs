@@ -51,6 +51,8 @@ pub struct TreeReport {
     pub symlinks: u64,
     /// Entries neither file, directory nor symlink: left out.
     pub skipped: u64,
+    /// Directories of small files fetched as one `?tar` stream each.
+    pub tar_streams: u64,
     /// Connections used.
     pub streams: usize,
     /// Wall time, manifest to last link.
@@ -58,12 +60,12 @@ pub struct TreeReport {
 }
 
 /// One checked entry.
-struct Planned {
+pub(super) struct Planned {
     /// Components, each safe.
-    parts: Vec<Vec<u8>>,
+    pub parts: Vec<Vec<u8>>,
     kind: Kind,
-    size: u64,
-    mode: u32,
+    pub size: u64,
+    pub mode: u32,
     mtime: i64,
     mtime_nsec: u32,
     blake3: Vec<String>,
@@ -124,16 +126,20 @@ pub fn get_tree(url: &str, destination: &Path, options: &GetOptions) -> Result<T
         ..TreeReport::default()
     };
     let planned = planned.0;
+    let mut made_new = HashSet::new();
     for entry in planned.iter().filter(|e| e.kind == Kind::Directory) {
-        make_directory(&root, entry, &label)?;
+        if make_directory(&root, entry, &label)? {
+            made_new.insert(entry.parts.clone());
+        }
         report.directories += 1;
     }
     let files: Vec<&Planned> = planned.iter().filter(|e| e.kind == Kind::File).collect();
+    let jobs = jobs(&planned, &files, &made_new);
     let next = AtomicUsize::new(0);
     let failed = AtomicBool::new(false);
     let errors = Mutex::new(Vec::new());
     let unchanged = AtomicUsize::new(0);
-    let streams = options.streams.max(1).min(files.len().max(1));
+    let streams = options.streams.max(1).min(jobs.len().max(1));
     let first = Mutex::new(Some(connection));
     std::thread::scope(|scope| {
         for _ in 0..streams {
@@ -142,16 +148,28 @@ pub fn get_tree(url: &str, destination: &Path, options: &GetOptions) -> Result<T
                 let mut mover = Mover::new();
                 while !failed.load(Ordering::Relaxed) {
                     let index = next.fetch_add(1, Ordering::Relaxed);
-                    let Some(entry) = files.get(index) else { break };
-                    let fetched = fetch_file(
-                        &mut connection,
-                        &url,
-                        &root,
-                        entry,
-                        &label,
-                        options,
-                        &mut mover,
-                    );
+                    let Some(job) = jobs.get(index) else { break };
+                    let fetched = match job {
+                        Job::File(entry) => fetch_file(
+                            &mut connection,
+                            &url,
+                            &root,
+                            entry,
+                            &label,
+                            options,
+                            &mut mover,
+                        ),
+                        Job::Directory(dir, inside) => super::tar_fetch::fetch_directory(
+                            &mut connection,
+                            &url,
+                            &root,
+                            dir,
+                            inside,
+                            &label,
+                            options,
+                        )
+                        .map(|()| Fetched::New),
+                    };
                     match fetched {
                         Ok(Fetched::Unchanged) => {
                             unchanged.fetch_add(1, Ordering::Relaxed);
@@ -173,6 +191,10 @@ pub fn get_tree(url: &str, destination: &Path, options: &GetOptions) -> Result<T
     report.files = files.len() as u64 - report.unchanged;
     report.bytes = files.iter().map(|f| f.size).sum();
     report.streams = streams;
+    report.tar_streams = jobs
+        .iter()
+        .filter(|job| matches!(job, Job::Directory(..)))
+        .count() as u64;
     for entry in planned.iter().filter(|e| e.kind == Kind::Symlink) {
         make_symlink(&root, entry, &label)?;
         report.symlinks += 1;
@@ -307,13 +329,17 @@ fn stays_inside(depth: usize, target: &[u8]) -> bool {
     true
 }
 
-fn join_label(label: &str, parts: &[Vec<u8>]) -> String {
+pub(super) fn join_label(label: &str, parts: &[Vec<u8>]) -> String {
     format!("{label}/{}", String::from_utf8_lossy(&parts.join(&b'/')))
 }
 
 /// The directory holding `parts`' last component, opened beneath the
 /// destination without following a symlink, and that component.
-fn parent_of<'p>(root: &OwnedFd, parts: &'p [Vec<u8>], label: &str) -> Result<(OwnedFd, &'p [u8])> {
+pub(super) fn parent_of<'p>(
+    root: &OwnedFd,
+    parts: &'p [Vec<u8>],
+    label: &str,
+) -> Result<(OwnedFd, &'p [u8])> {
     let (name, parents) = parts.split_last().expect("a checked path has a component");
     let parent = open_beneath(root.as_fd(), &parents.join(&b'/'))
         .map_err(|e| Error::io("open", join_label(label, parents), None, e))?;
@@ -327,15 +353,68 @@ fn existing(parent: &OwnedFd, name: &[u8]) -> Option<FileType> {
         .map(|stat| FileType::from_raw_mode(stat.st_mode))
 }
 
-fn make_directory(root: &OwnedFd, entry: &Planned, label: &str) -> Result<()> {
+/// What one stream fetches at a time.
+enum Job<'a> {
+    /// One file, with a GET of its own.
+    File(&'a Planned),
+    /// Every file under a directory made by this run, all small: one
+    /// `?tar` request.
+    Directory(Vec<Vec<u8>>, Vec<&'a Planned>),
+}
+
+/// The jobs for `files`: each top-level directory this run made whose files
+/// are all small (at least two) as one tar job, the rest file by file;
+/// largest files first.
+fn jobs<'a>(
+    planned: &'a [Planned],
+    files: &[&'a Planned],
+    made_new: &HashSet<Vec<Vec<u8>>>,
+) -> Vec<Job<'a>> {
+    let mut by_top: std::collections::HashMap<&[u8], Vec<&'a Planned>> =
+        std::collections::HashMap::new();
+    for file in files.iter().filter(|f| f.parts.len() > 1) {
+        by_top.entry(&file.parts[0]).or_default().push(file);
+    }
+    let mut tarred: HashSet<&[u8]> = HashSet::new();
+    let mut jobs = Vec::new();
+    for dir in planned
+        .iter()
+        .filter(|e| e.kind == Kind::Directory && e.parts.len() == 1)
+    {
+        let Some(inside) = by_top.get(dir.parts[0].as_slice()) else {
+            continue;
+        };
+        if made_new.contains(&dir.parts)
+            && inside.len() >= 2
+            && inside
+                .iter()
+                .all(|f| f.size <= super::tar_fetch::SMALL_FILE)
+        {
+            tarred.insert(&dir.parts[0]);
+            jobs.push(Job::Directory(dir.parts.clone(), inside.clone()));
+        }
+    }
+    let mut singles: Vec<&Planned> = files
+        .iter()
+        .filter(|f| f.parts.len() == 1 || !tarred.contains(f.parts[0].as_slice()))
+        .copied()
+        .collect();
+    singles.sort_by_key(|f| std::cmp::Reverse(f.size));
+    jobs.extend(singles.into_iter().map(Job::File));
+    jobs
+}
+
+/// Makes the directory `entry` unless it is there; whether it was made.
+fn make_directory(root: &OwnedFd, entry: &Planned, label: &str) -> Result<bool> {
     let (parent, name) = parent_of(root, &entry.parts, label)?;
     match existing(&parent, name) {
-        Some(FileType::Directory) => Ok(()),
+        Some(FileType::Directory) => Ok(false),
         Some(_) => Err(Error::Usage(format!(
             "{}: a file is there; a tree get does not replace a file with a directory",
             join_label(label, &entry.parts)
         ))),
         None => rustix::fs::mkdirat(&parent, OsStr::from_bytes(name), Mode::from_raw_mode(0o700))
+            .map(|()| true)
             .map_err(|e| Error::io("mkdir", join_label(label, &entry.parts), None, e)),
     }
 }
@@ -444,14 +523,36 @@ fn fetch_file(
     if !response.closes() {
         *connection = Some(open);
     }
-    let hashes =
-        chunk_hashes(file.fd(), entry.size).map_err(|e| Error::io("read", &shown, None, e))?;
-    if let Some(chunk) = (0..hashes.len()).find(|&i| hashes[i] != entry.blake3[i]) {
-        return Err(Error::VerifyMismatch {
-            path: shown,
-            chunk,
-            offset: chunk as u64 * CHUNK_SIZE,
-        });
+    finish(file, entry, shown, options, None)?;
+    Ok(Fetched::New)
+}
+
+/// Checks a received file against the manifest (unless `--no-verify`),
+/// gives it the manifest's mtime and links it in. `hashes` are its chunk
+/// hashes when the caller took them from the bytes it wrote; otherwise the
+/// file is read back and hashed.
+pub(super) fn finish(
+    file: NewFile,
+    entry: &Planned,
+    shown: String,
+    options: &GetOptions,
+    hashes: Option<Vec<String>>,
+) -> Result<()> {
+    if options.verify {
+        let hashes = match hashes {
+            Some(hashes) => hashes,
+            None => chunk_hashes(file.fd(), entry.size)
+                .map_err(|e| Error::io("read", &shown, None, e))?,
+        };
+        if let Some(chunk) = (0..hashes.len().max(entry.blake3.len()))
+            .find(|&i| hashes.get(i) != entry.blake3.get(i))
+        {
+            return Err(Error::VerifyMismatch {
+                path: shown,
+                chunk,
+                offset: chunk as u64 * CHUNK_SIZE,
+            });
+        }
     }
     let mtime = rustix::fs::Timespec {
         tv_sec: entry.mtime,
@@ -466,7 +567,7 @@ fn fetch_file(
     )
     .map_err(|e| Error::io("futimens", &shown, None, e))?;
     file.commit(entry.size, options.fsync)?;
-    Ok(Fetched::New)
+    Ok(())
 }
 
 #[cfg(test)]

@@ -97,7 +97,7 @@ pub fn put_paced(
         .map_err(|e| Error::io("getpeername", url.to_string(), None, e))?;
     if !peer.ip().is_loopback() {
         return Err(Error::Usage(format!(
-            "{url}: {peer} is not loopback; a bearer token is not sent over a plain link (TLS is not implemented)"
+            "{url}: {peer} is not loopback; a bearer token is not sent over a plain link (use https:// with --pin or --ca)"
         )));
     }
     connection.send_request(

@@ -8,7 +8,10 @@ use crate::error::{Error, Result};
 use crate::manifest::{chunk_hashes_parallel, Manifest, MAX_MANIFEST_BYTES};
 
 /// Checks the file against the server's `?manifest` when the server is
-/// flexio; `Ok(false)` when there is none to check against.
+/// flexio; `Ok(false)` when there is none to check against. `early` holds
+/// the chunk hashes taken as the pieces arrived, when every chunk has one;
+/// otherwise the file is read and hashed here.
+#[allow(clippy::too_many_arguments)]
 pub(super) fn verify(
     url: &Url,
     connection: Option<Connection>,
@@ -17,6 +20,7 @@ pub(super) fn verify(
     label: &str,
     total: u64,
     options: &GetOptions,
+    early: Option<Vec<String>>,
 ) -> Result<bool> {
     if first.header("server") != Some("flexio") || url.target.contains('?') {
         return Ok(false);
@@ -29,9 +33,14 @@ pub(super) fn verify(
     let peer = url.with_target(target.clone()).to_string();
     connection.send_get(&target, "")?;
     // The server hashes its copy while this side hashes what arrived.
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let hashes = chunk_hashes_parallel(file, total, threads)
-        .map_err(|e| Error::io("read", label, None, e))?;
+    let hashes = match early {
+        Some(hashes) => hashes,
+        None => {
+            let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+            chunk_hashes_parallel(file, total, threads)
+                .map_err(|e| Error::io("read", label, None, e))?
+        }
+    };
     let response = connection.read_response()?;
     if response.status != 200 {
         return Err(Error::Status {

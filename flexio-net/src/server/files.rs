@@ -260,6 +260,9 @@ pub(crate) fn send_body(
         ..Default::default()
     };
     request.shared_rate = exchange.shared.total_rate.clone();
+    if let Some(chunk) = exchange.shared.config.chunk {
+        request.params.chunk = chunk;
+    }
     let report = mover
         .move_range(&source, &sink, &request, None)
         .map_err(std::io::Error::other)?;

@@ -61,9 +61,14 @@ pub struct ServeConfig {
     pub send_timeout: Duration,
     /// The file→socket mechanism for bodies (`auto` is sendfile).
     pub mechanism: MechanismName,
+    /// Bytes per read and write (read-write) or per mapped window (mmap)
+    /// of that mechanism; `None` keeps its default. The OS project's
+    /// buffer size and map size (`flexio bench --scenario host-to-host`,
+    /// Fig 6).
+    pub chunk: Option<usize>,
     /// The token a PUT must bear (`Authorization: Bearer`); without one,
-    /// the server is read-only. Loopback only: a bearer token must not
-    /// cross a plain link.
+    /// the server is read-only. Loopback or TLS only: a bearer token must
+    /// not cross a plain link.
     pub token: Option<String>,
     /// The most bytes per second one connection is sent.
     pub rate_per_client: Option<Rate>,
@@ -72,6 +77,9 @@ pub struct ServeConfig {
     /// The most body bytes a connection is sent per turn before the
     /// workers go on with others (nginx's `sendfile_max_chunk`).
     pub max_chunk: u64,
+    /// Serve TLS on `listen` with this identity ([`crate::tls`]): a front
+    /// terminates TLS and relays to the plain server on loopback.
+    pub tls: Option<crate::tls::TlsIdentity>,
 }
 
 /// The default [`ServeConfig::max_chunk`]. Measured with
@@ -103,10 +111,12 @@ impl ServeConfig {
             idle_timeout: Duration::from_secs(15),
             send_timeout: Duration::from_secs(30),
             mechanism: MechanismName::Auto,
+            chunk: None,
             token: None,
             rate_per_client: None,
             rate_total: None,
             max_chunk: DEFAULT_MAX_CHUNK,
+            tls: None,
         }
     }
 }
@@ -114,6 +124,9 @@ impl ServeConfig {
 /// A bound server, not yet answering.
 pub struct Server {
     listener: TcpListener,
+    /// With TLS: the public listener of the TLS front (`listener` is then
+    /// the plain server's, on loopback).
+    front: Option<TcpListener>,
     shared: Arc<Shared>,
 }
 
@@ -196,9 +209,9 @@ impl Server {
                 config.listen
             )));
         }
-        if config.token.is_some() && !config.listen.ip().is_loopback() {
+        if config.token.is_some() && !config.listen.ip().is_loopback() && config.tls.is_none() {
             return Err(Error::Usage(format!(
-                "{}: uploads with a token are served on loopback only (the token would cross a plain link; TLS is not implemented)",
+                "{}: uploads with a token are served on loopback or with --tls only (the token would cross a plain link)",
                 config.listen
             )));
         }
@@ -215,8 +228,16 @@ impl Server {
             rustix::fs::Mode::empty(),
         )
         .map_err(|e| Error::io("open", config.root.display().to_string(), None, e))?;
-        let listener = TcpListener::bind(config.listen)
-            .map_err(|e| Error::io("bind", config.listen.to_string(), None, e))?;
+        let (front, plain_address) = match config.tls {
+            Some(_) => {
+                let front = TcpListener::bind(config.listen)
+                    .map_err(|e| Error::io("bind", config.listen.to_string(), None, e))?;
+                (Some(front), SocketAddr::from(([127, 0, 0, 1], 0)))
+            }
+            None => (None, config.listen),
+        };
+        let listener = TcpListener::bind(plain_address)
+            .map_err(|e| Error::io("bind", plain_address.to_string(), None, e))?;
         listener
             .set_nonblocking(true)
             .map_err(|e| Error::io("fcntl(O_NONBLOCK)", config.listen.to_string(), None, e))?;
@@ -253,6 +274,7 @@ impl Server {
         });
         Ok(Server {
             listener,
+            front,
             shared: Arc::new(Shared {
                 config,
                 root,
@@ -271,7 +293,9 @@ impl Server {
 
     /// The address bound (with the port picked when 0 was asked).
     pub fn local_addr(&self) -> SocketAddr {
-        self.listener
+        self.front
+            .as_ref()
+            .unwrap_or(&self.listener)
             .local_addr()
             .unwrap_or(self.shared.config.listen)
     }
@@ -298,6 +322,22 @@ impl Server {
                 .name(format!("serve-worker-{index}"))
                 .spawn(move || worker::run(&shared, &queue, &jobs))
                 .map_err(|e| Error::io("spawn", "worker thread", None, e))?;
+        }
+        if let (Some(front), Some(identity)) = (self.front, self.shared.config.tls.clone()) {
+            let config = crate::tls::front::FrontConfig {
+                identity,
+                backend: self
+                    .listener
+                    .local_addr()
+                    .map_err(|e| Error::io("getsockname", "the plain listener", None, e))?,
+                max_connections: self.shared.config.max_connections,
+                handshake_timeout: self.shared.config.head_timeout,
+                idle_timeout: self.shared.config.send_timeout,
+            };
+            std::thread::Builder::new()
+                .name("serve-tls-front".into())
+                .spawn(move || crate::tls::front::run(front, config))
+                .map_err(|e| Error::io("spawn", "TLS front thread", None, e))?;
         }
         event_loop::run(&self.shared, &self.listener, &jobs)
     }

@@ -3,8 +3,8 @@
 //! served root, and named through `/proc/self/fd` so no path component can
 //! be swapped for a symlink meanwhile), and linked in only when every byte
 //! of Content-Length arrived. Only with a token (`--token-file`), checked
-//! in constant time, and only on loopback, where a bearer token does not
-//! cross a plain link.
+//! in constant time, and only on loopback or behind the TLS front
+//! ([`crate::tls`]), where a bearer token does not cross a plain link.
 
 use std::os::fd::{AsFd, AsRawFd};
 use std::path::PathBuf;

@@ -1,0 +1,415 @@
+//! The `host-to-host` scenario: `flexio serve` + `flexio get` across a veth
+//! pair between two network namespaces (loopback when not root), beside
+//! the tools people move files between hosts with — the rsync daemon,
+//! `tar | nc`, curl and `aria2c -x N` from nginx with `sendfile on` — and
+//! iperf3 on the same link as the ceiling. Every client is a process,
+//! rounds are interleaved (A B C A B C …), medians are taken after a
+//! warm-up round that also checks the copy; the CPU seconds of each
+//! server's process tree are read around every run.
+//!
+//! Then the OS project's Fig 5 (1000 MiB as 1, 5 and 10 files, sender
+//! mechanism × receiver mechanism) and Fig 6 (the sender's buffer size
+//! with read-write against its map size with mmap).
+//!
+//! ```text
+//! host_bench.rs        options, the cells and the interleaved rounds
+//!  ├ link.rs           the namespaces and veth pair (or loopback)
+//!  ├ servers.rs        server processes, their CPU, bounded clients
+//!  ├ contenders.rs     what each contender runs, per part
+//!  └ report.rs         the table and the three SVG charts
+//! ```
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::stats::median;
+use crate::tree_bench::{make_tree, TreeShape};
+
+mod contenders;
+pub mod link;
+mod report;
+pub mod servers;
+
+pub use link::Link;
+pub use report::{table, write_charts};
+
+use contenders::{Contender, ServerSide};
+
+/// What to run.
+#[derive(Clone, Debug)]
+pub struct HostBenchOptions {
+    /// A new directory for the served files and the copies (its file
+    /// system is the one written; removed by the caller).
+    pub dir: PathBuf,
+    /// The `flexio` binary to time.
+    pub flexio: PathBuf,
+    /// Timed rounds per contender in the main part (after a warm-up).
+    pub runs: usize,
+    /// Timed rounds per contender in Fig 5 and Fig 6.
+    pub figure_runs: usize,
+    /// The single file's size (1 GiB in the issue); Fig 5 and Fig 6 move
+    /// 1000/1024 of it.
+    pub file_bytes: u64,
+    /// Trees A and B at this fraction of their size.
+    pub tree_scale: f64,
+    /// `flexio get --streams` and `aria2c -x`.
+    pub streams: usize,
+    /// Try network namespaces (root); loopback otherwise.
+    pub namespaces: bool,
+    /// Also Fig 5 and Fig 6.
+    pub figures: bool,
+}
+
+/// One contender's timings in one cell.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct HostTiming {
+    /// `host-to-host`, `fig5` or `fig6`.
+    pub part: String,
+    /// `1 GiB file`, `tree B`, `1000 MiB as 5 files`, ...
+    pub workload: String,
+    /// `flexio get`, `rsync daemon`, `send mmap / recv splice`, ...
+    pub contender: String,
+    /// The server side: `flexio serve`, `nginx`, `nc`, ...
+    pub server: String,
+    /// Files moved.
+    pub files: u64,
+    /// Bytes moved.
+    pub bytes: u64,
+    /// Wall seconds of each timed run (the client process from spawn to
+    /// exit, or iperf3's own transfer time for iperf3).
+    pub seconds: Vec<f64>,
+    /// CPU seconds the server side used in each timed run.
+    pub server_cpu_seconds: Vec<f64>,
+    /// Whether the warm-up's copy matched the source (`None`: nothing is
+    /// written, as with iperf3).
+    pub verified: Option<bool>,
+    /// Why the contender stopped, if it failed.
+    pub failed: Option<String>,
+}
+
+impl HostTiming {
+    /// The median wall time (infinite when no run counted).
+    pub fn median(&self) -> f64 {
+        if self.seconds.is_empty() {
+            return f64::INFINITY;
+        }
+        median(&mut self.seconds.clone())
+    }
+
+    /// The median of the server's CPU seconds per GiB moved.
+    pub fn server_cpu_per_gib(&self) -> Option<f64> {
+        if self.server_cpu_seconds.is_empty() || self.bytes == 0 {
+            return None;
+        }
+        let per_gib: Vec<f64> = self
+            .server_cpu_seconds
+            .iter()
+            .map(|s| s / (self.bytes as f64 / (1u64 << 30) as f64))
+            .collect();
+        Some(median(&mut per_gib.clone()))
+    }
+}
+
+/// What a run produced.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct HostResults {
+    /// The link, in words (veth or loopback, and why).
+    pub link: String,
+    /// Every cell's contenders.
+    pub timings: Vec<HostTiming>,
+    /// Contenders not run, each with the reason.
+    pub skipped: Vec<(String, String)>,
+}
+
+/// A workload: what is served (a path under the served directory).
+struct Workload {
+    part: &'static str,
+    name: String,
+    /// Relative to the served directory: a file, or a directory (a tree).
+    path: String,
+    tree: bool,
+    files: u64,
+    bytes: u64,
+}
+
+/// Runs the scenario.
+///
+/// # Errors
+/// The data cannot be made or a server cannot be started; a contender
+/// that fails is recorded as failed instead.
+pub fn run(options: &HostBenchOptions) -> Result<HostResults, String> {
+    let link = Link::create(options.namespaces);
+    let served = options.dir.join("served");
+    let copies = options.dir.join("copies");
+    let logs = options.dir.join("logs");
+    for dir in [&served, &copies, &logs] {
+        std::fs::create_dir_all(dir).map_err(|e| format!("mkdir {}: {e}", dir.display()))?;
+    }
+    let mut results = HostResults {
+        link: link.description.clone(),
+        timings: Vec::new(),
+        skipped: Vec::new(),
+    };
+    // The single file: Fig 4's one-file tree scaled to the size, moved up.
+    let made = served.join("made");
+    let scale = options.file_bytes as f64 / (100u64 << 20) as f64;
+    let (_, file_bytes) = make_tree(&made, TreeShape::Fig1, scale)?;
+    std::fs::rename(made.join("d000/f0000"), served.join("file"))
+        .map_err(|e| format!("rename the single file: {e}"))?;
+    let _ = std::fs::remove_dir_all(&made);
+    let mut workloads = vec![Workload {
+        part: "host-to-host",
+        name: format!("{} file", flexio::format_bytes(file_bytes)),
+        path: "file".into(),
+        tree: false,
+        files: 1,
+        bytes: file_bytes,
+    }];
+    for shape in [TreeShape::B, TreeShape::A] {
+        let path = format!("tree{}", shape.name());
+        let (files, bytes) = make_tree(&served.join(&path), shape, options.tree_scale)?;
+        workloads.push(Workload {
+            part: "host-to-host",
+            name: format!("tree {}", shape.name()),
+            path,
+            tree: true,
+            files,
+            bytes,
+        });
+    }
+    let _ = Command::new("sync").status();
+    {
+        let main = contenders::main_part(&link, options, &served, &logs, &mut results.skipped)?;
+        for workload in &workloads {
+            let eligible: Vec<&Contender> =
+                main.iter().filter(|c| !workload.tree || c.trees).collect();
+            results.timings.extend(run_cell(
+                workload,
+                &eligible,
+                options.runs,
+                &served,
+                &copies,
+                &link,
+            ));
+        }
+    }
+    if options.figures {
+        let fig_bytes = file_bytes * 1000 / 1024 / 4096 * 4096;
+        let mut fig_workloads = Vec::new();
+        for (count, shape) in [
+            (1, TreeShape::Fig1),
+            (5, TreeShape::Fig5),
+            (10, TreeShape::Fig10),
+        ] {
+            let path = format!("fig5-{count}");
+            let scale = fig_bytes as f64 / (100u64 << 20) as f64;
+            let (files, bytes) = make_tree(&served.join(&path), shape, scale)?;
+            fig_workloads.push(Workload {
+                part: "fig5",
+                name: format!(
+                    "{} as {count} file{}",
+                    flexio::format_bytes(bytes),
+                    if count == 1 { "" } else { "s" }
+                ),
+                path,
+                tree: true,
+                files,
+                bytes,
+            });
+        }
+        let _ = Command::new("sync").status();
+        {
+            let fig5 = contenders::fig5(&link, options, &served, &logs)?;
+            let all: Vec<&Contender> = fig5.iter().collect();
+            for workload in &fig_workloads {
+                results.timings.extend(run_cell(
+                    workload,
+                    &all,
+                    options.figure_runs,
+                    &served,
+                    &copies,
+                    &link,
+                ));
+            }
+        }
+        for workload in &fig_workloads {
+            let _ = std::fs::remove_dir_all(served.join(&workload.path));
+        }
+        let fig6 = contenders::fig6(&link, options, &served, &logs)?;
+        let all: Vec<&Contender> = fig6.iter().collect();
+        let workload = Workload {
+            part: "fig6",
+            name: format!("{} file", flexio::format_bytes(file_bytes)),
+            path: "file".into(),
+            tree: false,
+            files: 1,
+            bytes: file_bytes,
+        };
+        results.timings.extend(run_cell(
+            &workload,
+            &all,
+            options.figure_runs,
+            &served,
+            &copies,
+            &link,
+        ));
+    }
+    Ok(results)
+}
+
+/// The longest one client may take (a debug build over a slow link).
+const CLIENT_LIMIT: Duration = Duration::from_secs(600);
+
+/// One workload, every contender, `runs` interleaved rounds after a
+/// warm-up round that checks the copy.
+fn run_cell(
+    workload: &Workload,
+    contenders: &[&Contender],
+    runs: usize,
+    served: &Path,
+    copies: &Path,
+    link: &Link,
+) -> Vec<HostTiming> {
+    let mut rows: Vec<HostTiming> = contenders
+        .iter()
+        .map(|c| HostTiming {
+            part: workload.part.to_string(),
+            workload: workload.name.clone(),
+            contender: c.name.clone(),
+            server: c.server_name(),
+            files: workload.files,
+            bytes: workload.bytes,
+            seconds: Vec::new(),
+            server_cpu_seconds: Vec::new(),
+            verified: None,
+            failed: None,
+        })
+        .collect();
+    for round in 0..=runs {
+        for (row, contender) in rows.iter_mut().zip(contenders) {
+            if row.failed.is_some() {
+                continue;
+            }
+            match run_once(workload, contender, copies, link) {
+                Ok((seconds, cpu)) if round == 0 => {
+                    row.verified = contender.writes.then(|| {
+                        same(
+                            &served.join(&workload.path),
+                            &copies.join(&workload.path),
+                            workload.tree,
+                        )
+                    });
+                    let _ = (seconds, cpu);
+                }
+                Ok((seconds, cpu)) => {
+                    row.seconds.push(seconds);
+                    row.server_cpu_seconds.push(cpu);
+                }
+                Err(why) => {
+                    eprintln!(
+                        "flexio bench: {} on {}: {why}",
+                        contender.name, workload.name
+                    );
+                    row.failed = Some(why);
+                }
+            }
+        }
+    }
+    let _ = std::fs::remove_dir_all(copies);
+    let _ = std::fs::create_dir_all(copies);
+    rows
+}
+
+/// Runs one contender once: `(wall seconds, server CPU seconds)`.
+fn run_once(
+    workload: &Workload,
+    contender: &Contender,
+    copies: &Path,
+    link: &Link,
+) -> Result<(f64, f64), String> {
+    let _ = std::fs::remove_dir_all(copies);
+    std::fs::create_dir_all(copies).map_err(|e| format!("mkdir {}: {e}", copies.display()))?;
+    let mut per_run: Option<Child> = None;
+    let cpu_before = match &contender.server {
+        ServerSide::Running(server) => server.cpu_seconds(),
+        ServerSide::PerRun { port, command, .. } => {
+            let child = command(link, &workload.path)
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .map_err(|e| format!("start the sender: {e}"))?;
+            let pid = child.id();
+            per_run = Some(child);
+            let mut ready = false;
+            for _ in 0..1000 {
+                if link::listening(pid, *port) {
+                    ready = true;
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            if !ready {
+                if let Some(mut child) = per_run {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                }
+                return Err(format!("the sender did not listen on port {port}"));
+            }
+            0.0
+        }
+    };
+    let command = (contender.client)(link, workload, copies);
+    let outcome = servers::run_bounded(command, CLIENT_LIMIT);
+    let children_before = flexio::measure::children_rusage();
+    let cpu = match (&contender.server, per_run.take()) {
+        (_, Some(mut child)) => {
+            let status = child
+                .wait()
+                .map_err(|e| format!("wait for the sender: {e}"))?;
+            let used = flexio::measure::children_rusage().since(&children_before);
+            if !status.success() && outcome.is_ok() {
+                return Err(format!("the sender failed: {status}"));
+            }
+            used.cpu_ns as f64 / 1e9
+        }
+        (ServerSide::Running(server), None) => server.cpu_seconds() - cpu_before,
+        (ServerSide::PerRun { .. }, None) => 0.0,
+    };
+    let (output, seconds) = outcome?;
+    if !output.status.success() {
+        return Err(format!(
+            "exit {}: {}",
+            output.status,
+            String::from_utf8_lossy(&output.stderr).trim()
+        ));
+    }
+    let seconds = match contender.own_timer {
+        Some(parse) => parse(&output.stdout)?,
+        None => seconds,
+    };
+    Ok((seconds, cpu))
+}
+
+/// Whether the copy matches the source (cmp for a file, diff -r for a tree).
+fn same(source: &Path, copy: &Path, tree: bool) -> bool {
+    let mut command = if tree {
+        let mut c = Command::new("diff");
+        c.args(["-r", "-q"]);
+        c
+    } else {
+        let mut c = Command::new("cmp");
+        c.arg("-s");
+        c
+    };
+    command
+        .arg(source)
+        .arg(copy)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}

@@ -1,0 +1,188 @@
+//! The link the `host-to-host` scenario measures: a veth pair between two
+//! network namespaces it creates and always removes (as root), or
+//! loopback when it cannot create them.
+//!
+//! Processes are put on either side with `ip netns exec`, which `exec`s
+//! the command in place, so the pid of the child is the pid of the tool
+//! (its CPU time can be read from `/proc`).
+
+use std::net::{IpAddr, Ipv4Addr};
+use std::process::{Command, Stdio};
+
+/// The two ends: where servers listen and where clients run.
+#[derive(Debug)]
+pub struct Link {
+    /// The servers' namespace (`None` on loopback).
+    server_ns: Option<String>,
+    /// The clients' namespace (`None` on loopback).
+    client_ns: Option<String>,
+    /// The address servers listen on and clients connect to.
+    pub server_addr: IpAddr,
+    /// What the link is, for the report.
+    pub description: String,
+}
+
+/// Names start with this, then the bench's pid: a bench killed before it
+/// removed its namespaces has them removed by the next run.
+const PREFIX: &str = "flexio-hb";
+
+fn ip(args: &[&str]) -> Result<(), String> {
+    let output = Command::new("ip")
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| format!("ip {}: {e}", args.join(" ")))?;
+    if output.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "ip {}: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&output.stderr).trim()
+        ))
+    }
+}
+
+/// Removes the namespaces of benches that are no longer running.
+fn remove_stale() {
+    let Ok(output) = Command::new("ip").args(["netns", "list"]).output() else {
+        return;
+    };
+    for line in String::from_utf8_lossy(&output.stdout).lines() {
+        let name = line.split_whitespace().next().unwrap_or("");
+        let Some(rest) = name.strip_prefix(PREFIX) else {
+            continue;
+        };
+        let pid = rest.trim_start_matches(['s', 'c', '-']);
+        let alive = pid
+            .parse::<u32>()
+            .is_ok_and(|pid| std::path::Path::new(&format!("/proc/{pid}")).exists());
+        if !alive {
+            let _ = ip(&["netns", "del", name]);
+        }
+    }
+}
+
+impl Link {
+    /// A veth pair between two new namespaces (10.77.0.1 serves, 10.77.0.2
+    /// fetches), or loopback with the reason when that is impossible.
+    pub fn create(want_namespaces: bool) -> Link {
+        if !want_namespaces {
+            return Link::loopback("asked for loopback".into());
+        }
+        if !rustix::process::geteuid().is_root() {
+            return Link::loopback("not root: no network namespaces".into());
+        }
+        remove_stale();
+        let pid = std::process::id();
+        let server = format!("{PREFIX}s-{pid}");
+        let client = format!("{PREFIX}c-{pid}");
+        let (a, b) = (format!("fxhb{pid}a"), format!("fxhb{pid}b"));
+        let mut link = Link {
+            server_ns: Some(server.clone()),
+            client_ns: Some(client.clone()),
+            server_addr: IpAddr::V4(Ipv4Addr::new(10, 77, 0, 1)),
+            description: String::new(),
+        };
+        let steps: Vec<Vec<&str>> = vec![
+            vec!["netns", "add", &server],
+            vec!["netns", "add", &client],
+            vec!["link", "add", &a, "type", "veth", "peer", "name", &b],
+            vec!["link", "set", &a, "netns", &server],
+            vec!["link", "set", &b, "netns", &client],
+            vec!["-n", &server, "addr", "add", "10.77.0.1/24", "dev", &a],
+            vec!["-n", &client, "addr", "add", "10.77.0.2/24", "dev", &b],
+            vec!["-n", &server, "link", "set", &a, "up"],
+            vec!["-n", &client, "link", "set", &b, "up"],
+            vec!["-n", &server, "link", "set", "lo", "up"],
+            vec!["-n", &client, "link", "set", "lo", "up"],
+        ];
+        for step in steps {
+            if let Err(why) = ip(&step) {
+                // Drop removes what was made.
+                drop(link);
+                let _ = ip(&["link", "del", &a]);
+                return Link::loopback(format!("network namespaces failed ({why})"));
+            }
+        }
+        link.description = format!(
+            "veth pair between network namespaces {server} (10.77.0.1, servers) and {client} (10.77.0.2, clients), MTU 1500"
+        );
+        link
+    }
+
+    fn loopback(why: String) -> Link {
+        Link {
+            server_ns: None,
+            client_ns: None,
+            server_addr: IpAddr::V4(Ipv4Addr::LOCALHOST),
+            description: format!("loopback ({why})"),
+        }
+    }
+
+    /// Whether the link is the veth pair.
+    pub fn is_veth(&self) -> bool {
+        self.server_ns.is_some()
+    }
+
+    fn command(ns: &Option<String>, program: &str) -> Command {
+        match ns {
+            Some(ns) => {
+                let mut command = Command::new("ip");
+                command.args(["netns", "exec", ns, program]);
+                command
+            }
+            None => Command::new(program),
+        }
+    }
+
+    /// `program` on the servers' side.
+    pub fn server_command(&self, program: &str) -> Command {
+        Link::command(&self.server_ns, program)
+    }
+
+    /// `program` on the clients' side.
+    pub fn client_command(&self, program: &str) -> Command {
+        Link::command(&self.client_ns, program)
+    }
+
+    /// `host:port` of a server, as URLs and tools write it.
+    pub fn authority(&self, port: u16) -> String {
+        format!("{}:{port}", self.server_addr)
+    }
+}
+
+impl Drop for Link {
+    fn drop(&mut self) {
+        // Deleting a namespace deletes the veth end inside it, and so the
+        // pair.
+        for ns in [&self.server_ns, &self.client_ns].into_iter().flatten() {
+            let _ = ip(&["netns", "del", ns]);
+        }
+    }
+}
+
+/// A TCP port free on this host now (the kernel picks it), for servers on
+/// loopback; in a new namespace every port is free.
+pub fn free_port() -> Result<u16, String> {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .map_err(|e| format!("find a free port: {e}"))
+}
+
+/// Whether a socket of the network namespace `pid` is in is listening on
+/// `port` (read from `/proc/PID/net/tcp`, which shows that namespace).
+pub fn listening(pid: u32, port: u16) -> bool {
+    let wanted = format!(":{port:04X}");
+    ["tcp", "tcp6"].iter().any(|table| {
+        std::fs::read_to_string(format!("/proc/{pid}/net/{table}")).is_ok_and(|text| {
+            text.lines().skip(1).any(|line| {
+                let mut fields = line.split_whitespace();
+                let local = fields.nth(1).unwrap_or("");
+                let state = fields.nth(1).unwrap_or("");
+                state == "0A" && local.ends_with(&wanted)
+            })
+        })
+    })
+}

@@ -1,0 +1,352 @@
+//! TLS (rustls) for `flexio serve --tls` and `flexio get/put https://`.
+//!
+//! TLS sits beside the plain server and client, not inside them: a
+//! terminating front ([`front`]) takes TLS connections on the public
+//! address and relays their plaintext to the plain server listening on
+//! loopback, and the client starts a local relay ([`relay`]) whose far side
+//! is TLS. So every rule of the plain server (deadlines, limits, names
+//! beneath the directory) holds unchanged, and a bearer token crosses only
+//! loopback or TLS.
+//!
+//! The cost, reported by `flexio serve`: bodies go through rustls, not
+//! sendfile. The plain server still sendfiles into the loopback hop, and
+//! the front copies each record's plaintext once in user space to encrypt
+//! it — plus the loopback hop's own kernel copy, which an in-process
+//! TLS writer would not have.
+
+use std::net::TcpStream;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rustix::event::{poll, PollFd, PollFlags};
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
+use sha2::{Digest, Sha256};
+
+use crate::error::{Error, Result};
+
+pub mod front;
+pub mod relay;
+
+/// What the server presents: its rustls configuration and the SHA-256
+/// fingerprint of its certificate.
+#[derive(Clone)]
+pub struct TlsIdentity {
+    /// The rustls server configuration.
+    pub config: Arc<rustls::ServerConfig>,
+    /// SHA-256 of the certificate (DER), as `AB:CD:…`; what
+    /// `flexio get --pin` takes.
+    pub fingerprint: String,
+}
+
+impl std::fmt::Debug for TlsIdentity {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TlsIdentity")
+            .field("fingerprint", &self.fingerprint)
+            .finish()
+    }
+}
+
+fn provider() -> Arc<rustls::crypto::CryptoProvider> {
+    Arc::new(rustls::crypto::ring::default_provider())
+}
+
+fn tls_error(what: &str, error: impl std::fmt::Display) -> Error {
+    Error::Usage(format!("TLS: {what}: {error}"))
+}
+
+/// SHA-256 of `der`, as upper-case hex pairs joined by colons.
+///
+/// # Examples
+/// ```
+/// let print = flexio_net::tls::fingerprint(b"");
+/// assert!(print.starts_with("E3:B0:C4:42"));
+/// assert_eq!(print.len(), 32 * 3 - 1);
+/// ```
+pub fn fingerprint(der: &[u8]) -> String {
+    Sha256::digest(der)
+        .iter()
+        .map(|b| format!("{b:02X}"))
+        .collect::<Vec<_>>()
+        .join(":")
+}
+
+/// Parses a pin: 64 hex digits, colons allowed (as [`fingerprint`] writes).
+///
+/// # Errors
+/// [`Error::Usage`] for anything else.
+///
+/// # Examples
+/// ```
+/// let pin = flexio_net::tls::parse_pin(&flexio_net::tls::fingerprint(b"x")).unwrap();
+/// assert_eq!(pin.len(), 32);
+/// assert!(flexio_net::tls::parse_pin("AB:CD").is_err());
+/// ```
+pub fn parse_pin(text: &str) -> Result<[u8; 32]> {
+    let hex: String = text.chars().filter(|c| *c != ':').collect();
+    let bad = || {
+        Error::Usage(format!(
+            "--pin {text:?}: give the 64 hex digits of a SHA-256 (colons allowed)"
+        ))
+    };
+    if hex.len() != 64 || !hex.is_ascii() {
+        return Err(bad());
+    }
+    let mut pin = [0u8; 32];
+    for (index, byte) in pin.iter_mut().enumerate() {
+        *byte = u8::from_str_radix(&hex[2 * index..2 * index + 2], 16).map_err(|_| bad())?;
+    }
+    Ok(pin)
+}
+
+impl TlsIdentity {
+    fn from_der(cert: CertificateDer<'static>, key: PrivateKeyDer<'static>) -> Result<Self> {
+        let fingerprint = fingerprint(cert.as_ref());
+        let config = rustls::ServerConfig::builder_with_provider(provider())
+            .with_safe_default_protocol_versions()
+            .map_err(|e| tls_error("protocol versions", e))?
+            .with_no_client_auth()
+            .with_single_cert(vec![cert], key)
+            .map_err(|e| tls_error("the certificate and key", e))?;
+        Ok(TlsIdentity {
+            config: Arc::new(config),
+            fingerprint,
+        })
+    }
+
+    /// A new self-signed certificate for `names` (host names or addresses)
+    /// made with rcgen; nothing is written to disk.
+    ///
+    /// # Errors
+    /// [`Error::Usage`] when rcgen or rustls refuse.
+    ///
+    /// # Examples
+    /// ```
+    /// let identity = flexio_net::tls::TlsIdentity::self_signed(&["localhost".into()]).unwrap();
+    /// assert_eq!(identity.fingerprint.len(), 95);
+    /// ```
+    pub fn self_signed(names: &[String]) -> Result<Self> {
+        let made = rcgen::generate_simple_self_signed(names.to_vec())
+            .map_err(|e| tls_error("generating a self-signed certificate", e))?;
+        let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(made.key_pair.serialize_der()));
+        TlsIdentity::from_der(made.cert.der().clone(), key)
+    }
+
+    /// The certificate chain and private key of two PEM files.
+    ///
+    /// # Errors
+    /// [`Error::Usage`] for a file that cannot be read or holds no
+    /// certificate or key.
+    ///
+    /// # Examples
+    /// ```no_run
+    /// let identity = flexio_net::tls::TlsIdentity::from_pem_files(
+    ///     "cert.pem".as_ref(),
+    ///     "key.pem".as_ref(),
+    /// ).unwrap();
+    /// println!("{}", identity.fingerprint);
+    /// ```
+    pub fn from_pem_files(cert: &Path, key: &Path) -> Result<Self> {
+        let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(cert)
+            .map_err(|e| tls_error(&cert.display().to_string(), e))?
+            .collect::<std::result::Result<_, _>>()
+            .map_err(|e| tls_error(&cert.display().to_string(), e))?;
+        let Some(first) = chain.first().cloned() else {
+            return Err(tls_error(
+                &cert.display().to_string(),
+                "no certificate in it",
+            ));
+        };
+        let key = PrivateKeyDer::from_pem_file(key)
+            .map_err(|e| tls_error(&key.display().to_string(), e))?;
+        let mut identity = TlsIdentity::from_der(first, key.clone_key())?;
+        if chain.len() > 1 {
+            let config = rustls::ServerConfig::builder_with_provider(provider())
+                .with_safe_default_protocol_versions()
+                .map_err(|e| tls_error("protocol versions", e))?
+                .with_no_client_auth()
+                .with_single_cert(chain, key)
+                .map_err(|e| tls_error("the certificate chain and key", e))?;
+            identity.config = Arc::new(config);
+        }
+        Ok(identity)
+    }
+}
+
+/// How the client trusts a server.
+#[derive(Clone, Debug)]
+pub enum Trust {
+    /// Only the certificate whose SHA-256 is this (`--pin`); names and
+    /// dates are not checked: the pin is the identity.
+    Pin([u8; 32]),
+    /// Certificates chaining to the CA certificates of this PEM file
+    /// (`--ca`), for the URL's host name.
+    Ca(std::path::PathBuf),
+}
+
+/// Bytes read from the plain side at once.
+const BUFFER: usize = 64 << 10;
+
+/// Moves bytes both ways between a TLS session on `outer` and a plain
+/// socket `inner` until the plain side has ended and everything it sent
+/// is out, or nothing moves for `idle`. One thread, `poll(2)` on both sockets; every byte is copied once
+/// through `buffer` (plain side) and once through rustls (TLS side).
+///
+/// # Errors
+/// A socket error, a TLS error, or the idle deadline.
+pub(crate) fn pump(
+    tls: &mut rustls::Connection,
+    outer: &mut TcpStream,
+    inner: &mut TcpStream,
+    idle: Duration,
+) -> std::io::Result<()> {
+    use std::io::{ErrorKind, Read, Write};
+    outer.set_nonblocking(true)?;
+    inner.set_nonblocking(true)?;
+    let mut buffer = vec![0u8; BUFFER];
+    let mut outer_done = false; // the TLS peer sent close_notify or EOF
+    let mut inner_done = false; // the plain side sent EOF
+    let mut last = Instant::now();
+    // The handshake may have read the first request with it.
+    if drain_plaintext(tls, inner, &mut buffer, idle)? {
+        outer_done = true;
+        let _ = inner.shutdown(std::net::Shutdown::Write);
+    }
+    loop {
+        // Flush what rustls holds for the TLS peer.
+        while tls.wants_write() {
+            match tls.write_tls(outer) {
+                Ok(_) => last = Instant::now(),
+                Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+                Err(e) => return Err(e),
+            }
+        }
+        // The plain side closing ends the exchange (HTTP closes a
+        // connection only when done with it): once close_notify is out,
+        // do not wait for the TLS peer to close too.
+        if inner_done && !tls.wants_write() {
+            return Ok(());
+        }
+        let mut outer_events = PollFlags::empty();
+        if !outer_done {
+            outer_events |= PollFlags::IN;
+        }
+        if tls.wants_write() {
+            outer_events |= PollFlags::OUT;
+        }
+        // Read the plain side only while rustls's send buffer is drained,
+        // so memory stays bounded by one buffer and one record batch.
+        let inner_events = if !inner_done && !tls.wants_write() {
+            PollFlags::IN
+        } else {
+            PollFlags::empty()
+        };
+        let mut fds = [
+            PollFd::new(outer, outer_events),
+            PollFd::new(inner, inner_events),
+        ];
+        let left = idle.saturating_sub(last.elapsed());
+        if left.is_zero() {
+            return Err(std::io::Error::new(
+                ErrorKind::TimedOut,
+                format!("nothing moved for {idle:?}"),
+            ));
+        }
+        let timeout = rustix::event::Timespec::try_from(left.min(Duration::from_secs(1)))
+            .unwrap_or(rustix::event::Timespec {
+                tv_sec: 1,
+                tv_nsec: 0,
+            });
+        poll(&mut fds, Some(&timeout)).map_err(std::io::Error::from)?;
+        let (outer_ready, inner_ready) = (fds[0].revents(), fds[1].revents());
+        if !outer_done && !outer_ready.is_empty() {
+            match tls.read_tls(outer) {
+                Ok(0) => {
+                    outer_done = true;
+                    let _ = inner.shutdown(std::net::Shutdown::Write);
+                }
+                Ok(_) => {
+                    last = Instant::now();
+                    tls.process_new_packets()
+                        .map_err(|e| std::io::Error::new(ErrorKind::InvalidData, e))?;
+                    if drain_plaintext(tls, inner, &mut buffer, idle)? {
+                        outer_done = true;
+                        let _ = inner.shutdown(std::net::Shutdown::Write);
+                    }
+                }
+                Err(e) if e.kind() == ErrorKind::WouldBlock => {}
+                Err(e) => return Err(e),
+            }
+        }
+        if !inner_done && inner_ready.intersects(PollFlags::IN | PollFlags::HUP | PollFlags::ERR) {
+            match inner.read(&mut buffer) {
+                Ok(0) => {
+                    inner_done = true;
+                    tls.send_close_notify();
+                }
+                Ok(n) => {
+                    last = Instant::now();
+                    tls.writer().write_all(&buffer[..n])?;
+                }
+                Err(e) if e.kind() == ErrorKind::WouldBlock => {}
+                Err(e) => return Err(e),
+            }
+        }
+    }
+}
+
+/// Moves the plaintext rustls holds to `inner`; returns whether the TLS
+/// peer has closed (close_notify, or the connection ended).
+fn drain_plaintext(
+    tls: &mut rustls::Connection,
+    inner: &mut TcpStream,
+    buffer: &mut [u8],
+    idle: Duration,
+) -> std::io::Result<bool> {
+    use std::io::{ErrorKind, Read};
+    loop {
+        match tls.reader().read(buffer) {
+            Ok(0) => return Ok(true),
+            Ok(n) => write_all_blocking(inner, &buffer[..n], idle)?,
+            Err(e) if e.kind() == ErrorKind::WouldBlock => return Ok(false),
+            Err(e) if e.kind() == ErrorKind::UnexpectedEof => return Ok(true),
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// Writes all of `bytes` to a non-blocking socket, waiting in `poll(2)`
+/// when it is full, for at most `idle` without progress.
+fn write_all_blocking(
+    socket: &mut TcpStream,
+    mut bytes: &[u8],
+    idle: Duration,
+) -> std::io::Result<()> {
+    use std::io::{ErrorKind, Write};
+    let mut last = Instant::now();
+    while !bytes.is_empty() {
+        match socket.write(bytes) {
+            Ok(n) => {
+                bytes = &bytes[n..];
+                last = Instant::now();
+            }
+            Err(e) if e.kind() == ErrorKind::WouldBlock => {
+                if last.elapsed() >= idle {
+                    return Err(std::io::Error::new(
+                        ErrorKind::TimedOut,
+                        "the plain side took nothing",
+                    ));
+                }
+                let mut fds = [PollFd::new(&*socket, PollFlags::OUT)];
+                let timeout = rustix::event::Timespec {
+                    tv_sec: 1,
+                    tv_nsec: 0,
+                };
+                poll(&mut fds, Some(&timeout)).map_err(std::io::Error::from)?;
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
