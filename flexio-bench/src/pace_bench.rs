@@ -18,6 +18,8 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
+use crate::charts::plain::{write_line_chart, LineChart, PlainSeries};
+
 /// What to run.
 #[derive(Clone, Debug)]
 pub struct PaceBenchOptions {
@@ -225,4 +227,55 @@ pub fn table(results: &[PaceResult]) -> String {
         );
     }
     text
+}
+
+/// `pace.svg`: the receiver's rate against the rate asked for, a line per
+/// sink and pacer, with the target itself as a dashed line — a row on it
+/// kept its rate.
+///
+/// # Errors
+/// Nothing measured, or the file cannot be written.
+pub fn write_chart(dir: &Path, results: &[PaceResult], footer: &str) -> std::io::Result<PathBuf> {
+    let mib = |bytes_per_s: u64| bytes_per_s as f64 / (1u64 << 20) as f64;
+    let mut keys: Vec<(String, String)> = results
+        .iter()
+        .map(|r| (r.sink.clone(), r.paced_by.clone()))
+        .collect();
+    keys.sort();
+    keys.dedup();
+    let mut series: Vec<PlainSeries> = keys
+        .into_iter()
+        .map(|(sink, paced_by)| PlainSeries {
+            label: format!("{sink}, {paced_by}"),
+            points: results
+                .iter()
+                .filter(|r| r.sink == sink && r.paced_by == paced_by)
+                .map(|r| (mib(r.target_bytes_per_s), mib(r.receiver_bytes_per_s)))
+                .collect(),
+            dashed: false,
+        })
+        .collect();
+    let mut targets: Vec<f64> = results.iter().map(|r| mib(r.target_bytes_per_s)).collect();
+    targets.sort_by(f64::total_cmp);
+    targets.dedup();
+    series.push(PlainSeries {
+        label: "the rate asked for".into(),
+        points: targets.iter().map(|&t| (t, t)).collect(),
+        dashed: true,
+    });
+    let path = dir.join("pace.svg");
+    write_line_chart(
+        &path,
+        &LineChart {
+            title: "pace: the receiver's rate against --rate".into(),
+            x_desc: "--rate, MiB/s (log2 scale)".into(),
+            y_desc: "receiver's MiB/s (log scale)".into(),
+            log_x: targets.len() > 1,
+            log_y: true,
+            series,
+            footer: footer.into(),
+            ..LineChart::default()
+        },
+    )?;
+    Ok(path)
 }

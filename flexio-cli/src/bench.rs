@@ -178,7 +178,12 @@ fn size(text: &str) -> Result<u64, String> {
         })
 }
 
-fn io_error(op: &'static str, endpoint: &std::path::Path, source: std::io::Error) -> Error {
+/// An I/O error of the bench's own files, naming the path.
+pub(crate) fn io_error(
+    op: &'static str,
+    endpoint: &std::path::Path,
+    source: std::io::Error,
+) -> Error {
     Error::Io {
         op,
         endpoint: endpoint.display().to_string(),

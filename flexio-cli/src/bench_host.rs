@@ -4,6 +4,7 @@
 //! (see [`flexio_bench::host_bench`]). A table on stdout, `host.json`,
 //! `host.md` and three SVG charts in the output directory.
 
+use crate::bench::io_error;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
@@ -26,15 +27,6 @@ pub struct HostArgs<'a> {
     pub install: bool,
     /// Also Fig 5 and Fig 6.
     pub figures: bool,
-}
-
-fn io_error(op: &'static str, path: &Path, source: std::io::Error) -> Error {
-    Error::Io {
-        op,
-        endpoint: path.display().to_string(),
-        offset: None,
-        source,
-    }
 }
 
 /// `apt-get install -y aria2` when aria2c is missing and we are root (the

@@ -2,21 +2,13 @@
 //! each rate (see [`flexio_bench::pace_bench`]); a table on stdout and
 //! `pace.json` / `pace.md` in the output directory.
 
+use crate::bench::io_error;
 use std::path::Path;
 use std::time::Duration;
 
 use flexio::pace::Rate;
 use flexio::Error;
 use flexio_bench::pace_bench::{self, PaceBenchOptions};
-
-fn io_error(op: &'static str, path: &Path, source: std::io::Error) -> Error {
-    Error::Io {
-        op,
-        endpoint: path.display().to_string(),
-        offset: None,
-        source,
-    }
-}
 
 /// Runs the scenario into `out`.
 pub fn run(dir: &Path, out: &Path, rates: &[Rate], seconds: f64) -> Result<(), Error> {
@@ -55,10 +47,14 @@ pub fn run(dir: &Path, out: &Path, rates: &[Rate], seconds: f64) -> Result<(), E
         flexio::write_file_replacing_regular(&path, &bytes)
             .map_err(|e| io_error("write", &path, e))?;
     }
+    let command: Vec<String> = std::env::args().collect();
+    let chart = pace_bench::write_chart(out, &results, &command.join(" "))
+        .map_err(|e| io_error("write chart", out, e))?;
     eprintln!(
-        "wrote {} and {}",
+        "wrote {}, {} and {}",
         out.join("pace.json").display(),
-        out.join("pace.md").display()
+        out.join("pace.md").display(),
+        chart.display()
     );
     Ok(())
 }

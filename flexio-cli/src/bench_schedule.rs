@@ -2,20 +2,12 @@
 //! (see [`flexio_bench::schedule_bench`]); a table on stdout and
 //! `schedule.json`, `schedule.md` and the charts in the output directory.
 
+use crate::bench::io_error;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 use flexio::Error;
 use flexio_bench::schedule_bench::{self, ScheduleBenchOptions};
-
-fn io_error(op: &'static str, path: &Path, source: std::io::Error) -> Error {
-    Error::Io {
-        op,
-        endpoint: path.display().to_string(),
-        offset: None,
-        source,
-    }
-}
 
 /// Runs the grid (`quick`: a few seconds) with `runs` counted rounds; the
 /// first of `sizes`, when given, is the transfer's size.

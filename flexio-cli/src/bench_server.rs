@@ -2,6 +2,7 @@
 //! wrk (see [`flexio_bench::server_bench`]); a table on stdout and
 //! `server.json`, `server.md` and the charts in the output directory.
 
+use crate::bench::io_error;
 use std::path::{Path, PathBuf};
 
 use flexio::Error;
@@ -23,15 +24,6 @@ pub struct ServerArgs<'a> {
     pub sizes: &'a [u64],
     /// `--large`, when given: the load and fairness file.
     pub large: Option<u64>,
-}
-
-fn io_error(op: &'static str, path: &Path, source: std::io::Error) -> Error {
-    Error::Io {
-        op,
-        endpoint: path.display().to_string(),
-        offset: None,
-        source,
-    }
 }
 
 /// Runs the scenario into `out`.

@@ -174,4 +174,6 @@ fn the_pace_scenario_reports_target_and_the_receivers_rate_with_its_error() {
     assert!(std::fs::read_to_string(out.join("pace.md"))
         .unwrap()
         .contains("token-bucket"));
+    let chart = std::fs::read_to_string(out.join("pace.svg")).unwrap();
+    assert!(chart.contains("<svg") && chart.contains("the rate asked for"));
 }
