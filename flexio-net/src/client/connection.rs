@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
 use crate::head::{read_until, response_complete, Step, MAX_HEAD, MAX_HEADERS};
+use crate::manifest::{Manifest, MAX_MANIFEST_BYTES};
 
 /// An `http://host[:port]/path` URL.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -111,6 +112,20 @@ pub(crate) struct Response {
 }
 
 impl Response {
+    /// The length of a body that must come with `200 OK` and a
+    /// Content-Length; `what` names the body in the error.
+    pub fn ok_length(self, peer: &str, what: &str) -> Result<u64> {
+        if self.status != 200 {
+            return Err(Error::Status {
+                peer: peer.to_string(),
+                status: self.status,
+                reason: self.reason,
+            });
+        }
+        self.content_length(peer)?
+            .ok_or_else(|| Error::protocol(peer, format!("{what} without Content-Length")))
+    }
+
     pub fn header(&self, name: &str) -> Option<&str> {
         self.headers
             .iter()
@@ -185,6 +200,20 @@ impl Connection {
             None,
             last.unwrap_or_else(|| std::io::ErrorKind::NotFound.into()),
         ))
+    }
+
+    /// Reads the answer to a `?manifest` request: 200 with a length under
+    /// [`MAX_MANIFEST_BYTES`], parsed; `peer` names it in errors.
+    pub fn read_manifest(&mut self, peer: &str) -> Result<Manifest> {
+        let length = self.read_response()?.ok_length(peer, "a manifest")?;
+        if length > MAX_MANIFEST_BYTES {
+            return Err(Error::protocol(
+                peer,
+                format!("a manifest of {length} bytes is over the {MAX_MANIFEST_BYTES}-byte cap"),
+            ));
+        }
+        serde_json::from_slice(&self.read_small_body(length)?)
+            .map_err(|e| Error::protocol(peer, format!("malformed manifest: {e}")))
     }
 
     /// Sends `GET target` with optional extra header lines.

@@ -198,16 +198,8 @@ pub(super) fn fetch_directory(
     };
     open.send_get(&target, "")?;
     let response = open.read_response()?;
-    if response.status != 200 {
-        return Err(Error::Status {
-            peer,
-            status: response.status,
-            reason: response.reason,
-        });
-    }
-    let total = response
-        .content_length(&peer)?
-        .ok_or_else(|| Error::protocol(&peer, "a tar stream without Content-Length"))?;
+    let closes = response.closes();
+    let total = response.ok_length(&peer, "a tar stream")?;
     let bad = |why: String| Error::protocol(&peer, format!("tar stream: {why}; not committed"));
     let mut reader = BodyReader {
         stream: &open.stream,
@@ -325,7 +317,7 @@ pub(super) fn fetch_directory(
             listed.len()
         )));
     }
-    if !response.closes() {
+    if !closes {
         *connection = Some(open);
     }
     Ok(())

@@ -25,9 +25,7 @@ use super::connection::{Connection, Url};
 use super::pieces::receive;
 use super::GetOptions;
 use crate::error::{Error, Result};
-use crate::manifest::{
-    chunk_hashes, Manifest, CHUNK_SIZE, MANIFEST_SCHEMA_VERSION, MAX_MANIFEST_BYTES,
-};
+use crate::manifest::{chunk_hashes, CHUNK_SIZE, MANIFEST_SCHEMA_VERSION};
 use crate::names::{is_safe_component, percent_decode, percent_encode};
 use crate::walk::{open_beneath, MAX_ENTRIES};
 
@@ -219,25 +217,7 @@ fn fetch_manifest(connection: &mut Connection, url: &Url) -> Result<(Vec<Planned
     let target = format!("{}?manifest", url.target);
     let peer = url.with_target(target.clone()).to_string();
     connection.send_get(&target, "")?;
-    let response = connection.read_response()?;
-    if response.status != 200 {
-        return Err(Error::Status {
-            peer,
-            status: response.status,
-            reason: response.reason,
-        });
-    }
-    let length = response
-        .content_length(&peer)?
-        .ok_or_else(|| Error::protocol(&peer, "a manifest without Content-Length"))?;
-    if length > MAX_MANIFEST_BYTES {
-        return Err(Error::protocol(
-            &peer,
-            format!("a manifest of {length} bytes is over the {MAX_MANIFEST_BYTES}-byte cap"),
-        ));
-    }
-    let manifest: Manifest = serde_json::from_slice(&connection.read_small_body(length)?)
-        .map_err(|e| Error::protocol(&peer, format!("malformed manifest: {e}")))?;
+    let manifest = connection.read_manifest(&peer)?;
     if manifest.schema_version != MANIFEST_SCHEMA_VERSION || manifest.chunk_size != CHUNK_SIZE {
         return Err(Error::protocol(
             &peer,

@@ -5,7 +5,7 @@
 use super::connection::{Connection, Response, Url};
 use super::GetOptions;
 use crate::error::{Error, Result};
-use crate::manifest::{chunk_hashes_parallel, Manifest, MAX_MANIFEST_BYTES};
+use crate::manifest::chunk_hashes_parallel;
 
 /// Checks the file against the server's `?manifest` when the server is
 /// flexio; `Ok(false)` when there is none to check against. `early` holds
@@ -41,26 +41,7 @@ pub(super) fn verify(
                 .map_err(|e| Error::io("read", label, None, e))?
         }
     };
-    let response = connection.read_response()?;
-    if response.status != 200 {
-        return Err(Error::Status {
-            peer,
-            status: response.status,
-            reason: response.reason,
-        });
-    }
-    let length = response
-        .content_length(&peer)?
-        .ok_or_else(|| Error::protocol(peer.clone(), "a manifest without Content-Length"))?;
-    if length > MAX_MANIFEST_BYTES {
-        return Err(Error::protocol(
-            peer,
-            format!("a manifest of {length} bytes is over the {MAX_MANIFEST_BYTES}-byte cap"),
-        ));
-    }
-    let body = connection.read_small_body(length)?;
-    let manifest: Manifest = serde_json::from_slice(&body)
-        .map_err(|e| Error::protocol(peer.clone(), format!("malformed manifest: {e}")))?;
+    let manifest = connection.read_manifest(&peer)?;
     let [entry] = manifest.entries.as_slice() else {
         return Err(Error::protocol(
             peer,
