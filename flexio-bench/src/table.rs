@@ -385,7 +385,7 @@ pub fn scenario_table(summaries: &[Summary], scenario: &str) -> Table {
         ("× limit", true),
     ]);
     if has_meter {
-        columns.push(("meter kept", true));
+        columns.extend([("meter kept", true), ("meter lost s/GiB", true)]);
     }
     if has_flows {
         columns.extend([("per flow", true), ("Jain", true)]);
@@ -446,6 +446,11 @@ pub fn scenario_table(summaries: &[Summary], scenario: &str) -> Table {
                         .map(|kept| format!("{:.0}%", kept * 100.0))
                         .unwrap_or_else(|| "-".into()),
                 );
+                row.push(
+                    meter_lost_per_gib(summary.meter_kept, summary.median_bps)
+                        .map(|lost| format!("{lost:.3}"))
+                        .unwrap_or_else(|| "-".into()),
+                );
             }
             if has_flows {
                 row.push(
@@ -498,6 +503,11 @@ pub fn scenario_table(summaries: &[Summary], scenario: &str) -> Table {
         "meter" => caption.extend([
             "meter kept: the share of its solo rate a CPU-bound co-process at normal \
              priority, on the same CPU as the transfer, kept while the transfer ran"
+                .to_string(),
+            "meter lost s/GiB: the seconds of its solo work the meter lost per GiB moved, \
+             (1 − kept) over the median throughput: a fair scheduler gives both half the \
+             CPU whatever the mechanism, so what a mechanism leaves to others shows per \
+             byte, not per second"
                 .to_string(),
             crate::cue::TABLE_1.to_string(),
             crate::cue::TABLES_3_TO_5.to_string(),
@@ -715,4 +725,31 @@ fn missing_and_notes(results: &Results, heading: &str, bullet: &str) -> String {
         out.push('\n');
     }
     out
+}
+
+/// Seconds of the meter's solo work lost per GiB the transfer moved: the
+/// share it lost over the median throughput (the transfer held it back
+/// for as long as it ran).
+fn meter_lost_per_gib(kept: Option<f64>, bytes_per_s: f64) -> Option<f64> {
+    let kept = kept?;
+    let gib_per_s = bytes_per_s / (1u64 << 30) as f64;
+    (gib_per_s > 0.0).then(|| (1.0 - kept).max(0.0) / gib_per_s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::meter_lost_per_gib;
+
+    #[test]
+    fn the_meter_loses_less_per_gib_to_a_faster_transfer_at_the_same_share() {
+        const GIB: f64 = (1u64 << 30) as f64;
+        // Half its work lost while 2 GiB/s moved: 0.25 s per GiB.
+        assert_eq!(meter_lost_per_gib(Some(0.5), 2.0 * GIB), Some(0.25));
+        assert!(
+            meter_lost_per_gib(Some(0.5), 1.3 * GIB).unwrap()
+                > meter_lost_per_gib(Some(0.5), 1.9 * GIB).unwrap()
+        );
+        assert_eq!(meter_lost_per_gib(None, GIB), None);
+        assert_eq!(meter_lost_per_gib(Some(0.5), 0.0), None);
+    }
 }
