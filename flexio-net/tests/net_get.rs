@@ -257,9 +257,11 @@ fn every_socket_to_file_mechanism_fetches_the_same_bytes() {
                 "{mechanism} over {streams}"
             );
             assert!(report.verified);
+            // Each stream's O_DIRECT is its own (a description opened
+            // again through /proc): direct runs on several streams too.
             if mechanism == flexio::MechanismName::Direct && streams > 1 {
-                assert_eq!(report.streams, 1);
-                assert!(report.note.as_deref().unwrap().contains("O_DIRECT"));
+                assert_eq!(report.streams, streams, "{report:?}");
+                assert!(report.note.is_none(), "{report:?}");
             }
         }
     }

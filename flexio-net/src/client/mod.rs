@@ -153,9 +153,13 @@ pub fn get(url: &str, destination: Option<&Path>, options: &GetOptions) -> Resul
     let destination = destination_for(&url, destination)?;
     let label = destination.display().to_string();
     let started = Instant::now();
-    // `direct` switches O_DIRECT on and off with fcntl(F_SETFL), which
-    // acts on the file description every stream shares: one writer only.
-    let direct_alone = options.mechanism == MechanismName::Direct && options.streams > 1;
+    // `direct` opens the file again with O_DIRECT through /proc/self/fd,
+    // a description of each stream's own; without /proc it falls back to
+    // fcntl(F_SETFL), which would act on the description every stream
+    // shares: one writer only then.
+    let direct_alone = options.mechanism == MechanismName::Direct
+        && options.streams > 1
+        && !Path::new("/proc/self/fd").is_dir();
     let streams = if direct_alone {
         1
     } else {
@@ -197,7 +201,7 @@ pub fn get(url: &str, destination: Option<&Path>, options: &GetOptions) -> Resul
             response.status
         )),
         _ if direct_alone => Some(
-            "direct sets O_DIRECT on the file description all streams would share: one stream"
+            "without /proc, direct sets O_DIRECT on the file description all streams would share: one stream"
                 .to_string(),
         ),
         _ => None,
