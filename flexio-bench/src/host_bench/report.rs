@@ -384,28 +384,7 @@ fn draw_fig5(svg: &mut String, results: &HostResults) -> Drawn {
                     .map(|t| (x as f64 + nudge, *t))
             })
             .collect();
-        chart
-            .draw_series(LineSeries::new(
-                points.iter().map(|(x, t)| (*x, t.median())),
-                color.stroke_width(2),
-            ))?
-            .label(name.as_str())
-            .legend(move |(x, y)| {
-                PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
-            });
-        chart.draw_series(
-            points
-                .iter()
-                .map(|(x, t)| Circle::new((*x, t.median()), 4, color.filled())),
-        )?;
-        for (x, t) in &points {
-            let low = t.seconds.iter().copied().fold(f64::INFINITY, f64::min);
-            let high = t.seconds.iter().copied().fold(0.0, f64::max);
-            chart.draw_series(std::iter::once(PathElement::new(
-                vec![(*x, low), (*x, high)],
-                color.stroke_width(1),
-            )))?;
-        }
+        draw_timed_line(&mut chart, &points, name.as_str(), color)?;
     }
     chart
         .configure_series_labels()
@@ -414,6 +393,42 @@ fn draw_fig5(svg: &mut String, results: &HostResults) -> Drawn {
         .border_style(BLACK)
         .draw()?;
     root.present()?;
+    Ok(())
+}
+
+/// One series of timings: the medians joined by a line, a dot at each,
+/// and a whisker from the fastest run to the slowest.
+fn draw_timed_line<DB, X>(
+    chart: &mut ChartContext<'_, DB, Cartesian2d<X, plotters::coord::types::RangedCoordf64>>,
+    points: &[(f64, &HostTiming)],
+    label: &str,
+    color: RGBColor,
+) -> Drawn
+where
+    DB: DrawingBackend,
+    DB::ErrorType: 'static,
+    X: Ranged<ValueType = f64>,
+{
+    chart
+        .draw_series(LineSeries::new(
+            points.iter().map(|(x, t)| (*x, t.median())),
+            color.stroke_width(2),
+        ))?
+        .label(label)
+        .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2)));
+    chart.draw_series(
+        points
+            .iter()
+            .map(|(x, t)| Circle::new((*x, t.median()), 4, color.filled())),
+    )?;
+    for (x, t) in points {
+        let low = t.seconds.iter().copied().fold(f64::INFINITY, f64::min);
+        let high = t.seconds.iter().copied().fold(0.0, f64::max);
+        chart.draw_series(std::iter::once(PathElement::new(
+            vec![(*x, low), (*x, high)],
+            color.stroke_width(1),
+        )))?;
+    }
     Ok(())
 }
 
@@ -480,28 +495,7 @@ fn draw_fig6(svg: &mut String, results: &HostResults) -> Drawn {
                     .map(|t| (*size as f64, *t))
             })
             .collect();
-        chart
-            .draw_series(LineSeries::new(
-                points.iter().map(|(x, t)| (*x, t.median())),
-                color.stroke_width(2),
-            ))?
-            .label(label)
-            .legend(move |(x, y)| {
-                PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
-            });
-        chart.draw_series(
-            points
-                .iter()
-                .map(|(x, t)| Circle::new((*x, t.median()), 4, color.filled())),
-        )?;
-        for (x, t) in &points {
-            let low = t.seconds.iter().copied().fold(f64::INFINITY, f64::min);
-            let high = t.seconds.iter().copied().fold(0.0, f64::max);
-            chart.draw_series(std::iter::once(PathElement::new(
-                vec![(*x, low), (*x, high)],
-                color.stroke_width(1),
-            )))?;
-        }
+        draw_timed_line(&mut chart, &points, label, color)?;
     }
     chart
         .configure_series_labels()
