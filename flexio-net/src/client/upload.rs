@@ -10,7 +10,7 @@ use flexio::range::{Mover, RangeEnd, RangeRequest};
 use flexio::{EndpointKind, MechanismName};
 use serde::Serialize;
 
-use super::connection::{Connection, Url};
+use super::connection::{Connection, Response, Url};
 use crate::error::{Error, Result};
 
 /// What an upload did.
@@ -116,23 +116,26 @@ pub fn put_paced(
     request.idle_timeout = Some(timeout);
     request.pacing = pacing;
     let moved = if length > 0 {
-        Some(mover.move_range(&source_end, &sink_end, &request, None)?)
+        match mover.move_range(&source_end, &sink_end, &request, None) {
+            Ok(report) => Some(report),
+            // A server that refuses early (a wrong token) answers and
+            // closes while the body is still going out: its answer says
+            // why, the broken pipe that follows does not.
+            Err(sending) => {
+                return Err(match connection.read_response() {
+                    Ok(response) if !matches!(response.status, 200 | 201) => {
+                        refusal(&mut connection, response, &url)
+                    }
+                    _ => sending.into(),
+                })
+            }
+        }
     } else {
         None
     };
     let response = connection.read_response()?;
     if !matches!(response.status, 200 | 201) {
-        let text = match response.content_length(&url.to_string())? {
-            Some(n) if n <= 4096 => String::from_utf8_lossy(&connection.read_small_body(n)?)
-                .trim()
-                .to_string(),
-            _ => response.reason.clone(),
-        };
-        return Err(Error::Status {
-            peer: url.to_string(),
-            status: response.status,
-            reason: text,
-        });
+        return Err(refusal(&mut connection, response, &url));
     }
     Ok(PutReport {
         url: url.to_string(),
@@ -143,4 +146,21 @@ pub fn put_paced(
             .map(|m| m.as_str().to_string()),
         wall_ns: started.elapsed().as_nanos() as u64,
     })
+}
+
+/// The error for a server's refusal, with its short body as the reason.
+fn refusal(connection: &mut Connection, response: Response, url: &Url) -> Error {
+    let peer = url.to_string();
+    let reason = match response.content_length(&peer) {
+        Ok(Some(n)) if n <= 4096 => connection
+            .read_small_body(n)
+            .map(|body| String::from_utf8_lossy(&body).trim().to_string())
+            .unwrap_or_else(|_| response.reason.clone()),
+        _ => response.reason.clone(),
+    };
+    Error::Status {
+        peer,
+        status: response.status,
+        reason,
+    }
 }
