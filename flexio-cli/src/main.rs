@@ -22,6 +22,8 @@ mod bench_tree;
 mod cache_cmd;
 mod copy;
 mod copy_tree;
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+mod float_functions;
 mod get_cmd;
 mod mechanisms;
 mod plan;

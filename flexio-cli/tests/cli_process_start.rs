@@ -51,3 +51,26 @@ fn a_report_on_stdout_is_flushed_at_exit() {
     let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!(report["bytes"], 5);
 }
+
+/// The loader maps libc alone: the unwinder is linked in and the float
+/// functions come from the program (`build.rs`, `float_functions.rs`). A
+/// library more costs a small copy some 5% of its wall time. The loader
+/// itself (`ld-linux*`, named when the unwinder calls `_dl_find_object`)
+/// is in every process already.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+#[test]
+fn the_binary_loads_libc_alone() {
+    let output = std::process::Command::new("readelf")
+        .args(["--dynamic", "--wide", env!("CARGO_BIN_EXE_flexio")])
+        .output()
+        .expect("readelf (binutils, which the C compiler needs) runs");
+    assert!(output.status.success());
+    let dynamic = String::from_utf8_lossy(&output.stdout);
+    let needed: Vec<&str> = dynamic
+        .lines()
+        .filter(|line| line.contains("(NEEDED)"))
+        .filter_map(|line| line.split('[').nth(1)?.split(']').next())
+        .filter(|library| !library.starts_with("ld-linux"))
+        .collect();
+    assert_eq!(needed, ["libc.so.6"], "{dynamic}");
+}
