@@ -70,6 +70,18 @@ fn the_host_to_host_scenario_writes_a_well_formed_table_json_and_charts() {
             assert_eq!(timing["verified"], true, "{timing}");
         }
     }
+    // iperf3 as the link's ceiling, and writing into a file as the limit
+    // for a file (CI installs iperf3).
+    if std::process::Command::new("iperf3")
+        .arg("--version")
+        .output()
+        .is_ok()
+    {
+        for name in ["iperf3 (ceiling)", "iperf3 -F (into a file)"] {
+            assert!(timings.iter().any(|t| t["contender"] == name), "{name}");
+        }
+        assert!(table.contains("the link's limit for a file"), "{table}");
+    }
     for workload in ["tree B", "tree A"] {
         assert!(
             timings

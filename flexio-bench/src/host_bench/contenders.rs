@@ -194,24 +194,10 @@ pub(super) fn main_part(
         skipped.push(("tar | nc".into(), "nc or tar is not installed".into()));
     }
     match start_iperf3(link, logs) {
-        Ok(iperf3) => contenders.push(Contender {
-            name: "iperf3 (ceiling)".into(),
-            server: ServerSide::Running(iperf3.clone()),
-            client: Box::new(move |link, workload, _| {
-                let mut command = link.client_command("iperf3");
-                command
-                    .arg("-c")
-                    .arg(link.server_addr.to_string())
-                    .arg("-p")
-                    .arg(iperf3.port.to_string())
-                    .args(["-R", "-J", "-n"])
-                    .arg(workload.bytes.to_string());
-                command
-            }),
-            trees: false,
-            writes: false,
-            own_timer: Some(iperf3_seconds),
-        }),
+        Ok(iperf3) => {
+            contenders.push(iperf3_client(IPERF3, &iperf3, false));
+            contenders.push(iperf3_client(IPERF3_INTO_FILE, &iperf3, true));
+        }
         Err(why) => skipped.push(("iperf3".into(), why)),
     }
     let sshd = ["/usr/sbin/sshd", "/usr/bin/sshd"]
@@ -349,6 +335,43 @@ fn start_rsync_daemon(link: &Link, served: &Path, logs: &Path) -> Result<Rc<Serv
         .arg(format!("--port={port}"))
         .arg(format!("--log-file={}", logs.join("rsyncd.log").display()));
     Server::start("rsync daemon", command, port, &logs.join("rsync.log")).map(Rc::new)
+}
+
+/// iperf3 memory to memory: the link's ceiling.
+pub(super) const IPERF3: &str = "iperf3 (ceiling)";
+
+/// iperf3 writing what it receives into a file (`-F`): the link's ceiling
+/// with the receiver's cost of a 1 GiB file in the page cache, which
+/// every contender but plain iperf3 pays.
+pub(super) const IPERF3_INTO_FILE: &str = "iperf3 -F (into a file)";
+
+/// An iperf3 client receiving the workload's bytes from `server` (`-R`),
+/// into a file of the copies directory when `into_file`; timed by
+/// iperf3's own clock.
+fn iperf3_client(name: &str, server: &Rc<Server>, into_file: bool) -> Contender {
+    let port = server.port;
+    Contender {
+        name: name.into(),
+        server: ServerSide::Running(server.clone()),
+        client: Box::new(move |link, workload, copies| {
+            let mut command = link.client_command("iperf3");
+            command
+                .arg("-c")
+                .arg(link.server_addr.to_string())
+                .arg("-p")
+                .arg(port.to_string())
+                .args(["-R", "-J", "-n"])
+                .arg(workload.bytes.to_string());
+            if into_file {
+                command.arg("-F").arg(copies.join("iperf3-received"));
+            }
+            command
+        }),
+        trees: false,
+        // What it writes is iperf3's own data, not a copy to check.
+        writes: false,
+        own_timer: Some(iperf3_seconds),
+    }
 }
 
 fn start_iperf3(link: &Link, logs: &Path) -> Result<Rc<Server>, String> {

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use plotters::prelude::*;
 
-use super::contenders::FIG6_SIZES;
+use super::contenders::{FIG6_SIZES, IPERF3, IPERF3_INTO_FILE};
 use super::{HostResults, HostTiming};
 
 const GIB: f64 = (1u64 << 30) as f64;
@@ -139,7 +139,19 @@ fn targets(timings: &[HostTiming]) -> String {
     let Some((_, file)) = main.first() else {
         return text;
     };
-    text += &line(file, "iperf3", 0.9);
+    text += &line(file, IPERF3, 0.9);
+    // Not a target: the same link with the same sink, which bounds any
+    // copy of a file however it is sent.
+    let rows_of_file = rows(timings, "host-to-host", file);
+    if let (Some(flexio), Some(limit)) = (
+        find(&rows_of_file, REFERENCE),
+        find(&rows_of_file, IPERF3_INTO_FILE),
+    ) {
+        text += &format!(
+            "  {file}: {:.2}× {IPERF3_INTO_FILE} (iperf3 paying for the received file as every copy does: the link's limit for a file)\n",
+            limit.median() / flexio.median()
+        );
+    }
     text += &line(file, "aria2c", 1.0);
     text += &line("tree B", "rsync daemon", 2.0);
     text += &line("tree B", "tar | nc", 1.0);
