@@ -60,4 +60,5 @@ pub mod stats;
 pub mod table;
 pub mod tree_bench;
 pub mod tune;
+pub mod tune_tree;
 mod window;

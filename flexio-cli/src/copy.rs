@@ -52,7 +52,7 @@ pub struct CopyArgs {
     #[arg(long)]
     pub(crate) direct: bool,
     #[command(flatten)]
-    profile: crate::profile_cmd::ProfileChoice,
+    pub(crate) profile: crate::profile_cmd::ProfileChoice,
     /// Write into the existing destination file instead of replacing it.
     #[arg(long)]
     in_place: bool,

@@ -5,7 +5,9 @@
 use std::sync::Arc;
 
 use clap::Args;
-use flexio::tree::{copy_tree, default_jobs, Preserve, Symlinks, TreeOptions, TreeProgress};
+use flexio::tree::{
+    copy_tree, default_jobs, Preserve, Symlinks, TreeOptions, TreeProgress, DEFAULT_BATCH,
+};
 use flexio::{Address, Error, MechanismName};
 
 use crate::copy::CopyArgs;
@@ -51,7 +53,8 @@ pub struct TreeArgs {
     /// Print what would be done; change nothing.
     #[arg(long)]
     dry_run: bool,
-    /// Files copied at once [default: two per CPU, 2 to 16].
+    /// Files copied at once [default: what `flexio tune` measured for the
+    /// destination's file system, else two per CPU, 2 to 16].
     #[arg(long, short = 'j', value_name = "N")]
     jobs: Option<usize>,
 }
@@ -93,7 +96,7 @@ pub fn is_tree_copy(args: &CopyArgs) -> bool {
 
 /// Runs a tree copy.
 pub fn run(args: CopyArgs) -> Result<(), Error> {
-    let options = tree_options(&args)?;
+    let mut options = tree_options(&args)?;
     let (sources, destination) = args.paths.split_at(args.paths.len() - 1);
     let mut paths = Vec::with_capacity(sources.len());
     for text in sources.iter().chain(destination) {
@@ -107,11 +110,14 @@ pub fn run(args: CopyArgs) -> Result<(), Error> {
         }
     }
     let destination = paths.pop().expect("at least two paths");
+    let settings_from = choose_workers(&args, &destination, &mut options);
     let progress = Arc::new(TreeProgress::default());
     let mode = ProgressMode::choose(args.progress, args.no_progress, args.quiet || args.json);
     let report = {
         let _bar = ProgressBarThread::start(Arc::clone(&progress), mode);
-        copy_tree(&paths, &destination, &options, &progress)?
+        let mut report = copy_tree(&paths, &destination, &options, &progress)?;
+        report.settings_from = settings_from;
+        report
     };
     for failure in &report.failures {
         eprintln!("flexio: {}: {}", failure.path, failure.error);
@@ -178,6 +184,7 @@ fn tree_options(args: &CopyArgs) -> Result<TreeOptions, Error> {
         update: tree.update,
         dry_run: tree.dry_run,
         jobs,
+        batch: DEFAULT_BATCH,
         fsync: args.fsync,
         verify: args.verify,
         mechanism,
@@ -189,4 +196,48 @@ fn tree_options(args: &CopyArgs) -> Result<TreeOptions, Error> {
             args.schedule.as_deref(),
         )?,
     })
+}
+
+/// The workers and small-file batch of a tree copy: `--jobs` when given
+/// (with the default batch), else what `flexio tune` measured for the
+/// destination's file system type, else the defaults. Returns where they
+/// came from, for the report.
+fn choose_workers(
+    args: &CopyArgs,
+    destination: &std::path::Path,
+    options: &mut TreeOptions,
+) -> String {
+    if args.tree.jobs.is_some() {
+        return "--jobs".into();
+    }
+    let Some(profile) = args.profile.load_for_auto() else {
+        return "default".into();
+    };
+    // The destination, or the directory it will be made in.
+    let existing = if destination.exists() {
+        destination.to_path_buf()
+    } else {
+        match destination.parent() {
+            Some(parent) if !parent.as_os_str().is_empty() => parent.to_path_buf(),
+            _ => std::path::PathBuf::from("."),
+        }
+    };
+    let Some(mount) = flexio::profile::Mount::containing(&existing) else {
+        return "default".into();
+    };
+    match profile.tree_settings(&mount.fs_type) {
+        Some(tree) => {
+            options.jobs = tree.jobs;
+            options.batch = tree.batch;
+            format!(
+                "profile {} ({})",
+                args.profile.path().display(),
+                mount.fs_type
+            )
+        }
+        None => format!(
+            "default; the profile has no tree settings for {}",
+            mount.fs_type
+        ),
+    }
 }

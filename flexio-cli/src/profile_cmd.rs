@@ -218,6 +218,26 @@ pub fn render(profile: &Profile) -> String {
             );
         }
     }
+    for tree in &profile.trees {
+        let rate = |jobs: usize, batch: usize| {
+            tree.points
+                .iter()
+                .find(|p| p.jobs == jobs && p.batch == batch)
+                .map_or_else(
+                    || "-".into(),
+                    |p| format!("{:.0} files/s", p.files_per_second),
+                )
+        };
+        text += &format!(
+            "tree copy onto {}: {} jobs, batches of {} ({}; measured on {} files of {})\n",
+            tree.filesystem,
+            tree.jobs,
+            tree.batch,
+            rate(tree.jobs, tree.batch),
+            tree.files,
+            format_bytes(tree.file_bytes)
+        );
+    }
     text
 }
 

@@ -9,6 +9,7 @@ use flexio::profile::default_profile_path;
 use flexio::Error;
 use flexio_bench::runner::RunOptions;
 use flexio_bench::tune::{self, TunePlan};
+use flexio_bench::tune_tree::{tune_tree, TreeTunePlan};
 
 use crate::bench::BarObserver;
 
@@ -18,13 +19,14 @@ pub struct TuneArgs {
     /// A short sweep: two chunk and pipe sizes, O_DIRECT for durable
     /// copies only, sizes 4 KiB to 64 MiB, six counted rounds, then the
     /// three fastest file-copy mechanisms again at 256 MiB and 1 GiB
-    /// (durable copies at 1 GiB only; at most a minute on a 2-core
-    /// machine). The default.
+    /// (durable copies at 1 GiB only), then the tree copy's workers and
+    /// small-file batch on 2 000 files of 4 KiB (at most a minute and a
+    /// half on a 2-core machine). The default.
     #[arg(long, conflicts_with = "full")]
     quick: bool,
     /// The whole sweep: 4 KiB to 1 GiB, chunks 64 KiB to 8 MiB, queue
     /// depths 4 to 64, pipe sizes 64 KiB to 1 MiB, O_DIRECT for every
-    /// kind with a file side, five counted rounds.
+    /// kind with a file side, five counted rounds; trees of 5 000 files.
     #[arg(long)]
     full: bool,
     /// Where the temporary data goes: its file system is the one tuned.
@@ -65,8 +67,6 @@ pub fn run(args: TuneArgs) -> Result<(), Error> {
     options.command_line = std::env::args().collect::<Vec<_>>().join(" ");
     // The second pass measures the leaders as `flexio copy` processes.
     options.flexio_exe = std::env::current_exe().ok();
-    // The second pass measures the leaders as `flexio copy` processes.
-    options.flexio_exe = std::env::current_exe().ok();
     let mut observer = BarObserver::new(args.quiet);
     let tuned = tune::tune(&plan, &options, &mut observer).map_err(|source| Error::Io {
         op: "tune",
@@ -87,6 +87,7 @@ pub fn run(args: TuneArgs) -> Result<(), Error> {
         )));
     }
     let mut profile = tuned.profile;
+    tune_tree_settings(&args, &mut profile);
     profile
         .save(&path)
         .map_err(|e| Error::Usage(e.to_string()))?;
@@ -115,4 +116,32 @@ pub fn run(args: TuneArgs) -> Result<(), Error> {
     }
     crate::print_stdout(&text);
     Ok(())
+}
+
+/// Measures the tree-copy settings on the tuned directory's file system
+/// and keeps them in `profile`; what cannot be measured becomes a note.
+fn tune_tree_settings(args: &TuneArgs, profile: &mut flexio::profile::Profile) {
+    let plan = if args.full {
+        TreeTunePlan::full()
+    } else {
+        TreeTunePlan::quick()
+    };
+    let Some(mount) = flexio::profile::Mount::containing(&args.dir) else {
+        profile.notes.push(
+            "tree: the tuned directory's file system is unknown; tree copies use the defaults"
+                .into(),
+        );
+        return;
+    };
+    let quiet = args.quiet;
+    match tune_tree(&args.dir, &mount.fs_type, &plan, &mut |line| {
+        if !quiet {
+            eprintln!("{line}");
+        }
+    }) {
+        Ok(tree) => profile.set_tree_settings(tree),
+        Err(error) => profile.notes.push(format!(
+            "tree: not measured ({error}); tree copies use the defaults"
+        )),
+    }
 }

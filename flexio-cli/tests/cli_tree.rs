@@ -296,3 +296,110 @@ fn the_tree_benchs_ram_disk_leaves_no_mount_after_kill_9() {
     }
     assert_eq!(host_mounts(), 0);
 }
+
+/// `flexio tune` keeps the tree copy's workers and batch per file system
+/// type; `copy -r` without `--jobs` takes them for the destination's file
+/// system and says so, `--jobs` overrides them, and `profile show` lists
+/// them.
+#[test]
+fn tree_copies_take_their_workers_from_the_profile_for_the_destinations_file_system() {
+    use flexio::profile::{Fingerprint, Mount, Profile, TreePoint, TreeProfile};
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    tree(&root.join("src"));
+    let filesystem = Mount::containing(root).unwrap().fs_type;
+    let mut profile = Profile::new(Fingerprint::of_this_machine(root), root);
+    profile.set_tree_settings(TreeProfile {
+        filesystem: filesystem.clone(),
+        jobs: 3,
+        batch: 5,
+        files: 2000,
+        file_bytes: 4096,
+        points: vec![TreePoint {
+            jobs: 3,
+            batch: 5,
+            files_per_second: 12345.0,
+        }],
+    });
+    let path = root.join("profile.toml");
+    profile.save(&path).unwrap();
+
+    let copy = |extra: &[&str], to: &str| {
+        let output = flexio()
+            .env("FLEXIO_PROFILE", &path)
+            .args(["copy", "-r", "--json"])
+            .args(extra)
+            .args([root.join("src"), root.join(to)])
+            .output()
+            .unwrap();
+        json_report(&output)
+    };
+    let report = copy(&[], "dst1");
+    assert_eq!(
+        (report["jobs"].as_u64(), report["batch"].as_u64()),
+        (Some(3), Some(5))
+    );
+    let from = report["settings_from"].as_str().unwrap();
+    assert!(
+        from.starts_with("profile ") && from.contains(&filesystem),
+        "{from}"
+    );
+    assert_eq!(
+        std::fs::read(root.join("dst1/sub/deeper/low")).unwrap(),
+        b"low"
+    );
+
+    let report = copy(&["--jobs", "2"], "dst2");
+    assert_eq!(report["jobs"], 2);
+    assert_eq!(report["settings_from"], "--jobs");
+
+    let shown = flexio()
+        .args(["profile", "--profile"])
+        .arg(&path)
+        .arg("show")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&shown.stdout);
+    assert!(
+        text.contains(&format!(
+            "tree copy onto {filesystem}: 3 jobs, batches of 5 (12345 files/s"
+        )),
+        "{text}"
+    );
+}
+
+/// Settings out of bounds make the profile invalid as a whole: `auto`
+/// falls back to the built-in table and the tree copy to its defaults.
+#[test]
+fn a_profile_asking_for_zero_workers_is_refused_and_the_copy_uses_the_defaults() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    tree(&root.join("src"));
+    let filesystem = flexio::profile::Mount::containing(root).unwrap().fs_type;
+    let mut profile =
+        flexio::profile::Profile::new(flexio::profile::Fingerprint::of_this_machine(root), root);
+    profile.set_tree_settings(flexio::profile::TreeProfile {
+        filesystem,
+        jobs: 7,
+        batch: 16,
+        files: 1,
+        file_bytes: 1,
+        points: Vec::new(),
+    });
+    let path = root.join("profile.toml");
+    profile.save(&path).unwrap();
+    // Edited by hand, as a person may.
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(text.contains("jobs = 7"), "{text}");
+    std::fs::write(&path, text.replace("jobs = 7", "jobs = 0")).unwrap();
+    let output = flexio()
+        .env("FLEXIO_PROFILE", &path)
+        .args(["copy", "-r", "--json"])
+        .args([root.join("src"), root.join("dst")])
+        .output()
+        .unwrap();
+    assert!(stderr(&output).contains("jobs 0"), "{}", stderr(&output));
+    let report = json_report(&output);
+    assert_eq!(report["settings_from"], "default");
+    assert_eq!(report["batch"], 16);
+}

@@ -145,6 +145,9 @@ impl Profile {
     /// # Errors
     /// A message naming the flow kind and the range at fault.
     pub fn validate(&self) -> Result<(), String> {
+        for tree in &self.trees {
+            tree.validate()?;
+        }
         for flow in &self.flows {
             let kind = flow.kind;
             let Some(first) = flow.ranges.first() else {

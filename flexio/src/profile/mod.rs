@@ -1,7 +1,7 @@
 //! The profile `auto` reads: flow kinds, the saved per-machine profile
 //! (size ranges with their mechanism and parameters, and the curves they
-//! came from), the machine's fingerprint, and the explanation of a
-//! decision.
+//! came from), the tree-copy settings per file system type, the machine's
+//! fingerprint, and the explanation of a decision.
 //!
 //! Measuring (sweeping mechanisms and parameters over sizes) and choosing
 //! a winner per size range are the bench's (`flexio_bench::select`); this
@@ -12,11 +12,13 @@ mod file;
 mod fingerprint;
 mod flow_kind;
 mod saved;
+mod tree;
 
 pub use file::{default_profile_path, ProfileError, MAX_PROFILE_BYTES};
 pub use fingerprint::{Fingerprint, Mount};
 pub use flow_kind::FlowKind;
 pub use saved::{Curve, CurvePoint, FlowProfile, Profile, RangeEntry, PROFILE_FORMAT_VERSION};
+pub use tree::{TreePoint, TreeProfile, MAX_TREE_BATCH, MAX_TREE_JOBS};
 
 /// Why `auto` chose what it chose for one flow.
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]

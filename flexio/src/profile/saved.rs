@@ -125,6 +125,9 @@ pub struct Profile {
     /// Per flow kind.
     #[serde(default, rename = "flow")]
     pub flows: Vec<FlowProfile>,
+    /// Tree-copy settings, per file system type.
+    #[serde(default, rename = "tree", skip_serializing_if = "Vec::is_empty")]
+    pub trees: Vec<super::TreeProfile>,
     /// Where it was loaded from (not stored in the file).
     #[serde(skip)]
     pub path: Option<PathBuf>,
@@ -176,6 +179,7 @@ impl Profile {
             fingerprint,
             notes: Vec::new(),
             flows: Vec::new(),
+            trees: Vec::new(),
             path: None,
             labels: LabelCache::default(),
         }

@@ -38,11 +38,8 @@ use file_copy::Worker;
 use queue::{FileJob, Queue};
 use walk::Walker;
 
-pub use options::{default_jobs, Preserve, Symlinks, TreeOptions};
+pub use options::{default_jobs, Preserve, Symlinks, TreeOptions, DEFAULT_BATCH};
 pub use report::{TreeFailure, TreeProgress, TreeReport, TREE_REPORT_SCHEMA_VERSION};
-
-/// Small files a worker takes from the queue at once.
-const BATCH: usize = 16;
 
 /// Where each source goes, by `cp`'s rules: into `destination` when it is
 /// an existing directory (as `destination/NAME`), else to `destination`
@@ -199,6 +196,7 @@ pub fn copy_tree(
     let delta = Sample::now().since(&before);
     report.schema_version = TREE_REPORT_SCHEMA_VERSION;
     report.jobs = jobs;
+    report.batch = options.batch.max(1);
     report.wall_ns = delta.wall_ns;
     report.cpu_user_ns = delta.cpu_user_ns;
     report.cpu_sys_ns = delta.cpu_sys_ns;
@@ -210,10 +208,11 @@ pub fn copy_tree(
 /// One worker: files from the queue until it is closed and empty.
 fn work(mut worker: Worker<'_>, queue: &Queue, progress: &TreeProgress) -> TreeReport {
     let mut report = TreeReport::default();
-    let mut batch: Vec<FileJob> = Vec::with_capacity(BATCH);
+    let batch_size = worker.options.batch.max(1);
+    let mut batch: Vec<FileJob> = Vec::with_capacity(batch_size);
     loop {
         batch.clear();
-        queue.take(BATCH, &mut batch);
+        queue.take(batch_size, &mut batch);
         if batch.is_empty() {
             return report;
         }

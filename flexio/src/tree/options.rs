@@ -130,6 +130,9 @@ pub struct TreeOptions {
     pub dry_run: bool,
     /// Files copied at once (workers); at least 1.
     pub jobs: usize,
+    /// Small files a worker takes from the queue at once (one lock for
+    /// several files); at least 1.
+    pub batch: usize,
     /// Make every file and directory durable before returning.
     pub fsync: bool,
     /// Hash each file and its copy afterwards (BLAKE3).
@@ -158,6 +161,7 @@ impl Default for TreeOptions {
             update: false,
             dry_run: false,
             jobs: default_jobs(),
+            batch: DEFAULT_BATCH,
             fsync: false,
             verify: false,
             mechanism: MechanismName::Auto,
@@ -167,6 +171,10 @@ impl Default for TreeOptions {
         }
     }
 }
+
+/// Small files a worker takes from the queue at once, unless `flexio
+/// tune` measured better for the file system.
+pub const DEFAULT_BATCH: usize = 16;
 
 /// Workers for a tree copy: two per CPU, since a worker spends much of a
 /// small file's time waiting in the file system, at least 2 and at most 16.

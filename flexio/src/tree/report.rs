@@ -88,6 +88,13 @@ pub struct TreeReport {
     pub verified_files: u64,
     /// Workers that copied files.
     pub jobs: usize,
+    /// Small files a worker took from the queue at once.
+    #[serde(default)]
+    pub batch: usize,
+    /// Where the workers and batch came from: `--jobs`, `profile PATH
+    /// (ext4)` or `default`.
+    #[serde(default)]
+    pub settings_from: String,
     /// Wall time of the whole copy.
     pub wall_ns: u64,
     /// Process user CPU.
@@ -167,6 +174,13 @@ impl fmt::Display for TreeReport {
             self.files as f64 / seconds.max(1e-9),
             self.jobs,
         )?;
+        if !self.settings_from.is_empty() {
+            writeln!(
+                f,
+                "  workers    {} jobs, batches of {} small files ({})",
+                self.jobs, self.batch, self.settings_from
+            )?;
+        }
         if !self.bytes_by_mechanism.is_empty() {
             let ways: Vec<String> = self
                 .bytes_by_mechanism
