@@ -19,9 +19,11 @@ use serde::{Deserialize, Serialize};
 
 use crate::stats::median;
 
+mod chart;
 mod ram_disk;
 mod trees;
 
+pub use chart::write_tree_charts;
 pub use ram_disk::RamDisk;
 pub use trees::{make_tree, TreeShape};
 

@@ -1,6 +1,7 @@
 //! `flexio bench --scenario tree`: the tree copiers as processes, on the
 //! trees of [`flexio_bench::tree_bench`]; a table on stdout and
-//! `tree.json` / `tree.md` in the output directory.
+//! `tree.json`, `tree.md`, `tree-files.svg` and `tree-bytes.svg` in the
+//! output directory.
 
 use std::path::Path;
 
@@ -96,10 +97,27 @@ pub fn run(
         "tree.md",
         format!("# flexio bench --scenario tree\n\n```text\n{text}```\n").as_bytes(),
     )?;
+    let footer = format!(
+        "{}; {} runs per contender, {}",
+        std::env::args().collect::<Vec<_>>().join(" "),
+        runs,
+        if options.cold { "cold" } else { "warm" }
+    );
+    let charts = tree_bench::write_tree_charts(out, &timings, &footer).map_err(|e| Error::Io {
+        op: "write chart",
+        endpoint: out.display().to_string(),
+        offset: None,
+        source: e,
+    })?;
     eprintln!(
-        "wrote {} and {}",
+        "wrote {}, {} and {}",
         out.join("tree.json").display(),
-        out.join("tree.md").display()
+        out.join("tree.md").display(),
+        charts
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
     );
     Ok(())
 }

@@ -403,3 +403,43 @@ fn a_profile_asking_for_zero_workers_is_refused_and_the_copy_uses_the_defaults()
     assert_eq!(report["settings_from"], "default");
     assert_eq!(report["batch"], 16);
 }
+
+/// The `tree` scenario at a tiny scale: its table, JSON and both charts,
+/// every copy checked, nothing left in the work directory.
+#[test]
+fn the_tree_bench_writes_its_table_json_and_charts() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let output = flexio()
+        .args(["bench", "--scenario", "tree", "--trees", "A,B"])
+        .args(["--tree-scale", "0.01", "--runs", "1", "--dir"])
+        .arg(dir.path())
+        .arg("--out")
+        .arg(&out)
+        // No cargo on the PATH: a missing xcp is reported, not built.
+        .env("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    let table = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        table.contains("tree A on ") && table.contains("tree B on "),
+        "{table}"
+    );
+    assert!(!table.contains("DIFFERS"), "{table}");
+    let json: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("tree.json")).unwrap()).unwrap();
+    assert_eq!(json["scenario"], "tree");
+    let timings = json["timings"].as_array().unwrap();
+    assert!(timings.iter().any(|t| t["contender"] == "flexio copy -r"));
+    assert!(timings.iter().any(|t| t["contender"] == "cp -r"));
+    for chart in ["tree-files.svg", "tree-bytes.svg"] {
+        let svg = std::fs::read_to_string(out.join(chart)).unwrap();
+        assert!(
+            svg.contains("flexio copy -r") && svg.contains("cp -r"),
+            "{chart}"
+        );
+        assert!(svg.contains("A (") && svg.contains("B ("), "{chart}");
+    }
+    assert_eq!(common::names(dir.path()), vec!["out".to_string()]);
+}
