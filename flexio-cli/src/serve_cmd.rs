@@ -22,11 +22,14 @@ pub struct ServeArgs {
     /// Serve read-only: PUT is answered 405 even with --token-file.
     #[arg(long)]
     read_only: bool,
-    /// Take PUT uploads bearing this file's token (first line, at least 16
-    /// characters) as `Authorization: Bearer`; on loopback or with TLS only.
+    /// Take PUT uploads authorised by this file's token (first line, at
+    /// least 16 characters): as `Authorization: Bearer` from loopback or
+    /// over TLS, as a request signed with it (`flexio put` signs) from any
+    /// other peer, so the token never crosses a plain link.
     #[arg(long)]
     token_file: Option<PathBuf>,
-    /// Allow a non-loopback address (no authentication: read-only only).
+    /// Allow a non-loopback address: anyone who reaches it may read;
+    /// uploads still need --token-file.
     #[arg(long)]
     public: bool,
     /// Worker threads answering requests.
@@ -150,6 +153,9 @@ pub fn run(args: ServeArgs) -> Result<(), Error> {
         config.token = Some(crate::put_cmd::read_token(path)?);
     }
     let mode = match config.token {
+        Some(_) if config.tls.is_none() && !config.listen.ip().is_loopback() => {
+            "uploads signed with the token (flexio put); a bearer token only from loopback"
+        }
         Some(_) => "uploads with the token",
         None => "read-only",
     };

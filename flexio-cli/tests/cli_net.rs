@@ -276,3 +276,82 @@ fn get_resume_after_kill_9_fetches_only_what_is_missing() {
     assert!(std::fs::read(&dest).unwrap() == data);
     assert_eq!(std::fs::read_dir(out.path()).unwrap().count(), 1);
 }
+
+/// Across a plain link that is not loopback (a veth pair between two
+/// network namespaces): `flexio put` signs its request and the upload
+/// lands; the same token sent as a bearer token (curl) is refused with
+/// the reason, and nothing is written.
+#[test]
+fn put_over_a_plain_link_is_signed_and_a_bearer_token_refused() {
+    if !common::require_root("network namespaces and a veth pair") {
+        return;
+    }
+    let link = flexio_bench::host_bench::Link::create(true);
+    assert!(link.is_veth(), "{}", link.description);
+    let served = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let token_text = "veth-token-0123456789abcdef";
+    let token = work.path().join("token");
+    std::fs::write(&token, format!("{token_text}\n")).unwrap();
+    let flexio_exe = env!("CARGO_BIN_EXE_flexio");
+    let mut child = link
+        .server_command(flexio_exe)
+        .arg("serve")
+        .arg(served.path())
+        .arg("--listen")
+        .arg(link.authority(0))
+        .args(["--public", "--token-file"])
+        .arg(&token)
+        .env("FLEXIO_PROFILE", "/nonexistent/flexio-profile.toml")
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let _server = Serving(child);
+    assert!(line.contains("uploads signed with the token"), "{line}");
+    let url = line
+        .split_whitespace()
+        .find(|word| word.starts_with("http://10.77.0.1:"))
+        .unwrap_or_else(|| panic!("no URL in {line:?}"))
+        .trim_end_matches('/')
+        .to_string();
+    let source = work.path().join("up.bin");
+    let data: Vec<u8> = (0..(1 << 20) + 5)
+        .map(|i: usize| (i * 13 % 251) as u8)
+        .collect();
+    std::fs::write(&source, &data).unwrap();
+
+    let output = link
+        .client_command(flexio_exe)
+        .arg("put")
+        .arg(&source)
+        .arg(format!("{url}/signed.bin"))
+        .arg("--token-file")
+        .arg(&token)
+        .env("FLEXIO_PROFILE", "/nonexistent/flexio-profile.toml")
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(std::fs::read(served.path().join("signed.bin")).unwrap() == data);
+
+    let bearer = link
+        .client_command("curl")
+        .args(["-sS", "-X", "PUT", "--data-binary"])
+        .arg(format!("@{}", source.display()))
+        .args(["-H", &format!("Authorization: Bearer {token_text}")])
+        .args(["-w", "\n%{http_code}"])
+        .arg(format!("{url}/bearer.bin"))
+        .output()
+        .unwrap();
+    let answer = String::from_utf8_lossy(&bearer.stdout);
+    assert!(answer.trim_end().ends_with("401"), "{answer}");
+    assert!(answer.contains("never over a plain link"), "{answer}");
+    assert!(!served.path().join("bearer.bin").exists());
+}

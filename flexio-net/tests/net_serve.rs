@@ -330,6 +330,57 @@ fn curl_and_wget_fetch_files_ranges_and_trees() {
 
 const TOKEN: &str = "test-token-0123456789abcdef";
 
+/// A signed PUT (as `flexio put` sends across a plain link) is taken from
+/// any peer, exactly once: the same bytes again are a replay; the
+/// signature does not carry over to another target or length; a wrong
+/// token's signature is refused. Each refusal is a 401 saying why, and
+/// writes nothing.
+#[test]
+fn signed_puts_are_taken_once_and_only_for_what_was_signed() {
+    let dir = tempfile::tempdir().unwrap();
+    let address = common::serve_with(dir.path(), |config| config.token = Some(TOKEN.into()));
+    let put = |target: &str, authorization: &str, body: &[u8]| {
+        let mut client = RawClient::connect(address);
+        let mut raw = format!(
+            "PUT {target} HTTP/1.1\r\nHost: test\r\nAuthorization: {authorization}\r\nContent-Length: {}\r\n\r\n",
+            body.len()
+        )
+        .into_bytes();
+        raw.extend_from_slice(body);
+        client.send(&raw);
+        client.read_response(false)
+    };
+    let signed = flexio_net::signing::sign(TOKEN, "PUT", "/signed", 5).unwrap();
+    let created = put("/signed", &signed, b"hello");
+    assert_eq!(created.status, 201, "{}", created.text());
+    assert_eq!(std::fs::read(dir.path().join("signed")).unwrap(), b"hello");
+
+    let replayed = put("/signed", &signed, b"HELLO");
+    assert_eq!(replayed.status, 401);
+    assert!(replayed.text().contains("replay"), "{}", replayed.text());
+    assert_eq!(std::fs::read(dir.path().join("signed")).unwrap(), b"hello");
+
+    let fresh = flexio_net::signing::sign(TOKEN, "PUT", "/signed", 5).unwrap();
+    for (target, body) in [("/elsewhere", &b"hello"[..]), ("/signed", &b"hello!"[..])] {
+        let refused = put(target, &fresh, body);
+        assert_eq!(refused.status, 401, "{target}");
+        assert!(
+            refused.text().contains("does not match"),
+            "{}",
+            refused.text()
+        );
+        assert!(refused
+            .header("www-authenticate")
+            .is_some_and(|v| v.contains("FlexioSig")));
+    }
+    assert!(!dir.path().join("elsewhere").exists());
+
+    let forged =
+        flexio_net::signing::sign("not-the-token-0123456789", "PUT", "/forged", 5).unwrap();
+    assert_eq!(put("/forged", &forged, b"hello").status, 401);
+    assert!(!dir.path().join("forged").exists());
+}
+
 #[test]
 fn put_with_the_token_writes_files_byte_exact_and_curl_uploads_too() {
     let dir = tempfile::tempdir().unwrap();

@@ -1,5 +1,7 @@
 //! `flexio put`: one file sent as a PUT body, file→socket with sendfile,
-//! to a `flexio serve --token-file` on loopback.
+//! to a `flexio serve --token-file`: with the token as a bearer token on
+//! loopback (and through the TLS relay), as a signed request
+//! ([`crate::signing`]) over any other link.
 
 use std::os::fd::AsFd;
 use std::path::Path;
@@ -28,11 +30,12 @@ pub struct PutReport {
     pub wall_ns: u64,
 }
 
-/// Sends `source` to `url` with `token` as a bearer token.
+/// Sends `source` to `url`, authorised by `token`: as a bearer token to a
+/// loopback peer, else as a signed request (the token does not cross the
+/// link).
 ///
 /// # Errors
-/// [`Error::Usage`] for a URL that is not on loopback (the token would
-/// cross a plain link) or a source that is not a regular file;
+/// [`Error::Usage`] for a source that is not a regular file;
 /// [`Error::Status`] when the server refuses; I/O errors as they come.
 ///
 /// # Examples
@@ -95,15 +98,19 @@ pub fn put_paced(
         .stream
         .peer_addr()
         .map_err(|e| Error::io("getpeername", url.to_string(), None, e))?;
-    if !peer.ip().is_loopback() {
-        return Err(Error::Usage(format!(
-            "{url}: {peer} is not loopback; a bearer token is not sent over a plain link (use https:// with --pin or --ca)"
-        )));
-    }
+    // The token itself only to a loopback peer (a local server, or the
+    // TLS relay); to anyone else, a signature that is good for this one
+    // request.
+    let authorization = if peer.ip().is_loopback() {
+        format!("Bearer {token}")
+    } else {
+        crate::signing::sign(token, "PUT", &url.target, length)
+            .map_err(|e| Error::io("getrandom", "the request's nonce", None, e))?
+    };
     connection.send_request(
         "PUT",
         &url.target,
-        &format!("Authorization: Bearer {token}\r\nContent-Length: {length}\r\n"),
+        &format!("Authorization: {authorization}\r\nContent-Length: {length}\r\n"),
     )?;
     let mut mover = Mover::new();
     let source_end = RangeEnd::with_kind(file.as_fd(), EndpointKind::File, label.clone());

@@ -66,9 +66,11 @@ pub struct ServeConfig {
     /// buffer size and map size (`flexio bench --scenario host-to-host`,
     /// Fig 6).
     pub chunk: Option<usize>,
-    /// The token a PUT must bear (`Authorization: Bearer`); without one,
-    /// the server is read-only. Loopback or TLS only: a bearer token must
-    /// not cross a plain link.
+    /// The token PUTs are authorised by; without one, the server is
+    /// read-only. As `Authorization: Bearer` from loopback peers (which
+    /// is also how the TLS front relays), or as a signed request from any
+    /// peer ([`crate::signing`]): a bearer token is never taken from a
+    /// plain link.
     pub token: Option<String>,
     /// The most bytes per second one connection is sent.
     pub rate_per_client: Option<Rate>,
@@ -142,6 +144,8 @@ pub(crate) struct Shared {
     pub next_token: AtomicU64,
     /// Chunk hashes of unchanged files, for manifests.
     pub hashes: hash_cache::HashCache,
+    /// The nonces of signed uploads taken lately (no replays).
+    pub nonces: crate::signing::SeenNonces,
     /// The block cache file bodies go through, with `config.cache`.
     pub cache: Option<Arc<flexio_cache::FileCache>>,
     /// The bucket of `rate_total`, shared by every connection.
@@ -205,13 +209,7 @@ impl Server {
     pub fn bind(config: ServeConfig) -> Result<Server> {
         if !config.listen.ip().is_loopback() && !config.public {
             return Err(Error::Usage(format!(
-                "{} is not a loopback address: serving beyond this machine needs --public (read-only, no authentication)",
-                config.listen
-            )));
-        }
-        if config.token.is_some() && !config.listen.ip().is_loopback() && config.tls.is_none() {
-            return Err(Error::Usage(format!(
-                "{}: uploads with a token are served on loopback or with --tls only (the token would cross a plain link)",
+                "{} is not a loopback address: serving beyond this machine needs --public (anyone who reaches it may read; uploads still need a token)",
                 config.listen
             )));
         }
@@ -283,6 +281,7 @@ impl Server {
                 live: Arc::new(AtomicUsize::new(0)),
                 next_token: AtomicU64::new(0),
                 hashes: hash_cache::HashCache::default(),
+                nonces: crate::signing::SeenNonces::default(),
                 cache,
                 total_rate,
                 deferred: Mutex::new(Vec::new()),

@@ -2,9 +2,11 @@
 //! [`NewFile`] made in the target's directory (held open beneath the
 //! served root, and named through `/proc/self/fd` so no path component can
 //! be swapped for a symlink meanwhile), and linked in only when every byte
-//! of Content-Length arrived. Only with a token (`--token-file`), checked
-//! in constant time, and only on loopback or behind the TLS front
-//! ([`crate::tls`]), where a bearer token does not cross a plain link.
+//! of Content-Length arrived. Only with a token (`--token-file`): as a
+//! bearer token (checked in constant time) from loopback peers — local
+//! clients and the TLS front ([`crate::tls`]) — or as a signed request
+//! ([`crate::signing`]) from any peer, so that the token never crosses a
+//! plain link.
 
 use std::os::fd::{AsFd, AsRawFd};
 use std::path::PathBuf;
@@ -16,6 +18,7 @@ use rustix::io::Errno;
 
 use super::request::ResponseHead;
 use super::worker::Exchange;
+use crate::signing::{verify, Refusal, SCHEME};
 use crate::walk::open_beneath;
 
 /// Whether `given` equals `expected`, taking the same time wherever they
@@ -43,31 +46,13 @@ pub(crate) fn answer(
     // The body is unread until the checks pass: any refusal ends the
     // connection (closed gracefully, the body drained and dropped).
     exchange.keep_alive = false;
-    let given = request
-        .header("authorization")
-        .and_then(|value| value.strip_prefix("Bearer "))
-        .unwrap_or_default();
-    if !same_token(given.trim().as_bytes(), token.as_bytes()) {
-        let (_, body) =
-            super::request::text_response(401, "PUT needs Authorization: Bearer <token>");
-        let head = ResponseHead::new(401)
-            .header("WWW-Authenticate", "Bearer")
-            .header("Content-Type", "text/plain; charset=utf-8")
-            .header("Content-Length", body.len().to_string());
-        return exchange.head_and_body(head, &body);
-    }
     if request.header("transfer-encoding").is_some() {
         return exchange.text(
             411,
             "PUT needs a Content-Length (chunked bodies are not taken)",
         );
     }
-    if request.header("content-range").is_some() {
-        return exchange.text(
-            501,
-            "PUT with Content-Range (resumed uploads) is not implemented",
-        );
-    }
+    // Signed with the request: read before the authorisation.
     let Some(length) = request
         .header("content-length")
         .map(str::trim)
@@ -76,6 +61,23 @@ pub(crate) fn answer(
     else {
         return exchange.text(411, "PUT needs a Content-Length");
     };
+    if let Err((status, why)) = authorise(exchange, token, length) {
+        let (_, body) = super::request::text_response(status, &why);
+        let mut head = ResponseHead::new(status);
+        if status == 401 {
+            head = head.header("WWW-Authenticate", format!("Bearer, {SCHEME}"));
+        }
+        let head = head
+            .header("Content-Type", "text/plain; charset=utf-8")
+            .header("Content-Length", body.len().to_string());
+        return exchange.head_and_body(head, &body);
+    }
+    if request.header("content-range").is_some() {
+        return exchange.text(
+            501,
+            "PUT with Content-Range (resumed uploads) is not implemented",
+        );
+    }
     let Some((name, parents)) = parts.split_last() else {
         return exchange.text(409, "PUT of the served directory itself");
     };
@@ -158,6 +160,46 @@ pub(crate) fn answer(
     exchange.keep_alive = request.keeps_alive();
     let status = if replaces { 200 } else { 201 };
     exchange.text(status, &format!("{label}: {length} bytes written"))
+}
+
+/// Whether the PUT is authorised: a bearer token from a loopback peer
+/// (a local client, or the TLS front relaying), or a signed request
+/// ([`crate::signing`]) from any peer. `Err` holds the status (401, or
+/// 503 when too many signed requests are remembered) and why.
+fn authorise(exchange: &Exchange<'_>, token: &str, length: u64) -> Result<(), (u16, String)> {
+    let request = exchange.request;
+    let given = request.header("authorization").unwrap_or_default().trim();
+    if let Some(bearer) = given.strip_prefix("Bearer ") {
+        let local = exchange
+            .connection
+            .stream
+            .peer_addr()
+            .is_ok_and(|peer| peer.ip().is_loopback());
+        if !local {
+            return Err((
+                401,
+                "a bearer token is taken on loopback or over TLS only, never over a plain link; sign the request (flexio put does)".into(),
+            ));
+        }
+        return if same_token(bearer.trim().as_bytes(), token.as_bytes()) {
+            Ok(())
+        } else {
+            Err((401, "the bearer token is not the server's".into()))
+        };
+    }
+    if given.starts_with(SCHEME) {
+        let seen = &exchange.shared.nonces;
+        return verify(token, given, &request.method, &request.target, length, seen).map_err(
+            |refusal| {
+                let status = if refusal == Refusal::Busy { 503 } else { 401 };
+                (status, refusal.to_string())
+            },
+        );
+    }
+    Err((
+        401,
+        format!("PUT needs Authorization: Bearer <token> (loopback, TLS) or a {SCHEME} signed request (flexio put)"),
+    ))
 }
 
 /// 405 for a write on a server without a token, saying why.
