@@ -25,11 +25,27 @@ pub struct PutArgs {
     /// The most bytes per second (10M, 1G, 100Mbit/s).
     #[arg(long, value_name = "RATE", value_parser = crate::get_cmd::rate)]
     rate: Option<flexio::pace::Rate>,
+    /// Connections sending pieces of the file at once.
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    streams: usize,
+    /// A file larger than this (or sent over several streams) goes in
+    /// pieces of this size; run again after an interruption, the pieces the
+    /// server has are not sent again.
+    #[arg(long, default_value = "64M", value_name = "SIZE", value_parser = piece_size)]
+    piece: u64,
     /// Print the report as JSON.
     #[arg(long)]
     json: bool,
     #[command(flatten)]
     tls: crate::tls_args::TlsArgs,
+}
+
+fn piece_size(text: &str) -> Result<u64, String> {
+    match flexio::parse_size(text) {
+        Ok(0) => Err("a piece must be at least one byte".into()),
+        Ok(size) => Ok(size),
+        Err(error) => Err(error.to_string()),
+    }
 }
 
 fn duration(text: &str) -> Result<Duration, String> {
@@ -55,15 +71,34 @@ pub fn run(args: PutArgs) -> Result<(), Error> {
         ..Default::default()
     };
     let (_relay, url) = args.tls.reachable(&args.url, args.timeout)?;
-    let mut report =
-        flexio_net::client::put_paced(&args.source, &url, &token, args.timeout, pacing)
-            .unwrap_or_else(|e| crate::get_cmd::fail(e));
+    if args.streams == 0 {
+        return Err(Error::Usage("--streams must be at least 1".into()));
+    }
+    let options = flexio_net::client::PutOptions {
+        timeout: args.timeout,
+        pacing,
+        streams: args.streams,
+        piece: args.piece,
+    };
+    let mut report = flexio_net::client::put_with(&args.source, &url, &token, &options)
+        .unwrap_or_else(|e| crate::get_cmd::fail(e));
     report.url = args.url.clone();
     if args.json {
         crate::print_stdout(&(serde_json::to_string_pretty(&report).expect("json") + "\n"));
     } else {
+        let pieces = if report.pieces > 1 || report.resumed_bytes > 0 {
+            format!(
+                "; {} sent in {} pieces over {} streams, {} already there",
+                flexio::format_bytes(report.sent_bytes),
+                report.pieces,
+                report.streams,
+                flexio::format_bytes(report.resumed_bytes)
+            )
+        } else {
+            String::new()
+        };
         crate::print_stdout(&format!(
-            "{} -> {}: {} ({}) in {:.3} s, {}\n",
+            "{} -> {}: {} ({}) in {:.3} s, {}{pieces}\n",
             args.source.display(),
             report.url,
             flexio::format_bytes(report.bytes),

@@ -10,8 +10,9 @@
 //! ```
 //!
 //! `s` is BLAKE3 in keyed mode (a MAC) over the method, the request
-//! target, the body's length, the time `t` and the random nonce `n`, under
-//! a key derived from the token. The server recomputes it, takes a time
+//! target, the body's length, its `Content-Range` and `Flexio-Upload`
+//! values (empty when absent), the time `t` and the random nonce `n`,
+//! under a key derived from the token. The server recomputes it, takes a time
 //! within [`MAX_CLOCK_SKEW`] of its own clock, and takes each nonce once
 //! ([`SeenNonces`]), so a request seen on the wire can be neither replayed
 //! nor turned into another: another target, another length or another
@@ -38,9 +39,32 @@ pub const MAX_REMEMBERED_NONCES: usize = 100_000;
 /// purpose is no good for any other.
 const KEY_CONTEXT: &str = "flexio 2026-11 signed HTTP request key";
 
+/// What a signature covers of a request.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SignedRequest<'a> {
+    /// `PUT`.
+    pub method: &'a str,
+    /// The request target as sent (`/dir/name`).
+    pub target: &'a str,
+    /// Content-Length.
+    pub length: u64,
+    /// The `Content-Range` value, empty when there is none.
+    pub content_range: &'a str,
+    /// The `Flexio-Upload` value (which upload a range belongs to), empty
+    /// when there is none.
+    pub upload: &'a str,
+}
+
 /// What is signed, in this order, each on its own line.
-fn message(method: &str, target: &str, length: u64, time: u64, nonce: &str) -> String {
-    format!("{method}\n{target}\n{length}\n{time}\n{nonce}")
+fn message(request: &SignedRequest<'_>, time: u64, nonce: &str) -> String {
+    let SignedRequest {
+        method,
+        target,
+        length,
+        content_range,
+        upload,
+    } = request;
+    format!("{method}\n{target}\n{length}\n{content_range}\n{upload}\n{time}\n{nonce}")
 }
 
 fn mac(token: &str, message: &str) -> blake3::Hash {
@@ -55,18 +79,20 @@ fn now_unix() -> u64 {
         .map_or(0, |d| d.as_secs())
 }
 
-/// The `Authorization` value signing a request of `method` on `target`
-/// with a body of `length` bytes, made now with a fresh random nonce.
+/// The `Authorization` value signing `request`, made now with a fresh
+/// random nonce.
 ///
 /// # Errors
 /// The kernel gave no random bytes for the nonce.
 ///
 /// # Example
 /// ```
-/// let value = flexio_net::signing::sign("0123456789abcdef", "PUT", "/a", 5).unwrap();
+/// use flexio_net::signing::{sign, SignedRequest};
+/// let request = SignedRequest { method: "PUT", target: "/a", length: 5, ..Default::default() };
+/// let value = sign("0123456789abcdef", &request).unwrap();
 /// assert!(value.starts_with("FlexioSig t="));
 /// ```
-pub fn sign(token: &str, method: &str, target: &str, length: u64) -> std::io::Result<String> {
+pub fn sign(token: &str, request: &SignedRequest<'_>) -> std::io::Result<String> {
     let mut nonce = [0u8; 16];
     let mut filled = 0;
     while filled < nonce.len() {
@@ -74,19 +100,12 @@ pub fn sign(token: &str, method: &str, target: &str, length: u64) -> std::io::Re
             rustix::rand::getrandom(&mut nonce[filled..], rustix::rand::GetRandomFlags::empty())?;
     }
     let nonce: String = nonce.iter().map(|b| format!("{b:02x}")).collect();
-    Ok(sign_with(token, method, target, length, now_unix(), &nonce))
+    Ok(sign_with(token, request, now_unix(), &nonce))
 }
 
-/// [`sign`] with the time and nonce given (tests, and the server's check).
-pub fn sign_with(
-    token: &str,
-    method: &str,
-    target: &str,
-    length: u64,
-    time: u64,
-    nonce: &str,
-) -> String {
-    let signature = mac(token, &message(method, target, length, time, nonce));
+/// [`sign`] with the time and nonce given.
+pub fn sign_with(token: &str, request: &SignedRequest<'_>, time: u64, nonce: &str) -> String {
+    let signature = mac(token, &message(request, time, nonce));
     format!("{SCHEME} t={time}, n={nonce}, s={}", signature.to_hex())
 }
 
@@ -210,40 +229,35 @@ impl SeenNonces {
 ///
 /// # Example
 /// ```
-/// use flexio_net::signing::{sign, verify, SeenNonces, Refusal};
+/// use flexio_net::signing::{sign, verify, SeenNonces, SignedRequest, Refusal};
 /// let token = "0123456789abcdef";
 /// let seen = SeenNonces::default();
-/// let value = sign(token, "PUT", "/a", 5).unwrap();
-/// assert_eq!(verify(token, &value, "PUT", "/a", 5, &seen), Ok(()));
-/// assert_eq!(verify(token, &value, "PUT", "/a", 5, &seen), Err(Refusal::Replayed));
-/// let value = sign(token, "PUT", "/a", 5).unwrap();
-/// assert_eq!(verify(token, &value, "PUT", "/b", 5, &seen), Err(Refusal::BadSignature));
+/// let a = SignedRequest { method: "PUT", target: "/a", length: 5, ..Default::default() };
+/// let value = sign(token, &a).unwrap();
+/// assert_eq!(verify(token, &value, &a, &seen), Ok(()));
+/// assert_eq!(verify(token, &value, &a, &seen), Err(Refusal::Replayed));
+/// let value = sign(token, &a).unwrap();
+/// let b = SignedRequest { target: "/b", ..a };
+/// assert_eq!(verify(token, &value, &b, &seen), Err(Refusal::BadSignature));
 /// ```
 pub fn verify(
     token: &str,
     value: &str,
-    method: &str,
-    target: &str,
-    length: u64,
+    request: &SignedRequest<'_>,
     seen: &SeenNonces,
 ) -> Result<(), Refusal> {
-    verify_at(token, value, method, target, length, seen, now_unix())
+    verify_at(token, value, request, seen, now_unix())
 }
 
 fn verify_at(
     token: &str,
     value: &str,
-    method: &str,
-    target: &str,
-    length: u64,
+    request: &SignedRequest<'_>,
     seen: &SeenNonces,
     now: u64,
 ) -> Result<(), Refusal> {
     let parts = parse(value.trim())?;
-    let expected = mac(
-        token,
-        &message(method, target, length, parts.time, parts.nonce),
-    );
+    let expected = mac(token, &message(request, parts.time, parts.nonce));
     let given = blake3::Hash::from_hex(parts.signature).map_err(|_| Refusal::Malformed("s"))?;
     // blake3::Hash compares in constant time.
     if given != expected {
@@ -265,44 +279,84 @@ mod tests {
     const TOKEN: &str = "0123456789abcdef0123";
     const NONCE: &str = "00112233445566778899aabbccddeeff";
 
+    fn put(target: &str, length: u64) -> SignedRequest<'_> {
+        SignedRequest {
+            method: "PUT",
+            target,
+            length,
+            ..Default::default()
+        }
+    }
+
     #[test]
     fn a_signature_holds_only_for_its_request_token_and_time() {
         let seen = SeenNonces::default();
-        let value = sign_with(TOKEN, "PUT", "/dir/a", 10, 1000, NONCE);
-        for (token, method, target, length) in [
-            ("another-token-of-16", "PUT", "/dir/a", 10),
-            (TOKEN, "DELETE", "/dir/a", 10),
-            (TOKEN, "PUT", "/dir/b", 10),
-            (TOKEN, "PUT", "/dir/a", 11),
+        let signed = SignedRequest {
+            content_range: "bytes 0-9/20",
+            upload: "ab",
+            ..put("/dir/a", 10)
+        };
+        let value = sign_with(TOKEN, &signed, 1000, NONCE);
+        for (token, request) in [
+            ("another-token-of-16", signed),
+            (
+                TOKEN,
+                SignedRequest {
+                    method: "DELETE",
+                    ..signed
+                },
+            ),
+            (
+                TOKEN,
+                SignedRequest {
+                    target: "/dir/b",
+                    ..signed
+                },
+            ),
+            (
+                TOKEN,
+                SignedRequest {
+                    length: 11,
+                    ..signed
+                },
+            ),
+            (
+                TOKEN,
+                SignedRequest {
+                    content_range: "bytes 10-19/20",
+                    ..signed
+                },
+            ),
+            (
+                TOKEN,
+                SignedRequest {
+                    upload: "cd",
+                    ..signed
+                },
+            ),
         ] {
             assert_eq!(
-                verify_at(token, &value, method, target, length, &seen, 1000),
+                verify_at(token, &value, &request, &seen, 1000),
                 Err(Refusal::BadSignature),
-                "{token} {method} {target} {length}"
+                "{token} {request:?}"
             );
         }
         // Another time in the header breaks it too.
         let moved = value.replace("t=1000", "t=1001");
         assert_eq!(
-            verify_at(TOKEN, &moved, "PUT", "/dir/a", 10, &seen, 1000),
+            verify_at(TOKEN, &moved, &signed, &seen, 1000),
             Err(Refusal::BadSignature)
         );
-        assert_eq!(
-            verify_at(TOKEN, &value, "PUT", "/dir/a", 10, &seen, 1000),
-            Ok(())
-        );
+        assert_eq!(verify_at(TOKEN, &value, &signed, &seen, 1000), Ok(()));
     }
 
     #[test]
     fn a_nonce_is_taken_once() {
         let seen = SeenNonces::default();
-        let value = sign_with(TOKEN, "PUT", "/a", 1, 1000, NONCE);
+        let value = sign_with(TOKEN, &put("/a", 1), 1000, NONCE);
+        assert_eq!(verify_at(TOKEN, &value, &put("/a", 1), &seen, 1000), Ok(()));
         assert_eq!(
-            verify_at(TOKEN, &value, "PUT", "/a", 1, &seen, 1000),
-            Ok(())
-        );
-        assert_eq!(
-            verify_at(TOKEN, &value, "PUT", "/a", 1, &seen, 1001),
+            verify_at(TOKEN, &value, &put("/a", 1), &seen, 1001),
             Err(Refusal::Replayed)
         );
     }
@@ -310,24 +364,21 @@ mod tests {
     #[test]
     fn a_request_signed_too_far_from_the_servers_clock_is_stale() {
         let seen = SeenNonces::default();
-        let value = sign_with(TOKEN, "PUT", "/a", 1, 1000, NONCE);
+        let value = sign_with(TOKEN, &put("/a", 1), 1000, NONCE);
         let late = 1000 + MAX_CLOCK_SKEW.as_secs() + 1;
         assert_eq!(
-            verify_at(TOKEN, &value, "PUT", "/a", 1, &seen, late),
+            verify_at(TOKEN, &value, &put("/a", 1), &seen, late),
             Err(Refusal::Stale(-(MAX_CLOCK_SKEW.as_secs() as i64) - 1))
         );
         assert!(Refusal::Stale(-121).to_string().contains("121 s behind"));
         // Within the skew, either way: taken.
-        assert_eq!(
-            verify_at(TOKEN, &value, "PUT", "/a", 1, &seen, 1100),
-            Ok(())
-        );
+        assert_eq!(verify_at(TOKEN, &value, &put("/a", 1), &seen, 1100), Ok(()));
     }
 
     #[test]
     fn malformed_values_are_refused_before_any_hashing() {
         let seen = SeenNonces::default();
-        let good = sign_with(TOKEN, "PUT", "/a", 1, 1000, NONCE);
+        let good = sign_with(TOKEN, &put("/a", 1), 1000, NONCE);
         for bad in [
             "Bearer abc".to_string(),
             "FlexioSig".to_string(),
@@ -342,7 +393,7 @@ mod tests {
         ] {
             assert!(
                 matches!(
-                    verify_at(TOKEN, &bad, "PUT", "/a", 1, &seen, 1000),
+                    verify_at(TOKEN, &bad, &put("/a", 1), &seen, 1000),
                     Err(Refusal::Malformed(_))
                 ),
                 "{bad}"
@@ -368,11 +419,11 @@ mod tests {
 
     #[test]
     fn fresh_signatures_use_fresh_nonces() {
-        let a = sign(TOKEN, "PUT", "/a", 1).unwrap();
-        let b = sign(TOKEN, "PUT", "/a", 1).unwrap();
+        let a = sign(TOKEN, &put("/a", 1)).unwrap();
+        let b = sign(TOKEN, &put("/a", 1)).unwrap();
         assert_ne!(a, b);
         let seen = SeenNonces::default();
-        assert_eq!(verify(TOKEN, &a, "PUT", "/a", 1, &seen), Ok(()));
-        assert_eq!(verify(TOKEN, &b, "PUT", "/a", 1, &seen), Ok(()));
+        assert_eq!(verify(TOKEN, &a, &put("/a", 1), &seen), Ok(()));
+        assert_eq!(verify(TOKEN, &b, &put("/a", 1), &seen), Ok(()));
     }
 }

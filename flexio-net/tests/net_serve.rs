@@ -330,6 +330,143 @@ fn curl_and_wget_fetch_files_ranges_and_trees() {
 
 const TOKEN: &str = "test-token-0123456789abcdef";
 
+/// A PUT with `Content-Range` writes one piece of a file into a hidden
+/// partial file; pieces may come in any order and overlap; a question
+/// (`bytes */TOTAL`) says what arrived; the file appears at its name only
+/// when whole, and nothing is left beside it. Malformed or inconsistent
+/// ranges are refused with 400 and write nothing.
+#[test]
+fn ranged_puts_assemble_a_file_in_any_order_and_commit_it_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let address = common::serve_with(dir.path(), |config| config.token = Some(TOKEN.into()));
+    let put = |range: &str, upload: &str, body: &[u8]| {
+        let mut client = RawClient::connect(address);
+        let mut raw = format!(
+            "PUT /assembled HTTP/1.1\r\nHost: test\r\nAuthorization: Bearer {TOKEN}\r\nContent-Length: {}\r\nContent-Range: {range}\r\nFlexio-Upload: {upload}\r\n\r\n",
+            body.len()
+        )
+        .into_bytes();
+        raw.extend_from_slice(body);
+        client.send(&raw);
+        client.read_response(false)
+    };
+    let data = pattern(300_000, 77);
+    let total = data.len();
+    let piece = |start: usize, end: usize| {
+        (
+            format!("bytes {start}-{}/{total}", end - 1),
+            &data[start..end],
+        )
+    };
+
+    let asked = put(&format!("bytes */{total}"), "u1", b"");
+    assert_eq!(asked.status, 202);
+    assert_eq!(asked.header("range"), None);
+
+    for (start, end) in [(200_000, 300_000), (0, 120_000), (100_000, 150_000)] {
+        let (range, body) = piece(start, end);
+        let answer = put(&range, "u1", body);
+        assert_eq!(answer.status, 202, "{}", answer.text());
+    }
+    let asked = put(&format!("bytes */{total}"), "u1", b"");
+    assert_eq!(asked.header("range"), Some("bytes=0-149999,200000-299999"));
+    assert!(!dir.path().join("assembled").exists());
+    // Another upload of the same name (another source) does not see them.
+    let other = put(&format!("bytes */{total}"), "u2", b"");
+    assert_eq!(other.header("range"), None);
+
+    for bad in [
+        format!("bytes 0-{total}/{total}"),
+        format!("bytes 10-5/{total}"),
+        "bytes 0-9/x".to_string(),
+        "lines 0-9/10".to_string(),
+    ] {
+        let answer = put(&bad, "u1", &data[..10]);
+        assert_eq!(answer.status, 400, "{bad}: {}", answer.text());
+    }
+    // Content-Length and Content-Range disagree.
+    assert_eq!(
+        put(&format!("bytes 0-9/{total}"), "u1", &data[..11]).status,
+        400
+    );
+    // A question carries no body.
+    assert_eq!(put(&format!("bytes */{total}"), "u1", b"x").status, 400);
+    assert_eq!(put(&format!("bytes */{total}"), "bad id!", b"").status, 400);
+
+    let (range, body) = piece(150_000, 200_000);
+    let done = put(&range, "u1", body);
+    assert_eq!(done.status, 201, "{}", done.text());
+    assert!(std::fs::read(dir.path().join("assembled")).unwrap() == data);
+    // The other upload's question made no file; the finished one's partial
+    // file and journal are gone.
+    assert_eq!(common::names_in(dir.path()), vec!["assembled".to_string()]);
+}
+
+/// `put_with` sends a large file in pieces over several connections, and
+/// an upload interrupted after some pieces sends only the rest when run
+/// again.
+#[test]
+fn put_in_pieces_over_streams_and_resumed_sends_only_what_is_missing() {
+    let dir = tempfile::tempdir().unwrap();
+    let address = common::serve_with(dir.path(), |config| config.token = Some(TOKEN.into()));
+    let sources = tempfile::tempdir().unwrap();
+    let source = sources.path().join("big");
+    let data = pattern(1 << 20, 5);
+    std::fs::write(&source, &data).unwrap();
+    let url = format!("http://{address}/big");
+    let options = flexio_net::client::PutOptions {
+        streams: 3,
+        piece: 100 << 10,
+        ..Default::default()
+    };
+    let report = flexio_net::client::put_with(&source, &url, TOKEN, &options).unwrap();
+    assert_eq!((report.status, report.pieces, report.streams), (201, 11, 3));
+    assert_eq!((report.sent_bytes, report.resumed_bytes), (1 << 20, 0));
+    assert!(std::fs::read(dir.path().join("big")).unwrap() == data);
+    assert_eq!(common::names_in(dir.path()), vec!["big".to_string()]);
+
+    // An earlier attempt got the first four pieces there, then stopped:
+    // sent here by hand, as its pieces would have been.
+    let second = pattern(1 << 20, 6);
+    std::fs::write(&source, &second).unwrap();
+    let stat = std::fs::metadata(&source).unwrap();
+    let upload = {
+        use std::os::unix::fs::MetadataExt;
+        let mut hasher = blake3::Hasher::new();
+        for value in [
+            stat.dev(),
+            stat.ino(),
+            stat.size(),
+            stat.mtime() as u64,
+            stat.mtime_nsec() as u64,
+        ] {
+            hasher.update(&value.to_le_bytes());
+        }
+        hasher.finalize().to_hex()[..32].to_string()
+    };
+    for k in 0..4usize {
+        let (start, end) = (k * (100 << 10), (k + 1) * (100 << 10));
+        let mut client = RawClient::connect(address);
+        let mut raw = format!(
+            "PUT /big HTTP/1.1\r\nHost: test\r\nAuthorization: Bearer {TOKEN}\r\nContent-Length: {}\r\nContent-Range: bytes {start}-{}/{}\r\nFlexio-Upload: {upload}\r\n\r\n",
+            end - start,
+            end - 1,
+            1 << 20
+        )
+        .into_bytes();
+        raw.extend_from_slice(&second[start..end]);
+        client.send(&raw);
+        assert_eq!(client.read_response(false).status, 202);
+    }
+    let report = flexio_net::client::put_with(&source, &url, TOKEN, &options).unwrap();
+    assert_eq!(report.status, 200);
+    assert_eq!(report.resumed_bytes, 4 * (100 << 10));
+    assert_eq!(report.sent_bytes, (1 << 20) - 4 * (100 << 10));
+    assert_eq!(report.pieces, 7);
+    assert!(std::fs::read(dir.path().join("big")).unwrap() == second);
+    assert_eq!(common::names_in(dir.path()), vec!["big".to_string()]);
+}
+
 /// A signed PUT (as `flexio put` sends across a plain link) is taken from
 /// any peer, exactly once: the same bytes again are a replay; the
 /// signature does not carry over to another target or length; a wrong
@@ -350,7 +487,13 @@ fn signed_puts_are_taken_once_and_only_for_what_was_signed() {
         client.send(&raw);
         client.read_response(false)
     };
-    let signed = flexio_net::signing::sign(TOKEN, "PUT", "/signed", 5).unwrap();
+    let request = |target| flexio_net::signing::SignedRequest {
+        method: "PUT",
+        target,
+        length: 5,
+        ..Default::default()
+    };
+    let signed = flexio_net::signing::sign(TOKEN, &request("/signed")).unwrap();
     let created = put("/signed", &signed, b"hello");
     assert_eq!(created.status, 201, "{}", created.text());
     assert_eq!(std::fs::read(dir.path().join("signed")).unwrap(), b"hello");
@@ -360,7 +503,7 @@ fn signed_puts_are_taken_once_and_only_for_what_was_signed() {
     assert!(replayed.text().contains("replay"), "{}", replayed.text());
     assert_eq!(std::fs::read(dir.path().join("signed")).unwrap(), b"hello");
 
-    let fresh = flexio_net::signing::sign(TOKEN, "PUT", "/signed", 5).unwrap();
+    let fresh = flexio_net::signing::sign(TOKEN, &request("/signed")).unwrap();
     for (target, body) in [("/elsewhere", &b"hello"[..]), ("/signed", &b"hello!"[..])] {
         let refused = put(target, &fresh, body);
         assert_eq!(refused.status, 401, "{target}");
@@ -376,7 +519,7 @@ fn signed_puts_are_taken_once_and_only_for_what_was_signed() {
     assert!(!dir.path().join("elsewhere").exists());
 
     let forged =
-        flexio_net::signing::sign("not-the-token-0123456789", "PUT", "/forged", 5).unwrap();
+        flexio_net::signing::sign("not-the-token-0123456789", &request("/forged")).unwrap();
     assert_eq!(put("/forged", &forged, b"hello").status, 401);
     assert!(!dir.path().join("forged").exists());
 }

@@ -29,7 +29,7 @@ use pieces::EarlyHashes;
 use pieces::{receive, Pieces};
 use resume::Partial;
 pub use tree::{get_tree, TreeReport};
-pub use upload::{put, put_paced, PutReport};
+pub use upload::{put, put_paced, put_with, PutOptions, PutReport};
 use verify::verify;
 
 use std::sync::Arc;

@@ -22,12 +22,22 @@ pub struct PutReport {
     pub url: String,
     /// Bytes sent.
     pub bytes: u64,
-    /// The HTTP status (201 created, 200 replaced).
+    /// The HTTP status of the request that completed the file (201
+    /// created, 200 replaced).
     pub status: u16,
     /// The mechanism that moved the body.
     pub mechanism: Option<String>,
     /// Wall time from connecting to the server's answer.
     pub wall_ns: u64,
+    /// Body bytes sent by this run.
+    pub sent_bytes: u64,
+    /// Bytes the server had already from an earlier attempt, not sent
+    /// again.
+    pub resumed_bytes: u64,
+    /// Requests that carried the body (1 for a whole-file upload).
+    pub pieces: usize,
+    /// Connections that sent them.
+    pub streams: usize,
 }
 
 /// Sends `source` to `url`, authorised by `token`: as a bearer token to a
@@ -84,6 +94,69 @@ pub fn put_paced(
     timeout: std::time::Duration,
     pacing: Pacing,
 ) -> Result<PutReport> {
+    put_with(
+        source,
+        url,
+        token,
+        &PutOptions {
+            timeout,
+            pacing,
+            ..PutOptions::default()
+        },
+    )
+}
+
+/// How [`put_with`] sends a file.
+#[derive(Clone, Debug)]
+pub struct PutOptions {
+    /// Deadline to connect, for each answer, and for any stretch without
+    /// progress.
+    pub timeout: std::time::Duration,
+    /// The body's pace; one rate over all streams.
+    pub pacing: Pacing,
+    /// Connections sending pieces at once.
+    pub streams: usize,
+    /// A file larger than this (or sent over several streams) goes in
+    /// pieces of this size (`Content-Range`), which an interrupted upload
+    /// run again does not send twice.
+    pub piece: u64,
+}
+
+impl Default for PutOptions {
+    fn default() -> Self {
+        PutOptions {
+            timeout: std::time::Duration::from_secs(30),
+            pacing: Pacing::default(),
+            streams: 1,
+            piece: 64 << 20,
+        }
+    }
+}
+
+/// Sends `source` to `url`, authorised by `token` (a bearer token to a
+/// loopback peer, else a signed request): in one request, or — when it is
+/// larger than `options.piece` or `options.streams` is above 1 — in
+/// pieces, after asking the server which pieces it already has from an
+/// earlier attempt at the same upload (the same source file: device,
+/// inode, size and modification time).
+///
+/// # Errors
+/// As [`put`].
+///
+/// # Examples
+/// ```no_run
+/// use flexio_net::client::{put_with, PutOptions};
+/// let options = PutOptions { streams: 4, piece: 16 << 20, ..PutOptions::default() };
+/// let report = put_with(
+///     std::path::Path::new("big.iso"),
+///     "http://127.0.0.1:8080/big.iso",
+///     "a-token-of-16-chars-or-more",
+///     &options,
+/// )?;
+/// println!("{} bytes sent, {} already there", report.sent_bytes, report.resumed_bytes);
+/// # Ok::<(), flexio_net::Error>(())
+/// ```
+pub fn put_with(source: &Path, url: &str, token: &str, options: &PutOptions) -> Result<PutReport> {
     let url = Url::parse(url)?;
     let label = source.display().to_string();
     let file = std::fs::File::open(source).map_err(|e| Error::io("open", &label, None, e))?;
@@ -91,68 +164,259 @@ pub fn put_paced(
     if rustix::fs::FileType::from_raw_mode(stat.st_mode) != rustix::fs::FileType::RegularFile {
         return Err(Error::Usage(format!("{label}: not a regular file")));
     }
+    if options.piece == 0 || options.streams == 0 {
+        return Err(Error::Usage("pieces and streams must be at least 1".into()));
+    }
     let length = stat.st_size as u64;
     let started = Instant::now();
-    let mut connection = Connection::open(&url, timeout)?;
-    let peer = connection
-        .stream
-        .peer_addr()
-        .map_err(|e| Error::io("getpeername", url.to_string(), None, e))?;
-    // The token itself only to a loopback peer (a local server, or the
-    // TLS relay); to anyone else, a signature that is good for this one
-    // request.
-    let authorization = if peer.ip().is_loopback() {
-        format!("Bearer {token}")
-    } else {
-        crate::signing::sign(token, "PUT", &url.target, length)
-            .map_err(|e| Error::io("getrandom", "the request's nonce", None, e))?
+    let sender = Sender {
+        url: &url,
+        token,
+        file: &file,
+        label: &label,
+        length,
+        options,
+        rate: options.pacing.rate.map(|rate| {
+            std::sync::Arc::new(flexio::pace::TokenBucket::new(
+                rate,
+                options.pacing.burst_bytes().unwrap_or(rate.default_burst()),
+                Instant::now(),
+            ))
+        }),
     };
-    connection.send_request(
-        "PUT",
-        &url.target,
-        &format!("Authorization: {authorization}\r\nContent-Length: {length}\r\n"),
-    )?;
-    let mut mover = Mover::new();
-    let source_end = RangeEnd::with_kind(file.as_fd(), EndpointKind::File, label.clone());
-    let sink_end = RangeEnd::with_kind(
-        connection.stream.as_fd(),
-        EndpointKind::Tcp,
-        url.to_string(),
-    );
-    let mut request = RangeRequest::new(0, 0, Some(length)).via(MechanismName::Auto);
-    request.idle_timeout = Some(timeout);
-    request.pacing = pacing;
-    let moved = if length > 0 {
-        match mover.move_range(&source_end, &sink_end, &request, None) {
-            Ok(report) => Some(report),
-            // A server that refuses early (a wrong token) answers and
-            // closes while the body is still going out: its answer says
-            // why, the broken pipe that follows does not.
-            Err(sending) => {
-                return Err(match connection.read_response() {
-                    Ok(response) if !matches!(response.status, 200 | 201) => {
-                        refusal(&mut connection, response, &url)
-                    }
-                    _ => sending.into(),
-                })
-            }
-        }
+    let mut report = if length > options.piece || options.streams > 1 {
+        let upload = upload_identity(&stat);
+        sender.in_pieces(&upload)?
     } else {
-        None
+        sender.whole()?
     };
-    let response = connection.read_response()?;
-    if !matches!(response.status, 200 | 201) {
-        return Err(refusal(&mut connection, response, &url));
+    report.wall_ns = started.elapsed().as_nanos() as u64;
+    Ok(report)
+}
+
+/// Which upload a piece belongs to: the source file as it is now.
+fn upload_identity(stat: &rustix::fs::Stat) -> String {
+    let mut hasher = blake3::Hasher::new();
+    for value in [
+        stat.st_dev,
+        stat.st_ino,
+        stat.st_size as u64,
+        stat.st_mtime as u64,
+        stat.st_mtime_nsec,
+    ] {
+        hasher.update(&value.to_le_bytes());
     }
-    Ok(PutReport {
-        url: url.to_string(),
-        bytes: length,
-        status: response.status,
-        mechanism: moved
-            .and_then(|m| m.mechanism_used)
-            .map(|m| m.as_str().to_string()),
-        wall_ns: started.elapsed().as_nanos() as u64,
-    })
+    hasher.finalize().to_hex()[..32].to_string()
+}
+
+/// One upload's fixed parts.
+struct Sender<'a> {
+    url: &'a Url,
+    token: &'a str,
+    file: &'a std::fs::File,
+    label: &'a str,
+    length: u64,
+    options: &'a PutOptions,
+    rate: Option<std::sync::Arc<flexio::pace::TokenBucket>>,
+}
+
+impl Sender<'_> {
+    /// A connection and the head of a PUT with these extra headers; the
+    /// token itself only to a loopback peer (a local server, or the TLS
+    /// relay), to anyone else a signature good for this one request.
+    fn start(&self, length: u64, content_range: &str, upload: &str) -> Result<Connection> {
+        let mut connection = Connection::open(self.url, self.options.timeout)?;
+        let peer = connection
+            .stream
+            .peer_addr()
+            .map_err(|e| Error::io("getpeername", self.url.to_string(), None, e))?;
+        let authorization = if peer.ip().is_loopback() {
+            format!("Bearer {}", self.token)
+        } else {
+            let signed = crate::signing::SignedRequest {
+                method: "PUT",
+                target: &self.url.target,
+                length,
+                content_range,
+                upload,
+            };
+            crate::signing::sign(self.token, &signed)
+                .map_err(|e| Error::io("getrandom", "the request's nonce", None, e))?
+        };
+        let mut extra = format!("Authorization: {authorization}\r\nContent-Length: {length}\r\n");
+        if !content_range.is_empty() {
+            extra += &format!("Content-Range: {content_range}\r\nFlexio-Upload: {upload}\r\n");
+        }
+        connection.send_request("PUT", &self.url.target, &extra)?;
+        Ok(connection)
+    }
+
+    /// Sends `[offset, offset + length)` as the body on `connection` and
+    /// reads the answer; `None` for a body with no bytes.
+    fn body(
+        &self,
+        connection: &mut Connection,
+        offset: u64,
+        length: u64,
+    ) -> Result<(Response, Option<String>)> {
+        let mut mover = Mover::new();
+        let source_end = RangeEnd::with_kind(self.file.as_fd(), EndpointKind::File, self.label);
+        let sink_end = RangeEnd::with_kind(
+            connection.stream.as_fd(),
+            EndpointKind::Tcp,
+            self.url.to_string(),
+        );
+        let mut request = RangeRequest::new(offset, 0, Some(length)).via(MechanismName::Auto);
+        request.idle_timeout = Some(self.options.timeout);
+        request.pacing = self.options.pacing;
+        request.shared_rate = self.rate.clone();
+        let mechanism = if length > 0 {
+            match mover.move_range(&source_end, &sink_end, &request, None) {
+                Ok(report) => report.mechanism_used.map(|m| m.as_str().to_string()),
+                // A server that refuses early (a wrong token) answers and
+                // closes while the body is still going out: its answer
+                // says why, the broken pipe that follows does not.
+                Err(sending) => {
+                    return Err(match connection.read_response() {
+                        Ok(response) if !matches!(response.status, 200..=202) => {
+                            refusal(connection, response, self.url)
+                        }
+                        _ => sending.into(),
+                    })
+                }
+            }
+        } else {
+            None
+        };
+        let response = connection.read_response()?;
+        if !matches!(response.status, 200..=202) {
+            return Err(refusal(connection, response, self.url));
+        }
+        Ok((response, mechanism))
+    }
+
+    /// The whole file in one request.
+    fn whole(&self) -> Result<PutReport> {
+        let mut connection = self.start(self.length, "", "")?;
+        let (response, mechanism) = self.body(&mut connection, 0, self.length)?;
+        if response.status == 202 {
+            return Err(Error::protocol(
+                self.url.to_string(),
+                "202 to a whole-file PUT",
+            ));
+        }
+        Ok(self.report(response.status, mechanism, self.length, 0, 1, 1))
+    }
+
+    /// The file in pieces, those the server lacks only.
+    fn in_pieces(&self, upload: &str) -> Result<PutReport> {
+        let peer = self.url.to_string();
+        let total = self.length;
+        let mut asking = self.start(0, &format!("bytes */{total}"), upload)?;
+        let (answer, _) = self.body(&mut asking, 0, 0)?;
+        if answer.status != 202 {
+            return Err(Error::protocol(
+                &peer,
+                format!("{} to a question about pieces", answer.status),
+            ));
+        }
+        let received = received_ranges(answer.header("range").unwrap_or_default());
+        drop(asking);
+        let piece = self.options.piece;
+        let mut missing: Vec<(u64, u64)> = (0..total.div_ceil(piece))
+            .map(|k| (k * piece, ((k + 1) * piece).min(total)))
+            .filter(|&(start, end)| !received.iter().any(|&(a, b)| a <= start && end <= b))
+            .collect();
+        if missing.is_empty() {
+            // Everything arrived but nothing committed it (a journal from
+            // a server killed at that moment): the last piece again does.
+            missing.push(((total - 1) / piece * piece, total));
+        }
+        let sent: u64 = missing.iter().map(|(a, b)| b - a).sum();
+        let pieces = missing.len();
+        // Largest offsets last: the queue is popped from its end.
+        missing.reverse();
+        let queue = std::sync::Mutex::new(missing);
+        let streams = self.options.streams.min(pieces).max(1);
+        let outcomes: Vec<Result<(Option<u16>, Option<String>)>> = std::thread::scope(|scope| {
+            let workers: Vec<_> = (0..streams)
+                .map(|_| {
+                    scope.spawn(|| -> Result<(Option<u16>, Option<String>)> {
+                        let (mut done, mut mechanism) = (None, None);
+                        loop {
+                            let Some((start, end)) =
+                                queue.lock().unwrap_or_else(|p| p.into_inner()).pop()
+                            else {
+                                return Ok((done, mechanism));
+                            };
+                            let range = format!("bytes {start}-{}/{total}", end - 1);
+                            let mut connection = self.start(end - start, &range, upload)?;
+                            let (response, used) =
+                                self.body(&mut connection, start, end - start)?;
+                            mechanism = mechanism.or(used);
+                            if response.status != 202 {
+                                done = Some(response.status);
+                            }
+                        }
+                    })
+                })
+                .collect();
+            workers
+                .into_iter()
+                .map(|w| w.join().expect("a put stream panicked"))
+                .collect()
+        });
+        let (mut status, mut mechanism) = (None, None);
+        for outcome in outcomes {
+            let (done, used) = outcome?;
+            status = status.or(done);
+            mechanism = mechanism.or(used);
+        }
+        let status = status.ok_or_else(|| {
+            Error::protocol(
+                &peer,
+                "every piece was sent but the server did not complete the file",
+            )
+        })?;
+        Ok(self.report(status, mechanism, sent, total - sent, pieces, streams))
+    }
+
+    fn report(
+        &self,
+        status: u16,
+        mechanism: Option<String>,
+        sent: u64,
+        resumed: u64,
+        pieces: usize,
+        streams: usize,
+    ) -> PutReport {
+        PutReport {
+            url: self.url.to_string(),
+            bytes: self.length,
+            status,
+            mechanism,
+            wall_ns: 0,
+            sent_bytes: sent,
+            resumed_bytes: resumed,
+            pieces,
+            streams,
+        }
+    }
+}
+
+/// The ranges of a `Range: bytes=A-B,C-D` answer, as `[start, end)`.
+fn received_ranges(header: &str) -> Vec<(u64, u64)> {
+    let Some(spans) = header.trim().strip_prefix("bytes=") else {
+        return Vec::new();
+    };
+    spans
+        .split(',')
+        .filter_map(|span| {
+            let (a, b) = span.trim().split_once('-')?;
+            let (a, b): (u64, u64) = (a.parse().ok()?, b.parse().ok()?);
+            (a <= b).then(|| (a, b.saturating_add(1)))
+        })
+        .collect()
 }
 
 /// The error for a server's refusal, with its short body as the reason.

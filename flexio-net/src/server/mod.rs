@@ -20,6 +20,7 @@ mod hash_cache;
 mod request;
 mod turns;
 mod upload;
+mod upload_ranges;
 mod worker;
 
 use std::collections::HashMap;
@@ -146,6 +147,8 @@ pub(crate) struct Shared {
     pub hashes: hash_cache::HashCache,
     /// The nonces of signed uploads taken lately (no replays).
     pub nonces: crate::signing::SeenNonces,
+    /// Held while a ranged upload's journal is read and rewritten.
+    pub uploads: Mutex<()>,
     /// The block cache file bodies go through, with `config.cache`.
     pub cache: Option<Arc<flexio_cache::FileCache>>,
     /// The bucket of `rate_total`, shared by every connection.
@@ -282,6 +285,7 @@ impl Server {
                 next_token: AtomicU64::new(0),
                 hashes: hash_cache::HashCache::default(),
                 nonces: crate::signing::SeenNonces::default(),
+                uploads: Mutex::new(()),
                 cache,
                 total_rate,
                 deferred: Mutex::new(Vec::new()),

@@ -2,7 +2,8 @@
 //! [`NewFile`] made in the target's directory (held open beneath the
 //! served root, and named through `/proc/self/fd` so no path component can
 //! be swapped for a symlink meanwhile), and linked in only when every byte
-//! of Content-Length arrived. Only with a token (`--token-file`): as a
+//! of Content-Length arrived; with `Content-Range`, a piece of a file
+//! sent in pieces ([`super::upload_ranges`]). Only with a token (`--token-file`): as a
 //! bearer token (checked in constant time) from loopback peers — local
 //! clients and the TLS front ([`crate::tls`]) — or as a signed request
 //! ([`crate::signing`]) from any peer, so that the token never crosses a
@@ -17,8 +18,9 @@ use rustix::fs::{AtFlags, FileType};
 use rustix::io::Errno;
 
 use super::request::ResponseHead;
+use super::upload_ranges;
 use super::worker::Exchange;
-use crate::signing::{verify, Refusal, SCHEME};
+use crate::signing::{verify, Refusal, SignedRequest, SCHEME};
 use crate::walk::open_beneath;
 
 /// Whether `given` equals `expected`, taking the same time wherever they
@@ -72,12 +74,17 @@ pub(crate) fn answer(
             .header("Content-Length", body.len().to_string());
         return exchange.head_and_body(head, &body);
     }
-    if request.header("content-range").is_some() {
-        return exchange.text(
-            501,
-            "PUT with Content-Range (resumed uploads) is not implemented",
-        );
-    }
+    let range =
+        match request.header("content-range") {
+            None => None,
+            Some(value) => match upload_ranges::parse_content_range(value) {
+                Some(range) => Some(range),
+                None => return exchange.text(
+                    400,
+                    "Content-Range must be bytes START-END/TOTAL (END < TOTAL) or bytes */TOTAL",
+                ),
+            },
+        };
     let Some((name, parents)) = parts.split_last() else {
         return exchange.text(409, "PUT of the served directory itself");
     };
@@ -118,6 +125,9 @@ pub(crate) fn answer(
         .unwrap_or(0);
     if length > free {
         return exchange.text(507, &format!("{length} bytes announced, {free} free"));
+    }
+    if let Some(range) = range {
+        return upload_ranges::answer(exchange, &parent, name, range, length, mover);
     }
     let mut destination = PathBuf::from(format!("/proc/self/fd/{}", parent.as_raw_fd()));
     destination.push(std::ffi::OsStr::from_bytes(name));
@@ -188,13 +198,18 @@ fn authorise(exchange: &Exchange<'_>, token: &str, length: u64) -> Result<(), (u
         };
     }
     if given.starts_with(SCHEME) {
+        let signed = SignedRequest {
+            method: &request.method,
+            target: &request.target,
+            length,
+            content_range: request.header("content-range").unwrap_or_default(),
+            upload: request.header("flexio-upload").unwrap_or_default(),
+        };
         let seen = &exchange.shared.nonces;
-        return verify(token, given, &request.method, &request.target, length, seen).map_err(
-            |refusal| {
-                let status = if refusal == Refusal::Busy { 503 } else { 401 };
-                (status, refusal.to_string())
-            },
-        );
+        return verify(token, given, &signed, seen).map_err(|refusal| {
+            let status = if refusal == Refusal::Busy { 503 } else { 401 };
+            (status, refusal.to_string())
+        });
     }
     Err((
         401,
