@@ -10,10 +10,11 @@ use flexio::Error;
 /// Arguments of `flexio put`.
 #[derive(Args)]
 pub struct PutArgs {
-    /// The file to send.
+    /// The file to send, or a directory: its tree goes into the URL's
+    /// directory (made with MKCOL, files with PUT; symlinks are skipped).
     source: PathBuf,
-    /// The URL to write it to: `http://` on loopback, or `https://` (with
-    /// --pin or --ca).
+    /// The URL to write it to (`http://`, or `https://` with --pin or
+    /// --ca); a directory's ends in `/`.
     url: String,
     /// A file holding the server's token.
     #[arg(long)]
@@ -80,6 +81,9 @@ pub fn run(args: PutArgs) -> Result<(), Error> {
         streams: args.streams,
         piece: args.piece,
     };
+    if args.source.is_dir() {
+        return put_tree(&args, &url, &token, &options);
+    }
     let mut report = flexio_net::client::put_with(&args.source, &url, &token, &options)
         .unwrap_or_else(|e| crate::get_cmd::fail(e));
     report.url = args.url.clone();
@@ -112,4 +116,50 @@ pub fn run(args: PutArgs) -> Result<(), Error> {
         ));
     }
     Ok(())
+}
+
+/// `flexio put DIR URL/`: exit status 1 when any entry failed, each listed.
+fn put_tree(
+    args: &PutArgs,
+    url: &str,
+    token: &str,
+    options: &flexio_net::client::PutOptions,
+) -> Result<(), Error> {
+    let url = if url.ends_with('/') {
+        url.to_string()
+    } else {
+        format!("{url}/")
+    };
+    let mut report = flexio_net::client::put_tree(&args.source, &url, token, options)
+        .unwrap_or_else(|e| crate::get_cmd::fail(e));
+    report.url = args.url.clone();
+    for failure in &report.failures {
+        eprintln!("flexio: {failure}");
+    }
+    if args.json {
+        crate::print_stdout(&(serde_json::to_string_pretty(&report).expect("json") + "\n"));
+    } else {
+        crate::print_stdout(&format!(
+            "{} -> {}: {} files ({}), {} directories made, {} skipped, {} failed, in {:.3} s over {} streams\n",
+            args.source.display(),
+            report.url,
+            report.files,
+            flexio::format_bytes(report.bytes),
+            report.directories_made,
+            report.skipped.len(),
+            report.failures.len(),
+            report.wall_ns as f64 / 1e9,
+            report.streams
+        ));
+    }
+    if report.failures.is_empty() {
+        Ok(())
+    } else {
+        Err(Error::Io {
+            op: "put",
+            endpoint: format!("{} entries", report.failures.len()),
+            offset: None,
+            source: std::io::Error::other("failed (each is listed above)"),
+        })
+    }
 }

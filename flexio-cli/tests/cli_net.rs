@@ -432,3 +432,63 @@ fn put_resumes_after_kill_9_sending_only_what_is_missing() {
     assert!(std::fs::read(served.path().join("big.bin")).unwrap() == data);
     assert_eq!(common::names(served.path()), vec!["big.bin".to_string()]);
 }
+
+/// `flexio put DIR URL` uploads a tree into the URL's directory and says
+/// what it made and skipped; a failed entry makes the exit status 1.
+#[test]
+fn put_of_a_directory_uploads_the_tree() {
+    let served = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let token = work.path().join("token");
+    std::fs::write(&token, "cli-token-0123456789abcdef\n").unwrap();
+    let (_server, url) = serve(served.path(), &["--token-file", token.to_str().unwrap()]);
+    let tree = work.path().join("tree");
+    std::fs::create_dir_all(tree.join("sub")).unwrap();
+    std::fs::write(tree.join("a"), b"alpha").unwrap();
+    std::fs::write(tree.join("sub/b"), vec![7u8; 100_000]).unwrap();
+    std::os::unix::fs::symlink("a", tree.join("link")).unwrap();
+    let output = flexio()
+        .arg("put")
+        .arg(&tree)
+        .arg(format!("{url}/copy"))
+        .arg("--token-file")
+        .arg(&token)
+        .args(["--streams", "2", "--json"])
+        .output()
+        .unwrap();
+    let report = json_report(&output);
+    assert_eq!(report["files"], 2);
+    assert_eq!(report["directories_made"], 2);
+    assert_eq!(report["skipped"].as_array().unwrap().len(), 1);
+    assert_eq!(
+        std::fs::read(served.path().join("copy/a")).unwrap(),
+        b"alpha"
+    );
+    assert_eq!(
+        std::fs::read(served.path().join("copy/sub/b")).unwrap(),
+        vec![7u8; 100_000]
+    );
+
+    // A file where the tree wants a directory: that entry fails, the rest
+    // lands, exit status 1.
+    std::fs::write(served.path().join("blocked"), b"a file").unwrap();
+    std::fs::create_dir_all(tree.join("blocked")).unwrap();
+    std::fs::write(tree.join("blocked/inside"), b"x").unwrap();
+    std::fs::create_dir(served.path().join("copy2")).unwrap();
+    std::fs::write(served.path().join("copy2/blocked"), b"a file").unwrap();
+    let output = flexio()
+        .arg("put")
+        .arg(&tree)
+        .arg(format!("{url}/copy2/"))
+        .arg("--token-file")
+        .arg(&token)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("blocked/inside"), "{stderr}");
+    assert_eq!(
+        std::fs::read(served.path().join("copy2/a")).unwrap(),
+        b"alpha"
+    );
+}

@@ -10,6 +10,7 @@ mod resume;
 mod tar_fetch;
 mod tree;
 mod upload;
+mod upload_tree;
 mod verify;
 
 use std::collections::HashSet;
@@ -30,6 +31,7 @@ use pieces::{receive, Pieces};
 use resume::Partial;
 pub use tree::{get_tree, TreeReport};
 pub use upload::{put, put_paced, put_with, PutOptions, PutReport};
+pub use upload_tree::{put_tree, PutTreeReport};
 use verify::verify;
 
 use std::sync::Arc;

@@ -194,6 +194,43 @@ pub fn put_with(source: &Path, url: &str, token: &str, options: &PutOptions) -> 
     Ok(report)
 }
 
+/// Sends the head of a write request (`PUT`, `MKCOL`) on `connection`,
+/// authorised by `token`: the token itself only to a loopback peer (a
+/// local server, or the TLS relay), to anyone else a signature good for
+/// this one request.
+pub(crate) fn send_head(
+    connection: &mut Connection,
+    method: &str,
+    url: &Url,
+    token: &str,
+    length: u64,
+    content_range: &str,
+    upload: &str,
+) -> Result<()> {
+    let peer = connection
+        .stream
+        .peer_addr()
+        .map_err(|e| Error::io("getpeername", url.to_string(), None, e))?;
+    let authorization = if peer.ip().is_loopback() {
+        format!("Bearer {token}")
+    } else {
+        let signed = crate::signing::SignedRequest {
+            method,
+            target: &url.target,
+            length,
+            content_range,
+            upload,
+        };
+        crate::signing::sign(token, &signed)
+            .map_err(|e| Error::io("getrandom", "the request's nonce", None, e))?
+    };
+    let mut extra = format!("Authorization: {authorization}\r\nContent-Length: {length}\r\n");
+    if !content_range.is_empty() {
+        extra += &format!("Content-Range: {content_range}\r\nFlexio-Upload: {upload}\r\n");
+    }
+    connection.send_request(method, &url.target, &extra)
+}
+
 /// Which upload a piece belongs to: the source file as it is now.
 fn upload_identity(stat: &rustix::fs::Stat) -> String {
     let mut hasher = blake3::Hasher::new();
@@ -210,50 +247,35 @@ fn upload_identity(stat: &rustix::fs::Stat) -> String {
 }
 
 /// One upload's fixed parts.
-struct Sender<'a> {
-    url: &'a Url,
-    token: &'a str,
-    file: &'a std::fs::File,
-    label: &'a str,
-    length: u64,
-    options: &'a PutOptions,
-    rate: Option<std::sync::Arc<flexio::pace::TokenBucket>>,
+pub(crate) struct Sender<'a> {
+    pub(crate) url: &'a Url,
+    pub(crate) token: &'a str,
+    pub(crate) file: &'a std::fs::File,
+    pub(crate) label: &'a str,
+    pub(crate) length: u64,
+    pub(crate) options: &'a PutOptions,
+    pub(crate) rate: Option<std::sync::Arc<flexio::pace::TokenBucket>>,
 }
 
 impl Sender<'_> {
-    /// A connection and the head of a PUT with these extra headers; the
-    /// token itself only to a loopback peer (a local server, or the TLS
-    /// relay), to anyone else a signature good for this one request.
+    /// A connection and the head of a PUT with these extra headers.
     fn start(&self, length: u64, content_range: &str, upload: &str) -> Result<Connection> {
         let mut connection = Connection::open(self.url, self.options.timeout)?;
-        let peer = connection
-            .stream
-            .peer_addr()
-            .map_err(|e| Error::io("getpeername", self.url.to_string(), None, e))?;
-        let authorization = if peer.ip().is_loopback() {
-            format!("Bearer {}", self.token)
-        } else {
-            let signed = crate::signing::SignedRequest {
-                method: "PUT",
-                target: &self.url.target,
-                length,
-                content_range,
-                upload,
-            };
-            crate::signing::sign(self.token, &signed)
-                .map_err(|e| Error::io("getrandom", "the request's nonce", None, e))?
-        };
-        let mut extra = format!("Authorization: {authorization}\r\nContent-Length: {length}\r\n");
-        if !content_range.is_empty() {
-            extra += &format!("Content-Range: {content_range}\r\nFlexio-Upload: {upload}\r\n");
-        }
-        connection.send_request("PUT", &self.url.target, &extra)?;
+        send_head(
+            &mut connection,
+            "PUT",
+            self.url,
+            self.token,
+            length,
+            content_range,
+            upload,
+        )?;
         Ok(connection)
     }
 
     /// Sends `[offset, offset + length)` as the body on `connection` and
     /// reads the answer; `None` for a body with no bytes.
-    fn body(
+    pub(crate) fn body(
         &self,
         connection: &mut Connection,
         offset: u64,
@@ -295,8 +317,29 @@ impl Sender<'_> {
         Ok((response, mechanism))
     }
 
+    /// The whole file in one request on `connection`, kept alive for the
+    /// next (its short answer read whole); returns the status.
+    pub(crate) fn whole_on(&self, connection: &mut Connection) -> Result<u16> {
+        send_head(connection, "PUT", self.url, self.token, self.length, "", "")?;
+        let (response, _) = self.body(connection, 0, self.length)?;
+        let status = response.status;
+        let peer = self.url.to_string();
+        match response.content_length(&peer)? {
+            Some(n) if n <= 64 << 10 => {
+                connection.read_small_body(n)?;
+            }
+            _ => {
+                return Err(Error::protocol(
+                    peer,
+                    "a PUT answer without a short Content-Length",
+                ))
+            }
+        }
+        Ok(status)
+    }
+
     /// The whole file in one request.
-    fn whole(&self) -> Result<PutReport> {
+    pub(crate) fn whole(&self) -> Result<PutReport> {
         let mut connection = self.start(self.length, "", "")?;
         let (response, mechanism) = self.body(&mut connection, 0, self.length)?;
         if response.status == 202 {
@@ -420,7 +463,7 @@ fn received_ranges(header: &str) -> Vec<(u64, u64)> {
 }
 
 /// The error for a server's refusal, with its short body as the reason.
-fn refusal(connection: &mut Connection, response: Response, url: &Url) -> Error {
+pub(crate) fn refusal(connection: &mut Connection, response: Response, url: &Url) -> Error {
     let peer = url.to_string();
     let reason = match response.content_length(&peer) {
         Ok(Some(n)) if n <= 4096 => connection

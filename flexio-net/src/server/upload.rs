@@ -63,16 +63,8 @@ pub(crate) fn answer(
     else {
         return exchange.text(411, "PUT needs a Content-Length");
     };
-    if let Err((status, why)) = authorise(exchange, token, length) {
-        let (_, body) = super::request::text_response(status, &why);
-        let mut head = ResponseHead::new(status);
-        if status == 401 {
-            head = head.header("WWW-Authenticate", format!("Bearer, {SCHEME}"));
-        }
-        let head = head
-            .header("Content-Type", "text/plain; charset=utf-8")
-            .header("Content-Length", body.len().to_string());
-        return exchange.head_and_body(head, &body);
+    if let Err(refusal) = authorise(exchange, token, length) {
+        return refuse(exchange, refusal);
     }
     let range =
         match request.header("content-range") {
@@ -172,7 +164,70 @@ pub(crate) fn answer(
     exchange.text(status, &format!("{label}: {length} bytes written"))
 }
 
-/// Whether the PUT is authorised: a bearer token from a loopback peer
+/// Answers a refused authorisation (401 says which schemes are taken).
+fn refuse(exchange: &Exchange<'_>, (status, why): (u16, String)) -> std::io::Result<bool> {
+    let (_, body) = super::request::text_response(status, &why);
+    let mut head = ResponseHead::new(status);
+    if status == 401 {
+        head = head.header("WWW-Authenticate", format!("Bearer, {SCHEME}"));
+    }
+    let head = head
+        .header("Content-Type", "text/plain; charset=utf-8")
+        .header("Content-Length", body.len().to_string());
+    exchange.head_and_body(head, &body)
+}
+
+/// `MKCOL`: makes one directory (mode 0755 less the umask) beneath the
+/// root, authorised as a PUT is; 201, or 405 when something is there
+/// already, 409 when its parent is missing, as WebDAV has it. A tree
+/// upload makes its directories this way, then PUTs its files.
+pub(crate) fn make_directory(
+    exchange: &mut Exchange<'_>,
+    parts: &[Vec<u8>],
+) -> std::io::Result<bool> {
+    let request = exchange.request;
+    let Some(token) = exchange.shared.config.token.as_deref() else {
+        exchange.keep_alive = false;
+        return refuse_method(exchange);
+    };
+    if request.has_body() {
+        exchange.keep_alive = false;
+        return exchange.text(415, "MKCOL takes no body");
+    }
+    if let Err(refusal) = authorise(exchange, token, 0) {
+        exchange.keep_alive = false;
+        return refuse(exchange, refusal);
+    }
+    let Some((name, parents)) = parts.split_last() else {
+        return exchange.text(405, "the served directory is there already");
+    };
+    let parent = match open_beneath(exchange.shared.root.as_fd(), &parents.join(&b'/')) {
+        Ok(parent) => parent,
+        Err(error) => {
+            let status = match Errno::from_io_error(&error) {
+                Some(Errno::NOENT | Errno::NOTDIR) => 409,
+                _ => 403,
+            };
+            return exchange.text(
+                status,
+                "the new directory's parent cannot be opened beneath the root",
+            );
+        }
+    };
+    let label = String::from_utf8_lossy(&parts.join(&b'/')).into_owned();
+    match rustix::fs::mkdirat(
+        &parent,
+        std::ffi::OsStr::from_bytes(name),
+        rustix::fs::Mode::from_raw_mode(0o755),
+    ) {
+        Ok(()) => exchange.text(201, &format!("{label}/: made")),
+        Err(Errno::EXIST) => exchange.text(405, &format!("{label}: something is there already")),
+        Err(Errno::NOTDIR) => exchange.text(409, "the new directory's parent is not a directory"),
+        Err(error) => exchange.text(500, &format!("{label}: mkdir failed: {error}")),
+    }
+}
+
+/// Whether a write (PUT, MKCOL) is authorised: a bearer token from a loopback peer
 /// (a local client, or the TLS front relaying), or a signed request
 /// ([`crate::signing`]) from any peer. `Err` holds the status (401, or
 /// 503 when too many signed requests are remembered) and why.
@@ -213,7 +268,10 @@ fn authorise(exchange: &Exchange<'_>, token: &str, length: u64) -> Result<(), (u
     }
     Err((
         401,
-        format!("PUT needs Authorization: Bearer <token> (loopback, TLS) or a {SCHEME} signed request (flexio put)"),
+        format!(
+            "{} needs Authorization: Bearer <token> (loopback, TLS) or a {SCHEME} signed request (flexio put)",
+            request.method
+        ),
     ))
 }
 

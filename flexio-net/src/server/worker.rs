@@ -126,12 +126,15 @@ fn answer(
 /// Sends the response, all of it but a file body left for turns.
 fn respond(exchange: &mut Exchange<'_>, mover: &mut Mover) -> std::io::Result<bool> {
     let (shared, request) = (exchange.shared, exchange.request);
-    if request.method == "PUT" {
+    if request.method == "PUT" || request.method == "MKCOL" {
         return match split_target(&request.target) {
+            Ok((parts, None)) if request.method == "MKCOL" => {
+                super::upload::make_directory(exchange, &parts)
+            }
             Ok((parts, None)) => super::upload::answer(exchange, &parts, mover),
             Ok((_, Some(_))) => {
                 exchange.keep_alive = false;
-                exchange.text(400, "PUT takes no query")
+                exchange.text(400, &format!("{} takes no query", request.method))
             }
             Err(BadTarget::Climbs) => {
                 exchange.keep_alive = false;
