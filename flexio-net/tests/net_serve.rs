@@ -330,6 +330,25 @@ fn curl_and_wget_fetch_files_ranges_and_trees() {
 
 const TOKEN: &str = "test-token-0123456789abcdef";
 
+/// `PUT target` with these extra header lines (each ending in CRLF) and
+/// `body`, on a connection of its own; the answer.
+fn raw_put(
+    address: std::net::SocketAddr,
+    target: &str,
+    headers: &str,
+    body: &[u8],
+) -> common::Response {
+    let mut client = RawClient::connect(address);
+    let mut raw = format!(
+        "PUT {target} HTTP/1.1\r\nHost: test\r\nContent-Length: {}\r\n{headers}\r\n",
+        body.len()
+    )
+    .into_bytes();
+    raw.extend_from_slice(body);
+    client.send(&raw);
+    client.read_response(false)
+}
+
 /// A PUT with `Content-Range` writes one piece of a file into a hidden
 /// partial file; pieces may come in any order and overlap; a question
 /// (`bytes */TOTAL`) says what arrived; the file appears at its name only
@@ -340,15 +359,10 @@ fn ranged_puts_assemble_a_file_in_any_order_and_commit_it_whole() {
     let dir = tempfile::tempdir().unwrap();
     let address = common::serve_with(dir.path(), |config| config.token = Some(TOKEN.into()));
     let put = |range: &str, upload: &str, body: &[u8]| {
-        let mut client = RawClient::connect(address);
-        let mut raw = format!(
-            "PUT /assembled HTTP/1.1\r\nHost: test\r\nAuthorization: Bearer {TOKEN}\r\nContent-Length: {}\r\nContent-Range: {range}\r\nFlexio-Upload: {upload}\r\n\r\n",
-            body.len()
-        )
-        .into_bytes();
-        raw.extend_from_slice(body);
-        client.send(&raw);
-        client.read_response(false)
+        let headers = format!(
+            "Authorization: Bearer {TOKEN}\r\nContent-Range: {range}\r\nFlexio-Upload: {upload}\r\n"
+        );
+        raw_put(address, "/assembled", &headers, body)
     };
     let data = pattern(300_000, 77);
     let total = data.len();
@@ -446,17 +460,13 @@ fn put_in_pieces_over_streams_and_resumed_sends_only_what_is_missing() {
     };
     for k in 0..4usize {
         let (start, end) = (k * (100 << 10), (k + 1) * (100 << 10));
-        let mut client = RawClient::connect(address);
-        let mut raw = format!(
-            "PUT /big HTTP/1.1\r\nHost: test\r\nAuthorization: Bearer {TOKEN}\r\nContent-Length: {}\r\nContent-Range: bytes {start}-{}/{}\r\nFlexio-Upload: {upload}\r\n\r\n",
-            end - start,
+        let headers = format!(
+            "Authorization: Bearer {TOKEN}\r\nContent-Range: bytes {start}-{}/{}\r\nFlexio-Upload: {upload}\r\n",
             end - 1,
             1 << 20
-        )
-        .into_bytes();
-        raw.extend_from_slice(&second[start..end]);
-        client.send(&raw);
-        assert_eq!(client.read_response(false).status, 202);
+        );
+        let answer = raw_put(address, "/big", &headers, &second[start..end]);
+        assert_eq!(answer.status, 202);
     }
     let report = flexio_net::client::put_with(&source, &url, TOKEN, &options).unwrap();
     assert_eq!(report.status, 200);
@@ -586,15 +596,12 @@ fn signed_puts_are_taken_once_and_only_for_what_was_signed() {
     let dir = tempfile::tempdir().unwrap();
     let address = common::serve_with(dir.path(), |config| config.token = Some(TOKEN.into()));
     let put = |target: &str, authorization: &str, body: &[u8]| {
-        let mut client = RawClient::connect(address);
-        let mut raw = format!(
-            "PUT {target} HTTP/1.1\r\nHost: test\r\nAuthorization: {authorization}\r\nContent-Length: {}\r\n\r\n",
-            body.len()
+        raw_put(
+            address,
+            target,
+            &format!("Authorization: {authorization}\r\n"),
+            body,
         )
-        .into_bytes();
-        raw.extend_from_slice(body);
-        client.send(&raw);
-        client.read_response(false)
     };
     let request = |target| flexio_net::signing::SignedRequest {
         method: "PUT",

@@ -292,6 +292,20 @@ impl Connection {
         })
     }
 
+    /// Reads and drops the short text body of `response` (an answer to a
+    /// write), so the connection can carry the next request; `what` names
+    /// the answer in the error when it has no short Content-Length.
+    pub(crate) fn skip_short_body(&mut self, response: &Response, what: &str) -> Result<()> {
+        let peer = self.url.to_string();
+        match response.content_length(&peer)? {
+            Some(n) if n <= 64 << 10 => self.read_small_body(n).map(drop),
+            _ => Err(Error::protocol(
+                peer,
+                format!("{what} without a short Content-Length"),
+            )),
+        }
+    }
+
     /// Reads a small body (a manifest, an error text) of `length` bytes
     /// into memory; the caller has capped `length`.
     pub fn read_small_body(&mut self, length: u64) -> Result<Vec<u8>> {

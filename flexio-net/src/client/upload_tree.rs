@@ -122,18 +122,7 @@ fn status_of(connection: &mut Connection, url: &Url) -> Result<u16> {
     if !matches!(response.status, 201 | 405) || read_only {
         return Err(refusal(connection, response, url));
     }
-    let peer = url.to_string();
-    match response.content_length(&peer)? {
-        Some(n) if n <= 64 << 10 => {
-            connection.read_small_body(n)?;
-        }
-        _ => {
-            return Err(Error::protocol(
-                peer,
-                "a MKCOL answer without a short Content-Length",
-            ))
-        }
-    }
+    connection.skip_short_body(&response, "a MKCOL answer")?;
     Ok(response.status)
 }
 
