@@ -25,6 +25,7 @@ mod metadata;
 mod options;
 mod queue;
 mod report;
+mod staging;
 mod walk;
 
 use std::path::{Path, PathBuf};
@@ -36,6 +37,7 @@ use crate::error::{Error, Result};
 use crate::measure::Sample;
 use file_copy::Worker;
 use queue::{FileJob, Queue};
+use staging::Staging;
 use walk::Walker;
 
 pub use options::{default_jobs, Preserve, Symlinks, TreeOptions};
@@ -162,7 +164,9 @@ pub fn copy_tree(
             std::time::Instant::now(),
         ))
     });
+    let stagings = stage_new_trees(&pairs, options);
     let mut walker = Walker::new(options, &exclude, &queue, progress, umask);
+    let mut staged_roots = vec![false; pairs.len()];
     let mut report = std::thread::scope(|scope| {
         let workers: Vec<_> = (0..jobs)
             .map(|_| {
@@ -178,8 +182,11 @@ pub fn copy_tree(
                 scope.spawn(move || work(worker, queue, progress))
             })
             .collect();
-        for (source, target) in &pairs {
-            walker.walk(source, target);
+        for (index, (source, target)) in pairs.iter().enumerate() {
+            match &stagings[index] {
+                Some(staging) => staged_roots[index] = walker.walk_staged(source, staging.path()),
+                None => walker.walk(source, target),
+            }
         }
         progress.walk_finished.store(true, Ordering::Relaxed);
         queue.close();
@@ -195,6 +202,7 @@ pub fn copy_tree(
         if options.fsync {
             sync_destinations(&pairs, &mut report);
         }
+        put_staged_in_place(&pairs, stagings, &staged_roots, options.fsync, &mut report);
     }
     let delta = Sample::now().since(&before);
     report.schema_version = TREE_REPORT_SCHEMA_VERSION;
@@ -205,6 +213,67 @@ pub fn copy_tree(
     report.voluntary_switches = delta.voluntary_switches;
     report.involuntary_switches = delta.involuntary_switches;
     Ok(report)
+}
+
+/// A staging directory for each source that is a directory copied to a
+/// target that does not exist yet (see `staging.rs`); `None` for the
+/// others, which are copied file by file through temporaries.
+fn stage_new_trees(pairs: &[(PathBuf, PathBuf)], options: &TreeOptions) -> Vec<Option<Staging>> {
+    let mut swept = Vec::new();
+    let follow_top = options.symlinks != Symlinks::Keep;
+    pairs
+        .iter()
+        .map(|(source, target)| {
+            let source_is_directory = match follow_top {
+                true => source.metadata(),
+                false => source.symlink_metadata(),
+            }
+            .is_ok_and(|meta| meta.is_dir());
+            let wanted = options.recursive
+                && !options.dry_run
+                && source_is_directory
+                && target
+                    .symlink_metadata()
+                    .is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound);
+            if !wanted {
+                return None;
+            }
+            staging::sweep_parent(target, &mut swept);
+            Staging::new(target)
+        })
+        .collect()
+}
+
+/// Gives each staging directory its target's name. One whose source was
+/// not copied as a directory after all (it vanished or changed before the
+/// walk) is removed instead. Failures under a staging directory are
+/// reported under the target's name, the one the user knows.
+fn put_staged_in_place(
+    pairs: &[(PathBuf, PathBuf)],
+    stagings: Vec<Option<Staging>>,
+    staged_roots: &[bool],
+    fsync: bool,
+    report: &mut TreeReport,
+) {
+    for ((index, (_, target)), staging) in pairs.iter().enumerate().zip(stagings) {
+        let Some(staging) = staging else {
+            continue;
+        };
+        let (staged, named) = (
+            staging.path().display().to_string(),
+            target.display().to_string(),
+        );
+        for failure in &mut report.failures {
+            failure.path = failure.path.replace(&staged, &named);
+            failure.error = failure.error.replace(&staged, &named);
+        }
+        if !staged_roots[index] {
+            continue;
+        }
+        if let Err(error) = staging.put_in_place(target, fsync) {
+            report.fail(target.display(), error);
+        }
+    }
 }
 
 /// One worker: files from the queue until it is closed and empty.

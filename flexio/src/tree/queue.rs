@@ -16,6 +16,9 @@ pub(crate) struct FileJob {
     /// The target's directory was made by this copy, so nothing can be in
     /// the target's place (one `stat` per file saved).
     pub in_new_directory: bool,
+    /// The target is inside a staging directory of this copy (see
+    /// `staging.rs`): made under its own name, no temporary of its own.
+    pub staged: bool,
 }
 
 impl Ord for FileJob {
@@ -109,6 +112,7 @@ mod tests {
             source: name.into(),
             target: name.into(),
             in_new_directory: true,
+            staged: false,
         }
     }
 
