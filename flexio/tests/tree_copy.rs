@@ -202,6 +202,23 @@ fn every_mechanism_copies_trees_a_to_d_byte_for_byte_with_their_attributes() {
                 expected,
                 "tree {name} with {mechanism}"
             );
+            // Every file's way of copying is counted, and the staging
+            // directory the new tree was built in is gone.
+            assert_eq!(
+                report.files_by_mechanism.values().sum::<u64>(),
+                report.files,
+                "{:?}",
+                report.files_by_mechanism
+            );
+            assert!(
+                !fs::read_dir(dir.path()).unwrap().any(|e| e
+                    .unwrap()
+                    .file_name()
+                    .to_string_lossy()
+                    .contains(".flexio-")),
+                "a staging directory was left beside {}",
+                target.display()
+            );
             let links = fs::metadata(target.join("d000/f001"))
                 .map(|m| m.nlink())
                 .unwrap_or(1);

@@ -442,6 +442,24 @@ mod tests {
     }
 
     #[test]
+    fn a_staged_sink_is_made_under_its_name_and_removed_unless_finished() {
+        let dir = tempfile::tempdir().unwrap();
+        let destination = dir.path().join("file");
+        let sink = FileSink::create_staged(&destination, 0o640).unwrap();
+        write(&sink, b"partial");
+        drop(sink);
+        assert!(names(dir.path()).is_empty());
+        let sink = FileSink::create_staged(&destination, 0o640).unwrap();
+        write(&sink, b"whole");
+        sink.finish(false).unwrap();
+        assert_eq!(names(dir.path()), ["file"]);
+        assert_eq!(std::fs::read(&destination).unwrap(), b"whole");
+        // Never over something already there.
+        assert!(FileSink::create_staged(&destination, 0o640).is_err());
+        assert_eq!(std::fs::read(&destination).unwrap(), b"whole");
+    }
+
+    #[test]
     fn a_255_byte_destination_name_gets_a_temp_name_that_fits() {
         let dir = tempfile::tempdir().unwrap();
         let destination = dir.path().join("n".repeat(255));
