@@ -3,15 +3,28 @@
 //!
 //! One walker goes ahead through the sources: it makes each directory
 //! (writable by us until its contents are in), symlink and special file
-//! itself and queues the regular files, the largest first, for the workers
-//! (`queue.rs`). A worker copies a file into a new file beside its
-//! destination — a reflink first where the file systems share extents,
-//! else the flow's mechanism over the file's data segments — sets its
-//! attributes on the open descriptor, and links it in under its name only
-//! then (`file_copy.rs`), so a copy interrupted at any point leaves only
-//! whole files. When the workers are done, names that were hard links in
-//! the source are linked, and directories get their modes and times,
-//! deepest first.
+//! itself and queues the regular files for the workers, the large ones
+//! first, the small ones by directory (`queue.rs`). A worker copies a file
+//! — a reflink first where the file systems share extents, else the
+//! flow's mechanism over the file's data segments — and sets its
+//! attributes on the open descriptor (`file_copy.rs`). When the workers
+//! are done, names that were hard links in the source are linked, and
+//! directories get their modes and times, deepest first.
+//!
+//! A copy interrupted at any point leaves only whole files at their final
+//! names, in one of two ways:
+//!
+//! - a directory copied to a destination that does not exist yet (the
+//!   common `copy -r SRC NEW`) is built in a hidden, locked staging
+//!   directory beside the destination, its files made there under their
+//!   own names, and renamed into place once everything is finished
+//!   (`staging.rs`): one plain create per file instead of a temporary and
+//!   a link. Files that failed are reported and absent from it; the rest
+//!   is put in place, as `cp` leaves what it could copy;
+//! - anything copied into an existing directory (merges, `-n`, `-u`, a
+//!   second copy onto the first) goes file by file through the atomic
+//!   sink: a new file beside its destination, linked in under its name
+//!   only when whole.
 //!
 //! Each entry that cannot be copied is reported with its path and reason,
 //! and the rest go on; [`TreeReport::succeeded`] says whether any failed.
