@@ -603,3 +603,32 @@ fn an_existing_destination_directory_keeps_its_mode_unless_modes_are_kept() {
         "cp -a"
     );
 }
+
+#[test]
+fn fsync_copies_a_new_tree_and_into_an_existing_one_leaving_nothing_beside_them() {
+    let dir = scratch_dir();
+    let source = dir.path().join("src");
+    tree_a(&source, 3, 4);
+    let expected = snapshot(&source, false);
+    let options = TreeOptions {
+        recursive: true,
+        fsync: true,
+        ..TreeOptions::default()
+    };
+    // A new tree: staged, synced, renamed in, its parent synced.
+    let report = copy(&source, &dir.path().join("new"), &options);
+    assert_eq!(report.files, 12);
+    assert_eq!(snapshot(&dir.path().join("new"), false), expected);
+    // The contents into an existing directory (`src/.`, as cp): file by
+    // file through temporaries.
+    fs::create_dir(dir.path().join("existing")).unwrap();
+    let report = copy(&source.join("."), &dir.path().join("existing"), &options);
+    assert_eq!(report.files, 12);
+    assert_eq!(snapshot(&dir.path().join("existing"), false), expected);
+    let mut names: Vec<_> = fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["existing", "new", "src"]);
+}
