@@ -12,7 +12,7 @@
 //! with the process, whatever kills it.
 //!
 //! A tree copy into a new destination registers its hidden staging
-//! directory as a whole ([`create_tree`]): the handler removes it with
+//! directory as a whole (`create_tree`): the handler removes it with
 //! everything in it.
 
 use std::io;
