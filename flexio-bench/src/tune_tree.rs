@@ -40,7 +40,7 @@ impl TreeTunePlan {
             scale: 0.1,
             rounds: 3,
             jobs: worker_counts(),
-            batches: vec![1, 4, DEFAULT_BATCH, 64],
+            batches: vec![1, 16, 64, DEFAULT_BATCH, 512],
         }
     }
 

@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{flexio, is_root, json_report, stderr};
+use common::{flexio, is_root, json_report, names, stderr};
 
 use std::path::Path;
 use std::process::Command;
@@ -133,6 +133,7 @@ fn an_unreadable_file_fails_alone_with_its_path_and_exit_1() {
         message.contains("secret") && message.contains("Permission denied"),
         "{message}"
     );
+    assert!(!message.contains(".flexio-"), "{message}");
     assert_eq!(
         std::fs::read(root.join("dst/sub/deeper/low")).unwrap(),
         b"low"
@@ -195,6 +196,159 @@ fn interruptible_tree(root: &Path) {
     }
 }
 
+/// The hidden staging directories (`.NAME.flexio-PID-RANDOM`) and
+/// temporary files in `dir`.
+fn staged_in(dir: &Path) -> Vec<String> {
+    names(dir)
+        .into_iter()
+        .filter(|name| name.starts_with('.') && name.contains(".flexio-"))
+        .collect()
+}
+
+/// Starts `flexio copy -r SOURCE TARGET` slowed down by `--rate` (the
+/// interruptible tree takes seconds then) and returns it once its staging
+/// directory shows in TARGET's parent, with that directory's name.
+fn start_slow_copy(source: &Path, target: &Path) -> (std::process::Child, String) {
+    let parent = target.parent().unwrap();
+    let before = staged_in(parent);
+    let mut child = flexio()
+        .args(["copy", "-r", "-q", "--rate", "16M"])
+        .arg(source)
+        .arg(target)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    for _ in 0..5000 {
+        if let Some(new) = staged_in(parent).into_iter().find(|n| !before.contains(n)) {
+            return (child, new);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    panic!("no staging directory showed in {}", parent.display());
+}
+
+fn signal(child: &std::process::Child, name: &str) {
+    let status = Command::new("kill")
+        .arg(format!("-{name}"))
+        .arg(child.id().to_string())
+        .status()
+        .unwrap();
+    assert!(status.success());
+}
+
+#[test]
+fn sigint_during_a_new_tree_copy_removes_its_whole_staging_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let source = dir.path().join("src");
+    interruptible_tree(&source);
+    let parent = dir.path().join("into");
+    std::fs::create_dir(&parent).unwrap();
+    let target = parent.join("dst");
+    let (mut child, staging) = start_slow_copy(&source, &target);
+    assert!(staging.starts_with(".dst.flexio-"), "{staging}");
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    signal(&child, "INT");
+    let status = child.wait().unwrap();
+    assert!(!status.success());
+    assert!(names(&parent).is_empty(), "{:?}", names(&parent));
+}
+
+#[test]
+fn kill_9_leaves_a_hidden_staging_directory_the_next_copy_sweeps_unless_a_live_copy_holds_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let source = dir.path().join("src");
+    interruptible_tree(&source);
+    let parent = dir.path().join("into");
+    std::fs::create_dir(&parent).unwrap();
+    let (mut killed, killed_staging) = start_slow_copy(&source, &parent.join("one"));
+    // A second copy, alive while the third runs: its staging directory
+    // is locked and must stay.
+    let (mut live, live_staging) = start_slow_copy(&source, &parent.join("two"));
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    signal(&killed, "KILL");
+    killed.wait().unwrap();
+    assert_eq!(
+        staged_in(&parent),
+        {
+            let mut both = vec![killed_staging.clone(), live_staging.clone()];
+            both.sort();
+            both
+        },
+        "kill -9 leaves the staging directory, hidden, and nothing at a final name"
+    );
+    assert!(!parent.join("one").exists());
+    let small = dir.path().join("small");
+    tree(&small);
+    let output = flexio()
+        .args(["copy", "-r", "-q"])
+        .arg(&small)
+        .arg(parent.join("three"))
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!(
+        staged_in(&parent),
+        [live_staging],
+        "the dead copy's staging directory is swept, the live one's kept"
+    );
+    signal(&live, "INT");
+    live.wait().unwrap();
+    assert_eq!(names(&parent), ["three"]);
+}
+
+#[test]
+fn a_destination_made_during_a_new_tree_copy_is_left_alone_with_a_clear_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let source = dir.path().join("src");
+    interruptible_tree(&source);
+    let target = dir.path().join("dst");
+    let (child, _) = start_slow_copy(&source, &target);
+    std::fs::create_dir(&target).unwrap();
+    std::fs::write(target.join("mine"), b"someone else's").unwrap();
+    let output = child.wait_with_output().unwrap();
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    let message = stderr(&output);
+    assert!(
+        message.contains("created by something else") && message.contains("dst"),
+        "{message}"
+    );
+    assert_eq!(names(&target), ["mine"]);
+    assert_eq!(
+        std::fs::read(target.join("mine")).unwrap(),
+        b"someone else's"
+    );
+    assert_eq!(names(dir.path()), ["dst", "src"]);
+}
+
+#[test]
+fn a_new_tree_copy_reports_each_files_mechanism_and_leaves_nothing_beside_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let source = dir.path().join("src");
+    tree(&source);
+    for via in ["read-write", "copy-file-range"] {
+        let target = dir.path().join(format!("dst-{via}"));
+        let output = flexio()
+            .args(["copy", "-r", "--json", "--via", via])
+            .arg(&source)
+            .arg(&target)
+            .output()
+            .unwrap();
+        let report = json_report(&output);
+        assert_eq!(report["files"], 3, "{report}");
+        assert_eq!(report["files_by_mechanism"][via], 3, "{report}");
+        assert_eq!(
+            std::fs::read(target.join("sub/deeper/low")).unwrap(),
+            b"low"
+        );
+    }
+    assert_eq!(
+        names(dir.path()),
+        ["dst-copy-file-range", "dst-read-write", "src"]
+    );
+}
+
 #[test]
 fn a_tree_copy_interrupted_by_sigint_or_kill_9_leaves_only_whole_files() {
     let dir = tempfile::tempdir().unwrap();
@@ -222,12 +376,27 @@ fn a_tree_copy_interrupted_by_sigint_or_kill_9_leaves_only_whole_files() {
                 interrupted += 1;
             }
             only_whole_files(&source, &target);
+            if signal == "INT" {
+                // The handler removed the staging directory whole.
+                let left = staged_in(dir.path());
+                assert!(!left.iter().any(|name| name.contains("INT")), "{left:?}");
+            }
         }
     }
     assert!(
         interrupted > 0,
         "no copy was interrupted: the tree is too small"
     );
+    // What kill -9 left (hidden, its process gone) the next copy into
+    // the same directory sweeps.
+    let output = flexio()
+        .args(["copy", "-r", "-q"])
+        .arg(dir.path().join("src/d00"))
+        .arg(dir.path().join("last"))
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!(staged_in(dir.path()), Vec::<String>::new());
 }
 
 /// The tree scenario's RAM-backed ext4 lives in a mount namespace of the
@@ -401,7 +570,7 @@ fn a_profile_asking_for_zero_workers_is_refused_and_the_copy_uses_the_defaults()
     assert!(stderr(&output).contains("jobs 0"), "{}", stderr(&output));
     let report = json_report(&output);
     assert_eq!(report["settings_from"], "default");
-    assert_eq!(report["batch"], 16);
+    assert_eq!(report["batch"], flexio::tree::DEFAULT_BATCH);
 }
 
 /// The `tree` scenario at a tiny scale: its table, JSON and both charts,

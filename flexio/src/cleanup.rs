@@ -10,6 +10,10 @@
 //!
 //! An unnamed `O_TMPFILE` sink needs no entry here: the kernel frees it
 //! with the process, whatever kills it.
+//!
+//! A tree copy into a new destination registers its hidden staging
+//! directory as a whole (`create_tree`): the handler removes it with
+//! everything in it.
 
 use std::io;
 use std::path::{Path, PathBuf};
@@ -44,6 +48,8 @@ pub(crate) struct Tracked {
     path: PathBuf,
     registration: Option<Registration>,
     settled: bool,
+    /// A directory removed with everything in it, not one file.
+    tree: bool,
 }
 
 /// Registers `path`, then runs `create` (which makes the file there).
@@ -55,10 +61,33 @@ pub(crate) fn create<T>(
     path: &Path,
     create: impl FnOnce(&Path) -> io::Result<T>,
 ) -> io::Result<(T, Tracked)> {
+    create_as(path, false, create)
+}
+
+/// Registers the directory `path` for removal with everything in it, then
+/// runs `create` (which makes the directory).
+///
+/// # Errors
+/// As [`create`].
+pub(crate) fn create_tree<T>(
+    path: &Path,
+    create: impl FnOnce(&Path) -> io::Result<T>,
+) -> io::Result<(T, Tracked)> {
+    create_as(path, true, create)
+}
+
+fn create_as<T>(
+    path: &Path,
+    tree: bool,
+    create: impl FnOnce(&Path) -> io::Result<T>,
+) -> io::Result<(T, Tracked)> {
     // The handler may run after a change of directory: register the path
     // it will find the file at whatever the current directory is then.
     let absolute = std::path::absolute(path)?;
-    let registration = signals::register(&absolute);
+    let registration = match tree {
+        true => signals::register_tree(&absolute),
+        false => signals::register(&absolute),
+    };
     let made = create(path)?;
     Ok((
         made,
@@ -66,8 +95,40 @@ pub(crate) fn create<T>(
             path: path.to_path_buf(),
             registration,
             settled: false,
+            tree,
         },
     ))
+}
+
+/// Removes the directory `path` with everything in it. Directories that
+/// already have their final mode, read-only ones among them, are made
+/// writable first where that is what stops the removal.
+///
+/// # Errors
+/// What `remove_dir_all` returns.
+pub(crate) fn remove_tree(path: &Path) -> io::Result<()> {
+    match std::fs::remove_dir_all(path) {
+        Err(error) if error.kind() == io::ErrorKind::PermissionDenied => {
+            make_writable(path);
+            std::fs::remove_dir_all(path)
+        }
+        other => other,
+    }
+}
+
+/// Gives `directory` and every directory below it mode 0700 (symlinks are
+/// not followed: only real directories are changed).
+fn make_writable(directory: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    let _ = std::fs::set_permissions(directory, std::fs::Permissions::from_mode(0o700));
+    let Ok(entries) = std::fs::read_dir(directory) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        if entry.file_type().is_ok_and(|kind| kind.is_dir()) {
+            make_writable(&entry.path());
+        }
+    }
 }
 
 impl Tracked {
@@ -103,7 +164,10 @@ impl Tracked {
 impl Drop for Tracked {
     fn drop(&mut self) {
         if !self.settled {
-            let _ = std::fs::remove_file(&self.path);
+            let _ = match self.tree {
+                true => remove_tree(&self.path),
+                false => std::fs::remove_file(&self.path),
+            };
         }
         // Then the registration goes: the handler never sees a freed slot
         // while the file is still there.
@@ -148,6 +212,26 @@ mod tests {
         let missing = dir.path().join("no/such/dir/done");
         assert!(tracked.settle(|p| std::fs::rename(p, &missing)).is_err());
         assert!(!path.exists());
+    }
+
+    #[test]
+    fn a_tracked_tree_is_removed_whole_unless_settled() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("staging");
+        let ((), tracked) = create_tree(&path, |p| {
+            std::fs::create_dir_all(p.join("sub/deeper"))?;
+            std::fs::write(p.join("sub/deeper/file"), b"x")?;
+            std::fs::set_permissions(p.join("sub"), std::fs::Permissions::from_mode(0o555))
+        })
+        .unwrap();
+        assert!(tracked.is_registered());
+        drop(tracked);
+        assert!(!path.exists());
+        let done = dir.path().join("done");
+        let ((), tracked) = create_tree(&path, |p| std::fs::create_dir(p)).unwrap();
+        tracked.settle(|p| std::fs::rename(p, &done)).unwrap();
+        assert!(done.is_dir());
     }
 
     #[test]

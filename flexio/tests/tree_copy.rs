@@ -202,6 +202,23 @@ fn every_mechanism_copies_trees_a_to_d_byte_for_byte_with_their_attributes() {
                 expected,
                 "tree {name} with {mechanism}"
             );
+            // Every file's way of copying is counted, and the staging
+            // directory the new tree was built in is gone.
+            assert_eq!(
+                report.files_by_mechanism.values().sum::<u64>(),
+                report.files,
+                "{:?}",
+                report.files_by_mechanism
+            );
+            assert!(
+                !fs::read_dir(dir.path()).unwrap().any(|e| e
+                    .unwrap()
+                    .file_name()
+                    .to_string_lossy()
+                    .contains(".flexio-")),
+                "a staging directory was left beside {}",
+                target.display()
+            );
             let links = fs::metadata(target.join("d000/f001"))
                 .map(|m| m.nlink())
                 .unwrap_or(1);
@@ -585,4 +602,33 @@ fn an_existing_destination_directory_keeps_its_mode_unless_modes_are_kept() {
         0o755,
         "cp -a"
     );
+}
+
+#[test]
+fn fsync_copies_a_new_tree_and_into_an_existing_one_leaving_nothing_beside_them() {
+    let dir = scratch_dir();
+    let source = dir.path().join("src");
+    tree_a(&source, 3, 4);
+    let expected = snapshot(&source, false);
+    let options = TreeOptions {
+        recursive: true,
+        fsync: true,
+        ..TreeOptions::default()
+    };
+    // A new tree: staged, synced, renamed in, its parent synced.
+    let report = copy(&source, &dir.path().join("new"), &options);
+    assert_eq!(report.files, 12);
+    assert_eq!(snapshot(&dir.path().join("new"), false), expected);
+    // The contents into an existing directory (`src/.`, as cp): file by
+    // file through temporaries.
+    fs::create_dir(dir.path().join("existing")).unwrap();
+    let report = copy(&source.join("."), &dir.path().join("existing"), &options);
+    assert_eq!(report.files, 12);
+    assert_eq!(snapshot(&dir.path().join("existing"), false), expected);
+    let mut names: Vec<_> = fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["existing", "new", "src"]);
 }

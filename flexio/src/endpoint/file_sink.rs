@@ -9,6 +9,13 @@
 //! when that is free, else under a temporary name that is then renamed
 //! over the destination (a rename replaces atomically; a link cannot).
 //!
+//! Inside a tree copy's hidden staging directory (see `tree::staging`)
+//! the file is made under its own name at once ([`FileSink::create_staged`]):
+//! the whole staging directory is the temporary, put in place by one
+//! rename at the end, so one `open(O_CREAT | O_EXCL)` replaces the
+//! `O_TMPFILE` and the `linkat` of each file (about a third of a small
+//! file's CPU on ext4). A file that fails is removed from there.
+//!
 //! Elsewhere it is a named `.NAME.flexio-PID-RANDOM` (see
 //! [`super::temp_name`]), registered with [`crate::cleanup`] so that a
 //! signal handler removes it, locked so that no sweep takes it for a dead
@@ -42,6 +49,31 @@ pub(crate) struct FileSink {
     /// through a temporary name and a rename, without first trying a link
     /// that would fail with `EEXIST`.
     replacing: bool,
+    /// Made under its final name inside a staging directory: removed
+    /// unless finished.
+    staged: Option<Unfinished>,
+}
+
+/// A file made under its final name in a staging directory, removed when
+/// dropped unless [`Unfinished::keep`] was called: a failed file of a
+/// staged tree leaves nothing.
+struct Unfinished {
+    path: PathBuf,
+    kept: bool,
+}
+
+impl Unfinished {
+    fn keep(mut self) {
+        self.kept = true;
+    }
+}
+
+impl Drop for Unfinished {
+    fn drop(&mut self) {
+        if !self.kept {
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
 }
 
 impl FileSink {
@@ -103,6 +135,41 @@ impl FileSink {
             mode,
             chmod_at_finish,
             replacing: false,
+            staged: None,
+        })
+    }
+
+    /// Creates the file under its final name, which must be free, in a
+    /// staging directory that this process made, holds and puts in place
+    /// as a whole (see `tree::staging`): nothing outside it sees the file
+    /// before the staging directory is renamed, so it needs no temporary
+    /// of its own. It is removed again if the flow fails.
+    pub fn create_staged(destination: &Path, mode: u32) -> Result<Self> {
+        let label = destination.display().to_string();
+        let directory = match destination.parent() {
+            Some(parent) if !parent.as_os_str().is_empty() => parent,
+            _ => Path::new("."),
+        };
+        let file = rustix::fs::open(
+            destination,
+            OFlags::CREATE | OFlags::EXCL | OFlags::RDWR | OFlags::CLOEXEC,
+            Mode::from_raw_mode(mode & 0o777),
+        )
+        .map_err(|e| Error::io("create", &label, None, e))?;
+        Ok(FileSink {
+            file,
+            named: None,
+            destination: destination.to_path_buf(),
+            directory: directory.to_path_buf(),
+            mode,
+            // As for an unnamed file: the creation gave the final mode
+            // unless the umask or a special bit was in the way.
+            chmod_at_finish: mode & (process_umask() | 0o7000) != 0,
+            replacing: false,
+            staged: Some(Unfinished {
+                path: destination.to_path_buf(),
+                kept: false,
+            }),
         })
     }
 
@@ -128,6 +195,12 @@ impl FileSink {
         }
         if fsync {
             rustix::fs::fsync(self.fd()).map_err(|e| Error::io("fsync", &label, None, e))?;
+        }
+        if let Some(staged) = self.staged {
+            // Already under its name; the staging directory goes in place
+            // (and is synced) as a whole.
+            staged.keep();
+            return Ok(());
         }
         match self.named {
             Some(tracked) => tracked
@@ -366,6 +439,24 @@ mod tests {
             "{left:?}"
         );
         assert_eq!(left.len(), 4, "{left:?}");
+    }
+
+    #[test]
+    fn a_staged_sink_is_made_under_its_name_and_removed_unless_finished() {
+        let dir = tempfile::tempdir().unwrap();
+        let destination = dir.path().join("file");
+        let sink = FileSink::create_staged(&destination, 0o640).unwrap();
+        write(&sink, b"partial");
+        drop(sink);
+        assert!(names(dir.path()).is_empty());
+        let sink = FileSink::create_staged(&destination, 0o640).unwrap();
+        write(&sink, b"whole");
+        sink.finish(false).unwrap();
+        assert_eq!(names(dir.path()), ["file"]);
+        assert_eq!(std::fs::read(&destination).unwrap(), b"whole");
+        // Never over something already there.
+        assert!(FileSink::create_staged(&destination, 0o640).is_err());
+        assert_eq!(std::fs::read(&destination).unwrap(), b"whole");
     }
 
     #[test]

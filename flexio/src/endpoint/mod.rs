@@ -10,7 +10,7 @@ mod file_sink;
 mod idle_ends;
 mod open;
 mod temp_name;
-pub(crate) use temp_name::temp_name;
+pub(crate) use temp_name::{sweep_stale, temp_name};
 
 use std::os::fd::OwnedFd;
 use std::path::PathBuf;

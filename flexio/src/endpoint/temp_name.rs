@@ -1,6 +1,7 @@
 //! Names of temporary files beside a destination, and the sweep of those
 //! left by flexio processes that died (`kill -9`, a crash, power loss)
-//! where the file system has no unnamed `O_TMPFILE`.
+//! where the file system has no unnamed `O_TMPFILE`. A tree copy's staging
+//! directory has a name of the same form and is swept the same way.
 //!
 //! A name is `.BASE.flexio-PID-RANDOM`: BASE is the destination's name cut
 //! to at most [`MAX_BASE`] bytes, so that a destination of up to 255 bytes
@@ -104,7 +105,9 @@ pub(crate) fn owner_pid(name: &OsStr) -> Option<i32> {
 }
 
 /// Removes from `directory` the temporary files of flexio processes that
-/// are gone; returns how many. Best effort: a file that cannot be opened,
+/// are gone, and their staging directories (a tree copy's, see
+/// `tree::staging`, locked the same way) with everything in them; returns
+/// how many. Best effort: a file that cannot be opened,
 /// locked or removed is left, and an unreadable directory sweeps nothing.
 pub(crate) fn sweep_stale(directory: &Path) -> usize {
     let Ok(entries) = std::fs::read_dir(directory) else {
@@ -128,16 +131,22 @@ pub(crate) fn sweep_stale(directory: &Path) -> usize {
         ) else {
             continue;
         };
-        let regular = rustix::fs::fstat(&file)
-            .is_ok_and(|stat| rustix::fs::FileType::from_raw_mode(stat.st_mode).is_file());
+        let kind = rustix::fs::fstat(&file)
+            .map(|stat| rustix::fs::FileType::from_raw_mode(stat.st_mode))
+            .ok();
         // A writer that still runs (in another PID namespace, say) holds
         // the lock; a dead one released it with its last descriptor.
-        if regular
-            && rustix::fs::flock(&file, FlockOperation::NonBlockingLockExclusive).is_ok()
-            && std::fs::remove_file(&path).is_ok()
-        {
-            removed += 1;
-        }
+        let free = || rustix::fs::flock(&file, FlockOperation::NonBlockingLockExclusive).is_ok();
+        let gone = match kind {
+            Some(rustix::fs::FileType::RegularFile) => {
+                free() && std::fs::remove_file(&path).is_ok()
+            }
+            Some(rustix::fs::FileType::Directory) => {
+                free() && crate::cleanup::remove_tree(&path).is_ok()
+            }
+            _ => false,
+        };
+        removed += usize::from(gone);
     }
     removed
 }

@@ -13,6 +13,7 @@ pub(crate) mod pacing;
 pub(crate) mod process;
 pub(crate) mod rusage;
 pub(crate) mod sigbus;
+pub(crate) mod signal_safe_remove;
 pub(crate) mod signals;
 pub(crate) mod stdio;
 pub(crate) mod uring;

@@ -6,7 +6,8 @@
 //! a fixed, lock-free table: a slot is claimed (`WRITING`), filled with a
 //! NUL-terminated absolute path, then `ARMED` *before* the file is made.
 //! The handler marks the process `DYING`, takes every armed slot
-//! (`CLEANING`), unlinks its path, restores the default action and raises
+//! (`CLEANING`), unlinks its path (or removes the directory tree a tree
+//! copy registered, see `signal_safe_remove`), restores the default action and raises
 //! the signal again, so that the process dies of it as it would have
 //! without us (a shell reports 128 + the signal, and a shell loop sees
 //! that its child was interrupted).
@@ -44,6 +45,9 @@ const CLEANING: u8 = 3;
 
 struct Slot {
     state: AtomicU8,
+    /// The path is a directory to remove with everything in it (a tree
+    /// copy's staging directory), not one file. Written before `ARMED`.
+    tree: AtomicBool,
     path: UnsafeCell<[u8; PATH_CAP]>,
 }
 
@@ -56,6 +60,7 @@ unsafe impl Sync for Slot {}
 static TABLE: [Slot; SLOTS] = [const {
     Slot {
         state: AtomicU8::new(FREE),
+        tree: AtomicBool::new(false),
         path: UnsafeCell::new([0; PATH_CAP]),
     }
 }; SLOTS];
@@ -75,6 +80,17 @@ pub(crate) struct Registration {
 /// longer than PATH_MAX, every slot taken): the file is then not removed on
 /// a signal, which is all that is lost.
 pub(crate) fn register(path: &Path) -> Option<Registration> {
+    register_as(path, false)
+}
+
+/// Registers the directory `path` for removal, with everything in it, by
+/// the handler (see [`super::signal_safe_remove`]); as [`register`]
+/// otherwise.
+pub(crate) fn register_tree(path: &Path) -> Option<Registration> {
+    register_as(path, true)
+}
+
+fn register_as(path: &Path, tree: bool) -> Option<Registration> {
     let bytes = path.as_os_str().as_bytes();
     if !path.is_absolute() || bytes.len() >= PATH_CAP || bytes.contains(&0) {
         return None;
@@ -90,6 +106,7 @@ pub(crate) fn register(path: &Path) -> Option<Registration> {
     let buffer = unsafe { &mut *entry.path.get() };
     buffer[..bytes.len()].copy_from_slice(bytes);
     buffer[bytes.len()] = 0;
+    entry.tree.store(tree, Ordering::Relaxed);
     entry.state.store(ARMED, Ordering::SeqCst);
     if DYING.load(Ordering::SeqCst) {
         // The handler may have passed this slot while it was being
@@ -183,9 +200,16 @@ extern "C" fn on_signal(signal: c_int) {
             .compare_exchange(ARMED, CLEANING, Ordering::SeqCst, Ordering::Relaxed)
             .is_ok()
         {
-            // SAFETY: an ARMED slot holds a NUL-terminated path, and this
-            // handler now owns it (CLEANING): no one writes it again.
-            unsafe { libc::unlink(slot.path.get().cast::<libc::c_char>()) };
+            let path = slot.path.get().cast::<libc::c_char>();
+            if slot.tree.load(Ordering::Relaxed) {
+                // SAFETY: as below; the path stays as it is (CLEANING).
+                unsafe { super::signal_safe_remove::remove_tree(path) };
+            } else {
+                // SAFETY: an ARMED slot holds a NUL-terminated path, and
+                // this handler now owns it (CLEANING): no one writes it
+                // again.
+                unsafe { libc::unlink(path) };
+            }
         }
     }
     // SAFETY: zero is a valid `sigaction`: SIG_DFL, empty mask, no flags.

@@ -2,7 +2,8 @@
 //! beside the destination (a reflink first where the file systems share
 //! extents, else the flow's mechanism over its data segments, so holes
 //! stay holes), its attributes set on the open descriptor, and only then
-//! linked in under its name.
+//! linked in under its name — or, inside a staging directory (see
+//! `staging.rs`), made under its name at once and removed if it fails.
 
 use std::fs::File;
 use std::os::fd::AsFd;
@@ -75,7 +76,11 @@ impl Worker<'_> {
             Some(old) if !preserve.mode => old.mode() & 0o7777,
             _ => new_file_mode(meta.mode(), preserve, self.umask),
         };
-        let mut sink = FileSink::create(target, Some(mode))?;
+        // Inside a staging directory the whole tree is the temporary.
+        let mut sink = match job.staged {
+            true => FileSink::create_staged(target, mode)?,
+            false => FileSink::create(target, Some(mode))?,
+        };
         if existing.is_some() {
             sink = sink.replacing();
         }

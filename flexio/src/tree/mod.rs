@@ -3,15 +3,28 @@
 //!
 //! One walker goes ahead through the sources: it makes each directory
 //! (writable by us until its contents are in), symlink and special file
-//! itself and queues the regular files, the largest first, for the workers
-//! (`queue.rs`). A worker copies a file into a new file beside its
-//! destination — a reflink first where the file systems share extents,
-//! else the flow's mechanism over the file's data segments — sets its
-//! attributes on the open descriptor, and links it in under its name only
-//! then (`file_copy.rs`), so a copy interrupted at any point leaves only
-//! whole files. When the workers are done, names that were hard links in
-//! the source are linked, and directories get their modes and times,
-//! deepest first.
+//! itself and queues the regular files for the workers, the large ones
+//! first, the small ones by directory (`queue.rs`). A worker copies a file
+//! — a reflink first where the file systems share extents, else the
+//! flow's mechanism over the file's data segments — and sets its
+//! attributes on the open descriptor (`file_copy.rs`). When the workers
+//! are done, names that were hard links in the source are linked, and
+//! directories get their modes and times, deepest first.
+//!
+//! A copy interrupted at any point leaves only whole files at their final
+//! names, in one of two ways:
+//!
+//! - a directory copied to a destination that does not exist yet (the
+//!   common `copy -r SRC NEW`) is built in a hidden, locked staging
+//!   directory beside the destination, its files made there under their
+//!   own names, and renamed into place once everything is finished
+//!   (`staging.rs`): one plain create per file instead of a temporary and
+//!   a link. Files that failed are reported and absent from it; the rest
+//!   is put in place, as `cp` leaves what it could copy;
+//! - anything copied into an existing directory (merges, `-n`, `-u`, a
+//!   second copy onto the first) goes file by file through the atomic
+//!   sink: a new file beside its destination, linked in under its name
+//!   only when whole.
 //!
 //! Each entry that cannot be copied is reported with its path and reason,
 //! and the rest go on; [`TreeReport::succeeded`] says whether any failed.
@@ -25,6 +38,7 @@ mod metadata;
 mod options;
 mod queue;
 mod report;
+mod staging;
 mod walk;
 
 use std::path::{Path, PathBuf};
@@ -36,6 +50,7 @@ use crate::error::{Error, Result};
 use crate::measure::Sample;
 use file_copy::Worker;
 use queue::{FileJob, Queue};
+use staging::Staging;
 use walk::Walker;
 
 pub use options::{default_jobs, Preserve, Symlinks, TreeOptions, DEFAULT_BATCH};
@@ -159,7 +174,9 @@ pub fn copy_tree(
             std::time::Instant::now(),
         ))
     });
+    let stagings = stage_new_trees(&pairs, options);
     let mut walker = Walker::new(options, &exclude, &queue, progress, umask);
+    let mut staged_roots = vec![false; pairs.len()];
     let mut report = std::thread::scope(|scope| {
         let workers: Vec<_> = (0..jobs)
             .map(|_| {
@@ -175,8 +192,11 @@ pub fn copy_tree(
                 scope.spawn(move || work(worker, queue, progress))
             })
             .collect();
-        for (source, target) in &pairs {
-            walker.walk(source, target);
+        for (index, (source, target)) in pairs.iter().enumerate() {
+            match &stagings[index] {
+                Some(staging) => staged_roots[index] = walker.walk_staged(source, staging.path()),
+                None => walker.walk(source, target),
+            }
         }
         progress.walk_finished.store(true, Ordering::Relaxed);
         queue.close();
@@ -192,6 +212,7 @@ pub fn copy_tree(
         if options.fsync {
             sync_destinations(&pairs, &mut report);
         }
+        put_staged_in_place(&pairs, stagings, &staged_roots, options.fsync, &mut report);
     }
     let delta = Sample::now().since(&before);
     report.schema_version = TREE_REPORT_SCHEMA_VERSION;
@@ -203,6 +224,67 @@ pub fn copy_tree(
     report.voluntary_switches = delta.voluntary_switches;
     report.involuntary_switches = delta.involuntary_switches;
     Ok(report)
+}
+
+/// A staging directory for each source that is a directory copied to a
+/// target that does not exist yet (see `staging.rs`); `None` for the
+/// others, which are copied file by file through temporaries.
+fn stage_new_trees(pairs: &[(PathBuf, PathBuf)], options: &TreeOptions) -> Vec<Option<Staging>> {
+    let mut swept = Vec::new();
+    let follow_top = options.symlinks != Symlinks::Keep;
+    pairs
+        .iter()
+        .map(|(source, target)| {
+            let source_is_directory = match follow_top {
+                true => source.metadata(),
+                false => source.symlink_metadata(),
+            }
+            .is_ok_and(|meta| meta.is_dir());
+            let wanted = options.recursive
+                && !options.dry_run
+                && source_is_directory
+                && target
+                    .symlink_metadata()
+                    .is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound);
+            if !wanted {
+                return None;
+            }
+            staging::sweep_parent(target, &mut swept);
+            Staging::new(target)
+        })
+        .collect()
+}
+
+/// Gives each staging directory its target's name. One whose source was
+/// not copied as a directory after all (it vanished or changed before the
+/// walk) is removed instead. Failures under a staging directory are
+/// reported under the target's name, the one the user knows.
+fn put_staged_in_place(
+    pairs: &[(PathBuf, PathBuf)],
+    stagings: Vec<Option<Staging>>,
+    staged_roots: &[bool],
+    fsync: bool,
+    report: &mut TreeReport,
+) {
+    for ((index, (_, target)), staging) in pairs.iter().enumerate().zip(stagings) {
+        let Some(staging) = staging else {
+            continue;
+        };
+        let (staged, named) = (
+            staging.path().display().to_string(),
+            target.display().to_string(),
+        );
+        for failure in &mut report.failures {
+            failure.path = failure.path.replace(&staged, &named);
+            failure.error = failure.error.replace(&staged, &named);
+        }
+        if !staged_roots[index] {
+            continue;
+        }
+        if let Err(error) = staging.put_in_place(target, fsync) {
+            report.fail(target.display(), error);
+        }
+    }
 }
 
 /// One worker: files from the queue until it is closed and empty.

@@ -172,9 +172,12 @@ impl Default for TreeOptions {
     }
 }
 
-/// Small files a worker takes from the queue at once, unless `flexio
-/// tune` measured better for the file system.
-pub const DEFAULT_BATCH: usize = 16;
+/// Small files of one directory a worker takes from the queue at once,
+/// unless `flexio tune` measured better for the file system: a whole
+/// directory of a typical tree, so that two workers seldom make files in
+/// the same directory (see `Queue::take`); the tail it can leave to one
+/// worker is a few milliseconds.
+pub const DEFAULT_BATCH: usize = 128;
 
 /// Workers for a tree copy: two per CPU, since a worker spends much of a
 /// small file's time waiting in the file system, at least 2 and at most 16.

@@ -45,6 +45,9 @@ pub(crate) struct Walker<'a> {
     pub hard_links: Vec<HardLink>,
     /// The first target of each multiply-linked source inode.
     first_names: HashMap<(u64, u64), PathBuf>,
+    /// The staging directory the current source is walked into, made
+    /// empty by this copy (see `staging.rs`).
+    staging_root: Option<PathBuf>,
 }
 
 impl<'a> Walker<'a> {
@@ -65,11 +68,31 @@ impl<'a> Walker<'a> {
             directories: Vec::new(),
             hard_links: Vec::new(),
             first_names: HashMap::new(),
+            staging_root: None,
         }
     }
 
     /// Walks one source into its target.
     pub fn walk(&mut self, source: &Path, target: &Path) {
+        self.staging_root = None;
+        self.walk_source(source, target);
+    }
+
+    /// Walks one source into `staging`, an empty directory this copy made
+    /// for it: its files are made there under their own names. Returns
+    /// whether the source was copied as a directory into it (not when it
+    /// vanished or is no longer a directory).
+    pub fn walk_staged(&mut self, source: &Path, staging: &Path) -> bool {
+        let first = self.directories.len();
+        self.staging_root = Some(staging.to_path_buf());
+        self.walk_source(source, staging);
+        self.staging_root = None;
+        self.directories
+            .get(first)
+            .is_some_and(|directory| directory.target == staging)
+    }
+
+    fn walk_source(&mut self, source: &Path, target: &Path) {
         let follow_top = self.options.symlinks != Symlinks::Keep || !self.options.recursive;
         let meta = match stat(source, follow_top) {
             Ok(meta) => meta,
@@ -176,6 +199,9 @@ impl<'a> Walker<'a> {
                 .push(format!("mkdir {}", target.display()));
             return Some(true);
         }
+        if self.staging_root.as_deref() == Some(target) {
+            return Some(true);
+        }
         match rustix::fs::mkdirat(CWD, target, Mode::from_raw_mode(0o700)) {
             Ok(()) => Some(true),
             Err(rustix::io::Errno::EXIST) if target.is_dir() => Some(false),
@@ -266,6 +292,8 @@ impl<'a> Walker<'a> {
             source: source.to_path_buf(),
             target,
             in_new_directory,
+            // Every directory below a staging root is one this copy made.
+            staged: in_new_directory && self.staging_root.is_some(),
         })
     }
 
