@@ -33,3 +33,29 @@ pub mod walk;
 
 pub use error::{Error, Result};
 pub use head::{MAX_HEAD, MAX_HEADERS};
+
+/// Cases per fuzz-style property of the parsers' unit tests (tar header
+/// fields, Content-Range, the ranges journal, signed authorisations): a
+/// few thousand in `cargo test`; `FLEXIO_FUZZ_CASES=1000000 cargo test
+/// --release -p flexio-net fuzz` for a long run.
+#[cfg(test)]
+pub(crate) fn fuzz_cases(default: u32) -> u32 {
+    std::env::var("FLEXIO_FUZZ_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+/// The proptest configuration of those properties: [`fuzz_cases`] cases,
+/// and room for the few inputs a property skips (a changed character
+/// that reads the same) however many cases run.
+#[cfg(test)]
+pub(crate) fn fuzz_config(default: u32) -> proptest::test_runner::Config {
+    let cases = fuzz_cases(default);
+    proptest::test_runner::Config {
+        cases,
+        max_local_rejects: cases,
+        max_global_rejects: cases,
+        ..proptest::test_runner::Config::default()
+    }
+}

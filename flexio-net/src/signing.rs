@@ -426,4 +426,35 @@ mod tests {
         assert_eq!(verify(TOKEN, &a, &put("/a", 1), &seen), Ok(()));
         assert_eq!(verify(TOKEN, &b, &put("/a", 1), &seen), Ok(()));
     }
+
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(crate::fuzz_config(4000))]
+
+        /// Any Authorization value is refused without the token's
+        /// signature, and nothing panics.
+        #[test]
+        fn fuzz_authorization_values_are_refused(value in "(FlexioSig )?\\PC{0,160}") {
+            let seen = SeenNonces::default();
+            prop_assert!(verify_at(TOKEN, &value, &put("/a", 1), &seen, 1000).is_err());
+        }
+
+        /// A real signature with one character changed is refused.
+        #[test]
+        fn fuzz_altered_signatures_are_refused(at in 0usize..200, to in any::<char>()) {
+            let seen = SeenNonces::default();
+            let value = sign_with(TOKEN, &put("/a", 1), 1000, NONCE);
+            let mut chars: Vec<char> = value.chars().collect();
+            let at = at % chars.len();
+            prop_assume!(chars[at] != to);
+            // Whitespace for whitespace between fields reads the same.
+            prop_assume!(!(chars[at].is_whitespace() && to.is_whitespace()));
+            chars[at] = to;
+            let altered: String = chars.into_iter().collect();
+            // Changing a hex digit's case keeps the same bytes.
+            prop_assume!(!altered.eq_ignore_ascii_case(&value));
+            prop_assert!(verify_at(TOKEN, &altered, &put("/a", 1), &seen, 1000).is_err());
+        }
+    }
 }

@@ -347,4 +347,44 @@ mod tests {
         header[0] = b'N';
         assert!(!checksum_ok(&header));
     }
+
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(crate::fuzz_config(4000))]
+
+        /// Any 512-byte block: every field reads as a number or not at
+        /// all, the checksum check answers, nothing panics.
+        #[test]
+        fn fuzz_tar_header_blocks_never_panic(block in prop::collection::vec(any::<u8>(), 512)) {
+            for (start, end) in [(100, 108), (124, 136), (136, 148), (148, 156)] {
+                let _ = octal(&block[start..end]);
+            }
+            let _ = checksum_ok(&block);
+            prop_assert!(cstr(&block[..100]).len() <= 100);
+        }
+
+        /// Any PAX body: a path, when found, is a part of the body.
+        #[test]
+        fn fuzz_pax_bodies_give_a_path_from_the_body_or_none(body in prop::collection::vec(any::<u8>(), 0..600)) {
+            if let Some(path) = pax_path(&body) {
+                prop_assert!(path.len() < body.len());
+            }
+        }
+
+        /// Well-formed records of any length and value give the path back.
+        #[test]
+        fn fuzz_pax_records_round_trip(path in prop::collection::vec(any::<u8>().prop_filter("no newline", |b| *b != b'\n'), 0..300)) {
+            let mut record = b" path=".to_vec();
+            record.extend_from_slice(&path);
+            record.push(b'\n');
+            let mut length = record.len() + 1;
+            while length.to_string().len() + record.len() != length {
+                length += 1;
+            }
+            let mut body = length.to_string().into_bytes();
+            body.extend_from_slice(&record);
+            prop_assert_eq!(pax_path(&body), Some(path));
+        }
+    }
 }

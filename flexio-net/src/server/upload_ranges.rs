@@ -409,4 +409,39 @@ mod tests {
         assert_ne!(a, partial_name(b"file", 10, "2"));
         assert_eq!(partial_name(&[b'x'; 255], 10, "1").len(), a.len());
     }
+
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(crate::fuzz_config(4000))]
+
+        /// Any header value: refused, or a piece inside its total.
+        #[test]
+        fn fuzz_content_range_values_never_panic(value in "\\PC{0,60}") {
+            match parse_content_range(&value) {
+                Some(PutRange::Piece { start, end, total }) => prop_assert!(start < end && end <= total),
+                Some(PutRange::Query { .. }) | None => {}
+            }
+        }
+
+        /// `bytes A-B/T` is taken exactly when A <= B < T.
+        #[test]
+        fn fuzz_numeric_ranges_are_taken_exactly_when_inside(a in any::<u64>(), b in any::<u64>(), t in any::<u64>()) {
+            let parsed = parse_content_range(&format!("bytes {a}-{b}/{t}"));
+            prop_assert_eq!(parsed.is_some(), a <= b && b < t);
+        }
+
+        /// Any journal text: refused, or disjoint sorted ranges inside the
+        /// total, never more than the cap.
+        #[test]
+        fn fuzz_journals_never_panic(text in "(flexio upload ranges 1\n100\n)?([0-9 \n]{0,80})", total in 0u64..200) {
+            if let Some(received) = Received::from_text(&text, total) {
+                prop_assert!(received.0.len() <= MAX_PIECES_APART + 1);
+                for pair in received.0.windows(2) {
+                    prop_assert!(pair[0].1 < pair[1].0);
+                }
+                prop_assert!(received.0.iter().all(|&(s, e)| s < e && e <= total));
+            }
+        }
+    }
 }
