@@ -200,17 +200,46 @@ pub(super) fn main_part(
         }
         Err(why) => skipped.push(("iperf3".into(), why)),
     }
-    let sshd = ["/usr/sbin/sshd", "/usr/bin/sshd"]
-        .iter()
-        .any(|p| Path::new(p).exists());
-    skipped.push((
-        "scp".into(),
-        if sshd {
-            "an sshd is installed, but starting one in the namespace with throw-away keys is not built yet".into()
-        } else {
-            "no sshd on this machine (openssh-server is not installed), so none can be started in the namespace".into()
-        },
-    ));
+    match start_sshd(link, logs) {
+        Ok((sshd, key)) => {
+            let served: PathBuf = served.to_path_buf();
+            contenders.push(Contender {
+                name: "scp".into(),
+                server: ServerSide::Running(sshd.clone()),
+                client: Box::new(move |link, workload, copies| {
+                    let mut command = link.client_command("scp");
+                    command
+                        .args(["-q", "-B", "-i"])
+                        .arg(&key)
+                        .args([
+                            "-o",
+                            "StrictHostKeyChecking=no",
+                            "-o",
+                            "UserKnownHostsFile=/dev/null",
+                            "-o",
+                            "LogLevel=ERROR",
+                            "-P",
+                        ])
+                        .arg(sshd.port.to_string());
+                    if workload.tree {
+                        command.arg("-r");
+                    }
+                    command
+                        .arg(format!(
+                            "root@{}:{}",
+                            link.server_addr,
+                            served.join(&workload.path).display()
+                        ))
+                        .arg(copies.join(&workload.path));
+                    command
+                }),
+                trees: true,
+                writes: true,
+                own_timer: None,
+            });
+        }
+        Err(why) => skipped.push(("scp".into(), why)),
+    }
     Ok(contenders)
 }
 
@@ -372,6 +401,61 @@ fn iperf3_client(name: &str, server: &Rc<Server>, into_file: bool) -> Contender 
         writes: false,
         own_timer: Some(iperf3_seconds),
     }
+}
+
+/// An sshd on the servers' side with throw-away keys made in `logs`
+/// (host key, and a client key it takes for root), for `scp`; the key's
+/// path for the client. Root only: sshd logs a user in as itself.
+fn start_sshd(link: &Link, logs: &Path) -> Result<(Rc<Server>, PathBuf), String> {
+    let sshd = ["/usr/sbin/sshd", "/usr/bin/sshd"]
+        .into_iter()
+        .map(Path::new)
+        .find(|p| p.exists())
+        .ok_or("no sshd on this machine (openssh-server is not installed)")?;
+    if !available("scp", "-V") || !available("ssh-keygen", "-?") {
+        return Err("scp or ssh-keygen is not installed".into());
+    }
+    if !rustix::process::geteuid().is_root() {
+        return Err("not root: an sshd started here could not log anyone in".into());
+    }
+    let key = |name: &str| -> Result<PathBuf, String> {
+        let path = logs.join(name);
+        let _ = std::fs::remove_file(&path);
+        let status = Command::new("ssh-keygen")
+            .args(["-q", "-t", "ed25519", "-N", "", "-f"])
+            .arg(&path)
+            .status()
+            .map_err(|e| format!("ssh-keygen: {e}"))?;
+        if status.success() {
+            Ok(path)
+        } else {
+            Err(format!("ssh-keygen failed: {status}"))
+        }
+    };
+    let host_key = key("ssh_host_key")?;
+    let client_key = key("ssh_client_key")?;
+    let authorized = logs.join("authorized_keys");
+    std::fs::copy(client_key.with_extension("pub"), &authorized)
+        .map_err(|e| format!("{}: {e}", authorized.display()))?;
+    // sshd refuses to start without its privilege separation directory,
+    // which an installed but never started sshd may not have made.
+    std::fs::create_dir_all("/run/sshd").map_err(|e| format!("/run/sshd: {e}"))?;
+    let port = free_port()?;
+    let conf = format!(
+        "Port {port}\nListenAddress {}\nHostKey {}\nPidFile none\nAuthorizedKeysFile {}\n\
+         PermitRootLogin prohibit-password\nPasswordAuthentication no\n\
+         KbdInteractiveAuthentication no\nUsePAM no\nStrictModes no\n\
+         Subsystem sftp internal-sftp\n",
+        link.server_addr,
+        host_key.display(),
+        authorized.display()
+    );
+    let path = logs.join("sshd_config");
+    std::fs::write(&path, conf).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut command = link.server_command(&sshd.display().to_string());
+    command.args(["-D", "-e", "-f"]).arg(&path);
+    let server = Server::start("sshd", command, port, &logs.join("sshd.log"))?;
+    Ok((Rc::new(server), client_key))
 }
 
 fn start_iperf3(link: &Link, logs: &Path) -> Result<Rc<Server>, String> {
