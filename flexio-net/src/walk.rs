@@ -65,6 +65,24 @@ impl EntryKind {
     }
 }
 
+/// What identifies a version of a file: device, inode, size, mtime and
+/// ctime (which a user cannot set back). The server's hash cache is keyed
+/// by it.
+pub(crate) type FileKey = (u64, u64, i64, i64, u64, i64, u64);
+
+/// `stat`'s [`FileKey`].
+pub(crate) fn file_key(stat: &Stat) -> FileKey {
+    (
+        stat.st_dev,
+        stat.st_ino,
+        stat.st_size,
+        stat.st_mtime,
+        stat.st_mtime_nsec,
+        stat.st_ctime,
+        stat.st_ctime_nsec,
+    )
+}
+
 /// One entry of a walk.
 #[derive(Clone, Debug)]
 pub(crate) struct Entry {
@@ -79,6 +97,9 @@ pub(crate) struct Entry {
     pub gid: u32,
     /// A symlink's target, as stored.
     pub link_target: Option<Vec<u8>>,
+    /// The version walked (a manifest finds a file's hashes by it without
+    /// opening the file).
+    pub key: FileKey,
 }
 
 /// Walks the directory `dir` depth first, each directory before its
@@ -142,6 +163,7 @@ fn walk_into(
             uid: stat.st_uid,
             gid: stat.st_gid,
             link_target,
+            key: file_key(&stat),
         });
         if kind == EntryKind::Directory {
             let child = open_beneath(dir, &name)?;

@@ -83,11 +83,17 @@ fn manifest(exchange: &Exchange<'_>, dir: &OwnedFd) -> std::io::Result<bool> {
     let mut described = Vec::with_capacity(entries.len());
     for entry in &entries {
         let hashes = match entry.kind {
-            EntryKind::File => {
-                let file = open_beneath(dir.as_fd(), &entry.path)?;
-                let stat = rustix::fs::fstat(&file)?;
-                exchange.shared.hashes.hashes(file.as_fd(), &stat)?.to_vec()
-            }
+            // The walk's version of the file, when its hashes are held:
+            // nothing to open. Else opened beneath the directory (a file
+            // swapped for a symlink since is refused) and hashed.
+            EntryKind::File => match exchange.shared.hashes.cached(&entry.key) {
+                Some(hashes) => hashes.to_vec(),
+                None => {
+                    let file = open_beneath(dir.as_fd(), &entry.path)?;
+                    let stat = rustix::fs::fstat(&file)?;
+                    exchange.shared.hashes.hashes(file.as_fd(), &stat)?.to_vec()
+                }
+            },
             _ => Vec::new(),
         };
         described.push(describe(entry, &entry.path, hashes));

@@ -289,6 +289,7 @@ fn manifest(
         uid: stat.st_uid,
         gid: stat.st_gid,
         link_target: None,
+        key: crate::walk::file_key(stat),
     };
     let hashes = exchange.shared.hashes.hashes(file.as_fd(), stat)?.to_vec();
     let described = describe(&entry, name, hashes);

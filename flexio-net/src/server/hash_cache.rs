@@ -14,7 +14,7 @@ use rustix::fs::Stat;
 /// covering about 1 TiB of files).
 const MAX_CHUNKS: usize = 1 << 20;
 
-type Key = (u64, u64, i64, i64, u64, i64, u64);
+use crate::walk::{file_key, FileKey as Key};
 
 #[derive(Default)]
 pub(crate) struct HashCache {
@@ -29,20 +29,18 @@ struct Held {
 }
 
 impl HashCache {
+    /// The hashes held for the file version `key`, if any: a manifest of
+    /// an unchanged tree opens none of its files.
+    pub fn cached(&self, key: &Key) -> Option<Arc<Vec<String>>> {
+        self.entries.lock().unwrap().by_file.get(key).map(Arc::clone)
+    }
+
     /// The chunk hashes of `file`, whose `fstat` is `stat`: from the cache,
     /// or computed (and kept).
     pub fn hashes(&self, file: BorrowedFd<'_>, stat: &Stat) -> std::io::Result<Arc<Vec<String>>> {
-        let key: Key = (
-            stat.st_dev,
-            stat.st_ino,
-            stat.st_size,
-            stat.st_mtime,
-            stat.st_mtime_nsec,
-            stat.st_ctime,
-            stat.st_ctime_nsec,
-        );
-        if let Some(found) = self.entries.lock().unwrap().by_file.get(&key) {
-            return Ok(Arc::clone(found));
+        let key = file_key(stat);
+        if let Some(found) = self.cached(&key) {
+            return Ok(found);
         }
         let hashes = Arc::new(crate::manifest::chunk_hashes(file, stat.st_size as u64)?);
         // Changed while hashed: answer, but do not keep.
