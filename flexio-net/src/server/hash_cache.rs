@@ -32,7 +32,12 @@ impl HashCache {
     /// The hashes held for the file version `key`, if any: a manifest of
     /// an unchanged tree opens none of its files.
     pub fn cached(&self, key: &Key) -> Option<Arc<Vec<String>>> {
-        self.entries.lock().unwrap().by_file.get(key).map(Arc::clone)
+        self.entries
+            .lock()
+            .unwrap()
+            .by_file
+            .get(key)
+            .map(Arc::clone)
     }
 
     /// The chunk hashes of `file`, whose `fstat` is `stat`: from the cache,

@@ -17,7 +17,9 @@
 //!   a temporary name and `rename`, and only after the piece's bytes are
 //!   in the file: a server killed at any point resumes with at most the
 //!   pieces in flight to send again. (Like whole-file uploads, pieces are
-//!   not fsynced: a power loss can lose more.)
+//!   not fsynced: a power loss can lose more.) A partial upload nobody
+//!   adds to for [`ABANDONED_AFTER`] is removed when a new upload starts in
+//!   the same directory.
 //! - Answers: 202 with `Range: bytes=A-B,C-D` (what has arrived) while
 //!   pieces are missing; 201 (created) or 200 (replaced) once the last one
 //!   lands and the file is renamed into place.
@@ -145,6 +147,40 @@ impl Received {
     }
 }
 
+/// How long a partial upload may go untouched before a new upload into
+/// the same directory removes it.
+pub(crate) const ABANDONED_AFTER: std::time::Duration =
+    std::time::Duration::from_secs(7 * 24 * 3600);
+
+/// Removes from `parent` the partial files and journals of uploads that
+/// nobody has added a piece to for [`ABANDONED_AFTER`].
+fn sweep_abandoned(parent: &OwnedFd, now: std::time::SystemTime) {
+    let Ok(dir) = rustix::fs::Dir::read_from(parent) else {
+        return;
+    };
+    let horizon = now
+        .checked_sub(ABANDONED_AFTER)
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map_or(0, |d| d.as_secs() as i64);
+    for entry in dir.flatten() {
+        let name = entry.file_name().to_bytes();
+        if !name.starts_with(b".flexio-part-") {
+            continue;
+        }
+        let name = std::ffi::OsStr::from_bytes(name);
+        match rustix::fs::statat(parent, name, AtFlags::SYMLINK_NOFOLLOW) {
+            Ok(stat)
+                if rustix::fs::FileType::from_raw_mode(stat.st_mode)
+                    == rustix::fs::FileType::RegularFile
+                    && stat.st_mtime < horizon =>
+            {
+                let _ = rustix::fs::unlinkat(parent, name, AtFlags::empty());
+            }
+            _ => {}
+        }
+    }
+}
+
 /// The partial file's name for this upload.
 fn partial_name(name: &[u8], total: u64, upload: &str) -> String {
     let mut hasher = blake3::Hasher::new();
@@ -237,16 +273,29 @@ pub(crate) fn answer(
             ),
         );
     }
-    let file = match rustix::fs::openat(
-        parent,
-        partial.as_str(),
-        OFlags::RDWR | OFlags::CREATE | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-        // The mode a whole-file upload gets (less the umask): the partial
-        // file is renamed, not copied, into place.
-        Mode::from_raw_mode(0o644),
-    ) {
+    let open = |flags| {
+        rustix::fs::openat(
+            parent,
+            partial.as_str(),
+            OFlags::RDWR | OFlags::NOFOLLOW | OFlags::CLOEXEC | flags,
+            // The mode a whole-file upload gets (less the umask): the
+            // partial file is renamed, not copied, into place.
+            Mode::from_raw_mode(0o644),
+        )
+    };
+    let file = match open(OFlags::empty()) {
         Ok(file) => file,
-        Err(error) => return exchange.text(500, &format!("cannot make the partial file: {error}")),
+        Err(Errno::NOENT) => {
+            // A new upload: a good moment to forget abandoned ones here.
+            sweep_abandoned(parent, std::time::SystemTime::now());
+            match open(OFlags::CREATE) {
+                Ok(file) => file,
+                Err(error) => {
+                    return exchange.text(500, &format!("cannot make the partial file: {error}"))
+                }
+            }
+        }
+        Err(error) => return exchange.text(500, &format!("cannot open the partial file: {error}")),
     };
     if exchange
         .request
@@ -399,6 +448,43 @@ mod tests {
         assert_eq!(Received::from_text(&text, 35), None);
         received.add(20, 30);
         assert!(received.covers(40));
+    }
+
+    #[test]
+    fn abandoned_partial_uploads_are_swept_and_others_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = |name: &str| dir.path().join(name);
+        for name in [
+            ".flexio-part-old",
+            ".flexio-part-old.ranges",
+            ".flexio-part-new",
+            "kept-file",
+        ] {
+            std::fs::write(path(name), b"x").unwrap();
+        }
+        let old =
+            std::time::SystemTime::now() - ABANDONED_AFTER - std::time::Duration::from_secs(60);
+        for name in [".flexio-part-old", ".flexio-part-old.ranges", "kept-file"] {
+            std::fs::File::options()
+                .write(true)
+                .open(path(name))
+                .unwrap()
+                .set_modified(old)
+                .unwrap();
+        }
+        let parent = rustix::fs::open(
+            dir.path(),
+            OFlags::RDONLY | OFlags::DIRECTORY,
+            Mode::empty(),
+        )
+        .unwrap();
+        sweep_abandoned(&parent, std::time::SystemTime::now());
+        let mut left: Vec<String> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        left.sort();
+        assert_eq!(left, [".flexio-part-new", "kept-file"]);
     }
 
     #[test]
