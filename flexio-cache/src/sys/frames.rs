@@ -183,6 +183,7 @@ impl FrameReader {
     /// Copies `into.len()` bytes of frame `frame` from byte `within` on.
     /// The copy may be torn by a concurrent write: the caller checks, as a
     /// seqlock reader does, that none happened before using it.
+    #[inline]
     pub fn load(&self, frame: u32, within: usize, into: &mut [u8]) {
         let at = self
             .arena
