@@ -326,3 +326,45 @@ impl Inner {
         Ok(staging)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::cell::Cell;
+    use std::rc::Rc;
+
+    use super::super::shard::tests::{during_next_copy, rewrite};
+    use crate::policy::PolicyName;
+    use crate::{BlockCache, CacheConfig};
+
+    #[test]
+    fn a_read_overlapped_by_a_write_mid_copy_retries_under_the_lock_and_returns_one_whole_version()
+    {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("data");
+        let initial: Vec<u8> = (0..16u8).flat_map(|b| [b + 1; 4096]).collect();
+        std::fs::write(&path, initial).unwrap();
+        let config = CacheConfig::new(64 * 4096)
+            .policy(PolicyName::S3Fifo)
+            .flush_interval(None)
+            .direct(false);
+        let cache = BlockCache::open(&path, config).unwrap();
+        let mut buf = vec![0u8; 4096];
+        cache.read_at(&mut buf, 3 * 4096).unwrap();
+        assert_eq!(buf, [4u8; 4096], "a miss, now resident");
+        let cell = cache.inner.shard_of(3);
+        let (hits, lock_free) = (cache.stats().hits, cell.lock_free_hits());
+        let ran = Rc::new(Cell::new(false));
+        let seen = Rc::clone(&ran);
+        let rewrite = rewrite(3, 0xEE);
+        during_next_copy(move |cell| {
+            rewrite(cell);
+            seen.set(true);
+        });
+        assert_eq!(cache.read_at(&mut buf, 3 * 4096).unwrap(), 4096);
+        assert!(ran.get(), "the write came in the middle of the copy");
+        let torn = buf.iter().filter(|&&b| b != 0xEE).count();
+        assert_eq!(torn, 0, "{torn} bytes of the old version in the block read");
+        assert_eq!(cell.lock_free_hits(), lock_free, "not served lock-free");
+        assert_eq!(cache.stats().hits, hits + 1, "one hit, under the lock");
+    }
+}

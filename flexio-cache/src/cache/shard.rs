@@ -128,7 +128,7 @@ impl ShardCell {
         let Some(frame) = self.hints.find(key) else {
             return false;
         };
-        self.reader.load(frame, within, into);
+        self.copy_frame(frame, within, into);
         fence(Ordering::Acquire);
         if self.seq.load(Ordering::Relaxed) != before {
             return false;
@@ -137,6 +137,28 @@ impl ShardCell {
         let hits = self.lock_free_hits.load(Ordering::Relaxed);
         self.lock_free_hits.store(hits + 1, Ordering::Relaxed);
         true
+    }
+
+    /// The lock-free copy of a hit.
+    #[cfg(not(test))]
+    #[inline(always)]
+    fn copy_frame(&self, frame: Frame, within: usize, into: &mut [u8]) {
+        self.reader.load(frame, within, into);
+    }
+
+    /// The lock-free copy of a hit, in two halves with this thread's
+    /// [`tests::during_next_copy`] hook, if set, run between them: a test
+    /// can then be a writer that replaces the block in the middle of a
+    /// reader's copy, every time, instead of hoping threads meet there.
+    #[cfg(test)]
+    fn copy_frame(&self, frame: Frame, within: usize, into: &mut [u8]) {
+        let half = into.len() / 2;
+        let (front, back) = into.split_at_mut(half);
+        self.reader.load(frame, within, front);
+        if let Some(hook) = tests::MID_COPY.with(|hook| hook.borrow_mut().take()) {
+            hook(self);
+        }
+        self.reader.load(frame, within + half, back);
     }
 
     /// Hits served without the lock so far.
@@ -264,10 +286,36 @@ impl Shard {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
+    use std::cell::RefCell;
+
     use super::ShardCell;
-    use crate::policy::PolicyName;
+    use crate::policy::{Key, PolicyName};
     use crate::sys::frames::Arena;
+
+    /// What a hook run in the middle of a copy is given: the shard read.
+    type MidCopy = Box<dyn FnOnce(&ShardCell)>;
+
+    thread_local! {
+        pub(super) static MID_COPY: RefCell<Option<MidCopy>> = const { RefCell::new(None) };
+    }
+
+    /// Runs `hook` once, on this thread, halfway through its next
+    /// lock-free copy of a hit.
+    pub(crate) fn during_next_copy(hook: impl FnOnce(&ShardCell) + 'static) {
+        MID_COPY.with(|slot| *slot.borrow_mut() = Some(Box::new(hook)));
+    }
+
+    /// A hook that replaces `key`'s block with `byte`s as a writer does:
+    /// under the shard's lock, in place.
+    pub(crate) fn rewrite(key: Key, byte: u8) -> impl FnOnce(&ShardCell) + 'static {
+        move |cell| {
+            let mut guard = cell.lock();
+            let frame = guard.policy.peek(key).expect("the key is resident");
+            let size = guard.frame(frame).len();
+            guard.store(frame, 0, &vec![byte; size]);
+        }
+    }
 
     fn filled(policy: PolicyName) -> ShardCell {
         let cell = ShardCell::new(policy.build(4), &Arena::new(4, 512), 0);
@@ -309,6 +357,35 @@ mod tests {
         assert!(!cell.try_hit(evicted.unwrap(), 0, &mut buf));
         assert!(cell.try_hit(20, 0, &mut buf));
         assert_eq!(buf, [20u8; 100]);
+    }
+
+    #[test]
+    fn a_block_rewritten_in_the_middle_of_a_lock_free_copy_is_thrown_away_not_returned_torn() {
+        for policy in [PolicyName::Clock, PolicyName::Sieve, PolicyName::S3Fifo] {
+            let cell = filled(policy);
+            let ran = std::rc::Rc::new(std::cell::Cell::new(false));
+            let seen = std::rc::Rc::clone(&ran);
+            let rewrite = rewrite(12, 99);
+            during_next_copy(move |cell| {
+                rewrite(cell);
+                seen.set(true);
+            });
+            let mut buf = [0u8; 512];
+            let served = cell.try_hit(12, 0, &mut buf);
+            assert!(ran.get(), "{policy}: the hook ran during the copy");
+            // Without the sequence check this would be a hit of 256 bytes
+            // of 12 then 256 of 99.
+            assert!(
+                !served,
+                "{policy}: a copy overlapped by a write was served: {:?}…{:?}",
+                &buf[..4],
+                &buf[508..]
+            );
+            assert_eq!(cell.lock_free_hits(), 0, "{policy}: not counted");
+            // Retried, it is the new version, whole.
+            assert!(cell.try_hit(12, 0, &mut buf), "{policy}");
+            assert_eq!(buf, [99u8; 512], "{policy}");
+        }
     }
 
     #[test]

@@ -183,6 +183,7 @@ impl FrameReader {
     /// Copies `into.len()` bytes of frame `frame` from byte `within` on.
     /// The copy may be torn by a concurrent write: the caller checks, as a
     /// seqlock reader does, that none happened before using it.
+    #[inline]
     pub fn load(&self, frame: u32, within: usize, into: &mut [u8]) {
         let at = self
             .arena
@@ -194,23 +195,91 @@ impl FrameReader {
 }
 
 /// Copies `len` bytes from `src` to `dst` as byte-wise relaxed atomic
-/// accesses.
+/// accesses: the multiple of 128 bytes at the front with 32-byte vector
+/// moves where the CPU has AVX, the rest with `rep movsb`.
+///
+/// Why not `rep movsb` for all of it: on AMD Zen (and older Intel parts)
+/// it copies a 4 KiB block well below `memcpy`'s speed — glibc itself
+/// uses a vector loop at that size — and the copy is most of a hit.
 ///
 /// # Safety
 /// `src` is valid for `len` bytes of reads, `dst` for `len` bytes of
 /// writes, and they do not overlap.
 #[cfg(target_arch = "x86_64")]
+#[inline]
 unsafe fn atomic_copy(dst: *mut u8, src: *const u8, len: usize) {
-    // SAFETY: the caller's contract; `rep movsb` touches exactly
-    // `dst..dst + len` and `src..src + len`, each byte once, and the
-    // direction flag is clear on entry to inline assembly.
+    let vectors = len & !(VECTOR_STEP - 1);
+    let (mut dst, mut src, mut len) = (dst, src, len);
+    if vectors != 0 && std::arch::is_x86_feature_detected!("avx") {
+        // SAFETY: the CPU has AVX (checked just above); the first
+        // `vectors` bytes are within the caller's ranges.
+        unsafe { atomic_copy_avx(dst, src, vectors) };
+        // SAFETY: `vectors <= len`, so still within (or one past) the
+        // caller's ranges.
+        (dst, src, len) = unsafe { (dst.add(vectors), src.add(vectors), len - vectors) };
+    }
+    if len != 0 {
+        // SAFETY: the caller's contract; `rep movsb` touches exactly
+        // `dst..dst + len` and `src..src + len`, each byte once, and the
+        // direction flag is clear on entry to inline assembly.
+        unsafe {
+            std::arch::asm!(
+                "rep movsb",
+                inout("rcx") len => _,
+                inout("rsi") src => _,
+                inout("rdi") dst => _,
+                options(nostack, preserves_flags)
+            );
+        }
+    }
+}
+
+/// The bytes one turn of [`atomic_copy_avx`]'s loop moves.
+#[cfg(target_arch = "x86_64")]
+const VECTOR_STEP: usize = 128;
+
+/// Copies `len` bytes, a non-zero multiple of [`VECTOR_STEP`], with four
+/// 32-byte unaligned loads then four stores a turn. Each byte is loaded
+/// and stored once by one instruction, and x86-64 makes every byte of a
+/// vector access single-copy atomic, so this is as much a byte-wise
+/// atomic copy (what a racing reader needs, see the module documentation)
+/// as `rep movsb` is: being assembly, the compiler assumes nothing of it
+/// beyond the pointers it is given.
+///
+/// # Safety
+/// The CPU has AVX; `src` is valid for `len` bytes of reads, `dst` for
+/// `len` bytes of writes, they do not overlap, and `len` is a non-zero
+/// multiple of [`VECTOR_STEP`].
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx")]
+unsafe fn atomic_copy_avx(dst: *mut u8, src: *const u8, len: usize) {
+    debug_assert!(len != 0 && len.is_multiple_of(VECTOR_STEP));
+    // SAFETY: the caller's contract: AVX is present, and the loop touches
+    // `src..src + len` and `dst..dst + len` only, ending when `rcx` (a
+    // non-zero multiple of 128) reaches 0. `vzeroupper` avoids the
+    // penalty of mixing these 256-bit moves with SSE code after; every
+    // vector register is declared clobbered (`clobber_abi`).
     unsafe {
         std::arch::asm!(
-            "rep movsb",
+            "2:",
+            "vmovdqu ymm0, [rsi]",
+            "vmovdqu ymm1, [rsi + 32]",
+            "vmovdqu ymm2, [rsi + 64]",
+            "vmovdqu ymm3, [rsi + 96]",
+            "vmovdqu [rdi], ymm0",
+            "vmovdqu [rdi + 32], ymm1",
+            "vmovdqu [rdi + 64], ymm2",
+            "vmovdqu [rdi + 96], ymm3",
+            "add rsi, 128",
+            "add rdi, 128",
+            "sub rcx, 128",
+            "jnz 2b",
+            "vzeroupper",
             inout("rcx") len => _,
             inout("rsi") src => _,
             inout("rdi") dst => _,
-            options(nostack, preserves_flags)
+            clobber_abi("C"),
+            options(nostack)
         );
     }
 }
@@ -296,6 +365,29 @@ mod tests {
         // The reader keeps the memory alive.
         reader.load(0, 0, &mut out);
         assert!(out.iter().all(|&b| b == 7));
+    }
+
+    #[test]
+    fn copies_of_every_length_and_offset_move_exactly_their_bytes() {
+        // The vector loop takes whole 128-byte steps and `rep movsb` the
+        // rest: lengths and offsets around those edges, and nothing past
+        // the end of the destination written.
+        let mut frames = Frames::new(&Arena::new(1, 4096), 0, 1);
+        let bytes: Vec<u8> = (0..4096).map(|i| (i * 7 % 253) as u8 + 1).collect();
+        frames.store(0, 0, &bytes);
+        let reader = frames.reader();
+        for len in [0, 1, 127, 128, 129, 255, 256, 257, 1000, 3968, 4095, 4096] {
+            for within in [0, 1, 31, 64].into_iter().filter(|w| w + len <= 4096) {
+                let mut out = vec![0u8; len + 1];
+                reader.load(0, within, &mut out[..len]);
+                assert_eq!(
+                    &out[..len],
+                    &bytes[within..within + len],
+                    "{len} at {within}"
+                );
+                assert_eq!(out[len], 0, "{len} at {within}: wrote past the end");
+            }
+        }
     }
 
     #[test]
