@@ -152,6 +152,13 @@ pub(crate) struct Shared {
     pub wake: OwnedFd,
 }
 
+/// Where work goes: whole requests to the request workers, the next turns
+/// of long bodies to the body workers (see [`worker`]).
+pub(crate) struct Queues {
+    pub requests: std::sync::mpsc::Sender<(Connection, request::Request)>,
+    pub turns: std::sync::mpsc::Sender<Connection>,
+}
+
 /// A client connection and the state of its next request head.
 pub(crate) struct Connection {
     pub stream: TcpStream,
@@ -312,17 +319,33 @@ impl Server {
     /// # Errors
     /// [`Error::Io`] when the event loop itself fails (`epoll_wait`).
     pub fn run(self) -> Result<()> {
-        let (jobs, queue) = std::sync::mpsc::channel();
-        let queue = Arc::new(Mutex::new(queue));
+        let (requests, request_queue) = std::sync::mpsc::channel();
+        let (turns, turn_queue) = std::sync::mpsc::channel();
+        let (request_queue, turn_queue) = (
+            Arc::new(Mutex::new(request_queue)),
+            Arc::new(Mutex::new(turn_queue)),
+        );
         for index in 0..self.shared.config.workers.max(1) {
-            let shared = Arc::clone(&self.shared);
-            let queue = Arc::clone(&queue);
-            let jobs = jobs.clone();
+            let (shared, queue, requeue) = (
+                Arc::clone(&self.shared),
+                Arc::clone(&request_queue),
+                turns.clone(),
+            );
             std::thread::Builder::new()
                 .name(format!("serve-worker-{index}"))
-                .spawn(move || worker::run(&shared, &queue, &jobs))
+                .spawn(move || worker::run_requests(&shared, &queue, &requeue))
                 .map_err(|e| Error::io("spawn", "worker thread", None, e))?;
+            let (shared, queue, requeue) = (
+                Arc::clone(&self.shared),
+                Arc::clone(&turn_queue),
+                turns.clone(),
+            );
+            std::thread::Builder::new()
+                .name(format!("serve-body-{index}"))
+                .spawn(move || worker::run_turns(&shared, &queue, &requeue))
+                .map_err(|e| Error::io("spawn", "body worker thread", None, e))?;
         }
+        let queues = Queues { requests, turns };
         if let (Some(front), Some(identity)) = (self.front, self.shared.config.tls.clone()) {
             let config = crate::tls::front::FrontConfig {
                 identity,
@@ -339,7 +362,7 @@ impl Server {
                 .spawn(move || crate::tls::front::run(front, config))
                 .map_err(|e| Error::io("spawn", "TLS front thread", None, e))?;
         }
-        event_loop::run(&self.shared, &self.listener, &jobs)
+        event_loop::run(&self.shared, &self.listener, &queues)
     }
 }
 
