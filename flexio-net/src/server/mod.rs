@@ -3,9 +3,11 @@
 //! One event-loop thread ([`event_loop`]) accepts connections and reads
 //! request heads without blocking, each under a deadline; a fixed pool of
 //! workers ([`worker`]) answers whole requests — file bodies with sendfile
-//! through a [`flexio::range::Mover`] each worker keeps — and hands a
-//! kept-alive connection back to the loop. So idle and slow clients cost a
-//! table entry, not a thread, and the number of threads never grows.
+//! through a [`flexio::range::Mover`] each worker keeps, a body longer
+//! than one turn through a second pool of body workers at a lower CPU
+//! priority — and hands a kept-alive connection back to the loop. So idle
+//! and slow clients cost a table entry, not a thread, and the number of
+//! threads never grows.
 //!
 //! With [`ServeConfig::cache`], file bodies are read through one
 //! [`flexio_cache::FileCache`] over `O_DIRECT` instead ([`cached_body`]):
@@ -44,7 +46,8 @@ pub struct ServeConfig {
     pub listen: SocketAddr,
     /// Allow an address other than loopback (read-only serving only).
     pub public: bool,
-    /// Worker threads answering requests.
+    /// Worker threads answering requests; as many again send the turns of
+    /// long bodies, at a lower CPU priority.
     pub workers: usize,
     /// Connections held at once; past it new ones get 503.
     pub max_connections: usize,
