@@ -32,7 +32,8 @@ pub struct ServeArgs {
     /// uploads still need --token-file.
     #[arg(long)]
     public: bool,
-    /// Worker threads answering requests.
+    /// Worker threads answering requests; as many again send the turns of
+    /// long bodies, at a lower CPU priority.
     #[arg(long, default_value_t = 8)]
     workers: usize,
     /// Connections held at once; more get 503.

@@ -1,7 +1,8 @@
 //! The event loop: accepts connections, reads request heads without
 //! blocking (peeked and consumed by [`crate::head::step`], so a body or a
 //! pipelined request stays in the socket), enforces the head deadline and
-//! the idle timeout, and hands whole requests to the workers.
+//! the idle timeout, and hands whole requests to the request workers and
+//! the due turns of rate-limited bodies to the body workers.
 //!
 //! A connection is registered `EPOLLONESHOT`: after an event it is owned
 //! by whoever took it out of the table (this loop or a worker) until it is
@@ -9,7 +10,6 @@
 
 use std::net::TcpListener;
 use std::sync::atomic::Ordering;
-use std::sync::mpsc::Sender;
 use std::time::{Duration, Instant};
 
 use rustix::buffer::spare_capacity;
@@ -17,8 +17,8 @@ use rustix::event::{epoll, Timespec};
 use rustix::io::Errno;
 use rustix::net::{RecvFlags, SendFlags};
 
-use super::request::{closing_response, Request};
-use super::{Connection, Shared};
+use super::request::closing_response;
+use super::{Connection, Queues, Shared};
 use crate::error::{Error, Result};
 use crate::head::{request_complete, step, Step};
 
@@ -31,15 +31,7 @@ const SWEEP_EVERY: Duration = Duration::from_millis(200);
 /// The wake-up eventfd's token.
 const WAKE: u64 = u64::MAX - 1;
 
-/// Work for a worker.
-pub(crate) enum Job {
-    /// A whole request to answer.
-    Request(Connection, Request),
-    /// The next turn of a body being sent.
-    Turn(Connection),
-}
-
-pub(crate) fn run(shared: &Shared, listener: &TcpListener, jobs: &Sender<Job>) -> Result<()> {
+pub(crate) fn run(shared: &Shared, listener: &TcpListener, queues: &Queues) -> Result<()> {
     epoll::add(
         &shared.epoll,
         listener,
@@ -58,7 +50,7 @@ pub(crate) fn run(shared: &Shared, listener: &TcpListener, jobs: &Sender<Job>) -
     let mut last_sweep = Instant::now();
     loop {
         events.clear();
-        let next_due = requeue_due(shared, jobs);
+        let next_due = requeue_due(shared, queues);
         let wait = next_due.map_or(SWEEP_EVERY, |due| due.min(SWEEP_EVERY));
         let tick = Timespec::try_from(wait).expect("a small duration fits a timespec");
         match epoll::wait(&shared.epoll, spare_capacity(&mut events), Some(&tick)) {
@@ -72,7 +64,7 @@ pub(crate) fn run(shared: &Shared, listener: &TcpListener, jobs: &Sender<Job>) -
                     let mut count = [0u8; 8];
                     let _ = rustix::io::read(&shared.wake, &mut count);
                 }
-                token => read_head(shared, token, jobs),
+                token => read_head(shared, token, queues),
             }
         }
         if last_sweep.elapsed() >= SWEEP_EVERY {
@@ -84,11 +76,11 @@ pub(crate) fn run(shared: &Shared, listener: &TcpListener, jobs: &Sender<Job>) -
 
 /// Queues again every deferred connection whose tokens are due; returns
 /// how long until the next one is.
-fn requeue_due(shared: &Shared, jobs: &Sender<Job>) -> Option<Duration> {
+fn requeue_due(shared: &Shared, queues: &Queues) -> Option<Duration> {
     let now = Instant::now();
     let mut deferred = shared.deferred.lock().unwrap();
     for due in deferred.extract_if(.., |waiting| waiting.due <= now) {
-        let _ = jobs.send(Job::Turn(due.connection));
+        let _ = queues.turns.send(due.connection);
     }
     deferred
         .iter()
@@ -145,7 +137,7 @@ fn accept_all(shared: &Shared, listener: &TcpListener) {
 
 /// Reads what arrived of `token`'s request head; a whole head goes to a
 /// worker, a partial one waits for more.
-fn read_head(shared: &Shared, token: u64, jobs: &Sender<Job>) {
+fn read_head(shared: &Shared, token: u64, queues: &Queues) {
     let Some(mut connection) = shared.parked.lock().unwrap().remove(&token) else {
         return;
     };
@@ -160,10 +152,10 @@ fn read_head(shared: &Shared, token: u64, jobs: &Sender<Job>) {
     match outcome {
         Ok(Step::Complete) => {
             let head = std::mem::take(&mut connection.head);
-            match Request::parse(&head) {
+            match super::request::Request::parse(&head) {
                 Ok(request) => {
                     // A send fails only when every worker is gone.
-                    let _ = jobs.send(Job::Request(connection, request));
+                    let _ = queues.requests.send((connection, request));
                 }
                 Err(why) => send_and_close(shared, connection, 400, &why),
             }

@@ -3,9 +3,11 @@
 //! One event-loop thread ([`event_loop`]) accepts connections and reads
 //! request heads without blocking, each under a deadline; a fixed pool of
 //! workers ([`worker`]) answers whole requests — file bodies with sendfile
-//! through a [`flexio::range::Mover`] each worker keeps — and hands a
-//! kept-alive connection back to the loop. So idle and slow clients cost a
-//! table entry, not a thread, and the number of threads never grows.
+//! through a [`flexio::range::Mover`] each worker keeps, a body longer
+//! than one turn through a second pool of body workers at a lower CPU
+//! priority — and hands a kept-alive connection back to the loop. So idle
+//! and slow clients cost a table entry, not a thread, and the number of
+//! threads never grows.
 //!
 //! With [`ServeConfig::cache`], file bodies are read through one
 //! [`flexio_cache::FileCache`] over `O_DIRECT` instead ([`cached_body`]):
@@ -45,7 +47,8 @@ pub struct ServeConfig {
     pub listen: SocketAddr,
     /// Allow an address other than loopback (read-only serving only).
     pub public: bool,
-    /// Worker threads answering requests.
+    /// Worker threads answering requests; as many again send the turns of
+    /// long bodies, at a lower CPU priority.
     pub workers: usize,
     /// Connections held at once; past it new ones get 503.
     pub max_connections: usize,
@@ -157,6 +160,13 @@ pub(crate) struct Shared {
     pub deferred: Mutex<Vec<turns::Deferred>>,
     /// Wakes the event loop when a connection is deferred.
     pub wake: OwnedFd,
+}
+
+/// Where work goes: whole requests to the request workers, the next turns
+/// of long bodies to the body workers (see [`worker`]).
+pub(crate) struct Queues {
+    pub requests: std::sync::mpsc::Sender<(Connection, request::Request)>,
+    pub turns: std::sync::mpsc::Sender<Connection>,
 }
 
 /// A client connection and the state of its next request head.
@@ -315,17 +325,33 @@ impl Server {
     /// # Errors
     /// [`Error::Io`] when the event loop itself fails (`epoll_wait`).
     pub fn run(self) -> Result<()> {
-        let (jobs, queue) = std::sync::mpsc::channel();
-        let queue = Arc::new(Mutex::new(queue));
+        let (requests, request_queue) = std::sync::mpsc::channel();
+        let (turns, turn_queue) = std::sync::mpsc::channel();
+        let (request_queue, turn_queue) = (
+            Arc::new(Mutex::new(request_queue)),
+            Arc::new(Mutex::new(turn_queue)),
+        );
         for index in 0..self.shared.config.workers.max(1) {
-            let shared = Arc::clone(&self.shared);
-            let queue = Arc::clone(&queue);
-            let jobs = jobs.clone();
+            let (shared, queue, requeue) = (
+                Arc::clone(&self.shared),
+                Arc::clone(&request_queue),
+                turns.clone(),
+            );
             std::thread::Builder::new()
                 .name(format!("serve-worker-{index}"))
-                .spawn(move || worker::run(&shared, &queue, &jobs))
+                .spawn(move || worker::run_requests(&shared, &queue, &requeue))
                 .map_err(|e| Error::io("spawn", "worker thread", None, e))?;
+            let (shared, queue, requeue) = (
+                Arc::clone(&self.shared),
+                Arc::clone(&turn_queue),
+                turns.clone(),
+            );
+            std::thread::Builder::new()
+                .name(format!("serve-body-{index}"))
+                .spawn(move || worker::run_turns(&shared, &queue, &requeue))
+                .map_err(|e| Error::io("spawn", "body worker thread", None, e))?;
         }
+        let queues = Queues { requests, turns };
         if let (Some(front), Some(identity)) = (self.front, self.shared.config.tls.clone()) {
             let config = crate::tls::front::FrontConfig {
                 identity,
@@ -342,7 +368,7 @@ impl Server {
                 .spawn(move || crate::tls::front::run(front, config))
                 .map_err(|e| Error::io("spawn", "TLS front thread", None, e))?;
         }
-        event_loop::run(&self.shared, &self.listener, &jobs)
+        event_loop::run(&self.shared, &self.listener, &queues)
     }
 }
 

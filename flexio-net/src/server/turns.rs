@@ -1,11 +1,12 @@
 //! File bodies sent in turns, so that many connections share the workers
 //! fairly and rate limits never put a worker to sleep.
 //!
-//! A worker sends a response's head, then at most one turn of its body —
-//! `max_chunk` bytes, or a burst of the connection's rate, whichever is
+//! A body worker (see [`super::worker`]) sends at most one turn of a body
+//! — `max_chunk` bytes, or a burst of the connection's rate, whichever is
 //! smaller (nginx's `sendfile_max_chunk`) — and puts the connection back
-//! at the end of the job queue, behind every request that arrived in the
-//! meantime: a 4 KiB request waits for a few turns, not for a 1 GiB body.
+//! at the end of the body workers' queue, so long bodies share those
+//! workers turn by turn. New requests have their own queue and workers:
+//! a 4 KiB request waits for no turn at all.
 //! When the connection's bucket (`--rate-per-client`) or the server's
 //! (`--rate-total`) is in debt, the connection is handed to the event loop
 //! instead, which queues it again when its tokens are due; the worker goes
@@ -18,7 +19,6 @@ use std::time::{Duration, Instant};
 use flexio::range::{Mover, RangeEnd, RangeRequest};
 use flexio::EndpointKind;
 
-use super::event_loop::Job;
 use super::{Connection, Shared};
 
 /// A body still being sent.
@@ -73,7 +73,7 @@ pub(crate) fn take_turn(
     shared: &Shared,
     mut connection: Connection,
     mover: &mut Mover,
-    jobs: &Sender<Job>,
+    turns: &Sender<Connection>,
 ) {
     let now = Instant::now();
     let wait = delay(shared, &connection, now);
@@ -161,7 +161,7 @@ pub(crate) fn take_turn(
     }
     // Behind everything queued meanwhile; a send fails only when every
     // worker is gone.
-    let _ = jobs.send(Job::Turn(connection));
+    let _ = turns.send(connection);
 }
 
 /// Ends a response: parks a kept-alive connection for its next request,

@@ -1,6 +1,12 @@
-//! A worker: takes a whole request from the event loop, answers it, and
-//! parks a kept-alive connection again. Each worker keeps one
-//! [`Mover`], so its pipe or buffers are made once, not per response.
+//! The workers, in two pools with a queue each, so a new request never
+//! waits behind the turns of long bodies. A request worker takes a whole
+//! request from the event loop, answers it — with its file body when that
+//! fits in one turn (`--max-chunk`) — and parks a kept-alive connection
+//! again; a longer body goes to the body workers, which send it in turns
+//! (see [`turns`]) at a lower CPU priority ([`BODY_WORKER_NICE`]), so the
+//! request path's threads win the CPU from them when both are runnable.
+//! Each worker keeps one [`Mover`], so its pipe or buffers are made once,
+//! not per response.
 
 use std::cell::RefCell;
 use std::os::fd::OwnedFd;
@@ -10,7 +16,6 @@ use std::sync::Mutex;
 use flexio::range::Mover;
 use rustix::io::Errno;
 
-use super::event_loop::Job;
 use super::request::{text_response, Request, ResponseHead};
 
 use super::turns::{self, Body};
@@ -18,26 +23,63 @@ use super::{directory, files, Connection, Shared};
 use crate::names::{split_target, BadTarget};
 use crate::walk::open_beneath;
 
-pub(crate) fn run(shared: &Shared, queue: &Mutex<Receiver<Job>>, jobs: &Sender<Job>) {
+/// How much nicer than the process the body workers' threads run (the
+/// request path keeps the process's nice value): nice 10 weighs about a
+/// tenth of nice 0, so a long body still moves when nothing else wants
+/// the CPU but yields it to a new request's threads when both are
+/// runnable.
+pub(crate) const BODY_WORKER_NICE: i32 = 10;
+
+/// A body worker: sends one turn of a long body after another, at
+/// [`BODY_WORKER_NICE`] (raising a thread's own nice value needs no
+/// privilege; where it fails the worker just runs at the process's).
+pub(crate) fn run_turns(
+    shared: &Shared,
+    queue: &Mutex<Receiver<Connection>>,
+    turns: &Sender<Connection>,
+) {
+    // Relative to the process's own nice value, so a server started under
+    // `nice` keeps the same gap between its request path and its bodies.
+    let me = Some(rustix::thread::gettid());
+    if let Ok(now) = rustix::process::getpriority_process(me) {
+        let _ = rustix::process::setpriority_process(me, (now + BODY_WORKER_NICE).min(19));
+    }
     let mut mover = Mover::new();
     loop {
-        let job = queue.lock().unwrap().recv();
-        let (mut connection, request) = match job {
-            Ok(Job::Request(connection, request)) => (connection, request),
-            Ok(Job::Turn(connection)) => {
-                turns::take_turn(shared, connection, &mut mover, jobs);
-                continue;
-            }
-            Err(_) => return,
+        let Ok(connection) = queue.lock().unwrap().recv() else {
+            return;
+        };
+        turns::take_turn(shared, connection, &mut mover, turns);
+    }
+}
+
+/// A request worker: answers whole requests, sending a body of one turn
+/// itself and queueing a longer one for the body workers.
+pub(crate) fn run_requests(
+    shared: &Shared,
+    queue: &Mutex<Receiver<(Connection, Request)>>,
+    turns: &Sender<Connection>,
+) {
+    let mut mover = Mover::new();
+    loop {
+        let Ok((mut connection, request)) = queue.lock().unwrap().recv() else {
+            return;
         };
         let keep_alive = match answer(shared, &connection, &request, &mut mover) {
             Ok((keep_alive, Some(body))) => {
+                let one_turn = body.end - body.next <= shared.config.max_chunk.max(1);
                 connection.body = Some(Body {
                     keep_alive,
                     request: format!("{} {}", request.method, request.target),
                     ..body
                 });
-                turns::take_turn(shared, connection, &mut mover, jobs);
+                if one_turn {
+                    turns::take_turn(shared, connection, &mut mover, turns);
+                } else {
+                    // A long body never holds a request worker: a client
+                    // that reads it slowly blocks a body worker instead.
+                    let _ = turns.send(connection);
+                }
                 continue;
             }
             Ok((keep_alive, None)) => keep_alive,

@@ -1,0 +1,141 @@
+//! `serve`'s request path before long bodies: new requests have their own
+//! workers and queue, and the threads that push long bodies run nicer.
+
+mod common;
+
+use std::io::Read;
+use std::time::{Duration, Instant};
+
+use common::{serve_with, RawClient};
+
+/// Bytes of each long body: more than loopback's socket buffers hold, so
+/// a client that does not read keeps its body worker blocked in sendfile.
+const LONG: u64 = 48 << 20;
+
+#[test]
+fn a_small_request_is_answered_while_every_body_worker_is_blocked() {
+    let root = tempfile::tempdir().unwrap();
+    // Sparse: the test measures the server, not the disk.
+    std::fs::File::create(root.path().join("long"))
+        .unwrap()
+        .set_len(LONG)
+        .unwrap();
+    std::fs::write(root.path().join("small"), common::pattern(4096, 16)).unwrap();
+    let workers = 2;
+    let address = serve_with(root.path(), |config| {
+        config.workers = workers;
+        // A blocked send gives up only after this: far longer than the
+        // small request may take below.
+        config.send_timeout = Duration::from_secs(60);
+    });
+    // Twice as many long bodies as body workers, none read for now: every
+    // body worker sits in sendfile on a full socket, more turns queue.
+    let mut readers: Vec<RawClient> = (0..2 * workers)
+        .map(|_| {
+            let mut client = RawClient::connect(address);
+            client.send(b"GET /long HTTP/1.1\r\nHost: test\r\n\r\n");
+            client
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(500));
+
+    let started = Instant::now();
+    let mut client = RawClient::connect(address);
+    let response = client.get("/small", "");
+    let took = started.elapsed();
+    assert_eq!(response.status, 200);
+    assert_eq!(response.body, common::pattern(4096, 16));
+    assert!(
+        took < Duration::from_secs(10),
+        "4 KiB took {took:?} while every body worker was blocked"
+    );
+
+    // The long bodies were only waiting: each arrives whole once read.
+    let handles: Vec<_> = readers
+        .drain(..)
+        .map(|client| std::thread::spawn(move || body_length_all_zero(client)))
+        .collect();
+    for handle in handles {
+        assert_eq!(handle.join().unwrap(), LONG);
+    }
+}
+
+/// Reads a response to `GET /long` and returns its body's length,
+/// checking every byte is a zero (the sparse file's).
+fn body_length_all_zero(mut client: RawClient) -> u64 {
+    let mut buffer = vec![0u8; 1 << 20];
+    let mut seen = Vec::new();
+    let head_end = loop {
+        let n = client.stream.read(&mut buffer).unwrap();
+        assert!(n > 0, "closed before the head");
+        seen.extend_from_slice(&buffer[..n]);
+        if let Some(end) = seen.windows(4).position(|w| w == b"\r\n\r\n") {
+            break end + 4;
+        }
+    };
+    let head = String::from_utf8_lossy(&seen[..head_end]).to_string();
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    assert!(seen[head_end..].iter().all(|&b| b == 0));
+    let mut length = (seen.len() - head_end) as u64;
+    while length < LONG {
+        let n = client.stream.read(&mut buffer).unwrap();
+        assert!(n > 0, "closed after {length} body bytes");
+        assert!(buffer[..n].iter().all(|&b| b == 0));
+        length += n as u64;
+    }
+    length
+}
+
+/// The nice value and name of each thread of this process.
+fn threads() -> Vec<(String, i64)> {
+    std::fs::read_dir("/proc/self/task")
+        .unwrap()
+        .filter_map(|task| {
+            let task = task.ok()?.path();
+            let name = std::fs::read_to_string(task.join("comm")).ok()?;
+            let stat = std::fs::read_to_string(task.join("stat")).ok()?;
+            // Fields after the ")" closing the name: state is the 3rd
+            // field of stat, nice the 19th.
+            let after = &stat[stat.rfind(')')? + 2..];
+            let nice = after.split_whitespace().nth(16)?.parse().ok()?;
+            Some((name.trim().to_string(), nice))
+        })
+        .collect()
+}
+
+#[test]
+fn body_workers_run_nicer_than_request_workers() {
+    let own = rustix::process::getpriority_process(None).unwrap() as i64;
+    if own >= 19 {
+        println!("skipped: this process already runs at nice {own}, none is nicer");
+        return;
+    }
+    let root = tempfile::tempdir().unwrap();
+    serve_with(root.path(), |config| config.workers = 3);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    // Other tests' servers may run in this process too: every server's
+    // threads must show the same split.
+    loop {
+        let all = threads();
+        let of = |prefix: &str| -> Vec<i64> {
+            all.iter()
+                .filter(|(name, _)| name.starts_with(prefix))
+                .map(|(_, nice)| *nice)
+                .collect()
+        };
+        let (request, body) = (of("serve-worker-"), of("serve-body-"));
+        // The body workers lower their own priority as they start.
+        if request.len() >= 3
+            && body.len() >= 3
+            && request.iter().all(|&n| n == own)
+            && body.iter().all(|&n| n == (own + 10).min(19))
+        {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "request workers {request:?}, body workers {body:?}, the process at nice {own}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
