@@ -39,8 +39,8 @@ use plotters::prelude::*;
 
 use legend::{Entry, Line};
 
-use crate::model::{CacheState, Contender, ContenderKind, Results};
-use crate::stats::{self, Summary, LIMITS_SCENARIO};
+use crate::model::{CacheState, Contender, ContenderKind, Results, Scenario};
+use crate::stats::{self, Summary};
 use crate::table::{self, short_size};
 
 /// Bytes and flows are drawn on a log2 axis from two decades on.
@@ -69,25 +69,25 @@ pub fn write_scenario_charts(
     let machine = machine_line(results);
     let mut written = Vec::new();
     for scenario in table::scenarios(summaries) {
-        if scenario == LIMITS_SCENARIO {
+        if scenario == Scenario::Limits {
             continue;
         }
-        for chart in scenario_charts(summaries, &scenario) {
+        for chart in scenario_charts(summaries, scenario) {
             let path = dir.join(format!(
                 "{}-{}{}.svg",
-                file_stem(&scenario),
+                scenario.name(),
                 chart.prefix,
                 chart.kind.suffix()
             ));
             draw(&path, &chart, &machine)?;
             written.push(path);
         }
-        for chart in dots::scenario_dot_charts(results, summaries, &scenario) {
-            let path = dir.join(format!("{}-{}.svg", file_stem(&scenario), chart.suffix));
+        for chart in dots::scenario_dot_charts(results, summaries, scenario) {
+            let path = dir.join(format!("{}-{}.svg", scenario.name(), chart.suffix));
             dots::draw(&path, &chart, &machine)?;
             written.push(path);
         }
-        written.extend(flow_charts(dir, summaries, &scenario, &machine)?);
+        written.extend(flow_charts(dir, summaries, scenario, &machine)?);
     }
     Ok(written)
 }
@@ -98,7 +98,7 @@ pub fn write_scenario_charts(
 fn flow_charts(
     dir: &Path,
     summaries: &[Summary],
-    scenario: &str,
+    scenario: Scenario,
     machine: &str,
 ) -> io::Result<Vec<PathBuf>> {
     let rows: Vec<&Summary> = summaries
@@ -161,7 +161,7 @@ fn flow_charts(
     ];
     let mut written = Vec::new();
     for (suffix, title, y_desc, series, log_y) in charts {
-        let path = dir.join(format!("{}-{suffix}.svg", file_stem(scenario)));
+        let path = dir.join(format!("{}-{suffix}.svg", scenario.name()));
         plain::write_line_chart(
             &path,
             &plain::LineChart {
@@ -220,7 +220,7 @@ struct Chart {
 
 /// The charts of one scenario: always by size, by chunk when swept, by
 /// flows for `parallel` or when flows vary.
-fn scenario_charts(summaries: &[Summary], scenario: &str) -> Vec<Chart> {
+fn scenario_charts(summaries: &[Summary], scenario: Scenario) -> Vec<Chart> {
     let rows: Vec<&Summary> = summaries
         .iter()
         .filter(|s| s.cell.scenario == scenario)
@@ -249,7 +249,7 @@ fn scenario_charts(summaries: &[Summary], scenario: &str) -> Vec<Chart> {
         charts.push(chart(summaries, scenario, Along::Chunk, &swept));
     }
 
-    if scenario == "parallel" || distinct(&rows, |s| u64::from(s.cell.flows)) >= 2 {
+    if scenario == Scenario::Parallel || distinct(&rows, |s| u64::from(s.cell.flows)) >= 2 {
         charts.push(chart(summaries, scenario, Along::Flows, &by_size));
     }
     charts
@@ -279,7 +279,7 @@ fn distinct(rows: &[&Summary], key: impl Fn(&Summary) -> u64) -> usize {
     rows.iter().map(|s| key(s)).collect::<BTreeSet<_>>().len()
 }
 
-fn chart(summaries: &[Summary], scenario: &str, along: Along, rows: &[&Summary]) -> Chart {
+fn chart(summaries: &[Summary], scenario: Scenario, along: Along, rows: &[&Summary]) -> Chart {
     let x_of = |s: &Summary| match along {
         Along::Size => s.cell.size as f64,
         Along::Chunk => s.cell.chunk as f64,
@@ -355,7 +355,7 @@ fn chart(summaries: &[Summary], scenario: &str, along: Along, rows: &[&Summary])
     let mut limits: Vec<(String, f64)> = Vec::new();
     for summary in rows {
         // Limits measured beside the contenders are series already.
-        let measured_apart = |limit: &&Summary| limit.cell.scenario == LIMITS_SCENARIO;
+        let measured_apart = |limit: &&Summary| limit.cell.scenario == Scenario::Limits;
         if let Some(limit) = stats::limit_for(summaries, &summary.cell).filter(measured_apart) {
             let label = limit.contender.label();
             if limit.median_bps.is_finite()
@@ -771,20 +771,6 @@ fn rate_label(value: f64, log: bool) -> String {
     }
 }
 
-/// A scenario name as a file name: anything but `[A-Za-z0-9_-]` becomes `-`.
-fn file_stem(scenario: &str) -> String {
-    scenario
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
-                c
-            } else {
-                '-'
-            }
-        })
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -797,11 +783,5 @@ mod tests {
         let single = extent(&[8.0], false, SIZE_LOG_FROM);
         assert!(single.range.start < 8.0 && single.range.end > 8.0);
         assert_eq!(extent(&[], true, RATE_LOG_FROM).range, 0.0..1.0);
-    }
-
-    #[test]
-    fn file_stems_are_plain() {
-        assert_eq!(file_stem("file-to-file"), "file-to-file");
-        assert_eq!(file_stem("a/b c"), "a-b-c");
     }
 }

@@ -199,7 +199,7 @@ fn csv_fields(run: &RunRecord) -> Vec<String> {
     };
     let optional = |value: Option<f64>| value.map(|v| v.to_string()).unwrap_or_default();
     vec![
-        cell.scenario.clone(),
+        cell.scenario.name().to_string(),
         cell.size.to_string(),
         cell.chunk.to_string(),
         table::cache_name(cell.cache).to_string(),

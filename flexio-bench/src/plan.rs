@@ -14,81 +14,13 @@ use std::time::Duration;
 use flexio::{format_bytes, MechanismName, Params};
 
 use crate::limits::Probe;
+pub use crate::model::Scenario;
 use crate::model::{CacheState, CellKey, Contender};
 use crate::peers::{Iperf3Mode, PeerSpec};
 
 const KIB: u64 = 1 << 10;
 const MIB: u64 = 1 << 20;
 const GIB: u64 = 1 << 30;
-
-/// A family of cells.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Scenario {
-    /// Physical limits: memcpy, direct disk, loopback TCP.
-    Limits,
-    /// File to file, page cache: sizes, chunk sweep, cold and warm.
-    FileToFile,
-    /// File to file with the sink's fsync inside the timed window.
-    FileToFileDurable,
-    /// File to a TCP socket (loopback; veth between namespaces as root).
-    FileToSocket,
-    /// TCP socket to a file.
-    SocketToFile,
-    /// File into a pipe that a reader drains.
-    FileToPipe,
-    /// A pipe the bench feeds into a file.
-    PipeToFile,
-    /// Memory to memory, 64 B to 1 GiB.
-    Memory,
-    /// 1, 2, 4, 8 concurrent file-to-file flows.
-    Parallel,
-    /// A CPU-bound co-process counting during file-to-socket transfers.
-    Meter,
-}
-
-impl Scenario {
-    /// Every scenario, in the order a run visits them.
-    pub const ALL: [Scenario; 10] = [
-        Scenario::Limits,
-        Scenario::FileToFile,
-        Scenario::FileToFileDurable,
-        Scenario::FileToSocket,
-        Scenario::SocketToFile,
-        Scenario::FileToPipe,
-        Scenario::PipeToFile,
-        Scenario::Memory,
-        Scenario::Parallel,
-        Scenario::Meter,
-    ];
-
-    /// The name on the command line and in `CellKey::scenario`.
-    pub fn name(self) -> &'static str {
-        match self {
-            Scenario::Limits => "limits",
-            Scenario::FileToFile => "file-to-file",
-            Scenario::FileToFileDurable => "file-to-file-durable",
-            Scenario::FileToSocket => "file-to-socket",
-            Scenario::SocketToFile => "socket-to-file",
-            Scenario::FileToPipe => "file-to-pipe",
-            Scenario::PipeToFile => "pipe-to-file",
-            Scenario::Memory => "memory",
-            Scenario::Parallel => "parallel",
-            Scenario::Meter => "meter",
-        }
-    }
-
-    /// The scenario of a name.
-    ///
-    /// # Examples
-    /// ```
-    /// use flexio_bench::plan::Scenario;
-    /// assert_eq!(Scenario::from_name("memory"), Some(Scenario::Memory));
-    /// assert_eq!(Scenario::from_name("nope"), None);
-    /// ```
-    pub fn from_name(name: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|s| s.name() == name)
-    }
-}
 
 /// One thing that competes in a cell.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -229,7 +161,7 @@ impl Cell {
     pub fn new(scenario: Scenario, size: u64, cache: CacheState, entrants: Vec<Entrant>) -> Self {
         Cell {
             key: CellKey {
-                scenario: scenario.name().to_string(),
+                scenario,
                 size,
                 chunk: 0,
                 cache,
@@ -273,7 +205,7 @@ pub fn label(key: &CellKey) -> String {
     if key.chunk > 0 {
         let _ = write!(text, " chunk {}", format_bytes(key.chunk));
     }
-    if key.flows > 1 || key.scenario == "parallel" {
+    if key.flows > 1 || key.scenario == Scenario::Parallel {
         let _ = write!(text, " x{} flows", key.flows);
     }
     if !key.path.is_empty() {
@@ -374,7 +306,7 @@ impl Plan {
     ///     sizes: Some(vec![4096]),
     ///     ..PlanOptions::default()
     /// });
-    /// assert!(plan.cells.iter().any(|c| c.key.scenario == "memory" && c.key.size == 4096));
+    /// assert!(plan.cells.iter().any(|c| c.key.scenario == Scenario::Memory && c.key.size == 4096));
     /// ```
     pub fn build(options: &PlanOptions) -> Plan {
         use CacheState::*;
@@ -571,7 +503,7 @@ impl Plan {
         // The limits go first, sized to what the plan moves.
         let largest_file = cells
             .iter()
-            .filter(|c| c.key.scenario != "memory")
+            .filter(|c| c.key.scenario != Scenario::Memory)
             .map(|c| c.key.size)
             .max()
             .unwrap_or(0);
@@ -584,7 +516,7 @@ impl Plan {
             .filter(|c| {
                 c.key.cache != Cold
                     && c.key.path.is_empty()
-                    && !matches!(c.key.scenario.as_str(), "memory" | "meter")
+                    && !matches!(c.key.scenario, Scenario::Memory | Scenario::Meter)
             })
             .map(|c| c.key.size)
             .chain([256 * MIB])
@@ -664,16 +596,17 @@ impl Plan {
             .iter()
             .map(|cell| {
                 let bytes = (cell.key.size * u64::from(cell.key.flows)) as f64;
-                let rate = match (cell.key.scenario.as_str(), cell.key.cache) {
-                    ("memory", _) => 4e9,
-                    ("file-to-file-durable", _) => 0.4e9,
+                let rate = match (cell.key.scenario, cell.key.cache) {
+                    (Scenario::Memory, _) => 4e9,
+                    (Scenario::FileToFileDurable, _) => 0.4e9,
                     (_, CacheState::Cold) => 0.7e9,
-                    ("parallel", _) => 1.0e9,
+                    (Scenario::Parallel, _) => 1.0e9,
                     _ => 1.3e9,
                 };
                 // Short memory and warm file copies repeat for 2 ms.
-                let repeats = cell.key.scenario == "memory"
-                    || (cell.key.scenario == "file-to-file" && cell.key.cache == CacheState::Warm);
+                let repeats = cell.key.scenario == Scenario::Memory
+                    || (cell.key.scenario == Scenario::FileToFile
+                        && cell.key.cache == CacheState::Warm);
                 let per_run = 0.006 + bytes.max(if repeats { 2e-3 * rate } else { 0.0 }) / rate;
                 per_run * cell.entrants.len() as f64
             })
@@ -684,10 +617,10 @@ impl Plan {
     /// The plan as printed before a run: scenarios, cells, runs, time.
     pub fn describe(&self, warmups: u32, rounds: u32) -> String {
         let mut text = String::new();
-        let mut scenarios: Vec<&str> = Vec::new();
+        let mut scenarios: Vec<Scenario> = Vec::new();
         for cell in &self.cells {
-            if !scenarios.contains(&cell.key.scenario.as_str()) {
-                scenarios.push(&cell.key.scenario);
+            if !scenarios.contains(&cell.key.scenario) {
+                scenarios.push(cell.key.scenario);
             }
         }
         for scenario in scenarios {
@@ -743,12 +676,12 @@ mod tests {
         assert!(plan
             .cells
             .iter()
-            .filter(|c| c.key.scenario != "limits")
+            .filter(|c| c.key.scenario != Scenario::Limits)
             .all(|c| c.key.size == GIB));
         assert!(plan
             .cells
             .iter()
-            .any(|c| c.key.scenario == "file-to-file-durable"));
+            .any(|c| c.key.scenario == Scenario::FileToFileDurable));
     }
 
     #[test]
@@ -769,16 +702,16 @@ mod tests {
                 if peers.count() > 0 {
                     assert!(cell.entrants.contains(&Entrant::process_auto()), "{label}");
                 }
-                if cell.key.scenario == "limits" {
+                if cell.key.scenario == Scenario::Limits {
                     continue;
                 }
                 if cell.key.cache == CacheState::Cold {
                     assert!(has(cell, Probe::DiskRead), "{label}");
                 }
-                if cell.key.scenario == "file-to-file-durable" {
+                if cell.key.scenario.durable() {
                     assert!(has(cell, Probe::DiskWrite), "{label}");
                 }
-                if cell.key.scenario.contains("socket") || cell.key.scenario == "meter" {
+                if cell.key.scenario.crosses_a_socket() || cell.key.scenario == Scenario::Meter {
                     let probe = match cell.key.path.as_str() {
                         "veth" => Probe::Iperf3Veth,
                         _ => Probe::Iperf3Loopback,
@@ -789,7 +722,7 @@ mod tests {
             let disk = plan
                 .cells
                 .iter()
-                .find(|c| c.key.scenario == "limits" && c.key.cache == CacheState::Cold)
+                .find(|c| c.key.scenario == Scenario::Limits && c.key.cache == CacheState::Cold)
                 .unwrap();
             assert!(disk.entrants.contains(&Entrant::Limit(Probe::DiskRead)));
             assert!(disk.entrants.contains(&Entrant::Limit(Probe::DiskWrite)));
@@ -801,7 +734,7 @@ mod tests {
         let plan = Plan::build(&PlanOptions::default());
         for scenario in Scenario::ALL {
             assert!(
-                plan.cells.iter().any(|c| c.key.scenario == scenario.name()),
+                plan.cells.iter().any(|c| c.key.scenario == scenario),
                 "{scenario:?}"
             );
         }

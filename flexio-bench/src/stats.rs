@@ -8,7 +8,7 @@
 //!
 //! # Which physical limit applies
 //! Limits are stored as [`Contender::Limit`] runs in cells whose scenario is
-//! [`LIMITS_SCENARIO`]. A cell is bounded by every resource its bytes must
+//! [`Scenario::Limits`]. A cell is bounded by every resource its bytes must
 //! pass through; [`limit_candidates`] lists them:
 //!
 //! | the cell | limit |
@@ -36,13 +36,10 @@ use std::collections::{BTreeMap, HashMap};
 
 use serde::{Deserialize, Serialize};
 
-use crate::model::{CacheState, CellKey, Contender, Results, RunRecord};
+use crate::model::{CacheState, CellKey, Contender, Results, RunRecord, Scenario};
 
 mod verdicts;
 pub use verdicts::{auto_verdicts, geometric_mean, peer_verdicts, AutoVerdict, PeerVerdict};
-
-/// The scenario name under which physical limits are stored.
-pub const LIMITS_SCENARIO: &str = "limits";
 
 /// Bytes in a GiB, the unit of the per-GiB costs.
 const GIB: f64 = (1u64 << 30) as f64;
@@ -179,14 +176,12 @@ pub fn jain(shares: &[f64]) -> Option<f64> {
 /// first ran. Groups with only a
 /// warm-up are left out.
 pub fn summarize(results: &Results) -> Vec<Summary> {
-    let mut scenario_order: HashMap<&str, usize> = HashMap::new();
+    let mut scenario_order: HashMap<Scenario, usize> = HashMap::new();
     let mut contender_order: HashMap<&Contender, usize> = HashMap::new();
     let mut groups: HashMap<(&CellKey, &Contender), Vec<&RunRecord>> = HashMap::new();
     for run in &results.runs {
         let scenarios = scenario_order.len();
-        scenario_order
-            .entry(&run.cell.scenario)
-            .or_insert(scenarios);
+        scenario_order.entry(run.cell.scenario).or_insert(scenarios);
         let contenders = contender_order.len();
         contender_order.entry(&run.contender).or_insert(contenders);
         if run.round >= 1 {
@@ -199,8 +194,8 @@ pub fn summarize(results: &Results) -> Vec<Summary> {
 
     let mut keys: Vec<(&CellKey, &Contender)> = groups.keys().copied().collect();
     keys.sort_by(|a, b| {
-        scenario_order[a.0.scenario.as_str()]
-            .cmp(&scenario_order[b.0.scenario.as_str()])
+        scenario_order[&a.0.scenario]
+            .cmp(&scenario_order[&b.0.scenario])
             .then_with(|| a.0.cmp(b.0))
             .then_with(|| kind_rank(a.1).cmp(&kind_rank(b.1)))
             .then_with(|| contender_order[a.1].cmp(&contender_order[b.1]))
@@ -373,10 +368,10 @@ pub fn best_peer<'a>(summaries: &'a [Summary], cell: &CellKey) -> Option<&'a Sum
 ///
 /// # Examples
 /// ```
-/// use flexio_bench::model::{CacheState, CellKey};
+/// use flexio_bench::model::{CacheState, CellKey, Scenario};
 /// use flexio_bench::stats::limit_candidates;
 /// let cell = CellKey {
-///     scenario: "file-to-file".into(),
+///     scenario: Scenario::FileToFile,
 ///     size: 1 << 20,
 ///     chunk: 0,
 ///     cache: CacheState::Cold,
@@ -389,11 +384,11 @@ pub fn best_peer<'a>(summaries: &'a [Summary], cell: &CellKey) -> Option<&'a Sum
 /// );
 /// ```
 pub fn limit_candidates(cell: &CellKey) -> Vec<Vec<String>> {
-    if cell.scenario == LIMITS_SCENARIO {
+    if cell.scenario == Scenario::Limits {
         return Vec::new();
     }
     let mut resources = Vec::new();
-    if cell.scenario.contains("socket") || !cell.path.is_empty() {
+    if cell.scenario.crosses_a_socket() || !cell.path.is_empty() {
         let path = if cell.path.is_empty() {
             "loopback"
         } else {
@@ -412,7 +407,7 @@ pub fn limit_candidates(cell: &CellKey) -> Vec<Vec<String>> {
             "disk-direct-read".to_string(),
         ]);
     }
-    if cell.scenario.ends_with("durable") {
+    if cell.scenario.durable() {
         // Every byte must reach the disk: fio's write with requests in
         // flight, else a durable write of zeros through the page cache,
         // else flexio's direct write, else the direct read.
@@ -465,7 +460,7 @@ fn measured_limit<'a>(summaries: &'a [Summary], name: &str, cell: &CellKey) -> O
     let mut measured = summaries
         .iter()
         .filter(named)
-        .filter(|s| s.cell.scenario == LIMITS_SCENARIO);
+        .filter(|s| s.cell.scenario == Scenario::Limits);
     let mut largest = measured.next()?;
     for limit in measured {
         if limit.cell.size == cell.size {
@@ -575,9 +570,9 @@ fn host_cpu_below_resolution(runs: &[&RunRecord]) -> Option<f64> {
 ///
 /// # Examples
 /// ```
-/// use flexio_bench::model::{CacheState, CellKey, Contender};
+/// use flexio_bench::model::{CacheState, CellKey, Contender, Scenario};
 /// use flexio_bench::stats::{limit_explanation, Summary};
-/// let cell = CellKey { scenario: "memory".into(), size: 1 << 20, chunk: 0,
+/// let cell = CellKey { scenario: Scenario::Memory, size: 1 << 20, chunk: 0,
 ///     cache: CacheState::NotApplicable, flows: 1, path: String::new() };
 /// let summary = |contender, min: f64, median: f64, max: f64| Summary {
 ///     cell: cell.clone(), contender, runs: 5, median_bps: median, min_bps: min,
@@ -668,9 +663,9 @@ mod tests {
         assert_eq!(jain(&[0.0, 0.0]), None);
     }
 
-    fn cell(scenario: &str, cache: CacheState, path: &str) -> CellKey {
+    fn cell(scenario: Scenario, cache: CacheState, path: &str) -> CellKey {
         CellKey {
-            scenario: scenario.into(),
+            scenario,
             size: 1 << 20,
             chunk: 0,
             cache,
@@ -683,26 +678,30 @@ mod tests {
     fn limits_follow_the_resources_a_cell_uses() {
         let names = |c: CellKey| limit_candidates(&c);
         assert_eq!(
-            names(cell("memory", CacheState::NotApplicable, "")),
+            names(cell(Scenario::Memory, CacheState::NotApplicable, "")),
             vec![vec!["memcpy".to_string()]]
         );
         assert_eq!(
-            names(cell("file-to-file", CacheState::Warm, "")),
+            names(cell(Scenario::FileToFile, CacheState::Warm, "")),
             vec![vec!["memcpy".to_string()]]
         );
         assert_eq!(
-            names(cell("file-to-socket", CacheState::Warm, "loopback")),
+            names(cell(Scenario::FileToSocket, CacheState::Warm, "loopback")),
             vec![vec!["iperf3-loopback".to_string()]]
         );
         assert_eq!(
-            names(cell("socket-to-file", CacheState::NotApplicable, "veth")),
+            names(cell(
+                Scenario::SocketToFile,
+                CacheState::NotApplicable,
+                "veth"
+            )),
             vec![vec![
                 "iperf3-veth".to_string(),
                 "iperf3-loopback".to_string()
             ]]
         );
         assert_eq!(
-            names(cell("file-to-file-durable", CacheState::Cold, "")),
+            names(cell(Scenario::FileToFileDurable, CacheState::Cold, "")),
             vec![
                 vec![
                     "disk-read".to_string(),
@@ -719,13 +718,13 @@ mod tests {
                 ]
             ]
         );
-        assert!(names(cell(LIMITS_SCENARIO, CacheState::NotApplicable, "")).is_empty());
+        assert!(names(cell(Scenario::Limits, CacheState::NotApplicable, "")).is_empty());
     }
 
     #[test]
     fn mechanisms_used_lists_the_most_frequent_first() {
         let run = |mechanism: &str| RunRecord {
-            cell: cell("memory", CacheState::NotApplicable, ""),
+            cell: cell(Scenario::Memory, CacheState::NotApplicable, ""),
             contender: Contender::Flexio {
                 mechanism: "auto".into(),
                 chunk: 0,

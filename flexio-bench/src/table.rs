@@ -6,8 +6,8 @@
 
 use std::collections::BTreeSet;
 
-use crate::model::{CacheState, CellKey, Contender, Results};
-use crate::stats::{self, Summary, LIMITS_SCENARIO};
+use crate::model::{CacheState, CellKey, Contender, Results, Scenario};
+use crate::stats::{self, Summary};
 
 /// The mark of the fastest flexio contender of a cell.
 pub const BEST_MARK: &str = "*";
@@ -236,13 +236,16 @@ pub fn render_markdown(results: &Results, summaries: &[Summary]) -> String {
 pub fn tables(summaries: &[Summary]) -> Vec<Table> {
     let mut tables: Vec<Table> = scenarios(summaries)
         .into_iter()
-        .filter(|scenario| scenario != LIMITS_SCENARIO)
-        .map(|scenario| scenario_table(summaries, &scenario))
+        .filter(|&scenario| scenario != Scenario::Limits)
+        .map(|scenario| scenario_table(summaries, scenario))
         .collect();
     if let Some(auto) = auto_table(summaries) {
         tables.push(auto);
     }
-    if summaries.iter().any(|s| s.cell.scenario == LIMITS_SCENARIO) {
+    if summaries
+        .iter()
+        .any(|s| s.cell.scenario == Scenario::Limits)
+    {
         tables.push(limits_table(summaries));
     }
     tables
@@ -343,18 +346,18 @@ pub fn auto_table(summaries: &[Summary]) -> Option<Table> {
 }
 
 /// The scenarios of `summaries` in their order, each once.
-pub fn scenarios(summaries: &[Summary]) -> Vec<String> {
-    let mut seen: Vec<String> = Vec::new();
+pub fn scenarios(summaries: &[Summary]) -> Vec<Scenario> {
+    let mut seen: Vec<Scenario> = Vec::new();
     for summary in summaries {
         if !seen.contains(&summary.cell.scenario) {
-            seen.push(summary.cell.scenario.clone());
+            seen.push(summary.cell.scenario);
         }
     }
     seen
 }
 
 /// The table of one scenario.
-pub fn scenario_table(summaries: &[Summary], scenario: &str) -> Table {
+pub fn scenario_table(summaries: &[Summary], scenario: Scenario) -> Table {
     let rows: Vec<&Summary> = summaries
         .iter()
         .filter(|s| s.cell.scenario == scenario)
@@ -500,7 +503,7 @@ pub fn scenario_table(summaries: &[Summary], scenario: &str) -> Table {
     }
     // Cue's figures beside the scenarios that repeat its experiments.
     match scenario {
-        "meter" => caption.extend([
+        Scenario::Meter => caption.extend([
             "meter kept: the share of its solo rate a CPU-bound co-process at normal \
              priority, on the same CPU as the transfer, kept while the transfer ran"
                 .to_string(),
@@ -512,7 +515,7 @@ pub fn scenario_table(summaries: &[Summary], scenario: &str) -> Table {
             crate::cue::TABLE_1.to_string(),
             crate::cue::TABLES_3_TO_5.to_string(),
         ]),
-        "parallel" => caption.push(crate::cue::TABLES_6_AND_7.to_string()),
+        Scenario::Parallel => caption.push(crate::cue::TABLES_6_AND_7.to_string()),
         _ => {}
     }
 
@@ -530,7 +533,7 @@ pub fn limits_table(summaries: &[Summary]) -> Table {
     let headers = ["limit", "size", "runs", "median", "min–max"];
     let rows = summaries
         .iter()
-        .filter(|s| s.cell.scenario == LIMITS_SCENARIO)
+        .filter(|s| s.cell.scenario == Scenario::Limits)
         .map(|summary| {
             let name = match &summary.contender {
                 Contender::Limit { name } => name.clone(),
@@ -546,7 +549,7 @@ pub fn limits_table(summaries: &[Summary]) -> Table {
         })
         .collect();
     Table {
-        title: LIMITS_SCENARIO.to_string(),
+        title: Scenario::Limits.name().to_string(),
         caption: vec![
             "physical limits of this machine, measured in the same run".to_string(),
             "disk-direct-read/-write send 1 MiB O_DIRECT requests, 16 in flight; the kernel's \

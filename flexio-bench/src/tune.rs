@@ -18,8 +18,8 @@ use crate::select::{select_ranges, Candidate, Measurement};
 use flexio::profile::{Curve, CurvePoint, Fingerprint, FlowKind, FlowProfile, Profile};
 use flexio::{format_bytes, MechanismName, Params};
 
-use crate::model::{CacheState, Contender, Results};
-use crate::plan::{Cell, Entrant, Plan, Scenario};
+use crate::model::{CacheState, Contender, Results, Scenario};
+use crate::plan::{Cell, Entrant, Plan};
 use crate::runner::{self, Observer, RunOptions};
 use crate::stats::{self, Summary};
 
@@ -195,13 +195,14 @@ pub fn scenario_of(kind: FlowKind) -> Option<(Scenario, CacheState, &'static str
 /// # Examples
 /// ```
 /// use flexio::profile::FlowKind;
-/// assert_eq!(flexio_bench::tune::kind_of("memory"), Some(FlowKind::MemoryToMemory));
-/// assert_eq!(flexio_bench::tune::kind_of("limits"), None);
+/// use flexio_bench::model::Scenario;
+/// assert_eq!(flexio_bench::tune::kind_of(Scenario::Memory), Some(FlowKind::MemoryToMemory));
+/// assert_eq!(flexio_bench::tune::kind_of(Scenario::Limits), None);
 /// ```
-pub fn kind_of(scenario: &str) -> Option<FlowKind> {
+pub fn kind_of(scenario: Scenario) -> Option<FlowKind> {
     FlowKind::TUNED
         .into_iter()
-        .find(|&kind| scenario_of(kind).is_some_and(|(s, _, _)| s.name() == scenario))
+        .find(|&kind| scenario_of(kind).is_some_and(|(s, _, _)| s == scenario))
 }
 
 /// The mechanism and parameters a flexio contender ran with, in the
@@ -252,10 +253,10 @@ pub fn candidate_of(contender: &Contender) -> Option<Candidate> {
 ///
 /// # Examples
 /// ```
-/// use flexio_bench::model::{CacheState, CellKey, Contender};
+/// use flexio_bench::model::{CacheState, CellKey, Contender, Scenario};
 /// use flexio_bench::stats::Summary;
 /// let summary = Summary {
-///     cell: CellKey { scenario: "file-to-pipe".into(), size: 1 << 20, chunk: 0,
+///     cell: CellKey { scenario: Scenario::FileToPipe, size: 1 << 20, chunk: 0,
 ///                     cache: CacheState::Warm, flows: 1, path: String::new() },
 ///     contender: Contender::Flexio { mechanism: "splice".into(), chunk: 1 << 20,
 ///         direct: false, queue_depth: 32, pipe_size: 1 << 20, builtin_table: false },
@@ -277,7 +278,7 @@ pub fn candidate_of(contender: &Contender) -> Option<Candidate> {
 /// assert!((m.cpu_ns_per_byte - 1e9 / (1u64 << 30) as f64).abs() < 1e-12);
 /// ```
 pub fn measurement(summary: &Summary) -> Option<Measurement> {
-    let kind = kind_of(&summary.cell.scenario)?;
+    let kind = kind_of(summary.cell.scenario)?;
     let candidate = candidate_of(&summary.contender)?;
     if summary
         .mechanism_used
@@ -802,7 +803,7 @@ mod tests {
         assert_eq!(kinds, FlowKind::TUNED);
         for kind in FlowKind::TUNED {
             let (scenario, _, _) = scenario_of(kind).unwrap();
-            assert_eq!(kind_of(scenario.name()), Some(kind));
+            assert_eq!(kind_of(scenario), Some(kind));
         }
         assert_eq!(scenario_of(FlowKind::Other), None);
     }
@@ -820,7 +821,7 @@ mod tests {
     fn summaries_that_fell_back_are_not_measurements() {
         let summary = |used: &str| Summary {
             cell: CellKey {
-                scenario: "file-to-file".into(),
+                scenario: Scenario::FileToFile,
                 size: MIB,
                 chunk: 0,
                 cache: CacheState::Warm,

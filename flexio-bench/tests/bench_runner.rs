@@ -86,7 +86,7 @@ fn tiny_plan() -> Plan {
     }
 }
 
-fn runs_of<'a>(results: &'a Results, scenario: &str) -> Vec<&'a RunRecord> {
+fn runs_of(results: &Results, scenario: Scenario) -> Vec<&RunRecord> {
     results
         .runs
         .iter()
@@ -128,7 +128,7 @@ fn tiny_matrix_runs_end_to_end() {
 
     // File to file: 3 contenders that exist x (1 warm-up + 5 rounds), in
     // the interleaved order, each moving the whole file (some times).
-    let files = runs_of(&results, "file-to-file");
+    let files = runs_of(&results, Scenario::FileToFile);
     let contenders: Vec<Contender> = plan.cells[0].entrants[..3]
         .iter()
         .map(Entrant::contender)
@@ -175,7 +175,7 @@ fn tiny_matrix_runs_end_to_end() {
 
     // Memory: both contenders, every round, whole multiples of the size
     // (tiny copies repeat within a window).
-    let memory = runs_of(&results, "memory");
+    let memory = runs_of(&results, Scenario::Memory);
     assert_eq!(memory.len(), 2 * 6);
     for run in &memory {
         assert!(run.bytes >= 4096 && run.bytes % 4096 == 0, "{run:?}");
@@ -292,8 +292,8 @@ fn pipe_cells_run_flexio_and_the_shell_tools_to_the_end_of_the_pipe() {
     for note in &machine {
         assert!(results.notes.contains(note), "{note} is not in the results");
     }
-    assert_eq!(runs_of(&results, "pipe-to-file").len(), 4 * 3);
-    assert_eq!(runs_of(&results, "file-to-pipe").len(), 2 * 3);
+    assert_eq!(runs_of(&results, Scenario::PipeToFile).len(), 4 * 3);
+    assert_eq!(runs_of(&results, Scenario::FileToPipe).len(), 2 * 3);
     for run in &results.runs {
         assert_eq!(run.bytes, size, "{run:?}");
     }

@@ -143,7 +143,7 @@ fn pipe_to_file_is_tuned_from_a_fed_pipe() {
     let tuned = tune::tune(&plan, &options(dir.path()), &mut Quiet).unwrap();
     assert_eq!(tuned.results.runs.len(), 2 * 2 * 3);
     for run in &tuned.results.runs {
-        assert_eq!(run.cell.scenario, "pipe-to-file");
+        assert_eq!(run.cell.scenario, Scenario::PipeToFile);
         assert_eq!(run.bytes, run.cell.size, "{run:?}");
     }
     let flow = &tuned.profile.flows[0];

@@ -156,7 +156,7 @@ fn meter_scenario_keeps_a_share_and_splits_context_switches() {
     let metered: Vec<_> = results
         .runs
         .iter()
-        .filter(|r| r.cell.scenario == "meter")
+        .filter(|r| r.cell.scenario == Scenario::Meter)
         .collect();
     // A warm-up and a round of both mechanisms.
     assert_eq!(metered.len(), 4);
@@ -215,7 +215,7 @@ fn parallel_socket_flows_keep_each_flows_rate_and_a_jain_index() {
     let runs: Vec<_> = results
         .runs
         .iter()
-        .filter(|r| r.cell.scenario == "parallel")
+        .filter(|r| r.cell.scenario == Scenario::Parallel)
         .collect();
     assert_eq!(runs.len(), 2 * 2 * 2);
     for run in runs {
