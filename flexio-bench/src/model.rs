@@ -4,6 +4,7 @@
 
 use std::fmt;
 
+use flexio::measure::Measurement;
 use flexio::EndpointKind;
 use serde::{Deserialize, Serialize};
 
@@ -380,16 +381,11 @@ pub struct RunRecord {
     pub contender: Contender,
     /// Round number: 0 is the warm-up (not counted), 1.. counted.
     pub round: u32,
-    /// Bytes moved (all flows together).
-    pub bytes: u64,
-    /// Wall time of the timed window.
-    pub wall_ns: u64,
-    /// Process CPU, user (children included for peers).
-    pub cpu_user_ns: u64,
-    /// Process CPU, system (children included for peers).
-    pub cpu_sys_ns: u64,
-    /// Whole-host busy CPU over the window.
-    pub host_cpu_busy_ns: u64,
+    /// Bytes moved (all flows together), wall time, the CPU charged to
+    /// the contender (children included for peers) and the host's busy
+    /// CPU over the window; written as top-level fields.
+    #[serde(flatten)]
+    pub measured: Measurement,
     /// Voluntary + involuntary context switches.
     pub context_switches: u64,
     /// Of those, the involuntary ones (preempted rather than blocking);
@@ -417,11 +413,7 @@ pub struct RunRecord {
 impl RunRecord {
     /// Throughput in bytes per second.
     pub fn throughput(&self) -> f64 {
-        if self.wall_ns == 0 {
-            0.0
-        } else {
-            self.bytes as f64 * 1e9 / self.wall_ns as f64
-        }
+        self.measured.bytes_per_s()
     }
 }
 

@@ -501,8 +501,8 @@ fn summarize_group(cell: &CellKey, contender: &Contender, runs: &[&RunRecord]) -
     let per_gib = |value: fn(&RunRecord) -> f64| {
         let mut values: Vec<f64> = runs
             .iter()
-            .filter(|run| run.bytes > 0)
-            .map(|run| value(run) / (run.bytes as f64 / GIB))
+            .filter(|run| run.measured.bytes > 0)
+            .map(|run| value(run) / (run.measured.bytes as f64 / GIB))
             .collect();
         median(&mut values)
     };
@@ -517,14 +517,18 @@ fn summarize_group(cell: &CellKey, contender: &Contender, runs: &[&RunRecord]) -
         median_bps: median(&mut throughput),
         min_bps,
         max_bps,
-        cpu_s_per_gib: per_gib(|run| (run.cpu_user_ns + run.cpu_sys_ns) as f64 / 1e9),
-        host_cpu_s_per_gib: per_gib(|run| run.host_cpu_busy_ns as f64 / 1e9),
+        cpu_s_per_gib: per_gib(|run| {
+            (run.measured.cpu_user_ns + run.measured.cpu_sys_ns) as f64 / 1e9
+        }),
+        host_cpu_s_per_gib: per_gib(|run| run.measured.host_cpu_busy_ns as f64 / 1e9),
         switches_per_gib: per_gib(|run| run.context_switches as f64),
         involuntary_per_gib: {
             let mut values: Vec<f64> = runs
                 .iter()
-                .filter(|run| run.bytes > 0)
-                .filter_map(|run| Some(run.involuntary_switches? as f64 / (run.bytes as f64 / GIB)))
+                .filter(|run| run.measured.bytes > 0)
+                .filter_map(|run| {
+                    Some(run.involuntary_switches? as f64 / (run.measured.bytes as f64 / GIB))
+                })
                 .collect();
             (!values.is_empty()).then(|| median(&mut values))
         },
@@ -555,8 +559,11 @@ pub fn host_cpu_tick_ns() -> f64 {
 /// The resolution per GiB of the host CPU figure when the median run
 /// counted less than one tick of it; `None` when it is a measurement.
 fn host_cpu_below_resolution(runs: &[&RunRecord]) -> Option<f64> {
-    let mut busy: Vec<f64> = runs.iter().map(|r| r.host_cpu_busy_ns as f64).collect();
-    let mut bytes: Vec<f64> = runs.iter().map(|r| r.bytes as f64).collect();
+    let mut busy: Vec<f64> = runs
+        .iter()
+        .map(|r| r.measured.host_cpu_busy_ns as f64)
+        .collect();
+    let mut bytes: Vec<f64> = runs.iter().map(|r| r.measured.bytes as f64).collect();
     let tick = host_cpu_tick_ns();
     let (busy, bytes) = (median(&mut busy), median(&mut bytes));
     (busy < tick && bytes > 0.0).then(|| tick / 1e9 / (bytes / GIB))
@@ -650,6 +657,7 @@ fn mechanisms_used(runs: &[&RunRecord]) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use flexio::measure::Measurement;
 
     #[test]
     fn jain_is_one_for_equal_shares_and_falls_to_one_over_n() {
@@ -734,11 +742,11 @@ mod tests {
                 builtin_table: false,
             },
             round: 1,
-            bytes: 1,
-            wall_ns: 1,
-            cpu_user_ns: 0,
-            cpu_sys_ns: 0,
-            host_cpu_busy_ns: 0,
+            measured: Measurement {
+                bytes: 1,
+                wall_ns: 1,
+                ..Measurement::default()
+            },
             context_switches: 0,
             involuntary_switches: None,
             source_resident_percent: None,

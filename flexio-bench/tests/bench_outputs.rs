@@ -5,6 +5,7 @@
 use std::fs;
 use std::path::PathBuf;
 
+use flexio::measure::Measurement;
 use flexio_bench::model::{
     CacheState, CellKey, Contender, ContenderKind, Fingerprint, Provenance, Results, RunRecord,
     Scenario, SCHEMA_VERSION,
@@ -75,11 +76,13 @@ fn run(cell: &CellKey, contender: &Contender, round: u32, mb_per_s: u64) -> RunR
         cell: cell.clone(),
         contender: contender.clone(),
         round,
-        bytes,
-        wall_ns: bytes * 1_000 / mb_per_s,
-        cpu_user_ns: 400_000 * scale,
-        cpu_sys_ns: 600_000 * scale,
-        host_cpu_busy_ns: 2_000_000 * scale,
+        measured: Measurement {
+            bytes,
+            wall_ns: bytes * 1_000 / mb_per_s,
+            cpu_user_ns: 400_000 * scale,
+            cpu_sys_ns: 600_000 * scale,
+            host_cpu_busy_ns: 2_000_000 * scale,
+        },
         context_switches: scale / 2,
         involuntary_switches: Some(scale / 8),
         source_resident_percent: (cell.cache != CacheState::NotApplicable).then_some(100.0),

@@ -114,8 +114,8 @@ fn the_bench_times_flexio_copy_as_a_process_beside_each_peer() {
         // A warm-up and two rounds each, one copy per run.
         assert_eq!(processes.len(), 3 * expected, "{scenario}");
         for run in processes {
-            assert_eq!(run.bytes, SIZE, "{scenario}: {run:?}");
-            assert!(run.wall_ns > 0);
+            assert_eq!(run.measured.bytes, SIZE, "{scenario}: {run:?}");
+            assert!(run.measured.wall_ns > 0);
             // Its --json report told what ran.
             let used = run.mechanism_used.as_deref();
             assert!(used.is_some(), "{scenario}: {run:?}");
@@ -216,7 +216,7 @@ fn the_tunes_second_pass_runs_its_leaders_as_flexio_copy_processes() {
     assert_eq!(second.len(), 2 * 2, "two leaders x two rounds");
     for run in &second {
         assert!(run.contender.is_process(), "{run:?}");
-        assert_eq!(run.bytes, 256 * KIB, "one copy per run");
+        assert_eq!(run.measured.bytes, 256 * KIB, "one copy per run");
         let candidate = tune::candidate_of(&run.contender).unwrap();
         assert_eq!(
             run.mechanism_used.as_deref(),

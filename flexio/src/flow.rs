@@ -33,7 +33,7 @@ type ListenCallback<'a> = Box<dyn FnMut(&str) + 'a>;
 ///     .via(MechanismName::ReadWrite)
 ///     .run()
 ///     .unwrap();
-/// assert_eq!(report.bytes, 100_000);
+/// assert_eq!(report.measured.bytes, 100_000);
 /// assert_eq!(out, data);
 /// ```
 pub struct Flow<'a> {
@@ -183,7 +183,7 @@ impl<'a> Flow<'a> {
     ///     .idle_timeout(Duration::from_secs(30))
     ///     .run()
     ///     .unwrap();
-    /// assert_eq!(report.bytes, 10);
+    /// assert_eq!(report.measured.bytes, 10);
     /// ```
     pub fn idle_timeout(mut self, limit: Duration) -> Self {
         self.idle_timeout = Some(limit);

@@ -54,7 +54,7 @@
 //!     .verify(true)
 //!     .run()
 //!     .unwrap();
-//! assert_eq!(report.bytes, 1 << 20);
+//! assert_eq!(report.measured.bytes, 1 << 20);
 //! assert_eq!(std::fs::read(&to).unwrap(), vec![42u8; 1 << 20]);
 //! ```
 
