@@ -29,7 +29,7 @@
 use rustix::io::Errno;
 
 use super::direct_io::{
-    align_up, common_block, enable_sides, is_direct_capable, reserve_direct_sink,
+    align_up, common_block, enable_sides, is_direct_capable, reserve_direct_sink, DirectSides,
 };
 use super::transfer::Side;
 use super::{Descriptor, MechanismName, Reads, Stop, Transfer};
@@ -95,14 +95,16 @@ fn run(t: &mut Transfer<'_>) -> Result<(), Stop> {
         });
     }
     let mut pump = Pump {
-        source_fd,
-        sink_fd,
+        sides: DirectSides {
+            source_fd,
+            sink_fd,
+            source_mode: source_mode.as_ref(),
+            sink_mode: sink_mode.as_mut(),
+        },
         source_seekable: t.source_kind.is_seekable() && t.remaining.is_some(),
         // Appended writes land in the order they run: one at a time.
         sink_seekable: t.sink_kind.is_seekable() && !t.sink_appends,
         source_direct,
-        source_mode: source_mode.as_ref(),
-        sink_mode: sink_mode.as_mut(),
         block,
         base_source: t.source_pos,
         base_sink: t.sink_pos,

@@ -2,13 +2,11 @@
 //! its read to its write, the requests kept in flight, and the transfer
 //! advanced over the written prefix (see the parent module for the rules).
 
-use std::os::fd::BorrowedFd;
-
 use rustix::event::PollFlags;
 use rustix::io::Errno;
 
 use crate::error::Error;
-use crate::mechanism::direct_io::{align_down, align_up, DirectMode};
+use crate::mechanism::direct_io::{align_down, align_up, DirectSides};
 use crate::mechanism::io::write_sink;
 use crate::mechanism::transfer::Side;
 use crate::mechanism::{Stop, Transfer};
@@ -70,17 +68,13 @@ impl Slot {
 
 /// The state of one run.
 pub(super) struct Pump<'fd, 'm> {
-    pub(super) source_fd: BorrowedFd<'fd>,
-    pub(super) sink_fd: BorrowedFd<'fd>,
+    /// The descriptors, and where to read and write them now.
+    pub(super) sides: DirectSides<'fd, 'm>,
     /// Several reads at once, at offsets (a seekable source of known length).
     pub(super) source_seekable: bool,
     /// Writes at offsets, several at once.
     pub(super) sink_seekable: bool,
     pub(super) source_direct: bool,
-    /// Present while the sink has `O_DIRECT` from this run.
-    /// Present while the source reads with `O_DIRECT` from this run.
-    pub(super) source_mode: Option<&'m DirectMode<'fd>>,
-    pub(super) sink_mode: Option<&'m mut DirectMode<'fd>>,
     pub(super) block: usize,
     pub(super) base_source: u64,
     pub(super) base_sink: u64,
@@ -98,23 +92,6 @@ pub(super) struct Pump<'fd, 'm> {
 }
 
 impl Pump<'_, '_> {
-    /// Where the source is read: its direct descriptor while it has one.
-    fn source_read_fd(&self) -> BorrowedFd<'_> {
-        self.source_mode.map_or(self.source_fd, DirectMode::fd)
-    }
-
-    /// Where the sink is written: its direct descriptor while direct, the
-    /// flow's own after it went buffered (only once the ring is idle).
-    fn sink_write_fd(&self) -> BorrowedFd<'_> {
-        self.sink_mode
-            .as_deref()
-            .map_or(self.sink_fd, DirectMode::fd)
-    }
-
-    fn sink_direct(&self) -> bool {
-        self.sink_mode.as_ref().is_some_and(|mode| mode.is_direct())
-    }
-
     /// Sets why the run stops, unless it already has a reason.
     fn stop(&mut self, stop: Stop) {
         self.stop.get_or_insert(stop);
@@ -219,7 +196,7 @@ impl Pump<'_, '_> {
             }
             // Idle: clear O_DIRECT; from here on the sink is buffered and
             // the tails are plain writes.
-            if let Some(mode) = self.sink_mode.as_mut() {
+            if let Some(mode) = self.sides.sink_mode.as_mut() {
                 t.counters.syscalls += 1;
                 mode.restore()
                     .map_err(|e| t.failed("fcntl(F_SETFL)", Side::Sink, e))?;
@@ -311,7 +288,7 @@ impl Pump<'_, '_> {
             }
             let slot = &mut slots[index];
             let mut len = slot.len - slot.written;
-            if self.sink_direct() {
+            if self.sides.sink_direct() {
                 len = align_down(len as u64, self.block) as usize;
                 if len == 0 || !slot.written.is_multiple_of(self.block) {
                     slot.stage = Stage::Tail;
@@ -325,7 +302,7 @@ impl Pump<'_, '_> {
             t.counters.ring_entries += 1;
             ring.push(
                 Op::Write,
-                self.sink_write_fd(),
+                self.sides.sink_write_fd(),
                 index,
                 slot.head + slot.written,
                 len,
@@ -351,7 +328,7 @@ impl Pump<'_, '_> {
         t.counters.ring_entries += 1;
         ring.push(
             Op::Read,
-            self.source_read_fd(),
+            self.sides.source_read_fd(),
             index,
             slot.got,
             slot.want - slot.got,
@@ -376,7 +353,9 @@ impl Pump<'_, '_> {
                 // Resubmitted by the next `submit_work`.
                 Errno::INTR => {}
                 Errno::AGAIN => {
-                    if let Err(stop) = t.wait_ready(self.source_fd, PollFlags::IN, Side::Source) {
+                    if let Err(stop) =
+                        t.wait_ready(self.sides.source_fd, PollFlags::IN, Side::Source)
+                    {
                         self.stop(stop);
                     }
                 }
@@ -421,7 +400,7 @@ impl Pump<'_, '_> {
         }
         slot.len = slot.got;
         // A direct sink takes whole slots; anything else takes what came.
-        if !self.sink_direct() || slot.got == slot.want {
+        if !self.sides.sink_direct() || slot.got == slot.want {
             self.stream_piece_read(slot);
         }
     }
@@ -441,7 +420,8 @@ impl Pump<'_, '_> {
             match errno {
                 Errno::INTR => {}
                 Errno::AGAIN => {
-                    if let Err(stop) = t.wait_ready(self.sink_fd, PollFlags::OUT, Side::Sink) {
+                    if let Err(stop) = t.wait_ready(self.sides.sink_fd, PollFlags::OUT, Side::Sink)
+                    {
                         self.stop(stop);
                     }
                 }
@@ -494,7 +474,7 @@ impl Pump<'_, '_> {
         if t.source_kind.is_seekable() {
             return Ok(());
         }
-        if let Some(mode) = self.sink_mode.as_mut() {
+        if let Some(mode) = self.sides.sink_mode.as_mut() {
             t.counters.syscalls += 1;
             mode.restore()
                 .map_err(|e| t.failed("fcntl(F_SETFL)", Side::Sink, e))?;
