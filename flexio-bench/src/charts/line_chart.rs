@@ -336,11 +336,12 @@ pub(super) fn rate_label(value: f64, log: bool) -> String {
     if log && !one_two_or_five(value) {
         return String::new();
     }
-    let text = if value.abs() >= 100.0 {
-        format!("{value:.0}")
-    } else {
-        format!("{value:.2}")
-    };
+    trimmed(value, if value.abs() >= 100.0 { 0 } else { 2 })
+}
+
+/// `value` with `decimals` decimals, less its trailing zeros (and point).
+pub(super) fn trimmed(value: f64, decimals: usize) -> String {
+    let text = format!("{value:.decimals$}");
     if text.contains('.') {
         text.trim_end_matches('0').trim_end_matches('.').to_string()
     } else {

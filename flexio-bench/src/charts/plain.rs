@@ -220,18 +220,14 @@ fn compact(value: f64) -> String {
     if value == 0.0 {
         return "0".into();
     }
-    let text = if value.abs() >= 100.0 {
-        format!("{value:.0}")
+    let decimals = if value.abs() >= 100.0 {
+        0
     } else if value.abs() >= 1.0 {
-        format!("{value:.2}")
+        2
     } else {
-        format!("{value:.3}")
+        3
     };
-    if text.contains('.') {
-        text.trim_end_matches('0').trim_end_matches('.').to_string()
-    } else {
-        text
-    }
+    super::line_chart::trimmed(value, decimals)
 }
 
 #[cfg(test)]
