@@ -63,11 +63,43 @@ pub struct HostBenchOptions {
     pub figures: bool,
 }
 
+/// A part of the host-to-host scenario; results name it `host-to-host`,
+/// `fig5` or `fig6`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum HostPart {
+    /// The main part: flexio get against the peers, per workload.
+    HostToHost,
+    /// The OS project's Fig 5: the same bytes as 1, 5 and 10 files, sender
+    /// mechanism × receiver mechanism.
+    Fig5,
+    /// The OS project's Fig 6: the sender's buffer size with read-write
+    /// against its map size with mmap.
+    Fig6,
+}
+
+impl HostPart {
+    /// Its name in tables and results.
+    pub fn name(self) -> &'static str {
+        match self {
+            HostPart::HostToHost => "host-to-host",
+            HostPart::Fig5 => "fig5",
+            HostPart::Fig6 => "fig6",
+        }
+    }
+}
+
+impl std::fmt::Display for HostPart {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.pad(self.name())
+    }
+}
+
 /// One contender's timings in one cell.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct HostTiming {
-    /// `host-to-host`, `fig5` or `fig6`.
-    pub part: String,
+    /// The part of the scenario.
+    pub part: HostPart,
     /// `1 GiB file`, `tree B`, `1000 MiB as 5 files`, ...
     pub workload: String,
     /// `flexio get`, `rsync daemon`, `send mmap / recv splice`, ...
@@ -126,7 +158,7 @@ pub struct HostResults {
 
 /// A workload: what is served (a path under the served directory).
 struct Workload {
-    part: &'static str,
+    part: HostPart,
     name: String,
     /// Relative to the served directory: a file, or a directory (a tree).
     path: String,
@@ -161,7 +193,7 @@ pub fn run(options: &HostBenchOptions) -> Result<HostResults, String> {
         .map_err(|e| format!("rename the single file: {e}"))?;
     let _ = std::fs::remove_dir_all(&made);
     let mut workloads = vec![Workload {
-        part: "host-to-host",
+        part: HostPart::HostToHost,
         name: format!("{} file", flexio::format_bytes(file_bytes)),
         path: "file".into(),
         tree: false,
@@ -172,7 +204,7 @@ pub fn run(options: &HostBenchOptions) -> Result<HostResults, String> {
         let path = format!("tree{}", shape.name());
         let (files, bytes) = make_tree(&served.join(&path), shape, options.tree_scale)?;
         workloads.push(Workload {
-            part: "host-to-host",
+            part: HostPart::HostToHost,
             name: format!("tree {}", shape.name()),
             path,
             tree: true,
@@ -208,7 +240,7 @@ pub fn run(options: &HostBenchOptions) -> Result<HostResults, String> {
             let scale = fig_bytes as f64 / (100u64 << 20) as f64;
             let (files, bytes) = make_tree(&served.join(&path), shape, scale)?;
             fig_workloads.push(Workload {
-                part: "fig5",
+                part: HostPart::Fig5,
                 name: format!(
                     "{} as {count} file{}",
                     flexio::format_bytes(bytes),
@@ -241,7 +273,7 @@ pub fn run(options: &HostBenchOptions) -> Result<HostResults, String> {
         let fig6 = contenders::fig6(&link, options, &served, &logs)?;
         let all: Vec<&Contender> = fig6.iter().collect();
         let workload = Workload {
-            part: "fig6",
+            part: HostPart::Fig6,
             name: format!("{} file", flexio::format_bytes(file_bytes)),
             path: "file".into(),
             tree: false,
@@ -276,7 +308,7 @@ fn run_cell(
     let mut rows: Vec<HostTiming> = contenders
         .iter()
         .map(|c| HostTiming {
-            part: workload.part.to_string(),
+            part: workload.part,
             workload: workload.name.clone(),
             contender: c.name.clone(),
             server: c.server_name(),

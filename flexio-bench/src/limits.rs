@@ -126,7 +126,7 @@ pub(crate) fn memcpy(source: &[u8], sink: &mut [u8], reps: u64) -> Measured {
         }
         window.close(source.len() as u64 * reps, None)
     };
-    if sliced.wall_ns < whole.wall_ns {
+    if sliced.measurement.wall_ns < whole.measurement.wall_ns {
         sliced
     } else {
         whole
@@ -164,7 +164,7 @@ pub(crate) fn disk_direct_read(source: &Path) -> io::Result<Measured> {
         .params(direct_params())
         .run()
         .map_err(io::Error::other)?;
-    Ok(window.close(report.bytes, Some(report.mechanism_used.as_str())))
+    Ok(window.close(report.measured.bytes, Some(report.mechanism_used.as_str())))
 }
 
 /// Reads the cold `source` twice, O_DIRECT with 16 requests in flight and
@@ -186,12 +186,14 @@ pub(crate) fn disk_read(source: &Path) -> io::Result<Measured> {
         .params(buffered_params())
         .run()
         .map_err(io::Error::other)?;
-    let buffered = window.close(report.bytes, Some(report.mechanism_used.as_str()));
-    Ok(if buffered.wall_ns < direct.wall_ns {
-        buffered
-    } else {
-        direct
-    })
+    let buffered = window.close(report.measured.bytes, Some(report.mechanism_used.as_str()));
+    Ok(
+        if buffered.measurement.wall_ns < direct.measurement.wall_ns {
+            buffered
+        } else {
+            direct
+        },
+    )
 }
 
 /// Writes `size` bytes of `/dev/zero` into a new file `sink` with
@@ -211,11 +213,13 @@ pub(crate) fn disk_write(sink: &Path, size: u64) -> io::Result<Measured> {
     let direct = disk_direct_write(sink, size)?;
     let _ = std::fs::remove_file(sink);
     let buffered = disk_write_fsync(sink, size)?;
-    Ok(if buffered.wall_ns < direct.wall_ns {
-        buffered
-    } else {
-        direct
-    })
+    Ok(
+        if buffered.measurement.wall_ns < direct.measurement.wall_ns {
+            buffered
+        } else {
+            direct
+        },
+    )
 }
 
 /// `size` bytes of `/dev/zero` written into a new file `sink` through the
@@ -248,7 +252,7 @@ fn write_zeros(
         .fsync(fsync)
         .run()
         .map_err(io::Error::other)?;
-    Ok(window.close(report.bytes, Some(report.mechanism_used.as_str())))
+    Ok(window.close(report.measured.bytes, Some(report.mechanism_used.as_str())))
 }
 
 /// `fio` sequential direct read (`write == false`) or write of `size`
@@ -323,8 +327,8 @@ fn run_fio(jobs: &[FioJob<'_>], size: u64) -> io::Result<Measured> {
         slowest_ns = slowest_ns.max(bytes as f64 * 1e9 / bandwidth);
     }
     // A copy has moved what both of its sides moved.
-    measured.bytes = moved;
-    measured.wall_ns = slowest_ns as u64;
+    measured.measurement.bytes = moved;
+    measured.measurement.wall_ns = slowest_ns as u64;
     Ok(measured)
 }
 
@@ -340,11 +344,13 @@ pub(crate) fn network(
 ) -> io::Result<Measured> {
     let copied = iperf3(bytes, Iperf3Mode::Memory, host, client_ns, server_ns)?;
     let zero_copy = iperf3(bytes, Iperf3Mode::ZeroCopy, host, client_ns, server_ns)?;
-    Ok(if zero_copy.wall_ns < copied.wall_ns {
-        zero_copy
-    } else {
-        copied
-    })
+    Ok(
+        if zero_copy.measurement.wall_ns < copied.measurement.wall_ns {
+            zero_copy
+        } else {
+            copied
+        },
+    )
 }
 
 /// `iperf3` from memory (or with `-Z`) to a one-shot server; the wall
@@ -360,7 +366,7 @@ pub(crate) fn iperf3(
     let window = Window::open(CpuScope::Children);
     let run = peers::run_iperf3(bytes, mode, host, client_ns, server_ns)?;
     let mut measured = window.close(run.bytes, None);
-    measured.cpu = run.client;
-    measured.wall_ns = (run.bytes as f64 * 8e9 / run.bits_per_second) as u64;
+    measured.charge(&run.client);
+    measured.measurement.wall_ns = (run.bytes as f64 * 8e9 / run.bits_per_second) as u64;
     Ok(measured)
 }

@@ -2,12 +2,128 @@
 //! raw run, and the summaries computed from them. This is what
 //! `results.json` holds (with [`SCHEMA_VERSION`]).
 
+use std::fmt;
+
+use flexio::measure::Measurement;
+use flexio::EndpointKind;
 use serde::{Deserialize, Serialize};
 
 /// Version of `results.json`; bumped when a field changes meaning.
 /// 2: `flexio copy` as a process (`Contender::Process`), the per-cell
 /// `summary` and the run's `provenance`.
 pub const SCHEMA_VERSION: u32 = 2;
+
+/// A family of cells of the bench's matrix. Results name it by
+/// [`Scenario::name`] (`file-to-file`, `memory`, …).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Scenario {
+    /// Physical limits: memcpy, direct disk, loopback TCP.
+    Limits,
+    /// File to file, page cache: sizes, chunk sweep, cold and warm.
+    FileToFile,
+    /// File to file with the sink's fsync inside the timed window.
+    FileToFileDurable,
+    /// File to a TCP socket (loopback; veth between namespaces as root).
+    FileToSocket,
+    /// TCP socket to a file.
+    SocketToFile,
+    /// File into a pipe that a reader drains.
+    FileToPipe,
+    /// A pipe the bench feeds into a file.
+    PipeToFile,
+    /// Memory to memory, 64 B to 1 GiB.
+    Memory,
+    /// 1, 2, 4, 8 concurrent file-to-file flows.
+    Parallel,
+    /// A CPU-bound co-process counting during file-to-socket transfers.
+    Meter,
+}
+
+impl Scenario {
+    /// Every scenario, in the order a run visits them.
+    pub const ALL: [Scenario; 10] = [
+        Scenario::Limits,
+        Scenario::FileToFile,
+        Scenario::FileToFileDurable,
+        Scenario::FileToSocket,
+        Scenario::SocketToFile,
+        Scenario::FileToPipe,
+        Scenario::PipeToFile,
+        Scenario::Memory,
+        Scenario::Parallel,
+        Scenario::Meter,
+    ];
+
+    /// The name on the command line and in `CellKey::scenario`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Scenario::Limits => "limits",
+            Scenario::FileToFile => "file-to-file",
+            Scenario::FileToFileDurable => "file-to-file-durable",
+            Scenario::FileToSocket => "file-to-socket",
+            Scenario::SocketToFile => "socket-to-file",
+            Scenario::FileToPipe => "file-to-pipe",
+            Scenario::PipeToFile => "pipe-to-file",
+            Scenario::Memory => "memory",
+            Scenario::Parallel => "parallel",
+            Scenario::Meter => "meter",
+        }
+    }
+
+    /// The scenario of a name.
+    ///
+    /// # Examples
+    /// ```
+    /// use flexio_bench::model::Scenario;
+    /// assert_eq!(Scenario::from_name("memory"), Some(Scenario::Memory));
+    /// assert_eq!(Scenario::from_name("nope"), None);
+    /// ```
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|s| s.name() == name)
+    }
+
+    /// Whether its flows cross a TCP connection (one end a socket).
+    pub fn crosses_a_socket(self) -> bool {
+        matches!(self, Scenario::FileToSocket | Scenario::SocketToFile)
+    }
+
+    /// Whether the sink's fsync is inside the timed window.
+    pub fn durable(self) -> bool {
+        self == Scenario::FileToFileDurable
+    }
+
+    /// The endpoint kinds of its flows (`None` for the limits, which are
+    /// not flows).
+    ///
+    /// # Examples
+    /// ```
+    /// use flexio::EndpointKind;
+    /// use flexio_bench::model::Scenario;
+    /// assert_eq!(Scenario::Meter.endpoints(), Some((EndpointKind::File, EndpointKind::Tcp)));
+    /// assert_eq!(Scenario::Limits.endpoints(), None);
+    /// ```
+    pub fn endpoints(self) -> Option<(EndpointKind, EndpointKind)> {
+        use EndpointKind::{File, Memory, Pipe, Tcp};
+        match self {
+            Scenario::Limits => None,
+            Scenario::FileToFile | Scenario::FileToFileDurable | Scenario::Parallel => {
+                Some((File, File))
+            }
+            Scenario::FileToSocket | Scenario::Meter => Some((File, Tcp)),
+            Scenario::SocketToFile => Some((Tcp, File)),
+            Scenario::FileToPipe => Some((File, Pipe)),
+            Scenario::PipeToFile => Some((Pipe, File)),
+            Scenario::Memory => Some((Memory, Memory)),
+        }
+    }
+}
+
+impl fmt::Display for Scenario {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.pad(self.name())
+    }
+}
 
 /// Whether the source was in the page cache when a run started.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -241,10 +357,8 @@ impl Contender {
 /// The coordinates of one measured cell (everything but the contender).
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct CellKey {
-    /// Scenario name: `file-to-file`, `file-to-file-durable`,
-    /// `file-to-socket`, `socket-to-file`, `file-to-pipe`, `memory`,
-    /// `parallel`, `meter`, `limits`.
-    pub scenario: String,
+    /// The scenario, written by its name (`file-to-file`, `memory`, …).
+    pub scenario: Scenario,
     /// Bytes per flow.
     pub size: u64,
     /// `--chunk` in bytes for the chunk sweep, 0 where the chunk is each
@@ -267,16 +381,11 @@ pub struct RunRecord {
     pub contender: Contender,
     /// Round number: 0 is the warm-up (not counted), 1.. counted.
     pub round: u32,
-    /// Bytes moved (all flows together).
-    pub bytes: u64,
-    /// Wall time of the timed window.
-    pub wall_ns: u64,
-    /// Process CPU, user (children included for peers).
-    pub cpu_user_ns: u64,
-    /// Process CPU, system (children included for peers).
-    pub cpu_sys_ns: u64,
-    /// Whole-host busy CPU over the window.
-    pub host_cpu_busy_ns: u64,
+    /// Bytes moved (all flows together), wall time, the CPU charged to
+    /// the contender (children included for peers) and the host's busy
+    /// CPU over the window; written as top-level fields.
+    #[serde(flatten)]
+    pub measured: Measurement,
     /// Voluntary + involuntary context switches.
     pub context_switches: u64,
     /// Of those, the involuntary ones (preempted rather than blocking);
@@ -304,11 +413,7 @@ pub struct RunRecord {
 impl RunRecord {
     /// Throughput in bytes per second.
     pub fn throughput(&self) -> f64 {
-        if self.wall_ns == 0 {
-            0.0
-        } else {
-            self.bytes as f64 * 1e9 / self.wall_ns as f64
-        }
+        self.measured.bytes_per_s()
     }
 }
 

@@ -199,7 +199,7 @@ fn csv_fields(run: &RunRecord) -> Vec<String> {
     };
     let optional = |value: Option<f64>| value.map(|v| v.to_string()).unwrap_or_default();
     vec![
-        cell.scenario.clone(),
+        cell.scenario.name().to_string(),
         cell.size.to_string(),
         cell.chunk.to_string(),
         table::cache_name(cell.cache).to_string(),
@@ -212,11 +212,11 @@ fn csv_fields(run: &RunRecord) -> Vec<String> {
         direct,
         run.round.to_string(),
         (run.round >= 1).to_string(),
-        run.bytes.to_string(),
-        run.wall_ns.to_string(),
-        run.cpu_user_ns.to_string(),
-        run.cpu_sys_ns.to_string(),
-        run.host_cpu_busy_ns.to_string(),
+        run.measured.bytes.to_string(),
+        run.measured.wall_ns.to_string(),
+        run.measured.cpu_user_ns.to_string(),
+        run.measured.cpu_sys_ns.to_string(),
+        run.measured.host_cpu_busy_ns.to_string(),
         run.context_switches.to_string(),
         run.involuntary_switches
             .map_or(String::new(), |n| n.to_string()),

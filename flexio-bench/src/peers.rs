@@ -9,8 +9,8 @@
 //! overruns its deadline, and dropping the handle kills and reaps it, so no
 //! path — error, panic or early return — leaves a child behind.
 
-use std::io::{self, BufRead, BufReader, Read};
-use std::net::{IpAddr, Ipv4Addr, TcpListener};
+use std::io;
+use std::net::{Ipv4Addr, TcpListener};
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
@@ -18,7 +18,10 @@ use std::sync::mpsc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use flexio::measure::Rusage;
+mod iperf3;
+mod veth;
+pub use iperf3::{run_iperf3, Iperf3Run};
+pub use veth::VethPair;
 
 /// How long any child may run before the watchdog kills it.
 pub const CHILD_DEADLINE: Duration = Duration::from_secs(300);
@@ -494,212 +497,6 @@ pub fn free_port() -> io::Result<u16> {
     Ok(TcpListener::bind((Ipv4Addr::LOCALHOST, 0))?
         .local_addr()?
         .port())
-}
-
-/// The outcome of one iperf3 transfer.
-#[derive(Clone, Copy, Debug)]
-pub struct Iperf3Run {
-    /// Receiver-side bits per second as iperf3 reports it.
-    pub bits_per_second: f64,
-    /// Bytes iperf3 says it moved.
-    pub bytes: u64,
-    /// The client's resource use (reaped inside the call).
-    pub client: Rusage,
-}
-
-/// One iperf3 transfer of `bytes` to a one-shot server on `host`: the
-/// server (`iperf3 -s -1`) runs in `server_ns`, the client in `client_ns`.
-///
-/// # Errors
-/// When iperf3 fails or its JSON lacks the figures.
-pub fn run_iperf3(
-    bytes: u64,
-    mode: Iperf3Mode,
-    host: &str,
-    client_ns: Option<&str>,
-    server_ns: Option<&str>,
-) -> io::Result<Iperf3Run> {
-    let port = free_port()?.to_string();
-    let server_argv = words(&[
-        "iperf3",
-        "-s",
-        "-1",
-        "-p",
-        &port,
-        "-B",
-        host,
-        "--forceflush",
-    ]);
-    let mut command = command_in(server_ns, &server_argv);
-    command.stdout(Stdio::piped()).stderr(Stdio::null());
-    let mut server = Supervised::spawn(&mut command, CHILD_DEADLINE)?;
-    crate::affinity::move_to_counterpart(rustix::process::Pid::from_child(server.child_mut()));
-    let stdout = server.child_mut().stdout.take().expect("piped stdout");
-    let mut lines = BufReader::new(stdout);
-    let mut line = String::new();
-    loop {
-        line.clear();
-        if lines.read_line(&mut line)? == 0 {
-            return Err(io::Error::other("iperf3 server ended before listening"));
-        }
-        if line.contains("listening") {
-            break;
-        }
-    }
-    // Keep draining the server's report so it never blocks on a full pipe.
-    let drain = std::thread::spawn(move || io::copy(&mut lines, &mut io::sink()));
-
-    let mut client_argv = words(&["iperf3", "-c", host, "-p", &port, "-n"]);
-    client_argv.push(bytes.to_string());
-    if mode == Iperf3Mode::ZeroCopy {
-        client_argv.push("-Z".into());
-    }
-    client_argv.push("-J".into());
-    let mut command = command_in(client_ns, &client_argv);
-    command.stdout(Stdio::piped()).stderr(Stdio::null());
-    let before = flexio::measure::children_rusage();
-    let mut client = Supervised::spawn(&mut command, CHILD_DEADLINE)?;
-    let mut json = String::new();
-    client
-        .child_mut()
-        .stdout
-        .take()
-        .expect("piped stdout")
-        .read_to_string(&mut json)?;
-    let status = client.wait()?;
-    let after = flexio::measure::children_rusage();
-    let _ = server.wait();
-    let _ = drain.join();
-    check_status("iperf3 client", status)?;
-    let value: serde_json::Value = serde_json::from_str(&json)
-        .map_err(|e| io::Error::other(format!("iperf3 -J output: {e}")))?;
-    // The receiver's rate; the sender's when the receiver's interval was
-    // too short to report one (tiny transfers).
-    let bits_per_second = ["sum_received", "sum_sent"]
-        .iter()
-        .find_map(|sum| {
-            value["end"][sum]["bits_per_second"]
-                .as_f64()
-                .filter(|b| *b > 0.0)
-        })
-        .ok_or_else(|| {
-            let error = value["error"].as_str().unwrap_or("no end.sum_received");
-            io::Error::other(format!("iperf3: {error}"))
-        })?;
-    Ok(Iperf3Run {
-        bits_per_second,
-        bytes,
-        client: after.since(&before),
-    })
-}
-
-/// Two network namespaces joined by a veth pair, created by the bench and
-/// removed when dropped. Addresses are link-local (169.254.77.0/30), so
-/// nothing outside the pair is ever reached.
-#[derive(Debug)]
-pub struct VethPair {
-    /// Namespace of the sending side.
-    pub sender_ns: String,
-    /// Namespace of the receiving side.
-    pub receiver_ns: String,
-    /// The sender's address.
-    pub sender_addr: IpAddr,
-    /// The receiver's address.
-    pub receiver_addr: IpAddr,
-}
-
-impl VethPair {
-    /// Creates the namespaces, the pair and the addresses (needs root and
-    /// `ip`).
-    ///
-    /// # Errors
-    /// When any `ip` command fails; what was created is removed.
-    pub fn create() -> io::Result<Self> {
-        let tag = std::process::id();
-        let pair = VethPair {
-            sender_ns: format!("flexio-bench-{tag}-s"),
-            receiver_ns: format!("flexio-bench-{tag}-r"),
-            sender_addr: IpAddr::V4(Ipv4Addr::new(169, 254, 77, 1)),
-            receiver_addr: IpAddr::V4(Ipv4Addr::new(169, 254, 77, 2)),
-        };
-        let (s, r) = (&pair.sender_ns, &pair.receiver_ns);
-        let (s_if, r_if) = (format!("fxb{tag}s"), format!("fxb{tag}r"));
-        let steps: Vec<Vec<String>> = vec![
-            words(&["netns", "add", s]),
-            words(&["netns", "add", r]),
-            words(&[
-                "link", "add", "name", &s_if, "netns", s, "type", "veth", "peer", "name", &r_if,
-                "netns", r,
-            ]),
-            words(&["-n", s, "addr", "add", "169.254.77.1/30", "dev", &s_if]),
-            words(&["-n", r, "addr", "add", "169.254.77.2/30", "dev", &r_if]),
-            words(&["-n", s, "link", "set", &s_if, "up"]),
-            words(&["-n", r, "link", "set", &r_if, "up"]),
-            words(&["-n", s, "link", "set", "lo", "up"]),
-            words(&["-n", r, "link", "set", "lo", "up"]),
-        ];
-        for step in steps {
-            let output = Command::new("ip")
-                .args(&step)
-                .stdin(Stdio::null())
-                .output()?;
-            if !output.status.success() {
-                return Err(io::Error::other(format!(
-                    "ip {}: {}",
-                    step.join(" "),
-                    String::from_utf8_lossy(&output.stderr).trim()
-                )));
-            }
-        }
-        Ok(pair)
-    }
-
-    /// Moves the calling thread into network namespace `ns` (a thread
-    /// made for the purpose: it stays there).
-    ///
-    /// # Errors
-    /// When the namespace does not exist or `setns(2)` is refused.
-    pub fn enter(ns: &str) -> io::Result<()> {
-        let handle = std::fs::File::open(Path::new("/run/netns").join(ns))?;
-        rustix::thread::move_into_link_name_space(
-            std::os::fd::AsFd::as_fd(&handle),
-            Some(rustix::thread::LinkNameSpaceType::Network),
-        )?;
-        Ok(())
-    }
-
-    /// Runs `work` on a thread that has entered namespace `ns`: sockets it
-    /// creates belong to that namespace wherever they are used afterwards.
-    ///
-    /// # Errors
-    /// When the namespace cannot be entered, or `work` fails.
-    pub fn in_namespace<T: Send + 'static>(
-        ns: &str,
-        work: impl FnOnce() -> io::Result<T> + Send + 'static,
-    ) -> io::Result<T> {
-        let ns = ns.to_string();
-        std::thread::spawn(move || {
-            Self::enter(&ns)?;
-            work()
-        })
-        .join()
-        .map_err(|_| io::Error::other("namespace thread panicked"))?
-    }
-}
-
-impl Drop for VethPair {
-    fn drop(&mut self) {
-        // Deleting a namespace deletes the veth end inside it, and with it
-        // the other end.
-        for ns in [&self.sender_ns, &self.receiver_ns] {
-            let _ = Command::new("ip")
-                .args(["netns", "del", ns])
-                .stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .status();
-        }
-    }
 }
 
 #[cfg(test)]

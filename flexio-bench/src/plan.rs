@@ -11,276 +11,19 @@
 use std::fmt::Write as _;
 use std::time::Duration;
 
-use flexio::{format_bytes, MechanismName, Params};
+use flexio::MechanismName;
 
 use crate::limits::Probe;
-use crate::model::{CacheState, CellKey, Contender};
+use crate::model::CacheState;
+pub use crate::model::Scenario;
 use crate::peers::{Iperf3Mode, PeerSpec};
+
+mod cell;
+pub use cell::{label, Cell, Entrant};
 
 const KIB: u64 = 1 << 10;
 const MIB: u64 = 1 << 20;
 const GIB: u64 = 1 << 30;
-
-/// A family of cells.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Scenario {
-    /// Physical limits: memcpy, direct disk, loopback TCP.
-    Limits,
-    /// File to file, page cache: sizes, chunk sweep, cold and warm.
-    FileToFile,
-    /// File to file with the sink's fsync inside the timed window.
-    FileToFileDurable,
-    /// File to a TCP socket (loopback; veth between namespaces as root).
-    FileToSocket,
-    /// TCP socket to a file.
-    SocketToFile,
-    /// File into a pipe that a reader drains.
-    FileToPipe,
-    /// A pipe the bench feeds into a file.
-    PipeToFile,
-    /// Memory to memory, 64 B to 1 GiB.
-    Memory,
-    /// 1, 2, 4, 8 concurrent file-to-file flows.
-    Parallel,
-    /// A CPU-bound co-process counting during file-to-socket transfers.
-    Meter,
-}
-
-impl Scenario {
-    /// Every scenario, in the order a run visits them.
-    pub const ALL: [Scenario; 10] = [
-        Scenario::Limits,
-        Scenario::FileToFile,
-        Scenario::FileToFileDurable,
-        Scenario::FileToSocket,
-        Scenario::SocketToFile,
-        Scenario::FileToPipe,
-        Scenario::PipeToFile,
-        Scenario::Memory,
-        Scenario::Parallel,
-        Scenario::Meter,
-    ];
-
-    /// The name on the command line and in `CellKey::scenario`.
-    pub fn name(self) -> &'static str {
-        match self {
-            Scenario::Limits => "limits",
-            Scenario::FileToFile => "file-to-file",
-            Scenario::FileToFileDurable => "file-to-file-durable",
-            Scenario::FileToSocket => "file-to-socket",
-            Scenario::SocketToFile => "socket-to-file",
-            Scenario::FileToPipe => "file-to-pipe",
-            Scenario::PipeToFile => "pipe-to-file",
-            Scenario::Memory => "memory",
-            Scenario::Parallel => "parallel",
-            Scenario::Meter => "meter",
-        }
-    }
-
-    /// The scenario of a name.
-    ///
-    /// # Examples
-    /// ```
-    /// use flexio_bench::plan::Scenario;
-    /// assert_eq!(Scenario::from_name("memory"), Some(Scenario::Memory));
-    /// assert_eq!(Scenario::from_name("nope"), None);
-    /// ```
-    pub fn from_name(name: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|s| s.name() == name)
-    }
-}
-
-/// One thing that competes in a cell.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Entrant {
-    /// A flexio mechanism with its parameters.
-    Flexio {
-        /// The mechanism (`auto` included).
-        mechanism: MechanismName,
-        /// Its parameters.
-        params: Params,
-        /// For `auto`: run without the tuned profile (the built-in table
-        /// decides), beside an `auto` that consults it.
-        builtin_table: bool,
-    },
-    /// `flexio copy` started as a process, timed like a peer: `auto` with
-    /// no flags, or a fixed mechanism with all of `params` as flags.
-    Process {
-        /// The mechanism (`auto`: no `--via` and no parameter flags).
-        mechanism: MechanismName,
-        /// Its parameters (ignored for `auto`).
-        params: Params,
-    },
-    /// A standard tool.
-    Peer(PeerSpec),
-    /// A physical limit.
-    Limit(Probe),
-}
-
-impl Entrant {
-    /// A flexio mechanism with default parameters but for `chunk`.
-    pub fn flexio(mechanism: MechanismName, chunk: usize) -> Self {
-        Entrant::Flexio {
-            mechanism,
-            params: Params {
-                chunk,
-                direct: mechanism == MechanismName::Direct,
-                ..Params::default()
-            },
-            builtin_table: false,
-        }
-    }
-
-    /// A flexio mechanism with exactly these parameters.
-    pub fn with_params(mechanism: MechanismName, params: Params) -> Self {
-        Entrant::Flexio {
-            mechanism,
-            params,
-            builtin_table: false,
-        }
-    }
-
-    /// `auto` without the tuned profile: what the built-in table chooses.
-    pub fn auto_builtin() -> Self {
-        Entrant::Flexio {
-            mechanism: MechanismName::Auto,
-            params: Params::default(),
-            builtin_table: true,
-        }
-    }
-
-    /// `flexio copy SRC DST` as a process: what a user runs.
-    pub fn process_auto() -> Self {
-        Entrant::Process {
-            mechanism: MechanismName::Auto,
-            params: Params::default(),
-        }
-    }
-
-    /// `flexio copy --via MECHANISM` with `params` as flags, as a process.
-    pub fn process(mechanism: MechanismName, params: Params) -> Self {
-        Entrant::Process { mechanism, params }
-    }
-
-    /// `io-uring --direct`.
-    pub fn io_uring_direct(chunk: usize) -> Self {
-        Entrant::Flexio {
-            mechanism: MechanismName::IoUring,
-            params: Params {
-                chunk,
-                direct: true,
-                ..Params::default()
-            },
-            builtin_table: false,
-        }
-    }
-
-    /// How results name it.
-    pub fn contender(&self) -> Contender {
-        match self {
-            Entrant::Flexio {
-                mechanism,
-                params,
-                builtin_table,
-            } => Contender::Flexio {
-                mechanism: mechanism.as_str().to_string(),
-                chunk: params.chunk as u64,
-                direct: params.direct,
-                queue_depth: params.queue_depth,
-                pipe_size: params.pipe_size as u64,
-                builtin_table: *builtin_table,
-            },
-            Entrant::Process { mechanism, params } => {
-                let auto = *mechanism == MechanismName::Auto;
-                let params = if auto {
-                    Params::default()
-                } else {
-                    params.clone()
-                };
-                Contender::Process {
-                    mechanism: mechanism.as_str().to_string(),
-                    chunk: params.chunk as u64,
-                    direct: params.direct,
-                    queue_depth: params.queue_depth,
-                    pipe_size: params.pipe_size as u64,
-                }
-            }
-            Entrant::Peer(peer) => Contender::Peer {
-                name: peer.name.clone(),
-            },
-            Entrant::Limit(probe) => Contender::Limit {
-                name: probe.name().to_string(),
-            },
-        }
-    }
-}
-
-/// One cell: coordinates and entrants.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Cell {
-    /// Where.
-    pub key: CellKey,
-    /// Who, in the order of every round.
-    pub entrants: Vec<Entrant>,
-}
-
-impl Cell {
-    /// A cell of `scenario` with one flow, no chunk sweep, on no network.
-    pub fn new(scenario: Scenario, size: u64, cache: CacheState, entrants: Vec<Entrant>) -> Self {
-        Cell {
-            key: CellKey {
-                scenario: scenario.name().to_string(),
-                size,
-                chunk: 0,
-                cache,
-                flows: 1,
-                path: String::new(),
-            },
-            entrants,
-        }
-    }
-
-    fn chunk(mut self, chunk: u64) -> Self {
-        self.key.chunk = chunk;
-        self
-    }
-
-    fn flows(mut self, flows: u32) -> Self {
-        self.key.flows = flows;
-        self
-    }
-
-    /// The same cell on a network path (`loopback`, `veth`).
-    pub fn path(mut self, path: &str) -> Self {
-        self.key.path = path.to_string();
-        self
-    }
-
-    /// A one-line description: `file-to-file 256 MiB warm`.
-    pub fn label(&self) -> String {
-        label(&self.key)
-    }
-}
-
-/// A one-line description of a cell key.
-pub fn label(key: &CellKey) -> String {
-    let mut text = format!("{} {}", key.scenario, format_bytes(key.size));
-    match key.cache {
-        CacheState::Cold => text += " cold",
-        CacheState::Warm => text += " warm",
-        CacheState::NotApplicable => {}
-    }
-    if key.chunk > 0 {
-        let _ = write!(text, " chunk {}", format_bytes(key.chunk));
-    }
-    if key.flows > 1 || key.scenario == "parallel" {
-        let _ = write!(text, " x{} flows", key.flows);
-    }
-    if !key.path.is_empty() {
-        let _ = write!(text, " over {}", key.path);
-    }
-    text
-}
 
 /// What to plan.
 #[derive(Clone, Debug, Default)]
@@ -374,7 +117,7 @@ impl Plan {
     ///     sizes: Some(vec![4096]),
     ///     ..PlanOptions::default()
     /// });
-    /// assert!(plan.cells.iter().any(|c| c.key.scenario == "memory" && c.key.size == 4096));
+    /// assert!(plan.cells.iter().any(|c| c.key.scenario == Scenario::Memory && c.key.size == 4096));
     /// ```
     pub fn build(options: &PlanOptions) -> Plan {
         use CacheState::*;
@@ -571,7 +314,7 @@ impl Plan {
         // The limits go first, sized to what the plan moves.
         let largest_file = cells
             .iter()
-            .filter(|c| c.key.scenario != "memory")
+            .filter(|c| c.key.scenario != Scenario::Memory)
             .map(|c| c.key.size)
             .max()
             .unwrap_or(0);
@@ -584,7 +327,7 @@ impl Plan {
             .filter(|c| {
                 c.key.cache != Cold
                     && c.key.path.is_empty()
-                    && !matches!(c.key.scenario.as_str(), "memory" | "meter")
+                    && !matches!(c.key.scenario, Scenario::Memory | Scenario::Meter)
             })
             .map(|c| c.key.size)
             .chain([256 * MIB])
@@ -664,16 +407,17 @@ impl Plan {
             .iter()
             .map(|cell| {
                 let bytes = (cell.key.size * u64::from(cell.key.flows)) as f64;
-                let rate = match (cell.key.scenario.as_str(), cell.key.cache) {
-                    ("memory", _) => 4e9,
-                    ("file-to-file-durable", _) => 0.4e9,
+                let rate = match (cell.key.scenario, cell.key.cache) {
+                    (Scenario::Memory, _) => 4e9,
+                    (Scenario::FileToFileDurable, _) => 0.4e9,
                     (_, CacheState::Cold) => 0.7e9,
-                    ("parallel", _) => 1.0e9,
+                    (Scenario::Parallel, _) => 1.0e9,
                     _ => 1.3e9,
                 };
                 // Short memory and warm file copies repeat for 2 ms.
-                let repeats = cell.key.scenario == "memory"
-                    || (cell.key.scenario == "file-to-file" && cell.key.cache == CacheState::Warm);
+                let repeats = cell.key.scenario == Scenario::Memory
+                    || (cell.key.scenario == Scenario::FileToFile
+                        && cell.key.cache == CacheState::Warm);
                 let per_run = 0.006 + bytes.max(if repeats { 2e-3 * rate } else { 0.0 }) / rate;
                 per_run * cell.entrants.len() as f64
             })
@@ -684,10 +428,10 @@ impl Plan {
     /// The plan as printed before a run: scenarios, cells, runs, time.
     pub fn describe(&self, warmups: u32, rounds: u32) -> String {
         let mut text = String::new();
-        let mut scenarios: Vec<&str> = Vec::new();
+        let mut scenarios: Vec<Scenario> = Vec::new();
         for cell in &self.cells {
-            if !scenarios.contains(&cell.key.scenario.as_str()) {
-                scenarios.push(&cell.key.scenario);
+            if !scenarios.contains(&cell.key.scenario) {
+                scenarios.push(cell.key.scenario);
             }
         }
         for scenario in scenarios {
@@ -743,12 +487,12 @@ mod tests {
         assert!(plan
             .cells
             .iter()
-            .filter(|c| c.key.scenario != "limits")
+            .filter(|c| c.key.scenario != Scenario::Limits)
             .all(|c| c.key.size == GIB));
         assert!(plan
             .cells
             .iter()
-            .any(|c| c.key.scenario == "file-to-file-durable"));
+            .any(|c| c.key.scenario == Scenario::FileToFileDurable));
     }
 
     #[test]
@@ -769,16 +513,16 @@ mod tests {
                 if peers.count() > 0 {
                     assert!(cell.entrants.contains(&Entrant::process_auto()), "{label}");
                 }
-                if cell.key.scenario == "limits" {
+                if cell.key.scenario == Scenario::Limits {
                     continue;
                 }
                 if cell.key.cache == CacheState::Cold {
                     assert!(has(cell, Probe::DiskRead), "{label}");
                 }
-                if cell.key.scenario == "file-to-file-durable" {
+                if cell.key.scenario.durable() {
                     assert!(has(cell, Probe::DiskWrite), "{label}");
                 }
-                if cell.key.scenario.contains("socket") || cell.key.scenario == "meter" {
+                if cell.key.scenario.crosses_a_socket() || cell.key.scenario == Scenario::Meter {
                     let probe = match cell.key.path.as_str() {
                         "veth" => Probe::Iperf3Veth,
                         _ => Probe::Iperf3Loopback,
@@ -789,7 +533,7 @@ mod tests {
             let disk = plan
                 .cells
                 .iter()
-                .find(|c| c.key.scenario == "limits" && c.key.cache == CacheState::Cold)
+                .find(|c| c.key.scenario == Scenario::Limits && c.key.cache == CacheState::Cold)
                 .unwrap();
             assert!(disk.entrants.contains(&Entrant::Limit(Probe::DiskRead)));
             assert!(disk.entrants.contains(&Entrant::Limit(Probe::DiskWrite)));
@@ -801,7 +545,7 @@ mod tests {
         let plan = Plan::build(&PlanOptions::default());
         for scenario in Scenario::ALL {
             assert!(
-                plan.cells.iter().any(|c| c.key.scenario == scenario.name()),
+                plan.cells.iter().any(|c| c.key.scenario == scenario),
                 "{scenario:?}"
             );
         }

@@ -41,13 +41,13 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+use flexio::builtin_choice;
 use flexio::measure;
 use flexio::profile::Profile;
-use flexio::{builtin_choice, EndpointKind};
 
 use crate::model::{CacheState, Contender, Provenance, Results, RunRecord, SCHEMA_VERSION};
 use crate::peers::{self, VethPair};
-use crate::plan::{Cell, Entrant, Plan, Scenario};
+use crate::plan::{Cell, Entrant, Plan};
 use crate::window::Measured;
 
 mod cell;
@@ -286,13 +286,7 @@ impl Bench<'_> {
             *done += slots * cell.entrants.len();
             observer.run_finished(*done, total);
         };
-        let Some(scenario) = Scenario::from_name(&cell.key.scenario) else {
-            self.note(
-                observer,
-                format!("{}: unknown scenario, skipped", cell.label()),
-            );
-            return skip_all(done, observer);
-        };
+        let scenario = cell.key.scenario;
         let net = match cell.key.path.as_str() {
             "" | "loopback" => Net::loopback(),
             "veth" => match &self.veth {
@@ -405,13 +399,9 @@ fn record(
         cell: cell.key.clone(),
         contender,
         round,
-        bytes: measured.bytes,
-        wall_ns: measured.wall_ns,
-        cpu_user_ns: measured.cpu.user_ns,
-        cpu_sys_ns: measured.cpu.sys_ns,
-        host_cpu_busy_ns: measured.host_busy_ns,
-        context_switches: measured.cpu.voluntary_switches + measured.cpu.involuntary_switches,
-        involuntary_switches: Some(measured.cpu.involuntary_switches),
+        measured: measured.measurement,
+        context_switches: measured.voluntary_switches + measured.involuntary_switches,
+        involuntary_switches: Some(measured.involuntary_switches),
         source_resident_percent: resident,
         mechanism_used: measured.mechanism_used,
         decided_by: measured.decided_by,
@@ -518,20 +508,6 @@ fn fill(buffer: &mut [u8], seed: u64) {
     }
 }
 
-/// The endpoint kinds of a scenario's flows, for explaining `auto`.
-fn kinds(scenario: &str) -> Option<(EndpointKind, EndpointKind)> {
-    use EndpointKind::*;
-    match scenario {
-        "file-to-file" | "file-to-file-durable" | "parallel" => Some((File, File)),
-        "file-to-socket" | "meter" => Some((File, Tcp)),
-        "socket-to-file" => Some((Tcp, File)),
-        "file-to-pipe" => Some((File, Pipe)),
-        "pipe-to-file" => Some((Pipe, File)),
-        "memory" => Some((Memory, Memory)),
-        _ => None,
-    }
-}
-
 /// One line per cell and `auto` contender: what flexio chose and what
 /// decided it (the profile range, or the built-in table). Results written
 /// before the decision was recorded explain the built-in table's pick.
@@ -548,7 +524,7 @@ pub fn auto_choices(results: &Results) -> Vec<String> {
         if !run.contender.is_auto() || !seen.insert((&run.cell, run.contender.label())) {
             continue;
         }
-        let Some((source, sink)) = kinds(&run.cell.scenario) else {
+        let Some((source, sink)) = run.cell.scenario.endpoints() else {
             continue;
         };
         let table = builtin_choice(source, sink);

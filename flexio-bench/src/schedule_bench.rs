@@ -233,7 +233,7 @@ fn one(
         pause_ms: schedule.map(|s| s.pause.as_millis() as u64),
         round,
         bytes,
-        wall_ns: report.wall_ns,
+        wall_ns: report.measured.wall_ns,
         cpu_user_ns: used.user_ns,
         cpu_sys_ns: used.sys_ns,
         voluntary_switches: used.voluntary_switches,

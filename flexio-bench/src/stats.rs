@@ -8,7 +8,7 @@
 //!
 //! # Which physical limit applies
 //! Limits are stored as [`Contender::Limit`] runs in cells whose scenario is
-//! [`LIMITS_SCENARIO`]. A cell is bounded by every resource its bytes must
+//! [`Scenario::Limits`]. A cell is bounded by every resource its bytes must
 //! pass through; [`limit_candidates`] lists them:
 //!
 //! | the cell | limit |
@@ -36,13 +36,10 @@ use std::collections::{BTreeMap, HashMap};
 
 use serde::{Deserialize, Serialize};
 
-use crate::model::{CacheState, CellKey, Contender, Results, RunRecord};
+use crate::model::{CacheState, CellKey, Contender, Results, RunRecord, Scenario};
 
 mod verdicts;
 pub use verdicts::{auto_verdicts, geometric_mean, peer_verdicts, AutoVerdict, PeerVerdict};
-
-/// The scenario name under which physical limits are stored.
-pub const LIMITS_SCENARIO: &str = "limits";
 
 /// Bytes in a GiB, the unit of the per-GiB costs.
 const GIB: f64 = (1u64 << 30) as f64;
@@ -179,14 +176,12 @@ pub fn jain(shares: &[f64]) -> Option<f64> {
 /// first ran. Groups with only a
 /// warm-up are left out.
 pub fn summarize(results: &Results) -> Vec<Summary> {
-    let mut scenario_order: HashMap<&str, usize> = HashMap::new();
+    let mut scenario_order: HashMap<Scenario, usize> = HashMap::new();
     let mut contender_order: HashMap<&Contender, usize> = HashMap::new();
     let mut groups: HashMap<(&CellKey, &Contender), Vec<&RunRecord>> = HashMap::new();
     for run in &results.runs {
         let scenarios = scenario_order.len();
-        scenario_order
-            .entry(&run.cell.scenario)
-            .or_insert(scenarios);
+        scenario_order.entry(run.cell.scenario).or_insert(scenarios);
         let contenders = contender_order.len();
         contender_order.entry(&run.contender).or_insert(contenders);
         if run.round >= 1 {
@@ -199,8 +194,8 @@ pub fn summarize(results: &Results) -> Vec<Summary> {
 
     let mut keys: Vec<(&CellKey, &Contender)> = groups.keys().copied().collect();
     keys.sort_by(|a, b| {
-        scenario_order[a.0.scenario.as_str()]
-            .cmp(&scenario_order[b.0.scenario.as_str()])
+        scenario_order[&a.0.scenario]
+            .cmp(&scenario_order[&b.0.scenario])
             .then_with(|| a.0.cmp(b.0))
             .then_with(|| kind_rank(a.1).cmp(&kind_rank(b.1)))
             .then_with(|| contender_order[a.1].cmp(&contender_order[b.1]))
@@ -373,10 +368,10 @@ pub fn best_peer<'a>(summaries: &'a [Summary], cell: &CellKey) -> Option<&'a Sum
 ///
 /// # Examples
 /// ```
-/// use flexio_bench::model::{CacheState, CellKey};
+/// use flexio_bench::model::{CacheState, CellKey, Scenario};
 /// use flexio_bench::stats::limit_candidates;
 /// let cell = CellKey {
-///     scenario: "file-to-file".into(),
+///     scenario: Scenario::FileToFile,
 ///     size: 1 << 20,
 ///     chunk: 0,
 ///     cache: CacheState::Cold,
@@ -389,11 +384,11 @@ pub fn best_peer<'a>(summaries: &'a [Summary], cell: &CellKey) -> Option<&'a Sum
 /// );
 /// ```
 pub fn limit_candidates(cell: &CellKey) -> Vec<Vec<String>> {
-    if cell.scenario == LIMITS_SCENARIO {
+    if cell.scenario == Scenario::Limits {
         return Vec::new();
     }
     let mut resources = Vec::new();
-    if cell.scenario.contains("socket") || !cell.path.is_empty() {
+    if cell.scenario.crosses_a_socket() || !cell.path.is_empty() {
         let path = if cell.path.is_empty() {
             "loopback"
         } else {
@@ -412,7 +407,7 @@ pub fn limit_candidates(cell: &CellKey) -> Vec<Vec<String>> {
             "disk-direct-read".to_string(),
         ]);
     }
-    if cell.scenario.ends_with("durable") {
+    if cell.scenario.durable() {
         // Every byte must reach the disk: fio's write with requests in
         // flight, else a durable write of zeros through the page cache,
         // else flexio's direct write, else the direct read.
@@ -465,7 +460,7 @@ fn measured_limit<'a>(summaries: &'a [Summary], name: &str, cell: &CellKey) -> O
     let mut measured = summaries
         .iter()
         .filter(named)
-        .filter(|s| s.cell.scenario == LIMITS_SCENARIO);
+        .filter(|s| s.cell.scenario == Scenario::Limits);
     let mut largest = measured.next()?;
     for limit in measured {
         if limit.cell.size == cell.size {
@@ -506,8 +501,8 @@ fn summarize_group(cell: &CellKey, contender: &Contender, runs: &[&RunRecord]) -
     let per_gib = |value: fn(&RunRecord) -> f64| {
         let mut values: Vec<f64> = runs
             .iter()
-            .filter(|run| run.bytes > 0)
-            .map(|run| value(run) / (run.bytes as f64 / GIB))
+            .filter(|run| run.measured.bytes > 0)
+            .map(|run| value(run) / (run.measured.bytes as f64 / GIB))
             .collect();
         median(&mut values)
     };
@@ -522,14 +517,18 @@ fn summarize_group(cell: &CellKey, contender: &Contender, runs: &[&RunRecord]) -
         median_bps: median(&mut throughput),
         min_bps,
         max_bps,
-        cpu_s_per_gib: per_gib(|run| (run.cpu_user_ns + run.cpu_sys_ns) as f64 / 1e9),
-        host_cpu_s_per_gib: per_gib(|run| run.host_cpu_busy_ns as f64 / 1e9),
+        cpu_s_per_gib: per_gib(|run| {
+            (run.measured.cpu_user_ns + run.measured.cpu_sys_ns) as f64 / 1e9
+        }),
+        host_cpu_s_per_gib: per_gib(|run| run.measured.host_cpu_busy_ns as f64 / 1e9),
         switches_per_gib: per_gib(|run| run.context_switches as f64),
         involuntary_per_gib: {
             let mut values: Vec<f64> = runs
                 .iter()
-                .filter(|run| run.bytes > 0)
-                .filter_map(|run| Some(run.involuntary_switches? as f64 / (run.bytes as f64 / GIB)))
+                .filter(|run| run.measured.bytes > 0)
+                .filter_map(|run| {
+                    Some(run.involuntary_switches? as f64 / (run.measured.bytes as f64 / GIB))
+                })
                 .collect();
             (!values.is_empty()).then(|| median(&mut values))
         },
@@ -560,8 +559,11 @@ pub fn host_cpu_tick_ns() -> f64 {
 /// The resolution per GiB of the host CPU figure when the median run
 /// counted less than one tick of it; `None` when it is a measurement.
 fn host_cpu_below_resolution(runs: &[&RunRecord]) -> Option<f64> {
-    let mut busy: Vec<f64> = runs.iter().map(|r| r.host_cpu_busy_ns as f64).collect();
-    let mut bytes: Vec<f64> = runs.iter().map(|r| r.bytes as f64).collect();
+    let mut busy: Vec<f64> = runs
+        .iter()
+        .map(|r| r.measured.host_cpu_busy_ns as f64)
+        .collect();
+    let mut bytes: Vec<f64> = runs.iter().map(|r| r.measured.bytes as f64).collect();
     let tick = host_cpu_tick_ns();
     let (busy, bytes) = (median(&mut busy), median(&mut bytes));
     (busy < tick && bytes > 0.0).then(|| tick / 1e9 / (bytes / GIB))
@@ -575,9 +577,9 @@ fn host_cpu_below_resolution(runs: &[&RunRecord]) -> Option<f64> {
 ///
 /// # Examples
 /// ```
-/// use flexio_bench::model::{CacheState, CellKey, Contender};
+/// use flexio_bench::model::{CacheState, CellKey, Contender, Scenario};
 /// use flexio_bench::stats::{limit_explanation, Summary};
-/// let cell = CellKey { scenario: "memory".into(), size: 1 << 20, chunk: 0,
+/// let cell = CellKey { scenario: Scenario::Memory, size: 1 << 20, chunk: 0,
 ///     cache: CacheState::NotApplicable, flows: 1, path: String::new() };
 /// let summary = |contender, min: f64, median: f64, max: f64| Summary {
 ///     cell: cell.clone(), contender, runs: 5, median_bps: median, min_bps: min,
@@ -655,6 +657,7 @@ fn mechanisms_used(runs: &[&RunRecord]) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use flexio::measure::Measurement;
 
     #[test]
     fn jain_is_one_for_equal_shares_and_falls_to_one_over_n() {
@@ -668,9 +671,9 @@ mod tests {
         assert_eq!(jain(&[0.0, 0.0]), None);
     }
 
-    fn cell(scenario: &str, cache: CacheState, path: &str) -> CellKey {
+    fn cell(scenario: Scenario, cache: CacheState, path: &str) -> CellKey {
         CellKey {
-            scenario: scenario.into(),
+            scenario,
             size: 1 << 20,
             chunk: 0,
             cache,
@@ -683,26 +686,30 @@ mod tests {
     fn limits_follow_the_resources_a_cell_uses() {
         let names = |c: CellKey| limit_candidates(&c);
         assert_eq!(
-            names(cell("memory", CacheState::NotApplicable, "")),
+            names(cell(Scenario::Memory, CacheState::NotApplicable, "")),
             vec![vec!["memcpy".to_string()]]
         );
         assert_eq!(
-            names(cell("file-to-file", CacheState::Warm, "")),
+            names(cell(Scenario::FileToFile, CacheState::Warm, "")),
             vec![vec!["memcpy".to_string()]]
         );
         assert_eq!(
-            names(cell("file-to-socket", CacheState::Warm, "loopback")),
+            names(cell(Scenario::FileToSocket, CacheState::Warm, "loopback")),
             vec![vec!["iperf3-loopback".to_string()]]
         );
         assert_eq!(
-            names(cell("socket-to-file", CacheState::NotApplicable, "veth")),
+            names(cell(
+                Scenario::SocketToFile,
+                CacheState::NotApplicable,
+                "veth"
+            )),
             vec![vec![
                 "iperf3-veth".to_string(),
                 "iperf3-loopback".to_string()
             ]]
         );
         assert_eq!(
-            names(cell("file-to-file-durable", CacheState::Cold, "")),
+            names(cell(Scenario::FileToFileDurable, CacheState::Cold, "")),
             vec![
                 vec![
                     "disk-read".to_string(),
@@ -719,13 +726,13 @@ mod tests {
                 ]
             ]
         );
-        assert!(names(cell(LIMITS_SCENARIO, CacheState::NotApplicable, "")).is_empty());
+        assert!(names(cell(Scenario::Limits, CacheState::NotApplicable, "")).is_empty());
     }
 
     #[test]
     fn mechanisms_used_lists_the_most_frequent_first() {
         let run = |mechanism: &str| RunRecord {
-            cell: cell("memory", CacheState::NotApplicable, ""),
+            cell: cell(Scenario::Memory, CacheState::NotApplicable, ""),
             contender: Contender::Flexio {
                 mechanism: "auto".into(),
                 chunk: 0,
@@ -735,11 +742,11 @@ mod tests {
                 builtin_table: false,
             },
             round: 1,
-            bytes: 1,
-            wall_ns: 1,
-            cpu_user_ns: 0,
-            cpu_sys_ns: 0,
-            host_cpu_busy_ns: 0,
+            measured: Measurement {
+                bytes: 1,
+                wall_ns: 1,
+                ..Measurement::default()
+            },
             context_switches: 0,
             involuntary_switches: None,
             source_resident_percent: None,

@@ -4,10 +4,12 @@
 //! One table per scenario (the limits scenario gets its own short table),
 //! then the peers that were missing and the notes of the run.
 
-use std::collections::BTreeSet;
+use crate::model::{Contender, Results, Scenario};
+use crate::stats::{self, Summary};
 
-use crate::model::{CacheState, CellKey, Contender, Results};
-use crate::stats::{self, Summary, LIMITS_SCENARIO};
+mod cells;
+pub use cells::{cache_name, cache_text, label_among, short_size};
+use cells::{contenders_in, cost, limits_used, meter_lost_per_gib, ran_note, rate_range, ratio};
 
 /// The mark of the fastest flexio contender of a cell.
 pub const BEST_MARK: &str = "*";
@@ -236,13 +238,16 @@ pub fn render_markdown(results: &Results, summaries: &[Summary]) -> String {
 pub fn tables(summaries: &[Summary]) -> Vec<Table> {
     let mut tables: Vec<Table> = scenarios(summaries)
         .into_iter()
-        .filter(|scenario| scenario != LIMITS_SCENARIO)
-        .map(|scenario| scenario_table(summaries, &scenario))
+        .filter(|&scenario| scenario != Scenario::Limits)
+        .map(|scenario| scenario_table(summaries, scenario))
         .collect();
     if let Some(auto) = auto_table(summaries) {
         tables.push(auto);
     }
-    if summaries.iter().any(|s| s.cell.scenario == LIMITS_SCENARIO) {
+    if summaries
+        .iter()
+        .any(|s| s.cell.scenario == Scenario::Limits)
+    {
         tables.push(limits_table(summaries));
     }
     tables
@@ -343,18 +348,18 @@ pub fn auto_table(summaries: &[Summary]) -> Option<Table> {
 }
 
 /// The scenarios of `summaries` in their order, each once.
-pub fn scenarios(summaries: &[Summary]) -> Vec<String> {
-    let mut seen: Vec<String> = Vec::new();
+pub fn scenarios(summaries: &[Summary]) -> Vec<Scenario> {
+    let mut seen: Vec<Scenario> = Vec::new();
     for summary in summaries {
         if !seen.contains(&summary.cell.scenario) {
-            seen.push(summary.cell.scenario.clone());
+            seen.push(summary.cell.scenario);
         }
     }
     seen
 }
 
 /// The table of one scenario.
-pub fn scenario_table(summaries: &[Summary], scenario: &str) -> Table {
+pub fn scenario_table(summaries: &[Summary], scenario: Scenario) -> Table {
     let rows: Vec<&Summary> = summaries
         .iter()
         .filter(|s| s.cell.scenario == scenario)
@@ -500,7 +505,7 @@ pub fn scenario_table(summaries: &[Summary], scenario: &str) -> Table {
     }
     // Cue's figures beside the scenarios that repeat its experiments.
     match scenario {
-        "meter" => caption.extend([
+        Scenario::Meter => caption.extend([
             "meter kept: the share of its solo rate a CPU-bound co-process at normal \
              priority, on the same CPU as the transfer, kept while the transfer ran"
                 .to_string(),
@@ -512,7 +517,7 @@ pub fn scenario_table(summaries: &[Summary], scenario: &str) -> Table {
             crate::cue::TABLE_1.to_string(),
             crate::cue::TABLES_3_TO_5.to_string(),
         ]),
-        "parallel" => caption.push(crate::cue::TABLES_6_AND_7.to_string()),
+        Scenario::Parallel => caption.push(crate::cue::TABLES_6_AND_7.to_string()),
         _ => {}
     }
 
@@ -530,7 +535,7 @@ pub fn limits_table(summaries: &[Summary]) -> Table {
     let headers = ["limit", "size", "runs", "median", "min–max"];
     let rows = summaries
         .iter()
-        .filter(|s| s.cell.scenario == LIMITS_SCENARIO)
+        .filter(|s| s.cell.scenario == Scenario::Limits)
         .map(|summary| {
             let name = match &summary.contender {
                 Contender::Limit { name } => name.clone(),
@@ -546,7 +551,7 @@ pub fn limits_table(summaries: &[Summary]) -> Table {
         })
         .collect();
     Table {
-        title: LIMITS_SCENARIO.to_string(),
+        title: Scenario::Limits.name().to_string(),
         caption: vec![
             "physical limits of this machine, measured in the same run".to_string(),
             "disk-direct-read/-write send 1 MiB O_DIRECT requests, 16 in flight; the kernel's \
@@ -559,147 +564,6 @@ pub fn limits_table(summaries: &[Summary]) -> Table {
         right_aligned: vec![false, true, true, true, true],
         rows,
     }
-}
-
-/// The contenders of `rows` that ran in `cell`.
-fn contenders_in<'a>(rows: &[&'a Summary], cell: &CellKey) -> Vec<&'a Contender> {
-    rows.iter()
-        .filter(|s| &s.cell == cell)
-        .map(|s| &s.contender)
-        .collect()
-}
-
-/// The label of `contender`, with its `--chunk` added when another of
-/// `others` has the same label but a different chunk (two read-write
-/// contenders, say, that differ only in their buffer size).
-pub fn label_among(contender: &Contender, others: &[&Contender]) -> String {
-    let label = contender.label();
-    let Contender::Flexio { chunk, .. } = contender else {
-        return label;
-    };
-    let ambiguous = others.iter().any(|other| {
-        matches!(other, Contender::Flexio { chunk: c, .. } if c != chunk) && other.label() == label
-    });
-    if ambiguous && *chunk != 0 {
-        format!("{label} --chunk {}", short_size(*chunk))
-    } else {
-        label
-    }
-}
-
-/// `cold`, `warm` or `n/a`, with the measured residency when known.
-pub fn cache_text(cache: CacheState, resident_percent: Option<f64>) -> String {
-    let state = match cache {
-        CacheState::NotApplicable => "n/a",
-        cache => cache_name(cache),
-    };
-    match resident_percent {
-        Some(percent) => format!("{state} {percent:.0}%"),
-        None => state.to_string(),
-    }
-}
-
-/// The kebab-case name of a cache state, as in `results.json`.
-pub fn cache_name(cache: CacheState) -> &'static str {
-    match cache {
-        CacheState::Cold => "cold",
-        CacheState::Warm => "warm",
-        CacheState::NotApplicable => "not-applicable",
-    }
-}
-
-/// A size in binary units without needless decimals: `4 KiB`, `1.5 MiB`.
-///
-/// # Examples
-/// ```
-/// use flexio_bench::table::short_size;
-/// assert_eq!(short_size(4096), "4 KiB");
-/// assert_eq!(short_size(3 << 19), "1.5 MiB");
-/// assert_eq!(short_size(100), "100 B");
-/// ```
-pub fn short_size(bytes: u64) -> String {
-    const UNITS: [&str; 6] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
-    let mut value = bytes as f64;
-    let mut unit = 0;
-    while value >= 1024.0 && unit < UNITS.len() - 1 {
-        value /= 1024.0;
-        unit += 1;
-    }
-    let text = format!("{value:.2}");
-    let text = text.trim_end_matches('0').trim_end_matches('.');
-    format!("{text} {}", UNITS[unit])
-}
-
-/// `min–max` with the unit written once when both share it.
-fn rate_range(min: f64, max: f64) -> String {
-    let low = flexio::format_rate(min);
-    let high = flexio::format_rate(max);
-    match (low.split_once(' '), high.split_once(' ')) {
-        (Some((low_value, low_unit)), Some((_, high_unit))) if low_unit == high_unit => {
-            format!("{low_value}–{high}")
-        }
-        _ => format!("{low}–{high}"),
-    }
-}
-
-fn cost(value: f64, decimals: usize) -> String {
-    if value.is_finite() {
-        format!("{value:.decimals$}")
-    } else {
-        "-".to_string()
-    }
-}
-
-fn ratio(value: Option<f64>) -> String {
-    match value {
-        Some(value) => format!("{value:.2}×"),
-        None => "-".to_string(),
-    }
-}
-
-/// For flexio rows whose mechanism that ran is not the one asked for: what
-/// ran (`auto` resolved, or a fallback).
-fn ran_note(summary: &Summary) -> String {
-    let (Contender::Flexio { mechanism, .. } | Contender::Process { mechanism, .. }) =
-        &summary.contender
-    else {
-        return String::new();
-    };
-    match &summary.mechanism_used {
-        Some(used) if used != mechanism && mechanism == "auto" => format!("→ {used}"),
-        Some(used) if used != mechanism => format!("fallback → {used}"),
-        _ => String::new(),
-    }
-}
-
-/// The limits the rows of one scenario are compared with, e.g.
-/// `memcpy (warm)`.
-fn limits_used(summaries: &[Summary], rows: &[&Summary]) -> Vec<String> {
-    let cells: BTreeSet<&CellKey> = rows.iter().map(|s| &s.cell).collect();
-    let mut used: Vec<String> = Vec::new();
-    for cell in cells {
-        if let Some(limit) = stats::limit_for(summaries, cell) {
-            let name = limit.contender.label();
-            let name = name.trim_start_matches("limit: ");
-            if &limit.cell == cell {
-                let text = format!("{name}, measured in each cell");
-                if !used.contains(&text) {
-                    used.push(text);
-                }
-                continue;
-            }
-            let when = match cell.cache {
-                CacheState::Cold => " (cold)",
-                CacheState::Warm => " (warm)",
-                CacheState::NotApplicable => "",
-            };
-            let text = format!("{name} = {}{when}", flexio::format_rate(limit.median_bps));
-            if !used.contains(&text) {
-                used.push(text);
-            }
-        }
-    }
-    used
 }
 
 fn missing_and_notes(results: &Results, heading: &str, bullet: &str) -> String {
@@ -725,31 +589,4 @@ fn missing_and_notes(results: &Results, heading: &str, bullet: &str) -> String {
         out.push('\n');
     }
     out
-}
-
-/// Seconds of the meter's solo work lost per GiB the transfer moved: the
-/// share it lost over the median throughput (the transfer held it back
-/// for as long as it ran).
-fn meter_lost_per_gib(kept: Option<f64>, bytes_per_s: f64) -> Option<f64> {
-    let kept = kept?;
-    let gib_per_s = bytes_per_s / (1u64 << 30) as f64;
-    (gib_per_s > 0.0).then(|| (1.0 - kept).max(0.0) / gib_per_s)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::meter_lost_per_gib;
-
-    #[test]
-    fn the_meter_loses_less_per_gib_to_a_faster_transfer_at_the_same_share() {
-        const GIB: f64 = (1u64 << 30) as f64;
-        // Half its work lost while 2 GiB/s moved: 0.25 s per GiB.
-        assert_eq!(meter_lost_per_gib(Some(0.5), 2.0 * GIB), Some(0.25));
-        assert!(
-            meter_lost_per_gib(Some(0.5), 1.3 * GIB).unwrap()
-                > meter_lost_per_gib(Some(0.5), 1.9 * GIB).unwrap()
-        );
-        assert_eq!(meter_lost_per_gib(None, GIB), None);
-        assert_eq!(meter_lost_per_gib(Some(0.5), 0.0), None);
-    }
 }

@@ -15,17 +15,22 @@ use std::io;
 use std::path::Path;
 
 use crate::select::{select_ranges, Candidate, Measurement};
+use flexio::format_bytes;
 use flexio::profile::{Curve, CurvePoint, Fingerprint, FlowKind, FlowProfile, Profile};
-use flexio::{format_bytes, MechanismName, Params};
 
-use crate::model::{CacheState, Contender, Results};
-use crate::plan::{Cell, Entrant, Plan, Scenario};
+use crate::model::Results;
+use crate::plan::{Cell, Entrant, Plan};
 use crate::runner::{self, Observer, RunOptions};
-use crate::stats::{self, Summary};
+use crate::stats;
 
 const KIB: u64 = 1 << 10;
 const MIB: u64 = 1 << 20;
 const GIB: u64 = 1 << 30;
+
+mod candidates;
+mod measurements;
+pub use candidates::{candidates, sweeps_direct};
+pub use measurements::{candidate_of, kind_of, measurement, scenario_of};
 
 /// Candidates within this fraction of the fastest count as tied (or
 /// within half the fastest's own min–max spread, when that is wider, up to
@@ -168,273 +173,6 @@ pub struct Tuned {
     pub profile: Profile,
     /// Every run, for a report.
     pub results: Results,
-}
-
-/// The bench scenario, cache state and network path that measure a flow
-/// kind; `None` only for [`FlowKind::Other`], which is never tuned.
-pub fn scenario_of(kind: FlowKind) -> Option<(Scenario, CacheState, &'static str)> {
-    match kind {
-        FlowKind::FileToFile => Some((Scenario::FileToFile, CacheState::Warm, "")),
-        FlowKind::FileToFileDurable => Some((Scenario::FileToFileDurable, CacheState::Cold, "")),
-        FlowKind::FileToSocket => Some((Scenario::FileToSocket, CacheState::Warm, "loopback")),
-        FlowKind::SocketToFile => Some((
-            Scenario::SocketToFile,
-            CacheState::NotApplicable,
-            "loopback",
-        )),
-        FlowKind::FileToPipe => Some((Scenario::FileToPipe, CacheState::Warm, "")),
-        FlowKind::PipeToFile => Some((Scenario::PipeToFile, CacheState::NotApplicable, "")),
-        FlowKind::MemoryToMemory => Some((Scenario::Memory, CacheState::NotApplicable, "")),
-        _ => None,
-    }
-}
-
-/// The flow kind a bench scenario measures (`None` for limits, parallel
-/// and meter cells).
-///
-/// # Examples
-/// ```
-/// use flexio::profile::FlowKind;
-/// assert_eq!(flexio_bench::tune::kind_of("memory"), Some(FlowKind::MemoryToMemory));
-/// assert_eq!(flexio_bench::tune::kind_of("limits"), None);
-/// ```
-pub fn kind_of(scenario: &str) -> Option<FlowKind> {
-    FlowKind::TUNED
-        .into_iter()
-        .find(|&kind| scenario_of(kind).is_some_and(|(s, _, _)| s.name() == scenario))
-}
-
-/// The mechanism and parameters a flexio contender ran with, in the
-/// engine or as a `flexio copy --via` process (`None` for peers, limits
-/// and `auto`).
-pub fn candidate_of(contender: &Contender) -> Option<Candidate> {
-    let (Contender::Flexio {
-        mechanism,
-        chunk,
-        direct,
-        queue_depth,
-        pipe_size,
-        ..
-    }
-    | Contender::Process {
-        mechanism,
-        chunk,
-        direct,
-        queue_depth,
-        pipe_size,
-    }) = contender
-    else {
-        return None;
-    };
-    let mechanism: MechanismName = mechanism.parse().ok()?;
-    (mechanism != MechanismName::Auto).then_some(Candidate {
-        mechanism,
-        params: Params {
-            chunk: *chunk as usize,
-            queue_depth: *queue_depth,
-            pipe_size: *pipe_size as usize,
-            direct: *direct,
-        },
-    })
-}
-
-/// A summary of the bench as a measurement of the tuner: its flow kind
-/// from the scenario, its candidate from the contender, CPU per byte as
-/// the larger of the flow thread's own CPU and the host's busy CPU during
-/// the runs. Each misses a part: the thread's rusage never sees the work
-/// io_uring's workers and the kernel's writeback threads do for the flow
-/// (buffered io-uring writes to ext4 run in io-wq threads, and once cost
-/// 4 CPU-seconds for a 1 GiB copy that charged its thread almost none),
-/// and the host's 10 ms ticks miss a flow shorter than that. `None` for
-/// what is not a flexio
-/// candidate of a tuned kind, and for a candidate that did not run as
-/// asked (the kernel refused it and another mechanism moved the bytes).
-///
-/// # Examples
-/// ```
-/// use flexio_bench::model::{CacheState, CellKey, Contender};
-/// use flexio_bench::stats::Summary;
-/// let summary = Summary {
-///     cell: CellKey { scenario: "file-to-pipe".into(), size: 1 << 20, chunk: 0,
-///                     cache: CacheState::Warm, flows: 1, path: String::new() },
-///     contender: Contender::Flexio { mechanism: "splice".into(), chunk: 1 << 20,
-///         direct: false, queue_depth: 32, pipe_size: 1 << 20, builtin_table: false },
-///     runs: 3, median_bps: 2e9, min_bps: 1.8e9, max_bps: 2.2e9,
-///     cpu_s_per_gib: 0.5, host_cpu_s_per_gib: 1.0, switches_per_gib: 10.0,
-///     involuntary_per_gib: None,
-///     ratio_to_best_peer: None, best_peer_round_range: None, ratios_to_peers: Vec::new(),
-///     ratio_to_best_fixed: None,
-///     best_fixed_round_range: None, ratio_to_builtin: None,
-///     ratio_to_limit: None, limit_note: None, host_cpu_below_resolution: None,
-///     mechanism_used: Some("splice".into()),
-///     resident_percent: Some(100.0), meter_kept: None,
-///     flow_median_bps: None, jain: None,
-/// };
-/// let m = flexio_bench::tune::measurement(&summary).unwrap();
-/// assert_eq!(m.kind, flexio::profile::FlowKind::FileToPipe);
-/// assert_eq!(m.candidate.params.chunk, 1 << 20);
-/// // The host was busier than the flow's thread: its CPU counts.
-/// assert!((m.cpu_ns_per_byte - 1e9 / (1u64 << 30) as f64).abs() < 1e-12);
-/// ```
-pub fn measurement(summary: &Summary) -> Option<Measurement> {
-    let kind = kind_of(&summary.cell.scenario)?;
-    let candidate = candidate_of(&summary.contender)?;
-    if summary
-        .mechanism_used
-        .as_deref()
-        .is_some_and(|used| used != candidate.mechanism.as_str())
-    {
-        return None;
-    }
-    let cpu_s_per_gib = summary.cpu_s_per_gib.max(summary.host_cpu_s_per_gib);
-    let cpu_ns_per_byte = cpu_s_per_gib * 1e9 / GIB as f64;
-    Some(Measurement {
-        kind,
-        size: summary.cell.size,
-        candidate,
-        median_bps: summary.median_bps,
-        min_bps: summary.min_bps,
-        max_bps: summary.max_bps,
-        cpu_ns_per_byte: if cpu_ns_per_byte.is_finite() {
-            cpu_ns_per_byte
-        } else {
-            0.0
-        },
-    })
-}
-
-/// Every mechanism serving `kind` with its parameter variants, one
-/// parameter varied at a time from the defaults, and only the parameters
-/// the mechanism reads (see [`reads`]): chunk sizes for read-write, mmap,
-/// direct and io-uring; queue depths and O_DIRECT (where a side is a
-/// file and [`sweeps_direct`] says so) for io-uring; pipe sizes for
-/// splice; sendfile and copy-file-range once. Sweeping a parameter a
-/// mechanism ignores would only measure the same code twice and let noise
-/// pick between the twins.
-pub fn candidates(kind: FlowKind, full: bool) -> Vec<Candidate> {
-    let (source, sink) = kind.representative_pair();
-    let chunks: &[u64] = if full {
-        &[64 * KIB, 256 * KIB, MIB, 4 * MIB, 8 * MIB]
-    } else {
-        &[256 * KIB, MIB]
-    };
-    let depths: &[u32] = if full { &[4, 8, 16, 64] } else { &[8] };
-    let pipes: &[u64] = if full {
-        &[64 * KIB, 256 * KIB, MIB]
-    } else {
-        &[256 * KIB, MIB]
-    };
-    let direct_chunks: &[u64] = if full {
-        &[256 * KIB, MIB, 4 * MIB]
-    } else {
-        &[MIB]
-    };
-    let file_side = source == flexio::EndpointKind::File || sink == flexio::EndpointKind::File;
-    let sweep_direct = file_side && sweeps_direct(kind, full);
-    let mut out = Vec::new();
-    for mechanism in MechanismName::serving(source, sink) {
-        if mechanism == MechanismName::Direct && !sweep_direct {
-            continue;
-        }
-        let base = Params {
-            direct: mechanism == MechanismName::Direct,
-            ..Params::default()
-        };
-        let mut read = reads(mechanism);
-        if kind == FlowKind::MemoryToMemory {
-            // Memory to memory is one copy of it all, whatever the chunk.
-            read.chunk = false;
-        }
-        let mut push = |params: Params| {
-            let candidate = Candidate { mechanism, params };
-            if !out.contains(&candidate) {
-                out.push(candidate);
-            }
-        };
-        push(base.clone());
-        if read.chunk {
-            for &chunk in chunks {
-                push(Params {
-                    chunk: chunk as usize,
-                    ..base.clone()
-                });
-            }
-        }
-        if read.queue_depth {
-            for &queue_depth in depths {
-                push(Params {
-                    queue_depth,
-                    ..base.clone()
-                });
-            }
-        }
-        if read.direct && sweep_direct {
-            for &chunk in direct_chunks {
-                push(Params {
-                    chunk: chunk as usize,
-                    direct: true,
-                    ..base.clone()
-                });
-            }
-        }
-        if read.pipe_size {
-            for &pipe in pipes {
-                push(Params {
-                    pipe_size: pipe as usize,
-                    ..base.clone()
-                });
-            }
-        }
-    }
-    out
-}
-
-/// Whether the sweep measures O_DIRECT (the `direct` mechanism and
-/// io-uring's `direct` option) for `kind`: always in `--full`; in
-/// `--quick` only for the durable kind, where the bytes must reach the
-/// disk anyway. Through the page cache O_DIRECT lost by 3 to 20 times
-/// here, and its runs took a third of the quick sweep's time (16 of 50
-/// seconds).
-pub fn sweeps_direct(kind: FlowKind, full: bool) -> bool {
-    full || kind == FlowKind::FileToFileDurable
-}
-
-/// Which parameters a mechanism reads.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Reads {
-    /// `chunk`.
-    pub chunk: bool,
-    /// `queue_depth`.
-    pub queue_depth: bool,
-    /// `pipe_size`.
-    pub pipe_size: bool,
-    /// `direct` (O_DIRECT as an option; `direct` the mechanism always is).
-    pub direct: bool,
-}
-
-/// The parameters `mechanism` reads, as its implementation in
-/// `flexio/src/mechanism/` does: sendfile and copy-file-range ask the
-/// kernel for everything that is left, splice moves a pipe's worth per
-/// call.
-pub fn reads(mechanism: MechanismName) -> Reads {
-    use MechanismName::*;
-    match mechanism {
-        ReadWrite | Mmap | Direct => Reads {
-            chunk: true,
-            ..Reads::default()
-        },
-        IoUring => Reads {
-            chunk: true,
-            queue_depth: true,
-            direct: true,
-            ..Reads::default()
-        },
-        Splice => Reads {
-            pipe_size: true,
-            ..Reads::default()
-        },
-        _ => Reads::default(),
-    }
 }
 
 impl TunePlan {
@@ -747,53 +485,6 @@ pub fn describe(plan: &TunePlan) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::CellKey;
-
-    #[test]
-    fn every_candidate_serves_its_kind_and_varies_only_what_its_mechanism_reads() {
-        for full in [false, true] {
-            for kind in FlowKind::TUNED {
-                let (source, sink) = kind.representative_pair();
-                let all = candidates(kind, full);
-                for candidate in &all {
-                    let read = reads(candidate.mechanism);
-                    let params = &candidate.params;
-                    let default = Params::default();
-                    assert!(candidate.mechanism.supports(source, sink));
-                    assert!(read.chunk || params.chunk == default.chunk, "{candidate:?}");
-                    assert!(read.queue_depth || params.queue_depth == default.queue_depth);
-                    assert!(read.pipe_size || params.pipe_size == default.pipe_size);
-                    assert!(
-                        read.direct
-                            || params.direct == (candidate.mechanism == MechanismName::Direct)
-                    );
-                }
-                for mechanism in MechanismName::serving(source, sink) {
-                    let swept = mechanism != MechanismName::Direct || sweeps_direct(kind, full);
-                    assert_eq!(
-                        all.iter().any(|c| c.mechanism == mechanism),
-                        swept,
-                        "{kind} {mechanism}"
-                    );
-                }
-                let direct = all.iter().any(|c| c.params.direct);
-                let file_side = [source, sink].contains(&flexio::EndpointKind::File);
-                assert_eq!(direct, file_side && sweeps_direct(kind, full), "{kind}");
-            }
-        }
-        let sendfile = candidates(FlowKind::FileToSocket, true)
-            .into_iter()
-            .filter(|c| c.mechanism == MechanismName::Sendfile)
-            .count();
-        assert_eq!(sendfile, 1, "sendfile reads no parameter");
-        let memory = candidates(FlowKind::MemoryToMemory, true);
-        assert_eq!(
-            memory.len(),
-            1,
-            "read-write's chunk means nothing in memory"
-        );
-        assert!(memory.iter().all(|c| !c.params.direct));
-    }
 
     #[test]
     fn every_tuned_kind_has_a_scenario_and_is_swept() {
@@ -802,63 +493,8 @@ mod tests {
         assert_eq!(kinds, FlowKind::TUNED);
         for kind in FlowKind::TUNED {
             let (scenario, _, _) = scenario_of(kind).unwrap();
-            assert_eq!(kind_of(scenario.name()), Some(kind));
+            assert_eq!(kind_of(scenario), Some(kind));
         }
         assert_eq!(scenario_of(FlowKind::Other), None);
-    }
-
-    #[test]
-    fn candidates_survive_the_round_trip_through_a_contender() {
-        for candidate in candidates(FlowKind::FileToFile, true) {
-            let entrant = Entrant::with_params(candidate.mechanism, candidate.params.clone());
-            assert_eq!(candidate_of(&entrant.contender()), Some(candidate));
-        }
-        assert_eq!(candidate_of(&Entrant::auto_builtin().contender()), None);
-    }
-
-    #[test]
-    fn summaries_that_fell_back_are_not_measurements() {
-        let summary = |used: &str| Summary {
-            cell: CellKey {
-                scenario: "file-to-file".into(),
-                size: MIB,
-                chunk: 0,
-                cache: CacheState::Warm,
-                flows: 1,
-                path: String::new(),
-            },
-            contender: Entrant::flexio(MechanismName::CopyFileRange, 256 << 10).contender(),
-            runs: 3,
-            median_bps: 1e9,
-            min_bps: 0.5e9,
-            max_bps: 1.5e9,
-            cpu_s_per_gib: 1.0,
-            host_cpu_s_per_gib: 2.0,
-            switches_per_gib: 3.0,
-            involuntary_per_gib: None,
-            ratio_to_best_peer: None,
-            best_peer_round_range: None,
-            ratios_to_peers: Vec::new(),
-            ratio_to_best_fixed: None,
-            best_fixed_round_range: None,
-            ratio_to_builtin: None,
-            ratio_to_limit: None,
-            limit_note: None,
-            host_cpu_below_resolution: None,
-            mechanism_used: Some(used.into()),
-            resident_percent: None,
-            meter_kept: None,
-            flow_median_bps: None,
-            jain: None,
-        };
-        let measured = measurement(&summary("copy-file-range")).unwrap();
-        assert_eq!(measured.kind, FlowKind::FileToFile);
-        assert_eq!(measured.size, MIB);
-        assert_eq!(measured.candidate.mechanism, MechanismName::CopyFileRange);
-        assert_eq!(measured.median_bps, 1e9);
-        assert_eq!(measured.spread(), 1.0);
-        // The host's CPU (2 s/GiB) exceeds the thread's (1 s/GiB).
-        assert!((measured.cpu_ns_per_byte - 2e9 / GIB as f64).abs() < 1e-12);
-        assert_eq!(measurement(&summary("read-write")), None);
     }
 }

@@ -2,7 +2,8 @@
 //! measured when closed — shared by the runner's cells and the limit
 //! probes.
 
-use flexio::measure::{self, Rusage, Sample};
+use flexio::measure::{self, Measurement, Rusage, Sample};
+use flexio::Report;
 
 /// Whose CPU a window charges.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -28,14 +29,27 @@ impl CpuScope {
 /// What one timed window measured.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Measured {
-    pub bytes: u64,
-    pub wall_ns: u64,
-    pub cpu: Rusage,
-    pub host_busy_ns: u64,
+    /// Bytes, wall time and CPU, as a run record writes them.
+    pub measurement: Measurement,
+    /// Voluntary context switches charged to the window.
+    pub voluntary_switches: u64,
+    /// Involuntary context switches charged to the window.
+    pub involuntary_switches: u64,
     pub mechanism_used: Option<String>,
     pub decided_by: Option<String>,
     /// Each concurrent flow's own bytes per second (parallel cells).
     pub flow_rates: Vec<f64>,
+}
+
+impl Measured {
+    /// Charges `cpu` to the window instead of what it counted itself
+    /// (a peer's own client, the sum of a cell's flow threads).
+    pub fn charge(&mut self, cpu: &Rusage) {
+        self.measurement.cpu_user_ns = cpu.user_ns;
+        self.measurement.cpu_sys_ns = cpu.sys_ns;
+        self.voluntary_switches = cpu.voluntary_switches;
+        self.involuntary_switches = cpu.involuntary_switches;
+    }
 }
 
 /// A timed window: clocks and CPU counters at its start.
@@ -71,14 +85,20 @@ impl Window {
             },
             _ => end.since(&self.start),
         };
-        Measured {
-            bytes,
-            wall_ns: delta.wall_ns,
-            cpu,
-            host_busy_ns: delta.host_busy_ns,
+        let mut measured = Measured {
+            measurement: Measurement::of(bytes, &delta),
             mechanism_used: mechanism_used.map(str::to_string),
-            decided_by: None,
-            flow_rates: Vec::new(),
-        }
+            ..Measured::default()
+        };
+        measured.charge(&cpu);
+        measured
+    }
+
+    /// Closes the window on `bytes` moved by a flow whose report (when it
+    /// wrote one) says what ran and what decided it.
+    pub fn close_after(self, bytes: u64, report: Option<&Report>) -> Measured {
+        let mut measured = self.close(bytes, report.map(|r| r.mechanism_used.as_str()));
+        measured.decided_by = report.map(|r| r.decided_by.clone());
+        measured
     }
 }

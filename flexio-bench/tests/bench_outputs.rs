@@ -5,12 +5,13 @@
 use std::fs;
 use std::path::PathBuf;
 
+use flexio::measure::Measurement;
 use flexio_bench::model::{
     CacheState, CellKey, Contender, ContenderKind, Fingerprint, Provenance, Results, RunRecord,
-    SCHEMA_VERSION,
+    Scenario, SCHEMA_VERSION,
 };
 use flexio_bench::output::{self, CSV_HEADER};
-use flexio_bench::stats::{self, median, Summary, LIMITS_SCENARIO};
+use flexio_bench::stats::{self, median, Summary};
 use flexio_bench::{charts, table};
 
 /// 1 MB and 100 MB: two decades apart, so the size axis is logarithmic, and
@@ -22,9 +23,9 @@ const GIB: f64 = (1u64 << 30) as f64;
 /// A peer name with a comma, to exercise CSV quoting.
 const DD: &str = "dd bs=1M iflag=direct,fullblock";
 
-fn cell(scenario: &str, size: u64, cache: CacheState, flows: u32) -> CellKey {
+fn cell(scenario: Scenario, size: u64, cache: CacheState, flows: u32) -> CellKey {
     CellKey {
-        scenario: scenario.into(),
+        scenario,
         size,
         chunk: 0,
         cache,
@@ -75,11 +76,13 @@ fn run(cell: &CellKey, contender: &Contender, round: u32, mb_per_s: u64) -> RunR
         cell: cell.clone(),
         contender: contender.clone(),
         round,
-        bytes,
-        wall_ns: bytes * 1_000 / mb_per_s,
-        cpu_user_ns: 400_000 * scale,
-        cpu_sys_ns: 600_000 * scale,
-        host_cpu_busy_ns: 2_000_000 * scale,
+        measured: Measurement {
+            bytes,
+            wall_ns: bytes * 1_000 / mb_per_s,
+            cpu_user_ns: 400_000 * scale,
+            cpu_sys_ns: 600_000 * scale,
+            host_cpu_busy_ns: 2_000_000 * scale,
+        },
         context_switches: scale / 2,
         involuntary_switches: Some(scale / 8),
         source_resident_percent: (cell.cache != CacheState::NotApplicable).then_some(100.0),
@@ -115,7 +118,7 @@ fn tiny_matrix() -> Results {
     // it were counted, the median and max would change.
     interleave(
         &mut runs,
-        &cell("file-to-file", SMALL, CacheState::Warm, 1),
+        &cell(Scenario::FileToFile, SMALL, CacheState::Warm, 1),
         &[
             (flexio("read-write"), [10_000, 400, 500, 200, 250, 1_000]),
             (flexio("splice"), [250, 250, 250, 250, 250, 250]),
@@ -126,7 +129,7 @@ fn tiny_matrix() -> Results {
     // file-to-file, 100 MB, warm: dd is the slower peer, cp the best.
     interleave(
         &mut runs,
-        &cell("file-to-file", LARGE, CacheState::Warm, 1),
+        &cell(Scenario::FileToFile, LARGE, CacheState::Warm, 1),
         &[
             (flexio("read-write"), [1_000; 6]),
             (flexio("splice"), [2_000; 6]),
@@ -141,7 +144,7 @@ fn tiny_matrix() -> Results {
             let rate = 500 * u64::from(flows);
             interleave(
                 &mut runs,
-                &cell("parallel", size, CacheState::Warm, flows),
+                &cell(Scenario::Parallel, size, CacheState::Warm, flows),
                 &[
                     (flexio("read-write"), [rate; 6]),
                     (flexio("splice"), [rate * 2; 6]),
@@ -151,12 +154,14 @@ fn tiny_matrix() -> Results {
     }
     interleave(
         &mut runs,
-        &cell(LIMITS_SCENARIO, LARGE, CacheState::NotApplicable, 1),
+        &cell(Scenario::Limits, LARGE, CacheState::NotApplicable, 1),
         &[(memcpy(), [4_000; 6])],
     );
     // splice fell back to read-write in the small file-to-file cell.
     for run in runs.iter_mut().filter(|r| {
-        r.cell.size == SMALL && r.cell.scenario == "file-to-file" && r.contender == flexio("splice")
+        r.cell.size == SMALL
+            && r.cell.scenario == Scenario::FileToFile
+            && r.contender == flexio("splice")
     }) {
         run.mechanism_used = Some("read-write".into());
     }
@@ -213,7 +218,7 @@ fn median_of_odd_and_even_counts() {
 fn warm_up_is_not_counted() {
     let results = tiny_matrix();
     let summaries = stats::summarize(&results);
-    let small = cell("file-to-file", SMALL, CacheState::Warm, 1);
+    let small = cell(Scenario::FileToFile, SMALL, CacheState::Warm, 1);
     let read_write = find(&summaries, &small, &flexio("read-write"));
     assert_eq!(read_write.runs, 5);
     assert_close(read_write.median_bps, 400e6);
@@ -227,7 +232,7 @@ fn warm_up_is_not_counted() {
 #[test]
 fn ratio_to_best_peer_is_the_median_of_per_round_ratios() {
     let summaries = stats::summarize(&tiny_matrix());
-    let small = cell("file-to-file", SMALL, CacheState::Warm, 1);
+    let small = cell(Scenario::FileToFile, SMALL, CacheState::Warm, 1);
     // 2, 0.5, 2, 0.5, 4 -> 2 (not 400/250 = 1.6).
     let process_run = find(&summaries, &small, &process());
     assert_close(process_run.ratio_to_best_peer.unwrap(), 2.0);
@@ -236,7 +241,7 @@ fn ratio_to_best_peer_is_the_median_of_per_round_ratios() {
     assert_close(cp.ratio_to_best_peer.unwrap(), 1.0);
 
     // The best peer is the fastest one (cp), not the first or the last.
-    let large = cell("file-to-file", LARGE, CacheState::Warm, 1);
+    let large = cell(Scenario::FileToFile, LARGE, CacheState::Warm, 1);
     assert_eq!(
         stats::best_peer(&summaries, &large).unwrap().contender,
         peer("cp")
@@ -260,7 +265,7 @@ fn ratio_is_none_without_a_peer() {
     let summaries = stats::summarize(&tiny_matrix());
     let parallel: Vec<&Summary> = summaries
         .iter()
-        .filter(|s| s.cell.scenario == "parallel")
+        .filter(|s| s.cell.scenario == Scenario::Parallel)
         .collect();
     assert_eq!(parallel.len(), 8);
     assert!(parallel.iter().all(|s| s.ratio_to_best_peer.is_none()));
@@ -272,14 +277,14 @@ fn ratio_to_limit_uses_the_limit_that_bounds_the_cell() {
     let summaries = stats::summarize(&results);
     // Warm file-to-file and parallel are bounded by memcpy (4000 MB/s),
     // measured at 100 MB only: the small cells use it too.
-    let small = cell("file-to-file", SMALL, CacheState::Warm, 1);
+    let small = cell(Scenario::FileToFile, SMALL, CacheState::Warm, 1);
     assert_close(
         find(&summaries, &small, &flexio("read-write"))
             .ratio_to_limit
             .unwrap(),
         0.1,
     );
-    let two_flows = cell("parallel", LARGE, CacheState::Warm, 2);
+    let two_flows = cell(Scenario::Parallel, LARGE, CacheState::Warm, 2);
     assert_close(
         find(&summaries, &two_flows, &flexio("splice"))
             .ratio_to_limit
@@ -288,7 +293,7 @@ fn ratio_to_limit_uses_the_limit_that_bounds_the_cell() {
     );
     let limit = find(
         &summaries,
-        &cell(LIMITS_SCENARIO, LARGE, CacheState::NotApplicable, 1),
+        &cell(Scenario::Limits, LARGE, CacheState::NotApplicable, 1),
         &memcpy(),
     );
     assert_eq!(limit.ratio_to_limit, None);
@@ -296,21 +301,21 @@ fn ratio_to_limit_uses_the_limit_that_bounds_the_cell() {
     // A cold cell needs the disk limit, which was not measured.
     let mut cold = results.clone();
     for run in &mut cold.runs {
-        if run.cell.scenario == "file-to-file" {
+        if run.cell.scenario == Scenario::FileToFile {
             run.cell.cache = CacheState::Cold;
         }
     }
     let summaries = stats::summarize(&cold);
     assert!(summaries
         .iter()
-        .filter(|s| s.cell.scenario == "file-to-file")
+        .filter(|s| s.cell.scenario == Scenario::FileToFile)
         .all(|s| s.ratio_to_limit.is_none()));
 }
 
 #[test]
 fn costs_are_per_gib_moved() {
     let summaries = stats::summarize(&tiny_matrix());
-    let large = cell("file-to-file", LARGE, CacheState::Warm, 1);
+    let large = cell(Scenario::FileToFile, LARGE, CacheState::Warm, 1);
     let cp = find(&summaries, &large, &peer("cp"));
     // 0.1 s process, 0.2 s host, 50 switches per 100 MB.
     let gib_moved = LARGE as f64 / GIB;
@@ -325,12 +330,12 @@ fn costs_are_per_gib_moved() {
 fn best_flexio_and_fallbacks() {
     let results = tiny_matrix();
     let summaries = stats::summarize(&results);
-    let small = cell("file-to-file", SMALL, CacheState::Warm, 1);
-    let large = cell("file-to-file", LARGE, CacheState::Warm, 1);
+    let small = cell(Scenario::FileToFile, SMALL, CacheState::Warm, 1);
+    let large = cell(Scenario::FileToFile, LARGE, CacheState::Warm, 1);
     let best = |c: &CellKey| stats::best_flexio(&summaries, c).unwrap().contender.clone();
     assert_eq!(best(&small), flexio("read-write"));
     assert_eq!(best(&large), flexio("splice"));
-    let missing = cell("file-to-file", 42, CacheState::Warm, 1);
+    let missing = cell(Scenario::FileToFile, 42, CacheState::Warm, 1);
     assert!(stats::best_flexio(&summaries, &missing).is_none());
     assert_eq!(
         find(&summaries, &small, &flexio("splice"))
@@ -453,10 +458,12 @@ fn charts_are_svg_with_legends() {
 #[test]
 fn chunk_sweeps_get_their_own_chart() {
     let mut results = tiny_matrix();
-    results.runs.retain(|r| r.cell.scenario == "file-to-file");
+    results
+        .runs
+        .retain(|r| r.cell.scenario == Scenario::FileToFile);
     let mut sweep = Vec::new();
     for chunk in [4096, 65536, 1 << 20] {
-        let mut swept = cell("file-to-file", LARGE, CacheState::Warm, 1);
+        let mut swept = cell(Scenario::FileToFile, LARGE, CacheState::Warm, 1);
         swept.chunk = chunk;
         let contender = Contender::Flexio {
             mechanism: "read-write".into(),
@@ -533,7 +540,7 @@ fn a_limit_beside_the_contenders_comes_first() {
     for (size, limit_rate) in [(SMALL, 2_000), (LARGE, 5_000)] {
         interleave(
             &mut results.runs,
-            &cell("memory", size, CacheState::NotApplicable, 1),
+            &cell(Scenario::Memory, size, CacheState::NotApplicable, 1),
             &[
                 (flexio("read-write"), [1_000; 6]),
                 (memcpy(), [limit_rate; 6]),
@@ -541,8 +548,8 @@ fn a_limit_beside_the_contenders_comes_first() {
         );
     }
     let summaries = stats::summarize(&results);
-    let small = cell("memory", SMALL, CacheState::NotApplicable, 1);
-    let large = cell("memory", LARGE, CacheState::NotApplicable, 1);
+    let small = cell(Scenario::Memory, SMALL, CacheState::NotApplicable, 1);
+    let large = cell(Scenario::Memory, LARGE, CacheState::NotApplicable, 1);
     let ratio = |c: &CellKey| {
         find(&summaries, c, &flexio("read-write"))
             .ratio_to_limit
@@ -563,7 +570,7 @@ fn a_limit_beside_the_contenders_comes_first() {
 
 #[test]
 fn auto_is_held_against_the_best_fixed_mechanism_round_by_round() {
-    let pipe = cell("pipe-to-file", SMALL, CacheState::NotApplicable, 1);
+    let pipe = cell(Scenario::PipeToFile, SMALL, CacheState::NotApplicable, 1);
     let mut runs = Vec::new();
     // splice is the best fixed mechanism (median 250). auto's ratios to it
     // round by round: 1.2, 0.8, 1.0, 1.6, 0.4 -> median 1.0, range 0.4-1.6.
@@ -607,7 +614,7 @@ fn auto_is_held_against_the_best_fixed_mechanism_round_by_round() {
 #[test]
 fn the_process_contender_not_the_engine_is_held_against_the_peers() {
     let summaries = stats::summarize(&tiny_matrix());
-    let small = cell("file-to-file", SMALL, CacheState::Warm, 1);
+    let small = cell(Scenario::FileToFile, SMALL, CacheState::Warm, 1);
     for engine in ["read-write", "splice"] {
         let row = find(&summaries, &small, &flexio(engine));
         assert_eq!(row.ratio_to_best_peer, None, "{engine}");
@@ -692,7 +699,7 @@ fn results_json_holds_a_summary_per_cell_and_the_provenance() {
         .contains("flexio copy (process) 2.00× cp"));
     let limits = cells
         .iter()
-        .find(|c| c["cell"]["scenario"] == LIMITS_SCENARIO)
+        .find(|c| c["cell"]["scenario"] == "limits")
         .unwrap();
     assert_eq!(limits["contenders"][0]["kind"], "limit");
 
@@ -713,7 +720,7 @@ fn results_json_holds_a_summary_per_cell_and_the_provenance() {
 /// (unexplained: the limit is wrong), a third stays below.
 #[test]
 fn a_result_past_its_limit_is_explained_on_the_spot() {
-    let cold = cell("file-to-file", LARGE, CacheState::Cold, 1);
+    let cold = cell(Scenario::FileToFile, LARGE, CacheState::Cold, 1);
     let disk = Contender::Limit {
         name: "disk-direct-read".into(),
     };
@@ -769,7 +776,7 @@ fn a_result_past_its_limit_is_explained_on_the_spot() {
 fn host_cpu_below_a_tick_is_shown_as_below_resolution() {
     let results = tiny_matrix();
     let summaries = stats::summarize(&results);
-    let small = cell("file-to-file", SMALL, CacheState::Warm, 1);
+    let small = cell(Scenario::FileToFile, SMALL, CacheState::Warm, 1);
     let tick = stats::host_cpu_tick_ns();
     // Every run of the small cell counts 2 ms of host CPU: below a tick
     // wherever USER_HZ is 100 (10 ms) or less than 500.
@@ -778,7 +785,7 @@ fn host_cpu_below_a_tick_is_shown_as_below_resolution() {
     let resolution = cp.host_cpu_below_resolution.expect("below a tick");
     assert_close(resolution, tick / 1e9 / (SMALL as f64 / GIB));
     // 100 MB runs count 200 ms: a measurement.
-    let large = cell("file-to-file", LARGE, CacheState::Warm, 1);
+    let large = cell(Scenario::FileToFile, LARGE, CacheState::Warm, 1);
     assert_eq!(
         find(&summaries, &large, &peer("cp")).host_cpu_below_resolution,
         None
@@ -808,7 +815,7 @@ fn text_xs(svg: &str, label: &str) -> Vec<f64> {
 fn single_size_scenarios_get_dot_plots_with_whiskers_and_the_legend_beside_them() {
     let mut runs = Vec::new();
     for path in ["loopback", "veth"] {
-        let mut sent = cell("file-to-socket", LARGE, CacheState::Warm, 1);
+        let mut sent = cell(Scenario::FileToSocket, LARGE, CacheState::Warm, 1);
         sent.path = path.into();
         interleave(
             &mut runs,
@@ -820,7 +827,7 @@ fn single_size_scenarios_get_dot_plots_with_whiskers_and_the_legend_beside_them(
             ],
         );
     }
-    let meter = cell("meter", LARGE, CacheState::Warm, 1);
+    let meter = cell(Scenario::Meter, LARGE, CacheState::Warm, 1);
     let mut metered = Vec::new();
     interleave(
         &mut metered,

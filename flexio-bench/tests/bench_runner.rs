@@ -86,7 +86,7 @@ fn tiny_plan() -> Plan {
     }
 }
 
-fn runs_of<'a>(results: &'a Results, scenario: &str) -> Vec<&'a RunRecord> {
+fn runs_of(results: &Results, scenario: Scenario) -> Vec<&RunRecord> {
     results
         .runs
         .iter()
@@ -128,7 +128,7 @@ fn tiny_matrix_runs_end_to_end() {
 
     // File to file: 3 contenders that exist x (1 warm-up + 5 rounds), in
     // the interleaved order, each moving the whole file (some times).
-    let files = runs_of(&results, "file-to-file");
+    let files = runs_of(&results, Scenario::FileToFile);
     let contenders: Vec<Contender> = plan.cells[0].entrants[..3]
         .iter()
         .map(Entrant::contender)
@@ -149,12 +149,12 @@ fn tiny_matrix_runs_end_to_end() {
         // A short warm copy repeats within its window, the same number of
         // times in every round.
         assert!(
-            run.bytes >= 64 << 10 && run.bytes % (64 << 10) == 0,
+            run.measured.bytes >= 64 << 10 && run.measured.bytes % (64 << 10) == 0,
             "{run:?}"
         );
         let twin = files.iter().find(|r| r.contender == run.contender).unwrap();
-        assert_eq!(run.bytes, twin.bytes, "{run:?}");
-        assert!(run.wall_ns > 0);
+        assert_eq!(run.measured.bytes, twin.measured.bytes, "{run:?}");
+        assert!(run.measured.wall_ns > 0);
         assert_eq!(run.source_resident_percent, Some(100.0), "warm cell");
         match &run.contender {
             Contender::Flexio { mechanism, .. } => {
@@ -166,7 +166,7 @@ fn tiny_matrix_runs_end_to_end() {
             Contender::Peer { name } => {
                 assert_eq!(name, "cp");
                 // A process is timed one copy per run, start-up included.
-                assert_eq!(run.bytes, 64 << 10, "{run:?}");
+                assert_eq!(run.measured.bytes, 64 << 10, "{run:?}");
             }
             Contender::Process { .. } => panic!("no process in this cell"),
             Contender::Limit { .. } => panic!("no limit in this cell"),
@@ -175,10 +175,13 @@ fn tiny_matrix_runs_end_to_end() {
 
     // Memory: both contenders, every round, whole multiples of the size
     // (tiny copies repeat within a window).
-    let memory = runs_of(&results, "memory");
+    let memory = runs_of(&results, Scenario::Memory);
     assert_eq!(memory.len(), 2 * 6);
     for run in &memory {
-        assert!(run.bytes >= 4096 && run.bytes % 4096 == 0, "{run:?}");
+        assert!(
+            run.measured.bytes >= 4096 && run.measured.bytes % 4096 == 0,
+            "{run:?}"
+        );
     }
     assert!(memory.iter().any(|r| r.contender
         == Contender::Limit {
@@ -246,7 +249,7 @@ fn cold_cells_are_cold() {
             resident <= 5.0,
             "{resident}% resident in a cold run: {run:?}"
         );
-        assert_eq!(run.bytes, 1 << 20);
+        assert_eq!(run.measured.bytes, 1 << 20);
     }
 }
 
@@ -292,10 +295,10 @@ fn pipe_cells_run_flexio_and_the_shell_tools_to_the_end_of_the_pipe() {
     for note in &machine {
         assert!(results.notes.contains(note), "{note} is not in the results");
     }
-    assert_eq!(runs_of(&results, "pipe-to-file").len(), 4 * 3);
-    assert_eq!(runs_of(&results, "file-to-pipe").len(), 2 * 3);
+    assert_eq!(runs_of(&results, Scenario::PipeToFile).len(), 4 * 3);
+    assert_eq!(runs_of(&results, Scenario::FileToPipe).len(), 2 * 3);
     for run in &results.runs {
-        assert_eq!(run.bytes, size, "{run:?}");
+        assert_eq!(run.measured.bytes, size, "{run:?}");
     }
 }
 
@@ -331,7 +334,9 @@ fn fio_copy_reads_and_writes_the_cells_size_at_once() {
         "a warm-up and two rounds: {:?}",
         results.notes
     );
-    assert!(runs.iter().all(|r| r.bytes == size && r.wall_ns > 0));
+    assert!(runs
+        .iter()
+        .all(|r| r.measured.bytes == size && r.measured.wall_ns > 0));
 }
 
 #[test]
@@ -361,7 +366,8 @@ fn disk_write_limits_write_the_cells_size_and_leave_nothing_behind() {
             .collect();
         assert_eq!(runs.len(), 3, "{name}: a warm-up and two rounds");
         assert!(
-            runs.iter().all(|r| r.bytes == size && r.wall_ns > 0),
+            runs.iter()
+                .all(|r| r.measured.bytes == size && r.measured.wall_ns > 0),
             "{name}"
         );
     }

@@ -106,7 +106,7 @@ fn the_second_pass_measures_the_leader_again_at_the_larger_size() {
     // Short warm copies repeat within their window: whole copies only.
     assert!(second
         .iter()
-        .all(|run| run.bytes > 0 && run.bytes % (256 * KIB) == 0));
+        .all(|run| run.measured.bytes > 0 && run.measured.bytes % (256 * KIB) == 0));
 
     // The leader's curve gains the point; the other's does not, and the
     // last range (every size past 64 KiB's neighbourhood) is the leader's.
@@ -143,8 +143,8 @@ fn pipe_to_file_is_tuned_from_a_fed_pipe() {
     let tuned = tune::tune(&plan, &options(dir.path()), &mut Quiet).unwrap();
     assert_eq!(tuned.results.runs.len(), 2 * 2 * 3);
     for run in &tuned.results.runs {
-        assert_eq!(run.cell.scenario, "pipe-to-file");
-        assert_eq!(run.bytes, run.cell.size, "{run:?}");
+        assert_eq!(run.cell.scenario, Scenario::PipeToFile);
+        assert_eq!(run.measured.bytes, run.cell.size, "{run:?}");
     }
     let flow = &tuned.profile.flows[0];
     assert_eq!(flow.kind, FlowKind::PipeToFile);

@@ -95,23 +95,27 @@ fn the_bench_times_flexio_copy_as_a_process_beside_each_peer() {
         Some(env!("CARGO_BIN_EXE_flexio"))
     );
     for scenario in [
-        "file-to-file",
-        "file-to-pipe",
-        "pipe-to-file",
-        "file-to-socket",
-        "socket-to-file",
+        Scenario::FileToFile,
+        Scenario::FileToPipe,
+        Scenario::PipeToFile,
+        Scenario::FileToSocket,
+        Scenario::SocketToFile,
     ] {
         let processes: Vec<_> = results
             .runs
             .iter()
             .filter(|r| r.cell.scenario == scenario && r.contender.is_process())
             .collect();
-        let expected = if scenario == "pipe-to-file" { 2 } else { 1 };
+        let expected = if scenario == Scenario::PipeToFile {
+            2
+        } else {
+            1
+        };
         // A warm-up and two rounds each, one copy per run.
         assert_eq!(processes.len(), 3 * expected, "{scenario}");
         for run in processes {
-            assert_eq!(run.bytes, SIZE, "{scenario}: {run:?}");
-            assert!(run.wall_ns > 0);
+            assert_eq!(run.measured.bytes, SIZE, "{scenario}: {run:?}");
+            assert!(run.measured.wall_ns > 0);
             // Its --json report told what ran.
             let used = run.mechanism_used.as_deref();
             assert!(used.is_some(), "{scenario}: {run:?}");
@@ -145,7 +149,7 @@ fn the_bench_times_flexio_copy_as_a_process_beside_each_peer() {
         }
     }
     let verdicts = stats::peer_verdicts(&summaries);
-    let cells: Vec<&str> = verdicts.iter().map(|v| v.cell.scenario.as_str()).collect();
+    let cells: Vec<&str> = verdicts.iter().map(|v| v.cell.scenario.name()).collect();
     assert_eq!(cells, ["file-to-file", "file-to-pipe", "pipe-to-file"]);
     assert!(verdicts.iter().all(|v| v.flexio == "flexio copy (process)"));
     // The temporary data is gone.
@@ -212,7 +216,7 @@ fn the_tunes_second_pass_runs_its_leaders_as_flexio_copy_processes() {
     assert_eq!(second.len(), 2 * 2, "two leaders x two rounds");
     for run in &second {
         assert!(run.contender.is_process(), "{run:?}");
-        assert_eq!(run.bytes, 256 * KIB, "one copy per run");
+        assert_eq!(run.measured.bytes, 256 * KIB, "one copy per run");
         let candidate = tune::candidate_of(&run.contender).unwrap();
         assert_eq!(
             run.mechanism_used.as_deref(),

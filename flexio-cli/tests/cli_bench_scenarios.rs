@@ -156,12 +156,12 @@ fn meter_scenario_keeps_a_share_and_splits_context_switches() {
     let metered: Vec<_> = results
         .runs
         .iter()
-        .filter(|r| r.cell.scenario == "meter")
+        .filter(|r| r.cell.scenario == Scenario::Meter)
         .collect();
     // A warm-up and a round of both mechanisms.
     assert_eq!(metered.len(), 4);
     for run in metered {
-        assert_eq!(run.bytes, size);
+        assert_eq!(run.measured.bytes, size);
         let kept = run.meter_kept.expect("a kept share");
         // 0 is a measurement: a short CPU-bound transfer can leave the
         // meter nothing at all.
@@ -215,12 +215,12 @@ fn parallel_socket_flows_keep_each_flows_rate_and_a_jain_index() {
     let runs: Vec<_> = results
         .runs
         .iter()
-        .filter(|r| r.cell.scenario == "parallel")
+        .filter(|r| r.cell.scenario == Scenario::Parallel)
         .collect();
     assert_eq!(runs.len(), 2 * 2 * 2);
     for run in runs {
         let flows = run.cell.flows as usize;
-        assert_eq!(run.bytes, size * flows as u64, "{run:?}");
+        assert_eq!(run.measured.bytes, size * flows as u64, "{run:?}");
         assert_eq!(run.flow_bytes_per_s.len(), flows, "{run:?}");
         // Each flow's rate runs to its own last byte, the aggregate's to
         // the last flow's: no flow is below its share of the aggregate.

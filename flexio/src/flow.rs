@@ -6,18 +6,19 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::builtin_choice;
-use crate::endpoint::{
-    open_sink, open_source, EndpointKind, OpenSink, OpenSource, Sink, SinkIo, SinkOptions, Source,
-};
+use crate::endpoint::{open_sink, open_source, EndpointKind, Sink, SinkOptions, Source};
 use crate::engine::{Engine, RunSettings};
 use crate::error::{Error, Result};
 use crate::mechanism::MechanismName;
 use crate::pace::Pacing;
 pub use crate::params::Params;
-use crate::profile::{Decision, FlowKind, Profile};
+use crate::profile::{Decision, Profile};
 pub use crate::progress::Progress;
 use crate::report::Report;
+
+mod checks;
+mod decide;
+use checks::verify_needs_seekable;
 
 /// Called with the bound address of a `*-listen://` endpoint.
 type ListenCallback<'a> = Box<dyn FnMut(&str) + 'a>;
@@ -33,7 +34,7 @@ type ListenCallback<'a> = Box<dyn FnMut(&str) + 'a>;
 ///     .via(MechanismName::ReadWrite)
 ///     .run()
 ///     .unwrap();
-/// assert_eq!(report.bytes, 100_000);
+/// assert_eq!(report.measured.bytes, 100_000);
 /// assert_eq!(out, data);
 /// ```
 pub struct Flow<'a> {
@@ -183,7 +184,7 @@ impl<'a> Flow<'a> {
     ///     .idle_timeout(Duration::from_secs(30))
     ///     .run()
     ///     .unwrap();
-    /// assert_eq!(report.bytes, 10);
+    /// assert_eq!(report.measured.bytes, 10);
     /// ```
     pub fn idle_timeout(mut self, limit: Duration) -> Self {
         self.idle_timeout = Some(limit);
@@ -359,319 +360,4 @@ impl<'a> Flow<'a> {
         };
         self.decide(source_kind, sink_kind, size)
     }
-
-    /// Refuses what can be told wrong before anything is opened — an
-    /// unsupported pair, a range that overflows, `--offset` on a stream
-    /// source, `--seek` on a sink that cannot take it — so that nothing is
-    /// bound, accepted or connected (and no peer's data is taken) for a
-    /// flow that cannot run.
-    fn check_before_opening(&self) -> Result<()> {
-        if let Some(length) = self.length {
-            self.offset.checked_add(length).ok_or_else(|| {
-                Error::usage(format!(
-                    "offset {} plus length {length} is past the largest byte offset",
-                    self.offset
-                ))
-            })?;
-            self.seek.checked_add(length).ok_or_else(|| {
-                Error::usage(format!(
-                    "seek {} plus length {length} is past the largest byte offset",
-                    self.seek
-                ))
-            })?;
-        }
-        // `auto` serves every pair, and with no offset, seek or verify
-        // there is nothing left that the kinds could refuse: spare the
-        // two stats (a small copy's whole budget counts them).
-        let kinds_can_refuse =
-            self.via != MechanismName::Auto || self.offset > 0 || self.seek > 0 || self.verify;
-        if !kinds_can_refuse {
-            return Ok(());
-        }
-        let source = self.source_kind_unopened();
-        let sink = self.sink_kind_unopened();
-        if let Some(source) = source {
-            if self.offset > 0 && !source.is_seekable() {
-                return Err(Error::usage(format!(
-                    "offset needs a seekable source (a file, block device or memory), not a {source}"
-                )));
-            }
-        }
-        if let Some(sink) = sink {
-            if self.seek > 0 && !sink.is_seekable() {
-                return Err(Error::usage(format!(
-                    "seek needs a seekable sink (a block device, memory, or a file written in place), not a {sink}"
-                )));
-            }
-        }
-        if self.seek > 0 && !self.in_place {
-            if let Sink::Address(crate::Address::Path(path)) = &self.sink {
-                if std::fs::metadata(path).map_or(true, |meta| meta.is_file()) {
-                    return Err(Error::usage(format!(
-                        "{}: seek on a regular file needs in-place writing",
-                        path.display()
-                    )));
-                }
-            }
-        }
-        if self.verify {
-            for kind in [source, sink].into_iter().flatten() {
-                if !kind.is_seekable() {
-                    return Err(verify_needs_seekable(source, sink));
-                }
-            }
-        }
-        if let (Some(source), Some(sink)) = (source, sink) {
-            self.resolve(source, sink)?;
-        }
-        Ok(())
-    }
-
-    /// The source's kind when it can be told without opening it.
-    fn source_kind_unopened(&self) -> Option<EndpointKind> {
-        match &self.source {
-            Source::Address(address) => address.probe_kind(false),
-            Source::Memory(_) => Some(EndpointKind::Memory),
-            _ => None,
-        }
-    }
-
-    /// The sink's kind when it can be told without opening it.
-    fn sink_kind_unopened(&self) -> Option<EndpointKind> {
-        match &self.sink {
-            Sink::Address(address) => address.probe_kind(true),
-            Sink::Memory(_) => Some(EndpointKind::Memory),
-            _ => None,
-        }
-    }
-
-    /// Refuses to move a file (or block device) onto itself — through
-    /// paths, `--in-place`, or descriptors (`flexio copy f - >> f`) — as
-    /// `cat` does, unless both ranges are fixed and provably apart. A sink
-    /// that appends grows the very range a reader would be reading.
-    fn check_not_onto_itself(
-        &self,
-        source: &OpenSource<'_>,
-        sink: &OpenSink<'_>,
-        total: Option<u64>,
-    ) -> Result<()> {
-        let (Some(from), Some(to)) = (source.identity, sink.identity) else {
-            return Ok(());
-        };
-        if from != to {
-            return Ok(());
-        }
-        let apart = match total {
-            Some(total) if !sink.appends => {
-                let read_start = source.base + self.offset;
-                let write_start = sink.base + self.seek;
-                read_start + total <= write_start || write_start + total <= read_start
-            }
-            _ => false,
-        };
-        if apart {
-            return Ok(());
-        }
-        Err(Error::usage(format!(
-            "{} -> {}: input file is output file (the ranges overlap{})",
-            source.label,
-            sink.label,
-            if sink.appends {
-                ": the sink appends to the source"
-            } else {
-                ""
-            }
-        )))
-    }
-
-    fn checked_length(&self, source: &OpenSource<'_>) -> Result<Option<u64>> {
-        let Some(size) = source.size else {
-            if self.offset > 0 {
-                return Err(Error::usage(format!(
-                    "{}: offset needs a seekable source (a file, block device or memory)",
-                    source.label
-                )));
-            }
-            return Ok(self.length);
-        };
-        let start = source.base.checked_add(self.offset).ok_or_else(|| {
-            Error::usage(format!(
-                "{}: offset {} is past the largest byte offset",
-                source.label, self.offset
-            ))
-        })?;
-        if start > size {
-            return Err(Error::usage(format!(
-                "{}: offset {start} is past the end of the source ({size} bytes)",
-                source.label
-            )));
-        }
-        match self.length {
-            Some(length) if length > size - start => Err(Error::usage(format!(
-                "{}: range {start}..{} runs past the end of the source ({size} bytes)",
-                source.label,
-                start as u128 + length as u128
-            ))),
-            Some(length) => Ok(Some(length)),
-            None => Ok(Some(size - start)),
-        }
-    }
-
-    fn check_sink(&self, sink: &OpenSink<'_>, total: Option<u64>) -> Result<()> {
-        if self.seek > 0 {
-            if matches!(sink.io, SinkIo::Fresh(_)) {
-                return Err(Error::usage(format!(
-                    "{}: seek on a regular file needs in-place writing",
-                    sink.label
-                )));
-            }
-            if !sink.kind.is_seekable() {
-                return Err(Error::usage(format!(
-                    "{}: seek needs a seekable sink, not a {}",
-                    sink.label, sink.kind
-                )));
-            }
-        }
-        if sink.appends && self.seek > 0 {
-            return Err(Error::usage(format!(
-                "{}: seek cannot place writes in a file opened for appending (>>); every write lands at its end",
-                sink.label
-            )));
-        }
-        let end = sink
-            .base
-            .checked_add(self.seek)
-            .and_then(|start| start.checked_add(total.unwrap_or(0)));
-        if end.is_none() {
-            return Err(Error::usage(format!(
-                "{}: seek {} plus the flow's length is past the largest byte offset",
-                sink.label, self.seek
-            )));
-        }
-        if let (Some(capacity), Some(total)) = (sink.capacity, total) {
-            let end = sink.base + self.seek + total;
-            if end > capacity {
-                return Err(Error::usage(format!(
-                    "{}: {total} bytes at {} do not fit in its {capacity} bytes",
-                    sink.label,
-                    sink.base + self.seek
-                )));
-            }
-        }
-        Ok(())
-    }
-
-    /// What `auto` (or the named mechanism) means for this flow, and why.
-    fn decide(
-        &self,
-        source: EndpointKind,
-        sink: EndpointKind,
-        total: Option<u64>,
-    ) -> Result<Decision> {
-        let flow_kind = FlowKind::classify(source, sink, self.fsync);
-        let mut decision = Decision {
-            flow_kind,
-            size: total,
-            mechanism: self.resolve(source, sink)?,
-            params: self.params.clone(),
-            decided_by: if self.via == MechanismName::Auto {
-                "built-in table".to_string()
-            } else {
-                "requested".to_string()
-            },
-        };
-        if self.via != MechanismName::Auto {
-            if self.params.direct && !self.via.writes_direct(&self.params) {
-                return Err(Error::usage(format!(
-                    "direct I/O applies to io-uring and direct, not {}",
-                    self.via
-                )));
-            }
-            return Ok(decision);
-        }
-        let wants_direct = self.params_explicit && self.params.direct;
-        let range = match (self.profile, total) {
-            (Some(profile), Some(size)) => profile
-                .lookup(flow_kind, size)
-                .map(|range| (profile.describe_range(flow_kind, range), range)),
-            _ => None,
-        };
-        if wants_direct {
-            return direct_decision(decision, range, source, sink);
-        }
-        let Some((place, range)) = range else {
-            return Ok(decision);
-        };
-        if range.mechanism.supports(source, sink) {
-            decision.mechanism = range.mechanism;
-            decision.params = range.params();
-            decision.decided_by = place;
-        } else {
-            decision.decided_by = format!(
-                "built-in table ({place} names {}, which cannot move {source} -> {sink})",
-                range.mechanism
-            );
-        }
-        Ok(decision)
-    }
-
-    fn resolve(&self, source: EndpointKind, sink: EndpointKind) -> Result<MechanismName> {
-        let chosen = match self.via {
-            MechanismName::Auto => builtin_choice(source, sink),
-            named => named,
-        };
-        if !chosen.supports(source, sink) {
-            return Err(Error::UnsupportedPair {
-                mechanism: chosen,
-                source_kind: source,
-                sink_kind: sink,
-                alternatives: MechanismName::serving(source, sink),
-            });
-        }
-        Ok(chosen)
-    }
-}
-
-/// `--verify` on a flow with a stream side.
-fn verify_needs_seekable(source: Option<EndpointKind>, sink: Option<EndpointKind>) -> Error {
-    let name = |kind: Option<EndpointKind>| kind.map_or("?", EndpointKind::as_str);
-    Error::usage(format!(
-        "verify reads both sides again after the flow: it needs a file, block device or memory on each side, not {} -> {}",
-        name(source),
-        name(sink)
-    ))
-}
-
-/// `auto` with `--direct`: a mechanism that writes past the page cache —
-/// the profile's own choice when it is one, else io-uring with `O_DIRECT`
-/// (several requests in flight), else `direct`.
-fn direct_decision(
-    mut decision: Decision,
-    range: Option<(String, &crate::profile::RangeEntry)>,
-    source: EndpointKind,
-    sink: EndpointKind,
-) -> Result<Decision> {
-    if let Some((place, range)) = range {
-        let mut params = range.params();
-        params.direct = true;
-        if range.mechanism.supports(source, sink) && range.mechanism.writes_direct(&params) {
-            decision.mechanism = range.mechanism;
-            decision.params = params;
-            decision.decided_by = format!("{place}, with direct I/O");
-            return Ok(decision);
-        }
-    }
-    let chosen = [MechanismName::IoUring, MechanismName::Direct]
-        .into_iter()
-        .find(|m| m.supports(source, sink))
-        .ok_or_else(|| {
-            Error::usage(format!(
-                "direct I/O needs a file or block device on one side; {source} -> {sink} has none"
-            ))
-        })?;
-    decision.mechanism = chosen;
-    decision.params.direct = true;
-    decision.decided_by =
-        format!("direct I/O: {chosen}, the first of io-uring and direct (the mechanisms that use O_DIRECT) that serves {source} -> {sink}");
-    Ok(decision)
 }

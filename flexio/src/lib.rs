@@ -7,40 +7,48 @@
 //! A reader meets them top to bottom; each imports only those below it
 //! (`tests/layers.rs` fails on any loop).
 //!
+//! [`tree`] copies many files with a pool of workers, each file a range.
 //! A [`Flow`] names a [`Source`] and a [`Sink`] (the *endpoints*), a byte
 //! range, a [`MechanismName`] and its [`Params`]. [`Flow::run`] opens and
 //! classifies both endpoints ([`EndpointKind`]), checks the pair and the
 //! range before anything is bound or connected, decides what `auto` means
-//! (the [`profile`] this machine was tuned to, or the built-in table) and hands the opened
-//! flow to the *engine*, which measures the source's page-cache state,
-//! takes a [`measure::Sample`], moves the bytes — falling back to the next
+//! (the [`profile`] this machine was tuned to, or the built-in table) and
+//! hands the opened flow to the *engine*. Beside `Flow`, [`range`] moves a
+//! range between descriptors the caller opened and keeps, through the same
+//! engine. The engine measures the source's page-cache state, takes a
+//! [`measure::Sample`], moves the bytes — falling back to the next
 //! mechanism when the kernel refuses one, and saying so — takes a second
-//! sample and returns a [`Report`]. Beneath it, [`range`] moves a range
-//! between descriptors the caller keeps, and [`tree`] copies many files
-//! with a pool of workers on top of that.
+//! sample and returns a [`Report`]: a [`measure::Measurement`] (bytes,
+//! wall time, CPU) and what ran.
 //!
 //! ```text
-//! tree/          cp's grammar over a walker and workers (copy -r, -a, ...)
-//! flow.rs        Flow (builder): check, open, decide auto, run
-//!  ├ profile/    the profile auto reads: flow kinds, ranges, fingerprint
-//! engine.rs      one opened flow: time, segments, fallbacks, finish
-//! range.rs       Mover, RangeEnd, NewFile: ranges between kept descriptors
-//!  ├ endpoint/   addresses, opening, fstat classification, temp-file sinks
-//!  ├ cleanup.rs  paths to remove when a signal ends the process
-//!  ├ mechanism/  one file and one Descriptor per mechanism; the shared
-//!  │             kernel-copy loop; Transfer, the state a mechanism moves
-//!  ├ measure/    rusage and /proc/stat deltas, cachestat/mincore, holes
-//!  ├ report.rs   the Report and its human and JSON forms
-//!  ├ verify.rs   BLAKE3 of both sides after a flow
-//!  ├ params.rs   Params and the one set of bounds flags and profiles keep
-//!  ├ progress.rs bytes moved so far, for a watcher
-//!  ├ error.rs    Error: operation, endpoint and offset; usage or failure
-//!  ├ pace/       Rate, Schedule, TokenBucket, Pacer: rates and pauses
-//!  ├ names.rs    EndpointKind, MechanismName: the ground floor
-//!  └ sys/        the only `unsafe` (with flexio-sys): mmap, mincore,
-//!                cachestat, getrusage, SIGBUS guard, signals, process start
-//! plain_file.rs  flexio's own files (profile, bench outputs): regular
-//!                files only, replaced atomically, read with a cap
+//! tree/             cp's grammar over a walker and workers (copy -r, -a, ...)
+//! flow.rs           Flow (builder) and its run; flow/checks.rs: what is
+//!                   refused before opening; flow/decide.rs: what auto means
+//! profile/          the profile auto reads: flow kinds, ranges, fingerprint
+//! range.rs          Mover, RangeEnd, NewFile: ranges between kept descriptors
+//! engine.rs         one opened flow or range: time, segments, fallbacks, finish
+//! verify.rs         BLAKE3 of both sides after a flow
+//! report.rs         the Report and its human and JSON forms
+//! kernel_pacing.rs  a TCP sink's rate handed to the kernel
+//! writeback.rs      early writeback for durable flows
+//! mechanism/        one file and one Descriptor per mechanism (io_uring/pump.rs:
+//!                   its slots in flight); the shared kernel-copy loop;
+//!                   Transfer, the state a mechanism moves
+//! endpoint/         addresses, opening, fstat classification, temp-file sinks
+//! cleanup.rs        paths to remove when a signal ends the process
+//! measure/          Measurement; rusage and /proc/stat deltas, cachestat/mincore, holes
+//! pace/             Rate, Schedule, TokenBucket, Pacer: rates and pauses
+//! duration.rs       durations as people type them (30s, 500ms)
+//! size.rs           sizes as people type and read them (64K, 1 GiB)
+//! params.rs         Params and the one set of bounds flags and profiles keep
+//! progress.rs       bytes moved so far, for a watcher
+//! error.rs          Error: operation, endpoint and offset; usage or failure
+//! names.rs          EndpointKind, MechanismName: the ground floor
+//! sys/              the only `unsafe` (with flexio-sys): mmap, mincore,
+//!                   cachestat, getrusage, SIGBUS guard, signals, process start
+//! plain_file.rs     flexio's own files (profile, bench outputs): regular
+//!                   files only, replaced atomically, read with a cap
 //! ```
 //!
 //! # Example
@@ -54,7 +62,7 @@
 //!     .verify(true)
 //!     .run()
 //!     .unwrap();
-//! assert_eq!(report.bytes, 1 << 20);
+//! assert_eq!(report.measured.bytes, 1 << 20);
 //! assert_eq!(std::fs::read(&to).unwrap(), vec![42u8; 1 << 20]);
 //! ```
 

@@ -5,7 +5,7 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 use crate::endpoint::EndpointKind;
-use crate::measure::{Residency, Sample};
+use crate::measure::{Measurement, Residency, Sample};
 use crate::mechanism::MechanismName;
 use crate::pace::PacingReport;
 use crate::params::Params;
@@ -53,19 +53,13 @@ pub struct Report {
     pub sink: String,
     /// Its kind.
     pub sink_kind: EndpointKind,
-    /// Bytes that reached the sink (holes of a sparse copy included).
-    pub bytes: u64,
+    /// Bytes that reached the sink (holes of a sparse copy included), the
+    /// wall time of the transfer (and of the fsync, when asked), the
+    /// process's CPU and the host's over it; written as top-level fields.
+    #[serde(flatten)]
+    pub measured: Measurement,
     /// Bytes of source holes recreated as holes instead of copied.
     pub sparse_hole_bytes: u64,
-    /// Wall time of the transfer (and of the fsync, when asked).
-    pub wall_ns: u64,
-    /// Process CPU time in user mode over the window (getrusage).
-    pub cpu_user_ns: u64,
-    /// Process CPU time in the kernel over the window.
-    pub cpu_sys_ns: u64,
-    /// CPU time the whole host was busy over the window, all CPUs
-    /// (`/proc/stat`, in 1/USER_HZ steps).
-    pub host_cpu_busy_ns: u64,
     /// Voluntary context switches of the process.
     pub context_switches_voluntary: u64,
     /// Involuntary context switches of the process.
@@ -112,6 +106,8 @@ impl Report {
         params: &Params,
     ) -> Self {
         let delta = after.since(before);
+        let measured = Measurement::of(bytes, &delta);
+        // Whole bytes per second, in integers: what the JSON has always held.
         let throughput = if delta.wall_ns == 0 {
             0
         } else {
@@ -123,12 +119,8 @@ impl Report {
             source_kind: EndpointKind::File,
             sink: String::new(),
             sink_kind: EndpointKind::File,
-            bytes,
+            measured,
             sparse_hole_bytes: 0,
-            wall_ns: delta.wall_ns,
-            cpu_user_ns: delta.cpu_user_ns,
-            cpu_sys_ns: delta.cpu_sys_ns,
-            host_cpu_busy_ns: delta.host_busy_ns,
             context_switches_voluntary: delta.voluntary_switches,
             context_switches_involuntary: delta.involuntary_switches,
             page_faults_minor: delta.minor_faults,
@@ -150,19 +142,14 @@ impl Report {
 
     /// Process CPU seconds (user + system) per GiB moved.
     pub fn cpu_seconds_per_gib(&self) -> f64 {
-        if self.bytes == 0 {
-            return 0.0;
-        }
-        (self.cpu_user_ns + self.cpu_sys_ns) as f64
-            / 1e9
-            / (self.bytes as f64 / (1u64 << 30) as f64)
+        self.measured.cpu_seconds_per_gib()
     }
 }
 
 impl fmt::Display for Report {
     /// The human summary printed by `flexio copy`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let secs = self.wall_ns as f64 / 1e9;
+        let secs = self.measured.wall_ns as f64 / 1e9;
         writeln!(
             f,
             "{} ({}) -> {} ({}): {} in {:.3} s, {}",
@@ -170,7 +157,7 @@ impl fmt::Display for Report {
             self.source_kind,
             self.sink,
             self.sink_kind,
-            format_bytes(self.bytes),
+            format_bytes(self.measured.bytes),
             secs,
             format_rate(self.throughput_bytes_per_s as f64)
         )?;
@@ -190,10 +177,10 @@ impl fmt::Display for Report {
         writeln!(
             f,
             "  cpu        user {:.3} s, sys {:.3} s ({:.2} CPU-s/GiB); host busy {:.3} s",
-            self.cpu_user_ns as f64 / 1e9,
-            self.cpu_sys_ns as f64 / 1e9,
+            self.measured.cpu_user_ns as f64 / 1e9,
+            self.measured.cpu_sys_ns as f64 / 1e9,
             self.cpu_seconds_per_gib(),
-            self.host_cpu_busy_ns as f64 / 1e9
+            self.measured.host_cpu_busy_ns as f64 / 1e9
         )?;
         writeln!(
             f,

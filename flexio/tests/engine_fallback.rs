@@ -112,9 +112,9 @@ fn copy_file_range_between_file_systems_falls_back_to_sendfile() {
         };
         let outcome = outcome
             .and_then(|()| check_bytes("the copy", &fs::read(&sink).unwrap(), content))
-            .and_then(|()| match report.bytes == content.len() as u64 {
+            .and_then(|()| match report.measured.bytes == content.len() as u64 {
                 true => Ok(()),
-                false => Err(format!("report.bytes {}", report.bytes)),
+                false => Err(format!("report.bytes {}", report.measured.bytes)),
             });
         if let Err(why) = outcome {
             failures.push(format!("{} -> {}: {why}", from.display(), to.display()));
@@ -189,7 +189,7 @@ fn sendfile_into_an_append_only_file_falls_back_through_splice_to_read_write() {
     assert_eq!(report.fallbacks[0].at_byte, 0);
     let drained = report.fallbacks[1].at_byte;
     assert!(drained > 0 && drained <= content.len() as u64, "{drained}");
-    assert_eq!(report.bytes, content.len() as u64);
+    assert_eq!(report.measured.bytes, content.len() as u64);
     check_bytes("the appended file", &fs::read(&sink).unwrap(), content).unwrap();
 }
 
@@ -224,7 +224,7 @@ fn splice_refused_by_the_sink_drains_its_pipe_then_falls_back() {
     });
     check_fallbacks(&report, &[(Splice, ReadWrite, "splice", Errno::INVAL)]).unwrap();
     assert_eq!(report.fallbacks[0].at_byte, 0);
-    assert_eq!(report.bytes, content.len() as u64);
+    assert_eq!(report.measured.bytes, content.len() as u64);
     check_bytes("the pipe-fed sink", &fs::read(&sink).unwrap(), content).unwrap();
 }
 

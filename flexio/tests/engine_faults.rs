@@ -313,7 +313,7 @@ fn every_refused_pair_lists_what_works() {
                 let error = match result {
                     Err(error) => error,
                     Ok(report) => {
-                        failures.push(format!("{triple}: ran ({} bytes)", report.bytes));
+                        failures.push(format!("{triple}: ran ({} bytes)", report.measured.bytes));
                         continue;
                     }
                 };
@@ -449,7 +449,7 @@ fn a_memory_sink_takes_what_fits_and_refuses_more() {
         match result {
             Ok(report) => {
                 assert!(len <= room, "{len} bytes into {room}: {report:?}");
-                assert_eq!(report.bytes, len as u64);
+                assert_eq!(report.measured.bytes, len as u64);
                 assert_eq!(&sink[..len], bytes);
             }
             Err(error) => {

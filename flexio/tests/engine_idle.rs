@@ -113,7 +113,7 @@ fn pauses_shorter_than_the_limit_are_not_idleness_and_the_callers_pipe_stays_blo
     .run()
     .unwrap();
     feeder.join().unwrap();
-    assert_eq!(report.bytes, 4000);
+    assert_eq!(report.measured.bytes, 4000);
     assert_eq!(out, vec![8u8; 4000]);
     let flags = rustix::fs::fcntl_getfl(&kept).unwrap();
     assert!(!flags.contains(OFlags::NONBLOCK), "{flags:?}");

@@ -56,7 +56,7 @@ fn ranges(size: usize) -> Vec<(u64, u64)> {
 }
 
 fn assert_ran_mmap(report: &Report, length: u64) {
-    assert_eq!(report.bytes, length);
+    assert_eq!(report.measured.bytes, length);
     assert_eq!(report.mechanism_used, MechanismName::Mmap);
     assert!(report.fallbacks.is_empty(), "{:?}", report.fallbacks);
 }

@@ -123,7 +123,7 @@ fn sizes(chunk: usize) -> Vec<usize> {
 /// A report must say what ran: the mechanism asked for, or a fallback with
 /// its reason — and only a refusal of `O_DIRECT` may cause one here.
 fn check_report(report: &Report, variant: Variant, size: usize, case: &str) {
-    assert_eq!(report.bytes, size as u64, "{case}: report.bytes");
+    assert_eq!(report.measured.bytes, size as u64, "{case}: report.bytes");
     assert_eq!(report.mechanism_requested, variant.mechanism, "{case}");
     if report.fallbacks.is_empty() {
         assert_eq!(

@@ -69,7 +69,7 @@ fn check_rate(report: &Report, received: &Received, rate: u64, ahead: u64) {
         .pacing
         .as_ref()
         .expect("a paced flow reports its pacing");
-    assert_eq!(received.bytes, report.bytes);
+    assert_eq!(received.bytes, report.measured.bytes);
     let span = (received.last - received.first).as_secs_f64();
     let counted = received.bytes - received.first_bytes;
     let most = rate as f64 * span + ahead as f64;

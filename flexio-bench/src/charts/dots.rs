@@ -14,8 +14,8 @@ use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use super::legend::{self, Entry, Line};
 use super::{extent, rate_unit, whisker, RATE_LOG_FROM};
-use crate::model::{CacheState, ContenderKind, Results};
-use crate::stats::{self, median, Summary, LIMITS_SCENARIO};
+use crate::model::{CacheState, ContenderKind, Results, Scenario};
+use crate::stats::{self, median, Summary};
 use crate::table;
 
 /// Width of a dot plot, in SVG pixels; its height grows with its rows.
@@ -70,7 +70,7 @@ pub(super) struct DotChart {
 pub(super) fn scenario_dot_charts(
     results: &Results,
     summaries: &[Summary],
-    scenario: &str,
+    scenario: Scenario,
 ) -> Vec<DotChart> {
     let all: Vec<&Summary> = summaries
         .iter()
@@ -189,7 +189,7 @@ fn limits_apart(summaries: &[Summary], rows: &[&Summary]) -> Vec<(String, f64)> 
     let mut limits: Vec<(String, f64)> = Vec::new();
     for summary in rows {
         if let Some(limit) = stats::limit_for(summaries, &summary.cell)
-            .filter(|limit| limit.cell.scenario == LIMITS_SCENARIO)
+            .filter(|limit| limit.cell.scenario == Scenario::Limits)
         {
             let label = format!(
                 "{} ({})",

@@ -150,12 +150,8 @@ where
     let y_label = move |y: &f64| -> String {
         // On a log axis plotters offers every multiple of each power of
         // ten: only 1, 2 and 5 of each decade are labelled.
-        if log_y && *y > 0.0 {
-            let mantissa = y / 10f64.powf(y.log10().floor());
-            let round = mantissa.round();
-            if (mantissa - round).abs() > 1e-6 || ![1.0, 2.0, 5.0, 10.0].contains(&round) {
-                return String::new();
-            }
+        if log_y && !super::line_chart::one_two_or_five(*y) {
+            return String::new();
         }
         compact(*y)
     };
@@ -224,18 +220,14 @@ fn compact(value: f64) -> String {
     if value == 0.0 {
         return "0".into();
     }
-    let text = if value.abs() >= 100.0 {
-        format!("{value:.0}")
+    let decimals = if value.abs() >= 100.0 {
+        0
     } else if value.abs() >= 1.0 {
-        format!("{value:.2}")
+        2
     } else {
-        format!("{value:.3}")
+        3
     };
-    if text.contains('.') {
-        text.trim_end_matches('0').trim_end_matches('.').to_string()
-    } else {
-        text
-    }
+    super::line_chart::trimmed(value, decimals)
 }
 
 #[cfg(test)]

@@ -8,17 +8,17 @@ use std::path::{Path, PathBuf};
 use plotters::prelude::*;
 
 use super::contenders::{FIG6_SIZES, IPERF3, IPERF3_INTO_FILE};
-use super::{HostResults, HostTiming};
+use super::{HostPart, HostResults, HostTiming};
 
 const GIB: f64 = (1u64 << 30) as f64;
 
 /// The row the others are compared with in the main part.
 const REFERENCE: &str = "flexio get";
 
-fn groups(timings: &[HostTiming]) -> Vec<(String, String)> {
-    let mut groups: Vec<(String, String)> = Vec::new();
+fn groups(timings: &[HostTiming]) -> Vec<(HostPart, String)> {
+    let mut groups: Vec<(HostPart, String)> = Vec::new();
     for t in timings {
-        let key = (t.part.clone(), t.workload.clone());
+        let key = (t.part, t.workload.clone());
         if !groups.contains(&key) {
             groups.push(key);
         }
@@ -26,7 +26,7 @@ fn groups(timings: &[HostTiming]) -> Vec<(String, String)> {
     groups
 }
 
-fn rows<'a>(timings: &'a [HostTiming], part: &str, workload: &str) -> Vec<&'a HostTiming> {
+fn rows<'a>(timings: &'a [HostTiming], part: HostPart, workload: &str) -> Vec<&'a HostTiming> {
     timings
         .iter()
         .filter(|t| t.part == part && t.workload == workload)
@@ -46,9 +46,9 @@ fn find<'a>(rows: &[&'a HostTiming], prefix: &str) -> Option<&'a HostTiming> {
 pub fn table(results: &HostResults) -> String {
     let mut text = format!("link: {}\n", results.link);
     for (part, workload) in groups(&results.timings) {
-        let rows = rows(&results.timings, &part, &workload);
+        let rows = rows(&results.timings, part, &workload);
         let Some(first) = rows.first() else { continue };
-        let reference = if part == "host-to-host" {
+        let reference = if part == HostPart::HostToHost {
             find(&rows, REFERENCE).map(HostTiming::median)
         } else {
             rows.iter()
@@ -69,7 +69,7 @@ pub fn table(results: &HostResults) -> String {
             "min s",
             "max s",
             "GiB/s",
-            if part == "host-to-host" {
+            if part == HostPart::HostToHost {
                 "÷ flexio"
             } else {
                 "÷ best"
@@ -119,12 +119,12 @@ fn targets(timings: &[HostTiming]) -> String {
     let mut text = String::from(
         "\ntargets (speed of flexio get over the peer's; CPU: flexio serve's over nginx's):\n",
     );
-    let main: Vec<(String, String)> = groups(timings)
+    let main: Vec<(HostPart, String)> = groups(timings)
         .into_iter()
-        .filter(|g| g.0 == "host-to-host")
+        .filter(|g| g.0 == HostPart::HostToHost)
         .collect();
     let line = |workload: &str, peer: &str, goal: f64| -> String {
-        let rows = rows(timings, "host-to-host", workload);
+        let rows = rows(timings, HostPart::HostToHost, workload);
         match (find(&rows, REFERENCE), find(&rows, peer)) {
             (Some(flexio), Some(other)) => {
                 let ratio = other.median() / flexio.median();
@@ -142,7 +142,7 @@ fn targets(timings: &[HostTiming]) -> String {
     text += &line(file, IPERF3, 0.9);
     // Not a target: the same link with the same sink, which bounds any
     // copy of a file however it is sent.
-    let rows_of_file = rows(timings, "host-to-host", file);
+    let rows_of_file = rows(timings, HostPart::HostToHost, file);
     if let (Some(flexio), Some(limit)) = (
         find(&rows_of_file, REFERENCE),
         find(&rows_of_file, IPERF3_INTO_FILE),
@@ -156,7 +156,7 @@ fn targets(timings: &[HostTiming]) -> String {
     text += &line("tree B", "rsync daemon", 2.0);
     text += &line("tree B", "tar | nc", 1.0);
     text += &line("tree A", "tar | nc", 1.0);
-    let rows = rows(timings, "host-to-host", file);
+    let rows = rows(timings, HostPart::HostToHost, file);
     for (ours, theirs, client) in [
         ("curl (flexio serve)", "curl (nginx)", "both under curl"),
         (
@@ -193,17 +193,12 @@ type Draw = fn(&mut String, &HostResults) -> Drawn;
 /// A chart that cannot be drawn or written.
 pub fn write_charts(results: &HostResults, out: &Path) -> io::Result<Vec<PathBuf>> {
     let mut written = Vec::new();
-    let charts: [(&str, Draw); 3] = [
-        ("host-to-host.svg", draw_main),
-        ("host-fig5.svg", draw_fig5),
-        ("host-fig6.svg", draw_fig6),
+    let charts: [(&str, HostPart, Draw); 3] = [
+        ("host-to-host.svg", HostPart::HostToHost, draw_main),
+        ("host-fig5.svg", HostPart::Fig5, draw_fig5),
+        ("host-fig6.svg", HostPart::Fig6, draw_fig6),
     ];
-    for (name, draw) in charts {
-        let part = match name {
-            "host-to-host.svg" => "host-to-host",
-            "host-fig5.svg" => "fig5",
-            _ => "fig6",
-        };
+    for (name, part, draw) in charts {
         if !results
             .timings
             .iter()
@@ -231,7 +226,7 @@ fn counted(rows: Vec<&HostTiming>) -> Vec<&HostTiming> {
 fn draw_main(svg: &mut String, results: &HostResults) -> Drawn {
     let workloads: Vec<String> = groups(&results.timings)
         .into_iter()
-        .filter(|g| g.0 == "host-to-host")
+        .filter(|g| g.0 == HostPart::HostToHost)
         .map(|g| g.1)
         .collect();
     let height = 60 + workloads.len() as u32 * 260;
@@ -245,7 +240,7 @@ fn draw_main(svg: &mut String, results: &HostResults) -> Drawn {
     ))?;
     let panels = body.split_evenly((workloads.len().max(1), 1));
     for (panel, workload) in panels.iter().zip(&workloads) {
-        let rows = counted(rows(&results.timings, "host-to-host", workload));
+        let rows = counted(rows(&results.timings, HostPart::HostToHost, workload));
         let rate = |seconds: f64, bytes: u64| bytes as f64 / GIB / seconds;
         let top = rows
             .iter()
@@ -327,14 +322,14 @@ const PALETTE: [RGBColor; 12] = [
 fn draw_fig5(svg: &mut String, results: &HostResults) -> Drawn {
     let workloads: Vec<String> = groups(&results.timings)
         .into_iter()
-        .filter(|g| g.0 == "fig5")
+        .filter(|g| g.0 == HostPart::Fig5)
         .map(|g| g.1)
         .collect();
     let fig: Vec<&HostTiming> = counted(
         results
             .timings
             .iter()
-            .filter(|t| t.part == "fig5")
+            .filter(|t| t.part == HostPart::Fig5)
             .collect(),
     );
     let mut series: Vec<String> = Vec::new();
@@ -451,7 +446,7 @@ fn draw_fig6(svg: &mut String, results: &HostResults) -> Drawn {
         results
             .timings
             .iter()
-            .filter(|t| t.part == "fig6")
+            .filter(|t| t.part == HostPart::Fig6)
             .collect(),
     );
     let top = fig.iter().map(|t| t.median()).fold(0.0, f64::max) * 1.15;

@@ -60,9 +60,7 @@ fn flexio_flow<'f>(flow: Flow<'f>, entrant: &Entrant, profile: Option<&'f Profil
 
 /// The window's measurement with what ran and what decided it.
 fn closed(window: Window, report: &Report) -> Measured {
-    let mut measured = window.close(report.bytes, Some(report.mechanism_used.as_str()));
-    measured.decided_by = Some(report.decided_by.clone());
-    measured
+    window.close_after(report.measured.bytes, Some(report))
 }
 
 impl CellContext {
@@ -252,7 +250,9 @@ impl CellContext {
                 }
                 false => self.memory_run(entrant, 1)?,
             };
-            self.reps[i] = WANTED_NS.div_ceil(once.wall_ns.max(1)).clamp(1, 1 << 22);
+            self.reps[i] = WANTED_NS
+                .div_ceil(once.measurement.wall_ns.max(1))
+                .clamp(1, 1 << 22);
         }
         Ok(())
     }
@@ -334,14 +334,14 @@ impl CellContext {
         }
         let expected = match self.scenario {
             Scenario::Memory | Scenario::FileToFile => size * self.reps[i],
-            _ if matches!(entrant, Entrant::Limit(_)) => measured.bytes,
+            _ if matches!(entrant, Entrant::Limit(_)) => measured.measurement.bytes,
             Scenario::Parallel => size * u64::from(cell.key.flows),
             _ => size,
         };
-        if measured.bytes != expected {
+        if measured.measurement.bytes != expected {
             return Err(io::Error::other(format!(
                 "moved {} bytes, expected {expected}",
-                measured.bytes
+                measured.measurement.bytes
             )));
         }
         Ok((measured, resident, None))

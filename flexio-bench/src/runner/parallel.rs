@@ -103,15 +103,14 @@ pub(super) fn run<'s>(
         None => outcomes
             .iter()
             .filter_map(|r| r.as_ref().ok())
-            .map(|(report, _, _)| report.bytes)
+            .map(|(report, _, _)| report.measured.bytes)
             .sum(),
     };
     let first = outcomes
         .iter()
         .find_map(|r| r.as_ref().ok())
         .map(|(r, _, _)| r);
-    let mut measured = window.close(bytes, first.map(|r| r.mechanism_used.as_str()));
-    measured.decided_by = first.map(|r| r.decided_by.clone());
+    let mut measured = window.close_after(bytes, first);
     if net.is_some() {
         // The senders' threads, not the receivers that stand in for the
         // other machine.
@@ -125,7 +124,7 @@ pub(super) fn run<'s>(
             cpu.minor_faults += used.minor_faults;
             cpu.major_faults += used.major_faults;
         }
-        measured.cpu = cpu;
+        measured.charge(&cpu);
     }
     let rate = |bytes: u64, done: Instant| {
         bytes as f64 / done.duration_since(started).as_secs_f64().max(1e-9)
@@ -139,7 +138,7 @@ pub(super) fn run<'s>(
         None => outcomes
             .iter()
             .filter_map(|r| r.as_ref().ok())
-            .map(|(report, _, done)| rate(report.bytes, *done))
+            .map(|(report, _, done)| rate(report.measured.bytes, *done))
             .collect(),
     };
     for outcome in outcomes {

@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::{best_peer, median, Summary};
-use crate::model::{CellKey, Contender};
+use crate::model::{CellKey, Contender, Scenario};
 
 /// How `auto` fared in a set of cells (a scenario, or the whole run).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -90,17 +90,17 @@ pub fn auto_verdicts(summaries: &[Summary]) -> Vec<AutoVerdict> {
             median_to_builtin: collect_median(to_builtin),
         })
     };
-    let mut scenarios: Vec<&str> = Vec::new();
+    let mut scenarios: Vec<Scenario> = Vec::new();
     for summary in summaries {
-        if !scenarios.contains(&summary.cell.scenario.as_str()) {
-            scenarios.push(&summary.cell.scenario);
+        if !scenarios.contains(&summary.cell.scenario) {
+            scenarios.push(summary.cell.scenario);
         }
     }
     let mut verdicts: Vec<AutoVerdict> = scenarios
         .iter()
         .filter_map(|scenario| {
             verdict(
-                scenario,
+                scenario.name(),
                 summaries
                     .iter()
                     .filter(|s| s.cell.scenario == *scenario)

@@ -45,6 +45,67 @@ pub struct Delta {
     pub major_faults: u64,
 }
 
+/// What a timed window measured of a transfer: the fields a flow's
+/// [`Report`](crate::Report) and a bench run's record both carry, listed
+/// once here and flattened into each, so their JSON keeps these names.
+/// Integer fields carry their unit in their name.
+///
+/// # Examples
+/// ```
+/// use flexio::measure::Measurement;
+/// let moved = Measurement { bytes: 1 << 30, wall_ns: 500_000_000, cpu_user_ns: 100_000_000,
+///     cpu_sys_ns: 400_000_000, host_cpu_busy_ns: 900_000_000 };
+/// assert_eq!(moved.bytes_per_s(), 2.0 * (1u64 << 30) as f64);
+/// assert_eq!(moved.cpu_seconds_per_gib(), 0.5);
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Measurement {
+    /// Bytes moved (all flows of the window together).
+    pub bytes: u64,
+    /// Wall time of the timed window.
+    pub wall_ns: u64,
+    /// CPU time in user mode charged to the window (getrusage).
+    pub cpu_user_ns: u64,
+    /// CPU time in the kernel charged to the window.
+    pub cpu_sys_ns: u64,
+    /// CPU time the whole host was busy over the window, all CPUs
+    /// (`/proc/stat`, in 1/USER_HZ steps).
+    pub host_cpu_busy_ns: u64,
+}
+
+impl Measurement {
+    /// `bytes` moved over the window `delta` describes, its CPU charged
+    /// to the whole process.
+    pub fn of(bytes: u64, delta: &Delta) -> Self {
+        Measurement {
+            bytes,
+            wall_ns: delta.wall_ns,
+            cpu_user_ns: delta.cpu_user_ns,
+            cpu_sys_ns: delta.cpu_sys_ns,
+            host_cpu_busy_ns: delta.host_busy_ns,
+        }
+    }
+
+    /// Throughput in bytes per second of wall time (0 for an empty window).
+    pub fn bytes_per_s(&self) -> f64 {
+        if self.wall_ns == 0 {
+            0.0
+        } else {
+            self.bytes as f64 * 1e9 / self.wall_ns as f64
+        }
+    }
+
+    /// CPU seconds (user + system) per GiB moved (0 when nothing moved).
+    pub fn cpu_seconds_per_gib(&self) -> f64 {
+        if self.bytes == 0 {
+            return 0.0;
+        }
+        (self.cpu_user_ns + self.cpu_sys_ns) as f64
+            / 1e9
+            / (self.bytes as f64 / (1u64 << 30) as f64)
+    }
+}
+
 impl Sample {
     /// Reads the clocks and counters now.
     pub fn now() -> Self {

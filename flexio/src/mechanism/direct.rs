@@ -23,14 +23,12 @@
 //! One aligned buffer serves the whole flow; it is kept in the flow's
 //! scratch space, so nothing is allocated per chunk.
 
-use std::os::fd::BorrowedFd;
-
 use rustix::event::PollFlags;
 use rustix::io::Errno;
 
 use super::direct_io::{
     align_down, align_up, common_block, enable_sides, is_direct_capable, reserve_direct_sink,
-    DirectMode,
+    DirectSides,
 };
 use super::io::write_sink;
 use super::transfer::Side;
@@ -80,11 +78,13 @@ fn run(t: &mut Transfer<'_>) -> Result<(), Stop> {
     let chunk = align_up(t.len_cap(t.params.chunk).max(1), block);
     let mut buffer = take_buffer(t, block + chunk, block.max(4096));
     let mut copy = DirectCopy {
-        source_fd,
-        sink_fd,
+        sides: DirectSides {
+            source_fd,
+            sink_fd,
+            source_mode: source_mode.as_ref(),
+            sink_mode: sink_mode.as_mut(),
+        },
         source_direct,
-        source_mode: source_mode.as_ref(),
-        sink_mode: sink_mode.as_mut(),
         block,
         chunk,
         pending: 0,
@@ -116,35 +116,15 @@ fn take_buffer(t: &mut Transfer<'_>, len: usize, align: usize) -> AlignedBuffer 
 /// flow right after the transfer's position. A direct source is read into
 /// the part after the first block, so that the read lands aligned.
 struct DirectCopy<'fd, 'm> {
-    source_fd: BorrowedFd<'fd>,
-    sink_fd: BorrowedFd<'fd>,
+    /// The descriptors, and where to read and write them now.
+    sides: DirectSides<'fd, 'm>,
     source_direct: bool,
-    /// Present while the source reads with `O_DIRECT` from this run.
-    source_mode: Option<&'m DirectMode<'fd>>,
-    sink_mode: Option<&'m mut DirectMode<'fd>>,
     block: usize,
     chunk: usize,
     pending: usize,
 }
 
 impl DirectCopy<'_, '_> {
-    /// Where the source is read: its direct descriptor while it has one.
-    fn source_read_fd(&self) -> BorrowedFd<'_> {
-        self.source_mode.map_or(self.source_fd, DirectMode::fd)
-    }
-
-    /// Where the sink is written: its direct descriptor while direct, the
-    /// flow's own after it went buffered.
-    fn sink_write_fd(&self) -> BorrowedFd<'_> {
-        self.sink_mode
-            .as_deref()
-            .map_or(self.sink_fd, DirectMode::fd)
-    }
-
-    fn sink_is_direct(&self) -> bool {
-        self.sink_mode.as_ref().is_some_and(|mode| mode.is_direct())
-    }
-
     fn run(&mut self, t: &mut Transfer<'_>, buf: &mut [u8]) -> Result<(), Stop> {
         loop {
             let owed = t.remaining.map(|left| left - self.pending as u64);
@@ -161,7 +141,7 @@ impl DirectCopy<'_, '_> {
                 self.flush(t, &buf[..self.pending])?;
                 return t.source_ended();
             }
-            if self.sink_is_direct() {
+            if self.sides.sink_direct() {
                 self.write_blocks(t, buf, start, got)?;
             } else {
                 write_sink(t, &buf[start..start + got])?;
@@ -190,7 +170,7 @@ impl DirectCopy<'_, '_> {
         let area = &mut buf[self.block..self.block + want];
         let n = loop {
             t.counters.syscalls += 1;
-            match rustix::io::pread(self.source_read_fd(), &mut *area, aligned) {
+            match rustix::io::pread(self.sides.source_read_fd(), &mut *area, aligned) {
                 Ok(n) => break n,
                 Err(Errno::INTR) => continue,
                 Err(errno) => {
@@ -220,8 +200,8 @@ impl DirectCopy<'_, '_> {
         loop {
             t.counters.syscalls += 1;
             let result = match offset {
-                Some(at) => rustix::io::pread(self.source_read_fd(), &mut *area, at),
-                None => rustix::io::read(self.source_fd, &mut *area),
+                Some(at) => rustix::io::pread(self.sides.source_read_fd(), &mut *area, at),
+                None => rustix::io::read(self.sides.source_fd, &mut *area),
             };
             match result {
                 Ok(n) => {
@@ -232,7 +212,7 @@ impl DirectCopy<'_, '_> {
                 }
                 Err(Errno::INTR) => continue,
                 Err(Errno::AGAIN) => t
-                    .wait_ready(self.source_fd, PollFlags::IN, Side::Source)
+                    .wait_ready(self.sides.source_fd, PollFlags::IN, Side::Source)
                     .map_err(|stop| past_pending(stop, start as u64))?,
                 Err(errno) => return Err(t.failed("read", Side::Source, errno)),
             }
@@ -264,7 +244,7 @@ impl DirectCopy<'_, '_> {
         let rest = total - written;
         buf.copy_within(from + written..from + total, 0);
         self.pending = rest;
-        if !self.sink_is_direct() {
+        if !self.sides.sink_direct() {
             // A short direct write left the sink unaligned; it is buffered
             // from here on.
             self.flush(t, &buf[..rest])?;
@@ -285,7 +265,7 @@ impl DirectCopy<'_, '_> {
         let mut done = 0;
         while done < whole {
             t.counters.syscalls += 1;
-            match rustix::io::pwrite(self.sink_write_fd(), &bytes[done..whole], t.sink_pos) {
+            match rustix::io::pwrite(self.sides.sink_write_fd(), &bytes[done..whole], t.sink_pos) {
                 Ok(0) => return Err(t.failed("pwrite(O_DIRECT)", Side::Sink, Errno::NOSPC)),
                 Ok(n) => {
                     t.advance(n as u64);
@@ -321,7 +301,7 @@ impl DirectCopy<'_, '_> {
     }
 
     fn go_buffered(&mut self, t: &mut Transfer<'_>) -> Result<(), Stop> {
-        if let Some(mode) = self.sink_mode.as_mut() {
+        if let Some(mode) = self.sides.sink_mode.as_mut() {
             if mode.is_direct() {
                 t.counters.syscalls += 1;
                 mode.restore()

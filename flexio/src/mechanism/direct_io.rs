@@ -261,6 +261,37 @@ pub(crate) fn align_up(value: usize, align: usize) -> usize {
     value.div_ceil(align) * align
 }
 
+/// A run's two descriptors and the `O_DIRECT` it set on them: where the
+/// source is read and the sink written at each moment of the run.
+pub(crate) struct DirectSides<'fd, 'm> {
+    pub source_fd: BorrowedFd<'fd>,
+    pub sink_fd: BorrowedFd<'fd>,
+    /// Present while the source reads with `O_DIRECT` from this run.
+    pub source_mode: Option<&'m DirectMode<'fd>>,
+    /// Present while the sink has `O_DIRECT` from this run.
+    pub sink_mode: Option<&'m mut DirectMode<'fd>>,
+}
+
+impl DirectSides<'_, '_> {
+    /// Where the source is read: its direct descriptor while it has one.
+    pub fn source_read_fd(&self) -> BorrowedFd<'_> {
+        self.source_mode.map_or(self.source_fd, DirectMode::fd)
+    }
+
+    /// Where the sink is written: its direct descriptor while direct, the
+    /// flow's own after it went buffered.
+    pub fn sink_write_fd(&self) -> BorrowedFd<'_> {
+        self.sink_mode
+            .as_deref()
+            .map_or(self.sink_fd, DirectMode::fd)
+    }
+
+    /// Whether the sink is written with `O_DIRECT` now.
+    pub fn sink_direct(&self) -> bool {
+        self.sink_mode.as_ref().is_some_and(|mode| mode.is_direct())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -439,8 +439,8 @@ pub fn run_in_child(
 /// Checks what every successful flow must report: the bytes, the mechanism
 /// asked for, and that it ran without a fallback.
 pub fn check_report(report: &Report, mechanism: MechanismName, bytes: u64) -> Result<(), String> {
-    if report.bytes != bytes {
-        return Err(format!("report.bytes {} != {bytes}", report.bytes));
+    if report.measured.bytes != bytes {
+        return Err(format!("report.bytes {} != {bytes}", report.measured.bytes));
     }
     if report.mechanism_requested != mechanism {
         return Err(format!(

@@ -66,12 +66,12 @@ impl CellContext {
                         .fsync(durable)
                         .run()
                         .map_err(other)?;
-                    bytes += report.bytes;
+                    bytes += report.measured.bytes;
                     last = Some(report);
                 }
                 let report = last.ok_or_else(|| other("no copy ran"))?;
                 let mut measured = closed(window, &report);
-                measured.bytes = bytes;
+                measured.measurement.bytes = bytes;
                 Ok(measured)
             }
             Entrant::Peer(_) | Entrant::Process { .. } => {
@@ -87,7 +87,7 @@ impl CellContext {
                     peers::check_status(&spec.name, status)?;
                 }
                 let mut measured = window.close(0, None);
-                measured.bytes = sinks
+                measured.measurement.bytes = sinks
                     .iter()
                     .map(|sink| std::fs::metadata(sink).map_or(0, |m| m.len()))
                     .sum();
@@ -229,7 +229,7 @@ impl CellContext {
                 let mut measured = window.close(bytes, None);
                 // The peer's window starts at the connection: its start-up
                 // and the sender's connection retries are outside it.
-                measured.wall_ns = end.duration_since(connected).as_nanos() as u64;
+                measured.measurement.wall_ns = end.duration_since(connected).as_nanos() as u64;
                 peers::check_status(&spec.name, status)?;
                 Ok(measured)
             }
@@ -445,12 +445,7 @@ fn stream_measured(
     sent: &io::Result<Option<Report>>,
 ) -> Measured {
     let report = sent.as_ref().ok().and_then(Option::as_ref);
-    let mut measured = window.close(
-        *received.as_ref().unwrap_or(&0),
-        report.map(|r| r.mechanism_used.as_str()),
-    );
-    measured.decided_by = report.map(|r| r.decided_by.clone());
-    measured
+    window.close_after(*received.as_ref().unwrap_or(&0), report)
 }
 
 /// The error for a limit probe placed in a cell of another scenario.
