@@ -103,24 +103,44 @@ fn serve_refuses_a_non_loopback_address_without_public() {
     assert!(String::from_utf8_lossy(&output.stderr).contains("--public"));
 }
 
-#[test]
-fn put_with_a_token_file_then_get_it_back() {
+/// `flexio put SOURCE TARGET --token-file TOKEN`, to run or add to.
+fn put(source: &std::path::Path, target: &str, token: &std::path::Path) -> std::process::Command {
+    let mut command = flexio();
+    command
+        .arg("put")
+        .arg(source)
+        .arg(target)
+        .arg("--token-file")
+        .arg(token);
+    command
+}
+
+/// A `flexio serve` of a new directory taking uploads with a token file:
+/// the server, its URL, the served and the work directories, the token.
+fn serve_for_uploads() -> (
+    Serving,
+    String,
+    tempfile::TempDir,
+    tempfile::TempDir,
+    std::path::PathBuf,
+) {
     let served = tempfile::tempdir().unwrap();
     let work = tempfile::tempdir().unwrap();
     let token = work.path().join("token");
     std::fs::write(&token, "cli-token-0123456789abcdef\n").unwrap();
-    let (_server, url) = serve(served.path(), &["--token-file", token.to_str().unwrap()]);
+    let (server, url) = serve(served.path(), &["--token-file", token.to_str().unwrap()]);
+    (server, url, served, work, token)
+}
+
+#[test]
+fn put_with_a_token_file_then_get_it_back() {
+    let (_server, url, served, work, token) = serve_for_uploads();
     let source = work.path().join("up.bin");
     let data: Vec<u8> = (0..(2 << 20) + 3)
         .map(|i: usize| (i * 7 % 253) as u8)
         .collect();
     std::fs::write(&source, &data).unwrap();
-    let output = flexio()
-        .arg("put")
-        .arg(&source)
-        .arg(format!("{url}/up.bin"))
-        .arg("--token-file")
-        .arg(&token)
+    let output = put(&source, &format!("{url}/up.bin"), &token)
         .output()
         .unwrap();
     assert!(
@@ -131,12 +151,7 @@ fn put_with_a_token_file_then_get_it_back() {
     assert!(String::from_utf8_lossy(&output.stdout).contains("created"));
     assert!(std::fs::read(served.path().join("up.bin")).unwrap() == data);
     std::fs::write(&token, "wrong-token-0123456789abcdef\n").unwrap();
-    let refused = flexio()
-        .arg("put")
-        .arg(&source)
-        .arg(format!("{url}/other.bin"))
-        .arg("--token-file")
-        .arg(&token)
+    let refused = put(&source, &format!("{url}/other.bin"), &token)
         .output()
         .unwrap();
     assert_eq!(refused.status.code(), Some(1));
@@ -382,11 +397,7 @@ fn journaled_bytes(dir: &std::path::Path) -> u64 {
 /// most those in flight at the kill come again), and the file is whole.
 #[test]
 fn put_resumes_after_kill_9_sending_only_what_is_missing() {
-    let served = tempfile::tempdir().unwrap();
-    let work = tempfile::tempdir().unwrap();
-    let token = work.path().join("token");
-    std::fs::write(&token, "cli-token-0123456789abcdef\n").unwrap();
-    let (_server, url) = serve(served.path(), &["--token-file", token.to_str().unwrap()]);
+    let (_server, url, served, work, token) = serve_for_uploads();
     let source = work.path().join("big.bin");
     let total = 16u64 << 20;
     let data: Vec<u8> = (0..total as usize).map(|i| (i * 31 % 253) as u8).collect();
@@ -437,22 +448,13 @@ fn put_resumes_after_kill_9_sending_only_what_is_missing() {
 /// what it made and skipped; a failed entry makes the exit status 1.
 #[test]
 fn put_of_a_directory_uploads_the_tree() {
-    let served = tempfile::tempdir().unwrap();
-    let work = tempfile::tempdir().unwrap();
-    let token = work.path().join("token");
-    std::fs::write(&token, "cli-token-0123456789abcdef\n").unwrap();
-    let (_server, url) = serve(served.path(), &["--token-file", token.to_str().unwrap()]);
+    let (_server, url, served, work, token) = serve_for_uploads();
     let tree = work.path().join("tree");
     std::fs::create_dir_all(tree.join("sub")).unwrap();
     std::fs::write(tree.join("a"), b"alpha").unwrap();
     std::fs::write(tree.join("sub/b"), vec![7u8; 100_000]).unwrap();
     std::os::unix::fs::symlink("a", tree.join("link")).unwrap();
-    let output = flexio()
-        .arg("put")
-        .arg(&tree)
-        .arg(format!("{url}/copy"))
-        .arg("--token-file")
-        .arg(&token)
+    let output = put(&tree, &format!("{url}/copy"), &token)
         .args(["--streams", "2", "--json"])
         .output()
         .unwrap();
@@ -476,12 +478,7 @@ fn put_of_a_directory_uploads_the_tree() {
     std::fs::write(tree.join("blocked/inside"), b"x").unwrap();
     std::fs::create_dir(served.path().join("copy2")).unwrap();
     std::fs::write(served.path().join("copy2/blocked"), b"a file").unwrap();
-    let output = flexio()
-        .arg("put")
-        .arg(&tree)
-        .arg(format!("{url}/copy2/"))
-        .arg("--token-file")
-        .arg(&token)
+    let output = put(&tree, &format!("{url}/copy2/"), &token)
         .output()
         .unwrap();
     assert_eq!(output.status.code(), Some(1));
