@@ -67,6 +67,10 @@ fn worker_counts() -> Vec<usize> {
     counts
 }
 
+/// The error of a tune stopped on request (Ctrl-C) between two copies;
+/// the scratch directory is removed all the same.
+pub const STOPPED: &str = "stopped on request";
+
 /// One setting's runs.
 struct Setting {
     jobs: usize,
@@ -96,15 +100,19 @@ impl Setting {
 
 /// Measures the plan in a scratch directory under `dir` (removed after)
 /// and returns the settings chosen for `filesystem`. `say` receives one
-/// line per step.
+/// line per step; `stop` is asked before every copy, and a `true` ends
+/// the tune with [`STOPPED`].
 ///
 /// # Errors
-/// The scratch tree cannot be made, or a copy fails.
+/// The scratch tree cannot be made, a copy fails, or [`STOPPED`].
 ///
 /// # Example
 /// ```no_run
 /// use flexio_bench::tune_tree::{tune_tree, TreeTunePlan};
-/// let tree = tune_tree(std::path::Path::new("/tmp"), "ext4", &TreeTunePlan::quick(), &mut |line| eprintln!("{line}")).unwrap();
+/// let tree = tune_tree(
+///     std::path::Path::new("/tmp"), "ext4", &TreeTunePlan::quick(),
+///     &mut |line| eprintln!("{line}"), &mut || false,
+/// ).unwrap();
 /// assert!(tree.jobs >= 1);
 /// ```
 pub fn tune_tree(
@@ -112,6 +120,7 @@ pub fn tune_tree(
     filesystem: &str,
     plan: &TreeTunePlan,
     say: &mut dyn FnMut(&str),
+    stop: &mut dyn FnMut() -> bool,
 ) -> Result<TreeProfile, String> {
     let scratch = tempfile::Builder::new()
         .prefix(".flexio-tune-tree-")
@@ -137,7 +146,7 @@ pub fn tune_tree(
         })
         .collect();
     copy(default_jobs(), DEFAULT_BATCH)?; // warm-up: caches, allocator, directories
-    measure(&mut by_jobs, plan.rounds, &copy)?;
+    measure(&mut by_jobs, plan.rounds, &copy, stop)?;
     let jobs = choose(&by_jobs, files, |s| s.jobs == default_jobs()).jobs;
 
     say(&format!(
@@ -153,7 +162,7 @@ pub fn tune_tree(
             seconds: Vec::new(),
         })
         .collect();
-    measure(&mut by_batch, plan.rounds, &copy)?;
+    measure(&mut by_batch, plan.rounds, &copy, stop)?;
     let batch = choose(&by_batch, files, |s| s.batch == DEFAULT_BATCH).batch;
 
     let points = by_jobs
@@ -171,14 +180,18 @@ pub fn tune_tree(
     })
 }
 
-/// Every setting once per round, in turn.
+/// Every setting once per round, in turn, unless stopped.
 fn measure(
     settings: &mut [Setting],
     rounds: usize,
     copy: &dyn Fn(usize, usize) -> Result<f64, String>,
+    stop: &mut dyn FnMut() -> bool,
 ) -> Result<(), String> {
     for _ in 0..rounds.max(1) {
         for setting in settings.iter_mut() {
+            if stop() {
+                return Err(STOPPED.into());
+            }
             setting.seconds.push(copy(setting.jobs, setting.batch)?);
         }
     }
@@ -291,10 +304,8 @@ mod tests {
             batches: vec![1, 16],
         };
         let mut lines = Vec::new();
-        let tree = tune_tree(dir.path(), "testfs", &plan, &mut |l| {
-            lines.push(l.to_string())
-        })
-        .unwrap();
+        let mut say = |l: &str| lines.push(l.to_string());
+        let tree = tune_tree(dir.path(), "testfs", &plan, &mut say, &mut || false).unwrap();
         assert_eq!(tree.filesystem, "testfs");
         assert_eq!((tree.files, tree.file_bytes), (100, 4096));
         assert!([1, 2].contains(&tree.jobs));
@@ -303,6 +314,25 @@ mod tests {
         assert!(tree.points.iter().all(|p| p.files_per_second > 0.0));
         assert!(tree.validate().is_ok());
         assert_eq!(lines.len(), 2);
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn a_tune_stopped_on_request_ends_between_copies_and_leaves_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let plan = TreeTunePlan {
+            scale: 0.005,
+            rounds: 3,
+            jobs: vec![1, 2],
+            batches: vec![1, 16],
+        };
+        let mut asked = 0;
+        let result = tune_tree(dir.path(), "testfs", &plan, &mut |_| {}, &mut || {
+            asked += 1;
+            asked > 2
+        });
+        assert_eq!(result.unwrap_err(), STOPPED);
+        assert_eq!(asked, 3);
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
     }
 }

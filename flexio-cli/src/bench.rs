@@ -353,8 +353,9 @@ impl BarObserver {
         BarObserver { bar, stop }
     }
 
-    pub(crate) fn finish(self) {
-        if let Some(bar) = self.bar {
+    /// Clears the bar; Ctrl-C is still seen by `should_stop` after.
+    pub(crate) fn finish(&mut self) {
+        if let Some(bar) = self.bar.take() {
             bar.finish_and_clear();
         }
     }

@@ -9,7 +9,7 @@ use flexio::profile::default_profile_path;
 use flexio::Error;
 use flexio_bench::runner::RunOptions;
 use flexio_bench::tune::{self, TunePlan};
-use flexio_bench::tune_tree::{tune_tree, TreeTunePlan};
+use flexio_bench::tune_tree::{tune_tree, TreeTunePlan, STOPPED};
 
 use crate::bench::BarObserver;
 
@@ -87,7 +87,12 @@ pub fn run(args: TuneArgs) -> Result<(), Error> {
         )));
     }
     let mut profile = tuned.profile;
-    tune_tree_settings(&args, &mut profile);
+    if !tune_tree_settings(&args, &mut profile, &mut observer) {
+        return Err(Error::Usage(format!(
+            "stopped before the tree settings were measured; {} left as it was",
+            path.display()
+        )));
+    }
     profile
         .save(&path)
         .map_err(|e| Error::Usage(e.to_string()))?;
@@ -120,7 +125,12 @@ pub fn run(args: TuneArgs) -> Result<(), Error> {
 
 /// Measures the tree-copy settings on the tuned directory's file system
 /// and keeps them in `profile`; what cannot be measured becomes a note.
-fn tune_tree_settings(args: &TuneArgs, profile: &mut flexio::profile::Profile) {
+/// `false` when Ctrl-C stopped it (the profile is then not to be saved).
+fn tune_tree_settings(
+    args: &TuneArgs,
+    profile: &mut flexio::profile::Profile,
+    observer: &mut BarObserver,
+) -> bool {
     let plan = if args.full {
         TreeTunePlan::full()
     } else {
@@ -131,17 +141,21 @@ fn tune_tree_settings(args: &TuneArgs, profile: &mut flexio::profile::Profile) {
             "tree: the tuned directory's file system is unknown; tree copies use the defaults"
                 .into(),
         );
-        return;
+        return true;
     };
     let quiet = args.quiet;
-    match tune_tree(&args.dir, &mount.fs_type, &plan, &mut |line| {
+    let mut say = |line: &str| {
         if !quiet {
             eprintln!("{line}");
         }
-    }) {
+    };
+    let mut stop = || flexio_bench::runner::Observer::should_stop(observer);
+    match tune_tree(&args.dir, &mount.fs_type, &plan, &mut say, &mut stop) {
         Ok(tree) => profile.set_tree_settings(tree),
+        Err(error) if error == STOPPED => return false,
         Err(error) => profile.notes.push(format!(
             "tree: not measured ({error}); tree copies use the defaults"
         )),
     }
+    true
 }

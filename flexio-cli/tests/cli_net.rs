@@ -268,14 +268,9 @@ fn get_resume_after_kill_9_fetches_only_what_is_missing() {
         .unwrap();
     // Wait until three pieces are in the journal, then kill -9.
     let journal = out.path().join(".file.flexio-journal");
-    let started = std::time::Instant::now();
-    while std::fs::read_to_string(&journal).map_or(0, |j| j.lines().count()) < 4 {
-        assert!(
-            started.elapsed() < std::time::Duration::from_secs(20),
-            "the journal never grew"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+    wait_until("the journal never grew", || {
+        std::fs::read_to_string(&journal).map_or(0, |j| j.lines().count()) >= 4
+    });
     child.kill().unwrap();
     child.wait().unwrap();
     assert!(!dest.exists());
@@ -373,6 +368,18 @@ fn put_over_a_plain_link_is_signed_and_a_bearer_token_refused() {
     assert!(!served.path().join("bearer.bin").exists());
 }
 
+/// Polls `done` every 20 ms; fails with `why` after 30 s.
+fn wait_until(why: &str, mut done: impl FnMut() -> bool) {
+    let started = std::time::Instant::now();
+    while !done() {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(30),
+            "{why}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
 /// Bytes a ranged upload's journal in `dir` says have arrived (0 when
 /// there is none yet).
 fn journaled_bytes(dir: &std::path::Path) -> u64 {
@@ -420,14 +427,9 @@ fn put_resumes_after_kill_9_sending_only_what_is_missing() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let started = std::time::Instant::now();
-    while journaled_bytes(served.path()) < 2 << 20 {
-        assert!(
-            started.elapsed() < std::time::Duration::from_secs(30),
-            "no piece arrived"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+    wait_until("no piece arrived", || {
+        journaled_bytes(served.path()) >= 2 << 20
+    });
     child.kill().unwrap();
     child.wait().unwrap();
     let before = journaled_bytes(served.path());
