@@ -21,8 +21,13 @@ struct Slot {
     frame: AtomicU32,
 }
 
+/// One bucket on a cache line of its own: a lookup loads one line, never
+/// two (slots alone are only 16-byte aligned, so a bucket could straddle).
+#[repr(align(64))]
+struct Bucket([Slot; WAYS]);
+
 pub(crate) struct Hints {
-    slots: Box<[Slot]>,
+    buckets: Box<[Bucket]>,
     bucket_mask: usize,
 }
 
@@ -31,19 +36,20 @@ impl Hints {
     pub fn new(frames: usize) -> Hints {
         let buckets = (frames * 2 / WAYS).max(1).next_power_of_two();
         Hints {
-            slots: (0..buckets * WAYS)
-                .map(|_| Slot {
-                    tag: AtomicU64::new(0),
-                    frame: AtomicU32::new(0),
+            buckets: (0..buckets)
+                .map(|_| {
+                    Bucket(std::array::from_fn(|_| Slot {
+                        tag: AtomicU64::new(0),
+                        frame: AtomicU32::new(0),
+                    }))
                 })
                 .collect(),
             bucket_mask: buckets - 1,
         }
     }
 
-    fn bucket(&self, key: Key) -> &[Slot] {
-        let first = (mix(key) as usize & self.bucket_mask) * WAYS;
-        &self.slots[first..first + WAYS]
+    fn bucket(&self, key: Key) -> &[Slot; WAYS] {
+        &self.buckets[mix(key) as usize & self.bucket_mask].0
     }
 
     /// The frame hinted for `key`, if any (to be confirmed by the reader's
