@@ -5,8 +5,8 @@
 //! reader then sees the sequence number move and throws its copy away. For
 //! that race to be defined behaviour and not a data race, every copy that
 //! can overlap a write is a byte-wise atomic copy — the `AtomicPerByte`
-//! memcpy of Rust RFC 3301, done here in inline assembly on x86-64 (AVX-512
-//! or AVX vector moves, `rep movsb` for a tail, `rep stosb` to fill) and
+//! memcpy of Rust RFC 3301, done here in inline assembly on x86-64 (AVX
+//! vector moves, `rep movsb` for a tail, `rep stosb` to fill) and
 //! with relaxed `AtomicU8` accesses elsewhere. So:
 //!
 //! * [`Frames`] lives under the shard's lock: plain reads through `&self`
@@ -210,14 +210,7 @@ impl FrameReader {
 unsafe fn atomic_copy(dst: *mut u8, src: *const u8, len: usize) {
     let vectors = len & !(VECTOR_STEP - 1);
     let (mut dst, mut src, mut len) = (dst, src, len);
-    if vectors != 0 && std::arch::is_x86_feature_detected!("avx512f") {
-        // SAFETY: the CPU has AVX-512F (checked just above); the first
-        // `vectors` bytes are within the caller's ranges.
-        unsafe { atomic_copy_avx512(dst, src, vectors) };
-        // SAFETY: `vectors <= len`, so still within (or one past) the
-        // caller's ranges.
-        (dst, src, len) = unsafe { (dst.add(vectors), src.add(vectors), len - vectors) };
-    } else if vectors != 0 && std::arch::is_x86_feature_detected!("avx") {
+    if vectors != 0 && std::arch::is_x86_feature_detected!("avx") {
         // SAFETY: the CPU has AVX (checked just above); the first
         // `vectors` bytes are within the caller's ranges.
         unsafe { atomic_copy_avx(dst, src, vectors) };
@@ -277,42 +270,6 @@ unsafe fn atomic_copy_avx(dst: *mut u8, src: *const u8, len: usize) {
             "vmovdqu [rdi + 32], ymm1",
             "vmovdqu [rdi + 64], ymm2",
             "vmovdqu [rdi + 96], ymm3",
-            "add rsi, 128",
-            "add rdi, 128",
-            "sub rcx, 128",
-            "jnz 2b",
-            "vzeroupper",
-            inout("rcx") len => _,
-            inout("rsi") src => _,
-            inout("rdi") dst => _,
-            clobber_abi("C"),
-            options(nostack)
-        );
-    }
-}
-
-/// [`atomic_copy_avx`] with 64-byte AVX-512 moves: two loads then two
-/// stores a turn. Fewer, wider accesses for the same bytes, each byte
-/// still loaded and stored once by one instruction; glibc's `memcpy`
-/// takes the same width on these CPUs, so the hit's copy keeps up with
-/// the yardstick it is measured against.
-///
-/// # Safety
-/// The CPU has AVX-512F; otherwise as [`atomic_copy_avx`].
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f")]
-unsafe fn atomic_copy_avx512(dst: *mut u8, src: *const u8, len: usize) {
-    debug_assert!(len != 0 && len.is_multiple_of(VECTOR_STEP));
-    // SAFETY: as in `atomic_copy_avx`, with AVX-512F present (the
-    // caller's contract); `vzeroupper` clears the upper halves the zmm
-    // moves leave dirty.
-    unsafe {
-        std::arch::asm!(
-            "2:",
-            "vmovdqu64 zmm0, [rsi]",
-            "vmovdqu64 zmm1, [rsi + 64]",
-            "vmovdqu64 [rdi], zmm0",
-            "vmovdqu64 [rdi + 64], zmm1",
             "add rsi, 128",
             "add rdi, 128",
             "sub rcx, 128",
@@ -429,55 +386,6 @@ mod tests {
                     "{len} at {within}"
                 );
                 assert_eq!(out[len], 0, "{len} at {within}: wrote past the end");
-            }
-        }
-    }
-
-    /// `atomic_copy` takes the widest loop the CPU has, so the narrower
-    /// one is driven here directly, on every CPU that can run it.
-    #[cfg(target_arch = "x86_64")]
-    #[test]
-    fn each_vector_loop_copies_exactly_its_bytes() {
-        let bytes: Vec<u8> = (0..4096 + 64).map(|i| (i * 7 % 253) as u8 + 1).collect();
-        type VectorLoop = unsafe fn(*mut u8, *const u8, usize);
-        let loops: [(&str, bool, VectorLoop); 2] = [
-            (
-                "avx",
-                std::arch::is_x86_feature_detected!("avx"),
-                |d, s, n| {
-                    // SAFETY: run only where the CPU has AVX (the flag above);
-                    // the pointers are the test's own buffers.
-                    unsafe { super::atomic_copy_avx(d, s, n) }
-                },
-            ),
-            (
-                "avx512f",
-                std::arch::is_x86_feature_detected!("avx512f"),
-                |d, s, n| {
-                    // SAFETY: as above, for AVX-512F.
-                    unsafe { super::atomic_copy_avx512(d, s, n) }
-                },
-            ),
-        ];
-        for (name, present, copy) in loops {
-            if !present {
-                eprintln!("skipped: this CPU has no {name}");
-                continue;
-            }
-            for len in [128, 256, 384, 3968, 4096] {
-                for within in [0, 1, 32, 63] {
-                    let mut out = vec![0u8; len + 1];
-                    // SAFETY: `bytes` holds `within + len` bytes, `out`
-                    // `len + 1`, and they are separate allocations; the
-                    // CPU has the feature (checked above).
-                    unsafe { copy(out.as_mut_ptr(), bytes[within..].as_ptr(), len) };
-                    assert_eq!(
-                        &out[..len],
-                        &bytes[within..within + len],
-                        "{name}: {len} at {within}"
-                    );
-                    assert_eq!(out[len], 0, "{name}: {len} at {within}: wrote past the end");
-                }
             }
         }
     }
