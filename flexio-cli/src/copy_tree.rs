@@ -110,6 +110,7 @@ pub fn run(args: CopyArgs) -> Result<(), Error> {
         }
     }
     let destination = paths.pop().expect("at least two paths");
+    let paths = once_each(paths);
     let settings_from = choose_workers(&args, &destination, &mut options);
     let progress = Arc::new(TreeProgress::default());
     let mode = ProgressMode::choose(args.progress, args.no_progress, args.quiet || args.json);
@@ -143,6 +144,32 @@ pub fn run(args: CopyArgs) -> Result<(), Error> {
         offset: None,
         source: std::io::Error::other("failed (each is listed above)"),
     })
+}
+
+/// The sources with any repeat of an earlier one (the same file, by
+/// device and inode, however it is spelled) left out and warned about, as
+/// cp does: copying it twice would only fail on the second, which finds
+/// the first already in place.
+fn once_each(paths: Vec<std::path::PathBuf>) -> Vec<std::path::PathBuf> {
+    use std::os::unix::fs::MetadataExt;
+    let mut seen = std::collections::HashSet::new();
+    paths
+        .into_iter()
+        .filter(|path| {
+            // A source that cannot be read is kept: the copy reports it.
+            let Ok(meta) = std::fs::symlink_metadata(path) else {
+                return true;
+            };
+            let first = seen.insert((meta.dev(), meta.ino()));
+            if !first {
+                eprintln!(
+                    "flexio: warning: source {} specified more than once; copied once",
+                    path.display()
+                );
+            }
+            first
+        })
+        .collect()
 }
 
 fn tree_options(args: &CopyArgs) -> Result<TreeOptions, Error> {

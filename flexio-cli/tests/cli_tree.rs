@@ -48,6 +48,30 @@ fn several_sources_go_into_a_directory() {
 }
 
 #[test]
+fn a_source_given_twice_is_copied_once_with_a_warning() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    tree(&root.join("a"));
+    std::fs::write(root.join("f"), b"f").unwrap();
+    std::fs::create_dir(root.join("into")).unwrap();
+    // The same directory twice (once through "./"), and a file twice.
+    let output = flexio()
+        .current_dir(root)
+        .args(["copy", "-r", "-q", "a", "./a/", "f", "f", "into"])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    let err = stderr(&output);
+    assert_eq!(err.matches("specified more than once").count(), 2, "{err}");
+    assert_eq!(
+        std::fs::read(root.join("into/a/sub/deeper/low")).unwrap(),
+        b"low"
+    );
+    assert_eq!(std::fs::read(root.join("into/f")).unwrap(), b"f");
+    assert_eq!(names(&root.join("into")), ["a", "f"]);
+}
+
+#[test]
 fn a_directory_needs_r_and_r_copies_it_whole() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
