@@ -8,10 +8,12 @@ use std::time::{Duration, Instant};
 use rustix::event::{poll, PollFd, PollFlags, Timespec};
 use rustix::io::Errno;
 
+use super::io_uring::RingState;
 use crate::endpoint::EndpointKind;
 use crate::error::Error;
 use crate::pace::Pacer;
 use crate::params::Params;
+use crate::sys::aligned::AlignedBuffer;
 
 /// Why a mechanism stopped before the transfer was finished.
 #[derive(Debug)]
@@ -52,8 +54,25 @@ pub(crate) struct Scratch {
     pub buffer: Vec<u8>,
     /// The pipe splice moves through: (read end, write end, capacity).
     pub pipe: Option<(OwnedFd, OwnedFd, usize)>,
-    /// State a mechanism keeps for itself (an io_uring, aligned buffers).
-    pub extra: Option<Box<dyn std::any::Any + Send>>,
+    /// What the last mechanism that ran kept for itself.
+    pub kept: Kept,
+}
+
+/// State one mechanism keeps across the segments of a flow (a sparse
+/// file's data runs), named by the mechanism that keeps it, so a mechanism
+/// takes back its own kind and drops any other (after a fallback) without
+/// a downcast.
+#[derive(Default)]
+pub(crate) enum Kept {
+    /// Nothing kept (no mechanism that keeps state has run yet).
+    #[default]
+    Nothing,
+    /// `io-uring`: the ring, its registered buffers and the slot table
+    /// (boxed: the ring's handles are a few hundred bytes that every other
+    /// flow would carry).
+    Ring(Box<RingState>),
+    /// `direct`: the aligned buffer.
+    Aligned(AlignedBuffer),
 }
 
 /// Which side of the flow an error happened on.
@@ -85,17 +104,26 @@ impl Idle {
     }
 }
 
+/// The source of a [`Transfer`]: a descriptor, or the caller's memory.
+#[derive(Clone, Copy)]
+pub(crate) enum SourceSide<'t> {
+    Fd(BorrowedFd<'t>),
+    Memory(&'t [u8]),
+}
+
+/// The sink of a [`Transfer`]: a descriptor, or the caller's memory.
+pub(crate) enum SinkSide<'t> {
+    Fd(BorrowedFd<'t>),
+    Memory(&'t mut [u8]),
+}
+
 /// One contiguous run of bytes to move, and everything a mechanism needs to
 /// move it.
 pub(crate) struct Transfer<'t> {
-    /// The source descriptor, unless the source is memory.
-    pub source_fd: Option<BorrowedFd<'t>>,
-    /// The source bytes, when the source is memory.
-    pub source_memory: Option<&'t [u8]>,
-    /// The sink descriptor, unless the sink is memory.
-    pub sink_fd: Option<BorrowedFd<'t>>,
-    /// The sink bytes, when the sink is memory.
-    pub sink_memory: Option<&'t mut [u8]>,
+    /// Where the bytes come from.
+    pub source: SourceSide<'t>,
+    /// Where the bytes go.
+    pub sink: SinkSide<'t>,
     pub source_kind: EndpointKind,
     pub sink_kind: EndpointKind,
     /// The sink is a file opened with `O_APPEND`: every write lands at its
@@ -182,7 +210,10 @@ impl<'t> Transfer<'t> {
     /// size their requests once and then keep several in flight (io_uring,
     /// direct): their sizes came from [`Transfer::next_len`].
     pub fn pace(&mut self) {
-        let stream_sink = self.sink_fd.filter(|_| !self.sink_kind.is_seekable());
+        let stream_sink = match self.sink {
+            SinkSide::Fd(fd) if !self.sink_kind.is_seekable() => Some(fd),
+            _ => None,
+        };
         let Some(pacer) = self.pacer.as_deref_mut() else {
             return;
         };
@@ -303,14 +334,23 @@ impl<'t> Transfer<'t> {
     /// The source descriptor (mechanisms that serve only descriptor
     /// sources call this).
     pub fn source_fd(&self) -> BorrowedFd<'t> {
-        self.source_fd
-            .expect("mechanism declared it serves descriptor sources only")
+        match self.source {
+            SourceSide::Fd(fd) => fd,
+            SourceSide::Memory(_) => {
+                unreachable!("mechanism declared it serves descriptor sources only")
+            }
+        }
     }
 
-    /// The sink descriptor.
+    /// The sink descriptor (mechanisms that serve only descriptor sinks
+    /// call this).
     pub fn sink_fd(&self) -> BorrowedFd<'t> {
-        self.sink_fd
-            .expect("mechanism declared it serves descriptor sinks only")
+        match self.sink {
+            SinkSide::Fd(fd) => fd,
+            SinkSide::Memory(_) => {
+                unreachable!("mechanism declared it serves descriptor sinks only")
+            }
+        }
     }
 
     /// The source position to pass to a positional call, `None` for
