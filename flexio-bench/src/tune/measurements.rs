@@ -68,7 +68,7 @@ pub fn candidate_of(contender: &Contender) -> Option<Candidate> {
     else {
         return None;
     };
-    let mechanism: MechanismName = mechanism.parse().ok()?;
+    let mechanism = *mechanism;
     (mechanism != MechanismName::Auto).then_some(Candidate {
         mechanism,
         params: Params {
