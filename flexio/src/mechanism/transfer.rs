@@ -154,8 +154,15 @@ pub(crate) struct Transfer<'t> {
     pub pacer: Option<&'t mut Pacer>,
 }
 
+// The calls every mechanism makes per chunk (finished, next_len, len_cap,
+// advance, progressed, pace's check) are `#[inline]`: when transfer.rs
+// and the mechanisms landed in different codegen units after the reshape,
+// they stopped being inlined and a 64-byte memory flow cost 216 more
+// instructions (callgrind, 3972 -> 4188 per flow; 3% of its wall time in
+// 20 interleaved pairs). Pacing's waits stay out of line.
 impl<'t> Transfer<'t> {
     /// Whether every byte has been moved.
+    #[inline]
     pub fn finished(&self) -> bool {
         self.remaining == Some(0)
     }
@@ -165,6 +172,7 @@ impl<'t> Transfer<'t> {
     /// under a schedule without a burst), at most what is left. Every
     /// mechanism takes its request sizes from here, so a paced flow first
     /// waits here until its pacer lets the call go.
+    #[inline]
     pub fn next_len(&mut self, max: usize) -> usize {
         // Waiting only until the bucket is out of debt (not until it holds
         // the whole call) keeps the time a sleep overruns as credit, so a
@@ -176,6 +184,7 @@ impl<'t> Transfer<'t> {
 
     /// What [`Transfer::next_len`] would grant, without waiting: for sizing
     /// buffers and rings once per flow.
+    #[inline]
     pub fn len_cap(&self, max: usize) -> usize {
         let mut max = max.min(self.call_limit);
         if let Some(pacer) = self.pacer.as_deref() {
@@ -192,6 +201,7 @@ impl<'t> Transfer<'t> {
     }
 
     /// Records that `bytes` more bytes are in the sink.
+    #[inline]
     pub fn advance(&mut self, bytes: u64) {
         self.source_pos += bytes;
         self.sink_pos += bytes;
@@ -209,7 +219,15 @@ impl<'t> Transfer<'t> {
     /// Waits until the pacer lets the next call go, for mechanisms that
     /// size their requests once and then keep several in flight (io_uring,
     /// direct): their sizes came from [`Transfer::next_len`].
+    #[inline]
     pub fn pace(&mut self) {
+        if self.pacer.is_some() {
+            self.wait_for_pacer();
+        }
+    }
+
+    /// [`Transfer::pace`] for a paced flow.
+    fn wait_for_pacer(&mut self) {
         let stream_sink = match self.sink {
             SinkSide::Fd(fd) if !self.sink_kind.is_seekable() => Some(fd),
             _ => None,
@@ -232,6 +250,7 @@ impl<'t> Transfer<'t> {
 
     /// Records progress that is not yet in the sink (bytes read from the
     /// source): the idle clock starts again.
+    #[inline]
     pub fn progressed(&mut self) {
         if let Some(idle) = self.idle.as_mut() {
             idle.since = Instant::now();
