@@ -105,3 +105,32 @@ fn fig6_finds_its_points_by_mechanism_and_size() {
     assert!(svg.contains("read-write: buffer size"), "{svg}");
     assert_eq!(svg.matches("<circle").count(), 2, "{svg}");
 }
+
+/// host.json keeps its keys: the kind is for the report, not written.
+#[test]
+fn host_json_rows_keep_their_keys() {
+    let row = serde_json::to_value(&results().timings[0]).unwrap();
+    let keys: Vec<&str> = row
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    let mut expected = vec![
+        "part",
+        "workload",
+        "contender",
+        "server",
+        "files",
+        "bytes",
+        "seconds",
+        "server_cpu_seconds",
+        "verified",
+        "failed",
+    ];
+    expected.sort_unstable();
+    let mut keys = keys;
+    keys.sort_unstable();
+    assert_eq!(keys, expected);
+    assert_eq!(row["contender"], "flexio get --no-verify");
+}
