@@ -23,6 +23,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
+use flexio::MechanismName;
 use serde::{Deserialize, Serialize};
 
 use crate::stats::median;
@@ -95,8 +96,64 @@ impl std::fmt::Display for HostPart {
     }
 }
 
+/// Who a contender is, for the comparisons the report draws (the
+/// reference, a target's peer, a chart's colour or series): named by type,
+/// not recovered from the label.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HostContender {
+    /// `flexio get` (verifying): the main part's reference.
+    FlexioGet,
+    /// `flexio get --no-verify`.
+    FlexioGetNoVerify,
+    /// curl against `flexio serve`.
+    CurlFlexioServe,
+    /// curl against nginx.
+    CurlNginx,
+    /// aria2c with several connections against nginx.
+    Aria2c,
+    /// The rsync daemon.
+    RsyncDaemon,
+    /// `tar | nc -l` to `nc | tar`.
+    TarNc,
+    /// iperf3 memory to memory: the link's ceiling.
+    Iperf3,
+    /// iperf3 writing into a file (`-F`).
+    Iperf3IntoFile,
+    /// scp.
+    Scp,
+    /// Fig 5: `flexio serve --via send` to `flexio get --via receive`.
+    Fig5 {
+        /// The server's mechanism.
+        send: MechanismName,
+        /// The client's mechanism.
+        receive: MechanismName,
+    },
+    /// Fig 6: `flexio serve --via send --chunk chunk`.
+    Fig6 {
+        /// The server's mechanism (read-write or mmap).
+        send: MechanismName,
+        /// Its buffer or map size in bytes.
+        chunk: u64,
+    },
+}
+
+impl HostContender {
+    /// flexio's own client (the main part's bars in flexio's colour).
+    pub fn is_flexio_get(self) -> bool {
+        matches!(
+            self,
+            HostContender::FlexioGet | HostContender::FlexioGetNoVerify
+        )
+    }
+
+    /// iperf3, with or without a file (the link, not a copy).
+    pub fn is_iperf3(self) -> bool {
+        matches!(self, HostContender::Iperf3 | HostContender::Iperf3IntoFile)
+    }
+}
+
 /// One contender's timings in one cell.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize)]
 pub struct HostTiming {
     /// The part of the scenario.
     pub part: HostPart,
@@ -104,6 +161,9 @@ pub struct HostTiming {
     pub workload: String,
     /// `flexio get`, `rsync daemon`, `send mmap / recv splice`, ...
     pub contender: String,
+    /// Who `contender` is (not written: `contender` names it in results).
+    #[serde(skip)]
+    pub kind: HostContender,
     /// The server side: `flexio serve`, `nginx`, `nc`, ...
     pub server: String,
     /// Files moved.
@@ -145,8 +205,9 @@ impl HostTiming {
     }
 }
 
-/// What a run produced.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+/// What a run produced (written as `host.json`; not read back: the kinds
+/// of its rows are not in it).
+#[derive(Clone, Debug, Serialize)]
 pub struct HostResults {
     /// The link, in words (veth or loopback, and why).
     pub link: String,
@@ -311,6 +372,7 @@ fn run_cell(
             part: workload.part,
             workload: workload.name.clone(),
             contender: c.name.clone(),
+            kind: c.kind,
             server: c.server_name(),
             files: workload.files,
             bytes: workload.bytes,

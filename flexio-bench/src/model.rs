@@ -5,7 +5,7 @@
 use std::fmt;
 
 use flexio::measure::Measurement;
-use flexio::EndpointKind;
+use flexio::{EndpointKind, MechanismName};
 use serde::{Deserialize, Serialize};
 
 /// Version of `results.json`; bumped when a field changes meaning.
@@ -144,8 +144,8 @@ pub enum CacheState {
 pub enum Contender {
     /// A flexio mechanism (`auto` included).
     Flexio {
-        /// The mechanism's name as on the command line.
-        mechanism: String,
+        /// The mechanism (its name as on the command line in JSON).
+        mechanism: MechanismName,
         /// `--chunk` in bytes.
         chunk: u64,
         /// O_DIRECT on the file side(s).
@@ -169,7 +169,7 @@ pub enum Contender {
     Process {
         /// `auto` (no flags: the profile or the built-in table decides, as
         /// for a user's `flexio copy SRC DST`) or the mechanism of `--via`.
-        mechanism: String,
+        mechanism: MechanismName,
         /// `--chunk` in bytes (passed for a fixed mechanism only).
         chunk: u64,
         /// `--direct` (a fixed mechanism only).
@@ -235,9 +235,10 @@ impl Contender {
     ///
     /// # Examples
     /// ```
+    /// use flexio::MechanismName;
     /// use flexio_bench::model::Contender;
     /// let uring = Contender::Flexio {
-    ///     mechanism: "io-uring".into(),
+    ///     mechanism: MechanismName::IoUring,
     ///     chunk: 1 << 20,
     ///     direct: true,
     ///     queue_depth: 8,
@@ -260,7 +261,7 @@ impl Contender {
                 if *builtin_table {
                     label += " (built-in)";
                 }
-                if *direct && mechanism != "direct" {
+                if *direct && *mechanism != MechanismName::Direct {
                     label += " --direct";
                 }
                 if *queue_depth != default_queue_depth() {
@@ -279,9 +280,9 @@ impl Contender {
                 ..
             } => {
                 let mut label = "flexio copy".to_string();
-                if mechanism != "auto" {
+                if *mechanism != MechanismName::Auto {
                     label += &format!(" --via {mechanism}");
-                    if *direct && mechanism != "direct" {
+                    if *direct && *mechanism != MechanismName::Direct {
                         label += " --direct";
                     }
                     if *queue_depth != default_queue_depth() {
@@ -334,13 +335,13 @@ impl Contender {
 
     /// Whether this is flexio's `auto` (with the profile or without).
     pub fn is_auto(&self) -> bool {
-        matches!(self, Contender::Flexio { mechanism, .. } if mechanism == "auto")
+        matches!(self, Contender::Flexio { mechanism, .. } if *mechanism == MechanismName::Auto)
     }
 
     /// Whether this is `auto` that consulted the tuned profile (or the only
     /// `auto` of a run without one).
     pub fn is_profile_auto(&self) -> bool {
-        matches!(self, Contender::Flexio { mechanism, builtin_table: false, .. } if mechanism == "auto")
+        matches!(self, Contender::Flexio { mechanism, builtin_table: false, .. } if *mechanism == MechanismName::Auto)
     }
 
     /// Whether this is a fixed flexio mechanism (not `auto`).

@@ -178,7 +178,7 @@ fn csv_fields(run: &RunRecord) -> Vec<String> {
             if *builtin_table {
                 format!("{mechanism} (built-in)")
             } else {
-                mechanism.clone()
+                mechanism.to_string()
             },
             chunk.to_string(),
             direct.to_string(),
@@ -190,7 +190,7 @@ fn csv_fields(run: &RunRecord) -> Vec<String> {
             ..
         } => (
             "process",
-            mechanism.clone(),
+            mechanism.to_string(),
             chunk.to_string(),
             direct.to_string(),
         ),

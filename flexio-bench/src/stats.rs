@@ -734,7 +734,7 @@ mod tests {
         let run = |mechanism: &str| RunRecord {
             cell: cell(Scenario::Memory, CacheState::NotApplicable, ""),
             contender: Contender::Flexio {
-                mechanism: "auto".into(),
+                mechanism: flexio::MechanismName::Auto,
                 chunk: 0,
                 direct: false,
                 queue_depth: 32,

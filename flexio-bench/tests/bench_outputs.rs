@@ -6,6 +6,7 @@ use std::fs;
 use std::path::PathBuf;
 
 use flexio::measure::Measurement;
+use flexio::MechanismName;
 use flexio_bench::model::{
     CacheState, CellKey, Contender, ContenderKind, Fingerprint, Provenance, Results, RunRecord,
     Scenario, SCHEMA_VERSION,
@@ -36,7 +37,7 @@ fn cell(scenario: Scenario, size: u64, cache: CacheState, flows: u32) -> CellKey
 
 fn flexio(mechanism: &str) -> Contender {
     Contender::Flexio {
-        mechanism: mechanism.into(),
+        mechanism: mechanism.parse().unwrap(),
         chunk: 1 << 20,
         direct: false,
         queue_depth: 32,
@@ -48,7 +49,7 @@ fn flexio(mechanism: &str) -> Contender {
 /// `flexio copy` as a process (auto).
 fn process() -> Contender {
     Contender::Process {
-        mechanism: "auto".into(),
+        mechanism: MechanismName::Auto,
         chunk: 256 << 10,
         direct: false,
         queue_depth: 32,
@@ -87,7 +88,7 @@ fn run(cell: &CellKey, contender: &Contender, round: u32, mb_per_s: u64) -> RunR
         involuntary_switches: Some(scale / 8),
         source_resident_percent: (cell.cache != CacheState::NotApplicable).then_some(100.0),
         mechanism_used: match contender {
-            Contender::Flexio { mechanism, .. } => Some(mechanism.clone()),
+            Contender::Flexio { mechanism, .. } => Some(mechanism.to_string()),
             _ => None,
         },
         decided_by: None,
@@ -380,6 +381,50 @@ fn json_round_trip_is_equal() {
     assert_eq!(error.kind(), std::io::ErrorKind::InvalidData);
 }
 
+/// The mechanism is typed in the bench and written as on the command line,
+/// so results written before it was typed read back, and JSON keys and
+/// values are what they were.
+#[test]
+fn contender_json_names_the_mechanism_as_on_the_command_line() {
+    let engine = Contender::Flexio {
+        mechanism: MechanismName::CopyFileRange,
+        chunk: 1 << 20,
+        direct: false,
+        queue_depth: 32,
+        pipe_size: 1 << 20,
+        builtin_table: true,
+    };
+    let written = serde_json::to_string(&engine).unwrap();
+    assert_eq!(
+        written,
+        r#"{"type":"flexio","mechanism":"copy-file-range","chunk":1048576,"direct":false,"queue_depth":32,"pipe_size":1048576,"builtin_table":true}"#
+    );
+    // As a results.json from before (no queue depth or pipe size) has it.
+    let old: Contender = serde_json::from_str(
+        r#"{"type":"process","mechanism":"auto","chunk":262144,"direct":false,"queue_depth":32,"pipe_size":1048576}"#,
+    )
+    .unwrap();
+    assert_eq!(old, process());
+    let older: Contender = serde_json::from_str(
+        r#"{"type":"flexio","mechanism":"io-uring","chunk":4096,"direct":true}"#,
+    )
+    .unwrap();
+    assert!(matches!(
+        older,
+        Contender::Flexio {
+            mechanism: MechanismName::IoUring,
+            chunk: 4096,
+            direct: true,
+            ..
+        }
+    ));
+    // A name no build knows is an error, not a contender of another kind.
+    assert!(serde_json::from_str::<Contender>(
+        r#"{"type":"flexio","mechanism":"telepathy","chunk":4096,"direct":true}"#
+    )
+    .is_err());
+}
+
 #[test]
 fn csv_has_a_header_and_one_line_per_run() {
     let results = tiny_matrix();
@@ -466,7 +511,7 @@ fn chunk_sweeps_get_their_own_chart() {
         let mut swept = cell(Scenario::FileToFile, LARGE, CacheState::Warm, 1);
         swept.chunk = chunk;
         let contender = Contender::Flexio {
-            mechanism: "read-write".into(),
+            mechanism: MechanismName::ReadWrite,
             chunk,
             direct: false,
             queue_depth: 32,

@@ -159,7 +159,7 @@ fn tiny_matrix_runs_end_to_end() {
         match &run.contender {
             Contender::Flexio { mechanism, .. } => {
                 assert!(run.mechanism_used.is_some());
-                if mechanism == "read-write" {
+                if *mechanism == flexio::MechanismName::ReadWrite {
                     assert_eq!(run.mechanism_used.as_deref(), Some("read-write"));
                 }
             }

@@ -119,7 +119,7 @@ fn the_bench_times_flexio_copy_as_a_process_beside_each_peer() {
             // Its --json report told what ran.
             let used = run.mechanism_used.as_deref();
             assert!(used.is_some(), "{scenario}: {run:?}");
-            if matches!(&run.contender, Contender::Process { mechanism, .. } if mechanism == "splice")
+            if matches!(&run.contender, Contender::Process { mechanism, .. } if *mechanism == flexio::MechanismName::Splice)
             {
                 assert_eq!(used, Some("splice"));
                 assert_eq!(run.decided_by.as_deref(), Some("requested"));
@@ -129,7 +129,7 @@ fn the_bench_times_flexio_copy_as_a_process_beside_each_peer() {
     let fixed = results
         .runs
         .iter()
-        .find(|r| matches!(&r.contender, Contender::Process { mechanism, .. } if mechanism == "splice"))
+        .find(|r| matches!(&r.contender, Contender::Process { mechanism, .. } if *mechanism == flexio::MechanismName::Splice))
         .unwrap();
     assert_eq!(
         fixed.contender.label(),

@@ -9,7 +9,9 @@ use crate::endpoint::{EndpointKind, IdleEnds, OpenSink, OpenSource, SinkIo, Sour
 use crate::error::{Error, Result};
 use crate::kernel_pacing::KernelPacing;
 use crate::measure::{self, Sample};
-use crate::mechanism::{fallback_for, Counters, Idle, MechanismName, Scratch, Stop, Transfer};
+use crate::mechanism::{
+    fallback_for, Counters, Idle, MechanismName, Scratch, SinkSide, SourceSide, Stop, Transfer,
+};
 use crate::pace::Pacer;
 use crate::report::{Fallback, Report};
 use crate::verify;
@@ -149,38 +151,38 @@ impl<'a> Engine<'a> {
                 slices(start, length, writeback.as_ref().map(|w| w.slice))
             {
                 let sink_pos = sink_start + (piece_start - source_start);
-                let (source_fd, source_memory) = match &self.source.io {
-                    SourceIo::Fd(fd) => (
-                        Some(
-                            idle_ends
-                                .as_ref()
-                                .and_then(IdleEnds::source_fd)
-                                .unwrap_or(fd.as_fd()),
-                        ),
-                        None,
+                let source = match &self.source.io {
+                    SourceIo::Fd(fd) => SourceSide::Fd(
+                        idle_ends
+                            .as_ref()
+                            .and_then(IdleEnds::source_fd)
+                            .unwrap_or(fd.as_fd()),
                     ),
-                    SourceIo::Memory(bytes) => (None, Some(*bytes)),
+                    SourceIo::Memory(bytes) => SourceSide::Memory(bytes),
                 };
-                let (sink_fd, sink_memory) = match &mut self.sink.io {
+                let sink = match &mut self.sink.io {
                     SinkIo::Fd(fd) => {
                         let fd: &std::os::fd::OwnedFd = fd;
                         let stand_in = idle_ends.as_ref().and_then(IdleEnds::sink_fd);
-                        (Some(stand_in.unwrap_or(fd.as_fd())), None)
+                        SinkSide::Fd(stand_in.unwrap_or(fd.as_fd()))
                     }
                     SinkIo::Fresh(file) => {
                         let file: &crate::endpoint::FileSink = file;
-                        (Some(file.fd()), None)
+                        SinkSide::Fd(file.fd())
                     }
-                    SinkIo::Memory(bytes) => (None, Some(&mut **bytes)),
+                    SinkIo::Memory(bytes) => SinkSide::Memory(bytes),
                     SinkIo::Closed => {
                         unreachable!("the sink is closed only after the last segment")
                     }
                 };
+                // Kept for the write-back after the transfer lets go of it.
+                let sink_fd = match sink {
+                    SinkSide::Fd(fd) => Some(fd),
+                    SinkSide::Memory(_) => None,
+                };
                 let mut transfer = Transfer {
-                    source_fd,
-                    source_memory,
-                    sink_fd,
-                    sink_memory,
+                    source,
+                    sink,
                     source_kind: self.source.kind,
                     sink_kind: self.sink.kind,
                     sink_appends: self.sink.appends,

@@ -19,7 +19,7 @@ use crate::endpoint::{classify_fd, EndpointKind, FileSink};
 use crate::engine::run_with_fallbacks;
 use crate::error::{Error, Result};
 use crate::kernel_pacing::KernelPacing;
-use crate::mechanism::{Counters, Idle, MechanismName, Scratch, Transfer};
+use crate::mechanism::{Counters, Idle, MechanismName, Scratch, SinkSide, SourceSide, Transfer};
 use crate::pace::{Pacer, Pacing, PacingReport, TokenBucket};
 use crate::report::Fallback;
 use crate::Params;
@@ -244,10 +244,8 @@ impl Mover {
             Some(engaged)
         });
         let mut transfer = Transfer {
-            source_fd: Some(source.fd),
-            source_memory: None,
-            sink_fd: Some(sink.fd),
-            sink_memory: None,
+            source: SourceSide::Fd(source.fd),
+            sink: SinkSide::Fd(sink.fd),
             source_kind: source.kind,
             sink_kind: sink.kind,
             sink_appends: false,

@@ -89,26 +89,38 @@ impl Writeback {
 }
 
 /// Splits `length` bytes from `start` into slices of `slice` bytes (one
-/// piece when there is no slicing or the length is open-ended).
+/// piece when there is no slicing or the length is open-ended). An
+/// iterator, not a vector: the engine asks for it once per segment of every
+/// flow, and a small flow should not pay an allocation for its one piece.
+#[inline]
 pub(crate) fn slices(
     start: u64,
     length: Option<u64>,
     slice: Option<u64>,
-) -> Vec<(u64, Option<u64>)> {
-    match (length, slice) {
-        (Some(length), Some(slice)) if length > slice => {
-            let mut pieces = Vec::with_capacity(length.div_ceil(slice) as usize);
-            let mut at = start;
-            let end = start + length;
-            while at < end {
-                let len = slice.min(end - at);
-                pieces.push((at, Some(len)));
+) -> impl Iterator<Item = (u64, Option<u64>)> {
+    let step = match (length, slice) {
+        (Some(length), Some(slice)) if length > slice => slice,
+        _ => u64::MAX,
+    };
+    let end = length.map(|length| start + length);
+    let mut at = start;
+    let mut first = true;
+    std::iter::from_fn(move || {
+        // The first piece is always given, even an empty one.
+        let piece = match end {
+            None if first => (start, None),
+            None => return None,
+            Some(end) if at >= end && !first => return None,
+            Some(end) => {
+                let len = step.min(end - at);
+                let piece = (at, Some(len));
                 at += len;
+                piece
             }
-            pieces
-        }
-        _ => vec![(start, length)],
-    }
+        };
+        first = false;
+        Some(piece)
+    })
 }
 
 #[cfg(test)]
@@ -117,13 +129,18 @@ mod tests {
 
     #[test]
     fn slices_cover_the_range_exactly() {
+        let all = |start, length, slice| slices(start, length, slice).collect::<Vec<_>>();
         assert_eq!(
-            slices(10, Some(25), Some(10)),
+            all(10, Some(25), Some(10)),
             vec![(10, Some(10)), (20, Some(10)), (30, Some(5))]
         );
-        assert_eq!(slices(0, Some(10), Some(10)), vec![(0, Some(10))]);
-        assert_eq!(slices(0, None, Some(10)), vec![(0, None)]);
-        assert_eq!(slices(7, Some(100), None), vec![(7, Some(100))]);
-        assert_eq!(slices(0, Some(0), Some(10)), vec![(0, Some(0))]);
+        assert_eq!(all(0, Some(10), Some(10)), vec![(0, Some(10))]);
+        assert_eq!(
+            all(0, Some(20), Some(10)),
+            vec![(0, Some(10)), (10, Some(10))]
+        );
+        assert_eq!(all(0, None, Some(10)), vec![(0, None)]);
+        assert_eq!(all(7, Some(100), None), vec![(7, Some(100))]);
+        assert_eq!(all(0, Some(0), Some(10)), vec![(0, Some(0))]);
     }
 }

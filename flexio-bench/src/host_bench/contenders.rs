@@ -6,9 +6,11 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::rc::Rc;
 
+use flexio::MechanismName;
+
 use super::link::{free_port, Link};
 use super::servers::Server;
-use super::{HostBenchOptions, Workload};
+use super::{HostBenchOptions, HostContender, Workload};
 
 /// A client command: for the workload, into the copies directory.
 type Client = Box<dyn Fn(&Link, &Workload, &Path) -> Command>;
@@ -35,6 +37,8 @@ pub(super) enum ServerSide {
 /// One contender.
 pub(super) struct Contender {
     pub name: String,
+    /// Who it is, for the report's comparisons.
+    pub kind: HostContender,
     pub server: ServerSide,
     pub client: Client,
     /// Whether it moves trees (else single files only).
@@ -123,13 +127,21 @@ pub(super) fn main_part(
     let mut contenders = Vec::new();
     let flexio = flexio_serve(link, options, served, logs, "flexio serve", &[])?;
     let streams = options.streams.to_string();
-    for (name, verify) in [("flexio get", true), ("flexio get --no-verify", false)] {
+    for (name, kind, verify) in [
+        ("flexio get", HostContender::FlexioGet, true),
+        (
+            "flexio get --no-verify",
+            HostContender::FlexioGetNoVerify,
+            false,
+        ),
+    ] {
         let mut extra = vec!["--streams".to_string(), streams.clone()];
         if !verify {
             extra.push("--no-verify".into());
         }
         contenders.push(Contender {
             name: name.into(),
+            kind,
             server: ServerSide::Running(flexio.clone()),
             client: flexio_get(&options.flexio, flexio.port, extra),
             trees: true,
@@ -145,6 +157,7 @@ pub(super) fn main_part(
         let port = flexio.port;
         contenders.push(Contender {
             name: "curl (flexio serve)".into(),
+            kind: HostContender::CurlFlexioServe,
             server: ServerSide::Running(flexio.clone()),
             client: Box::new(move |link, workload, copies| {
                 let mut command = link.client_command("curl");
@@ -168,6 +181,7 @@ pub(super) fn main_part(
     match start_rsync_daemon(link, served, logs) {
         Ok(rsync) => contenders.push(Contender {
             name: "rsync daemon".into(),
+            kind: HostContender::RsyncDaemon,
             server: ServerSide::Running(rsync.clone()),
             client: Box::new(move |link, workload, copies| {
                 let slash = if workload.tree { "/" } else { "" };
@@ -195,8 +209,8 @@ pub(super) fn main_part(
     }
     match start_iperf3(link, logs) {
         Ok(iperf3) => {
-            contenders.push(iperf3_client(IPERF3, &iperf3, false));
-            contenders.push(iperf3_client(IPERF3_INTO_FILE, &iperf3, true));
+            contenders.push(iperf3_client(&iperf3, false));
+            contenders.push(iperf3_client(&iperf3, true));
         }
         Err(why) => skipped.push(("iperf3".into(), why)),
     }
@@ -205,6 +219,7 @@ pub(super) fn main_part(
             let served: PathBuf = served.to_path_buf();
             contenders.push(Contender {
                 name: "scp".into(),
+                kind: HostContender::Scp,
                 server: ServerSide::Running(sshd.clone()),
                 client: Box::new(move |link, workload, copies| {
                     let mut command = link.client_command("scp");
@@ -253,6 +268,7 @@ fn nginx_clients(
     if available("curl", "--version") {
         contenders.push(Contender {
             name: "curl (nginx)".into(),
+            kind: HostContender::CurlNginx,
             server: ServerSide::Running(nginx.clone()),
             client: Box::new(move |link, workload, copies| {
                 let mut command = link.client_command("curl");
@@ -272,6 +288,7 @@ fn nginx_clients(
     if available("aria2c", "--version") {
         contenders.push(Contender {
             name: format!("aria2c -x {streams} (nginx)"),
+            kind: HostContender::Aria2c,
             server: ServerSide::Running(nginx.clone()),
             client: Box::new(move |link, workload, copies| {
                 let mut command = link.client_command("aria2c");
@@ -377,10 +394,16 @@ pub(super) const IPERF3_INTO_FILE: &str = "iperf3 -F (into a file)";
 /// An iperf3 client receiving the workload's bytes from `server` (`-R`),
 /// into a file of the copies directory when `into_file`; timed by
 /// iperf3's own clock.
-fn iperf3_client(name: &str, server: &Rc<Server>, into_file: bool) -> Contender {
+fn iperf3_client(server: &Rc<Server>, into_file: bool) -> Contender {
     let port = server.port;
+    let (name, kind) = if into_file {
+        (IPERF3_INTO_FILE, HostContender::Iperf3IntoFile)
+    } else {
+        (IPERF3, HostContender::Iperf3)
+    };
     Contender {
         name: name.into(),
+        kind,
         server: ServerSide::Running(server.clone()),
         client: Box::new(move |link, workload, copies| {
             let mut command = link.client_command("iperf3");
@@ -479,6 +502,7 @@ fn tar_nc(served: &Path) -> Result<Contender, String> {
     let served: PathBuf = served.to_path_buf();
     Ok(Contender {
         name: "tar | nc".into(),
+        kind: HostContender::TarNc,
         server: ServerSide::PerRun {
             name: "tar | nc -l",
             port,
@@ -530,7 +554,11 @@ pub(super) fn fig5(
     logs: &Path,
 ) -> Result<Vec<Contender>, String> {
     let mut contenders = Vec::new();
-    for send in ["read-write", "mmap", "sendfile"] {
+    for send in [
+        MechanismName::ReadWrite,
+        MechanismName::Mmap,
+        MechanismName::Sendfile,
+    ] {
         let name = format!("flexio serve --via {send}");
         let server = flexio_serve(
             link,
@@ -538,14 +566,15 @@ pub(super) fn fig5(
             served,
             logs,
             &name,
-            &["--via", send, "--workers", "2"],
+            &["--via", send.as_str(), "--workers", "2"],
         )?;
-        for receive in ["read-write", "splice"] {
-            let extra = ["--streams", "1", "--no-verify", "--via", receive]
+        for receive in [MechanismName::ReadWrite, MechanismName::Splice] {
+            let extra = ["--streams", "1", "--no-verify", "--via", receive.as_str()]
                 .map(String::from)
                 .to_vec();
             contenders.push(Contender {
                 name: format!("send {send} / receive {receive}"),
+                kind: HostContender::Fig5 { send, receive },
                 server: ServerSide::Running(server.clone()),
                 client: flexio_get(&options.flexio, server.port, extra),
                 trees: true,
@@ -571,7 +600,10 @@ pub(super) fn fig6(
     logs: &Path,
 ) -> Result<Vec<Contender>, String> {
     let mut contenders = Vec::new();
-    for (send, what) in [("read-write", "buffer"), ("mmap", "map")] {
+    for (send, what) in [
+        (MechanismName::ReadWrite, "buffer"),
+        (MechanismName::Mmap, "map"),
+    ] {
         for size in FIG6_SIZES {
             let name = format!("{send} {what} {}", flexio::format_bytes(size as u64));
             let chunk = size.to_string();
@@ -581,11 +613,15 @@ pub(super) fn fig6(
                 served,
                 logs,
                 &name,
-                &["--via", send, "--chunk", &chunk, "--workers", "2"],
+                &["--via", send.as_str(), "--chunk", &chunk, "--workers", "2"],
             )?;
             let extra = ["--streams", "1", "--no-verify"].map(String::from).to_vec();
             contenders.push(Contender {
                 name,
+                kind: HostContender::Fig6 {
+                    send,
+                    chunk: size as u64,
+                },
                 server: ServerSide::Running(server.clone()),
                 client: flexio_get(&options.flexio, server.port, extra),
                 trees: false,

@@ -7,13 +7,15 @@ use std::path::{Path, PathBuf};
 
 use plotters::prelude::*;
 
-use super::contenders::{FIG6_SIZES, IPERF3, IPERF3_INTO_FILE};
-use super::{HostPart, HostResults, HostTiming};
+use flexio::MechanismName;
+
+use super::contenders::{FIG6_SIZES, IPERF3_INTO_FILE};
+use super::{HostContender, HostPart, HostResults, HostTiming};
 
 const GIB: f64 = (1u64 << 30) as f64;
 
 /// The row the others are compared with in the main part.
-const REFERENCE: &str = "flexio get";
+const REFERENCE: HostContender = HostContender::FlexioGet;
 
 fn groups(timings: &[HostTiming]) -> Vec<(HostPart, String)> {
     let mut groups: Vec<(HostPart, String)> = Vec::new();
@@ -33,9 +35,10 @@ fn rows<'a>(timings: &'a [HostTiming], part: HostPart, workload: &str) -> Vec<&'
         .collect()
 }
 
-fn find<'a>(rows: &[&'a HostTiming], prefix: &str) -> Option<&'a HostTiming> {
+/// The row of `kind` that has counted runs.
+fn find<'a>(rows: &[&'a HostTiming], kind: HostContender) -> Option<&'a HostTiming> {
     rows.iter()
-        .find(|t| t.contender.starts_with(prefix) && t.failed.is_none() && !t.seconds.is_empty())
+        .find(|t| t.kind == kind && t.failed.is_none() && !t.seconds.is_empty())
         .copied()
 }
 
@@ -123,9 +126,10 @@ fn targets(timings: &[HostTiming]) -> String {
         .into_iter()
         .filter(|g| g.0 == HostPart::HostToHost)
         .collect();
-    let line = |workload: &str, peer: &str, goal: f64| -> String {
+    // `peer` names the peer in the line (aria2c without its flags).
+    let line = |workload: &str, kind: HostContender, peer: &str, goal: f64| -> String {
         let rows = rows(timings, HostPart::HostToHost, workload);
-        match (find(&rows, REFERENCE), find(&rows, peer)) {
+        match (find(&rows, REFERENCE), find(&rows, kind)) {
             (Some(flexio), Some(other)) => {
                 let ratio = other.median() / flexio.median();
                 format!(
@@ -139,29 +143,33 @@ fn targets(timings: &[HostTiming]) -> String {
     let Some((_, file)) = main.first() else {
         return text;
     };
-    text += &line(file, IPERF3, 0.9);
+    text += &line(file, HostContender::Iperf3, super::contenders::IPERF3, 0.9);
     // Not a target: the same link with the same sink, which bounds any
     // copy of a file however it is sent.
     let rows_of_file = rows(timings, HostPart::HostToHost, file);
     if let (Some(flexio), Some(limit)) = (
         find(&rows_of_file, REFERENCE),
-        find(&rows_of_file, IPERF3_INTO_FILE),
+        find(&rows_of_file, HostContender::Iperf3IntoFile),
     ) {
         text += &format!(
             "  {file}: {:.2}× {IPERF3_INTO_FILE} (iperf3 paying for the received file as every copy does: the link's limit for a file)\n",
             limit.median() / flexio.median()
         );
     }
-    text += &line(file, "aria2c", 1.0);
-    text += &line("tree B", "rsync daemon", 2.0);
-    text += &line("tree B", "tar | nc", 1.0);
-    text += &line("tree A", "tar | nc", 1.0);
+    text += &line(file, HostContender::Aria2c, "aria2c", 1.0);
+    text += &line("tree B", HostContender::RsyncDaemon, "rsync daemon", 2.0);
+    text += &line("tree B", HostContender::TarNc, "tar | nc", 1.0);
+    text += &line("tree A", HostContender::TarNc, "tar | nc", 1.0);
     let rows = rows(timings, HostPart::HostToHost, file);
     for (ours, theirs, client) in [
-        ("curl (flexio serve)", "curl (nginx)", "both under curl"),
+        (
+            HostContender::CurlFlexioServe,
+            HostContender::CurlNginx,
+            "both under curl",
+        ),
         (
             REFERENCE,
-            "aria2c",
+            HostContender::Aria2c,
             "flexio get against aria2c: clients differ",
         ),
     ] {
@@ -275,9 +283,9 @@ fn draw_main(svg: &mut String, results: &HostResults) -> Drawn {
             .draw()?;
         for (index, row) in rows.iter().enumerate() {
             let y = index as f64;
-            let color = if row.contender.starts_with("flexio") {
+            let color = if row.kind.is_flexio_get() {
                 RGBColor(31, 119, 180)
-            } else if row.contender.starts_with("iperf3") {
+            } else if row.kind.is_iperf3() {
                 RGBColor(150, 150, 150)
             } else {
                 RGBColor(255, 127, 14)
@@ -481,9 +489,9 @@ fn draw_fig6(svg: &mut String, results: &HostResults) -> Drawn {
         .x_desc("size of each read/write (buffer) or mapped window (map), log scale")
         .y_desc("transfer time, s (median; whiskers: min–max)")
         .draw()?;
-    for (index, (mechanism, label)) in [
-        ("read-write", "read-write: buffer size"),
-        ("mmap", "mmap: map size"),
+    for (index, (send, label)) in [
+        (MechanismName::ReadWrite, "read-write: buffer size"),
+        (MechanismName::Mmap, "mmap: map size"),
     ]
     .into_iter()
     .enumerate()
@@ -492,13 +500,12 @@ fn draw_fig6(svg: &mut String, results: &HostResults) -> Drawn {
         let points: Vec<(f64, &HostTiming)> = FIG6_SIZES
             .iter()
             .filter_map(|size| {
-                let name = format!(
-                    "{mechanism} {} {}",
-                    if mechanism == "mmap" { "map" } else { "buffer" },
-                    flexio::format_bytes(*size as u64)
-                );
+                let kind = HostContender::Fig6 {
+                    send,
+                    chunk: *size as u64,
+                };
                 fig.iter()
-                    .find(|t| t.contender == name)
+                    .find(|t| t.kind == kind)
                     .map(|t| (*size as f64, *t))
             })
             .collect();

@@ -103,7 +103,7 @@ impl Entrant {
                 params,
                 builtin_table,
             } => Contender::Flexio {
-                mechanism: mechanism.as_str().to_string(),
+                mechanism: *mechanism,
                 chunk: params.chunk as u64,
                 direct: params.direct,
                 queue_depth: params.queue_depth,
@@ -118,7 +118,7 @@ impl Entrant {
                     params.clone()
                 };
                 Contender::Process {
-                    mechanism: mechanism.as_str().to_string(),
+                    mechanism: *mechanism,
                     chunk: params.chunk as u64,
                     direct: params.direct,
                     queue_depth: params.queue_depth,

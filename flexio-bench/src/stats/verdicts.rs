@@ -2,6 +2,7 @@
 //! fixed mechanism, and how flexio fared against the best peer, per
 //! scenario and over the run (geometric means of the per-cell ratios).
 
+use flexio::MechanismName;
 use serde::{Deserialize, Serialize};
 
 use super::{best_peer, median, Summary};
@@ -175,7 +176,7 @@ pub fn peer_verdicts(summaries: &[Summary]) -> Vec<PeerVerdict> {
         .filter(|s| s.contender.is_process())
         .filter(|s| {
             // One verdict per cell: `auto`, else the first process.
-            let auto = |c: &Contender| matches!(c, Contender::Process { mechanism, .. } if mechanism == "auto");
+            let auto = |c: &Contender| matches!(c, Contender::Process { mechanism, .. } if *mechanism == MechanismName::Auto);
             auto(&s.contender)
                 || !summaries
                     .iter()

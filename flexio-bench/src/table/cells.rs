@@ -4,6 +4,8 @@
 
 use std::collections::BTreeSet;
 
+use flexio::MechanismName;
+
 use crate::model::{CacheState, CellKey, Contender};
 use crate::stats::{self, Summary};
 
@@ -112,8 +114,10 @@ pub(super) fn ran_note(summary: &Summary) -> String {
         return String::new();
     };
     match &summary.mechanism_used {
-        Some(used) if used != mechanism && mechanism == "auto" => format!("→ {used}"),
-        Some(used) if used != mechanism => format!("fallback → {used}"),
+        Some(used) if used != mechanism.as_str() && *mechanism == MechanismName::Auto => {
+            format!("→ {used}")
+        }
+        Some(used) if used != mechanism.as_str() => format!("fallback → {used}"),
         _ => String::new(),
     }
 }

@@ -68,7 +68,7 @@ pub fn candidate_of(contender: &Contender) -> Option<Candidate> {
     else {
         return None;
     };
-    let mechanism: MechanismName = mechanism.parse().ok()?;
+    let mechanism = *mechanism;
     (mechanism != MechanismName::Auto).then_some(Candidate {
         mechanism,
         params: Params {
@@ -99,7 +99,7 @@ pub fn candidate_of(contender: &Contender) -> Option<Candidate> {
 /// let summary = Summary {
 ///     cell: CellKey { scenario: Scenario::FileToPipe, size: 1 << 20, chunk: 0,
 ///                     cache: CacheState::Warm, flows: 1, path: String::new() },
-///     contender: Contender::Flexio { mechanism: "splice".into(), chunk: 1 << 20,
+///     contender: Contender::Flexio { mechanism: flexio::MechanismName::Splice, chunk: 1 << 20,
 ///         direct: false, queue_depth: 32, pipe_size: 1 << 20, builtin_table: false },
 ///     runs: 3, median_bps: 2e9, min_bps: 1.8e9, max_bps: 2.2e9,
 ///     cpu_s_per_gib: 0.5, host_cpu_s_per_gib: 1.0, switches_per_gib: 10.0,

@@ -31,7 +31,7 @@ use super::direct_io::{
     DirectSides,
 };
 use super::io::write_sink;
-use super::transfer::Side;
+use super::transfer::{Kept, Side};
 use super::{Descriptor, MechanismName, Reads, Stop, Transfer};
 use crate::endpoint::EndpointKind;
 use crate::sys::aligned::AlignedBuffer;
@@ -90,7 +90,7 @@ fn run(t: &mut Transfer<'_>) -> Result<(), Stop> {
         pending: 0,
     };
     let result = copy.run(t, buffer.as_mut_slice());
-    t.scratch.extra = Some(Box::new(buffer));
+    t.scratch.kept = Kept::Aligned(buffer);
     result
     // The source and sink modes restore the original flags on drop.
 }
@@ -98,11 +98,9 @@ fn run(t: &mut Transfer<'_>) -> Result<(), Stop> {
 /// The flow's aligned buffer: the one kept from an earlier run if it is
 /// large and aligned enough, else a new one.
 fn take_buffer(t: &mut Transfer<'_>, len: usize, align: usize) -> AlignedBuffer {
-    if let Some(extra) = t.scratch.extra.take() {
-        if let Ok(buffer) = extra.downcast::<AlignedBuffer>() {
-            if buffer.len() >= len && buffer.align() >= align {
-                return *buffer;
-            }
+    if let Kept::Aligned(buffer) = std::mem::take(&mut t.scratch.kept) {
+        if buffer.len() >= len && buffer.align() >= align {
+            return buffer;
         }
     }
     AlignedBuffer::new(len, align)

@@ -6,7 +6,7 @@
 use rustix::event::PollFlags;
 use rustix::io::Errno;
 
-use super::transfer::{Side, Stop, Transfer};
+use super::transfer::{Side, SinkSide, SourceSide, Stop, Transfer};
 
 /// Reads up to `buf.len()` bytes at the transfer's source position without
 /// advancing it; 0 means end of source. The source is a descriptor: a
@@ -48,7 +48,7 @@ pub(crate) fn write_sink(t: &mut Transfer<'_>, buf: &[u8]) -> Result<(), Stop> {
 
 fn write_some(t: &mut Transfer<'_>, buf: &[u8]) -> Result<usize, Stop> {
     let offset = t.sink_offset();
-    if let Some(bytes) = t.sink_memory.as_deref_mut() {
+    if let SinkSide::Memory(bytes) = &mut t.sink {
         let start = t.sink_pos as usize;
         let end = start + buf.len();
         if end > bytes.len() {
@@ -96,12 +96,14 @@ pub(crate) fn reserve_sink(t: &mut Transfer<'_>, len: u64) -> Result<bool, Stop>
 /// they cannot do their own way. When an end is the caller's memory, that
 /// memory is the buffer: one copy, not two.
 pub(crate) fn copy_through_buffer(t: &mut Transfer<'_>, chunk: usize) -> Result<(), Stop> {
-    if let Some(source) = t.source_memory {
+    if let SourceSide::Memory(source) = t.source {
         return copy_from_memory(t, source, chunk);
     }
-    if let Some(sink) = t.sink_memory.take() {
+    if let SinkSide::Memory(sink) = &mut t.sink {
+        // Lent out for the loop (which also needs `t`), put back after.
+        let sink = std::mem::take(sink);
         let result = read_into_memory(t, sink, chunk);
-        t.sink_memory = Some(sink);
+        t.sink = SinkSide::Memory(sink);
         return result;
     }
     // No bigger than the flow: a 4 KiB copy with `--chunk 1M` need not map
@@ -130,9 +132,9 @@ pub(crate) fn copy_through_buffer(t: &mut Transfer<'_>, chunk: usize) -> Result<
 /// straight from where they are. Memory to memory is one copy of it all:
 /// `chunk` bounds system calls, and there are none.
 fn copy_from_memory(t: &mut Transfer<'_>, source: &[u8], chunk: usize) -> Result<(), Stop> {
-    let chunk = match t.sink_memory {
-        Some(_) => usize::MAX,
-        None => chunk,
+    let chunk = match t.sink {
+        SinkSide::Memory(_) => usize::MAX,
+        SinkSide::Fd(_) => chunk,
     };
     while !t.finished() {
         let start = (t.source_pos as usize).min(source.len());

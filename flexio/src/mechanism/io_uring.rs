@@ -31,7 +31,7 @@ use rustix::io::Errno;
 use super::direct_io::{
     align_up, common_block, enable_sides, is_direct_capable, reserve_direct_sink, DirectSides,
 };
-use super::transfer::Side;
+use super::transfer::{Kept, Side};
 use super::{Descriptor, MechanismName, Reads, Stop, Transfer};
 use crate::endpoint::EndpointKind;
 use crate::sys::uring::{Ring, RingError, MAX_SLOTS};
@@ -118,13 +118,13 @@ fn run(t: &mut Transfer<'_>) -> Result<(), Stop> {
     state.slots.clear();
     state.slots.resize(state.ring.slots(), Slot::FREE);
     let result = pump.run(t, &mut state.ring, &mut state.slots);
-    t.scratch.extra = Some(Box::new(state));
+    t.scratch.kept = Kept::Ring(state);
     result
     // The source and sink modes restore the original flags on drop.
 }
 
 /// What a flow keeps across runs: the ring, its buffers, the slot table.
-struct RingState {
+pub(crate) struct RingState {
     ring: Ring,
     slots: Vec<Slot>,
 }
@@ -133,12 +133,10 @@ struct RingState {
 /// large enough (a sparse file's data runs differ in length; slots sized to
 /// the first need not make a ring per run), else a new one with
 /// `--queue-depth` slots (fewer for a flow smaller than that).
-fn take_state(t: &mut Transfer<'_>, slot_len: usize, align: usize) -> Result<RingState, Stop> {
-    if let Some(extra) = t.scratch.extra.take() {
-        if let Ok(state) = extra.downcast::<RingState>() {
-            if state.ring.slot_len() >= slot_len {
-                return Ok(*state);
-            }
+fn take_state(t: &mut Transfer<'_>, slot_len: usize, align: usize) -> Result<Box<RingState>, Stop> {
+    if let Kept::Ring(state) = std::mem::take(&mut t.scratch.kept) {
+        if state.ring.slot_len() >= slot_len {
+            return Ok(state);
         }
     }
     let mut slots = (t.params.queue_depth.max(1) as usize).min(MAX_SLOTS);
@@ -162,5 +160,5 @@ fn take_state(t: &mut Transfer<'_>, slot_len: usize, align: usize) -> Result<Rin
         }
     })?;
     let slots = Vec::with_capacity(ring.slots());
-    Ok(RingState { ring, slots })
+    Ok(Box::new(RingState { ring, slots }))
 }

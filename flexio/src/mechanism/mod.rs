@@ -30,7 +30,7 @@ use serde::{Deserialize, Serialize};
 
 pub use crate::names::{EndpointKind, MechanismName};
 
-pub(crate) use transfer::{Counters, Idle, Scratch, Stop, Transfer};
+pub(crate) use transfer::{Counters, Idle, Scratch, SinkSide, SourceSide, Stop, Transfer};
 
 impl MechanismName {
     /// What this mechanism is (`None` for `auto`).
