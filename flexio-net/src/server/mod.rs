@@ -14,6 +14,7 @@
 //! copied from its blocks and written to the socket, so a client scanning
 //! a large file does not evict what others read often.
 
+mod body;
 mod cached_body;
 mod directory;
 mod event_loop;
@@ -189,8 +190,8 @@ pub(crate) struct Connection {
     pub closing: bool,
     /// Its bucket for `rate_per_client`.
     pub rate: Option<Arc<TokenBucket>>,
-    /// The file body being sent in turns.
-    pub body: Option<turns::Body>,
+    /// The body being sent in turns.
+    pub body: Option<body::Body>,
     _live: LiveGuard,
 }
 

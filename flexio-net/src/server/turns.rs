@@ -1,4 +1,4 @@
-//! File bodies sent in turns, so that many connections share the workers
+//! Bodies sent in turns, so that many connections share the workers
 //! fairly and rate limits never put a worker to sleep.
 //!
 //! A body worker (see [`super::worker`]) sends at most one turn of a body
@@ -6,35 +6,21 @@
 //! smaller (nginx's `sendfile_max_chunk`) — and puts the connection back
 //! at the end of the body workers' queue, so long bodies share those
 //! workers turn by turn. New requests have their own queue and workers:
-//! a 4 KiB request waits for no turn at all.
+//! a 4 KiB request waits for no turn at all. A body is a list of
+//! segments ([`super::body`]): a file's range, or a multipart answer's
+//! part heads and ranges, or a `?tar` stream's headers and members, each
+//! sent on from where the last turn stopped.
 //! When the connection's bucket (`--rate-per-client`) or the server's
 //! (`--rate-total`) is in debt, the connection is handed to the event loop
 //! instead, which queues it again when its tokens are due; the worker goes
 //! on with other connections.
 
-use std::os::fd::{AsFd, OwnedFd};
 use std::sync::mpsc::Sender;
 use std::time::{Duration, Instant};
 
-use flexio::range::{Mover, RangeEnd, RangeRequest};
-use flexio::EndpointKind;
+use flexio::range::Mover;
 
 use super::{Connection, Shared};
-
-/// A body still being sent.
-pub(crate) struct Body {
-    pub file: OwnedFd,
-    /// The file's name, for messages.
-    pub label: String,
-    /// The next byte of the file to send.
-    pub next: u64,
-    /// One past the last byte to send.
-    pub end: u64,
-    /// Whether the connection lives on once the body is sent.
-    pub keep_alive: bool,
-    /// The request line, for messages.
-    pub request: String,
-}
 
 /// A connection waiting for its tokens, and when they are due.
 pub(crate) struct Deferred {
@@ -84,54 +70,16 @@ pub(crate) fn take_turn(
         });
         return;
     }
-    let body = connection
-        .body
-        .as_ref()
-        .expect("a turn is taken for a body");
-    let length = turn_len(shared, &connection, body.end - body.next);
-    let source = RangeEnd::with_kind(body.file.as_fd(), EndpointKind::File, body.label.clone());
-    let sink = RangeEnd::with_kind(
-        connection.stream.as_fd(),
-        EndpointKind::Tcp,
-        connection.peer.clone(),
-    );
-    let mut request = RangeRequest::new(body.next, 0, Some(length)).via(shared.config.mechanism);
-    request.idle_timeout = Some(shared.config.send_timeout);
-    // With `--cache`, the turn is read through the block cache and written
-    // from it (`cached_body`); a file it cannot take goes the usual way.
-    let cached = match &shared.cache {
-        Some(cache) => super::cached_body::send_range(
-            cache,
-            &body.file,
-            &body.label,
-            &connection.stream,
-            body.next,
-            length,
-        )
-        .map_err(|e| e.to_string()),
-        None => Ok(false),
-    };
-    let moved = match cached {
-        Ok(true) => Ok(length),
-        Ok(false) => mover
-            .move_range(&source, &sink, &request, None)
-            .map(|report| {
-                for fallback in &report.fallbacks {
-                    eprintln!("flexio serve: {}: fell back: {fallback:?}", body.label);
-                }
-                report.bytes
-            })
-            .map_err(|e| e.to_string()),
-        Err(error) => Err(error),
-    };
-    let bytes = match moved {
+    let mut body = connection.body.take().expect("a turn is taken for a body");
+    let budget = turn_len(shared, &connection, body.left);
+    let sent = body.send_turn(shared, &connection.stream, &connection.peer, mover, budget);
+    let bytes = match sent {
         Ok(bytes) => bytes,
         Err(error) => {
             eprintln!(
                 "flexio serve: {} for {}: {error}",
                 body.request, connection.peer
             );
-            connection.body = None;
             shared.close(connection);
             return;
         }
@@ -143,14 +91,11 @@ pub(crate) fn take_turn(
     {
         bucket.charge(bytes, now);
     }
-    let body = connection.body.as_mut().expect("still there");
-    body.next += bytes;
-    if body.next >= body.end {
-        let keep_alive = body.keep_alive;
-        connection.body = None;
-        finish(shared, connection, keep_alive);
+    if body.left == 0 {
+        finish(shared, connection, body.keep_alive);
         return;
     }
+    connection.body = Some(body);
     if connection.rate.is_some() || shared.total_rate.is_some() {
         // Under a rate, every next turn goes through the event loop's
         // deferred list, in order: a connection that just sent cannot take

@@ -18,7 +18,8 @@ use rustix::io::Errno;
 
 use super::request::{text_response, Request, ResponseHead};
 
-use super::turns::{self, Body};
+use super::body::Body;
+use super::turns;
 use super::{directory, files, Connection, Shared};
 use crate::names::{split_target, BadTarget};
 use crate::walk::open_beneath;
@@ -67,7 +68,7 @@ pub(crate) fn run_requests(
         };
         let keep_alive = match answer(shared, &connection, &request, &mut mover) {
             Ok((keep_alive, Some(body))) => {
-                let one_turn = body.end - body.next <= shared.config.max_chunk.max(1);
+                let one_turn = body.left <= shared.config.max_chunk.max(1);
                 connection.body = Some(Body {
                     keep_alive,
                     request: format!("{} {}", request.method, request.target),
@@ -116,14 +117,12 @@ impl Exchange<'_> {
         if length == 0 {
             return;
         }
-        *self.body.borrow_mut() = Some(Body {
-            file,
-            label,
-            next: first,
-            end: first + length,
-            keep_alive: self.keep_alive,
-            request: String::new(),
-        });
+        self.send_body_in_turns(Body::file(file, label, first, length));
+    }
+
+    /// Leaves `body` to be sent in turns after this exchange.
+    pub fn send_body_in_turns(&self, body: Body) {
+        *self.body.borrow_mut() = Some(body);
     }
 
     /// Sends a short text response; returns whether the connection lives on.
@@ -223,9 +222,9 @@ fn respond(exchange: &mut Exchange<'_>, mover: &mut Mover) -> std::io::Result<bo
     match rustix::fs::FileType::from_raw_mode(stat.st_mode) {
         rustix::fs::FileType::RegularFile => {
             let name = parts.last().cloned().unwrap_or_default();
-            files::answer(exchange, file, &stat, &name, query, mover)
+            files::answer(exchange, file, &stat, &name, query)
         }
-        rustix::fs::FileType::Directory => directory::answer(exchange, file, &parts, query, mover),
+        rustix::fs::FileType::Directory => directory::answer(exchange, file, &parts, query),
         _ => exchange.text(403, "not a regular file or a directory"),
     }
 }
