@@ -80,7 +80,7 @@ fn requeue_due(shared: &Shared, queues: &Queues) -> Option<Duration> {
     let now = Instant::now();
     let mut deferred = shared.deferred.lock().unwrap();
     for due in deferred.extract_if(.., |waiting| waiting.due <= now) {
-        let _ = queues.turns.send(due.connection);
+        queues.turns.push(due.connection);
     }
     deferred
         .iter()

@@ -167,7 +167,7 @@ pub(crate) struct Shared {
 /// of long bodies to the body workers (see [`worker`]).
 pub(crate) struct Queues {
     pub requests: std::sync::mpsc::Sender<(Connection, request::Request)>,
-    pub turns: std::sync::mpsc::Sender<Connection>,
+    pub turns: turns::TurnQueue,
 }
 
 /// A client connection and the state of its next request head.
@@ -327,11 +327,9 @@ impl Server {
     /// [`Error::Io`] when the event loop itself fails (`epoll_wait`).
     pub fn run(self) -> Result<()> {
         let (requests, request_queue) = std::sync::mpsc::channel();
-        let (turns, turn_queue) = std::sync::mpsc::channel();
-        let (request_queue, turn_queue) = (
-            Arc::new(Mutex::new(request_queue)),
-            Arc::new(Mutex::new(turn_queue)),
-        );
+        let (turns, turn_queue) = turns::TurnQueue::new();
+        let (request_queue, turn_queue) =
+            (Arc::new(Mutex::new(request_queue)), Arc::new(turn_queue));
         for index in 0..self.shared.config.workers.max(1) {
             let (shared, queue, requeue) = (
                 Arc::clone(&self.shared),

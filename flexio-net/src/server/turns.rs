@@ -5,7 +5,8 @@
 //! — `max_chunk` bytes, or a burst of the connection's rate, whichever is
 //! smaller (nginx's `sendfile_max_chunk`) — and puts the connection back
 //! at the end of the body workers' queue, so long bodies share those
-//! workers turn by turn. New requests have their own queue and workers:
+//! workers turn by turn — when another connection waits there; while none
+//! does, it goes on with the next turn itself. New requests have their own queue and workers:
 //! a 4 KiB request waits for no turn at all. A body is a list of
 //! segments ([`super::body`]): a file's range, or a multipart answer's
 //! part heads and ranges, or a `?tar` stream's headers and members, each
@@ -15,7 +16,9 @@
 //! instead, which queues it again when its tokens are due; the worker goes
 //! on with other connections.
 
-use std::sync::mpsc::Sender;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc::{Receiver, Sender};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use flexio::range::Mover;
@@ -52,14 +55,74 @@ fn delay(shared: &Shared, connection: &Connection, now: Instant) -> Duration {
         .unwrap_or(Duration::ZERO)
 }
 
-/// Sends one turn of `connection`'s body, then queues the connection again
-/// (at the back, or in the event loop's deferred set when its tokens are
-/// not yet due), or finishes the response.
+/// The body workers' queue of turns, counting the connections in it so a
+/// body worker can tell whether any other waits for a turn.
+#[derive(Clone)]
+pub(crate) struct TurnQueue {
+    sender: Sender<Connection>,
+    waiting: Arc<AtomicUsize>,
+}
+
+/// The body workers' end of the [`TurnQueue`].
+pub(crate) struct TurnReceiver {
+    receiver: Mutex<Receiver<Connection>>,
+    waiting: Arc<AtomicUsize>,
+}
+
+impl TurnQueue {
+    /// A queue and the end the body workers take turns from.
+    pub fn new() -> (TurnQueue, TurnReceiver) {
+        let (sender, receiver) = std::sync::mpsc::channel();
+        let waiting = Arc::new(AtomicUsize::new(0));
+        (
+            TurnQueue {
+                sender,
+                waiting: Arc::clone(&waiting),
+            },
+            TurnReceiver {
+                receiver: Mutex::new(receiver),
+                waiting,
+            },
+        )
+    }
+
+    /// Queues `connection`'s next turn at the back.
+    pub fn push(&self, connection: Connection) {
+        self.waiting.fetch_add(1, Ordering::SeqCst);
+        // Fails only when every body worker is gone.
+        if self.sender.send(connection).is_err() {
+            self.waiting.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+
+    /// Whether no connection waits for a turn.
+    fn nobody_waits(&self) -> bool {
+        self.waiting.load(Ordering::SeqCst) == 0
+    }
+}
+
+impl TurnReceiver {
+    /// The next connection whose turn it is, waiting for one; `None` when
+    /// the queue is gone.
+    pub fn next(&self) -> Option<Connection> {
+        let connection = self.receiver.lock().unwrap().recv().ok()?;
+        self.waiting.fetch_sub(1, Ordering::SeqCst);
+        Some(connection)
+    }
+}
+
+/// Sends turns of `connection`'s body: one, then queues the connection
+/// again (at the back, or in the event loop's deferred set when its tokens
+/// are not yet due), or finishes the response. While no other connection
+/// waits for a turn (every one that wants a turn has a body worker), the
+/// next turn follows at once on this worker: handing it over costs a
+/// wake-up, a switch and a thread's cold caches per turn — a thousand per
+/// GiB — for no one's benefit.
 pub(crate) fn take_turn(
     shared: &Shared,
     mut connection: Connection,
     mover: &mut Mover,
-    turns: &Sender<Connection>,
+    turns: &TurnQueue,
 ) {
     let now = Instant::now();
     let wait = delay(shared, &connection, now);
@@ -71,42 +134,47 @@ pub(crate) fn take_turn(
         return;
     }
     let mut body = connection.body.take().expect("a turn is taken for a body");
-    let budget = turn_len(shared, &connection, body.left);
-    let sent = body.send_turn(shared, &connection.stream, &connection.peer, mover, budget);
-    let bytes = match sent {
-        Ok(bytes) => bytes,
-        Err(error) => {
-            eprintln!(
-                "flexio serve: {} for {}: {error}",
-                body.request, connection.peer
-            );
-            shared.close(connection);
+    loop {
+        let budget = turn_len(shared, &connection, body.left);
+        let sent = body.send_turn(shared, &connection.stream, &connection.peer, mover, budget);
+        let bytes = match sent {
+            Ok(bytes) => bytes,
+            Err(error) => {
+                eprintln!(
+                    "flexio serve: {} for {}: {error}",
+                    body.request, connection.peer
+                );
+                shared.close(connection);
+                return;
+            }
+        };
+        let now = Instant::now();
+        for bucket in [connection.rate.as_ref(), shared.total_rate.as_ref()]
+            .into_iter()
+            .flatten()
+        {
+            bucket.charge(bytes, now);
+        }
+        if body.left == 0 {
+            finish(shared, connection, body.keep_alive);
             return;
         }
-    };
-    let now = Instant::now();
-    for bucket in [connection.rate.as_ref(), shared.total_rate.as_ref()]
-        .into_iter()
-        .flatten()
-    {
-        bucket.charge(bytes, now);
+        if connection.rate.is_some() || shared.total_rate.is_some() {
+            // Under a rate, every next turn goes through the event loop's
+            // deferred list, in order: a connection that just sent cannot
+            // take the shared tokens again before one that has been waiting.
+            connection.body = Some(body);
+            let due = now + delay(shared, &connection, now);
+            shared.defer(Deferred { due, connection });
+            return;
+        }
+        if !turns.nobody_waits() {
+            // Behind everything queued meanwhile.
+            connection.body = Some(body);
+            turns.push(connection);
+            return;
+        }
     }
-    if body.left == 0 {
-        finish(shared, connection, body.keep_alive);
-        return;
-    }
-    connection.body = Some(body);
-    if connection.rate.is_some() || shared.total_rate.is_some() {
-        // Under a rate, every next turn goes through the event loop's
-        // deferred list, in order: a connection that just sent cannot take
-        // the shared tokens again before one that has been waiting.
-        let due = now + delay(shared, &connection, now);
-        shared.defer(Deferred { due, connection });
-        return;
-    }
-    // Behind everything queued meanwhile; a send fails only when every
-    // worker is gone.
-    let _ = turns.send(connection);
 }
 
 /// Ends a response: parks a kept-alive connection for its next request,

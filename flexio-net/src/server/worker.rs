@@ -10,7 +10,7 @@
 
 use std::cell::RefCell;
 use std::os::fd::OwnedFd;
-use std::sync::mpsc::{Receiver, Sender};
+use std::sync::mpsc::Receiver;
 use std::sync::Mutex;
 
 use flexio::range::Mover;
@@ -19,7 +19,7 @@ use rustix::io::Errno;
 use super::request::{text_response, Request, ResponseHead};
 
 use super::body::Body;
-use super::turns;
+use super::turns::{self, TurnQueue, TurnReceiver};
 use super::{directory, files, Connection, Shared};
 use crate::names::{split_target, BadTarget};
 use crate::walk::open_beneath;
@@ -34,11 +34,7 @@ pub(crate) const BODY_WORKER_NICE: i32 = 10;
 /// A body worker: sends one turn of a long body after another, at
 /// [`BODY_WORKER_NICE`] (raising a thread's own nice value needs no
 /// privilege; where it fails the worker just runs at the process's).
-pub(crate) fn run_turns(
-    shared: &Shared,
-    queue: &Mutex<Receiver<Connection>>,
-    turns: &Sender<Connection>,
-) {
+pub(crate) fn run_turns(shared: &Shared, queue: &TurnReceiver, turns: &TurnQueue) {
     // Relative to the process's own nice value, so a server started under
     // `nice` keeps the same gap between its request path and its bodies.
     let me = Some(rustix::thread::gettid());
@@ -47,7 +43,7 @@ pub(crate) fn run_turns(
     }
     let mut mover = Mover::new();
     loop {
-        let Ok(connection) = queue.lock().unwrap().recv() else {
+        let Some(connection) = queue.next() else {
             return;
         };
         turns::take_turn(shared, connection, &mut mover, turns);
@@ -59,7 +55,7 @@ pub(crate) fn run_turns(
 pub(crate) fn run_requests(
     shared: &Shared,
     queue: &Mutex<Receiver<(Connection, Request)>>,
-    turns: &Sender<Connection>,
+    turns: &TurnQueue,
 ) {
     let mut mover = Mover::new();
     loop {
@@ -79,7 +75,7 @@ pub(crate) fn run_requests(
                 } else {
                     // A long body never holds a request worker: a client
                     // that reads it slowly blocks a body worker instead.
-                    let _ = turns.send(connection);
+                    turns.push(connection);
                 }
                 continue;
             }
