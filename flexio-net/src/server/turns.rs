@@ -23,6 +23,7 @@ use std::time::{Duration, Instant};
 
 use flexio::range::Mover;
 
+use super::worker::BodyPriority;
 use super::{Connection, Shared};
 
 /// A connection waiting for its tokens, and when they are due.
@@ -61,27 +62,32 @@ fn delay(shared: &Shared, connection: &Connection, now: Instant) -> Duration {
 pub(crate) struct TurnQueue {
     sender: Sender<Connection>,
     waiting: Arc<AtomicUsize>,
+    /// Body workers taking turns now.
+    busy: Arc<AtomicUsize>,
 }
 
 /// The body workers' end of the [`TurnQueue`].
 pub(crate) struct TurnReceiver {
     receiver: Mutex<Receiver<Connection>>,
     waiting: Arc<AtomicUsize>,
+    busy: Arc<AtomicUsize>,
 }
 
 impl TurnQueue {
     /// A queue and the end the body workers take turns from.
     pub fn new() -> (TurnQueue, TurnReceiver) {
         let (sender, receiver) = std::sync::mpsc::channel();
-        let waiting = Arc::new(AtomicUsize::new(0));
+        let (waiting, busy) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
         (
             TurnQueue {
                 sender,
                 waiting: Arc::clone(&waiting),
+                busy: Arc::clone(&busy),
             },
             TurnReceiver {
                 receiver: Mutex::new(receiver),
                 waiting,
+                busy,
             },
         )
     }
@@ -99,15 +105,27 @@ impl TurnQueue {
     fn nobody_waits(&self) -> bool {
         self.waiting.load(Ordering::SeqCst) == 0
     }
+
+    /// Whether one body worker alone is taking turns (the caller's) and
+    /// none waits.
+    fn one_body_alone(&self) -> bool {
+        self.busy.load(Ordering::SeqCst) == 1 && self.nobody_waits()
+    }
 }
 
 impl TurnReceiver {
     /// The next connection whose turn it is, waiting for one; `None` when
-    /// the queue is gone.
+    /// the queue is gone. The caller counts as busy until [`Self::done`].
     pub fn next(&self) -> Option<Connection> {
         let connection = self.receiver.lock().unwrap().recv().ok()?;
+        self.busy.fetch_add(1, Ordering::SeqCst);
         self.waiting.fetch_sub(1, Ordering::SeqCst);
         Some(connection)
+    }
+
+    /// The caller is done with the connection [`Self::next`] gave it.
+    pub fn done(&self) {
+        self.busy.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
@@ -117,12 +135,14 @@ impl TurnReceiver {
 /// waits for a turn (every one that wants a turn has a body worker), the
 /// next turn follows at once on this worker: handing it over costs a
 /// wake-up, a switch and a thread's cold caches per turn — a thousand per
-/// GiB — for no one's benefit.
+/// GiB — for no one's benefit. A body worker passes its `priority`, set
+/// before each turn by whether its body is the only one being sent.
 pub(crate) fn take_turn(
     shared: &Shared,
     mut connection: Connection,
     mover: &mut Mover,
     turns: &TurnQueue,
+    mut priority: Option<&mut BodyPriority>,
 ) {
     let now = Instant::now();
     let wait = delay(shared, &connection, now);
@@ -135,6 +155,9 @@ pub(crate) fn take_turn(
     }
     let mut body = connection.body.take().expect("a turn is taken for a body");
     loop {
+        if let Some(priority) = priority.as_deref_mut() {
+            priority.update(turns.one_body_alone());
+        }
         let budget = turn_len(shared, &connection, body.left);
         let sent = body.send_turn(shared, &connection.stream, &connection.peer, mover, budget);
         let bytes = match sent {
