@@ -1,8 +1,8 @@
-//! The workers, in two pools with a queue each, so a new request never
-//! waits behind the turns of long bodies. A request worker takes a whole
-//! request from the event loop, answers it — with its file body when that
-//! fits in one turn (`--max-chunk`) — and parks a kept-alive connection
-//! again; a longer body goes to the body workers, which send it in turns
+//! The workers, in two pools, so a new request never waits behind the
+//! turns of long bodies. A request worker waits for a connection with
+//! bytes to read, reads its request head and answers the request — with
+//! its file body when that fits in one turn (`--max-chunk`) — and parks a
+//! kept-alive connection again; a longer body goes to the body workers, which send it in turns
 //! (see [`turns`]) at a lower CPU priority ([`BODY_WORKER_NICE`]), so the
 //! request path's threads win the CPU from them when both are runnable.
 //! Each worker keeps one [`Mover`], so its pipe or buffers are made once,
@@ -10,17 +10,17 @@
 
 use std::cell::RefCell;
 use std::os::fd::OwnedFd;
-use std::sync::mpsc::Receiver;
-use std::sync::Mutex;
 
 use flexio::range::Mover;
+use rustix::buffer::spare_capacity;
+use rustix::event::epoll;
 use rustix::io::Errno;
 
 use super::request::{text_response, Request, ResponseHead};
 
 use super::body::Body;
 use super::turns::{self, TurnQueue, TurnReceiver};
-use super::{directory, files, Connection, Shared};
+use super::{directory, event_loop, files, Connection, Shared};
 use crate::names::{split_target, BadTarget};
 use crate::walk::open_beneath;
 
@@ -103,49 +103,75 @@ pub(crate) fn run_turns(shared: &Shared, queue: &TurnReceiver, turns: &TurnQueue
     }
 }
 
-/// A request worker: answers whole requests, sending a body of one turn
-/// itself and queueing a longer one for the body workers.
-pub(crate) fn run_requests(
+/// A request worker: waits on the connections' epoll set itself, reads
+/// the request head of a connection that has bytes (see
+/// [`event_loop::read_head`]) and answers a whole request at once, sending
+/// a body of one turn itself and queueing a longer one for the body
+/// workers. Each worker takes one event per wait and every connection is
+/// armed `EPOLLONESHOT`, so an event goes to one idle worker: a request
+/// costs one wake-up, not one for the event loop and one for the worker
+/// it handed the request to.
+pub(crate) fn run_requests(shared: &Shared, turns: &TurnQueue) {
+    let mut mover = Mover::new();
+    let mut events = Vec::with_capacity(1);
+    loop {
+        events.clear();
+        match epoll::wait(&shared.epoll, spare_capacity(&mut events), None) {
+            Ok(_) | Err(Errno::INTR) => {}
+            Err(errno) => {
+                // Only a broken epoll descriptor gets here: say so rather
+                // than spin.
+                eprintln!("flexio serve: epoll_wait in a request worker: {errno}");
+                std::thread::sleep(std::time::Duration::from_millis(100));
+            }
+        }
+        for event in &events {
+            if let Some((connection, request)) = event_loop::read_head(shared, event.data.u64()) {
+                serve_request(shared, connection, &request, &mut mover, turns);
+            }
+        }
+    }
+}
+
+/// Answers one whole request on `connection`, then parks it for the next
+/// (or closes it, or leaves it to the body workers).
+fn serve_request(
     shared: &Shared,
-    queue: &Mutex<Receiver<(Connection, Request)>>,
+    mut connection: Connection,
+    request: &Request,
+    mover: &mut Mover,
     turns: &TurnQueue,
 ) {
-    let mut mover = Mover::new();
-    loop {
-        let Ok((mut connection, request)) = queue.lock().unwrap().recv() else {
+    let keep_alive = match answer(shared, &connection, request, mover) {
+        Ok((keep_alive, Some(body))) => {
+            let one_turn = body.left <= shared.config.max_chunk.max(1);
+            connection.body = Some(Body {
+                keep_alive,
+                request: format!("{} {}", request.method, request.target),
+                ..body
+            });
+            if one_turn {
+                turns::take_turn(shared, connection, mover, turns, None);
+            } else {
+                // A long body never holds a request worker: a client that
+                // reads it slowly blocks a body worker instead.
+                turns.push(connection);
+            }
             return;
-        };
-        let keep_alive = match answer(shared, &connection, &request, &mut mover) {
-            Ok((keep_alive, Some(body))) => {
-                let one_turn = body.left <= shared.config.max_chunk.max(1);
-                connection.body = Some(Body {
-                    keep_alive,
-                    request: format!("{} {}", request.method, request.target),
-                    ..body
-                });
-                if one_turn {
-                    turns::take_turn(shared, connection, &mut mover, turns, None);
-                } else {
-                    // A long body never holds a request worker: a client
-                    // that reads it slowly blocks a body worker instead.
-                    turns.push(connection);
-                }
-                continue;
-            }
-            Ok((keep_alive, None)) => keep_alive,
-            Err(error) => {
-                // The response is cut short: the client sees the connection
-                // close before Content-Length bytes, which it must treat as
-                // a failure.
-                eprintln!(
-                    "flexio serve: {} {} for {}: {error}",
-                    request.method, request.target, connection.peer
-                );
-                false
-            }
-        };
-        turns::finish(shared, connection, keep_alive);
-    }
+        }
+        Ok((keep_alive, None)) => keep_alive,
+        Err(error) => {
+            // The response is cut short: the client sees the connection
+            // close before Content-Length bytes, which it must treat as a
+            // failure.
+            eprintln!(
+                "flexio serve: {} {} for {}: {error}",
+                request.method, request.target, connection.peer
+            );
+            false
+        }
+    };
+    turns::finish(shared, connection, keep_alive);
 }
 
 /// What answering needs besides the request.
