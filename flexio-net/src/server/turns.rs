@@ -6,8 +6,8 @@
 //! smaller (nginx's `sendfile_max_chunk`) — and puts the connection back
 //! at the end of the body workers' queue, so long bodies share those
 //! workers turn by turn — when another connection waits there; while none
-//! does, it goes on with the next turn itself. New requests have their own queue and workers:
-//! a 4 KiB request waits for no turn at all. A body is a list of
+//! does, it goes on with the next turn itself. New requests have their own
+//! workers: a 4 KiB request waits for no turn at all. A body is a list of
 //! segments ([`super::body`]): a file's range, or a multipart answer's
 //! part heads and ranges, or a `?tar` stream's headers and members, each
 //! sent on from where the last turn stopped.
