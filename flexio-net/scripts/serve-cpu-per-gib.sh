@@ -1,10 +1,13 @@
 #!/bin/bash
 # Server CPU for one large download: curl fetches a file from /dev/shm over
 # loopback from each server in turn (A B A B ...), `perf stat` counts the
-# server's task-clock and context switches over the download (all its
-# threads, and for nginx its worker processes: perf follows the master's
-# children when they are named: nginx's workers are listed by pid).
-# Prints one line per run and the median task-clock ms per GiB of each.
+# server's task-clock and context switches over the download: every thread
+# of the server process, and for nginx the master and its worker (perf -p
+# is given each pid).
+# Prints one line per run (with curl's own task-clock: on loopback the
+# receive path's softirq work is charged to whichever side runs it, so a
+# sender that never sleeps pays more of it) and the median server
+# task-clock ms per GiB of each.
 # Usage: serve-cpu-per-gib.sh RUNS FLEXIO [FLEXIO2 ...]   (NGINX=0 to skip
 # nginx; SIZE=1G; needs perf, curl, nginx)
 RUNS=${1:-5}; shift
@@ -26,15 +29,15 @@ one() { # server -> "task-clock-ms context-switches seconds"
   pids=$(echo $SP $(pgrep -P $SP) | tr ' ' ,)
   perf stat -x, -e task-clock,context-switches -p "$pids" -o "$SCRATCH/perf" &
   PP=$!; sleep 0.2
-  t=$(curl -s -o /dev/null -w "%{time_total}" http://127.0.0.1:$PORT/big)
+  t=$(perf stat -x, -e task-clock -o "$SCRATCH/client" curl -s -o /dev/null -w "%{time_total}" http://127.0.0.1:$PORT/big)
   sleep 0.1; kill -INT $PP; wait $PP 2>/dev/null
   kill $SP; wait $SP 2>/dev/null
-  echo "$(awk -F, '/task-clock/{printf "%.1f ", $1} /context-switches/{printf "%d ", $1}' "$SCRATCH/perf")$t"
+  echo "$(awk -F, '/task-clock/{printf "%.1f ", $1} /context-switches/{printf "%d ", $1}' "$SCRATCH/perf")$t $(awk -F, '/task-clock/{printf "%.1f", $1}' "$SCRATCH/client")"
 }
 declare -A all
 for run in $(seq "$RUNS"); do
   for s in "${servers[@]}"; do
-    r=$(one "$s"); echo "run $run $(basename "$s"): task-clock ms, context switches, s: $r"
+    r=$(one "$s"); echo "run $run $(basename "$s"): server task-clock ms, server context switches, s, curl task-clock ms: $r"
     all[$s]+="$(echo "$r" | cut -d' ' -f1) "
   done
 done
