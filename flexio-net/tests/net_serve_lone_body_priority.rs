@@ -75,6 +75,9 @@ fn a_lone_body_is_sent_at_the_process_priority_and_idle_workers_run_nicer() {
     let mut lone = RawClient::connect(address);
     lone.send(b"GET /long HTTP/1.1\r\nHost: test\r\n\r\n");
     wait_for("one body", |nice| nice.contains(&own));
+    // Until the socket's buffers are full and its worker sits in sendfile,
+    // where its priority stays as it is.
+    std::thread::sleep(Duration::from_millis(500));
 
     // A second body beside it: the worker that takes it runs nicer.
     let mut second = RawClient::connect(address);
