@@ -52,6 +52,7 @@ pub mod output;
 pub mod pace_bench;
 pub mod peers;
 pub mod plan;
+pub mod process_cpu;
 pub mod runner;
 pub mod schedule_bench;
 pub mod select;

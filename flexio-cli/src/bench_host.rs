@@ -56,9 +56,12 @@ pub fn run(args: &HostArgs<'_>) -> Result<(), Error> {
     if args.install {
         install_aria2_if_missing();
     }
+    // Absolute: nginx takes a relative path in its configuration as
+    // relative to its prefix, not to the bench's directory.
     let work = args
         .dir
         .join(format!(".flexio-host-bench-{}", std::process::id()));
+    let work = std::path::absolute(&work).map_err(|e| io_error("absolute", &work, e))?;
     let runs = args.runs as usize;
     let options = HostBenchOptions {
         dir: work.clone(),
@@ -77,7 +80,7 @@ pub fn run(args: &HostArgs<'_>) -> Result<(), Error> {
     let results = result.map_err(Error::Usage)?;
     let mut text = host_bench::table(&results);
     text += &format!(
-        "\n{} runs per contender after a warm-up round that checks the copy ({} for Fig 5 and 6), interleaved; every client timed as a process (iperf3 by its own timer, so its ceiling leaves out process start); \"÷ flexio\" is the row's median time over flexio get's (above 1: flexio is faster); server CPU is the server process tree's user+system time per GiB (clock-tick resolution)\n",
+        "\n{} runs per contender after a warm-up round that checks the copy ({} for Fig 5 and 6), interleaved; every client timed as a process (iperf3 by its own timer, so its ceiling leaves out process start); \"÷ flexio\" is the row's median time over flexio get's (above 1: flexio is faster); server CPU is the server process tree's user+system time per GiB (nanoseconds for living threads, from schedstat)\n",
         runs,
         options.figure_runs
     );

@@ -28,9 +28,12 @@ pub struct ServerArgs<'a> {
 
 /// Runs the scenario into `out`.
 pub fn run(args: &ServerArgs<'_>) -> Result<(), Error> {
+    // Absolute: nginx takes a relative path in its configuration as
+    // relative to its prefix, not to the bench's directory.
     let work = args
         .dir
         .join(format!(".flexio-server-bench-{}", std::process::id()));
+    let work = std::path::absolute(&work).map_err(|e| io_error("absolute", &work, e))?;
     let flexio =
         std::env::current_exe().map_err(|e| io_error("current_exe", Path::new("flexio"), e))?;
     let mut options = if args.quick {

@@ -73,24 +73,7 @@ fn several_ranges_come_as_multipart_byteranges() {
     let mut client = RawClient::connect(address);
     let response = client.get("/f", "Range: bytes=0-9, 5000-5099, -3\r\n");
     assert_eq!(response.status, 206);
-    let kind = response.header("Content-Type").unwrap();
-    let boundary = kind
-        .strip_prefix("multipart/byteranges; boundary=")
-        .expect(kind);
-    let delimiter = format!("\r\n--{boundary}");
-    let body = response.body;
-    let mut parts = Vec::new();
-    let mut rest = &body[..];
-    while let Some(at) = find(rest, delimiter.as_bytes()) {
-        rest = &rest[at + delimiter.len()..];
-        if rest.starts_with(b"--") {
-            break;
-        }
-        let head_end = find(rest, b"\r\n\r\n").unwrap();
-        let head = String::from_utf8_lossy(&rest[..head_end]).into_owned();
-        let next = find(&rest[head_end + 4..], delimiter.as_bytes()).unwrap();
-        parts.push((head, rest[head_end + 4..head_end + 4 + next].to_vec()));
-    }
+    let parts = common::multipart_parts(&response);
     assert_eq!(parts.len(), 3);
     for ((head, bytes), (first, last)) in parts.iter().zip([(0, 9), (5000, 5099), (9997, 9999)]) {
         assert!(
@@ -101,10 +84,6 @@ fn several_ranges_come_as_multipart_byteranges() {
     }
     // The connection goes on after the multipart body.
     assert_eq!(client.get("/f", "Range: bytes=1-1\r\n").body, data[1..2]);
-}
-
-fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
-    haystack.windows(needle.len()).position(|w| w == needle)
 }
 
 #[test]

@@ -60,23 +60,119 @@ fn a_small_request_is_answered_while_every_body_worker_is_blocked() {
     }
 }
 
-/// Reads a response to `GET /long` and returns its body's length,
-/// checking every byte is a zero (the sparse file's).
-fn body_length_all_zero(mut client: RawClient) -> u64 {
+#[test]
+fn a_small_request_is_answered_while_slow_tar_downloads_fill_every_worker() {
+    // Before tar streams went in turns, a request worker wrote a `?tar`
+    // from start to end: as many slow readers as request workers held
+    // them all, and a 4 KiB request waited for the send timeout.
+    let root = tempfile::tempdir().unwrap();
+    let tree = root.path().join("tree");
+    std::fs::create_dir(&tree).unwrap();
+    for name in ["a", "b"] {
+        // Sparse, as above; two members so a turn ends inside the stream.
+        std::fs::File::create(tree.join(name))
+            .unwrap()
+            .set_len(LONG / 2)
+            .unwrap();
+    }
+    std::fs::write(root.path().join("small"), common::pattern(4096, 16)).unwrap();
+    let workers = 2;
+    let address = serve_with(root.path(), |config| {
+        config.workers = workers;
+        config.send_timeout = Duration::from_secs(60);
+    });
+    // Twice as many as either pool has workers, none read for now.
+    let mut readers: Vec<RawClient> = (0..2 * workers)
+        .map(|_| {
+            let mut client = RawClient::connect(address);
+            client.send(b"GET /tree/?tar HTTP/1.1\r\nHost: test\r\n\r\n");
+            client
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(500));
+
+    let started = Instant::now();
+    let mut client = RawClient::connect(address);
+    let response = client.get("/small", "");
+    let took = started.elapsed();
+    assert_eq!(response.status, 200);
+    assert_eq!(response.body, common::pattern(4096, 16));
+    assert!(
+        took < Duration::from_secs(10),
+        "4 KiB took {took:?} while slow ?tar downloads were in progress"
+    );
+
+    // Each stream arrives whole once read: two headers, two zero bodies,
+    // two end blocks.
+    let handles: Vec<_> = readers
+        .drain(..)
+        .map(|client| std::thread::spawn(move || tar_stream_length(client)))
+        .collect();
+    for handle in handles {
+        assert_eq!(handle.join().unwrap(), 2 * 512 + LONG + 2 * 512);
+    }
+}
+
+/// Reads a response to `GET /tree/?tar` of two zero files and returns its
+/// body's length, checking the header blocks name the members and every
+/// other byte is a zero.
+fn tar_stream_length(mut client: RawClient) -> u64 {
+    let (head, mut body) = read_head(&mut client);
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    let member = LONG / 2;
+    // Where each member's header block starts.
+    let headers = [0, 512 + member];
+    let mut buffer = vec![0u8; 1 << 20];
+    let mut at = 0u64;
+    loop {
+        for (offset, &byte) in body.iter().enumerate() {
+            let position = at + offset as u64;
+            let in_header = headers
+                .iter()
+                .any(|&start| (start..start + 512).contains(&position));
+            if !in_header {
+                assert_eq!(byte, 0, "a non-zero byte at {position} of the stream");
+            }
+        }
+        for (start, name) in headers.iter().zip([b'a', b'b']) {
+            if (at..at + body.len() as u64).contains(start) {
+                assert_eq!(body[(start - at) as usize], name, "the header at {start}");
+            }
+        }
+        at += body.len() as u64;
+        if at >= 2 * 512 + member * 2 + 1024 {
+            return at;
+        }
+        let n = client.stream.read(&mut buffer).unwrap();
+        assert!(n > 0, "closed after {at} body bytes");
+        body = buffer[..n].to_vec();
+    }
+}
+
+/// Reads up to the end of a response head: the head, and the body bytes
+/// that came with it.
+fn read_head(client: &mut RawClient) -> (String, Vec<u8>) {
     let mut buffer = vec![0u8; 1 << 20];
     let mut seen = Vec::new();
-    let head_end = loop {
+    loop {
         let n = client.stream.read(&mut buffer).unwrap();
         assert!(n > 0, "closed before the head");
         seen.extend_from_slice(&buffer[..n]);
         if let Some(end) = seen.windows(4).position(|w| w == b"\r\n\r\n") {
-            break end + 4;
+            let head = String::from_utf8_lossy(&seen[..end + 4]).to_string();
+            return (head, seen[end + 4..].to_vec());
         }
-    };
-    let head = String::from_utf8_lossy(&seen[..head_end]).to_string();
+    }
+}
+
+/// Reads a response to `GET /long` and returns its body's length,
+/// checking every byte is a zero (the sparse file's).
+fn body_length_all_zero(mut client: RawClient) -> u64 {
+    let (head, first) = read_head(&mut client);
     assert!(head.starts_with("HTTP/1.1 200"), "{head}");
-    assert!(seen[head_end..].iter().all(|&b| b == 0));
-    let mut length = (seen.len() - head_end) as u64;
+    assert!(first.iter().all(|&b| b == 0));
+    let mut buffer = vec![0u8; 1 << 20];
+    let mut length = first.len() as u64;
     while length < LONG {
         let n = client.stream.read(&mut buffer).unwrap();
         assert!(n > 0, "closed after {length} body bytes");

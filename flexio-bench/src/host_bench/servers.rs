@@ -9,6 +9,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use super::link::listening;
+use crate::process_cpu::process_cpu_ns;
 
 /// A server process started on the servers' side, stopped on drop.
 pub struct Server {
@@ -85,10 +86,8 @@ impl Drop for Server {
     }
 }
 
-/// `(pid, ppid, state, cpu ticks)` of every process, where cpu ticks are
-/// utime + stime + cutime + cstime (`proc(5)`): its own time and that of
-/// the children it has waited for.
-fn processes() -> Vec<(u32, u32, char, u64)> {
+/// `(pid, ppid, state)` of every process.
+fn processes() -> Vec<(u32, u32, char)> {
     let Ok(entries) = std::fs::read_dir("/proc") else {
         return Vec::new();
     };
@@ -101,16 +100,12 @@ fn processes() -> Vec<(u32, u32, char, u64)> {
             let fields: Vec<&str> = rest.split_whitespace().collect();
             let state = fields.first()?.chars().next()?;
             let ppid = fields.get(1)?.parse().ok()?;
-            let ticks = fields[11..15]
-                .iter()
-                .map(|f| f.parse::<u64>().unwrap_or(0))
-                .sum();
-            Some((pid, ppid, state, ticks))
+            Some((pid, ppid, state))
         })
         .collect()
 }
 
-fn descendants(all: &[(u32, u32, char, u64)], root: u32) -> Vec<(u32, u32, char, u64)> {
+fn descendants(all: &[(u32, u32, char)], root: u32) -> Vec<(u32, u32, char)> {
     let mut children: HashMap<u32, Vec<usize>> = HashMap::new();
     for (index, process) in all.iter().enumerate() {
         children.entry(process.1).or_default().push(index);
@@ -130,10 +125,14 @@ fn descendants(all: &[(u32, u32, char, u64)], root: u32) -> Vec<(u32, u32, char,
 /// CPU seconds (user + system) spent by `root` and every descendant,
 /// living or waited for. Exited children the tree has not yet waited for
 /// still show as zombies with their times, so nothing is lost between a
-/// child's exit and its reaping; `/proc`'s resolution is a clock tick.
+/// child's exit and its reaping. In nanoseconds' resolution for living
+/// threads ([`crate::process_cpu`]), the same way for every server.
 pub fn tree_cpu_seconds(root: u32) -> f64 {
-    let ticks: u64 = descendants(&processes(), root).iter().map(|p| p.3).sum();
-    ticks as f64 / rustix::param::clock_ticks_per_second() as f64
+    let ns: u64 = descendants(&processes(), root)
+        .iter()
+        .filter_map(|p| process_cpu_ns(p.0))
+        .sum();
+    ns as f64 / 1e9
 }
 
 /// Waits (at most 0.5 s) until no process under `root` is a zombie, so a

@@ -1,8 +1,8 @@
 //! The two servers of the `server` scenario, each a process on a loopback
 //! port: `flexio serve` and nginx (`sendfile on`, a worker per CPU, a
-//! generated configuration in a scratch directory), and the CPU they use,
-//! read from `/proc/PID/stat` (the server and its children: nginx's
-//! workers).
+//! generated configuration in a scratch directory), and the CPU they use
+//! (the server and its children: nginx's workers), in nanoseconds
+//! ([`crate::process_cpu`]).
 
 use std::io;
 use std::net::{SocketAddr, TcpStream};
@@ -11,6 +11,8 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use rustix::process::{kill_process, Pid, Signal};
+
+use crate::process_cpu::process_cpu_ns;
 
 /// How long a server may take to listen.
 const START_DEADLINE: Duration = Duration::from_secs(10);
@@ -154,17 +156,18 @@ impl ServerProcess {
     }
 
     /// CPU seconds (user + system) the server and its children have used
-    /// so far: `/proc/PID/stat` of each.
+    /// so far, in nanoseconds' resolution ([`crate::process_cpu`]).
     ///
     /// # Errors
-    /// When the server's own stat cannot be read.
+    /// When the server's own times cannot be read.
     pub fn cpu_seconds(&self) -> io::Result<f64> {
-        let ticks = rustix::param::clock_ticks_per_second() as f64;
-        let mut total = process_ticks(self.pid())?;
+        let mut total = process_cpu_ns(self.pid()).ok_or_else(|| {
+            io::Error::other(format!("/proc/{}: CPU times unreadable", self.pid()))
+        })?;
         for child in children_of(self.pid()) {
-            total += process_ticks(child).unwrap_or(0);
+            total += process_cpu_ns(child).unwrap_or(0);
         }
-        Ok(total as f64 / ticks)
+        Ok(total as f64 / 1e9)
     }
 }
 
@@ -220,23 +223,6 @@ fn nginx_config(
     )
 }
 
-/// utime + stime of a process, in clock ticks (fields 14 and 15 of
-/// `/proc/PID/stat`, counted after the command's closing parenthesis).
-fn process_ticks(pid: u32) -> io::Result<u64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
-    parse_ticks(&stat).ok_or_else(|| io::Error::other(format!("/proc/{pid}/stat: unreadable")))
-}
-
-fn parse_ticks(stat: &str) -> Option<u64> {
-    let after = &stat[stat.rfind(')')? + 1..];
-    let fields: Vec<&str> = after.split_whitespace().collect();
-    // After ")": state is field 3, so utime (14) and stime (15) are at
-    // 11 and 12 here.
-    let utime: u64 = fields.get(11)?.parse().ok()?;
-    let stime: u64 = fields.get(12)?.parse().ok()?;
-    Some(utime + stime)
-}
-
 /// The processes whose parent is `pid` (a scan of `/proc`).
 fn children_of(pid: u32) -> Vec<u32> {
     let Ok(entries) = std::fs::read_dir("/proc") else {
@@ -259,18 +245,6 @@ fn children_of(pid: u32) -> Vec<u32> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn ticks_are_read_after_the_command_name() {
-        let stat = "42 (a) b c) S 1 42 42 0 -1 4194560 100 0 0 0 7 5 0 0 20 0 1 0 10 1000 10";
-        assert_eq!(parse_ticks(stat), Some(12));
-        assert_eq!(parse_ticks("garbage"), None);
-    }
-
-    #[test]
-    fn our_own_cpu_is_readable() {
-        assert!(process_ticks(std::process::id()).is_ok());
-    }
 
     #[test]
     fn nginx_config_limits_the_rate_only_when_asked() {

@@ -14,8 +14,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use flexio_cache::FileCache;
 
-use super::worker::Exchange;
-
 /// Bytes read through the cache and written per step.
 const PIECE: usize = 256 << 10;
 
@@ -28,37 +26,14 @@ thread_local! {
 /// (one line, not one per request).
 static FALLBACK_LOGGED: AtomicBool = AtomicBool::new(false);
 
-/// Sends `length` bytes of `file` from `first` through `cache` to the
-/// client of `exchange`. `Ok(false)` when the file cannot go through the
-/// cache (its file system refuses `O_DIRECT`): nothing was sent, and the
-/// caller sends it the usual way.
+/// Sends `length` bytes of `file` from `first` through `cache` to
+/// `socket`. `Ok(false)` when the file cannot go through the cache (its
+/// file system refuses `O_DIRECT`): nothing was sent, and the caller sends
+/// it the usual way.
 ///
 /// # Errors
 /// Reading through the cache or writing to the client fails; the
 /// response is then cut short.
-pub(crate) fn send(
-    exchange: &Exchange<'_>,
-    cache: &FileCache,
-    file: &OwnedFd,
-    label: &str,
-    first: u64,
-    length: u64,
-) -> std::io::Result<bool> {
-    send_range(
-        cache,
-        file,
-        label,
-        &exchange.connection.stream,
-        first,
-        length,
-    )
-}
-
-/// Sends `length` bytes of `file` from `first` through `cache` to
-/// `socket`; `Ok(false)` as for [`send`].
-///
-/// # Errors
-/// As [`send`].
 pub(crate) fn send_range(
     cache: &FileCache,
     file: &OwnedFd,

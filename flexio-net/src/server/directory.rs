@@ -1,12 +1,11 @@
 //! Answering for a directory: an HTML listing, `?manifest` (JSON with
-//! chunk hashes) or `?tar` (the subtree as a ustar stream, bodies sent with
-//! the worker's mover between headers and padding).
+//! chunk hashes) or `?tar` (the subtree as a ustar stream: headers and
+//! padding made here, file bodies sent with the mechanism between them,
+//! all in turns like any long body).
 
 use std::os::fd::{AsFd, OwnedFd};
 
-use flexio::range::Mover;
-
-use super::files::send_body;
+use super::body::{Body, Segment};
 use super::request::ResponseHead;
 use super::worker::Exchange;
 use crate::manifest::{describe, Manifest, CHUNK_SIZE, MANIFEST_SCHEMA_VERSION};
@@ -20,7 +19,6 @@ pub(crate) fn answer(
     dir: OwnedFd,
     parts: &[Vec<u8>],
     query: Option<&str>,
-    mover: &mut Mover,
 ) -> std::io::Result<bool> {
     let raw_path = exchange
         .request
@@ -39,7 +37,7 @@ pub(crate) fn answer(
     }
     match query {
         Some("manifest") => manifest(exchange, &dir),
-        Some("tar") => tar(exchange, &dir, parts, mover),
+        Some("tar") => tar(exchange, dir, parts),
         _ => listing(exchange, &dir, parts),
     }
 }
@@ -108,13 +106,10 @@ fn manifest(exchange: &Exchange<'_>, dir: &OwnedFd) -> std::io::Result<bool> {
     )
 }
 
-fn tar(
-    exchange: &Exchange<'_>,
-    dir: &OwnedFd,
-    parts: &[Vec<u8>],
-    mover: &mut Mover,
-) -> std::io::Result<bool> {
-    let entries = match walk_or_answer(exchange, dir)? {
+/// `DIR?tar`: the head now, the stream — headers and padding made here,
+/// members opened beneath `dir` when their turn comes — in turns.
+fn tar(exchange: &Exchange<'_>, dir: OwnedFd, parts: &[Vec<u8>]) -> std::io::Result<bool> {
+    let entries = match walk_or_answer(exchange, &dir)? {
         Ok(entries) => entries,
         Err(keep_alive) => return Ok(keep_alive),
     };
@@ -132,40 +127,20 @@ fn tar(
                 percent_encode(name.as_bytes())
             ),
         );
-    head.send(&exchange.connection.stream, exchange.keep_alive)?;
     if exchange.head_only {
+        head.send(&exchange.connection.stream, exchange.keep_alive)?;
         return Ok(exchange.keep_alive);
     }
-    let mut socket = &exchange.connection.stream;
-    for piece in &pieces {
-        match piece {
-            Piece::Bytes(bytes) => std::io::Write::write_all(&mut socket, bytes)?,
-            Piece::Body { path, size } => {
-                // Opened again beneath the directory: a file replaced by a
-                // symlink since the walk is refused, never followed; one that
-                // shrank ends the transfer with an error (and a cut
-                // connection), one that grew is sent as it was when walked.
-                let file = open_beneath(dir.as_fd(), path)?;
-                let stat = rustix::fs::fstat(&file)?;
-                if rustix::fs::FileType::from_raw_mode(stat.st_mode)
-                    != rustix::fs::FileType::RegularFile
-                {
-                    return Err(std::io::Error::other(format!(
-                        "{} is no longer a regular file",
-                        String::from_utf8_lossy(path)
-                    )));
-                }
-                send_body(
-                    exchange,
-                    mover,
-                    &file,
-                    &String::from_utf8_lossy(path),
-                    0,
-                    *size,
-                )?;
-            }
-        }
-    }
+    // Never empty: the stream ends with two zero blocks at least.
+    head.send_before_body(&exchange.connection.stream, exchange.keep_alive)?;
+    let segments = pieces
+        .into_iter()
+        .map(|piece| match piece {
+            Piece::Bytes(bytes) => Segment::Bytes { bytes, at: 0 },
+            Piece::Body { path, size } => Segment::Member { path, size },
+        })
+        .collect();
+    exchange.send_body_in_turns(Body::new(segments, None, Some(dir)));
     Ok(exchange.keep_alive)
 }
 

@@ -1,12 +1,13 @@
-//! The event loop: accepts connections, reads request heads without
-//! blocking (peeked and consumed by [`crate::head::step`], so a body or a
-//! pipelined request stays in the socket), enforces the head deadline and
-//! the idle timeout, and hands whole requests to the request workers and
-//! the due turns of rate-limited bodies to the body workers.
+//! The event loop: accepts connections into the connections' epoll set,
+//! enforces the head deadline and the idle timeout, and hands the due
+//! turns of rate-limited bodies to the body workers. The request workers
+//! wait on the connections' set and read request heads without blocking
+//! ([`read_head`]: peeked and consumed by [`crate::head::step`], so a body
+//! or a pipelined request stays in the socket).
 //!
 //! A connection is registered `EPOLLONESHOT`: after an event it is owned
-//! by whoever took it out of the table (this loop or a worker) until it is
-//! parked again.
+//! by whoever took it out of the table (a worker, or this loop's sweep)
+//! until it is parked again.
 
 use std::net::TcpListener;
 use std::sync::atomic::Ordering;
@@ -17,8 +18,9 @@ use rustix::event::{epoll, Timespec};
 use rustix::io::Errno;
 use rustix::net::{RecvFlags, SendFlags};
 
-use super::request::closing_response;
-use super::{Connection, Queues, Shared};
+use super::request::{closing_response, Request};
+use super::turns::TurnQueue;
+use super::{Connection, Shared};
 use crate::error::{Error, Result};
 use crate::head::{request_complete, step, Step};
 
@@ -31,40 +33,43 @@ const SWEEP_EVERY: Duration = Duration::from_millis(200);
 /// The wake-up eventfd's token.
 const WAKE: u64 = u64::MAX - 1;
 
-pub(crate) fn run(shared: &Shared, listener: &TcpListener, queues: &Queues) -> Result<()> {
+pub(crate) fn run(shared: &Shared, listener: &TcpListener, turns: &TurnQueue) -> Result<()> {
+    // The loop's own set: the listener and the wake-up. Connections are in
+    // `shared.epoll`, which the request workers wait on.
+    let control = epoll::create(epoll::CreateFlags::CLOEXEC)
+        .map_err(|e| Error::io("epoll_create", "event loop", None, e))?;
     epoll::add(
-        &shared.epoll,
+        &control,
         listener,
         epoll::EventData::new_u64(LISTENER),
         epoll::EventFlags::IN,
     )
     .map_err(|e| Error::io("epoll_ctl", "listener", None, e))?;
     epoll::add(
-        &shared.epoll,
+        &control,
         &shared.wake,
         epoll::EventData::new_u64(WAKE),
         epoll::EventFlags::IN,
     )
     .map_err(|e| Error::io("epoll_ctl", "eventfd", None, e))?;
-    let mut events = Vec::with_capacity(256);
+    let mut events = Vec::with_capacity(4);
     let mut last_sweep = Instant::now();
     loop {
         events.clear();
-        let next_due = requeue_due(shared, queues);
+        let next_due = requeue_due(shared, turns);
         let wait = next_due.map_or(SWEEP_EVERY, |due| due.min(SWEEP_EVERY));
         let tick = Timespec::try_from(wait).expect("a small duration fits a timespec");
-        match epoll::wait(&shared.epoll, spare_capacity(&mut events), Some(&tick)) {
+        match epoll::wait(&control, spare_capacity(&mut events), Some(&tick)) {
             Ok(_) | Err(Errno::INTR) => {}
             Err(errno) => return Err(Error::io("epoll_wait", "event loop", None, errno)),
         }
         for event in &events {
             match event.data.u64() {
                 LISTENER => accept_all(shared, listener),
-                WAKE => {
+                _ => {
                     let mut count = [0u8; 8];
                     let _ = rustix::io::read(&shared.wake, &mut count);
                 }
-                token => read_head(shared, token, queues),
             }
         }
         if last_sweep.elapsed() >= SWEEP_EVERY {
@@ -76,11 +81,11 @@ pub(crate) fn run(shared: &Shared, listener: &TcpListener, queues: &Queues) -> R
 
 /// Queues again every deferred connection whose tokens are due; returns
 /// how long until the next one is.
-fn requeue_due(shared: &Shared, queues: &Queues) -> Option<Duration> {
+fn requeue_due(shared: &Shared, turns: &TurnQueue) -> Option<Duration> {
     let now = Instant::now();
     let mut deferred = shared.deferred.lock().unwrap();
     for due in deferred.extract_if(.., |waiting| waiting.due <= now) {
-        let _ = queues.turns.send(due.connection);
+        turns.push(due.connection);
     }
     deferred
         .iter()
@@ -135,28 +140,24 @@ fn accept_all(shared: &Shared, listener: &TcpListener) {
     }
 }
 
-/// Reads what arrived of `token`'s request head; a whole head goes to a
-/// worker, a partial one waits for more.
-fn read_head(shared: &Shared, token: u64, queues: &Queues) {
-    let Some(mut connection) = shared.parked.lock().unwrap().remove(&token) else {
-        return;
-    };
+/// Reads what arrived of `token`'s request head (in a request worker,
+/// which an event on the connection woke): a whole head is returned with
+/// its connection to be answered; a partial one waits for more.
+pub(crate) fn read_head(shared: &Shared, token: u64) -> Option<(Connection, Request)> {
+    let mut connection = shared.parked.lock().unwrap().remove(&token)?;
     let fd = std::os::fd::AsFd::as_fd(&connection.stream);
     if connection.closing {
         if drain(fd) {
             let _ = shared.park(connection);
         }
-        return;
+        return None;
     }
     let outcome = step(fd, &mut connection.head, request_complete, true);
     match outcome {
         Ok(Step::Complete) => {
             let head = std::mem::take(&mut connection.head);
-            match super::request::Request::parse(&head) {
-                Ok(request) => {
-                    // A send fails only when every worker is gone.
-                    let _ = queues.requests.send((connection, request));
-                }
+            match Request::parse(&head) {
+                Ok(request) => return Some((connection, request)),
                 Err(why) => send_and_close(shared, connection, 400, &why),
             }
         }
@@ -184,6 +185,7 @@ fn read_head(shared: &Shared, token: u64, queues: &Queues) {
         // takes it out of the epoll set).
         Ok(Step::Closed) | Err(_) => {}
     }
+    None
 }
 
 /// Closes connections past their deadline: a head still incomplete after

@@ -1,16 +1,17 @@
 //! Answering for one file: validators (ETag, Last-Modified), conditional
 //! requests, ranges (one as 206, several as multipart/byteranges) and the
-//! body itself, sent file→socket by the worker's [`Mover`] (sendfile
-//! unless the server was told otherwise) or through the block cache.
-//! Heads go out with a plain write.
+//! body itself, left to the body workers' turns ([`super::body`]): sent
+//! file→socket by their [`flexio::range::Mover`] (sendfile unless the
+//! server was told otherwise) or through the block cache. Heads go out
+//! with a plain write.
 
+use std::collections::VecDeque;
 use std::os::fd::{AsFd, OwnedFd};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use flexio::range::{Mover, RangeEnd, RangeRequest};
-use flexio::EndpointKind;
 use rustix::fs::Stat;
 
+use super::body::{Body, Segment};
 use super::request::ResponseHead;
 use super::worker::Exchange;
 use crate::manifest::{describe, Manifest, CHUNK_SIZE, MANIFEST_SCHEMA_VERSION};
@@ -105,7 +106,6 @@ pub(crate) fn answer(
     stat: &Stat,
     name: &[u8],
     query: Option<&str>,
-    mover: &mut Mover,
 ) -> std::io::Result<bool> {
     if query == Some("manifest") {
         return manifest(exchange, file, stat, name);
@@ -154,16 +154,7 @@ pub(crate) fn answer(
             }
         }
         RangeAnswer::Parts(parts) => {
-            multipart(
-                exchange,
-                mover,
-                &file,
-                &label,
-                kind,
-                size,
-                &parts,
-                &validators,
-            )?;
+            multipart(exchange, file, label, kind, size, &parts, &validators)?;
         }
         RangeAnswer::Unsatisfiable => {
             let (_, body) =
@@ -178,14 +169,13 @@ pub(crate) fn answer(
     Ok(exchange.keep_alive)
 }
 
-/// Several ranges as `multipart/byteranges`: each part's head written,
-/// each part's bytes sent from the file.
-#[allow(clippy::too_many_arguments)]
+/// Several ranges as `multipart/byteranges`: the head written now, the
+/// body — each part's head, each part's bytes from the file, the closing
+/// boundary — left to be sent in turns.
 fn multipart(
     exchange: &Exchange<'_>,
-    mover: &mut Mover,
-    file: &OwnedFd,
-    label: &str,
+    file: OwnedFd,
+    label: String,
     kind: &str,
     size: u64,
     parts: &[(u64, u64)],
@@ -196,19 +186,26 @@ fn multipart(
     // certain.
     let seed = format!("{}{:?}", validators.etag, SystemTime::now());
     let boundary = format!("flexio-{}", &blake3::hash(seed.as_bytes()).to_hex()[..40]);
-    let part_heads: Vec<String> = parts
-        .iter()
-        .map(|(first, length)| {
-            format!(
-                "\r\n--{boundary}\r\nContent-Type: {kind}\r\nContent-Range: bytes {first}-{}/{size}\r\n\r\n",
-                first + length - 1
-            )
-        })
-        .collect();
-    let closing = format!("\r\n--{boundary}--\r\n");
-    let length: u64 = part_heads.iter().map(|h| h.len() as u64).sum::<u64>()
-        + parts.iter().map(|(_, length)| length).sum::<u64>()
-        + closing.len() as u64;
+    let mut segments = VecDeque::with_capacity(2 * parts.len() + 1);
+    for (first, length) in parts {
+        let part_head = format!(
+            "\r\n--{boundary}\r\nContent-Type: {kind}\r\nContent-Range: bytes {first}-{}/{size}\r\n\r\n",
+            first + length - 1
+        );
+        segments.push_back(Segment::Bytes {
+            bytes: part_head.into_bytes(),
+            at: 0,
+        });
+        segments.push_back(Segment::Range {
+            first: *first,
+            end: first + length,
+        });
+    }
+    segments.push_back(Segment::Bytes {
+        bytes: format!("\r\n--{boundary}--\r\n").into_bytes(),
+        at: 0,
+    });
+    let body = Body::new(segments, Some((file, label)), None);
     let head = ResponseHead::new(206)
         .header("ETag", validators.etag.clone())
         .header("Last-Modified", validators.last_modified.clone())
@@ -217,58 +214,12 @@ fn multipart(
             "Content-Type",
             format!("multipart/byteranges; boundary={boundary}"),
         )
-        .header("Content-Length", length.to_string());
-    head.send(&exchange.connection.stream, exchange.keep_alive)?;
+        .header("Content-Length", body.left.to_string());
     if exchange.head_only {
-        return Ok(());
+        return head.send(&exchange.connection.stream, exchange.keep_alive);
     }
-    let mut socket = &exchange.connection.stream;
-    for ((first, length), part_head) in parts.iter().zip(&part_heads) {
-        std::io::Write::write_all(&mut socket, part_head.as_bytes())?;
-        send_body(exchange, mover, file, label, *first, *length)?;
-    }
-    std::io::Write::write_all(&mut socket, closing.as_bytes())
-}
-
-/// Sends `length` bytes of `file` from `first` to the client at once (a
-/// multipart part, a tar member): the worker stays with this connection
-/// until they are sent, paced by the server's rate limits in place.
-pub(crate) fn send_body(
-    exchange: &Exchange<'_>,
-    mover: &mut Mover,
-    file: &OwnedFd,
-    label: &str,
-    first: u64,
-    length: u64,
-) -> std::io::Result<()> {
-    if let Some(cache) = &exchange.shared.cache {
-        if super::cached_body::send(exchange, cache, file, label, first, length)? {
-            return Ok(());
-        }
-    }
-    let source = RangeEnd::with_kind(file.as_fd(), EndpointKind::File, label);
-    let sink = RangeEnd::with_kind(
-        exchange.connection.stream.as_fd(),
-        EndpointKind::Tcp,
-        exchange.connection.peer.clone(),
-    );
-    let mut request =
-        RangeRequest::new(first, 0, Some(length)).via(exchange.shared.config.mechanism);
-    request.idle_timeout = Some(exchange.shared.config.send_timeout);
-    request.pacing = flexio::pace::Pacing {
-        rate: exchange.shared.config.rate_per_client,
-        ..Default::default()
-    };
-    request.shared_rate = exchange.shared.total_rate.clone();
-    if let Some(chunk) = exchange.shared.config.chunk {
-        request.params.chunk = chunk;
-    }
-    let report = mover
-        .move_range(&source, &sink, &request, None)
-        .map_err(std::io::Error::other)?;
-    for fallback in &report.fallbacks {
-        eprintln!("flexio serve: {label}: fell back: {fallback:?}");
-    }
+    head.send_before_body(&exchange.connection.stream, exchange.keep_alive)?;
+    exchange.send_body_in_turns(body);
     Ok(())
 }
 

@@ -1,19 +1,21 @@
 //! `flexio serve`: a read-only static file server.
 //!
-//! One event-loop thread ([`event_loop`]) accepts connections and reads
-//! request heads without blocking, each under a deadline; a fixed pool of
-//! workers ([`worker`]) answers whole requests — file bodies with sendfile
-//! through a [`flexio::range::Mover`] each worker keeps, a body longer
-//! than one turn through a second pool of body workers at a lower CPU
-//! priority — and hands a kept-alive connection back to the loop. So idle
-//! and slow clients cost a table entry, not a thread, and the number of
-//! threads never grows.
+//! One event-loop thread ([`event_loop`]) accepts connections into an
+//! epoll set and enforces the deadlines; a fixed pool of workers
+//! ([`worker`]) waits on that set, reads request heads without blocking
+//! and answers whole requests — file bodies with sendfile through a
+//! [`flexio::range::Mover`] each worker keeps, a body longer than one turn
+//! through a second pool of body workers at a lower CPU priority — and
+//! parks a kept-alive connection in the set again. So idle and slow
+//! clients cost a table entry, not a thread, and the number of threads
+//! never grows.
 //!
 //! With [`ServeConfig::cache`], file bodies are read through one
 //! [`flexio_cache::FileCache`] over `O_DIRECT` instead ([`cached_body`]):
 //! copied from its blocks and written to the socket, so a client scanning
 //! a large file does not evict what others read often.
 
+mod body;
 mod cached_body;
 mod directory;
 mod event_loop;
@@ -141,6 +143,8 @@ pub(crate) struct Shared {
     pub config: ServeConfig,
     /// The served directory, held open: every name resolves beneath it.
     pub root: OwnedFd,
+    /// The connections waiting for (the rest of) a request head, armed
+    /// one-shot; the request workers wait on it.
     pub epoll: OwnedFd,
     /// Connections waiting for (the rest of) a request head, by token.
     pub parked: Mutex<HashMap<u64, Connection>>,
@@ -160,13 +164,6 @@ pub(crate) struct Shared {
     pub deferred: Mutex<Vec<turns::Deferred>>,
     /// Wakes the event loop when a connection is deferred.
     pub wake: OwnedFd,
-}
-
-/// Where work goes: whole requests to the request workers, the next turns
-/// of long bodies to the body workers (see [`worker`]).
-pub(crate) struct Queues {
-    pub requests: std::sync::mpsc::Sender<(Connection, request::Request)>,
-    pub turns: std::sync::mpsc::Sender<Connection>,
 }
 
 /// A client connection and the state of its next request head.
@@ -189,8 +186,8 @@ pub(crate) struct Connection {
     pub closing: bool,
     /// Its bucket for `rate_per_client`.
     pub rate: Option<Arc<TokenBucket>>,
-    /// The file body being sent in turns.
-    pub body: Option<turns::Body>,
+    /// The body being sent in turns.
+    pub body: Option<body::Body>,
     _live: LiveGuard,
 }
 
@@ -325,21 +322,13 @@ impl Server {
     /// # Errors
     /// [`Error::Io`] when the event loop itself fails (`epoll_wait`).
     pub fn run(self) -> Result<()> {
-        let (requests, request_queue) = std::sync::mpsc::channel();
-        let (turns, turn_queue) = std::sync::mpsc::channel();
-        let (request_queue, turn_queue) = (
-            Arc::new(Mutex::new(request_queue)),
-            Arc::new(Mutex::new(turn_queue)),
-        );
+        let (turns, turn_queue) = turns::TurnQueue::new();
+        let turn_queue = Arc::new(turn_queue);
         for index in 0..self.shared.config.workers.max(1) {
-            let (shared, queue, requeue) = (
-                Arc::clone(&self.shared),
-                Arc::clone(&request_queue),
-                turns.clone(),
-            );
+            let (shared, requeue) = (Arc::clone(&self.shared), turns.clone());
             std::thread::Builder::new()
                 .name(format!("serve-worker-{index}"))
-                .spawn(move || worker::run_requests(&shared, &queue, &requeue))
+                .spawn(move || worker::run_requests(&shared, &requeue))
                 .map_err(|e| Error::io("spawn", "worker thread", None, e))?;
             let (shared, queue, requeue) = (
                 Arc::clone(&self.shared),
@@ -351,7 +340,6 @@ impl Server {
                 .spawn(move || worker::run_turns(&shared, &queue, &requeue))
                 .map_err(|e| Error::io("spawn", "body worker thread", None, e))?;
         }
-        let queues = Queues { requests, turns };
         if let (Some(front), Some(identity)) = (self.front, self.shared.config.tls.clone()) {
             let config = crate::tls::front::FrontConfig {
                 identity,
@@ -368,7 +356,7 @@ impl Server {
                 .spawn(move || crate::tls::front::run(front, config))
                 .map_err(|e| Error::io("spawn", "TLS front thread", None, e))?;
         }
-        event_loop::run(&self.shared, &self.listener, &queues)
+        event_loop::run(&self.shared, &self.listener, &turns)
     }
 }
 

@@ -180,3 +180,31 @@ pub fn have(program: &str) -> bool {
         .status()
         .is_ok()
 }
+
+/// The parts of a `multipart/byteranges` response: each part's head and
+/// bytes, in order.
+pub fn multipart_parts(response: &Response) -> Vec<(String, Vec<u8>)> {
+    let kind = response.header("Content-Type").unwrap();
+    let boundary = kind
+        .strip_prefix("multipart/byteranges; boundary=")
+        .expect(kind);
+    let delimiter = format!("\r\n--{boundary}");
+    let mut parts = Vec::new();
+    let mut rest = &response.body[..];
+    while let Some(at) = find(rest, delimiter.as_bytes()) {
+        rest = &rest[at + delimiter.len()..];
+        if rest.starts_with(b"--") {
+            break;
+        }
+        let head_end = find(rest, b"\r\n\r\n").unwrap();
+        let head = String::from_utf8_lossy(&rest[..head_end]).into_owned();
+        let next = find(&rest[head_end + 4..], delimiter.as_bytes()).unwrap();
+        parts.push((head, rest[head_end + 4..head_end + 4 + next].to_vec()));
+    }
+    parts
+}
+
+/// Where `needle` first occurs in `haystack`.
+pub fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    haystack.windows(needle.len()).position(|w| w == needle)
+}
