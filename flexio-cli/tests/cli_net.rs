@@ -7,7 +7,7 @@ use std::process::{Child, Stdio};
 
 mod common;
 
-use common::{flexio, json_report};
+use common::{flexio, json_report, names};
 
 /// `flexio serve` killed when the test ends.
 struct Serving(Child);
@@ -187,6 +187,66 @@ fn get_of_a_directory_url_fetches_the_tree() {
         std::fs::read(out.path().join("photos/index.txt")).unwrap(),
         b"index"
     );
+}
+
+/// A tree get killed with SIGKILL while a new directory's tar stream is
+/// arriving leaves it only hidden (its staging directory, nothing at the
+/// final name); run again, the get sweeps that and fetches the tree whole,
+/// leaving nothing else beside it.
+#[test]
+fn a_tree_get_killed_mid_directory_leaves_nothing_at_its_name_and_the_rerun_completes() {
+    let served = tempfile::tempdir().unwrap();
+    for top in ["a", "b"] {
+        std::fs::create_dir_all(served.path().join(format!("t/{top}/sub"))).unwrap();
+        for i in 0..100 {
+            let bytes = vec![i as u8; 4096];
+            std::fs::write(served.path().join(format!("t/{top}/f{i}")), &bytes).unwrap();
+            std::fs::write(served.path().join(format!("t/{top}/sub/g{i}")), &bytes).unwrap();
+        }
+    }
+    // 800 KiB per directory at 256 KiB/s per connection: seconds each.
+    let (_server, url) = serve(served.path(), &["--rate-per-client", "256K"]);
+    let out = tempfile::tempdir().unwrap();
+    let destination = out.path().join("copy");
+    let get = || {
+        let mut command = flexio();
+        command
+            .args(["get", "--streams", "2"])
+            .stdout(Stdio::null())
+            .arg(format!("{url}/t/"))
+            .arg(&destination);
+        command
+    };
+    let mut child = get().spawn().unwrap();
+    wait_until("no staging directory appeared", || {
+        destination.is_dir() && names(&destination).iter().any(|name| name.starts_with('.'))
+    });
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let left = names(&destination);
+    assert!(
+        left.iter().all(|name| name.starts_with('.')),
+        "only hidden staging directories after the kill: {left:?}"
+    );
+    let output = get().output().unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert_eq!(names(&destination), ["a", "b"]);
+    for top in ["a", "b"] {
+        for i in 0..100 {
+            for name in [format!("{top}/f{i}"), format!("{top}/sub/g{i}")] {
+                assert_eq!(
+                    std::fs::read(destination.join(&name)).unwrap(),
+                    vec![i as u8; 4096],
+                    "{name}"
+                );
+            }
+        }
+    }
 }
 
 /// A ranged server of `data` (strong ETag) whose bodies at or past

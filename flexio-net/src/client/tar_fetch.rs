@@ -6,24 +6,41 @@
 //! capped before anything is allocated; and the stream must end exactly at
 //! its Content-Length with every listed file seen. The stream is read in
 //! blocks of up to 256 KiB into one buffer and each small body written from
-//! it into a [`NewFile`] (one user-space copy, but two system calls per
-//! file instead of a splice pair and a read per header), then checked and
+//! it (one user-space copy, but two system calls per file instead of a
+//! splice pair and a read per header), then checked.
+//!
+//! Where the files go ([`TarInto`]): a directory new to this run is built
+//! in a hidden staging directory beside it ([`flexio::tree::Staging`]), each
+//! file made there under its own name, checked, given its mtime and closed
+//! (four system calls), and the whole directory renamed into place when the
+//! stream is done; anywhere else each file is a [`NewFile`] checked and
 //! linked in like a file fetched alone ([`super::tree::finish`]).
 
 use std::collections::{HashMap, HashSet};
 use std::ffi::OsStr;
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 
 use flexio::range::NewFile;
 
 use super::connection::{Connection, Url};
-use super::tree::{finish, join_label, parent_of, Planned};
+use super::tree::{finish, join_label, parent_of, set_mtime, Planned};
 use super::GetOptions;
 use crate::error::{Error, Result};
 use crate::names::percent_encode;
 use crate::tar_stream::BLOCK;
+use crate::walk::open_beneath;
+
+/// Where a directory's tar stream is written.
+#[derive(Clone, Copy)]
+pub(super) enum TarInto<'a> {
+    /// Beneath the destination's root, file by file through [`NewFile`].
+    Final(&'a OwnedFd),
+    /// Into a staging directory that stands for the fetched directory
+    /// itself: plain creates, no per-file temporary.
+    Staged(BorrowedFd<'a>),
+}
 
 /// Files up to this size are fetched in a directory's tar stream.
 pub(super) const SMALL_FILE: u64 = 64 << 10;
@@ -111,6 +128,15 @@ fn write_all(file: std::os::fd::BorrowedFd<'_>, mut bytes: &[u8], label: &str) -
     Ok(())
 }
 
+/// `fsync(2)` of `fd` when `fsync` is asked for: a staged file, or a
+/// staged directory once its entries are made.
+fn sync_if(fd: &OwnedFd, fsync: bool, label: &str) -> Result<()> {
+    match fsync {
+        true => rustix::fs::fsync(fd).map_err(|e| Error::io("fsync", label, None, e)),
+        false => Ok(()),
+    }
+}
+
 /// Reads one octal field (NUL- or space-terminated).
 fn octal(field: &[u8]) -> Option<u64> {
     let text: Vec<u8> = field
@@ -178,7 +204,7 @@ fn pax_path(body: &[u8]) -> Option<Vec<u8>> {
 pub(super) fn fetch_directory(
     connection: &mut Option<Connection>,
     url: &Url,
-    root: &OwnedFd,
+    into: TarInto<'_>,
     dir: &[Vec<u8>],
     files: &[&Planned],
     label: &str,
@@ -289,26 +315,61 @@ pub(super) fn fetch_directory(
             .as_ref()
             .is_none_or(|(cached, _)| *cached != parents)
         {
-            let (parent, _) = parent_of(root, &entry.parts, label)?;
+            let parent = match into {
+                TarInto::Final(root) => parent_of(root, &entry.parts, label)?.0,
+                TarInto::Staged(staged) => {
+                    let inside = &entry.parts[dir.len()..entry.parts.len() - 1];
+                    let parent = open_beneath(staged, &inside.join(&b'/'))
+                        .map_err(|e| Error::io("open", join_label(label, &parents), None, e))?;
+                    if let Some((_, done)) = &parent_cache {
+                        sync_if(done, options.fsync, label)?;
+                    }
+                    parent
+                }
+            };
             parent_cache = Some((parents, parent));
         }
         let parent = &parent_cache.as_ref().expect("just set").1;
         let name = entry.parts.last().expect("a checked path has a component");
-        let destination = PathBuf::from(format!("/proc/self/fd/{}", parent.as_raw_fd()))
-            .join(OsStr::from_bytes(name));
-        let file = NewFile::create(&destination, entry.mode & 0o777)?;
-        let mut hashes = Vec::new();
-        if size > 0 {
-            // Small by the manifest (checked when the job was made), so it
-            // is one chunk and fits the buffer with its padding; hashed
-            // from the buffer, not read back.
-            let body = &reader.take(padded as usize)?[..size as usize];
-            write_all(file.fd(), body, &shown)?;
-            if options.verify {
-                hashes.push(blake3::hash(body).to_hex().to_string());
+        // Small by the manifest (checked when the job was made), so it is
+        // one chunk and fits the buffer with its padding; hashed from the
+        // buffer, not read back.
+        let body = match size {
+            0 => &[][..],
+            _ => &reader.take(padded as usize)?[..size as usize],
+        };
+        let hashes = match (options.verify, size) {
+            (true, 1..) => vec![blake3::hash(body).to_hex().to_string()],
+            _ => Vec::new(),
+        };
+        match into {
+            TarInto::Final(_) => {
+                let destination = PathBuf::from(format!("/proc/self/fd/{}", parent.as_raw_fd()))
+                    .join(OsStr::from_bytes(name));
+                let file = NewFile::create(&destination, entry.mode & 0o777)?;
+                write_all(file.fd(), body, &shown)?;
+                finish(file, entry, shown, options, Some(hashes))?;
+            }
+            TarInto::Staged(_) => {
+                super::tree::check_hashes(entry, &hashes, &shown, options)?;
+                let file = rustix::fs::openat(
+                    parent,
+                    OsStr::from_bytes(name),
+                    rustix::fs::OFlags::WRONLY
+                        | rustix::fs::OFlags::CREATE
+                        | rustix::fs::OFlags::EXCL
+                        | rustix::fs::OFlags::CLOEXEC,
+                    rustix::fs::Mode::from_raw_mode(entry.mode & 0o777),
+                )
+                .map_err(|e| Error::io("create", &shown, None, e))?;
+                write_all(file.as_fd(), body, &shown)?;
+                set_mtime(file.as_fd(), entry, &shown)?;
+                sync_if(&file, options.fsync, &shown)?;
             }
         }
-        finish(file, entry, shown, options, Some(hashes))?;
+    }
+    if let (TarInto::Staged(_), Some((_, last))) = (into, &parent_cache) {
+        sync_if(last, options.fsync, label)?;
     }
     if seen.len() != listed.len() {
         return Err(bad(format!(

@@ -7,10 +7,17 @@
 //! component can be swapped for a symlink meanwhile), checked against the
 //! manifest's BLAKE3 and linked in only then. A failed file leaves nothing;
 //! files already linked in are whole and verified.
+//!
+//! A top-level directory new to this get whose files are all small comes
+//! as one `?tar` stream and is built hidden in a staging directory beside
+//! its name (plain creates, no per-file temporary: about 0.57 → 0.34 s for
+//! 20 000 files of 4 KiB over loopback), renamed into place when whole. A
+//! get killed meanwhile leaves only that hidden directory, which the next
+//! get into DEST sweeps before fetching the directory again.
 
 use std::collections::HashSet;
 use std::ffi::OsStr;
-use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -18,11 +25,13 @@ use std::sync::Mutex;
 use std::time::Instant;
 
 use flexio::range::{Mover, NewFile};
+use flexio::tree::Staging;
 use rustix::fs::{AtFlags, FileType, Mode};
 use serde::Serialize;
 
 use super::connection::{Connection, Url};
 use super::pieces::receive;
+use super::tar_fetch::TarInto;
 use super::GetOptions;
 use crate::error::{Error, Result};
 use crate::manifest::{chunk_hashes, CHUNK_SIZE, MANIFEST_SCHEMA_VERSION};
@@ -124,15 +133,21 @@ pub fn get_tree(url: &str, destination: &Path, options: &GetOptions) -> Result<T
         ..TreeReport::default()
     };
     let planned = planned.0;
-    let mut made_new = HashSet::new();
+    let new_tops: HashSet<Vec<Vec<u8>>> = planned
+        .iter()
+        .filter(|e| e.kind == Kind::Directory && e.parts.len() == 1)
+        .filter(|e| existing(&root, &e.parts[0]).is_none())
+        .map(|e| e.parts.clone())
+        .collect();
+    let files: Vec<&Planned> = planned.iter().filter(|e| e.kind == Kind::File).collect();
+    let mut jobs = jobs(&planned, &files, &new_tops);
+    let staged = stage_new_directories(&mut jobs, &planned, destination, &label)?;
     for entry in planned.iter().filter(|e| e.kind == Kind::Directory) {
-        if make_directory(&root, entry, &label)? {
-            made_new.insert(entry.parts.clone());
+        if !staged.contains(&entry.parts[0]) {
+            make_directory(&root, entry, &label)?;
         }
         report.directories += 1;
     }
-    let files: Vec<&Planned> = planned.iter().filter(|e| e.kind == Kind::File).collect();
-    let jobs = jobs(&planned, &files, &made_new);
     let next = AtomicUsize::new(0);
     let failed = AtomicBool::new(false);
     let errors = Mutex::new(Vec::new());
@@ -157,16 +172,29 @@ pub fn get_tree(url: &str, destination: &Path, options: &GetOptions) -> Result<T
                             options,
                             &mut mover,
                         ),
-                        Job::Directory(dir, inside) => super::tar_fetch::fetch_directory(
-                            &mut connection,
-                            &url,
-                            &root,
-                            dir,
-                            inside,
-                            &label,
-                            options,
-                        )
-                        .map(|()| Fetched::New),
+                        Job::Directory(dir, inside, staging) => {
+                            let mut staging = staging.lock().unwrap();
+                            let into = staging
+                                .as_ref()
+                                .map_or(TarInto::Final(&root), |s| TarInto::Staged(s.directory()));
+                            super::tar_fetch::fetch_directory(
+                                &mut connection,
+                                &url,
+                                into,
+                                dir,
+                                inside,
+                                &label,
+                                options,
+                            )
+                            .and_then(|()| match staging.take() {
+                                Some(staging) => Ok(staging.put_in_place(
+                                    &destination.join(OsStr::from_bytes(&dir[0])),
+                                    options.fsync,
+                                )?),
+                                None => Ok(()),
+                            })
+                            .map(|()| Fetched::New)
+                        }
                     };
                     match fetched {
                         Ok(Fetched::Unchanged) => {
@@ -337,18 +365,65 @@ fn existing(parent: &OwnedFd, name: &[u8]) -> Option<FileType> {
 enum Job<'a> {
     /// One file, with a GET of its own.
     File(&'a Planned),
-    /// Every file under a directory made by this run, all small: one
-    /// `?tar` request.
-    Directory(Vec<Vec<u8>>, Vec<&'a Planned>),
+    /// Every file under a top-level directory new to this run, all small:
+    /// one `?tar` request, written into the directory's staging directory
+    /// when it has one (see [`stage_new_directories`]).
+    Directory(Vec<Vec<u8>>, Vec<&'a Planned>, Mutex<Option<Staging>>),
 }
 
-/// The jobs for `files`: each top-level directory this run made whose files
-/// are all small (at least two) as one tar job, the rest file by file;
-/// largest files first.
+/// Gives each tar job a staging directory beside its (new) directory, with
+/// the subdirectories the manifest lists beneath it already made; the
+/// names of the top-level directories so staged, which are not to be made
+/// at their final names. A job whose staging directory cannot be made
+/// (`None` from [`Staging::new`]) writes file by file at the final names.
+///
+/// # Errors
+/// A subdirectory that cannot be made inside a staging directory.
+fn stage_new_directories(
+    jobs: &mut [Job<'_>],
+    planned: &[Planned],
+    destination: &Path,
+    label: &str,
+) -> Result<HashSet<Vec<u8>>> {
+    let mut staged = HashSet::new();
+    // What a killed get left: its staging directories, hidden, unlocked.
+    Staging::sweep_beside(&destination.join("x"));
+    for job in jobs.iter_mut() {
+        let Job::Directory(dir, _, slot) = job else {
+            continue;
+        };
+        let Some(staging) = Staging::new_unswept(&destination.join(OsStr::from_bytes(&dir[0])))
+        else {
+            continue;
+        };
+        for entry in planned
+            .iter()
+            .filter(|e| e.kind == Kind::Directory && e.parts.len() > 1 && e.parts[0] == dir[0])
+        {
+            let (name, parents) = entry.parts[1..].split_last().expect("two parts or more");
+            let parent =
+                open_beneath(staging.directory(), &parents.join(&b'/')).and_then(|parent| {
+                    Ok(rustix::fs::mkdirat(
+                        &parent,
+                        OsStr::from_bytes(name),
+                        Mode::from_raw_mode(0o700),
+                    )?)
+                });
+            parent.map_err(|e| Error::io("mkdir", join_label(label, &entry.parts), None, e))?;
+        }
+        staged.insert(dir[0].clone());
+        *slot.get_mut().unwrap() = Some(staging);
+    }
+    Ok(staged)
+}
+
+/// The jobs for `files`: each top-level directory new to this run whose
+/// files are all small (at least two) as one tar job, the rest file by
+/// file; largest files first.
 fn jobs<'a>(
     planned: &'a [Planned],
     files: &[&'a Planned],
-    made_new: &HashSet<Vec<Vec<u8>>>,
+    new_tops: &HashSet<Vec<Vec<u8>>>,
 ) -> Vec<Job<'a>> {
     let mut by_top: std::collections::HashMap<&[u8], Vec<&'a Planned>> =
         std::collections::HashMap::new();
@@ -364,14 +439,18 @@ fn jobs<'a>(
         let Some(inside) = by_top.get(dir.parts[0].as_slice()) else {
             continue;
         };
-        if made_new.contains(&dir.parts)
+        if new_tops.contains(&dir.parts)
             && inside.len() >= 2
             && inside
                 .iter()
                 .all(|f| f.size <= super::tar_fetch::SMALL_FILE)
         {
             tarred.insert(&dir.parts[0]);
-            jobs.push(Job::Directory(dir.parts.clone(), inside.clone()));
+            jobs.push(Job::Directory(
+                dir.parts.clone(),
+                inside.clone(),
+                Mutex::new(None),
+            ));
         }
     }
     let mut singles: Vec<&Planned> = files
@@ -384,17 +463,16 @@ fn jobs<'a>(
     jobs
 }
 
-/// Makes the directory `entry` unless it is there; whether it was made.
-fn make_directory(root: &OwnedFd, entry: &Planned, label: &str) -> Result<bool> {
+/// Makes the directory `entry` unless it is there.
+fn make_directory(root: &OwnedFd, entry: &Planned, label: &str) -> Result<()> {
     let (parent, name) = parent_of(root, &entry.parts, label)?;
     match existing(&parent, name) {
-        Some(FileType::Directory) => Ok(false),
+        Some(FileType::Directory) => Ok(()),
         Some(_) => Err(Error::Usage(format!(
             "{}: a file is there; a tree get does not replace a file with a directory",
             join_label(label, &entry.parts)
         ))),
         None => rustix::fs::mkdirat(&parent, OsStr::from_bytes(name), Mode::from_raw_mode(0o700))
-            .map(|()| true)
             .map_err(|e| Error::io("mkdir", join_label(label, &entry.parts), None, e)),
     }
 }
@@ -524,30 +602,52 @@ pub(super) fn finish(
             None => chunk_hashes(file.fd(), entry.size)
                 .map_err(|e| Error::io("read", &shown, None, e))?,
         };
-        if let Some(chunk) = (0..hashes.len().max(entry.blake3.len()))
-            .find(|&i| hashes.get(i) != entry.blake3.get(i))
-        {
-            return Err(Error::VerifyMismatch {
-                path: shown,
-                chunk,
-                offset: chunk as u64 * CHUNK_SIZE,
-            });
-        }
+        check_hashes(entry, &hashes, &shown, options)?;
     }
+    set_mtime(file.fd(), entry, &shown)?;
+    file.commit(entry.size, options.fsync)?;
+    Ok(())
+}
+
+/// Whether a file's chunk `hashes` are the manifest's (always, with
+/// `--no-verify`).
+///
+/// # Errors
+/// [`Error::VerifyMismatch`] naming the first chunk that differs.
+pub(super) fn check_hashes(
+    entry: &Planned,
+    hashes: &[String],
+    shown: &str,
+    options: &GetOptions,
+) -> Result<()> {
+    if !options.verify {
+        return Ok(());
+    }
+    match (0..hashes.len().max(entry.blake3.len())).find(|&i| hashes.get(i) != entry.blake3.get(i))
+    {
+        Some(chunk) => Err(Error::VerifyMismatch {
+            path: shown.to_string(),
+            chunk,
+            offset: chunk as u64 * CHUNK_SIZE,
+        }),
+        None => Ok(()),
+    }
+}
+
+/// Gives the open file the manifest's mtime (and it as atime).
+pub(super) fn set_mtime(file: BorrowedFd<'_>, entry: &Planned, shown: &str) -> Result<()> {
     let mtime = rustix::fs::Timespec {
         tv_sec: entry.mtime,
         tv_nsec: i64::from(entry.mtime_nsec.min(999_999_999)),
     };
     rustix::fs::futimens(
-        file.fd(),
+        file,
         &rustix::fs::Timestamps {
             last_access: mtime,
             last_modification: mtime,
         },
     )
-    .map_err(|e| Error::io("futimens", &shown, None, e))?;
-    file.commit(entry.size, options.fsync)?;
-    Ok(())
+    .map_err(|e| Error::io("futimens", shown, None, e))
 }
 
 #[cfg(test)]

@@ -50,11 +50,11 @@ use crate::error::{Error, Result};
 use crate::measure::Sample;
 use file_copy::Worker;
 use queue::{FileJob, Queue};
-use staging::Staging;
 use walk::Walker;
 
 pub use options::{default_jobs, Preserve, Symlinks, TreeOptions, DEFAULT_BATCH};
 pub use report::{TreeFailure, TreeProgress, TreeReport, TREE_REPORT_SCHEMA_VERSION};
+pub use staging::Staging;
 
 /// Where each source goes, by `cp`'s rules: into `destination` when it is
 /// an existing directory (as `destination/NAME`), else to `destination`
@@ -250,7 +250,7 @@ fn stage_new_trees(pairs: &[(PathBuf, PathBuf)], options: &TreeOptions) -> Vec<O
                 return None;
             }
             staging::sweep_parent(target, &mut swept);
-            Staging::new(target)
+            Staging::new_unswept(target)
         })
         .collect()
 }

@@ -25,7 +25,7 @@
 //! leaves what it could copy.
 
 use std::ffi::OsStr;
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::{Path, PathBuf};
 
 use rustix::fs::{FlockOperation, Mode, OFlags, RenameFlags, CWD};
@@ -37,19 +37,42 @@ use crate::error::{Error, Result};
 
 /// A staging directory of this process, locked and registered for removal
 /// on a signal; removed when dropped unless put in place.
-pub(crate) struct Staging {
+///
+/// # Examples
+/// ```
+/// use flexio::tree::Staging;
+/// let dir = tempfile::tempdir().unwrap();
+/// let target = dir.path().join("new");
+/// let staging = Staging::new(&target).expect("a writable parent");
+/// std::fs::write(staging.path().join("file"), b"whole").unwrap();
+/// assert!(!target.exists(), "nothing at the final name yet");
+/// staging.put_in_place(&target, false).unwrap();
+/// assert_eq!(std::fs::read(target.join("file")).unwrap(), b"whole");
+/// ```
+pub struct Staging {
     path: PathBuf,
     tracked: Tracked,
     /// Holds the `flock` that keeps sweeps of other processes away.
-    _lock: OwnedFd,
+    lock: OwnedFd,
 }
 
 impl Staging {
     /// Makes a staging directory for `target` (which should not exist) in
-    /// its parent. `None` when it cannot be made (no such parent, no
+    /// its parent, after sweeping from that parent the staging
+    /// directories and temporaries of dead flexio processes. `None` when
+    /// it cannot be made (no such parent, no
     /// permission…): the caller copies without one and meets the same
     /// error where it says more.
     pub fn new(target: &Path) -> Option<Staging> {
+        let mut swept = Vec::new();
+        sweep_parent(target, &mut swept);
+        Self::new_unswept(target)
+    }
+
+    /// [`Staging::new`] without the sweep, for a caller that makes many
+    /// staging directories in one parent and sweeps it once first with
+    /// [`Staging::sweep_beside`] (a sweep reads the whole parent).
+    pub fn new_unswept(target: &Path) -> Option<Staging> {
         let name = target.file_name().unwrap_or(OsStr::new("tree"));
         for _ in 0..100 {
             // `NAME`'s parent as typed: no `./` for a relative `NAME`.
@@ -72,7 +95,7 @@ impl Staging {
                     return Some(Staging {
                         path,
                         tracked,
-                        _lock: lock,
+                        lock,
                     })
                 }
                 Err(error) if error.raw_os_error() == Some(libc::EEXIST) => continue,
@@ -82,9 +105,23 @@ impl Staging {
         None
     }
 
+    /// Removes from `target`'s parent the staging directories and
+    /// temporaries that dead flexio processes left there (never a live
+    /// process's: each holds a lock on its own).
+    pub fn sweep_beside(target: &Path) {
+        sweep_parent(target, &mut Vec::new());
+    }
+
     /// Where the tree is built.
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// The staging directory, held open (and locked) since it was made:
+    /// files made relative to it land in it even if a name on its path is
+    /// swapped meanwhile.
+    pub fn directory(&self) -> BorrowedFd<'_> {
+        self.lock.as_fd()
     }
 
     /// Gives the staging directory `target`'s name, unless something is
