@@ -534,4 +534,34 @@ fn small_files_of_a_tree_come_as_one_tar_stream_per_directory() {
             .unwrap();
     assert_eq!((again.files, again.tar_streams), (1, 0));
     assert!(std::fs::read(dest.join("d2/f3")).unwrap() == pattern(3 * 97, 203));
+    // The staged directories left nothing hidden beside them; with
+    // --fsync (each staged file and directory synced) the tree is the same.
+    let hidden = |dir: &Path| {
+        std::fs::read_dir(dir)
+            .unwrap()
+            .filter(|e| {
+                e.as_ref()
+                    .unwrap()
+                    .file_name()
+                    .to_string_lossy()
+                    .starts_with('.')
+            })
+            .count()
+    };
+    assert_eq!(hidden(&dest), 0);
+    let durable = top.path().join("durable");
+    let synced = GetOptions {
+        fsync: true,
+        ..options(3)
+    };
+    flexio_net::client::get_tree(&format!("http://{address}/tree/"), &durable, &synced).unwrap();
+    let same = std::process::Command::new("diff")
+        .arg("-r")
+        .arg("--no-dereference")
+        .arg(&tree)
+        .arg(&durable)
+        .status()
+        .unwrap();
+    assert!(same.success());
+    assert_eq!(hidden(&durable), 0);
 }

@@ -368,8 +368,15 @@ pub(super) fn fetch_directory(
             }
         }
     }
-    if let (TarInto::Staged(_), Some((_, last))) = (into, &parent_cache) {
-        sync_if(last, options.fsync, label)?;
+    if let TarInto::Staged(staged) = into {
+        // The last directory files went into, and the staging directory
+        // itself, which names the subdirectories made in it.
+        if let Some((_, last)) = &parent_cache {
+            sync_if(last, options.fsync, label)?;
+        }
+        if options.fsync {
+            rustix::fs::fsync(staged).map_err(|e| Error::io("fsync", label, None, e))?;
+        }
     }
     if seen.len() != listed.len() {
         return Err(bad(format!(
