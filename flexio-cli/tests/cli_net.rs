@@ -189,12 +189,12 @@ fn get_of_a_directory_url_fetches_the_tree() {
     );
 }
 
-/// A tree get killed with SIGKILL while a new directory's tar stream is
-/// arriving leaves it only hidden (its staging directory, nothing at the
-/// final name); run again, the get sweeps that and fetches the tree whole,
-/// leaving nothing else beside it.
+/// A tree get stopped while a new directory's tar stream is arriving
+/// leaves nothing at that directory's name: SIGINT removes its staging
+/// directory, SIGKILL leaves it hidden; run again, the get sweeps that and
+/// fetches the tree whole, leaving nothing else beside it.
 #[test]
-fn a_tree_get_killed_mid_directory_leaves_nothing_at_its_name_and_the_rerun_completes() {
+fn a_tree_get_stopped_mid_directory_leaves_nothing_at_its_name_and_a_rerun_completes() {
     let served = tempfile::tempdir().unwrap();
     for top in ["a", "b"] {
         std::fs::create_dir_all(served.path().join(format!("t/{top}/sub"))).unwrap();
@@ -217,10 +217,28 @@ fn a_tree_get_killed_mid_directory_leaves_nothing_at_its_name_and_the_rerun_comp
             .arg(&destination);
         command
     };
+    let staging_appears = || {
+        wait_until("no staging directory appeared", || {
+            destination.is_dir() && names(&destination).iter().any(|name| name.starts_with('.'))
+        })
+    };
+    // Ctrl-C: the signal handler removes the staging directories in flight.
     let mut child = get().spawn().unwrap();
-    wait_until("no staging directory appeared", || {
-        destination.is_dir() && names(&destination).iter().any(|name| name.starts_with('.'))
-    });
+    staging_appears();
+    let status = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    assert_eq!(child.wait().unwrap().code(), None, "ended by the signal");
+    let left = names(&destination);
+    assert!(
+        left.iter().all(|name| !name.starts_with('.')),
+        "SIGINT left a staging directory: {left:?}"
+    );
+    // kill -9: they stay, hidden, for the next get to sweep.
+    let mut child = get().spawn().unwrap();
+    staging_appears();
     std::thread::sleep(std::time::Duration::from_millis(300));
     child.kill().unwrap();
     child.wait().unwrap();

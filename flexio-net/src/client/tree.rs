@@ -140,10 +140,22 @@ pub fn get_tree(url: &str, destination: &Path, options: &GetOptions) -> Result<T
         .map(|e| e.parts.clone())
         .collect();
     let files: Vec<&Planned> = planned.iter().filter(|e| e.kind == Kind::File).collect();
-    let mut jobs = jobs(&planned, &files, &new_tops);
-    let staged = stage_new_directories(&mut jobs, &planned, destination, &label)?;
+    let jobs = jobs(&planned, &files, &new_tops);
+    // The directories tar jobs build in staging directories of their own,
+    // made when each job starts (see `fetch_staged`). A killed get left
+    // its staging directories, hidden and unlocked: swept once here.
+    let staged: HashSet<&[u8]> = jobs
+        .iter()
+        .filter_map(|job| match job {
+            Job::Directory(dir, ..) => Some(dir[0].as_slice()),
+            Job::File(_) => None,
+        })
+        .collect();
+    if let Some(first) = staged.iter().next() {
+        Staging::sweep_beside(&destination.join(OsStr::from_bytes(first)));
+    }
     for entry in planned.iter().filter(|e| e.kind == Kind::Directory) {
-        if !staged.contains(&entry.parts[0]) {
+        if !staged.contains(entry.parts[0].as_slice()) {
             make_directory(&root, entry, &label)?;
         }
         report.directories += 1;
@@ -172,29 +184,16 @@ pub fn get_tree(url: &str, destination: &Path, options: &GetOptions) -> Result<T
                             options,
                             &mut mover,
                         ),
-                        Job::Directory(dir, inside, staging) => {
-                            let mut staging = staging.lock().unwrap();
-                            let into = staging
-                                .as_ref()
-                                .map_or(TarInto::Final(&root), |s| TarInto::Staged(s.directory()));
-                            super::tar_fetch::fetch_directory(
-                                &mut connection,
-                                &url,
-                                into,
-                                dir,
-                                inside,
-                                &label,
-                                options,
-                            )
-                            .and_then(|()| match staging.take() {
-                                Some(staging) => Ok(staging.put_in_place(
-                                    &destination.join(OsStr::from_bytes(&dir[0])),
-                                    options.fsync,
-                                )?),
-                                None => Ok(()),
-                            })
-                            .map(|()| Fetched::New)
-                        }
+                        Job::Directory(dir, inside, directories) => fetch_staged(
+                            &mut connection,
+                            &url,
+                            &root,
+                            destination,
+                            (dir, inside, directories),
+                            &label,
+                            options,
+                        )
+                        .map(|()| Fetched::New),
                     };
                     match fetched {
                         Ok(Fetched::Unchanged) => {
@@ -366,55 +365,69 @@ enum Job<'a> {
     /// One file, with a GET of its own.
     File(&'a Planned),
     /// Every file under a top-level directory new to this run, all small:
-    /// one `?tar` request, written into the directory's staging directory
-    /// when it has one (see [`stage_new_directories`]).
-    Directory(Vec<Vec<u8>>, Vec<&'a Planned>, Mutex<Option<Staging>>),
+    /// one `?tar` request, built in a staging directory (see
+    /// [`fetch_staged`]); then that directory and every one beneath it,
+    /// parents first.
+    Directory(Vec<Vec<u8>>, Vec<&'a Planned>, Vec<&'a Planned>),
 }
 
-/// Gives each tar job a staging directory beside its (new) directory, with
-/// the subdirectories the manifest lists beneath it already made; the
-/// names of the top-level directories so staged, which are not to be made
-/// at their final names. A job whose staging directory cannot be made
-/// (`None` from [`Staging::new`]) writes file by file at the final names.
+/// Fetches a tar job's directory into a staging directory beside its
+/// name, made now (so that no more exist at once than jobs in flight, and
+/// each is within reach of the signal handler), with the directories the
+/// manifest lists beneath it; then renames it into place. Where no
+/// staging directory can be made, the directories are made at their
+/// final names and the files go in one by one through [`NewFile`].
 ///
 /// # Errors
-/// A subdirectory that cannot be made inside a staging directory.
-fn stage_new_directories(
-    jobs: &mut [Job<'_>],
-    planned: &[Planned],
+/// A directory that cannot be made; those of
+/// [`super::tar_fetch::fetch_directory`] and [`Staging::put_in_place`].
+#[allow(clippy::too_many_arguments)]
+fn fetch_staged(
+    connection: &mut Option<Connection>,
+    url: &Url,
+    root: &OwnedFd,
     destination: &Path,
+    (dir, files, directories): (&[Vec<u8>], &[&Planned], &[&Planned]),
     label: &str,
-) -> Result<HashSet<Vec<u8>>> {
-    let mut staged = HashSet::new();
-    // What a killed get left: its staging directories, hidden, unlocked.
-    Staging::sweep_beside(&destination.join("x"));
-    for job in jobs.iter_mut() {
-        let Job::Directory(dir, _, slot) = job else {
-            continue;
-        };
-        let Some(staging) = Staging::new_unswept(&destination.join(OsStr::from_bytes(&dir[0])))
-        else {
-            continue;
-        };
-        for entry in planned
-            .iter()
-            .filter(|e| e.kind == Kind::Directory && e.parts.len() > 1 && e.parts[0] == dir[0])
-        {
-            let (name, parents) = entry.parts[1..].split_last().expect("two parts or more");
-            let parent =
-                open_beneath(staging.directory(), &parents.join(&b'/')).and_then(|parent| {
-                    Ok(rustix::fs::mkdirat(
-                        &parent,
-                        OsStr::from_bytes(name),
-                        Mode::from_raw_mode(0o700),
-                    )?)
-                });
-            parent.map_err(|e| Error::io("mkdir", join_label(label, &entry.parts), None, e))?;
+    options: &GetOptions,
+) -> Result<()> {
+    let target = destination.join(OsStr::from_bytes(&dir[0]));
+    let Some(staging) = Staging::new_unswept(&target) else {
+        for entry in directories {
+            make_directory(root, entry, label)?;
         }
-        staged.insert(dir[0].clone());
-        *slot.get_mut().unwrap() = Some(staging);
+        return super::tar_fetch::fetch_directory(
+            connection,
+            url,
+            TarInto::Final(root),
+            dir,
+            files,
+            label,
+            options,
+        );
+    };
+    for entry in directories.iter().filter(|e| e.parts.len() > 1) {
+        let (name, parents) = entry.parts[1..].split_last().expect("two parts or more");
+        open_beneath(staging.directory(), &parents.join(&b'/'))
+            .and_then(|parent| {
+                Ok(rustix::fs::mkdirat(
+                    &parent,
+                    OsStr::from_bytes(name),
+                    Mode::from_raw_mode(0o700),
+                )?)
+            })
+            .map_err(|e| Error::io("mkdir", join_label(label, &entry.parts), None, e))?;
     }
-    Ok(staged)
+    super::tar_fetch::fetch_directory(
+        connection,
+        url,
+        TarInto::Staged(staging.directory()),
+        dir,
+        files,
+        label,
+        options,
+    )?;
+    Ok(staging.put_in_place(&target, options.fsync)?)
 }
 
 /// The jobs for `files`: each top-level directory new to this run whose
@@ -446,10 +459,14 @@ fn jobs<'a>(
                 .all(|f| f.size <= super::tar_fetch::SMALL_FILE)
         {
             tarred.insert(&dir.parts[0]);
+            let directories = planned
+                .iter()
+                .filter(|e| e.kind == Kind::Directory && e.parts[0] == dir.parts[0])
+                .collect();
             jobs.push(Job::Directory(
                 dir.parts.clone(),
                 inside.clone(),
-                Mutex::new(None),
+                directories,
             ));
         }
     }
