@@ -407,16 +407,9 @@ fn fetch_staged(
         );
     };
     for entry in directories.iter().filter(|e| e.parts.len() > 1) {
-        let (name, parents) = entry.parts[1..].split_last().expect("two parts or more");
-        open_beneath(staging.directory(), &parents.join(&b'/'))
-            .and_then(|parent| {
-                Ok(rustix::fs::mkdirat(
-                    &parent,
-                    OsStr::from_bytes(name),
-                    Mode::from_raw_mode(0o700),
-                )?)
-            })
-            .map_err(|e| Error::io("mkdir", join_label(label, &entry.parts), None, e))?;
+        // The staging directory stands for `dir` itself.
+        let shown = join_label(label, &entry.parts);
+        make_directory_in(staging.directory(), &entry.parts[1..], &shown)?;
     }
     super::tar_fetch::fetch_directory(
         connection,
@@ -482,15 +475,22 @@ fn jobs<'a>(
 
 /// Makes the directory `entry` unless it is there.
 fn make_directory(root: &OwnedFd, entry: &Planned, label: &str) -> Result<()> {
-    let (parent, name) = parent_of(root, &entry.parts, label)?;
+    make_directory_in(root.as_fd(), &entry.parts, &join_label(label, &entry.parts))
+}
+
+/// Makes the directory at `parts` beneath `root` unless it is there;
+/// `shown` names it in errors.
+fn make_directory_in(root: BorrowedFd<'_>, parts: &[Vec<u8>], shown: &str) -> Result<()> {
+    let (name, parents) = parts.split_last().expect("a checked path has a component");
+    let parent =
+        open_beneath(root, &parents.join(&b'/')).map_err(|e| Error::io("open", shown, None, e))?;
     match existing(&parent, name) {
         Some(FileType::Directory) => Ok(()),
         Some(_) => Err(Error::Usage(format!(
-            "{}: a file is there; a tree get does not replace a file with a directory",
-            join_label(label, &entry.parts)
+            "{shown}: a file is there; a tree get does not replace a file with a directory"
         ))),
         None => rustix::fs::mkdirat(&parent, OsStr::from_bytes(name), Mode::from_raw_mode(0o700))
-            .map_err(|e| Error::io("mkdir", join_label(label, &entry.parts), None, e)),
+            .map_err(|e| Error::io("mkdir", shown, None, e)),
     }
 }
 
