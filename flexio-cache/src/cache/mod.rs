@@ -337,6 +337,7 @@ impl BlockCache {
     ///
     /// # Errors
     /// [`Error::Io`] when reading a missing block from the device fails.
+    #[inline]
     pub fn read_at(&self, buf: &mut [u8], offset: u64) -> Result<usize> {
         self.inner.read_at(&self.inner.own_source(), buf, offset)
     }
@@ -464,11 +465,13 @@ impl Inner {
         }
     }
 
+    #[inline]
     fn len(&self) -> u64 {
         self.len.load(Ordering::Acquire)
     }
 
     /// The [`BlockCache`]'s device.
+    #[inline]
     fn own_device(&self) -> &Device {
         self.device
             .as_ref()
@@ -476,6 +479,7 @@ impl Inner {
     }
 
     /// Reads of a [`BlockCache`]: its device, its length, keys from 0.
+    #[inline]
     fn own_source(&self) -> Source<'_> {
         Source {
             device: self.own_device(),
@@ -484,6 +488,7 @@ impl Inner {
         }
     }
 
+    #[inline]
     fn shard_of(&self, key: Key) -> &ShardCell {
         // Runs of 8 blocks share a shard: a multi-block request's blocks
         // are installed with few lock changes, and a scan still spreads.

@@ -52,6 +52,7 @@ impl HitMarks {
     /// Records a hit on `frame`: its mark goes up by one, up to the
     /// maximum (stored only when it changes, so a popular frame's line is
     /// not written on every hit).
+    #[inline]
     pub fn bump(&self, frame: Frame) {
         let mark = &self.marks[frame as usize];
         let now = mark.load(Relaxed);

@@ -21,6 +21,7 @@ pub(crate) fn key_map(capacity: usize) -> KeyMap {
 pub(crate) struct BlockHasher(u64);
 
 /// SplitMix64's finaliser: spreads block numbers over a table.
+#[inline]
 pub(crate) fn mix(key: u64) -> u64 {
     let mut z = key;
     z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);

@@ -101,6 +101,7 @@ impl Arena {
 
     /// The address of byte `within` of the arena's frame `frame`, checked:
     /// `len` bytes from it lie inside that frame.
+    #[inline]
     fn at(&self, frame: usize, within: usize, len: usize) -> *mut u8 {
         assert!(
             frame < self.count && within <= self.size && len <= self.size - within,
@@ -122,6 +123,7 @@ impl Drop for Arena {
 }
 
 /// The arena's index of a shard's `frame`, checked against its `count`.
+#[inline]
 fn index(first: usize, count: usize, frame: u32) -> usize {
     let frame = frame as usize;
     assert!(frame < count, "frame {frame} of a shard of {count}");
