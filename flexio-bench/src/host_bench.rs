@@ -430,7 +430,8 @@ fn run_once(
     let cpu_before = match &contender.server {
         ServerSide::Running(server) => server.cpu_seconds(),
         ServerSide::PerRun { port, command, .. } => {
-            let child = command(link, &workload.path)
+            let mut sender = command(link, &workload.path);
+            let child = flexio_sys::process::terminate_with_parent(&mut sender)
                 .stdin(Stdio::null())
                 .stdout(Stdio::null())
                 .stderr(Stdio::null())

@@ -1,5 +1,6 @@
 //! The `unsafe` that flexio's crates share, kept in one small place: heap
-//! buffers aligned for `O_DIRECT` and registered io_uring buffers. The
+//! buffers aligned for `O_DIRECT` and registered io_uring buffers, and
+//! child processes that end with the process that started them. The
 //! engine (`flexio`) and the block cache (`flexio-cache`) both read and
 //! write through them; each crate's own system-call wrappers stay in its
 //! `sys` module.
@@ -8,5 +9,6 @@
 #![warn(missing_docs)]
 
 pub mod aligned;
+pub mod process;
 
 pub use aligned::AlignedBuffer;

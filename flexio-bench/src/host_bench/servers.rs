@@ -36,7 +36,8 @@ impl Server {
         let errors = file
             .try_clone()
             .map_err(|e| format!("{}: {e}", log.display()))?;
-        let child = command
+        // Gone with the bench, even one killed with `kill -9`.
+        let child = flexio_sys::process::terminate_with_parent(&mut command)
             .stdin(Stdio::null())
             .stdout(file)
             .stderr(errors)

@@ -63,7 +63,9 @@ impl ServerProcess {
     /// When it cannot start or does not listen within 10 s.
     pub fn flexio(flexio: &Path, root: &Path, port: u16, extra: &[String]) -> io::Result<Self> {
         let address = SocketAddr::from(([127, 0, 0, 1], port));
-        let child = Command::new(flexio)
+        let mut command = Command::new(flexio);
+        // Gone with the bench, even one killed with `kill -9`.
+        let child = flexio_sys::process::terminate_with_parent(&mut command)
             .arg("serve")
             .arg(root)
             .arg("--listen")
@@ -108,7 +110,8 @@ impl ServerProcess {
         );
         let conf = scratch.join("nginx.conf");
         std::fs::write(&conf, config)?;
-        let child = Command::new(binary)
+        let mut command = Command::new(binary);
+        let child = flexio_sys::process::terminate_with_parent(&mut command)
             .arg("-p")
             .arg(scratch)
             .arg("-e")

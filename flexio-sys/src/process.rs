@@ -1,0 +1,107 @@
+//! Child processes that do not outlive the process that started them: a
+//! bench killed with `kill -9` (or stopped by a signal it does not catch)
+//! runs no destructor, and the servers it started would go on listening.
+
+use std::io;
+use std::os::unix::process::CommandExt;
+use std::process::Command;
+
+use rustix::process::{getpid, getppid, set_parent_process_death_signal, Signal};
+
+/// Has the kernel send `SIGTERM` to `command`'s process when its parent
+/// ends (`PR_SET_PDEATHSIG`). SIGTERM rather than SIGKILL so that a server
+/// with workers (nginx's master) stops them too.
+///
+/// "Parent" is the thread that spawns it: spawn from a thread that lives
+/// as long as the child should. A parent that is gone before the child
+/// has set this up fails the spawn (`ESRCH`) rather than leaving an orphan.
+///
+/// # Errors
+/// None here; the spawn fails if `prctl` does.
+///
+/// # Examples
+/// ```
+/// let mut command = std::process::Command::new("true");
+/// flexio_sys::process::terminate_with_parent(&mut command);
+/// assert!(command.status().unwrap().success());
+/// ```
+pub fn terminate_with_parent(command: &mut Command) -> &mut Command {
+    let parent = getpid();
+    let setup = move || -> io::Result<()> {
+        set_parent_process_death_signal(Some(Signal::TERM))?;
+        // The parent may have ended between fork and prctl, and then no
+        // signal will come.
+        if getppid() != Some(parent) {
+            return Err(io::Error::from_raw_os_error(libc_esrch()));
+        }
+        Ok(())
+    };
+    // SAFETY: the closure runs in the forked child before `exec`, where only
+    // async-signal-safe work is allowed: it makes two system calls
+    // (`prctl`, `getppid`) through rustix, which neither allocates nor
+    // takes locks, and builds an `io::Error` from a raw number, which does
+    // not allocate either.
+    unsafe { command.pre_exec(setup) }
+}
+
+/// `ESRCH`, "no such process", without a dependency on `libc`.
+fn libc_esrch() -> i32 {
+    rustix::io::Errno::SRCH.raw_os_error()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::process::{Command, Stdio};
+    use std::time::{Duration, Instant};
+
+    #[test]
+    fn a_child_is_terminated_when_its_parent_ends() {
+        // This test run again as a process of its own (the parent) starts
+        // `sleep` (the child) with the death signal set, prints its pid and
+        // exits; the sleep must go too.
+        let exe = std::env::current_exe().unwrap();
+        if std::env::var_os("FLEXIO_SYS_PDEATH_CHILD").is_some() {
+            let mut sleep = Command::new("sleep");
+            sleep
+                .arg("30")
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null());
+            super::terminate_with_parent(&mut sleep);
+            // Not waited for: this process ends now, and the test is that
+            // the child ends with it.
+            #[allow(clippy::zombie_processes)]
+            let child = sleep.spawn().unwrap();
+            println!("child pid {}", child.id());
+            return;
+        }
+        let output = Command::new(exe)
+            .args([
+                "--exact",
+                "process::tests::a_child_is_terminated_when_its_parent_ends",
+            ])
+            .args(["--nocapture", "--test-threads", "1"])
+            .env("FLEXIO_SYS_PDEATH_CHILD", "1")
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&output.stdout);
+        let pid: u32 = text
+            .split("child pid ")
+            .nth(1)
+            .and_then(|rest| rest.split_whitespace().next()?.parse().ok())
+            .unwrap_or_else(|| panic!("no pid in {text:?}"));
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let state = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            // Gone, or a zombie waiting for init to reap it.
+            let running = state
+                .rsplit_once(") ")
+                .is_some_and(|(_, rest)| !rest.starts_with('Z'));
+            if !running {
+                break;
+            }
+            assert!(Instant::now() < deadline, "sleep {pid} outlived its parent");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
