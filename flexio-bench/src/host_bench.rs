@@ -3,7 +3,8 @@
 //! the tools people move files between hosts with — the rsync daemon,
 //! `tar | nc`, curl and `aria2c -x N` from nginx with `sendfile on` — and
 //! iperf3 on the same link as the ceiling. Every client is a process,
-//! rounds are interleaved (A B C A B C …), medians are taken after a
+//! rounds are interleaved and rotated (A B C, B C A, C A B …: no contender
+//! always runs right after the same one), medians are taken after a
 //! warm-up round that also checks the copy; the CPU seconds of each
 //! server's process tree are read around every run.
 //!
@@ -358,6 +359,11 @@ const CLIENT_LIMIT: Duration = Duration::from_secs(600);
 
 /// One workload, every contender, `runs` interleaved rounds after a
 /// warm-up round that checks the copy.
+///
+/// Each round starts one contender later than the last, so that no
+/// contender always inherits what the same predecessor left (on a virtual
+/// machine that hands freed memory back to its host: the 1 GiB copy the
+/// previous client wrote and the bench just deleted).
 fn run_cell(
     workload: &Workload,
     contenders: &[&Contender],
@@ -383,7 +389,9 @@ fn run_cell(
         })
         .collect();
     for round in 0..=runs {
-        for (row, contender) in rows.iter_mut().zip(contenders) {
+        let count = rows.len();
+        for index in (0..count).map(|i| (i + round) % count) {
+            let (row, contender) = (&mut rows[index], contenders[index]);
             if row.failed.is_some() {
                 continue;
             }
