@@ -32,21 +32,16 @@ pub fn terminate_with_parent(command: &mut Command) -> &mut Command {
         // The parent may have ended between fork and prctl, and then no
         // signal will come.
         if getppid() != Some(parent) {
-            return Err(io::Error::from_raw_os_error(libc_esrch()));
+            return Err(rustix::io::Errno::SRCH.into());
         }
         Ok(())
     };
     // SAFETY: the closure runs in the forked child before `exec`, where only
     // async-signal-safe work is allowed: it makes two system calls
     // (`prctl`, `getppid`) through rustix, which neither allocates nor
-    // takes locks, and builds an `io::Error` from a raw number, which does
-    // not allocate either.
+    // takes locks, and turns an errno into an `io::Error`, which does not
+    // allocate either.
     unsafe { command.pre_exec(setup) }
-}
-
-/// `ESRCH`, "no such process", without a dependency on `libc`.
-fn libc_esrch() -> i32 {
-    rustix::io::Errno::SRCH.raw_os_error()
 }
 
 #[cfg(test)]
