@@ -331,12 +331,16 @@ pub struct Supervised {
 }
 
 impl Supervised {
-    /// Spawns `command` under a watchdog.
+    /// Spawns `command` under a watchdog; it also gets SIGTERM when the
+    /// thread that spawned it ends (so spawn it from the thread that waits
+    /// for it), see [`flexio_sys::process::terminate_with_parent`].
     ///
     /// # Errors
     /// When the program cannot be started.
     pub fn spawn(command: &mut Command, deadline: Duration) -> io::Result<Self> {
-        let child = command.spawn()?;
+        // Gone with the bench too, even one killed with `kill -9` (a
+        // listener such as `iperf3 -s` or socat would otherwise stay).
+        let child = flexio_sys::process::terminate_with_parent(command).spawn()?;
         let pid = rustix::process::Pid::from_child(&child);
         let pidfd = rustix::process::pidfd_open(pid, rustix::process::PidfdFlags::empty()).ok();
         let (cancel, cancelled) = mpsc::channel::<()>();

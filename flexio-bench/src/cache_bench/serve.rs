@@ -89,7 +89,8 @@ fn start(
     if let Some(bytes) = cache {
         command.args(["--cache", &bytes.to_string()]);
     }
-    let child = command
+    // Gone with the bench, even one killed with `kill -9`.
+    let child = flexio_sys::process::terminate_with_parent(&mut command)
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()?;
