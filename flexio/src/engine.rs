@@ -33,7 +33,14 @@ pub(crate) fn run_with_fallbacks(
         let descriptor = current
             .descriptor()
             .expect("auto is resolved before a range moves");
-        match (descriptor.run)(transfer) {
+        let outcome = (descriptor.run)(transfer);
+        if outcome.is_err() {
+            // Whatever the stopped run kept (a pipe with bytes in it, a
+            // ring with requests) must not reach the next run: see
+            // `Scratch`.
+            transfer.scratch.discard();
+        }
+        match outcome {
             Ok(()) => return Ok(current),
             Err(Stop::Failed(error)) => return Err(error),
             Err(Stop::Refused { op, errno }) => {

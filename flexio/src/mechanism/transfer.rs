@@ -47,7 +47,15 @@ pub(crate) struct Counters {
 }
 
 /// Memory and descriptors a mechanism may keep across the segments of one
-/// flow, so that nothing is allocated per chunk.
+/// flow, and a [`crate::range::Mover`] across its ranges, so that nothing
+/// is allocated per chunk or per file.
+///
+/// The rule for everything kept here: it is handed to the next run only
+/// after a run that finished. A run that stopped for any reason (a failed
+/// sink, a reset peer, an idle timeout, a refusal) may leave bytes in the
+/// pipe, requests in the ring or a half-filled buffer, so
+/// [`Scratch::discard`] drops it all and the next run builds its own
+/// (`run_with_fallbacks` does this for every mechanism, in one place).
 #[derive(Default)]
 pub(crate) struct Scratch {
     /// A plain buffer (read-write, the slow paths of others).
@@ -56,6 +64,15 @@ pub(crate) struct Scratch {
     pub pipe: Option<(OwnedFd, OwnedFd, usize)>,
     /// What the last mechanism that ran kept for itself.
     pub kept: Kept,
+}
+
+impl Scratch {
+    /// Drops everything kept: after a run that did not finish, none of it
+    /// is known to be empty or idle. A ring still waiting on the kernel is
+    /// leaked by its own `Drop` rather than freed under it.
+    pub fn discard(&mut self) {
+        *self = Scratch::default();
+    }
 }
 
 /// State one mechanism keeps across the segments of a flow (a sparse

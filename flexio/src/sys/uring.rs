@@ -297,7 +297,10 @@ impl Ring {
 
 impl Drop for Ring {
     fn drop(&mut self) {
-        if self.drain().is_err() {
+        // A ring dropped after a failed flow may still wait on a peer that
+        // sends nothing: cancel first, so that waiting for the
+        // completions cannot hang.
+        if self.in_flight > 0 && self.cancel_all().and_then(|()| self.drain()).is_err() {
             // The kernel may still write into these pages: leaking them is
             // the only safe choice left.
             std::mem::forget(self.buffers.take());
