@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{flexio, is_root, json_report, names, require_root, stderr, write_with_mode};
+use common::{flexio, is_root, json_report, names, require_root, stderr, write_with_mode, Tmpfs};
 
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::Path;
@@ -493,20 +493,12 @@ fn splice_into_a_full_file_system_names_the_sink() {
     if !require_root("mount a small tmpfs") {
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
-    let mount = dir.path().join("small");
-    std::fs::create_dir(&mount).unwrap();
-    let status = Command::new("mount")
-        .args(["-t", "tmpfs", "-o", "size=1m", "tmpfs"])
-        .arg(&mount)
-        .status()
-        .unwrap();
-    assert!(status.success(), "mount tmpfs");
+    let mount = Tmpfs::mount("1m");
     let output = shell(
-        dir.path(),
-        "head -c 4000000 /dev/zero | $F copy - small/out --via splice",
+        mount.path(),
+        "mkdir -p small && head -c 4000000 /dev/zero | $F copy - small/out --via splice",
     );
-    let _ = Command::new("umount").arg(&mount).status();
+    drop(mount);
     assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
     let message = stderr(&output);
     assert!(message.contains("small/out"), "{message}");

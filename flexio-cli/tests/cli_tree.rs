@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{flexio, is_root, json_report, names, stderr};
+use common::{flexio, is_root, json_report, names, require_root, stderr, wait_at_most, Tmpfs};
 
 use std::path::Path;
 use std::process::Command;
@@ -635,4 +635,41 @@ fn the_tree_bench_writes_its_table_json_and_charts() {
         assert!(svg.contains("A (") && svg.contains("B ("), "{chart}");
     }
     assert_eq!(common::names(dir.path()), vec!["out".to_string()]);
+}
+
+/// Issue 24: a tree copy by splice with one worker hung on the first small
+/// file after a big one failed with ENOSPC, behind the big one's bytes
+/// left in the worker's pipe.
+#[test]
+fn a_tree_copy_by_splice_onto_a_full_file_system_fails_the_big_file_and_copies_the_rest() {
+    if !require_root("mount an 8 MiB tmpfs") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let source = dir.path().join("src");
+    std::fs::create_dir(&source).unwrap();
+    let small = |i: usize| format!("small {i} ").repeat(400).into_bytes();
+    std::fs::write(source.join("big"), vec![0x42_u8; 10 << 20]).unwrap();
+    for i in 0..30 {
+        std::fs::write(source.join(format!("small-{i:02}")), small(i)).unwrap();
+    }
+    let mount = Tmpfs::mount("8m");
+    let target = mount.path().join("dst");
+    let child = flexio()
+        .args(["copy", "-r", "--via", "splice", "--jobs", "1"])
+        .arg(&source)
+        .arg(&target)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let output = wait_at_most(child, std::time::Duration::from_secs(60))
+        .expect("the copy hung behind the failed file's bytes");
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    assert!(stderr(&output).contains("big"), "{}", stderr(&output));
+    for i in 0..30 {
+        let copied = std::fs::read(target.join(format!("small-{i:02}"))).unwrap();
+        assert!(copied == small(i), "small-{i:02} holds other bytes");
+    }
+    assert!(!target.join("big").exists());
 }

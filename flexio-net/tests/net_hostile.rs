@@ -13,7 +13,7 @@ use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use common::{names_in, pattern, serve, serve_with, RawClient};
+use common::{names_in, pattern, require_root, serve, serve_with, RawClient, SmallTmpfs};
 use flexio_net::client::{get, GetOptions};
 use proptest::prelude::*;
 
@@ -940,46 +940,13 @@ fn a_tree_get_never_replaces_a_directory_or_goes_through_a_symlink_in_dest() {
     assert!(!dest.join("same-size").exists());
 }
 
-/// `true` as root; otherwise prints why it skips — or panics under
-/// `FLEXIO_TEST_PRIVILEGED=1`, where skipping is forbidden.
-fn require_root(reason: &str) -> bool {
-    if rustix::process::geteuid().is_root() {
-        return true;
-    }
-    assert!(
-        std::env::var("FLEXIO_TEST_PRIVILEGED").as_deref() != Ok("1"),
-        "{reason} needs root, and FLEXIO_TEST_PRIVILEGED=1 forbids skipping it"
-    );
-    eprintln!("skipped: {reason} (needs root)");
-    false
-}
-
-/// A small tmpfs, unmounted when dropped.
-struct SmallTmpfs(tempfile::TempDir);
-
-impl Drop for SmallTmpfs {
-    fn drop(&mut self) {
-        // Lazily: the test's server, alive until the process ends, holds it.
-        let _ = std::process::Command::new("umount")
-            .arg("-l")
-            .arg(self.0.path())
-            .status();
-    }
-}
-
 #[test]
 fn a_put_larger_than_the_free_space_gets_507_and_writes_nothing() {
     if !require_root("mounting a 1 MiB tmpfs") {
         return;
     }
-    let mount = SmallTmpfs(tempfile::tempdir().unwrap());
-    let mounted = std::process::Command::new("mount")
-        .args(["-t", "tmpfs", "-o", "size=1m", "tmpfs"])
-        .arg(mount.0.path())
-        .status()
-        .unwrap();
-    assert!(mounted.success(), "mount -t tmpfs failed");
-    let address = serve_with(mount.0.path(), |config| config.token = Some(TOKEN.into()));
+    let mount = SmallTmpfs::mount("1m");
+    let address = serve_with(mount.path(), |config| config.token = Some(TOKEN.into()));
     let mut client = RawClient::connect(address);
     client.send(
         format!("PUT /big HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer {TOKEN}\r\nContent-Length: {}\r\n\r\n", 2 << 20)
@@ -988,7 +955,7 @@ fn a_put_larger_than_the_free_space_gets_507_and_writes_nothing() {
     let _ = client.stream.write_all(&pattern(64 << 10, 3));
     let response = client.read_response(false);
     assert_eq!(response.status, 507, "{}", response.text());
-    assert_eq!(names_in(mount.0.path()), Vec::<String>::new());
+    assert_eq!(names_in(mount.path()), Vec::<String>::new());
 }
 
 // ---- hostile tar streams for a tree get's directories of small files ----

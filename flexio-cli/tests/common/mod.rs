@@ -74,3 +74,47 @@ pub fn mkfifo(path: &Path) {
     )
     .unwrap();
 }
+
+/// A tmpfs of a given size mounted on a fresh directory, unmounted when
+/// dropped (also when the test panics). Needs root.
+pub struct Tmpfs(tempfile::TempDir);
+
+impl Tmpfs {
+    /// Mounts a tmpfs of `size` (as `mount -o size=` takes it).
+    pub fn mount(size: &str) -> Tmpfs {
+        let dir = tempfile::tempdir().unwrap();
+        let status = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(dir.path())
+            .status()
+            .unwrap();
+        assert!(status.success(), "mount -t tmpfs");
+        Tmpfs(dir)
+    }
+
+    /// The mount point.
+    pub fn path(&self) -> &Path {
+        self.0.path()
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg("-l").arg(self.0.path()).status();
+    }
+}
+
+/// Waits for `child` at most `limit`; kills it and returns `None` when it
+/// is still running then (a hang).
+pub fn wait_at_most(mut child: std::process::Child, limit: std::time::Duration) -> Option<Output> {
+    let started = std::time::Instant::now();
+    while started.elapsed() < limit {
+        if child.try_wait().unwrap().is_some() {
+            return Some(child.wait_with_output().unwrap());
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    None
+}

@@ -208,3 +208,49 @@ pub fn multipart_parts(response: &Response) -> Vec<(String, Vec<u8>)> {
 pub fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
     haystack.windows(needle.len()).position(|w| w == needle)
 }
+
+/// `true` as root; otherwise prints why it skips — or panics under
+/// `FLEXIO_TEST_PRIVILEGED=1`, where skipping is forbidden.
+pub fn require_root(reason: &str) -> bool {
+    if rustix::process::geteuid().is_root() {
+        return true;
+    }
+    assert!(
+        std::env::var("FLEXIO_TEST_PRIVILEGED").as_deref() != Ok("1"),
+        "{reason} needs root, and FLEXIO_TEST_PRIVILEGED=1 forbids skipping it"
+    );
+    eprintln!("skipped: {reason} (needs root)");
+    false
+}
+
+/// A small tmpfs, unmounted when dropped.
+pub struct SmallTmpfs(tempfile::TempDir);
+
+impl SmallTmpfs {
+    /// Mounts a tmpfs of `size` (as `mount -o size=` takes it). Needs root.
+    pub fn mount(size: &str) -> SmallTmpfs {
+        let mount = SmallTmpfs(tempfile::tempdir().unwrap());
+        let mounted = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(mount.0.path())
+            .status()
+            .unwrap();
+        assert!(mounted.success(), "mount -t tmpfs failed");
+        mount
+    }
+
+    /// The mount point.
+    pub fn path(&self) -> &Path {
+        self.0.path()
+    }
+}
+
+impl Drop for SmallTmpfs {
+    fn drop(&mut self) {
+        // Lazily: the test's server, alive until the process ends, holds it.
+        let _ = std::process::Command::new("umount")
+            .arg("-l")
+            .arg(self.0.path())
+            .status();
+    }
+}
