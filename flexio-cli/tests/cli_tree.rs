@@ -673,3 +673,70 @@ fn a_tree_copy_by_splice_onto_a_full_file_system_fails_the_big_file_and_copies_t
     }
     assert!(!target.join("big").exists());
 }
+
+/// Issue 24: `copy -r SRC DST`, `copy f DIR/` and `copy -a` replaced a
+/// symlink in the destination with a regular file (mode 0777, from the
+/// link itself, under `-r`). As cp: a live link is written through (its
+/// target keeps its mode, or takes the source's under `-a`), a dangling
+/// one is refused and left as it was while the rest is copied.
+#[test]
+fn copy_over_a_symlink_in_the_destination_writes_through_it_as_cp_does() {
+    use std::os::unix::fs::{symlink, PermissionsExt};
+    let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o7777;
+    let dir = tempfile::tempdir().unwrap();
+    let source = dir.path().join("src");
+    std::fs::create_dir(&source).unwrap();
+    std::fs::write(source.join("f"), b"new bytes").unwrap();
+    std::fs::write(source.join("g"), b"other").unwrap();
+    std::fs::set_permissions(source.join("f"), std::fs::Permissions::from_mode(0o644)).unwrap();
+    for (how, args) in [
+        ("copy -r SRC DST", vec!["-r"]),
+        ("copy SRC/f DIR/", vec![]),
+        ("copy -a SRC DST", vec!["-a"]),
+    ] {
+        let case = dir.path().join(how.replace([' ', '/'], "_"));
+        let dest = case.join("dst");
+        std::fs::create_dir_all(&dest).unwrap();
+        let target = case.join("target");
+        std::fs::write(&target, b"old").unwrap();
+        std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o600)).unwrap();
+        symlink(&target, dest.join("f")).unwrap();
+        let mut command = flexio();
+        command.arg("copy").args(&args);
+        match args.is_empty() {
+            true => command
+                .arg(source.join("f"))
+                .arg(format!("{}/", dest.display())),
+            false => command.arg(format!("{}/.", source.display())).arg(&dest),
+        };
+        let output = command.output().unwrap();
+        assert!(output.status.success(), "{how}: {}", stderr(&output));
+        let link = std::fs::symlink_metadata(dest.join("f")).unwrap();
+        assert!(
+            link.file_type().is_symlink(),
+            "{how}: the link was replaced"
+        );
+        assert_eq!(std::fs::read(&target).unwrap(), b"new bytes", "{how}");
+        let expected_mode = if how.contains("-a") { 0o644 } else { 0o600 };
+        assert_eq!(mode(&target), expected_mode, "{how}: the target's mode");
+    }
+
+    // A dangling link: refused, kept, and the other file still copied.
+    let dest = dir.path().join("dangling");
+    std::fs::create_dir(&dest).unwrap();
+    symlink(dir.path().join("nothing-here"), dest.join("f")).unwrap();
+    let output = flexio()
+        .args(["copy", "-r"])
+        .arg(format!("{}/.", source.display()))
+        .arg(&dest)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    assert!(stderr(&output).contains("dangling"), "{}", stderr(&output));
+    assert!(std::fs::symlink_metadata(dest.join("f"))
+        .unwrap()
+        .file_type()
+        .is_symlink());
+    assert!(!dir.path().join("nothing-here").exists());
+    assert_eq!(std::fs::read(dest.join("g")).unwrap(), b"other");
+}

@@ -21,8 +21,8 @@ pub use address::Address;
 pub(crate) use file_sink::FileSink;
 pub(crate) use idle_ends::IdleEnds;
 pub(crate) use open::{
-    classify_fd, open_sink, open_source, process_umask, OpenSink, OpenSource, SinkIo, SinkOptions,
-    SourceIo,
+    classify_fd, existing_destination, open_sink, open_source, process_umask, OpenSink, OpenSource,
+    SinkIo, SinkOptions, SourceIo,
 };
 
 /// Where a flow reads from.

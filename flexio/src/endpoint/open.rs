@@ -6,7 +6,7 @@ use std::net::{TcpListener, TcpStream};
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
 use std::os::unix::net::{UnixListener, UnixStream};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use rustix::fs::{FileType, SeekFrom};
 use rustix::net::AddressFamily;
@@ -200,29 +200,65 @@ pub(crate) fn open_sink<'a>(
     }
 }
 
-fn open_sink_path<'a>(path: PathBuf, options: &SinkOptions) -> Result<OpenSink<'a>> {
+/// What stands at a destination name, with a symlink followed as `cp`
+/// follows it: the metadata of what it names, and the path to replace
+/// (the link's target, so the link itself stays).
+pub(crate) struct ExistingDestination {
+    /// Of the file (or directory, or device) the name leads to.
+    pub meta: std::fs::Metadata,
+    /// The name itself, or where its symlink leads.
+    pub replace: PathBuf,
+    /// Whether the name is a symlink.
+    pub through_link: bool,
+}
+
+/// Looks at `path` before writing it: `None` when nothing is there; a
+/// dangling symlink is an error, as `cp` refuses to write through one
+/// ("not writing through dangling symlink"): replacing the link with a
+/// file would lose where it pointed.
+///
+/// # Errors
+/// [`Error::Io`] for a dangling symlink or a failed `stat`.
+pub(crate) fn existing_destination(path: &Path) -> Result<Option<ExistingDestination>> {
     let label = path.display().to_string();
     // The name itself first: for a new file (the common case) one stat
     // tells that nothing is there; only a symlink is followed after.
-    let (meta, is_link) = match std::fs::symlink_metadata(&path) {
-        Ok(meta) if meta.file_type().is_symlink() => match std::fs::metadata(&path) {
-            Ok(target) => (Some(target), true),
-            // cp: "not writing through dangling symlink". Replacing the
-            // link with a file would lose where it pointed.
-            Err(e) if e.kind() == ErrorKind::NotFound => {
-                return Err(Error::io(
-                    "open",
-                    format!("{label} (a dangling symlink; not writing through it)"),
-                    None,
-                    e,
-                ))
+    match std::fs::symlink_metadata(path) {
+        Ok(meta) if meta.file_type().is_symlink() => match std::fs::metadata(path) {
+            Ok(meta) => {
+                let replace = match meta.is_file() {
+                    true => std::fs::canonicalize(path)
+                        .map_err(|e| Error::io("resolve", &label, None, e))?,
+                    false => path.to_path_buf(),
+                };
+                Ok(Some(ExistingDestination {
+                    meta,
+                    replace,
+                    through_link: true,
+                }))
             }
-            Err(e) => return Err(Error::io("stat", &label, None, e)),
+            Err(e) if e.kind() == ErrorKind::NotFound => Err(Error::io(
+                "open",
+                format!("{label} (a dangling symlink; not writing through it)"),
+                None,
+                e,
+            )),
+            Err(e) => Err(Error::io("stat", &label, None, e)),
         },
-        Ok(meta) => (Some(meta), false),
-        Err(e) if e.kind() == ErrorKind::NotFound => (None, false),
-        Err(e) => return Err(Error::io("stat", &label, None, e)),
-    };
+        Ok(meta) => Ok(Some(ExistingDestination {
+            meta,
+            replace: path.to_path_buf(),
+            through_link: false,
+        })),
+        Err(e) if e.kind() == ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(Error::io("stat", &label, None, e)),
+    }
+}
+
+fn open_sink_path<'a>(path: PathBuf, options: &SinkOptions) -> Result<OpenSink<'a>> {
+    let label = path.display().to_string();
+    let existing = existing_destination(&path)?;
+    let meta = existing.as_ref().map(|e| e.meta.clone());
     let Some(meta) = meta else {
         if options.in_place {
             return Err(Error::usage(format!(
@@ -250,11 +286,7 @@ fn open_sink_path<'a>(path: PathBuf, options: &SinkOptions) -> Result<OpenSink<'
         // Replace the file a symlink points at, as cp does, not the link;
         // and only a file we may write, as cp does: renaming over a
         // read-only file would replace what its owner protected.
-        let target = if is_link {
-            std::fs::canonicalize(&path).map_err(|e| Error::io("resolve", &label, None, e))?
-        } else {
-            path.clone()
-        };
+        let target = existing.map_or_else(|| path.clone(), |e| e.replace);
         rustix::fs::access(&target, rustix::fs::Access::WRITE_OK)
             .map_err(|e| Error::io("open", &label, None, e))?;
         // The replacement keeps the destination's own mode (as cp, which

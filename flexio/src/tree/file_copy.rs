@@ -16,7 +16,7 @@ use rustix::io::Errno;
 use super::metadata::{copy_xattrs, keep_owner, new_file_mode, set_times};
 use super::options::TreeOptions;
 use super::queue::FileJob;
-use crate::endpoint::{EndpointKind, FileSink};
+use crate::endpoint::{existing_destination, EndpointKind, FileSink};
 use crate::error::{Error, Result};
 use crate::mechanism::MechanismName;
 use crate::range::{Mover, RangeEnd, RangeRequest};
@@ -60,34 +60,42 @@ impl Worker<'_> {
         let meta = file
             .metadata()
             .map_err(|e| Error::io("fstat", &label, None, e))?;
-        let existing = if job.in_new_directory {
-            None
-        } else {
-            std::fs::symlink_metadata(target).ok()
+        // A symlink in the destination is written through, as cp does
+        // (its target keeps its mode unless the mode is preserved); a
+        // dangling one is refused.
+        let existing = match job.in_new_directory {
+            true => None,
+            false => existing_destination(target)?,
         };
-        if existing.as_ref().is_some_and(|m| m.is_dir()) {
-            return Err(Error::usage(format!(
-                "{}: cannot overwrite a directory with a file",
-                target.display()
-            )));
+        if let Some(old) = &existing {
+            if old.meta.is_dir() {
+                return Err(Error::usage(format!(
+                    "{}: cannot overwrite a directory with a file",
+                    target.display()
+                )));
+            }
+            if old.through_link && !old.meta.is_file() {
+                return Err(Error::usage(format!(
+                    "{}: a symlink to a special file; not writing through it",
+                    target.display()
+                )));
+            }
         }
         let preserve = self.options.preserve;
         let mode = match &existing {
-            Some(old) if !preserve.mode => old.mode() & 0o7777,
+            Some(old) if !preserve.mode => old.meta.mode() & 0o7777,
             _ => new_file_mode(meta.mode(), preserve, self.umask),
         };
         // Inside a staging directory the whole tree is the temporary.
-        let mut sink = match job.staged {
-            true => FileSink::create_staged(target, mode)?,
-            false => FileSink::create(target, Some(mode))?,
+        let sink = match (job.staged, &existing) {
+            (true, _) => FileSink::create_staged(target, mode)?,
+            (false, Some(old)) => FileSink::create(&old.replace, Some(mode))?.replacing(),
+            (false, None) => FileSink::create(target, Some(mode))?,
         };
-        if existing.is_some() {
-            sink = sink.replacing();
-        }
         if preserve.ownership {
             keep_owner(sink.fd(), meta.uid(), meta.gid());
         } else if let Some(old) = &existing {
-            keep_owner(sink.fd(), old.uid(), old.gid());
+            keep_owner(sink.fd(), old.meta.uid(), old.meta.gid());
         }
         let (method, fallbacks) = self.move_bytes(&file, &meta, &sink, &label, target)?;
         let target_label = target.display().to_string();
