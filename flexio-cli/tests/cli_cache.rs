@@ -308,3 +308,28 @@ fn cache_bench_parts_runs_only_the_parts_asked_for() {
         .unwrap();
     assert_eq!(output.status.code(), Some(2), "{output:?}");
 }
+
+/// Issue 24: `serve --cache 30G` on a machine with less memory panicked
+/// mapping the frames (exit 134); it is a usage error naming the memory
+/// available, as `--cache 0` is.
+#[test]
+fn serve_cache_larger_than_memory_is_a_usage_error_naming_the_memory() {
+    let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap();
+    let total_kib: u64 = meminfo
+        .lines()
+        .find_map(|l| l.strip_prefix("MemTotal:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap();
+    let too_much = (total_kib << 10) + (1 << 30);
+    let dir = tempfile::tempdir().unwrap();
+    let output = flexio()
+        .args(["serve", "--listen", "127.0.0.1:0", "--cache"])
+        .arg(too_much.to_string())
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    let message = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{message}");
+    assert!(message.contains("memory available"), "{message}");
+    assert!(!message.contains("panicked"), "{message}");
+}

@@ -152,8 +152,28 @@ impl CacheConfig {
                 self.capacity_bytes
             )));
         }
+        if let Some(available) = memory_available() {
+            if self.capacity_bytes > available {
+                return Err(Error::Usage(format!(
+                    "cache of {} MiB: more than the {} MiB of memory available (MemAvailable in /proc/meminfo)",
+                    self.capacity_bytes >> 20,
+                    available >> 20
+                )));
+            }
+        }
         Ok(())
     }
+}
+
+/// `MemAvailable` of `/proc/meminfo` in bytes: what the frames may take
+/// without pushing the machine into reclaim or the OOM killer.
+fn memory_available() -> Option<u64> {
+    let meminfo = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = meminfo
+        .lines()
+        .find_map(|line| line.strip_prefix("MemAvailable:"))?;
+    let kib: u64 = line.trim().trim_end_matches("kB").trim().parse().ok()?;
+    Some(kib << 10)
 }
 
 /// Counters of a [`BlockCache`], summed over its shards.
