@@ -53,14 +53,20 @@ fn duration(text: &str) -> Result<Duration, String> {
     flexio::parse_duration(text).map_err(|e| e.to_string())
 }
 
-/// Reads a token file: its first line, trimmed.
+/// The most a token file may hold: a token is a line.
+const MAX_TOKEN_FILE_BYTES: u64 = 64 << 10;
+
+/// Reads a token file (a regular file of at most 64 KiB, so `/dev/zero` or
+/// a FIFO is refused at once): its first line, trimmed.
 pub fn read_token(path: &std::path::Path) -> Result<String, Error> {
-    let text = std::fs::read_to_string(path).map_err(|e| Error::Io {
-        op: "read",
-        endpoint: path.display().to_string(),
-        offset: None,
-        source: e,
-    })?;
+    let bytes =
+        flexio::read_regular_file_capped(path, MAX_TOKEN_FILE_BYTES).map_err(|e| Error::Io {
+            op: "read",
+            endpoint: path.display().to_string(),
+            offset: None,
+            source: e,
+        })?;
+    let text = String::from_utf8_lossy(&bytes);
     Ok(text.lines().next().unwrap_or_default().trim().to_string())
 }
 

@@ -504,3 +504,71 @@ fn splice_into_a_full_file_system_names_the_sink() {
     assert!(message.contains("small/out"), "{message}");
     assert!(!message.contains("stdin"), "{message}");
 }
+
+/// Issue 24: `--tls CERT,KEY`, `--token-file` and `--ca` were read without
+/// a bound: `/dev/zero` grew the process to 4 GB and a FIFO would hang it.
+/// Each is refused at once, as the profile is: a regular file of sane size
+/// only, named in the error.
+#[test]
+fn token_certificate_and_ca_files_that_are_not_small_regular_files_are_refused_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("fifo");
+    common::mkfifo(&fifo);
+    let served = dir.path().join("served");
+    std::fs::create_dir(&served).unwrap();
+    std::fs::write(served.join("f"), b"x").unwrap();
+    for bad in [Path::new("/dev/zero"), fifo.as_path()] {
+        let bad = bad.to_str().unwrap();
+        let runs: [Vec<String>; 4] = [
+            vec![
+                "serve".into(),
+                "--listen".into(),
+                "127.0.0.1:0".into(),
+                "--token-file".into(),
+                bad.into(),
+                served.display().to_string(),
+            ],
+            vec![
+                "serve".into(),
+                "--listen".into(),
+                "127.0.0.1:0".into(),
+                "--tls".into(),
+                format!("{bad},{bad}"),
+                served.display().to_string(),
+            ],
+            vec![
+                "put".into(),
+                "--token-file".into(),
+                bad.into(),
+                served.join("f").display().to_string(),
+                "http://127.0.0.1:9/f".into(),
+            ],
+            vec![
+                "get".into(),
+                "--ca".into(),
+                bad.into(),
+                "https://127.0.0.1:9/f".into(),
+                dir.path().join("out").display().to_string(),
+            ],
+        ];
+        for args in runs {
+            let started = std::time::Instant::now();
+            let child = flexio()
+                .args(&args)
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap();
+            let output = common::wait_at_most(child, std::time::Duration::from_secs(30))
+                .unwrap_or_else(|| panic!("{args:?} hung"));
+            let message = stderr(&output);
+            assert!(!output.status.success(), "{args:?}: {message}");
+            assert!(message.contains(bad), "{args:?}: {message}");
+            assert!(
+                message.contains("not a regular file"),
+                "{args:?}: {message}"
+            );
+            assert!(started.elapsed().as_secs() < 30, "{args:?}");
+        }
+    }
+}

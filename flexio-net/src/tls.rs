@@ -52,6 +52,18 @@ fn provider() -> Arc<rustls::crypto::CryptoProvider> {
     Arc::new(rustls::crypto::ring::default_provider())
 }
 
+/// The most a PEM file (a certificate chain, a key, a CA bundle) may
+/// hold: a system's whole CA bundle is about 200 KiB.
+const MAX_PEM_BYTES: u64 = 4 << 20;
+
+/// Reads a PEM file that is a regular file of sane size: `/dev/zero` or a
+/// FIFO named by mistake is refused at once instead of growing the process
+/// or hanging it.
+pub(crate) fn read_pem(path: &Path) -> Result<Vec<u8>> {
+    flexio::read_regular_file_capped(path, MAX_PEM_BYTES)
+        .map_err(|e| tls_error(&path.display().to_string(), e))
+}
+
 fn tls_error(what: &str, error: impl std::fmt::Display) -> Error {
     Error::Usage(format!("TLS: {what}: {error}"))
 }
@@ -148,8 +160,7 @@ impl TlsIdentity {
     /// println!("{}", identity.fingerprint);
     /// ```
     pub fn from_pem_files(cert: &Path, key: &Path) -> Result<Self> {
-        let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(cert)
-            .map_err(|e| tls_error(&cert.display().to_string(), e))?
+        let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(&read_pem(cert)?)
             .collect::<std::result::Result<_, _>>()
             .map_err(|e| tls_error(&cert.display().to_string(), e))?;
         let Some(first) = chain.first().cloned() else {
@@ -158,7 +169,7 @@ impl TlsIdentity {
                 "no certificate in it",
             ));
         };
-        let key = PrivateKeyDer::from_pem_file(key)
+        let key = PrivateKeyDer::from_pem_slice(&read_pem(key)?)
             .map_err(|e| tls_error(&key.display().to_string(), e))?;
         let mut identity = TlsIdentity::from_der(first, key.clone_key())?;
         if chain.len() > 1 {

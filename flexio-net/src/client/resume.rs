@@ -50,7 +50,12 @@ impl Partial {
         let journal_path = beside(destination, "journal");
         let label = path.display().to_string();
         let header = format!("{MAGIC}\t{header}");
-        let previous = std::fs::read_to_string(&journal_path).unwrap_or_default();
+        // Only a regular file of sane size is a journal (a line per piece:
+        // a TiB in 1 MiB pieces is about 16 MiB); anything else starts
+        // afresh.
+        let previous = flexio::read_regular_file_capped(&journal_path, 64 << 20)
+            .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
+            .unwrap_or_default();
         let mut lines = previous.lines();
         let same = lines.next() == Some(header.as_str());
         // The last line may be cut short by a kill: only whole lines count.

@@ -81,9 +81,7 @@ fn client_config(trust: &Trust) -> Result<Arc<rustls::ClientConfig>> {
             .with_no_client_auth(),
         Trust::Ca(path) => {
             let mut roots = rustls::RootCertStore::empty();
-            for cert in CertificateDer::pem_file_iter(path)
-                .map_err(|e| tls_error(&path.display().to_string(), e))?
-            {
+            for cert in CertificateDer::pem_slice_iter(&super::read_pem(path)?) {
                 let cert = cert.map_err(|e| tls_error(&path.display().to_string(), e))?;
                 roots
                     .add(cert)
