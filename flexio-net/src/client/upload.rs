@@ -454,16 +454,49 @@ fn received_ranges(header: &str) -> Vec<(u64, u64)> {
 /// The error for a server's refusal, with its short body as the reason.
 pub(crate) fn refusal(connection: &mut Connection, response: Response, url: &Url) -> Error {
     let peer = url.to_string();
-    let reason = match response.content_length(&peer) {
-        Ok(Some(n)) if n <= 4096 => connection
-            .read_small_body(n)
-            .map(|body| String::from_utf8_lossy(&body).trim().to_string())
-            .unwrap_or_else(|_| response.reason.clone()),
-        _ => response.reason.clone(),
+    let detail = match response.content_length(&peer) {
+        Ok(Some(n)) if n <= 4096 => connection.read_small_body(n).ok(),
+        _ => None,
+    };
+    let reason = match detail {
+        Some(body) => with_detail(&response.reason, response.status, &body),
+        None => response.reason.clone(),
     };
     Error::Status {
         peer,
         status: response.status,
         reason,
+    }
+}
+
+/// `reason: detail`, where detail is a short text body with the status line
+/// a server (flexio's among them) may begin it with taken off, so the
+/// message says "409 Conflict: a directory is there", not "409 409
+/// Conflict: …".
+fn with_detail(reason: &str, status: u16, body: &[u8]) -> String {
+    let text = String::from_utf8_lossy(body);
+    let text = text.trim();
+    let detail = text
+        .strip_prefix(&format!("{status} "))
+        .and_then(|rest| rest.split_once(": ").map(|(_, detail)| detail))
+        .unwrap_or(text);
+    match (reason.is_empty(), detail.is_empty()) {
+        (_, true) => reason.to_string(),
+        (true, false) => detail.to_string(),
+        (false, false) => format!("{reason}: {detail}"),
+    }
+}
+
+#[cfg(test)]
+mod refusal_tests {
+    #[test]
+    fn a_refusal_says_its_status_once_with_the_servers_detail() {
+        let said = super::with_detail("Conflict", 409, b"409 Conflict: a directory is there\n");
+        assert_eq!(said, "Conflict: a directory is there");
+        assert_eq!(
+            super::with_detail("Conflict", 409, b"plain words"),
+            "Conflict: plain words"
+        );
+        assert_eq!(super::with_detail("Conflict", 409, b""), "Conflict");
     }
 }

@@ -99,6 +99,8 @@ pub struct ServeConfig {
 /// nginx's `sendfile_max_chunk` is 2 MiB.
 pub const DEFAULT_MAX_CHUNK: u64 = 1 << 20;
 
+pub use upload_ranges::MAX_PARTIAL_UPLOADS;
+
 impl ServeConfig {
     /// Serving `root` on `127.0.0.1:0` with the default limits.
     ///

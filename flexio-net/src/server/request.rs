@@ -152,21 +152,35 @@ pub(crate) fn text_response(status: u16, message: &str) -> (ResponseHead, Vec<u8
 /// The reason phrase of the statuses this server sends.
 pub(crate) fn reason(status: u16) -> &'static str {
     match status {
+        100 => "Continue",
         200 => "OK",
+        201 => "Created",
+        202 => "Accepted",
         206 => "Partial Content",
         301 => "Moved Permanently",
         304 => "Not Modified",
         400 => "Bad Request",
+        401 => "Unauthorized",
         403 => "Forbidden",
         404 => "Not Found",
         405 => "Method Not Allowed",
         408 => "Request Timeout",
+        409 => "Conflict",
+        411 => "Length Required",
         413 => "Content Too Large",
+        415 => "Unsupported Media Type",
         416 => "Range Not Satisfiable",
         431 => "Request Header Fields Too Large",
         500 => "Internal Server Error",
         503 => "Service Unavailable",
-        _ => "Unknown",
+        507 => "Insufficient Storage",
+        // Not sent (the test below keeps it so); the class, never a
+        // phrase that says nothing.
+        100..=199 => "Informational",
+        200..=299 => "Success",
+        300..=399 => "Redirection",
+        400..=499 => "Client Error",
+        _ => "Server Error",
     }
 }
 
@@ -177,4 +191,75 @@ pub(crate) fn closing_response(status: u16, message: &str) -> Vec<u8> {
     let mut bytes = head.bytes(false);
     bytes.extend_from_slice(&body);
     bytes
+}
+
+#[cfg(test)]
+mod tests {
+    /// Every status the server's code sends, read from its source where a
+    /// response is made: `text(S`, `ResponseHead::new(S`,
+    /// `closing_response(S`, and statuses chosen in a `match` or an `if`.
+    fn statuses_sent() -> Vec<u16> {
+        let sources = [
+            include_str!("body.rs"),
+            include_str!("cached_body.rs"),
+            include_str!("directory.rs"),
+            include_str!("event_loop.rs"),
+            include_str!("files.rs"),
+            include_str!("mod.rs"),
+            include_str!("request.rs"),
+            include_str!("turns.rs"),
+            include_str!("upload.rs"),
+            include_str!("upload_ranges.rs"),
+            include_str!("worker.rs"),
+        ];
+        let before = [
+            "text(",
+            "new(",
+            "closing_response(",
+            "=> (",
+            "=> ",
+            "{ ",
+            "status = ",
+        ];
+        let mut found = Vec::new();
+        for source in sources {
+            for prefix in before {
+                for (at, _) in source.match_indices(prefix) {
+                    let rest = source[at + prefix.len()..].trim_start();
+                    let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+                    let follows = rest[digits.len()..].chars().next();
+                    if digits.len() == 3 && matches!(follows, Some(',' | ')' | ' ' | '\n')) {
+                        let status: u16 = digits.parse().unwrap();
+                        if (100..600).contains(&status) {
+                            found.push(status);
+                        }
+                    }
+                }
+            }
+        }
+        found.sort_unstable();
+        found.dedup();
+        found
+    }
+
+    #[test]
+    fn every_status_the_server_sends_has_its_reason_phrase() {
+        let sent = statuses_sent();
+        for status in [201, 202, 401, 409, 411, 507] {
+            assert!(sent.contains(&status), "{status} not found in {sent:?}");
+        }
+        let generic = [
+            "Informational",
+            "Success",
+            "Redirection",
+            "Client Error",
+            "Server Error",
+        ];
+        for status in sent {
+            assert!(
+                !generic.contains(&super::reason(status)),
+                "{status} has no reason phrase of its own"
+            );
+        }
+    }
 }

@@ -153,7 +153,10 @@ pub(crate) fn answer(
                 error @ (flexio::Error::SourceEnded { .. } | flexio::Error::IdleTimeout { .. }),
             ) => return Err(std::io::Error::other(error)),
             // This side's: say so (a full disk, an I/O error).
-            Err(error) => return exchange.text(500, &format!("writing failed: {error}")),
+            Err(error) => {
+                let status = write_failure_status(&error);
+                return exchange.text(status, &format!("writing failed: {error}"));
+            }
         }
     }
     if let Err(error) = file.commit(length, false) {
@@ -162,6 +165,21 @@ pub(crate) fn answer(
     exchange.keep_alive = request.keeps_alive();
     let status = if replaces { 200 } else { 201 };
     exchange.text(status, &format!("{label}: {length} bytes written"))
+}
+
+/// The status for an upload that failed on this side: 507 when the disk
+/// or the quota is full (as the check before writing answers), else 500.
+pub(crate) fn write_failure_status(error: &flexio::Error) -> u16 {
+    let full = matches!(
+        error,
+        flexio::Error::Io { source, .. }
+            if matches!(Errno::from_io_error(source), Some(Errno::NOSPC | Errno::DQUOT))
+    );
+    if full {
+        507
+    } else {
+        500
+    }
 }
 
 /// Answers a refused authorisation (401 says which schemes are taken).

@@ -152,6 +152,25 @@ impl Received {
 pub(crate) const ABANDONED_AFTER: std::time::Duration =
     std::time::Duration::from_secs(7 * 24 * 3600);
 
+/// The most unfinished ranged uploads one directory holds: each may be a
+/// sparse file of any announced size, so their number is what bounds what
+/// clients can leave behind.
+pub const MAX_PARTIAL_UPLOADS: usize = 64;
+
+/// The partial files (not their journals) of unfinished uploads in
+/// `parent`.
+fn count_partial_uploads(parent: &OwnedFd) -> usize {
+    let Ok(dir) = rustix::fs::Dir::read_from(parent) else {
+        return 0;
+    };
+    dir.flatten()
+        .filter(|entry| {
+            let name = entry.file_name().to_bytes();
+            name.starts_with(b".flexio-part-") && !name.ends_with(b".ranges")
+        })
+        .count()
+}
+
 /// Removes from `parent` the partial files and journals of uploads that
 /// nobody has added a piece to for [`ABANDONED_AFTER`].
 fn sweep_abandoned(parent: &OwnedFd, now: std::time::SystemTime) {
@@ -283,11 +302,37 @@ pub(crate) fn answer(
             Mode::from_raw_mode(0o644),
         )
     };
+    let free = rustix::fs::fstatvfs(parent)
+        .map(|s| s.f_bavail.saturating_mul(s.f_frsize))
+        .unwrap_or(0);
     let file = match open(OFlags::empty()) {
+        Ok(file) if length > free => {
+            drop(file);
+            return exchange.text(507, &format!("{length} bytes announced, {free} free"));
+        }
         Ok(file) => file,
         Err(Errno::NOENT) => {
             // A new upload: a good moment to forget abandoned ones here.
             sweep_abandoned(parent, std::time::SystemTime::now());
+            // The partial file is sparse, so the whole file's size is
+            // checked before it starts, as a whole-file PUT's is, and a
+            // client may leave only so many unfinished uploads here.
+            if total > free {
+                return exchange.text(
+                    507,
+                    &format!("{total} bytes announced for the whole file, {free} free"),
+                );
+            }
+            let unfinished = count_partial_uploads(parent);
+            if unfinished >= MAX_PARTIAL_UPLOADS {
+                return exchange.text(
+                    507,
+                    &format!(
+                        "{unfinished} unfinished uploads in this directory already: finish one first (they are removed after {} days without a piece)",
+                        ABANDONED_AFTER.as_secs() / 86_400
+                    ),
+                );
+            }
             match open(OFlags::CREATE) {
                 Ok(file) => file,
                 Err(error) => {
@@ -320,7 +365,10 @@ pub(crate) fn answer(
         Err(error @ (flexio::Error::SourceEnded { .. } | flexio::Error::IdleTimeout { .. })) => {
             return Err(std::io::Error::other(error))
         }
-        Err(error) => return exchange.text(500, &format!("writing failed: {error}")),
+        Err(error) => {
+            let status = super::upload::write_failure_status(&error);
+            return exchange.text(status, &format!("writing failed: {error}"));
+        }
     }
     // `Some(replaced)` once the file is whole and in place.
     let (received, committed) = {
