@@ -38,9 +38,22 @@ fn finish(mut child: Child, what: &str) -> Output {
 }
 
 fn assert_idle_error(output: &Output, endpoint: &str, offset: Option<u64>, what: &str) {
+    assert_idle_error_after(output, IDLE, endpoint, offset, what)
+}
+
+fn assert_idle_error_after(
+    output: &Output,
+    limit: &str,
+    endpoint: &str,
+    offset: Option<u64>,
+    what: &str,
+) {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(1), "{what}: {stderr}");
-    assert!(stderr.contains("no progress for 300ms"), "{what}: {stderr}");
+    assert!(
+        stderr.contains(&format!("no progress for {limit}")),
+        "{what}: {stderr}"
+    );
     assert!(stderr.contains(endpoint), "{what}: {stderr}");
     match offset {
         Some(offset) => assert!(
@@ -294,4 +307,38 @@ fn plan_on_a_fifo_returns_without_opening_it() {
     );
     assert!(stdout.contains("pipe-to-file"), "{stdout}");
     assert!(stdout.contains("size unknown"), "{stdout}");
+}
+
+/// Issue 24: `--idle-timeout 2s` fired after 6–8 s when the receiver
+/// stopped reading: one `sendfile` into the socket waited for room three
+/// times, each wait as long as the whole limit. Now the kernel's waits are
+/// slices of it and the deadline is kept by `poll`: the copy gives up well
+/// before twice the limit (6 s before the fix).
+#[test]
+fn idle_timeout_fires_on_time_when_the_receiver_stops_reading() {
+    let dir = tempfile::tempdir().unwrap();
+    let source = dir.path().join("src");
+    make_file(&source, 64 << 20);
+    for via in ["auto", "sendfile", "splice", "read-write"] {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let address = listener.local_addr().unwrap();
+        let started = Instant::now();
+        let child = flexio()
+            .args(["copy", "-q", "--idle-timeout", "2s", "--via", via])
+            .arg(&source)
+            .arg(format!("tcp://{address}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let (receiver, _) = listener.accept().unwrap();
+        let output = finish(child, via);
+        let took = started.elapsed();
+        assert_idle_error_after(&output, "2s", &format!("tcp://{address}"), None, via);
+        assert!(
+            took < Duration::from_millis(3900),
+            "{via}: gave up after {took:?} with a 2 s idle timeout"
+        );
+        drop(receiver);
+    }
 }

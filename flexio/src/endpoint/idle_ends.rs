@@ -9,7 +9,10 @@
 //! - A socket cannot be opened again; it gets `SO_RCVTIMEO` (source) or
 //!   `SO_SNDTIMEO` (sink), which bound every blocking receive, send,
 //!   `splice` and `sendfile` on it, and gets its old timeouts back when
-//!   the flow ends.
+//!   the flow ends. The timeout is a tenth of the limit, not all of it: a
+//!   `sendfile` into a socket waits for room several times within one
+//!   call, each wait bounded by the timeout (a 2 s limit fired after 6 s),
+//!   so only short waits in the kernel leave the deadline to `poll(2)`.
 
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::time::Duration;
@@ -19,6 +22,15 @@ use rustix::net::sockopt::{self, Timeout};
 
 use super::{EndpointKind, OpenSink, OpenSource, SinkIo, SourceIo};
 use crate::error::{Error, Result};
+
+/// What one wait in the kernel may take under an idle `limit`: a tenth of
+/// it, between 10 ms and 1 s (never more than the limit).
+fn kernel_wait_slice(limit: Duration) -> Duration {
+    (limit / 10)
+        .clamp(Duration::from_millis(10), Duration::from_secs(1))
+        .min(limit)
+        .max(Duration::from_millis(1))
+}
 
 /// Non-blocking stand-ins for the flow's pipe and device ends, and the
 /// socket timeouts to restore.
@@ -89,7 +101,7 @@ impl IdleEnds {
                     .map_err(|e| Error::io("getsockopt", label, None, e))?;
                 let keep = rustix::io::fcntl_dupfd_cloexec(fd, 3)
                     .map_err(|e| Error::io("dup", label, None, e))?;
-                sockopt::set_socket_timeout(fd, which, Some(limit.max(Duration::from_millis(1))))
+                sockopt::set_socket_timeout(fd, which, Some(kernel_wait_slice(limit)))
                     .map_err(|e| Error::io("setsockopt", label, None, e))?;
                 self.restore.push((keep, which, old));
                 Ok(None)
