@@ -7,7 +7,7 @@ use std::process::{Child, Stdio};
 
 mod common;
 
-use common::{flexio, json_report, names};
+use common::{flexio, json_report, names, require_root, Tmpfs};
 
 /// `flexio serve` killed when the test ends.
 struct Serving(Child);
@@ -568,4 +568,27 @@ fn put_of_a_directory_uploads_the_tree() {
         std::fs::read(served.path().join("copy2/a")).unwrap(),
         b"alpha"
     );
+}
+
+/// Issue 24: `get` exited 2 (a usage error) when the server announced more
+/// bytes than the destination has free: that is the disk's state at run
+/// time, exit 1, and nothing is written.
+#[test]
+fn get_of_more_than_the_free_space_exits_1_and_writes_nothing() {
+    if !require_root("mount a 1 MiB tmpfs as the destination") {
+        return;
+    }
+    let served = tempfile::tempdir().unwrap();
+    std::fs::write(served.path().join("big"), vec![7u8; 3 << 20]).unwrap();
+    let (_server, url) = serve(served.path(), &[]);
+    let mount = Tmpfs::mount("1m");
+    let output = flexio()
+        .args(["get", &format!("{url}/big")])
+        .arg(mount.path())
+        .output()
+        .unwrap();
+    let message = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{message}");
+    assert!(message.contains("free there"), "{message}");
+    assert_eq!(names(mount.path()), Vec::<String>::new());
 }

@@ -532,10 +532,17 @@ fn check_space(destination: &Path, length: u64) -> Result<()> {
         .map_err(|e| Error::io("statvfs", directory.display().to_string(), None, e))?;
     let free = stat.f_bavail.saturating_mul(stat.f_frsize);
     if length > free {
-        return Err(Error::Usage(format!(
-            "{}: the server announces {length} bytes, more than the {free} free there; not fetched",
-            destination.display()
-        )));
+        // Not the user's mistake but the disk's state: a failure at run
+        // time (exit 1), not a usage error.
+        return Err(Error::io(
+            "check the free space for",
+            destination.display().to_string(),
+            None,
+            std::io::Error::new(
+                std::io::ErrorKind::StorageFull,
+                format!("the server announces {length} bytes, more than the {free} free there; not fetched"),
+            ),
+        ));
     }
     Ok(())
 }
