@@ -104,7 +104,8 @@ pub(crate) struct Entry {
 
 /// Walks the directory `dir` depth first, each directory before its
 /// entries and entries sorted by name, so the output is the same from one
-/// run to the next.
+/// run to the next. Names a GET could not ask for (with a control
+/// character) are not walked.
 ///
 /// # Errors
 /// An I/O error of `getdents`, `statat`, `openat2` or `readlinkat`;
@@ -127,7 +128,10 @@ fn walk_into(
     let mut names = Vec::new();
     for entry in rustix::fs::Dir::read_from(dir)? {
         let name = entry?.file_name().to_bytes().to_vec();
-        if name != b"." && name != b".." {
+        // A name no request target can carry (a control character) is
+        // left out: a manifest or a tar stream lists only what a GET of
+        // its path can fetch.
+        if crate::names::is_safe_component(&name) {
             names.push(name);
         }
         if entries.len() + names.len() > MAX_ENTRIES {

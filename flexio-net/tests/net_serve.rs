@@ -711,3 +711,38 @@ fn every_file_to_socket_mechanism_serves_the_same_bytes() {
         assert!(tar.body[512..512 + data.len()] == data[..], "{mechanism}");
     }
 }
+
+/// Issue 24: a name with a newline was listed in the index and the
+/// manifest, then a GET of it answered 400. Only what a GET can fetch is
+/// listed, in the index, the manifest and the tar stream alike.
+#[test]
+fn a_name_with_a_newline_is_not_listed_since_no_get_can_fetch_it() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("a\nb"), b"hidden").unwrap();
+    std::fs::write(dir.path().join("fine"), b"shown").unwrap();
+    let mut client = RawClient::connect(serve(dir.path()));
+    let listing = client.get("/", "").text();
+    assert!(listing.contains("fine"), "{listing}");
+    assert!(
+        !listing.contains("a%0Ab") && !listing.contains("a\nb"),
+        "{listing}"
+    );
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&client.get("/?manifest", "").body).unwrap();
+    let paths: Vec<&str> = manifest["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(paths, ["fine"]);
+    for path in paths {
+        let response = client.get(&format!("/{path}"), "");
+        assert_eq!(response.status, 200, "{path}");
+    }
+    let tar = client.get("/?tar", "").body;
+    assert!(
+        !tar.windows(3).any(|w| w == b"a\nb"),
+        "the tar stream holds it"
+    );
+}

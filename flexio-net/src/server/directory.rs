@@ -149,7 +149,9 @@ fn listing(exchange: &Exchange<'_>, dir: &OwnedFd, parts: &[Vec<u8>]) -> std::io
     for entry in rustix::fs::Dir::read_from(dir)? {
         let entry = entry?;
         let name = entry.file_name().to_bytes().to_vec();
-        if name == b"." || name == b".." {
+        // Only what a GET can fetch is listed (not `.`, `..`, nor a name
+        // with a control character, which no request target may carry).
+        if !crate::names::is_safe_component(&name) {
             continue;
         }
         if rows.len() >= crate::walk::MAX_ENTRIES {
