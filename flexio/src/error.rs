@@ -49,14 +49,15 @@ pub enum Error {
 
     /// The source ended before the requested range was moved: a file
     /// truncated under us, a peer that closed its socket early.
-    #[error("{endpoint} ended early at byte {offset}: expected {expected} bytes")]
+    #[error("{endpoint} ended early at byte {offset}, before byte {end}")]
     SourceEnded {
         /// The source endpoint.
         endpoint: String,
         /// The source offset at which no more bytes came.
         offset: u64,
-        /// The number of bytes the flow was to move in all.
-        expected: u64,
+        /// The source offset the flow (or the range of a
+        /// [`crate::range::Mover`]) was to reach.
+        end: u64,
     },
 
     /// A memory-mapped page could not be read or written (SIGBUS): the file

@@ -87,7 +87,7 @@ pub(crate) fn hash_file(file: &File, start: u64, length: u64, label: &str) -> Re
         return Err(Error::SourceEnded {
             endpoint: label.to_string(),
             offset: start + copied,
-            expected: length,
+            end: start + length,
         });
     }
     Ok(hasher.finalize())

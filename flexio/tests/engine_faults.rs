@@ -134,7 +134,9 @@ fn truncated_source_case(mechanism: MechanismName) {
     let range = MIB as u64..64 * MIB as u64;
     match result {
         Err(Error::SourceEnded {
-            offset, expected, ..
+            offset,
+            end: expected,
+            ..
         }) => {
             assert!(range.contains(&offset), "SourceEnded at {offset}");
             assert_eq!(expected, 64 * MIB as u64);
@@ -207,7 +209,9 @@ fn peer_closing_before_length_ends_the_source() {
         });
         match result {
             Err(Error::SourceEnded {
-                offset, expected, ..
+                offset,
+                end: expected,
+                ..
             }) if offset == half as u64 && expected == length as u64 => {}
             other => failures.push(format!(
                 "{mechanism}: expected SourceEnded at {half} of {length}, got {other:?}"

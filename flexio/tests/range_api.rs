@@ -175,3 +175,33 @@ fn four_direct_writers_of_one_new_file_do_not_race_on_o_direct() {
         );
     }
 }
+
+/// Issue 24: a server's turn of 1 MiB from a file cut short said "ended
+/// early at byte 13500416: expected 1048576 bytes" (the turn's length, not
+/// where it was to end). The error names the offset the range was to
+/// reach.
+#[test]
+fn a_range_that_ends_early_names_the_offset_it_was_to_reach() {
+    let mut from = tempfile::tempfile().unwrap();
+    std::io::Write::write_all(&mut from, &bytes((12 << 20) + 4096, 3)).unwrap();
+    let to = tempfile::tempfile().unwrap();
+    let source = RangeEnd::new(from.as_fd(), "cut-short").unwrap();
+    let sink = RangeEnd::new(to.as_fd(), "out").unwrap();
+    let error = Mover::new()
+        .move_range(
+            &source,
+            &sink,
+            &RangeRequest::new(12 << 20, 0, Some(1 << 20)),
+            None,
+        )
+        .unwrap_err();
+    let message = error.to_string();
+    assert!(
+        message.contains(&format!("ended early at byte {}", (12 << 20) + 4096)),
+        "{message}"
+    );
+    assert!(
+        message.contains(&format!("before byte {}", 13 << 20)),
+        "{message}"
+    );
+}

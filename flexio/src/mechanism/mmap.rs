@@ -269,7 +269,7 @@ fn source_ended(t: &Transfer<'_>, offset: u64) -> Stop {
     Stop::Failed(Error::SourceEnded {
         endpoint: t.source_label.to_string(),
         offset,
-        expected: t.expected.unwrap_or(0),
+        end: t.source_pos + t.remaining.unwrap_or(0),
     })
 }
 

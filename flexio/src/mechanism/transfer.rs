@@ -323,10 +323,10 @@ impl<'t> Transfer<'t> {
     pub fn source_ended(&self) -> Result<(), Stop> {
         match self.remaining {
             None | Some(0) => Ok(()),
-            Some(_) => Err(Stop::Failed(Error::SourceEnded {
+            Some(left) => Err(Stop::Failed(Error::SourceEnded {
                 endpoint: self.source_label.to_string(),
                 offset: self.source_pos,
-                expected: self.expected.unwrap_or(0),
+                end: self.source_pos + left,
             })),
         }
     }
