@@ -872,6 +872,48 @@ fn a_tree_manifest_with_names_that_climb_or_links_that_point_out_makes_nothing()
     }
 }
 
+/// Issue 24: a hostile manifest listing `d/lnk` before the directory `d`
+/// left a partial tree, although every name is to be checked before
+/// anything is made. Parents come first, or nothing is made.
+#[test]
+fn a_manifest_listing_an_entry_before_its_directory_makes_nothing() {
+    let content: &'static [u8] = b"payload";
+    let directory = |path: &str| {
+        serde_json::json!({"path": path, "type": "directory", "size": 0, "mode": 493, "mtime": 0,
+            "mtime_nsec": 0})
+    };
+    let link = serde_json::json!({"path": "d/lnk", "type": "symlink", "size": 0, "mode": 511,
+        "mtime": 0, "mtime_nsec": 0, "link_target": "x"});
+    for (entries, why) in [
+        (
+            serde_json::json!([file_entry("a", content), link.clone(), directory("d")]),
+            "a link before its directory",
+        ),
+        (
+            serde_json::json!([file_entry("a", content), file_entry("e/f", content)]),
+            "a file under a directory never listed",
+        ),
+        (
+            serde_json::json!([file_entry("d", content), file_entry("d/f", content)]),
+            "a file under a file",
+        ),
+    ] {
+        let address = tree_server(entries, content);
+        let out = tempfile::tempdir().unwrap();
+        let error = flexio_net::client::get_tree(
+            &format!("http://{address}/t/"),
+            &out.path().join("d"),
+            &quick(2),
+        )
+        .unwrap_err();
+        assert!(
+            error.to_string().contains("manifest entry"),
+            "{why}: {error}"
+        );
+        assert_eq!(names_in(out.path()), Vec::<String>::new(), "{why}");
+    }
+}
+
 #[test]
 fn a_tree_manifest_over_the_cap_is_refused_before_it_is_read() {
     let address = fake_server(1, |_, mut stream| {

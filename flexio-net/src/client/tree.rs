@@ -261,6 +261,7 @@ fn fetch_manifest(connection: &mut Connection, url: &Url) -> Result<(Vec<Planned
         ));
     }
     let mut seen = HashSet::new();
+    let mut directories: HashSet<Vec<u8>> = HashSet::new();
     let mut planned = Vec::new();
     let mut skipped = 0;
     for entry in manifest.entries {
@@ -284,6 +285,12 @@ fn fetch_manifest(connection: &mut Connection, url: &Url) -> Result<(Vec<Planned
         if !seen.insert(path.clone()) {
             return Err(bad("listed twice"));
         }
+        // Parents first: every entry's directory is a directory listed
+        // before it, so nothing is made under a symlink, a file, or a
+        // directory the manifest never names.
+        if parts.len() > 1 && !directories.contains(&parts[..parts.len() - 1].join(&b'/')) {
+            return Err(bad("not after a directory entry of its own parent"));
+        }
         let kind = match entry.kind.as_str() {
             "file" => Kind::File,
             "directory" => Kind::Directory,
@@ -295,6 +302,9 @@ fn fetch_manifest(connection: &mut Connection, url: &Url) -> Result<(Vec<Planned
         };
         if kind == Kind::File && entry.blake3.len() as u64 != entry.size.div_ceil(CHUNK_SIZE) {
             return Err(bad("its hashes do not cover its size"));
+        }
+        if kind == Kind::Directory {
+            directories.insert(path);
         }
         let link_target = entry.link_target.clone().unwrap_or_default().into_bytes();
         if kind == Kind::Symlink && !stays_inside(parts.len() - 1, &link_target) {
