@@ -746,3 +746,23 @@ fn a_name_with_a_newline_is_not_listed_since_no_get_can_fetch_it() {
         "the tar stream holds it"
     );
 }
+
+/// Issue 24: a request target in absolute form (`GET http://host/path`)
+/// answered 400; RFC 9112 says a server must accept it.
+#[test]
+fn an_absolute_form_request_target_is_served_as_its_path() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("f"), b"absolute").unwrap();
+    let address = serve(dir.path());
+    let mut client = RawClient::connect(address);
+    let response = client.get(&format!("http://{address}/f"), "");
+    assert_eq!(response.status, 200, "{}", response.text());
+    assert_eq!(response.body, b"absolute");
+    let listing = client.get(&format!("http://{address}"), "");
+    assert_eq!(listing.status, 200);
+    assert!(
+        listing.text().contains("href=\"./f\""),
+        "{}",
+        listing.text()
+    );
+}

@@ -29,7 +29,7 @@ impl Request {
         }
         Ok(Request {
             method: request.method.unwrap_or_default().to_string(),
-            target: request.path.unwrap_or_default().to_string(),
+            target: origin_form(request.path.unwrap_or_default()),
             minor: request.version.unwrap_or(1),
             headers: request
                 .headers
@@ -66,6 +66,30 @@ impl Request {
         self.headers
             .iter()
             .any(|(n, v)| (n == "content-length" && v.trim() != "0") || n == "transfer-encoding")
+    }
+}
+
+/// The origin form (`/path?query`) of a request target: a target in
+/// absolute form (`http://host/path`), which RFC 9112 §3.2.2 says a server
+/// must accept, loses its scheme and authority; other forms are kept as
+/// they came (and refused later if they are not paths).
+fn origin_form(target: &str) -> String {
+    let scheme_end = ["http://", "https://"]
+        .iter()
+        .find(|scheme| {
+            target
+                .get(..scheme.len())
+                .is_some_and(|start| start.eq_ignore_ascii_case(scheme))
+        })
+        .map(|scheme| scheme.len());
+    let Some(scheme_end) = scheme_end else {
+        return target.to_string();
+    };
+    let rest = &target[scheme_end..];
+    match rest.find(['/', '?']) {
+        Some(at) if rest[at..].starts_with('/') => rest[at..].to_string(),
+        Some(at) => format!("/{}", &rest[at..]),
+        None => "/".to_string(),
     }
 }
 
@@ -240,6 +264,16 @@ mod tests {
         found.sort_unstable();
         found.dedup();
         found
+    }
+
+    #[test]
+    fn absolute_form_targets_are_taken_as_their_path() {
+        use super::origin_form;
+        assert_eq!(origin_form("http://host:8080/a/b?tar"), "/a/b?tar");
+        assert_eq!(origin_form("HTTP://host"), "/");
+        assert_eq!(origin_form("https://host?manifest"), "/?manifest");
+        assert_eq!(origin_form("/plain"), "/plain");
+        assert_eq!(origin_form("*"), "*");
     }
 
     #[test]
