@@ -9,14 +9,18 @@
 //! Authorization: FlexioSig t=1795000000, n=<32 hex digits>, s=<64 hex digits>
 //! ```
 //!
-//! `s` is BLAKE3 in keyed mode (a MAC) over the method, the request
-//! target, the body's length, its `Content-Range` and `Flexio-Upload`
-//! values (empty when absent), the time `t` and the random nonce `n`,
-//! under a key derived from the token. The server recomputes it, takes a time
-//! within [`MAX_CLOCK_SKEW`] of its own clock, and takes each nonce once
-//! ([`SeenNonces`]), so a request seen on the wire can be neither replayed
-//! nor turned into another: another target, another length or another
-//! time breaks the signature. What it does not protect is the body's
+//! `s` is BLAKE3 in keyed mode (a MAC) over the method, the authority it
+//! was sent to (the `Host` value, lower-cased), the request target, the
+//! body's length, its `Content-Range` and `Flexio-Upload` values (empty
+//! when absent), the time `t` and the random nonce `n`, under a key derived
+//! from the token. The server recomputes it, takes a time within
+//! [`MAX_CLOCK_SKEW`] of its own clock and not before it started, and
+//! takes each nonce once ([`SeenNonces`]), so a request seen on the wire
+//! can be neither replayed (to this server, to another server sharing the
+//! token under another name, or to this one after a restart) nor turned
+//! into another: another host, target, length or time breaks the
+//! signature. Servers that share a token and one name (behind one address)
+//! share a replay window: give each its own token. What it does not protect is the body's
 //! bytes: someone who can change packets on a plain link can change them
 //! (same length); `--tls` protects those too.
 
@@ -44,6 +48,9 @@ const KEY_CONTEXT: &str = "flexio 2026-11 signed HTTP request key";
 pub struct SignedRequest<'a> {
     /// `PUT`.
     pub method: &'a str,
+    /// The authority the request is sent to, as its `Host` header says
+    /// (`host:port`; compared without regard to case).
+    pub authority: &'a str,
     /// The request target as sent (`/dir/name`).
     pub target: &'a str,
     /// Content-Length.
@@ -59,12 +66,14 @@ pub struct SignedRequest<'a> {
 fn message(request: &SignedRequest<'_>, time: u64, nonce: &str) -> String {
     let SignedRequest {
         method,
+        authority,
         target,
         length,
         content_range,
         upload,
     } = request;
-    format!("{method}\n{target}\n{length}\n{content_range}\n{upload}\n{time}\n{nonce}")
+    let authority = authority.to_ascii_lowercase();
+    format!("{method}\n{authority}\n{target}\n{length}\n{content_range}\n{upload}\n{time}\n{nonce}")
 }
 
 fn mac(token: &str, message: &str) -> blake3::Hash {
@@ -121,6 +130,9 @@ pub enum Refusal {
     Stale(i64),
     /// Its nonce was used before (401): a replay.
     Replayed,
+    /// Signed before this server started (401): its nonce may have been
+    /// taken by the server this one replaced.
+    BeforeStart,
     /// Too many signed requests in the window to remember (503).
     Busy,
 }
@@ -140,6 +152,10 @@ impl std::fmt::Display for Refusal {
                 MAX_CLOCK_SKEW.as_secs()
             ),
             Refusal::Replayed => write!(f, "this signed request was used before (a replay)"),
+            Refusal::BeforeStart => write!(
+                f,
+                "the request was signed before this server started (a replay across a restart, or a clock behind the server's): sign it again"
+            ),
             Refusal::Busy => write!(f, "too many signed requests at once; try again"),
         }
     }
@@ -195,12 +211,30 @@ fn parse(value: &str) -> Result<Parts<'_>, Refusal> {
 /// The nonces of signed requests taken within the window, each with its
 /// time; older ones are forgotten as new ones come (a request that old is
 /// refused as stale anyway).
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct SeenNonces {
     seen: Mutex<HashMap<u128, u64>>,
+    /// When this memory began (seconds since the epoch): nonces of
+    /// requests signed earlier are not in it, so those are refused.
+    since: u64,
+}
+
+impl Default for SeenNonces {
+    /// An empty memory that begins now.
+    fn default() -> Self {
+        SeenNonces::since(now_unix())
+    }
 }
 
 impl SeenNonces {
+    /// An empty memory that began at `since` (seconds since the epoch).
+    pub fn since(since: u64) -> Self {
+        SeenNonces {
+            seen: Mutex::new(HashMap::new()),
+            since,
+        }
+    }
+
     /// Records `nonce` (32 hex digits) signed at `time`; `Err` when it
     /// was taken before or there is no room.
     fn take(&self, nonce: &str, time: u64, now: u64) -> Result<(), Refusal> {
@@ -269,6 +303,9 @@ fn verify_at(
             skew.clamp(i64::MIN.into(), i64::MAX.into()) as i64
         ));
     }
+    if parts.time < seen.since {
+        return Err(Refusal::BeforeStart);
+    }
     seen.take(parts.nonce, parts.time, now)
 }
 
@@ -290,7 +327,7 @@ mod tests {
 
     #[test]
     fn a_signature_holds_only_for_its_request_token_and_time() {
-        let seen = SeenNonces::default();
+        let seen = SeenNonces::since(0);
         let signed = SignedRequest {
             content_range: "bytes 0-9/20",
             upload: "ab",
@@ -350,9 +387,48 @@ mod tests {
         assert_eq!(verify_at(TOKEN, &value, &signed, &seen, 1000), Ok(()));
     }
 
+    /// Issue 24: a signed upload did not bind the `Host` it was sent to,
+    /// and the nonce memory was lost on restart: a captured request
+    /// replayed once on another server sharing the token, or after a
+    /// restart.
+    #[test]
+    fn a_signed_upload_binds_its_host_and_does_not_outlive_a_restart() {
+        let seen = SeenNonces::since(0);
+        let to_a = SignedRequest {
+            authority: "a.example:8080",
+            ..put("/f", 3)
+        };
+        let value = sign_with(TOKEN, &to_a, 1000, NONCE);
+        let to_b = SignedRequest {
+            authority: "b.example:8080",
+            ..to_a
+        };
+        assert_eq!(
+            verify_at(TOKEN, &value, &to_b, &seen, 1000),
+            Err(Refusal::BadSignature)
+        );
+        let same_host_other_case = SignedRequest {
+            authority: "A.Example:8080",
+            ..to_a
+        };
+        assert_eq!(
+            verify_at(TOKEN, &value, &same_host_other_case, &seen, 1000),
+            Ok(())
+        );
+        // The server restarts at 1010: its memory is empty, and a request
+        // signed before it started is refused, not taken as new.
+        let restarted = SeenNonces::since(1010);
+        assert_eq!(
+            verify_at(TOKEN, &value, &to_a, &restarted, 1020),
+            Err(Refusal::BeforeStart)
+        );
+        let fresh = sign_with(TOKEN, &to_a, 1015, "ffeeddccbbaa99887766554433221100");
+        assert_eq!(verify_at(TOKEN, &fresh, &to_a, &restarted, 1020), Ok(()));
+    }
+
     #[test]
     fn a_nonce_is_taken_once() {
-        let seen = SeenNonces::default();
+        let seen = SeenNonces::since(0);
         let value = sign_with(TOKEN, &put("/a", 1), 1000, NONCE);
         assert_eq!(verify_at(TOKEN, &value, &put("/a", 1), &seen, 1000), Ok(()));
         assert_eq!(
@@ -363,7 +439,7 @@ mod tests {
 
     #[test]
     fn a_request_signed_too_far_from_the_servers_clock_is_stale() {
-        let seen = SeenNonces::default();
+        let seen = SeenNonces::since(0);
         let value = sign_with(TOKEN, &put("/a", 1), 1000, NONCE);
         let late = 1000 + MAX_CLOCK_SKEW.as_secs() + 1;
         assert_eq!(
@@ -377,7 +453,7 @@ mod tests {
 
     #[test]
     fn malformed_values_are_refused_before_any_hashing() {
-        let seen = SeenNonces::default();
+        let seen = SeenNonces::since(0);
         let good = sign_with(TOKEN, &put("/a", 1), 1000, NONCE);
         for bad in [
             "Bearer abc".to_string(),
@@ -403,7 +479,7 @@ mod tests {
 
     #[test]
     fn remembered_nonces_are_bounded() {
-        let seen = SeenNonces::default();
+        let seen = SeenNonces::since(0);
         {
             let mut map = seen.seen.lock().unwrap();
             for i in 0..MAX_REMEMBERED_NONCES as u128 {
@@ -422,7 +498,7 @@ mod tests {
         let a = sign(TOKEN, &put("/a", 1)).unwrap();
         let b = sign(TOKEN, &put("/a", 1)).unwrap();
         assert_ne!(a, b);
-        let seen = SeenNonces::default();
+        let seen = SeenNonces::since(0);
         assert_eq!(verify(TOKEN, &a, &put("/a", 1), &seen), Ok(()));
         assert_eq!(verify(TOKEN, &b, &put("/a", 1), &seen), Ok(()));
     }
@@ -436,14 +512,14 @@ mod tests {
         /// signature, and nothing panics.
         #[test]
         fn fuzz_authorization_values_are_refused(value in "(FlexioSig )?\\PC{0,160}") {
-            let seen = SeenNonces::default();
+            let seen = SeenNonces::since(0);
             prop_assert!(verify_at(TOKEN, &value, &put("/a", 1), &seen, 1000).is_err());
         }
 
         /// A real signature with one character changed is refused.
         #[test]
         fn fuzz_altered_signatures_are_refused(at in 0usize..200, to in any::<char>()) {
-            let seen = SeenNonces::default();
+            let seen = SeenNonces::since(0);
             let value = sign_with(TOKEN, &put("/a", 1), 1000, NONCE);
             let mut chars: Vec<char> = value.chars().collect();
             let at = at % chars.len();

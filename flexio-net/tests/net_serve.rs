@@ -582,8 +582,10 @@ fn signed_puts_are_taken_once_and_only_for_what_was_signed() {
             body,
         )
     };
+    // raw_put sends `Host: test`.
     let request = |target| flexio_net::signing::SignedRequest {
         method: "PUT",
+        authority: "test",
         target,
         length: 5,
         ..Default::default()
@@ -612,6 +614,15 @@ fn signed_puts_are_taken_once_and_only_for_what_was_signed() {
             .is_some_and(|v| v.contains("FlexioSig")));
     }
     assert!(!dir.path().join("elsewhere").exists());
+
+    // Signed for another host: refused here.
+    let elsewhere = flexio_net::signing::SignedRequest {
+        authority: "other-server",
+        ..request("/signed")
+    };
+    let signed = flexio_net::signing::sign(TOKEN, &elsewhere).unwrap();
+    assert_eq!(put("/signed", &signed, b"HELLO").status, 401);
+    assert_eq!(std::fs::read(dir.path().join("signed")).unwrap(), b"hello");
 
     let forged =
         flexio_net::signing::sign("not-the-token-0123456789", &request("/forged")).unwrap();

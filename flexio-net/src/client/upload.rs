@@ -214,8 +214,10 @@ pub(crate) fn send_head(
     let authorization = if peer.ip().is_loopback() {
         format!("Bearer {token}")
     } else {
+        let authority = url.authority();
         let signed = crate::signing::SignedRequest {
             method,
+            authority: &authority,
             target: &url.target,
             length,
             content_range,

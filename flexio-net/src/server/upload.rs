@@ -273,6 +273,7 @@ fn authorise(exchange: &Exchange<'_>, token: &str, length: u64) -> Result<(), (u
     if given.starts_with(SCHEME) {
         let signed = SignedRequest {
             method: &request.method,
+            authority: request.header("host").unwrap_or_default().trim(),
             target: &request.target,
             length,
             content_range: request.header("content-range").unwrap_or_default(),
