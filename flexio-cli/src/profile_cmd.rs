@@ -35,7 +35,7 @@ impl ProfileChoice {
         let profile = match Profile::load(&path) {
             Ok(profile) => profile,
             Err(ProfileError::Io { source, .. })
-                if source.kind() == std::io::ErrorKind::NotFound && self.profile.is_none() =>
+                if self.profile.is_none() && out_of_reach(&path, &source) =>
             {
                 return None
             }
@@ -276,4 +276,16 @@ fn diff(left: &Profile, right: &Profile) -> String {
     }
     text += &format!("{same} looked-up sizes decide the same\n");
     text
+}
+
+/// Whether the default profile is simply not there for this user: missing,
+/// or behind a directory this user may not search (another user's `HOME`,
+/// as `sudo -u` leaves it), which is no profile of theirs. A profile that
+/// is there but unreadable still earns a warning.
+fn out_of_reach(path: &std::path::Path, error: &std::io::Error) -> bool {
+    match error.kind() {
+        std::io::ErrorKind::NotFound => true,
+        std::io::ErrorKind::PermissionDenied => std::fs::symlink_metadata(path).is_err(),
+        _ => false,
+    }
 }

@@ -350,3 +350,59 @@ fn tune_refuses_a_fifo_as_the_profile_before_measuring() {
     );
     assert_eq!(leftovers(dir.path(), &["profile.fifo"]), [""; 0]);
 }
+
+/// Issue 24: run as another user with `HOME=/root` (as `sudo -u` leaves
+/// it), a copy warned "Permission denied" about a profile that does not
+/// exist. A default profile out of this user's reach is no profile of
+/// theirs: the built-in table, silently; a profile the user names still
+/// earns the warning.
+#[test]
+fn another_users_home_is_no_profile_and_no_warning() {
+    if !rustix::process::geteuid().is_root() {
+        let reason = "skipped: running as another user needs root";
+        assert!(
+            std::env::var("FLEXIO_TEST_PRIVILEGED").as_deref() != Ok("1"),
+            "{reason}, and FLEXIO_TEST_PRIVILEGED=1 forbids skipping"
+        );
+        eprintln!("{reason}");
+        return;
+    }
+    let home = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(home.path().join(".config/flexio")).unwrap();
+    std::fs::write(home.path().join(".config/flexio/profile.toml"), "x").unwrap();
+    // The home is root's only (0700), as /root is.
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(home.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
+    let work = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(work.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+    std::fs::write(work.path().join("a"), b"bytes").unwrap();
+    let as_nobody = |extra: &[&str]| {
+        let output = Command::new("setpriv")
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+            .arg(env!("CARGO_BIN_EXE_flexio"))
+            .args(extra)
+            .args(["copy", "a", "b"])
+            .current_dir(work.path())
+            .env_remove("FLEXIO_PROFILE")
+            .env_remove("XDG_CONFIG_HOME")
+            .env("HOME", home.path())
+            .output()
+            .unwrap();
+        let _ = std::fs::remove_file(work.path().join("b"));
+        output
+    };
+    let output = as_nobody(&[]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(!stderr(&output).contains("warning"), "{}", stderr(&output));
+    // Named, the same unreachable profile is worth a warning.
+    let named = home.path().join(".config/flexio/profile.toml");
+    let output = Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+        .arg(env!("CARGO_BIN_EXE_flexio"))
+        .args(["copy", "a", "c", "--profile"])
+        .arg(&named)
+        .current_dir(work.path())
+        .output()
+        .unwrap();
+    assert!(stderr(&output).contains("warning"), "{}", stderr(&output));
+}
