@@ -90,6 +90,12 @@ impl RawClient {
         self.read_response(false)
     }
 
+    /// Sends `raw`, then reads the response as `try_read_response` does.
+    pub fn try_read_response_to(&mut self, raw: &[u8]) -> Option<Response> {
+        self.send(raw);
+        self.try_read_response(false)
+    }
+
     /// Reads one response; `head_only` for the answer to HEAD (no body
     /// whatever Content-Length says). Panics when the connection closes
     /// first.
