@@ -51,6 +51,19 @@
 //!                   files only, replaced atomically, read with a cap
 //! ```
 //!
+//! # State kept across flows
+//!
+//! Whatever outlives one flow or one range — a [`range::Mover`]'s pipe,
+//! io_uring ring and buffers, a server's connection, the block cache's
+//! frames — is either proven empty and idle after an error or dropped and
+//! rebuilt, so the next flow carries only its own bytes. The engine keeps
+//! this rule in one place: a mechanism run that stops for any reason
+//! discards everything it kept (`Scratch::discard`); a ring still waiting
+//! on the kernel cancels its requests before it is freed. A connection
+//! whose request body was not read is closed, never read on. The tests
+//! `range_reuse` (every mechanism, every failure, then a second range on
+//! the same mover) and flexio-net's `net_serve_reuse` hold it.
+//!
 //! # Example
 //! ```
 //! use flexio::{Flow, MechanismName, Sink, Source};

@@ -5,7 +5,9 @@
 //! written by many ranges at once ([`NewFile`]).
 //!
 //! A [`Mover`] keeps a mechanism's buffers and pipe from one range to the
-//! next, so a server or a tree copier allocates nothing per file.
+//! next, so a server or a tree copier allocates nothing per file; a range
+//! that fails drops them all, so the next range never meets its leftovers
+//! (see the crate's "State kept across flows").
 
 use std::os::fd::{AsFd, BorrowedFd};
 use std::path::Path;
