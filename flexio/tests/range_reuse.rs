@@ -195,7 +195,7 @@ fn read_then_stop(mut stream: TcpStream, take: usize, reset: bool) {
         stream
             .set_read_timeout(Some(Duration::from_secs(30)))
             .unwrap();
-        thread::sleep(Duration::from_millis(1500));
+        thread::sleep(Duration::from_millis(900));
         drop(stream);
     }
 }
