@@ -13,7 +13,7 @@
 mod common;
 
 use std::fs::{File, OpenOptions};
-use std::io::{Read, Seek};
+use std::io::{Read, Seek, Write};
 use std::net::TcpStream;
 use std::os::fd::{AsFd, OwnedFd};
 use std::path::Path;
@@ -38,23 +38,45 @@ enum Failure {
     IdleTimeout,
     /// file -> file; the source holds fewer bytes than the range asks for.
     SourceTruncated,
+    /// TCP -> file (an upload) on a tmpfs with less room than the range.
+    UploadSinkFull,
+    /// TCP -> file; the sender closes part-way.
+    UploadSenderCloses,
+    /// TCP -> file; the sender stops sending until the idle timeout.
+    UploadSenderStalls,
 }
 
-const FAILURES: [Failure; 5] = [
+const FAILURES: [Failure; 8] = [
     Failure::SinkFull,
     Failure::ReaderReset,
     Failure::BrokenPipe,
     Failure::IdleTimeout,
     Failure::SourceTruncated,
+    Failure::UploadSinkFull,
+    Failure::UploadSenderCloses,
+    Failure::UploadSenderStalls,
 ];
 
 impl Failure {
+    fn source_kind(self) -> EndpointKind {
+        match self {
+            Failure::UploadSinkFull | Failure::UploadSenderCloses | Failure::UploadSenderStalls => {
+                EndpointKind::Tcp
+            }
+            _ => EndpointKind::File,
+        }
+    }
+
     fn sink_kind(self) -> EndpointKind {
         match self {
-            Failure::SinkFull | Failure::SourceTruncated => EndpointKind::File,
             Failure::ReaderReset | Failure::IdleTimeout => EndpointKind::Tcp,
             Failure::BrokenPipe => EndpointKind::Pipe,
+            _ => EndpointKind::File,
         }
+    }
+
+    fn needs_a_full_disk(self) -> bool {
+        matches!(self, Failure::SinkFull | Failure::UploadSinkFull)
     }
 }
 
@@ -145,6 +167,45 @@ fn fail_first(
             reader.join().unwrap();
             outcome
         }
+        Failure::UploadSinkFull | Failure::UploadSenderCloses | Failure::UploadSenderStalls => {
+            let (mut sender, receiver) = tcp_pair();
+            let (to_send, stall) = match failure {
+                Failure::UploadSinkFull => (FIRST_LEN, false),
+                Failure::UploadSenderCloses => (FAIL_AT, false),
+                _ => (FAIL_AT, true),
+            };
+            let feeder = thread::spawn(move || {
+                // A write may fail once the receiving side gives up.
+                let _ = sender.write_all(&data(to_send, 1)[..to_send]);
+                if stall {
+                    thread::sleep(Duration::from_millis(900));
+                }
+            });
+            let mut request = request(mechanism, FIRST_LEN);
+            if stall {
+                receiver.set_nonblocking(true).unwrap();
+                request.idle_timeout = Some(Duration::from_millis(500));
+            }
+            let source = RangeEnd::new(receiver.as_fd(), "tcp").unwrap();
+            let (path, sink_file) = match failure {
+                Failure::UploadSinkFull => {
+                    let path = full.expect("a small tmpfs").join("upload-out");
+                    let file = open_sink(&path, mechanism);
+                    (Some(path), file)
+                }
+                _ => (None, tempfile::tempfile().unwrap()),
+            };
+            let sink = RangeEnd::new(sink_file.as_fd(), "file").unwrap();
+            let outcome = mover.move_range(&source, &sink, &request, None);
+            drop(source);
+            drop(receiver);
+            feeder.join().unwrap();
+            drop(sink_file);
+            if let Some(path) = path {
+                std::fs::remove_file(path).unwrap();
+            }
+            outcome
+        }
         Failure::BrokenPipe => {
             let (read_end, write_end) = pipe();
             let reader = thread::spawn(move || {
@@ -217,12 +278,15 @@ fn open_sink(path: &Path, mechanism: MechanismName) -> File {
 fn second(
     mover: &mut Mover,
     mechanism: MechanismName,
-    kind: EndpointKind,
+    failure: Failure,
     sources: &Sources,
 ) -> Result<Vec<u8>, String> {
+    if failure.source_kind() == EndpointKind::Tcp {
+        return second_upload(mover, mechanism);
+    }
     let source = RangeEnd::new(sources.second.as_fd(), "second").unwrap();
     let request = request(mechanism, SECOND_LEN);
-    match kind {
+    match failure.sink_kind() {
         EndpointKind::File => {
             let mut sink_file = tempfile::tempfile().unwrap();
             let sink = RangeEnd::new(sink_file.as_fd(), "out").unwrap();
@@ -267,6 +331,23 @@ fn second(
     }
 }
 
+/// The second range of an upload: TCP -> a fresh file.
+fn second_upload(mover: &mut Mover, mechanism: MechanismName) -> Result<Vec<u8>, String> {
+    let (mut sender, receiver) = tcp_pair();
+    let feeder = thread::spawn(move || sender.write_all(data(SECOND_LEN, 2)));
+    let mut sink_file = tempfile::tempfile().unwrap();
+    let source = RangeEnd::new(receiver.as_fd(), "tcp").unwrap();
+    let sink = RangeEnd::new(sink_file.as_fd(), "out").unwrap();
+    mover
+        .move_range(&source, &sink, &request(mechanism, SECOND_LEN), None)
+        .map_err(|e| format!("second range failed: {e}"))?;
+    feeder.join().unwrap().map_err(|e| e.to_string())?;
+    sink_file.rewind().unwrap();
+    let mut bytes = Vec::new();
+    sink_file.read_to_end(&mut bytes).unwrap();
+    Ok(bytes)
+}
+
 /// One cell of the table: the failing range, then the second, on one
 /// mover, in a thread so that a hang is seen as one.
 fn run_cell(
@@ -279,7 +360,7 @@ fn run_cell(
     thread::spawn(move || {
         let mut mover = Mover::new();
         let result = fail_first(&mut mover, mechanism, failure, sources, full).and_then(|()| {
-            let bytes = second(&mut mover, mechanism, failure.sink_kind(), sources)?;
+            let bytes = second(&mut mover, mechanism, failure, sources)?;
             check_bytes("the second range", &bytes, data(SECOND_LEN, 2))
         });
         let _ = done.send(result);
@@ -300,15 +381,15 @@ fn a_failed_range_leaves_nothing_for_the_next_on_the_same_mover() {
         .as_ref()
         .map(|mount| &*Box::leak(mount.path().to_path_buf().into_boxed_path()));
 
-    let mut table = String::from("mechanism       failure           second range\n");
+    let mut table = String::from("mechanism       failure            second range\n");
     let mut failures = Vec::new();
     let mut cells = 0;
     for failure in FAILURES {
-        if failure == Failure::SinkFull && full.is_none() {
+        if failure.needs_a_full_disk() && full.is_none() {
             continue;
         }
-        for mechanism in MechanismName::serving(EndpointKind::File, failure.sink_kind()) {
-            if failure == Failure::SinkFull && mechanism == MechanismName::Direct {
+        for mechanism in MechanismName::serving(failure.source_kind(), failure.sink_kind()) {
+            if failure.needs_a_full_disk() && mechanism == MechanismName::Direct {
                 // tmpfs has no O_DIRECT on older kernels: probe it.
                 let probe = full.unwrap().join("direct-probe");
                 let opened = std::panic::catch_unwind(|| open_sink(&probe, mechanism));
