@@ -65,8 +65,13 @@ fn climbing_out_is_refused_however_it_is_spelled() {
         let response = client.get(target, "");
         assert_eq!(response.status, status, "{target}");
     }
+    // The absolute form is taken as its path (RFC 9112), beneath the
+    // root like any other: another host's name changes nothing.
     let absolute_form = client.get("http://elsewhere/etc/passwd", "");
-    assert_eq!(absolute_form.status, 400);
+    assert_eq!(absolute_form.status, 404);
+    let absolute_climb = client.get("http://elsewhere/../outside/secret", "");
+    assert_eq!(absolute_climb.status, 403);
+    assert!(!contains(&absolute_climb.body, SECRET));
 }
 
 #[test]

@@ -150,9 +150,30 @@ impl RawClient {
         }
     }
 
-    /// Whether the server closed the connection (reads to EOF).
+    /// Whether the server closed the connection: the next read is the end
+    /// of the stream (or a reset). Bytes are not a close (they are kept
+    /// for the next response), and neither is silence: a server that
+    /// keeps the connection open without a word for 10 s has not closed
+    /// it, and `false` says so instead of taking the timeout for a close.
     pub fn closed(&mut self) -> bool {
-        !self.fill()
+        let before = self.stream.read_timeout().ok().flatten();
+        self.stream
+            .set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
+        let mut chunk = [0u8; 64 * 1024];
+        let closed = loop {
+            match self.stream.read(&mut chunk) {
+                Ok(0) => break true,
+                Ok(n) => {
+                    self.buffer.extend_from_slice(&chunk[..n]);
+                    break false;
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => break e.kind() == std::io::ErrorKind::ConnectionReset,
+            }
+        };
+        self.stream.set_read_timeout(before).unwrap();
+        closed
     }
 
     fn fill(&mut self) -> bool {
