@@ -425,6 +425,18 @@ fn run_cell(
     rows
 }
 
+/// The server CPU seconds between two readings of a process tree's time.
+/// Living threads are counted to the nanosecond, threads and children
+/// that exit in between only in clock ticks (see `process_cpu`): a
+/// forking server whose short-lived children's nanoseconds were counted
+/// before and their ticks after can read a few milliseconds less than
+/// before. Time does not run backwards, so such a reading is zero (below
+/// the clock's resolution), never a negative cost (Fig 5 once showed
+/// -0.054 s/GiB).
+fn cpu_used(before: f64, after: f64) -> f64 {
+    (after - before).max(0.0)
+}
+
 /// Runs one contender once: `(wall seconds, server CPU seconds)`.
 fn run_once(
     workload: &Workload,
@@ -479,7 +491,7 @@ fn run_once(
             }
             used.cpu_ns as f64 / 1e9
         }
-        (ServerSide::Running(server), None) => server.cpu_seconds() - cpu_before,
+        (ServerSide::Running(server), None) => cpu_used(cpu_before, server.cpu_seconds()),
         (ServerSide::PerRun { .. }, None) => 0.0,
     };
     let (output, seconds) = outcome?;
@@ -515,4 +527,16 @@ fn same(source: &Path, copy: &Path, tree: bool) -> bool {
         .stderr(Stdio::null())
         .status()
         .is_ok_and(|s| s.success())
+}
+
+#[cfg(test)]
+mod tests {
+    /// Issue 28: the host bench's Fig 5 reported a server CPU of -0.054
+    /// s/GiB: a reading that went back by less than a clock tick when a
+    /// forking server's children exited. It is zero, never negative.
+    #[test]
+    fn server_cpu_is_never_negative() {
+        assert_eq!(super::cpu_used(1.250, 1.247), 0.0);
+        assert!((super::cpu_used(1.0, 1.5) - 0.5).abs() < 1e-12);
+    }
 }
