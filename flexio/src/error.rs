@@ -55,8 +55,8 @@ pub enum Error {
         endpoint: String,
         /// The source offset at which no more bytes came.
         offset: u64,
-        /// The source offset the flow (or the range of a
-        /// [`crate::range::Mover`]) was to reach.
+        /// The source offset the flow (or one range of a mover) was to
+        /// reach.
         end: u64,
     },
 

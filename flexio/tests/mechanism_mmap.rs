@@ -393,3 +393,74 @@ fn mmap_into_a_full_file_system_is_a_clean_enospc() {
     assert!(!to.exists());
     assert_eq!(std::fs::read_dir(small.dir.path()).unwrap().count(), 0);
 }
+
+/// The OS course project's memory-mapped receiver had a bug: a receiver
+/// faster than its sender mapped a window and took it before the sender
+/// had filled it. flexio's receiver (a socket read into a map of the sink
+/// file) leaves a window only once reads have filled it: a sender that
+/// trickles its bytes in small pieces with pauses still gives a file of
+/// exactly its bytes, and exactly its length (the window grown past the
+/// last byte is given back).
+#[test]
+fn mmap_receiver_never_outruns_a_slow_sender() {
+    let dir = tempfile::tempdir().unwrap();
+    let bytes = pattern(3 * MIB as usize + 12_345, 41);
+    for length in [None, Some(bytes.len() as u64)] {
+        let (mut sender, receiver) = UnixStream::pair().unwrap();
+        let sent = bytes.clone();
+        let trickle = thread::spawn(move || {
+            for piece in sent.chunks(300 * 1024 + 7) {
+                sender.write_all(piece).unwrap();
+                thread::sleep(std::time::Duration::from_millis(20));
+            }
+        });
+        let dest = dir.path().join(format!("received-{}", length.is_some()));
+        let mut flow = Flow::new(
+            Source::Fd(OwnedFd::from(receiver), "socket".into()),
+            Sink::path(&dest),
+        )
+        .via(MechanismName::Mmap)
+        .strict(true)
+        .params(params(MIB as usize));
+        if let Some(length) = length {
+            flow = flow.length(length);
+        }
+        let report = flow.run().unwrap();
+        trickle.join().unwrap();
+        assert_eq!(report.mechanism_used, MechanismName::Mmap);
+        let received = std::fs::read(&dest).unwrap();
+        assert_eq!(received.len(), bytes.len(), "length {length:?}");
+        assert!(received == bytes, "length {length:?}: other bytes");
+    }
+}
+
+/// A stream that ends before the length asked for is an error naming the
+/// offset, and leaves no file behind.
+#[test]
+fn mmap_receiver_of_a_stream_that_ends_early_fails_and_leaves_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut sender, receiver) = UnixStream::pair().unwrap();
+    let feeder = thread::spawn(move || sender.write_all(&pattern(100_000, 3)));
+    let dest = dir.path().join("short");
+    let error = Flow::new(
+        Source::Fd(OwnedFd::from(receiver), "socket".into()),
+        Sink::path(&dest),
+    )
+    .via(MechanismName::Mmap)
+    .length(MIB)
+    .run()
+    .unwrap_err();
+    feeder.join().unwrap().unwrap();
+    assert!(
+        matches!(
+            error,
+            Error::SourceEnded {
+                offset: 100_000,
+                ..
+            }
+        ),
+        "{error:?}"
+    );
+    assert!(!dest.exists());
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+}

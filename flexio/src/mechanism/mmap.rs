@@ -16,6 +16,9 @@
 //! - Every other sink (socket, pipe, block device, memory, a file open
 //!   write-only) is written straight out of the source map.
 //!
+//! - A stream source (socket, pipe) is received into a map of the sink
+//!   file instead ([`receive`]).
+//!
 //! A source file truncated under us must be an error naming the offset,
 //! never a short success and never a crash. Touching a mapped page wholly
 //! past the new end of file raises SIGBUS: each mapping is held by a
@@ -51,11 +54,31 @@ pub(crate) const DESCRIPTOR: Descriptor = Descriptor {
     run,
 };
 
-fn serves(source: EndpointKind, _sink: EndpointKind) -> bool {
-    matches!(source, EndpointKind::File | EndpointKind::BlockDevice)
+mod receive;
+
+fn serves(source: EndpointKind, sink: EndpointKind) -> bool {
+    use EndpointKind::*;
+    match source {
+        File | BlockDevice => true,
+        Tcp | Unix | Pipe => sink == File,
+        _ => false,
+    }
 }
 
 fn run(t: &mut Transfer<'_>) -> Result<(), Stop> {
+    if !matches!(
+        t.source_kind,
+        EndpointKind::File | EndpointKind::BlockDevice
+    ) {
+        return match mapped_sink_size(t)? {
+            Some(size) => receive::receive(t, size),
+            // A file open write-only cannot be mapped: another mechanism.
+            None => Err(Stop::Refused {
+                op: "mmap",
+                errno: Errno::BADF,
+            }),
+        };
+    }
     let page = rustix::param::page_size();
     let chunk = t.params.chunk.max(1).next_multiple_of(page);
     let mut sink_size = mapped_sink_size(t)?;

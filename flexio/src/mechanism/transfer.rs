@@ -47,7 +47,7 @@ pub(crate) struct Counters {
 }
 
 /// Memory and descriptors a mechanism may keep across the segments of one
-/// flow, and a [`crate::range::Mover`] across its ranges, so that nothing
+/// flow, and a range mover (`range::Mover`) across its ranges, so that nothing
 /// is allocated per chunk or per file.
 ///
 /// The rule for everything kept here: it is handed to the next run only
