@@ -136,22 +136,36 @@ fn tcp_receiver_that_never_reads_fails_after_the_idle_timeout() {
         "io-uring",
         "direct",
     ] {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let address = listener.local_addr().unwrap();
-        let child = flexio()
-            .args(["copy", "-q", "--idle-timeout", IDLE, "--via", via])
-            .arg(&source)
-            .arg(format!("tcp://{address}"))
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        // Accepted, and never read.
-        let (receiver, _) = listener.accept().unwrap();
-        let output = finish(child, via);
+        let (output, address, _) = copy_to_a_receiver_that_never_reads(&source, via, IDLE);
         assert_idle_error(&output, &format!("tcp://{address}"), None, via);
-        drop(receiver);
     }
+}
+
+/// `flexio copy SOURCE tcp://…` with `--idle-timeout idle --via via` to a
+/// listener that accepts and never reads: what it said, the address, and
+/// how long it took from start to exit.
+fn copy_to_a_receiver_that_never_reads(
+    source: &Path,
+    via: &str,
+    idle: &str,
+) -> (Output, std::net::SocketAddr, Duration) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = listener.local_addr().unwrap();
+    let started = Instant::now();
+    let child = flexio()
+        .args(["copy", "-q", "--idle-timeout", idle, "--via", via])
+        .arg(source)
+        .arg(format!("tcp://{address}"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Accepted, and never read.
+    let (receiver, _) = listener.accept().unwrap();
+    let output = finish(child, via);
+    let took = started.elapsed();
+    drop(receiver);
+    (output, address, took)
 }
 
 #[test]
@@ -320,25 +334,11 @@ fn idle_timeout_fires_on_time_when_the_receiver_stops_reading() {
     let source = dir.path().join("src");
     make_file(&source, 64 << 20);
     for via in ["auto", "splice"] {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let address = listener.local_addr().unwrap();
-        let started = Instant::now();
-        let child = flexio()
-            .args(["copy", "-q", "--idle-timeout", "2s", "--via", via])
-            .arg(&source)
-            .arg(format!("tcp://{address}"))
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let (receiver, _) = listener.accept().unwrap();
-        let output = finish(child, via);
-        let took = started.elapsed();
+        let (output, address, took) = copy_to_a_receiver_that_never_reads(&source, via, "2s");
         assert_idle_error_after(&output, "2s", &format!("tcp://{address}"), None, via);
         assert!(
             took < Duration::from_millis(3900),
             "{via}: gave up after {took:?} with a 2 s idle timeout"
         );
-        drop(receiver);
     }
 }

@@ -818,6 +818,24 @@ fn file_entry(path: &str, content: &[u8]) -> serde_json::Value {
         "mtime_nsec": 0, "blake3": [blake3::hash(content).to_hex().to_string()]})
 }
 
+/// A tree get from a server whose manifest is `entries` fails on a
+/// manifest entry (`why` says which case) and makes nothing.
+fn refused_whole(entries: serde_json::Value, content: &'static [u8], why: &str) {
+    let address = tree_server(entries, content);
+    let out = tempfile::tempdir().unwrap();
+    let error = flexio_net::client::get_tree(
+        &format!("http://{address}/t/"),
+        &out.path().join("d"),
+        &quick(2),
+    )
+    .unwrap_err();
+    assert!(
+        error.to_string().contains("manifest entry"),
+        "{why}: {error}"
+    );
+    assert_eq!(names_in(out.path()), Vec::<String>::new(), "{why}");
+}
+
 #[test]
 fn a_tree_manifest_with_names_that_climb_or_links_that_point_out_makes_nothing() {
     let content: &'static [u8] = b"payload";
@@ -861,19 +879,7 @@ fn a_tree_manifest_with_names_that_climb_or_links_that_point_out_makes_nothing()
             "hashes not covering the size",
         ),
     ] {
-        let address = tree_server(entries, content);
-        let out = tempfile::tempdir().unwrap();
-        let error = flexio_net::client::get_tree(
-            &format!("http://{address}/t/"),
-            &out.path().join("d"),
-            &quick(2),
-        )
-        .unwrap_err();
-        assert!(
-            error.to_string().contains("manifest entry"),
-            "{why}: {error}"
-        );
-        assert_eq!(names_in(out.path()), Vec::<String>::new(), "{why}");
+        refused_whole(entries, content, why);
     }
 }
 
@@ -903,19 +909,7 @@ fn a_manifest_listing_an_entry_before_its_directory_makes_nothing() {
             "a file under a file",
         ),
     ] {
-        let address = tree_server(entries, content);
-        let out = tempfile::tempdir().unwrap();
-        let error = flexio_net::client::get_tree(
-            &format!("http://{address}/t/"),
-            &out.path().join("d"),
-            &quick(2),
-        )
-        .unwrap_err();
-        assert!(
-            error.to_string().contains("manifest entry"),
-            "{why}: {error}"
-        );
-        assert_eq!(names_in(out.path()), Vec::<String>::new(), "{why}");
+        refused_whole(entries, content, why);
     }
 }
 

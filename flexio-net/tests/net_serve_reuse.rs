@@ -6,7 +6,7 @@
 
 mod common;
 
-use std::io::{Read, Write};
+use std::io::Read;
 use std::net::SocketAddr;
 use std::time::Duration;
 
@@ -43,28 +43,19 @@ fn put_after_a_failed_put_holds_only_its_own_bytes() {
     // 3 MiB announced passes the free-space check; the disk fills while
     // the body is on its way, so the upload fails part-way at the sink.
     let first = pattern(3 << 20, 11);
-    let mut client = RawClient::connect(address);
-    client.send(
-        format!(
-            "PUT /first HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer {TOKEN}\r\nContent-Length: {}\r\n\r\n",
-            first.len()
-        )
-        .as_bytes(),
+    let failed = put_onto_a_disk_that_fills(
+        address,
+        "/first",
+        &format!("Bearer {TOKEN}"),
+        &first,
+        mount.path(),
     );
-    client.send(&first[..1 << 20]);
-    std::thread::sleep(Duration::from_millis(300));
-    let filler = mount.path().join("filler");
-    let mut fill = std::fs::File::create(&filler).unwrap();
-    let block = vec![0x5a_u8; 64 << 10];
-    while fill.write_all(&block).is_ok() {}
-    drop(fill);
-    let _ = client.stream.write_all(&first[1 << 20..]);
-    let failed = client.try_read_response(false);
     assert!(
         failed.as_ref().is_none_or(|r| r.status >= 500),
         "the upload onto a full disk should fail, got {:?}",
         failed.map(|r| r.status)
     );
+    let filler = mount.path().join("filler");
     std::fs::remove_file(&filler).unwrap();
 
     // Two pieces of one upload, then a whole file: each holds only its

@@ -5,9 +5,6 @@
 
 mod common;
 
-use std::io::Write;
-use std::time::Duration;
-
 use common::*;
 use flexio_net::server::MAX_PARTIAL_UPLOADS;
 
@@ -40,24 +37,14 @@ fn out_of_space_during_a_put_answers_507() {
     let mount = SmallTmpfs::mount("4m");
     let address = serve_with(mount.path(), |config| config.token = Some(TOKEN.into()));
     let body = pattern(3 << 20, 5);
-    let mut client = RawClient::connect(address);
-    client.send(
-        format!(
-            "PUT /f HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer {TOKEN}\r\nContent-Length: {}\r\n\r\n",
-            body.len()
-        )
-        .as_bytes(),
-    );
-    client.send(&body[..1 << 20]);
-    std::thread::sleep(Duration::from_millis(300));
-    // Fill what is left, then send the rest: the write fails at the sink.
-    let mut fill = std::fs::File::create(mount.path().join("filler")).unwrap();
-    while fill.write_all(&[0x33; 64 << 10]).is_ok() {}
-    drop(fill);
-    let _ = client.stream.write_all(&body[1 << 20..]);
-    let response = client
-        .try_read_response(false)
-        .expect("an answer before the close");
+    let response = put_onto_a_disk_that_fills(
+        address,
+        "/f",
+        &format!("Bearer {TOKEN}"),
+        &body,
+        mount.path(),
+    )
+    .expect("an answer before the close");
     assert_eq!(response.status, 507, "{}", response.text());
     assert!(
         response.text().contains("Insufficient Storage"),

@@ -281,3 +281,32 @@ impl Drop for SmallTmpfs {
             .status();
     }
 }
+
+/// Starts a PUT of `body` (with `authorization`) whose disk fills while
+/// the body is on its way: 1 MiB is sent, then every free block of
+/// `mount` is taken by a file named `filler`, then the rest is sent.
+/// Returns the answer, if one came before the close; `filler` is left for
+/// the caller.
+pub fn put_onto_a_disk_that_fills(
+    address: SocketAddr,
+    target: &str,
+    authorization: &str,
+    body: &[u8],
+    mount: &Path,
+) -> Option<Response> {
+    let mut client = RawClient::connect(address);
+    client.send(
+        format!(
+            "PUT {target} HTTP/1.1\r\nHost: t\r\nAuthorization: {authorization}\r\nContent-Length: {}\r\n\r\n",
+            body.len()
+        )
+        .as_bytes(),
+    );
+    client.send(&body[..1 << 20]);
+    std::thread::sleep(Duration::from_millis(300));
+    let mut fill = std::fs::File::create(mount.join("filler")).unwrap();
+    while fill.write_all(&[0x5a; 64 << 10]).is_ok() {}
+    drop(fill);
+    let _ = client.stream.write_all(&body[1 << 20..]);
+    client.try_read_response(false)
+}
