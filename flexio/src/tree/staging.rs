@@ -12,7 +12,7 @@
 //! leaves no file at a final name:
 //!
 //! - SIGINT, SIGTERM, SIGHUP: the staging directory is registered with
-//!   [`crate::cleanup`], whose handler removes it with everything in it;
+//!   [`crate::cleanup`], whose signal watcher removes it with everything in it;
 //! - `kill -9`, a crash: it stays, hidden, and unlocked — the process
 //!   held an `flock(2)` on it, which died with it. The next copy into the
 //!   same parent sweeps staging directories whose process is gone and

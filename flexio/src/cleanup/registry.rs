@@ -1,0 +1,233 @@
+//! The paths to remove when SIGINT, SIGTERM or SIGHUP ends the process,
+//! and the thread that removes them.
+//!
+//! The signals are caught by `signal-hook`, whose handler only writes to a
+//! pipe; a watcher thread reads it, removes every registered path with
+//! ordinary file-system calls (a tree copy's staging directory with
+//! everything in it), and then lets the process die of the signal, so that
+//! a shell reports 128 + its number and a shell loop sees its child was
+//! interrupted.
+//!
+//! The thread starts with the first registration: a flow that registers
+//! nothing (a copy into a new file, made unnamed with `O_TMPFILE`) pays no
+//! thread. Until then a signal ends the process at once, as if it were not
+//! caught, since there is nothing to remove.
+//!
+//! Why no file escapes: a path is registered and its file made under the
+//! registry's lock, and the watcher takes the lock, marks the process
+//! dying and takes every path before it removes them. So the watcher finds
+//! each registered file made, and a thread that comes to register or
+//! unregister after it parks until the process dies, never making a file
+//! the watcher did not see.
+
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, LazyLock, Mutex, MutexGuard};
+
+use signal_hook::iterator::Signals;
+
+/// What the watcher removes.
+#[derive(Debug, Default)]
+struct Registry {
+    /// A signal came: the watcher has taken every path.
+    dying: bool,
+    next_id: u64,
+    entries: Vec<Entry>,
+    /// The caught signals, until the first registration hands them to the
+    /// watcher thread.
+    waiting: Option<Signals>,
+}
+
+#[derive(Debug)]
+struct Entry {
+    id: u64,
+    path: PathBuf,
+    /// A directory to remove with everything in it, not one file.
+    tree: bool,
+}
+
+static REGISTRY: Mutex<Registry> = Mutex::new(Registry {
+    dying: false,
+    next_id: 0,
+    entries: Vec::new(),
+    waiting: None,
+});
+
+/// True while no watcher runs: the signals then end the process at once.
+static NO_WATCHER: LazyLock<Arc<AtomicBool>> = LazyLock::new(|| Arc::new(AtomicBool::new(true)));
+
+/// A registered path: the watcher removes it until this is dropped.
+#[derive(Debug)]
+pub(crate) struct Registration {
+    id: u64,
+}
+
+fn registry() -> MutexGuard<'static, Registry> {
+    // A thread that panicked while holding the lock left a consistent
+    // list: every change to it is one push or one removal.
+    REGISTRY
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Catches each of `signals` that is not set to be ignored (a signal the
+/// parent ignored, as `nohup` does SIGHUP, stays ignored); see the module
+/// documentation. Calling it again changes nothing.
+///
+/// # Errors
+/// `sigaction(2)` failing, or the pipe for the handler not being made.
+pub(crate) fn remove_registered_on(signals: &[libc::c_int]) -> io::Result<()> {
+    let mut registry = registry();
+    if registry.waiting.is_some() || !NO_WATCHER.load(Ordering::SeqCst) {
+        return Ok(());
+    }
+    let mut caught = Vec::with_capacity(signals.len());
+    for &signal in signals {
+        if !flexio_sys::signal::is_ignored(signal)? {
+            caught.push(signal);
+        }
+    }
+    for &signal in &caught {
+        signal_hook::flag::register_conditional_default(signal, Arc::clone(&NO_WATCHER))?;
+    }
+    registry.waiting = Some(Signals::new(&caught)?);
+    Ok(())
+}
+
+/// Registers `path` (absolute) for removal, a whole directory when `tree`,
+/// and runs `create`, which makes it, both under the lock; the
+/// registration is dropped when `create` fails.
+///
+/// # Errors
+/// What `create` returns.
+pub(crate) fn register_while<T>(
+    path: &Path,
+    tree: bool,
+    create: impl FnOnce() -> io::Result<T>,
+) -> io::Result<(T, Registration)> {
+    let mut registry = registry();
+    if registry.dying {
+        park_until_killed(registry);
+    }
+    if let Some(signals) = registry.waiting.take() {
+        start_watcher(signals);
+    }
+    let made = create()?;
+    let id = registry.next_id;
+    registry.next_id += 1;
+    registry.entries.push(Entry {
+        id,
+        path: path.to_path_buf(),
+        tree,
+    });
+    Ok((made, Registration { id }))
+}
+
+/// Starts the thread that waits for the signals. Where no thread can be
+/// started, the signals go on ending the process at once, which only
+/// leaves the temporary files a signal would have removed.
+fn start_watcher(mut signals: Signals) {
+    let started = std::thread::Builder::new()
+        .name("flexio-signals".into())
+        .spawn(move || {
+            if let Some(signal) = signals.forever().next() {
+                die_of(signal);
+            }
+        });
+    if started.is_ok() {
+        NO_WATCHER.store(false, Ordering::SeqCst);
+    }
+}
+
+/// Removes every registered path, then ends the process as `signal`'s
+/// default action does.
+fn die_of(signal: libc::c_int) -> ! {
+    let entries = {
+        let mut registry = registry();
+        registry.dying = true;
+        std::mem::take(&mut registry.entries)
+    };
+    remove_all(&entries);
+    let _ = signal_hook::low_level::emulate_default_handler(signal);
+    // Not reached for the signals caught here, whose default action ends
+    // the process; exit as the shell would report it otherwise.
+    std::process::exit(128 + signal);
+}
+
+fn remove_all(entries: &[Entry]) {
+    for entry in entries {
+        let _ = match entry.tree {
+            true => super::remove_tree(&entry.path),
+            false => std::fs::remove_file(&entry.path),
+        };
+    }
+}
+
+impl Drop for Registration {
+    fn drop(&mut self) {
+        let mut registry = registry();
+        if registry.dying {
+            // The watcher took the path and the process is about to die
+            // of the signal: going on could end it otherwise.
+            park_until_killed(registry);
+        }
+        registry.entries.retain(|entry| entry.id != self.id);
+    }
+}
+
+fn park_until_killed(registry: MutexGuard<'_, Registry>) -> ! {
+    drop(registry);
+    loop {
+        std::thread::park();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn is_registered(path: &Path) -> bool {
+        registry().entries.iter().any(|entry| entry.path == path)
+    }
+
+    #[test]
+    fn a_path_is_registered_until_its_registration_drops() {
+        let path = Path::new("/nonexistent/registered");
+        let ((), registration) = register_while(path, false, || Ok(())).unwrap();
+        assert!(is_registered(path));
+        drop(registration);
+        assert!(!is_registered(path));
+    }
+
+    #[test]
+    fn a_failed_create_registers_nothing() {
+        let path = Path::new("/nonexistent/failed");
+        let result = register_while(path, false, || Err::<(), _>(io::Error::other("no")));
+        assert!(result.is_err());
+        assert!(!is_registered(path));
+    }
+
+    #[test]
+    fn what_the_watcher_removes_is_every_file_and_tree() {
+        let dir = tempfile::tempdir().unwrap();
+        let (file, tree) = (dir.path().join("temp"), dir.path().join("staging"));
+        std::fs::write(&file, b"x").unwrap();
+        std::fs::create_dir_all(tree.join("sub")).unwrap();
+        std::fs::write(tree.join("sub/file"), b"x").unwrap();
+        let entries = [
+            Entry {
+                id: 0,
+                path: file.clone(),
+                tree: false,
+            },
+            Entry {
+                id: 1,
+                path: tree.clone(),
+                tree: true,
+            },
+        ];
+        remove_all(&entries);
+        assert!(!file.exists() && !tree.exists());
+    }
+}
