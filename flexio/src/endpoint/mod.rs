@@ -9,6 +9,7 @@ mod address;
 mod file_sink;
 mod idle_ends;
 mod open;
+mod replace;
 mod temp_name;
 pub(crate) use temp_name::{sweep_stale, temp_name};
 
