@@ -20,6 +20,7 @@ mod registry;
 use std::io;
 use std::path::{Path, PathBuf};
 
+pub(crate) use registry::stop_if_dying;
 use registry::Registration;
 
 /// Makes SIGINT, SIGTERM and SIGHUP remove the temporary files and socket

@@ -14,8 +14,8 @@
 //! caught, since there is nothing to remove.
 //!
 //! Why no file escapes: a path is registered and its file made under the
-//! registry's lock, and the watcher takes the lock, marks the process
-//! dying and takes every path before it removes them. So the watcher finds
+//! registry's lock, and the watcher marks the process dying, then takes
+//! the lock and every path before it removes them. So the watcher finds
 //! each registered file made, and a thread that comes to register or
 //! unregister after it parks until the process dies, never making a file
 //! the watcher did not see.
@@ -30,8 +30,6 @@ use signal_hook::iterator::Signals;
 /// What the watcher removes.
 #[derive(Debug, Default)]
 struct Registry {
-    /// A signal came: the watcher has taken every path.
-    dying: bool,
     next_id: u64,
     entries: Vec<Entry>,
     /// The caught signals, until the first registration hands them to the
@@ -48,11 +46,13 @@ struct Entry {
 }
 
 static REGISTRY: Mutex<Registry> = Mutex::new(Registry {
-    dying: false,
     next_id: 0,
     entries: Vec::new(),
     waiting: None,
 });
+
+/// A signal came: set by the watcher before it takes the registered paths.
+static DYING: AtomicBool = AtomicBool::new(false);
 
 /// True while no watcher runs: the signals then end the process at once.
 static NO_WATCHER: LazyLock<Arc<AtomicBool>> = LazyLock::new(|| Arc::new(AtomicBool::new(true)));
@@ -107,7 +107,7 @@ pub(crate) fn register_while<T>(
     create: impl FnOnce() -> io::Result<T>,
 ) -> io::Result<(T, Registration)> {
     let mut registry = registry();
-    if registry.dying {
+    if DYING.load(Ordering::SeqCst) {
         park_until_killed(registry);
     }
     if let Some(signals) = registry.waiting.take() {
@@ -140,14 +140,22 @@ fn start_watcher(mut signals: Signals) {
     }
 }
 
+/// Parks the calling thread for good once a signal is ending the process.
+/// Called before making an entry that no registration covers (a file or
+/// directory inside a registered staging directory): each thread then
+/// makes at most one entry after the watcher started, which its next pass
+/// over the tree removes.
+pub(crate) fn stop_if_dying() {
+    if DYING.load(Ordering::SeqCst) {
+        park_until_killed(registry());
+    }
+}
+
 /// Removes every registered path, then ends the process as `signal`'s
 /// default action does.
 fn die_of(signal: libc::c_int) -> ! {
-    let entries = {
-        let mut registry = registry();
-        registry.dying = true;
-        std::mem::take(&mut registry.entries)
-    };
+    DYING.store(true, Ordering::SeqCst);
+    let entries = std::mem::take(&mut registry().entries);
     remove_all(&entries);
     let _ = signal_hook::low_level::emulate_default_handler(signal);
     // Not reached for the signals caught here, whose default action ends
@@ -155,19 +163,32 @@ fn die_of(signal: libc::c_int) -> ! {
     std::process::exit(128 + signal);
 }
 
+/// Passes over a tree while the flow's other threads may still be making
+/// files in it (a tree copy's workers write inside its staging directory
+/// without registering each file): a pass that meets a directory they
+/// filled after it was listed fails with `ENOTEMPTY`, the next one takes
+/// what is there then (see [`stop_if_dying`]).
+const TREE_PASSES: usize = 8;
+
 fn remove_all(entries: &[Entry]) {
     for entry in entries {
-        let _ = match entry.tree {
-            true => super::remove_tree(&entry.path),
-            false => std::fs::remove_file(&entry.path),
-        };
+        if !entry.tree {
+            let _ = std::fs::remove_file(&entry.path);
+            continue;
+        }
+        for _ in 0..TREE_PASSES {
+            match super::remove_tree(&entry.path) {
+                Err(error) if error.kind() != io::ErrorKind::NotFound => continue,
+                _ => break,
+            }
+        }
     }
 }
 
 impl Drop for Registration {
     fn drop(&mut self) {
         let mut registry = registry();
-        if registry.dying {
+        if DYING.load(Ordering::SeqCst) {
             // The watcher took the path and the process is about to die
             // of the signal: going on could end it otherwise.
             park_until_killed(registry);

@@ -147,6 +147,7 @@ impl FileSink {
     /// before the staging directory is renamed, so it needs no temporary
     /// of its own. It is removed again if the flow fails.
     pub fn create_staged(destination: &Path, mode: u32) -> Result<Self> {
+        crate::cleanup::stop_if_dying();
         let label = destination.display().to_string();
         let directory = match destination.parent() {
             Some(parent) if !parent.as_os_str().is_empty() => parent,
