@@ -8,10 +8,10 @@
 //! a shell reports 128 + its number and a shell loop sees its child was
 //! interrupted.
 //!
-//! The thread starts with the first registration: a flow that registers
-//! nothing (a copy into a new file, made unnamed with `O_TMPFILE`) pays no
-//! thread. Until then a signal ends the process at once, as if it were not
-//! caught, since there is nothing to remove.
+//! The signals are caught, and the thread started, with the first
+//! registration: a flow that registers nothing (a copy into a new file,
+//! made unnamed with `O_TMPFILE`) pays for neither, and a signal before
+//! then ends the process by its default action, with nothing to remove.
 //!
 //! Why no file escapes: a path is registered and its file made under the
 //! registry's lock, and the watcher marks the process dying, then takes
@@ -23,7 +23,7 @@
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, LazyLock, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use signal_hook::iterator::Signals;
 
@@ -32,9 +32,9 @@ use signal_hook::iterator::Signals;
 struct Registry {
     next_id: u64,
     entries: Vec<Entry>,
-    /// The caught signals, until the first registration hands them to the
-    /// watcher thread.
-    waiting: Option<Signals>,
+    /// The signals to catch once a path is registered (none until
+    /// [`remove_registered_on`]; taken when the watcher starts).
+    wanted: Vec<libc::c_int>,
 }
 
 #[derive(Debug)]
@@ -48,14 +48,11 @@ struct Entry {
 static REGISTRY: Mutex<Registry> = Mutex::new(Registry {
     next_id: 0,
     entries: Vec::new(),
-    waiting: None,
+    wanted: Vec::new(),
 });
 
 /// A signal came: set by the watcher before it takes the registered paths.
 static DYING: AtomicBool = AtomicBool::new(false);
-
-/// True while no watcher runs: the signals then end the process at once.
-static NO_WATCHER: LazyLock<Arc<AtomicBool>> = LazyLock::new(|| Arc::new(AtomicBool::new(true)));
 
 /// A registered path: the watcher removes it until this is dropped.
 #[derive(Debug)]
@@ -71,27 +68,20 @@ fn registry() -> MutexGuard<'static, Registry> {
         .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-/// Catches each of `signals` that is not set to be ignored (a signal the
-/// parent ignored, as `nohup` does SIGHUP, stays ignored); see the module
-/// documentation. Calling it again changes nothing.
+/// Has each of `signals` that is not set to be ignored (a signal the
+/// parent ignored, as `nohup` does SIGHUP, stays ignored) caught from the
+/// first registration on; see the module documentation.
 ///
 /// # Errors
-/// `sigaction(2)` failing, or the pipe for the handler not being made.
+/// `sigaction(2)` failing to read a disposition.
 pub(crate) fn remove_registered_on(signals: &[libc::c_int]) -> io::Result<()> {
-    let mut registry = registry();
-    if registry.waiting.is_some() || !NO_WATCHER.load(Ordering::SeqCst) {
-        return Ok(());
-    }
     let mut caught = Vec::with_capacity(signals.len());
     for &signal in signals {
         if !flexio_sys::signal::is_ignored(signal)? {
             caught.push(signal);
         }
     }
-    for &signal in &caught {
-        signal_hook::flag::register_conditional_default(signal, Arc::clone(&NO_WATCHER))?;
-    }
-    registry.waiting = Some(Signals::new(&caught)?);
+    registry().wanted = caught;
     Ok(())
 }
 
@@ -110,8 +100,8 @@ pub(crate) fn register_while<T>(
     if DYING.load(Ordering::SeqCst) {
         park_until_killed(registry);
     }
-    if let Some(signals) = registry.waiting.take() {
-        start_watcher(signals);
+    if !registry.wanted.is_empty() {
+        start_watcher(&std::mem::take(&mut registry.wanted));
     }
     let made = create()?;
     let id = registry.next_id;
@@ -124,19 +114,28 @@ pub(crate) fn register_while<T>(
     Ok((made, Registration { id }))
 }
 
-/// Starts the thread that waits for the signals. Where no thread can be
-/// started, the signals go on ending the process at once, which only
-/// leaves the temporary files a signal would have removed.
-fn start_watcher(mut signals: Signals) {
+/// Catches `signals` and starts the thread that waits for them. Where
+/// they cannot be caught (no pipe) or no thread can be started, they end
+/// the process by their default action, which only leaves the temporary
+/// files a signal would have removed.
+fn start_watcher(signals: &[libc::c_int]) {
+    let Ok(mut caught) = Signals::new(signals) else {
+        return;
+    };
     let started = std::thread::Builder::new()
         .name("flexio-signals".into())
         .spawn(move || {
-            if let Some(signal) = signals.forever().next() {
+            if let Some(signal) = caught.forever().next() {
                 die_of(signal);
             }
         });
-    if started.is_ok() {
-        NO_WATCHER.store(false, Ordering::SeqCst);
+    if started.is_err() {
+        // The iterator, dropped with the closure, no longer catches them,
+        // but the handler stays installed: have it run the default action.
+        let always = Arc::new(AtomicBool::new(true));
+        for &signal in signals {
+            let _ = signal_hook::flag::register_conditional_default(signal, Arc::clone(&always));
+        }
     }
 }
 
