@@ -316,11 +316,12 @@ fn link_unnamed(file: BorrowedFd<'_>, to: &Path) -> rustix::io::Result<()> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use std::io::Write;
 
-    fn names(dir: &Path) -> Vec<String> {
+    /// The names in `dir`, sorted: where a temporary file would show.
+    pub(crate) fn names(dir: &Path) -> Vec<String> {
         let mut names: Vec<_> = std::fs::read_dir(dir)
             .unwrap()
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())

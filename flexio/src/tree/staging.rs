@@ -194,15 +194,7 @@ fn rename_no_replace(from: &Path, to: &Path) -> std::io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn names(dir: &Path) -> Vec<String> {
-        let mut names: Vec<_> = std::fs::read_dir(dir)
-            .unwrap()
-            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-            .collect();
-        names.sort();
-        names
-    }
+    use crate::endpoint::file_sink_test_names as names;
 
     #[test]
     fn a_staged_tree_is_hidden_until_put_in_place() {
