@@ -1,57 +1,84 @@
 //! How the `flexio` binary is linked on Linux, for its start-up time.
 //!
 //! A 4 KiB `flexio copy` is mostly process start-up, and `cp` is the
-//! yardstick (issue 12: flexio's wall time ≤ `cp`'s). On the VM it was
-//! measured on, whose freed memory goes back to the host, every page the
-//! loader writes and every library it maps costs a fault, so two things
-//! are linked differently from cargo's defaults:
+//! yardstick. The binary stays a PIE (the toolchain's default): it runs
+//! as root and faces the network, so its own image is randomized like its
+//! libraries, stack and heap. What start-up can save without that:
 //!
-//! - **A fixed address, not a PIE.** A PIE's loader writes every pointer
-//!   in its relocated data at start (`.data.rel.ro`: panic locations,
-//!   vtables, string tables — about 30 pages here), each a copy-on-write
-//!   fault: a 4 KiB copy took 1.11–1.16× `cp`'s wall time as a PIE and
-//!   1.03–1.06× at a fixed address (400 interleaved rounds). The price is
-//!   that the executable's own code and data are not randomized (its
-//!   libraries, stack, heap and mappings still are). `FLEXIO_PIE=1` when
-//!   building keeps a PIE.
+//! - **Packed relative relocations** (`-z pack-relative-relocs`, DT_RELR):
+//!   a PIE's relocated data (vtables, panic locations, string tables) is
+//!   described by a bitmap instead of 24 bytes a pointer, so the loader
+//!   reads a few hundred bytes instead of tens of KiB of `.rela.dyn`
+//!   before `main`. It needs binutils ≥ 2.38 and a glibc ≥ 2.36 to load
+//!   the result, so it is probed: a small program is linked with it and
+//!   run, and only when both work is the flag used (never when
+//!   cross-compiling, where the probe cannot run).
 //! - **The unwinder linked in (`libgcc_eh.a`), not loaded (`libgcc_s.so`)**,
-//!   as Rust's own static builds and gcc's `-static-libgcc` do. Together
-//!   with the float functions of `src/float_functions.rs` (no `libm.so`),
-//!   the loader maps libc alone: 0.90× `cp` at 4 KiB and 0.93× at 1 MiB
-//!   instead of 1.05× and 1.06× (300 interleaved rounds, tmpfs). Skipped
-//!   where the C compiler does not know the archive (then `libgcc_s` is
-//!   loaded as before, which only costs time).
+//!   as Rust's own static builds and gcc's `-static-libgcc` do: one shared
+//!   library fewer for the loader to find and map. Skipped where the C
+//!   compiler does not know the archive (then `libgcc_s` is loaded, which
+//!   only costs time).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 fn main() {
-    println!("cargo:rerun-if-env-changed=FLEXIO_PIE");
     println!("cargo:rerun-if-env-changed=CC");
     let linux = std::env::var("CARGO_CFG_TARGET_OS").as_deref() == Ok("linux");
     let gnu = std::env::var("CARGO_CFG_TARGET_ENV").as_deref() == Ok("gnu");
-    if linux && std::env::var_os("FLEXIO_PIE").is_none() {
-        println!("cargo:rustc-link-arg-bins=-no-pie");
+    if !(linux && gnu) {
+        return;
     }
-    if linux && gnu {
-        if let Some(unwinder) = archive_known_to_the_compiler("libgcc_eh.a") {
-            if let Some(directory) = unwinder.parent() {
-                println!("cargo:rustc-link-search=native={}", directory.display());
-            }
-            println!("cargo:rustc-link-lib=static:+verbatim=libgcc_eh.a");
+    if let Some(unwinder) = archive_known_to_the_compiler("libgcc_eh.a") {
+        if let Some(directory) = unwinder.parent() {
+            println!("cargo:rustc-link-search=native={}", directory.display());
         }
+        println!("cargo:rustc-link-lib=static:+verbatim=libgcc_eh.a");
     }
+    let native = std::env::var("HOST").ok() == std::env::var("TARGET").ok();
+    let out_dir = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
+    if native && links_and_runs_with(&out_dir, "-Wl,-z,pack-relative-relocs") {
+        println!("cargo:rustc-link-arg-bins=-Wl,-z,pack-relative-relocs");
+        // For the test that checks the flag took effect.
+        println!("cargo:rustc-env=FLEXIO_PACKED_RELOCATIONS=1");
+    }
+}
+
+fn compiler() -> String {
+    std::env::var("CC").unwrap_or_else(|_| "cc".to_string())
 }
 
 /// The full path of `name` as the C compiler (the linker's driver) finds
 /// it, or `None` when it does not: `cc -print-file-name` echoes a bare
 /// name it cannot find.
 fn archive_known_to_the_compiler(name: &str) -> Option<PathBuf> {
-    let compiler = std::env::var("CC").unwrap_or_else(|_| "cc".to_string());
-    let output = Command::new(compiler)
+    let output = Command::new(compiler())
         .arg(format!("-print-file-name={name}"))
         .output()
         .ok()?;
     let path = PathBuf::from(String::from_utf8(output.stdout).ok()?.trim());
     (output.status.success() && path.is_absolute() && path.is_file()).then_some(path)
+}
+
+/// Whether a PIE linked by the C compiler with `flag` links and runs here:
+/// a linker that does not know the flag fails the link, and a C library
+/// whose loader cannot apply what it asks for fails the run.
+fn links_and_runs_with(out_dir: &Path, flag: &str) -> bool {
+    let source = out_dir.join("probe.c");
+    let program = out_dir.join("probe");
+    // A relocated pointer, so that the flag has something to pack.
+    let text = "static const char *p = \"x\"; int main(void) { return p[0] != 'x'; }\n";
+    if std::fs::write(&source, text).is_err() {
+        return false;
+    }
+    let linked = Command::new(compiler())
+        .args(["-pie", "-fPIE", flag, "-o"])
+        .arg(&program)
+        .arg(&source)
+        .output()
+        .is_ok_and(|output| output.status.success());
+    linked
+        && Command::new(&program)
+            .status()
+            .is_ok_and(|status| status.success())
 }

@@ -64,15 +64,8 @@ fn size(text: &str) -> Result<u64, String> {
     flexio::parse_size(text).map_err(|e| e.to_string())
 }
 
-/// Prints a network error and exits with its status (2 for usage, 1
-/// otherwise), as `main` does for the library's errors.
-pub fn fail(error: flexio_net::Error) -> ! {
-    eprintln!("flexio: {error}");
-    std::process::exit(crate::exit_status(error.is_usage()));
-}
-
 /// Runs `flexio get`.
-pub fn run(args: GetArgs) -> Result<(), Error> {
+pub fn run(args: GetArgs) -> crate::error::Result<()> {
     if let Err(error) = flexio::cleanup::remove_temporaries_on_signals() {
         eprintln!("flexio: warning: cannot catch signals ({error}); an interrupted get may leave its temporary file");
     }
@@ -92,7 +85,7 @@ pub fn run(args: GetArgs) -> Result<(), Error> {
     if path.ends_with('/') {
         return run_tree(&args, &url, &options);
     }
-    let mut report = get(&url, args.dest.as_deref(), &options).unwrap_or_else(|e| fail(e));
+    let mut report = get(&url, args.dest.as_deref(), &options)?;
     report.url = args.url.clone();
     if args.json {
         crate::print_stdout(&(serde_json::to_string_pretty(&report).expect("json") + "\n"));
@@ -140,7 +133,7 @@ pub fn run(args: GetArgs) -> Result<(), Error> {
 
 /// `flexio get URL/dir/ [DEST]`: the tree, into DEST or the directory's
 /// name here.
-fn run_tree(args: &GetArgs, url: &str, options: &GetOptions) -> Result<(), Error> {
+fn run_tree(args: &GetArgs, url: &str, options: &GetOptions) -> crate::error::Result<()> {
     let destination = match &args.dest {
         Some(dest) => dest.clone(),
         None => {
@@ -152,16 +145,12 @@ fn run_tree(args: &GetArgs, url: &str, options: &GetOptions) -> Result<(), Error
                 .unwrap_or_default();
             let name = flexio_net::names::percent_decode(last.as_bytes()).unwrap_or_default();
             if !flexio_net::names::is_safe_component(&name) || path.matches('/').count() < 4 {
-                return Err(Error::Usage(format!(
-                    "{}: give DEST for this tree",
-                    args.url
-                )));
+                return Err(Error::Usage(format!("{}: give DEST for this tree", args.url)).into());
             }
             PathBuf::from(std::ffi::OsStr::from_bytes(&name))
         }
     };
-    let mut report =
-        flexio_net::client::get_tree(url, &destination, options).unwrap_or_else(|e| fail(e));
+    let mut report = flexio_net::client::get_tree(url, &destination, options)?;
     report.url = args.url.clone();
     if args.json {
         crate::print_stdout(&(serde_json::to_string_pretty(&report).expect("json") + "\n"));

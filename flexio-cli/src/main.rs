@@ -1,16 +1,10 @@
 //! `flexio`: the command line over the flexio library.
 //!
-//! Each subcommand lives in its own module; this file only parses the
-//! arguments and maps errors to exit statuses (2 for usage, 1 at run time).
-//!
-//! The process enters at the C `main` below, not through Rust's runtime
-//! shim: see [`flexio::prepare_process`] for what that saves (a tenth of
-//! a small copy's whole time) and what it keeps.
+//! Each subcommand lives in its own module; this file parses the
+//! arguments and is the one place that prints an error and picks the exit
+//! status (2 for usage, 1 at run time; see [`error::Error`]).
 
-// Tests build their own `main`.
-#![cfg_attr(not(test), no_main)]
-// ... and so have no entry point reaching the commands.
-#![cfg_attr(test, allow(dead_code))]
+#![forbid(unsafe_code)]
 
 mod bench;
 mod bench_cache;
@@ -22,8 +16,7 @@ mod bench_tree;
 mod cache_cmd;
 mod copy;
 mod copy_tree;
-#[cfg(all(target_os = "linux", target_env = "gnu"))]
-mod float_functions;
+mod error;
 mod get_cmd;
 mod mechanisms;
 mod plan;
@@ -34,7 +27,9 @@ mod serve_cmd;
 mod tls_args;
 mod tune;
 
-use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
+use std::process::ExitCode;
+
+use clap::{FromArgMatches, Parser, Subcommand};
 
 /// Move bytes between files, block devices, sockets and pipes with the
 /// fewest copies, and report what really happened.
@@ -71,55 +66,31 @@ enum Command {
     Put(put_cmd::PutArgs),
 }
 
-/// The C entry point. Arguments are read by `std::env::args_os`, which
-/// glibc hands to the standard library before `main` runs.
-#[cfg(not(test))]
-#[no_mangle]
-pub extern "C" fn main(_argc: std::ffi::c_int, _argv: *const *const std::ffi::c_char) -> i32 {
-    if let Err(error) = flexio::prepare_process() {
-        eprintln!("flexio: preparing the process: {error}");
-        return 1;
+fn main() -> ExitCode {
+    match run(parse_arguments()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("flexio: {error}");
+            error.exit_code()
+        }
     }
-    let status = run();
-    // The runtime's shim would flush stdout at exit; nothing else will.
-    let _ = std::io::Write::flush(&mut std::io::stdout());
-    status
 }
 
-fn run() -> i32 {
-    let cli = parse_arguments();
-    let result = match cli.command {
+fn run(cli: Cli) -> error::Result<()> {
+    match cli.command {
         Command::Copy(args) => {
             remove_temporaries_on_signals();
-            copy::run(args)
+            Ok(copy::run(args)?)
         }
-        Command::Bench(args) => bench::run(args),
-        Command::Cache(args) => cache_cmd::run(args),
-        Command::Mechanisms(args) => mechanisms::run(args),
-        Command::Plan(args) => plan::run(args),
-        Command::Profile(args) => profile_cmd::run(args),
-        Command::Tune(args) => tune::run(args),
+        Command::Bench(args) => Ok(bench::run(args)?),
+        Command::Cache(args) => Ok(cache_cmd::run(args)?),
+        Command::Mechanisms(args) => Ok(mechanisms::run(args)?),
+        Command::Plan(args) => Ok(plan::run(args)?),
+        Command::Profile(args) => Ok(profile_cmd::run(args)?),
+        Command::Tune(args) => Ok(tune::run(args)?),
         Command::Serve(args) => serve_cmd::run(args),
         Command::Get(args) => get_cmd::run(args),
         Command::Put(args) => put_cmd::run(args),
-    };
-    match result {
-        Ok(()) => 0,
-        Err(error) => {
-            eprintln!("flexio: {error}");
-            exit_status(error.is_usage())
-        }
-    }
-}
-
-/// The exit status for an error: 2 for a flow described wrongly (bad
-/// arguments, an unsupported pair, a file onto itself), 1 for a failure at
-/// run time, as cp and dd.
-pub(crate) fn exit_status(usage: bool) -> i32 {
-    if usage {
-        2
-    } else {
-        1
     }
 }
 
@@ -134,23 +105,13 @@ fn remove_temporaries_on_signals() {
     }
 }
 
-/// `Cli::parse()`, less freeing the parser: the argument tree of every
-/// subcommand is some 30 000 instructions to drop, 5% of a small copy's
-/// whole process, and the process ends soon after anyway.
 fn parse_arguments() -> Cli {
     if let Some(copy) = parse_copy_alone() {
         return Cli {
             command: Command::Copy(copy),
         };
     }
-    let mut command = Cli::command();
-    let mut matches = command.get_matches_mut();
-    let cli = Cli::from_arg_matches_mut(&mut matches).unwrap_or_else(|error| {
-        error.format(&mut command).exit();
-    });
-    std::mem::forget(matches);
-    std::mem::forget(command);
-    cli
+    Cli::parse()
 }
 
 /// `flexio copy ...` parsed with only `copy`'s arguments built. clap builds
@@ -170,12 +131,8 @@ fn parse_copy_alone() -> Option<copy::CopyArgs> {
     let mut command = clap::Command::new("flexio")
         .subcommand(copy::CopyArgs::augment_args(clap::Command::new("copy")));
     let mut matches = command.try_get_matches_from_mut(std::env::args_os()).ok()?;
-    let (_, sub) = matches.remove_subcommand()?;
-    let mut sub = sub;
-    let args = copy::CopyArgs::from_arg_matches_mut(&mut sub).ok();
-    std::mem::forget(sub);
-    std::mem::forget(command);
-    args
+    let (_, mut sub) = matches.remove_subcommand()?;
+    copy::CopyArgs::from_arg_matches_mut(&mut sub).ok()
 }
 
 /// Writes to stdout; a reader that went away (`flexio mechanisms | head`)

@@ -31,7 +31,7 @@ pub struct PlanArgs {
 
 /// Runs `flexio plan`.
 pub fn run(args: PlanArgs) -> Result<(), Error> {
-    let profile = args.choice.load_for_auto();
+    let profile = args.choice.load_with_curves();
     let mut flow = Flow::new(
         Source::Address(Address::parse(&args.source)?),
         Sink::Address(Address::parse(&args.sink)?),

@@ -29,10 +29,21 @@ impl ProfileChoice {
     /// stderr) when it is missing-but-named, corrupt, from a newer flexio,
     /// or from another machine without `--trust-profile`. A missing
     /// default profile is silent: the built-in table is the documented
-    /// behaviour before `flexio tune`.
+    /// behaviour before `flexio tune`. Without the measured curves, which
+    /// `auto` does not read (see [`Profile::load_decisions`]).
     pub fn load_for_auto(&self) -> Option<Profile> {
+        self.load_checked(Profile::load_decisions)
+    }
+
+    /// [`ProfileChoice::load_for_auto`] with the measured curves, for
+    /// showing the points behind a decision.
+    pub fn load_with_curves(&self) -> Option<Profile> {
+        self.load_checked(Profile::load)
+    }
+
+    fn load_checked(&self, load: fn(&Path) -> Result<Profile, ProfileError>) -> Option<Profile> {
         let path = self.path();
-        let profile = match Profile::load(&path) {
+        let profile = match load(&path) {
             Ok(profile) => profile,
             Err(ProfileError::Io { source, .. })
                 if self.profile.is_none() && out_of_reach(&path, &source) =>

@@ -71,7 +71,7 @@ pub fn read_token(path: &std::path::Path) -> Result<String, Error> {
 }
 
 /// Runs `flexio put`.
-pub fn run(args: PutArgs) -> Result<(), Error> {
+pub fn run(args: PutArgs) -> crate::error::Result<()> {
     let token = read_token(&args.token_file)?;
     let pacing = flexio::pace::Pacing {
         rate: args.rate,
@@ -79,7 +79,7 @@ pub fn run(args: PutArgs) -> Result<(), Error> {
     };
     let (_relay, url) = args.tls.reachable(&args.url, args.timeout)?;
     if args.streams == 0 {
-        return Err(Error::Usage("--streams must be at least 1".into()));
+        return Err(Error::Usage("--streams must be at least 1".into()).into());
     }
     let options = flexio_net::client::PutOptions {
         timeout: args.timeout,
@@ -90,8 +90,7 @@ pub fn run(args: PutArgs) -> Result<(), Error> {
     if args.source.is_dir() {
         return put_tree(&args, &url, &token, &options);
     }
-    let mut report = flexio_net::client::put_with(&args.source, &url, &token, &options)
-        .unwrap_or_else(|e| crate::get_cmd::fail(e));
+    let mut report = flexio_net::client::put_with(&args.source, &url, &token, &options)?;
     report.url = args.url.clone();
     if args.json {
         crate::print_stdout(&(serde_json::to_string_pretty(&report).expect("json") + "\n"));
@@ -130,14 +129,13 @@ fn put_tree(
     url: &str,
     token: &str,
     options: &flexio_net::client::PutOptions,
-) -> Result<(), Error> {
+) -> crate::error::Result<()> {
     let url = if url.ends_with('/') {
         url.to_string()
     } else {
         format!("{url}/")
     };
-    let mut report = flexio_net::client::put_tree(&args.source, &url, token, options)
-        .unwrap_or_else(|e| crate::get_cmd::fail(e));
+    let mut report = flexio_net::client::put_tree(&args.source, &url, token, options)?;
     report.url = args.url.clone();
     for failure in &report.failures {
         eprintln!("flexio: {failure}");
@@ -166,6 +164,7 @@ fn put_tree(
             endpoint: format!("{} entries", report.failures.len()),
             offset: None,
             source: std::io::Error::other("failed (each is listed above)"),
-        })
+        }
+        .into())
     }
 }

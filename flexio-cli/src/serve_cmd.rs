@@ -113,7 +113,7 @@ fn duration(text: &str) -> Result<Duration, String> {
 }
 
 /// Runs `flexio serve` until the process is stopped.
-pub fn run(args: ServeArgs) -> Result<(), Error> {
+pub fn run(args: ServeArgs) -> crate::error::Result<()> {
     let mut config = ServeConfig::new(args.dir.clone());
     config.listen = args.listen;
     config.public = args.public;
@@ -130,19 +130,13 @@ pub fn run(args: ServeArgs) -> Result<(), Error> {
     config.max_chunk = args.max_chunk;
     config.chunk = args.chunk;
     if !matches!(args.tls.len(), 0 | 2) {
-        return Err(Error::Usage("--tls takes two PEM files: CERT,KEY".into()));
+        return Err(Error::Usage("--tls takes two PEM files: CERT,KEY".into()).into());
     }
     if let [cert, key] = args.tls.as_slice() {
-        config.tls = Some(
-            flexio_net::tls::TlsIdentity::from_pem_files(cert, key)
-                .unwrap_or_else(|e| crate::get_cmd::fail(e)),
-        );
+        config.tls = Some(flexio_net::tls::TlsIdentity::from_pem_files(cert, key)?);
     } else if args.tls_self_signed {
         let names = vec![args.listen.ip().to_string(), "localhost".to_string()];
-        config.tls = Some(
-            flexio_net::tls::TlsIdentity::self_signed(&names)
-                .unwrap_or_else(|e| crate::get_cmd::fail(e)),
-        );
+        config.tls = Some(flexio_net::tls::TlsIdentity::self_signed(&names)?);
     }
     let tls_note = config.tls.as_ref().map(|identity| {
         format!(
@@ -160,7 +154,7 @@ pub fn run(args: ServeArgs) -> Result<(), Error> {
         Some(_) => "uploads with the token",
         None => "read-only",
     };
-    let server = Server::bind(config).unwrap_or_else(|e| crate::get_cmd::fail(e));
+    let server = Server::bind(config)?;
     let bodies = match server.cache() {
         Some(cache) => format!(
             "; file bodies through a {} KiB {} block cache over O_DIRECT, copied from its blocks instead of {}",
@@ -180,6 +174,6 @@ pub fn run(args: ServeArgs) -> Result<(), Error> {
         server.local_addr(),
         tls_note.unwrap_or_default()
     ));
-    server.run().unwrap_or_else(|e| crate::get_cmd::fail(e));
+    server.run()?;
     Ok(())
 }

@@ -28,12 +28,12 @@ impl TlsArgs {
         &self,
         url: &str,
         timeout: Duration,
-    ) -> Result<(Option<Relay>, String), Error> {
+    ) -> crate::error::Result<(Option<Relay>, String)> {
         if !url.starts_with("https://") {
             if self.pin.is_some() || self.ca.is_some() {
-                return Err(Error::Usage(format!(
-                    "{url}: --pin and --ca are for https:// URLs"
-                )));
+                return Err(
+                    Error::Usage(format!("{url}: --pin and --ca are for https:// URLs")).into(),
+                );
             }
             return Ok((None, url.to_string()));
         }
@@ -43,10 +43,11 @@ impl TlsArgs {
             (None, None) => {
                 return Err(Error::Usage(format!(
                     "{url}: give --pin SHA256 (the fingerprint flexio serve printed) or --ca FILE"
-                )))
+                ))
+                .into())
             }
         };
-        let relay = Relay::start(url, &trust, timeout).unwrap_or_else(|e| crate::get_cmd::fail(e));
+        let relay = Relay::start(url, &trust, timeout)?;
         let local = relay.local_url.clone();
         Ok((Some(relay), local))
     }

@@ -2,23 +2,26 @@
 //! process: a named temporary file beside a destination, the socket file
 //! of a `unix-listen://` endpoint.
 //!
-//! The library registers such a path from just before the file is made
-//! until it is renamed away or removed. A program that wants SIGINT,
-//! SIGTERM and SIGHUP to remove them calls [`remove_temporaries_on_signals`]
-//! once; the handler (see `sys::signals`) unlinks every registered path and
-//! lets the process die of the signal.
+//! The library registers such a path as the file is made, until it is
+//! renamed away or removed. A program that wants SIGINT, SIGTERM and SIGHUP
+//! to remove them calls [`remove_temporaries_on_signals`] once; a thread
+//! that waits for the signals (see `registry`) removes every registered
+//! path and lets the process die of the signal.
 //!
 //! An unnamed `O_TMPFILE` sink needs no entry here: the kernel frees it
 //! with the process, whatever kills it.
 //!
 //! A tree copy into a new destination registers its hidden staging
-//! directory as a whole (`create_tree`): the handler removes it with
+//! directory as a whole (`create_tree`): the watcher removes it with
 //! everything in it.
+
+mod registry;
 
 use std::io;
 use std::path::{Path, PathBuf};
 
-use crate::sys::signals::{self, Registration};
+pub(crate) use registry::stop_if_dying;
+use registry::Registration;
 
 /// Makes SIGINT, SIGTERM and SIGHUP remove the temporary files and socket
 /// files that flows of this process have made and not yet put in place,
@@ -27,18 +30,20 @@ use crate::sys::signals::{self, Registration};
 /// already replaced stays replaced, one not yet replaced keeps its old
 /// content. A signal set to be ignored (`nohup`) stays ignored.
 ///
-/// Replaces any handler the program had for those signals; no thread is
-/// started, and a flow that registers nothing pays nothing.
+/// Replaces any handler the program had for those signals. The thread
+/// starts with the first path registered: a flow that registers nothing
+/// pays for no thread.
 ///
 /// # Errors
-/// The errno of `sigaction(2)`.
+/// `sigaction(2)` failing, or the pipe its handler writes to not being
+/// made.
 ///
 /// # Examples
 /// ```
 /// flexio::cleanup::remove_temporaries_on_signals().unwrap();
 /// ```
 pub fn remove_temporaries_on_signals() -> io::Result<()> {
-    signals::remove_registered_on(&[libc::SIGINT, libc::SIGTERM, libc::SIGHUP])
+    registry::remove_registered_on(&[libc::SIGINT, libc::SIGTERM, libc::SIGHUP])
 }
 
 /// A path registered for removal on a signal, removed when this is dropped
@@ -81,14 +86,11 @@ fn create_as<T>(
     tree: bool,
     create: impl FnOnce(&Path) -> io::Result<T>,
 ) -> io::Result<(T, Tracked)> {
-    // The handler may run after a change of directory: register the path
+    // The watcher may run after a change of directory: register the path
     // it will find the file at whatever the current directory is then.
     let absolute = std::path::absolute(path)?;
-    let registration = match tree {
-        true => signals::register_tree(&absolute),
-        false => signals::register(&absolute),
-    };
-    let made = create(path)?;
+    let (made, registration) = registry::register_while(&absolute, tree, || create(path))?;
+    let registration = Some(registration);
     Ok((
         made,
         Tracked {
@@ -138,8 +140,7 @@ impl Tracked {
         &self.path
     }
 
-    /// Whether a signal would remove the path (false only when the
-    /// process-wide table was full or the path too long to register).
+    /// Whether a signal would remove the path.
     #[cfg(test)]
     pub(crate) fn is_registered(&self) -> bool {
         self.registration.is_some()
@@ -169,8 +170,8 @@ impl Drop for Tracked {
                 false => std::fs::remove_file(&self.path),
             };
         }
-        // Then the registration goes: the handler never sees a freed slot
-        // while the file is still there.
+        // Then the registration goes: the watcher never misses a file that
+        // is still there.
         self.registration.take();
     }
 }

@@ -117,4 +117,3 @@ pub use plain_file::{
 };
 pub use report::{Fallback, Report, Verification, REPORT_SCHEMA_VERSION};
 pub use size::{format_bytes, format_rate, parse_size};
-pub use sys::process::prepare_process;

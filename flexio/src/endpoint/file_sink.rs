@@ -6,8 +6,9 @@
 //! an unnamed `O_TMPFILE` in the destination's directory: nothing is
 //! visible until the end, so not even `kill -9` or a power cut leaves a
 //! trace. At the end it is linked in: straight under the destination's name
-//! when that is free, else under a temporary name that is then renamed
-//! over the destination (a rename replaces atomically; a link cannot).
+//! when that is free, else under a temporary name that then takes the
+//! destination's place in one step (see [`super::replace`]; a link cannot
+//! replace).
 //!
 //! Inside a tree copy's hidden staging directory (see `tree::staging`)
 //! the file is made under its own name at once ([`FileSink::create_staged`]):
@@ -18,8 +19,8 @@
 //!
 //! Elsewhere it is a named `.NAME.flexio-PID-RANDOM` (see
 //! [`super::temp_name`]), registered with [`crate::cleanup`] so that a
-//! signal handler removes it, locked so that no sweep takes it for a dead
-//! process's, and renamed at the end. Creating one first sweeps the
+//! signal's watcher removes it, locked so that no sweep takes it for a dead
+//! process's, and put in place the same way at the end. Creating one first sweeps the
 //! directory of temporary files whose flexio process died.
 
 use std::ffi::OsStr;
@@ -31,6 +32,7 @@ use rustix::fs::{AtFlags, FlockOperation, Mode, OFlags, CWD};
 use rustix::io::Errno;
 
 use super::open::process_umask;
+use super::replace::replace;
 use super::temp_name::{sweep_stale, temp_name};
 use crate::cleanup::{self, Tracked};
 use crate::error::{Error, Result};
@@ -145,6 +147,7 @@ impl FileSink {
     /// before the staging directory is renamed, so it needs no temporary
     /// of its own. It is removed again if the flow fails.
     pub fn create_staged(destination: &Path, mode: u32) -> Result<Self> {
+        crate::cleanup::stop_if_dying();
         let label = destination.display().to_string();
         let directory = match destination.parent() {
             Some(parent) if !parent.as_os_str().is_empty() => parent,
@@ -204,7 +207,7 @@ impl FileSink {
         }
         match self.named {
             Some(tracked) => tracked
-                .settle(|temp| rustix::fs::rename(temp, &self.destination).map_err(Into::into))
+                .settle(|temp| replace(temp, &self.destination))
                 .map_err(|e| Error::io("rename", &label, None, e))?,
             None => link_in(
                 self.file.as_fd(),
@@ -286,7 +289,7 @@ fn link_in(
             other => break other?,
         }
     };
-    tracked.settle(|temp| rustix::fs::rename(temp, destination).map_err(Into::into))
+    tracked.settle(|temp| replace(temp, destination))
 }
 
 /// `linkat(2)` of an `O_TMPFILE` descriptor: with `AT_EMPTY_PATH` where
@@ -313,11 +316,12 @@ fn link_unnamed(file: BorrowedFd<'_>, to: &Path) -> rustix::io::Result<()> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use std::io::Write;
 
-    fn names(dir: &Path) -> Vec<String> {
+    /// The names in `dir`, sorted: where a temporary file would show.
+    pub(crate) fn names(dir: &Path) -> Vec<String> {
         let mut names: Vec<_> = std::fs::read_dir(dir)
             .unwrap()
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())

@@ -55,6 +55,64 @@ pub enum ProfileError {
     },
 }
 
+/// Reads a profile's text: a regular file of at most
+/// [`MAX_PROFILE_BYTES`], UTF-8.
+fn read_text(path: &Path) -> Result<String, ProfileError> {
+    let bytes = crate::read_regular_file_capped(path, MAX_PROFILE_BYTES).map_err(|source| {
+        ProfileError::Io {
+            path: path.to_path_buf(),
+            source,
+        }
+    })?;
+    String::from_utf8(bytes).map_err(|_| ProfileError::Corrupt {
+        path: path.to_path_buf(),
+        message: "not UTF-8 text".into(),
+    })
+}
+
+/// `text` less its `[[flow.curve]]` and `[[flow.curve.points]]` tables,
+/// each running from its header to the next table header; `None` when it
+/// has none. A table header is a line whose first non-blank is `[` (a
+/// curve holds no multi-line value that could start a line so, and no `[`
+/// at all otherwise, so a curve is skipped in a few jumps). A curve header
+/// written otherwise (`[[ flow.curve ]]`) is kept, and parsed.
+fn without_curves(text: &str) -> Option<String> {
+    let is_curve = |header: &str| {
+        let name = header.split('#').next().unwrap_or_default().trim();
+        name == "[[flow.curve]]" || name == "[[flow.curve.points]]"
+    };
+    let mut kept = String::with_capacity(text.len() / 8);
+    let (mut section, mut in_curve, mut dropped) = (0, false, false);
+    let mut from = 0;
+    loop {
+        let header = next_header(text, from);
+        if !in_curve {
+            kept.push_str(&text[section..header.unwrap_or(text.len())]);
+        }
+        let Some(start) = header else {
+            return dropped.then_some(kept);
+        };
+        let end = text[start..]
+            .find('\n')
+            .map_or(text.len(), |n| start + n + 1);
+        in_curve = is_curve(&text[start..end]);
+        dropped |= in_curve;
+        (section, from) = (start, end);
+    }
+}
+
+/// Where the next table header at or after `from` (a line start) begins.
+fn next_header(text: &str, mut from: usize) -> Option<usize> {
+    loop {
+        let bracket = from + text[from..].find('[')?;
+        let line = text[..bracket].rfind('\n').map_or(0, |n| n + 1);
+        if text[line..bracket].trim().is_empty() {
+            return Some(line);
+        }
+        from = bracket + 1;
+    }
+}
+
 /// Where the profile lives: `$FLEXIO_PROFILE`, else
 /// `$XDG_CONFIG_HOME/flexio/profile.toml`, else
 /// `~/.config/flexio/profile.toml`.
@@ -93,16 +151,33 @@ impl Profile {
     /// assert!(error.to_string().contains("newer"));
     /// ```
     pub fn load(path: &Path) -> Result<Profile, ProfileError> {
-        let io = |source| ProfileError::Io {
-            path: path.to_path_buf(),
-            source,
-        };
-        let bytes = crate::read_regular_file_capped(path, MAX_PROFILE_BYTES).map_err(io)?;
-        let text = String::from_utf8(bytes).map_err(|_| ProfileError::Corrupt {
-            path: path.to_path_buf(),
-            message: "not UTF-8 text".into(),
-        })?;
-        Self::parse(&text, path)
+        Self::parse(&read_text(path)?, path)
+    }
+
+    /// [`Profile::load`] without the measured curves: what `auto` needs
+    /// (the ranges, the tree settings, the fingerprint) at a tenth of the
+    /// cost, since the curves are most of a tuned profile's text and
+    /// parsing TOML is most of the cost of consulting it (every `auto`
+    /// copy does). Where the text without its curves does not parse or
+    /// validate, the whole text is parsed, so errors read as `load`'s.
+    ///
+    /// # Errors
+    /// As [`Profile::load`].
+    ///
+    /// # Examples
+    /// ```
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let path = dir.path().join("profile.toml");
+    /// std::fs::write(&path, "format_version = 99\n").unwrap();
+    /// let error = flexio::profile::Profile::load_decisions(&path).unwrap_err();
+    /// assert!(error.to_string().contains("newer"));
+    /// ```
+    pub fn load_decisions(path: &Path) -> Result<Profile, ProfileError> {
+        let text = read_text(path)?;
+        match without_curves(&text).map(|short| Self::parse(&short, path)) {
+            Some(Ok(profile)) => Ok(profile),
+            _ => Self::parse(&text, path),
+        }
     }
 
     /// Parses profile text; `path` names it in errors.
@@ -116,6 +191,8 @@ impl Profile {
         };
         let value: toml::Table =
             toml::from_str(text).map_err(|e| corrupt(e.message().to_string()))?;
+        // Checked before the typed read, so that a newer format says so
+        // rather than failing on a field it added.
         let version = value
             .get("format_version")
             .and_then(toml::Value::as_integer)
@@ -127,8 +204,9 @@ impl Profile {
                 supported: PROFILE_FORMAT_VERSION,
             });
         }
-        let mut profile: Profile =
-            toml::from_str(text).map_err(|e| corrupt(e.message().to_string()))?;
+        let mut profile: Profile = value
+            .try_into()
+            .map_err(|e: toml::de::Error| corrupt(e.message().to_string()))?;
         profile.path = Some(path.to_path_buf());
         profile
             .validate()
@@ -246,7 +324,79 @@ impl Profile {
 mod tests {
     use super::*;
     use crate::profile::saved::tests::sample_profile;
-    use crate::profile::FlowKind;
+    use crate::profile::{Curve, CurvePoint, FlowKind, FlowProfile};
+
+    fn curve(mechanism: MechanismName) -> Curve {
+        Curve {
+            mechanism,
+            chunk: 1 << 20,
+            queue_depth: 32,
+            pipe_size: 1 << 20,
+            direct: false,
+            points: (12..30)
+                .map(|shift| CurvePoint {
+                    size: 1 << shift,
+                    median_bytes_per_s: 1 << 30,
+                    min_bytes_per_s: 1 << 29,
+                    max_bytes_per_s: 1 << 31,
+                    cpu_ns_per_byte: 0.25,
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn the_decisions_are_the_profile_less_its_curves() {
+        let mut profile = sample_profile();
+        profile.flows[0].curves = vec![curve(MechanismName::ReadWrite)];
+        // A second kind whose range comes after its curve in the text.
+        profile.flows.push(FlowProfile {
+            kind: FlowKind::FileToFileDurable,
+            ranges: profile.flows[0].ranges.clone(),
+            curves: vec![curve(MechanismName::CopyFileRange)],
+        });
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("profile.toml");
+        let text = profile.to_toml();
+        let (curves_first, ranges) = text.rsplit_once("[[flow.range]]").unwrap();
+        // Indented, as TOML allows: still a header that ends a curve.
+        let reordered = format!("{curves_first}\n  [[flow.range]]{ranges}");
+        std::fs::write(&path, &reordered).unwrap();
+        let mut full = Profile::load(&path).unwrap();
+        let decisions = Profile::load_decisions(&path).unwrap();
+        assert_eq!(full.flows[1].curves.len(), 1);
+        assert!(decisions.flows.iter().all(|flow| flow.curves.is_empty()));
+        for flow in &mut full.flows {
+            flow.curves.clear();
+        }
+        assert_eq!(decisions, full);
+        assert!(without_curves(&text).unwrap().len() * 4 < text.len());
+    }
+
+    #[test]
+    fn a_profile_the_filter_would_break_is_read_whole() {
+        let mut profile = sample_profile();
+        profile.flows[0].curves = vec![curve(MechanismName::ReadWrite)];
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("profile.toml");
+        // A value that opens a line with `[` inside a curve: the filter
+        // would cut the curve's table at it and leave a broken text.
+        let text = profile.to_toml().replacen(
+            "[[flow.curve]]\n",
+            "[[flow.curve]]\nnote = [\n[1], [2]]\n",
+            1,
+        );
+        std::fs::write(&path, text).unwrap();
+        assert_eq!(
+            format!("{:?}", Profile::load_decisions(&path)),
+            format!("{:?}", Profile::load(&path))
+        );
+        std::fs::write(&path, "format_version = 1\n[[flow.curve]]\n[oops").unwrap();
+        assert!(matches!(
+            Profile::load_decisions(&path),
+            Err(ProfileError::Corrupt { .. })
+        ));
+    }
 
     #[test]
     fn toml_round_trips_and_lookup_follows_ranges() {

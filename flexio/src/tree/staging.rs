@@ -12,7 +12,7 @@
 //! leaves no file at a final name:
 //!
 //! - SIGINT, SIGTERM, SIGHUP: the staging directory is registered with
-//!   [`crate::cleanup`], whose handler removes it with everything in it;
+//!   [`crate::cleanup`], whose signal watcher removes it with everything in it;
 //! - `kill -9`, a crash: it stays, hidden, and unlocked — the process
 //!   held an `flock(2)` on it, which died with it. The next copy into the
 //!   same parent sweeps staging directories whose process is gone and
@@ -194,15 +194,7 @@ fn rename_no_replace(from: &Path, to: &Path) -> std::io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn names(dir: &Path) -> Vec<String> {
-        let mut names: Vec<_> = std::fs::read_dir(dir)
-            .unwrap()
-            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-            .collect();
-        names.sort();
-        names
-    }
+    use crate::endpoint::file_sink_test_names as names;
 
     #[test]
     fn a_staged_tree_is_hidden_until_put_in_place() {

@@ -202,6 +202,7 @@ impl<'a> Walker<'a> {
         if self.staging_root.as_deref() == Some(target) {
             return Some(true);
         }
+        crate::cleanup::stop_if_dying();
         match rustix::fs::mkdirat(CWD, target, Mode::from_raw_mode(0o700)) {
             Ok(()) => Some(true),
             Err(rustix::io::Errno::EXIST) if target.is_dir() => Some(false),
@@ -309,6 +310,7 @@ impl<'a> Walker<'a> {
             ));
             return Ok(());
         }
+        crate::cleanup::stop_if_dying();
         replace_with(target, |at| {
             rustix::fs::symlinkat(&points_to, CWD, at).map_err(std::io::Error::from)
         })

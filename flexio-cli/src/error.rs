@@ -1,0 +1,99 @@
+//! The command line's one error type: every library's error converts into
+//! it, and `main` alone prints it and turns it into the exit status.
+
+use std::process::ExitCode;
+
+/// What a command can fail with: the error of whichever library it called.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// Moving bytes, planning, profiles, the bench (the engine's errors).
+    #[error(transparent)]
+    Flexio(#[from] flexio::Error),
+    /// Serving, fetching and uploading over HTTP.
+    #[error(transparent)]
+    Net(#[from] flexio_net::Error),
+    /// The block cache, its traces and its simulator.
+    #[error(transparent)]
+    Cache(#[from] flexio_cache::Error),
+}
+
+/// `Result` with the command line's [`Error`].
+pub type Result<T> = std::result::Result<T, Error>;
+
+impl Error {
+    /// Whether the work was described wrongly (bad arguments, an
+    /// unsupported pair, a file onto itself) rather than failing as it ran.
+    pub fn is_usage(&self) -> bool {
+        match self {
+            Error::Flexio(error) => error.is_usage(),
+            Error::Net(error) => error.is_usage(),
+            Error::Cache(error) => !matches!(error, flexio_cache::Error::Io { .. }),
+        }
+    }
+
+    /// The exit status: 2 for a usage error, 1 for a failure at run time,
+    /// as cp and dd.
+    pub fn exit_code(&self) -> ExitCode {
+        ExitCode::from(if self.is_usage() { 2 } else { 1 })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn io() -> std::io::Error {
+        std::io::Error::from(std::io::ErrorKind::NotFound)
+    }
+
+    #[test]
+    fn usage_errors_of_every_library_exit_2_and_the_rest_1() {
+        let usage: [Error; 4] = [
+            flexio::Error::Usage("bad".into()).into(),
+            flexio_net::Error::Usage("bad".into()).into(),
+            flexio_net::Error::Move(flexio::Error::Usage("bad".into())).into(),
+            flexio_cache::Error::Usage("bad".into()).into(),
+        ];
+        for error in &usage {
+            assert!(error.is_usage(), "{error}");
+            assert_eq!(error.exit_code(), ExitCode::from(2), "{error}");
+        }
+        let run_time: [Error; 3] = [
+            flexio::Error::Io {
+                op: "open",
+                endpoint: "a".into(),
+                offset: None,
+                source: io(),
+            }
+            .into(),
+            flexio_net::Error::Protocol {
+                peer: "p".into(),
+                message: "m".into(),
+            }
+            .into(),
+            flexio_cache::Error::Io {
+                op: "read",
+                path: "b".into(),
+                offset: Some(4096),
+                source: io(),
+            }
+            .into(),
+        ];
+        for error in &run_time {
+            assert!(!error.is_usage(), "{error}");
+            assert_eq!(error.exit_code(), ExitCode::from(1), "{error}");
+        }
+    }
+
+    #[test]
+    fn the_message_is_the_library_s_own() {
+        let error: Error = flexio_cache::Error::Io {
+            op: "read",
+            path: "dev".into(),
+            offset: Some(8),
+            source: io(),
+        }
+        .into();
+        assert_eq!(error.to_string(), "read dev at byte 8: entity not found");
+    }
+}
