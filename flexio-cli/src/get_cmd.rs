@@ -50,6 +50,8 @@ pub struct GetArgs {
     json: bool,
     #[command(flatten)]
     tls: crate::tls_args::TlsArgs,
+    #[command(flatten)]
+    shard: crate::shard_args::ShardArgs,
 }
 
 pub(crate) fn rate(text: &str) -> Result<flexio::pace::Rate, String> {
@@ -89,8 +91,15 @@ pub fn run(args: GetArgs) -> Result<(), Error> {
     };
     let (_relay, url) = args.tls.reachable(&args.url, args.timeout)?;
     let path = args.url.split('?').next().unwrap_or_default();
+    let shard = args.shard.resolve()?;
     if path.ends_with('/') {
-        return run_tree(&args, &url, &options);
+        return run_tree(&args, &url, &options, shard);
+    }
+    if shard.is_some() {
+        return Err(Error::Usage(format!(
+            "{}: --shard shares a tree: give a directory URL, ending in /",
+            args.url
+        )));
     }
     let mut report = get(&url, args.dest.as_deref(), &options).unwrap_or_else(|e| fail(e));
     report.url = args.url.clone();
@@ -140,7 +149,12 @@ pub fn run(args: GetArgs) -> Result<(), Error> {
 
 /// `flexio get URL/dir/ [DEST]`: the tree, into DEST or the directory's
 /// name here.
-fn run_tree(args: &GetArgs, url: &str, options: &GetOptions) -> Result<(), Error> {
+fn run_tree(
+    args: &GetArgs,
+    url: &str,
+    options: &GetOptions,
+    shard: Option<(flexio_net::shard::Shard, flexio_net::shard::Split)>,
+) -> Result<(), Error> {
     let destination = match &args.dest {
         Some(dest) => dest.clone(),
         None => {
@@ -160,8 +174,13 @@ fn run_tree(args: &GetArgs, url: &str, options: &GetOptions) -> Result<(), Error
             PathBuf::from(std::ffi::OsStr::from_bytes(&name))
         }
     };
-    let mut report =
-        flexio_net::client::get_tree(url, &destination, options).unwrap_or_else(|e| fail(e));
+    let fetched = match shard {
+        Some((shard, split)) => {
+            flexio_net::client::get_tree_sharded(url, &destination, options, shard, split)
+        }
+        None => flexio_net::client::get_tree(url, &destination, options),
+    };
+    let mut report = fetched.unwrap_or_else(|e| fail(e));
     report.url = args.url.clone();
     if args.json {
         crate::print_stdout(&(serde_json::to_string_pretty(&report).expect("json") + "\n"));
@@ -182,6 +201,21 @@ fn run_tree(args: &GetArgs, url: &str, options: &GetOptions) -> Result<(), Error
         if args.no_verify { "not verified (--no-verify)" } else { "every file fetched BLAKE3-verified" },
         if report.skipped > 0 { format!("; {} special files left out", report.skipped) } else { String::new() },
     ));
+    if let Some(shard) = &report.shard {
+        crate::print_stdout(&format!(
+            "shard {} of {}: {} of the tree's bytes, {} whole files and {} ranges of split files{}\n",
+            shard.index,
+            shard.count,
+            flexio::format_bytes(shard.bytes),
+            shard.whole_files,
+            shard.ranges,
+            if shard.finished_tree && shard.split_files {
+                "; the last shard to finish: symlinks and directory modes set"
+            } else {
+                ""
+            },
+        ));
+    }
     Ok(())
 }
 

@@ -74,3 +74,37 @@ pub fn mkfifo(path: &Path) {
     )
     .unwrap();
 }
+
+/// `flexio serve` killed when the test ends.
+pub struct Serving(pub std::process::Child);
+
+impl Drop for Serving {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Starts `flexio serve DIR` on port 0 and returns its base URL.
+pub fn serve(dir: &std::path::Path, extra: &[&str]) -> (Serving, String) {
+    let mut child = flexio()
+        .arg("serve")
+        .arg(dir)
+        .args(extra)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::BufRead;
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let url = line
+        .split_whitespace()
+        .find(|word| word.starts_with("http://"))
+        .unwrap_or_else(|| panic!("no URL in {line:?}"))
+        .trim_end_matches('/')
+        .to_string();
+    assert!(url.starts_with("http://127.0.0.1:"), "{url}");
+    (Serving(child), url)
+}

@@ -7,6 +7,7 @@
 mod connection;
 mod pieces;
 mod resume;
+mod shard_get;
 mod tar_fetch;
 mod tree;
 mod upload;
@@ -29,6 +30,7 @@ use connection::{Connection, Response};
 use pieces::EarlyHashes;
 use pieces::{receive, Pieces};
 use resume::Partial;
+pub use shard_get::{get_tree_sharded, ShardPart, ShardReport};
 pub use tree::{get_tree, TreeReport};
 pub use upload::{put, put_paced, put_with, PutOptions, PutReport};
 pub use upload_tree::{put_tree, PutTreeReport};
