@@ -310,3 +310,59 @@ fn shard_auto_reads_slurm_and_kubernetes_variables_or_says_what_is_missing() {
     );
     assert!(!out.path().join("neither").exists());
 }
+
+#[test]
+fn four_put_shards_upload_the_tree_once_with_split_files_completed_by_the_server() {
+    let work = tempfile::tempdir().unwrap();
+    let source = work.path().join("t");
+    let total = tree(&source);
+    let token = work.path().join("token");
+    std::fs::write(&token, "shard-token-0123456789abcdef\n").unwrap();
+    let served = tempfile::tempdir().unwrap();
+    let (_server, url) = serve(served.path(), &["--token-file", token.to_str().unwrap()]);
+    let children: Vec<_> = (0..4)
+        .map(|k| {
+            get()
+                .args(["put", "--json", "--streams", "2", "--piece", "1M"])
+                .arg(&source)
+                .arg(format!("{url}/up/"))
+                .arg("--token-file")
+                .arg(&token)
+                .arg("--shard")
+                .arg(format!("{k}/4"))
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let reports: Vec<_> = children
+        .into_iter()
+        .map(|child| json_report(&child.wait_with_output().unwrap()))
+        .collect();
+    let bytes = check_parts(&source, &reports);
+    assert_eq!(bytes.iter().sum::<u64>(), total);
+    let mean = total as f64 / 4.0;
+    assert!(
+        bytes
+            .iter()
+            .all(|b| (*b as f64 - mean).abs() <= 0.10 * mean),
+        "{bytes:?}"
+    );
+    assert!(reports
+        .iter()
+        .any(|r| r["shard"]["ranges"].as_u64() > Some(0)));
+    // Every file, whole, under its name; nothing else (PUT carries no
+    // symlink), no partial upload left.
+    let files = |root: &Path| -> BTreeMap<String, Vec<u8>> {
+        contents(root)
+            .into_iter()
+            .filter(|(name, _)| {
+                std::fs::symlink_metadata(root.join(name))
+                    .unwrap()
+                    .is_file()
+            })
+            .collect()
+    };
+    assert_eq!(files(&source), files(&served.path().join("up")));
+}
