@@ -366,3 +366,52 @@ fn four_put_shards_upload_the_tree_once_with_split_files_completed_by_the_server
     };
     assert_eq!(files(&source), files(&served.path().join("up")));
 }
+
+#[test]
+fn a_shard_killed_mid_range_leaves_no_file_at_its_name_and_its_rerun_completes_the_tree() {
+    let served = tempfile::tempdir().unwrap();
+    let root = served.path().join("t");
+    std::fs::create_dir_all(root.join("d")).unwrap();
+    let big = bytes(7, (8 << 20) + 99);
+    std::fs::write(root.join("d/big"), &big).unwrap();
+    std::fs::write(root.join("small"), b"small").unwrap();
+    let (_server, url) = serve(served.path(), &["--rate-per-client", "2M"]);
+    let out = tempfile::tempdir().unwrap();
+    let dest = out.path().join("shared");
+    let shard = |k: u32| {
+        let mut command = get();
+        command
+            .args(["get", "--json"])
+            .arg(format!("{url}/t/"))
+            .arg(&dest)
+            .args(["--shard", &format!("{k}/2")]);
+        command
+    };
+    // Shard 1 (the second half of `d/big`, at 2 MB/s) killed after a second.
+    let mut killed = shard(1)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1000));
+    killed.kill().unwrap();
+    assert!(!killed.wait().unwrap().success());
+    // Shard 0 finishes its range: the file is not whole, so not at its name.
+    let report = json_report(&shard(0).output().unwrap());
+    assert_eq!(report["shard"]["ranges"], 1);
+    assert_eq!(report["shard"]["finished_tree"], false);
+    assert!(
+        !dest.join("d/big").exists(),
+        "a file with a range missing took its name"
+    );
+    assert!(
+        !hidden_names(&dest).is_empty(),
+        "its partial file and the notes stay"
+    );
+    // Shard 1 again: the file is committed whole and the tree finished.
+    let report = json_report(&shard(1).output().unwrap());
+    assert_eq!(report["shard"]["finished_tree"], true);
+    assert_eq!(std::fs::read(dest.join("d/big")).unwrap(), big);
+    assert_eq!(contents(&root), contents(&dest));
+    assert_eq!(hidden_names(&dest), Vec::<String>::new());
+}
