@@ -52,6 +52,12 @@ pub struct GetArgs {
     tls: crate::tls_args::TlsArgs,
     #[command(flatten)]
     shard: crate::shard_args::ShardArgs,
+    /// Another server holding the same file (repeat for more): pieces are
+    /// fetched from every server at once, each checked against the first
+    /// URL's manifest; a server that fails or sends other bytes is
+    /// dropped and the rest finish.
+    #[arg(long, value_name = "URL")]
+    mirror: Vec<String>,
 }
 
 pub(crate) fn rate(text: &str) -> Result<flexio::pace::Rate, String> {
@@ -92,6 +98,14 @@ pub fn run(args: GetArgs) -> Result<(), Error> {
     let (_relay, url) = args.tls.reachable(&args.url, args.timeout)?;
     let path = args.url.split('?').next().unwrap_or_default();
     let shard = args.shard.resolve()?;
+    if !args.mirror.is_empty() {
+        if path.ends_with('/') || shard.is_some() {
+            return Err(Error::Usage(
+                "--mirror fetches one file (not a tree, not with --shard) in this version".into(),
+            ));
+        }
+        return run_mirrored(&args, url, &options);
+    }
     if path.ends_with('/') {
         return run_tree(&args, &url, &options, shard);
     }
@@ -144,6 +158,58 @@ pub fn run(args: GetArgs) -> Result<(), Error> {
         line += &format!("; {note}");
     }
     crate::print_stdout(&(line + "\n"));
+    Ok(())
+}
+
+/// `flexio get URL --mirror URL2 ... [DEST]`: one file from every server
+/// at once.
+fn run_mirrored(args: &GetArgs, first: String, options: &GetOptions) -> Result<(), Error> {
+    let mut relays = Vec::new();
+    let mut urls = vec![first];
+    for mirror in &args.mirror {
+        let (relay, url) = args.tls.reachable(mirror, args.timeout)?;
+        relays.push(relay);
+        urls.push(url);
+    }
+    let mut report = flexio_net::client::get_mirrored(&urls, args.dest.as_deref(), options)
+        .unwrap_or_else(|e| fail(e));
+    // The URLs as given, not the local ends of TLS relays.
+    report.url = args.url.clone();
+    for (server, given) in report
+        .servers
+        .iter_mut()
+        .zip(std::iter::once(&args.url).chain(&args.mirror))
+    {
+        server.url = given.clone();
+    }
+    if args.json {
+        crate::print_stdout(&(serde_json::to_string_pretty(&report).expect("json") + "\n"));
+        return Ok(());
+    }
+    let seconds = report.wall_ns as f64 / 1e9;
+    let mut text = format!(
+        "{} -> {}: {} in {seconds:.3} s ({}) from {} servers, every piece BLAKE3-verified\n",
+        report.url,
+        report.destination.display(),
+        flexio::format_bytes(report.bytes),
+        flexio::format_rate(report.bytes as f64 / seconds.max(1e-9)),
+        report.servers.len(),
+    );
+    for server in &report.servers {
+        text += &format!(
+            "  {}: {} in {} pieces at {}{}\n",
+            server.url,
+            flexio::format_bytes(server.bytes),
+            server.pieces,
+            flexio::format_rate(server.bytes_per_second),
+            server
+                .dropped
+                .as_ref()
+                .map(|why| format!(", dropped: {why}"))
+                .unwrap_or_default(),
+        );
+    }
+    crate::print_stdout(&text);
     Ok(())
 }
 

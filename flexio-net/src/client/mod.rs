@@ -5,6 +5,7 @@
 //! a manifest (`flexio serve`), each 1 MiB chunk matched its BLAKE3.
 
 mod connection;
+mod mirror;
 mod pieces;
 mod resume;
 mod shard_get;
@@ -28,6 +29,7 @@ use serde::Serialize;
 
 pub use connection::Url;
 use connection::{Connection, Response};
+pub use mirror::{get_mirrored, MirrorReport, MirroredReport};
 use pieces::EarlyHashes;
 use pieces::{receive, Pieces};
 use resume::Partial;

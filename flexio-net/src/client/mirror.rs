@@ -1,0 +1,468 @@
+//! `flexio get URL --mirror URL2 --mirror URL3 DEST`: one file from
+//! several servers holding it at once. The first URL's `?manifest` (a
+//! flexio server) is the truth: its size and the BLAKE3 of every 1 MiB
+//! chunk. The file is cut into pieces of whole chunks; every server gets
+//! `streams` connections, and each connection takes the next piece nobody
+//! took, so a server twice as fast takes about twice the pieces (its rate,
+//! measured as it goes, is reported). Each piece is hashed as soon as it
+//! is written and checked against the manifest, whichever server sent it:
+//! a server that fails or sends other bytes is dropped with a message, its
+//! piece goes back to the queue, and the others finish. With `--resume`,
+//! whole checked pieces are noted in the journal of
+//! [`super::resume::Partial`] and a rerun fetches only the rest.
+
+use std::collections::VecDeque;
+use std::os::fd::BorrowedFd;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::Instant;
+
+use flexio::range::{Mover, NewFile};
+use serde::Serialize;
+
+use super::connection::{Connection, Url};
+use super::pieces::receive;
+use super::resume::Partial;
+use super::{check_space, destination_for, GetOptions};
+use crate::error::{Error, Result};
+use crate::manifest::{hash_chunks, CHUNK_SIZE};
+use crate::ranges::parse_content_range;
+
+/// What one server did in a mirrored get.
+#[derive(Clone, Debug, Serialize)]
+pub struct MirrorReport {
+    /// Its URL.
+    pub url: String,
+    /// Body bytes it sent that were kept (checked against the manifest).
+    pub bytes: u64,
+    /// Pieces it sent that were kept.
+    pub pieces: u64,
+    /// Its rate over the time its connections were receiving, bytes per
+    /// second.
+    pub bytes_per_second: f64,
+    /// Why it was dropped, when it was.
+    pub dropped: Option<String>,
+}
+
+/// What a mirrored get did.
+#[derive(Clone, Debug, Serialize)]
+pub struct MirroredReport {
+    /// The first URL (whose manifest is the truth).
+    pub url: String,
+    /// Where the file now is.
+    pub destination: std::path::PathBuf,
+    /// Its length.
+    pub bytes: u64,
+    /// Bytes an earlier, stopped run had fetched and checked.
+    pub resumed_bytes: u64,
+    /// Each server, the first one first.
+    pub servers: Vec<MirrorReport>,
+    /// Wall time from the manifest to the commit.
+    pub wall_ns: u64,
+}
+
+/// One server's share of the work, as it goes.
+struct Server {
+    url: Url,
+    bytes: AtomicU64,
+    pieces: AtomicU64,
+    busy_ns: AtomicU64,
+    dropped: Mutex<Option<String>>,
+}
+
+impl Server {
+    fn is_dropped(&self) -> bool {
+        self.dropped.lock().unwrap().is_some()
+    }
+
+    fn drop_with(&self, why: String) {
+        let mut dropped = self.dropped.lock().unwrap();
+        if dropped.is_none() {
+            eprintln!(
+                "flexio: dropping {}: {why}; the other servers go on",
+                self.url
+            );
+            *dropped = Some(why);
+        }
+    }
+}
+
+/// Fetches the file at `urls[0]` from every server in `urls` at once
+/// into `destination` (as [`super::get`] names it).
+///
+/// # Errors
+/// [`Error::Usage`] for a bad URL or destination; [`Error::Protocol`]
+/// when the first server offers no manifest of the file, or when every
+/// server was dropped (each reason is in the message); I/O errors of the
+/// destination. Nothing is left at the destination unless the whole file
+/// arrived and matched the manifest.
+///
+/// # Examples
+/// ```no_run
+/// let report = flexio_net::client::get_mirrored(
+///     &["http://10.0.0.1:8080/big.iso".into(), "http://10.0.0.2:8080/big.iso".into()],
+///     None,
+///     &flexio_net::client::GetOptions { streams: 2, ..Default::default() },
+/// )?;
+/// for server in &report.servers {
+///     println!("{}: {} bytes", server.url, server.bytes);
+/// }
+/// # Ok::<(), flexio_net::Error>(())
+/// ```
+pub fn get_mirrored(
+    urls: &[String],
+    destination: Option<&Path>,
+    options: &GetOptions,
+) -> Result<MirroredReport> {
+    let options = &options.with_rate_bucket();
+    let started = Instant::now();
+    let servers: Vec<Server> = urls
+        .iter()
+        .map(|url| {
+            Ok(Server {
+                url: Url::parse(url)?,
+                bytes: AtomicU64::new(0),
+                pieces: AtomicU64::new(0),
+                busy_ns: AtomicU64::new(0),
+                dropped: Mutex::new(None),
+            })
+        })
+        .collect::<Result<_>>()?;
+    let first = servers
+        .first()
+        .ok_or_else(|| Error::Usage("no URL to fetch".into()))?;
+    if first.url.target.contains('?') || first.url.target.ends_with('/') {
+        return Err(Error::Usage(format!(
+            "{}: --mirror fetches one file (no query, not a directory)",
+            first.url
+        )));
+    }
+    let destination = destination_for(&first.url, destination)?;
+    let label = destination.display().to_string();
+    let (total, hashes) = manifest_of(&first.url, options)?;
+    check_space(&destination, total)?;
+    // Whole chunks per piece, so each piece is checked on its own.
+    let piece = options.piece_size.max(CHUNK_SIZE) / CHUNK_SIZE * CHUNK_SIZE;
+    let sink = if options.resume {
+        let version = blake3::hash(hashes.join("").as_bytes()).to_hex();
+        let header = format!("mirrored\t{}\t{total}\t{version}\t{piece}", first.url);
+        Sink::Partial(Partial::open(&destination, &header)?)
+    } else {
+        Sink::New(NewFile::create(&destination, 0o644)?)
+    };
+    let done = match &sink {
+        Sink::Partial(partial) => partial.done.clone(),
+        Sink::New(_) => Default::default(),
+    };
+    let pending: VecDeque<u64> = (0..total)
+        .step_by(piece as usize)
+        .filter(|offset| !done.contains(offset))
+        .collect();
+    let resumed_bytes = total
+        - pending
+            .iter()
+            .map(|offset| (total - offset).min(piece))
+            .sum::<u64>();
+    let work = Work {
+        file: sink.fd(),
+        label: &label,
+        total,
+        piece,
+        hashes: &hashes,
+        queue: Mutex::new(pending),
+        in_flight: AtomicU64::new(0),
+        journal: match &sink {
+            Sink::Partial(partial) => Some(partial),
+            Sink::New(_) => None,
+        },
+        failed: AtomicBool::new(false),
+        options,
+    };
+    let errors = Mutex::new(Vec::new());
+    std::thread::scope(|scope| {
+        for server in &servers {
+            for _ in 0..options.streams.max(1) {
+                scope.spawn(|| {
+                    if let Err(error) = work.serve_from(server) {
+                        errors.lock().unwrap().push(error);
+                    }
+                });
+            }
+        }
+    });
+    let left = work.queue.lock().unwrap().len();
+    if let Some(error) = errors.into_inner().unwrap().into_iter().next() {
+        return Err(sink.fail(error, &label));
+    }
+    if left > 0 {
+        let reasons: Vec<String> = servers
+            .iter()
+            .map(|s| {
+                format!(
+                    "{}: {}",
+                    s.url,
+                    s.dropped.lock().unwrap().clone().unwrap_or_default()
+                )
+            })
+            .collect();
+        let error = Error::protocol(
+            first.url.to_string(),
+            format!(
+                "every server was dropped with {left} pieces left ({})",
+                reasons.join("; ")
+            ),
+        );
+        return Err(sink.fail(error, &label));
+    }
+    sink.commit(total, options.fsync)?;
+    Ok(MirroredReport {
+        url: first.url.to_string(),
+        destination,
+        bytes: total,
+        resumed_bytes,
+        servers: servers
+            .iter()
+            .map(|s| {
+                let bytes = s.bytes.load(Ordering::Relaxed);
+                let busy = s.busy_ns.load(Ordering::Relaxed).max(1) as f64 / 1e9;
+                MirrorReport {
+                    url: s.url.to_string(),
+                    bytes,
+                    pieces: s.pieces.load(Ordering::Relaxed),
+                    bytes_per_second: bytes as f64 / busy,
+                    dropped: s.dropped.lock().unwrap().clone(),
+                }
+            })
+            .collect(),
+        wall_ns: started.elapsed().as_nanos() as u64,
+    })
+}
+
+/// The size and chunk hashes of the file at `url`, from its `?manifest`.
+fn manifest_of(url: &Url, options: &GetOptions) -> Result<(u64, Vec<String>)> {
+    let target = format!("{}?manifest", url.target);
+    let peer = url.with_target(target.clone()).to_string();
+    let mut connection = Connection::open(url, options.timeout)?;
+    connection.send_get(&target, "")?;
+    let manifest = connection.read_manifest(&peer)?;
+    match manifest.entries.as_slice() {
+        [entry]
+            if manifest.chunk_size == CHUNK_SIZE
+                && entry.kind == "file"
+                && entry.blake3.len() as u64 == entry.size.div_ceil(CHUNK_SIZE) =>
+        {
+            Ok((entry.size, entry.blake3.clone()))
+        }
+        _ => Err(Error::protocol(
+            peer,
+            "not the manifest of one file in 1 MiB chunks: --mirror needs the first URL on a flexio server",
+        )),
+    }
+}
+
+/// Where the pieces go.
+enum Sink {
+    New(NewFile),
+    Partial(Partial),
+}
+
+impl Sink {
+    fn fd(&self) -> BorrowedFd<'_> {
+        match self {
+            Sink::New(file) => file.fd(),
+            Sink::Partial(partial) => partial.fd(),
+        }
+    }
+
+    fn commit(self, total: u64, fsync: bool) -> Result<()> {
+        match self {
+            Sink::New(file) => Ok(file.commit(total, fsync)?),
+            Sink::Partial(partial) => partial.commit(total, fsync),
+        }
+    }
+
+    fn fail(self, error: Error, label: &str) -> Error {
+        let what_remains = match &self {
+            Sink::New(_) => format!("nothing was written to {label}"),
+            Sink::Partial(partial) => format!(
+                "the checked pieces are kept in {}: run again with --resume to fetch only the rest",
+                partial.path().display()
+            ),
+        };
+        Error::Stopped {
+            source: Box::new(error),
+            what_remains,
+        }
+    }
+}
+
+/// What every connection to every server shares.
+struct Work<'a> {
+    file: BorrowedFd<'a>,
+    label: &'a str,
+    total: u64,
+    piece: u64,
+    hashes: &'a [String],
+    /// Pieces nobody holds, by first byte; a dropped server's piece comes
+    /// back here.
+    queue: Mutex<VecDeque<u64>>,
+    /// Pieces some connection holds now: while any is, an idle connection
+    /// waits, since it may come back.
+    in_flight: AtomicU64,
+    journal: Option<&'a Partial>,
+    /// A failure of the destination itself: everyone stops.
+    failed: AtomicBool,
+    options: &'a GetOptions,
+}
+
+/// How one piece went.
+enum Outcome {
+    Kept,
+    /// The server failed or lied: it is dropped, the piece goes back.
+    ServerFault(String),
+}
+
+impl Work<'_> {
+    /// One connection's loop on `server`: take a piece, fetch and check
+    /// it, until none is left, the server is dropped or the destination
+    /// failed.
+    fn serve_from(&self, server: &Server) -> Result<()> {
+        let mut connection: Option<Connection> = None;
+        let mut mover = Mover::new();
+        loop {
+            if server.is_dropped() || self.failed.load(Ordering::Relaxed) {
+                return Ok(());
+            }
+            let Some(offset) = self.take() else {
+                return Ok(());
+            };
+            let started = Instant::now();
+            let outcome = self.fetch(server, &mut connection, &mut mover, offset);
+            if let Ok(Outcome::ServerFault(_)) = &outcome {
+                // Back in the queue before it stops counting as held, so
+                // that no connection sees neither and ends.
+                self.queue.lock().unwrap().push_front(offset);
+            }
+            self.in_flight.fetch_sub(1, Ordering::AcqRel);
+            match outcome {
+                Ok(Outcome::Kept) => {
+                    let length = (self.total - offset).min(self.piece);
+                    server.bytes.fetch_add(length, Ordering::Relaxed);
+                    server.pieces.fetch_add(1, Ordering::Relaxed);
+                    server
+                        .busy_ns
+                        .fetch_add(started.elapsed().as_nanos() as u64, Ordering::Relaxed);
+                }
+                Ok(Outcome::ServerFault(why)) => {
+                    server.drop_with(why);
+                    return Ok(());
+                }
+                Err(error) => {
+                    self.failed.store(true, Ordering::Relaxed);
+                    return Err(error);
+                }
+            }
+        }
+    }
+
+    /// The next piece, waiting while others hold pieces that may come
+    /// back; `None` when every piece is done.
+    fn take(&self) -> Option<u64> {
+        loop {
+            if let Some(offset) = {
+                let mut queue = self.queue.lock().unwrap();
+                let next = queue.pop_front();
+                if next.is_some() {
+                    self.in_flight.fetch_add(1, Ordering::AcqRel);
+                }
+                next
+            } {
+                return Some(offset);
+            }
+            if self.in_flight.load(Ordering::Acquire) == 0 || self.failed.load(Ordering::Relaxed) {
+                return None;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+    }
+
+    /// Fetches the piece at `offset` from `server` and checks it; an error
+    /// only for the destination's own failures.
+    fn fetch(
+        &self,
+        server: &Server,
+        connection: &mut Option<Connection>,
+        mover: &mut Mover,
+        offset: u64,
+    ) -> Result<Outcome> {
+        let length = (self.total - offset).min(self.piece);
+        let received = (|| -> Result<()> {
+            let mut open = match connection.take() {
+                Some(open) => open,
+                None => Connection::open(&server.url, self.options.timeout)?,
+            };
+            let last = offset + length - 1;
+            open.send_get(
+                &server.url.target,
+                &format!("Range: bytes={offset}-{last}\r\n"),
+            )?;
+            let response = open.read_response()?;
+            let peer = server.url.to_string();
+            let range = response
+                .header("content-range")
+                .and_then(parse_content_range);
+            if response.status != 206
+                || range != Some((Some((offset, last)), Some(self.total)))
+                || response.content_length(&peer)? != Some(length)
+            {
+                return Err(Error::protocol(
+                    peer,
+                    format!(
+                        "asked for bytes {offset}-{last} of {}, got {} with Content-Range {:?}",
+                        self.total,
+                        response.status,
+                        response.header("content-range")
+                    ),
+                ));
+            }
+            receive(
+                &open,
+                self.file,
+                self.label,
+                offset,
+                length,
+                self.total,
+                self.options,
+                mover,
+            )?;
+            if !response.closes() {
+                *connection = Some(open);
+            }
+            Ok(())
+        })();
+        if let Err(error) = received {
+            return match error {
+                // The destination's own failure ends the get.
+                Error::Io { ref endpoint, .. } if endpoint == self.label => Err(error),
+                other => Ok(Outcome::ServerFault(other.to_string())),
+            };
+        }
+        let first = offset / CHUNK_SIZE;
+        let chunks = first..(offset + length).div_ceil(CHUNK_SIZE);
+        let hashes = hash_chunks(self.file, self.total, chunks)
+            .map_err(|e| Error::io("read", self.label, Some(offset), e))?;
+        for (chunk, hash) in (first..).zip(&hashes) {
+            if self.hashes.get(chunk as usize) != Some(hash) {
+                return Ok(Outcome::ServerFault(format!(
+                    "it sent bytes {}.. that differ from the manifest's BLAKE3 (chunk {chunk})",
+                    chunk * CHUNK_SIZE
+                )));
+            }
+        }
+        if let Some(journal) = self.journal {
+            journal.record(offset)?;
+        }
+        Ok(Outcome::Kept)
+    }
+}
