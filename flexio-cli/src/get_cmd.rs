@@ -268,19 +268,7 @@ fn run_tree(
         if report.skipped > 0 { format!("; {} special files left out", report.skipped) } else { String::new() },
     ));
     if let Some(shard) = &report.shard {
-        crate::print_stdout(&format!(
-            "shard {} of {}: {} of the tree's bytes, {} whole files and {} ranges of split files{}\n",
-            shard.index,
-            shard.count,
-            flexio::format_bytes(shard.bytes),
-            shard.whole_files,
-            shard.ranges,
-            if shard.finished_tree && shard.split_files {
-                "; the last shard to finish: symlinks and directory modes set"
-            } else {
-                ""
-            },
-        ));
+        crate::print_stdout(&crate::shard_args::summary(shard));
     }
     Ok(())
 }

@@ -167,14 +167,7 @@ fn put_tree(
             report.streams
         ));
         if let Some(shard) = &report.shard {
-            crate::print_stdout(&format!(
-                "shard {} of {}: {} of the tree's bytes, {} whole files and {} ranges of split files\n",
-                shard.index,
-                shard.count,
-                flexio::format_bytes(shard.bytes),
-                shard.whole_files,
-                shard.ranges,
-            ));
+            crate::print_stdout(&crate::shard_args::summary(shard));
         }
     }
     if report.failures.is_empty() {

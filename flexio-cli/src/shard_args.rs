@@ -42,3 +42,20 @@ impl ShardArgs {
         Ok(Some((shard, split)))
     }
 }
+
+/// The line saying what a shard took on.
+pub fn summary(shard: &flexio_net::client::ShardReport) -> String {
+    format!(
+        "shard {} of {}: {} of the tree's bytes, {} whole files and {} ranges of split files{}\n",
+        shard.index,
+        shard.count,
+        flexio::format_bytes(shard.bytes),
+        shard.whole_files,
+        shard.ranges,
+        if shard.finished_tree && shard.split_files {
+            "; the last shard to finish: symlinks and directory modes set"
+        } else {
+            ""
+        },
+    )
+}

@@ -11,7 +11,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::process::{Command, Output};
 
-use common::{flexio, json_report, serve, stderr};
+use common::{flexio, json_report, serve, stderr, tree_contents as contents};
 
 /// The variables `--shard auto` reads, removed so that a test run inside
 /// a job array reads only what the test sets.
@@ -69,33 +69,6 @@ fn tree(root: &Path) -> u64 {
     std::os::unix::fs::symlink("big/a", root.join("link")).unwrap();
     std::fs::set_permissions(root.join("big"), std::fs::Permissions::from_mode(0o555)).unwrap();
     total
-}
-
-/// Every entry below `root` as (path, what it is): file bytes, a
-/// symlink's target, a directory's mode.
-fn contents(root: &Path) -> BTreeMap<String, Vec<u8>> {
-    let mut found = BTreeMap::new();
-    let mut stack = vec![root.to_path_buf()];
-    while let Some(dir) = stack.pop() {
-        for entry in std::fs::read_dir(&dir).unwrap() {
-            let path = entry.unwrap().path();
-            let name = path.strip_prefix(root).unwrap().display().to_string();
-            let meta = std::fs::symlink_metadata(&path).unwrap();
-            let what = if meta.file_type().is_symlink() {
-                std::fs::read_link(&path)
-                    .unwrap()
-                    .into_os_string()
-                    .into_encoded_bytes()
-            } else if meta.is_dir() {
-                stack.push(path.clone());
-                format!("dir {:o}", meta.permissions().mode() & 0o777).into_bytes()
-            } else {
-                std::fs::read(&path).unwrap()
-            };
-            found.insert(name, what);
-        }
-    }
-    found
 }
 
 /// Runs shards `0..count` of `url` at once, shard `k` into `dest(k)`.

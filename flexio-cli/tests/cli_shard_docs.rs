@@ -12,7 +12,7 @@ use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use common::{flexio, is_root, serve, stderr, Serving};
+use common::{flexio, is_root, serve, stderr, tree_contents as contents, Serving};
 use serde::Deserialize;
 
 fn docs() -> PathBuf {
@@ -34,32 +34,6 @@ fn tree(root: &Path) {
         .collect();
     std::fs::write(root.join("a/b/big"), big).unwrap();
     std::os::unix::fs::symlink("b/big", root.join("a/link")).unwrap();
-}
-
-/// Every entry below `root`: a file's bytes, a symlink's target, or
-/// "dir"; hidden names included, so a leftover shows.
-fn contents(root: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
-    let mut found = BTreeMap::new();
-    let mut stack = vec![root.to_path_buf()];
-    while let Some(dir) = stack.pop() {
-        for entry in std::fs::read_dir(&dir).unwrap() {
-            let path = entry.unwrap().path();
-            let meta = std::fs::symlink_metadata(&path).unwrap();
-            let what = if meta.file_type().is_symlink() {
-                std::fs::read_link(&path)
-                    .unwrap()
-                    .into_os_string()
-                    .into_encoded_bytes()
-            } else if meta.is_dir() {
-                stack.push(path.clone());
-                b"dir".to_vec()
-            } else {
-                std::fs::read(&path).unwrap()
-            };
-            found.insert(path.strip_prefix(root).unwrap().to_path_buf(), what);
-        }
-    }
-    found
 }
 
 /// `flexio` as the script and the pod call it: by name, from PATH.

@@ -24,7 +24,7 @@ use serde::Serialize;
 use super::connection::{Connection, Url};
 use super::pieces::receive;
 use super::resume::Partial;
-use super::{check_space, destination_for, GetOptions};
+use super::{check_space, destination_for, GetOptions, Sink};
 use crate::error::{Error, Result};
 use crate::manifest::{hash_chunks, CHUNK_SIZE};
 use crate::ranges::parse_content_range;
@@ -151,10 +151,7 @@ pub fn get_mirrored(
     } else {
         Sink::New(NewFile::create(&destination, 0o644)?)
     };
-    let done = match &sink {
-        Sink::Partial(partial) => partial.done.clone(),
-        Sink::New(_) => Default::default(),
-    };
+    let done = sink.done();
     let pending: VecDeque<u64> = (0..total)
         .step_by(piece as usize)
         .filter(|offset| !done.contains(offset))
@@ -172,10 +169,7 @@ pub fn get_mirrored(
         hashes: &hashes,
         queue: Mutex::new(pending),
         in_flight: AtomicU64::new(0),
-        journal: match &sink {
-            Sink::Partial(partial) => Some(partial),
-            Sink::New(_) => None,
-        },
+        journal: sink.journal(),
         failed: AtomicBool::new(false),
         options,
     };
@@ -258,42 +252,6 @@ fn manifest_of(url: &Url, options: &GetOptions) -> Result<(u64, Vec<String>)> {
             peer,
             "not the manifest of one file in 1 MiB chunks: --mirror needs the first URL on a flexio server",
         )),
-    }
-}
-
-/// Where the pieces go.
-enum Sink {
-    New(NewFile),
-    Partial(Partial),
-}
-
-impl Sink {
-    fn fd(&self) -> BorrowedFd<'_> {
-        match self {
-            Sink::New(file) => file.fd(),
-            Sink::Partial(partial) => partial.fd(),
-        }
-    }
-
-    fn commit(self, total: u64, fsync: bool) -> Result<()> {
-        match self {
-            Sink::New(file) => Ok(file.commit(total, fsync)?),
-            Sink::Partial(partial) => partial.commit(total, fsync),
-        }
-    }
-
-    fn fail(self, error: Error, label: &str) -> Error {
-        let what_remains = match &self {
-            Sink::New(_) => format!("nothing was written to {label}"),
-            Sink::Partial(partial) => format!(
-                "the checked pieces are kept in {}: run again with --resume to fetch only the rest",
-                partial.path().display()
-            ),
-        };
-        Error::Stopped {
-            source: Box::new(error),
-            what_remains,
-        }
     }
 }
 

@@ -49,8 +49,8 @@ use serde::Serialize;
 use super::connection::{Connection, Url};
 use super::pieces::receive;
 use super::tree::{
-    existing, fetch_file, fetch_manifest, finish_tree, join_label, make_directory, parent_of,
-    set_mtime, Fetched, Kind, Planned, TreeReport,
+    existing, fetch_file, fetch_manifest, finish_tree, join_label, make_directory,
+    open_destination, parent_of, set_mtime, Fetched, Kind, Planned, TreeReport,
 };
 use super::GetOptions;
 use crate::error::{Error, Result};
@@ -150,17 +150,7 @@ pub fn get_tree_sharded(
     let mut connection = Connection::open(&url, options.timeout)?;
     let (planned, skipped) = fetch_manifest(&mut connection, &url)?;
     let label = destination.display().to_string();
-    match std::fs::create_dir(destination) {
-        Ok(()) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && destination.is_dir() => {}
-        Err(e) => return Err(Error::io("mkdir", &label, None, e)),
-    }
-    let root = rustix::fs::open(
-        destination,
-        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
-        Mode::empty(),
-    )
-    .map_err(|e| Error::io("open", &label, None, e))?;
+    let root = open_destination(destination, &label)?;
     let coordination = match split {
         Split::Ranges => Some(Coordination::open(&root, &planned, shard, &label)?),
         Split::WholeFiles => None,

@@ -119,17 +119,7 @@ pub fn get_tree(url: &str, destination: &Path, options: &GetOptions) -> Result<T
     let mut connection = Connection::open(&url, options.timeout)?;
     let planned = fetch_manifest(&mut connection, &url)?;
     let label = destination.display().to_string();
-    match std::fs::create_dir(destination) {
-        Ok(()) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && destination.is_dir() => {}
-        Err(e) => return Err(Error::io("mkdir", &label, None, e)),
-    }
-    let root = rustix::fs::open(
-        destination,
-        rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::DIRECTORY | rustix::fs::OFlags::CLOEXEC,
-        Mode::empty(),
-    )
-    .map_err(|e| Error::io("open", &label, None, e))?;
+    let root = open_destination(destination, &label)?;
     let mut report = TreeReport {
         url: url.to_string(),
         destination: destination.to_path_buf(),
@@ -227,6 +217,22 @@ pub fn get_tree(url: &str, destination: &Path, options: &GetOptions) -> Result<T
     report.symlinks = finish_tree(&root, &planned, &label)?;
     report.wall_ns = started.elapsed().as_nanos() as u64;
     Ok(report)
+}
+
+/// The destination directory, made if missing (or made meanwhile by
+/// another get into it), opened.
+pub(super) fn open_destination(destination: &Path, label: &str) -> Result<OwnedFd> {
+    match std::fs::create_dir(destination) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && destination.is_dir() => {}
+        Err(e) => return Err(Error::io("mkdir", label, None, e)),
+    }
+    rustix::fs::open(
+        destination,
+        rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::DIRECTORY | rustix::fs::OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .map_err(|e| Error::io("open", label, None, e))
 }
 
 /// Fetches and checks the manifest; the entries to make and the count
