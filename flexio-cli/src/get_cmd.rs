@@ -98,16 +98,24 @@ pub fn run(args: GetArgs) -> Result<(), Error> {
     let (_relay, url) = args.tls.reachable(&args.url, args.timeout)?;
     let path = args.url.split('?').next().unwrap_or_default();
     let shard = args.shard.resolve()?;
-    if !args.mirror.is_empty() {
-        if path.ends_with('/') || shard.is_some() {
-            return Err(Error::Usage(
-                "--mirror fetches one file (not a tree, not with --shard) in this version".into(),
-            ));
-        }
-        return run_mirrored(&args, url, &options);
+    if !args.mirror.is_empty() && shard.is_some() {
+        return Err(Error::Usage(
+            "--mirror and --shard do not go together in this version".into(),
+        ));
+    }
+    // The mirrors' URLs (through TLS relays kept until the end).
+    let mut relays = Vec::new();
+    let mut urls = vec![url.clone()];
+    for mirror in &args.mirror {
+        let (relay, url) = args.tls.reachable(mirror, args.timeout)?;
+        relays.push(relay);
+        urls.push(url);
     }
     if path.ends_with('/') {
-        return run_tree(&args, &url, &options, shard);
+        return run_tree(&args, &urls, &options, shard);
+    }
+    if !args.mirror.is_empty() {
+        return run_mirrored(&args, &urls, &options);
     }
     if shard.is_some() {
         return Err(Error::Usage(format!(
@@ -163,25 +171,11 @@ pub fn run(args: GetArgs) -> Result<(), Error> {
 
 /// `flexio get URL --mirror URL2 ... [DEST]`: one file from every server
 /// at once.
-fn run_mirrored(args: &GetArgs, first: String, options: &GetOptions) -> Result<(), Error> {
-    let mut relays = Vec::new();
-    let mut urls = vec![first];
-    for mirror in &args.mirror {
-        let (relay, url) = args.tls.reachable(mirror, args.timeout)?;
-        relays.push(relay);
-        urls.push(url);
-    }
-    let mut report = flexio_net::client::get_mirrored(&urls, args.dest.as_deref(), options)
+fn run_mirrored(args: &GetArgs, urls: &[String], options: &GetOptions) -> Result<(), Error> {
+    let mut report = flexio_net::client::get_mirrored(urls, args.dest.as_deref(), options)
         .unwrap_or_else(|e| fail(e));
-    // The URLs as given, not the local ends of TLS relays.
     report.url = args.url.clone();
-    for (server, given) in report
-        .servers
-        .iter_mut()
-        .zip(std::iter::once(&args.url).chain(&args.mirror))
-    {
-        server.url = given.clone();
-    }
+    as_given(args, &mut report.servers);
     if args.json {
         crate::print_stdout(&(serde_json::to_string_pretty(&report).expect("json") + "\n"));
         return Ok(());
@@ -195,7 +189,23 @@ fn run_mirrored(args: &GetArgs, first: String, options: &GetOptions) -> Result<(
         flexio::format_rate(report.bytes as f64 / seconds.max(1e-9)),
         report.servers.len(),
     );
-    for server in &report.servers {
+    text += &servers_lines(&report.servers);
+    crate::print_stdout(&text);
+    Ok(())
+}
+
+/// The servers' URLs as given, not the local ends of TLS relays.
+fn as_given(args: &GetArgs, servers: &mut [flexio_net::client::MirrorReport]) {
+    let given = std::iter::once(&args.url).chain(&args.mirror);
+    for (server, url) in servers.iter_mut().zip(given) {
+        server.url = url.clone();
+    }
+}
+
+/// A line per server of a mirrored get.
+fn servers_lines(servers: &[flexio_net::client::MirrorReport]) -> String {
+    let mut text = String::new();
+    for server in servers {
         text += &format!(
             "  {}: {} in {} pieces at {}{}\n",
             server.url,
@@ -209,15 +219,14 @@ fn run_mirrored(args: &GetArgs, first: String, options: &GetOptions) -> Result<(
                 .unwrap_or_default(),
         );
     }
-    crate::print_stdout(&text);
-    Ok(())
+    text
 }
 
 /// `flexio get URL/dir/ [DEST]`: the tree, into DEST or the directory's
 /// name here.
 fn run_tree(
     args: &GetArgs,
-    url: &str,
+    urls: &[String],
     options: &GetOptions,
     shard: Option<(flexio_net::shard::Shard, flexio_net::shard::Split)>,
 ) -> Result<(), Error> {
@@ -240,13 +249,18 @@ fn run_tree(
             PathBuf::from(std::ffi::OsStr::from_bytes(&name))
         }
     };
+    let url = &urls[0];
     let fetched = match shard {
         Some((shard, split)) => {
             flexio_net::client::get_tree_sharded(url, &destination, options, shard, split)
         }
+        None if urls.len() > 1 => {
+            flexio_net::client::get_tree_mirrored(urls, &destination, options)
+        }
         None => flexio_net::client::get_tree(url, &destination, options),
     };
     let mut report = fetched.unwrap_or_else(|e| fail(e));
+    as_given(args, &mut report.servers);
     report.url = args.url.clone();
     if args.json {
         crate::print_stdout(&(serde_json::to_string_pretty(&report).expect("json") + "\n"));
@@ -270,6 +284,7 @@ fn run_tree(
     if let Some(shard) = &report.shard {
         crate::print_stdout(&crate::shard_args::summary(shard));
     }
+    crate::print_stdout(&servers_lines(&report.servers));
     Ok(())
 }
 

@@ -118,3 +118,43 @@ fn a_mirrored_get_stopped_midway_resumes_with_the_checked_pieces_it_kept() {
         "partial file and journal removed"
     );
 }
+
+#[test]
+fn a_tree_from_a_lying_mirror_and_an_honest_one_arrives_right_and_the_liar_is_dropped() {
+    let (honest, liar) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    for (root, seed) in [(honest.path(), 0u8), (liar.path(), 0x33)] {
+        std::fs::create_dir_all(root.join("t/sub")).unwrap();
+        // The liar's large file differs in every chunk; the small ones
+        // are the same on both.
+        std::fs::write(root.join("t/sub/big.bin"), data(seed, (8 << 20) + 3)).unwrap();
+        for i in 0..5u8 {
+            std::fs::write(
+                root.join(format!("t/small{i}")),
+                data(i, 1000 + usize::from(i)),
+            )
+            .unwrap();
+        }
+        std::os::unix::fs::symlink("sub/big.bin", root.join("t/link")).unwrap();
+    }
+    let pace = ["--rate-per-client", "16M"];
+    let (_h, url_h) = serve(honest.path(), &pace);
+    let (_l, url_l) = serve(liar.path(), &pace);
+    let out = tempfile::tempdir().unwrap();
+    let output = flexio()
+        .args(["get", "--json", "--streams", "2", "--piece-size", "1MiB"])
+        .arg(format!("{url_h}/t/"))
+        .args(["--mirror", &format!("{url_l}/t/")])
+        .arg(out.path().join("t"))
+        .output()
+        .unwrap();
+    let report = json_report(&output);
+    assert_eq!(
+        common::tree_contents(&honest.path().join("t")),
+        common::tree_contents(&out.path().join("t"))
+    );
+    let servers = report["servers"].as_array().unwrap();
+    assert!(servers[0]["dropped"].is_null(), "{:?}", servers[0]);
+    let why = servers[1]["dropped"].as_str().unwrap_or_default();
+    assert!(why.contains("BLAKE3"), "the liar: {:?}", servers[1]);
+    assert!(stderr(&output).contains("dropping"), "{}", stderr(&output));
+}

@@ -63,8 +63,8 @@ pub struct MirroredReport {
 }
 
 /// One server's share of the work, as it goes.
-struct Server {
-    url: Url,
+pub(super) struct Server {
+    pub(super) url: Url,
     bytes: AtomicU64,
     pieces: AtomicU64,
     busy_ns: AtomicU64,
@@ -117,18 +117,7 @@ pub fn get_mirrored(
 ) -> Result<MirroredReport> {
     let options = &options.with_rate_bucket();
     let started = Instant::now();
-    let servers: Vec<Server> = urls
-        .iter()
-        .map(|url| {
-            Ok(Server {
-                url: Url::parse(url)?,
-                bytes: AtomicU64::new(0),
-                pieces: AtomicU64::new(0),
-                busy_ns: AtomicU64::new(0),
-                dropped: Mutex::new(None),
-            })
-        })
-        .collect::<Result<_>>()?;
+    let servers = servers_of(urls)?;
     let first = servers
         .first()
         .ok_or_else(|| Error::Usage("no URL to fetch".into()))?;
@@ -142,8 +131,7 @@ pub fn get_mirrored(
     let label = destination.display().to_string();
     let (total, hashes) = manifest_of(&first.url, options)?;
     check_space(&destination, total)?;
-    // Whole chunks per piece, so each piece is checked on its own.
-    let piece = options.piece_size.max(CHUNK_SIZE) / CHUNK_SIZE * CHUNK_SIZE;
+    let piece = piece_size(options);
     let sink = if options.resume {
         let version = blake3::hash(hashes.join("").as_bytes()).to_hex();
         let header = format!("mirrored\t{}\t{total}\t{version}\t{piece}", first.url);
@@ -162,6 +150,7 @@ pub fn get_mirrored(
             .map(|offset| (total - offset).min(piece))
             .sum::<u64>();
     let work = Work {
+        suffix: "",
         file: sink.fd(),
         label: &label,
         total,
@@ -173,40 +162,7 @@ pub fn get_mirrored(
         failed: AtomicBool::new(false),
         options,
     };
-    let errors = Mutex::new(Vec::new());
-    std::thread::scope(|scope| {
-        for server in &servers {
-            for _ in 0..options.streams.max(1) {
-                scope.spawn(|| {
-                    if let Err(error) = work.serve_from(server) {
-                        errors.lock().unwrap().push(error);
-                    }
-                });
-            }
-        }
-    });
-    let left = work.queue.lock().unwrap().len();
-    if let Some(error) = errors.into_inner().unwrap().into_iter().next() {
-        return Err(sink.fail(error, &label));
-    }
-    if left > 0 {
-        let reasons: Vec<String> = servers
-            .iter()
-            .map(|s| {
-                format!(
-                    "{}: {}",
-                    s.url,
-                    s.dropped.lock().unwrap().clone().unwrap_or_default()
-                )
-            })
-            .collect();
-        let error = Error::protocol(
-            first.url.to_string(),
-            format!(
-                "every server was dropped with {left} pieces left ({})",
-                reasons.join("; ")
-            ),
-        );
+    if let Err(error) = work.run(&servers) {
         return Err(sink.fail(error, &label));
     }
     sink.commit(total, options.fsync)?;
@@ -215,22 +171,47 @@ pub fn get_mirrored(
         destination,
         bytes: total,
         resumed_bytes,
-        servers: servers
-            .iter()
-            .map(|s| {
-                let bytes = s.bytes.load(Ordering::Relaxed);
-                let busy = s.busy_ns.load(Ordering::Relaxed).max(1) as f64 / 1e9;
-                MirrorReport {
-                    url: s.url.to_string(),
-                    bytes,
-                    pieces: s.pieces.load(Ordering::Relaxed),
-                    bytes_per_second: bytes as f64 / busy,
-                    dropped: s.dropped.lock().unwrap().clone(),
-                }
-            })
-            .collect(),
+        servers: reports(&servers),
         wall_ns: started.elapsed().as_nanos() as u64,
     })
+}
+
+/// Whole chunks per piece, so each piece is checked on its own.
+pub(super) fn piece_size(options: &GetOptions) -> u64 {
+    options.piece_size.max(CHUNK_SIZE) / CHUNK_SIZE * CHUNK_SIZE
+}
+
+/// The servers at `urls`, none dropped yet.
+pub(super) fn servers_of(urls: &[String]) -> Result<Vec<Server>> {
+    urls.iter()
+        .map(|url| {
+            Ok(Server {
+                url: Url::parse(url)?,
+                bytes: AtomicU64::new(0),
+                pieces: AtomicU64::new(0),
+                busy_ns: AtomicU64::new(0),
+                dropped: Mutex::new(None),
+            })
+        })
+        .collect()
+}
+
+/// What each server did.
+pub(super) fn reports(servers: &[Server]) -> Vec<MirrorReport> {
+    servers
+        .iter()
+        .map(|s| {
+            let bytes = s.bytes.load(Ordering::Relaxed);
+            let busy = s.busy_ns.load(Ordering::Relaxed).max(1) as f64 / 1e9;
+            MirrorReport {
+                url: s.url.to_string(),
+                bytes,
+                pieces: s.pieces.load(Ordering::Relaxed),
+                bytes_per_second: bytes as f64 / busy,
+                dropped: s.dropped.lock().unwrap().clone(),
+            }
+        })
+        .collect()
 }
 
 /// The size and chunk hashes of the file at `url`, from its `?manifest`.
@@ -255,23 +236,26 @@ fn manifest_of(url: &Url, options: &GetOptions) -> Result<(u64, Vec<String>)> {
     }
 }
 
-/// What every connection to every server shares.
-struct Work<'a> {
-    file: BorrowedFd<'a>,
-    label: &'a str,
-    total: u64,
-    piece: u64,
-    hashes: &'a [String],
+/// What every connection to every server shares, for one file.
+pub(super) struct Work<'a> {
+    /// The file's path below each server's URL (percent-encoded), or
+    /// nothing when the URLs are the file's.
+    pub(super) suffix: &'a str,
+    pub(super) file: BorrowedFd<'a>,
+    pub(super) label: &'a str,
+    pub(super) total: u64,
+    pub(super) piece: u64,
+    pub(super) hashes: &'a [String],
     /// Pieces nobody holds, by first byte; a dropped server's piece comes
     /// back here.
-    queue: Mutex<VecDeque<u64>>,
+    pub(super) queue: Mutex<VecDeque<u64>>,
     /// Pieces some connection holds now: while any is, an idle connection
     /// waits, since it may come back.
-    in_flight: AtomicU64,
-    journal: Option<&'a Partial>,
+    pub(super) in_flight: AtomicU64,
+    pub(super) journal: Option<&'a Partial>,
     /// A failure of the destination itself: everyone stops.
-    failed: AtomicBool,
-    options: &'a GetOptions,
+    pub(super) failed: AtomicBool,
+    pub(super) options: &'a GetOptions,
 }
 
 /// How one piece went.
@@ -282,6 +266,50 @@ enum Outcome {
 }
 
 impl Work<'_> {
+    /// Every server's connections fetching pieces until none is left.
+    ///
+    /// # Errors
+    /// The destination's own failure, or [`Error::Protocol`] when every
+    /// server was dropped with pieces left (each reason given).
+    pub(super) fn run(&self, servers: &[Server]) -> Result<()> {
+        let errors = Mutex::new(Vec::new());
+        std::thread::scope(|scope| {
+            for server in servers.iter().filter(|s| !s.is_dropped()) {
+                for _ in 0..self.options.streams.max(1) {
+                    scope.spawn(|| {
+                        if let Err(error) = self.serve_from(server) {
+                            errors.lock().unwrap().push(error);
+                        }
+                    });
+                }
+            }
+        });
+        if let Some(error) = errors.into_inner().unwrap().into_iter().next() {
+            return Err(error);
+        }
+        let left = self.queue.lock().unwrap().len();
+        if left == 0 {
+            return Ok(());
+        }
+        let reasons: Vec<String> = servers
+            .iter()
+            .map(|s| {
+                format!(
+                    "{}: {}",
+                    s.url,
+                    s.dropped.lock().unwrap().clone().unwrap_or_default()
+                )
+            })
+            .collect();
+        Err(Error::protocol(
+            self.label,
+            format!(
+                "every server was dropped with {left} pieces left ({})",
+                reasons.join("; ")
+            ),
+        ))
+    }
+
     /// One connection's loop on `server`: take a piece, fetch and check
     /// it, until none is left, the server is dropped or the destination
     /// failed.
@@ -361,12 +389,10 @@ impl Work<'_> {
                 None => Connection::open(&server.url, self.options.timeout)?,
             };
             let last = offset + length - 1;
-            open.send_get(
-                &server.url.target,
-                &format!("Range: bytes={offset}-{last}\r\n"),
-            )?;
+            let target = format!("{}{}", server.url.target, self.suffix);
+            open.send_get(&target, &format!("Range: bytes={offset}-{last}\r\n"))?;
             let response = open.read_response()?;
-            let peer = server.url.to_string();
+            let peer = server.url.with_target(target).to_string();
             let range = response
                 .header("content-range")
                 .and_then(parse_content_range);

@@ -6,6 +6,7 @@
 
 mod connection;
 mod mirror;
+mod mirror_tree;
 mod pieces;
 mod resume;
 mod shard_get;
@@ -30,6 +31,7 @@ use serde::Serialize;
 pub use connection::Url;
 use connection::{Connection, Response};
 pub use mirror::{get_mirrored, MirrorReport, MirroredReport};
+pub use mirror_tree::get_tree_mirrored;
 use pieces::EarlyHashes;
 use pieces::{receive, Pieces};
 use resume::Partial;

@@ -675,7 +675,7 @@ impl SharedFile<'_> {
 
 /// `Some(Unchanged)` when a regular file with the manifest's size and
 /// mtime is already at `name` (fetched by an earlier run).
-fn unchanged(
+pub(super) fn unchanged(
     parent: &OwnedFd,
     name: &[u8],
     entry: &Planned,

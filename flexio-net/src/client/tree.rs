@@ -64,6 +64,9 @@ pub struct TreeReport {
     pub streams: usize,
     /// Wall time, manifest to last link.
     pub wall_ns: u64,
+    /// Each server's share, with `--mirror`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub servers: Vec<super::MirrorReport>,
     /// This get's part of the tree, with `--shard`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub shard: Option<super::shard_get::ShardReport>,
