@@ -58,6 +58,21 @@ pub struct GetArgs {
     /// dropped and the rest finish.
     #[arg(long, value_name = "URL")]
     mirror: Vec<String>,
+    /// Serve the file onward at this address while it arrives (a link of
+    /// a chain): a downstream get of bytes not yet here waits for them.
+    #[arg(long, value_name = "ADDR")]
+    serve: Option<std::net::SocketAddr>,
+    /// With --serve: a non-loopback address is meant.
+    #[arg(long, requires = "serve")]
+    public: bool,
+    /// With --serve: where to resume from when the URL's host drops out
+    /// (its upstream, then that one's...), in order.
+    #[arg(long, value_name = "URL", requires = "serve")]
+    upstream: Vec<String>,
+    /// With --serve: once the file is whole, serve on until no downstream
+    /// connection has been open for this long.
+    #[arg(long, value_parser = duration, default_value = "10s", requires = "serve")]
+    linger: Duration,
 }
 
 pub(crate) fn rate(text: &str) -> Result<flexio::pace::Rate, String> {
@@ -98,6 +113,12 @@ pub fn run(args: GetArgs) -> Result<(), Error> {
     let (_relay, url) = args.tls.reachable(&args.url, args.timeout)?;
     let path = args.url.split('?').next().unwrap_or_default();
     let shard = args.shard.resolve()?;
+    if args.serve.is_some() && (path.ends_with('/') || shard.is_some() || !args.mirror.is_empty()) {
+        return Err(Error::Usage(
+            "--serve relays one file (not a tree, not with --shard or --mirror) in this version"
+                .into(),
+        ));
+    }
     if !args.mirror.is_empty() && shard.is_some() {
         return Err(Error::Usage(
             "--mirror and --shard do not go together in this version".into(),
@@ -106,10 +127,13 @@ pub fn run(args: GetArgs) -> Result<(), Error> {
     // The mirrors' URLs (through TLS relays kept until the end).
     let mut relays = Vec::new();
     let mut urls = vec![url.clone()];
-    for mirror in &args.mirror {
+    for mirror in args.mirror.iter().chain(&args.upstream) {
         let (relay, url) = args.tls.reachable(mirror, args.timeout)?;
         relays.push(relay);
         urls.push(url);
+    }
+    if let Some(address) = args.serve {
+        return run_relay(&args, address, &urls, &options);
     }
     if path.ends_with('/') {
         return run_tree(&args, &urls, &options, shard);
@@ -172,17 +196,48 @@ pub fn run(args: GetArgs) -> Result<(), Error> {
 /// `flexio get URL --mirror URL2 ... [DEST]`: one file from every server
 /// at once.
 fn run_mirrored(args: &GetArgs, urls: &[String], options: &GetOptions) -> Result<(), Error> {
-    let mut report = flexio_net::client::get_mirrored(urls, args.dest.as_deref(), options)
+    let report = flexio_net::client::get_mirrored(urls, args.dest.as_deref(), options)
         .unwrap_or_else(|e| fail(e));
+    print_mirrored(args, report, "every piece BLAKE3-verified");
+    Ok(())
+}
+
+/// `flexio get URL --serve ADDR [--upstream URL0]... [DEST]`: a link of a
+/// chain; the first line printed names the URL it serves the file at.
+fn run_relay(
+    args: &GetArgs,
+    address: std::net::SocketAddr,
+    urls: &[String],
+    options: &GetOptions,
+) -> Result<(), Error> {
+    let relay = flexio_net::client::Relay::bind(address, args.public).unwrap_or_else(|e| fail(e));
+    let bound = relay.local_addr().unwrap_or_else(|e| fail(e));
+    let path = args.url.split('?').next().unwrap_or_default();
+    let name = path.rsplit('/').next().unwrap_or_default();
+    crate::print_stdout(&format!("serving onward at http://{bound}/{name}\n"));
+    let _ = std::io::Write::flush(&mut std::io::stdout());
+    let report = relay
+        .fetch_and_serve(urls, args.dest.as_deref(), options, args.linger)
+        .unwrap_or_else(|e| fail(e));
+    print_mirrored(
+        args,
+        report,
+        "every piece BLAKE3-verified, served onward as it arrived",
+    );
+    Ok(())
+}
+
+/// Prints a mirrored or relayed get's report.
+fn print_mirrored(args: &GetArgs, mut report: flexio_net::client::MirroredReport, how: &str) {
     report.url = args.url.clone();
     as_given(args, &mut report.servers);
     if args.json {
         crate::print_stdout(&(serde_json::to_string_pretty(&report).expect("json") + "\n"));
-        return Ok(());
+        return;
     }
     let seconds = report.wall_ns as f64 / 1e9;
     let mut text = format!(
-        "{} -> {}: {} in {seconds:.3} s ({}) from {} servers, every piece BLAKE3-verified\n",
+        "{} -> {}: {} in {seconds:.3} s ({}) from {} servers, {how}\n",
         report.url,
         report.destination.display(),
         flexio::format_bytes(report.bytes),
@@ -191,12 +246,13 @@ fn run_mirrored(args: &GetArgs, urls: &[String], options: &GetOptions) -> Result
     );
     text += &servers_lines(&report.servers);
     crate::print_stdout(&text);
-    Ok(())
 }
 
 /// The servers' URLs as given, not the local ends of TLS relays.
 fn as_given(args: &GetArgs, servers: &mut [flexio_net::client::MirrorReport]) {
-    let given = std::iter::once(&args.url).chain(&args.mirror);
+    let given = std::iter::once(&args.url)
+        .chain(&args.mirror)
+        .chain(&args.upstream);
     for (server, url) in servers.iter_mut().zip(given) {
         server.url = url.clone();
     }

@@ -26,7 +26,7 @@ use super::pieces::receive;
 use super::resume::Partial;
 use super::{check_space, destination_for, GetOptions, Sink};
 use crate::error::{Error, Result};
-use crate::manifest::{hash_chunks, CHUNK_SIZE};
+use crate::manifest::{hash_chunks, ManifestEntry, CHUNK_SIZE};
 use crate::ranges::parse_content_range;
 
 /// What one server did in a mirrored get.
@@ -129,7 +129,8 @@ pub fn get_mirrored(
     }
     let destination = destination_for(&first.url, destination)?;
     let label = destination.display().to_string();
-    let (total, hashes) = manifest_of(&first.url, options)?;
+    let entry = manifest_of(&first.url, options)?;
+    let (total, hashes) = (entry.size, entry.blake3);
     check_space(&destination, total)?;
     let piece = piece_size(options);
     let sink = if options.resume {
@@ -161,6 +162,8 @@ pub fn get_mirrored(
         journal: sink.journal(),
         failed: AtomicBool::new(false),
         options,
+        ordered: false,
+        arrived: None,
     };
     if let Err(error) = work.run(&servers) {
         return Err(sink.fail(error, &label));
@@ -214,8 +217,24 @@ pub(super) fn reports(servers: &[Server]) -> Vec<MirrorReport> {
         .collect()
 }
 
-/// The size and chunk hashes of the file at `url`, from its `?manifest`.
-fn manifest_of(url: &Url, options: &GetOptions) -> Result<(u64, Vec<String>)> {
+/// The manifest entry of the file at the first of `servers` that gives
+/// one (a server that cannot is dropped with why).
+pub(super) fn first_manifest(servers: &[Server], options: &GetOptions) -> Result<ManifestEntry> {
+    let mut last = None;
+    for server in servers {
+        match manifest_of(&server.url, options) {
+            Ok(entry) => return Ok(entry),
+            Err(error) => {
+                server.drop_with(error.to_string());
+                last = Some(error);
+            }
+        }
+    }
+    Err(last.unwrap_or_else(|| Error::Usage("no URL to fetch".into())))
+}
+
+/// The manifest entry of the file at `url`, from its `?manifest`.
+fn manifest_of(url: &Url, options: &GetOptions) -> Result<ManifestEntry> {
     let target = format!("{}?manifest", url.target);
     let peer = url.with_target(target.clone()).to_string();
     let mut connection = Connection::open(url, options.timeout)?;
@@ -227,7 +246,7 @@ fn manifest_of(url: &Url, options: &GetOptions) -> Result<(u64, Vec<String>)> {
                 && entry.kind == "file"
                 && entry.blake3.len() as u64 == entry.size.div_ceil(CHUNK_SIZE) =>
         {
-            Ok((entry.size, entry.blake3.clone()))
+            Ok(entry.clone())
         }
         _ => Err(Error::protocol(
             peer,
@@ -256,6 +275,12 @@ pub(super) struct Work<'a> {
     /// A failure of the destination itself: everyone stops.
     pub(super) failed: AtomicBool,
     pub(super) options: &'a GetOptions,
+    /// Servers in order of preference: one takes pieces only once every
+    /// server before it is dropped (a chain's upstreams), instead of all
+    /// at once.
+    pub(super) ordered: bool,
+    /// Told the first byte of each piece kept (checked), as it is.
+    pub(super) arrived: Option<&'a (dyn Fn(u64) + Sync)>,
 }
 
 /// How one piece went.
@@ -273,12 +298,17 @@ impl Work<'_> {
     /// server was dropped with pieces left (each reason given).
     pub(super) fn run(&self, servers: &[Server]) -> Result<()> {
         let errors = Mutex::new(Vec::new());
+        let errors_ref = &errors;
         std::thread::scope(|scope| {
-            for server in servers.iter().filter(|s| !s.is_dropped()) {
+            for (index, server) in servers.iter().enumerate() {
+                if server.is_dropped() {
+                    continue;
+                }
+                let earlier = &servers[..index];
                 for _ in 0..self.options.streams.max(1) {
-                    scope.spawn(|| {
-                        if let Err(error) = self.serve_from(server) {
-                            errors.lock().unwrap().push(error);
+                    scope.spawn(move || {
+                        if let Err(error) = self.serve_from(server, earlier) {
+                            errors_ref.lock().unwrap().push(error);
                         }
                     });
                 }
@@ -313,12 +343,22 @@ impl Work<'_> {
     /// One connection's loop on `server`: take a piece, fetch and check
     /// it, until none is left, the server is dropped or the destination
     /// failed.
-    fn serve_from(&self, server: &Server) -> Result<()> {
+    fn serve_from(&self, server: &Server, earlier: &[Server]) -> Result<()> {
         let mut connection: Option<Connection> = None;
         let mut mover = Mover::new();
         loop {
             if server.is_dropped() || self.failed.load(Ordering::Relaxed) {
                 return Ok(());
+            }
+            if self.ordered && earlier.iter().any(|s| !s.is_dropped()) {
+                // A standby: in only when those before it are out.
+                if self.queue.lock().unwrap().is_empty()
+                    && self.in_flight.load(Ordering::Acquire) == 0
+                {
+                    return Ok(());
+                }
+                std::thread::sleep(std::time::Duration::from_millis(10));
+                continue;
             }
             let Some(offset) = self.take() else {
                 return Ok(());
@@ -333,6 +373,9 @@ impl Work<'_> {
             self.in_flight.fetch_sub(1, Ordering::AcqRel);
             match outcome {
                 Ok(Outcome::Kept) => {
+                    if let Some(arrived) = self.arrived {
+                        arrived(offset);
+                    }
                     let length = (self.total - offset).min(self.piece);
                     server.bytes.fetch_add(length, Ordering::Relaxed);
                     server.pieces.fetch_add(1, Ordering::Relaxed);

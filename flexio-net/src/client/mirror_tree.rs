@@ -112,6 +112,8 @@ pub fn get_tree_mirrored(
             journal: None,
             failed: AtomicBool::new(false),
             options,
+            ordered: false,
+            arrived: None,
         };
         work.run(&servers)?;
         set_mtime(file.fd(), entry, &shown)?;
