@@ -31,6 +31,10 @@ use crate::error::{Error, Result};
 use crate::manifest::{Manifest, ManifestEntry, CHUNK_SIZE, MANIFEST_SCHEMA_VERSION};
 use crate::ranges::{resolve, RangeAnswer};
 
+/// The most downstream connections a relay serves at once (a thread
+/// each); more are answered 503.
+pub const MAX_DOWNSTREAMS: usize = 64;
+
 /// A chain link's listening socket, bound before the fetch starts (so its
 /// address can be given downstream first).
 pub struct Relay {
@@ -252,7 +256,17 @@ impl Shared<'_> {
             while !self.stop.load(Ordering::Acquire) {
                 match listener.accept() {
                     Ok((stream, _)) => {
-                        self.open_connections.fetch_add(1, Ordering::AcqRel);
+                        if self.open_connections.fetch_add(1, Ordering::AcqRel) >= MAX_DOWNSTREAMS {
+                            let _ = stream.set_nonblocking(false);
+                            let _ = self.answer(
+                                &stream,
+                                503,
+                                "Service Unavailable",
+                                "too many downstream connections",
+                            );
+                            self.open_connections.fetch_sub(1, Ordering::AcqRel);
+                            continue;
+                        }
                         scope.spawn(move || {
                             let _ = self.serve(stream);
                             self.last_close_ns
