@@ -34,7 +34,7 @@
 //! tree in its destination, and finishes it alone.
 
 use std::ffi::OsStr;
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -422,10 +422,9 @@ impl Coordination {
     /// Removes the directory and its markers, once the tree is whole.
     /// Best effort: what stays is hidden and names nothing of the tree.
     fn remove(&self, root: &OwnedFd) {
-        if let Ok(entries) = std::fs::read_dir(format!("/proc/self/fd/{}", {
-            use std::os::fd::AsRawFd;
-            self.directory.as_raw_fd()
-        })) {
+        // Every name in it is one this module made: markers and the lock.
+        let listing = format!("/proc/self/fd/{}", self.directory.as_raw_fd());
+        if let Ok(entries) = std::fs::read_dir(listing) {
             for entry in entries.flatten() {
                 let _ = rustix::fs::unlinkat(&self.directory, entry.file_name(), AtFlags::empty());
             }
