@@ -95,3 +95,39 @@ fn a_chain_of_four_whose_second_host_dies_midway_finishes_right_on_hosts_three_a
     }
     assert!(stderr(&host3).contains("dropping"), "{}", stderr(&host3));
 }
+
+#[test]
+fn a_link_whose_only_upstream_dies_fails_at_once_and_so_does_its_downstream_leaving_nothing() {
+    let data = vec![7u8; 12 << 20];
+    let source = tempfile::tempdir().unwrap();
+    std::fs::write(source.path().join("f.bin"), &data).unwrap();
+    let (host1, base) = serve(source.path(), &["--rate-per-client", "2M"]);
+    let dirs: Vec<_> = (0..2).map(|_| tempfile::tempdir().unwrap()).collect();
+    let (relay, url2) = link(&format!("{base}/f.bin"), &[], &dirs[0].path().join("f.bin"));
+    let downstream = flexio()
+        .args(["get", "--streams", "1"])
+        .arg(&url2)
+        .arg(dirs[1].path().join("f.bin"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(800));
+    let killed_at = std::time::Instant::now();
+    drop(host1);
+    let relay = relay.wait_with_output().unwrap();
+    let downstream = downstream.wait_with_output().unwrap();
+    assert!(!relay.status.success() && !downstream.status.success());
+    assert!(
+        killed_at.elapsed() < std::time::Duration::from_secs(10),
+        "the relay and its downstream did not wait out their timeouts"
+    );
+    assert!(
+        stderr(&relay).contains("every server was dropped"),
+        "{}",
+        stderr(&relay)
+    );
+    for dir in &dirs {
+        assert_eq!(common::names(dir.path()), Vec::<String>::new());
+    }
+}

@@ -88,6 +88,10 @@ struct Shared<'a> {
     manifest: Vec<u8>,
     progress: &'a Progress,
     stop: AtomicBool,
+    /// The downstream connections, to end those still open when the
+    /// relay stops (a failed fetch): a thread reading its next request
+    /// would otherwise hold the end up for its whole timeout.
+    streams: Mutex<std::collections::HashMap<u64, TcpStream>>,
     open_connections: AtomicUsize,
     /// Nanoseconds since `epoch` of the last time a connection closed.
     last_close_ns: AtomicU64,
@@ -199,6 +203,7 @@ impl Relay {
             manifest,
             progress: &progress,
             stop: AtomicBool::new(false),
+            streams: Mutex::new(std::collections::HashMap::new()),
             open_connections: AtomicUsize::new(0),
             last_close_ns: AtomicU64::new(0),
             epoch: Instant::now(),
@@ -230,6 +235,9 @@ impl Relay {
                 shared.linger(linger);
             }
             shared.stop.store(true, Ordering::Release);
+            for (_, stream) in shared.streams.lock().unwrap().drain() {
+                let _ = stream.shutdown(std::net::Shutdown::Both);
+            }
             fetched
         });
         fetched.map_err(|error| Error::Stopped {
@@ -252,6 +260,7 @@ impl Shared<'_> {
     /// Accepts downstream connections, a thread each, until told to stop.
     fn accept(&self, listener: &TcpListener) {
         let _ = listener.set_nonblocking(true);
+        let mut accepted: u64 = 0;
         std::thread::scope(|scope| {
             while !self.stop.load(Ordering::Acquire) {
                 match listener.accept() {
@@ -267,8 +276,14 @@ impl Shared<'_> {
                             self.open_connections.fetch_sub(1, Ordering::AcqRel);
                             continue;
                         }
+                        accepted += 1;
+                        let id = accepted;
+                        if let Ok(clone) = stream.try_clone() {
+                            self.streams.lock().unwrap().insert(id, clone);
+                        }
                         scope.spawn(move || {
                             let _ = self.serve(stream);
+                            self.streams.lock().unwrap().remove(&id);
                             self.last_close_ns
                                 .store(self.epoch.elapsed().as_nanos() as u64, Ordering::Release);
                             self.open_connections.fetch_sub(1, Ordering::AcqRel);
