@@ -50,6 +50,29 @@ pub struct GetArgs {
     json: bool,
     #[command(flatten)]
     tls: crate::tls_args::TlsArgs,
+    #[command(flatten)]
+    shard: crate::shard_args::ShardArgs,
+    /// Another server holding the same file (repeat for more): pieces are
+    /// fetched from every server at once, each checked against the first
+    /// URL's manifest; a server that fails or sends other bytes is
+    /// dropped and the rest finish.
+    #[arg(long, value_name = "URL")]
+    mirror: Vec<String>,
+    /// Serve the file onward at this address while it arrives (a link of
+    /// a chain): a downstream get of bytes not yet here waits for them.
+    #[arg(long, value_name = "ADDR")]
+    serve: Option<std::net::SocketAddr>,
+    /// With --serve: a non-loopback address is meant.
+    #[arg(long, requires = "serve")]
+    public: bool,
+    /// With --serve: where to resume from when the URL's host drops out
+    /// (its upstream, then that one's...), in order.
+    #[arg(long, value_name = "URL", requires = "serve")]
+    upstream: Vec<String>,
+    /// With --serve: once the file is whole, serve on until no downstream
+    /// connection has been open for this long.
+    #[arg(long, value_parser = duration, default_value = "10s", requires = "serve")]
+    linger: Duration,
 }
 
 pub(crate) fn rate(text: &str) -> Result<flexio::pace::Rate, String> {
@@ -82,8 +105,42 @@ pub fn run(args: GetArgs) -> crate::error::Result<()> {
     };
     let (_relay, url) = args.tls.reachable(&args.url, args.timeout)?;
     let path = args.url.split('?').next().unwrap_or_default();
+    let shard = args.shard.resolve()?;
+    if args.serve.is_some() && (path.ends_with('/') || shard.is_some() || !args.mirror.is_empty()) {
+        return Err(Error::Usage(
+            "--serve relays one file (not a tree, not with --shard or --mirror) in this version"
+                .into(),
+        )
+        .into());
+    }
+    if !args.mirror.is_empty() && shard.is_some() {
+        return Err(
+            Error::Usage("--mirror and --shard do not go together in this version".into()).into(),
+        );
+    }
+    // The mirrors' URLs (through TLS relays kept until the end).
+    let mut relays = Vec::new();
+    let mut urls = vec![url.clone()];
+    for mirror in args.mirror.iter().chain(&args.upstream) {
+        let (relay, url) = args.tls.reachable(mirror, args.timeout)?;
+        relays.push(relay);
+        urls.push(url);
+    }
+    if let Some(address) = args.serve {
+        return run_relay(&args, address, &urls, &options);
+    }
     if path.ends_with('/') {
-        return run_tree(&args, &url, &options);
+        return run_tree(&args, &urls, &options, shard);
+    }
+    if !args.mirror.is_empty() {
+        return run_mirrored(&args, &urls, &options);
+    }
+    if shard.is_some() {
+        return Err(Error::Usage(format!(
+            "{}: --shard shares a tree: give a directory URL, ending in /",
+            args.url
+        ))
+        .into());
     }
     let mut report = get(&url, args.dest.as_deref(), &options)?;
     report.url = args.url.clone();
@@ -131,9 +188,96 @@ pub fn run(args: GetArgs) -> crate::error::Result<()> {
     Ok(())
 }
 
+/// `flexio get URL --mirror URL2 ... [DEST]`: one file from every server
+/// at once.
+fn run_mirrored(args: &GetArgs, urls: &[String], options: &GetOptions) -> crate::error::Result<()> {
+    let report = flexio_net::client::get_mirrored(urls, args.dest.as_deref(), options)?;
+    print_mirrored(args, report, "every piece BLAKE3-verified");
+    Ok(())
+}
+
+/// `flexio get URL --serve ADDR [--upstream URL0]... [DEST]`: a link of a
+/// chain; the first line printed names the URL it serves the file at.
+fn run_relay(
+    args: &GetArgs,
+    address: std::net::SocketAddr,
+    urls: &[String],
+    options: &GetOptions,
+) -> crate::error::Result<()> {
+    let relay = flexio_net::client::Relay::bind(address, args.public)?;
+    let bound = relay.local_addr()?;
+    let path = args.url.split('?').next().unwrap_or_default();
+    let name = path.rsplit('/').next().unwrap_or_default();
+    crate::print_stdout(&format!("serving onward at http://{bound}/{name}\n"));
+    let _ = std::io::Write::flush(&mut std::io::stdout());
+    let report = relay.fetch_and_serve(urls, args.dest.as_deref(), options, args.linger)?;
+    print_mirrored(
+        args,
+        report,
+        "every piece BLAKE3-verified, served onward as it arrived",
+    );
+    Ok(())
+}
+
+/// Prints a mirrored or relayed get's report.
+fn print_mirrored(args: &GetArgs, mut report: flexio_net::client::MirroredReport, how: &str) {
+    report.url = args.url.clone();
+    as_given(args, &mut report.servers);
+    if args.json {
+        crate::print_stdout(&(serde_json::to_string_pretty(&report).expect("json") + "\n"));
+        return;
+    }
+    let seconds = report.wall_ns as f64 / 1e9;
+    let mut text = format!(
+        "{} -> {}: {} in {seconds:.3} s ({}) from {} servers, {how}\n",
+        report.url,
+        report.destination.display(),
+        flexio::format_bytes(report.bytes),
+        flexio::format_rate(report.bytes as f64 / seconds.max(1e-9)),
+        report.servers.len(),
+    );
+    text += &servers_lines(&report.servers);
+    crate::print_stdout(&text);
+}
+
+/// The servers' URLs as given, not the local ends of TLS relays.
+fn as_given(args: &GetArgs, servers: &mut [flexio_net::client::MirrorReport]) {
+    let given = std::iter::once(&args.url)
+        .chain(&args.mirror)
+        .chain(&args.upstream);
+    for (server, url) in servers.iter_mut().zip(given) {
+        server.url = url.clone();
+    }
+}
+
+/// A line per server of a mirrored get.
+fn servers_lines(servers: &[flexio_net::client::MirrorReport]) -> String {
+    let mut text = String::new();
+    for server in servers {
+        text += &format!(
+            "  {}: {} in {} pieces at {}{}\n",
+            server.url,
+            flexio::format_bytes(server.bytes),
+            server.pieces,
+            flexio::format_rate(server.bytes_per_second),
+            server
+                .dropped
+                .as_ref()
+                .map(|why| format!(", dropped: {why}"))
+                .unwrap_or_default(),
+        );
+    }
+    text
+}
+
 /// `flexio get URL/dir/ [DEST]`: the tree, into DEST or the directory's
 /// name here.
-fn run_tree(args: &GetArgs, url: &str, options: &GetOptions) -> crate::error::Result<()> {
+fn run_tree(
+    args: &GetArgs,
+    urls: &[String],
+    options: &GetOptions,
+    shard: Option<(flexio_net::shard::Shard, flexio_net::shard::Split)>,
+) -> crate::error::Result<()> {
     let destination = match &args.dest {
         Some(dest) => dest.clone(),
         None => {
@@ -150,7 +294,18 @@ fn run_tree(args: &GetArgs, url: &str, options: &GetOptions) -> crate::error::Re
             PathBuf::from(std::ffi::OsStr::from_bytes(&name))
         }
     };
-    let mut report = flexio_net::client::get_tree(url, &destination, options)?;
+    let url = &urls[0];
+    let fetched = match shard {
+        Some((shard, split)) => {
+            flexio_net::client::get_tree_sharded(url, &destination, options, shard, split)
+        }
+        None if urls.len() > 1 => {
+            flexio_net::client::get_tree_mirrored(urls, &destination, options)
+        }
+        None => flexio_net::client::get_tree(url, &destination, options),
+    };
+    let mut report = fetched?;
+    as_given(args, &mut report.servers);
     report.url = args.url.clone();
     if args.json {
         crate::print_stdout(&(serde_json::to_string_pretty(&report).expect("json") + "\n"));
@@ -171,6 +326,10 @@ fn run_tree(args: &GetArgs, url: &str, options: &GetOptions) -> crate::error::Re
         if args.no_verify { "not verified (--no-verify)" } else { "every file fetched BLAKE3-verified" },
         if report.skipped > 0 { format!("; {} special files left out", report.skipped) } else { String::new() },
     ));
+    if let Some(shard) = &report.shard {
+        crate::print_stdout(&crate::shard_args::summary(shard));
+    }
+    crate::print_stdout(&servers_lines(&report.servers));
     Ok(())
 }
 

@@ -24,6 +24,7 @@ mod profile_cmd;
 mod progress;
 mod put_cmd;
 mod serve_cmd;
+mod shard_args;
 mod tls_args;
 mod tune;
 

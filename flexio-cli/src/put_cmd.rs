@@ -39,6 +39,8 @@ pub struct PutArgs {
     json: bool,
     #[command(flatten)]
     tls: crate::tls_args::TlsArgs,
+    #[command(flatten)]
+    shard: crate::shard_args::ShardArgs,
 }
 
 fn piece_size(text: &str) -> Result<u64, String> {
@@ -87,8 +89,16 @@ pub fn run(args: PutArgs) -> crate::error::Result<()> {
         streams: args.streams,
         piece: args.piece,
     };
+    let shard = args.shard.resolve()?;
     if args.source.is_dir() {
-        return put_tree(&args, &url, &token, &options);
+        return put_tree(&args, &url, &token, &options, shard);
+    }
+    if shard.is_some() {
+        return Err(Error::Usage(format!(
+            "{}: --shard shares a tree: give a directory",
+            args.source.display()
+        ))
+        .into());
     }
     let mut report = flexio_net::client::put_with(&args.source, &url, &token, &options)?;
     report.url = args.url.clone();
@@ -129,13 +139,20 @@ fn put_tree(
     url: &str,
     token: &str,
     options: &flexio_net::client::PutOptions,
+    shard: Option<(flexio_net::shard::Shard, flexio_net::shard::Split)>,
 ) -> crate::error::Result<()> {
     let url = if url.ends_with('/') {
         url.to_string()
     } else {
         format!("{url}/")
     };
-    let mut report = flexio_net::client::put_tree(&args.source, &url, token, options)?;
+    let sent = match shard {
+        Some((shard, split)) => {
+            flexio_net::client::put_tree_sharded(&args.source, &url, token, options, shard, split)
+        }
+        None => flexio_net::client::put_tree(&args.source, &url, token, options),
+    };
+    let mut report = sent?;
     report.url = args.url.clone();
     for failure in &report.failures {
         eprintln!("flexio: {failure}");
@@ -155,6 +172,9 @@ fn put_tree(
             report.wall_ns as f64 / 1e9,
             report.streams
         ));
+        if let Some(shard) = &report.shard {
+            crate::print_stdout(&crate::shard_args::summary(shard));
+        }
     }
     if report.failures.is_empty() {
         Ok(())

@@ -3,44 +3,11 @@
 //! errors, and nothing left behind by a failed get.
 
 use std::io::{BufRead, BufReader};
-use std::process::{Child, Stdio};
+use std::process::Stdio;
 
 mod common;
 
-use common::{flexio, json_report, names, require_root, Tmpfs};
-
-/// `flexio serve` killed when the test ends.
-struct Serving(Child);
-
-impl Drop for Serving {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// Starts `flexio serve DIR` on port 0 and returns its base URL.
-fn serve(dir: &std::path::Path, extra: &[&str]) -> (Serving, String) {
-    let mut child = flexio()
-        .arg("serve")
-        .arg(dir)
-        .args(extra)
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let url = line
-        .split_whitespace()
-        .find(|word| word.starts_with("http://"))
-        .unwrap_or_else(|| panic!("no URL in {line:?}"))
-        .trim_end_matches('/')
-        .to_string();
-    assert!(url.starts_with("http://127.0.0.1:"), "{url}");
-    (Serving(child), url)
-}
+use common::{flexio, json_report, names, require_root, serve, Serving, Tmpfs};
 
 #[test]
 fn serve_then_get_over_four_streams_prints_a_report() {

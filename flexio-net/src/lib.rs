@@ -26,6 +26,7 @@ pub mod manifest;
 pub mod names;
 pub mod ranges;
 pub mod server;
+pub mod shard;
 pub mod signing;
 pub mod tar_stream;
 pub mod tls;

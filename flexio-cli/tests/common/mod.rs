@@ -118,3 +118,68 @@ pub fn wait_at_most(mut child: std::process::Child, limit: std::time::Duration) 
     let _ = child.wait();
     None
 }
+
+/// `flexio serve` killed when the test ends.
+pub struct Serving(pub std::process::Child);
+
+impl Drop for Serving {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Starts `flexio serve DIR` on port 0 and returns its base URL.
+pub fn serve(dir: &std::path::Path, extra: &[&str]) -> (Serving, String) {
+    let mut child = flexio()
+        .arg("serve")
+        .arg(dir)
+        .args(extra)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::BufRead;
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let url = line
+        .split_whitespace()
+        .find(|word| word.starts_with("http://"))
+        .unwrap_or_else(|| panic!("no URL in {line:?}"))
+        .trim_end_matches('/')
+        .to_string();
+    assert!(url.starts_with("http://127.0.0.1:"), "{url}");
+    (Serving(child), url)
+}
+
+/// Every entry below `root` as (path, what it is): file bytes, a
+/// symlink's target, a directory's mode.
+pub fn tree_contents(root: &Path) -> std::collections::BTreeMap<String, Vec<u8>> {
+    let mut found = std::collections::BTreeMap::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            let name = path.strip_prefix(root).unwrap().display().to_string();
+            let meta = std::fs::symlink_metadata(&path).unwrap();
+            let what = if meta.file_type().is_symlink() {
+                std::fs::read_link(&path)
+                    .unwrap()
+                    .into_os_string()
+                    .into_encoded_bytes()
+            } else if meta.is_dir() {
+                stack.push(path.clone());
+                format!(
+                    "dir {:o}",
+                    std::os::unix::fs::PermissionsExt::mode(&meta.permissions()) & 0o777
+                )
+                .into_bytes()
+            } else {
+                std::fs::read(&path).unwrap()
+            };
+            found.insert(name, what);
+        }
+    }
+    found
+}

@@ -5,8 +5,13 @@
 //! a manifest (`flexio serve`), each 1 MiB chunk matched its BLAKE3.
 
 mod connection;
+mod mirror;
+mod mirror_tree;
 mod pieces;
+mod relay;
 mod resume;
+mod shard_get;
+mod shard_put;
 mod tar_fetch;
 mod tree;
 mod upload;
@@ -26,9 +31,14 @@ use serde::Serialize;
 
 pub use connection::Url;
 use connection::{Connection, Response};
+pub use mirror::{get_mirrored, MirrorReport, MirroredReport};
+pub use mirror_tree::get_tree_mirrored;
 use pieces::EarlyHashes;
 use pieces::{receive, Pieces};
+pub use relay::Relay;
 use resume::Partial;
+pub use shard_get::{get_tree_sharded, ShardPart, ShardReport};
+pub use shard_put::put_tree_sharded;
 pub use tree::{get_tree, TreeReport};
 pub use upload::{put, put_paced, put_with, PutOptions, PutReport};
 pub use upload_tree::{put_tree, PutTreeReport};

@@ -64,23 +64,30 @@ pub struct TreeReport {
     pub streams: usize,
     /// Wall time, manifest to last link.
     pub wall_ns: u64,
+    /// Each server's share, with `--mirror`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub servers: Vec<super::MirrorReport>,
+    /// This get's part of the tree, with `--shard`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shard: Option<super::shard_get::ShardReport>,
 }
 
 /// One checked entry.
 pub(super) struct Planned {
     /// Components, each safe.
     pub parts: Vec<Vec<u8>>,
-    kind: Kind,
+    pub kind: Kind,
     pub size: u64,
     pub mode: u32,
-    mtime: i64,
-    mtime_nsec: u32,
-    blake3: Vec<String>,
-    link_target: Vec<u8>,
+    pub mtime: i64,
+    pub mtime_nsec: u32,
+    pub blake3: Vec<String>,
+    pub link_target: Vec<u8>,
 }
 
+/// What a manifest entry is.
 #[derive(PartialEq, Eq)]
-enum Kind {
+pub(super) enum Kind {
     File,
     Directory,
     Symlink,
@@ -115,17 +122,7 @@ pub fn get_tree(url: &str, destination: &Path, options: &GetOptions) -> Result<T
     let mut connection = Connection::open(&url, options.timeout)?;
     let planned = fetch_manifest(&mut connection, &url)?;
     let label = destination.display().to_string();
-    match std::fs::create_dir(destination) {
-        Ok(()) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && destination.is_dir() => {}
-        Err(e) => return Err(Error::io("mkdir", &label, None, e)),
-    }
-    let root = rustix::fs::open(
-        destination,
-        rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::DIRECTORY | rustix::fs::OFlags::CLOEXEC,
-        Mode::empty(),
-    )
-    .map_err(|e| Error::io("open", &label, None, e))?;
+    let root = open_destination(destination, &label)?;
     let mut report = TreeReport {
         url: url.to_string(),
         destination: destination.to_path_buf(),
@@ -220,27 +217,33 @@ pub fn get_tree(url: &str, destination: &Path, options: &GetOptions) -> Result<T
         .iter()
         .filter(|job| matches!(job, Job::Directory(..)))
         .count() as u64;
-    for entry in planned.iter().filter(|e| e.kind == Kind::Symlink) {
-        make_symlink(&root, entry, &label)?;
-        report.symlinks += 1;
-    }
-    for entry in planned.iter().filter(|e| e.kind == Kind::Directory) {
-        let (parent, name) = parent_of(&root, &entry.parts, &label)?;
-        rustix::fs::chmodat(
-            &parent,
-            OsStr::from_bytes(name),
-            Mode::from_raw_mode(entry.mode & 0o777),
-            AtFlags::empty(),
-        )
-        .map_err(|e| Error::io("chmod", join_label(&label, &entry.parts), None, e))?;
-    }
+    report.symlinks = finish_tree(&root, &planned, &label)?;
     report.wall_ns = started.elapsed().as_nanos() as u64;
     Ok(report)
 }
 
+/// The destination directory, made if missing (or made meanwhile by
+/// another get into it), opened.
+pub(super) fn open_destination(destination: &Path, label: &str) -> Result<OwnedFd> {
+    match std::fs::create_dir(destination) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && destination.is_dir() => {}
+        Err(e) => return Err(Error::io("mkdir", label, None, e)),
+    }
+    rustix::fs::open(
+        destination,
+        rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::DIRECTORY | rustix::fs::OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .map_err(|e| Error::io("open", label, None, e))
+}
+
 /// Fetches and checks the manifest; the entries to make and the count
 /// left out.
-fn fetch_manifest(connection: &mut Connection, url: &Url) -> Result<(Vec<Planned>, u64)> {
+pub(super) fn fetch_manifest(
+    connection: &mut Connection,
+    url: &Url,
+) -> Result<(Vec<Planned>, u64)> {
     let target = format!("{}?manifest", url.target);
     let peer = url.with_target(target.clone()).to_string();
     connection.send_get(&target, "")?;
@@ -364,7 +367,7 @@ pub(super) fn parent_of<'p>(
 }
 
 /// What is at `name` in `parent` now, if anything.
-fn existing(parent: &OwnedFd, name: &[u8]) -> Option<FileType> {
+pub(super) fn existing(parent: &OwnedFd, name: &[u8]) -> Option<FileType> {
     rustix::fs::statat(parent, OsStr::from_bytes(name), AtFlags::SYMLINK_NOFOLLOW)
         .ok()
         .map(|stat| FileType::from_raw_mode(stat.st_mode))
@@ -484,7 +487,7 @@ fn jobs<'a>(
 }
 
 /// Makes the directory `entry` unless it is there.
-fn make_directory(root: &OwnedFd, entry: &Planned, label: &str) -> Result<()> {
+pub(super) fn make_directory(root: &OwnedFd, entry: &Planned, label: &str) -> Result<()> {
     make_directory_in(root.as_fd(), &entry.parts, &join_label(label, &entry.parts))
 }
 
@@ -499,9 +502,42 @@ fn make_directory_in(root: BorrowedFd<'_>, parts: &[Vec<u8>], shown: &str) -> Re
         Some(_) => Err(Error::Usage(format!(
             "{shown}: a file is there; a tree get does not replace a file with a directory"
         ))),
-        None => rustix::fs::mkdirat(&parent, OsStr::from_bytes(name), Mode::from_raw_mode(0o700))
-            .map_err(|e| Error::io("mkdir", shown, None, e)),
+        None => {
+            match rustix::fs::mkdirat(&parent, OsStr::from_bytes(name), Mode::from_raw_mode(0o700))
+            {
+                // Made meanwhile by another get into the same tree (a shard).
+                Err(rustix::io::Errno::EXIST)
+                    if existing(&parent, name) == Some(FileType::Directory) =>
+                {
+                    Ok(())
+                }
+                made => made.map_err(|e| Error::io("mkdir", shown, None, e)),
+            }
+        }
     }
+}
+
+/// The last steps of a tree, once every file is in: its symlinks, and
+/// each directory's mode from the manifest (only now, since a directory
+/// without write permission could take no file). Returns the symlinks
+/// made.
+pub(super) fn finish_tree(root: &OwnedFd, planned: &[Planned], label: &str) -> Result<u64> {
+    let mut symlinks = 0;
+    for entry in planned.iter().filter(|e| e.kind == Kind::Symlink) {
+        make_symlink(root, entry, label)?;
+        symlinks += 1;
+    }
+    for entry in planned.iter().filter(|e| e.kind == Kind::Directory) {
+        let (parent, name) = parent_of(root, &entry.parts, label)?;
+        rustix::fs::chmodat(
+            &parent,
+            OsStr::from_bytes(name),
+            Mode::from_raw_mode(entry.mode & 0o777),
+            AtFlags::empty(),
+        )
+        .map_err(|e| Error::io("chmod", join_label(label, &entry.parts), None, e))?;
+    }
+    Ok(symlinks)
 }
 
 fn make_symlink(root: &OwnedFd, entry: &Planned, label: &str) -> Result<()> {
@@ -528,7 +564,7 @@ fn make_symlink(root: &OwnedFd, entry: &Planned, label: &str) -> Result<()> {
 }
 
 /// Whether a file was fetched.
-enum Fetched {
+pub(super) enum Fetched {
     New,
     Unchanged,
 }
@@ -536,7 +572,7 @@ enum Fetched {
 /// Fetches one file whole over `connection` (opening one when it has
 /// none), checks it, and links it in — unless a regular file with its
 /// size and mtime is already there.
-fn fetch_file(
+pub(super) fn fetch_file(
     connection: &mut Option<Connection>,
     url: &Url,
     root: &OwnedFd,

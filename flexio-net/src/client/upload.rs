@@ -186,7 +186,7 @@ pub fn put_with(source: &Path, url: &str, token: &str, options: &PutOptions) -> 
     };
     let mut report = if length > options.piece || options.streams > 1 {
         let upload = upload_identity(&stat);
-        sender.in_pieces(&upload)?
+        sender.in_pieces(&upload, 0..length)?
     } else {
         sender.whole()?
     };
@@ -342,8 +342,11 @@ impl Sender<'_> {
         Ok(self.report(response.status, mechanism, self.length, 0, 1, 1))
     }
 
-    /// The file in pieces, those the server lacks only.
-    fn in_pieces(&self, upload: &str) -> Result<PutReport> {
+    /// Bytes `span` of the file in pieces, those the server lacks only,
+    /// as part `upload` of the file. The span being the whole file, one
+    /// of the answers must say the file was completed; a part of it (a
+    /// shard's) may end with 202, the other parts to come from others.
+    pub(crate) fn in_pieces(&self, upload: &str, span: std::ops::Range<u64>) -> Result<PutReport> {
         let peer = self.url.to_string();
         let total = self.length;
         let mut asking = self.start(0, &format!("bytes */{total}"), upload)?;
@@ -357,14 +360,18 @@ impl Sender<'_> {
         let received = received_ranges(answer.header("range").unwrap_or_default());
         drop(asking);
         let piece = self.options.piece;
-        let mut missing: Vec<(u64, u64)> = (0..total.div_ceil(piece))
-            .map(|k| (k * piece, ((k + 1) * piece).min(total)))
+        let length = span.end - span.start;
+        let mut missing: Vec<(u64, u64)> = (0..length.div_ceil(piece))
+            .map(|k| {
+                let start = span.start + k * piece;
+                (start, (start + piece).min(span.end))
+            })
             .filter(|&(start, end)| !received.iter().any(|&(a, b)| a <= start && end <= b))
             .collect();
         if missing.is_empty() {
             // Everything arrived but nothing committed it (a journal from
             // a server killed at that moment): the last piece again does.
-            missing.push(((total - 1) / piece * piece, total));
+            missing.push((span.start + (length - 1) / piece * piece, span.end));
         }
         let sent: u64 = missing.iter().map(|(a, b)| b - a).sum();
         let pieces = missing.len();
@@ -406,13 +413,17 @@ impl Sender<'_> {
             status = status.or(done);
             mechanism = mechanism.or(used);
         }
-        let status = status.ok_or_else(|| {
-            Error::protocol(
-                &peer,
-                "every piece was sent but the server did not complete the file",
-            )
-        })?;
-        Ok(self.report(status, mechanism, sent, total - sent, pieces, streams))
+        let status = match status {
+            Some(status) => status,
+            None if span.end - span.start < total => 202,
+            None => {
+                return Err(Error::protocol(
+                    &peer,
+                    "every piece was sent but the server did not complete the file",
+                ))
+            }
+        };
+        Ok(self.report(status, mechanism, sent, length - sent, pieces, streams))
     }
 
     fn report(

@@ -18,6 +18,7 @@ use super::connection::{Connection, Url};
 use super::upload::{put_with, refusal, send_head, PutOptions, Sender};
 use crate::error::{Error, Result};
 use crate::names::percent_encode;
+use crate::shard::{Shard, Split};
 
 /// What a tree upload did.
 #[derive(Clone, Debug, Default, Serialize)]
@@ -38,19 +39,22 @@ pub struct PutTreeReport {
     pub streams: usize,
     /// Wall time.
     pub wall_ns: u64,
+    /// This upload's part of the tree, with `--shard`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shard: Option<super::shard_get::ShardReport>,
 }
 
 /// A directory or file below the source, by its path relative to it.
-struct Walked {
-    directories: Vec<Vec<u8>>,
-    files: Vec<(PathBuf, Vec<u8>, u64)>,
-    skipped: Vec<String>,
-    failures: Vec<String>,
+pub(super) struct Walked {
+    pub(super) directories: Vec<Vec<u8>>,
+    pub(super) files: Vec<(PathBuf, Vec<u8>, u64)>,
+    pub(super) skipped: Vec<String>,
+    pub(super) failures: Vec<String>,
 }
 
 /// Walks `root` without following symlinks, directories before what they
 /// hold, names in byte order.
-fn walk(root: &Path) -> Walked {
+pub(super) fn walk(root: &Path) -> Walked {
     let mut walked = Walked {
         directories: Vec::new(),
         files: Vec::new(),
@@ -98,7 +102,7 @@ fn walk(root: &Path) -> Walked {
 }
 
 /// The URL of `relative` below `base` (a directory URL ending in `/`).
-fn url_below(base: &Url, relative: &[u8], directory: bool) -> Url {
+pub(super) fn url_below(base: &Url, relative: &[u8], directory: bool) -> Url {
     let mut target = base.target.clone();
     let parts: Vec<String> = relative.split(|&b| b == b'/').map(percent_encode).collect();
     target += &parts.join("/");
@@ -151,6 +155,18 @@ pub fn put_tree(
     token: &str,
     options: &PutOptions,
 ) -> Result<PutTreeReport> {
+    put_tree_part(source, url, token, options, None)
+}
+
+/// [`put_tree`] of part of the tree: with `shard`, this process's part
+/// only (see [`crate::shard`] and [`super::put_tree_sharded`]).
+pub(super) fn put_tree_part(
+    source: &Path,
+    url: &str,
+    token: &str,
+    options: &PutOptions,
+    shard: Option<(Shard, Split)>,
+) -> Result<PutTreeReport> {
     let base = Url::parse(url)?;
     if !base.target.ends_with('/') || base.target.contains('?') {
         return Err(Error::Usage(format!(
@@ -198,8 +214,19 @@ pub fn put_tree(
     drop(connection);
 
     // The files, largest first, over `streams` connections.
-    let mut files = walked.files;
-    files.sort_by_key(|(_, _, length)| *length);
+    let mut files = match shard {
+        Some((shard, split)) => {
+            let (mine, part) = super::shard_put::parts_of(walked.files, shard, split);
+            report.shard = Some(part);
+            mine
+        }
+        None => walked
+            .files
+            .into_iter()
+            .map(|(path, relative, length)| (path, relative, length, None))
+            .collect(),
+    };
+    files.sort_by_key(|(_, _, length, range)| range.map_or(*length, |(a, b)| b - a));
     let streams = options.streams.clamp(1, files.len().max(1));
     let queue = Mutex::new(files);
     let outcome = Mutex::new((0u64, 0u64, Vec::<String>::new()));
@@ -215,14 +242,19 @@ pub fn put_tree(
             scope.spawn(|| {
                 let mut connection: Option<Connection> = None;
                 loop {
-                    let Some((path, relative, _)) =
+                    let Some((path, relative, _, range)) =
                         queue.lock().unwrap_or_else(|p| p.into_inner()).pop()
                     else {
                         return;
                     };
                     let target = url_below(&base, &relative, false);
                     let shown = String::from_utf8_lossy(&relative).into_owned();
-                    let result = put_one(&path, &target, token, options, &rate, &mut connection);
+                    let result = match range {
+                        None => put_one(&path, &target, token, options, &rate, &mut connection),
+                        Some(range) => super::shard_put::put_range(
+                            &path, &relative, &target, token, options, &rate, range,
+                        ),
+                    };
                     let mut outcome = outcome.lock().unwrap_or_else(|p| p.into_inner());
                     match result {
                         Ok(bytes) => {
@@ -249,7 +281,7 @@ pub fn put_tree(
 
 /// One file: larger than a piece, in pieces on connections of its own;
 /// else whole on the worker's kept-alive connection. Returns its bytes.
-fn put_one(
+pub(super) fn put_one(
     path: &Path,
     target: &Url,
     token: &str,

@@ -1,0 +1,160 @@
+//! `flexio get URL --mirror URL2 ...`: one file from several servers at
+//! once, each piece checked against the first server's manifest; a server
+//! that lies (serves other bytes) or fails is dropped with a message and
+//! the others finish with the right file.
+
+mod common;
+
+use common::{flexio, json_report, names, serve, stderr};
+
+fn data(seed: u8, length: usize) -> Vec<u8> {
+    (0..length)
+        .map(|i| ((i as u64).wrapping_mul(2_654_435_761) >> 16) as u8 ^ seed)
+        .collect()
+}
+
+#[test]
+fn a_lying_mirror_and_a_dead_one_are_dropped_and_the_others_finish_the_file() {
+    let length = (24 << 20) + 1234;
+    let good = data(0, length);
+    let (honest_a, honest_b, liar) = (
+        tempfile::tempdir().unwrap(),
+        tempfile::tempdir().unwrap(),
+        tempfile::tempdir().unwrap(),
+    );
+    std::fs::write(honest_a.path().join("f.bin"), &good).unwrap();
+    std::fs::write(honest_b.path().join("f.bin"), &good).unwrap();
+    // Same name and size, other bytes in every chunk.
+    std::fs::write(liar.path().join("f.bin"), data(0x5a, length)).unwrap();
+    // Paced, so that every server's connections take pieces before the
+    // queue runs dry.
+    let pace = ["--rate-per-client", "16M"];
+    let (_a, url_a) = serve(honest_a.path(), &pace);
+    let (_b, url_b) = serve(honest_b.path(), &pace);
+    let (_l, url_l) = serve(liar.path(), &pace);
+    // Nothing listens on port 1 of loopback.
+    let dead = "http://127.0.0.1:1/f.bin";
+    let out = tempfile::tempdir().unwrap();
+    let output = flexio()
+        .args(["get", "--json", "--streams", "2", "--piece-size", "1MiB"])
+        .arg(format!("{url_a}/f.bin"))
+        .args(["--mirror", &format!("{url_l}/f.bin")])
+        .args(["--mirror", &format!("{url_b}/f.bin")])
+        .args(["--mirror", dead])
+        .arg(out.path().join("f.bin"))
+        .output()
+        .unwrap();
+    let report = json_report(&output);
+    assert!(std::fs::read(out.path().join("f.bin")).unwrap() == good);
+    assert_eq!(names(out.path()), ["f.bin"]);
+    let servers = report["servers"].as_array().unwrap();
+    let dropped = |i: usize| {
+        servers[i]["dropped"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string()
+    };
+    assert!(dropped(1).contains("BLAKE3"), "the liar: {:?}", servers[1]);
+    assert_eq!(servers[1]["bytes"], 0, "nothing of the liar's is kept");
+    assert!(!dropped(3).is_empty(), "the dead one: {:?}", servers[3]);
+    for honest in [0, 2] {
+        assert!(
+            servers[honest]["dropped"].is_null(),
+            "{:?}",
+            servers[honest]
+        );
+        assert!(servers[honest]["bytes"].as_u64().unwrap() > 0);
+    }
+    let kept: u64 = servers.iter().map(|s| s["bytes"].as_u64().unwrap()).sum();
+    assert_eq!(kept, length as u64);
+    let err = stderr(&output);
+    assert!(err.contains("dropping") && err.contains(&url_l), "{err}");
+}
+
+#[test]
+fn a_mirrored_get_stopped_midway_resumes_with_the_checked_pieces_it_kept() {
+    let length = (12 << 20) + 77;
+    let good = data(3, length);
+    let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    std::fs::write(a.path().join("f.bin"), &good).unwrap();
+    std::fs::write(b.path().join("f.bin"), &good).unwrap();
+    let pace = ["--rate-per-client", "2M"];
+    let (_a, url_a) = serve(a.path(), &pace);
+    let (_b, url_b) = serve(b.path(), &pace);
+    let out = tempfile::tempdir().unwrap();
+    let get = || {
+        let mut command = flexio();
+        command
+            .args([
+                "get",
+                "--json",
+                "--resume",
+                "--streams",
+                "1",
+                "--piece-size",
+                "1MiB",
+            ])
+            .arg(format!("{url_a}/f.bin"))
+            .args(["--mirror", &format!("{url_b}/f.bin")])
+            .arg(out.path().join("f.bin"));
+        command
+    };
+    let mut stopped = get()
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1000));
+    stopped.kill().unwrap();
+    assert!(!stopped.wait().unwrap().success());
+    assert!(!out.path().join("f.bin").exists());
+    let report = json_report(&get().output().unwrap());
+    let resumed = report["resumed_bytes"].as_u64().unwrap();
+    assert!(resumed >= 1 << 20, "kept {resumed} bytes of the first run");
+    assert!(std::fs::read(out.path().join("f.bin")).unwrap() == good);
+    assert_eq!(
+        names(out.path()),
+        ["f.bin"],
+        "partial file and journal removed"
+    );
+}
+
+#[test]
+fn a_tree_from_a_lying_mirror_and_an_honest_one_arrives_right_and_the_liar_is_dropped() {
+    let (honest, liar) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    for (root, seed) in [(honest.path(), 0u8), (liar.path(), 0x33)] {
+        std::fs::create_dir_all(root.join("t/sub")).unwrap();
+        // The liar's large file differs in every chunk; the small ones
+        // are the same on both.
+        std::fs::write(root.join("t/sub/big.bin"), data(seed, (8 << 20) + 3)).unwrap();
+        for i in 0..5u8 {
+            std::fs::write(
+                root.join(format!("t/small{i}")),
+                data(i, 1000 + usize::from(i)),
+            )
+            .unwrap();
+        }
+        std::os::unix::fs::symlink("sub/big.bin", root.join("t/link")).unwrap();
+    }
+    let pace = ["--rate-per-client", "16M"];
+    let (_h, url_h) = serve(honest.path(), &pace);
+    let (_l, url_l) = serve(liar.path(), &pace);
+    let out = tempfile::tempdir().unwrap();
+    let output = flexio()
+        .args(["get", "--json", "--streams", "2", "--piece-size", "1MiB"])
+        .arg(format!("{url_h}/t/"))
+        .args(["--mirror", &format!("{url_l}/t/")])
+        .arg(out.path().join("t"))
+        .output()
+        .unwrap();
+    let report = json_report(&output);
+    assert_eq!(
+        common::tree_contents(&honest.path().join("t")),
+        common::tree_contents(&out.path().join("t"))
+    );
+    let servers = report["servers"].as_array().unwrap();
+    assert!(servers[0]["dropped"].is_null(), "{:?}", servers[0]);
+    let why = servers[1]["dropped"].as_str().unwrap_or_default();
+    assert!(why.contains("BLAKE3"), "the liar: {:?}", servers[1]);
+    assert!(stderr(&output).contains("dropping"), "{}", stderr(&output));
+}

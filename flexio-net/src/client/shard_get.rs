@@ -1,0 +1,705 @@
+//! `flexio get URL/dir/ DEST --shard K/N`: this process's part of a tree
+//! (see [`crate::shard`]), fetched by N processes that never talk to each
+//! other but through DEST.
+//!
+//! Into a destination every shard shares ([`Split::Ranges`]):
+//!
+//! - every shard makes every directory (one made meanwhile by another
+//!   is taken as it is) and fetches its whole files as a plain tree get
+//!   does: each into its own temporary, verified, linked in at its name;
+//! - a file split between shards is written by each into one shared
+//!   partial file beside it, `.NAME.flexio-shard-ID` (ID: the file's
+//!   path, size, mtime and hashes, so two versions never mix), at its own
+//!   offsets; each shard checks its chunks against the manifest's BLAKE3,
+//!   syncs its range to the file system (on a network file system another
+//!   host must see the bytes), then notes the range done in the tree's
+//!   coordination directory `DEST/.flexio-shards-ID`; the shard that
+//!   notes the last range of a file gives it its mode and mtime and
+//!   renames it to its name: so the file appears whole, verified, once;
+//! - each shard notes itself done there too, and the last one makes the
+//!   symlinks, sets the directories' modes (not before: a read-only
+//!   directory would refuse the other shards' files) and removes the
+//!   coordination directory.
+//!
+//! "The last" is decided under an `flock(2)` on a lock file in the
+//! coordination directory (which a network file system's lock manager
+//! carries between hosts; Lustre needs `-o flock`), so two shards
+//! finishing at once cannot both or neither commit. A shard killed at any
+//! point leaves only hidden names; run again, it skips the ranges it noted
+//! and the files already whole, and the last one to finish still finishes
+//! the tree.
+//!
+//! Into destinations of their own ([`Split::WholeFiles`]) each shard
+//! fetches whole files only, makes every directory and symlink of the
+//! tree in its destination, and finishes it alone.
+
+use std::ffi::OsStr;
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Mutex;
+use std::time::Instant;
+
+use flexio::range::Mover;
+use rustix::fs::{AtFlags, FileType, FlockOperation, Mode, OFlags};
+use rustix::io::Errno;
+use serde::Serialize;
+
+use super::connection::{Connection, Url};
+use super::pieces::receive;
+use super::tree::{
+    existing, fetch_file, fetch_manifest, finish_tree, join_label, make_directory,
+    open_destination, parent_of, set_mtime, Fetched, Kind, Planned, TreeReport,
+};
+use super::GetOptions;
+use crate::error::{Error, Result};
+use crate::manifest::{hash_chunks, CHUNK_SIZE};
+use crate::names::percent_encode;
+use crate::ranges::parse_content_range;
+use crate::shard::{plan, Shard, Split};
+
+/// What one shard of a tree get took on.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct ShardReport {
+    /// This shard, from 0.
+    pub index: u32,
+    /// Of how many.
+    pub count: u32,
+    /// Whether files may be split into ranges between shards (a shared
+    /// destination) or go whole (`--whole-files`).
+    pub split_files: bool,
+    /// The bytes of the tree that are this shard's.
+    pub bytes: u64,
+    /// Files this shard took whole.
+    pub whole_files: u64,
+    /// Ranges of files split between shards that this shard took.
+    pub ranges: u64,
+    /// Whether this shard was the last of a shared destination, and so
+    /// made the symlinks, set the directories' modes and cleaned up.
+    pub finished_tree: bool,
+    /// Each part: the path, and the byte range of it this shard took.
+    pub parts: Vec<ShardPart>,
+}
+
+/// A part of one file.
+#[derive(Clone, Debug, Serialize)]
+pub struct ShardPart {
+    /// Its path in the tree (lossy UTF-8).
+    pub path: String,
+    /// First byte.
+    pub start: u64,
+    /// One past the last byte.
+    pub end: u64,
+}
+
+/// What one stream of this shard fetches at a time.
+enum Job<'a> {
+    Whole(&'a Planned),
+    /// A range of a split file, and the first byte of every range of
+    /// that file (whichever shard's), to know when it is whole.
+    Range(&'a Planned, u64, u64, Vec<u64>),
+}
+
+impl Job<'_> {
+    fn bytes(&self) -> u64 {
+        match self {
+            Job::Whole(entry) => entry.size,
+            Job::Range(_, start, end, _) => end - start,
+        }
+    }
+}
+
+/// Fetches shard `shard` of the tree at `url` into `destination`: into a
+/// destination every shard shares with [`Split::Ranges`], into one of
+/// its own with [`Split::WholeFiles`] (see the module's description).
+///
+/// # Errors
+/// Those of [`super::get_tree`]; [`Error::Protocol`] when a server
+/// answers a range with other bytes; [`Error::VerifyMismatch`] when a
+/// range does not match the manifest.
+///
+/// # Examples
+/// ```no_run
+/// use flexio_net::shard::{Shard, Split};
+/// let report = flexio_net::client::get_tree_sharded(
+///     "http://127.0.0.1:8080/data/",
+///     std::path::Path::new("/shared/data"),
+///     &flexio_net::client::GetOptions { streams: 4, ..Default::default() },
+///     Shard { index: 0, count: 4 },
+///     Split::Ranges,
+/// )?;
+/// println!("{} bytes were this shard's", report.shard.unwrap().bytes);
+/// # Ok::<(), flexio_net::Error>(())
+/// ```
+pub fn get_tree_sharded(
+    url: &str,
+    destination: &Path,
+    options: &GetOptions,
+    shard: Shard,
+    split: Split,
+) -> Result<TreeReport> {
+    let options = &options.with_rate_bucket();
+    let started = Instant::now();
+    let url = Url::parse(url)?;
+    if !url.target.ends_with('/') {
+        return Err(Error::Usage(format!(
+            "{url}: --shard shares a tree: give a directory URL, ending in /"
+        )));
+    }
+    let mut connection = Connection::open(&url, options.timeout)?;
+    let (planned, skipped) = fetch_manifest(&mut connection, &url)?;
+    let label = destination.display().to_string();
+    let root = open_destination(destination, &label)?;
+    let coordination = match split {
+        Split::Ranges => Some(Coordination::open(&root, &planned, shard, &label)?),
+        Split::WholeFiles => None,
+    };
+    let files: Vec<&Planned> = planned.iter().filter(|e| e.kind == Kind::File).collect();
+    let list: Vec<(Vec<u8>, u64)> = files
+        .iter()
+        .map(|f| (f.parts.join(&b'/'), f.size))
+        .collect();
+    let parts = plan(&list, shard.count, split);
+    let mut report = ShardReport {
+        index: shard.index,
+        count: shard.count,
+        split_files: split == Split::Ranges,
+        ..ShardReport::default()
+    };
+    let mut jobs = Vec::new();
+    for part in parts.iter().filter(|p| p.shard == shard.index) {
+        let entry = files[part.file];
+        report.bytes += part.end - part.start;
+        report.parts.push(ShardPart {
+            path: String::from_utf8_lossy(&list[part.file].0).into_owned(),
+            start: part.start,
+            end: part.end,
+        });
+        if part.start == 0 && part.end == entry.size {
+            report.whole_files += 1;
+            jobs.push(Job::Whole(entry));
+        } else {
+            report.ranges += 1;
+            let starts = parts
+                .iter()
+                .filter(|p| p.file == part.file)
+                .map(|p| p.start)
+                .collect();
+            jobs.push(Job::Range(entry, part.start, part.end, starts));
+        }
+    }
+    jobs.sort_by_key(|job| std::cmp::Reverse(job.bytes()));
+    let mut tree = TreeReport {
+        url: url.to_string(),
+        destination: destination.to_path_buf(),
+        skipped,
+        ..TreeReport::default()
+    };
+    for entry in planned.iter().filter(|e| e.kind == Kind::Directory) {
+        make_directory(&root, entry, &label)?;
+        tree.directories += 1;
+    }
+    let streams = options.streams.max(1).min(jobs.len().max(1));
+    let unchanged = run_jobs(
+        &jobs,
+        streams,
+        connection,
+        &url,
+        &root,
+        coordination.as_ref(),
+        &label,
+        options,
+    )?;
+    tree.unchanged = unchanged;
+    tree.files = jobs.len() as u64 - unchanged;
+    tree.bytes = report.bytes;
+    tree.streams = streams;
+    match &coordination {
+        Some(coordination) => {
+            coordination.locked(|| {
+                coordination.mark(&format!("done-{}", shard.index))?;
+                if (0..shard.count).all(|k| coordination.marked(&format!("done-{k}"))) {
+                    tree.symlinks = finish_tree(&root, &planned, &label)?;
+                    coordination.remove(&root);
+                    report.finished_tree = true;
+                }
+                Ok(())
+            })?;
+        }
+        None => {
+            tree.symlinks = finish_tree(&root, &planned, &label)?;
+            report.finished_tree = true;
+        }
+    }
+    tree.shard = Some(report);
+    tree.wall_ns = started.elapsed().as_nanos() as u64;
+    Ok(tree)
+}
+
+/// Runs `jobs` over `streams` connections (the first one given); the
+/// count of files found unchanged, or the first error.
+#[allow(clippy::too_many_arguments)]
+fn run_jobs(
+    jobs: &[Job<'_>],
+    streams: usize,
+    connection: Connection,
+    url: &Url,
+    root: &OwnedFd,
+    coordination: Option<&Coordination>,
+    label: &str,
+    options: &GetOptions,
+) -> Result<u64> {
+    let next = AtomicUsize::new(0);
+    let failed = AtomicBool::new(false);
+    let errors = Mutex::new(Vec::new());
+    let unchanged = AtomicUsize::new(0);
+    let first = Mutex::new(Some(connection));
+    std::thread::scope(|scope| {
+        for _ in 0..streams {
+            scope.spawn(|| {
+                let mut connection = first.lock().unwrap().take();
+                let mut mover = Mover::new();
+                while !failed.load(Ordering::Relaxed) {
+                    let Some(job) = jobs.get(next.fetch_add(1, Ordering::Relaxed)) else {
+                        break;
+                    };
+                    let fetched = match job {
+                        Job::Whole(entry) => fetch_file(
+                            &mut connection,
+                            url,
+                            root,
+                            entry,
+                            label,
+                            options,
+                            &mut mover,
+                        ),
+                        Job::Range(entry, start, end, starts) => {
+                            let shared = SharedFile {
+                                root,
+                                entry,
+                                starts,
+                                coordination: coordination
+                                    .expect("ranges only into a shared destination"),
+                                label,
+                            };
+                            shared.fetch_range(
+                                &mut connection,
+                                url,
+                                (*start, *end),
+                                options,
+                                &mut mover,
+                            )
+                        }
+                    };
+                    match fetched {
+                        Ok(Fetched::Unchanged) => {
+                            unchanged.fetch_add(1, Ordering::Relaxed);
+                        }
+                        Ok(Fetched::New) => {}
+                        Err(error) => {
+                            failed.store(true, Ordering::Relaxed);
+                            errors.lock().unwrap().push(error);
+                        }
+                    }
+                }
+            });
+        }
+    });
+    match errors.into_inner().unwrap().into_iter().next() {
+        Some(error) => Err(error),
+        None => Ok(unchanged.into_inner() as u64),
+    }
+}
+
+/// The first 16 hex digits of BLAKE3 over `fields`, each length-prefixed.
+fn identity<'a>(fields: impl IntoIterator<Item = &'a [u8]>) -> String {
+    let mut hasher = blake3::Hasher::new();
+    for field in fields {
+        hasher.update(&(field.len() as u64).to_le_bytes());
+        hasher.update(field);
+    }
+    hasher.finalize().to_hex()[..16].to_string()
+}
+
+/// What identifies a file's version: path, size, mtime, hashes.
+fn file_identity(entry: &Planned) -> String {
+    let path = entry.parts.join(&b'/');
+    let numbers = [
+        entry.size.to_le_bytes(),
+        entry.mtime.to_le_bytes(),
+        u64::from(entry.mtime_nsec).to_le_bytes(),
+    ];
+    identity(
+        [path.as_slice()]
+            .into_iter()
+            .chain(numbers.iter().map(|n| n.as_slice()))
+            .chain(entry.blake3.iter().map(|h| h.as_bytes())),
+    )
+}
+
+/// The coordination directory of one sharded get: markers of the ranges
+/// and shards done, and the lock that orders who is last.
+struct Coordination {
+    name: String,
+    directory: OwnedFd,
+    lock: OwnedFd,
+    /// `flock` orders processes; the threads of this one take this first
+    /// (a second `flock` on the same open file would not wait).
+    threads: Mutex<()>,
+    label: String,
+}
+
+impl Coordination {
+    /// Opens (making it if needed) the directory named after the tree's
+    /// manifest and the shard count, so that only gets of the same tree
+    /// split the same way meet there.
+    fn open(root: &OwnedFd, planned: &[Planned], shard: Shard, label: &str) -> Result<Self> {
+        let mut fields: Vec<Vec<u8>> = vec![shard.count.to_le_bytes().to_vec()];
+        for entry in planned {
+            fields.push(entry.parts.join(&b'/'));
+            fields.push(file_identity(entry).into_bytes());
+            fields.push(entry.mode.to_le_bytes().to_vec());
+            fields.push(entry.link_target.clone());
+        }
+        let name = format!(
+            ".flexio-shards-{}",
+            identity(fields.iter().map(Vec::as_slice))
+        );
+        let label = format!("{label}/{name}");
+        match rustix::fs::mkdirat(root, name.as_str(), Mode::from_raw_mode(0o700)) {
+            Ok(()) | Err(Errno::EXIST) => {}
+            Err(e) => return Err(Error::io("mkdir", &label, None, e)),
+        }
+        let directory = rustix::fs::openat(
+            root,
+            name.as_str(),
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+        .map_err(|e| Error::io("open", &label, None, e))?;
+        let lock = rustix::fs::openat(
+            &directory,
+            "lock",
+            OFlags::RDWR | OFlags::CREATE | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::from_raw_mode(0o600),
+        )
+        .map_err(|e| Error::io("open", format!("{label}/lock"), None, e))?;
+        Ok(Coordination {
+            name,
+            directory,
+            lock,
+            threads: Mutex::new(()),
+            label,
+        })
+    }
+
+    /// Runs `step` while no other shard (process or thread) runs one.
+    fn locked<T>(&self, step: impl FnOnce() -> Result<T>) -> Result<T> {
+        let _thread = self.threads.lock().unwrap_or_else(|p| p.into_inner());
+        rustix::fs::flock(&self.lock, FlockOperation::LockExclusive)
+            .map_err(|e| Error::io("flock", format!("{}/lock", self.label), None, e))?;
+        let outcome = step();
+        let _ = rustix::fs::flock(&self.lock, FlockOperation::Unlock);
+        outcome
+    }
+
+    fn mark(&self, marker: &str) -> Result<()> {
+        rustix::fs::openat(
+            &self.directory,
+            marker,
+            OFlags::WRONLY | OFlags::CREATE | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::from_raw_mode(0o600),
+        )
+        .map(drop)
+        .map_err(|e| Error::io("create", format!("{}/{marker}", self.label), None, e))
+    }
+
+    fn marked(&self, marker: &str) -> bool {
+        rustix::fs::statat(&self.directory, marker, AtFlags::SYMLINK_NOFOLLOW).is_ok()
+    }
+
+    /// Removes the directory and its markers, once the tree is whole.
+    /// Best effort: what stays is hidden and names nothing of the tree.
+    fn remove(&self, root: &OwnedFd) {
+        // Every name in it is one this module made: markers and the lock.
+        let listing = format!("/proc/self/fd/{}", self.directory.as_raw_fd());
+        if let Ok(entries) = std::fs::read_dir(listing) {
+            for entry in entries.flatten() {
+                let _ = rustix::fs::unlinkat(&self.directory, entry.file_name(), AtFlags::empty());
+            }
+        }
+        let _ = rustix::fs::unlinkat(root, self.name.as_str(), AtFlags::REMOVEDIR);
+    }
+}
+
+/// A file split between shards, as one of them sees it.
+struct SharedFile<'a> {
+    root: &'a OwnedFd,
+    entry: &'a Planned,
+    /// The first byte of each of its ranges.
+    starts: &'a [u64],
+    coordination: &'a Coordination,
+    label: &'a str,
+}
+
+impl SharedFile<'_> {
+    /// Fetches bytes `start..end` into the shared partial file, checks
+    /// them, notes them done, and commits the file when every range is.
+    fn fetch_range(
+        &self,
+        connection: &mut Option<Connection>,
+        url: &Url,
+        (start, end): (u64, u64),
+        options: &GetOptions,
+        mover: &mut Mover,
+    ) -> Result<Fetched> {
+        let entry = self.entry;
+        let shown = join_label(self.label, &entry.parts);
+        let (parent, name) = parent_of(self.root, &entry.parts, self.label)?;
+        if let Some(fetched) = unchanged(&parent, name, entry, &shown)? {
+            return Ok(fetched);
+        }
+        let id = file_identity(entry);
+        let partial_name = partial_name(name, &id);
+        let marker = format!("range-{id}-{start}");
+        if !self.coordination.marked(&marker) {
+            let partial = rustix::fs::openat(
+                &parent,
+                partial_name.as_slice(),
+                OFlags::RDWR | OFlags::CREATE | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+                Mode::from_raw_mode(0o600),
+            )
+            .map_err(|e| Error::io("open", &shown, None, e))?;
+            let stat =
+                rustix::fs::fstat(&partial).map_err(|e| Error::io("fstat", &shown, None, e))?;
+            if FileType::from_raw_mode(stat.st_mode) != FileType::RegularFile {
+                return Err(Error::Usage(format!(
+                    "{shown}: its shared partial file is not a regular file; remove it"
+                )));
+            }
+            if stat.st_size as u64 != entry.size {
+                rustix::fs::ftruncate(&partial, entry.size)
+                    .map_err(|e| Error::io("ftruncate", &shown, None, e))?;
+            }
+            self.receive(
+                connection,
+                url,
+                &partial,
+                (start, end),
+                &shown,
+                options,
+                mover,
+            )?;
+            if options.verify {
+                self.check(&partial, (start, end), &shown)?;
+            }
+            // Another host must see these bytes before the range counts.
+            rustix::fs::fdatasync(&partial)
+                .map_err(|e| Error::io("fdatasync", &shown, Some(start), e))?;
+        }
+        self.coordination.locked(|| {
+            self.coordination.mark(&marker)?;
+            self.commit_if_whole(&parent, name, &partial_name, &id, &shown, options)
+        })?;
+        Ok(Fetched::New)
+    }
+
+    /// Asks for the range and splices its body in at its offset.
+    #[allow(clippy::too_many_arguments)]
+    fn receive(
+        &self,
+        connection: &mut Option<Connection>,
+        url: &Url,
+        partial: &OwnedFd,
+        (start, end): (u64, u64),
+        shown: &str,
+        options: &GetOptions,
+        mover: &mut Mover,
+    ) -> Result<()> {
+        let entry = self.entry;
+        let encoded: Vec<String> = entry.parts.iter().map(|p| percent_encode(p)).collect();
+        let target = format!("{}{}", url.target, encoded.join("/"));
+        let peer = url.with_target(target.clone()).to_string();
+        let mut open = match connection.take() {
+            Some(open) => open,
+            None => Connection::open(url, options.timeout)?,
+        };
+        let last = end - 1;
+        open.send_get(&target, &format!("Range: bytes={start}-{last}\r\n"))?;
+        let response = open.read_response()?;
+        let promised = response.content_length(&peer)?;
+        let range = response
+            .header("content-range")
+            .and_then(parse_content_range);
+        if response.status != 206
+            || range != Some((Some((start, last)), Some(entry.size)))
+            || promised != Some(end - start)
+        {
+            return Err(Error::protocol(
+                peer,
+                format!(
+                    "asked for bytes {start}-{last} of the {} the manifest lists, got {} with Content-Range {:?}",
+                    entry.size,
+                    response.status,
+                    response.header("content-range")
+                ),
+            ));
+        }
+        receive(
+            &open,
+            partial.as_fd(),
+            shown,
+            start,
+            end - start,
+            entry.size,
+            options,
+            mover,
+        )?;
+        if !response.closes() {
+            *connection = Some(open);
+        }
+        Ok(())
+    }
+
+    /// Checks the manifest chunks wholly inside `start..end`; the chunk a
+    /// cut falls in is checked by the shard that commits the file.
+    fn check(&self, partial: &OwnedFd, (start, end): (u64, u64), shown: &str) -> Result<()> {
+        let size = self.entry.size;
+        let first = start.div_ceil(CHUNK_SIZE);
+        let past = if end == size {
+            size.div_ceil(CHUNK_SIZE)
+        } else {
+            end / CHUNK_SIZE
+        };
+        self.check_chunks(partial, first..past.max(first), shown)
+    }
+
+    /// Checks chunks `chunks` of the partial file against the manifest.
+    fn check_chunks(
+        &self,
+        partial: &OwnedFd,
+        chunks: std::ops::Range<u64>,
+        shown: &str,
+    ) -> Result<()> {
+        let first = chunks.start;
+        let hashes = hash_chunks(partial.as_fd(), self.entry.size, chunks)
+            .map_err(|e| Error::io("read", shown, Some(first * CHUNK_SIZE), e))?;
+        for (chunk, hash) in (first..).zip(&hashes) {
+            if self.entry.blake3.get(chunk as usize) != Some(hash) {
+                return Err(Error::VerifyMismatch {
+                    path: shown.to_string(),
+                    chunk: chunk as usize,
+                    offset: chunk * CHUNK_SIZE,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Under the coordination lock: when every range of the file is noted
+    /// done, gives the partial file its mode and mtime and its name.
+    fn commit_if_whole(
+        &self,
+        parent: &OwnedFd,
+        name: &[u8],
+        partial_name: &[u8],
+        id: &str,
+        shown: &str,
+        options: &GetOptions,
+    ) -> Result<()> {
+        let whole = self
+            .starts
+            .iter()
+            .all(|start| self.coordination.marked(&format!("range-{id}-{start}")));
+        if !whole {
+            return Ok(());
+        }
+        let partial = match rustix::fs::openat(
+            parent,
+            partial_name,
+            OFlags::RDWR | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::empty(),
+        ) {
+            Ok(partial) => partial,
+            // Committed by an earlier run of another shard.
+            Err(Errno::NOENT) if unchanged(parent, name, self.entry, shown)?.is_some() => {
+                return Ok(())
+            }
+            Err(e) => {
+                return Err(Error::io(
+                    "open",
+                    format!("{shown} (its shared partial file, which every range was noted in)"),
+                    None,
+                    e,
+                ))
+            }
+        };
+        if options.verify {
+            for start in self.starts.iter().filter(|&&s| s % CHUNK_SIZE != 0) {
+                let chunk = start / CHUNK_SIZE;
+                if let Err(error) = self.check_chunks(&partial, chunk..chunk + 1, shown) {
+                    // Ranges that do not fit together (the file changed
+                    // on the server between shards): start it afresh.
+                    let _ = rustix::fs::unlinkat(parent, partial_name, AtFlags::empty());
+                    for start in self.starts {
+                        let _ = rustix::fs::unlinkat(
+                            &self.coordination.directory,
+                            format!("range-{id}-{start}").as_str(),
+                            AtFlags::empty(),
+                        );
+                    }
+                    return Err(Error::Stopped {
+                        source: Box::new(error),
+                        what_remains: "its ranges are forgotten: run every shard again".into(),
+                    });
+                }
+            }
+        }
+        if existing(parent, name) == Some(FileType::Directory) {
+            return Err(Error::Usage(format!(
+                "{shown}: a directory is there; not replaced with a file"
+            )));
+        }
+        rustix::fs::fchmod(&partial, Mode::from_raw_mode(self.entry.mode & 0o777))
+            .map_err(|e| Error::io("fchmod", shown, None, e))?;
+        set_mtime(partial.as_fd(), self.entry, shown)?;
+        if options.fsync {
+            rustix::fs::fsync(&partial).map_err(|e| Error::io("fsync", shown, None, e))?;
+        }
+        rustix::fs::renameat(parent, partial_name, parent, name)
+            .map_err(|e| Error::io("rename", shown, None, e))
+    }
+}
+
+/// `Some(Unchanged)` when a regular file with the manifest's size and
+/// mtime is already at `name` (fetched by an earlier run).
+pub(super) fn unchanged(
+    parent: &OwnedFd,
+    name: &[u8],
+    entry: &Planned,
+    shown: &str,
+) -> Result<Option<Fetched>> {
+    match rustix::fs::statat(parent, OsStr::from_bytes(name), AtFlags::SYMLINK_NOFOLLOW) {
+        Ok(stat) if FileType::from_raw_mode(stat.st_mode) == FileType::Directory => {
+            Err(Error::Usage(format!(
+                "{shown}: a directory is there; not replaced with a file"
+            )))
+        }
+        Ok(stat)
+            if FileType::from_raw_mode(stat.st_mode) == FileType::RegularFile
+                && stat.st_size as u64 == entry.size
+                && stat.st_mtime == entry.mtime
+                && stat.st_mtime_nsec == u64::from(entry.mtime_nsec) =>
+        {
+            Ok(Some(Fetched::Unchanged))
+        }
+        _ => Ok(None),
+    }
+}
+
+/// `.NAME.flexio-shard-ID`, the shared partial file beside `name`.
+fn partial_name(name: &[u8], id: &str) -> Vec<u8> {
+    let base = &name[..name.len().min(200)];
+    [b".", base, b".flexio-shard-", id.as_bytes()].concat()
+}
