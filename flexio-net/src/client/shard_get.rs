@@ -37,7 +37,7 @@ use std::ffi::OsStr;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::Instant;
 
@@ -50,7 +50,7 @@ use super::connection::{Connection, Url};
 use super::pieces::receive;
 use super::tree::{
     existing, fetch_file, fetch_manifest, finish_tree, join_label, make_directory,
-    open_destination, parent_of, set_mtime, Fetched, Kind, Planned, TreeReport,
+    open_destination, parent_of, set_mtime, Fetched, Kind, Outcomes, Planned, TreeReport,
 };
 use super::GetOptions;
 use crate::error::{Error, Result};
@@ -251,16 +251,14 @@ fn run_jobs(
     options: &GetOptions,
 ) -> Result<u64> {
     let next = AtomicUsize::new(0);
-    let failed = AtomicBool::new(false);
-    let errors = Mutex::new(Vec::new());
-    let unchanged = AtomicUsize::new(0);
+    let outcomes = Outcomes::default();
     let first = Mutex::new(Some(connection));
     std::thread::scope(|scope| {
         for _ in 0..streams {
             scope.spawn(|| {
                 let mut connection = first.lock().unwrap().take();
                 let mut mover = Mover::new();
-                while !failed.load(Ordering::Relaxed) {
+                while !outcomes.failed() {
                     let Some(job) = jobs.get(next.fetch_add(1, Ordering::Relaxed)) else {
                         break;
                     };
@@ -292,24 +290,12 @@ fn run_jobs(
                             )
                         }
                     };
-                    match fetched {
-                        Ok(Fetched::Unchanged) => {
-                            unchanged.fetch_add(1, Ordering::Relaxed);
-                        }
-                        Ok(Fetched::New) => {}
-                        Err(error) => {
-                            failed.store(true, Ordering::Relaxed);
-                            errors.lock().unwrap().push(error);
-                        }
-                    }
+                    outcomes.record(fetched);
                 }
             });
         }
     });
-    match errors.into_inner().unwrap().into_iter().next() {
-        Some(error) => Err(error),
-        None => Ok(unchanged.into_inner() as u64),
-    }
+    outcomes.finish()
 }
 
 /// The first 16 hex digits of BLAKE3 over `fields`, each length-prefixed.

@@ -158,9 +158,7 @@ pub fn get_tree(url: &str, destination: &Path, options: &GetOptions) -> Result<T
         report.directories += 1;
     }
     let next = AtomicUsize::new(0);
-    let failed = AtomicBool::new(false);
-    let errors = Mutex::new(Vec::new());
-    let unchanged = AtomicUsize::new(0);
+    let outcomes = Outcomes::default();
     let streams = options.streams.max(1).min(jobs.len().max(1));
     let first = Mutex::new(Some(connection));
     std::thread::scope(|scope| {
@@ -168,7 +166,7 @@ pub fn get_tree(url: &str, destination: &Path, options: &GetOptions) -> Result<T
             scope.spawn(|| {
                 let mut connection = first.lock().unwrap().take();
                 let mut mover = Mover::new();
-                while !failed.load(Ordering::Relaxed) {
+                while !outcomes.failed() {
                     let index = next.fetch_add(1, Ordering::Relaxed);
                     let Some(job) = jobs.get(index) else { break };
                     let fetched = match job {
@@ -192,24 +190,13 @@ pub fn get_tree(url: &str, destination: &Path, options: &GetOptions) -> Result<T
                         )
                         .map(|()| Fetched::New),
                     };
-                    match fetched {
-                        Ok(Fetched::Unchanged) => {
-                            unchanged.fetch_add(1, Ordering::Relaxed);
-                        }
-                        Ok(Fetched::New) => {}
-                        Err(error) => {
-                            failed.store(true, Ordering::Relaxed);
-                            errors.lock().unwrap().push(error);
-                        }
-                    }
+                    outcomes.record(fetched);
                 }
             });
         }
     });
-    if let Some(error) = errors.into_inner().unwrap().into_iter().next() {
-        return Err(error);
-    }
-    report.unchanged = unchanged.into_inner() as u64;
+    let unchanged = outcomes.finish()?;
+    report.unchanged = unchanged;
     report.files = files.len() as u64 - report.unchanged;
     report.bytes = files.iter().map(|f| f.size).sum();
     report.streams = streams;
@@ -567,6 +554,44 @@ fn make_symlink(root: &OwnedFd, entry: &Planned, label: &str) -> Result<()> {
 pub(super) enum Fetched {
     New,
     Unchanged,
+}
+
+/// What the workers of a tree get found, together: how many files were
+/// there already, and the first error (after which the others stop).
+#[derive(Default)]
+pub(super) struct Outcomes {
+    unchanged: AtomicUsize,
+    failed: AtomicBool,
+    errors: Mutex<Vec<Error>>,
+}
+
+impl Outcomes {
+    /// Counts one file's outcome.
+    pub(super) fn record(&self, fetched: Result<Fetched>) {
+        match fetched {
+            Ok(Fetched::Unchanged) => {
+                self.unchanged.fetch_add(1, Ordering::Relaxed);
+            }
+            Ok(Fetched::New) => {}
+            Err(error) => {
+                self.failed.store(true, Ordering::Relaxed);
+                self.errors.lock().unwrap().push(error);
+            }
+        }
+    }
+
+    /// Whether a worker failed: the others take no new file.
+    pub(super) fn failed(&self) -> bool {
+        self.failed.load(Ordering::Relaxed)
+    }
+
+    /// The files found unchanged, or the first error.
+    pub(super) fn finish(self) -> Result<u64> {
+        match self.errors.into_inner().unwrap().into_iter().next() {
+            Some(error) => Err(error),
+            None => Ok(self.unchanged.into_inner() as u64),
+        }
+    }
 }
 
 /// Fetches one file whole over `connection` (opening one when it has
