@@ -159,7 +159,7 @@ fn curl_k_fetches_a_file_and_a_range_from_a_tls_serve() {
         .output()
         .is_err()
     {
-        eprintln!("skipped: curl is not installed");
+        common::skipped("curl is not installed");
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -263,7 +263,7 @@ openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out s
     {
         Ok(status) if status.success() => true,
         _ => {
-            eprintln!("skipped: openssl cannot make the test certificates");
+            common::skipped("openssl cannot make the test certificates");
             false
         }
     }

@@ -127,7 +127,7 @@ fn get_from_python_http_server_falls_back_to_one_stream() {
         .stderr(Stdio::null())
         .spawn()
     else {
-        eprintln!("skipped: python3 is not installed");
+        common::skipped("python3 is not installed");
         return;
     };
     let _server = Reaped(child);
@@ -155,11 +155,19 @@ fn get_from_python_http_server_falls_back_to_one_stream() {
     assert!(!report.verified);
 }
 
+/// The nginx program on the PATH or in an sbin directory, if an executable
+/// one is installed (a non-executable file mounted over it, as
+/// `.ci/without-peers` does, hides it).
 fn nginx() -> Option<PathBuf> {
-    ["/usr/sbin/nginx", "/usr/bin/nginx", "/usr/local/sbin/nginx"]
-        .into_iter()
-        .map(PathBuf::from)
-        .find(|path| path.exists())
+    use std::os::unix::fs::PermissionsExt;
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .chain(["/usr/local/sbin", "/usr/sbin", "/sbin"].map(PathBuf::from))
+        .map(|dir| dir.join("nginx"))
+        .find(|path| {
+            std::fs::metadata(path)
+                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        })
 }
 
 fn start_nginx(binary: &Path, served: &Path, scratch: &Path, port: u16) -> Reaped {
@@ -190,7 +198,7 @@ fn start_nginx(binary: &Path, served: &Path, scratch: &Path, port: u16) -> Reape
 #[test]
 fn get_from_nginx_fetches_ranges_in_parallel() {
     let Some(binary) = nginx() else {
-        eprintln!("skipped: nginx is not installed (apt-get install nginx-light)");
+        common::skipped("nginx is not installed (apt-get install nginx-light)");
         return;
     };
     let served = tempfile::tempdir().unwrap();

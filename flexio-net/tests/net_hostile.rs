@@ -950,7 +950,7 @@ fn require_root(reason: &str) -> bool {
         std::env::var("FLEXIO_TEST_PRIVILEGED").as_deref() != Ok("1"),
         "{reason} needs root, and FLEXIO_TEST_PRIVILEGED=1 forbids skipping it"
     );
-    eprintln!("skipped: {reason} (needs root)");
+    common::skipped(&format!("{reason} (needs root)"));
     false
 }
 

@@ -220,7 +220,7 @@ fn writes_are_refused_with_405_and_a_reason() {
 #[test]
 fn curl_and_wget_fetch_files_ranges_and_trees() {
     if !have("curl") || !have("wget") || !have("tar") {
-        eprintln!("skipped: curl, wget or tar is not installed (apt-get install curl wget tar)");
+        common::skipped("curl, wget or tar is not installed (apt-get install curl wget tar)");
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -646,7 +646,7 @@ fn put_with_the_token_writes_files_byte_exact_and_curl_uploads_too() {
         assert!(client.get(&format!("/in/up{size}"), "").body == pattern(*size, i as u64 + 40));
     }
     if !have("curl") {
-        eprintln!("skipped the curl upload: curl is not installed");
+        common::skipped("the curl upload: curl is not installed");
         return;
     }
     let big = sources.path().join(format!("s{}", 8 << 20));

@@ -8,10 +8,14 @@
 use std::path::Path;
 use std::process::{Command, Output};
 
-/// `flexio`, never consulting a profile a developer tuned on this machine.
+/// `flexio`, never consulting a profile a developer tuned on this machine,
+/// and dying of SIGHUP, SIGINT and SIGTERM as on a terminal even when the
+/// tests run under `nohup` or in the background (the signal tests count
+/// on it).
 pub fn flexio() -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_flexio"));
     command.env("FLEXIO_PROFILE", "/nonexistent/flexio-profile.toml");
+    flexio_sys::process::default_signal_actions(&mut command);
     command
 }
 
@@ -52,7 +56,7 @@ pub fn require_root(reason: &str) -> bool {
         std::env::var("FLEXIO_TEST_PRIVILEGED").as_deref() != Ok("1"),
         "{reason} needs root, and FLEXIO_TEST_PRIVILEGED=1 forbids skipping it"
     );
-    eprintln!("skipped: {reason} (needs root)");
+    skipped(&format!("{reason} (needs root)"));
     false
 }
 
@@ -73,4 +77,16 @@ pub fn mkfifo(path: &Path) {
         0,
     )
     .unwrap();
+}
+
+/// Says that the running test skipped, and why, on the terminal past the
+/// harness's capture: `cargo test` counts a skipped test as passed, and
+/// this line (`skipped: TEST: REASON`) is how a reader tells them apart.
+/// `.ci/run` counts these lines in its summary.
+pub fn skipped(reason: &str) {
+    use std::io::Write;
+    let thread = std::thread::current();
+    let test = thread.name().unwrap_or("a test");
+    let line = format!("skipped: {test}: {reason}\n");
+    let _ = std::io::stderr().write_all(line.as_bytes());
 }

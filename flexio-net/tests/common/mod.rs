@@ -208,3 +208,15 @@ pub fn multipart_parts(response: &Response) -> Vec<(String, Vec<u8>)> {
 pub fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
     haystack.windows(needle.len()).position(|w| w == needle)
 }
+
+/// Says that the running test skipped, and why, on the terminal past the
+/// harness's capture: `cargo test` counts a skipped test as passed, and
+/// this line (`skipped: TEST: REASON`) is how a reader tells them apart.
+/// `.ci/run` counts these lines in its summary.
+pub fn skipped(reason: &str) {
+    use std::io::Write;
+    let thread = std::thread::current();
+    let test = thread.name().unwrap_or("a test");
+    let line = format!("skipped: {test}: {reason}\n");
+    let _ = std::io::stderr().write_all(line.as_bytes());
+}
