@@ -48,6 +48,9 @@ pub struct GetArgs {
     /// Print the report as JSON.
     #[arg(long)]
     json: bool,
+    /// Print nothing but errors.
+    #[arg(long, short, conflicts_with = "json")]
+    quiet: bool,
     #[command(flatten)]
     tls: crate::tls_args::TlsArgs,
 }
@@ -94,6 +97,9 @@ pub fn run(args: GetArgs) -> Result<(), Error> {
     }
     let mut report = get(&url, args.dest.as_deref(), &options).unwrap_or_else(|e| fail(e));
     report.url = args.url.clone();
+    if args.quiet {
+        return Ok(());
+    }
     if args.json {
         crate::print_stdout(&(serde_json::to_string_pretty(&report).expect("json") + "\n"));
         return Ok(());
@@ -163,6 +169,9 @@ fn run_tree(args: &GetArgs, url: &str, options: &GetOptions) -> Result<(), Error
     let mut report =
         flexio_net::client::get_tree(url, &destination, options).unwrap_or_else(|e| fail(e));
     report.url = args.url.clone();
+    if args.quiet {
+        return Ok(());
+    }
     if args.json {
         crate::print_stdout(&(serde_json::to_string_pretty(&report).expect("json") + "\n"));
         return Ok(());

@@ -20,7 +20,9 @@ mod bench_schedule;
 mod bench_server;
 mod bench_tree;
 mod cache_cmd;
+mod completions_cmd;
 mod copy;
+mod copy_output;
 mod copy_tree;
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 mod float_functions;
@@ -40,7 +42,7 @@ use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 /// fewest copies, and report what really happened.
 #[derive(Parser)]
 #[command(name = "flexio", version, about, propagate_version = true)]
-struct Cli {
+pub(crate) struct Cli {
     #[command(subcommand)]
     command: Command,
 }
@@ -69,6 +71,10 @@ enum Command {
     Get(get_cmd::GetArgs),
     /// Upload a file to `flexio serve --token-file` over HTTP/1.1 (PUT).
     Put(put_cmd::PutArgs),
+    /// Print the shell completion script for bash, zsh or fish.
+    Completions(completions_cmd::CompletionsArgs),
+    /// Print the man page, flexio(1), in roff.
+    Man,
 }
 
 /// The C entry point. Arguments are read by `std::env::args_os`, which
@@ -102,6 +108,8 @@ fn run() -> i32 {
         Command::Serve(args) => serve_cmd::run(args),
         Command::Get(args) => get_cmd::run(args),
         Command::Put(args) => put_cmd::run(args),
+        Command::Completions(args) => completions_cmd::completions(args),
+        Command::Man => completions_cmd::man(),
     };
     match result {
         Ok(()) => 0,

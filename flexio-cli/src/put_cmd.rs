@@ -37,6 +37,9 @@ pub struct PutArgs {
     /// Print the report as JSON.
     #[arg(long)]
     json: bool,
+    /// Print nothing but errors.
+    #[arg(long, short, conflicts_with = "json")]
+    quiet: bool,
     #[command(flatten)]
     tls: crate::tls_args::TlsArgs,
 }
@@ -64,6 +67,20 @@ pub fn read_token(path: &std::path::Path) -> Result<String, Error> {
     Ok(text.lines().next().unwrap_or_default().trim().to_string())
 }
 
+/// The URL a file goes to: a URL ending in `/` names a directory, and
+/// the file keeps its name in it, as with `curl -T FILE URL/`.
+fn put_target(url: &str, source: &std::path::Path) -> String {
+    use std::os::unix::ffi::OsStrExt;
+    let path = url.split(['?', '#']).next().unwrap_or_default();
+    match source.file_name() {
+        Some(name) if path.ends_with('/') && !source.is_dir() => {
+            let name = flexio_net::names::percent_encode(name.as_bytes());
+            format!("{path}{name}{}", &url[path.len()..])
+        }
+        _ => url.to_string(),
+    }
+}
+
 /// Runs `flexio put`.
 pub fn run(args: PutArgs) -> Result<(), Error> {
     let token = read_token(&args.token_file)?;
@@ -71,7 +88,8 @@ pub fn run(args: PutArgs) -> Result<(), Error> {
         rate: args.rate,
         ..Default::default()
     };
-    let (_relay, url) = args.tls.reachable(&args.url, args.timeout)?;
+    let target = put_target(&args.url, &args.source);
+    let (_relay, url) = args.tls.reachable(&target, args.timeout)?;
     if args.streams == 0 {
         return Err(Error::Usage("--streams must be at least 1".into()));
     }
@@ -86,8 +104,9 @@ pub fn run(args: PutArgs) -> Result<(), Error> {
     }
     let mut report = flexio_net::client::put_with(&args.source, &url, &token, &options)
         .unwrap_or_else(|e| crate::get_cmd::fail(e));
-    report.url = args.url.clone();
-    if args.json {
+    report.url = target;
+    if args.quiet {
+    } else if args.json {
         crate::print_stdout(&(serde_json::to_string_pretty(&report).expect("json") + "\n"));
     } else {
         let pieces = if report.pieces > 1 || report.resumed_bytes > 0 {
@@ -136,7 +155,8 @@ fn put_tree(
     for failure in &report.failures {
         eprintln!("flexio: {failure}");
     }
-    if args.json {
+    if args.quiet {
+    } else if args.json {
         crate::print_stdout(&(serde_json::to_string_pretty(&report).expect("json") + "\n"));
     } else {
         crate::print_stdout(&format!(
@@ -161,5 +181,17 @@ fn put_tree(
             offset: None,
             source: std::io::Error::other("failed (each is listed above)"),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    #[test]
+    fn a_file_put_to_a_directory_url_keeps_its_name() {
+        let to = |url| super::put_target(url, Path::new("/tmp/a b.txt"));
+        assert_eq!(to("http://h:1/up/"), "http://h:1/up/a%20b.txt");
+        assert_eq!(to("http://h:1/up/x.txt"), "http://h:1/up/x.txt");
     }
 }

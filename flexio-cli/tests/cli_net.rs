@@ -569,3 +569,45 @@ fn put_of_a_directory_uploads_the_tree() {
         b"alpha"
     );
 }
+
+#[test]
+fn quiet_put_to_a_directory_url_keeps_the_name_and_quiet_get_says_nothing() {
+    let (_server, url, served, work, token) = serve_for_uploads();
+    let source = work.path().join("notes.txt");
+    std::fs::write(&source, b"as curl -T does").unwrap();
+    let output = put(&source, &format!("{url}/"), &token)
+        .arg("-q")
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", common::stderr(&output));
+    assert_eq!((output.stdout.len(), output.stderr.len()), (0, 0));
+    assert_eq!(
+        std::fs::read(served.path().join("notes.txt")).unwrap(),
+        b"as curl -T does"
+    );
+    let out = tempfile::tempdir().unwrap();
+    let got = flexio()
+        .args(["get", "-q"])
+        .arg(format!("{url}/notes.txt"))
+        .arg(out.path())
+        .output()
+        .unwrap();
+    assert!(got.status.success(), "{}", common::stderr(&got));
+    assert_eq!((got.stdout.len(), got.stderr.len()), (0, 0));
+    assert_eq!(
+        std::fs::read(out.path().join("notes.txt")).unwrap(),
+        b"as curl -T does"
+    );
+}
+
+#[test]
+fn listen_with_a_port_alone_is_loopback() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let served = tempfile::tempdir().unwrap();
+    let (_server, url) = serve(served.path(), &["--listen", &port.to_string()]);
+    assert_eq!(url, format!("http://127.0.0.1:{port}"));
+}
