@@ -184,7 +184,7 @@ pub fn run(args: CopyArgs) -> Result<(), Error> {
         Telling::Summary => print_err(&flow_summary(&report)),
         Telling::Report => print_err(&report.to_string()),
         Telling::Json => print_out(
-            &(serde_json::to_string_pretty(&report).expect("a report serializes") + "\n"),
+            &crate::json_document::document("flow", &report),
             data_on_stdout,
         ),
     }

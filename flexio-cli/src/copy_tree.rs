@@ -141,9 +141,7 @@ pub fn run(args: CopyArgs) -> Result<(), Error> {
                 &report,
             )),
             Telling::Report => print_err(&report.to_string()),
-            Telling::Json => crate::print_stdout(
-                &(serde_json::to_string_pretty(&report).expect("a report serializes") + "\n"),
-            ),
+            Telling::Json => crate::print_stdout(&crate::json_document::document("tree", &report)),
         }
     }
     if report.succeeded() {

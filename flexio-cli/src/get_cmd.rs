@@ -101,7 +101,7 @@ pub fn run(args: GetArgs) -> Result<(), Error> {
         return Ok(());
     }
     if args.json {
-        crate::print_stdout(&(serde_json::to_string_pretty(&report).expect("json") + "\n"));
+        crate::print_stdout(&crate::json_document::document("get", &report));
         return Ok(());
     }
     let seconds = report.transfer_ns as f64 / 1e9;
@@ -173,7 +173,7 @@ fn run_tree(args: &GetArgs, url: &str, options: &GetOptions) -> Result<(), Error
         return Ok(());
     }
     if args.json {
-        crate::print_stdout(&(serde_json::to_string_pretty(&report).expect("json") + "\n"));
+        crate::print_stdout(&crate::json_document::document("get-tree", &report));
         return Ok(());
     }
     let seconds = report.wall_ns as f64 / 1e9;

@@ -27,6 +27,7 @@ mod copy_tree;
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 mod float_functions;
 mod get_cmd;
+mod json_document;
 mod mechanisms;
 mod plan;
 mod profile_cmd;

@@ -107,7 +107,7 @@ pub fn run(args: PutArgs) -> Result<(), Error> {
     report.url = target;
     if args.quiet {
     } else if args.json {
-        crate::print_stdout(&(serde_json::to_string_pretty(&report).expect("json") + "\n"));
+        crate::print_stdout(&crate::json_document::document("put", &report));
     } else {
         let pieces = if report.pieces > 1 || report.resumed_bytes > 0 {
             format!(
@@ -157,7 +157,7 @@ fn put_tree(
     }
     if args.quiet {
     } else if args.json {
-        crate::print_stdout(&(serde_json::to_string_pretty(&report).expect("json") + "\n"));
+        crate::print_stdout(&crate::json_document::document("put-tree", &report));
     } else {
         crate::print_stdout(&format!(
             "{} -> {}: {} files ({}), {} directories made, {} skipped, {} failed, in {:.3} s over {} streams\n",
