@@ -153,6 +153,19 @@ fn get_from_python_http_server_falls_back_to_one_stream() {
         report.note
     );
     assert!(!report.verified);
+
+    // A tree from it: its listing is no manifest, and the error says so,
+    // leaving nothing behind (it was "malformed manifest: expected value
+    // at line 1 column 1").
+    let tree = out.path().join("tree");
+    let error = flexio_net::client::get_tree(&format!("http://{address}/"), &tree, &options(2))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        error.contains("not a flexio manifest") && error.contains("text/html"),
+        "{error}"
+    );
+    assert!(!tree.exists());
 }
 
 /// The nginx program on the PATH or in an sbin directory, if an executable
