@@ -5,9 +5,8 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 
 use common::{flexio, json_report};
 
@@ -32,38 +31,6 @@ fn check(kind: &str, command: &mut Command) -> serde_json::Value {
         .collect();
     assert!(errors.is_empty(), "{kind}: {errors:#?}\n{document:#}");
     document
-}
-
-struct Serving(Child);
-
-impl Drop for Serving {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// `flexio serve DIR` taking uploads with `token`, and its base URL.
-fn serve(dir: &Path, token: &Path) -> (Serving, String) {
-    let mut child = flexio()
-        .arg("serve")
-        .arg(dir)
-        .arg("--token-file")
-        .arg(token)
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let url = line
-        .split_whitespace()
-        .find(|word| word.starts_with("http://"))
-        .unwrap_or_else(|| panic!("no URL in {line:?}"))
-        .trim_end_matches('/')
-        .to_string();
-    (Serving(child), url)
 }
 
 #[test]
@@ -105,7 +72,7 @@ fn every_kind_validates_against_its_schema() {
     std::fs::create_dir_all(served.path().join("up")).unwrap();
     let token = at("token");
     std::fs::write(&token, "json-token-0123456789abcdef\n").unwrap();
-    let (_server, url) = serve(served.path(), &token);
+    let (_server, url) = common::serve(served.path(), &["--token-file", token.to_str().unwrap()]);
     let put = |what: &Path, target: String| {
         let mut command = flexio();
         command

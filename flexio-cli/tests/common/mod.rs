@@ -90,3 +90,38 @@ pub fn skipped(reason: &str) {
     let line = format!("skipped: {test}: {reason}\n");
     let _ = std::io::stderr().write_all(line.as_bytes());
 }
+
+/// A `flexio serve`, killed and reaped when dropped.
+pub struct Serving(pub std::process::Child);
+
+impl Drop for Serving {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Starts `flexio serve DIR EXTRA...` (on loopback port 0 unless EXTRA
+/// says otherwise) and returns it with its base URL, without the final
+/// `/`, read from the line it prints first.
+pub fn serve(dir: &Path, extra: &[&str]) -> (Serving, String) {
+    use std::io::BufRead;
+    let mut child = flexio()
+        .arg("serve")
+        .arg(dir)
+        .args(extra)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let url = line
+        .split_whitespace()
+        .find(|word| word.starts_with("http://"))
+        .unwrap_or_else(|| panic!("no URL in {line:?}"))
+        .trim_end_matches('/')
+        .to_string();
+    (Serving(child), url)
+}
