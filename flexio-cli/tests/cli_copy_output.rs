@@ -51,6 +51,11 @@ fn the_report_goes_to_stderr_with_units_that_fit_six_bytes() {
         assert!(report.contains("  kernel     "), "{flag}: {report}");
         assert!(!report.contains("CPU-s/GiB"), "{flag}: {report}");
         assert!(
+            !report.contains("/s"),
+            "{flag}: a rate for 6 bytes: {report}"
+        );
+        assert!(report.contains(" ms"), "{flag}: {report}");
+        assert!(
             !report.contains(" 1 system calls") && !report.contains(" 1 syscalls"),
             "{flag}: {report}"
         );

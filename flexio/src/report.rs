@@ -150,16 +150,26 @@ impl fmt::Display for Report {
     /// The human summary printed by `flexio copy`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let secs = self.measured.wall_ns as f64 / 1e9;
+        // Under a second, milliseconds; under a MiB, no rate: a tiny
+        // copy's "rate" is process start-up.
+        let time = if secs < 1.0 {
+            format!("{:.3} ms", secs * 1e3)
+        } else {
+            format!("{secs:.3} s")
+        };
+        let rate = if self.measured.bytes >= 1 << 20 {
+            format!(", {}", format_rate(self.throughput_bytes_per_s as f64))
+        } else {
+            String::new()
+        };
         writeln!(
             f,
-            "{} ({}) -> {} ({}): {} in {:.3} s, {}",
+            "{} ({}) -> {} ({}): {} in {time}{rate}",
             self.source,
             self.source_kind,
             self.sink,
             self.sink_kind,
             format_bytes(self.measured.bytes),
-            secs,
-            format_rate(self.throughput_bytes_per_s as f64)
         )?;
         let chosen = if self.mechanism_requested == MechanismName::Auto {
             format!("auto chose {} ({})", self.mechanism_first, self.decided_by)
