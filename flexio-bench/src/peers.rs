@@ -295,20 +295,32 @@ impl PeerSpec {
 /// The executable `name` resolves to on `PATH` (or `name` itself when it
 /// holds a `/` and is executable).
 pub fn find_program(name: &str) -> Option<PathBuf> {
-    use std::os::unix::fs::PermissionsExt;
-    let executable = |path: &Path| {
-        std::fs::metadata(path)
-            .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-            .unwrap_or(false)
-    };
     if name.contains('/') {
         let path = PathBuf::from(name);
-        return executable(&path).then_some(path);
+        return is_executable(&path).then_some(path);
     }
     let path = std::env::var_os("PATH")?;
     std::env::split_paths(&path)
         .map(|dir| dir.join(name))
-        .find(|candidate| executable(candidate))
+        .find(|candidate| is_executable(candidate))
+}
+
+/// A daemon's program (nginx, sshd): on the `PATH`, else in the `sbin`
+/// directories a user's `PATH` often lacks. Only an executable file
+/// counts, so that a peer hidden by a non-executable file mounted over it
+/// (`.ci/without-peers`) is missing, not broken.
+pub fn find_daemon(name: &str) -> Option<PathBuf> {
+    find_program(name).or_else(|| {
+        ["/usr/local/sbin", "/usr/sbin", "/sbin"]
+            .into_iter()
+            .map(|dir| Path::new(dir).join(name))
+            .find(|candidate| is_executable(candidate))
+    })
+}
+
+fn is_executable(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
 /// Reads a program's file once so that its pages are cached again after a

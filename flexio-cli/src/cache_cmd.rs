@@ -131,8 +131,7 @@ fn bench(args: CacheBenchArgs) -> Result<(), Error> {
     // The same implementation as `flexio bench --scenario cache`.
     let report = crate::bench_cache::measure(options)?;
     if args.json {
-        let text = serde_json::to_string_pretty(&report).expect("json") + "\n";
-        crate::print_stdout(&text);
+        crate::print_stdout(&crate::json_document::document("cache-bench", &report));
     } else {
         crate::print_stdout(&flexio_bench::cache_bench::render(&report));
     }
@@ -157,7 +156,7 @@ fn sim(args: SimArgs) -> Result<(), Error> {
             "references": trace.keys.len(),
             "results": results,
         });
-        crate::print_stdout(&(serde_json::to_string_pretty(&value).expect("json") + "\n"));
+        crate::print_stdout(&crate::json_document::document("cache-sim", &value));
     } else {
         crate::print_stdout(&table(&trace, &policies, &args.size, &results, paper));
     }

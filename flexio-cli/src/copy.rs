@@ -1,12 +1,12 @@
 //! `flexio copy SRC DST`: one flow, and its report; `flexio copy SRC...
 //! DIR` and `flexio copy -r SRCDIR DST` go to [`crate::copy_tree`].
 
-use std::io::{IsTerminal, Write};
 use std::sync::Arc;
 
 use clap::Args;
 use flexio::{Address, Error, Flow, MechanismName, Params, Progress, Sink, Source};
 
+use crate::copy_output::{flow_summary, listed, print_err, print_out, Telling};
 use crate::progress::{ProgressBarThread, ProgressMode, CALL_LIMIT_WITH_PROGRESS};
 
 /// Arguments of `flexio copy`.
@@ -88,9 +88,19 @@ pub struct CopyArgs {
     /// pace` measured keeping the rate where the kernel fell short.
     #[arg(long, value_name = "auto|kernel|bucket", default_value = "auto")]
     pub(crate) pace_by: String,
-    /// Print the report as JSON.
+    /// Print the report as JSON on stdout (on stderr when the data goes to
+    /// stdout).
     #[arg(long)]
     pub(crate) json: bool,
+    /// Print the full report on stderr: mechanism and why, fallbacks, CPU,
+    /// system calls, context switches, faults, the source's page cache.
+    /// Without it a copy says nothing unless stdout is a terminal, and
+    /// then one line.
+    #[arg(long, visible_alias = "stats")]
+    pub(crate) report: bool,
+    /// List what is copied, as `cp -v` does: `'SRC' -> 'DST'`.
+    #[arg(long, short)]
+    pub(crate) verbose: bool,
     /// Print nothing but errors.
     #[arg(long, short)]
     pub(crate) quiet: bool,
@@ -134,7 +144,7 @@ pub fn run(args: CopyArgs) -> Result<(), Error> {
     let profile = (via == MechanismName::Auto)
         .then(|| args.profile.load_for_auto())
         .flatten();
-    let report_to_stderr = sink_address == Address::Stdio;
+    let data_on_stdout = sink_address == Address::Stdio;
     let progress = Arc::new(Progress::default());
     let progress_mode = ProgressMode::choose(args.progress, args.no_progress, args.quiet);
     let mut flow = Flow::new(Source::Address(source_address), Sink::Address(sink_address))
@@ -166,21 +176,17 @@ pub fn run(args: CopyArgs) -> Result<(), Error> {
         let _bar = ProgressBarThread::start(progress, progress_mode);
         flow.run()?
     };
-    if args.quiet {
-        return Ok(());
+    if args.verbose && !args.quiet {
+        print_out(&listed(source, sink), data_on_stdout);
     }
-    let text = if args.json {
-        serde_json::to_string_pretty(&report).expect("a report serializes") + "\n"
-    } else {
-        report.to_string()
-    };
-    if report_to_stderr {
-        // The data went to stdout; keep the report out of it.
-        if args.json || std::io::stderr().is_terminal() {
-            let _ = std::io::stderr().write_all(text.as_bytes());
-        }
-    } else {
-        crate::print_stdout(&text);
+    match Telling::for_this_process(args.quiet, args.json, args.report) {
+        Telling::Nothing => {}
+        Telling::Summary => print_err(&flow_summary(&report)),
+        Telling::Report => print_err(&report.to_string()),
+        Telling::Json => print_out(
+            &crate::json_document::document("flow", &report),
+            data_on_stdout,
+        ),
     }
     Ok(())
 }

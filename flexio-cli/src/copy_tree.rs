@@ -11,6 +11,7 @@ use flexio::tree::{
 use flexio::{Address, Error, MechanismName};
 
 use crate::copy::CopyArgs;
+use crate::copy_output::{print_err, tree_summary, Telling};
 use crate::progress::{ProgressBarThread, ProgressMode};
 
 /// The options of `flexio copy` that concern trees and many files.
@@ -96,6 +97,12 @@ pub fn is_tree_copy(args: &CopyArgs) -> bool {
 
 /// Runs a tree copy.
 pub fn run(args: CopyArgs) -> Result<(), Error> {
+    if args.verbose {
+        // The tree walker reports totals, not each file as it goes.
+        return Err(Error::Usage(
+            "-v lists single-file copies only; for a tree, --dry-run lists what would be copied and --report counts what was".into(),
+        ));
+    }
     let mut options = tree_options(&args)?;
     let (sources, destination) = args.paths.split_at(args.paths.len() - 1);
     let mut paths = Vec::with_capacity(sources.len());
@@ -123,13 +130,19 @@ pub fn run(args: CopyArgs) -> Result<(), Error> {
     for failure in &report.failures {
         eprintln!("flexio: {}: {}", failure.path, failure.error);
     }
-    if args.json {
-        let text = serde_json::to_string_pretty(&report).expect("a report serializes") + "\n";
-        crate::print_stdout(&text);
-    } else if options.dry_run {
+    if options.dry_run && !args.json {
         crate::print_stdout(&(report.planned.join("\n") + "\n"));
-    } else if !args.quiet {
-        crate::print_stdout(&report.to_string());
+    } else {
+        match Telling::for_this_process(args.quiet, args.json, args.report) {
+            Telling::Nothing => {}
+            Telling::Summary => print_err(&tree_summary(
+                &sources.join(" "),
+                &destination.display().to_string(),
+                &report,
+            )),
+            Telling::Report => print_err(&report.to_string()),
+            Telling::Json => crate::print_stdout(&crate::json_document::document("tree", &report)),
+        }
     }
     if report.succeeded() {
         return Ok(());

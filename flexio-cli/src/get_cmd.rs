@@ -48,6 +48,9 @@ pub struct GetArgs {
     /// Print the report as JSON.
     #[arg(long)]
     json: bool,
+    /// Print nothing but errors.
+    #[arg(long, short, conflicts_with = "json")]
+    quiet: bool,
     #[command(flatten)]
     tls: crate::tls_args::TlsArgs,
     #[command(flatten)]
@@ -144,8 +147,11 @@ pub fn run(args: GetArgs) -> crate::error::Result<()> {
     }
     let mut report = get(&url, args.dest.as_deref(), &options)?;
     report.url = args.url.clone();
+    if args.quiet {
+        return Ok(());
+    }
     if args.json {
-        crate::print_stdout(&(serde_json::to_string_pretty(&report).expect("json") + "\n"));
+        crate::print_stdout(&crate::json_document::document("get", &report));
         return Ok(());
     }
     let seconds = report.transfer_ns as f64 / 1e9;
@@ -224,7 +230,7 @@ fn print_mirrored(args: &GetArgs, mut report: flexio_net::client::MirroredReport
     report.url = args.url.clone();
     as_given(args, &mut report.servers);
     if args.json {
-        crate::print_stdout(&(serde_json::to_string_pretty(&report).expect("json") + "\n"));
+        crate::print_stdout(&crate::json_document::document("get-mirrored", &report));
         return;
     }
     let seconds = report.wall_ns as f64 / 1e9;
@@ -307,8 +313,11 @@ fn run_tree(
     let mut report = fetched?;
     as_given(args, &mut report.servers);
     report.url = args.url.clone();
+    if args.quiet {
+        return Ok(());
+    }
     if args.json {
-        crate::print_stdout(&(serde_json::to_string_pretty(&report).expect("json") + "\n"));
+        crate::print_stdout(&crate::json_document::document("get-tree", &report));
         return Ok(());
     }
     let seconds = report.wall_ns as f64 / 1e9;

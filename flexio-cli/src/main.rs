@@ -14,10 +14,13 @@ mod bench_schedule;
 mod bench_server;
 mod bench_tree;
 mod cache_cmd;
+mod completions_cmd;
 mod copy;
+mod copy_output;
 mod copy_tree;
 mod error;
 mod get_cmd;
+mod json_document;
 mod mechanisms;
 mod plan;
 mod profile_cmd;
@@ -36,7 +39,7 @@ use clap::{FromArgMatches, Parser, Subcommand};
 /// fewest copies, and report what really happened.
 #[derive(Parser)]
 #[command(name = "flexio", version, about, propagate_version = true)]
-struct Cli {
+pub(crate) struct Cli {
     #[command(subcommand)]
     command: Command,
 }
@@ -65,6 +68,10 @@ enum Command {
     Get(get_cmd::GetArgs),
     /// Upload a file to `flexio serve --token-file` over HTTP/1.1 (PUT).
     Put(put_cmd::PutArgs),
+    /// Print the shell completion script for bash, zsh or fish.
+    Completions(completions_cmd::CompletionsArgs),
+    /// Print the man page, flexio(1), in roff.
+    Man,
 }
 
 fn main() -> ExitCode {
@@ -92,6 +99,8 @@ fn run(cli: Cli) -> error::Result<()> {
         Command::Serve(args) => serve_cmd::run(args),
         Command::Get(args) => get_cmd::run(args),
         Command::Put(args) => put_cmd::run(args),
+        Command::Completions(args) => Ok(completions_cmd::completions(args)?),
+        Command::Man => Ok(completions_cmd::man()?),
     }
 }
 

@@ -51,7 +51,7 @@ pub fn run(args: MechanismsArgs) -> Result<(), Error> {
             })
             .collect();
         let document = json!({ "schema_version": 1, "pairs": rows, "mechanisms": mechanisms });
-        crate::print_stdout(&(serde_json::to_string_pretty(&document).expect("json") + "\n"));
+        crate::print_stdout(&crate::json_document::document("mechanisms", &document));
         return Ok(());
     }
     let names = MechanismName::CONCRETE;

@@ -44,7 +44,7 @@ pub fn run(args: PlanArgs) -> Result<(), Error> {
     }
     let decision = flow.plan()?;
     if args.json {
-        let text = serde_json::to_string_pretty(&decision).expect("json") + "\n";
+        let text = crate::json_document::document("plan", &decision);
         crate::print_stdout(&text);
         return Ok(());
     }

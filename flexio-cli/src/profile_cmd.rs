@@ -120,6 +120,13 @@ fn load(path: &Path) -> Result<Profile, Error> {
 pub fn run(args: ProfileArgs) -> Result<(), Error> {
     let path = args.choice.path();
     match args.action {
+        ProfileAction::Show if !path.exists() => {
+            crate::print_stdout(&format!(
+                "no tuned profile at {}: `--via auto` uses the built-in table (`flexio mechanisms` lists it; `flexio plan SRC DST` says what it would pick and why).\n\
+                 To measure this machine instead: `flexio tune` (or `flexio tune --quick`), which writes the profile auto reads from then on.\n",
+                path.display()
+            ));
+        }
         ProfileAction::Show => {
             let profile = load(&path)?;
             crate::print_stdout(&render(&profile));

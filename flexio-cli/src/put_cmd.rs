@@ -37,6 +37,9 @@ pub struct PutArgs {
     /// Print the report as JSON.
     #[arg(long)]
     json: bool,
+    /// Print nothing but errors.
+    #[arg(long, short, conflicts_with = "json")]
+    quiet: bool,
     #[command(flatten)]
     tls: crate::tls_args::TlsArgs,
     #[command(flatten)]
@@ -72,6 +75,20 @@ pub fn read_token(path: &std::path::Path) -> Result<String, Error> {
     Ok(text.lines().next().unwrap_or_default().trim().to_string())
 }
 
+/// The URL a file goes to: a URL ending in `/` names a directory, and
+/// the file keeps its name in it, as with `curl -T FILE URL/`.
+fn put_target(url: &str, source: &std::path::Path) -> String {
+    use std::os::unix::ffi::OsStrExt;
+    let path = url.split(['?', '#']).next().unwrap_or_default();
+    match source.file_name() {
+        Some(name) if path.ends_with('/') && !source.is_dir() => {
+            let name = flexio_net::names::percent_encode(name.as_bytes());
+            format!("{path}{name}{}", &url[path.len()..])
+        }
+        _ => url.to_string(),
+    }
+}
+
 /// Runs `flexio put`.
 pub fn run(args: PutArgs) -> crate::error::Result<()> {
     let token = read_token(&args.token_file)?;
@@ -79,7 +96,8 @@ pub fn run(args: PutArgs) -> crate::error::Result<()> {
         rate: args.rate,
         ..Default::default()
     };
-    let (_relay, url) = args.tls.reachable(&args.url, args.timeout)?;
+    let target = put_target(&args.url, &args.source);
+    let (_relay, url) = args.tls.reachable(&target, args.timeout)?;
     if args.streams == 0 {
         return Err(Error::Usage("--streams must be at least 1".into()).into());
     }
@@ -101,9 +119,10 @@ pub fn run(args: PutArgs) -> crate::error::Result<()> {
         .into());
     }
     let mut report = flexio_net::client::put_with(&args.source, &url, &token, &options)?;
-    report.url = args.url.clone();
-    if args.json {
-        crate::print_stdout(&(serde_json::to_string_pretty(&report).expect("json") + "\n"));
+    report.url = target;
+    if args.quiet {
+    } else if args.json {
+        crate::print_stdout(&crate::json_document::document("put", &report));
     } else {
         let pieces = if report.pieces > 1 || report.resumed_bytes > 0 {
             format!(
@@ -157,8 +176,9 @@ fn put_tree(
     for failure in &report.failures {
         eprintln!("flexio: {failure}");
     }
-    if args.json {
-        crate::print_stdout(&(serde_json::to_string_pretty(&report).expect("json") + "\n"));
+    if args.quiet {
+    } else if args.json {
+        crate::print_stdout(&crate::json_document::document("put-tree", &report));
     } else {
         crate::print_stdout(&format!(
             "{} -> {}: {} files ({}), {} directories made, {} skipped, {} failed, in {:.3} s over {} streams\n",
@@ -186,5 +206,17 @@ fn put_tree(
             source: std::io::Error::other("failed (each is listed above)"),
         }
         .into())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    #[test]
+    fn a_file_put_to_a_directory_url_keeps_its_name() {
+        let to = |url| super::put_target(url, Path::new("/tmp/a b.txt"));
+        assert_eq!(to("http://h:1/up/"), "http://h:1/up/a%20b.txt");
+        assert_eq!(to("http://h:1/up/x.txt"), "http://h:1/up/x.txt");
     }
 }

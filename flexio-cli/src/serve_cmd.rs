@@ -15,9 +15,9 @@ use flexio_net::server::{ServeConfig, Server};
 pub struct ServeArgs {
     /// The directory to serve; nothing outside it is reachable.
     dir: PathBuf,
-    /// Address and port to listen on (port 0 picks a free one). Loopback
-    /// unless --public.
-    #[arg(long, default_value = "127.0.0.1:0")]
+    /// Address and port to listen on (port 0 picks a free one); a port
+    /// alone (`--listen 8080`) is loopback's. Loopback unless --public.
+    #[arg(long, default_value = "127.0.0.1:0", value_parser = listen_address)]
     listen: SocketAddr,
     /// Serve read-only: PUT is answered 405 even with --token-file.
     #[arg(long)]
@@ -176,4 +176,35 @@ pub fn run(args: ServeArgs) -> crate::error::Result<()> {
     ));
     server.run()?;
     Ok(())
+}
+
+/// `--listen`: `ADDR:PORT`, or a port alone for 127.0.0.1 (a server
+/// reachable from elsewhere is asked for by address, and --public).
+fn listen_address(text: &str) -> Result<SocketAddr, String> {
+    if let Ok(port) = text.parse::<u16>() {
+        return Ok(SocketAddr::from(([127, 0, 0, 1], port)));
+    }
+    text.parse().map_err(|_| {
+        format!("{text:?} is neither a port (8080) nor an address and port (127.0.0.1:8080, [::1]:8080)")
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_port_alone_listens_on_loopback() {
+        assert_eq!(
+            super::listen_address("8080").unwrap().to_string(),
+            "127.0.0.1:8080"
+        );
+        assert_eq!(
+            super::listen_address("[::1]:80").unwrap().to_string(),
+            "[::1]:80"
+        );
+        assert_eq!(
+            super::listen_address("0.0.0.0:80").unwrap().to_string(),
+            "0.0.0.0:80"
+        );
+        assert!(super::listen_address("localhost").is_err());
+    }
 }

@@ -1,5 +1,6 @@
 //! `--pin` and `--ca` of `flexio get` and `flexio put`: how an `https://`
-//! server is trusted (see `flexio_net::tls`).
+//! server is trusted (see `flexio_net::tls`); with neither, the system's
+//! trust store, as curl and wget trust it.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -40,12 +41,7 @@ impl TlsArgs {
         let trust = match (&self.pin, &self.ca) {
             (Some(pin), _) => Trust::Pin(parse_pin(pin).map_err(|e| Error::Usage(e.to_string()))?),
             (None, Some(ca)) => Trust::Ca(ca.clone()),
-            (None, None) => {
-                return Err(Error::Usage(format!(
-                    "{url}: give --pin SHA256 (the fingerprint flexio serve printed) or --ca FILE"
-                ))
-                .into())
-            }
+            (None, None) => Trust::System,
         };
         let relay = Relay::start(url, &trust, timeout)?;
         let local = relay.local_url.clone();

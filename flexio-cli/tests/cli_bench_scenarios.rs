@@ -48,7 +48,7 @@ fn server_scenario_quick_is_consistent() {
     let wrk_missing = skipped.iter().any(|s| s.starts_with("wrk"));
     let cells = results["cells"].as_array().unwrap();
     if wrk_missing {
-        eprintln!("skipped the cell checks: wrk is not installed (apt-get install wrk)");
+        common::skipped("the cell checks: wrk is not installed (apt-get install wrk)");
         assert!(cells.is_empty());
     } else {
         assert!(!cells.is_empty());

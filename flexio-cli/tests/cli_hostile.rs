@@ -294,7 +294,7 @@ fn procfs_and_sysfs_files_are_read_to_their_end() {
         ("/sys/kernel/mm/transparent_hugepage/enabled", "auto"),
     ] {
         if !Path::new(source).exists() {
-            eprintln!("skipped: {source} does not exist here");
+            common::skipped(&format!("{source} does not exist here"));
             continue;
         }
         let sink = dir.path().join("copy");
@@ -352,7 +352,7 @@ fn read_only_destination_of_another_owner_is_refused() {
     if is_root() {
         // Root may write any file, and so does cp as root; the refusal is
         // for a user who could not open the file for writing.
-        eprintln!("skipped: root may write a read-only file (as cp does)");
+        common::skipped("root may write a read-only file (as cp does)");
         return;
     }
     let dir = tempfile::tempdir().unwrap();

@@ -7,7 +7,14 @@ use std::process::Stdio;
 
 mod common;
 
-use common::{flexio, json_report, names, require_root, serve, Serving, Tmpfs};
+use common::{flexio, json_report, names, require_root, Serving, Tmpfs};
+
+/// `flexio serve DIR EXTRA...` on loopback, and its base URL.
+fn serve(dir: &std::path::Path, extra: &[&str]) -> (Serving, String) {
+    let (server, url) = common::serve(dir, extra);
+    assert!(url.starts_with("http://127.0.0.1:"), "{url}");
+    (server, url)
+}
 
 #[test]
 fn serve_then_get_over_four_streams_prints_a_report() {
@@ -50,11 +57,18 @@ fn get_errors_are_one_line_with_the_right_status_and_leave_nothing() {
     );
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
     assert_eq!(std::fs::read_dir(out.path()).unwrap().count(), 0);
+    // https to a plain server: the handshake fails (the system's trust
+    // store is used when neither --pin nor --ca is given), in one line.
     let https = flexio()
-        .args(["get", "https://127.0.0.1/x"])
+        .arg("get")
+        .arg(format!("{}/x", url.replace("http://", "https://")))
+        .arg(out.path().join("x"))
         .output()
         .unwrap();
-    assert_eq!(https.status.code(), Some(2));
+    assert_eq!(https.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&https.stderr);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert_eq!(std::fs::read_dir(out.path()).unwrap().count(), 0);
 }
 
 #[test]
@@ -558,4 +572,46 @@ fn get_of_more_than_the_free_space_exits_1_and_writes_nothing() {
     assert_eq!(output.status.code(), Some(1), "{message}");
     assert!(message.contains("free there"), "{message}");
     assert_eq!(names(mount.path()), Vec::<String>::new());
+}
+
+#[test]
+fn quiet_put_to_a_directory_url_keeps_the_name_and_quiet_get_says_nothing() {
+    let (_server, url, served, work, token) = serve_for_uploads();
+    let source = work.path().join("notes.txt");
+    std::fs::write(&source, b"as curl -T does").unwrap();
+    let output = put(&source, &format!("{url}/"), &token)
+        .arg("-q")
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", common::stderr(&output));
+    assert_eq!((output.stdout.len(), output.stderr.len()), (0, 0));
+    assert_eq!(
+        std::fs::read(served.path().join("notes.txt")).unwrap(),
+        b"as curl -T does"
+    );
+    let out = tempfile::tempdir().unwrap();
+    let got = flexio()
+        .args(["get", "-q"])
+        .arg(format!("{url}/notes.txt"))
+        .arg(out.path())
+        .output()
+        .unwrap();
+    assert!(got.status.success(), "{}", common::stderr(&got));
+    assert_eq!((got.stdout.len(), got.stderr.len()), (0, 0));
+    assert_eq!(
+        std::fs::read(out.path().join("notes.txt")).unwrap(),
+        b"as curl -T does"
+    );
+}
+
+#[test]
+fn listen_with_a_port_alone_is_loopback() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let served = tempfile::tempdir().unwrap();
+    let (_server, url) = serve(served.path(), &["--listen", &port.to_string()]);
+    assert_eq!(url, format!("http://127.0.0.1:{port}"));
 }

@@ -6,6 +6,8 @@
 //! Tests that need root (making a character device) skip with a printed
 //! reason, unless `FLEXIO_TEST_PRIVILEGED=1` makes the skip a failure.
 
+mod common;
+
 use std::os::unix::fs::FileTypeExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -95,11 +97,9 @@ fn scratch_char_device(dir: &Path) -> Option<PathBuf> {
     if made {
         return Some(path);
     }
-    let reason = "skipped: making a character device needs root";
-    if std::env::var("FLEXIO_TEST_PRIVILEGED").as_deref() == Ok("1") {
-        panic!("{reason}, and FLEXIO_TEST_PRIVILEGED=1 forbids skipping");
+    if common::require_root("making a character device") {
+        panic!("mknod failed as root");
     }
-    eprintln!("{reason}");
     None
 }
 

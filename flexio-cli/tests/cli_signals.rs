@@ -290,7 +290,7 @@ fn kill_9_mid_copy_leaves_nothing_visible_where_o_tmpfile_exists() {
 
 fn kill_9_mid_copy(dir: &Path) {
     if !has_o_tmpfile(dir) {
-        eprintln!("skipped: {} has no O_TMPFILE", dir.display());
+        common::skipped(&format!("{} has no O_TMPFILE", dir.display()));
         return;
     }
     for via in ["read-write", "splice"] {

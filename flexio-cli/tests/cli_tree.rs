@@ -124,7 +124,7 @@ fn an_unreadable_file_fails_alone_with_its_path_and_exit_1() {
             std::env::var("FLEXIO_TEST_PRIVILEGED").as_deref() != Ok("1"),
             "needs root to run flexio as nobody"
         );
-        eprintln!("skipped: needs root to run flexio as nobody");
+        common::skipped("needs root to run flexio as nobody");
         return;
     }
     let dir = tempfile::tempdir().unwrap();

@@ -194,6 +194,11 @@ pub enum Trust {
     /// Certificates chaining to the CA certificates of this PEM file
     /// (`--ca`), for the URL's host name.
     Ca(std::path::PathBuf),
+    /// Certificates chaining to the system's trust store (as curl and
+    /// wget trust them: `/etc/ssl/certs` on Debian, or the file named by
+    /// `SSL_CERT_FILE`, the directory by `SSL_CERT_DIR`), for the URL's
+    /// host name: what neither `--pin` nor `--ca` means.
+    System,
 }
 
 /// Bytes read from the plain side at once.

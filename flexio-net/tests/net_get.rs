@@ -127,7 +127,7 @@ fn get_from_python_http_server_falls_back_to_one_stream() {
         .stderr(Stdio::null())
         .spawn()
     else {
-        eprintln!("skipped: python3 is not installed");
+        common::skipped("python3 is not installed");
         return;
     };
     let _server = Reaped(child);
@@ -153,13 +153,34 @@ fn get_from_python_http_server_falls_back_to_one_stream() {
         report.note
     );
     assert!(!report.verified);
+
+    // A tree from it: its listing is no manifest, and the error says so,
+    // leaving nothing behind (it was "malformed manifest: expected value
+    // at line 1 column 1").
+    let tree = out.path().join("tree");
+    let error = flexio_net::client::get_tree(&format!("http://{address}/"), &tree, &options(2))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        error.contains("not a flexio manifest") && error.contains("text/html"),
+        "{error}"
+    );
+    assert!(!tree.exists());
 }
 
+/// The nginx program on the PATH or in an sbin directory, if an executable
+/// one is installed (a non-executable file mounted over it, as
+/// `.ci/without-peers` does, hides it).
 fn nginx() -> Option<PathBuf> {
-    ["/usr/sbin/nginx", "/usr/bin/nginx", "/usr/local/sbin/nginx"]
-        .into_iter()
-        .map(PathBuf::from)
-        .find(|path| path.exists())
+    use std::os::unix::fs::PermissionsExt;
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .chain(["/usr/local/sbin", "/usr/sbin", "/sbin"].map(PathBuf::from))
+        .map(|dir| dir.join("nginx"))
+        .find(|path| {
+            std::fs::metadata(path)
+                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        })
 }
 
 fn start_nginx(binary: &Path, served: &Path, scratch: &Path, port: u16) -> Reaped {
@@ -190,7 +211,7 @@ fn start_nginx(binary: &Path, served: &Path, scratch: &Path, port: u16) -> Reape
 #[test]
 fn get_from_nginx_fetches_ranges_in_parallel() {
     let Some(binary) = nginx() else {
-        eprintln!("skipped: nginx is not installed (apt-get install nginx-light)");
+        common::skipped("nginx is not installed (apt-get install nginx-light)");
         return;
     };
     let served = tempfile::tempdir().unwrap();

@@ -220,7 +220,7 @@ fn writes_are_refused_with_405_and_a_reason() {
 #[test]
 fn curl_and_wget_fetch_files_ranges_and_trees() {
     if !have("curl") || !have("wget") || !have("tar") {
-        eprintln!("skipped: curl, wget or tar is not installed (apt-get install curl wget tar)");
+        common::skipped("curl, wget or tar is not installed (apt-get install curl wget tar)");
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -657,7 +657,7 @@ fn put_with_the_token_writes_files_byte_exact_and_curl_uploads_too() {
         assert!(client.get(&format!("/in/up{size}"), "").body == pattern(*size, i as u64 + 40));
     }
     if !have("curl") {
-        eprintln!("skipped the curl upload: curl is not installed");
+        common::skipped("the curl upload: curl is not installed");
         return;
     }
     let big = sources.path().join(format!("s{}", 8 << 20));
@@ -776,4 +776,68 @@ fn an_absolute_form_request_target_is_served_as_its_path() {
         "{}",
         listing.text()
     );
+}
+
+/// `wget -r` against the listing fetches each file once: the tar and the
+/// manifest of a directory are forms, not links a crawler follows (they
+/// were links, and wget fetched a 50 MiB tree as 101 MiB). The listing
+/// shows size and modification time, as nginx's autoindex does.
+#[test]
+fn wget_mirror_of_the_listing_fetches_each_file_once() {
+    if !have("wget") {
+        common::skipped("wget is not installed (apt-get install wget)");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    std::fs::create_dir_all(root.join("a/b")).unwrap();
+    let files = [("one", 70_000), ("a/two", 5_000), ("a/b/three", 123_456)];
+    for (i, (name, size)) in files.iter().enumerate() {
+        std::fs::write(root.join(name), pattern(*size, i as u64)).unwrap();
+    }
+    let address = serve(&root);
+    let url = format!("http://{address}");
+    let text = RawClient::connect(address).get("/a/", "").text();
+    assert!(text.contains("two</a> — 4.88 KiB, "), "{text}");
+    assert!(text.contains(" GMT</li>"), "{text}");
+    assert!(!text.contains("href=\"?"), "{text}");
+    // What the listing's buttons submit.
+    for (query, kind) in [
+        ("tar=", "application/x-tar"),
+        ("manifest=", "application/json"),
+    ] {
+        let response = RawClient::connect(address).get(&format!("/a/?{query}"), "");
+        assert_eq!(response.status, 200, "?{query}");
+        assert!(
+            response.header("Content-Type").unwrap().starts_with(kind),
+            "?{query}"
+        );
+    }
+    let out = dir.path().join("out");
+    let status = Command::new("wget")
+        .args(["-q", "-r", "-np", "-nH", "-l", "5", "-P"])
+        .arg(&out)
+        .arg(format!("{url}/"))
+        .stdin(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(status.success() || status.code() == Some(8), "{status}");
+    let mut fetched = Vec::new();
+    let mut stack = vec![out.clone()];
+    while let Some(at) = stack.pop() {
+        for entry in std::fs::read_dir(&at).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                fetched.push(path.strip_prefix(&out).unwrap().display().to_string());
+            }
+        }
+    }
+    fetched.retain(|name| !name.ends_with("index.html"));
+    fetched.sort();
+    assert_eq!(fetched, ["a/b/three", "a/two", "one"]);
+    for (i, (name, size)) in files.iter().enumerate() {
+        assert!(std::fs::read(out.join(name)).unwrap() == pattern(*size, i as u64));
+    }
 }

@@ -53,7 +53,7 @@ fn a_lone_body_is_sent_at_the_process_priority_and_idle_workers_run_nicer() {
             std::env::var("FLEXIO_TEST_PRIVILEGED").as_deref() != Ok("1"),
             "lowering a thread's nice value needs root, and FLEXIO_TEST_PRIVILEGED=1 forbids skipping"
         );
-        println!("skipped: lowering a thread's nice value again needs root");
+        common::skipped("lowering a thread's nice value again needs root");
         return;
     }
     let own = rustix::process::getpriority_process(None).unwrap() as i64;

@@ -182,7 +182,9 @@ fn threads() -> Vec<(String, i64)> {
 fn body_workers_run_nicer_than_request_workers() {
     let own = rustix::process::getpriority_process(None).unwrap() as i64;
     if own >= 19 {
-        println!("skipped: this process already runs at nice {own}, none is nicer");
+        common::skipped(&format!(
+            "this process already runs at nice {own}, none is nicer"
+        ));
         return;
     }
     let root = tempfile::tempdir().unwrap();

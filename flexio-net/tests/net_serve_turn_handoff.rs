@@ -31,7 +31,7 @@ fn body_worker_cpu() -> Vec<(String, u64)> {
 #[test]
 fn a_lone_download_stays_on_one_body_worker() {
     if !std::path::Path::new("/proc/self/schedstat").exists() {
-        println!("skipped: this kernel has no schedstat (CONFIG_SCHED_INFO)");
+        common::skipped("this kernel has no schedstat (CONFIG_SCHED_INFO)");
         return;
     }
     let root = tempfile::tempdir().unwrap();

@@ -47,7 +47,7 @@ fn tar_streams_sent_in_small_turns_are_the_same_bytes_and_extract() {
     assert_eq!(client.get("/tree/one", "").body, pattern(1, 1));
 
     if !have("tar") {
-        println!("skipped extracting: tar is not installed (apt-get install tar)");
+        common::skipped("extracting: tar is not installed (apt-get install tar)");
         return;
     }
     let out = tempfile::tempdir().unwrap();

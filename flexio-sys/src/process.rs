@@ -1,6 +1,8 @@
 //! Child processes that do not outlive the process that started them: a
 //! bench killed with `kill -9` (or stopped by a signal it does not catch)
 //! runs no destructor, and the servers it started would go on listening.
+//! And children that start with the default action for the signals that
+//! end a process, whatever their parent ignores.
 
 use std::io;
 use std::os::unix::process::CommandExt;
@@ -41,6 +43,47 @@ pub fn terminate_with_parent(command: &mut Command) -> &mut Command {
     // (`prctl`, `getppid`) through rustix, which neither allocates nor
     // takes locks, and turns an errno into an `io::Error`, which does not
     // allocate either.
+    unsafe { command.pre_exec(setup) }
+}
+
+/// The signals a terminal, a shell or a supervisor sends to end a process.
+const ENDING_SIGNALS: [std::ffi::c_int; 4] =
+    [libc::SIGHUP, libc::SIGINT, libc::SIGQUIT, libc::SIGTERM];
+
+/// Starts `command`'s process with the default action for SIGHUP, SIGINT,
+/// SIGQUIT and SIGTERM, as a fresh terminal session would. A signal
+/// ignored by a parent stays ignored across `fork` and `exec`: under
+/// `nohup` (SIGHUP) or as a background job of a shell without job control
+/// (SIGINT, SIGQUIT), a child that is meant to die of the signal would
+/// otherwise shrug it off. Tests that signal a child use this.
+///
+/// # Errors
+/// None here; the spawn fails if `sigaction` does.
+///
+/// # Examples
+/// ```
+/// let mut command = std::process::Command::new("sh");
+/// command.args(["-c", "kill -HUP $$; sleep 5"]);
+/// flexio_sys::process::default_signal_actions(&mut command);
+/// let status = command.status().unwrap();
+/// use std::os::unix::process::ExitStatusExt;
+/// assert_eq!(status.signal(), Some(1)); // SIGHUP, even under nohup
+/// ```
+pub fn default_signal_actions(command: &mut Command) -> &mut Command {
+    let setup = || -> io::Result<()> {
+        for signal in ENDING_SIGNALS {
+            // SAFETY: `signal` is async-signal-safe (POSIX lists it), so it
+            // may run in the forked child before `exec`; SIG_DFL installs
+            // no handler, so no Rust code runs on the signal later.
+            if unsafe { libc::signal(signal, libc::SIG_DFL) } == libc::SIG_ERR {
+                return Err(io::Error::last_os_error());
+            }
+        }
+        Ok(())
+    };
+    // SAFETY: the closure runs in the forked child before `exec`: it makes
+    // four `signal` calls and, on failure, reads errno; it neither
+    // allocates nor takes locks.
     unsafe { command.pre_exec(setup) }
 }
 
@@ -98,5 +141,48 @@ mod tests {
             assert!(Instant::now() < deadline, "sleep {pid} outlived its parent");
             std::thread::sleep(Duration::from_millis(20));
         }
+    }
+
+    /// How `sh -c 'kill -HUP $$; sleep 0.2'` ended: the signal that ended
+    /// it, if one did.
+    fn hang_up_self(default_actions: bool) -> Option<i32> {
+        use std::os::unix::process::ExitStatusExt;
+        let mut sh = Command::new("sh");
+        sh.args(["-c", "kill -HUP $$; sleep 0.2"]);
+        if default_actions {
+            super::default_signal_actions(&mut sh);
+        }
+        sh.status().unwrap().signal()
+    }
+
+    #[test]
+    fn a_child_dies_of_sighup_though_its_parent_ignores_it() {
+        // This test run again under nohup (SIGHUP ignored, and inherited)
+        // reports how its children ended.
+        if std::env::var_os("FLEXIO_SYS_NOHUP_CHILD").is_some() {
+            println!(
+                "plain {:?} reset {:?}",
+                hang_up_self(false),
+                hang_up_self(true)
+            );
+            return;
+        }
+        let output = Command::new("nohup")
+            .arg(std::env::current_exe().unwrap())
+            .args([
+                "--exact",
+                "process::tests::a_child_dies_of_sighup_though_its_parent_ignores_it",
+            ])
+            .args(["--nocapture", "--test-threads", "1"])
+            .env("FLEXIO_SYS_NOHUP_CHILD", "1")
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&output.stdout);
+        assert!(
+            text.contains("plain None reset Some(1)"),
+            "{text}{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
     }
 }

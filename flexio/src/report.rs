@@ -150,16 +150,26 @@ impl fmt::Display for Report {
     /// The human summary printed by `flexio copy`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let secs = self.measured.wall_ns as f64 / 1e9;
+        // Under a second, milliseconds; under a MiB, no rate: a tiny
+        // copy's "rate" is process start-up.
+        let time = if secs < 1.0 {
+            format!("{:.3} ms", secs * 1e3)
+        } else {
+            format!("{secs:.3} s")
+        };
+        let rate = if self.measured.bytes >= 1 << 20 {
+            format!(", {}", format_rate(self.throughput_bytes_per_s as f64))
+        } else {
+            String::new()
+        };
         writeln!(
             f,
-            "{} ({}) -> {} ({}): {} in {:.3} s, {}",
+            "{} ({}) -> {} ({}): {} in {time}{rate}",
             self.source,
             self.source_kind,
             self.sink,
             self.sink_kind,
             format_bytes(self.measured.bytes),
-            secs,
-            format_rate(self.throughput_bytes_per_s as f64)
         )?;
         let chosen = if self.mechanism_requested == MechanismName::Auto {
             format!("auto chose {} ({})", self.mechanism_first, self.decided_by)
@@ -174,18 +184,25 @@ impl fmt::Display for Report {
                 fallback.from, fallback.to, fallback.at_byte, fallback.operation, fallback.reason
             )?;
         }
+        // Below a MiB, CPU per GiB extrapolates process start-up a
+        // thousandfold ("10938 CPU-s/GiB" for 6 bytes): leave it out.
+        let per_gib = if self.measured.bytes >= 1 << 20 {
+            format!(" ({:.2} CPU-s/GiB)", self.cpu_seconds_per_gib())
+        } else {
+            String::new()
+        };
         writeln!(
             f,
-            "  cpu        user {:.3} s, sys {:.3} s ({:.2} CPU-s/GiB); host busy {:.3} s",
+            "  cpu        user {:.3} s, sys {:.3} s{per_gib}; host busy {:.3} s",
             self.measured.cpu_user_ns as f64 / 1e9,
             self.measured.cpu_sys_ns as f64 / 1e9,
-            self.cpu_seconds_per_gib(),
             self.measured.host_cpu_busy_ns as f64 / 1e9
         )?;
         writeln!(
             f,
-            "  kernel     {} syscalls{}, {} voluntary + {} involuntary context switches, {} minor + {} major faults",
+            "  kernel     {} system call{}{}, {} voluntary + {} involuntary context switches, {} minor + {} major faults",
             self.syscalls,
+            if self.syscalls == 1 { "" } else { "s" },
             if self.ring_entries > 0 { format!(" ({} ring entries)", self.ring_entries) } else { String::new() },
             self.context_switches_voluntary,
             self.context_switches_involuntary,

@@ -301,7 +301,10 @@ fn copy_file_range_ebadf_on_append_only_sink_is_a_refusal() {
 fn mmap_on_a_file_system_without_mmap_falls_back_to_read_write() {
     let path = Path::new("/sys/devices/system/cpu/possible");
     let Ok(content) = fs::read(path) else {
-        eprintln!("skipped: no {} to read (sysfs not mounted)", path.display());
+        common::skipped(&format!(
+            "no {} to read (sysfs not mounted)",
+            path.display()
+        ));
         return;
     };
     let dir = tempfile::tempdir().unwrap();

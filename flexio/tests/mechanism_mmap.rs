@@ -4,6 +4,8 @@
 //! must end the flow with an error naming the offset — never a short
 //! success, never a crash.
 
+mod common;
+
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Write};
 use std::os::fd::OwnedFd;
@@ -346,14 +348,14 @@ impl SmallTmpfs {
         match mounted {
             Ok(output) if output.status.success() => Some(SmallTmpfs { dir }),
             Ok(output) => {
-                eprintln!(
-                    "skipped: cannot mount a tmpfs ({})",
+                common::skipped(&format!(
+                    "cannot mount a tmpfs ({})",
                     String::from_utf8_lossy(&output.stderr).trim()
-                );
+                ));
                 None
             }
             Err(error) => {
-                eprintln!("skipped: cannot run mount ({error})");
+                common::skipped(&format!("cannot run mount ({error})"));
                 None
             }
         }

@@ -423,7 +423,7 @@ fn direct_on_tmpfs_or_overlay_works_or_reports_a_fallback() {
         }
     }
     if tried == 0 {
-        eprintln!("direct_on_tmpfs_or_overlay: skipped: no writable tmpfs or overlay mount found");
+        common::skipped("no writable tmpfs or overlay mount found");
     }
 }
 
@@ -435,10 +435,7 @@ fn refused_o_direct_falls_back_and_says_so() {
     let with_uring = uring_available("refused_o_direct_falls_back_and_says_so");
     let path = Path::new("/sys/devices/system/cpu/possible");
     let Ok(content) = fs::read(path) else {
-        eprintln!(
-            "refused_o_direct_falls_back_and_says_so: skipped: no {}",
-            path.display()
-        );
+        common::skipped(&format!("no {}", path.display()));
         return;
     };
     let dir = tempfile::tempdir().unwrap();

@@ -430,10 +430,7 @@ fn iperf3_client(server: &Rc<Server>, into_file: bool) -> Contender {
 /// (host key, and a client key it takes for root), for `scp`; the key's
 /// path for the client. Root only: sshd logs a user in as itself.
 fn start_sshd(link: &Link, logs: &Path) -> Result<(Rc<Server>, PathBuf), String> {
-    let sshd = ["/usr/sbin/sshd", "/usr/bin/sshd"]
-        .into_iter()
-        .map(Path::new)
-        .find(|p| p.exists())
+    let sshd = crate::peers::find_daemon("sshd")
         .ok_or("no sshd on this machine (openssh-server is not installed)")?;
     if !available("scp", "-V") || !available("ssh-keygen", "-?") {
         return Err("scp or ssh-keygen is not installed".into());

@@ -38,11 +38,7 @@ impl ServerKind {
 
 /// The nginx binary, where one is installed.
 pub fn nginx_binary() -> Option<PathBuf> {
-    ["/usr/sbin/nginx", "/usr/bin/nginx", "/usr/local/sbin/nginx"]
-        .into_iter()
-        .map(PathBuf::from)
-        .find(|path| path.exists())
-        .or_else(|| crate::peers::find_program("nginx"))
+    crate::peers::find_daemon("nginx")
 }
 
 /// A running server: stopped (its children too) when dropped.

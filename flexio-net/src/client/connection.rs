@@ -205,7 +205,21 @@ impl Connection {
     /// Reads the answer to a `?manifest` request: 200 with a length under
     /// [`MAX_MANIFEST_BYTES`], parsed; `peer` names it in errors.
     pub fn read_manifest(&mut self, peer: &str) -> Result<Manifest> {
-        let length = self.read_response()?.ok_length(peer, "a manifest")?;
+        let response = self.read_response()?;
+        // nginx, Apache and `python3 -m http.server` answer `DIR/?manifest`
+        // with their HTML listing: say what that means rather than that
+        // the JSON is malformed at line 1.
+        let content_type = response.header("content-type").unwrap_or_default();
+        if response.status == 200 && !content_type.starts_with("application/json") {
+            return Err(Error::protocol(
+                peer,
+                format!(
+                    "answered {content_type:?}, not a flexio manifest: a tree get needs `flexio serve` \
+                     (fetching from another server's listing is not built yet); fetch its files one URL at a time"
+                ),
+            ));
+        }
+        let length = response.ok_length(peer, "a manifest")?;
         if length > MAX_MANIFEST_BYTES {
             return Err(Error::protocol(
                 peer,

@@ -35,7 +35,8 @@ pub(crate) fn answer(
             .header("Content-Length", "0");
         return exchange.head_and_body(head, b"");
     }
-    match query {
+    // `?tar=` and `?manifest=` are what the listing's forms submit.
+    match query.map(|query| query.strip_suffix('=').unwrap_or(query)) {
         Some("manifest") => manifest(exchange, &dir),
         Some("tar") => tar(exchange, dir, parts),
         _ => listing(exchange, &dir, parts),
@@ -162,7 +163,12 @@ fn listing(exchange: &Exchange<'_>, dir: &OwnedFd, parts: &[Vec<u8>]) -> std::io
             std::ffi::OsStr::from_bytes(&name),
             rustix::fs::AtFlags::SYMLINK_NOFOLLOW,
         )?;
-        rows.push((name, EntryKind::of(&stat), stat.st_size as u64));
+        rows.push((
+            name,
+            EntryKind::of(&stat),
+            stat.st_size as u64,
+            stat.st_mtime,
+        ));
     }
     rows.sort_by(|a, b| a.0.cmp(&b.0));
     let title: Vec<String> = parts
@@ -170,13 +176,17 @@ fn listing(exchange: &Exchange<'_>, dir: &OwnedFd, parts: &[Vec<u8>]) -> std::io
         .map(|part| String::from_utf8_lossy(part).into_owned())
         .collect();
     let title = html_escape(&format!("/{}", title.join("/")));
+    // The tar and manifest are buttons of forms, not links: a crawler
+    // (`wget -r`) follows every link, and links to them made it fetch
+    // every file once more in a tar of each directory above it.
     let mut html = format!(
-        "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>Index of {title}</title></head>\n<body><h1>Index of {title}</h1>\n<p><a href=\"?tar\">this directory as tar</a> · <a href=\"?manifest\">manifest</a></p>\n<ul>\n"
+        "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>Index of {title}</title></head>\n<body><h1>Index of {title}</h1>\n\
+         <form method=\"get\"><button name=\"tar\">this directory as tar</button> <button name=\"manifest\">manifest</button></form>\n<ul>\n"
     );
     if !parts.is_empty() {
         html.push_str("<li><a href=\"../\">../</a></li>\n");
     }
-    for (name, kind, size) in &rows {
+    for (name, kind, size, mtime) in &rows {
         let suffix = if *kind == EntryKind::Directory {
             "/"
         } else {
@@ -187,8 +197,9 @@ fn listing(exchange: &Exchange<'_>, dir: &OwnedFd, parts: &[Vec<u8>]) -> std::io
             EntryKind::File => flexio::format_bytes(*size),
             other => other.as_str().to_string(),
         };
+        let modified = httpdate::fmt_http_date(super::files::system_time(*mtime));
         html.push_str(&format!(
-            "<li><a href=\"./{}{suffix}\">{shown}{suffix}</a> — {detail}</li>\n",
+            "<li><a href=\"./{}{suffix}\">{shown}{suffix}</a> — {detail}, {modified}</li>\n",
             percent_encode(name)
         ));
     }

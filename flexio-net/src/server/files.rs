@@ -66,7 +66,7 @@ impl Validators {
     }
 }
 
-fn system_time(seconds: i64) -> SystemTime {
+pub(crate) fn system_time(seconds: i64) -> SystemTime {
     if seconds >= 0 {
         UNIX_EPOCH + Duration::from_secs(seconds as u64)
     } else {

@@ -95,6 +95,24 @@ fn client_config(trust: &Trust) -> Result<Arc<rustls::ClientConfig>> {
             }
             builder.with_root_certificates(roots).with_no_client_auth()
         }
+        Trust::System => {
+            let found = rustls_native_certs::load_native_certs();
+            let mut roots = rustls::RootCertStore::empty();
+            // A store with a few unreadable entries still trusts the rest,
+            // as curl does; one with none at all is an error that says why.
+            let (added, _ignored) = roots.add_parsable_certificates(found.certs);
+            if added == 0 {
+                let why = found
+                    .errors
+                    .first()
+                    .map_or("it holds no certificate".to_string(), ToString::to_string);
+                return Err(tls_error(
+                    "the system's trust store (give --ca FILE or --pin SHA256)",
+                    why,
+                ));
+            }
+            builder.with_root_certificates(roots).with_no_client_auth()
+        }
     };
     Ok(Arc::new(config))
 }

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use crate::size::{format_bytes, format_rate};
 
 /// The version of [`TreeReport`]'s JSON form.
-pub const TREE_REPORT_SCHEMA_VERSION: u32 = 1;
+pub const TREE_REPORT_SCHEMA_VERSION: u32 = 2;
 
 /// Files and bytes done so far and, as the walker finds them, to do;
 /// shared with whoever draws a progress bar.
@@ -101,9 +101,12 @@ pub struct TreeReport {
     pub cpu_user_ns: u64,
     /// Process system CPU.
     pub cpu_sys_ns: u64,
-    /// Voluntary context switches.
+    /// Voluntary context switches (named as a single flow's report names
+    /// them since schema version 2).
+    #[serde(rename = "context_switches_voluntary")]
     pub voluntary_switches: u64,
     /// Involuntary context switches.
+    #[serde(rename = "context_switches_involuntary")]
     pub involuntary_switches: u64,
 }
 

@@ -61,7 +61,7 @@ pub fn require_root(reason: &str) -> bool {
     if skips_forbidden() {
         panic!("{reason} needs root, and {PRIVILEGED_ENV}=1 forbids skipping it");
     }
-    eprintln!("skipped: {reason} (needs root)");
+    skipped(&format!("{reason} (needs root)"));
     false
 }
 
@@ -75,7 +75,7 @@ pub fn require_feature(what: &str, probe: Result<(), String>) -> bool {
             panic!("{what}: {why}, and {PRIVILEGED_ENV}=1 forbids skipping it")
         }
         Err(why) => {
-            eprintln!("skipped: {what}: {why}");
+            skipped(&format!("{what}: {why}"));
             false
         }
     }
@@ -1061,4 +1061,16 @@ impl Env<'_> {
             Ok(())
         })
     }
+}
+
+/// Says that the running test skipped, and why, on the terminal past the
+/// harness's capture: `cargo test` counts a skipped test as passed, and
+/// this line (`skipped: TEST: REASON`) is how a reader tells them apart.
+/// `.ci/run` counts these lines in its summary.
+pub fn skipped(reason: &str) {
+    use std::io::Write;
+    let thread = std::thread::current();
+    let test = thread.name().unwrap_or("a test");
+    let line = format!("skipped: {test}: {reason}\n");
+    let _ = std::io::stderr().write_all(line.as_bytes());
 }
