@@ -349,7 +349,12 @@ impl Shared<'_> {
                 continue;
             }
             if query == "manifest" {
-                self.head(&stream, "200 OK", self.manifest.len() as u64, "")?;
+                self.head(
+                    &stream,
+                    "200 OK",
+                    self.manifest.len() as u64,
+                    "Content-Type: application/json\r\n",
+                )?;
                 if method == "GET" {
                     write_all(&stream, &self.manifest)?;
                 }
