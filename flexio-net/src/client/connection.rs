@@ -209,8 +209,12 @@ impl Connection {
         // nginx, Apache and `python3 -m http.server` answer `DIR/?manifest`
         // with their HTML listing: say what that means rather than that
         // the JSON is malformed at line 1.
+        // A body without a type is parsed, and checked, as a manifest.
         let content_type = response.header("content-type").unwrap_or_default();
-        if response.status == 200 && !content_type.starts_with("application/json") {
+        if response.status == 200
+            && !content_type.is_empty()
+            && !content_type.starts_with("application/json")
+        {
             return Err(Error::protocol(
                 peer,
                 format!(
