@@ -45,6 +45,7 @@ pub mod cue;
 mod files;
 pub mod fingerprint;
 pub mod host_bench;
+pub mod hosts_bench;
 pub mod limits;
 pub mod meter;
 pub mod model;
