@@ -217,9 +217,15 @@ fn run_group(steps: Vec<Step>, limit: Duration, logs: &Path) -> Result<f64, Stri
         children.push(child);
         if let Some(port) = step.listens_on {
             while !listening(pid, port) {
-                if Instant::now() > deadline {
+                let exited = children[index].try_wait().ok().flatten();
+                if exited.is_some() || Instant::now() > deadline {
                     kill_all(&mut children);
-                    return Err(format!("process {index} did not listen on port {port}"));
+                    let said = std::fs::read_to_string(&log).unwrap_or_default();
+                    return Err(format!(
+                        "process {index} did not listen on port {port} ({}): {}",
+                        exited.map_or("past the limit".to_string(), |s| s.to_string()),
+                        said.trim()
+                    ));
                 }
                 std::thread::sleep(Duration::from_millis(2));
             }

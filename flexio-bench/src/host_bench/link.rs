@@ -43,6 +43,12 @@ fn ip(args: &[&str]) -> Result<(), String> {
     }
 }
 
+/// The `hosts` scenario's names start with this, then `n` and the host's
+/// index (0 is the hub), then `-` and the bench's pid. Not under
+/// [`PREFIX`]: benches built before it would take the index for part of
+/// a pid that does not parse and delete a running bench's namespaces.
+const HOSTS_PREFIX: &str = "flexio-hosts";
+
 /// Removes the namespaces of benches that are no longer running.
 fn remove_stale() {
     let Ok(output) = Command::new("ip").args(["netns", "list"]).output() else {
@@ -50,7 +56,10 @@ fn remove_stale() {
     };
     for line in String::from_utf8_lossy(&output.stdout).lines() {
         let name = line.split_whitespace().next().unwrap_or("");
-        let Some(rest) = name.strip_prefix(PREFIX) else {
+        let Some(rest) = name
+            .strip_prefix(PREFIX)
+            .or_else(|| name.strip_prefix(HOSTS_PREFIX))
+        else {
             continue;
         };
         // The pid is the name's last part (`s-PID`, `c-PID`, `n3-PID`).
@@ -192,7 +201,7 @@ impl Hosts {
         remove_stale();
         let pid = std::process::id();
         let mut made = Hosts {
-            hub: format!("{PREFIX}n0-{pid}"),
+            hub: format!("{HOSTS_PREFIX}n0-{pid}"),
             hosts: Vec::new(),
         };
         let bridge = format!("fxbr{pid}");
@@ -208,7 +217,7 @@ impl Hosts {
             ip(&step)?;
         }
         for k in 1..=n {
-            let ns = format!("{PREFIX}n{k}-{pid}");
+            let ns = format!("{HOSTS_PREFIX}n{k}-{pid}");
             ip(&["netns", "add", &ns])?;
             made.hosts.push(ns.clone());
             let (a, b) = (format!("fxn{pid}a{k}"), format!("fxn{pid}b{k}"));
