@@ -350,6 +350,18 @@ pub fn run(args: BenchArgs) -> Result<(), Error> {
     Ok(())
 }
 
+/// A flag SIGINT and SIGTERM set, for a bench to stop at the next run and
+/// clean up; a second signal, while the first is being honoured, exits at
+/// once (children still die with their process group on Ctrl-C).
+pub(crate) fn stop_on_signals() -> Arc<AtomicBool> {
+    let stop = Arc::new(AtomicBool::new(false));
+    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        let _ = signal_hook::flag::register_conditional_shutdown(signal, 130, Arc::clone(&stop));
+        let _ = signal_hook::flag::register(signal, Arc::clone(&stop));
+    }
+    stop
+}
+
 /// A progress bar over the runs, with the current cell as its message;
 /// Ctrl-C asks the runner to stop after the current run, so that children,
 /// namespaces and the temporary directory are cleaned up.
@@ -360,14 +372,7 @@ pub(crate) struct BarObserver {
 
 impl BarObserver {
     pub(crate) fn new(quiet: bool) -> Self {
-        let stop = Arc::new(AtomicBool::new(false));
-        for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-            // A second signal, while the first is being honoured, exits at
-            // once (children still die with their process group on Ctrl-C).
-            let _ =
-                signal_hook::flag::register_conditional_shutdown(signal, 130, Arc::clone(&stop));
-            let _ = signal_hook::flag::register(signal, Arc::clone(&stop));
-        }
+        let stop = stop_on_signals();
         let bar = (!quiet && std::io::stderr().is_terminal()).then(|| {
             ProgressBar::new(0).with_style(
                 ProgressStyle::with_template(

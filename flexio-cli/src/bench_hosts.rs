@@ -6,8 +6,6 @@
 
 use crate::bench::io_error;
 use std::path::Path;
-use std::sync::atomic::AtomicBool;
-use std::sync::Arc;
 
 use flexio::Error;
 use flexio_bench::hosts_bench::{self, HostsOptions};
@@ -36,12 +34,7 @@ pub struct HostsArgs<'a> {
 /// Not root, the namespaces or servers cannot be made, a signal stopped
 /// it, or the outputs cannot be written.
 pub fn run(args: &HostsArgs<'_>) -> Result<(), Error> {
-    let stop = Arc::new(AtomicBool::new(false));
-    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        // A second signal while the first is honoured exits at once.
-        let _ = signal_hook::flag::register_conditional_shutdown(signal, 130, Arc::clone(&stop));
-        let _ = signal_hook::flag::register(signal, Arc::clone(&stop));
-    }
+    let stop = crate::bench::stop_on_signals();
     let (counts, bytes, rate, runs) = if args.quick {
         (vec![2, 4], 4 << 20, 8 << 20, args.runs.min(2))
     } else {
