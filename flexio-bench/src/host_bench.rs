@@ -510,7 +510,7 @@ fn run_once(
 }
 
 /// Whether the copy matches the source (cmp for a file, diff -r for a tree).
-fn same(source: &Path, copy: &Path, tree: bool) -> bool {
+pub(crate) fn same(source: &Path, copy: &Path, tree: bool) -> bool {
     let mut command = if tree {
         let mut c = Command::new("diff");
         c.args(["-r", "-q"]);

@@ -29,6 +29,8 @@
 //! host_bench.rs  the host-to-host scenario: flexio serve + get across a
 //!                veth pair beside rsync, tar | nc, curl/aria2c from nginx,
 //!                iperf3; the OS project's Fig 5 and Fig 6
+//! hosts_bench.rs the `hosts` scenario: N hosts in network namespaces,
+//!                shards, mirrors and a chain against one transfer
 //! tune.rs        `flexio tune`: candidates per flow kind and size, run as
 //!                cells, turned into a profile for `auto`
 //!  └ select.rs   a winner per size (ties within the noise band go to less
@@ -45,6 +47,7 @@ pub mod cue;
 mod files;
 pub mod fingerprint;
 pub mod host_bench;
+pub mod hosts_bench;
 pub mod limits;
 pub mod meter;
 pub mod model;

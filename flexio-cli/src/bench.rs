@@ -37,7 +37,11 @@ pub struct BenchArgs {
     /// host-to-host (flexio serve + get over a veth pair against the rsync
     /// daemon, tar | nc, curl and aria2c from nginx and iperf3, then the OS
     /// project's Fig 5 and 6; its file is the first of --sizes, 1 GiB by
-    /// default).
+    /// default); hosts (root: N hosts as network namespaces, each link at
+    /// one rate set by flexio: N shards against one client, N mirrors
+    /// against one server, a chain of N against naive fan-out; --quick:
+    /// N = 2 and 4, 4 MiB, well under a minute; else N = 2, 4, 8, the
+    /// first of --sizes or 1 GiB at 64 MiB/s).
     #[arg(long = "scenario", value_name = "NAME", value_parser = scenario)]
     scenarios: Vec<ScenarioArg>,
     /// The tree scenario's trees at this fraction of their size (1 is
@@ -56,6 +60,14 @@ pub struct BenchArgs {
     /// Do not install missing peers (aria2c, xcp) for the run.
     #[arg(long, hide = true)]
     no_install: bool,
+    /// The hosts scenario's host counts (2 to 8) [default: 2,4 with
+    /// --quick, else 2,4,8].
+    #[arg(long, value_delimiter = ',', value_name = "LIST", value_parser = clap::value_parser!(u32).range(2..=8))]
+    hosts: Vec<u32>,
+    /// The hosts scenario's rate of every link [default: 8M with --quick,
+    /// else 64M].
+    #[arg(long, value_name = "RATE", value_parser = size)]
+    hosts_rate: Option<u64>,
     /// The host-to-host scenario without the OS project's Fig 5 and Fig 6.
     #[arg(long)]
     no_figures: bool,
@@ -114,16 +126,18 @@ enum OwnScenario {
     Schedule,
     Pace,
     HostToHost,
+    Hosts,
 }
 
 impl OwnScenario {
-    const ALL: [OwnScenario; 6] = [
+    const ALL: [OwnScenario; 7] = [
         OwnScenario::Tree,
         OwnScenario::Cache,
         OwnScenario::Server,
         OwnScenario::Schedule,
         OwnScenario::Pace,
         OwnScenario::HostToHost,
+        OwnScenario::Hosts,
     ];
 
     /// The name `--scenario` takes.
@@ -135,6 +149,7 @@ impl OwnScenario {
             OwnScenario::Schedule => "schedule",
             OwnScenario::Pace => "pace",
             OwnScenario::HostToHost => "host-to-host",
+            OwnScenario::Hosts => "hosts",
         }
     }
 }
@@ -242,6 +257,17 @@ pub fn run(args: BenchArgs) -> Result<(), Error> {
             figures: !args.no_figures,
         })?;
     }
+    if asked(OwnScenario::Hosts) {
+        crate::bench_hosts::run(&crate::bench_hosts::HostsArgs {
+            dir: &args.dir,
+            out: &args.out,
+            runs: args.runs,
+            quick: args.quick,
+            bytes: args.sizes.first().copied(),
+            counts: &args.hosts,
+            rate: args.hosts_rate,
+        })?;
+    }
     let matrix: Vec<Scenario> = args
         .scenarios
         .iter()
@@ -324,6 +350,18 @@ pub fn run(args: BenchArgs) -> Result<(), Error> {
     Ok(())
 }
 
+/// A flag SIGINT and SIGTERM set, for a bench to stop at the next run and
+/// clean up; a second signal, while the first is being honoured, exits at
+/// once (children still die with their process group on Ctrl-C).
+pub(crate) fn stop_on_signals() -> Arc<AtomicBool> {
+    let stop = Arc::new(AtomicBool::new(false));
+    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        let _ = signal_hook::flag::register_conditional_shutdown(signal, 130, Arc::clone(&stop));
+        let _ = signal_hook::flag::register(signal, Arc::clone(&stop));
+    }
+    stop
+}
+
 /// A progress bar over the runs, with the current cell as its message;
 /// Ctrl-C asks the runner to stop after the current run, so that children,
 /// namespaces and the temporary directory are cleaned up.
@@ -334,14 +372,7 @@ pub(crate) struct BarObserver {
 
 impl BarObserver {
     pub(crate) fn new(quiet: bool) -> Self {
-        let stop = Arc::new(AtomicBool::new(false));
-        for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-            // A second signal, while the first is being honoured, exits at
-            // once (children still die with their process group on Ctrl-C).
-            let _ =
-                signal_hook::flag::register_conditional_shutdown(signal, 130, Arc::clone(&stop));
-            let _ = signal_hook::flag::register(signal, Arc::clone(&stop));
-        }
+        let stop = stop_on_signals();
         let bar = (!quiet && std::io::stderr().is_terminal()).then(|| {
             ProgressBar::new(0).with_style(
                 ProgressStyle::with_template(

@@ -9,6 +9,7 @@
 mod bench;
 mod bench_cache;
 mod bench_host;
+mod bench_hosts;
 mod bench_pace;
 mod bench_schedule;
 mod bench_server;

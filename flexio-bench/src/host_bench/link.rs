@@ -43,6 +43,12 @@ fn ip(args: &[&str]) -> Result<(), String> {
     }
 }
 
+/// The `hosts` scenario's names start with this, then `n` and the host's
+/// index (0 is the hub), then `-` and the bench's pid. Not under
+/// [`PREFIX`]: benches built before it would take the index for part of
+/// a pid that does not parse and delete a running bench's namespaces.
+const HOSTS_PREFIX: &str = "flexio-hosts";
+
 /// Removes the namespaces of benches that are no longer running.
 fn remove_stale() {
     let Ok(output) = Command::new("ip").args(["netns", "list"]).output() else {
@@ -50,10 +56,14 @@ fn remove_stale() {
     };
     for line in String::from_utf8_lossy(&output.stdout).lines() {
         let name = line.split_whitespace().next().unwrap_or("");
-        let Some(rest) = name.strip_prefix(PREFIX) else {
+        let Some(rest) = name
+            .strip_prefix(PREFIX)
+            .or_else(|| name.strip_prefix(HOSTS_PREFIX))
+        else {
             continue;
         };
-        let pid = rest.trim_start_matches(['s', 'c', '-']);
+        // The pid is the name's last part (`s-PID`, `c-PID`, `n3-PID`).
+        let pid = rest.rsplit('-').next().unwrap_or("");
         let alive = pid
             .parse::<u32>()
             .is_ok_and(|pid| std::path::Path::new(&format!("/proc/{pid}")).exists());
@@ -157,6 +167,108 @@ impl Drop for Link {
         // Deleting a namespace deletes the veth end inside it, and so the
         // pair.
         for ns in [&self.server_ns, &self.client_ns].into_iter().flatten() {
+            let _ = ip(&["netns", "del", ns]);
+        }
+    }
+}
+
+/// The `hosts` scenario's network: a hub namespace holding a bridge (and
+/// the servers, on 10.78.0.1) and `n` host namespaces, each joined to the
+/// bridge by a veth pair (host `k` is 10.78.0.(10+k), k = 1..=n), so every
+/// host reaches the hub and every other host (a chain's links serve each
+/// other). All removed on drop.
+#[derive(Debug)]
+pub struct Hosts {
+    hub: String,
+    hosts: Vec<String>,
+}
+
+impl Hosts {
+    /// The hub's address, where the servers listen.
+    pub const HUB: Ipv4Addr = Ipv4Addr::new(10, 78, 0, 1);
+
+    /// Creates the hub and `n` hosts (1 ≤ n ≤ 200; root only).
+    ///
+    /// # Errors
+    /// Not root, or an `ip` step fails (what was made is removed).
+    pub fn create(n: usize) -> Result<Hosts, String> {
+        if !rustix::process::geteuid().is_root() {
+            return Err("not root: network namespaces need root".into());
+        }
+        if !(1..=200).contains(&n) {
+            return Err(format!("{n} hosts: between 1 and 200"));
+        }
+        remove_stale();
+        let pid = std::process::id();
+        let mut made = Hosts {
+            hub: format!("{HOSTS_PREFIX}n0-{pid}"),
+            hosts: Vec::new(),
+        };
+        let bridge = format!("fxbr{pid}");
+        let hub = made.hub.clone();
+        ip(&["netns", "add", &hub])?;
+        let hub_address = format!("{}/24", Hosts::HUB);
+        for step in [
+            vec!["-n", &hub, "link", "set", "lo", "up"],
+            vec!["-n", &hub, "link", "add", &bridge, "type", "bridge"],
+            vec!["-n", &hub, "addr", "add", &hub_address, "dev", &bridge],
+            vec!["-n", &hub, "link", "set", &bridge, "up"],
+        ] {
+            ip(&step)?;
+        }
+        for k in 1..=n {
+            let ns = format!("{HOSTS_PREFIX}n{k}-{pid}");
+            ip(&["netns", "add", &ns])?;
+            made.hosts.push(ns.clone());
+            let (a, b) = (format!("fxn{pid}a{k}"), format!("fxn{pid}b{k}"));
+            let address = format!("{}/24", Hosts::address(k));
+            for step in [
+                vec!["link", "add", &a, "type", "veth", "peer", "name", &b],
+                vec!["link", "set", &a, "netns", &hub],
+                vec!["link", "set", &b, "netns", &ns],
+                vec!["-n", &hub, "link", "set", &a, "master", &bridge],
+                vec!["-n", &hub, "link", "set", &a, "up"],
+                vec!["-n", &ns, "addr", "add", &address, "dev", &b],
+                vec!["-n", &ns, "link", "set", &b, "up"],
+                vec!["-n", &ns, "link", "set", "lo", "up"],
+            ] {
+                if let Err(why) = ip(&step) {
+                    let _ = ip(&["link", "del", &a]);
+                    return Err(why);
+                }
+            }
+        }
+        Ok(made)
+    }
+
+    /// Host `k`'s address (k = 1..=n).
+    pub fn address(k: usize) -> Ipv4Addr {
+        Ipv4Addr::new(10, 78, 0, 10 + k as u8)
+    }
+
+    /// `program` in the hub (the servers' side).
+    pub fn hub_command(&self, program: &str) -> Command {
+        Link::command(&Some(self.hub.clone()), program)
+    }
+
+    /// `program` on host `k` (1..=n).
+    pub fn host_command(&self, k: usize, program: &str) -> Command {
+        Link::command(&Some(self.hosts[k - 1].clone()), program)
+    }
+
+    /// The namespaces' names, hub first.
+    pub fn names(&self) -> Vec<String> {
+        std::iter::once(self.hub.clone())
+            .chain(self.hosts.iter().cloned())
+            .collect()
+    }
+}
+
+impl Drop for Hosts {
+    fn drop(&mut self) {
+        // Deleting a host's namespace deletes its veth end, and so the
+        // pair; the bridge goes with the hub.
+        for ns in self.hosts.iter().chain([&self.hub]) {
             let _ = ip(&["netns", "del", ns]);
         }
     }

@@ -1,0 +1,136 @@
+//! `flexio bench --scenario hosts --quick` end to end as root: its table,
+//! `hosts.json` (every contender at every N, every round's copies
+//! checked), `hosts.md` and `hosts.svg`, and no namespace, server or data
+//! left behind, also when it is stopped by SIGTERM halfway.
+
+mod common;
+
+use std::process::Stdio;
+use std::time::Duration;
+
+use common::{flexio, require_root, stderr, wait_at_most};
+
+/// The namespaces of the bench with this pid that `ip netns list` shows.
+fn namespaces_of(pid: u32) -> Vec<String> {
+    let listed = std::process::Command::new("ip")
+        .args(["netns", "list"])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&listed.stdout)
+        .lines()
+        .filter_map(|line| line.split_whitespace().next())
+        .filter(|name| name.starts_with("flexio-hostsn") && name.ends_with(&format!("-{pid}")))
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn the_quick_hosts_scenario_compares_shards_mirrors_and_chain_and_cleans_up() {
+    if !require_root("the hosts scenario's network namespaces") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let child = flexio()
+        .args(["bench", "--scenario", "hosts", "--quick", "--hosts", "2,3"])
+        .arg("--dir")
+        .arg(dir.path())
+        .arg("--out")
+        .arg(&out)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let output = wait_at_most(child, Duration::from_secs(240)).expect("the quick run hung");
+    assert!(output.status.success(), "{}", stderr(&output));
+    let table = String::from_utf8_lossy(&output.stdout);
+    for line in ["N = 2", "N = 3", "targets (issue 29)", "naive fan-out to N"] {
+        assert!(table.contains(line), "no {line:?} in\n{table}");
+    }
+    assert!(!table.contains("FAILED"), "{table}");
+
+    let json: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("hosts.json")).unwrap()).unwrap();
+    assert_eq!(json["scenario"], "hosts");
+    let timings = json["results"]["timings"].as_array().unwrap();
+    assert_eq!(timings.len(), 2 * 7, "{timings:?}");
+    for timing in timings {
+        assert!(timing["failed"].is_null(), "{timing}");
+        let seconds = timing["seconds"].as_array().unwrap();
+        assert_eq!(seconds.len(), 2, "{timing}");
+        assert!(
+            seconds.iter().all(|s| s.as_f64().unwrap() > 0.0),
+            "{timing}"
+        );
+    }
+    // Naive fan-out from one limited server takes about N transfers'
+    // time; every ratio was computed.
+    for ratio in json["ratios"].as_array().unwrap() {
+        let n = ratio["n"].as_f64().unwrap();
+        let naive = ratio["naive_over_one_transfer"].as_f64().unwrap();
+        assert!(naive > 0.75 * n && naive < 1.5 * n, "{ratio}");
+        for key in [
+            "shards_over_one",
+            "mirrors_over_one",
+            "chain_over_one_transfer",
+        ] {
+            assert!(ratio[key].as_f64().unwrap() > 0.0, "{ratio}");
+        }
+    }
+    let markdown = std::fs::read_to_string(out.join("hosts.md")).unwrap();
+    assert!(markdown.starts_with("# flexio bench --scenario hosts"));
+    let svg = std::fs::read_to_string(out.join("hosts.svg")).unwrap();
+    assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
+    assert!(
+        svg.contains("chain of N") && svg.contains("hosts N"),
+        "{svg}"
+    );
+    assert_eq!(common::names(dir.path()), vec!["out".to_string()]);
+    assert_eq!(namespaces_of(pid), Vec::<String>::new());
+}
+
+#[test]
+fn a_hosts_run_stopped_by_sigterm_removes_its_namespaces_and_data() {
+    if !require_root("the hosts scenario's network namespaces") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let child = flexio()
+        .args(["bench", "--scenario", "hosts", "--quick", "--hosts", "2"])
+        .arg("--dir")
+        .arg(dir.path())
+        .arg("--out")
+        .arg(dir.path().join("out"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let mut made = false;
+    for _ in 0..500 {
+        if namespaces_of(pid).len() == 3 {
+            made = true;
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(made, "the bench made no namespaces");
+    // Into the runs (the servers are up).
+    std::thread::sleep(Duration::from_millis(1500));
+    rustix::process::kill_process(
+        rustix::process::Pid::from_raw(pid as i32).unwrap(),
+        rustix::process::Signal::TERM,
+    )
+    .unwrap();
+    let output = wait_at_most(child, Duration::from_secs(60)).expect("no exit after SIGTERM");
+    assert!(!output.status.success());
+    assert!(
+        stderr(&output).contains("stopped by a signal"),
+        "{}",
+        stderr(&output)
+    );
+    assert_eq!(namespaces_of(pid), Vec::<String>::new());
+    // Nothing of the work directory left (no outputs either: it stopped).
+    assert_eq!(common::names(dir.path()), Vec::<String>::new());
+}
