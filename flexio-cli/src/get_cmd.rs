@@ -316,6 +316,12 @@ fn run_tree(
     if args.quiet {
         return Ok(());
     }
+    for link in &report.unsafe_links {
+        eprintln!(
+            "flexio: warning: {link}: a symlink pointing out of {}; left out (as rsync --safe-links)",
+            report.destination.display()
+        );
+    }
     if args.json {
         crate::print_stdout(&crate::json_document::document("get-tree", &report));
         return Ok(());

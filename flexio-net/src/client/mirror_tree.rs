@@ -66,16 +66,13 @@ pub fn get_tree_mirrored(
         .ok_or_else(|| Error::Usage("no URL to fetch".into()))?
         .url;
     let mut connection = Connection::open(first, options.timeout)?;
-    let (planned, skipped) = fetch_manifest(&mut connection, first)?;
+    let (planned, left_out) = fetch_manifest(&mut connection, first)?;
     drop(connection);
     let label = destination.display().to_string();
     let root = open_destination(destination, &label)?;
     let mut report = TreeReport {
-        url: first.to_string(),
-        destination: destination.to_path_buf(),
-        skipped,
         streams: options.streams.max(1) * servers.len(),
-        ..TreeReport::default()
+        ..TreeReport::starting(first, destination, left_out)
     };
     for entry in planned.iter().filter(|e| e.kind == Kind::Directory) {
         make_directory(&root, entry, &label)?;

@@ -148,7 +148,7 @@ pub fn get_tree_sharded(
         )));
     }
     let mut connection = Connection::open(&url, options.timeout)?;
-    let (planned, skipped) = fetch_manifest(&mut connection, &url)?;
+    let (planned, left_out) = fetch_manifest(&mut connection, &url)?;
     let label = destination.display().to_string();
     let root = open_destination(destination, &label)?;
     let coordination = match split {
@@ -190,12 +190,7 @@ pub fn get_tree_sharded(
         }
     }
     jobs.sort_by_key(|job| std::cmp::Reverse(job.bytes()));
-    let mut tree = TreeReport {
-        url: url.to_string(),
-        destination: destination.to_path_buf(),
-        skipped,
-        ..TreeReport::default()
-    };
+    let mut tree = TreeReport::starting(&url, destination, left_out);
     for entry in planned.iter().filter(|e| e.kind == Kind::Directory) {
         make_directory(&root, entry, &label)?;
         tree.directories += 1;

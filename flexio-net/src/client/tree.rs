@@ -58,6 +58,10 @@ pub struct TreeReport {
     pub symlinks: u64,
     /// Entries neither file, directory nor symlink: left out.
     pub skipped: u64,
+    /// Symlinks whose target would point out of the destination: left
+    /// out with a warning, as rsync's `--safe-links` does.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub unsafe_links: Vec<String>,
     /// Directories of small files fetched as one `?tar` stream each.
     pub tar_streams: u64,
     /// Connections used.
@@ -70,6 +74,29 @@ pub struct TreeReport {
     /// This get's part of the tree, with `--shard`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub shard: Option<super::shard_get::ShardReport>,
+}
+
+/// What a checked manifest leaves out.
+#[derive(Default)]
+pub(super) struct LeftOut {
+    /// Entries neither file, directory nor symlink.
+    pub special: u64,
+    /// Symlinks pointing out of the destination, by path.
+    pub unsafe_links: Vec<String>,
+}
+
+impl TreeReport {
+    /// A report for fetching `url` into `destination`, naming what the
+    /// manifest left out.
+    pub(super) fn starting(url: &Url, destination: &Path, left_out: LeftOut) -> TreeReport {
+        TreeReport {
+            url: url.to_string(),
+            destination: destination.to_path_buf(),
+            skipped: left_out.special,
+            unsafe_links: left_out.unsafe_links,
+            ..TreeReport::default()
+        }
+    }
 }
 
 /// One checked entry.
@@ -97,9 +124,9 @@ pub(super) enum Kind {
 /// `destination` (made if missing).
 ///
 /// # Errors
-/// [`Error::Protocol`] for a manifest with an unsafe name, a duplicate, a
-/// symlink pointing out of the destination, or a file that differs from
-/// it; [`Error::Usage`] when an entry would replace a directory with a
+/// [`Error::Protocol`] for a manifest with an unsafe name, a duplicate, or
+/// a file that differs from it (a symlink pointing out of the destination
+/// is left out and named in [`TreeReport::unsafe_links`]); [`Error::Usage`] when an entry would replace a directory with a
 /// file or the reverse; and the errors of [`super::get`].
 ///
 /// # Examples
@@ -120,16 +147,10 @@ pub fn get_tree(url: &str, destination: &Path, options: &GetOptions) -> Result<T
         return Err(Error::Usage(format!("{url}: a tree URL ends with /")));
     }
     let mut connection = Connection::open(&url, options.timeout)?;
-    let planned = fetch_manifest(&mut connection, &url)?;
+    let (planned, left_out) = fetch_manifest(&mut connection, &url)?;
     let label = destination.display().to_string();
     let root = open_destination(destination, &label)?;
-    let mut report = TreeReport {
-        url: url.to_string(),
-        destination: destination.to_path_buf(),
-        skipped: planned.1,
-        ..TreeReport::default()
-    };
-    let planned = planned.0;
+    let mut report = TreeReport::starting(&url, destination, left_out);
     let new_tops: HashSet<Vec<Vec<u8>>> = planned
         .iter()
         .filter(|e| e.kind == Kind::Directory && e.parts.len() == 1)
@@ -225,12 +246,12 @@ pub(super) fn open_destination(destination: &Path, label: &str) -> Result<OwnedF
     .map_err(|e| Error::io("open", label, None, e))
 }
 
-/// Fetches and checks the manifest; the entries to make and the count
-/// left out.
+/// Fetches and checks the manifest; the entries to make and what is left
+/// out.
 pub(super) fn fetch_manifest(
     connection: &mut Connection,
     url: &Url,
-) -> Result<(Vec<Planned>, u64)> {
+) -> Result<(Vec<Planned>, LeftOut)> {
     let target = format!("{}?manifest", url.target);
     let peer = url.with_target(target.clone()).to_string();
     connection.send_get(&target, "")?;
@@ -253,7 +274,7 @@ pub(super) fn fetch_manifest(
     let mut seen = HashSet::new();
     let mut directories: HashSet<Vec<u8>> = HashSet::new();
     let mut planned = Vec::new();
-    let mut skipped = 0;
+    let mut left_out = LeftOut::default();
     for entry in manifest.entries {
         let bad = |why: &str| {
             Error::protocol(
@@ -286,7 +307,7 @@ pub(super) fn fetch_manifest(
             "directory" => Kind::Directory,
             "symlink" => Kind::Symlink,
             _ => {
-                skipped += 1;
+                left_out.special += 1;
                 continue;
             }
         };
@@ -298,7 +319,8 @@ pub(super) fn fetch_manifest(
         }
         let link_target = entry.link_target.clone().unwrap_or_default().into_bytes();
         if kind == Kind::Symlink && !stays_inside(parts.len() - 1, &link_target) {
-            return Err(bad("a symlink pointing out of the destination"));
+            left_out.unsafe_links.push(entry.path.clone());
+            continue;
         }
         planned.push(Planned {
             parts,
@@ -311,7 +333,7 @@ pub(super) fn fetch_manifest(
             link_target,
         });
     }
-    Ok((planned, skipped))
+    Ok((planned, left_out))
 }
 
 /// Whether a symlink `depth` directories below the destination with
