@@ -316,36 +316,50 @@ fn run_tree(
     if args.quiet {
         return Ok(());
     }
+    print_tree(args, &report);
+    Ok(())
+}
+
+/// A tree get's warnings on stderr, and its JSON or summary on stdout.
+fn print_tree(args: &GetArgs, report: &flexio_net::client::TreeReport) {
+    let destination = report.destination.display();
     for link in &report.unsafe_links {
-        eprintln!(
-            "flexio: warning: {link}: a symlink pointing out of {}; left out (as rsync --safe-links)",
-            report.destination.display()
-        );
+        eprintln!("flexio: warning: {link}: a symlink pointing out of {destination}; left out (as rsync --safe-links)");
+    }
+    let listing = report.listing.as_ref();
+    for why in listing.iter().flat_map(|l| &l.not_fetched) {
+        eprintln!("flexio: warning: {why}: listed but not sent; left out");
+    }
+    if listing.is_some() {
+        eprintln!("flexio: {}: not a flexio server (no manifest): the tree was read from its listings and each file checked against its Content-Length only, not verified by hash", report.url);
     }
     if args.json {
-        crate::print_stdout(&crate::json_document::document("get-tree", &report));
-        return Ok(());
+        crate::print_stdout(&crate::json_document::document("get-tree", report));
+        return;
     }
+    let verified = match (listing, args.no_verify) {
+        (Some(_), _) => "not verified (no manifest)",
+        (None, true) => "not verified (--no-verify)",
+        (None, false) => "every file fetched BLAKE3-verified",
+    };
     let seconds = report.wall_ns as f64 / 1e9;
+    use crate::copy_output::{count, size};
     crate::print_stdout(&format!(
-        "{} -> {}: {} files fetched, {} in the tree, {} unchanged, {} directories, {} symlinks in {seconds:.3} s over {} streams{}, {}{}\n",
+        "{} -> {destination}: {} fetched, {} in the tree, {} unchanged, {}, {} in {seconds:.3} s over {}{}, {verified}{}\n",
         report.url,
-        report.destination.display(),
-        report.files,
-        flexio::format_bytes(report.bytes),
+        count(report.files, "file", "files"),
+        size(report.bytes),
         report.unchanged,
-        report.directories,
-        report.symlinks,
-        report.streams,
+        count(report.directories, "directory", "directories"),
+        count(report.symlinks, "symlink", "symlinks"),
+        count(report.streams as u64, "stream", "streams"),
         if report.tar_streams > 0 { format!(" ({} directories of small files as one tar stream each)", report.tar_streams) } else { String::new() },
-        if args.no_verify { "not verified (--no-verify)" } else { "every file fetched BLAKE3-verified" },
         if report.skipped > 0 { format!("; {} special files left out", report.skipped) } else { String::new() },
     ));
     if let Some(shard) = &report.shard {
         crate::print_stdout(&crate::shard_args::summary(shard));
     }
     crate::print_stdout(&servers_lines(&report.servers));
-    Ok(())
 }
 
 use std::os::unix::ffi::OsStrExt;

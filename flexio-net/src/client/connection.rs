@@ -105,6 +105,8 @@ impl std::fmt::Display for Url {
 /// A response head.
 #[derive(Debug)]
 pub(crate) struct Response {
+    /// 0 for HTTP/1.0, 1 for HTTP/1.1.
+    pub version: u8,
     pub status: u16,
     pub reason: String,
     /// Names lower-cased.
@@ -151,10 +153,39 @@ impl Response {
         Ok(found)
     }
 
-    /// Whether the server will close the connection after this response.
+    /// Whether the server will close the connection after this response:
+    /// it says `close`, or it speaks HTTP/1.0 (`python3 -m http.server`)
+    /// without asking to keep it alive.
     pub fn closes(&self) -> bool {
-        self.header("connection")
-            .is_some_and(|v| v.split(',').any(|t| t.trim().eq_ignore_ascii_case("close")))
+        let says = |token: &str| {
+            self.header("connection")
+                .is_some_and(|v| v.split(',').any(|t| t.trim().eq_ignore_ascii_case(token)))
+        };
+        says("close") || (self.version == 0 && !says("keep-alive"))
+    }
+}
+
+/// What a server answered to `DIR/?manifest`.
+pub(crate) enum ManifestAnswer {
+    /// flexio's manifest.
+    Manifest(Manifest),
+    /// Its listing of the directory: the server is not flexio.
+    Listing,
+}
+
+impl ManifestAnswer {
+    /// The manifest, where one is needed; `peer` names the server.
+    ///
+    /// # Errors
+    /// [`Error::Protocol`] for an answer that is not flexio's manifest.
+    pub fn needed(self, peer: &str) -> Result<Manifest> {
+        match self {
+            ManifestAnswer::Manifest(manifest) => Ok(manifest),
+            ManifestAnswer::Listing => Err(Error::protocol(
+                peer,
+                "answered with something other than a flexio manifest: this needs `flexio serve`",
+            )),
+        }
     }
 }
 
@@ -202,35 +233,32 @@ impl Connection {
         ))
     }
 
-    /// Reads the answer to a `?manifest` request: 200 with a length under
-    /// [`MAX_MANIFEST_BYTES`], parsed; `peer` names it in errors.
-    pub fn read_manifest(&mut self, peer: &str) -> Result<Manifest> {
+    /// Reads the answer to a `?manifest` request: 200 with a body under
+    /// [`MAX_MANIFEST_BYTES`], parsed; or, where the server is not flexio
+    /// and answered with its listing (HTML, or nginx's JSON array), that it
+    /// did. `peer` names it in errors.
+    pub fn read_manifest(&mut self, peer: &str) -> Result<ManifestAnswer> {
         let response = self.read_response()?;
-        // nginx, Apache and `python3 -m http.server` answer `DIR/?manifest`
-        // with their HTML listing: say what that means rather than that
-        // the JSON is malformed at line 1.
-        // A body without a type is parsed, and checked, as a manifest.
+        if response.status != 200 {
+            return Err(Error::Status {
+                peer: peer.to_string(),
+                status: response.status,
+                reason: response.reason,
+            });
+        }
+        // nginx, Apache and `python3 -m http.server` ignore the query and
+        // list the directory. A body without a type is parsed, and
+        // checked, as a manifest.
         let content_type = response.header("content-type").unwrap_or_default();
-        if response.status == 200
-            && !content_type.is_empty()
-            && !content_type.starts_with("application/json")
-        {
-            return Err(Error::protocol(
-                peer,
-                format!(
-                    "answered {content_type:?}, not a flexio manifest: a tree get needs `flexio serve` \
-                     (fetching from another server's listing is not built yet); fetch its files one URL at a time"
-                ),
-            ));
+        if !content_type.is_empty() && !content_type.starts_with("application/json") {
+            return Ok(ManifestAnswer::Listing);
         }
-        let length = response.ok_length(peer, "a manifest")?;
-        if length > MAX_MANIFEST_BYTES {
-            return Err(Error::protocol(
-                peer,
-                format!("a manifest of {length} bytes is over the {MAX_MANIFEST_BYTES}-byte cap"),
-            ));
+        let body = self.read_framed_body(&response, MAX_MANIFEST_BYTES, "a manifest")?;
+        if body.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[') {
+            return Ok(ManifestAnswer::Listing);
         }
-        serde_json::from_slice(&self.read_small_body(length)?)
+        serde_json::from_slice(&body)
+            .map(ManifestAnswer::Manifest)
             .map_err(|e| Error::protocol(peer, format!("malformed manifest: {e}")))
     }
 
@@ -295,6 +323,7 @@ impl Connection {
             .parse(&head)
             .map_err(|e| Error::protocol(peer.clone(), format!("malformed response head: {e}")))?;
         Ok(Response {
+            version: response.version.unwrap_or(1),
             status: response.code.unwrap_or(0),
             reason: response.reason.unwrap_or_default().to_string(),
             headers: response
@@ -322,6 +351,90 @@ impl Connection {
                 format!("{what} without a short Content-Length"),
             )),
         }
+    }
+
+    /// Reads a body of at most `cap` bytes however it is framed: by
+    /// Content-Length, chunked (nginx sends its listings so), or up to the
+    /// close; `what` names it in errors.
+    pub(crate) fn read_framed_body(
+        &mut self,
+        response: &Response,
+        cap: u64,
+        what: &str,
+    ) -> Result<Vec<u8>> {
+        let peer = self.url.to_string();
+        let over = || Error::protocol(&peer, format!("{what} is over the {cap}-byte cap"));
+        let chunked = response
+            .header("transfer-encoding")
+            .is_some_and(|v| v.to_ascii_lowercase().contains("chunked"));
+        if chunked {
+            return self.read_chunked(cap, what);
+        }
+        match response.content_length(&peer)? {
+            Some(length) if length > cap => Err(over()),
+            Some(length) => self.read_small_body(length),
+            None if response.closes() => {
+                let mut body = Vec::new();
+                std::io::Read::read_to_end(
+                    &mut std::io::Read::take(&mut self.stream, cap + 1),
+                    &mut body,
+                )
+                .map_err(|e| Error::io("recv body from", &peer, None, e))?;
+                if body.len() as u64 > cap {
+                    return Err(over());
+                }
+                Ok(body)
+            }
+            None => Err(Error::protocol(
+                &peer,
+                format!("{what} with neither a length, chunks nor a close"),
+            )),
+        }
+    }
+
+    /// A chunked body, joined, refused past `cap` bytes.
+    fn read_chunked(&mut self, cap: u64, what: &str) -> Result<Vec<u8>> {
+        let peer = self.url.to_string();
+        let mut body = Vec::new();
+        loop {
+            let line = self.read_line(&peer)?;
+            let size = line.split(';').next().unwrap_or_default().trim();
+            let size = u64::from_str_radix(size, 16)
+                .map_err(|_| Error::protocol(&peer, format!("a bad chunk size {size:?}")))?;
+            if size == 0 {
+                while !self.read_line(&peer)?.is_empty() {}
+                return Ok(body);
+            }
+            if body.len() as u64 + size > cap {
+                return Err(Error::protocol(
+                    &peer,
+                    format!("{what} is over the {cap}-byte cap"),
+                ));
+            }
+            body.extend(self.read_small_body(size)?);
+            if !self.read_line(&peer)?.is_empty() {
+                return Err(Error::protocol(&peer, "a chunk longer than its size"));
+            }
+        }
+    }
+
+    /// One CRLF-ended line of at most 1 KiB, without its end; bytes one by
+    /// one, so nothing past it leaves the socket.
+    fn read_line(&mut self, peer: &str) -> Result<String> {
+        let mut line = Vec::new();
+        let mut byte = [0u8; 1];
+        while line.len() <= 1024 {
+            std::io::Read::read_exact(&mut self.stream, &mut byte)
+                .map_err(|e| Error::io("recv chunk from", peer, None, e))?;
+            if byte[0] == b'\n' {
+                if line.last() == Some(&b'\r') {
+                    line.pop();
+                }
+                return Ok(String::from_utf8_lossy(&line).into_owned());
+            }
+            line.push(byte[0]);
+        }
+        Err(Error::protocol(peer, "a chunk line over 1 KiB"))
     }
 
     /// Reads a small body (a manifest, an error text) of `length` bytes

@@ -239,7 +239,7 @@ fn manifest_of(url: &Url, options: &GetOptions) -> Result<ManifestEntry> {
     let peer = url.with_target(target.clone()).to_string();
     let mut connection = Connection::open(url, options.timeout)?;
     connection.send_get(&target, "")?;
-    let manifest = connection.read_manifest(&peer)?;
+    let manifest = connection.read_manifest(&peer)?.needed(&peer)?;
     match manifest.entries.as_slice() {
         [entry]
             if manifest.chunk_size == CHUNK_SIZE

@@ -5,6 +5,8 @@
 //! a manifest (`flexio serve`), each 1 MiB chunk matched its BLAKE3.
 
 mod connection;
+mod crawl;
+mod listing;
 mod mirror;
 mod mirror_tree;
 mod pieces;
@@ -31,6 +33,8 @@ use serde::Serialize;
 
 pub use connection::Url;
 use connection::{Connection, Response};
+pub use crawl::ListingReport;
+pub use listing::ListingFormat;
 pub use mirror::{get_mirrored, MirrorReport, MirroredReport};
 pub use mirror_tree::get_tree_mirrored;
 use pieces::EarlyHashes;

@@ -29,7 +29,7 @@ use flexio::tree::Staging;
 use rustix::fs::{AtFlags, FileType, Mode};
 use serde::Serialize;
 
-use super::connection::{Connection, Url};
+use super::connection::{Connection, ManifestAnswer, Url};
 use super::pieces::receive;
 use super::tar_fetch::TarInto;
 use super::GetOptions;
@@ -71,6 +71,10 @@ pub struct TreeReport {
     /// Each server's share, with `--mirror`.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub servers: Vec<super::MirrorReport>,
+    /// From a server that is not flexio: what its listings gave. Such a
+    /// tree is checked against each file's Content-Length only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub listing: Option<super::ListingReport>,
     /// This get's part of the tree, with `--shard`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub shard: Option<super::shard_get::ShardReport>,
@@ -147,7 +151,10 @@ pub fn get_tree(url: &str, destination: &Path, options: &GetOptions) -> Result<T
         return Err(Error::Usage(format!("{url}: a tree URL ends with /")));
     }
     let mut connection = Connection::open(&url, options.timeout)?;
-    let (planned, left_out) = fetch_manifest(&mut connection, &url)?;
+    let Some((planned, left_out)) = fetch_plan(&mut connection, &url)? else {
+        drop(connection);
+        return super::crawl::get_tree_from_listings(&url, destination, options, started);
+    };
     let label = destination.display().to_string();
     let root = open_destination(destination, &label)?;
     let mut report = TreeReport::starting(&url, destination, left_out);
@@ -248,14 +255,31 @@ pub(super) fn open_destination(destination: &Path, label: &str) -> Result<OwnedF
 
 /// Fetches and checks the manifest; the entries to make and what is left
 /// out.
+///
+/// # Errors
+/// Those of [`fetch_plan`], and [`Error::Protocol`] for a server that
+/// answers with a listing (not flexio).
 pub(super) fn fetch_manifest(
     connection: &mut Connection,
     url: &Url,
 ) -> Result<(Vec<Planned>, LeftOut)> {
+    fetch_plan(connection, url)?.ok_or_else(|| {
+        Error::protocol(
+            url.to_string(),
+            "answered with a listing, not a flexio manifest: --mirror and --shard need `flexio serve`",
+        )
+    })
+}
+
+/// Fetches and checks the manifest, or `None` where the server answered
+/// with its listing instead.
+fn fetch_plan(connection: &mut Connection, url: &Url) -> Result<Option<(Vec<Planned>, LeftOut)>> {
     let target = format!("{}?manifest", url.target);
     let peer = url.with_target(target.clone()).to_string();
     connection.send_get(&target, "")?;
-    let manifest = connection.read_manifest(&peer)?;
+    let ManifestAnswer::Manifest(manifest) = connection.read_manifest(&peer)? else {
+        return Ok(None);
+    };
     if manifest.schema_version != MANIFEST_SCHEMA_VERSION || manifest.chunk_size != CHUNK_SIZE {
         return Err(Error::protocol(
             &peer,
@@ -333,7 +357,7 @@ pub(super) fn fetch_manifest(
             link_target,
         });
     }
-    Ok((planned, left_out))
+    Ok(Some((planned, left_out)))
 }
 
 /// Whether a symlink `depth` directories below the destination with
@@ -746,9 +770,19 @@ pub(super) fn check_hashes(
 
 /// Gives the open file the manifest's mtime (and it as atime).
 pub(super) fn set_mtime(file: BorrowedFd<'_>, entry: &Planned, shown: &str) -> Result<()> {
+    set_times(file, entry.mtime, entry.mtime_nsec, shown)
+}
+
+/// Gives the open file `seconds` and `nanoseconds` as mtime and atime.
+pub(super) fn set_times(
+    file: BorrowedFd<'_>,
+    seconds: i64,
+    nanoseconds: u32,
+    shown: &str,
+) -> Result<()> {
     let mtime = rustix::fs::Timespec {
-        tv_sec: entry.mtime,
-        tv_nsec: i64::from(entry.mtime_nsec.min(999_999_999)),
+        tv_sec: seconds,
+        tv_nsec: i64::from(nanoseconds.min(999_999_999)),
     };
     rustix::fs::futimens(
         file,

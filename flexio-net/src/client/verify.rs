@@ -41,7 +41,7 @@ pub(super) fn verify(
                 .map_err(|e| Error::io("read", label, None, e))?
         }
     };
-    let manifest = connection.read_manifest(&peer)?;
+    let manifest = connection.read_manifest(&peer)?.needed(&peer)?;
     let [entry] = manifest.entries.as_slice() else {
         return Err(Error::protocol(
             peer,
