@@ -11,7 +11,8 @@ use flexio::tree::{
 use flexio::{Address, Error, MechanismName};
 
 use crate::copy::CopyArgs;
-use crate::copy_output::{print_err, tree_summary, Telling};
+use crate::copy_output::{listed, print_err, tree_summary, Telling};
+use crate::print_stdout;
 use crate::progress::{ProgressBarThread, ProgressMode};
 
 /// The options of `flexio copy` that concern trees and many files.
@@ -97,12 +98,6 @@ pub fn is_tree_copy(args: &CopyArgs) -> bool {
 
 /// Runs a tree copy.
 pub fn run(args: CopyArgs) -> Result<(), Error> {
-    if args.verbose {
-        // The tree walker reports totals, not each file as it goes.
-        return Err(Error::Usage(
-            "-v lists single-file copies only; for a tree, --dry-run lists what would be copied and --report counts what was".into(),
-        ));
-    }
     let mut options = tree_options(&args)?;
     let (sources, destination) = args.paths.split_at(args.paths.len() - 1);
     let mut paths = Vec::with_capacity(sources.len());
@@ -119,7 +114,16 @@ pub fn run(args: CopyArgs) -> Result<(), Error> {
     let destination = paths.pop().expect("at least two paths");
     let paths = once_each(paths);
     let settings_from = choose_workers(&args, &destination, &mut options);
-    let progress = Arc::new(TreeProgress::default());
+    let progress = Arc::new(if args.verbose && !args.quiet {
+        TreeProgress::listing(|source, target| {
+            print_stdout(&listed(
+                &source.display().to_string(),
+                &target.display().to_string(),
+            ))
+        })
+    } else {
+        TreeProgress::default()
+    });
     let mode = ProgressMode::choose(args.progress, args.no_progress, args.quiet || args.json);
     let report = {
         let _bar = ProgressBarThread::start(Arc::clone(&progress), mode);

@@ -95,6 +95,44 @@ fn verbose_lists_the_copy_as_cp_does() {
     assert_eq!(output.stderr, b"");
 }
 
+/// `copy -r -v` lists each file, directory and symlink it makes, under the
+/// names `cp -r -v` gives them (order aside: files are copied in
+/// parallel), into a new destination and into an existing one.
+#[test]
+fn verbose_lists_a_tree_copy_as_cp_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let tree = dir.path().join("tree");
+    std::fs::create_dir_all(tree.join("sub/deeper")).unwrap();
+    std::fs::write(tree.join("one"), b"1").unwrap();
+    std::fs::write(tree.join("sub/deeper/two"), b"22").unwrap();
+    std::os::unix::fs::symlink("one", tree.join("link")).unwrap();
+    let lines = |program: &str, dest: &str| {
+        let mut command = match program {
+            "cp" => Command::new("cp"),
+            _ => flexio(),
+        };
+        if program != "cp" {
+            command.arg("copy");
+        }
+        let output = command
+            .args(["-r", "-v"])
+            .arg(&tree)
+            .arg(dir.path().join(dest))
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "{}", stderr(&output));
+        let text = String::from_utf8_lossy(&output.stdout).replace(dest, "DEST");
+        let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
+        lines.sort();
+        lines
+    };
+    let ours = lines("flexio", "by-flexio");
+    assert_eq!(ours.len(), 6, "{ours:#?}");
+    assert_eq!(ours, lines("cp", "by-cp"));
+    // Into an existing directory both copy the tree beneath it.
+    assert_eq!(lines("flexio", "by-flexio"), lines("cp", "by-cp"));
+}
+
 #[test]
 fn a_tree_copy_is_silent_too_and_its_report_goes_to_stderr() {
     let dir = tempfile::tempdir().unwrap();

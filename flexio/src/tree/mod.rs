@@ -175,6 +175,11 @@ pub fn copy_tree(
         ))
     });
     let stagings = stage_new_trees(&pairs, options);
+    for ((_, target), staging) in pairs.iter().zip(&stagings) {
+        if let Some(staging) = staging {
+            progress.stage(staging.path(), target);
+        }
+    }
     let mut walker = Walker::new(options, &exclude, &queue, progress, umask);
     let mut staged_roots = vec![false; pairs.len()];
     let mut report = std::thread::scope(|scope| {
@@ -301,6 +306,7 @@ fn work(mut worker: Worker<'_>, queue: &Queue, progress: &TreeProgress) -> TreeR
         for job in batch.drain(..) {
             match worker.copy_file(&job) {
                 Ok(outcome) => {
+                    progress.made(&job.source, &job.target);
                     report.record_file(outcome.method, outcome.bytes);
                     report.verified_files += u64::from(outcome.verified);
                     for fallback in outcome.fallbacks {

@@ -3,7 +3,9 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Mutex;
 
 use serde::{Deserialize, Serialize};
 
@@ -21,9 +23,78 @@ pub struct TreeProgress {
     pub(crate) files_found: AtomicU64,
     pub(crate) bytes_found: AtomicU64,
     pub(crate) walk_finished: AtomicBool,
+    listener: Listener,
+    /// Staging directories and the names they will take, so the listener
+    /// hears the names the user knows.
+    staged: Mutex<Vec<(PathBuf, PathBuf)>>,
+}
+
+/// Hears `(source, target)` of an entry made.
+type Each = Box<dyn Fn(&Path, &Path) + Send + Sync>;
+
+/// Who hears of each entry made, as `cp -v` lists them.
+#[derive(Default)]
+struct Listener(Option<Each>);
+
+impl fmt::Debug for Listener {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(if self.0.is_some() { "Some(..)" } else { "None" })
+    }
 }
 
 impl TreeProgress {
+    /// Progress whose `each` hears `(source, target)` for every file,
+    /// directory, symlink and special file made, as it is made, under the
+    /// target's final name (`cp -v`).
+    ///
+    /// # Examples
+    /// ```
+    /// use flexio::tree::{copy_tree, TreeOptions, TreeProgress};
+    /// let dir = tempfile::tempdir().unwrap();
+    /// std::fs::create_dir(dir.path().join("src")).unwrap();
+    /// std::fs::write(dir.path().join("src/file"), b"hello").unwrap();
+    /// let made = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    /// let heard = std::sync::Arc::clone(&made);
+    /// let progress = TreeProgress::listing(move |_, target| heard.lock().unwrap().push(target.to_path_buf()));
+    /// let options = TreeOptions { recursive: true, ..TreeOptions::default() };
+    /// copy_tree(&[dir.path().join("src")], &dir.path().join("dst"), &options, &progress).unwrap();
+    /// assert_eq!(made.lock().unwrap().len(), 2);
+    /// ```
+    pub fn listing(each: impl Fn(&Path, &Path) + Send + Sync + 'static) -> TreeProgress {
+        TreeProgress {
+            listener: Listener(Some(Box::new(each))),
+            ..TreeProgress::default()
+        }
+    }
+
+    /// Tells the listener of an entry made at `target` (perhaps inside a
+    /// staging directory) from `source`.
+    pub(crate) fn made(&self, source: &Path, target: &Path) {
+        let Some(each) = &self.listener.0 else {
+            return;
+        };
+        let staged = self.staged.lock().unwrap_or_else(|e| e.into_inner());
+        let named = staged.iter().find_map(|(staging, name)| {
+            target
+                .strip_prefix(staging)
+                .ok()
+                .map(|rest| match rest.as_os_str().is_empty() {
+                    true => name.clone(),
+                    false => name.join(rest),
+                })
+        });
+        drop(staged);
+        each(source, named.as_deref().unwrap_or(target));
+    }
+
+    /// Records that what is made under `staging` will be named `name`.
+    pub(crate) fn stage(&self, staging: &Path, name: &Path) {
+        self.staged
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push((staging.to_path_buf(), name.to_path_buf()));
+    }
+
     /// Files copied (or skipped, or failed) so far.
     pub fn files_done(&self) -> u64 {
         self.files_done.load(Ordering::Relaxed)

@@ -126,6 +126,9 @@ impl<'a> Walker<'a> {
         let Some(made) = self.make_directory(source, target) else {
             return;
         };
+        if made && !self.options.dry_run {
+            self.progress.made(source, target);
+        }
         self.report.directories += 1;
         let crosses = self.options.one_file_system && meta.dev() != root_device;
         self.directories.push(FinishDirectory {
@@ -323,6 +326,7 @@ impl<'a> Walker<'a> {
             Entry::Symlink,
         )?;
         self.report.symlinks += 1;
+        self.progress.made(source, target);
         Ok(())
     }
 
@@ -356,6 +360,7 @@ impl<'a> Walker<'a> {
             Entry::Special,
         )?;
         self.report.special_files += 1;
+        self.progress.made(source, target);
         Ok(())
     }
 
