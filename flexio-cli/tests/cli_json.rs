@@ -121,4 +121,56 @@ fn every_kind_validates_against_its_schema() {
             .arg(fetched.path().join("t2"))
             .args(["--shard", "1/2", "--json"]),
     );
+    // A tree from a server that is not flexio, read from its listing.
+    let listing = check(
+        "get-tree",
+        flexio()
+            .arg("get")
+            .arg(format!("http://{}/", listing_server()))
+            .arg(fetched.path().join("t3"))
+            .arg("--json"),
+    );
+    assert_eq!(listing["listing"]["format"], "html", "{listing}");
+    check(
+        "cache-sim",
+        flexio().args([
+            "cache",
+            "sim",
+            "--trace",
+            "zipf:blocks=1000,alpha=0.9,len=20000,seed=1",
+            "--size",
+            "10,100",
+            "--json",
+        ]),
+    );
+}
+
+/// A server that is not flexio, in HTTP/1.0's way: every answer closes;
+/// `/` (whatever the query) is an HTML listing of one file, `f`.
+fn listing_server() -> std::net::SocketAddr {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let mut stream = stream.unwrap();
+            let mut head = Vec::new();
+            let mut byte = [0u8; 1];
+            while !head.ends_with(b"\r\n\r\n") && stream.read(&mut byte).unwrap_or(0) == 1 {
+                head.push(byte[0]);
+            }
+            let (kind, body): (&str, &[u8]) = if head.starts_with(b"GET /f ") {
+                ("application/octet-stream", b"file bytes")
+            } else {
+                ("text/html", br#"<a href="../">../</a> <a href="f">f</a>"#)
+            };
+            let head = format!(
+                "HTTP/1.0 200 OK\r\nContent-Type: {kind}\r\nContent-Length: {}\r\n\r\n",
+                body.len()
+            );
+            let _ = stream.write_all(head.as_bytes());
+            let _ = stream.write_all(body);
+        }
+    });
+    address
 }
