@@ -105,8 +105,12 @@ pub fn run(args: GetArgs) -> crate::error::Result<()> {
         resume: args.resume,
         rate: args.rate,
         rate_bucket: None,
+        tls: args.tls.client(
+            std::iter::once(args.url.as_str())
+                .chain(args.mirror.iter().chain(&args.upstream).map(String::as_str)),
+        )?,
     };
-    let (_relay, url) = args.tls.reachable(&args.url, args.timeout)?;
+    let url = args.url.clone();
     let path = args.url.split('?').next().unwrap_or_default();
     let shard = args.shard.resolve()?;
     if args.serve.is_some() && (path.ends_with('/') || shard.is_some() || !args.mirror.is_empty()) {
@@ -121,14 +125,10 @@ pub fn run(args: GetArgs) -> crate::error::Result<()> {
             Error::Usage("--mirror and --shard do not go together in this version".into()).into(),
         );
     }
-    // The mirrors' URLs (through TLS relays kept until the end).
-    let mut relays = Vec::new();
-    let mut urls = vec![url.clone()];
-    for mirror in args.mirror.iter().chain(&args.upstream) {
-        let (relay, url) = args.tls.reachable(mirror, args.timeout)?;
-        relays.push(relay);
-        urls.push(url);
-    }
+    let urls: Vec<String> = std::iter::once(&url)
+        .chain(args.mirror.iter().chain(&args.upstream))
+        .cloned()
+        .collect();
     if let Some(address) = args.serve {
         return run_relay(&args, address, &urls, &options);
     }
@@ -246,7 +246,7 @@ fn print_mirrored(args: &GetArgs, mut report: flexio_net::client::MirroredReport
     crate::print_stdout(&text);
 }
 
-/// The servers' URLs as given, not the local ends of TLS relays.
+/// The servers' URLs as typed (the reports hold them parsed and normalised).
 fn as_given(args: &GetArgs, servers: &mut [flexio_net::client::MirrorReport]) {
     let given = std::iter::once(&args.url)
         .chain(&args.mirror)

@@ -97,7 +97,7 @@ pub fn run(args: PutArgs) -> crate::error::Result<()> {
         ..Default::default()
     };
     let target = put_target(&args.url, &args.source);
-    let (_relay, url) = args.tls.reachable(&target, args.timeout)?;
+    let url = target.clone();
     if args.streams == 0 {
         return Err(Error::Usage("--streams must be at least 1".into()).into());
     }
@@ -106,6 +106,7 @@ pub fn run(args: PutArgs) -> crate::error::Result<()> {
         pacing,
         streams: args.streams,
         piece: args.piece,
+        tls: args.tls.client(std::iter::once(target.as_str()))?,
     };
     let shard = args.shard.resolve()?;
     if args.source.is_dir() {

@@ -3,11 +3,10 @@
 //! trust store, as curl and wget trust it.
 
 use std::path::PathBuf;
-use std::time::Duration;
 
 use clap::Args;
 use flexio::Error;
-use flexio_net::tls::{parse_pin, relay::Relay, Trust};
+use flexio_net::tls::{client::TlsClient, parse_pin, Trust};
 
 /// How to trust an `https://` server.
 #[derive(Args)]
@@ -22,29 +21,28 @@ pub struct TlsArgs {
 }
 
 impl TlsArgs {
-    /// The URL the plain client fetches: `url` itself for `http://`, or,
-    /// for `https://`, the URL of a TLS relay on loopback started here
-    /// (kept alive by the returned [`Relay`]).
-    pub fn reachable(
+    /// How the `https://` servers among `urls` are trusted: the pin, the
+    /// CA file, or the system's store.
+    ///
+    /// # Errors
+    /// A bad pin, or `--pin`/`--ca` given with no `https://` URL.
+    pub fn client<'u>(
         &self,
-        url: &str,
-        timeout: Duration,
-    ) -> crate::error::Result<(Option<Relay>, String)> {
-        if !url.starts_with("https://") {
-            if self.pin.is_some() || self.ca.is_some() {
-                return Err(
-                    Error::Usage(format!("{url}: --pin and --ca are for https:// URLs")).into(),
-                );
-            }
-            return Ok((None, url.to_string()));
+        mut urls: impl Iterator<Item = &'u str>,
+    ) -> crate::error::Result<TlsClient> {
+        let secure = urls.any(|url| url.starts_with("https://"));
+        if (self.pin.is_some() || self.ca.is_some()) && !secure {
+            return Err(Error::Usage("--pin and --ca are for https:// URLs".into()).into());
         }
         let trust = match (&self.pin, &self.ca) {
             (Some(pin), _) => Trust::Pin(parse_pin(pin).map_err(|e| Error::Usage(e.to_string()))?),
             (None, Some(ca)) => Trust::Ca(ca.clone()),
             (None, None) => Trust::System,
         };
-        let relay = Relay::start(url, &trust, timeout)?;
-        let local = relay.local_url.clone();
-        Ok((Some(relay), local))
+        // A trust that cannot be loaded is an error before any connection.
+        match secure {
+            true => Ok(TlsClient::ready(trust)?),
+            false => Ok(TlsClient::new(trust)),
+        }
     }
 }

@@ -1,12 +1,12 @@
 //! TLS (rustls) for `flexio serve --tls` and `flexio get/put https://`.
 //!
-//! TLS sits beside the plain server and client, not inside them: a
+//! On the server TLS sits beside the plain server, not inside it: a
 //! terminating front ([`front`]) takes TLS connections on the public
 //! address and relays their plaintext to the plain server listening on
-//! loopback, and the client starts a local relay ([`relay`]) whose far side
-//! is TLS. So every rule of the plain server (deadlines, limits, names
+//! loopback. So every rule of the plain server (deadlines, limits, names
 //! beneath the directory) holds unchanged, and a bearer token crosses only
-//! loopback or TLS.
+//! loopback or TLS. The client drives its session in its own connection
+//! ([`client`] for trust and the handshake).
 //!
 //! The cost, reported by `flexio serve`: bodies go through rustls, not
 //! sendfile. The plain server still sendfiles into the loopback hop, and
@@ -26,8 +26,8 @@ use sha2::{Digest, Sha256};
 
 use crate::error::{Error, Result};
 
+pub mod client;
 pub mod front;
-pub mod relay;
 
 /// What the server presents: its rustls configuration and the SHA-256
 /// fingerprint of its certificate.
@@ -186,7 +186,7 @@ impl TlsIdentity {
 }
 
 /// How the client trusts a server.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub enum Trust {
     /// Only the certificate whose SHA-256 is this (`--pin`); names and
     /// dates are not checked: the pin is the identity.
@@ -198,6 +198,7 @@ pub enum Trust {
     /// wget trust them: `/etc/ssl/certs` on Debian, or the file named by
     /// `SSL_CERT_FILE`, the directory by `SSL_CERT_DIR`), for the URL's
     /// host name: what neither `--pin` nor `--ca` means.
+    #[default]
     System,
 }
 

@@ -1,23 +1,27 @@
-//! One client connection: a parsed `http://` URL, connecting with a
-//! deadline, writing a request head, and reading a response head (capped
-//! at [`MAX_HEAD`], parsed with `httparse`) while the body stays in the
-//! socket for splice.
+//! One client connection: a parsed `http://` or `https://` URL, connecting
+//! (and shaking hands) with a deadline, writing a request head, and reading
+//! a response head (capped at [`MAX_HEAD`], parsed with `httparse`) while
+//! the body stays in the socket for splice, or in the TLS session.
 
 use std::io::Write;
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
-use std::os::fd::AsFd;
 use std::time::{Duration, Instant};
+
+use super::transport::{HeadEnd, Stream};
+use crate::tls::client::TlsClient;
 
 use crate::error::{Error, Result};
 use crate::head::{read_until, response_complete, Step, MAX_HEAD, MAX_HEADERS};
 use crate::manifest::{Manifest, MAX_MANIFEST_BYTES};
 
-/// An `http://host[:port]/path` URL.
+/// An `http://` or `https://host[:port]/path` URL.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Url {
+    /// Whether the connection is TLS (`https://`).
+    pub tls: bool,
     /// Host name or address (brackets kept for IPv6), for `Host:`.
     pub host: String,
-    /// The port (80 when not given).
+    /// The port (80, or 443 for `https://`, when not given).
     pub port: u16,
     /// The path and query, as sent (starts with `/`).
     pub target: String,
@@ -27,19 +31,26 @@ impl Url {
     /// Parses `text`.
     ///
     /// # Errors
-    /// [`Error::Usage`] for anything but a plain `http://` URL.
+    /// [`Error::Usage`] for anything but a plain `http://` or `https://`
+    /// URL.
     ///
     /// # Examples
     /// ```
     /// let url = flexio_net::client::Url::parse("http://127.0.0.1:8080/a/b?x").unwrap();
     /// assert_eq!((url.host.as_str(), url.port, url.target.as_str()), ("127.0.0.1", 8080, "/a/b?x"));
-    /// assert!(flexio_net::client::Url::parse("https://example.org/").is_err());
+    /// let secure = flexio_net::client::Url::parse("https://example.org/").unwrap();
+    /// assert_eq!((secure.tls, secure.port, secure.authority().as_str()), (true, 443, "example.org"));
+    /// assert!(flexio_net::client::Url::parse("ftp://example.org/").is_err());
     /// ```
     pub fn parse(text: &str) -> Result<Url> {
-        let Some(rest) = text.strip_prefix("http://") else {
-            return Err(Error::Usage(format!(
-                "{text}: only http:// URLs are fetched here (https:// goes through flexio_net::tls::relay)"
-            )));
+        let (tls, rest) = match (text.strip_prefix("http://"), text.strip_prefix("https://")) {
+            (Some(rest), _) => (false, rest),
+            (None, Some(rest)) => (true, rest),
+            (None, None) => {
+                return Err(Error::Usage(format!(
+                    "{text}: only http:// and https:// URLs are fetched"
+                )))
+            }
         };
         let (authority, target) = match rest.find(['/', '?']) {
             Some(at) => (&rest[..at], rest[at..].to_string()),
@@ -60,18 +71,20 @@ impl Url {
                 "{text}: the path holds spaces, control characters or a fragment; percent-encode them"
             )));
         }
+        let default_port = if tls { 443 } else { 80 };
         let (host, port) = match authority.rsplit_once(':') {
             Some((host, port)) if !port.contains(']') => (
                 host,
                 port.parse()
                     .map_err(|_| Error::Usage(format!("{text}: bad port {port:?}")))?,
             ),
-            _ => (authority, 80),
+            _ => (authority, default_port),
         };
         if host.is_empty() {
             return Err(Error::Usage(format!("{text}: no host")));
         }
         Ok(Url {
+            tls,
             host: host.to_string(),
             port,
             target,
@@ -86,19 +99,27 @@ impl Url {
         }
     }
 
-    /// `host:port`, as for `Host:`.
+    /// `host:port` (the port left out where it is the scheme's), as for
+    /// `Host:`.
     pub fn authority(&self) -> String {
-        if self.port == 80 {
+        if self.port == if self.tls { 443 } else { 80 } {
             self.host.clone()
         } else {
             format!("{}:{}", self.host, self.port)
         }
     }
+
+    /// The host without IPv6 brackets, as names resolve and certificates
+    /// name it.
+    fn bare_host(&self) -> &str {
+        self.host.trim_start_matches('[').trim_end_matches(']')
+    }
 }
 
 impl std::fmt::Display for Url {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "http://{}{}", self.authority(), self.target)
+        let scheme = if self.tls { "https" } else { "http" };
+        write!(f, "{scheme}://{}{}", self.authority(), self.target)
     }
 }
 
@@ -169,8 +190,9 @@ impl Response {
 pub(crate) enum ManifestAnswer {
     /// flexio's manifest.
     Manifest(Manifest),
-    /// Its listing of the directory: the server is not flexio.
-    Listing,
+    /// Its listing of the directory (read and dropped): the server is not
+    /// flexio. Whether the connection can carry the next request.
+    Listing { reusable: bool },
 }
 
 impl ManifestAnswer {
@@ -181,7 +203,7 @@ impl ManifestAnswer {
     pub fn needed(self, peer: &str) -> Result<Manifest> {
         match self {
             ManifestAnswer::Manifest(manifest) => Ok(manifest),
-            ManifestAnswer::Listing => Err(Error::protocol(
+            ManifestAnswer::Listing { .. } => Err(Error::protocol(
                 peer,
                 "answered with something other than a flexio manifest: this needs `flexio serve`",
             )),
@@ -191,31 +213,40 @@ impl ManifestAnswer {
 
 /// A connection to one server.
 pub(crate) struct Connection {
-    pub stream: TcpStream,
+    pub stream: Stream,
     pub url: Url,
     pub timeout: Duration,
 }
 
 impl Connection {
-    /// Connects to `url`'s host within `timeout`; reads and writes then
-    /// time out in the kernel after `timeout` without progress.
-    pub fn open(url: &Url, timeout: Duration) -> Result<Connection> {
+    /// Connects to `url`'s host within `timeout` (and, for `https://`,
+    /// completes a handshake `tls` checks); reads and writes then time out
+    /// in the kernel after `timeout` without progress.
+    pub fn open(url: &Url, timeout: Duration, tls: &TlsClient) -> Result<Connection> {
         let name = url.authority();
-        let host = url.host.trim_start_matches('[').trim_end_matches(']');
-        let addresses: Vec<SocketAddr> = (host, url.port)
+        let addresses: Vec<SocketAddr> = (url.bare_host(), url.port)
             .to_socket_addrs()
             .map_err(|e| Error::io("resolve", name.clone(), None, e))?
             .collect();
         let mut last = None;
         for address in addresses {
             match TcpStream::connect_timeout(&address, timeout) {
-                Ok(stream) => {
+                Ok(mut socket) => {
                     let set = |r: std::io::Result<()>| {
                         r.map_err(|e| Error::io("setsockopt", name.clone(), None, e))
                     };
-                    set(stream.set_read_timeout(Some(timeout)))?;
-                    set(stream.set_write_timeout(Some(timeout)))?;
-                    set(stream.set_nodelay(true))?;
+                    set(socket.set_read_timeout(Some(timeout)))?;
+                    set(socket.set_write_timeout(Some(timeout)))?;
+                    set(socket.set_nodelay(true))?;
+                    let stream = if url.tls {
+                        let session = tls.connect(url.bare_host(), &mut socket, timeout, &name)?;
+                        Stream::Tls {
+                            session: Box::new(rustls::StreamOwned::new(session, socket)),
+                            ahead: Vec::new(),
+                        }
+                    } else {
+                        Stream::Plain(socket)
+                    };
                     return Ok(Connection {
                         stream,
                         url: url.clone(),
@@ -250,12 +281,17 @@ impl Connection {
         // list the directory. A body without a type is parsed, and
         // checked, as a manifest.
         let content_type = response.header("content-type").unwrap_or_default();
-        if !content_type.is_empty() && !content_type.starts_with("application/json") {
-            return Ok(ManifestAnswer::Listing);
+        let listing = ManifestAnswer::Listing {
+            reusable: !response.closes(),
+        };
+        let json = content_type.is_empty() || content_type.starts_with("application/json");
+        if !json && !content_type.starts_with("text/html") {
+            // A file's bytes, say: left unread, and the connection with them.
+            return Ok(ManifestAnswer::Listing { reusable: false });
         }
         let body = self.read_framed_body(&response, MAX_MANIFEST_BYTES, "a manifest")?;
-        if body.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[') {
-            return Ok(ManifestAnswer::Listing);
+        if !json || body.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[') {
+            return Ok(listing);
         }
         serde_json::from_slice(&body)
             .map(ManifestAnswer::Manifest)
@@ -276,47 +312,42 @@ impl Connection {
         );
         self.stream
             .write_all(head.as_bytes())
+            .and_then(|()| self.stream.flush())
             .map_err(|e| Error::io("send request to", self.url.to_string(), None, e))
     }
 
     /// Reads a response head within the connection's timeout.
     pub fn read_response(&mut self) -> Result<Response> {
         let peer = self.url.to_string();
-        let mut head = Vec::new();
-        let deadline = Instant::now() + self.timeout;
-        let step = read_until(self.stream.as_fd(), &mut head, response_complete, deadline)
-            .map_err(|e| Error::io("recv", peer.clone(), None, e))?;
-        match step {
-            Step::Complete => {}
-            Step::WouldBlock | Step::Partial => {
-                return Err(Error::Timeout {
-                    peer,
-                    waited: self.timeout,
-                    during: "waiting for the response head",
-                })
-            }
-            Step::Closed => {
+        let head = self.read_head().map_err(|e| match e.kind() {
+            std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut => Error::Timeout {
+                peer: peer.clone(),
+                waited: self.timeout,
+                during: "waiting for the response head",
+            },
+            _ => Error::io("recv", peer.clone(), None, e),
+        })?;
+        let head = match head {
+            HeadEnd::Complete(head) => head,
+            HeadEnd::Closed(length) => {
                 return Err(Error::protocol(
                     peer,
-                    format!(
-                        "the server closed the connection after {} bytes of response head",
-                        head.len()
-                    ),
+                    format!("the server closed the connection after {length} bytes of response head"),
                 ))
             }
-            Step::TooLarge => {
+            HeadEnd::TooLarge => {
                 return Err(Error::protocol(
                     peer,
                     format!("the response head is over {MAX_HEAD} bytes or {MAX_HEADERS} header lines; refused"),
                 ))
             }
-            Step::Malformed(why) => {
+            HeadEnd::Malformed(why) => {
                 return Err(Error::protocol(
                     peer,
                     format!("malformed response head: {why}"),
                 ))
             }
-        }
+        };
         let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
         let mut response = httparse::Response::new(&mut headers);
         response
@@ -351,6 +382,25 @@ impl Connection {
                 format!("{what} without a short Content-Length"),
             )),
         }
+    }
+
+    /// A response head: peeked off a plain socket (the body stays in it
+    /// for splice) until the deadline, or read from the TLS session.
+    fn read_head(&mut self) -> std::io::Result<HeadEnd> {
+        let Some(socket) = self.stream.plain_fd() else {
+            return self.stream.read_tls_head();
+        };
+        let mut head = Vec::new();
+        let deadline = Instant::now() + self.timeout;
+        Ok(
+            match read_until(socket, &mut head, response_complete, deadline)? {
+                Step::Complete => HeadEnd::Complete(head),
+                Step::WouldBlock | Step::Partial => return Err(std::io::ErrorKind::TimedOut.into()),
+                Step::Closed => HeadEnd::Closed(head.len()),
+                Step::TooLarge => HeadEnd::TooLarge,
+                Step::Malformed(why) => HeadEnd::Malformed(why),
+            },
+        )
     }
 
     /// Reads a body of at most `cap` bytes however it is framed: by

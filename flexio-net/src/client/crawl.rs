@@ -74,19 +74,29 @@ enum Outcome {
 /// `200`; [`Error::Usage`] where a directory is in the way of a file;
 /// and the errors of moving the bytes.
 pub(super) fn get_tree_from_listings(
+    connection: Option<Connection>,
     url: &Url,
     destination: &Path,
     options: &GetOptions,
     started: Instant,
 ) -> Result<TreeReport> {
-    let found = discover(url, options)?;
+    let mut connection = connection;
+    let found = discover(&mut connection, url, options)?;
     let label = destination.display().to_string();
     let root = open_destination(destination, &label)?;
     for entry in &found.directories {
         make_directory(&root, entry, &label)?;
     }
     let streams = options.streams.max(1).min(found.files.len().max(1));
-    let outcomes = fetch_all(url, &root, &found.files, &label, options, streams)?;
+    let outcomes = fetch_all(
+        connection,
+        url,
+        &root,
+        &found.files,
+        &label,
+        options,
+        streams,
+    )?;
     finish_tree(&root, &found.directories, &label)?;
     let mut report = TreeReport {
         url: url.to_string(),
@@ -118,17 +128,16 @@ pub(super) fn get_tree_from_listings(
 }
 
 /// Reads the listing of `url` and of every directory beneath it, breadth
-/// first, over one kept-alive connection.
-fn discover(url: &Url, options: &GetOptions) -> Result<Found> {
+/// first, over one kept-alive connection (`connection`, when open).
+fn discover(connection: &mut Option<Connection>, url: &Url, options: &GetOptions) -> Result<Found> {
     let mut found = Found {
         directories: Vec::new(),
         files: Vec::new(),
         report: ListingReport::default(),
     };
-    let mut connection: Option<Connection> = None;
     let mut queue = VecDeque::from([(Vec::<Vec<u8>>::new(), url.target.clone())]);
     while let Some((parts, target)) = queue.pop_front() {
-        let (format, listed) = read_listing(&mut connection, url, &target, options)?;
+        let (format, listed) = read_listing(connection, url, &target, options)?;
         found.report.pages += 1;
         found.report.format.get_or_insert(format);
         for child in listed {
@@ -182,7 +191,7 @@ fn read_listing(
     let peer = url.with_target(target.to_string()).to_string();
     let mut open = match connection.take() {
         Some(open) => open,
-        None => Connection::open(url, options.timeout)?,
+        None => Connection::open(url, options.timeout, &options.tls)?,
     };
     open.send_get(target, "")?;
     let response = open.read_response()?;
@@ -209,6 +218,7 @@ fn read_listing(
 /// Fetches every file over `streams` connections at once; the outcomes,
 /// or the first error (after which no stream takes another file).
 fn fetch_all(
+    first: Option<Connection>,
     url: &Url,
     root: &OwnedFd,
     files: &[Planned],
@@ -219,10 +229,11 @@ fn fetch_all(
     let next = AtomicUsize::new(0);
     let outcomes = Mutex::new(Vec::with_capacity(files.len()));
     let failure: Mutex<Option<Error>> = Mutex::new(None);
+    let first = Mutex::new(first);
     std::thread::scope(|scope| {
         for _ in 0..streams {
             scope.spawn(|| {
-                let mut connection = None;
+                let mut connection = first.lock().unwrap().take();
                 let mut mover = Mover::new();
                 while failure.lock().unwrap().is_none() {
                     let Some(entry) = files.get(next.fetch_add(1, Ordering::Relaxed)) else {
@@ -277,7 +288,7 @@ fn fetch_listed(
     let peer = url.with_target(target.clone()).to_string();
     let mut open = match connection.take() {
         Some(open) => open,
-        None => Connection::open(url, options.timeout)?,
+        None => Connection::open(url, options.timeout, &options.tls)?,
     };
     if let Some(stat) = here.filter(|_| here_type == Some(FileType::RegularFile)) {
         let size = stat.st_size as u64;
@@ -289,7 +300,7 @@ fn fetch_listed(
             return Ok(Outcome::Unchanged(size));
         }
         if !reusable {
-            open = Connection::open(url, options.timeout)?;
+            open = Connection::open(url, options.timeout, &options.tls)?;
         }
     }
     open.send_get(&target, "")?;
@@ -324,7 +335,7 @@ fn fetch_listed(
         .join(OsStr::from_bytes(name));
     let file = NewFile::create(&destination, entry.mode)?;
     if size > 0 {
-        receive(&open, file.fd(), &shown, 0, size, size, options, mover)?;
+        receive(&mut open, file.fd(), &shown, 0, size, size, options, mover)?;
     }
     if !response.closes() {
         *connection = Some(open);

@@ -237,7 +237,7 @@ pub(super) fn first_manifest(servers: &[Server], options: &GetOptions) -> Result
 fn manifest_of(url: &Url, options: &GetOptions) -> Result<ManifestEntry> {
     let target = format!("{}?manifest", url.target);
     let peer = url.with_target(target.clone()).to_string();
-    let mut connection = Connection::open(url, options.timeout)?;
+    let mut connection = Connection::open(url, options.timeout, &options.tls)?;
     connection.send_get(&target, "")?;
     let manifest = connection.read_manifest(&peer)?.needed(&peer)?;
     match manifest.entries.as_slice() {
@@ -429,7 +429,7 @@ impl Work<'_> {
         let received = (|| -> Result<()> {
             let mut open = match connection.take() {
                 Some(open) => open,
-                None => Connection::open(&server.url, self.options.timeout)?,
+                None => Connection::open(&server.url, self.options.timeout, &self.options.tls)?,
             };
             let last = offset + length - 1;
             let target = format!("{}{}", server.url.target, self.suffix);
@@ -454,7 +454,7 @@ impl Work<'_> {
                 ));
             }
             receive(
-                &open,
+                &mut open,
                 self.file,
                 self.label,
                 offset,

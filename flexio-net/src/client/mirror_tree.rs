@@ -65,7 +65,7 @@ pub fn get_tree_mirrored(
         .first()
         .ok_or_else(|| Error::Usage("no URL to fetch".into()))?
         .url;
-    let mut connection = Connection::open(first, options.timeout)?;
+    let mut connection = Connection::open(first, options.timeout, &options.tls)?;
     let (planned, left_out) = fetch_manifest(&mut connection, first)?;
     drop(connection);
     let label = destination.display().to_string();

@@ -15,6 +15,7 @@ mod resume;
 mod shard_get;
 mod shard_put;
 mod tar_fetch;
+mod transport;
 mod tree;
 mod upload;
 mod upload_tree;
@@ -54,6 +55,7 @@ use flexio::pace::{Rate, TokenBucket};
 
 use crate::error::{Error, Result};
 use crate::ranges::parse_content_range;
+use crate::tls::client::TlsClient;
 
 /// How to fetch.
 #[derive(Clone, Debug)]
@@ -79,6 +81,9 @@ pub struct GetOptions {
     /// The bucket that keeps `rate`, shared by the streams (and by several
     /// gets, when the caller passes one); made from `rate` when `None`.
     pub rate_bucket: Option<Arc<TokenBucket>>,
+    /// How `https://` servers are trusted (the system's store unless
+    /// told otherwise).
+    pub tls: TlsClient,
 }
 
 impl GetOptions {
@@ -109,6 +114,7 @@ impl Default for GetOptions {
             resume: false,
             rate: None,
             rate_bucket: None,
+            tls: TlsClient::default(),
         }
     }
 }
@@ -182,7 +188,7 @@ pub fn get(url: &str, destination: Option<&Path>, options: &GetOptions) -> Resul
         options.streams.max(1)
     };
     let piece = options.piece_size.max(64 << 10);
-    let mut first = Connection::open(&url, options.timeout)?;
+    let mut first = Connection::open(&url, options.timeout, &options.tls)?;
     let range_header = format!("Range: bytes=0-{}\r\n", piece - 1);
     // Pieces (and so a ranged first request) for several streams, or to
     // keep whole pieces in a journal.
@@ -263,7 +269,7 @@ pub fn get(url: &str, destination: Option<&Path>, options: &GetOptions) -> Resul
         let mut requests = 1;
         if first_length > 0 {
             totals.add(receive(
-                &first,
+                &mut first,
                 sink.fd(),
                 &label,
                 0,

@@ -4,12 +4,12 @@
 //! exactly that piece, and splices its body into the shared file at its
 //! offset.
 
-use std::os::fd::{AsFd, BorrowedFd};
+use std::os::fd::BorrowedFd;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use flexio::range::{Mover, RangeEnd, RangeRequest, RangeTotals};
-use flexio::EndpointKind;
+use flexio::{EndpointKind, MechanismName};
 
 use super::connection::{Connection, Url};
 use super::resume::Partial;
@@ -19,10 +19,11 @@ use crate::manifest::{hash_chunks, CHUNK_SIZE};
 use crate::ranges::parse_content_range;
 
 /// Moves `length` body bytes of piece `[offset, offset + length)` from the
-/// connection into the file, spliced.
+/// connection into the file: spliced from a plain socket, or decrypted
+/// through user space from a TLS session.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn receive(
-    connection: &Connection,
+    connection: &mut Connection,
     file: BorrowedFd<'_>,
     label: &str,
     offset: u64,
@@ -31,24 +32,90 @@ pub(super) fn receive(
     options: &GetOptions,
     mover: &mut Mover,
 ) -> Result<flexio::range::RangeReport> {
-    let source = RangeEnd::with_kind(
-        connection.stream.as_fd(),
-        EndpointKind::Tcp,
-        connection.url.to_string(),
-    );
-    let sink = RangeEnd::with_kind(file, EndpointKind::File, label);
-    let mut request = RangeRequest::new(offset, offset, Some(length)).via(options.mechanism);
-    request.idle_timeout = Some(options.timeout);
-    request.shared_rate = options.rate_bucket.clone();
-    mover.move_range(&source, &sink, &request, None).map_err(|error| match error {
-        flexio::Error::SourceEnded { endpoint, offset: at, .. } => Error::protocol(
+    let ended = |endpoint: String, at: u64| {
+        Error::protocol(
             endpoint,
             format!(
                 "the server closed the connection at byte {at} of {total} (in the body of bytes {offset}..{})",
                 offset + length
             ),
-        ),
-        other => Error::Move(other),
+        )
+    };
+    let Some(socket) = connection.stream.plain_fd() else {
+        return receive_decrypted(connection, file, label, offset, length, options).map_err(
+            |error| match error {
+                Error::Move(flexio::Error::SourceEnded {
+                    endpoint,
+                    offset: at,
+                    ..
+                }) => ended(endpoint, at),
+                other => other,
+            },
+        );
+    };
+    let source = RangeEnd::with_kind(socket, EndpointKind::Tcp, connection.url.to_string());
+    let sink = RangeEnd::with_kind(file, EndpointKind::File, label);
+    let mut request = RangeRequest::new(offset, offset, Some(length)).via(options.mechanism);
+    request.idle_timeout = Some(options.timeout);
+    request.shared_rate = options.rate_bucket.clone();
+    mover
+        .move_range(&source, &sink, &request, None)
+        .map_err(|error| match error {
+            flexio::Error::SourceEnded {
+                endpoint,
+                offset: at,
+                ..
+            } => ended(endpoint, at),
+            other => Error::Move(other),
+        })
+}
+
+/// The bytes of a body a TLS session decrypts, written at their offsets,
+/// within the shared rate; the socket's timeout bounds each wait.
+fn receive_decrypted(
+    connection: &mut Connection,
+    file: BorrowedFd<'_>,
+    label: &str,
+    offset: u64,
+    length: u64,
+    options: &GetOptions,
+) -> Result<flexio::range::RangeReport> {
+    let started = std::time::Instant::now();
+    let peer = connection.url.to_string();
+    let mut buffer = vec![0u8; (256 << 10).min(length.max(1) as usize)];
+    let mut done = 0u64;
+    let mut syscalls = 0;
+    while done < length {
+        let room = buffer.len().min((length - done) as usize);
+        let read = std::io::Read::read(&mut connection.stream, &mut buffer[..room])
+            .map_err(|e| Error::io("recv (TLS) from", &peer, Some(offset + done), e))?;
+        if read == 0 {
+            return Err(Error::Move(flexio::Error::SourceEnded {
+                endpoint: peer,
+                offset: offset + done,
+                end: offset + length,
+            }));
+        }
+        if let Some(bucket) = &options.rate_bucket {
+            std::thread::sleep(bucket.delay_for(std::time::Instant::now(), read as u64));
+            bucket.charge(read as u64, std::time::Instant::now());
+        }
+        let mut written = 0;
+        while written < read {
+            let at = offset + done + written as u64;
+            written += rustix::io::pwrite(file, &buffer[written..read], at)
+                .map_err(|e| Error::io("pwrite", label, Some(at), e))?;
+            syscalls += 1;
+        }
+        done += read as u64;
+        syscalls += 1;
+    }
+    Ok(flexio::range::RangeReport {
+        bytes: length,
+        mechanism_used: Some(MechanismName::ReadWrite),
+        syscalls,
+        wall_ns: started.elapsed().as_nanos() as u64,
+        ..Default::default()
     })
 }
 
@@ -152,7 +219,7 @@ impl Pieces<'_> {
             let last = (offset + self.piece).min(total) - 1;
             let mut open = match connection.take() {
                 Some(open) => open,
-                None => Connection::open(url, options.timeout)?,
+                None => Connection::open(url, options.timeout, &options.tls)?,
             };
             open.send_get(
                 &url.target,
@@ -178,7 +245,7 @@ impl Pieces<'_> {
                 ));
             }
             totals.add(receive(
-                &open,
+                &mut open,
                 self.file,
                 self.label,
                 offset,

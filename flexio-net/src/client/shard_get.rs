@@ -147,7 +147,7 @@ pub fn get_tree_sharded(
             "{url}: --shard shares a tree: give a directory URL, ending in /"
         )));
     }
-    let mut connection = Connection::open(&url, options.timeout)?;
+    let mut connection = Connection::open(&url, options.timeout, &options.tls)?;
     let (planned, left_out) = fetch_manifest(&mut connection, &url)?;
     let label = destination.display().to_string();
     let root = open_destination(destination, &label)?;
@@ -504,7 +504,7 @@ impl SharedFile<'_> {
         let peer = url.with_target(target.clone()).to_string();
         let mut open = match connection.take() {
             Some(open) => open,
-            None => Connection::open(url, options.timeout)?,
+            None => Connection::open(url, options.timeout, &options.tls)?,
         };
         let last = end - 1;
         open.send_get(&target, &format!("Range: bytes={start}-{last}\r\n"))?;
@@ -528,7 +528,7 @@ impl SharedFile<'_> {
             ));
         }
         receive(
-            &open,
+            &mut open,
             partial.as_fd(),
             shown,
             start,

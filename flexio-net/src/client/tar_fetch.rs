@@ -57,7 +57,7 @@ const BUFFER: usize = 256 << 10;
 /// Reads a response body of known length from the socket in large blocks,
 /// never past its end (the connection carries the next request).
 struct BodyReader<'c> {
-    stream: &'c std::net::TcpStream,
+    stream: &'c mut super::transport::Stream,
     peer: &'c str,
     /// Body bytes not yet read from the socket.
     left: u64,
@@ -84,7 +84,7 @@ impl BodyReader<'_> {
                     return Err(Error::protocol(self.peer, "the tar stream ended early"));
                 }
                 let read = std::io::Read::read(
-                    &mut &*self.stream,
+                    &mut *self.stream,
                     &mut self.buffer[self.end..self.end + room],
                 )
                 .map_err(|e| Error::io("recv tar stream from", self.peer, None, e))?;
@@ -220,7 +220,7 @@ pub(super) fn fetch_directory(
         .collect();
     let mut open = match connection.take() {
         Some(open) => open,
-        None => Connection::open(url, options.timeout)?,
+        None => Connection::open(url, options.timeout, &options.tls)?,
     };
     open.send_get(&target, "")?;
     let response = open.read_response()?;
@@ -228,7 +228,7 @@ pub(super) fn fetch_directory(
     let total = response.ok_length(&peer, "a tar stream")?;
     let bad = |why: String| Error::protocol(&peer, format!("tar stream: {why}; not committed"));
     let mut reader = BodyReader {
-        stream: &open.stream,
+        stream: &mut open.stream,
         peer: &peer,
         left: total,
         buffer: vec![0u8; BUFFER],

@@ -150,10 +150,19 @@ pub fn get_tree(url: &str, destination: &Path, options: &GetOptions) -> Result<T
     if !url.target.ends_with('/') {
         return Err(Error::Usage(format!("{url}: a tree URL ends with /")));
     }
-    let mut connection = Connection::open(&url, options.timeout)?;
-    let Some((planned, left_out)) = fetch_plan(&mut connection, &url)? else {
-        drop(connection);
-        return super::crawl::get_tree_from_listings(&url, destination, options, started);
+    let mut connection = Connection::open(&url, options.timeout, &options.tls)?;
+    let (planned, left_out) = match fetch_offer(&mut connection, &url)? {
+        Offer::Manifest(planned, left_out) => (planned, left_out),
+        Offer::Listing { reusable } => {
+            let connection = reusable.then_some(connection);
+            return super::crawl::get_tree_from_listings(
+                connection,
+                &url,
+                destination,
+                options,
+                started,
+            );
+        }
     };
     let label = destination.display().to_string();
     let root = open_destination(destination, &label)?;
@@ -257,28 +266,40 @@ pub(super) fn open_destination(destination: &Path, label: &str) -> Result<OwnedF
 /// out.
 ///
 /// # Errors
-/// Those of [`fetch_plan`], and [`Error::Protocol`] for a server that
+/// Those of [`fetch_offer`], and [`Error::Protocol`] for a server that
 /// answers with a listing (not flexio).
 pub(super) fn fetch_manifest(
     connection: &mut Connection,
     url: &Url,
 ) -> Result<(Vec<Planned>, LeftOut)> {
-    fetch_plan(connection, url)?.ok_or_else(|| {
-        Error::protocol(
+    match fetch_offer(connection, url)? {
+        Offer::Manifest(planned, left_out) => Ok((planned, left_out)),
+        Offer::Listing { .. } => Err(Error::protocol(
             url.to_string(),
             "answered with a listing, not a flexio manifest: --mirror and --shard need `flexio serve`",
-        )
-    })
+        )),
+    }
 }
 
-/// Fetches and checks the manifest, or `None` where the server answered
+/// What a server offers a tree get.
+enum Offer {
+    /// flexio's manifest, checked: the entries to make and what is left
+    /// out.
+    Manifest(Vec<Planned>, LeftOut),
+    /// Its listing (not flexio), and whether the connection can carry
+    /// the next request.
+    Listing { reusable: bool },
+}
+
+/// Fetches and checks the manifest, or finds that the server answered
 /// with its listing instead.
-fn fetch_plan(connection: &mut Connection, url: &Url) -> Result<Option<(Vec<Planned>, LeftOut)>> {
+fn fetch_offer(connection: &mut Connection, url: &Url) -> Result<Offer> {
     let target = format!("{}?manifest", url.target);
     let peer = url.with_target(target.clone()).to_string();
     connection.send_get(&target, "")?;
-    let ManifestAnswer::Manifest(manifest) = connection.read_manifest(&peer)? else {
-        return Ok(None);
+    let manifest = match connection.read_manifest(&peer)? {
+        ManifestAnswer::Manifest(manifest) => manifest,
+        ManifestAnswer::Listing { reusable } => return Ok(Offer::Listing { reusable }),
     };
     if manifest.schema_version != MANIFEST_SCHEMA_VERSION || manifest.chunk_size != CHUNK_SIZE {
         return Err(Error::protocol(
@@ -357,7 +378,7 @@ fn fetch_plan(connection: &mut Connection, url: &Url) -> Result<Option<(Vec<Plan
             link_target,
         });
     }
-    Ok(Some((planned, left_out)))
+    Ok(Offer::Manifest(planned, left_out))
 }
 
 /// Whether a symlink `depth` directories below the destination with
@@ -678,7 +699,7 @@ pub(super) fn fetch_file(
     let peer = url.with_target(target.clone()).to_string();
     let mut open = match connection.take() {
         Some(open) => open,
-        None => Connection::open(url, options.timeout)?,
+        None => Connection::open(url, options.timeout, &options.tls)?,
     };
     open.send_get(&target, "")?;
     let response = open.read_response()?;
@@ -702,7 +723,7 @@ pub(super) fn fetch_file(
     }
     if entry.size > 0 {
         receive(
-            &open,
+            &mut open,
             file.fd(),
             &shown,
             0,

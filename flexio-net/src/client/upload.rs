@@ -120,6 +120,9 @@ pub struct PutOptions {
     /// pieces of this size (`Content-Range`), which an interrupted upload
     /// run again does not send twice.
     pub piece: u64,
+    /// How `https://` servers are trusted (the system's store unless
+    /// told otherwise).
+    pub tls: crate::tls::client::TlsClient,
 }
 
 impl Default for PutOptions {
@@ -129,6 +132,7 @@ impl Default for PutOptions {
             pacing: Pacing::default(),
             streams: 1,
             piece: 64 << 20,
+            tls: crate::tls::client::TlsClient::default(),
         }
     }
 }
@@ -209,6 +213,7 @@ pub(crate) fn send_head(
 ) -> Result<()> {
     let peer = connection
         .stream
+        .socket()
         .peer_addr()
         .map_err(|e| Error::io("getpeername", url.to_string(), None, e))?;
     let authorization = if peer.ip().is_loopback() {
@@ -262,7 +267,7 @@ pub(crate) struct Sender<'a> {
 impl Sender<'_> {
     /// A connection and the head of a PUT with these extra headers.
     fn start(&self, length: u64, content_range: &str, upload: &str) -> Result<Connection> {
-        let mut connection = Connection::open(self.url, self.options.timeout)?;
+        let mut connection = Connection::open(self.url, self.options.timeout, &self.options.tls)?;
         send_head(
             &mut connection,
             "PUT",
@@ -275,6 +280,64 @@ impl Sender<'_> {
         Ok(connection)
     }
 
+    /// Sends `[offset, offset + length)` on `connection`: by the
+    /// [`Mover`] (sendfile) to a plain socket, or read and encrypted
+    /// through user space into a TLS session. The mechanism used.
+    fn send_body(
+        &self,
+        connection: &mut Connection,
+        offset: u64,
+        length: u64,
+    ) -> Result<Option<String>> {
+        let Some(socket) = connection.stream.plain_fd() else {
+            self.send_encrypted(connection, offset, length)?;
+            return Ok(Some(MechanismName::ReadWrite.as_str().to_string()));
+        };
+        let mut mover = Mover::new();
+        let source_end = RangeEnd::with_kind(self.file.as_fd(), EndpointKind::File, self.label);
+        let sink_end = RangeEnd::with_kind(socket, EndpointKind::Tcp, self.url.to_string());
+        let mut request = RangeRequest::new(offset, 0, Some(length)).via(MechanismName::Auto);
+        request.idle_timeout = Some(self.options.timeout);
+        request.pacing = self.options.pacing;
+        request.shared_rate = self.rate.clone();
+        let report = mover.move_range(&source_end, &sink_end, &request, None)?;
+        Ok(report.mechanism_used.map(|m| m.as_str().to_string()))
+    }
+
+    /// The file's bytes `[offset, offset + length)` written into a TLS
+    /// session, within the shared rate.
+    fn send_encrypted(&self, connection: &mut Connection, offset: u64, length: u64) -> Result<()> {
+        use std::io::Write;
+        let peer = self.url.to_string();
+        let mut buffer = vec![0u8; (256 << 10).min(length as usize)];
+        let mut done = 0u64;
+        while done < length {
+            let at = offset + done;
+            let room = buffer.len().min((length - done) as usize);
+            let read = rustix::io::pread(self.file.as_fd(), &mut buffer[..room], at)
+                .map_err(|e| Error::io("pread", self.label, Some(at), e))?;
+            if read == 0 {
+                return Err(Error::Usage(format!(
+                    "{}: the file shrank to {at} bytes while it was sent",
+                    self.label
+                )));
+            }
+            if let Some(bucket) = &self.rate {
+                std::thread::sleep(bucket.delay_for(std::time::Instant::now(), read as u64));
+                bucket.charge(read as u64, std::time::Instant::now());
+            }
+            connection
+                .stream
+                .write_all(&buffer[..read])
+                .map_err(|e| Error::io("send (TLS) to", &peer, Some(at), e))?;
+            done += read as u64;
+        }
+        connection
+            .stream
+            .flush()
+            .map_err(|e| Error::io("send (TLS) to", &peer, Some(offset + length), e))
+    }
+
     /// Sends `[offset, offset + length)` as the body on `connection` and
     /// reads the answer; `None` for a body with no bytes.
     pub(crate) fn body(
@@ -283,20 +346,9 @@ impl Sender<'_> {
         offset: u64,
         length: u64,
     ) -> Result<(Response, Option<String>)> {
-        let mut mover = Mover::new();
-        let source_end = RangeEnd::with_kind(self.file.as_fd(), EndpointKind::File, self.label);
-        let sink_end = RangeEnd::with_kind(
-            connection.stream.as_fd(),
-            EndpointKind::Tcp,
-            self.url.to_string(),
-        );
-        let mut request = RangeRequest::new(offset, 0, Some(length)).via(MechanismName::Auto);
-        request.idle_timeout = Some(self.options.timeout);
-        request.pacing = self.options.pacing;
-        request.shared_rate = self.rate.clone();
         let mechanism = if length > 0 {
-            match mover.move_range(&source_end, &sink_end, &request, None) {
-                Ok(report) => report.mechanism_used.map(|m| m.as_str().to_string()),
+            match self.send_body(connection, offset, length) {
+                Ok(mechanism) => mechanism,
                 // A server that refuses early (a wrong token) answers and
                 // closes while the body is still going out: its answer
                 // says why, the broken pipe that follows does not.
@@ -305,7 +357,7 @@ impl Sender<'_> {
                         Ok(response) if !matches!(response.status, 200..=202) => {
                             refusal(connection, response, self.url)
                         }
-                        _ => sending.into(),
+                        _ => sending,
                     })
                 }
             }

@@ -189,7 +189,7 @@ pub(super) fn put_tree_part(
     };
 
     // The directories, parents first, on one connection.
-    let mut connection = Connection::open(&base, options.timeout)?;
+    let mut connection = Connection::open(&base, options.timeout, &options.tls)?;
     let make = |connection: &mut Connection, target: &Url| -> Result<u16> {
         send_head(connection, "MKCOL", target, token, 0, "", "")?;
         status_of(connection, target)
@@ -207,7 +207,7 @@ pub(super) fn put_tree_part(
                 report
                     .failures
                     .push(format!("{}/: {error}", String::from_utf8_lossy(relative)));
-                connection = Connection::open(&base, options.timeout)?;
+                connection = Connection::open(&base, options.timeout, &options.tls)?;
             }
         }
     }
@@ -304,7 +304,7 @@ pub(super) fn put_one(
     }
     let kept = match connection {
         Some(kept) => kept,
-        None => connection.insert(Connection::open(target, options.timeout)?),
+        None => connection.insert(Connection::open(target, options.timeout, &options.tls)?),
     };
     let sender = Sender {
         url: target,

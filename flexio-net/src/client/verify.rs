@@ -27,7 +27,7 @@ pub(super) fn verify(
     }
     let mut connection = match connection {
         Some(open) => open,
-        None => Connection::open(url, options.timeout)?,
+        None => Connection::open(url, options.timeout, &options.tls)?,
     };
     let target = format!("{}?manifest", url.target);
     let peer = url.with_target(target.clone()).to_string();
