@@ -26,7 +26,8 @@ use flexio::range::{Mover, NewFile, RangeEnd, RangeRequest};
 use flexio::{EndpointKind, MechanismName};
 
 use super::mirror::{first_manifest, piece_size, reports, servers_of, Work};
-use super::{check_space, destination_for, GetOptions, MirroredReport};
+use super::sink::{check_space, destination_for};
+use super::{GetOptions, MirroredReport};
 use crate::error::{Error, Result};
 use crate::manifest::{Manifest, ManifestEntry, CHUNK_SIZE, MANIFEST_SCHEMA_VERSION};
 use crate::ranges::{resolve, RangeAnswer};

@@ -235,9 +235,51 @@ pub(super) fn fetch_directory(
         start: 0,
         end: 0,
     };
+    let mut writer = TarWriter {
+        into,
+        dir,
+        label,
+        options,
+        parent: None,
+    };
     let mut seen: HashSet<Vec<u8>> = HashSet::new();
+    while let Some((path, size)) = next_file(&mut reader, total, &bad)? {
+        let entry = listed_entry(&listed, &path, size, &bad)?;
+        if !seen.insert(path.clone()) {
+            return Err(bad(format!("{:?} twice", String::from_utf8_lossy(&path))));
+        }
+        // Small by the manifest (checked when the job was made), so it is
+        // one chunk and fits the buffer with its padding.
+        let body = match size {
+            0 => &[][..],
+            _ => &reader.take(size.next_multiple_of(BLOCK) as usize)?[..size as usize],
+        };
+        writer.write(entry, body)?;
+    }
+    writer.finish()?;
+    if seen.len() != listed.len() {
+        return Err(bad(format!(
+            "{} of the {} listed files were in it",
+            seen.len(),
+            listed.len()
+        )));
+    }
+    if !closes {
+        *connection = Some(open);
+    }
+    Ok(())
+}
+
+/// The next file entry's path and size, its body next in `reader`;
+/// `None` at the stream's end (two zero blocks exactly at its length).
+/// PAX headers give the next path; directories and symlinks (made from
+/// the manifest) are passed over.
+fn next_file(
+    reader: &mut BodyReader<'_>,
+    total: u64,
+    bad: &impl Fn(String) -> Error,
+) -> Result<Option<(Vec<u8>, u64)>> {
     let mut pending_path: Option<Vec<u8>> = None;
-    let mut parent_cache: Option<(Vec<Vec<u8>>, OwnedFd)> = None;
     loop {
         let at = total - reader.remaining();
         if reader.remaining() < BLOCK {
@@ -246,7 +288,6 @@ pub(super) fn fetch_directory(
         let header: [u8; BLOCK as usize] =
             reader.take(BLOCK as usize)?.try_into().expect("one block");
         if header.iter().all(|&b| b == 0) {
-            // The end: a second zero block, then nothing.
             if reader.remaining() != BLOCK {
                 return Err(bad(format!(
                     "{total} bytes announced, the end found at {at}"
@@ -255,7 +296,7 @@ pub(super) fn fetch_directory(
             if reader.take(BLOCK as usize)?.iter().any(|&b| b != 0) {
                 return Err(bad("the end is not two zero blocks".into()));
             }
-            break;
+            return Ok(None);
         }
         if !checksum_ok(&header) {
             return Err(bad(format!("a header checksum fails at byte {at}")));
@@ -285,60 +326,85 @@ pub(super) fn fetch_directory(
                 [prefix, b"/", name].concat()
             }
         });
-        if kind != b'0' && kind != 0 {
-            // Directories were made and symlinks are made from the
-            // manifest; their headers carry no body.
-            if size != 0 {
-                return Err(bad(format!("a non-file entry with {size} bytes")));
-            }
-            continue;
+        if kind == b'0' || kind == 0 {
+            return Ok(Some((path, size)));
         }
-        let Some(entry) = listed.get(&path) else {
-            return Err(bad(format!(
-                "{:?} is not a file the manifest lists here",
-                String::from_utf8_lossy(&path)
-            )));
-        };
-        if entry.size != size {
-            return Err(bad(format!(
-                "{:?} has {size} bytes, the manifest says {}",
-                String::from_utf8_lossy(&path),
-                entry.size
-            )));
+        if size != 0 {
+            return Err(bad(format!("a non-file entry with {size} bytes")));
         }
-        if !seen.insert(path.clone()) {
-            return Err(bad(format!("{:?} twice", String::from_utf8_lossy(&path))));
-        }
-        let shown = join_label(label, &entry.parts);
+    }
+}
+
+/// The manifest's entry for `path`, which must list it with `size`.
+fn listed_entry<'a>(
+    listed: &HashMap<Vec<u8>, &'a Planned>,
+    path: &[u8],
+    size: u64,
+    bad: &impl Fn(String) -> Error,
+) -> Result<&'a Planned> {
+    let shown = String::from_utf8_lossy(path);
+    let Some(entry) = listed.get(path) else {
+        return Err(bad(format!(
+            "{shown:?} is not a file the manifest lists here"
+        )));
+    };
+    if entry.size != size {
+        return Err(bad(format!(
+            "{shown:?} has {size} bytes, the manifest says {}",
+            entry.size
+        )));
+    }
+    Ok(entry)
+}
+
+/// Writes a stream's files where [`TarInto`] says, keeping the directory
+/// the last one went into open (a stream lists a directory's files
+/// together).
+struct TarWriter<'a> {
+    into: TarInto<'a>,
+    dir: &'a [Vec<u8>],
+    label: &'a str,
+    options: &'a GetOptions,
+    /// The last parent directory, by its path's components.
+    parent: Option<(Vec<Vec<u8>>, OwnedFd)>,
+}
+
+impl TarWriter<'_> {
+    /// `entry`'s directory, opened beneath the destination or the staging
+    /// directory (the one before it synced when staged and asked to).
+    fn parent_of(&mut self, entry: &Planned) -> Result<&OwnedFd> {
         let parents = entry.parts[..entry.parts.len() - 1].to_vec();
-        if parent_cache
+        if self
+            .parent
             .as_ref()
             .is_none_or(|(cached, _)| *cached != parents)
         {
-            let parent = match into {
-                TarInto::Final(root) => parent_of(root, &entry.parts, label)?.0,
+            let parent = match self.into {
+                TarInto::Final(root) => parent_of(root, &entry.parts, self.label)?.0,
                 TarInto::Staged(staged) => {
-                    let inside = &entry.parts[dir.len()..entry.parts.len() - 1];
-                    let parent = open_beneath(staged, &inside.join(&b'/'))
-                        .map_err(|e| Error::io("open", join_label(label, &parents), None, e))?;
-                    if let Some((_, done)) = &parent_cache {
-                        sync_if(done, options.fsync, label)?;
+                    let inside = &entry.parts[self.dir.len()..entry.parts.len() - 1];
+                    let parent = open_beneath(staged, &inside.join(&b'/')).map_err(|e| {
+                        Error::io("open", join_label(self.label, &parents), None, e)
+                    })?;
+                    if let Some((_, done)) = &self.parent {
+                        sync_if(done, self.options.fsync, self.label)?;
                     }
                     parent
                 }
             };
-            parent_cache = Some((parents, parent));
+            self.parent = Some((parents, parent));
         }
-        let parent = &parent_cache.as_ref().expect("just set").1;
+        Ok(&self.parent.as_ref().expect("just set").1)
+    }
+
+    /// Makes `entry` with `body`, hashed from the buffer (not read back)
+    /// and checked.
+    fn write(&mut self, entry: &Planned, body: &[u8]) -> Result<()> {
+        let (label, options, into) = (self.label, self.options, self.into);
+        let shown = join_label(label, &entry.parts);
+        let parent = self.parent_of(entry)?;
         let name = entry.parts.last().expect("a checked path has a component");
-        // Small by the manifest (checked when the job was made), so it is
-        // one chunk and fits the buffer with its padding; hashed from the
-        // buffer, not read back.
-        let body = match size {
-            0 => &[][..],
-            _ => &reader.take(padded as usize)?[..size as usize],
-        };
-        let hashes = match (options.verify, size) {
+        let hashes = match (options.verify, body.len()) {
             (true, 1..) => vec![blake3::hash(body).to_hex().to_string()],
             _ => Vec::new(),
         };
@@ -348,7 +414,7 @@ pub(super) fn fetch_directory(
                     .join(OsStr::from_bytes(name));
                 let file = NewFile::create(&destination, entry.mode & 0o777)?;
                 write_all(file.fd(), body, &shown)?;
-                finish(file, entry, shown, options, Some(hashes))?;
+                finish(file, entry, shown, options, Some(hashes))
             }
             TarInto::Staged(_) => {
                 super::tree::check_hashes(entry, &hashes, &shown, options)?;
@@ -364,31 +430,26 @@ pub(super) fn fetch_directory(
                 .map_err(|e| Error::io("create", &shown, None, e))?;
                 write_all(file.as_fd(), body, &shown)?;
                 set_mtime(file.as_fd(), entry, &shown)?;
-                sync_if(&file, options.fsync, &shown)?;
+                sync_if(&file, options.fsync, &shown)
             }
         }
     }
-    if let TarInto::Staged(staged) = into {
-        // The last directory files went into, and the staging directory
-        // itself, which names the subdirectories made in it.
-        if let Some((_, last)) = &parent_cache {
-            sync_if(last, options.fsync, label)?;
+
+    /// Once staged: syncs the last directory files went into, and the
+    /// staging directory itself (which names the subdirectories made in
+    /// it), when asked to.
+    fn finish(self) -> Result<()> {
+        let TarInto::Staged(staged) = self.into else {
+            return Ok(());
+        };
+        if let Some((_, last)) = &self.parent {
+            sync_if(last, self.options.fsync, self.label)?;
         }
-        if options.fsync {
-            rustix::fs::fsync(staged).map_err(|e| Error::io("fsync", label, None, e))?;
+        if self.options.fsync {
+            rustix::fs::fsync(staged).map_err(|e| Error::io("fsync", self.label, None, e))?;
         }
+        Ok(())
     }
-    if seen.len() != listed.len() {
-        return Err(bad(format!(
-            "{} of the {} listed files were in it",
-            seen.len(),
-            listed.len()
-        )));
-    }
-    if !closes {
-        *connection = Some(open);
-    }
-    Ok(())
 }
 
 #[cfg(test)]
