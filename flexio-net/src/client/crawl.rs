@@ -20,14 +20,14 @@ use std::time::Instant;
 
 use flexio::range::{Mover, NewFile};
 use rustix::fs::{AtFlags, FileType};
-use serde::Serialize;
 
 use super::connection::{Connection, Url};
 use super::listing::{self, unix_seconds, ListingFormat};
 use super::pieces::receive;
-use super::tree::{
+use super::report::ListingReport;
+use super::report::TreeReport;
+use super::tree_dest::{
     finish_tree, join_label, make_directory, open_destination, parent_of, set_times, Kind, Planned,
-    TreeReport,
 };
 use super::GetOptions;
 use crate::error::{Error, Result};
@@ -36,18 +36,6 @@ use crate::walk::{MAX_DEPTH, MAX_ENTRIES};
 
 /// The most bytes one listing page may hold.
 const MAX_LISTING_BYTES: u64 = 64 << 20;
-
-/// What a tree get from listings found, beside [`TreeReport`]'s counts.
-#[derive(Clone, Debug, Default, Serialize)]
-pub struct ListingReport {
-    /// How the server wrote its first listing.
-    pub format: Option<ListingFormat>,
-    /// Listing pages read.
-    pub pages: u64,
-    /// Files the listing named that the server would not send (a broken
-    /// link it lists, a file it forbids), with its answer.
-    pub not_fetched: Vec<String>,
-}
 
 /// The entries of a tree found by reading its listings.
 struct Found {

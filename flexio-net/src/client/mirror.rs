@@ -23,28 +23,13 @@ use serde::Serialize;
 
 use super::connection::{Connection, Url};
 use super::pieces::receive;
+use super::report::MirrorReport;
 use super::resume::Partial;
 use super::sink::{check_space, destination_for, Sink};
 use super::GetOptions;
 use crate::error::{Error, Result};
 use crate::manifest::{hash_chunks, ManifestEntry, CHUNK_SIZE};
 use crate::ranges::parse_content_range;
-
-/// What one server did in a mirrored get.
-#[derive(Clone, Debug, Serialize)]
-pub struct MirrorReport {
-    /// Its URL.
-    pub url: String,
-    /// Body bytes it sent that were kept (checked against the manifest).
-    pub bytes: u64,
-    /// Pieces it sent that were kept.
-    pub pieces: u64,
-    /// Its rate over the time its connections were receiving, bytes per
-    /// second.
-    pub bytes_per_second: f64,
-    /// Why it was dropped, when it was.
-    pub dropped: Option<String>,
-}
 
 /// What a mirrored get did.
 #[derive(Clone, Debug, Serialize)]

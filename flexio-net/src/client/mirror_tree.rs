@@ -19,10 +19,11 @@ use flexio::range::NewFile;
 
 use super::connection::{Connection, Url};
 use super::mirror::{piece_size, reports, servers_of, Work};
+use super::report::TreeReport;
 use super::shard_get::unchanged;
-use super::tree::{
-    fetch_manifest, finish_tree, join_label, make_directory, open_destination, parent_of,
-    set_mtime, Kind, Planned, TreeReport,
+use super::tree::fetch_manifest;
+use super::tree_dest::{
+    finish_tree, join_label, make_directory, open_destination, parent_of, set_mtime, Kind, Planned,
 };
 use super::GetOptions;
 use crate::error::{Error, Result};

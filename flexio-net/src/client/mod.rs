@@ -11,6 +11,7 @@ mod mirror;
 mod mirror_tree;
 mod pieces;
 mod relay;
+mod report;
 mod resume;
 mod shard_get;
 mod shard_put;
@@ -19,6 +20,7 @@ mod sink;
 mod tar_fetch;
 mod transport;
 mod tree;
+mod tree_dest;
 mod upload;
 mod upload_tree;
 mod verify;
@@ -30,17 +32,16 @@ use flexio::MechanismName;
 use serde::Serialize;
 
 pub use connection::Url;
-pub use crawl::ListingReport;
 pub use listing::ListingFormat;
-pub use mirror::{get_mirrored, MirrorReport, MirroredReport};
+pub use mirror::{get_mirrored, MirroredReport};
 pub use mirror_tree::get_tree_mirrored;
 pub use relay::Relay;
-pub use shard_get::{get_tree_sharded, ShardPart, ShardReport};
-pub use shard_put::put_tree_sharded;
+pub use report::{ListingReport, MirrorReport, ShardPart, ShardReport, TreeReport};
+pub use shard_get::get_tree_sharded;
 pub use single::get;
-pub use tree::{get_tree, TreeReport};
+pub use tree::get_tree;
 pub use upload::{put, put_paced, put_with, PutOptions, PutReport};
-pub use upload_tree::{put_tree, PutTreeReport};
+pub use upload_tree::{put_tree, put_tree_sharded, PutTreeReport};
 
 use std::sync::Arc;
 

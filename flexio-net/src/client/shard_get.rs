@@ -44,13 +44,15 @@ use std::time::Instant;
 use flexio::range::Mover;
 use rustix::fs::{AtFlags, FileType, FlockOperation, Mode, OFlags};
 use rustix::io::Errno;
-use serde::Serialize;
 
 use super::connection::{Connection, Url};
 use super::pieces::receive;
-use super::tree::{
-    existing, fetch_file, fetch_manifest, finish_tree, join_label, make_directory,
-    open_destination, parent_of, set_mtime, Fetched, Kind, Outcomes, Planned, TreeReport,
+use super::report::TreeReport;
+use super::report::{ShardPart, ShardReport};
+use super::tree::fetch_manifest;
+use super::tree_dest::{
+    existing, fetch_file, finish_tree, join_label, make_directory, open_destination, parent_of,
+    set_mtime, Fetched, Kind, Outcomes, Planned,
 };
 use super::GetOptions;
 use crate::error::{Error, Result};
@@ -58,40 +60,6 @@ use crate::manifest::{hash_chunks, CHUNK_SIZE};
 use crate::names::percent_encode;
 use crate::ranges::parse_content_range;
 use crate::shard::{plan, Shard, Split};
-
-/// What one shard of a tree get took on.
-#[derive(Clone, Debug, Default, Serialize)]
-pub struct ShardReport {
-    /// This shard, from 0.
-    pub index: u32,
-    /// Of how many.
-    pub count: u32,
-    /// Whether files may be split into ranges between shards (a shared
-    /// destination) or go whole (`--whole-files`).
-    pub split_files: bool,
-    /// The bytes of the tree that are this shard's.
-    pub bytes: u64,
-    /// Files this shard took whole.
-    pub whole_files: u64,
-    /// Ranges of files split between shards that this shard took.
-    pub ranges: u64,
-    /// Whether this shard was the last of a shared destination, and so
-    /// made the symlinks, set the directories' modes and cleaned up.
-    pub finished_tree: bool,
-    /// Each part: the path, and the byte range of it this shard took.
-    pub parts: Vec<ShardPart>,
-}
-
-/// A part of one file.
-#[derive(Clone, Debug, Serialize)]
-pub struct ShardPart {
-    /// Its path in the tree (lossy UTF-8).
-    pub path: String,
-    /// First byte.
-    pub start: u64,
-    /// One past the last byte.
-    pub end: u64,
-}
 
 /// What one stream of this shard fetches at a time.
 enum Job<'a> {

@@ -13,49 +13,14 @@
 use std::path::{Path, PathBuf};
 
 use super::connection::Url;
-use super::shard_get::{ShardPart, ShardReport};
+use super::report::{ShardPart, ShardReport};
 use super::upload::{PutOptions, Sender};
-use super::upload_tree::put_tree_part;
-use super::PutTreeReport;
 use crate::error::{Error, Result};
 use crate::shard::{plan, Shard, Split};
 
 /// A file to send: its path, its path in the tree, its length, and the
 /// range of it this shard sends (`None`: all of it, as one file).
 pub(super) type ToSend = (PathBuf, Vec<u8>, u64, Option<(u64, u64)>);
-
-/// Uploads shard `shard` of the tree at `source` into the directory
-/// `url`: every directory, this shard's whole files, and its ranges of
-/// files split between shards ([`Split::Ranges`]; never with
-/// [`Split::WholeFiles`]).
-///
-/// # Errors
-/// As [`super::put_tree`].
-///
-/// # Examples
-/// ```no_run
-/// use flexio_net::shard::{Shard, Split};
-/// let report = flexio_net::client::put_tree_sharded(
-///     std::path::Path::new("/shared/results"),
-///     "http://10.0.0.1:8080/results/",
-///     "a-token-of-16-chars-or-more",
-///     &flexio_net::client::PutOptions::default(),
-///     Shard { index: 1, count: 4 },
-///     Split::Ranges,
-/// )?;
-/// assert!(report.failures.is_empty());
-/// # Ok::<(), flexio_net::Error>(())
-/// ```
-pub fn put_tree_sharded(
-    source: &Path,
-    url: &str,
-    token: &str,
-    options: &PutOptions,
-    shard: Shard,
-    split: Split,
-) -> Result<PutTreeReport> {
-    put_tree_part(source, url, token, options, Some((shard, split)))
-}
 
 /// This shard's files and ranges of `files` (path, path in the tree,
 /// length), and what it took on.

@@ -14,7 +14,7 @@
 //! file made there under its own name, checked, given its mtime and closed
 //! (four system calls), and the whole directory renamed into place when the
 //! stream is done; anywhere else each file is a [`NewFile`] checked and
-//! linked in like a file fetched alone ([`super::tree::finish`]).
+//! linked in like a file fetched alone ([`super::tree_dest::finish`]).
 
 use std::collections::{HashMap, HashSet};
 use std::ffi::OsStr;
@@ -25,7 +25,7 @@ use std::path::PathBuf;
 use flexio::range::NewFile;
 
 use super::connection::{Connection, Url};
-use super::tree::{finish, join_label, parent_of, set_mtime, Planned};
+use super::tree_dest::{finish, join_label, parent_of, set_mtime, Planned};
 use super::GetOptions;
 use crate::error::{Error, Result};
 use crate::names::percent_encode;
@@ -417,7 +417,7 @@ impl TarWriter<'_> {
                 finish(file, entry, shown, options, Some(hashes))
             }
             TarInto::Staged(_) => {
-                super::tree::check_hashes(entry, &hashes, &shown, options)?;
+                super::tree_dest::check_hashes(entry, &hashes, &shown, options)?;
                 let file = rustix::fs::openat(
                     parent,
                     OsStr::from_bytes(name),

@@ -17,112 +17,28 @@
 
 use std::collections::HashSet;
 use std::ffi::OsStr;
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+use std::os::fd::OwnedFd;
 use std::os::unix::ffi::OsStrExt;
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::Instant;
 
-use flexio::range::{Mover, NewFile};
+use flexio::range::Mover;
 use flexio::tree::Staging;
-use rustix::fs::{AtFlags, FileType, Mode};
-use serde::Serialize;
 
 use super::connection::{Connection, ManifestAnswer, Url};
-use super::pieces::receive;
+use super::report::{LeftOut, TreeReport};
 use super::tar_fetch::TarInto;
+use super::tree_dest::{
+    existing, fetch_file, finish_tree, join_label, make_directory, make_directory_in,
+    open_destination, Fetched, Kind, Outcomes, Planned,
+};
 use super::GetOptions;
 use crate::error::{Error, Result};
-use crate::manifest::{chunk_hashes, CHUNK_SIZE, MANIFEST_SCHEMA_VERSION};
-use crate::names::{is_safe_component, percent_decode, percent_encode};
-use crate::walk::{open_beneath, MAX_ENTRIES};
-
-/// What fetching a tree did.
-#[derive(Clone, Debug, Default, Serialize)]
-pub struct TreeReport {
-    /// The directory URL.
-    pub url: String,
-    /// Where the tree now is.
-    pub destination: PathBuf,
-    /// Directories made (or found).
-    pub directories: u64,
-    /// Files fetched, each verified.
-    pub files: u64,
-    /// The bytes of every file in the tree (fetched or unchanged).
-    pub bytes: u64,
-    /// Files already there with the manifest's size and mtime: not
-    /// fetched again (as rsync decides by default).
-    pub unchanged: u64,
-    /// Symlinks made.
-    pub symlinks: u64,
-    /// Entries neither file, directory nor symlink: left out.
-    pub skipped: u64,
-    /// Symlinks whose target would point out of the destination: left
-    /// out with a warning, as rsync's `--safe-links` does.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub unsafe_links: Vec<String>,
-    /// Directories of small files fetched as one `?tar` stream each.
-    pub tar_streams: u64,
-    /// Connections used.
-    pub streams: usize,
-    /// Wall time, manifest to last link.
-    pub wall_ns: u64,
-    /// Each server's share, with `--mirror`.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub servers: Vec<super::MirrorReport>,
-    /// From a server that is not flexio: what its listings gave. Such a
-    /// tree is checked against each file's Content-Length only.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub listing: Option<super::ListingReport>,
-    /// This get's part of the tree, with `--shard`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub shard: Option<super::shard_get::ShardReport>,
-}
-
-/// What a checked manifest leaves out.
-#[derive(Default)]
-pub(super) struct LeftOut {
-    /// Entries neither file, directory nor symlink.
-    pub special: u64,
-    /// Symlinks pointing out of the destination, by path.
-    pub unsafe_links: Vec<String>,
-}
-
-impl TreeReport {
-    /// A report for fetching `url` into `destination`, naming what the
-    /// manifest left out.
-    pub(super) fn starting(url: &Url, destination: &Path, left_out: LeftOut) -> TreeReport {
-        TreeReport {
-            url: url.to_string(),
-            destination: destination.to_path_buf(),
-            skipped: left_out.special,
-            unsafe_links: left_out.unsafe_links,
-            ..TreeReport::default()
-        }
-    }
-}
-
-/// One checked entry.
-pub(super) struct Planned {
-    /// Components, each safe.
-    pub parts: Vec<Vec<u8>>,
-    pub kind: Kind,
-    pub size: u64,
-    pub mode: u32,
-    pub mtime: i64,
-    pub mtime_nsec: u32,
-    pub blake3: Vec<String>,
-    pub link_target: Vec<u8>,
-}
-
-/// What a manifest entry is.
-#[derive(PartialEq, Eq)]
-pub(super) enum Kind {
-    File,
-    Directory,
-    Symlink,
-}
+use crate::manifest::{CHUNK_SIZE, MANIFEST_SCHEMA_VERSION};
+use crate::names::{is_safe_component, percent_decode};
+use crate::walk::MAX_ENTRIES;
 
 /// Fetches the tree at `url` (a directory URL, ending in `/`) into
 /// `destination` (made if missing).
@@ -244,22 +160,6 @@ pub fn get_tree(url: &str, destination: &Path, options: &GetOptions) -> Result<T
     report.symlinks = finish_tree(&root, &planned, &label)?;
     report.wall_ns = started.elapsed().as_nanos() as u64;
     Ok(report)
-}
-
-/// The destination directory, made if missing (or made meanwhile by
-/// another get into it), opened.
-pub(super) fn open_destination(destination: &Path, label: &str) -> Result<OwnedFd> {
-    match std::fs::create_dir(destination) {
-        Ok(()) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && destination.is_dir() => {}
-        Err(e) => return Err(Error::io("mkdir", label, None, e)),
-    }
-    rustix::fs::open(
-        destination,
-        rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::DIRECTORY | rustix::fs::OFlags::CLOEXEC,
-        Mode::empty(),
-    )
-    .map_err(|e| Error::io("open", label, None, e))
 }
 
 /// Fetches and checks the manifest; the entries to make and what is left
@@ -403,30 +303,6 @@ fn stays_inside(depth: usize, target: &[u8]) -> bool {
     true
 }
 
-pub(super) fn join_label(label: &str, parts: &[Vec<u8>]) -> String {
-    format!("{label}/{}", String::from_utf8_lossy(&parts.join(&b'/')))
-}
-
-/// The directory holding `parts`' last component, opened beneath the
-/// destination without following a symlink, and that component.
-pub(super) fn parent_of<'p>(
-    root: &OwnedFd,
-    parts: &'p [Vec<u8>],
-    label: &str,
-) -> Result<(OwnedFd, &'p [u8])> {
-    let (name, parents) = parts.split_last().expect("a checked path has a component");
-    let parent = open_beneath(root.as_fd(), &parents.join(&b'/'))
-        .map_err(|e| Error::io("open", join_label(label, parents), None, e))?;
-    Ok((parent, name))
-}
-
-/// What is at `name` in `parent` now, if anything.
-pub(super) fn existing(parent: &OwnedFd, name: &[u8]) -> Option<FileType> {
-    rustix::fs::statat(parent, OsStr::from_bytes(name), AtFlags::SYMLINK_NOFOLLOW)
-        .ok()
-        .map(|stat| FileType::from_raw_mode(stat.st_mode))
-}
-
 /// What one stream fetches at a time.
 enum Job<'a> {
     /// One file, with a GET of its own.
@@ -538,281 +414,6 @@ fn jobs<'a>(
     singles.sort_by_key(|f| std::cmp::Reverse(f.size));
     jobs.extend(singles.into_iter().map(Job::File));
     jobs
-}
-
-/// Makes the directory `entry` unless it is there.
-pub(super) fn make_directory(root: &OwnedFd, entry: &Planned, label: &str) -> Result<()> {
-    make_directory_in(root.as_fd(), &entry.parts, &join_label(label, &entry.parts))
-}
-
-/// Makes the directory at `parts` beneath `root` unless it is there;
-/// `shown` names it in errors.
-fn make_directory_in(root: BorrowedFd<'_>, parts: &[Vec<u8>], shown: &str) -> Result<()> {
-    let (name, parents) = parts.split_last().expect("a checked path has a component");
-    let parent =
-        open_beneath(root, &parents.join(&b'/')).map_err(|e| Error::io("open", shown, None, e))?;
-    match existing(&parent, name) {
-        Some(FileType::Directory) => Ok(()),
-        Some(_) => Err(Error::Usage(format!(
-            "{shown}: a file is there; a tree get does not replace a file with a directory"
-        ))),
-        None => {
-            match rustix::fs::mkdirat(&parent, OsStr::from_bytes(name), Mode::from_raw_mode(0o700))
-            {
-                // Made meanwhile by another get into the same tree (a shard).
-                Err(rustix::io::Errno::EXIST)
-                    if existing(&parent, name) == Some(FileType::Directory) =>
-                {
-                    Ok(())
-                }
-                made => made.map_err(|e| Error::io("mkdir", shown, None, e)),
-            }
-        }
-    }
-}
-
-/// The last steps of a tree, once every file is in: its symlinks, and
-/// each directory's mode from the manifest (only now, since a directory
-/// without write permission could take no file). Returns the symlinks
-/// made.
-pub(super) fn finish_tree(root: &OwnedFd, planned: &[Planned], label: &str) -> Result<u64> {
-    let mut symlinks = 0;
-    for entry in planned.iter().filter(|e| e.kind == Kind::Symlink) {
-        make_symlink(root, entry, label)?;
-        symlinks += 1;
-    }
-    for entry in planned.iter().filter(|e| e.kind == Kind::Directory) {
-        let (parent, name) = parent_of(root, &entry.parts, label)?;
-        rustix::fs::chmodat(
-            &parent,
-            OsStr::from_bytes(name),
-            Mode::from_raw_mode(entry.mode & 0o777),
-            AtFlags::empty(),
-        )
-        .map_err(|e| Error::io("chmod", join_label(label, &entry.parts), None, e))?;
-    }
-    Ok(symlinks)
-}
-
-fn make_symlink(root: &OwnedFd, entry: &Planned, label: &str) -> Result<()> {
-    let (parent, name) = parent_of(root, &entry.parts, label)?;
-    let shown = join_label(label, &entry.parts);
-    match existing(&parent, name) {
-        None => {}
-        Some(FileType::Symlink) => {
-            rustix::fs::unlinkat(&parent, OsStr::from_bytes(name), AtFlags::empty())
-                .map_err(|e| Error::io("unlink", &shown, None, e))?
-        }
-        Some(_) => {
-            return Err(Error::Usage(format!(
-                "{shown}: something else is there; not replaced with a symlink"
-            )))
-        }
-    }
-    rustix::fs::symlinkat(
-        OsStr::from_bytes(&entry.link_target),
-        &parent,
-        OsStr::from_bytes(name),
-    )
-    .map_err(|e| Error::io("symlink", &shown, None, e))
-}
-
-/// Whether a file was fetched.
-pub(super) enum Fetched {
-    New,
-    Unchanged,
-}
-
-/// What the workers of a tree get found, together: how many files were
-/// there already, and the first error (after which the others stop).
-#[derive(Default)]
-pub(super) struct Outcomes {
-    unchanged: AtomicUsize,
-    failed: AtomicBool,
-    errors: Mutex<Vec<Error>>,
-}
-
-impl Outcomes {
-    /// Counts one file's outcome.
-    pub(super) fn record(&self, fetched: Result<Fetched>) {
-        match fetched {
-            Ok(Fetched::Unchanged) => {
-                self.unchanged.fetch_add(1, Ordering::Relaxed);
-            }
-            Ok(Fetched::New) => {}
-            Err(error) => {
-                self.failed.store(true, Ordering::Relaxed);
-                self.errors.lock().unwrap().push(error);
-            }
-        }
-    }
-
-    /// Whether a worker failed: the others take no new file.
-    pub(super) fn failed(&self) -> bool {
-        self.failed.load(Ordering::Relaxed)
-    }
-
-    /// The files found unchanged, or the first error.
-    pub(super) fn finish(self) -> Result<u64> {
-        match self.errors.into_inner().unwrap().into_iter().next() {
-            Some(error) => Err(error),
-            None => Ok(self.unchanged.into_inner() as u64),
-        }
-    }
-}
-
-/// Fetches one file whole over `connection` (opening one when it has
-/// none), checks it, and links it in — unless a regular file with its
-/// size and mtime is already there.
-pub(super) fn fetch_file(
-    connection: &mut Option<Connection>,
-    url: &Url,
-    root: &OwnedFd,
-    entry: &Planned,
-    label: &str,
-    options: &GetOptions,
-    mover: &mut Mover,
-) -> Result<Fetched> {
-    let shown = join_label(label, &entry.parts);
-    let (parent, name) = parent_of(root, &entry.parts, label)?;
-    if existing(&parent, name) == Some(FileType::Directory) {
-        return Err(Error::Usage(format!(
-            "{shown}: a directory is there; not replaced with a file"
-        )));
-    }
-    if let Ok(stat) =
-        rustix::fs::statat(&parent, OsStr::from_bytes(name), AtFlags::SYMLINK_NOFOLLOW)
-    {
-        if FileType::from_raw_mode(stat.st_mode) == FileType::RegularFile
-            && stat.st_size as u64 == entry.size
-            && stat.st_mtime == entry.mtime
-            && stat.st_mtime_nsec == u64::from(entry.mtime_nsec)
-        {
-            return Ok(Fetched::Unchanged);
-        }
-    }
-    let destination = PathBuf::from(format!("/proc/self/fd/{}", parent.as_raw_fd()))
-        .join(OsStr::from_bytes(name));
-    let file = NewFile::create(&destination, entry.mode & 0o777)?;
-    let encoded: Vec<String> = entry.parts.iter().map(|p| percent_encode(p)).collect();
-    let target = format!("{}{}", url.target, encoded.join("/"));
-    let peer = url.with_target(target.clone()).to_string();
-    let mut open = match connection.take() {
-        Some(open) => open,
-        None => Connection::open(url, options.timeout, &options.tls)?,
-    };
-    open.send_get(&target, "")?;
-    let response = open.read_response()?;
-    if response.status != 200 {
-        return Err(Error::Status {
-            peer,
-            status: response.status,
-            reason: response.reason,
-        });
-    }
-    if response.header("transfer-encoding").is_some()
-        || response.content_length(&peer)? != Some(entry.size)
-    {
-        return Err(Error::protocol(
-            &peer,
-            format!(
-                "not the {} bytes the manifest lists (changed since?)",
-                entry.size
-            ),
-        ));
-    }
-    if entry.size > 0 {
-        receive(
-            &mut open,
-            file.fd(),
-            &shown,
-            0,
-            entry.size,
-            entry.size,
-            options,
-            mover,
-        )?;
-    }
-    if !response.closes() {
-        *connection = Some(open);
-    }
-    finish(file, entry, shown, options, None)?;
-    Ok(Fetched::New)
-}
-
-/// Checks a received file against the manifest (unless `--no-verify`),
-/// gives it the manifest's mtime and links it in. `hashes` are its chunk
-/// hashes when the caller took them from the bytes it wrote; otherwise the
-/// file is read back and hashed.
-pub(super) fn finish(
-    file: NewFile,
-    entry: &Planned,
-    shown: String,
-    options: &GetOptions,
-    hashes: Option<Vec<String>>,
-) -> Result<()> {
-    if options.verify {
-        let hashes = match hashes {
-            Some(hashes) => hashes,
-            None => chunk_hashes(file.fd(), entry.size)
-                .map_err(|e| Error::io("read", &shown, None, e))?,
-        };
-        check_hashes(entry, &hashes, &shown, options)?;
-    }
-    set_mtime(file.fd(), entry, &shown)?;
-    file.commit(entry.size, options.fsync)?;
-    Ok(())
-}
-
-/// Whether a file's chunk `hashes` are the manifest's (always, with
-/// `--no-verify`).
-///
-/// # Errors
-/// [`Error::VerifyMismatch`] naming the first chunk that differs.
-pub(super) fn check_hashes(
-    entry: &Planned,
-    hashes: &[String],
-    shown: &str,
-    options: &GetOptions,
-) -> Result<()> {
-    if !options.verify {
-        return Ok(());
-    }
-    match (0..hashes.len().max(entry.blake3.len())).find(|&i| hashes.get(i) != entry.blake3.get(i))
-    {
-        Some(chunk) => Err(Error::VerifyMismatch {
-            path: shown.to_string(),
-            chunk,
-            offset: chunk as u64 * CHUNK_SIZE,
-        }),
-        None => Ok(()),
-    }
-}
-
-/// Gives the open file the manifest's mtime (and it as atime).
-pub(super) fn set_mtime(file: BorrowedFd<'_>, entry: &Planned, shown: &str) -> Result<()> {
-    set_times(file, entry.mtime, entry.mtime_nsec, shown)
-}
-
-/// Gives the open file `seconds` and `nanoseconds` as mtime and atime.
-pub(super) fn set_times(
-    file: BorrowedFd<'_>,
-    seconds: i64,
-    nanoseconds: u32,
-    shown: &str,
-) -> Result<()> {
-    let mtime = rustix::fs::Timespec {
-        tv_sec: seconds,
-        tv_nsec: i64::from(nanoseconds.min(999_999_999)),
-    };
-    rustix::fs::futimens(
-        file,
-        &rustix::fs::Timestamps {
-            last_access: mtime,
-            last_modification: mtime,
-        },
-    )
-    .map_err(|e| Error::io("futimens", shown, None, e))
 }
 
 #[cfg(test)]

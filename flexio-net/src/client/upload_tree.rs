@@ -41,7 +41,7 @@ pub struct PutTreeReport {
     pub wall_ns: u64,
     /// This upload's part of the tree, with `--shard`.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub shard: Option<super::shard_get::ShardReport>,
+    pub shard: Option<super::report::ShardReport>,
 }
 
 /// A directory or file below the source, by its path relative to it.
@@ -156,6 +156,39 @@ pub fn put_tree(
     options: &PutOptions,
 ) -> Result<PutTreeReport> {
     put_tree_part(source, url, token, options, None)
+}
+
+/// Uploads shard `shard` of the tree at `source` into the directory
+/// `url`: every directory, this shard's whole files, and its ranges of
+/// files split between shards ([`Split::Ranges`]; never with
+/// [`Split::WholeFiles`]).
+///
+/// # Errors
+/// As [`put_tree`].
+///
+/// # Examples
+/// ```no_run
+/// use flexio_net::shard::{Shard, Split};
+/// let report = flexio_net::client::put_tree_sharded(
+///     std::path::Path::new("/shared/results"),
+///     "http://10.0.0.1:8080/results/",
+///     "a-token-of-16-chars-or-more",
+///     &flexio_net::client::PutOptions::default(),
+///     Shard { index: 1, count: 4 },
+///     Split::Ranges,
+/// )?;
+/// assert!(report.failures.is_empty());
+/// # Ok::<(), flexio_net::Error>(())
+/// ```
+pub fn put_tree_sharded(
+    source: &Path,
+    url: &str,
+    token: &str,
+    options: &PutOptions,
+    shard: Shard,
+    split: Split,
+) -> Result<PutTreeReport> {
+    put_tree_part(source, url, token, options, Some((shard, split)))
 }
 
 /// [`put_tree`] of part of the tree: with `shard`, this process's part
