@@ -38,7 +38,7 @@
 //! ```
 
 #![warn(missing_docs)]
-#![deny(unsafe_code)]
+#![forbid(unsafe_code)]
 
 mod affinity;
 pub mod cache_bench;

@@ -97,7 +97,7 @@ pub(super) enum Kind {
 /// `destination` (made if missing).
 ///
 /// # Errors
-/// [`Error::Protocol`] for a manifest with an unsafe name, a duplicate, a
+/// [`Error::Protocol`] for a manifest with a name that could escape or clobber, a duplicate, a
 /// symlink pointing out of the destination, or a file that differs from
 /// it; [`Error::Usage`] when an entry would replace a directory with a
 /// file or the reverse; and the errors of [`super::get`].
