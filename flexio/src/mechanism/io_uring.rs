@@ -86,8 +86,8 @@ fn run(t: &mut Transfer<'_>) -> Result<(), Stop> {
     // Slots no bigger than the flow: a 4 KiB copy with `--chunk 1M`
     // registered (pinned) two mebibytes and ran at 1 MiB/s.
     let slot_len = align_up(t.len_cap(t.params.chunk).max(1), block);
-    let mut state = take_state(t, slot_len, block.max(4096))?;
-    if t.idle.is_some() && !state.ring.can_time_out() {
+    let mut ring = take_ring(t, slot_len, block.max(4096))?;
+    if t.idle.is_some() && !ring.can_time_out() {
         // Nothing was submitted: another mechanism can take the flow.
         return Err(Stop::Refused {
             op: "io_uring_enter(timeout)",
@@ -115,28 +115,23 @@ fn run(t: &mut Transfer<'_>) -> Result<(), Stop> {
         tail_waiting: false,
         stop: None,
     };
-    state.slots.clear();
-    state.slots.resize(state.ring.slots(), Slot::FREE);
-    let result = pump.run(t, &mut state.ring, &mut state.slots);
-    t.scratch.kept = Kept::Ring(state);
+    // The slot table is per run (a few bytes a slot); the ring and its
+    // buffers are what is worth keeping.
+    let mut slots = vec![Slot::FREE; ring.slots()];
+    let result = pump.run(t, &mut ring, &mut slots);
+    t.scratch.kept = Kept::Ring(ring);
     result
     // The source and sink modes restore the original flags on drop.
-}
-
-/// What a flow keeps across runs: the ring, its buffers, the slot table.
-pub(crate) struct RingState {
-    ring: Ring,
-    slots: Vec<Slot>,
 }
 
 /// The flow's ring: the one kept from an earlier run if its slots are
 /// large enough (a sparse file's data runs differ in length; slots sized to
 /// the first need not make a ring per run), else a new one with
 /// `--queue-depth` slots (fewer for a flow smaller than that).
-fn take_state(t: &mut Transfer<'_>, slot_len: usize, align: usize) -> Result<Box<RingState>, Stop> {
-    if let Kept::Ring(state) = std::mem::take(&mut t.scratch.kept) {
-        if state.ring.slot_len() >= slot_len {
-            return Ok(state);
+fn take_ring(t: &mut Transfer<'_>, slot_len: usize, align: usize) -> Result<Box<Ring>, Stop> {
+    if let Kept::Ring(ring) = std::mem::take(&mut t.scratch.kept) {
+        if ring.slot_len() >= slot_len {
+            return Ok(ring);
         }
     }
     let mut slots = (t.params.queue_depth.max(1) as usize).min(MAX_SLOTS);
@@ -159,6 +154,5 @@ fn take_state(t: &mut Transfer<'_>, slot_len: usize, align: usize) -> Result<Box
             _ => t.refused_or_failed(op, Side::Source, errno),
         }
     })?;
-    let slots = Vec::with_capacity(ring.slots());
-    Ok(Box::new(RingState { ring, slots }))
+    Ok(Box::new(ring))
 }
