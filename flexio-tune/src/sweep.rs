@@ -62,24 +62,16 @@ pub struct TunePlan {
 /// A second pass of a sweep: the fastest few mechanisms of some flow kinds
 /// at the largest size the first pass measured, measured again at larger
 /// sizes. The quick sweep stops at 64 MiB, and what leads there does not
-/// always lead at 1 GiB: user-space splice between two files took 0.2 to
-/// 2.0 s of system time per GiB from one copy to the next here, nearly all
-/// of it in the kernel's page-to-page memcpy, while read-write and
-/// copy-file-range took a steady 0.3 s; at 64 MiB splice was the fastest.
-/// (Mostly the host faulting memory back in after the guest reported it
-/// free: with reporting held off, eight 1 GiB splice copies in a row ran
-/// at 2.8 to 4.9 GiB/s; see [`flexio_bench::fingerprint::free_page_reporting`].
-/// The tune measures the machine as it normally runs.) Measuring every
-/// candidate at 1 GiB would take minutes; measuring the few that could win
-/// takes seconds. More than one size, because with a
-/// point at 1 GiB alone the boundary between 64 MiB's leader and 1 GiB's
-/// is a guess (256 MiB), and here it was a wrong one: splice still led at
-/// 256 MiB by a quarter. One pass for every kind, so that kinds measured
-/// at the same size share one source file (writing 1 GiB takes a second).
-/// When the tune knows the `flexio` executable ([`RunOptions::flexio_exe`],
-/// as `flexio tune` does), the second pass runs each leader as a
-/// `flexio copy --via …` process, as `auto`'s choice will run: the ranges
-/// from its sizes on are decided by what a user's copy gets.
+/// always lead at 1 GiB (splice between files swung from 0.2 to 2.0 s of
+/// system time per GiB here; docs/tuning.md has the history); measuring
+/// every candidate at 1 GiB would take minutes, the few that could win
+/// seconds. More than one size, so that the boundary between the two
+/// leaders is measured, not guessed; one pass for every kind, so that
+/// kinds measured at the same size share one source file. When the tune
+/// knows the `flexio` executable ([`RunOptions::flexio_exe`], as `flexio
+/// tune` does), the second pass runs each leader as a `flexio copy --via
+/// …` process, as `auto`'s choice will run: the ranges from its sizes on
+/// are decided by what a user's copy gets.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Confirm {
     /// The flow kinds confirmed, each with the bytes per flow of its

@@ -28,9 +28,7 @@
 
 use rustix::io::Errno;
 
-use super::direct_io::{
-    align_up, common_block, enable_sides, is_direct_capable, reserve_direct_sink, DirectSides,
-};
+use super::direct_io::{align_up, set_up_direct, DirectSetup, DirectSides};
 use super::transfer::{Kept, Side};
 use super::{Descriptor, MechanismName, Reads, Stop, Transfer};
 use crate::endpoint::EndpointKind;
@@ -66,22 +64,15 @@ fn run(t: &mut Transfer<'_>) -> Result<(), Stop> {
     }
     let source_fd = t.source_fd();
     let sink_fd = t.sink_fd();
-    let source_direct = t.params.direct && is_direct_capable(t.source_kind);
-    let sink_capable = t.params.direct && is_direct_capable(t.sink_kind);
-    let block = common_block(t, source_direct, sink_capable)?;
-    // A direct sink must start aligned, and its bytes must sit aligned
-    // in the slots: a direct source has to start aligned too.
-    let sink_direct = sink_capable
-        && t.sink_pos.is_multiple_of(block as u64)
-        && (!source_direct || t.source_pos.is_multiple_of(block as u64));
-    let (source_mode, mut sink_mode) = enable_sides(
-        t,
-        source_direct.then_some(source_fd),
-        sink_direct.then_some(sink_fd),
-    )?;
-    if sink_direct {
-        reserve_direct_sink(t)?;
-    }
+    // A direct sink's bytes must sit aligned in the slots: a direct
+    // source has to start aligned too.
+    let DirectSetup {
+        source_direct,
+        block,
+        source_mode,
+        mut sink_mode,
+        ..
+    } = set_up_direct(t, (source_fd, sink_fd), t.params.direct, true)?;
 
     // Slots no bigger than the flow: a 4 KiB copy with `--chunk 1M`
     // registered (pinned) two mebibytes and ran at 1 MiB/s.
