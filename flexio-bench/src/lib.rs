@@ -31,14 +31,12 @@
 //!                iperf3; the OS project's Fig 5 and Fig 6
 //! hosts_bench.rs the `hosts` scenario: N hosts in network namespaces,
 //!                shards, mirrors and a chain against one transfer
-//! tune.rs        `flexio tune`: candidates per flow kind and size, run as
-//!                cells, turned into a profile for `auto`
-//!  └ select.rs   a winner per size (ties within the noise band go to less
-//!                CPU per byte) and the size ranges between them
+//! harness.rs     what the tuner (`flexio-tune`) uses: cells, the runner,
+//!                summaries
 //! ```
 
 #![warn(missing_docs)]
-#![deny(unsafe_code)]
+#![forbid(unsafe_code)]
 
 mod affinity;
 pub mod cache_bench;
@@ -46,6 +44,7 @@ pub mod charts;
 pub mod cue;
 mod files;
 pub mod fingerprint;
+pub mod harness;
 pub mod host_bench;
 pub mod hosts_bench;
 pub mod limits;
@@ -58,11 +57,8 @@ pub mod plan;
 pub mod process_cpu;
 pub mod runner;
 pub mod schedule_bench;
-pub mod select;
 pub mod server_bench;
 pub mod stats;
 pub mod table;
 pub mod tree_bench;
-pub mod tune;
-pub mod tune_tree;
 mod window;

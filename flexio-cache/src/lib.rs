@@ -25,11 +25,11 @@
 //! cache/    BlockCache: shards of (policy + frames), O_DIRECT device,
 //!           coalesced io_uring reads with read-ahead, write-back;
 //!           FileCache: the same shards in front of many read-only files
-//! sys/      the only unsafe: aligned buffers, the io_uring batch
+//! sys/      from flexio-sys: aligned buffers, the io_uring batch, frames
 //! ```
 
 #![warn(missing_docs)]
-#![deny(unsafe_code)]
+#![forbid(unsafe_code)]
 
 mod cache;
 mod error;

@@ -16,6 +16,8 @@ use flexio_bench::plan::{Plan, PlanOptions, Scenario};
 use flexio_bench::runner::{self, Observer, RunOptions};
 use indicatif::{ProgressBar, ProgressStyle};
 
+use crate::bench_support::{io_error, stop_on_signals};
+
 /// Arguments of `flexio bench`.
 #[derive(Args)]
 pub struct BenchArgs {
@@ -193,20 +195,6 @@ fn size(text: &str) -> Result<u64, String> {
         })
 }
 
-/// An I/O error of the bench's own files, naming the path.
-pub(crate) fn io_error(
-    op: &'static str,
-    endpoint: &std::path::Path,
-    source: std::io::Error,
-) -> Error {
-    Error::Io {
-        op,
-        endpoint: endpoint.display().to_string(),
-        offset: None,
-        source,
-    }
-}
-
 /// Runs `flexio bench`.
 pub fn run(args: BenchArgs) -> Result<(), Error> {
     let asked = |own| args.scenarios.contains(&ScenarioArg::Own(own));
@@ -348,18 +336,6 @@ pub fn run(args: BenchArgs) -> Result<(), Error> {
     );
     crate::print_stdout(&tail);
     Ok(())
-}
-
-/// A flag SIGINT and SIGTERM set, for a bench to stop at the next run and
-/// clean up; a second signal, while the first is being honoured, exits at
-/// once (children still die with their process group on Ctrl-C).
-pub(crate) fn stop_on_signals() -> Arc<AtomicBool> {
-    let stop = Arc::new(AtomicBool::new(false));
-    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        let _ = signal_hook::flag::register_conditional_shutdown(signal, 130, Arc::clone(&stop));
-        let _ = signal_hook::flag::register(signal, Arc::clone(&stop));
-    }
-    stop
 }
 
 /// A progress bar over the runs, with the current cell as its message;

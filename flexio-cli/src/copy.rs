@@ -1,5 +1,5 @@
-//! `flexio copy SRC DST`: one flow, and its report; `flexio copy SRC...
-//! DIR` and `flexio copy -r SRCDIR DST` go to [`crate::copy_tree`].
+//! `flexio copy SRC DST`: one flow, and its report (`main` sends `flexio
+//! copy SRC... DIR` and `flexio copy -r SRCDIR DST` to `copy_tree`).
 
 use std::sync::Arc;
 
@@ -23,7 +23,7 @@ pub struct CopyArgs {
     #[arg(num_args = 2.., value_name = "PATH", required = true)]
     pub(crate) paths: Vec<String>,
     #[command(flatten)]
-    pub(crate) tree: crate::copy_tree::TreeArgs,
+    pub(crate) tree: crate::tree_args::TreeArgs,
     /// Mechanism: auto, read-write, mmap, sendfile, splice,
     /// copy-file-range, io-uring, direct.
     #[arg(long, default_value = "auto")]
@@ -123,11 +123,8 @@ pub(crate) fn size(text: &str) -> Result<u64, String> {
 
 /// Runs `flexio copy`.
 pub fn run(args: CopyArgs) -> Result<(), Error> {
-    if crate::copy_tree::is_tree_copy(&args) {
-        return crate::copy_tree::run(args);
-    }
     let [source, sink] = &args.paths[..] else {
-        unreachable!("is_tree_copy takes every other count of paths")
+        unreachable!("main sends every other count of paths to copy_tree")
     };
     let source_address = Address::parse(source)?;
     let sink_address = Address::parse(sink)?;

@@ -323,7 +323,7 @@ fn run_tree(
 /// A tree get's warnings on stderr, and its JSON or summary on stdout.
 fn print_tree(args: &GetArgs, report: &flexio_net::client::TreeReport) {
     let destination = report.destination.display();
-    for link in &report.unsafe_links {
+    for link in &report.escaping_links {
         eprintln!("flexio: warning: {link}: a symlink pointing out of {destination}; left out (as rsync --safe-links)");
     }
     let listing = report.listing.as_ref();

@@ -13,6 +13,7 @@ mod bench_hosts;
 mod bench_pace;
 mod bench_schedule;
 mod bench_server;
+mod bench_support;
 mod bench_tree;
 mod cache_cmd;
 mod completions_cmd;
@@ -30,6 +31,7 @@ mod put_cmd;
 mod serve_cmd;
 mod shard_args;
 mod tls_args;
+mod tree_args;
 mod tune;
 
 use std::process::ExitCode;
@@ -89,7 +91,11 @@ fn run(cli: Cli) -> error::Result<()> {
     match cli.command {
         Command::Copy(args) => {
             remove_temporaries_on_signals();
-            Ok(copy::run(args)?)
+            if copy_tree::is_tree_copy(&args) {
+                Ok(copy_tree::run(args)?)
+            } else {
+                Ok(copy::run(args)?)
+            }
         }
         Command::Bench(args) => Ok(bench::run(args)?),
         Command::Cache(args) => Ok(cache_cmd::run(args)?),

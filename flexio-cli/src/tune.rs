@@ -7,9 +7,9 @@ use std::time::Instant;
 use clap::Args;
 use flexio::profile::default_profile_path;
 use flexio::Error;
-use flexio_bench::runner::RunOptions;
-use flexio_bench::tune::{self, TunePlan};
-use flexio_bench::tune_tree::{tune_tree, TreeTunePlan, STOPPED};
+use flexio_bench::harness::RunOptions;
+use flexio_tune::sweep::{self as tune, TunePlan};
+use flexio_tune::tree::{tune_tree, TreeTunePlan, STOPPED};
 
 use crate::bench::BarObserver;
 

@@ -177,8 +177,8 @@ fn without_a_flexio_executable_the_process_contender_is_noted_and_left_out() {
 #[test]
 fn the_tunes_second_pass_runs_its_leaders_as_flexio_copy_processes() {
     use flexio::profile::FlowKind;
-    use flexio_bench::select::Candidate;
-    use flexio_bench::tune::{self, Confirm, TunePlan, TuneTarget};
+    use flexio_tune::select::Candidate;
+    use flexio_tune::sweep::{self as tune, Confirm, TunePlan, TuneTarget};
     const KIB: u64 = 1 << 10;
     let candidate = |mechanism| Candidate {
         mechanism,

@@ -327,7 +327,9 @@ fn plan_on_a_fifo_returns_without_opening_it() {
 /// stopped reading: one `sendfile` into the socket waited for room three
 /// times, each wait as long as the whole limit. Now the kernel's waits are
 /// slices of it and the deadline is kept by `poll`: the copy gives up well
-/// before twice the limit (6 s before the fix).
+/// before three times the limit (6 s before the fix). The bound, 2.5 times
+/// the limit, leaves a busy machine three seconds for starting the process
+/// and its peer.
 #[test]
 fn idle_timeout_fires_on_time_when_the_receiver_stops_reading() {
     let dir = tempfile::tempdir().unwrap();
@@ -337,7 +339,7 @@ fn idle_timeout_fires_on_time_when_the_receiver_stops_reading() {
         let (output, address, took) = copy_to_a_receiver_that_never_reads(&source, via, "2s");
         assert_idle_error_after(&output, "2s", &format!("tcp://{address}"), None, via);
         assert!(
-            took < Duration::from_millis(3900),
+            took < Duration::from_millis(5000),
             "{via}: gave up after {took:?} with a 2 s idle timeout"
         );
     }

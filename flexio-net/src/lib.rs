@@ -17,7 +17,7 @@
 //!   [`tar_stream`] the two tree formats.
 
 #![warn(missing_docs)]
-#![deny(unsafe_code)]
+#![forbid(unsafe_code)]
 
 pub mod client;
 pub mod error;

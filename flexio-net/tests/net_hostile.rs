@@ -897,7 +897,7 @@ fn a_tree_get_leaves_out_links_pointing_out_of_the_destination_and_fetches_the_r
     let dest = out.path().join("d");
     let report =
         flexio_net::client::get_tree(&format!("http://{address}/t/"), &dest, &quick(2)).unwrap();
-    assert_eq!(report.unsafe_links, ["climbs", "absolute", "d/up-two"]);
+    assert_eq!(report.escaping_links, ["climbs", "absolute", "d/up-two"]);
     assert_eq!(report.symlinks, 1);
     assert_eq!(std::fs::read(dest.join("a")).unwrap(), content);
     assert_eq!(std::fs::read(dest.join("d/up-one")).unwrap(), content);

@@ -1,15 +1,33 @@
-//! The `unsafe` that flexio's crates share, kept in one small place: heap
-//! buffers aligned for `O_DIRECT` and registered io_uring buffers, child
-//! processes that end with the process that started them, and reading a
-//! signal's disposition. The engine (`flexio`) and the block cache
-//! (`flexio-cache`) both read and write through them; each crate's own
-//! system-call wrappers stay in its `sys` module.
+//! flexio's one layer of `unsafe`, kept in one small place so that it has
+//! one audit: every other crate of the workspace forbids `unsafe_code`.
+//!
+//! * buffers: heap buffers aligned for `O_DIRECT` ([`aligned`]), the block
+//!   cache's frames read without a lock ([`frames`]);
+//! * I/O: the io_uring wrapper ([`uring`]), `sync_file_range`
+//!   ([`writeback`]), `cachestat` ([`cachestat`]), socket pacing options
+//!   ([`pacing`]);
+//! * memory maps and surviving SIGBUS on them ([`mapping`], [`sigbus`]);
+//! * the process: resource use ([`rusage`]), children that end with their
+//!   parent ([`process`]), signal dispositions ([`signal`]), standard
+//!   descriptors closed at start ([`stdio`]).
+//!
+//! Every block carries a `SAFETY` comment; everything exported is safe to
+//! call, takes `AsFd` and slices and returns `io::Result`.
 
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs)]
 
 pub mod aligned;
+pub mod cachestat;
+pub mod frames;
+pub mod mapping;
+pub mod pacing;
 pub mod process;
+pub mod rusage;
+pub mod sigbus;
 pub mod signal;
+pub mod stdio;
+pub mod uring;
+pub mod writeback;
 
 pub use aligned::AlignedBuffer;

@@ -143,45 +143,87 @@ impl<'a> Engine<'a> {
             .is_active()
             .then(|| Pacer::new(&self.flow.pacing, std::time::Instant::now()));
         let kernel_pacing = self.engage_kernel_pacing(pacer.as_mut());
-        let mut counters = Counters::default();
+        let moved = self.move_segments(
+            &segments,
+            (source_start, sink_start),
+            idle_ends.as_ref(),
+            pacer.as_mut(),
+        );
+        // Given back whether the flow moved everything or stopped.
+        self.release_kernel_pacing(kernel_pacing);
+        let moved = moved?;
+        let total_moved = self
+            .total
+            .map_or(moved.bytes, |total| total.max(moved.bytes));
+        self.finish(sink_start + total_moved)?;
+        let after = Sample::now();
+
+        let mut report = Report::new(
+            &before,
+            &after,
+            total_moved,
+            self.flow.via,
+            moved.mechanism,
+            &self.flow.params,
+        );
+        report.fallbacks = moved.fallbacks;
+        report.syscalls = moved.counters.syscalls;
+        report.ring_entries = moved.counters.ring_entries;
+        report.source_cache = residency;
+        report.sparse_hole_bytes = moved.holes;
+        report.pacing = pacer.as_ref().map(Pacer::report);
+        self.label_report(&mut report);
+        if self.flow.verify {
+            report.verify = Some(verify::verify(
+                &self.source,
+                source_start,
+                sink_start,
+                total_moved,
+                &self.sink,
+            )?);
+        }
+        Ok(report)
+    }
+
+    /// The endpoints and the first mechanism, as the report names them.
+    fn label_report(&self, report: &mut Report) {
+        report.source = self.source.label.clone();
+        report.source_kind = self.source.kind;
+        report.sink = self.sink.label.clone();
+        report.sink_kind = self.sink.kind;
+        report.mechanism_first = self.mechanism;
+    }
+
+    /// Moves every segment (`(start, length)` of the source; `starts` is
+    /// where the flow begins in the source and in the sink), each cut into
+    /// write-back slices for a durable flow, falling back from mechanism
+    /// to mechanism as the kernel refuses.
+    fn move_segments(
+        &mut self,
+        segments: &[(u64, Option<u64>)],
+        (source_start, sink_start): (u64, u64),
+        idle_ends: Option<&IdleEnds>,
+        mut pacer: Option<&mut Pacer>,
+    ) -> Result<Moved> {
+        let mut moved = Moved {
+            bytes: 0,
+            holes: 0,
+            mechanism: self.mechanism,
+            fallbacks: Vec::new(),
+            counters: Counters::default(),
+        };
         let mut scratch = Scratch::default();
-        let mut fallbacks = Vec::new();
-        let mut current = self.mechanism;
         let mut writeback = self.writeback();
-        let mut moved = 0u64;
-        let mut holes = 0u64;
         let mut cursor = source_start;
-        for (start, length) in segments {
-            holes += start - cursor;
+        for &(start, length) in segments {
+            moved.holes += start - cursor;
             cursor = start + length.unwrap_or(0);
             for (piece_start, piece_length) in
                 slices(start, length, writeback.as_ref().map(|w| w.slice))
             {
                 let sink_pos = sink_start + (piece_start - source_start);
-                let source = match &self.source.io {
-                    SourceIo::Fd(fd) => SourceSide::Fd(
-                        idle_ends
-                            .as_ref()
-                            .and_then(IdleEnds::source_fd)
-                            .unwrap_or(fd.as_fd()),
-                    ),
-                    SourceIo::Memory(bytes) => SourceSide::Memory(bytes),
-                };
-                let sink = match &mut self.sink.io {
-                    SinkIo::Fd(fd) => {
-                        let fd: &std::os::fd::OwnedFd = fd;
-                        let stand_in = idle_ends.as_ref().and_then(IdleEnds::sink_fd);
-                        SinkSide::Fd(stand_in.unwrap_or(fd.as_fd()))
-                    }
-                    SinkIo::Fresh(file) => {
-                        let file: &crate::endpoint::FileSink = file;
-                        SinkSide::Fd(file.fd())
-                    }
-                    SinkIo::Memory(bytes) => SinkSide::Memory(bytes),
-                    SinkIo::Closed => {
-                        unreachable!("the sink is closed only after the last segment")
-                    }
-                };
+                let source = source_side(&self.source.io, idle_ends);
+                let sink = sink_side(&mut self.sink.io, idle_ends);
                 // Kept for the write-back after the transfer lets go of it.
                 let sink_fd = match sink {
                     SinkSide::Fd(fd) => Some(fd),
@@ -200,77 +242,32 @@ impl<'a> Engine<'a> {
                     remaining: piece_length,
                     expected: self.total,
                     params: &self.flow.params,
-                    counters: &mut counters,
+                    counters: &mut moved.counters,
                     scratch: &mut scratch,
                     progress: &self.flow.progress.done,
                     call_limit: self.flow.call_limit,
                     idle: self.flow.idle_timeout.map(Idle::new),
-                    pacer: pacer.as_mut(),
+                    pacer: pacer.as_deref_mut(),
                 };
-                let ran = run_with_fallbacks(
+                moved.mechanism = run_with_fallbacks(
                     &mut transfer,
-                    current,
+                    moved.mechanism,
                     self.flow.strict,
                     source_start,
-                    &mut fallbacks,
-                );
-                current = match ran {
-                    Ok(mechanism) => mechanism,
-                    Err(error) => {
-                        self.release_kernel_pacing(kernel_pacing);
-                        return Err(error);
-                    }
-                };
+                    &mut moved.fallbacks,
+                )?;
                 let piece_moved = transfer.source_pos - piece_start;
-                moved += piece_moved;
+                moved.bytes += piece_moved;
                 if let (Some(writeback), Some(fd)) = (writeback.as_mut(), sink_fd) {
-                    writeback.written(
-                        fd,
-                        sink_pos,
-                        piece_moved,
-                        &mut counters,
-                        &self.sink.label,
-                    )?;
+                    let label = &self.sink.label;
+                    writeback.written(fd, sink_pos, piece_moved, &mut moved.counters, label)?;
                 }
             }
         }
         if let Some(total) = self.total {
-            holes += (source_start + total).saturating_sub(cursor);
+            moved.holes += (source_start + total).saturating_sub(cursor);
         }
-        let total_moved = self.total.map_or(moved, |total| total.max(moved));
-        self.release_kernel_pacing(kernel_pacing);
-        self.finish(sink_start + total_moved)?;
-        let after = Sample::now();
-
-        let mut report = Report::new(
-            &before,
-            &after,
-            total_moved,
-            self.flow.via,
-            current,
-            &self.flow.params,
-        );
-        report.fallbacks = fallbacks;
-        report.syscalls = counters.syscalls;
-        report.ring_entries = counters.ring_entries;
-        report.source_cache = residency;
-        report.sparse_hole_bytes = holes;
-        report.source = self.source.label.clone();
-        report.source_kind = self.source.kind;
-        report.sink = self.sink.label.clone();
-        report.sink_kind = self.sink.kind;
-        report.mechanism_first = self.mechanism;
-        report.pacing = pacer.as_ref().map(Pacer::report);
-        if self.flow.verify {
-            report.verify = Some(verify::verify(
-                &self.source,
-                source_start,
-                sink_start,
-                total_moved,
-                &self.sink,
-            )?);
-        }
-        Ok(report)
+        Ok(moved)
     }
 
     /// Hands the rate to the kernel when the pacing asks for it and the
@@ -353,5 +350,47 @@ impl<'a> Engine<'a> {
             other => self.sink.io = other,
         }
         Ok(())
+    }
+}
+
+/// What [`Engine::move_segments`] moved, and how.
+struct Moved {
+    /// Bytes moved.
+    bytes: u64,
+    /// Bytes of holes skipped (a sparse source into a new file).
+    holes: u64,
+    /// The mechanism that finished (after any fallbacks).
+    mechanism: MechanismName,
+    fallbacks: Vec<Fallback>,
+    counters: Counters,
+}
+
+/// The source as a mechanism sees it: its descriptor (or the idle-watching
+/// stand-in for it), or its bytes in memory.
+fn source_side<'s>(io: &'s SourceIo, idle_ends: Option<&'s IdleEnds>) -> SourceSide<'s> {
+    match io {
+        SourceIo::Fd(fd) => SourceSide::Fd(
+            idle_ends
+                .and_then(IdleEnds::source_fd)
+                .unwrap_or(fd.as_fd()),
+        ),
+        SourceIo::Memory(bytes) => SourceSide::Memory(bytes),
+    }
+}
+
+/// The sink as a mechanism sees it: a descriptor (the idle-watching
+/// stand-in, an open file, a new file being written) or memory.
+fn sink_side<'s>(io: &'s mut SinkIo, idle_ends: Option<&'s IdleEnds>) -> SinkSide<'s> {
+    match io {
+        SinkIo::Fd(fd) => {
+            let fd: &std::os::fd::OwnedFd = fd;
+            SinkSide::Fd(idle_ends.and_then(IdleEnds::sink_fd).unwrap_or(fd.as_fd()))
+        }
+        SinkIo::Fresh(file) => {
+            let file: &crate::endpoint::FileSink = file;
+            SinkSide::Fd(file.fd())
+        }
+        SinkIo::Memory(bytes) => SinkSide::Memory(bytes),
+        SinkIo::Closed => unreachable!("the sink is closed only after the last segment"),
     }
 }

@@ -45,8 +45,9 @@
 //! progress.rs       bytes moved so far, for a watcher
 //! error.rs          Error: operation, endpoint and offset; usage or failure
 //! names.rs          EndpointKind, MechanismName: the ground floor
-//! sys/              the only `unsafe` (with flexio-sys): mmap, mincore,
-//!                   cachestat, getrusage, SIGBUS guard, signals, process start
+//! sys/              the system calls, all from flexio-sys (the one audited
+//!                   layer): mmap, mincore, cachestat, getrusage, SIGBUS
+//!                   guard, io_uring, aligned buffers
 //! plain_file.rs     flexio's own files (profile, bench outputs): regular
 //!                   files only, replaced atomically, read with a cap
 //! ```
@@ -80,7 +81,7 @@
 //! ```
 
 #![warn(missing_docs)]
-#![deny(unsafe_code)]
+#![forbid(unsafe_code)]
 
 pub mod cleanup;
 mod duration;

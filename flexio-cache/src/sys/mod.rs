@@ -1,11 +1,6 @@
-//! The only place with `unsafe` (with `flexio-sys`, whose aligned buffers
-//! for direct I/O are shared with the engine): the io_uring batch that
-//! reads or writes them, and the frames that hits read without a lock. Everything above takes slices and returns
-//! `io::Result`.
+//! The system layer the cache uses, all of it from `flexio-sys` (the
+//! workspace's one audited layer below the safe code): aligned buffers for
+//! direct I/O, the io_uring batch that reads or writes them, and the frames
+//! that hits read without a lock.
 
-#![allow(unsafe_code)]
-#![deny(unsafe_op_in_unsafe_fn)]
-
-pub(crate) use flexio_sys::aligned;
-pub(crate) mod frames;
-pub(crate) mod uring;
+pub(crate) use flexio_sys::{aligned, frames, uring};

@@ -33,7 +33,7 @@ pub struct TreeReport {
     /// Symlinks whose target would point out of the destination: left
     /// out with a warning, as rsync's `--safe-links` does.
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub unsafe_links: Vec<String>,
+    pub escaping_links: Vec<String>,
     /// Directories of small files fetched as one `?tar` stream each.
     pub tar_streams: u64,
     /// Connections used.
@@ -58,7 +58,7 @@ pub(super) struct LeftOut {
     /// Entries neither file, directory nor symlink.
     pub special: u64,
     /// Symlinks pointing out of the destination, by path.
-    pub unsafe_links: Vec<String>,
+    pub escaping_links: Vec<String>,
 }
 
 impl TreeReport {
@@ -69,7 +69,7 @@ impl TreeReport {
             url: url.to_string(),
             destination: destination.to_path_buf(),
             skipped: left_out.special,
-            unsafe_links: left_out.unsafe_links,
+            escaping_links: left_out.escaping_links,
             ..TreeReport::default()
         }
     }

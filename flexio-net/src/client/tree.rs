@@ -44,9 +44,10 @@ use crate::walk::MAX_ENTRIES;
 /// `destination` (made if missing).
 ///
 /// # Errors
-/// [`Error::Protocol`] for a manifest with an unsafe name, a duplicate, or
-/// a file that differs from it (a symlink pointing out of the destination
-/// is left out and named in [`TreeReport::unsafe_links`]); [`Error::Usage`] when an entry would replace a directory with a
+/// [`Error::Protocol`] for a manifest with a name that could escape or
+/// clobber, a duplicate, or a file that differs from it (a symlink
+/// pointing out of the destination is left out and named in
+/// [`TreeReport::escaping_links`]); [`Error::Usage`] when an entry would replace a directory with a
 /// file or the reverse; and the errors of [`super::get`].
 ///
 /// # Examples
@@ -264,7 +265,7 @@ fn fetch_offer(connection: &mut Connection, url: &Url) -> Result<Offer> {
         }
         let link_target = entry.link_target.clone().unwrap_or_default().into_bytes();
         if kind == Kind::Symlink && !stays_inside(parts.len() - 1, &link_target) {
-            left_out.unsafe_links.push(entry.path.clone());
+            left_out.escaping_links.push(entry.path.clone());
             continue;
         }
         planned.push(Planned {

@@ -316,19 +316,10 @@ fn link_unnamed(file: BorrowedFd<'_>, to: &Path) -> rustix::io::Result<()> {
 }
 
 #[cfg(test)]
-pub(crate) mod tests {
+mod tests {
+    use super::super::replace::tests::names;
     use super::*;
     use std::io::Write;
-
-    /// The names in `dir`, sorted: where a temporary file would show.
-    pub(crate) fn names(dir: &Path) -> Vec<String> {
-        let mut names: Vec<_> = std::fs::read_dir(dir)
-            .unwrap()
-            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-            .collect();
-        names.sort();
-        names
-    }
 
     fn write(sink: &FileSink, bytes: &[u8]) {
         let mut file = File::from(sink.file.try_clone().unwrap());

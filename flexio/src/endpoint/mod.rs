@@ -11,7 +11,7 @@ mod idle_ends;
 mod open;
 mod replace;
 #[cfg(test)]
-pub(crate) use file_sink::tests::names as file_sink_test_names;
+pub(crate) use replace::tests::names as file_sink_test_names;
 mod temp_name;
 pub(crate) use temp_name::{sweep_stale, temp_name};
 

@@ -52,9 +52,20 @@ pub(crate) fn replace(temp: &Path, destination: &Path) -> io::Result<()> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::super::file_sink::tests::names;
+pub(crate) mod tests {
+    use std::path::Path;
+
     use super::*;
+
+    /// The names in `dir`, sorted: where a temporary file would show.
+    pub(crate) fn names(dir: &Path) -> Vec<String> {
+        let mut names: Vec<_> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    }
 
     #[test]
     fn an_existing_file_is_replaced_and_the_old_one_is_gone() {

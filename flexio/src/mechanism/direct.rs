@@ -27,8 +27,7 @@ use rustix::event::PollFlags;
 use rustix::io::Errno;
 
 use super::direct_io::{
-    align_down, align_up, common_block, enable_sides, is_direct_capable, reserve_direct_sink,
-    DirectSides,
+    align_down, align_up, is_direct_capable, set_up_direct, DirectSetup, DirectSides,
 };
 use super::io::write_sink;
 use super::transfer::{Kept, Side};
@@ -62,18 +61,13 @@ fn run(t: &mut Transfer<'_>) -> Result<(), Stop> {
     }
     let source_fd = t.source_fd();
     let sink_fd = t.sink_fd();
-    let source_direct = is_direct_capable(t.source_kind);
-    let sink_capable = is_direct_capable(t.sink_kind);
-    let block = common_block(t, source_direct, sink_capable)?;
-    let sink_direct = sink_capable && t.sink_pos.is_multiple_of(block as u64);
-    let (source_mode, mut sink_mode) = enable_sides(
-        t,
-        source_direct.then_some(source_fd),
-        sink_direct.then_some(sink_fd),
-    )?;
-    if sink_direct {
-        reserve_direct_sink(t)?;
-    }
+    let DirectSetup {
+        source_direct,
+        block,
+        source_mode,
+        mut sink_mode,
+        ..
+    } = set_up_direct(t, (source_fd, sink_fd), true, false)?;
 
     let chunk = align_up(t.len_cap(t.params.chunk).max(1), block);
     let mut buffer = take_buffer(t, block + chunk, block.max(4096));

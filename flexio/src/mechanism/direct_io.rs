@@ -204,6 +204,54 @@ pub(crate) fn enable_sides<'fd>(
     Ok((source, sink))
 }
 
+/// What a direct mechanism runs with: which sides are in `O_DIRECT` (their
+/// modes restore the original flags on drop) and the block both respect.
+pub(crate) struct DirectSetup<'fd> {
+    /// The source is read with `O_DIRECT`.
+    pub source_direct: bool,
+    /// The alignment both direct sides need.
+    pub block: usize,
+    /// The source's mode while direct.
+    pub source_mode: Option<DirectMode<'fd>>,
+    /// The sink's mode while direct (`None`: written through the cache).
+    pub sink_mode: Option<DirectMode<'fd>>,
+}
+
+/// The `O_DIRECT` set-up `direct` and `io-uring` share: each capable side
+/// that `want` asks for goes direct, the sink only when it starts on a
+/// block boundary (and, with `aligned_source_for_sink`, only when a direct
+/// source does too: the sink's bytes must then sit aligned in the
+/// buffers), and a direct file sink has the rest of the flow reserved.
+pub(crate) fn set_up_direct<'fd>(
+    t: &mut Transfer<'_>,
+    (source_fd, sink_fd): (BorrowedFd<'fd>, BorrowedFd<'fd>),
+    want: bool,
+    aligned_source_for_sink: bool,
+) -> Result<DirectSetup<'fd>, Stop> {
+    let source_direct = want && is_direct_capable(t.source_kind);
+    let sink_capable = want && is_direct_capable(t.sink_kind);
+    let block = common_block(t, source_direct, sink_capable)?;
+    let sink_direct = sink_capable
+        && t.sink_pos.is_multiple_of(block as u64)
+        && (!aligned_source_for_sink
+            || !source_direct
+            || t.source_pos.is_multiple_of(block as u64));
+    let (source_mode, sink_mode) = enable_sides(
+        t,
+        source_direct.then_some(source_fd),
+        sink_direct.then_some(sink_fd),
+    )?;
+    if sink_direct {
+        reserve_direct_sink(t)?;
+    }
+    Ok(DirectSetup {
+        source_direct,
+        block,
+        source_mode,
+        sink_mode,
+    })
+}
+
 /// Reserves the blocks of the rest of the transfer in a file sink about to
 /// be written with `O_DIRECT`, and sets the file's length to reach them.
 ///

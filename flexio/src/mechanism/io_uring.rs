@@ -28,9 +28,7 @@
 
 use rustix::io::Errno;
 
-use super::direct_io::{
-    align_up, common_block, enable_sides, is_direct_capable, reserve_direct_sink, DirectSides,
-};
+use super::direct_io::{align_up, set_up_direct, DirectSetup, DirectSides};
 use super::transfer::{Kept, Side};
 use super::{Descriptor, MechanismName, Reads, Stop, Transfer};
 use crate::endpoint::EndpointKind;
@@ -66,28 +64,21 @@ fn run(t: &mut Transfer<'_>) -> Result<(), Stop> {
     }
     let source_fd = t.source_fd();
     let sink_fd = t.sink_fd();
-    let source_direct = t.params.direct && is_direct_capable(t.source_kind);
-    let sink_capable = t.params.direct && is_direct_capable(t.sink_kind);
-    let block = common_block(t, source_direct, sink_capable)?;
-    // A direct sink must start aligned, and its bytes must sit aligned
-    // in the slots: a direct source has to start aligned too.
-    let sink_direct = sink_capable
-        && t.sink_pos.is_multiple_of(block as u64)
-        && (!source_direct || t.source_pos.is_multiple_of(block as u64));
-    let (source_mode, mut sink_mode) = enable_sides(
-        t,
-        source_direct.then_some(source_fd),
-        sink_direct.then_some(sink_fd),
-    )?;
-    if sink_direct {
-        reserve_direct_sink(t)?;
-    }
+    // A direct sink's bytes must sit aligned in the slots: a direct
+    // source has to start aligned too.
+    let DirectSetup {
+        source_direct,
+        block,
+        source_mode,
+        mut sink_mode,
+        ..
+    } = set_up_direct(t, (source_fd, sink_fd), t.params.direct, true)?;
 
     // Slots no bigger than the flow: a 4 KiB copy with `--chunk 1M`
     // registered (pinned) two mebibytes and ran at 1 MiB/s.
     let slot_len = align_up(t.len_cap(t.params.chunk).max(1), block);
-    let mut state = take_state(t, slot_len, block.max(4096))?;
-    if t.idle.is_some() && !state.ring.can_time_out() {
+    let mut ring = take_ring(t, slot_len, block.max(4096))?;
+    if t.idle.is_some() && !ring.can_time_out() {
         // Nothing was submitted: another mechanism can take the flow.
         return Err(Stop::Refused {
             op: "io_uring_enter(timeout)",
@@ -115,28 +106,23 @@ fn run(t: &mut Transfer<'_>) -> Result<(), Stop> {
         tail_waiting: false,
         stop: None,
     };
-    state.slots.clear();
-    state.slots.resize(state.ring.slots(), Slot::FREE);
-    let result = pump.run(t, &mut state.ring, &mut state.slots);
-    t.scratch.kept = Kept::Ring(state);
+    // The slot table is per run (a few bytes a slot); the ring and its
+    // buffers are what is worth keeping.
+    let mut slots = vec![Slot::FREE; ring.slots()];
+    let result = pump.run(t, &mut ring, &mut slots);
+    t.scratch.kept = Kept::Ring(ring);
     result
     // The source and sink modes restore the original flags on drop.
-}
-
-/// What a flow keeps across runs: the ring, its buffers, the slot table.
-pub(crate) struct RingState {
-    ring: Ring,
-    slots: Vec<Slot>,
 }
 
 /// The flow's ring: the one kept from an earlier run if its slots are
 /// large enough (a sparse file's data runs differ in length; slots sized to
 /// the first need not make a ring per run), else a new one with
 /// `--queue-depth` slots (fewer for a flow smaller than that).
-fn take_state(t: &mut Transfer<'_>, slot_len: usize, align: usize) -> Result<Box<RingState>, Stop> {
-    if let Kept::Ring(state) = std::mem::take(&mut t.scratch.kept) {
-        if state.ring.slot_len() >= slot_len {
-            return Ok(state);
+fn take_ring(t: &mut Transfer<'_>, slot_len: usize, align: usize) -> Result<Box<Ring>, Stop> {
+    if let Kept::Ring(ring) = std::mem::take(&mut t.scratch.kept) {
+        if ring.slot_len() >= slot_len {
+            return Ok(ring);
         }
     }
     let mut slots = (t.params.queue_depth.max(1) as usize).min(MAX_SLOTS);
@@ -159,6 +145,5 @@ fn take_state(t: &mut Transfer<'_>, slot_len: usize, align: usize) -> Result<Box
             _ => t.refused_or_failed(op, Side::Source, errno),
         }
     })?;
-    let slots = Vec::with_capacity(ring.slots());
-    Ok(Box::new(RingState { ring, slots }))
+    Ok(Box::new(ring))
 }

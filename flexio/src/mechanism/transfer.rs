@@ -8,12 +8,12 @@ use std::time::{Duration, Instant};
 use rustix::event::{poll, PollFd, PollFlags, Timespec};
 use rustix::io::Errno;
 
-use super::io_uring::RingState;
 use crate::endpoint::EndpointKind;
 use crate::error::Error;
 use crate::pace::Pacer;
 use crate::params::Params;
 use crate::sys::aligned::AlignedBuffer;
+use crate::sys::uring::Ring;
 
 /// Why a mechanism stopped before the transfer was finished.
 #[derive(Debug)]
@@ -84,10 +84,9 @@ pub(crate) enum Kept {
     /// Nothing kept (no mechanism that keeps state has run yet).
     #[default]
     Nothing,
-    /// `io-uring`: the ring, its registered buffers and the slot table
-    /// (boxed: the ring's handles are a few hundred bytes that every other
-    /// flow would carry).
-    Ring(Box<RingState>),
+    /// `io-uring`: the ring and its registered buffers (boxed: the ring's
+    /// handles are a few hundred bytes that every other flow would carry).
+    Ring(Box<Ring>),
     /// `direct`: the aligned buffer.
     Aligned(AlignedBuffer),
 }

@@ -185,6 +185,14 @@ impl Profile {
     /// # Errors
     /// As [`Profile::load`], but for the text given.
     pub fn parse(text: &str, path: &Path) -> Result<Profile, ProfileError> {
+        // A profile this build reads goes straight into the types: one
+        // pass, where the generic table first and the types from it took
+        // two. Anything else takes the generic path, for its errors.
+        if let Ok(profile) = toml::from_str::<Profile>(text) {
+            if profile.format_version <= PROFILE_FORMAT_VERSION {
+                return Self::checked(profile, path);
+            }
+        }
         let corrupt = |message: String| ProfileError::Corrupt {
             path: path.to_path_buf(),
             message,
@@ -204,9 +212,14 @@ impl Profile {
                 supported: PROFILE_FORMAT_VERSION,
             });
         }
-        let mut profile: Profile = value
+        let profile: Profile = value
             .try_into()
             .map_err(|e: toml::de::Error| corrupt(e.message().to_string()))?;
+        Self::checked(profile, path)
+    }
+
+    /// `profile` as read from `path`, validated.
+    fn checked(mut profile: Profile, path: &Path) -> Result<Profile, ProfileError> {
         profile.path = Some(path.to_path_buf());
         profile
             .validate()

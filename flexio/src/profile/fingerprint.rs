@@ -33,13 +33,18 @@ impl Fingerprint {
     /// assert!(!here.kernel.is_empty());
     /// ```
     pub fn of_this_machine(dir: &Path) -> Fingerprint {
-        let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
-        let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
+        // Every `auto` copy with a profile asks: the CPU's brand and the
+        // memory come from an instruction and a system call rather than
+        // from /proc/cpuinfo and /proc/meminfo, whose text the kernel
+        // writes on each read (for cpuinfo, asking every CPU its clock).
+        let cpu_model = cpu_brand().unwrap_or_else(|| {
+            cpu_model(&std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default())
+        });
         let mount = Mount::containing(dir).unwrap_or_default();
         Fingerprint {
-            cpu_model: cpu_model(&cpuinfo),
+            cpu_model,
             cpus: std::thread::available_parallelism().map_or(1, |n| n.get() as u32),
-            memory_bytes: memory_bytes(&meminfo),
+            memory_bytes: whole_gib(total_memory()),
             kernel: rustix::system::uname()
                 .release()
                 .to_string_lossy()
@@ -86,15 +91,54 @@ fn cpu_model(cpuinfo: &str) -> String {
         .to_string()
 }
 
-/// MemTotal rounded down to whole GiB, so that a few MiB reserved
-/// differently at boot do not make another machine of it.
-fn memory_bytes(meminfo: &str) -> u64 {
+/// The CPU's brand string from `cpuid` (leaves 0x80000002–4), trimmed as
+/// the kernel trims it for /proc/cpuinfo's `model name`; `None` where the
+/// CPU has none (the kernel then names it otherwise: read /proc/cpuinfo).
+#[cfg(target_arch = "x86_64")]
+fn cpu_brand() -> Option<String> {
+    use std::arch::x86_64::__cpuid;
+    if __cpuid(0x8000_0000).eax < 0x8000_0004 {
+        return None;
+    }
+    let mut bytes = Vec::with_capacity(48);
+    for leaf in 0x8000_0002..=0x8000_0004u32 {
+        let words = __cpuid(leaf);
+        for word in [words.eax, words.ebx, words.ecx, words.edx] {
+            bytes.extend_from_slice(&word.to_le_bytes());
+        }
+    }
+    let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
+    let brand = String::from_utf8_lossy(&bytes[..end]).trim().to_string();
+    (!brand.is_empty()).then_some(brand)
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn cpu_brand() -> Option<String> {
+    None
+}
+
+/// Memory in bytes as `sysinfo(2)` counts it: the same total as
+/// /proc/meminfo's MemTotal.
+fn total_memory() -> u64 {
+    let info = rustix::system::sysinfo();
+    (info.totalram as u64).saturating_mul(u64::from(info.mem_unit.max(1)))
+}
+
+/// Rounded down to whole GiB, so that a few MiB reserved differently at
+/// boot do not make another machine of it.
+fn whole_gib(bytes: u64) -> u64 {
     const GIB: u64 = 1 << 30;
+    bytes / GIB * GIB
+}
+
+/// MemTotal of /proc/meminfo's text, in bytes.
+#[cfg(test)]
+fn mem_total(meminfo: &str) -> u64 {
     meminfo
         .lines()
         .find_map(|line| line.strip_prefix("MemTotal:"))
         .and_then(|rest| rest.split_whitespace().next()?.parse::<u64>().ok())
-        .map_or(0, |kib| kib * 1024 / GIB * GIB)
+        .map_or(0, |kib| kib * 1024)
 }
 
 /// The mount holding a path, as `/proc/self/mountinfo` describes it.
@@ -233,7 +277,23 @@ mod tests {
             cpu_model("processor: 0\nmodel name\t: Foo CPU @ 2GHz\n"),
             "Foo CPU @ 2GHz"
         );
-        assert_eq!(memory_bytes("MemTotal:       25165824 kB\n"), 24 << 30);
-        assert_eq!(memory_bytes(""), 0);
+        assert_eq!(
+            whole_gib(mem_total("MemTotal:       25165824 kB\n")),
+            24 << 30
+        );
+        assert_eq!(whole_gib((24 << 30) + (1 << 29)), 24 << 30);
+        assert_eq!(mem_total(""), 0);
+    }
+
+    /// Profiles already written hold the /proc text's values: the cheap
+    /// sources must give the same ones.
+    #[test]
+    fn the_cheap_sources_agree_with_proc() {
+        let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap();
+        if let Some(brand) = cpu_brand() {
+            assert_eq!(brand, cpu_model(&cpuinfo));
+        }
+        let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap();
+        assert_eq!(total_memory(), mem_total(&meminfo));
     }
 }

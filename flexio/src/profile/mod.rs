@@ -4,7 +4,7 @@
 //! fingerprint, and the explanation of a decision.
 //!
 //! Measuring (sweeping mechanisms and parameters over sizes) and choosing
-//! a winner per size range are the bench's (`flexio_bench::select`); this
+//! a winner per size range are the tuner's (the `flexio-tune` crate); this
 //! module saves and loads what it chose and answers "which mechanism for
 //! this flow?" with the reason.
 

@@ -5,9 +5,8 @@
 use flexio::profile::FlowKind;
 use flexio::{MechanismName, Params};
 
-use crate::model::{CacheState, Contender, Scenario};
 use crate::select::{Candidate, Measurement};
-use crate::stats::Summary;
+use flexio_bench::harness::{CacheState, Contender, Scenario, Summary};
 
 use super::GIB;
 
@@ -36,9 +35,9 @@ pub fn scenario_of(kind: FlowKind) -> Option<(Scenario, CacheState, &'static str
 /// # Examples
 /// ```
 /// use flexio::profile::FlowKind;
-/// use flexio_bench::model::Scenario;
-/// assert_eq!(flexio_bench::tune::kind_of(Scenario::Memory), Some(FlowKind::MemoryToMemory));
-/// assert_eq!(flexio_bench::tune::kind_of(Scenario::Limits), None);
+/// use flexio_bench::harness::Scenario;
+/// assert_eq!(flexio_tune::sweep::kind_of(Scenario::Memory), Some(FlowKind::MemoryToMemory));
+/// assert_eq!(flexio_tune::sweep::kind_of(Scenario::Limits), None);
 /// ```
 pub fn kind_of(scenario: Scenario) -> Option<FlowKind> {
     FlowKind::TUNED
@@ -94,8 +93,7 @@ pub fn candidate_of(contender: &Contender) -> Option<Candidate> {
 ///
 /// # Examples
 /// ```
-/// use flexio_bench::model::{CacheState, CellKey, Contender, Scenario};
-/// use flexio_bench::stats::Summary;
+/// use flexio_bench::harness::{CacheState, CellKey, Contender, Scenario, Summary};
 /// let summary = Summary {
 ///     cell: CellKey { scenario: Scenario::FileToPipe, size: 1 << 20, chunk: 0,
 ///                     cache: CacheState::Warm, flows: 1, path: String::new() },
@@ -112,7 +110,7 @@ pub fn candidate_of(contender: &Contender) -> Option<Candidate> {
 ///     resident_percent: Some(100.0), meter_kept: None,
 ///     flow_median_bps: None, jain: None,
 /// };
-/// let m = flexio_bench::tune::measurement(&summary).unwrap();
+/// let m = flexio_tune::sweep::measurement(&summary).unwrap();
 /// assert_eq!(m.kind, flexio::profile::FlowKind::FileToPipe);
 /// assert_eq!(m.candidate.params.chunk, 1 << 20);
 /// // The host was busier than the flow's thread: its CPU counts.
@@ -148,9 +146,8 @@ pub fn measurement(summary: &Summary) -> Option<Measurement> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::CellKey;
-    use crate::plan::Entrant;
-    use crate::tune::{candidates, MIB};
+    use crate::sweep::{candidates, MIB};
+    use flexio_bench::harness::{CellKey, Entrant};
 
     #[test]
     fn candidates_survive_the_round_trip_through_a_contender() {

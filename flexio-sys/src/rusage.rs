@@ -37,7 +37,7 @@ pub struct Rusage {
 /// `getrusage(RUSAGE_SELF)`: every thread of the process.
 ///
 /// Reference: <https://man7.org/linux/man-pages/man2/getrusage.2.html>
-pub(crate) fn rusage_self() -> Rusage {
+pub fn rusage_self() -> Rusage {
     Rusage {
         cpu_ns: clock_ns(ClockId::ProcessCPUTime),
         ..rusage(libc::RUSAGE_SELF)
@@ -73,7 +73,7 @@ impl Rusage {
     ///
     /// # Examples
     /// ```
-    /// use flexio::measure::Rusage;
+    /// use flexio_sys::rusage::Rusage;
     /// let earlier = Rusage { user_ns: 1_000, sys_ns: 4_000, cpu_ns: 5_000, ..Rusage::default() };
     /// // Ticks saw three times as much kernel as user time; the clock, 8 µs.
     /// let later = Rusage { user_ns: 2_000, sys_ns: 7_000, cpu_ns: 13_000, ..Rusage::default() };

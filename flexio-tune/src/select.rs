@@ -2,7 +2,10 @@
 //! candidate (ties within a tolerance go to the lower CPU per byte), range
 //! boundaries halfway (geometrically) between measured sizes, neighbours
 //! with the same winner merged. The ranges start at 0 and the last one has
-//! no upper bound, so every size has exactly one range.
+//! no upper bound, so every size has exactly one range. Where the two
+//! fastest mechanisms at a size are within the noise of each other, the
+//! built-in table's mechanism is kept if it is among them, and the
+//! [`Selection`] says so: a tune must not switch mechanisms on noise.
 
 use serde::{Deserialize, Serialize};
 
@@ -69,12 +72,8 @@ pub fn best_at_size<'m>(
     at_size: &[&'m Measurement],
     tie_tolerance: f64,
 ) -> Option<&'m Measurement> {
-    let leader = at_size
-        .iter()
-        .max_by(|a, b| a.median_bps.total_cmp(&b.median_bps))?;
-    let noise = (leader.spread() / 2.0).min(MAX_NOISE_BAND);
-    let band = tie_tolerance.max(noise).min(1.0);
-    let floor = leader.median_bps * (1.0 - band);
+    let leader = leader(at_size)?;
+    let floor = leader.median_bps * (1.0 - band(leader, tie_tolerance));
     at_size
         .iter()
         .filter(|m| m.median_bps >= floor)
@@ -86,13 +85,124 @@ pub fn best_at_size<'m>(
         .copied()
 }
 
-/// Size ranges for `kind` from `measurements` (other kinds are ignored).
-/// Empty when nothing of that kind was measured.
+/// The measurement with the highest median throughput.
+fn leader<'m>(at_size: &[&'m Measurement]) -> Option<&'m Measurement> {
+    at_size
+        .iter()
+        .max_by(|a, b| a.median_bps.total_cmp(&b.median_bps))
+        .copied()
+}
+
+/// The fraction of `leader`'s median within which others tie with it:
+/// `tie_tolerance`, or half its runs' spread up to [`MAX_NOISE_BAND`].
+fn band(leader: &Measurement, tie_tolerance: f64) -> f64 {
+    let noise = (leader.spread() / 2.0).min(MAX_NOISE_BAND);
+    tie_tolerance.max(noise).min(1.0)
+}
+
+/// A size where the two fastest mechanisms were within the noise of each
+/// other, and what the tune did about it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NoiseTie {
+    /// The flow kind.
+    pub kind: FlowKind,
+    /// Bytes per flow.
+    pub size: u64,
+    /// The fastest mechanism by median.
+    pub leader: MechanismName,
+    /// The fastest other mechanism.
+    pub runner_up: MechanismName,
+    /// How far behind the runner-up was, a fraction of the leader's median.
+    pub gap: f64,
+    /// The tie band at this size (see [`best_at_size`]).
+    pub band: f64,
+    /// The built-in table's mechanism for the kind.
+    pub builtin: MechanismName,
+    /// Whether the built-in mechanism was inside the band, and so kept.
+    pub kept_builtin: bool,
+}
+
+impl NoiseTie {
+    /// One line for the profile's notes.
+    pub fn note(&self) -> String {
+        let outcome = if self.kept_builtin {
+            format!("kept the built-in {}", self.builtin)
+        } else {
+            format!(
+                "the built-in {} was not among them; the one with less CPU per byte won",
+                self.builtin
+            )
+        };
+        format!(
+            "{} at {}: {} and {} are {:.1}% apart, inside the noise ({:.1}%): {outcome}",
+            self.kind,
+            flexio::format_bytes(self.size),
+            self.leader,
+            self.runner_up,
+            self.gap * 100.0,
+            self.band * 100.0
+        )
+    }
+}
+
+/// The winner at one size: the built-in mechanism's fastest measurement
+/// when the two fastest mechanisms tie within the noise and it is inside
+/// the band, else [`best_at_size`]'s; with the tie, if there was one.
+fn winner_at_size<'m>(
+    at_size: &[&'m Measurement],
+    kind: FlowKind,
+    tie_tolerance: f64,
+) -> Option<(&'m Measurement, Option<NoiseTie>)> {
+    let leader = leader(at_size)?;
+    let band = band(leader, tie_tolerance);
+    let floor = leader.median_bps * (1.0 - band);
+    let fastest_of = |keep: &dyn Fn(MechanismName) -> bool| {
+        at_size
+            .iter()
+            .filter(|m| keep(m.candidate.mechanism) && m.median_bps >= floor)
+            .max_by(|a, b| a.median_bps.total_cmp(&b.median_bps))
+            .copied()
+    };
+    let Some(runner_up) = fastest_of(&|m| m != leader.candidate.mechanism) else {
+        return Some((best_at_size(at_size, tie_tolerance)?, None));
+    };
+    let (source, sink) = kind.representative_pair();
+    let builtin = flexio::builtin_choice(source, sink);
+    let kept = fastest_of(&|m| m == builtin);
+    let tie = NoiseTie {
+        kind,
+        size: leader.size,
+        leader: leader.candidate.mechanism,
+        runner_up: runner_up.candidate.mechanism,
+        gap: 1.0 - runner_up.median_bps / leader.median_bps,
+        band,
+        builtin,
+        kept_builtin: kept.is_some(),
+    };
+    let winner = match kept {
+        Some(kept) => kept,
+        None => best_at_size(at_size, tie_tolerance)?,
+    };
+    Some((winner, Some(tie)))
+}
+
+/// What [`select`] found for one flow kind.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Selection {
+    /// The size ranges, from 0 up with the last unbounded.
+    pub ranges: Vec<RangeEntry>,
+    /// The sizes where the two fastest mechanisms tied within the noise.
+    pub ties: Vec<NoiseTie>,
+}
+
+/// Size ranges for `kind` from `measurements` (other kinds are ignored),
+/// as [`select`] chooses them. Empty when nothing of that kind was
+/// measured.
 ///
 /// # Examples
 /// ```
 /// use flexio::profile::FlowKind;
-/// use flexio_bench::select::{select_ranges, Candidate, Measurement};
+/// use flexio_tune::select::{select_ranges, Candidate, Measurement};
 /// use flexio::{MechanismName, Params};
 /// let m = |size, mechanism, bps: f64| Measurement {
 ///     kind: FlowKind::FileToFile, size,
@@ -114,6 +224,14 @@ pub fn select_ranges(
     kind: FlowKind,
     tie_tolerance: f64,
 ) -> Vec<RangeEntry> {
+    select(measurements, kind, tie_tolerance).ranges
+}
+
+/// The winner of every measured size of `kind` (see [`best_at_size`];
+/// where the two fastest mechanisms tie within the noise, the built-in
+/// table's mechanism if it is inside the band), turned into size ranges,
+/// and the ties.
+pub fn select(measurements: &[Measurement], kind: FlowKind, tie_tolerance: f64) -> Selection {
     let mut sizes: Vec<u64> = measurements
         .iter()
         .filter(|m| m.kind == kind)
@@ -121,6 +239,7 @@ pub fn select_ranges(
         .collect();
     sizes.sort_unstable();
     sizes.dedup();
+    let mut ties = Vec::new();
     let winners: Vec<&Measurement> = sizes
         .iter()
         .filter_map(|&size| {
@@ -128,9 +247,20 @@ pub fn select_ranges(
                 .iter()
                 .filter(|m| m.kind == kind && m.size == size)
                 .collect();
-            best_at_size(&at_size, tie_tolerance)
+            let (winner, tie) = winner_at_size(&at_size, kind, tie_tolerance)?;
+            ties.extend(tie);
+            Some(winner)
         })
         .collect();
+    Selection {
+        ranges: ranges_of(&winners),
+        ties,
+    }
+}
+
+/// Ranges from each measured size's winner, in size order: boundaries
+/// halfway (geometrically) between sizes, equal neighbours merged.
+fn ranges_of(winners: &[&Measurement]) -> Vec<RangeEntry> {
     let mut ranges: Vec<RangeEntry> = Vec::new();
     for (i, winner) in winners.iter().enumerate() {
         let min_bytes = if i == 0 {
@@ -255,11 +385,12 @@ mod tests {
         use MechanismName::*;
         // The leader's runs spread over 30% of its median: 4% behind it
         // is a tie (past the 3% tolerance, inside the noise), and the
-        // cheaper candidate is chosen; 8% is not.
+        // cheaper candidate is chosen (the built-in copy-file-range is not
+        // among them); 8% is not.
         let noisy = Measurement {
             min_bps: 0.8e9,
             max_bps: 1.1e9,
-            ..measurement(64 << 20, CopyFileRange, 1.0e9, 0.5)
+            ..measurement(64 << 20, Splice, 1.0e9, 0.5)
         };
         let measured = vec![
             noisy.clone(),
@@ -276,7 +407,48 @@ mod tests {
         };
         let measured = vec![steady, measurement(64 << 20, IoUring, 0.96e9, 0.2)];
         let ranges = select_ranges(&measured, FlowKind::FileToFile, 0.03);
-        assert_eq!(ranges[0].mechanism, CopyFileRange);
+        assert_eq!(ranges[0].mechanism, Splice);
+    }
+
+    #[test]
+    fn a_tie_within_the_noise_keeps_the_built_in_choice_and_says_so() {
+        use MechanismName::*;
+        // Splice leads copy-file-range (the built-in choice between files)
+        // by 2%, inside the 5% band its 10% spread opens; io_uring is
+        // cheaper and inside too, but only the built-in is kept on noise.
+        let measured = vec![
+            measurement(1 << 20, Splice, 1.00e9, 0.5),
+            measurement(1 << 20, CopyFileRange, 0.98e9, 0.4),
+            measurement(1 << 20, IoUring, 0.97e9, 0.1),
+            measurement(1 << 30, Splice, 1.00e9, 0.5),
+            measurement(1 << 30, CopyFileRange, 0.80e9, 0.4),
+        ];
+        let selection = select(&measured, FlowKind::FileToFile, 0.03);
+        assert_eq!(selection.ranges[0].mechanism, CopyFileRange);
+        assert_eq!(selection.ranges[1].mechanism, Splice, "a 20% lead");
+        assert_eq!(selection.ties.len(), 1, "{:?}", selection.ties);
+        let tie = &selection.ties[0];
+        assert_eq!((tie.leader, tie.runner_up), (Splice, CopyFileRange));
+        assert!(tie.kept_builtin);
+        assert_eq!(
+            tie.note(),
+            "file-to-file at 1.00 MiB: splice and copy-file-range are 2.0% apart, \
+             inside the noise (5.0%): kept the built-in copy-file-range"
+        );
+        // Without the built-in among the tied, the cheaper one wins and
+        // the note says the built-in was not there.
+        let selection = select(
+            &measured[..1]
+                .iter()
+                .chain(&measured[2..3])
+                .cloned()
+                .collect::<Vec<_>>(),
+            FlowKind::FileToFile,
+            0.03,
+        );
+        assert_eq!(selection.ranges[0].mechanism, IoUring);
+        assert!(!selection.ties[0].kept_builtin);
+        assert!(selection.ties[0].note().contains("was not among them"));
     }
 
     #[test]

@@ -8,20 +8,18 @@
 //! an ordinary bench [`Plan`] — one cell per (kind, size), the candidates
 //! as its entrants, interleaved round by round — which the [`runner`] runs.
 //! [`stats::summarize`] gives median, min and max per candidate; those
-//! become [`Measurement`]s, [`select_ranges`] turns them into size ranges,
+//! become [`Measurement`]s, [`select`] turns them into size ranges (and
+//! says where the best two were inside the noise),
 //! and every candidate's points are kept as its [`Curve`].
 //!
 use std::io;
 use std::path::Path;
 
-use crate::select::{select_ranges, Candidate, Measurement};
+use crate::select::{select, Candidate, Measurement};
 use flexio::format_bytes;
 use flexio::profile::{Curve, CurvePoint, Fingerprint, FlowKind, FlowProfile, Profile};
 
-use crate::model::Results;
-use crate::plan::{Cell, Entrant, Plan};
-use crate::runner::{self, Observer, RunOptions};
-use crate::stats;
+use flexio_bench::harness::{self, Cell, Entrant, Observer, Plan, Results, RunOptions};
 
 const KIB: u64 = 1 << 10;
 const MIB: u64 = 1 << 20;
@@ -64,24 +62,16 @@ pub struct TunePlan {
 /// A second pass of a sweep: the fastest few mechanisms of some flow kinds
 /// at the largest size the first pass measured, measured again at larger
 /// sizes. The quick sweep stops at 64 MiB, and what leads there does not
-/// always lead at 1 GiB: user-space splice between two files took 0.2 to
-/// 2.0 s of system time per GiB from one copy to the next here, nearly all
-/// of it in the kernel's page-to-page memcpy, while read-write and
-/// copy-file-range took a steady 0.3 s; at 64 MiB splice was the fastest.
-/// (Mostly the host faulting memory back in after the guest reported it
-/// free: with reporting held off, eight 1 GiB splice copies in a row ran
-/// at 2.8 to 4.9 GiB/s; see [`crate::fingerprint::free_page_reporting`].
-/// The tune measures the machine as it normally runs.) Measuring every
-/// candidate at 1 GiB would take minutes; measuring the few that could win
-/// takes seconds. More than one size, because with a
-/// point at 1 GiB alone the boundary between 64 MiB's leader and 1 GiB's
-/// is a guess (256 MiB), and here it was a wrong one: splice still led at
-/// 256 MiB by a quarter. One pass for every kind, so that kinds measured
-/// at the same size share one source file (writing 1 GiB takes a second).
-/// When the tune knows the `flexio` executable ([`RunOptions::flexio_exe`],
-/// as `flexio tune` does), the second pass runs each leader as a
-/// `flexio copy --via …` process, as `auto`'s choice will run: the ranges
-/// from its sizes on are decided by what a user's copy gets.
+/// always lead at 1 GiB (splice between files swung from 0.2 to 2.0 s of
+/// system time per GiB here; docs/tuning.md has the history); measuring
+/// every candidate at 1 GiB would take minutes, the few that could win
+/// seconds. More than one size, so that the boundary between the two
+/// leaders is measured, not guessed; one pass for every kind, so that
+/// kinds measured at the same size share one source file. When the tune
+/// knows the `flexio` executable ([`RunOptions::flexio_exe`], as `flexio
+/// tune` does), the second pass runs each leader as a `flexio copy --via
+/// …` process, as `auto`'s choice will run: the ranges from its sizes on
+/// are decided by what a user's copy gets.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Confirm {
     /// The flow kinds confirmed, each with the bytes per flow of its
@@ -104,9 +94,9 @@ impl Confirm {
     /// # Examples
     /// ```
     /// use flexio::profile::FlowKind;
-    /// use flexio_bench::select::{Candidate, Measurement};
+    /// use flexio_tune::select::{Candidate, Measurement};
     /// use flexio::{MechanismName, Params};
-    /// use flexio_bench::tune::Confirm;
+    /// use flexio_tune::sweep::Confirm;
     /// let measured = |mechanism, pipe_size, mb_s: f64| Measurement {
     ///     kind: FlowKind::FileToFile,
     ///     size: 64 << 20,
@@ -281,10 +271,10 @@ pub fn tune(
     options.warmups = plan.warmups;
     options.rounds = plan.rounds;
     options.profile = None;
-    let mut results = runner::run(&plan.cells(), &options, observer)?;
-    let stopped = results.notes.iter().any(|n| n == runner::STOPPED_EARLY);
+    let mut results = harness::run(&plan.cells(), &options, observer)?;
+    let stopped = results.notes.iter().any(|n| n == harness::STOPPED_EARLY);
     if let (Some(confirm), false) = (&plan.confirm, stopped) {
-        let measurements: Vec<Measurement> = stats::summarize(&results)
+        let measurements: Vec<Measurement> = harness::summarize(&results)
             .iter()
             .filter_map(measurement)
             .collect();
@@ -321,7 +311,7 @@ pub fn tune(
                 inner: observer,
                 seen: results.notes.clone(),
             };
-            let more = runner::run(&second, &options, &mut observer)?;
+            let more = harness::run(&second, &options, &mut observer)?;
             results.runs.extend(more.runs);
             for note in more.notes {
                 if !results.notes.contains(&note) {
@@ -365,7 +355,7 @@ impl Observer for SecondPass<'_> {
 /// The profile from a tune's results: per flow kind the ranges chosen from
 /// the measurements and every candidate's curve.
 pub fn build_profile(plan: &TunePlan, results: &Results, dir: &Path) -> Profile {
-    let summaries = stats::summarize(results);
+    let summaries = harness::summarize(results);
     // Absolute, so that the fingerprint check finds the same file system
     // from any working directory.
     let dir = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
@@ -379,7 +369,7 @@ pub fn build_profile(plan: &TunePlan, results: &Results, dir: &Path) -> Profile 
             if used != candidate.mechanism.as_str() {
                 profile.notes.push(format!(
                     "{}: {} fell back to {used}; not a candidate there",
-                    crate::plan::label(&summary.cell),
+                    harness::label(&summary.cell),
                     summary.contender.label()
                 ));
             }
@@ -387,7 +377,11 @@ pub fn build_profile(plan: &TunePlan, results: &Results, dir: &Path) -> Profile 
     }
     let measurements: Vec<Measurement> = summaries.iter().filter_map(measurement).collect();
     for target in &plan.targets {
-        let ranges = select_ranges(&measurements, target.kind, TIE_TOLERANCE);
+        let selection = select(&measurements, target.kind, TIE_TOLERANCE);
+        profile
+            .notes
+            .extend(selection.ties.iter().map(|tie| tie.note()));
+        let ranges = selection.ranges;
         if ranges.is_empty() {
             profile.notes.push(format!(
                 "{}: nothing measured; auto uses the built-in table there",

@@ -8,7 +8,7 @@ use std::ptr::NonNull;
 use rustix::mm::{Advice, MapFlags, ProtFlags};
 
 /// A shared mapping of part of a file, unmapped on drop.
-pub(crate) struct Mapping {
+pub struct Mapping {
     ptr: NonNull<c_void>,
     len: usize,
     writable: bool,
@@ -21,6 +21,11 @@ unsafe impl Send for Mapping {}
 impl Mapping {
     /// Maps `len` bytes of `fd` from `offset` (a multiple of the page size),
     /// read-only or read-write, shared.
+    ///
+    /// # Errors
+    /// `InvalidInput` for `len` 0; the errno of `mmap(2)` (`EACCES` for a
+    /// write mapping of a read-only descriptor, `ENODEV` for a file that
+    /// cannot be mapped).
     ///
     /// Reference: <https://man7.org/linux/man-pages/man2/mmap.2.html>
     pub fn map<Fd: AsFd>(fd: Fd, offset: u64, len: usize, writable: bool) -> io::Result<Self> {
@@ -56,6 +61,11 @@ impl Mapping {
     /// The length in bytes.
     pub fn len(&self) -> usize {
         self.len
+    }
+
+    /// Never: [`Mapping::map`] refuses an empty mapping.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
     }
 
     /// The mapped bytes.

@@ -4,7 +4,7 @@ use std::io;
 use std::os::fd::{AsRawFd, BorrowedFd};
 
 /// Why a writeback request did not go through.
-pub(crate) enum WritebackError {
+pub enum WritebackError {
     /// The descriptor or kernel does not support it (`EINVAL`, `ESPIPE`,
     /// `ENOSYS`, `EOPNOTSUPP`).
     Unsupported,
@@ -36,20 +36,12 @@ fn sync_file_range(
 /// Starts writing the dirty pages of the range back, without waiting.
 ///
 /// Reference: <https://man7.org/linux/man-pages/man2/sync_file_range.2.html>
-pub(crate) fn start_writeback(
-    fd: BorrowedFd<'_>,
-    offset: u64,
-    len: u64,
-) -> Result<(), WritebackError> {
+pub fn start_writeback(fd: BorrowedFd<'_>, offset: u64, len: u64) -> Result<(), WritebackError> {
     sync_file_range(fd, offset, len, libc::SYNC_FILE_RANGE_WRITE)
 }
 
 /// Waits until the range's writeback is done (starting any that is not).
-pub(crate) fn wait_writeback(
-    fd: BorrowedFd<'_>,
-    offset: u64,
-    len: u64,
-) -> Result<(), WritebackError> {
+pub fn wait_writeback(fd: BorrowedFd<'_>, offset: u64, len: u64) -> Result<(), WritebackError> {
     sync_file_range(
         fd,
         offset,

@@ -1,8 +1,6 @@
 //! An io_uring with one registered, aligned buffer per request slot.
 //!
-//! The io-uring crate leaves two things `unsafe`: registering buffers and
-//! pushing an entry, because the kernel reads or writes the memory an entry
-//! names until its completion arrives. [`Ring`] owns both the ring and the
+//! [`Ring`] owns both the ring and the
 //! buffers, lets at most one request use a slot at a time, hands out a
 //! slot's bytes only while no request uses it, and waits for every request
 //! in flight before it frees the buffers — so the safe methods below cannot
@@ -16,17 +14,18 @@ use std::time::Duration;
 
 use io_uring::{opcode, squeue, types, IoUring};
 
-use super::aligned::AlignedBuffer;
+use super::{push, queue_full};
+use crate::aligned::AlignedBuffer;
 
 /// The most slots (and so requests in flight) a ring is made with.
-pub(crate) const MAX_SLOTS: usize = 4096;
+pub const MAX_SLOTS: usize = 4096;
 
 /// The user data of cancel requests: no slot has it.
 const CANCEL: u64 = u64::MAX;
 
 /// A request kind, for [`Ring::push`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Op {
+pub enum Op {
     /// `IORING_OP_READ_FIXED` into the slot.
     Read,
     /// `IORING_OP_WRITE_FIXED` out of the slot.
@@ -35,7 +34,7 @@ pub(crate) enum Op {
 
 /// Why a ring could not be made.
 #[derive(Debug)]
-pub(crate) struct RingError {
+pub struct RingError {
     /// The call that failed: `io_uring_setup` or `io_uring_register`.
     pub op: &'static str,
     /// What it returned.
@@ -43,7 +42,7 @@ pub(crate) struct RingError {
 }
 
 /// An io_uring and `slots` registered buffers of `slot_len` bytes each.
-pub(crate) struct Ring {
+pub struct Ring {
     // Declared before `buffers`: the ring (and its registration) goes
     // first when a `Ring` is dropped.
     ring: IoUring,
@@ -182,8 +181,9 @@ impl Ring {
         // which this `Ring` owns; `busy[slot]` keeps every other request
         // and `slot_bytes` off them until the completion is taken, and
         // `Drop` waits for that completion before freeing them.
-        unsafe { self.ring.submission().push(&entry) }
-            .map_err(|_| io::Error::other("io_uring submission queue full"))?;
+        if !unsafe { push(&mut self.ring, &entry) } {
+            return Err(queue_full());
+        }
         self.busy[slot] = true;
         self.in_flight += 1;
         Ok(())
@@ -236,11 +236,12 @@ impl Ring {
                 .user_data(CANCEL);
             // SAFETY: a cancel request names no memory, only the user data
             // of the request to cancel.
-            if unsafe { self.ring.submission().push(&entry) }.is_err() {
+            if !unsafe { push(&mut self.ring, &entry) } {
                 self.ring.submit()?;
                 // SAFETY: as above.
-                unsafe { self.ring.submission().push(&entry) }
-                    .map_err(|_| io::Error::other("io_uring submission queue full"))?;
+                if !unsafe { push(&mut self.ring, &entry) } {
+                    return Err(queue_full());
+                }
             }
         }
         self.ring.submit()?;
@@ -285,11 +286,7 @@ impl Ring {
             if self.in_flight == 0 {
                 break;
             }
-            match self.submit_and_wait(1) {
-                Ok(_) => {}
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(e),
-            }
+            super::submit_and_wait(&mut self.ring, 1)?;
         }
         Ok(())
     }

@@ -10,8 +10,8 @@ use flexio::{MechanismName, Params};
 use flexio_bench::model::{CacheState, Contender};
 use flexio_bench::plan::{Cell, Entrant, Plan, Scenario};
 use flexio_bench::runner::{self, Quiet, RunOptions};
-use flexio_bench::select::Candidate;
-use flexio_bench::tune::{self, Confirm, TunePlan, TuneTarget};
+use flexio_tune::select::Candidate;
+use flexio_tune::sweep::{self as tune, Confirm, TunePlan, TuneTarget};
 
 const KIB: u64 = 1 << 10;
 

@@ -47,7 +47,7 @@ static MISSING: AtomicBool = AtomicBool::new(false);
 /// could not write; `EOPNOTSUPP` on hugetlbfs; `EBADF`, `EINVAL` as the
 /// man page says. `len == 0` is `EINVAL` here (the kernel would read it as
 /// "to the end of the file").
-pub(crate) fn cached_pages<Fd: AsFd>(fd: Fd, offset: u64, len: u64) -> io::Result<u64> {
+pub fn cached_pages<Fd: AsFd>(fd: Fd, offset: u64, len: u64) -> io::Result<u64> {
     if len == 0 {
         return Err(io::Error::from_raw_os_error(libc::EINVAL));
     }

@@ -30,7 +30,7 @@ use std::io;
 use std::sync::atomic::{fence, AtomicBool, AtomicI32, AtomicUsize, Ordering};
 use std::sync::Once;
 
-use super::mapping::Mapping;
+use crate::mapping::Mapping;
 
 /// How many ranges can be guarded at once across the process (a flow
 /// guards at most two at a time).
@@ -75,7 +75,7 @@ static PREVIOUS_FLAGS: AtomicUsize = AtomicUsize::new(0);
 
 /// A file mapping whose SIGBUS faults are caught and recorded instead of
 /// killing the process. Unregisters its range before unmapping it.
-pub(crate) struct Guard {
+pub struct Guard {
     slot: usize,
     mapping: Mapping,
 }
@@ -350,7 +350,7 @@ mod tests {
         let status = std::process::Command::new(std::env::current_exe().unwrap())
             .args([
                 "--exact",
-                "sys::sigbus::tests::an_unguarded_fault_still_kills_the_process",
+                "sigbus::tests::an_unguarded_fault_still_kills_the_process",
                 "--nocapture",
                 "--test-threads=1",
             ])

@@ -32,6 +32,6 @@ extern "C" fn record_closed_stdio() {
 static RECORD_CLOSED_STDIO: extern "C" fn() = record_closed_stdio;
 
 /// Whether descriptor `fd` (0, 1 or 2) was closed when the process started.
-pub(crate) fn closed_at_start(fd: u8) -> bool {
+pub fn closed_at_start(fd: u8) -> bool {
     fd < 3 && CLOSED_AT_START.load(Ordering::Relaxed) & (1 << fd) != 0
 }

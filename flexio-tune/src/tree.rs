@@ -18,7 +18,7 @@ use flexio::profile::{TreePoint, TreeProfile};
 use flexio::tree::{copy_tree, default_jobs, TreeOptions, TreeProgress, DEFAULT_BATCH};
 
 use crate::select::MAX_NOISE_BAND;
-use crate::tree_bench::{make_tree, TreeShape};
+use flexio_bench::harness::{make_tree, TreeShape};
 
 /// How much to measure.
 #[derive(Clone, Debug)]
@@ -108,7 +108,7 @@ impl Setting {
 ///
 /// # Example
 /// ```no_run
-/// use flexio_bench::tune_tree::{tune_tree, TreeTunePlan};
+/// use flexio_tune::tree::{tune_tree, TreeTunePlan};
 /// let tree = tune_tree(
 ///     std::path::Path::new("/tmp"), "ext4", &TreeTunePlan::quick(),
 ///     &mut |line| eprintln!("{line}"), &mut || false,

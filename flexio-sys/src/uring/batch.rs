@@ -1,9 +1,7 @@
 //! Runs a batch of reads and writes through io_uring with several in
 //! flight, and returns only when the kernel is done with every buffer.
 //!
-//! The io-uring crate leaves pushing an entry `unsafe` because the kernel
-//! uses the memory an entry names until its completion arrives. [`run`]
-//! borrows every buffer of the batch for the whole call and does not
+//! [`run`] borrows every buffer of the batch for the whole call and does not
 //! return — nor unwind: an [`AbortIfInFlight`] guard turns a panic with
 //! requests in flight into an abort — before it has taken the completion
 //! of every entry it pushed. So the safe signature cannot let the kernel
@@ -20,15 +18,27 @@ use std::os::fd::{AsRawFd, BorrowedFd};
 
 use io_uring::{opcode, types, IoUring};
 
+use super::{push, submit_and_wait};
+
 /// Entries of each thread's ring: the most requests in flight at once.
-pub(crate) const RING_ENTRIES: u32 = 64;
+pub const RING_ENTRIES: u32 = 64;
 
 /// One request of a batch.
-pub(crate) enum Request<'a> {
+pub enum Request<'a> {
     /// Read `buf.len()` bytes at `offset` into `buf`.
-    Read { offset: u64, buf: &'a mut [u8] },
+    Read {
+        /// The byte of the file to read from.
+        offset: u64,
+        /// Where the bytes go; its length is the request's.
+        buf: &'a mut [u8],
+    },
     /// Write `buf` at `offset`.
-    Write { offset: u64, buf: &'a [u8] },
+    Write {
+        /// The byte of the file to write at.
+        offset: u64,
+        /// The bytes to write.
+        buf: &'a [u8],
+    },
 }
 
 thread_local! {
@@ -56,7 +66,7 @@ struct AbortIfInFlight(usize);
 impl Drop for AbortIfInFlight {
     fn drop(&mut self) {
         if self.0 > 0 {
-            eprintln!("flexio-cache: unwinding with io_uring requests in flight; aborting");
+            eprintln!("flexio: unwinding with io_uring requests in flight; aborting");
             std::process::abort();
         }
     }
@@ -68,7 +78,7 @@ impl Drop for AbortIfInFlight {
 /// # Errors
 /// The outer `Err` when this thread has no ring (the caller then falls back
 /// to `pread`/`pwrite` and says so); per-request errors are in the vector.
-pub(crate) fn run(
+pub fn run(
     fd: BorrowedFd<'_>,
     requests: &mut [Request<'_>],
     depth: usize,
@@ -106,22 +116,17 @@ fn run_on(
             // read) by `requests` for the whole of this call, and this
             // function takes the entry's completion before it returns;
             // `in_flight` aborts rather than unwind past it.
-            if unsafe { ring.submission().push(&entry) }.is_err() {
+            if !unsafe { push(ring, &entry) } {
                 break; // the queue is full: submit and reap first
             }
             in_flight.0 += 1;
             next += 1;
         }
-        match ring.submit_and_wait(1) {
-            Ok(_) => {}
-            Err(e) if matches!(e.kind(), io::ErrorKind::Interrupted) => {}
-            Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {}
-            Err(e) => {
-                // io_uring_enter itself failed: requests already submitted
-                // may still complete, so their buffers cannot be released.
-                eprintln!("flexio-cache: io_uring_enter failed ({e}) with requests in flight");
-                std::process::abort();
-            }
+        if let Err(e) = submit_and_wait(ring, 1) {
+            // io_uring_enter itself failed: requests already submitted may
+            // still complete, so their buffers cannot be released.
+            eprintln!("flexio: io_uring_enter failed ({e}) with requests in flight");
+            std::process::abort();
         }
         for completion in ring.completion() {
             let index = completion.user_data() as usize;

@@ -5,9 +5,11 @@
 //! reader then sees the sequence number move and throws its copy away. For
 //! that race to be defined behaviour and not a data race, every copy that
 //! can overlap a write is a byte-wise atomic copy — the `AtomicPerByte`
-//! memcpy of Rust RFC 3301, done here in inline assembly on x86-64 (AVX
-//! vector moves, `rep movsb` for a tail, `rep stosb` to fill) and
-//! with relaxed `AtomicU8` accesses elsewhere. So:
+//! memcpy of Rust RFC 3301, done in inline assembly on x86-64 when the
+//! `asm-frame-copy` feature is on (the default: AVX vector moves, `rep
+//! movsb` for a tail, `rep stosb` to fill), and with relaxed `AtomicU8`
+//! accesses otherwise (other architectures, or the feature off: slower on
+//! a hit, but no assembly to audit). So:
 //!
 //! * [`Frames`] lives under the shard's lock: plain reads through `&self`
 //!   (no write can overlap them: writes need `&mut self`), and writes
@@ -27,7 +29,7 @@ use std::sync::Arc;
 /// The memory of every frame of a cache: `count` frames of `size` bytes,
 /// an anonymous private mapping of its own (so zeroed by the kernel and
 /// untouched until used, which lets huge pages back it).
-pub(crate) struct Arena {
+pub struct Arena {
     base: NonNull<u8>,
     mapped: usize,
     size: usize,
@@ -48,7 +50,7 @@ const HUGE_PAGE: usize = 2 << 20;
 
 /// One shard's frames, `first..first + count` of the arena, owned by the
 /// shard (under its lock).
-pub(crate) struct Frames {
+pub struct Frames {
     arena: Arc<Arena>,
     first: usize,
     count: usize,
@@ -56,7 +58,7 @@ pub(crate) struct Frames {
 
 /// Lock-free, load-only access to the same frames.
 #[derive(Clone)]
-pub(crate) struct FrameReader {
+pub struct FrameReader {
     arena: Arc<Arena>,
     first: usize,
     count: usize,
@@ -207,7 +209,7 @@ impl FrameReader {
 /// # Safety
 /// `src` is valid for `len` bytes of reads, `dst` for `len` bytes of
 /// writes, and they do not overlap.
-#[cfg(target_arch = "x86_64")]
+#[cfg(all(target_arch = "x86_64", feature = "asm-frame-copy"))]
 #[inline]
 unsafe fn atomic_copy(dst: *mut u8, src: *const u8, len: usize) {
     let vectors = len & !(VECTOR_STEP - 1);
@@ -237,7 +239,7 @@ unsafe fn atomic_copy(dst: *mut u8, src: *const u8, len: usize) {
 }
 
 /// The bytes one turn of [`atomic_copy_avx`]'s loop moves.
-#[cfg(target_arch = "x86_64")]
+#[cfg(all(target_arch = "x86_64", feature = "asm-frame-copy"))]
 const VECTOR_STEP: usize = 128;
 
 /// Copies `len` bytes, a non-zero multiple of [`VECTOR_STEP`], with four
@@ -252,7 +254,7 @@ const VECTOR_STEP: usize = 128;
 /// The CPU has AVX; `src` is valid for `len` bytes of reads, `dst` for
 /// `len` bytes of writes, they do not overlap, and `len` is a non-zero
 /// multiple of [`VECTOR_STEP`].
-#[cfg(target_arch = "x86_64")]
+#[cfg(all(target_arch = "x86_64", feature = "asm-frame-copy"))]
 #[target_feature(enable = "avx")]
 unsafe fn atomic_copy_avx(dst: *mut u8, src: *const u8, len: usize) {
     debug_assert!(len != 0 && len.is_multiple_of(VECTOR_STEP));
@@ -291,7 +293,7 @@ unsafe fn atomic_copy_avx(dst: *mut u8, src: *const u8, len: usize) {
 ///
 /// # Safety
 /// `dst` is valid for `len` bytes of writes.
-#[cfg(target_arch = "x86_64")]
+#[cfg(all(target_arch = "x86_64", feature = "asm-frame-copy"))]
 unsafe fn atomic_fill(dst: *mut u8, byte: u8, len: usize) {
     // SAFETY: the caller's contract; `rep stosb` writes exactly
     // `dst..dst + len`.
@@ -307,12 +309,17 @@ unsafe fn atomic_fill(dst: *mut u8, byte: u8, len: usize) {
 }
 
 /// Copies `len` bytes from `src` to `dst` as byte-wise relaxed atomic
-/// accesses.
+/// accesses, one `AtomicU8` at a time: the copy where the assembly is not
+/// built.
 ///
 /// # Safety
-/// As the x86-64 version.
-#[cfg(not(target_arch = "x86_64"))]
-unsafe fn atomic_copy(dst: *mut u8, src: *const u8, len: usize) {
+/// `src` is valid for `len` bytes of reads, `dst` for `len` bytes of
+/// writes, and they do not overlap.
+#[cfg_attr(
+    all(target_arch = "x86_64", feature = "asm-frame-copy"),
+    allow(dead_code)
+)]
+unsafe fn portable_copy(dst: *mut u8, src: *const u8, len: usize) {
     use std::sync::atomic::{AtomicU8, Ordering::Relaxed};
     for i in 0..len {
         // SAFETY: in bounds by the caller's contract; every access to
@@ -325,18 +332,26 @@ unsafe fn atomic_copy(dst: *mut u8, src: *const u8, len: usize) {
 }
 
 /// Fills `len` bytes at `dst` with `byte` as byte-wise relaxed atomic
-/// stores.
+/// stores, one `AtomicU8` at a time.
 ///
 /// # Safety
-/// As the x86-64 version.
-#[cfg(not(target_arch = "x86_64"))]
-unsafe fn atomic_fill(dst: *mut u8, byte: u8, len: usize) {
+/// `dst` is valid for `len` bytes of writes.
+#[cfg_attr(
+    all(target_arch = "x86_64", feature = "asm-frame-copy"),
+    allow(dead_code)
+)]
+unsafe fn portable_fill(dst: *mut u8, byte: u8, len: usize) {
     use std::sync::atomic::{AtomicU8, Ordering::Relaxed};
     for i in 0..len {
         // SAFETY: in bounds by the caller's contract.
         unsafe { AtomicU8::from_ptr(dst.add(i)).store(byte, Relaxed) }
     }
 }
+
+#[cfg(not(all(target_arch = "x86_64", feature = "asm-frame-copy")))]
+use portable_copy as atomic_copy;
+#[cfg(not(all(target_arch = "x86_64", feature = "asm-frame-copy")))]
+use portable_fill as atomic_fill;
 
 #[cfg(test)]
 mod tests {
@@ -389,6 +404,24 @@ mod tests {
                 );
                 assert_eq!(out[len], 0, "{len} at {within}: wrote past the end");
             }
+        }
+    }
+
+    #[test]
+    fn the_portable_copy_and_fill_move_exactly_their_bytes() {
+        // Built and tested whichever copy the frames use, so the fallback
+        // behind the feature cannot rot unseen.
+        let src: Vec<u8> = (0..1000).map(|i| (i % 251) as u8 + 1).collect();
+        for len in [0, 1, 127, 128, 129, 999] {
+            let mut dst = vec![0u8; len + 1];
+            // SAFETY: both vectors hold at least `len` bytes and are
+            // separate allocations.
+            unsafe { super::portable_copy(dst.as_mut_ptr(), src.as_ptr(), len) };
+            assert_eq!(&dst[..len], &src[..len], "{len}");
+            assert_eq!(dst[len], 0, "{len}: wrote past the end");
+            // SAFETY: `dst` holds `len + 1` bytes.
+            unsafe { super::portable_fill(dst.as_mut_ptr(), 9, len) };
+            assert!(dst[..len].iter().all(|&b| b == 9) && dst[len] == 0);
         }
     }
 

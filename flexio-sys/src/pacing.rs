@@ -65,23 +65,23 @@ fn get_option<T: Copy + Default>(
 /// Caps the socket's sending rate at `bytes_per_second` (`u64::MAX`: no
 /// cap). The 64-bit form is read by kernels since 4.20; older ones read
 /// the low 32 bits, which is the whole value below 4 GiB/s.
-pub(crate) fn set_max_pacing_rate(fd: BorrowedFd<'_>, bytes_per_second: u64) -> io::Result<()> {
+pub fn set_max_pacing_rate(fd: BorrowedFd<'_>, bytes_per_second: u64) -> io::Result<()> {
     set_option(fd, libc::SOL_SOCKET, SO_MAX_PACING_RATE, bytes_per_second)
 }
 
 /// The socket's current cap (`u64::MAX` or `u32::MAX`: none).
-pub(crate) fn max_pacing_rate(fd: BorrowedFd<'_>) -> io::Result<u64> {
+pub fn max_pacing_rate(fd: BorrowedFd<'_>) -> io::Result<u64> {
     get_option(fd, libc::SOL_SOCKET, SO_MAX_PACING_RATE)
 }
 
 /// Makes a sender wait until fewer than `bytes` are queued and not yet
 /// sent, so that a paced sender's clock stays near its bytes on the wire.
-pub(crate) fn set_notsent_lowat(fd: BorrowedFd<'_>, bytes: u32) -> io::Result<()> {
+pub fn set_notsent_lowat(fd: BorrowedFd<'_>, bytes: u32) -> io::Result<()> {
     set_option(fd, libc::IPPROTO_TCP, libc::TCP_NOTSENT_LOWAT, bytes)
 }
 
 /// The socket's current `TCP_NOTSENT_LOWAT`.
-pub(crate) fn notsent_lowat(fd: BorrowedFd<'_>) -> io::Result<u32> {
+pub fn notsent_lowat(fd: BorrowedFd<'_>) -> io::Result<u32> {
     get_option(fd, libc::IPPROTO_TCP, libc::TCP_NOTSENT_LOWAT)
 }
 
