@@ -10,24 +10,20 @@
 //! says so.
 
 use std::collections::VecDeque;
-use std::ffi::OsStr;
-use std::os::fd::{AsRawFd, OwnedFd};
-use std::os::unix::ffi::OsStrExt;
-use std::path::{Path, PathBuf};
+use std::os::fd::OwnedFd;
+use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::Instant;
 
-use flexio::range::{Mover, NewFile};
-use rustix::fs::{AtFlags, FileType};
+use flexio::range::Mover;
 
 use super::connection::{Connection, Url};
 use super::listing::{self, unix_seconds, ListingFormat};
 use super::pieces::receive;
-use super::report::ListingReport;
-use super::report::TreeReport;
+use super::report::{ListingReport, TreeReport};
 use super::tree_dest::{
-    finish_tree, join_label, make_directory, open_destination, parent_of, set_times, Kind, Planned,
+    entry_target, finish_tree, make_directory, open_destination, set_times, Kind, Planned, Slot,
 };
 use super::GetOptions;
 use crate::error::{Error, Result};
@@ -262,23 +258,13 @@ fn fetch_listed(
     options: &GetOptions,
     mover: &mut Mover,
 ) -> Result<Outcome> {
-    let shown = join_label(label, &entry.parts);
-    let (parent, name) = parent_of(root, &entry.parts, label)?;
-    let here = rustix::fs::statat(&parent, OsStr::from_bytes(name), AtFlags::SYMLINK_NOFOLLOW).ok();
-    let here_type = here.map(|stat| FileType::from_raw_mode(stat.st_mode));
-    if here_type == Some(FileType::Directory) {
-        return Err(Error::Usage(format!(
-            "{shown}: a directory is there; not replaced with a file"
-        )));
-    }
-    let encoded: Vec<String> = entry.parts.iter().map(|p| percent_encode(p)).collect();
-    let target = format!("{}{}", url.target, encoded.join("/"));
-    let peer = url.with_target(target.clone()).to_string();
+    let slot = Slot::of(root, entry, label)?;
+    let (target, peer) = entry_target(url, entry);
     let mut open = match connection.take() {
         Some(open) => open,
         None => Connection::open(url, options.timeout, &options.tls)?,
     };
-    if let Some(stat) = here.filter(|_| here_type == Some(FileType::RegularFile)) {
+    if let Some(stat) = slot.regular_file() {
         let size = stat.st_size as u64;
         let (same, reusable) = same_as_served(&mut open, &target, &peer, size, stat.st_mtime)?;
         if same {
@@ -297,8 +283,8 @@ fn fetch_listed(
         // The body of the refusal stays unread: the connection goes.
         403 | 404 | 410 => {
             return Ok(Outcome::NotFetched(format!(
-                "{shown}: {} {}",
-                response.status, response.reason
+                "{}: {} {}",
+                slot.shown, response.status, response.reason
             )))
         }
         200 => {}
@@ -319,17 +305,24 @@ fn fetch_listed(
     let size = response
         .content_length(&peer)?
         .ok_or_else(|| Error::protocol(&peer, "a file without Content-Length"))?;
-    let destination = PathBuf::from(format!("/proc/self/fd/{}", parent.as_raw_fd()))
-        .join(OsStr::from_bytes(name));
-    let file = NewFile::create(&destination, entry.mode)?;
+    let file = slot.new_file(entry.mode)?;
     if size > 0 {
-        receive(&mut open, file.fd(), &shown, 0, size, size, options, mover)?;
+        receive(
+            &mut open,
+            file.fd(),
+            &slot.shown,
+            0,
+            size,
+            size,
+            options,
+            mover,
+        )?;
     }
     if !response.closes() {
         *connection = Some(open);
     }
     if let Some(mtime) = response.header("last-modified").and_then(unix_seconds) {
-        set_times(file.fd(), mtime, 0, &shown)?;
+        set_times(file.fd(), mtime, 0, &slot.shown)?;
     }
     file.commit(size, options.fsync)?;
     Ok(Outcome::New(size))

@@ -208,6 +208,65 @@ impl Outcomes {
     }
 }
 
+/// Where a tree entry's file goes: its name as shown, its directory
+/// opened beneath the destination, its last component, and what is there
+/// now (`lstat`).
+pub(super) struct Slot<'p> {
+    pub shown: String,
+    pub parent: OwnedFd,
+    pub name: &'p [u8],
+    pub here: Option<rustix::fs::Stat>,
+}
+
+impl<'p> Slot<'p> {
+    /// `entry`'s slot beneath `root`.
+    ///
+    /// # Errors
+    /// [`Error::Usage`] where a directory is in the file's place; the
+    /// errors of opening its directory.
+    pub(super) fn of(root: &OwnedFd, entry: &'p Planned, label: &str) -> Result<Slot<'p>> {
+        let shown = join_label(label, &entry.parts);
+        let (parent, name) = parent_of(root, &entry.parts, label)?;
+        let here =
+            rustix::fs::statat(&parent, OsStr::from_bytes(name), AtFlags::SYMLINK_NOFOLLOW).ok();
+        if here.is_some_and(|stat| FileType::from_raw_mode(stat.st_mode) == FileType::Directory) {
+            return Err(Error::Usage(format!(
+                "{shown}: a directory is there; not replaced with a file"
+            )));
+        }
+        Ok(Slot {
+            shown,
+            parent,
+            name,
+            here,
+        })
+    }
+
+    /// The regular file there now, if any.
+    pub(super) fn regular_file(&self) -> Option<rustix::fs::Stat> {
+        self.here
+            .filter(|stat| FileType::from_raw_mode(stat.st_mode) == FileType::RegularFile)
+    }
+
+    /// A new file for the slot (named through `/proc/self/fd`, so no
+    /// component can be swapped for a symlink meanwhile), taking its name
+    /// only on commit.
+    pub(super) fn new_file(&self, mode: u32) -> Result<NewFile> {
+        let destination = PathBuf::from(format!("/proc/self/fd/{}", self.parent.as_raw_fd()))
+            .join(OsStr::from_bytes(self.name));
+        Ok(NewFile::create(&destination, mode & 0o777)?)
+    }
+}
+
+/// The request target for `entry` under the directory `url`, and its URL
+/// as shown.
+pub(super) fn entry_target(url: &Url, entry: &Planned) -> (String, String) {
+    let encoded: Vec<String> = entry.parts.iter().map(|p| percent_encode(p)).collect();
+    let target = format!("{}{}", url.target, encoded.join("/"));
+    let peer = url.with_target(target.clone()).to_string();
+    (target, peer)
+}
+
 /// Fetches one file whole over `connection` (opening one when it has
 /// none), checks it, and links it in — unless a regular file with its
 /// size and mtime is already there.
@@ -220,30 +279,16 @@ pub(super) fn fetch_file(
     options: &GetOptions,
     mover: &mut Mover,
 ) -> Result<Fetched> {
-    let shown = join_label(label, &entry.parts);
-    let (parent, name) = parent_of(root, &entry.parts, label)?;
-    if existing(&parent, name) == Some(FileType::Directory) {
-        return Err(Error::Usage(format!(
-            "{shown}: a directory is there; not replaced with a file"
-        )));
-    }
-    if let Ok(stat) =
-        rustix::fs::statat(&parent, OsStr::from_bytes(name), AtFlags::SYMLINK_NOFOLLOW)
-    {
-        if FileType::from_raw_mode(stat.st_mode) == FileType::RegularFile
-            && stat.st_size as u64 == entry.size
+    let slot = Slot::of(root, entry, label)?;
+    if slot.regular_file().is_some_and(|stat| {
+        stat.st_size as u64 == entry.size
             && stat.st_mtime == entry.mtime
             && stat.st_mtime_nsec == u64::from(entry.mtime_nsec)
-        {
-            return Ok(Fetched::Unchanged);
-        }
+    }) {
+        return Ok(Fetched::Unchanged);
     }
-    let destination = PathBuf::from(format!("/proc/self/fd/{}", parent.as_raw_fd()))
-        .join(OsStr::from_bytes(name));
-    let file = NewFile::create(&destination, entry.mode & 0o777)?;
-    let encoded: Vec<String> = entry.parts.iter().map(|p| percent_encode(p)).collect();
-    let target = format!("{}{}", url.target, encoded.join("/"));
-    let peer = url.with_target(target.clone()).to_string();
+    let file = slot.new_file(entry.mode)?;
+    let (target, peer) = entry_target(url, entry);
     let mut open = match connection.take() {
         Some(open) => open,
         None => Connection::open(url, options.timeout, &options.tls)?,
@@ -272,7 +317,7 @@ pub(super) fn fetch_file(
         receive(
             &mut open,
             file.fd(),
-            &shown,
+            &slot.shown,
             0,
             entry.size,
             entry.size,
@@ -283,7 +328,7 @@ pub(super) fn fetch_file(
     if !response.closes() {
         *connection = Some(open);
     }
-    finish(file, entry, shown, options, None)?;
+    finish(file, entry, slot.shown, options, None)?;
     Ok(Fetched::New)
 }
 
