@@ -257,19 +257,7 @@ openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout server.ke
 printf 'subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\nkeyUsage=digitalSignature\nextendedKeyUsage=serverAuth\n' > ext
 openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out server.pem -days 2 -extfile ext 2>/dev/null
 "#;
-    match std::process::Command::new("sh")
-        .arg("-c")
-        .arg(script)
-        .arg("sh")
-        .arg(dir)
-        .status()
-    {
-        Ok(status) if status.success() => true,
-        _ => {
-            common::skipped("openssl cannot make the test certificates");
-            false
-        }
-    }
+    common::script_in(dir, script, "openssl cannot make the test certificates")
 }
 
 #[test]

@@ -5,23 +5,11 @@
 //! the get succeeds; served without the intermediate, it fails. Needs the
 //! openssl command to make the certificates.
 
-use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
 
 mod common;
 
-use common::{flexio, stderr};
-
-/// `flexio serve` killed when the test ends.
-struct Serving(Child);
-
-impl Drop for Serving {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
+use common::{flexio, stderr, Serving};
 
 /// Makes, in `dir`, `root.pem` (a root CA), an intermediate CA it issued,
 /// and `leaf.key` with `leaf.pem` (the leaf for 127.0.0.1, issued by the
@@ -44,19 +32,7 @@ printf 'subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\nkeyUsage=digital
 openssl x509 -req -in leaf.csr -CA mid.pem -CAkey mid.key -CAcreateserial -out leaf.pem -days 2 -extfile leaf.ext 2>/dev/null
 cat leaf.pem mid.pem > chain.pem
 "#;
-    match Command::new("sh")
-        .arg("-c")
-        .arg(script)
-        .arg("sh")
-        .arg(dir)
-        .status()
-    {
-        Ok(status) if status.success() => true,
-        _ => {
-            common::skipped("openssl cannot make the test certificates");
-            false
-        }
-    }
+    common::script_in(dir, script, "openssl cannot make the test certificates")
 }
 
 /// Serves `served` over TLS with `certificate` and `leaf.key`; its base
@@ -67,24 +43,7 @@ fn serve(dir: &Path, served: &Path, certificate: &str) -> (Serving, String) {
         dir.join(certificate).display(),
         dir.join("leaf.key").display()
     );
-    let mut child = flexio()
-        .arg("serve")
-        .arg(served)
-        .args(["--tls", &files])
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut first = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut first)
-        .unwrap();
-    let url = first
-        .split_whitespace()
-        .find(|word| word.starts_with("https://"))
-        .unwrap_or_else(|| panic!("no https URL in {first:?}"))
-        .trim_end_matches('/')
-        .to_string();
-    (Serving(child), url)
+    common::serve(served, &["--tls", &files])
 }
 
 /// `flexio get URL/file DIR/to` with no flag, trusting what `root.pem`

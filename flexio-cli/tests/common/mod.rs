@@ -135,6 +135,25 @@ pub fn skipped(reason: &str) {
     let _ = std::io::stderr().write_all(line.as_bytes());
 }
 
+/// Runs the shell `script` with `dir` as `$1` (certificates made with
+/// openssl, say); `false`, printing that the test skipped for `lacking`,
+/// when it fails.
+pub fn script_in(dir: &Path, script: &str, lacking: &str) -> bool {
+    match Command::new("sh")
+        .arg("-c")
+        .arg(script)
+        .arg("sh")
+        .arg(dir)
+        .status()
+    {
+        Ok(status) if status.success() => true,
+        _ => {
+            skipped(lacking);
+            false
+        }
+    }
+}
+
 /// A `flexio serve`, killed and reaped when dropped.
 pub struct Serving(pub std::process::Child);
 
@@ -163,7 +182,7 @@ pub fn serve(dir: &Path, extra: &[&str]) -> (Serving, String) {
         .unwrap();
     let url = line
         .split_whitespace()
-        .find(|word| word.starts_with("http://"))
+        .find(|word| word.starts_with("http://") || word.starts_with("https://"))
         .unwrap_or_else(|| panic!("no URL in {line:?}"))
         .trim_end_matches('/')
         .to_string();
