@@ -49,7 +49,9 @@ fn refusals(max_connections: usize) -> usize {
 /// One worker's state.
 pub(crate) struct Worker {
     shared: Arc<Shared>,
-    listener: Arc<TcpListener>,
+    /// Dropped when the server stops: the last worker to let go closes
+    /// it, so new clients are refused rather than left in the backlog.
+    listener: Option<Arc<TcpListener>>,
     wake: Arc<OwnedFd>,
     epoll: OwnedFd,
     connections: HashMap<u64, Connection>,
@@ -81,7 +83,7 @@ impl Worker {
         )?;
         let worker = Worker {
             shared,
-            listener,
+            listener: Some(listener),
             wake,
             epoll,
             connections: HashMap::new(),
@@ -99,9 +101,12 @@ impl Worker {
     }
 
     fn listen(&self) -> std::io::Result<()> {
+        let Some(listener) = &self.listener else {
+            return Ok(());
+        };
         Ok(epoll::add(
             &self.epoll,
-            &*self.listener,
+            &**listener,
             epoll::EventData::new_u64(LISTENER),
             epoll::EventFlags::IN | epoll::EventFlags::EXCLUSIVE,
         )?)
@@ -194,7 +199,9 @@ impl Worker {
     /// the others finish what they are doing and close.
     fn stop(&mut self) {
         self.stopping = true;
-        let _ = epoll::delete(&self.epoll, &*self.listener);
+        if let Some(listener) = self.listener.take() {
+            let _ = epoll::delete(&self.epoll, &*listener);
+        }
         self.accept_paused = None;
         let idle: Vec<u64> = self
             .connections
@@ -247,7 +254,9 @@ impl Worker {
     }
 
     fn pause_accepting(&mut self, now: Instant) {
-        let _ = epoll::delete(&self.epoll, &*self.listener);
+        if let Some(listener) = &self.listener {
+            let _ = epoll::delete(&self.epoll, &**listener);
+        }
         self.accept_paused = Some(now + self.backoff);
         self.backoff = (self.backoff * 2).min(MAX_BACKOFF);
     }
@@ -255,7 +264,10 @@ impl Worker {
     /// Accepts pending connections; past the cap, answers 503.
     fn accept_all(&mut self) {
         for _ in 0..ACCEPT_BATCH {
-            let (stream, peer) = match self.listener.accept() {
+            let Some(listener) = &self.listener else {
+                return;
+            };
+            let (stream, peer) = match listener.accept() {
                 Ok(accepted) => accepted,
                 Err(error) if error.kind() == std::io::ErrorKind::WouldBlock => return,
                 Err(error) => {
