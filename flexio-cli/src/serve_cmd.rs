@@ -84,6 +84,12 @@ pub struct ServeArgs {
         conflicts_with = "tls_self_signed"
     )]
     tls: Vec<PathBuf>,
+    /// Follow symbolic links in a requested path when each resolves
+    /// beneath DIR (openat2 RESOLVE_BENEATH: a link out of DIR, absolute
+    /// or through .., is still refused). Off by default: a link is
+    /// answered 403, and ?tar and manifests list links as links.
+    #[arg(long)]
+    follow_symlinks: bool,
     /// On SIGTERM or SIGINT: stop accepting and give the answers in
     /// flight this long to finish (an upload not whole is never linked
     /// in), then exit 0; a second signal exits at once.
@@ -137,6 +143,7 @@ pub fn run(args: ServeArgs) -> crate::error::Result<()> {
     config.max_chunk = args.max_chunk;
     config.chunk = args.chunk;
     config.grace = args.grace;
+    config.follow_symlinks = args.follow_symlinks;
     if !matches!(args.tls.len(), 0 | 2) {
         return Err(Error::Usage("--tls takes two PEM files: CERT,KEY".into()).into());
     }

@@ -60,6 +60,10 @@ pub struct ServeConfig {
     /// Serve TLS on `listen` with this identity ([`crate::tls`]): a front
     /// terminates TLS and relays to the plain server on loopback.
     pub tls: Option<crate::tls::TlsIdentity>,
+    /// Follow symbolic links in a GET or HEAD target, as long as each
+    /// resolves beneath the root (never out of it). Off by default: a
+    /// link is answered 403, as `?tar` and manifests list it as a link.
+    pub follow_symlinks: bool,
 }
 
 /// The default [`ServeConfig::max_chunk`]. Measured with
@@ -101,6 +105,7 @@ impl ServeConfig {
             max_chunk: DEFAULT_MAX_CHUNK,
             tls: None,
             grace: DEFAULT_GRACE,
+            follow_symlinks: false,
         }
     }
 }

@@ -131,6 +131,7 @@ impl Server {
                 config,
                 root,
                 live: Arc::new(AtomicUsize::new(0)),
+                refusing: Arc::new(AtomicUsize::new(0)),
                 hashes: hash_cache::HashCache::default(),
                 nonces: crate::signing::SeenNonces::default(),
                 uploads: Mutex::new(()),

@@ -101,11 +101,13 @@ fn respond(exchange: &mut Exchange<'_>) -> std::io::Result<bool> {
         Err(BadTarget::Malformed(why)) => return exchange.text(400, why),
     };
     let path = parts.join(&b'/');
-    let file = match open_beneath(std::os::fd::AsFd::as_fd(&shared.root), &path) {
+    let follow = shared.config.follow_symlinks;
+    let file = match open_target(shared, &path) {
         Ok(file) => file,
         Err(error) => {
             let (status, why) = match Errno::from_io_error(&error) {
                 Some(Errno::NOENT | Errno::NOTDIR) => (404, "no such file"),
+                Some(Errno::LOOP) if follow => (403, "too many symbolic links"),
                 Some(Errno::LOOP) => (403, "symbolic links are not followed"),
                 Some(Errno::XDEV) => (403, "the path leads out of the served directory"),
                 Some(Errno::ACCESS | Errno::PERM) => (403, "permission denied"),
@@ -124,4 +126,24 @@ fn respond(exchange: &mut Exchange<'_>) -> std::io::Result<bool> {
         rustix::fs::FileType::Directory => directory::answer(exchange, file, &parts, query),
         _ => exchange.text(403, "not a regular file or a directory"),
     }
+}
+
+/// Opens the GET or HEAD target beneath the root: symbolic links refused
+/// anywhere on the path, or, with `follow_symlinks`, followed as long as
+/// each resolves beneath the root (`RESOLVE_BENEATH`: an absolute link or
+/// one climbing out with `..` fails with `EXDEV`, whatever the tree).
+fn open_target(shared: &Shared, path: &[u8]) -> std::io::Result<std::os::fd::OwnedFd> {
+    use rustix::fs::{Mode, OFlags, ResolveFlags};
+    let root = std::os::fd::AsFd::as_fd(&shared.root);
+    if !shared.config.follow_symlinks {
+        return open_beneath(root, path);
+    }
+    let path = if path.is_empty() { b"." as &[u8] } else { path };
+    Ok(rustix::fs::openat2(
+        root,
+        <std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(path),
+        OFlags::RDONLY | OFlags::CLOEXEC | OFlags::NONBLOCK | OFlags::NOCTTY,
+        Mode::empty(),
+        ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS,
+    )?)
 }

@@ -22,6 +22,9 @@ pub(crate) struct Shared {
     pub root: OwnedFd,
     /// Connections alive, over all workers (for `max_connections`).
     pub live: Arc<AtomicUsize>,
+    /// Connections past the cap being answered 503, apart: they do not
+    /// keep the server full once they are gone.
+    pub refusing: Arc<AtomicUsize>,
     /// Chunk hashes of unchanged files, for manifests.
     pub hashes: HashCache,
     /// The nonces of signed uploads taken lately (no replays).
@@ -45,15 +48,20 @@ impl Shared {
         *self.stop.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Counts a new connection; the guard uncounts it when dropped.
-    pub fn count_connection(&self) -> LiveGuard {
-        self.live.fetch_add(1, Ordering::Relaxed);
-        LiveGuard(Arc::clone(&self.live))
+    /// Counts a new connection, among those served or those refused;
+    /// the guard uncounts it when dropped.
+    pub fn count_connection(&self, refused: bool) -> LiveGuard {
+        let count = if refused { &self.refusing } else { &self.live };
+        count.fetch_add(1, Ordering::Relaxed);
+        LiveGuard(Arc::clone(count))
     }
 
-    /// Connections alive now.
-    pub fn live_connections(&self) -> usize {
-        self.live.load(Ordering::Relaxed)
+    /// Connections served now, and those being refused.
+    pub fn live_connections(&self) -> (usize, usize) {
+        (
+            self.live.load(Ordering::Relaxed),
+            self.refusing.load(Ordering::Relaxed),
+        )
     }
 }
 

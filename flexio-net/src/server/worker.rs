@@ -40,8 +40,8 @@ const UPLOAD_BUFFER: usize = 256 << 10;
 const FIRST_BACKOFF: Duration = Duration::from_millis(10);
 const MAX_BACKOFF: Duration = Duration::from_secs(1);
 
-/// Connections past the cap that are still answered 503 (and drained)
-/// rather than closed at once, as a share of the cap.
+/// Connections past the cap that are answered 503 (and drained) at once,
+/// at most; more are closed without a word.
 fn refusals(max_connections: usize) -> usize {
     max_connections / 8 + 64
 }
@@ -297,17 +297,15 @@ impl Worker {
 
     fn adopt(&mut self, stream: std::net::TcpStream, peer: std::net::SocketAddr) {
         let max = self.shared.config.max_connections;
-        let live = self.shared.live_connections();
-        if live >= max + refusals(max) || stream.set_nonblocking(true).is_err() {
+        let (live, refusing) = self.shared.live_connections();
+        let refused = live >= max;
+        if (refused && refusing >= refusals(max)) || stream.set_nonblocking(true).is_err() {
             return;
         }
         let _ = stream.set_nodelay(true);
         let token = self.next_token;
         self.next_token += 1;
-        let mut connection = Connection::new(stream, peer, &self.shared, Instant::now());
-        if live >= max {
-            connection.refuse(503, "too many connections; try again shortly");
-        }
+        let connection = Connection::new(stream, peer, &self.shared, Instant::now(), refused);
         let flags = epoll::EventFlags::IN
             | epoll::EventFlags::OUT
             | epoll::EventFlags::RDHUP
