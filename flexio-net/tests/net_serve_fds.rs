@@ -54,8 +54,16 @@ fn out_of_descriptors_the_server_backs_off_and_recovers() {
     let mut warm = common::RawClient::connect(address);
     assert_eq!(warm.get("/f", "").status, 200);
     drop(warm);
-    let schedstats = worker_schedstats();
-    assert_eq!(schedstats.len(), 2);
+    // The workers start as the server runs: wait for both.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let schedstats = loop {
+        let files = worker_schedstats();
+        if files.len() == 2 {
+            break files;
+        }
+        assert!(Instant::now() < deadline, "{} workers", files.len());
+        std::thread::sleep(Duration::from_millis(20));
+    };
 
     let before = getrlimit(Resource::Nofile);
     setrlimit(
