@@ -63,8 +63,10 @@ impl<'a> Exchange<'a> {
         *self.body.borrow_mut() = Some(body);
     }
 
-    /// Leaves a request body to read (an upload) before answering.
+    /// Leaves a request body to read (an upload) before answering, with
+    /// `100 Continue` first when the client waits for it.
     pub fn read_body(&self, intake: Intake) {
+        self.continue_if_expected();
         *self.intake.borrow_mut() = Some(intake);
     }
 
@@ -75,7 +77,7 @@ impl<'a> Exchange<'a> {
 
     /// Leaves `100 Continue` before an upload's body, when the client
     /// waits for it.
-    pub fn continue_if_expected(&self) {
+    fn continue_if_expected(&self) {
         if self
             .request
             .header("expect")

@@ -138,7 +138,6 @@ pub(crate) fn answer(exchange: &mut Exchange<'_>, parts: &[Vec<u8>]) -> std::io:
     if length == 0 {
         return finish(exchange, intake);
     }
-    exchange.continue_if_expected();
     exchange.read_body(intake);
     Ok(false)
 }

@@ -356,7 +356,6 @@ pub(crate) fn answer(
     if length == 0 {
         return finish(exchange, intake);
     }
-    exchange.continue_if_expected();
     exchange.read_body(intake);
     Ok(false)
 }
