@@ -201,6 +201,9 @@ fn ten_thousand_idle_connections_are_held_in_bounded_memory_and_a_new_client_is_
             break line[at + "LISTENING ".len()..].trim().parse().unwrap();
         }
     };
+    // The server's workers start as it runs: one answer, and a moment.
+    assert_eq!(RawClient::connect(address).get("/small", "").status, 200);
+    std::thread::sleep(Duration::from_millis(300));
     let (before, threads_before) = (rss_kib(pid), threads(pid));
     let mut idle = Vec::with_capacity(IDLE);
     for _ in 0..IDLE {

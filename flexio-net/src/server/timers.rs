@@ -13,6 +13,9 @@ pub(crate) const TICK: Duration = Duration::from_millis(10);
 /// Slots in one turn of the wheel (about 10 s).
 const SLOTS: usize = 1024;
 
+/// Ticks [`Wheel::timeout`] looks ahead for an entry.
+const LOOK_AHEAD: u64 = 100;
+
 /// Deadlines by connection token.
 pub(crate) struct Wheel {
     slots: Vec<Vec<(Instant, u64)>>,
@@ -82,13 +85,18 @@ impl Wheel {
     }
 
     /// How long a worker may sleep before the next tick with entries is
-    /// due; `None` with no entries.
+    /// due (looking [`LOOK_AHEAD`] ticks ahead at most, so an idle worker
+    /// wakes about once a second, not at every tick); `None` with no
+    /// entries.
     pub fn timeout(&self, now: Instant) -> Option<Duration> {
         if self.entries == 0 {
             return None;
         }
-        let next_tick = self.start + TICK * self.next as u32;
-        Some(next_tick.saturating_duration_since(now))
+        let ahead = (0..LOOK_AHEAD)
+            .find(|k| !self.slots[((self.next + k) % SLOTS as u64) as usize].is_empty())
+            .unwrap_or(LOOK_AHEAD);
+        let tick = self.start + TICK * (self.next + ahead) as u32;
+        Some(tick.saturating_duration_since(now))
     }
 }
 
@@ -117,6 +125,15 @@ mod tests {
         assert!(due.is_empty());
         wheel.expire(start + Duration::from_millis(30), &mut due);
         assert_eq!(due.iter().map(|d| d.1).collect::<Vec<_>>(), [1]);
+        due.clear();
+        // Only the 15 s entry is left: the worker may sleep a second.
+        let sleep = wheel.timeout(start + Duration::from_millis(30)).unwrap();
+        assert!(sleep > Duration::from_millis(900) && sleep <= Duration::from_millis(1100));
+        wheel.add(start + Duration::from_millis(55), 4);
+        let sleep = wheel.timeout(start + Duration::from_millis(30)).unwrap();
+        assert_eq!(sleep, Duration::from_millis(30));
+        wheel.expire(start + Duration::from_millis(60), &mut due);
+        assert_eq!(due.iter().map(|d| d.1).collect::<Vec<_>>(), [4]);
         due.clear();
         // A turn of the wheel later (10.24 s) the 15 s entry is in the slot
         // looked at, and must stay.
