@@ -3,6 +3,7 @@
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use clap::Args;
@@ -32,8 +33,8 @@ pub struct ServeArgs {
     /// uploads still need --token-file.
     #[arg(long)]
     public: bool,
-    /// Worker threads answering requests; as many again send the turns of
-    /// long bodies, at a lower CPU priority.
+    /// Worker threads, each with its own epoll set and the connections
+    /// it accepted, driven without blocking.
     #[arg(long, default_value_t = 8)]
     workers: usize,
     /// Connections held at once; more get 503.
@@ -57,15 +58,16 @@ pub struct ServeArgs {
     #[arg(long, default_value = "auto")]
     via: MechanismName,
     /// The most bytes per second one connection is sent (10M, 1G,
-    /// 100Mbit/s); a connection over it waits in the event loop, not in
-    /// a worker.
+    /// 100Mbit/s); a connection over it waits in its worker's timer
+    /// wheel, holding no thread.
     #[arg(long, value_name = "RATE", value_parser = rate)]
     rate_per_client: Option<Rate>,
     /// The most bytes per second all connections together are sent.
     #[arg(long, value_name = "RATE", value_parser = rate)]
     rate_total: Option<Rate>,
-    /// The most body bytes one connection is sent per turn before the
-    /// workers go on with others (as nginx's sendfile_max_chunk).
+    /// The most body bytes one connection is sent (or an upload read) per
+    /// wake-up before its worker goes on with others (as nginx's
+    /// sendfile_max_chunk).
     #[arg(long, value_name = "BYTES", value_parser = max_chunk, default_value = "1M")]
     max_chunk: u64,
     /// Bytes per read/write or per mapped window of that mechanism (the
@@ -82,6 +84,17 @@ pub struct ServeArgs {
         conflicts_with = "tls_self_signed"
     )]
     tls: Vec<PathBuf>,
+    /// Follow symbolic links in a requested path when each resolves
+    /// beneath DIR (openat2 RESOLVE_BENEATH: a link out of DIR, absolute
+    /// or through .., is still refused). Off by default: a link is
+    /// answered 403, and ?tar and manifests list links as links.
+    #[arg(long)]
+    follow_symlinks: bool,
+    /// On SIGTERM or SIGINT: stop accepting and give the answers in
+    /// flight this long to finish (an upload not whole is never linked
+    /// in), then exit 0; a second signal exits at once.
+    #[arg(long, value_parser = duration, default_value = "5s")]
+    grace: Duration,
     /// Serve HTTPS with a new self-signed certificate; its SHA-256
     /// fingerprint is printed once, for `flexio get --pin`.
     #[arg(long)]
@@ -112,7 +125,7 @@ fn duration(text: &str) -> Result<Duration, String> {
     flexio::parse_duration(text).map_err(|e| e.to_string())
 }
 
-/// Runs `flexio serve` until the process is stopped.
+/// Runs `flexio serve` until SIGTERM or SIGINT, then stops gracefully.
 pub fn run(args: ServeArgs) -> crate::error::Result<()> {
     let mut config = ServeConfig::new(args.dir.clone());
     config.listen = args.listen;
@@ -129,6 +142,8 @@ pub fn run(args: ServeArgs) -> crate::error::Result<()> {
     config.rate_total = args.rate_total;
     config.max_chunk = args.max_chunk;
     config.chunk = args.chunk;
+    config.grace = args.grace;
+    config.follow_symlinks = args.follow_symlinks;
     if !matches!(args.tls.len(), 0 | 2) {
         return Err(Error::Usage("--tls takes two PEM files: CERT,KEY".into()).into());
     }
@@ -174,7 +189,14 @@ pub fn run(args: ServeArgs) -> crate::error::Result<()> {
         server.local_addr(),
         tls_note.unwrap_or_default()
     ));
-    server.run()?;
+    // A second signal while stopping exits at once.
+    let stop = crate::bench::stop_on_signals();
+    let handle = server.spawn()?;
+    while !stop.load(Ordering::Relaxed) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    handle.shutdown();
+    handle.wait();
     Ok(())
 }
 

@@ -615,3 +615,103 @@ fn listen_with_a_port_alone_is_loopback() {
     let (_server, url) = serve(served.path(), &["--listen", &port.to_string()]);
     assert_eq!(url, format!("http://127.0.0.1:{port}"));
 }
+
+/// Sends `signal` (`TERM`, `INT`) to `child`.
+fn signal(child: &std::process::Child, signal: &str) {
+    let status = std::process::Command::new("kill")
+        .args([&format!("-{signal}"), &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+}
+
+/// Waits at most `limit` for `child` to exit.
+fn exit_within(
+    child: &mut std::process::Child,
+    limit: std::time::Duration,
+) -> std::process::ExitStatus {
+    let deadline = std::time::Instant::now() + limit;
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "still running after {limit:?}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+/// `GET target` on a raw connection, its head read: the stream and the
+/// body bytes that came with the head.
+fn start_get(url: &str, target: &str) -> (std::net::TcpStream, Vec<u8>) {
+    use std::io::{Read, Write};
+    let address = url.trim_start_matches("http://");
+    let mut stream = std::net::TcpStream::connect(address).unwrap();
+    stream
+        .write_all(format!("GET {target} HTTP/1.1\r\nHost: t\r\n\r\n").as_bytes())
+        .unwrap();
+    let mut seen = Vec::new();
+    let mut buffer = [0u8; 65536];
+    loop {
+        let n = stream.read(&mut buffer).unwrap();
+        assert!(n > 0, "closed before the head");
+        seen.extend_from_slice(&buffer[..n]);
+        if let Some(end) = seen.windows(4).position(|w| w == b"\r\n\r\n") {
+            assert!(seen.starts_with(b"HTTP/1.1 200"));
+            return (stream, seen[end + 4..].to_vec());
+        }
+    }
+}
+
+#[test]
+fn serve_on_sigterm_finishes_the_download_in_flight_and_exits_0() {
+    use std::io::Read;
+    let dir = tempfile::tempdir().unwrap();
+    let size = 24usize << 20;
+    std::fs::File::create(dir.path().join("big"))
+        .unwrap()
+        .set_len(size as u64)
+        .unwrap();
+    let (mut server, url) = serve(dir.path(), &["--grace", "20s"]);
+    let (mut stream, mut got) = start_get(&url, "/big");
+    signal(&server.0, "TERM");
+    let mut length = got.len();
+    let mut buffer = vec![0u8; 1 << 20];
+    loop {
+        let n = stream.read(&mut buffer).unwrap();
+        if n == 0 {
+            break;
+        }
+        got.clear();
+        length += n;
+    }
+    assert_eq!(length, size, "the download was cut");
+    drop(stream);
+    let status = exit_within(&mut server.0, std::time::Duration::from_secs(10));
+    assert_eq!(status.code(), Some(0), "{status:?}");
+}
+
+#[test]
+fn serve_on_a_second_signal_exits_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::File::create(dir.path().join("big"))
+        .unwrap()
+        .set_len(1 << 30)
+        .unwrap();
+    let (mut server, url) = serve(dir.path(), &["--grace", "60s"]);
+    // Never read: the answer stays in flight for the whole grace.
+    let (_stream, _) = start_get(&url, "/big");
+    signal(&server.0, "INT");
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    assert!(
+        server.0.try_wait().unwrap().is_none(),
+        "the first signal ended it"
+    );
+    let started = std::time::Instant::now();
+    signal(&server.0, "INT");
+    let status = exit_within(&mut server.0, std::time::Duration::from_secs(5));
+    assert!(started.elapsed() < std::time::Duration::from_secs(2));
+    assert_eq!(status.code(), Some(130), "{status:?}");
+}

@@ -1,5 +1,6 @@
-//! `serve`'s request path before long bodies: new requests have their own
-//! workers and queue, and the threads that push long bodies run nicer.
+//! `serve`'s request path beside long bodies: a client that does not read
+//! its body holds nothing but its own connection, so a new request is
+//! answered at once; the threads are the workers and never grow.
 
 mod common;
 
@@ -9,11 +10,11 @@ use std::time::{Duration, Instant};
 use common::{serve_with, RawClient};
 
 /// Bytes of each long body: more than loopback's socket buffers hold, so
-/// a client that does not read keeps its body worker blocked in sendfile.
+/// a client that does not read leaves its connection waiting for EPOLLOUT.
 const LONG: u64 = 48 << 20;
 
-/// Serves `root` (with a 4 KiB `small` added) on two workers per pool,
-/// starts twice as many downloads of `stalled` as either pool has workers
+/// Serves `root` (with a 4 KiB `small` added) on two workers,
+/// starts twice as many downloads of `stalled` as there are workers
 /// and reads none of them; a request for `small` must still be answered
 /// promptly. Then each download is read to its end with `read_whole`,
 /// which must count `whole` bytes: they were only waiting.
@@ -159,60 +160,4 @@ fn body_length_all_zero(mut client: RawClient) -> u64 {
         length += n as u64;
     }
     length
-}
-
-/// The nice value and name of each thread of this process.
-fn threads() -> Vec<(String, i64)> {
-    std::fs::read_dir("/proc/self/task")
-        .unwrap()
-        .filter_map(|task| {
-            let task = task.ok()?.path();
-            let name = std::fs::read_to_string(task.join("comm")).ok()?;
-            let stat = std::fs::read_to_string(task.join("stat")).ok()?;
-            // Fields after the ")" closing the name: state is the 3rd
-            // field of stat, nice the 19th.
-            let after = &stat[stat.rfind(')')? + 2..];
-            let nice = after.split_whitespace().nth(16)?.parse().ok()?;
-            Some((name.trim().to_string(), nice))
-        })
-        .collect()
-}
-
-#[test]
-fn body_workers_run_nicer_than_request_workers() {
-    let own = rustix::process::getpriority_process(None).unwrap() as i64;
-    if own >= 19 {
-        common::skipped(&format!(
-            "this process already runs at nice {own}, none is nicer"
-        ));
-        return;
-    }
-    let root = tempfile::tempdir().unwrap();
-    serve_with(root.path(), |config| config.workers = 3);
-    let deadline = Instant::now() + Duration::from_secs(10);
-    // Other tests' servers may run in this process too: every server's
-    // threads must show the same split.
-    loop {
-        let all = threads();
-        let of = |prefix: &str| -> Vec<i64> {
-            all.iter()
-                .filter(|(name, _)| name.starts_with(prefix))
-                .map(|(_, nice)| *nice)
-                .collect()
-        };
-        let (request, body) = (of("serve-worker-"), of("serve-body-"));
-        // The body workers lower their own priority as they start.
-        if request.len() >= 3
-            && body.len() >= 3
-            && request.iter().all(|&n| n == own)
-            && body.iter().all(|&n| n == (own + 10).min(19))
-        {
-            return;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "request workers {request:?}, body workers {body:?}, the process at nice {own}"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }

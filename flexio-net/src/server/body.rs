@@ -1,20 +1,20 @@
 //! A response body still to send, as a resumable list of segments — bytes
 //! made here (a multipart part's head, tar headers and padding), ranges of
 //! open files, tar members opened when reached — and the sending of one
-//! turn of it: at most a given number of bytes, from where the last turn
-//! stopped. So a `?tar` download or a multipart answer is sent in turns by
-//! the body workers like a plain file body (see [`super::turns`]), never
-//! by one worker from start to end.
+//! share of it without blocking: at most a given number of bytes, from
+//! where the last call stopped, until the socket takes no more (`EAGAIN`:
+//! the worker then waits for `EPOLLOUT`). So a `?tar` download or a
+//! multipart answer is sent like a plain file body, a share per wake-up.
 
 use std::collections::VecDeque;
-use std::net::TcpStream;
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 
 use flexio::range::{Mover, RangeEnd, RangeRequest};
-use flexio::EndpointKind;
+use flexio::{EndpointKind, MechanismName};
+use rustix::io::Errno;
 use rustix::net::SendFlags;
 
-use super::Shared;
+use super::shared::Shared;
 use crate::walk::open_beneath;
 
 /// One piece of a body.
@@ -38,12 +38,27 @@ pub(crate) struct Body {
     pub file: Option<(OwnedFd, String)>,
     /// The directory tar members are opened beneath.
     pub dir: Option<OwnedFd>,
-    /// Bytes left over all segments.
+    /// Bytes left to reach the socket, over all segments and what is
+    /// staged or in the pipe.
     pub left: u64,
-    /// Whether the connection lives on once the body is sent.
-    pub keep_alive: bool,
-    /// The request line, for messages.
-    pub request: String,
+    /// File bytes read (read-write, the block cache) and not yet sent.
+    staged: Vec<u8>,
+    staged_at: usize,
+    /// splice's pipe, made for this body, and the bytes in it not yet
+    /// sent: dropped with the body, so no byte outlives its response.
+    pipe: Option<(OwnedFd, OwnedFd)>,
+    in_pipe: usize,
+}
+
+/// Where one call to [`Body::send_turn`] stopped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Turn {
+    /// The whole body is sent.
+    Done,
+    /// The socket takes no more now: wait for `EPOLLOUT`.
+    Blocked,
+    /// The share is sent; other connections go first.
+    Over,
 }
 
 impl Body {
@@ -60,8 +75,10 @@ impl Body {
             file,
             dir,
             left,
-            keep_alive: true,
-            request: String::new(),
+            staged: Vec::new(),
+            staged_at: 0,
+            pipe: None,
+            in_pipe: 0,
         }
     }
 
@@ -74,73 +91,242 @@ impl Body {
         Body::new(VecDeque::from([range]), Some((file, label)), None)
     }
 
-    /// Sends at most `budget` bytes from where the last turn stopped
-    /// (fewer only when the body ends); returns the bytes sent.
+    /// Sends at most about `budget` bytes from where the last call
+    /// stopped, until the body ends or the socket is full; returns the
+    /// bytes sent and where it stopped.
     ///
     /// # Errors
-    /// Writing or sending fails, a member can no longer be opened as a
-    /// regular file, or a file ends before the bytes announced for it: the
-    /// response cannot be completed.
+    /// Sending fails, a member can no longer be opened as a regular file,
+    /// or a file ends before the bytes announced for it: the response
+    /// cannot be completed.
     pub fn send_turn(
         &mut self,
         shared: &Shared,
-        socket: &TcpStream,
+        socket: BorrowedFd<'_>,
         peer: &str,
         mover: &mut Mover,
         budget: u64,
-    ) -> Result<u64, String> {
-        let mut sent = 0;
-        while sent < budget {
-            let more_after = self.segments.len() > 1;
-            let Some(segment) = self.segments.front_mut() else {
-                break;
+    ) -> Result<(u64, Turn), String> {
+        let mut sent = 0u64;
+        let turn = loop {
+            match self
+                .flush(socket)
+                .map_err(|e| format!("send to {peer}: {e}"))?
+            {
+                Some(0) => {}
+                Some(n) => {
+                    sent += n as u64;
+                    continue;
+                }
+                None => break Turn::Blocked,
+            }
+            if self.segments.is_empty() {
+                break Turn::Done;
+            }
+            if sent >= budget {
+                break Turn::Over;
+            }
+            match self.step(shared, socket, peer, mover, budget - sent)? {
+                Some(n) => sent += n,
+                None => break Turn::Blocked,
+            }
+        };
+        self.left -= sent;
+        Ok((sent, turn))
+    }
+
+    /// Sends what is staged or in the pipe: `Some(bytes sent)` (0 when
+    /// nothing waits there), `None` when the socket is full.
+    fn flush(&mut self, socket: BorrowedFd<'_>) -> std::io::Result<Option<usize>> {
+        if self.staged_at < self.staged.len() {
+            let more = self.left > (self.staged.len() - self.staged_at) as u64;
+            let sent = send_some(socket, &self.staged[self.staged_at..], more)?;
+            if let Some(n) = sent {
+                self.staged_at += n;
+            }
+            return Ok(sent);
+        }
+        if self.in_pipe > 0 {
+            let (reader, _) = self.pipe.as_ref().expect("bytes in the pipe have one");
+            let flags = rustix::pipe::SpliceFlags::NONBLOCK | rustix::pipe::SpliceFlags::MORE;
+            return match rustix::pipe::splice(reader, None, socket, None, self.in_pipe, flags) {
+                Ok(n) => {
+                    self.in_pipe -= n;
+                    Ok(Some(n))
+                }
+                Err(Errno::AGAIN) => Ok(None),
+                Err(Errno::INTR) => Ok(Some(0)),
+                Err(errno) => Err(errno.into()),
             };
-            let done = match segment {
-                Segment::Bytes { bytes, at } => {
-                    let length = (bytes.len() - *at).min((budget - sent) as usize);
-                    // MSG_MORE while a file's bytes follow: a part head or a
-                    // tar header goes out with them, not in a segment of its own.
-                    send_all(socket, &bytes[*at..*at + length], more_after)
-                        .map_err(|e| format!("send to {peer}: {e}"))?;
-                    *at += length;
-                    sent += length as u64;
-                    *at == bytes.len()
-                }
-                Segment::Member { path, size } => {
-                    let dir = self
-                        .dir
-                        .as_ref()
-                        .expect("a body with members has a directory");
-                    let file = open_member(dir, path)?;
-                    self.file = Some((file, String::from_utf8_lossy(path).into_owned()));
-                    *segment = Segment::Range {
-                        first: 0,
-                        end: *size,
-                    };
-                    false
-                }
-                Segment::Range { first, end } => {
-                    let (file, label) = self.file.as_ref().expect("a body with ranges has a file");
-                    let length = (*end - *first).min(budget - sent);
-                    let moved =
-                        send_file(shared, file, label, socket, peer, mover, *first, length)?;
-                    if moved < length {
-                        return Err(format!(
-                            "{label} ended at byte {}, before the {end} announced",
-                            *first + moved
-                        ));
-                    }
-                    *first += moved;
-                    sent += moved;
-                    *first == *end
-                }
-            };
-            if done {
-                self.segments.pop_front();
+        }
+        Ok(Some(0))
+    }
+
+    /// Moves on with the first segment, at most `room` bytes: `Some(bytes
+    /// sent)` (bytes staged or piped count when they leave), `None` when
+    /// the socket is full.
+    fn step(
+        &mut self,
+        shared: &Shared,
+        socket: BorrowedFd<'_>,
+        peer: &str,
+        mover: &mut Mover,
+        room: u64,
+    ) -> Result<Option<u64>, String> {
+        let more_after = self.segments.len() > 1;
+        let segment = self.segments.front_mut().expect("a segment is left");
+        let (sent, done) = match segment {
+            Segment::Bytes { bytes, at } => {
+                let length = (bytes.len() - *at).min(room as usize);
+                // MSG_MORE while a file's bytes follow: a part head or a
+                // tar header goes out with them, not in a segment of its own.
+                let Some(n) = send_some(socket, &bytes[*at..*at + length], more_after)
+                    .map_err(|e| format!("send to {peer}: {e}"))?
+                else {
+                    return Ok(None);
+                };
+                *at += n;
+                (n as u64, *at == bytes.len())
+            }
+            Segment::Member { path, size } => {
+                let dir = self
+                    .dir
+                    .as_ref()
+                    .expect("a body with members has a directory");
+                let file = open_member(dir, path)?;
+                self.file = Some((file, String::from_utf8_lossy(path).into_owned()));
+                *segment = Segment::Range {
+                    first: 0,
+                    end: *size,
+                };
+                (0, false)
+            }
+            Segment::Range { first, end } => {
+                let (file, label) = self.file.as_ref().expect("a body with ranges has a file");
+                let length = (*end - *first).min(room);
+                let out = Out {
+                    socket,
+                    peer,
+                    staged: &mut self.staged,
+                    staged_at: &mut self.staged_at,
+                    pipe: &mut self.pipe,
+                    in_pipe: &mut self.in_pipe,
+                };
+                let Some(sent) = send_range(shared, file, label, out, mover, first, length)? else {
+                    return Ok(None);
+                };
+                (sent, *first == *end)
+            }
+        };
+        if done {
+            self.segments.pop_front();
+        }
+        Ok(Some(sent))
+    }
+}
+
+/// Where a range's bytes go: the socket, or the body's staging buffer or
+/// pipe on their way to it.
+struct Out<'a> {
+    socket: BorrowedFd<'a>,
+    peer: &'a str,
+    staged: &'a mut Vec<u8>,
+    staged_at: &'a mut usize,
+    pipe: &'a mut Option<(OwnedFd, OwnedFd)>,
+    in_pipe: &'a mut usize,
+}
+
+/// Bytes per read of the read-write mechanism when `--chunk` is not
+/// given, and per splice into the pipe (a pipe's default capacity).
+const DEFAULT_READ: usize = 64 << 10;
+
+/// Moves up to `length` bytes of `file` from `*first` on (advancing it):
+/// through the block cache with `--cache` (a file it cannot take goes the
+/// usual way), else with the server's mechanism — sendfile (`auto`) and
+/// splice until the socket is full, read-write through the staging
+/// buffer; the others through the worker's [`Mover`], which waits for the
+/// socket within the share. `Some(bytes sent)`, `None` when the socket is
+/// full.
+fn send_range(
+    shared: &Shared,
+    file: &OwnedFd,
+    label: &str,
+    out: Out<'_>,
+    mover: &mut Mover,
+    first: &mut u64,
+    length: u64,
+) -> Result<Option<u64>, String> {
+    let ended = |at: u64| format!("{label} ended at byte {at}, before the bytes announced");
+    if let Some(cache) = &shared.cache {
+        let want = length.min(super::cached_body::PIECE as u64) as usize;
+        out.staged.resize(want, 0);
+        match super::cached_body::read_range(cache, file, label, *first, out.staged)
+            .map_err(|e| e.to_string())?
+        {
+            Some(got) => {
+                out.staged.truncate(got);
+                *out.staged_at = 0;
+                *first += got as u64;
+                return Ok(Some(0));
+            }
+            None => out.staged.clear(),
+        }
+    }
+    match shared.config.mechanism {
+        MechanismName::Auto | MechanismName::Sendfile => {
+            match rustix::fs::sendfile(out.socket, file, Some(first), length as usize) {
+                Ok(0) => Err(ended(*first)),
+                Ok(n) => Ok(Some(n as u64)),
+                Err(Errno::AGAIN) => Ok(None),
+                Err(Errno::INTR) => Ok(Some(0)),
+                Err(errno) => Err(format!("sendfile {label} to {}: {errno}", out.peer)),
             }
         }
-        self.left -= sent;
-        Ok(sent)
+        MechanismName::Splice => {
+            if out.pipe.is_none() {
+                let pipe = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)
+                    .map_err(|e| format!("pipe: {e}"))?;
+                *out.pipe = Some(pipe);
+            }
+            let (_, writer) = out.pipe.as_ref().expect("made above");
+            let want = (length as usize).min(DEFAULT_READ);
+            let flags = rustix::pipe::SpliceFlags::empty();
+            match rustix::pipe::splice(file, Some(first), writer, None, want, flags) {
+                Ok(0) => Err(ended(*first)),
+                Ok(n) => {
+                    *out.in_pipe = n;
+                    Ok(Some(0))
+                }
+                Err(Errno::INTR) => Ok(Some(0)),
+                Err(errno) => Err(format!("splice {label}: {errno}")),
+            }
+        }
+        MechanismName::ReadWrite => {
+            let want = (length as usize).min(shared.config.chunk.unwrap_or(DEFAULT_READ));
+            out.staged.resize(want, 0);
+            match rustix::io::pread(file, &mut out.staged[..], *first) {
+                Ok(0) => Err(ended(*first)),
+                Ok(n) => {
+                    out.staged.truncate(n);
+                    *out.staged_at = 0;
+                    *first += n as u64;
+                    Ok(Some(0))
+                }
+                Err(Errno::INTR) => {
+                    out.staged.clear();
+                    Ok(Some(0))
+                }
+                Err(errno) => Err(format!("read {label} at {first}: {errno}")),
+            }
+        }
+        _ => {
+            let moved = move_with(shared, file, label, &out, mover, *first, length)?;
+            if moved < length {
+                return Err(ended(*first + moved));
+            }
+            *first += moved;
+            Ok(Some(moved))
+        }
     }
 }
 
@@ -169,29 +355,21 @@ fn open_member(dir: &OwnedFd, path: &[u8]) -> Result<OwnedFd, String> {
     Ok(file)
 }
 
-/// Sends `length` bytes of `file` from `first` to `socket`: through the
-/// block cache with `--cache` (a file it cannot take goes the usual way),
-/// else with the server's mechanism. Returns the bytes sent.
-#[allow(clippy::too_many_arguments)]
-fn send_file(
+/// Sends `length` bytes of `file` from `first` with the mechanism's own
+/// loop (mmap, io_uring, copy_file_range, O_DIRECT): it waits for the
+/// socket itself when it is full, bounded by the send timeout, within one
+/// share of `--max-chunk`.
+fn move_with(
     shared: &Shared,
     file: &OwnedFd,
     label: &str,
-    socket: &TcpStream,
-    peer: &str,
+    out: &Out<'_>,
     mover: &mut Mover,
     first: u64,
     length: u64,
 ) -> Result<u64, String> {
-    if let Some(cache) = &shared.cache {
-        if super::cached_body::send_range(cache, file, label, socket, first, length)
-            .map_err(|e| e.to_string())?
-        {
-            return Ok(length);
-        }
-    }
     let source = RangeEnd::with_kind(file.as_fd(), EndpointKind::File, label);
-    let sink = RangeEnd::with_kind(socket.as_fd(), EndpointKind::Tcp, peer);
+    let sink = RangeEnd::with_kind(out.socket, EndpointKind::Tcp, out.peer);
     let mut request = RangeRequest::new(first, 0, Some(length)).via(shared.config.mechanism);
     request.idle_timeout = Some(shared.config.send_timeout);
     if let Some(chunk) = shared.config.chunk {
@@ -206,21 +384,19 @@ fn send_file(
     Ok(report.bytes)
 }
 
-/// Sends all of `bytes` on the blocking socket (its write timeout bounds a
-/// send that makes no progress), with `MSG_MORE` when more follows.
-fn send_all(socket: &TcpStream, bytes: &[u8], more: bool) -> std::io::Result<()> {
-    let flags = if more {
-        SendFlags::MORE | SendFlags::NOSIGNAL
-    } else {
-        SendFlags::NOSIGNAL
-    };
-    let mut sent = 0;
-    while sent < bytes.len() {
-        match rustix::net::send(socket, &bytes[sent..], flags) {
-            Ok(n) => sent += n,
-            Err(rustix::io::Errno::INTR) => {}
+/// Sends what the socket takes of `bytes` now, with `MSG_MORE` when more
+/// follows: `Some(bytes sent)`, `None` when it takes nothing.
+fn send_some(socket: BorrowedFd<'_>, bytes: &[u8], more: bool) -> std::io::Result<Option<usize>> {
+    let mut flags = SendFlags::DONTWAIT | SendFlags::NOSIGNAL;
+    if more {
+        flags |= SendFlags::MORE;
+    }
+    loop {
+        match rustix::net::send(socket, bytes, flags) {
+            Ok(n) => return Ok(Some(n)),
+            Err(Errno::INTR) => {}
+            Err(Errno::AGAIN) => return Ok(None),
             Err(errno) => return Err(errno.into()),
         }
     }
-    Ok(())
 }

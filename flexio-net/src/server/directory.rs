@@ -6,8 +6,8 @@
 use std::os::fd::{AsFd, OwnedFd};
 
 use super::body::{Body, Segment};
+use super::exchange::Exchange;
 use super::request::ResponseHead;
-use super::worker::Exchange;
 use crate::manifest::{describe, Manifest, CHUNK_SIZE, MANIFEST_SCHEMA_VERSION};
 use crate::names::{html_escape, percent_encode};
 use crate::tar_stream::{plan, Piece};
@@ -41,18 +41,6 @@ pub(crate) fn answer(
         Some("tar") => tar(exchange, dir, parts),
         _ => listing(exchange, &dir, parts),
     }
-}
-
-/// Sends `value` as a JSON body.
-pub(crate) fn json(
-    exchange: &Exchange<'_>,
-    value: &impl serde::Serialize,
-) -> std::io::Result<bool> {
-    let body = serde_json::to_vec(value).map_err(std::io::Error::other)?;
-    let head = ResponseHead::new(200)
-        .header("Content-Type", "application/json")
-        .header("Content-Length", body.len().to_string());
-    exchange.head_and_body(head, &body)
 }
 
 /// Walk errors become a clear 500 or 413 rather than a cut connection.
@@ -97,14 +85,11 @@ fn manifest(exchange: &Exchange<'_>, dir: &OwnedFd) -> std::io::Result<bool> {
         };
         described.push(describe(entry, &entry.path, hashes));
     }
-    json(
-        exchange,
-        &Manifest {
-            schema_version: MANIFEST_SCHEMA_VERSION,
-            chunk_size: CHUNK_SIZE,
-            entries: described,
-        },
-    )
+    exchange.json(&Manifest {
+        schema_version: MANIFEST_SCHEMA_VERSION,
+        chunk_size: CHUNK_SIZE,
+        entries: described,
+    })
 }
 
 /// `DIR?tar`: the head now, the stream — headers and padding made here,
@@ -129,11 +114,11 @@ fn tar(exchange: &Exchange<'_>, dir: OwnedFd, parts: &[Vec<u8>]) -> std::io::Res
             ),
         );
     if exchange.head_only {
-        head.send(&exchange.connection.stream, exchange.keep_alive)?;
+        exchange.head(&head);
         return Ok(exchange.keep_alive);
     }
     // Never empty: the stream ends with two zero blocks at least.
-    head.send_before_body(&exchange.connection.stream, exchange.keep_alive)?;
+    exchange.head(&head);
     let segments = pieces
         .into_iter()
         .map(|piece| match piece {

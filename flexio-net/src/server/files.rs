@@ -1,9 +1,8 @@
 //! Answering for one file: validators (ETag, Last-Modified), conditional
 //! requests, ranges (one as 206, several as multipart/byteranges) and the
-//! body itself, left to the body workers' turns ([`super::body`]): sent
-//! file→socket by their [`flexio::range::Mover`] (sendfile unless the
-//! server was told otherwise) or through the block cache. Heads go out
-//! with a plain write.
+//! body itself, left to the connection's worker ([`super::body`]): sent
+//! file→socket with sendfile unless the server was told otherwise, or
+//! through the block cache.
 
 use std::collections::VecDeque;
 use std::os::fd::{AsFd, OwnedFd};
@@ -12,8 +11,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use rustix::fs::Stat;
 
 use super::body::{Body, Segment};
+use super::exchange::Exchange;
 use super::request::ResponseHead;
-use super::worker::Exchange;
 use crate::manifest::{describe, Manifest, CHUNK_SIZE, MANIFEST_SCHEMA_VERSION};
 use crate::ranges::{resolve, RangeAnswer};
 use crate::walk::{Entry, EntryKind};
@@ -132,10 +131,8 @@ pub(crate) fn answer(
                 .header("Content-Type", kind)
                 .header("Content-Length", size.to_string())
                 .header("X-Content-Type-Options", "nosniff");
-            if exchange.head_only || size == 0 {
-                head.send(&exchange.connection.stream, exchange.keep_alive)?;
-            } else {
-                head.send_before_body(&exchange.connection.stream, exchange.keep_alive)?;
+            exchange.head(&head);
+            if !exchange.head_only {
                 exchange.send_in_turns(file, label, 0, size);
             }
         }
@@ -148,7 +145,7 @@ pub(crate) fn answer(
                     "Content-Range",
                     format!("bytes {first}-{}/{size}", first + length - 1),
                 );
-            head.send(&exchange.connection.stream, exchange.keep_alive)?;
+            exchange.head(&head);
             if !exchange.head_only {
                 exchange.send_in_turns(file, label, first, length);
             }
@@ -216,9 +213,10 @@ fn multipart(
         )
         .header("Content-Length", body.left.to_string());
     if exchange.head_only {
-        return head.send(&exchange.connection.stream, exchange.keep_alive);
+        exchange.head(&head);
+        return Ok(());
     }
-    head.send_before_body(&exchange.connection.stream, exchange.keep_alive)?;
+    exchange.head(&head);
     exchange.send_body_in_turns(body);
     Ok(())
 }
@@ -249,5 +247,5 @@ fn manifest(
         chunk_size: CHUNK_SIZE,
         entries: vec![described],
     };
-    super::directory::json(exchange, &manifest)
+    exchange.json(&manifest)
 }

@@ -1,8 +1,9 @@
-//! `PUT`: a file written from the request body, spliced socket→file into a
+//! `PUT`: a file written from the request body into a
 //! [`NewFile`] made in the target's directory (held open beneath the
 //! served root, and named through `/proc/self/fd` so no path component can
-//! be swapped for a symlink meanwhile), and linked in only when every byte
-//! of Content-Length arrived; with `Content-Range`, a piece of a file
+//! be swapped for a symlink meanwhile), read by the connection's worker
+//! without blocking ([`super::intake`]), and linked in only when every
+//! byte of Content-Length arrived; with `Content-Range`, a piece of a file
 //! sent in pieces ([`super::upload_ranges`]). Only with a token (`--token-file`): as a
 //! bearer token (checked in constant time) from loopback peers — local
 //! clients and the TLS front ([`crate::tls`]) — or as a signed request
@@ -12,14 +13,14 @@
 use std::os::fd::{AsFd, AsRawFd};
 use std::path::PathBuf;
 
-use flexio::range::{Mover, NewFile, RangeEnd, RangeRequest};
-use flexio::EndpointKind;
+use flexio::range::NewFile;
 use rustix::fs::{AtFlags, FileType};
 use rustix::io::Errno;
 
+use super::exchange::Exchange;
+use super::intake::{Finish, Intake};
 use super::request::ResponseHead;
 use super::upload_ranges;
-use super::worker::Exchange;
 use crate::signing::{verify, Refusal, SignedRequest, SCHEME};
 use crate::walk::open_beneath;
 
@@ -35,11 +36,7 @@ fn same_token(given: &[u8], expected: &[u8]) -> bool {
 
 /// Answers a PUT of `parts` (the decoded path). The connection carries on
 /// only when the whole body was taken.
-pub(crate) fn answer(
-    exchange: &mut Exchange<'_>,
-    parts: &[Vec<u8>],
-    mover: &mut Mover,
-) -> std::io::Result<bool> {
+pub(crate) fn answer(exchange: &mut Exchange<'_>, parts: &[Vec<u8>]) -> std::io::Result<bool> {
     let request = exchange.request;
     let Some(token) = exchange.shared.config.token.as_deref() else {
         exchange.keep_alive = false;
@@ -119,7 +116,7 @@ pub(crate) fn answer(
         return exchange.text(507, &format!("{length} bytes announced, {free} free"));
     }
     if let Some(range) = range {
-        return upload_ranges::answer(exchange, &parent, name, range, length, mover);
+        return upload_ranges::answer(exchange, parent, name, range, length);
     }
     let mut destination = PathBuf::from(format!("/proc/self/fd/{}", parent.as_raw_fd()));
     destination.push(std::ffi::OsStr::from_bytes(name));
@@ -127,59 +124,44 @@ pub(crate) fn answer(
         Ok(file) => file,
         Err(error) => return exchange.text(500, &format!("cannot make the file: {error}")),
     };
-    if request
-        .header("expect")
-        .is_some_and(|v| v.eq_ignore_ascii_case("100-continue"))
-    {
-        let mut socket = &exchange.connection.stream;
-        std::io::Write::write_all(&mut socket, b"HTTP/1.1 100 Continue\r\n\r\n")?;
-    }
     let label = String::from_utf8_lossy(&parts.join(&b'/')).into_owned();
-    if length > 0 {
-        let source = RangeEnd::with_kind(
-            exchange.connection.stream.as_fd(),
-            EndpointKind::Tcp,
-            exchange.connection.peer.clone(),
-        );
-        let sink = RangeEnd::with_kind(file.fd(), EndpointKind::File, label.clone());
-        let mut range = RangeRequest::new(0, 0, Some(length));
-        range.idle_timeout = Some(exchange.shared.config.send_timeout);
-        // A body cut short is an error: the file is dropped, nothing is
-        // linked, and the connection ends.
-        match mover.move_range(&source, &sink, &range, None) {
-            Ok(_) => {}
-            // The client's doing: it stopped sending. Nothing to answer.
-            Err(
-                error @ (flexio::Error::SourceEnded { .. } | flexio::Error::IdleTimeout { .. }),
-            ) => return Err(std::io::Error::other(error)),
-            // This side's: say so (a full disk, an I/O error).
-            Err(error) => {
-                let status = write_failure_status(&error);
-                return exchange.text(status, &format!("writing failed: {error}"));
-            }
-        }
+    let intake = Intake::new(
+        Finish::Whole {
+            file,
+            parent,
+            replaces,
+        },
+        0,
+        length,
+        label,
+    );
+    if length == 0 {
+        return finish(exchange, intake);
     }
-    if let Err(error) = file.commit(length, false) {
-        return exchange.text(500, &format!("linking the file in failed: {error}"));
-    }
-    exchange.keep_alive = request.keeps_alive();
-    let status = if replaces { 200 } else { 201 };
-    exchange.text(status, &format!("{label}: {length} bytes written"))
+    exchange.read_body(intake);
+    Ok(false)
 }
 
-/// The status for an upload that failed on this side: 507 when the disk
-/// or the quota is full (as the check before writing answers), else 500.
-pub(crate) fn write_failure_status(error: &flexio::Error) -> u16 {
-    let full = matches!(
-        error,
-        flexio::Error::Io { source, .. }
-            if matches!(Errno::from_io_error(source), Some(Errno::NOSPC | Errno::DQUOT))
-    );
-    if full {
-        507
-    } else {
-        500
+/// Answers a whole-file upload whose body has all arrived: links the
+/// file in.
+pub(crate) fn finish(exchange: &mut Exchange<'_>, intake: Intake) -> std::io::Result<bool> {
+    // The parent stays open until the file is linked through it.
+    let Finish::Whole {
+        file,
+        parent: _parent,
+        replaces,
+    } = intake.finish
+    else {
+        unreachable!("upload::finish is given whole files only")
+    };
+    let (label, length) = (intake.label, intake.length);
+    if let Err(error) = file.commit(length, false) {
+        exchange.keep_alive = false;
+        return exchange.text(500, &format!("linking the file in failed: {error}"));
     }
+    exchange.keep_alive = exchange.request.keeps_alive();
+    let status = if replaces { 200 } else { 201 };
+    exchange.text(status, &format!("{label}: {length} bytes written"))
 }
 
 /// Answers a refused authorisation (401 says which schemes are taken).
@@ -253,12 +235,7 @@ fn authorise(exchange: &Exchange<'_>, token: &str, length: u64) -> Result<(), (u
     let request = exchange.request;
     let given = request.header("authorization").unwrap_or_default().trim();
     if let Some(bearer) = given.strip_prefix("Bearer ") {
-        let local = exchange
-            .connection
-            .stream
-            .peer_addr()
-            .is_ok_and(|peer| peer.ip().is_loopback());
-        if !local {
+        if !exchange.loopback {
             return Err((
                 401,
                 "a bearer token is taken on loopback or over TLS only, never over a plain link; sign the request (flexio put does)".into(),

@@ -4,8 +4,8 @@
 //! directory and renamed into place only when every byte has arrived.
 //!
 //! - `Content-Range: bytes START-END/TOTAL` with a body of
-//!   `END - START + 1` bytes writes that piece (spliced socket→file at its
-//!   offset). `Content-Range: bytes */TOTAL` with no body asks what has
+//!   `END - START + 1` bytes writes that piece (read without blocking
+//!   and written at its offset, [`super::intake`]). `Content-Range: bytes */TOTAL` with no body asks what has
 //!   arrived.
 //! - Which upload a piece belongs to: the target's name, `TOTAL`, and the
 //!   client's `Flexio-Upload` value (an identity of its source file, so a
@@ -24,15 +24,14 @@
 //!   pieces are missing; 201 (created) or 200 (replaced) once the last one
 //!   lands and the file is renamed into place.
 
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::OwnedFd;
 
-use flexio::range::{Mover, RangeEnd, RangeRequest};
-use flexio::EndpointKind;
 use rustix::fs::{AtFlags, Mode, OFlags};
 use rustix::io::Errno;
 
+use super::exchange::Exchange;
+use super::intake::{Finish, Intake};
 use super::request::ResponseHead;
-use super::worker::Exchange;
 
 /// The most disjoint ranges a journal keeps: a client sending tiny pieces
 /// far apart is refused (413) rather than growing it without bound.
@@ -248,12 +247,12 @@ fn write_journal(parent: &OwnedFd, journal: &str, text: &str) -> std::io::Result
 /// its authorisation and the target's directory are done).
 pub(crate) fn answer(
     exchange: &mut Exchange<'_>,
-    parent: &OwnedFd,
+    parent_dir: OwnedFd,
     name: &[u8],
     range: PutRange,
     length: u64,
-    mover: &mut Mover,
 ) -> std::io::Result<bool> {
+    let parent = &parent_dir;
     let upload = exchange
         .request
         .header("flexio-upload")
@@ -342,34 +341,43 @@ pub(crate) fn answer(
         }
         Err(error) => return exchange.text(500, &format!("cannot open the partial file: {error}")),
     };
-    if exchange
-        .request
-        .header("expect")
-        .is_some_and(|v| v.eq_ignore_ascii_case("100-continue"))
-    {
-        let mut socket = &exchange.connection.stream;
-        std::io::Write::write_all(&mut socket, b"HTTP/1.1 100 Continue\r\n\r\n")?;
-    }
     let label = String::from_utf8_lossy(name).into_owned();
-    let source = RangeEnd::with_kind(
-        exchange.connection.stream.as_fd(),
-        EndpointKind::Tcp,
-        exchange.connection.peer.clone(),
-    );
-    let sink = RangeEnd::with_kind(file.as_fd(), EndpointKind::File, label.clone());
-    let mut request = RangeRequest::new(0, start, Some(length));
-    request.idle_timeout = Some(exchange.shared.config.send_timeout);
-    match mover.move_range(&source, &sink, &request, None) {
-        Ok(_) => {}
-        // The client stopped sending: the piece does not count.
-        Err(error @ (flexio::Error::SourceEnded { .. } | flexio::Error::IdleTimeout { .. })) => {
-            return Err(std::io::Error::other(error))
-        }
-        Err(error) => {
-            let status = super::upload::write_failure_status(&error);
-            return exchange.text(status, &format!("writing failed: {error}"));
-        }
+    let piece = Finish::Piece {
+        file,
+        parent: parent_dir,
+        partial,
+        journal,
+        name: name.to_vec(),
+        start,
+        end,
+        total,
+    };
+    let intake = Intake::new(piece, start, length, label);
+    if length == 0 {
+        return finish(exchange, intake);
     }
+    exchange.read_body(intake);
+    Ok(false)
+}
+
+/// Records a piece whose bytes are all written: in the journal, or, when
+/// it completes the file, by renaming the file into place.
+pub(crate) fn finish(exchange: &mut Exchange<'_>, intake: Intake) -> std::io::Result<bool> {
+    let label = &intake.label;
+    let Finish::Piece {
+        parent,
+        partial,
+        journal,
+        name,
+        start,
+        end,
+        total,
+        ..
+    } = intake.finish
+    else {
+        unreachable!("upload_ranges::finish is given pieces only")
+    };
+    let parent = &parent;
     // `Some(replaced)` once the file is whole and in place.
     let (received, committed) = {
         let _journal = exchange
@@ -380,20 +388,22 @@ pub(crate) fn answer(
         let mut received = read_journal(parent, &journal, total);
         received.add(start, end);
         if received.0.len() > MAX_PIECES_APART {
+            exchange.keep_alive = false;
             return exchange.text(
                 413,
                 &format!("more than {MAX_PIECES_APART} pieces apart; send adjacent pieces"),
             );
         }
         let result = if received.covers(total) {
-            commit(parent, &partial, &journal, name).map(Some)
+            commit(parent, &partial, &journal, &name).map(Some)
         } else {
             write_journal(parent, &journal, &received.to_text(total)).map(|()| None)
         };
         match result {
             Ok(committed) => (received, committed),
             Err(error) => {
-                return exchange.text(500, &format!("recording the piece failed: {error}"))
+                exchange.keep_alive = false;
+                return exchange.text(500, &format!("recording the piece failed: {error}"));
             }
         }
     };

@@ -1,305 +1,326 @@
-//! The workers, in two pools, so a new request never waits behind the
-//! turns of long bodies. A request worker waits for a connection with
-//! bytes to read, reads its request head and answers the request — with
-//! its file body when that fits in one turn (`--max-chunk`) — and parks a
-//! kept-alive connection again; a longer body goes to the body workers, which send it in turns
-//! (see [`turns`]) at a lower CPU priority ([`BODY_WORKER_NICE`]), so the
-//! request path's threads win the CPU from them when both are runnable.
-//! Each worker keeps one [`Mover`], so its pipe or buffers are made once,
-//! not per response.
+//! A worker: one thread with its own epoll set and the connections it
+//! accepted, which it alone drives for their whole life (see
+//! [`super::connection`]). The listener is in every worker's set with
+//! `EPOLLEXCLUSIVE`, so a new connection wakes one worker, and one that is
+//! busy is not woken; connections are registered edge-triggered for
+//! reading and writing once, never re-armed. Deadlines and paced sends
+//! wait in the worker's timer wheel ([`super::timers`]). Each worker keeps
+//! one [`Mover`] and one upload buffer, made once.
 
-use std::cell::RefCell;
+use std::collections::{HashMap, VecDeque};
+use std::net::TcpListener;
 use std::os::fd::OwnedFd;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use flexio::range::Mover;
 use rustix::buffer::spare_capacity;
-use rustix::event::epoll;
+use rustix::event::{epoll, Timespec};
 use rustix::io::Errno;
 
-use super::request::{text_response, Request, ResponseHead};
+use super::connection::{Connection, Next, Tools};
+use super::shared::Shared;
+use super::timers::Wheel;
 
-use super::body::Body;
-use super::turns::{self, TurnQueue, TurnReceiver};
-use super::{directory, event_loop, files, Connection, Shared};
-use crate::names::{split_target, BadTarget};
-use crate::walk::open_beneath;
+/// The listener's token (connections count up from 0).
+const LISTENER: u64 = u64::MAX;
 
-/// How much nicer than the process the body workers' threads run while
-/// other bodies are sent beside theirs (the request path keeps the
-/// process's nice value): nice 10 weighs about a tenth of nice 0, so a
-/// long body still moves when nothing else wants the CPU but yields it to
-/// a new request's threads when both are runnable.
-pub(crate) const BODY_WORKER_NICE: i32 = 10;
+/// The wake-up eventfd's token.
+const WAKE: u64 = u64::MAX - 1;
 
-/// A body worker's CPU priority. [`BODY_WORKER_NICE`] below the process's
-/// while idle and while other bodies are sent beside its own: then bodies
-/// compete with the request path for the CPUs. The process's own while
-/// its body is the only one: a lone body takes at most one CPU, leaving
-/// the others to the request path, and a thread at nice 10 sharing a CPU
-/// with a client at nice 0 (curl on loopback) is preempted at each of the
-/// client's wake-ups — measured with `perf stat` on one 1 GiB download:
-/// ~12 000 involuntary switches per GiB and twice nginx's CPU per GiB,
-/// against ~700 and nginx's CPU at the process's nice.
-///
-/// Raising a thread's own nice value needs no privilege; lowering it back
-/// needs `CAP_SYS_NICE` or room under `RLIMIT_NICE`. Without them a lone
-/// body stays at the nicer value, as before, and the worker stops trying.
-pub(crate) struct BodyPriority {
-    thread: Option<rustix::process::Pid>,
-    own: i32,
-    current: i32,
-    may_lower: bool,
+/// Connections accepted per wake-up before the others get a turn.
+const ACCEPT_BATCH: usize = 64;
+
+/// Bytes of an upload read per `recv`.
+const UPLOAD_BUFFER: usize = 256 << 10;
+
+/// The first pause after an accept or epoll_wait error; it doubles up to
+/// [`MAX_BACKOFF`] while the error lasts.
+const FIRST_BACKOFF: Duration = Duration::from_millis(10);
+const MAX_BACKOFF: Duration = Duration::from_secs(1);
+
+/// Connections past the cap that are answered 503 (and drained) at once,
+/// at most; more are closed without a word.
+fn refusals(max_connections: usize) -> usize {
+    max_connections / 8 + 64
 }
 
-impl BodyPriority {
-    /// Makes the calling thread nicer, relative to the process's own nice
-    /// value, so a server started under `nice` keeps the same gap between
-    /// its request path and its bodies.
-    fn start() -> BodyPriority {
-        let thread = Some(rustix::thread::gettid());
-        let own = rustix::process::getpriority_process(thread).unwrap_or(0);
-        let mut priority = BodyPriority {
-            thread,
-            own,
-            current: own,
-            may_lower: true,
+/// One worker's state.
+pub(crate) struct Worker {
+    shared: Arc<Shared>,
+    /// Dropped when the server stops: the last worker to let go closes
+    /// it, so new clients are refused rather than left in the backlog.
+    listener: Option<Arc<TcpListener>>,
+    wake: Arc<OwnedFd>,
+    epoll: OwnedFd,
+    connections: HashMap<u64, Connection>,
+    next_token: u64,
+    /// Connections to drive again after this wake-up's events.
+    ready: VecDeque<u64>,
+    wheel: Wheel,
+    mover: Mover,
+    scratch: Vec<u8>,
+    stopping: bool,
+    /// While accepting failed: when to listen again, and the next pause.
+    accept_paused: Option<Instant>,
+    backoff: Duration,
+}
+
+impl Worker {
+    /// A worker on `listener`, woken by `wake` when the server stops.
+    pub fn new(
+        shared: Arc<Shared>,
+        listener: Arc<TcpListener>,
+        wake: Arc<OwnedFd>,
+    ) -> std::io::Result<Worker> {
+        let epoll = epoll::create(epoll::CreateFlags::CLOEXEC)?;
+        epoll::add(
+            &epoll,
+            &*wake,
+            epoll::EventData::new_u64(WAKE),
+            epoll::EventFlags::IN,
+        )?;
+        let worker = Worker {
+            shared,
+            listener: Some(listener),
+            wake,
+            epoll,
+            connections: HashMap::new(),
+            next_token: 0,
+            ready: VecDeque::new(),
+            wheel: Wheel::new(Instant::now()),
+            mover: Mover::new(),
+            scratch: vec![0; UPLOAD_BUFFER],
+            stopping: false,
+            accept_paused: None,
+            backoff: FIRST_BACKOFF,
         };
-        priority.update(false);
-        priority
+        worker.listen()?;
+        Ok(worker)
     }
 
-    /// The process's nice value when this worker's body is the only one
-    /// being sent (`alone`), else the nicer one.
-    pub fn update(&mut self, alone: bool) {
-        let want = if alone && self.may_lower {
-            self.own
-        } else {
-            (self.own + BODY_WORKER_NICE).min(19)
+    fn listen(&self) -> std::io::Result<()> {
+        let Some(listener) = &self.listener else {
+            return Ok(());
         };
-        if want == self.current {
-            return;
-        }
-        match rustix::process::setpriority_process(self.thread, want) {
-            Ok(()) => self.current = want,
-            Err(_) if want < self.current => self.may_lower = false,
-            // Where even raising fails the worker runs at the process's.
-            Err(_) => {}
+        Ok(epoll::add(
+            &self.epoll,
+            &**listener,
+            epoll::EventData::new_u64(LISTENER),
+            epoll::EventFlags::IN | epoll::EventFlags::EXCLUSIVE,
+        )?)
+    }
+
+    /// Serves until the server stops and this worker's connections are
+    /// done (or the grace has passed: what is left is dropped).
+    pub fn run(mut self) {
+        let mut events = Vec::with_capacity(256);
+        let mut due = Vec::new();
+        let mut wait_failures = 0u32;
+        loop {
+            let now = Instant::now();
+            if let Some(by) = self.shared.stop_by() {
+                if !self.stopping {
+                    self.stop();
+                }
+                if self.connections.is_empty() || now >= by {
+                    return;
+                }
+            }
+            self.resume_accepting(now);
+            let timeout = self.timeout(now);
+            let tick = timeout.map(|t| Timespec::try_from(t).expect("a short wait fits"));
+            events.clear();
+            match epoll::wait(&self.epoll, spare_capacity(&mut events), tick.as_ref()) {
+                Ok(_) => wait_failures = 0,
+                Err(Errno::INTR) => {}
+                Err(errno) => {
+                    // ENOMEM, or a broken set: say so once, back off, and
+                    // go on: the connections and deadlines are all here.
+                    if wait_failures == 0 {
+                        eprintln!("flexio serve: epoll_wait: {errno}; retrying (logged once)");
+                    }
+                    wait_failures += 1;
+                    std::thread::sleep(FIRST_BACKOFF * wait_failures.min(100));
+                }
+            }
+            for event in &events {
+                match event.data.u64() {
+                    LISTENER => self.accept_all(),
+                    WAKE => {
+                        let mut count = [0u8; 8];
+                        let _ = rustix::io::read(&*self.wake, &mut count);
+                    }
+                    token => self.with(token, Connection::drive),
+                }
+            }
+            for _ in 0..self.ready.len() {
+                let Some(token) = self.ready.pop_front() else {
+                    break;
+                };
+                if let Some(connection) = self.connections.get_mut(&token) {
+                    connection.queued = false;
+                }
+                self.with(token, Connection::drive);
+            }
+            let now = Instant::now();
+            self.wheel.expire(now, &mut due);
+            for (at, token) in due.drain(..) {
+                if let Some(connection) = self.connections.get_mut(&token) {
+                    if connection.armed == Some(at) {
+                        connection.armed = None;
+                    }
+                }
+                self.with(token, |connection, tools| connection.expire(now, tools));
+            }
         }
     }
-}
 
-/// A body worker: sends turns of long bodies, one body after another, at
-/// the priority [`BodyPriority`] gives.
-pub(crate) fn run_turns(shared: &Shared, queue: &TurnReceiver, turns: &TurnQueue) {
-    let mut priority = BodyPriority::start();
-    let mut mover = Mover::new();
-    loop {
-        let Some(connection) = queue.next() else {
+    /// How long the next wait may last.
+    fn timeout(&self, now: Instant) -> Option<Duration> {
+        if !self.ready.is_empty() {
+            return Some(Duration::ZERO);
+        }
+        [
+            self.wheel.timeout(now),
+            self.accept_paused
+                .map(|at| at.saturating_duration_since(now)),
+            self.shared
+                .stop_by()
+                .map(|at| at.saturating_duration_since(now)),
+        ]
+        .into_iter()
+        .flatten()
+        .min()
+    }
+
+    /// Stops accepting and closes the connections waiting for a request;
+    /// the others finish what they are doing and close.
+    fn stop(&mut self) {
+        self.stopping = true;
+        if let Some(listener) = self.listener.take() {
+            let _ = epoll::delete(&self.epoll, &*listener);
+        }
+        self.accept_paused = None;
+        let idle: Vec<u64> = self
+            .connections
+            .iter()
+            .filter(|(_, connection)| connection.idle())
+            .map(|(token, _)| *token)
+            .collect();
+        for token in idle {
+            self.connections.remove(&token);
+        }
+    }
+
+    /// Drives connection `token` with `step` and does what it says next.
+    fn with(&mut self, token: u64, step: impl FnOnce(&mut Connection, &mut Tools<'_>) -> Next) {
+        let Some(connection) = self.connections.get_mut(&token) else {
             return;
         };
-        turns::take_turn(shared, connection, &mut mover, turns, Some(&mut priority));
-        queue.done();
-        priority.update(false);
-    }
-}
-
-/// A request worker: waits on the connections' epoll set itself, reads
-/// the request head of a connection that has bytes (see
-/// [`event_loop::read_head`]) and answers a whole request at once, sending
-/// a body of one turn itself and queueing a longer one for the body
-/// workers. Each worker takes one event per wait and every connection is
-/// armed `EPOLLONESHOT`, so an event goes to one idle worker: a request
-/// costs one wake-up, not one for the event loop and one for the worker
-/// it handed the request to.
-pub(crate) fn run_requests(shared: &Shared, turns: &TurnQueue) {
-    let mut mover = Mover::new();
-    let mut events = Vec::with_capacity(1);
-    loop {
-        events.clear();
-        match epoll::wait(&shared.epoll, spare_capacity(&mut events), None) {
-            Ok(_) | Err(Errno::INTR) => {}
-            Err(errno) => {
-                // Only a broken epoll descriptor gets here: say so rather
-                // than spin.
-                eprintln!("flexio serve: epoll_wait in a request worker: {errno}");
-                std::thread::sleep(std::time::Duration::from_millis(100));
-            }
-        }
-        for event in &events {
-            if let Some((connection, request)) = event_loop::read_head(shared, event.data.u64()) {
-                serve_request(shared, connection, &request, &mut mover, turns);
-            }
-        }
-    }
-}
-
-/// Answers one whole request on `connection`, then parks it for the next
-/// (or closes it, or leaves it to the body workers).
-fn serve_request(
-    shared: &Shared,
-    mut connection: Connection,
-    request: &Request,
-    mover: &mut Mover,
-    turns: &TurnQueue,
-) {
-    let keep_alive = match answer(shared, &connection, request, mover) {
-        Ok((keep_alive, Some(body))) => {
-            let one_turn = body.left <= shared.config.max_chunk.max(1);
-            connection.body = Some(Body {
-                keep_alive,
-                request: format!("{} {}", request.method, request.target),
-                ..body
-            });
-            if one_turn {
-                turns::take_turn(shared, connection, mover, turns, None);
-            } else {
-                // A long body never holds a request worker: a client that
-                // reads it slowly blocks a body worker instead.
-                turns.push(connection);
-            }
-            return;
-        }
-        Ok((keep_alive, None)) => keep_alive,
-        Err(error) => {
-            // The response is cut short: the client sees the connection
-            // close before Content-Length bytes, which it must treat as a
-            // failure.
-            eprintln!(
-                "flexio serve: {} {} for {}: {error}",
-                request.method, request.target, connection.peer
-            );
-            false
-        }
-    };
-    turns::finish(shared, connection, keep_alive);
-}
-
-/// What answering needs besides the request.
-pub(crate) struct Exchange<'a> {
-    pub shared: &'a Shared,
-    pub connection: &'a Connection,
-    pub request: &'a Request,
-    pub keep_alive: bool,
-    pub head_only: bool,
-    /// A file body to send in turns once the head is out.
-    pub body: RefCell<Option<Body>>,
-}
-
-impl Exchange<'_> {
-    /// Leaves `length` bytes of `file` from `first` to be sent in turns
-    /// after this exchange (see [`turns`]).
-    pub fn send_in_turns(&self, file: OwnedFd, label: String, first: u64, length: u64) {
-        if length == 0 {
-            return;
-        }
-        self.send_body_in_turns(Body::file(file, label, first, length));
-    }
-
-    /// Leaves `body` to be sent in turns after this exchange.
-    pub fn send_body_in_turns(&self, body: Body) {
-        *self.body.borrow_mut() = Some(body);
-    }
-
-    /// Sends a short text response; returns whether the connection lives on.
-    pub fn text(&self, status: u16, message: &str) -> std::io::Result<bool> {
-        let (head, body) = text_response(status, message);
-        self.head_and_body(head, &body)
-    }
-
-    /// Sends a head and an in-memory body (left out for HEAD).
-    pub fn head_and_body(&self, head: ResponseHead, body: &[u8]) -> std::io::Result<bool> {
-        let mut bytes = head.bytes(self.keep_alive);
-        if !self.head_only {
-            bytes.extend_from_slice(body);
-        }
-        let mut socket = &self.connection.stream;
-        std::io::Write::write_all(&mut socket, &bytes)?;
-        Ok(self.keep_alive)
-    }
-}
-
-/// Answers one request; `Ok(true, _)` when the connection may carry
-/// another, with the body still to send in turns, if any.
-fn answer(
-    shared: &Shared,
-    connection: &Connection,
-    request: &Request,
-    mover: &mut Mover,
-) -> std::io::Result<(bool, Option<Body>)> {
-    let head_only = request.method == "HEAD";
-    let mut exchange = Exchange {
-        shared,
-        connection,
-        request,
-        keep_alive: request.keeps_alive(),
-        head_only,
-        body: RefCell::new(None),
-    };
-    let keep_alive = respond(&mut exchange, mover)?;
-    Ok((keep_alive, exchange.body.into_inner()))
-}
-
-/// Sends the response, all of it but a file body left for turns.
-fn respond(exchange: &mut Exchange<'_>, mover: &mut Mover) -> std::io::Result<bool> {
-    let (shared, request) = (exchange.shared, exchange.request);
-    if request.method == "PUT" || request.method == "MKCOL" {
-        return match split_target(&request.target) {
-            Ok((parts, None)) if request.method == "MKCOL" => {
-                super::upload::make_directory(exchange, &parts)
-            }
-            Ok((parts, None)) => super::upload::answer(exchange, &parts, mover),
-            Ok((_, Some(_))) => {
-                exchange.keep_alive = false;
-                exchange.text(400, &format!("{} takes no query", request.method))
-            }
-            Err(BadTarget::Climbs) => {
-                exchange.keep_alive = false;
-                exchange.text(403, "the path climbs out of the served directory with ..")
-            }
-            Err(BadTarget::Malformed(why)) => {
-                exchange.keep_alive = false;
-                exchange.text(400, why)
-            }
+        let mut tools = Tools {
+            shared: &self.shared,
+            mover: &mut self.mover,
+            scratch: &mut self.scratch,
+            stopping: self.stopping,
         };
-    }
-    if request.method != "GET" && request.method != "HEAD" {
-        // The body, if any, is not read: the connection cannot go on.
-        exchange.keep_alive = false;
-        return super::upload::refuse_method(exchange);
-    }
-    if request.has_body() {
-        exchange.keep_alive = false;
-        return exchange.text(400, "a GET or HEAD request may not carry a body here");
-    }
-    let (parts, query) = match split_target(&request.target) {
-        Ok(split) => split,
-        Err(BadTarget::Climbs) => {
-            return exchange.text(403, "the path climbs out of the served directory with ..")
+        match step(connection, &mut tools) {
+            Next::Wait => {
+                if connection.armed.is_none_or(|at| at > connection.deadline) {
+                    connection.armed = Some(connection.deadline);
+                    self.wheel.add(connection.deadline, token);
+                }
+            }
+            Next::Yield => {
+                if !connection.queued {
+                    connection.queued = true;
+                    self.ready.push_back(token);
+                }
+            }
+            // Closing the descriptor takes it out of the epoll set.
+            Next::Close => drop(self.connections.remove(&token)),
         }
-        Err(BadTarget::Malformed(why)) => return exchange.text(400, why),
-    };
-    let path = parts.join(&b'/');
-    let file = match open_beneath(std::os::fd::AsFd::as_fd(&shared.root), &path) {
-        Ok(file) => file,
-        Err(error) => {
-            let (status, why) = match Errno::from_io_error(&error) {
-                Some(Errno::NOENT | Errno::NOTDIR) => (404, "no such file"),
-                Some(Errno::LOOP) => (403, "symbolic links are not followed"),
-                Some(Errno::XDEV) => (403, "the path leads out of the served directory"),
-                Some(Errno::ACCESS | Errno::PERM) => (403, "permission denied"),
-                Some(Errno::NAMETOOLONG) => (400, "the path is too long"),
-                _ => (500, "the file cannot be opened"),
+    }
+
+    /// Listens again once a pause after an accept error is over.
+    fn resume_accepting(&mut self, now: Instant) {
+        if self.accept_paused.is_some_and(|at| at <= now) && !self.stopping {
+            self.accept_paused = None;
+            if self.listen().is_err() {
+                self.pause_accepting(now);
+            }
+        }
+    }
+
+    fn pause_accepting(&mut self, now: Instant) {
+        if let Some(listener) = &self.listener {
+            let _ = epoll::delete(&self.epoll, &**listener);
+        }
+        self.accept_paused = Some(now + self.backoff);
+        self.backoff = (self.backoff * 2).min(MAX_BACKOFF);
+    }
+
+    /// Accepts pending connections; past the cap, answers 503.
+    fn accept_all(&mut self) {
+        for _ in 0..ACCEPT_BATCH {
+            let Some(listener) = &self.listener else {
+                return;
             };
-            return exchange.text(status, why);
+            let (stream, peer) = match listener.accept() {
+                Ok(accepted) => accepted,
+                Err(error) if error.kind() == std::io::ErrorKind::WouldBlock => return,
+                Err(error) => {
+                    let errno = Errno::from_io_error(&error);
+                    if matches!(errno, Some(Errno::CONNABORTED | Errno::INTR)) {
+                        continue;
+                    }
+                    // Out of descriptors or memory: say so once, stop
+                    // listening for a while rather than spin on a
+                    // level-triggered listener, and listen again.
+                    if !self.shared.accept_failing.swap(true, Ordering::Relaxed) {
+                        eprintln!(
+                            "flexio serve: accept: {error}; backing off until it recovers (logged once)"
+                        );
+                    }
+                    self.pause_accepting(Instant::now());
+                    return;
+                }
+            };
+            self.backoff = FIRST_BACKOFF;
+            if self.shared.accept_failing.swap(false, Ordering::Relaxed) {
+                eprintln!("flexio serve: accept works again");
+            }
+            self.adopt(stream, peer);
         }
-    };
-    let stat = rustix::fs::fstat(&file)?;
-    match rustix::fs::FileType::from_raw_mode(stat.st_mode) {
-        rustix::fs::FileType::RegularFile => {
-            let name = parts.last().cloned().unwrap_or_default();
-            files::answer(exchange, file, &stat, &name, query)
+    }
+
+    fn adopt(&mut self, stream: std::net::TcpStream, peer: std::net::SocketAddr) {
+        let max = self.shared.config.max_connections;
+        let (live, refusing) = self.shared.live_connections();
+        let refused = live >= max;
+        if (refused && refusing >= refusals(max)) || stream.set_nonblocking(true).is_err() {
+            return;
         }
-        rustix::fs::FileType::Directory => directory::answer(exchange, file, &parts, query),
-        _ => exchange.text(403, "not a regular file or a directory"),
+        let _ = stream.set_nodelay(true);
+        let token = self.next_token;
+        self.next_token += 1;
+        let connection = Connection::new(stream, peer, &self.shared, Instant::now(), refused);
+        let flags = epoll::EventFlags::IN
+            | epoll::EventFlags::OUT
+            | epoll::EventFlags::RDHUP
+            | epoll::EventFlags::ET;
+        if epoll::add(
+            &self.epoll,
+            &connection.stream,
+            epoll::EventData::new_u64(token),
+            flags,
+        )
+        .is_err()
+        {
+            return;
+        }
+        self.connections.insert(token, connection);
+        self.with(token, Connection::drive);
     }
 }

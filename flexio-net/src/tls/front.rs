@@ -7,7 +7,7 @@
 //! the plain server behind keeps its own limits and deadlines.
 
 use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -35,10 +35,14 @@ impl Drop for Live {
     }
 }
 
-/// Accepts on `listener` until the process ends.
-pub(crate) fn run(listener: TcpListener, config: FrontConfig) {
+/// Accepts on `listener` until `stop` is set (and the listener shut
+/// down, which wakes the accept).
+pub(crate) fn run(listener: &TcpListener, config: FrontConfig, stop: &AtomicBool) {
     let live = Arc::new(AtomicUsize::new(0));
     for stream in listener.incoming() {
+        if stop.load(Ordering::Relaxed) {
+            return;
+        }
         let Ok(stream) = stream else {
             // EMFILE and the like: wait instead of spinning.
             std::thread::sleep(Duration::from_millis(50));

@@ -1,0 +1,111 @@
+//! How a server runs: [`ServeConfig`] and its defaults.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use flexio::pace::Rate;
+use flexio::MechanismName;
+
+/// How a server runs.
+#[derive(Clone, Debug)]
+pub struct ServeConfig {
+    /// The directory served; nothing outside it is ever opened.
+    pub root: PathBuf,
+    /// Where to listen (port 0 picks one).
+    pub listen: SocketAddr,
+    /// Allow an address other than loopback (read-only serving only).
+    pub public: bool,
+    /// Worker threads, each owning the connections it accepted, with its
+    /// own epoll set, for their whole life.
+    pub workers: usize,
+    /// Connections held at once; past it new ones get 503.
+    pub max_connections: usize,
+    /// Serve file bodies through a block cache of this configuration over
+    /// `O_DIRECT` (copied out of its blocks and written) instead of with
+    /// the mechanism; `None` for none.
+    pub cache: Option<flexio_cache::CacheConfig>,
+    /// The time a request head may take to arrive, from its first byte
+    /// (or from the connection's start for the first request).
+    pub head_timeout: Duration,
+    /// How long a kept-alive connection may sit idle between requests.
+    pub idle_timeout: Duration,
+    /// How long sending may make no progress before the connection is cut.
+    pub send_timeout: Duration,
+    /// The file→socket mechanism for bodies (`auto` is sendfile).
+    pub mechanism: MechanismName,
+    /// Bytes per read and write (read-write) or per mapped window (mmap)
+    /// of that mechanism; `None` keeps its default. The OS project's
+    /// buffer size and map size (`flexio bench --scenario host-to-host`,
+    /// Fig 6).
+    pub chunk: Option<usize>,
+    /// The token PUTs are authorised by; without one, the server is
+    /// read-only. As `Authorization: Bearer` from loopback peers (which
+    /// is also how the TLS front relays), or as a signed request from any
+    /// peer ([`crate::signing`]): a bearer token is never taken from a
+    /// plain link.
+    pub token: Option<String>,
+    /// The most bytes per second one connection is sent.
+    pub rate_per_client: Option<Rate>,
+    /// The most bytes per second all connections together are sent.
+    pub rate_total: Option<Rate>,
+    /// The most body bytes a connection is sent (or an upload read) per
+    /// wake-up before its worker goes on with its other connections
+    /// (nginx's `sendfile_max_chunk`).
+    pub max_chunk: u64,
+    /// How long answers in flight may take to finish once the server is
+    /// asked to stop (`ServerHandle::shutdown`); past it, what is
+    /// left is cut (an upload not finished is never linked in).
+    pub grace: Duration,
+    /// Serve TLS on `listen` with this identity ([`crate::tls`]): a front
+    /// terminates TLS and relays to the plain server on loopback.
+    pub tls: Option<crate::tls::TlsIdentity>,
+    /// Follow symbolic links in a GET or HEAD target, as long as each
+    /// resolves beneath the root (never out of it). Off by default: a
+    /// link is answered 403, as `?tar` and manifests list it as a link.
+    pub follow_symlinks: bool,
+}
+
+/// The default [`ServeConfig::max_chunk`]. Measured with
+/// `flexio-net/scripts/serve-max-chunk.sh` (2 workers, 4 clients fetching 512 MiB,
+/// a fifth fetching 4 KiB 30 times; noisy 2-core VM): with 1 GiB turns (a
+/// worker keeps a body to its end, as before turns) the first 4 KiB
+/// request waited 1.0–1.3 s; with 1 MiB, at most 27–38 ms (p50 8 ms) for
+/// 0–15% less total throughput; 256 KiB was no better, 4 MiB worse.
+/// nginx's `sendfile_max_chunk` is 2 MiB.
+pub const DEFAULT_MAX_CHUNK: u64 = 1 << 20;
+
+/// The default [`ServeConfig::grace`].
+pub const DEFAULT_GRACE: Duration = Duration::from_secs(5);
+
+impl ServeConfig {
+    /// Serving `root` on `127.0.0.1:0` with the default limits.
+    ///
+    /// # Examples
+    /// ```
+    /// let config = flexio_net::server::ServeConfig::new("/srv".into());
+    /// assert!(config.listen.ip().is_loopback());
+    /// ```
+    pub fn new(root: PathBuf) -> Self {
+        ServeConfig {
+            root,
+            listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+            public: false,
+            workers: 8,
+            max_connections: 1024,
+            cache: None,
+            head_timeout: Duration::from_secs(10),
+            idle_timeout: Duration::from_secs(15),
+            send_timeout: Duration::from_secs(30),
+            mechanism: MechanismName::Auto,
+            chunk: None,
+            token: None,
+            rate_per_client: None,
+            rate_total: None,
+            max_chunk: DEFAULT_MAX_CHUNK,
+            tls: None,
+            grace: DEFAULT_GRACE,
+            follow_symlinks: false,
+        }
+    }
+}

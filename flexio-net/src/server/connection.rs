@@ -1,0 +1,437 @@
+//! One connection, as a state machine its worker drives on every event:
+//! reading a request head, reading an upload's body, sending a response
+//! (the bytes the handler left, then its body), draining what the client
+//! still sends before closing. Every call on the socket is non-blocking;
+//! [`Connection::drive`] goes on until the socket says `EAGAIN` (then it
+//! waits for the next edge or its deadline), the connection's share of
+//! this wake-up is spent (`--max-chunk`: it yields to the others), its
+//! rate's tokens are not due yet, or it is closed.
+
+use std::net::{SocketAddr, TcpStream};
+use std::os::fd::{AsFd, BorrowedFd};
+use std::sync::Arc;
+use std::time::Instant;
+
+use flexio::pace::TokenBucket;
+use flexio::range::Mover;
+use rustix::io::Errno;
+use rustix::net::{RecvFlags, SendFlags};
+
+use super::body::{Body, Turn};
+use super::exchange::Response;
+use super::intake::{Intake, IntakeError, Pumped};
+use super::request::{closing_response, Request};
+use super::respond::{self, Peer};
+use super::shared::{LiveGuard, Shared};
+use crate::head::{request_complete, step, Step};
+
+/// Where a connection is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Phase {
+    /// Waiting for (the rest of) a request head.
+    Head,
+    /// Reading an upload's body.
+    Upload,
+    /// Sending a response.
+    Send,
+    /// The last response is sent and our side shut down: what the client
+    /// still sends is read and dropped until it closes (or the head
+    /// deadline passes), so closing never resets a connection whose
+    /// response the client has not read yet.
+    Drain,
+}
+
+/// What the worker does with a connection after driving it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Next {
+    /// Wait for the next event on it or its deadline.
+    Wait,
+    /// Drive it again after the others ready now.
+    Yield,
+    /// Close it.
+    Close,
+}
+
+/// What driving needs from the worker.
+pub(crate) struct Tools<'a> {
+    pub shared: &'a Shared,
+    pub mover: &'a mut Mover,
+    /// Uploads are read through it; empty whenever a call returns.
+    pub scratch: &'a mut [u8],
+    /// The server is stopping: no connection is kept alive.
+    pub stopping: bool,
+}
+
+/// A client connection, owned by one worker for its whole life.
+pub(crate) struct Connection {
+    pub stream: TcpStream,
+    peer: String,
+    loopback: bool,
+    phase: Phase,
+    /// Head bytes consumed so far.
+    head: Vec<u8>,
+    /// When the first byte of the current head arrived.
+    head_started: Option<Instant>,
+    /// When the connection started, last finished a response or last
+    /// moved a byte.
+    since: Instant,
+    /// Responses sent on it.
+    served: u64,
+    /// Bytes to send before the body (a head, a short body).
+    out: Vec<u8>,
+    out_at: usize,
+    body: Option<Body>,
+    intake: Option<(Intake, Request)>,
+    keep_alive: bool,
+    /// Its bucket for `rate_per_client`.
+    rate: Option<Arc<TokenBucket>>,
+    /// Waiting for its rate's tokens (until `deadline`), not the socket.
+    paced: bool,
+    /// When the current wait ends.
+    pub deadline: Instant,
+    /// The earliest time it is in its worker's timer wheel for.
+    pub armed: Option<Instant>,
+    /// In its worker's queue of connections to drive again.
+    pub queued: bool,
+    _live: LiveGuard,
+}
+
+impl Connection {
+    /// A connection just accepted (non-blocking already); a `refused` one
+    /// is answered 503 and closed.
+    pub fn new(
+        stream: TcpStream,
+        peer: SocketAddr,
+        shared: &Shared,
+        now: Instant,
+        refused: bool,
+    ) -> Self {
+        let config = &shared.config;
+        let mut connection = Connection {
+            stream,
+            peer: format!("client {peer}"),
+            loopback: peer.ip().is_loopback(),
+            phase: Phase::Head,
+            head: Vec::new(),
+            head_started: None,
+            since: now,
+            served: 0,
+            out: Vec::new(),
+            out_at: 0,
+            body: None,
+            intake: None,
+            keep_alive: true,
+            rate: config.rate_per_client.map(|rate| {
+                Arc::new(TokenBucket::new(
+                    rate,
+                    rate.default_burst().min(config.max_chunk.max(1)),
+                    now,
+                ))
+            }),
+            paced: false,
+            deadline: now + config.head_timeout,
+            armed: None,
+            queued: false,
+            _live: shared.count_connection(refused),
+        };
+        if refused {
+            connection.refuse(503, "too many connections; try again shortly");
+        }
+        connection
+    }
+
+    fn fd(&self) -> BorrowedFd<'_> {
+        self.stream.as_fd()
+    }
+
+    /// Answers `status` with `message` and closes (gracefully).
+    pub fn refuse(&mut self, status: u16, message: &str) {
+        self.out = closing_response(status, message);
+        self.out_at = 0;
+        self.body = None;
+        self.intake = None;
+        self.keep_alive = false;
+        self.phase = Phase::Send;
+    }
+
+    /// Whether it waits for a request that has not begun: closed at once
+    /// when the server stops.
+    pub fn idle(&self) -> bool {
+        self.phase == Phase::Head && self.head.is_empty()
+    }
+
+    /// Moves it on as far as it goes now.
+    pub fn drive(&mut self, tools: &mut Tools<'_>) -> Next {
+        loop {
+            let next = match self.phase {
+                Phase::Head => self.read_head(tools),
+                Phase::Upload => self.read_upload(tools),
+                Phase::Send => self.send(tools),
+                Phase::Drain => self.drain(tools.shared),
+            };
+            if let Some(next) = next {
+                return next;
+            }
+        }
+    }
+
+    /// Its deadline passed (or not yet: the wheel's entry was stale).
+    pub fn expire(&mut self, now: Instant, tools: &mut Tools<'_>) -> Next {
+        if now < self.deadline {
+            return Next::Wait;
+        }
+        if self.paced {
+            return self.drive(tools);
+        }
+        match self.phase {
+            Phase::Head if self.head_started.is_some() || self.served == 0 => {
+                let timeout = tools.shared.config.head_timeout;
+                self.refuse(
+                    408,
+                    &format!("the request head did not arrive within {timeout:?}"),
+                );
+                self.since = now;
+                self.drive(tools)
+            }
+            Phase::Upload | Phase::Send => {
+                eprintln!(
+                    "flexio serve: {}: nothing moved for {:?}; cut",
+                    self.peer, tools.shared.config.send_timeout
+                );
+                Next::Close
+            }
+            Phase::Head | Phase::Drain => Next::Close,
+        }
+    }
+
+    /// Waits until `at` at most.
+    fn wait_until(&mut self, at: Instant) -> Option<Next> {
+        self.deadline = at;
+        Some(Next::Wait)
+    }
+
+    fn read_head(&mut self, tools: &mut Tools<'_>) -> Option<Next> {
+        if tools.stopping && self.head.is_empty() {
+            return Some(Next::Close);
+        }
+        let config = &tools.shared.config;
+        match step(self.stream.as_fd(), &mut self.head, request_complete, true) {
+            Ok(Step::Complete) => {
+                let head = std::mem::take(&mut self.head);
+                self.head_started = None;
+                match Request::parse(&head) {
+                    Ok(request) => {
+                        let peer = Peer {
+                            name: &self.peer,
+                            loopback: self.loopback,
+                        };
+                        let response = respond::answer(tools.shared, &request, &peer);
+                        self.take(response, request, tools.stopping);
+                    }
+                    Err(why) => self.refuse(400, &why),
+                }
+                None
+            }
+            Ok(Step::Partial) => {
+                self.head_started.get_or_insert_with(Instant::now);
+                None
+            }
+            Ok(Step::WouldBlock) => {
+                if self.head.is_empty() {
+                    // A read leaves room for a whole head: an idle
+                    // connection gives it back (10 000 idle connections
+                    // would hold 160 MiB).
+                    self.head = Vec::new();
+                }
+                let deadline = match self.head_started {
+                    Some(started) => started + config.head_timeout,
+                    None if self.served == 0 => self.since + config.head_timeout,
+                    None => self.since + config.idle_timeout,
+                };
+                self.wait_until(deadline)
+            }
+            Ok(Step::TooLarge) => {
+                self.refuse(
+                    431,
+                    &format!(
+                        "the request head is over {} bytes or {} header lines",
+                        crate::head::MAX_HEAD,
+                        crate::head::MAX_HEADERS
+                    ),
+                );
+                None
+            }
+            Ok(Step::Malformed(why)) => {
+                self.refuse(400, &format!("malformed request head: {why}"));
+                None
+            }
+            Ok(Step::Closed) | Err(_) => Some(Next::Close),
+        }
+    }
+
+    /// Takes a handler's answer: an upload's body to read first, or the
+    /// response to send.
+    fn take(&mut self, response: Response, request: Request, stopping: bool) {
+        self.out = response.out;
+        self.out_at = 0;
+        self.body = response.body;
+        self.keep_alive = response.keep_alive && !stopping;
+        self.since = Instant::now();
+        match response.intake {
+            Some(intake) => {
+                self.intake = Some((intake, request));
+                self.phase = Phase::Upload;
+            }
+            None => self.phase = Phase::Send,
+        }
+    }
+
+    fn read_upload(&mut self, tools: &mut Tools<'_>) -> Option<Next> {
+        let send_timeout = tools.shared.config.send_timeout;
+        match self.flush_out(false) {
+            Err(_) => return Some(Next::Close),
+            Ok(false) => return self.wait_until(self.since + send_timeout),
+            Ok(true) => {}
+        }
+        let budget = tools.shared.config.max_chunk.max(1);
+        let (intake, _) = self.intake.as_mut().expect("an upload has its intake");
+        let before = intake.left;
+        let pumped = intake.pump(self.stream.as_fd(), tools.scratch, budget);
+        if intake.left < before {
+            self.since = Instant::now();
+        }
+        match pumped {
+            Ok(Pumped::Done) => {
+                let (intake, request) = self.intake.take().expect("taken once");
+                let peer = Peer {
+                    name: &self.peer,
+                    loopback: self.loopback,
+                };
+                let response = respond::finish_upload(tools.shared, &request, &peer, intake);
+                self.take(response, request, tools.stopping);
+                None
+            }
+            Ok(Pumped::Blocked) => self.wait_until(self.since + send_timeout),
+            Ok(Pumped::TurnOver) => Some(Next::Yield),
+            Err(IntakeError::Client(why)) => {
+                if let Some((intake, request)) = &self.intake {
+                    eprintln!(
+                        "flexio serve: {} {} for {}: {why}; {} not written",
+                        request.method, request.target, self.peer, intake.label
+                    );
+                }
+                Some(Next::Close)
+            }
+            Err(IntakeError::Write(status, why)) => {
+                // What is left of the body is drained after the answer.
+                self.refuse(status, &why);
+                None
+            }
+        }
+    }
+
+    /// Sends the bytes left before the body; whether all are out. With a
+    /// body after them, with `MSG_MORE`, so that TCP sends a head in one
+    /// segment with the body's first bytes (nginx's `tcp_nopush`): for a
+    /// 4 KiB file that halves the segments and the reader's wake-ups.
+    fn flush_out(&mut self, more: bool) -> std::io::Result<bool> {
+        let mut flags = SendFlags::DONTWAIT | SendFlags::NOSIGNAL;
+        if more {
+            flags |= SendFlags::MORE;
+        }
+        while self.out_at < self.out.len() {
+            match rustix::net::send(self.fd(), &self.out[self.out_at..], flags) {
+                Ok(n) => {
+                    self.out_at += n;
+                    self.since = Instant::now();
+                }
+                Err(Errno::INTR) => {}
+                Err(Errno::AGAIN) => return Ok(false),
+                Err(errno) => return Err(errno.into()),
+            }
+        }
+        self.out.clear();
+        self.out_at = 0;
+        Ok(true)
+    }
+
+    fn send(&mut self, tools: &mut Tools<'_>) -> Option<Next> {
+        let shared = tools.shared;
+        let now = Instant::now();
+        let rate = self.rate.clone();
+        let buckets = [rate.as_deref(), shared.total_rate.as_deref()];
+        if self.body.is_some() {
+            // Out of debt is enough (see `Transfer::next_len`): a late
+            // wake-up stays credit.
+            let wait = buckets.iter().flatten().map(|b| b.delay(now)).max();
+            if let Some(wait) = wait.filter(|wait| !wait.is_zero()) {
+                self.paced = true;
+                return self.wait_until(now + wait);
+            }
+        }
+        self.paced = false;
+        let send_timeout = shared.config.send_timeout;
+        match self.flush_out(self.body.is_some()) {
+            Err(_) => return Some(Next::Close),
+            Ok(false) => return self.wait_until(self.since + send_timeout),
+            Ok(true) => {}
+        }
+        if let Some(body) = self.body.as_mut() {
+            let mut budget = shared.config.max_chunk.max(1);
+            for bucket in buckets.iter().flatten() {
+                budget = budget.min(bucket.burst());
+            }
+            let sent = body.send_turn(shared, self.stream.as_fd(), &self.peer, tools.mover, budget);
+            let (bytes, turn) = match sent {
+                Ok(sent) => sent,
+                Err(error) => {
+                    // The response is cut short: the client sees the
+                    // connection close before Content-Length bytes.
+                    eprintln!("flexio serve: {}: {error}", self.peer);
+                    return Some(Next::Close);
+                }
+            };
+            if bytes > 0 {
+                let now = Instant::now();
+                self.since = now;
+                for bucket in buckets.iter().flatten() {
+                    bucket.charge(bytes, now);
+                }
+            }
+            match turn {
+                Turn::Done => self.body = None,
+                Turn::Blocked => return self.wait_until(self.since + send_timeout),
+                Turn::Over => return Some(Next::Yield),
+            }
+        }
+        self.served += 1;
+        self.since = Instant::now();
+        if self.keep_alive && !tools.stopping {
+            self.phase = Phase::Head;
+        } else {
+            if rustix::net::shutdown(self.fd(), rustix::net::Shutdown::Write).is_err() {
+                return Some(Next::Close);
+            }
+            self.phase = Phase::Drain;
+        }
+        None
+    }
+
+    /// Reads and drops what a closing connection's client still sends.
+    fn drain(&mut self, shared: &Shared) -> Option<Next> {
+        let mut scratch = [0u8; 16 * 1024];
+        for _ in 0..16 {
+            match rustix::net::recv(self.fd(), &mut scratch, RecvFlags::DONTWAIT) {
+                Ok((0, _)) => return Some(Next::Close),
+                Ok(_) => {}
+                Err(Errno::AGAIN) => {
+                    return self.wait_until(self.since + shared.config.head_timeout)
+                }
+                Err(Errno::INTR) => {}
+                Err(_) => return Some(Next::Close),
+            }
+        }
+        // 256 KiB in one go: not a client finishing a request; cut it.
+        Some(Next::Close)
+    }
+}

@@ -1,0 +1,152 @@
+//! An upload's body being read: what a PUT handler leaves once its checks
+//! passed (the file made, where the bytes go), read by the connection's
+//! worker without blocking — from the socket into the worker's buffer and
+//! written at its offset — a share per wake-up, then finished by the
+//! handler's second half (`upload::finish`, `upload_ranges::finish`).
+
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+
+use flexio::range::NewFile;
+use rustix::io::Errno;
+use rustix::net::RecvFlags;
+
+/// Where a body's bytes go, and what is done once all arrived.
+pub(crate) enum Finish {
+    /// A whole file, linked in under its name once complete. The file's
+    /// name goes through `/proc/self/fd` of `parent`, which is held open
+    /// until then.
+    Whole {
+        file: NewFile,
+        parent: OwnedFd,
+        replaces: bool,
+    },
+    /// A piece of a ranged upload, recorded in the journal once written.
+    Piece {
+        file: OwnedFd,
+        parent: OwnedFd,
+        partial: String,
+        journal: String,
+        name: Vec<u8>,
+        start: u64,
+        end: u64,
+        total: u64,
+    },
+}
+
+/// A request body still being read.
+pub(crate) struct Intake {
+    pub finish: Finish,
+    /// The file offset the next byte goes to.
+    pub at: u64,
+    /// Bytes still to read.
+    pub left: u64,
+    /// The body's length as announced.
+    pub length: u64,
+    /// The target, for messages.
+    pub label: String,
+}
+
+/// How far one call got.
+pub(crate) enum Pumped {
+    /// Every byte arrived and is written.
+    Done,
+    /// The socket has nothing more now.
+    Blocked,
+    /// The share of one wake-up is read; others go first.
+    TurnOver,
+}
+
+/// Why an upload cannot be completed.
+pub(crate) enum IntakeError {
+    /// The client closed or failed before the whole body: nothing to
+    /// answer.
+    Client(String),
+    /// Writing failed on this side (a full disk): answered with this
+    /// status.
+    Write(u16, String),
+}
+
+impl Intake {
+    /// A body of `length` bytes going to `finish`'s file from `at`.
+    pub fn new(finish: Finish, at: u64, length: u64, label: String) -> Intake {
+        Intake {
+            finish,
+            at,
+            left: length,
+            length,
+            label,
+        }
+    }
+
+    fn file(&self) -> BorrowedFd<'_> {
+        match &self.finish {
+            Finish::Whole { file, .. } => file.fd(),
+            Finish::Piece { file, .. } => file.as_fd(),
+        }
+    }
+
+    /// Reads what the socket holds, at most `budget` bytes, writing each
+    /// read whole before the next (the buffer is empty whenever this
+    /// returns).
+    pub fn pump(
+        &mut self,
+        socket: BorrowedFd<'_>,
+        scratch: &mut [u8],
+        budget: u64,
+    ) -> Result<Pumped, IntakeError> {
+        let mut taken = 0u64;
+        while self.left > 0 {
+            if taken >= budget {
+                return Ok(Pumped::TurnOver);
+            }
+            let want = (self.left.min(scratch.len() as u64)) as usize;
+            let got = match rustix::net::recv(socket, &mut scratch[..want], RecvFlags::DONTWAIT) {
+                Ok((0, _)) => {
+                    return Err(IntakeError::Client(format!(
+                        "the client closed {} bytes before the end of the body",
+                        self.left
+                    )))
+                }
+                Ok((n, _)) => n,
+                Err(Errno::INTR) => continue,
+                Err(Errno::AGAIN) => return Ok(Pumped::Blocked),
+                Err(errno) => {
+                    return Err(IntakeError::Client(format!(
+                        "recv from the client: {errno}"
+                    )))
+                }
+            };
+            self.write_all(&scratch[..got])?;
+            taken += got as u64;
+            self.left -= got as u64;
+        }
+        Ok(Pumped::Done)
+    }
+
+    fn write_all(&mut self, mut bytes: &[u8]) -> Result<(), IntakeError> {
+        while !bytes.is_empty() {
+            match rustix::io::pwrite(self.file(), bytes, self.at) {
+                Ok(n) => {
+                    bytes = &bytes[n..];
+                    self.at += n as u64;
+                }
+                Err(Errno::INTR) => {}
+                Err(errno) => {
+                    let status = if matches!(errno, Errno::NOSPC | Errno::DQUOT) {
+                        507
+                    } else {
+                        500
+                    };
+                    return Err(IntakeError::Write(
+                        status,
+                        format!(
+                            "writing failed: pwrite {} at {}: {errno}",
+                            self.label, self.at
+                        ),
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+}

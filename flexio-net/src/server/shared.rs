@@ -1,0 +1,75 @@
+//! What every worker reads: the configuration, the served directory held
+//! open, and the few things that are one per server — the hash cache of
+//! manifests, the nonces of signed uploads, the journal lock of ranged
+//! uploads, the block cache, the total rate's bucket, the count of live
+//! connections and the stop order. Nothing here holds a connection: each
+//! one belongs to the worker that accepted it.
+
+use std::os::fd::OwnedFd;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use flexio::pace::TokenBucket;
+
+use super::config::ServeConfig;
+use super::hash_cache::HashCache;
+
+/// Shared by the workers of one server.
+pub(crate) struct Shared {
+    pub config: ServeConfig,
+    /// The served directory, held open: every name resolves beneath it.
+    pub root: OwnedFd,
+    /// Connections alive, over all workers (for `max_connections`).
+    pub live: Arc<AtomicUsize>,
+    /// Connections past the cap being answered 503, apart: they do not
+    /// keep the server full once they are gone.
+    pub refusing: Arc<AtomicUsize>,
+    /// Chunk hashes of unchanged files, for manifests.
+    pub hashes: HashCache,
+    /// The nonces of signed uploads taken lately (no replays).
+    pub nonces: crate::signing::SeenNonces,
+    /// Held while a ranged upload's journal is read and rewritten.
+    pub uploads: Mutex<()>,
+    /// The block cache file bodies go through, with `config.cache`.
+    pub cache: Option<Arc<flexio_cache::FileCache>>,
+    /// The bucket of `rate_total`, shared by every connection.
+    pub total_rate: Option<Arc<TokenBucket>>,
+    /// When the answers in flight must be done; set once asked to stop.
+    pub stop: Mutex<Option<Instant>>,
+    /// Whether an accept error was logged and not yet recovered from (one
+    /// line per episode, not one per worker and retry).
+    pub accept_failing: AtomicBool,
+}
+
+impl Shared {
+    /// The time the server must be done by, once asked to stop.
+    pub fn stop_by(&self) -> Option<Instant> {
+        *self.stop.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Counts a new connection, among those served or those refused;
+    /// the guard uncounts it when dropped.
+    pub fn count_connection(&self, refused: bool) -> LiveGuard {
+        let count = if refused { &self.refusing } else { &self.live };
+        count.fetch_add(1, Ordering::Relaxed);
+        LiveGuard(Arc::clone(count))
+    }
+
+    /// Connections served now, and those being refused.
+    pub fn live_connections(&self) -> (usize, usize) {
+        (
+            self.live.load(Ordering::Relaxed),
+            self.refusing.load(Ordering::Relaxed),
+        )
+    }
+}
+
+/// Counts a connection while it exists.
+pub(crate) struct LiveGuard(Arc<AtomicUsize>);
+
+impl Drop for LiveGuard {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
+}
