@@ -190,7 +190,7 @@ pub fn run(args: ServeArgs) -> crate::error::Result<()> {
         tls_note.unwrap_or_default()
     ));
     // A second signal while stopping exits at once.
-    let stop = crate::bench::stop_on_signals();
+    let stop = crate::bench_support::stop_on_signals();
     let handle = server.spawn()?;
     while !stop.load(Ordering::Relaxed) {
         std::thread::sleep(Duration::from_millis(50));
