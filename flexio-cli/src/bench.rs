@@ -152,6 +152,62 @@ impl OwnScenario {
             OwnScenario::Hosts => "hosts",
         }
     }
+
+    /// Runs this scenario on its own runner, with its report files.
+    fn run(self, args: &BenchArgs) -> Result<(), Error> {
+        match self {
+            OwnScenario::Tree => crate::bench_tree::run(
+                &args.dir,
+                &args.out,
+                args.runs,
+                args.tree_scale,
+                args.cold,
+                &args.trees,
+            ),
+            OwnScenario::Cache => crate::bench_cache::run_scenario(
+                &args.dir,
+                &args.out,
+                args.runs,
+                &args.sizes,
+                args.cache_size,
+            ),
+            OwnScenario::Server => crate::bench_server::run(&crate::bench_server::ServerArgs {
+                dir: &args.dir,
+                out: &args.out,
+                runs: args.runs,
+                quick: args.quick,
+                clients: &args.clients,
+                sizes: &args.sizes,
+                large: args.large,
+            }),
+            // The meter child is started with the bench's own arguments.
+            OwnScenario::Schedule if args.meter_child => Ok(()),
+            OwnScenario::Schedule => {
+                crate::bench_schedule::run(&args.dir, &args.out, args.runs, args.quick, &args.sizes)
+            }
+            OwnScenario::Pace => {
+                crate::bench_pace::run(&args.dir, &args.out, &args.pace_rates, args.pace_seconds)
+            }
+            OwnScenario::HostToHost => crate::bench_host::run(&crate::bench_host::HostArgs {
+                dir: &args.dir,
+                out: &args.out,
+                runs: args.runs,
+                file_bytes: args.sizes.first().copied().unwrap_or(1 << 30),
+                tree_scale: args.tree_scale,
+                install: !args.no_install,
+                figures: !args.no_figures,
+            }),
+            OwnScenario::Hosts => crate::bench_hosts::run(&crate::bench_hosts::HostsArgs {
+                dir: &args.dir,
+                out: &args.out,
+                runs: args.runs,
+                quick: args.quick,
+                bytes: args.sizes.first().copied(),
+                counts: &args.hosts,
+                rate: args.hosts_rate,
+            }),
+        }
+    }
 }
 
 fn seconds(text: &str) -> Result<f64, String> {
@@ -207,66 +263,13 @@ pub(crate) fn io_error(
     }
 }
 
-/// Runs `flexio bench`.
+/// Runs `flexio bench`: the scenarios with their own runners first, then
+/// the matrix's (all of it when no scenario is named).
 pub fn run(args: BenchArgs) -> Result<(), Error> {
-    let asked = |own| args.scenarios.contains(&ScenarioArg::Own(own));
-    if asked(OwnScenario::Tree) {
-        crate::bench_tree::run(
-            &args.dir,
-            &args.out,
-            args.runs,
-            args.tree_scale,
-            args.cold,
-            &args.trees,
-        )?;
-    }
-    if asked(OwnScenario::Cache) {
-        crate::bench_cache::run_scenario(
-            &args.dir,
-            &args.out,
-            args.runs,
-            &args.sizes,
-            args.cache_size,
-        )?;
-    }
-    if asked(OwnScenario::Server) {
-        crate::bench_server::run(&crate::bench_server::ServerArgs {
-            dir: &args.dir,
-            out: &args.out,
-            runs: args.runs,
-            quick: args.quick,
-            clients: &args.clients,
-            sizes: &args.sizes,
-            large: args.large,
-        })?;
-    }
-    if asked(OwnScenario::Schedule) && !args.meter_child {
-        crate::bench_schedule::run(&args.dir, &args.out, args.runs, args.quick, &args.sizes)?;
-    }
-    if asked(OwnScenario::Pace) {
-        crate::bench_pace::run(&args.dir, &args.out, &args.pace_rates, args.pace_seconds)?;
-    }
-    if asked(OwnScenario::HostToHost) {
-        crate::bench_host::run(&crate::bench_host::HostArgs {
-            dir: &args.dir,
-            out: &args.out,
-            runs: args.runs,
-            file_bytes: args.sizes.first().copied().unwrap_or(1 << 30),
-            tree_scale: args.tree_scale,
-            install: !args.no_install,
-            figures: !args.no_figures,
-        })?;
-    }
-    if asked(OwnScenario::Hosts) {
-        crate::bench_hosts::run(&crate::bench_hosts::HostsArgs {
-            dir: &args.dir,
-            out: &args.out,
-            runs: args.runs,
-            quick: args.quick,
-            bytes: args.sizes.first().copied(),
-            counts: &args.hosts,
-            rate: args.hosts_rate,
-        })?;
+    for own in OwnScenario::ALL {
+        if args.scenarios.contains(&ScenarioArg::Own(own)) {
+            own.run(&args)?;
+        }
     }
     let matrix: Vec<Scenario> = args
         .scenarios
@@ -283,6 +286,12 @@ pub fn run(args: BenchArgs) -> Result<(), Error> {
         flexio_bench::meter::child_main();
         return Ok(());
     }
+    run_matrix(&args, matrix)
+}
+
+/// Runs the matrix's scenarios (`matrix`; all when empty) and writes the
+/// report.
+fn run_matrix(args: &BenchArgs, matrix: Vec<Scenario>) -> Result<(), Error> {
     let started = Instant::now();
     let root = runner::is_root();
     let profile = args.choice.load_for_auto();
@@ -294,6 +303,23 @@ pub fn run(args: BenchArgs) -> Result<(), Error> {
         veth: root && (args.full || !matrix.is_empty()),
         auto_builtin: profile.is_some(),
     });
+    let options = run_options(args, profile);
+    eprintln!(
+        "flexio bench ({}) in {}:\n{}",
+        if args.full { "full" } else { "quick" },
+        args.dir.display(),
+        plan.describe(options.warmups, options.rounds)
+    );
+    let mut observer = BarObserver::new(args.quiet);
+    let results =
+        runner::run(&plan, &options, &mut observer).map_err(|e| io_error("bench", &args.dir, e))?;
+    observer.finish();
+    report(args, &results, started)
+}
+
+/// How the matrix runs: rounds, the profile `auto` consults, this very
+/// executable as `flexio copy` and as the meter.
+fn run_options(args: &BenchArgs, profile: Option<flexio::profile::Profile>) -> RunOptions {
     let mut options = RunOptions::new(&args.dir);
     match &profile {
         Some(_) => eprintln!(
@@ -315,28 +341,25 @@ pub fn run(args: BenchArgs) -> Result<(), Error> {
             OsString::from("--meter-child"),
         ]
     });
-    eprintln!(
-        "flexio bench ({}) in {}:\n{}",
-        if args.full { "full" } else { "quick" },
-        args.dir.display(),
-        plan.describe(options.warmups, options.rounds)
-    );
+    options
+}
 
-    let mut observer = BarObserver::new(args.quiet);
-    let results =
-        runner::run(&plan, &options, &mut observer).map_err(|e| io_error("bench", &args.dir, e))?;
-    observer.finish();
-
-    let summaries = flexio_bench::stats::summarize(&results);
-    crate::print_stdout(&flexio_bench::table::render(&results, &summaries));
+/// Prints the tables and what `auto` chose, and writes the report files.
+fn report(
+    args: &BenchArgs,
+    results: &flexio_bench::model::Results,
+    started: Instant,
+) -> Result<(), Error> {
+    let summaries = flexio_bench::stats::summarize(results);
+    crate::print_stdout(&flexio_bench::table::render(results, &summaries));
     let mut tail = String::new();
-    for line in runner::auto_choices(&results) {
+    for line in runner::auto_choices(results) {
         tail += &format!("{line}\n");
     }
     if !results.missing_peers.is_empty() {
         tail += &format!("missing peers: {}\n", results.missing_peers.join(", "));
     }
-    let paths = flexio_bench::output::write_all(&args.out, &results)
+    let paths = flexio_bench::output::write_all(&args.out, results)
         .map_err(|e| io_error("write report", &args.out, e))?;
     for path in paths {
         tail += &format!("wrote {}\n", path.display());
