@@ -27,6 +27,7 @@ mod dots;
 mod legend;
 mod line_chart;
 pub mod plain;
+pub mod ticks;
 
 pub use legend::COLORS;
 

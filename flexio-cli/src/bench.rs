@@ -24,7 +24,7 @@ pub struct BenchArgs {
     quick: bool,
     /// The whole matrix (about 30 minutes) instead of the quick one.
     #[arg(long)]
-    full: bool,
+    pub(crate) full: bool,
     /// Only this scenario (repeatable): file-to-file, file-to-file-durable,
     /// file-to-socket, socket-to-file, file-to-pipe, pipe-to-file, memory, parallel,
     /// meter (the limits always run with these); tree (many files, against
@@ -41,7 +41,9 @@ pub struct BenchArgs {
     /// one rate set by flexio: N shards against one client, N mirrors
     /// against one server, a chain of N against naive fan-out; --quick:
     /// N = 2 and 4, 4 MiB, well under a minute; else N = 2, 4, 8, the
-    /// first of --sizes or 1 GiB at 64 MiB/s).
+    /// first of --sizes or 1 GiB at 64 MiB/s); seeds (the five documents'
+    /// twenty exhibits, the original's values beside ours: seeds.md and a
+    /// chart each; --quick in minutes).
     #[arg(long = "scenario", value_name = "NAME", value_parser = scenario)]
     scenarios: Vec<ScenarioArg>,
     /// The tree scenario's trees at this fraction of their size (1 is
@@ -91,16 +93,21 @@ pub struct BenchArgs {
     /// Counted rounds per cell (after one warm-up round).
     #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
     runs: u32,
+    /// Only this exhibit of the seeds scenario (repeatable), e.g.
+    /// cue-table-2, os-fig-7, smack-table-6: its cells, then seeds.md and
+    /// its chart.
+    #[arg(long = "exhibit", value_name = "NAME")]
+    exhibits: Vec<String>,
     /// Where the temporary data goes (its file system is the one measured);
     /// removed afterwards.
     #[arg(long, default_value = ".")]
-    dir: PathBuf,
+    pub(crate) dir: PathBuf,
     /// Where results.json, results.csv, the charts and report.md go.
     #[arg(long, default_value = "./flexio-report")]
-    out: PathBuf,
+    pub(crate) out: PathBuf,
     /// No progress bar.
     #[arg(long, short)]
-    quiet: bool,
+    pub(crate) quiet: bool,
     /// With a tuned profile in force, `auto` consults it and runs beside
     /// `auto (built-in)`, which does not.
     #[command(flatten)]
@@ -127,10 +134,11 @@ enum OwnScenario {
     Pace,
     HostToHost,
     Hosts,
+    Seeds,
 }
 
 impl OwnScenario {
-    const ALL: [OwnScenario; 7] = [
+    const ALL: [OwnScenario; 8] = [
         OwnScenario::Tree,
         OwnScenario::Cache,
         OwnScenario::Server,
@@ -138,6 +146,7 @@ impl OwnScenario {
         OwnScenario::Pace,
         OwnScenario::HostToHost,
         OwnScenario::Hosts,
+        OwnScenario::Seeds,
     ];
 
     /// The name `--scenario` takes.
@@ -150,6 +159,7 @@ impl OwnScenario {
             OwnScenario::Pace => "pace",
             OwnScenario::HostToHost => "host-to-host",
             OwnScenario::Hosts => "hosts",
+            OwnScenario::Seeds => "seeds",
         }
     }
 
@@ -206,6 +216,7 @@ impl OwnScenario {
                 counts: &args.hosts,
                 rate: args.hosts_rate,
             }),
+            OwnScenario::Seeds => crate::bench_seeds::run(args, &args.exhibits),
         }
     }
 }
@@ -267,7 +278,9 @@ pub(crate) fn io_error(
 /// the matrix's (all of it when no scenario is named).
 pub fn run(args: BenchArgs) -> Result<(), Error> {
     for own in OwnScenario::ALL {
-        if args.scenarios.contains(&ScenarioArg::Own(own)) {
+        // `--exhibit` alone asks for those exhibits of the seeds.
+        let exhibits = own == OwnScenario::Seeds && !args.exhibits.is_empty();
+        if exhibits || args.scenarios.contains(&ScenarioArg::Own(own)) {
             own.run(&args)?;
         }
     }
@@ -279,7 +292,7 @@ pub fn run(args: BenchArgs) -> Result<(), Error> {
             ScenarioArg::Own(_) => None,
         })
         .collect();
-    if !args.scenarios.is_empty() && matrix.is_empty() {
+    if (!args.scenarios.is_empty() || !args.exhibits.is_empty()) && matrix.is_empty() {
         return Ok(());
     }
     if args.meter_child {
@@ -319,7 +332,10 @@ fn run_matrix(args: &BenchArgs, matrix: Vec<Scenario>) -> Result<(), Error> {
 
 /// How the matrix runs: rounds, the profile `auto` consults, this very
 /// executable as `flexio copy` and as the meter.
-fn run_options(args: &BenchArgs, profile: Option<flexio::profile::Profile>) -> RunOptions {
+pub(crate) fn run_options(
+    args: &BenchArgs,
+    profile: Option<flexio::profile::Profile>,
+) -> RunOptions {
     let mut options = RunOptions::new(&args.dir);
     match &profile {
         Some(_) => eprintln!(

@@ -348,25 +348,18 @@ fn draw_rows(
 
     if frame.log_x {
         let (low, high) = (frame.x_range.start, frame.x_range.end);
-        let mut decade = 10f64.powf(low.log10().floor());
-        while decade <= high {
-            for value in [decade, 2.0 * decade, 5.0 * decade] {
-                if value < low || value > high {
-                    continue;
-                }
-                let (px, py) = to_pixels(value, y_range.start);
-                let tick = ShapeStyle::from(&BLACK).stroke_width(1);
-                whole.draw(&PathElement::new(vec![(px, py), (px, py + 5)], tick))?;
-                whole.draw(&Text::new(
-                    super::rate_label(value, true),
-                    (px, py + 8),
-                    ("sans-serif", 13)
-                        .into_font()
-                        .color(&BLACK)
-                        .pos(Pos::new(HPos::Center, VPos::Top)),
-                ))?;
-            }
-            decade *= 10.0;
+        for (value, label) in super::ticks::log_ticks(low, high) {
+            let (px, py) = to_pixels(value, y_range.start);
+            let tick = ShapeStyle::from(&BLACK).stroke_width(1);
+            whole.draw(&PathElement::new(vec![(px, py), (px, py + 5)], tick))?;
+            whole.draw(&Text::new(
+                label,
+                (px, py + 8),
+                ("sans-serif", 13)
+                    .into_font()
+                    .color(&BLACK)
+                    .pos(Pos::new(HPos::Center, VPos::Top)),
+            ))?;
         }
     }
     let mut entries: Vec<Entry> = Vec::new();

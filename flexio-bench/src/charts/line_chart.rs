@@ -224,27 +224,20 @@ where
     let at = |x: f64, y: f64| context.backend_coord(&(x, y / axes.unit_bps));
     if y_log {
         let (low, high) = (context.y_range().start, context.y_range().end);
-        let mut decade = 10f64.powf(low.log10().floor());
-        while decade <= high {
-            for value in [decade, 2.0 * decade, 5.0 * decade] {
-                if value < low || value > high {
-                    continue;
-                }
-                let (px, py) = at(x_range.start, value * axes.unit_bps);
-                let tick = ShapeStyle::from(&BLACK).stroke_width(1);
-                whole.draw(&PathElement::new(vec![(px - 5, py), (px, py)], tick))?;
-                whole.draw(&Text::new(
-                    rate_label(value, true),
-                    (px - 8, py),
-                    ("sans-serif", 13).into_font().color(&BLACK).pos(
-                        plotters::style::text_anchor::Pos::new(
-                            plotters::style::text_anchor::HPos::Right,
-                            plotters::style::text_anchor::VPos::Center,
-                        ),
+        for (value, label) in super::ticks::log_ticks(low, high) {
+            let (px, py) = at(x_range.start, value * axes.unit_bps);
+            let tick = ShapeStyle::from(&BLACK).stroke_width(1);
+            whole.draw(&PathElement::new(vec![(px - 5, py), (px, py)], tick))?;
+            whole.draw(&Text::new(
+                label,
+                (px - 8, py),
+                ("sans-serif", 13).into_font().color(&BLACK).pos(
+                    plotters::style::text_anchor::Pos::new(
+                        plotters::style::text_anchor::HPos::Right,
+                        plotters::style::text_anchor::VPos::Center,
                     ),
-                ))?;
-            }
-            decade *= 10.0;
+                ),
+            ))?;
         }
     }
     let mut entries: Vec<Entry> = Vec::new();
