@@ -172,7 +172,12 @@ fn chart_for(
     let positive = |s: &PlainSeries| s.points.iter().all(|p| p.1 > 0.0);
     let chart = LineChart {
         title: exhibit.title.to_string(),
-        x_desc: exhibit.axes.x.to_string(),
+        // Named categories need no description beside them.
+        x_desc: if exhibit.axes.x.starts_with("0: ") {
+            String::new()
+        } else {
+            exhibit.axes.x.to_string()
+        },
         y_desc: exhibit.axes.y.to_string(),
         log_x: exhibit.axes.log_x,
         x_sizes: exhibit.axes.x.contains("(bytes)"),

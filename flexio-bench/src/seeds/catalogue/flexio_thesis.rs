@@ -191,8 +191,10 @@ fn compare_mmap(_: &[Point], ours: &[Point]) -> String {
     format!(
         "Ours, cold and synced: mmap at {small:.2}x read-write at {low:.0} MB and {large:.2}x at \
          {high:.0} MB; the original had mmap ahead up to 50 MB and behind above 200 MB on a \
-         128 MB machine whose cache filled: {} — today's memory holds every file of this run, \
-         and the disk, not the copy, sets the pace.",
+         128 MB machine whose cache filled: {} — the original blamed its small cache; ours has \
+         memory to spare, so a decline here comes from elsewhere (mmap's page faults and \
+         write-back of dirty mappings against a synced disk), and this run cannot test theirs \
+         without a low-memory setting.",
         shape(same)
     )
 }
@@ -325,9 +327,10 @@ fn compare_network(_: &[Point], ours: &[Point]) -> String {
     format!(
         "Ours: sendfile over loopback {first:.0} MB/s at {low:.0} MB and {last:.0} MB/s at \
          {high:.0} MB, {:.0}x the original's 1.55 MB/s; the original's in-kernel rate was flat \
-         with size: {} — TCP has no loss to pace around, and loopback no wire.",
+         with size: {} — a connection's set-up weighs on the small files here, and TCP over \
+         loopback has neither the original's wire nor its lost packets.",
         last / 1.55,
-        shape((last / first - 1.0).abs() < 0.5 || last >= first)
+        shape((last / first - 1.0).abs() < 0.5)
     )
 }
 
