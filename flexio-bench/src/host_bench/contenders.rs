@@ -124,8 +124,41 @@ pub(super) fn main_part(
     logs: &Path,
     skipped: &mut Vec<(String, String)>,
 ) -> Result<Vec<Contender>, String> {
-    let mut contenders = Vec::new();
     let flexio = flexio_serve(link, options, served, logs, "flexio serve", &[])?;
+    let mut contenders = flexio_contenders(&flexio, options);
+    match start_nginx(link, served, logs) {
+        Ok(nginx) => nginx_clients(&mut contenders, &nginx, options.streams, skipped),
+        Err(why) => {
+            skipped.push(("curl, aria2c (nginx)".into(), why));
+        }
+    }
+    match start_rsync_daemon(link, served, logs) {
+        Ok(rsync) => contenders.push(rsync_client(rsync)),
+        Err(why) => skipped.push(("rsync daemon".into(), why)),
+    }
+    if available("nc", "-h") && available("tar", "--version") {
+        contenders.push(tar_nc(served)?);
+    } else {
+        skipped.push(("tar | nc".into(), "nc or tar is not installed".into()));
+    }
+    match start_iperf3(link, logs) {
+        Ok(iperf3) => {
+            contenders.push(iperf3_client(&iperf3, false));
+            contenders.push(iperf3_client(&iperf3, true));
+        }
+        Err(why) => skipped.push(("iperf3".into(), why)),
+    }
+    match start_sshd(link, logs) {
+        Ok((sshd, key)) => contenders.push(scp_client(sshd, key, served)),
+        Err(why) => skipped.push(("scp".into(), why)),
+    }
+    Ok(contenders)
+}
+
+/// `flexio get` with and without verification, and curl, against the
+/// running `flexio serve`.
+fn flexio_contenders(flexio: &Rc<Server>, options: &HostBenchOptions) -> Vec<Contender> {
+    let mut contenders = Vec::new();
     let streams = options.streams.to_string();
     for (name, kind, verify) in [
         ("flexio get", HostContender::FlexioGet, true),
@@ -172,90 +205,72 @@ pub(super) fn main_part(
             own_timer: None,
         });
     }
-    match start_nginx(link, served, logs) {
-        Ok(nginx) => nginx_clients(&mut contenders, &nginx, options.streams, skipped),
-        Err(why) => {
-            skipped.push(("curl, aria2c (nginx)".into(), why));
-        }
-    }
-    match start_rsync_daemon(link, served, logs) {
-        Ok(rsync) => contenders.push(Contender {
-            name: "rsync daemon".into(),
-            kind: HostContender::RsyncDaemon,
-            server: ServerSide::Running(rsync.clone()),
-            client: Box::new(move |link, workload, copies| {
-                let slash = if workload.tree { "/" } else { "" };
-                let mut command = link.client_command("rsync");
-                command
-                    .arg("-a")
-                    .arg(format!(
-                        "rsync://{}/data/{}{slash}",
-                        link.authority(rsync.port),
-                        workload.path
-                    ))
-                    .arg(format!("{}{slash}", copies.join(&workload.path).display()));
-                command
-            }),
-            trees: true,
-            writes: true,
-            own_timer: None,
+    contenders
+}
+
+/// The rsync client of a running rsync daemon.
+fn rsync_client(rsync: Rc<Server>) -> Contender {
+    Contender {
+        name: "rsync daemon".into(),
+        kind: HostContender::RsyncDaemon,
+        server: ServerSide::Running(rsync.clone()),
+        client: Box::new(move |link, workload, copies| {
+            let slash = if workload.tree { "/" } else { "" };
+            let mut command = link.client_command("rsync");
+            command
+                .arg("-a")
+                .arg(format!(
+                    "rsync://{}/data/{}{slash}",
+                    link.authority(rsync.port),
+                    workload.path
+                ))
+                .arg(format!("{}{slash}", copies.join(&workload.path).display()));
+            command
         }),
-        Err(why) => skipped.push(("rsync daemon".into(), why)),
+        trees: true,
+        writes: true,
+        own_timer: None,
     }
-    if available("nc", "-h") && available("tar", "--version") {
-        contenders.push(tar_nc(served)?);
-    } else {
-        skipped.push(("tar | nc".into(), "nc or tar is not installed".into()));
+}
+
+/// scp from the running sshd with its key.
+fn scp_client(sshd: Rc<Server>, key: PathBuf, served: &Path) -> Contender {
+    let served: PathBuf = served.to_path_buf();
+    Contender {
+        name: "scp".into(),
+        kind: HostContender::Scp,
+        server: ServerSide::Running(sshd.clone()),
+        client: Box::new(move |link, workload, copies| {
+            let mut command = link.client_command("scp");
+            command
+                .args(["-q", "-B", "-i"])
+                .arg(&key)
+                .args([
+                    "-o",
+                    "StrictHostKeyChecking=no",
+                    "-o",
+                    "UserKnownHostsFile=/dev/null",
+                    "-o",
+                    "LogLevel=ERROR",
+                    "-P",
+                ])
+                .arg(sshd.port.to_string());
+            if workload.tree {
+                command.arg("-r");
+            }
+            command
+                .arg(format!(
+                    "root@{}:{}",
+                    link.server_addr,
+                    served.join(&workload.path).display()
+                ))
+                .arg(copies.join(&workload.path));
+            command
+        }),
+        trees: true,
+        writes: true,
+        own_timer: None,
     }
-    match start_iperf3(link, logs) {
-        Ok(iperf3) => {
-            contenders.push(iperf3_client(&iperf3, false));
-            contenders.push(iperf3_client(&iperf3, true));
-        }
-        Err(why) => skipped.push(("iperf3".into(), why)),
-    }
-    match start_sshd(link, logs) {
-        Ok((sshd, key)) => {
-            let served: PathBuf = served.to_path_buf();
-            contenders.push(Contender {
-                name: "scp".into(),
-                kind: HostContender::Scp,
-                server: ServerSide::Running(sshd.clone()),
-                client: Box::new(move |link, workload, copies| {
-                    let mut command = link.client_command("scp");
-                    command
-                        .args(["-q", "-B", "-i"])
-                        .arg(&key)
-                        .args([
-                            "-o",
-                            "StrictHostKeyChecking=no",
-                            "-o",
-                            "UserKnownHostsFile=/dev/null",
-                            "-o",
-                            "LogLevel=ERROR",
-                            "-P",
-                        ])
-                        .arg(sshd.port.to_string());
-                    if workload.tree {
-                        command.arg("-r");
-                    }
-                    command
-                        .arg(format!(
-                            "root@{}:{}",
-                            link.server_addr,
-                            served.join(&workload.path).display()
-                        ))
-                        .arg(copies.join(&workload.path));
-                    command
-                }),
-                trees: true,
-                writes: true,
-                own_timer: None,
-            });
-        }
-        Err(why) => skipped.push(("scp".into(), why)),
-    }
-    Ok(contenders)
 }
 
 fn nginx_clients(
