@@ -20,159 +20,190 @@ const USER: &str = "read-write, 8 KiB (ours)";
 const KERNEL: &str = "sendfile, 8 KiB (ours)";
 
 pub(super) fn exhibits() -> Vec<Exhibit> {
-    vec![
-        Exhibit {
-            id: "cue-table-1",
-            title: "Cue, Table 1: context switches per MB, voluntary and involuntary",
-            cite: "Cue note, section 3.2, Table 1 (set 1, k=3, t=70 ms), p. 5",
-            setup: "A 12 MB file sent sixty times from a DECstation 3100 (Ultrix 4.2) in 8 KB \
-                    blocks, a gettimeofday() metering process beside it.",
-            provenance: "Quoted from Table 1 (five runs); drawn as the means of the five.",
-            original: || {
-                let mean = |v: [f64; 5]| v.iter().sum::<f64>() / 5.0;
-                vec![
-                    Point::new("user driven (Table 1)", 0.0, mean([6.0, 6.0, 5.0, 19.0, 8.0])),
-                    Point::new("user driven (Table 1)", 1.0, mean([23.0, 23.0, 23.0, 18.0, 22.0])),
-                    Point::new("Cue k=3 t=70 (Table 1)", 0.0, mean([48.0, 47.0, 47.0, 50.0, 49.0])),
-                    Point::new("Cue k=3 t=70 (Table 1)", 1.0, 0.0),
-                ]
-            },
-            axes: Axes {
-                x: "0: voluntary, 1: involuntary",
-                y: "context switches per MB",
-                log_x: false,
-                log_y: false,
-            },
-            status: Status::Partial,
-            gap: "Ours sends with sendfile unpaced: the schedule (3, 70 ms) runs in `--scenario \
-                  schedule`, not here.",
-            cells: meter_cells,
-            ours: switches_ours,
-            compare: compare_switches,
+    vec![table_1(), table_2(), table_3(), table_6(), table_8()]
+}
+
+fn table_1() -> Exhibit {
+    Exhibit {
+        id: "cue-table-1",
+        title: "Cue, Table 1: context switches per MB, voluntary and involuntary",
+        cite: "Cue note, section 3.2, Table 1 (set 1, k=3, t=70 ms), p. 5",
+        setup: "A 12 MB file sent sixty times from a DECstation 3100 (Ultrix 4.2) in 8 KB \
+                blocks, a gettimeofday() metering process beside it.",
+        provenance: "Quoted from Table 1 (five runs); drawn as the means of the five.",
+        original: || {
+            let mean = |v: [f64; 5]| v.iter().sum::<f64>() / 5.0;
+            vec![
+                Point::new(
+                    "user driven (Table 1)",
+                    0.0,
+                    mean([6.0, 6.0, 5.0, 19.0, 8.0]),
+                ),
+                Point::new(
+                    "user driven (Table 1)",
+                    1.0,
+                    mean([23.0, 23.0, 23.0, 18.0, 22.0]),
+                ),
+                Point::new(
+                    "Cue k=3 t=70 (Table 1)",
+                    0.0,
+                    mean([48.0, 47.0, 47.0, 50.0, 49.0]),
+                ),
+                Point::new("Cue k=3 t=70 (Table 1)", 1.0, 0.0),
+            ]
         },
-        Exhibit {
-            id: "cue-table-2",
-            title: "Cue, Tables 2 and 5: time, system time, switches and the meter, sets 1-4",
-            cite: "Cue note, sections 3.2-3.2.3, Tables 2 and 5, pp. 5-7",
-            setup: "As Table 1; schedules (3, 70 ms) and (4, 70 ms) against user driven, the meter's \
-                    solo rate about 32 000 calls/s.",
-            provenance: "Quoted from Table 5 (means); drawn relative to user driven, quantity by \
-                         quantity.",
-            original: || {
-                let user = [4.53, 2.25, 301.0, 12471.0];
-                let sets = [
-                    ("Cue k=3 t=70 / user (Table 5)", [5.27, 2.13, 48.0, 14775.0]),
-                    ("Cue k=4 t=70 / user (Table 5)", [4.60, 2.17, 39.0, 13017.0]),
-                ];
-                sets.iter()
-                    .flat_map(|(name, values)| {
-                        (0..4).map(move |i| Point::new(name, i as f64, values[i] / user[i]))
+        axes: Axes {
+            x: "0: voluntary, 1: involuntary",
+            y: "context switches per MB",
+            log_x: false,
+            log_y: false,
+        },
+        status: Status::Partial,
+        gap: "Ours sends with sendfile unpaced: the schedule (3, 70 ms) runs in `--scenario \
+              schedule`, not here.",
+        cells: meter_cells,
+        ours: switches_ours,
+        compare: compare_switches,
+    }
+}
+
+fn table_2() -> Exhibit {
+    Exhibit {
+        id: "cue-table-2",
+        title: "Cue, Tables 2 and 5: time, system time, switches and the meter, sets 1-4",
+        cite: "Cue note, sections 3.2-3.2.3, Tables 2 and 5, pp. 5-7",
+        setup: "As Table 1; schedules (3, 70 ms) and (4, 70 ms) against user driven, the meter's \
+                solo rate about 32 000 calls/s.",
+        provenance: "Quoted from Table 5 (means); drawn relative to user driven, quantity by \
+                     quantity.",
+        original: || {
+            let user = [4.53, 2.25, 301.0, 12471.0];
+            let sets = [
+                ("Cue k=3 t=70 / user (Table 5)", [5.27, 2.13, 48.0, 14775.0]),
+                ("Cue k=4 t=70 / user (Table 5)", [4.60, 2.17, 39.0, 13017.0]),
+            ];
+            sets.iter()
+                .flat_map(|(name, values)| {
+                    (0..4).map(move |i| Point::new(name, i as f64, values[i] / user[i]))
+                })
+                .collect()
+        },
+        axes: Axes {
+            x: "0: wall s/MB, 1: system s/MB, 2: switches/MB, 3: meter's rate",
+            y: "in-kernel / user driven",
+            log_x: false,
+            log_y: true,
+        },
+        status: Status::Partial,
+        gap: "Unpaced sendfile stands for Cue (its schedules run in `--scenario schedule`); \
+              system time is the process's user + system CPU.",
+        cells: meter_cells,
+        ours: relative_ours,
+        compare: compare_relative,
+    }
+}
+
+fn table_3() -> Exhibit {
+    Exhibit {
+        id: "cue-table-3",
+        title: "Cue, Tables 3-4: the yield distributed over each block, sets 2-4",
+        cite: "Cue note, sections 3.2.1-3.2.2, Tables 3 and 4, pp. 5-6",
+        setup: "Schedules (4, 70 ms), (1, 16 ms) and (1, 20 ms) against user driven.",
+        provenance: "Quoted from Tables 4 and 5: (1, 16 ms) 3.85 s/MB wall, 1.75 system, 9 890 \
+                     meter calls/s; (1, 20 ms) 4.34, 1.75, 10 422; user driven 4.53, 2.25, 12 471.",
+        original: || {
+            let user = [4.53, 2.25, 12471.0];
+            [
+                ("Cue k=1 t=16 / user", [3.85, 1.75, 9890.0]),
+                ("Cue k=1 t=20 / user", [4.34, 1.75, 10422.0]),
+            ]
+            .iter()
+            .flat_map(|(name, v)| (0..3).map(move |i| Point::new(name, i as f64, v[i] / user[i])))
+            .collect()
+        },
+        axes: Axes {
+            x: "0: wall s/MB, 1: system s/MB, 2: meter's rate",
+            y: "schedule / user driven",
+            log_x: false,
+            log_y: false,
+        },
+        status: Status::None,
+        gap: "This run measures no schedule: `flexio bench --scenario schedule` runs Cue's \
+              k x t grid beside the meter in its own runner, and its (1, 16) and (1, 20) \
+              cells are not drawn here.",
+        cells: super::no_cells,
+        ours: super::nothing,
+        compare: |_, _| "Nothing of ours in this run: see `--scenario schedule`.".to_string(),
+    }
+}
+
+fn table_6() -> Exhibit {
+    Exhibit {
+        id: "cue-table-6",
+        title: "Cue, Tables 6-7: 2-4 transfers in parallel",
+        cite: "Cue note, section 3.3, Tables 6 and 7, p. 7",
+        setup: "Two to four transfers at once, Cue (4, 16 ms) against user driven.",
+        provenance: "Quoted from Table 7: seconds per MB of each transfer.",
+        original: || {
+            let mut points = Vec::new();
+            for (n, cue, user) in [(2.0, 3.13, 7.40), (3.0, 3.42, 13.32), (4.0, 3.23, 18.97)] {
+                points.push(Point::new("Cue k=4 t=16 (Table 7)", n, cue));
+                points.push(Point::new("user driven (Table 7)", n, user));
+            }
+            points
+        },
+        axes: Axes {
+            x: "transfers in parallel",
+            y: "seconds per MB of each transfer",
+            log_x: false,
+            log_y: true,
+        },
+        status: Status::Partial,
+        gap: "Unpaced sendfile (default 256 KiB calls) stands for Cue (4, 16 ms); two CPUs \
+              where the original had one.",
+        cells: parallel_cells,
+        ours: parallel_ours,
+        compare: compare_parallel,
+    }
+}
+
+fn table_8() -> Exhibit {
+    Exhibit {
+        id: "cue-table-8",
+        title: "Cue, Table 8: wuftpd with 1-4 clients",
+        cite: "Cue note, section 3.3.1, Table 8, p. 8",
+        setup: "An FTP server sending a 12 MB file by read/write or by Cue with four schedules \
+                to one to four clients.",
+        provenance: "Quoted from Table 8 (KB/s at each client, ranges); drawn as the middle of \
+                     each range.",
+        original: || {
+            let rows = [
+                ("user driven", [405.0, 260.0, 221.0, 222.5]),
+                ("Cue k=4 t=16", [360.0, 340.0, 303.5, 330.0]),
+                ("Cue k=4 t=70", [200.0, 350.0, 300.0, 317.0]),
+            ];
+            rows.iter()
+                .flat_map(|(name, v)| {
+                    (0..4).map(move |i| {
+                        Point::new(&format!("{name} (Table 8)"), i as f64 + 1.0, v[i])
                     })
-                    .collect()
-            },
-            axes: Axes {
-                x: "0: wall s/MB, 1: system s/MB, 2: switches/MB, 3: meter's rate",
-                y: "in-kernel / user driven",
-                log_x: false,
-                log_y: true,
-            },
-            status: Status::Partial,
-            gap: "Unpaced sendfile stands for Cue (its schedules run in `--scenario schedule`); \
-                  system time is the process's user + system CPU.",
-            cells: meter_cells,
-            ours: relative_ours,
-            compare: compare_relative,
+                })
+                .collect()
         },
-        Exhibit {
-            id: "cue-table-3",
-            title: "Cue, Tables 3-4: the yield distributed over each block, sets 2-4",
-            cite: "Cue note, sections 3.2.1-3.2.2, Tables 3 and 4, pp. 5-6",
-            setup: "Schedules (4, 70 ms), (1, 16 ms) and (1, 20 ms) against user driven.",
-            provenance: "Quoted from Tables 4 and 5: (1, 16 ms) 3.85 s/MB wall, 1.75 system, 9 890 \
-                         meter calls/s; (1, 20 ms) 4.34, 1.75, 10 422; user driven 4.53, 2.25, 12 471.",
-            original: || {
-                let user = [4.53, 2.25, 12471.0];
-                [("Cue k=1 t=16 / user", [3.85, 1.75, 9890.0]), ("Cue k=1 t=20 / user", [4.34, 1.75, 10422.0])]
-                    .iter()
-                    .flat_map(|(name, v)| (0..3).map(move |i| Point::new(name, i as f64, v[i] / user[i])))
-                    .collect()
-            },
-            axes: Axes {
-                x: "0: wall s/MB, 1: system s/MB, 2: meter's rate",
-                y: "schedule / user driven",
-                log_x: false,
-                log_y: false,
-            },
-            status: Status::None,
-            gap: "This run measures no schedule: `flexio bench --scenario schedule` runs Cue's \
-                  k x t grid beside the meter in its own runner, and its (1, 16) and (1, 20) \
-                  cells are not drawn here.",
-            cells: super::no_cells,
-            ours: super::nothing,
-            compare: |_, _| "Nothing of ours in this run: see `--scenario schedule`.".to_string(),
+        axes: Axes {
+            x: "clients",
+            y: "KB/s at each client",
+            log_x: false,
+            log_y: false,
         },
-        Exhibit {
-            id: "cue-table-6",
-            title: "Cue, Tables 6-7: 2-4 transfers in parallel",
-            cite: "Cue note, section 3.3, Tables 6 and 7, p. 7",
-            setup: "Two to four transfers at once, Cue (4, 16 ms) against user driven.",
-            provenance: "Quoted from Table 7: seconds per MB of each transfer.",
-            original: || {
-                let mut points = Vec::new();
-                for (n, cue, user) in [(2.0, 3.13, 7.40), (3.0, 3.42, 13.32), (4.0, 3.23, 18.97)] {
-                    points.push(Point::new("Cue k=4 t=16 (Table 7)", n, cue));
-                    points.push(Point::new("user driven (Table 7)", n, user));
-                }
-                points
-            },
-            axes: Axes {
-                x: "transfers in parallel",
-                y: "seconds per MB of each transfer",
-                log_x: false,
-                log_y: true,
-            },
-            status: Status::Partial,
-            gap: "Unpaced sendfile (default 256 KiB calls) stands for Cue (4, 16 ms); two CPUs \
-                  where the original had one.",
-            cells: parallel_cells,
-            ours: parallel_ours,
-            compare: compare_parallel,
-        },
-        Exhibit {
-            id: "cue-table-8",
-            title: "Cue, Table 8: wuftpd with 1-4 clients",
-            cite: "Cue note, section 3.3.1, Table 8, p. 8",
-            setup: "An FTP server sending a 12 MB file by read/write or by Cue with four schedules \
-                    to one to four clients.",
-            provenance: "Quoted from Table 8 (KB/s at each client, ranges); drawn as the middle of \
-                         each range.",
-            original: || {
-                let rows = [
-                    ("user driven", [405.0, 260.0, 221.0, 222.5]),
-                    ("Cue k=4 t=16", [360.0, 340.0, 303.5, 330.0]),
-                    ("Cue k=4 t=70", [200.0, 350.0, 300.0, 317.0]),
-                ];
-                rows.iter()
-                    .flat_map(|(name, v)| {
-                        (0..4).map(move |i| Point::new(&format!("{name} (Table 8)"), i as f64 + 1.0, v[i]))
-                    })
-                    .collect()
-            },
-            axes: Axes {
-                x: "clients",
-                y: "KB/s at each client",
-                log_x: false,
-                log_y: false,
-            },
-            status: Status::None,
-            gap: "Would run as a read-write server against a sendfile server (flexio serve with \
-                  each mechanism) under 1-4 clients; `--scenario server` runs flexio serve against \
-                  nginx at 1-256 clients, which is not this table.",
-            cells: super::no_cells,
-            ours: super::nothing,
-            compare: |_, _| "Nothing of ours to compare.".to_string(),
-        },
-    ]
+        status: Status::None,
+        gap: "Would run as a read-write server against a sendfile server (flexio serve with \
+              each mechanism) under 1-4 clients; `--scenario server` runs flexio serve against \
+              nginx at 1-256 clients, which is not this table.",
+        cells: super::no_cells,
+        ours: super::nothing,
+        compare: |_, _| "Nothing of ours to compare.".to_string(),
+    }
 }
 
 /// File -> socket with the meter beside it, 8 KiB calls.

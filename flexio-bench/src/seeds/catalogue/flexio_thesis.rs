@@ -25,114 +25,139 @@ const BY_SIZE: Axes = Axes {
 
 pub(super) fn exhibits() -> Vec<Exhibit> {
     vec![
-        Exhibit {
-            id: "flexio-4-7",
-            title: "FlexIO, Figures 4.7-4.10: disk -> disk throughput by file size",
-            cite: "FlexIO thesis, section 4.1.2, Figures 4.7-4.10 (same/different IDE and SCSI partitions)",
-            setup: "A 1 MB user buffer (read/write), mmap of both files, and FlexIO in the kernel \
-                    (kernel buffer, buffer cache, mmap), files of 1-200 MB, Pentium II 400 MHz and \
-                    Pentium Pro 200 MHz, 128 MB RAM, IDE and SCSI disks.",
-            provenance: "The figures are plots not in the seed's text; the text states: mmap is \
-                         faster for files up to 50 MB, level at 200 MB, slower above (more so on SCSI).",
-            original: no_points,
-            axes: BY_SIZE,
-            status: Status::Partial,
-            gap: "No low-memory setting (the original's 128 MB made the cache fill at 50-200 MB; \
-                  ours never fills at these sizes), one disk only, and no values to draw from the \
-                  original's plots.",
-            cells: disk_cells,
-            ours: by_size_ours,
-            compare: compare_mmap,
-        },
-        Exhibit {
-            id: "flexio-4-11",
-            title: "FlexIO, Figures 4.11-4.14: user buffer against the buffer cache in the kernel",
-            cite: "FlexIO thesis, section 4.1.3, Figures 4.11-4.14",
-            setup: "A user process with an intermediate buffer against FlexIO at the buffer-cache \
-                    level (no intermediate buffer), files of 1-200 MB, the same four disks.",
-            provenance: "Plots not in the seed's text; the text states the two have \"almost identical \
-                         behaviour\" (section 4.1.4).",
-            original: no_points,
-            axes: BY_SIZE,
-            status: Status::Partial,
-            gap: "No low-memory setting and one disk only; the original's values are plots the seed \
-                  does not hold.",
-            cells: disk_cells,
-            ours: by_size_ours,
-            compare: compare_in_kernel,
-        },
-        Exhibit {
-            id: "flexio-4-15",
-            title: "FlexIO, Figure 4.15: throughput by I/O buffer size, 100 MB file",
-            cite: "FlexIO thesis, sections 4.1.3-4.1.4, Figure 4.15",
-            setup: "A user process copying a 100 MB file with buffers of 1 KB to 1 MB, beside FlexIO \
-                    at the buffer-cache level.",
-            provenance: "The text states: 1 KB to 1 MB differ by about 100 KB/s, small against the \
-                         throughput (section 4.1.4).",
-            original: no_points,
-            axes: Axes {
-                x: "buffer size (KB)",
-                y: "throughput (MB/s)",
-                log_x: true,
-                log_y: false,
-            },
-            status: Status::Partial,
-            gap: "Synced and cold from 1 KiB, but no low-memory setting (a 128 MB machine); the \
-                  quick run copies 64 MiB, the full run 100 MiB.",
-            cells: buffer_cells,
-            ours: buffer_ours,
-            compare: compare_buffer,
-        },
-        Exhibit {
-            id: "flexio-4-18",
-            title: "FlexIO, Figure 4.18: disk -> network by file size",
-            cite: "FlexIO thesis, section 4.2.3, Figure 4.18",
-            setup: "FlexIO reading the buffer cache and sending over its Ethernet protocol, against a \
-                    user process over UDP with socket buffers of 1-50 KB, files up to 200 MB.",
-            provenance: "The text states FlexIO's constant ~1.55 MB/s up to 200 MB; UDP with 50 KB \
-                         and 25 KB buffers is faster but only reaches 25 MB and 50 MB (packets lost).",
-            original: disk_network_original,
-            axes: BY_SIZE,
-            status: Status::Partial,
-            gap: "No socket-buffer sweep (ours runs TCP with the kernel's buffer sizing) and \
-                  loopback instead of a 1999 Ethernet.",
-            cells: network_cells,
-            ours: network_ours,
-            compare: compare_network,
-        },
-        Exhibit {
-            id: "flexio-4-21",
-            title: "FlexIO, Figures 4.21-4.22: network -> network over two and three hosts",
-            cite: "FlexIO thesis, section 4.3, Figures 4.21-4.22",
-            setup: "Dummy sequenced packets from host to host, and through a middle host that only \
-                    forwards, up to 400 MB.",
-            provenance: "The text states a sustained ~2.3 MB/s for 400 MB, higher for smaller sets.",
-            original: relay_original,
-            axes: BY_SIZE,
-            status: Status::None,
-            gap: "Would run as a net -> net relay across three network namespaces (veth pairs, the \
-                  middle forwarding by splice); the bench has no such scenario yet.",
-            cells: no_cells,
-            ours: nothing,
-            compare: |_, _| "Nothing of ours to compare: no relay scenario.".to_string(),
-        },
-        Exhibit {
-            id: "flexio-4-25",
-            title: "FlexIO, Figure 4.25: file I/O with the WildForce FPGA board",
-            cite: "FlexIO thesis, section 4.4.2, Figure 4.25",
-            setup: "FlexIO against the WildForce APIs moving files to and from the FPGA board.",
-            provenance: "A plot; the text states mmap helps up to 200 MB, most at 50 MB.",
-            original: no_points,
-            axes: BY_SIZE,
-            status: Status::None,
-            gap: "A device exhibit: it would run on a machine with a GPU as the board (file -> \
-                  device memory and back, pageable against pinned buffers); flexio has no device \
-                  endpoint.",
-            cells: no_cells,
-            ours: nothing,
-            compare: |_, _| "Nothing of ours to compare: no device endpoint.".to_string(),
-        },
+        disk_by_size(),
+        user_against_kernel(),
+        buffer_size(),
+        disk_to_network(),
+        relay(),
+        wildforce(),
     ]
+}
+
+fn disk_by_size() -> Exhibit {
+    Exhibit {
+        id: "flexio-4-7",
+        title: "FlexIO, Figures 4.7-4.10: disk -> disk throughput by file size",
+        cite: "FlexIO thesis, section 4.1.2, Figures 4.7-4.10 (same/different IDE and SCSI partitions)",
+        setup: "A 1 MB user buffer (read/write), mmap of both files, and FlexIO in the kernel \
+                (kernel buffer, buffer cache, mmap), files of 1-200 MB, Pentium II 400 MHz and \
+                Pentium Pro 200 MHz, 128 MB RAM, IDE and SCSI disks.",
+        provenance: "The figures are plots not in the seed's text; the text states: mmap is \
+                     faster for files up to 50 MB, level at 200 MB, slower above (more so on SCSI).",
+        original: no_points,
+        axes: BY_SIZE,
+        status: Status::Partial,
+        gap: "No low-memory setting (the original's 128 MB made the cache fill at 50-200 MB; \
+              ours never fills at these sizes), one disk only, and no values to draw from the \
+              original's plots.",
+        cells: disk_cells,
+        ours: by_size_ours,
+        compare: compare_mmap,
+    }
+}
+
+fn user_against_kernel() -> Exhibit {
+    Exhibit {
+        id: "flexio-4-11",
+        title: "FlexIO, Figures 4.11-4.14: user buffer against the buffer cache in the kernel",
+        cite: "FlexIO thesis, section 4.1.3, Figures 4.11-4.14",
+        setup: "A user process with an intermediate buffer against FlexIO at the buffer-cache \
+                level (no intermediate buffer), files of 1-200 MB, the same four disks.",
+        provenance:
+            "Plots not in the seed's text; the text states the two have \"almost identical \
+                     behaviour\" (section 4.1.4).",
+        original: no_points,
+        axes: BY_SIZE,
+        status: Status::Partial,
+        gap: "No low-memory setting and one disk only; the original's values are plots the seed \
+              does not hold.",
+        cells: disk_cells,
+        ours: by_size_ours,
+        compare: compare_in_kernel,
+    }
+}
+
+fn buffer_size() -> Exhibit {
+    Exhibit {
+        id: "flexio-4-15",
+        title: "FlexIO, Figure 4.15: throughput by I/O buffer size, 100 MB file",
+        cite: "FlexIO thesis, sections 4.1.3-4.1.4, Figure 4.15",
+        setup: "A user process copying a 100 MB file with buffers of 1 KB to 1 MB, beside FlexIO \
+                at the buffer-cache level.",
+        provenance: "The text states: 1 KB to 1 MB differ by about 100 KB/s, small against the \
+                     throughput (section 4.1.4).",
+        original: no_points,
+        axes: Axes {
+            x: "buffer size (KB)",
+            y: "throughput (MB/s)",
+            log_x: true,
+            log_y: false,
+        },
+        status: Status::Partial,
+        gap: "Synced and cold from 1 KiB, but no low-memory setting (a 128 MB machine); the \
+              quick run copies 64 MiB, the full run 100 MiB.",
+        cells: buffer_cells,
+        ours: buffer_ours,
+        compare: compare_buffer,
+    }
+}
+
+fn disk_to_network() -> Exhibit {
+    Exhibit {
+        id: "flexio-4-18",
+        title: "FlexIO, Figure 4.18: disk -> network by file size",
+        cite: "FlexIO thesis, section 4.2.3, Figure 4.18",
+        setup: "FlexIO reading the buffer cache and sending over its Ethernet protocol, against a \
+                user process over UDP with socket buffers of 1-50 KB, files up to 200 MB.",
+        provenance: "The text states FlexIO's constant ~1.55 MB/s up to 200 MB; UDP with 50 KB \
+                     and 25 KB buffers is faster but only reaches 25 MB and 50 MB (packets lost).",
+        original: disk_network_original,
+        axes: BY_SIZE,
+        status: Status::Partial,
+        gap: "No socket-buffer sweep (ours runs TCP with the kernel's buffer sizing) and \
+              loopback instead of a 1999 Ethernet.",
+        cells: network_cells,
+        ours: network_ours,
+        compare: compare_network,
+    }
+}
+
+fn relay() -> Exhibit {
+    Exhibit {
+        id: "flexio-4-21",
+        title: "FlexIO, Figures 4.21-4.22: network -> network over two and three hosts",
+        cite: "FlexIO thesis, section 4.3, Figures 4.21-4.22",
+        setup: "Dummy sequenced packets from host to host, and through a middle host that only \
+                forwards, up to 400 MB.",
+        provenance: "The text states a sustained ~2.3 MB/s for 400 MB, higher for smaller sets.",
+        original: relay_original,
+        axes: BY_SIZE,
+        status: Status::None,
+        gap: "Would run as a net -> net relay across three network namespaces (veth pairs, the \
+              middle forwarding by splice); the bench has no such scenario yet.",
+        cells: no_cells,
+        ours: nothing,
+        compare: |_, _| "Nothing of ours to compare: no relay scenario.".to_string(),
+    }
+}
+
+fn wildforce() -> Exhibit {
+    Exhibit {
+        id: "flexio-4-25",
+        title: "FlexIO, Figure 4.25: file I/O with the WildForce FPGA board",
+        cite: "FlexIO thesis, section 4.4.2, Figure 4.25",
+        setup: "FlexIO against the WildForce APIs moving files to and from the FPGA board.",
+        provenance: "A plot; the text states mmap helps up to 200 MB, most at 50 MB.",
+        original: no_points,
+        axes: BY_SIZE,
+        status: Status::None,
+        gap: "A device exhibit: it would run on a machine with a GPU as the board (file -> \
+              device memory and back, pageable against pinned buffers); flexio has no device \
+              endpoint.",
+        cells: no_cells,
+        ours: nothing,
+        compare: |_, _| "Nothing of ours to compare: no device endpoint.".to_string(),
+    }
 }
 
 fn disk_sizes(quick: bool) -> Vec<u64> {

@@ -25,96 +25,106 @@ const RELATIVE: Axes = Axes {
 };
 
 pub(super) fn exhibits() -> Vec<Exhibit> {
-    vec![
-        Exhibit {
-            id: "os-fig-4",
-            title: "OS project, Figure 4: sample inputs, file I/O against mmap",
-            cite: "OS project report, section 3.1 (\"Sample Input\"), Figure 4",
-            setup: "Master and slave each by file I/O or mmap, buffer = map = 4096 bytes; sample \
-                    input 1 is ten files of 23.6 KB in all, sample input 2 one 11 MB file; kernel \
-                    4.14.25 on a notebook.",
-            provenance: "The text states file I/O was faster, for sample input 2 \"even more than \
-                         twice\" as fast as mmap: drawn as mmap's time at 2x file I/O's at 11 MB.",
-            original: || {
-                vec![
-                    Point::new("file I/O (text)", 11.0, 1.0),
-                    Point::new("mmap slave (text: > 2x slower)", 11.0, 2.0),
-                ]
-            },
-            axes: RELATIVE,
-            status: Status::Partial,
-            gap: "Sample input 2 only (one 11 MiB file, received by read-write, flexio's mmap \
-                  receiver and splice, 4 KiB each); not sample input 1's ten small files, and the \
-                  sending side is not varied.",
-            cells: |_| receive_cells(&[11 * MIB], Some(PAGE)),
-            ours: |summaries| relative_ours(summaries, |size| size == 11 * MIB),
-            compare: compare_receivers,
+    vec![fig_4(), fig_5(), fig_6(), fig_7()]
+}
+
+fn fig_4() -> Exhibit {
+    Exhibit {
+        id: "os-fig-4",
+        title: "OS project, Figure 4: sample inputs, file I/O against mmap",
+        cite: "OS project report, section 3.1 (\"Sample Input\"), Figure 4",
+        setup: "Master and slave each by file I/O or mmap, buffer = map = 4096 bytes; sample \
+                input 1 is ten files of 23.6 KB in all, sample input 2 one 11 MB file; kernel \
+                4.14.25 on a notebook.",
+        provenance: "The text states file I/O was faster, for sample input 2 \"even more than \
+                     twice\" as fast as mmap: drawn as mmap's time at 2x file I/O's at 11 MB.",
+        original: || {
+            vec![
+                Point::new("file I/O (text)", 11.0, 1.0),
+                Point::new("mmap slave (text: > 2x slower)", 11.0, 2.0),
+            ]
         },
-        Exhibit {
-            id: "os-fig-5",
-            title: "OS project, Figure 5: generated input, 1000 MB",
-            cite: "OS project report, section 3.1 (\"Generated Input\"), Figure 5",
-            setup: "1000 MB in 1, 5 or 10 files, master x slave in file I/O or mmap (4 \
-                    combinations), buffer = map = 4096 bytes.",
-            provenance: "The text states a slave using mmap is about 20% faster than file I/O for \
-                         the single 1000 MB file: drawn as mmap's time at 1/1.2 of file I/O's.",
-            original: || {
-                vec![
-                    Point::new("file I/O (text)", 1000.0, 1.0),
-                    Point::new("mmap slave (text: ~20% faster)", 1000.0, 1.0 / 1.2),
-                ]
-            },
-            axes: RELATIVE,
-            status: Status::Partial,
-            gap: "One file only (not 5 or 10 files of the same total), the receiving side only; \
-                  the quick run moves 256 MiB, the full run 1000 MiB.",
-            cells: |quick| receive_cells(&[if quick { 256 * MIB } else { 1000 * MIB }], Some(PAGE)),
-            ours: |summaries| relative_ours(summaries, |size| size >= 256 * MIB),
-            compare: compare_receivers,
+        axes: RELATIVE,
+        status: Status::Partial,
+        gap: "Sample input 2 only (one 11 MiB file, received by read-write, flexio's mmap \
+              receiver and splice, 4 KiB each); not sample input 1's ten small files, and the \
+              sending side is not varied.",
+        cells: |_| receive_cells(&[11 * MIB], Some(PAGE)),
+        ours: |summaries| relative_ours(summaries, |size| size == 11 * MIB),
+        compare: compare_receivers,
+    }
+}
+
+fn fig_5() -> Exhibit {
+    Exhibit {
+        id: "os-fig-5",
+        title: "OS project, Figure 5: generated input, 1000 MB",
+        cite: "OS project report, section 3.1 (\"Generated Input\"), Figure 5",
+        setup: "1000 MB in 1, 5 or 10 files, master x slave in file I/O or mmap (4 \
+                combinations), buffer = map = 4096 bytes.",
+        provenance: "The text states a slave using mmap is about 20% faster than file I/O for \
+                     the single 1000 MB file: drawn as mmap's time at 1/1.2 of file I/O's.",
+        original: || {
+            vec![
+                Point::new("file I/O (text)", 1000.0, 1.0),
+                Point::new("mmap slave (text: ~20% faster)", 1000.0, 1.0 / 1.2),
+            ]
         },
-        Exhibit {
-            id: "os-fig-6",
-            title: "OS project, Figure 6: buffer size against map size",
-            cite: "OS project report, sections 3.2 and 3.4, Figure 6",
-            setup: "The same transfer with growing buffer and map sizes.",
-            provenance:
-                "A bar chart not in the seed's text; the text states fewer map/unmap calls \
-                         (a larger map) are clearly faster.",
-            original: super::no_points,
-            axes: Axes {
-                x: "buffer or map size (KiB)",
-                y: "transmission time / read-write's at 4 KiB",
-                log_x: true,
-                log_y: false,
-            },
-            status: Status::Partial,
-            gap: "No values to draw from the original's bars; the receiving side only.",
-            cells: |_| sweep_cells(),
-            ours: sweep_ours,
-            compare: compare_sweep,
+        axes: RELATIVE,
+        status: Status::Partial,
+        gap: "One file only (not 5 or 10 files of the same total), the receiving side only; \
+              the quick run moves 256 MiB, the full run 1000 MiB.",
+        cells: |quick| receive_cells(&[if quick { 256 * MIB } else { 1000 * MIB }], Some(PAGE)),
+        ours: |summaries| relative_ours(summaries, |size| size >= 256 * MIB),
+        compare: compare_receivers,
+    }
+}
+
+fn fig_6() -> Exhibit {
+    Exhibit {
+        id: "os-fig-6",
+        title: "OS project, Figure 6: buffer size against map size",
+        cite: "OS project report, sections 3.2 and 3.4, Figure 6",
+        setup: "The same transfer with growing buffer and map sizes.",
+        provenance: "A bar chart not in the seed's text; the text states fewer map/unmap calls \
+                     (a larger map) are clearly faster.",
+        original: super::no_points,
+        axes: Axes {
+            x: "buffer or map size (KiB)",
+            y: "transmission time / read-write's at 4 KiB",
+            log_x: true,
+            log_y: false,
         },
-        Exhibit {
-            id: "os-fig-7",
-            title: "OS project, Figure 7: synchronous against asynchronous sockets",
-            cite: "OS project report, section 3.3, Figure 7",
-            setup: "Kernel sockets with O_SYNC against FASYNC, with file I/O and with mmap.",
-            provenance: "A bar chart not in the seed's text; the text states asynchronous was \
-                         faster in every case, by less when the master used mmap.",
-            original: super::no_points,
-            axes: Axes {
-                x: "0: file -> socket (master), 1: socket -> file (slave)",
-                y: "time / blocking read-write's",
-                log_x: false,
-                log_y: false,
-            },
-            status: Status::Partial,
-            gap: "Asynchronous is io_uring here (the original's FASYNC kernel socket has no \
-                  user-space equivalent); no values to draw from the original's bars.",
-            cells: |_| async_cells(),
-            ours: async_ours,
-            compare: compare_async,
+        status: Status::Partial,
+        gap: "No values to draw from the original's bars; the receiving side only.",
+        cells: |_| sweep_cells(),
+        ours: sweep_ours,
+        compare: compare_sweep,
+    }
+}
+
+fn fig_7() -> Exhibit {
+    Exhibit {
+        id: "os-fig-7",
+        title: "OS project, Figure 7: synchronous against asynchronous sockets",
+        cite: "OS project report, section 3.3, Figure 7",
+        setup: "Kernel sockets with O_SYNC against FASYNC, with file I/O and with mmap.",
+        provenance: "A bar chart not in the seed's text; the text states asynchronous was \
+                     faster in every case, by less when the master used mmap.",
+        original: super::no_points,
+        axes: Axes {
+            x: "0: file -> socket (master), 1: socket -> file (slave)",
+            y: "time / blocking read-write's",
+            log_x: false,
+            log_y: false,
         },
-    ]
+        status: Status::Partial,
+        gap: "Asynchronous is io_uring here (the original's FASYNC kernel socket has no \
+              user-space equivalent); no values to draw from the original's bars.",
+        cells: |_| async_cells(),
+        ours: async_ours,
+        compare: compare_async,
+    }
 }
 
 const RECEIVERS: [(MechanismName, &str); 3] = [

@@ -37,88 +37,91 @@ fn table(name: &str, cycles: [f64; 4]) -> Vec<Point> {
 }
 
 pub(super) fn exhibits() -> Vec<Exhibit> {
-    vec![
-        Exhibit {
-            id: "smack-table-3",
-            title: "S.M.A.C.K., Table 3: uncached reads, CPU copies against DMA (busy and blocked)",
-            cite: "S.M.A.C.K. thesis, section 5.2, Table 3",
-            setup: "Files of 1, 8, 16 and 24 MB read whole into memory, 512-byte single-block \
-                    reads by the CPU against multi-block DMA, no buffer cache, five runs averaged.",
-            provenance: "Quoted from Table 3 (cycles x 10^5), converted to seconds.",
-            original: || {
-                let mut points = table("normal (Table 3)", [128.0, 1029.0, 2022.0, 3030.0]);
-                points.extend(table("DMA (Table 3)", [148.0, 1178.0, 2356.0, 3534.0]));
-                points.extend(table(
-                    "DMA, blocked (Table 3)",
-                    [146.0, 1167.0, 2333.0, 3499.0],
-                ));
-                points
-            },
-            axes: SECONDS,
-            status: Status::Partial,
-            gap:
-                "Ours copies the cold file to another file (not into memory): O_DIRECT stands for \
-                  DMA with the cache off, blocked is wall less the process's CPU.",
-            cells: |_| read_cells(&[Cold], &[(ReadWrite, SMALL), (Direct, 1 << 20)]),
-            ours: uncached_ours,
-            compare: compare_uncached,
+    vec![table_3(), table_4(), table_6()]
+}
+
+fn table_3() -> Exhibit {
+    Exhibit {
+        id: "smack-table-3",
+        title: "S.M.A.C.K., Table 3: uncached reads, CPU copies against DMA (busy and blocked)",
+        cite: "S.M.A.C.K. thesis, section 5.2, Table 3",
+        setup: "Files of 1, 8, 16 and 24 MB read whole into memory, 512-byte single-block \
+                reads by the CPU against multi-block DMA, no buffer cache, five runs averaged.",
+        provenance: "Quoted from Table 3 (cycles x 10^5), converted to seconds.",
+        original: || {
+            let mut points = table("normal (Table 3)", [128.0, 1029.0, 2022.0, 3030.0]);
+            points.extend(table("DMA (Table 3)", [148.0, 1178.0, 2356.0, 3534.0]));
+            points.extend(table(
+                "DMA, blocked (Table 3)",
+                [146.0, 1167.0, 2333.0, 3499.0],
+            ));
+            points
         },
-        Exhibit {
-            id: "smack-table-4",
-            title: "S.M.A.C.K., Tables 4-5: cold against warm cache reads",
-            cite: "S.M.A.C.K. thesis, section 5.2, Tables 4 and 5",
-            setup:
-                "The same files through a 16 MB LRU buffer cache of 4 KB blocks, first with the \
-                    cache empty, then again.",
-            provenance:
-                "Quoted from Tables 4 and 5, \"normal\" column (cycles x 10^5), in seconds.",
-            original: || {
-                let mut points = table("cold, normal (Table 4)", [502.0, 4779.0, 10526.0, 18665.0]);
-                points.extend(table(
-                    "warm, normal (Table 5)",
-                    [46.0, 372.0, 18722.0, 28444.0],
-                ));
-                points
-            },
-            axes: SECONDS,
-            status: Status::Partial,
-            gap: "Through the page cache, which holds every file here: nothing makes the 16 and \
-                  24 MB files miss as the original's 16 MB cache did (`--scenario cache` does, \
-                  with flexio's own 16 MiB cache).",
-            cells: |_| read_cells(&[Cold, Warm], &[(ReadWrite, SMALL)]),
-            ours: cached_ours,
-            compare: compare_cached,
+        axes: SECONDS,
+        status: Status::Partial,
+        gap: "Ours copies the cold file to another file (not into memory): O_DIRECT stands for \
+              DMA with the cache off, blocked is wall less the process's CPU.",
+        cells: |_| read_cells(&[Cold], &[(ReadWrite, SMALL), (Direct, 1 << 20)]),
+        ours: uncached_ours,
+        compare: compare_uncached,
+    }
+}
+
+fn table_4() -> Exhibit {
+    Exhibit {
+        id: "smack-table-4",
+        title: "S.M.A.C.K., Tables 4-5: cold against warm cache reads",
+        cite: "S.M.A.C.K. thesis, section 5.2, Tables 4 and 5",
+        setup: "The same files through a 16 MB LRU buffer cache of 4 KB blocks, first with the \
+                cache empty, then again.",
+        provenance: "Quoted from Tables 4 and 5, \"normal\" column (cycles x 10^5), in seconds.",
+        original: || {
+            let mut points = table("cold, normal (Table 4)", [502.0, 4779.0, 10526.0, 18665.0]);
+            points.extend(table(
+                "warm, normal (Table 5)",
+                [46.0, 372.0, 18722.0, 28444.0],
+            ));
+            points
         },
-        Exhibit {
-            id: "smack-table-6",
-            title: "S.M.A.C.K., Table 6: one 16 MB raw read beside dd bs=16M",
-            cite: "S.M.A.C.K. thesis, section 5.2, Table 6 and the dd comparison after it",
-            setup:
-                "16 MB read raw in one request: CPU copies 18.23 s, DMA 5.64 s (blocked all but \
-                    80 us); dd bs=16M on a MacBook's USB reader 4.07 s.",
-            provenance: "Quoted from Table 6 and the text after it, in seconds.",
-            original: || {
-                vec![
-                    Point::new("S.M.A.C.K. (Table 6)", 0.0, 18.23413),
-                    Point::new("S.M.A.C.K. (Table 6)", 1.0, 5.64467),
-                    Point::new("S.M.A.C.K. (Table 6)", 2.0, 4.06631),
-                ]
-            },
-            axes: Axes {
-                x: "0: CPU copies / read-write, 1: DMA / O_DIRECT, 2: dd bs=16M",
-                y: "seconds for 16 MB",
-                log_x: false,
-                log_y: true,
-            },
-            status: Status::Partial,
-            gap:
-                "A cold 16 MiB file copied to a file by one 16 MiB request (not a raw device read \
-                  into memory); dd copies with iflag=direct oflag=direct.",
-            cells: |_| raw_cells(),
-            ours: raw_ours,
-            compare: compare_raw,
+        axes: SECONDS,
+        status: Status::Partial,
+        gap: "Through the page cache, which holds every file here: nothing makes the 16 and \
+              24 MB files miss as the original's 16 MB cache did (`--scenario cache` does, \
+              with flexio's own 16 MiB cache).",
+        cells: |_| read_cells(&[Cold, Warm], &[(ReadWrite, SMALL)]),
+        ours: cached_ours,
+        compare: compare_cached,
+    }
+}
+
+fn table_6() -> Exhibit {
+    Exhibit {
+        id: "smack-table-6",
+        title: "S.M.A.C.K., Table 6: one 16 MB raw read beside dd bs=16M",
+        cite: "S.M.A.C.K. thesis, section 5.2, Table 6 and the dd comparison after it",
+        setup: "16 MB read raw in one request: CPU copies 18.23 s, DMA 5.64 s (blocked all but \
+                80 us); dd bs=16M on a MacBook's USB reader 4.07 s.",
+        provenance: "Quoted from Table 6 and the text after it, in seconds.",
+        original: || {
+            vec![
+                Point::new("S.M.A.C.K. (Table 6)", 0.0, 18.23413),
+                Point::new("S.M.A.C.K. (Table 6)", 1.0, 5.64467),
+                Point::new("S.M.A.C.K. (Table 6)", 2.0, 4.06631),
+            ]
         },
-    ]
+        axes: Axes {
+            x: "0: CPU copies / read-write, 1: DMA / O_DIRECT, 2: dd bs=16M",
+            y: "seconds for 16 MB",
+            log_x: false,
+            log_y: true,
+        },
+        status: Status::Partial,
+        gap: "A cold 16 MiB file copied to a file by one 16 MiB request (not a raw device read \
+              into memory); dd copies with iflag=direct oflag=direct.",
+        cells: |_| raw_cells(),
+        ours: raw_ours,
+        compare: compare_raw,
+    }
 }
 
 fn read_cells(caches: &[CacheState], entrants: &[(MechanismName, usize)]) -> Vec<Cell> {

@@ -20,59 +20,63 @@ const BY_INJECTION: Axes = Axes {
 };
 
 pub(super) fn exhibits() -> Vec<Exhibit> {
-    vec![
-        Exhibit {
-            id: "tpil-fig-2-3",
-            title: "TPIL, Figures 2-3: PIO and DMA injection by size, Pentium III 550 MHz",
-            cite: "TPIL paper, section 4, Figures 2 (Myrinet LANai 4) and 3 (RC-1000)",
-            setup: "MMX and SSE stores (PIO) against one-copy, double-buffered one-copy and \
-                    zero-copy DMA, each size measured 32 times.",
-            provenance: "Plots; the text states PIO wins up to 16 KB on the LANai 4 (SSE slightly \
-                         ahead above 2 KB) and that RC-1000 PIO falls to a steady 30 MB/s above \
-                         2 KB: drawn as one point at 2 KB.",
-            original: || {
-                vec![Point::new(
-                    "RC-1000 PIO, steady above 2 KB (text)",
-                    2048.0,
-                    30.0,
-                )]
-            },
-            axes: BY_INJECTION,
-            status: Status::Partial,
-            gap: "The host half only, with the C library's memcpy and flexio's read-write memory \
-                  flow: no copy kernels (rep movsb, non-temporal AVX stores, threads) to stand for \
-                  MMX/SSE; the DMA half needs a device (a GPU: pageable against pinned copies).",
-            cells: memory_cells,
-            ours: memory_ours,
-            compare: compare_memory,
+    vec![pio_host(), device()]
+}
+
+fn pio_host() -> Exhibit {
+    Exhibit {
+        id: "tpil-fig-2-3",
+        title: "TPIL, Figures 2-3: PIO and DMA injection by size, Pentium III 550 MHz",
+        cite: "TPIL paper, section 4, Figures 2 (Myrinet LANai 4) and 3 (RC-1000)",
+        setup: "MMX and SSE stores (PIO) against one-copy, double-buffered one-copy and \
+                zero-copy DMA, each size measured 32 times.",
+        provenance: "Plots; the text states PIO wins up to 16 KB on the LANai 4 (SSE slightly \
+                     ahead above 2 KB) and that RC-1000 PIO falls to a steady 30 MB/s above \
+                     2 KB: drawn as one point at 2 KB.",
+        original: || {
+            vec![Point::new(
+                "RC-1000 PIO, steady above 2 KB (text)",
+                2048.0,
+                30.0,
+            )]
         },
-        Exhibit {
-            id: "tpil-fig-4-5",
-            title: "TPIL, Figures 4-5: Myrinet LANai 9 injection on three hosts",
-            cite: "TPIL paper, section 4, Figures 4 and 5",
-            setup: "Pentium Pro 200 MHz, Pentium III 550 MHz and Pentium IV Xeon (Intel 860, \
-                    32- and 64-bit PCI), PIO against DMA by size.",
-            provenance: "The text states: the P4 was limited to 140 MB/s before a chipset patch; \
-                         32-bit PCI DMA peaked at 90 MB/s (so SSE won at every size); 64-bit PIO \
-                         plateaued at 53 MB/s above 512 bytes.",
-            original: || {
-                vec![Point::new(
-                    "P4 64-bit PCI, MMX/SSE plateau above 512 B (text)",
-                    512.0,
-                    53.0,
-                )]
-            },
-            axes: BY_INJECTION,
-            status: Status::None,
-            gap:
-                "A device exhibit: it would run on a machine with a GPU (host -> device copies by \
-                  size, pageable against pinned memory, one and two staging buffers); flexio has \
-                  no device endpoint.",
-            cells: super::no_cells,
-            ours: super::nothing,
-            compare: |_, _| "Nothing of ours to compare: no device endpoint.".to_string(),
+        axes: BY_INJECTION,
+        status: Status::Partial,
+        gap: "The host half only, with the C library's memcpy and flexio's read-write memory \
+              flow: no copy kernels (rep movsb, non-temporal AVX stores, threads) to stand for \
+              MMX/SSE; the DMA half needs a device (a GPU: pageable against pinned copies).",
+        cells: memory_cells,
+        ours: memory_ours,
+        compare: compare_memory,
+    }
+}
+
+fn device() -> Exhibit {
+    Exhibit {
+        id: "tpil-fig-4-5",
+        title: "TPIL, Figures 4-5: Myrinet LANai 9 injection on three hosts",
+        cite: "TPIL paper, section 4, Figures 4 and 5",
+        setup: "Pentium Pro 200 MHz, Pentium III 550 MHz and Pentium IV Xeon (Intel 860, \
+                32- and 64-bit PCI), PIO against DMA by size.",
+        provenance: "The text states: the P4 was limited to 140 MB/s before a chipset patch; \
+                     32-bit PCI DMA peaked at 90 MB/s (so SSE won at every size); 64-bit PIO \
+                     plateaued at 53 MB/s above 512 bytes.",
+        original: || {
+            vec![Point::new(
+                "P4 64-bit PCI, MMX/SSE plateau above 512 B (text)",
+                512.0,
+                53.0,
+            )]
         },
-    ]
+        axes: BY_INJECTION,
+        status: Status::None,
+        gap: "A device exhibit: it would run on a machine with a GPU (host -> device copies by \
+              size, pageable against pinned memory, one and two staging buffers); flexio has \
+              no device endpoint.",
+        cells: super::no_cells,
+        ours: super::nothing,
+        compare: |_, _| "Nothing of ours to compare: no device endpoint.".to_string(),
+    }
 }
 
 fn memory_cells(quick: bool) -> Vec<Cell> {
