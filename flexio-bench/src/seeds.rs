@@ -126,7 +126,7 @@ pub struct Exhibit {
 /// ```
 /// use flexio_bench::seeds::find;
 /// assert_eq!(find("cue-table-1").unwrap().id, "cue-table-1");
-/// assert!(find("nope").unwrap_err().contains("cue-table-1"));
+/// assert!(find("nope").err().unwrap().contains("cue-table-1"));
 /// ```
 pub fn find(id: &str) -> Result<&'static Exhibit, String> {
     catalogue().iter().find(|e| e.id == id).ok_or_else(|| {

@@ -129,8 +129,8 @@ fn table_3() -> Exhibit {
         },
         status: Status::None,
         gap: "This run measures no schedule: `flexio bench --scenario schedule` runs Cue's \
-              k x t grid beside the meter in its own runner, and its (1, 16) and (1, 20) \
-              cells are not drawn here.",
+              (3, 70), (4, 70), (1, 16) and (1, 20) beside its k x t grid and the meter, in its \
+              own runner, and its table is not drawn here.",
         cells: super::no_cells,
         ours: super::nothing,
         compare: |_, _| "Nothing of ours in this run: see `--scenario schedule`.".to_string(),
