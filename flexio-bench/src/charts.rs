@@ -377,6 +377,34 @@ fn chart(summaries: &[Summary], scenario: Scenario, along: Along, rows: &[&Summa
     // Grouped by kind, as the legend is (stable: each kind in run order).
     series.sort_by_key(|line| line.kind);
 
+    let limits = limit_lines(summaries, rows);
+
+    let title = match along {
+        Along::Size => format!("{scenario}: throughput by size"),
+        Along::Chunk => format!("{scenario}: throughput by chunk size"),
+        Along::Flows => format!("{scenario}: aggregate throughput by concurrent flows"),
+    };
+    let cache = match rows.iter().map(|s| s.cell.cache).collect::<BTreeSet<_>>() {
+        caches if caches.len() == 1 && !caches.contains(&CacheState::NotApplicable) => {
+            format!(
+                " ({})",
+                table::cache_name(*caches.iter().next().expect("one"))
+            )
+        }
+        _ => String::new(),
+    };
+    Chart {
+        kind: along,
+        prefix: String::new(),
+        title: title + &cache,
+        series,
+        limits,
+    }
+}
+
+/// The limits of `rows` measured apart (in the limits scenario), drawn
+/// as horizontal lines: (label, bytes per second).
+fn limit_lines(summaries: &[Summary], rows: &[&Summary]) -> Vec<(String, f64)> {
     let mut limits: Vec<(String, f64)> = Vec::new();
     for summary in rows {
         // Limits measured beside the contenders are series already.
@@ -403,28 +431,7 @@ fn chart(summaries: &[Summary], scenario: Scenario, along: Along, rows: &[&Summa
             *label = format!("{label} ({})", flexio::format_rate(*value));
         }
     }
-
-    let title = match along {
-        Along::Size => format!("{scenario}: throughput by size"),
-        Along::Chunk => format!("{scenario}: throughput by chunk size"),
-        Along::Flows => format!("{scenario}: aggregate throughput by concurrent flows"),
-    };
-    let cache = match rows.iter().map(|s| s.cell.cache).collect::<BTreeSet<_>>() {
-        caches if caches.len() == 1 && !caches.contains(&CacheState::NotApplicable) => {
-            format!(
-                " ({})",
-                table::cache_name(*caches.iter().next().expect("one"))
-            )
-        }
-        _ => String::new(),
-    };
-    Chart {
-        kind: along,
-        prefix: String::new(),
-        title: title + &cache,
-        series,
-        limits,
-    }
+    limits
 }
 
 /// The machine in one line, printed under every chart.
