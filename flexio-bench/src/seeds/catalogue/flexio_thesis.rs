@@ -352,8 +352,9 @@ fn compare_network(_: &[Point], ours: &[Point]) -> String {
     format!(
         "Ours: sendfile over loopback {first:.0} MB/s at {low:.0} MB and {last:.0} MB/s at \
          {high:.0} MB, {:.0}x the original's 1.55 MB/s; the original's in-kernel rate was flat \
-         with size: {} — a connection's set-up weighs on the small files here, and TCP over \
-         loopback has neither the original's wire nor its lost packets.",
+         with size: {} — TCP over loopback has neither the original's wire nor its lost \
+         packets; what moves ours between sizes is the machine's load and the cost of a \
+         connection against the bytes it carries.",
         last / 1.55,
         shape((last / first - 1.0).abs() < 0.5)
     )

@@ -247,7 +247,9 @@ fn compare_cached(original: &[Point], ours: &[Point]) -> String {
     format!(
         "Warm over cold, ours: {:.2}x at 1 MB, {:.2}x at 24 MB; the original's: {:.2}x at 1 MB, \
          {:.2}x at 24 MB: {} — below the original's 16 MB cache both gain; above it its LRU \
-         cache thrashed on a sequential re-read, while the page cache here holds the whole file.",
+         cache thrashed on a sequential re-read, while the page cache here holds the whole \
+         file, so a warm read slower than a cold one here is not eviction but the noise of the \
+         machine (see the spread in results.json).",
         ratio(ours, "warm (ours)", "cold (ours)", 1.0),
         ratio(ours, "warm (ours)", "cold (ours)", 24.0),
         ratio(original, w, c, 1.0),
