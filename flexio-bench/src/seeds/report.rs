@@ -169,20 +169,38 @@ fn chart_for(
             }
         }
     }
+    // One x for every point (one size): a category per series instead,
+    // so that equal values side by side do not hide each other.
+    let mut categories = categories(exhibit.axes.x);
+    let first_x = series.first().and_then(|s| s.points.first()).map(|p| p.0);
+    let one_x = series
+        .iter()
+        .flat_map(|s| &s.points)
+        .all(|p| Some(p.0) == first_x);
+    if one_x && categories.is_empty() && series.len() > 1 {
+        categories = series.iter().map(|s| s.label.clone()).collect();
+        for (index, line) in series.iter_mut().enumerate() {
+            for point in &mut line.points {
+                point.0 = index as f64;
+            }
+        }
+    }
     let positive = |s: &PlainSeries| s.points.iter().all(|p| p.1 > 0.0);
     let chart = LineChart {
         title: exhibit.title.to_string(),
-        // Named categories need no description beside them.
-        x_desc: if exhibit.axes.x.starts_with("0: ") {
-            String::new()
-        } else {
-            exhibit.axes.x.to_string()
+        x_desc: match first_x {
+            Some(x) if one_x && !exhibit.axes.x.starts_with("0: ") => {
+                format!("{} = {}", exhibit.axes.x, number(x))
+            }
+            // Named categories need no description beside them.
+            _ if exhibit.axes.x.starts_with("0: ") => String::new(),
+            _ => exhibit.axes.x.to_string(),
         },
         y_desc: exhibit.axes.y.to_string(),
         log_x: exhibit.axes.log_x,
         x_sizes: exhibit.axes.x.contains("(bytes)"),
         log_y: exhibit.axes.log_y && series.iter().all(positive),
-        categories: categories(exhibit.axes.x),
+        categories,
         series,
         footer: "dashed: the original's values as transcribed; solid: ours, measured now".into(),
     };
