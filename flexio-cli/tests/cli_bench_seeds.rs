@@ -15,7 +15,7 @@ fn an_exhibit_alone_writes_seeds_md_with_the_original_beside_ours_and_a_chart() 
             "--exhibit",
             "tpil-fig-2-3",
             "--exhibit",
-            "cue-table-8",
+            "tpil-fig-4-5",
         ])
         .args(["--runs", "1", "--quiet", "--dir"])
         .arg(dir.path())
@@ -35,7 +35,7 @@ fn an_exhibit_alone_writes_seeds_md_with_the_original_beside_ours_and_a_chart() 
         "{md}"
     );
     assert!(
-        md.contains("| cue-table-8 |") && md.contains("| NONE |"),
+        md.contains("| tpil-fig-4-5 |") && md.contains("| NONE |"),
         "{md}"
     );
     // The original's value as transcribed, and ours measured now: memcpy
@@ -55,16 +55,16 @@ fn an_exhibit_alone_writes_seeds_md_with_the_original_beside_ours_and_a_chart() 
         md.contains("crossover") || md.contains("half of memcpy"),
         "{md}"
     );
-    // Table 8's ranges as midpoints, and what would run it.
-    assert!(md.contains("| user driven (Table 8) | 1 | 405 |"), "{md}");
+    // A device exhibit: the values its text states, and what would run it.
     assert!(
-        md.contains("read-write server against a sendfile server"),
+        md.contains("| P4 64-bit PCI, MMX/SSE plateau above 512 B (text) | 512 | 53 |"),
         "{md}"
     );
+    assert!(md.contains("it would run on a machine with a GPU"), "{md}");
     let svg = std::fs::read_to_string(out.join("seeds-tpil-fig-2-3.svg")).unwrap();
     assert!(svg.contains("RC-1000 PIO") && svg.contains("memcpy (ours)"));
     // A chart of the original's values alone where ours has none.
-    assert!(out.join("seeds-cue-table-8.svg").is_file());
+    assert!(out.join("seeds-tpil-fig-4-5.svg").is_file());
     // Only the exhibits' cells ran: no matrix after them.
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(!stdout.contains("file-to-file"), "{stdout}");
