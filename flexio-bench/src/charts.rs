@@ -27,6 +27,7 @@ mod dots;
 mod legend;
 mod line_chart;
 pub mod plain;
+pub mod ticks;
 
 pub use legend::COLORS;
 
@@ -234,10 +235,12 @@ fn scenario_charts(summaries: &[Summary], scenario: Scenario) -> Vec<Chart> {
     // One size: a dot plot by contender says more than lines of one point
     // (see `dots`).
     for (prefix, group) in by_cache(&by_size) {
-        if distinct(&group, |s| s.cell.size) >= 2 {
-            let mut sized = chart(summaries, scenario, Along::Size, &group);
-            sized.prefix = prefix;
-            charts.push(sized);
+        for (part, rows) in by_kind(&group) {
+            if distinct(&rows, |s| s.cell.size) >= 2 {
+                let mut sized = chart(summaries, scenario, Along::Size, &rows);
+                sized.prefix = format!("{prefix}{part}");
+                charts.push(sized);
+            }
         }
     }
 
@@ -250,6 +253,31 @@ fn scenario_charts(summaries: &[Summary], scenario: Scenario) -> Vec<Chart> {
         charts.push(chart(summaries, scenario, Along::Flows, &by_size));
     }
     charts
+}
+
+/// The engine's rows apart from the processes and peers (each with the
+/// cell's limits), with the prefix of their charts' file names: the engine
+/// runs without a process's start-up, so its lines beside the processes'
+/// invited a comparison the bench does not make. All together when one
+/// of the two is absent.
+fn by_kind<'a>(rows: &[&'a Summary]) -> Vec<(&'static str, Vec<&'a Summary>)> {
+    use crate::model::ContenderKind::{Engine, Limit};
+    let pick = |keep: &dyn Fn(crate::model::ContenderKind) -> bool| -> Vec<&'a Summary> {
+        rows.iter()
+            .copied()
+            .filter(|s| keep(s.contender.kind()) || s.contender.kind() == Limit)
+            .collect()
+    };
+    let has = |keep: &dyn Fn(crate::model::ContenderKind) -> bool| {
+        rows.iter().any(|s| keep(s.contender.kind()))
+    };
+    if !(has(&|kind| kind == Engine) && has(&|kind| kind != Engine && kind != Limit)) {
+        return vec![("", rows.to_vec())];
+    }
+    vec![
+        ("engine-", pick(&|kind| kind == Engine)),
+        ("", pick(&|kind| kind != Engine && kind != Limit)),
+    ]
 }
 
 /// `rows` by cache state, each with the prefix of its charts' file names
@@ -349,6 +377,34 @@ fn chart(summaries: &[Summary], scenario: Scenario, along: Along, rows: &[&Summa
     // Grouped by kind, as the legend is (stable: each kind in run order).
     series.sort_by_key(|line| line.kind);
 
+    let limits = limit_lines(summaries, rows);
+
+    let title = match along {
+        Along::Size => format!("{scenario}: throughput by size"),
+        Along::Chunk => format!("{scenario}: throughput by chunk size"),
+        Along::Flows => format!("{scenario}: aggregate throughput by concurrent flows"),
+    };
+    let cache = match rows.iter().map(|s| s.cell.cache).collect::<BTreeSet<_>>() {
+        caches if caches.len() == 1 && !caches.contains(&CacheState::NotApplicable) => {
+            format!(
+                " ({})",
+                table::cache_name(*caches.iter().next().expect("one"))
+            )
+        }
+        _ => String::new(),
+    };
+    Chart {
+        kind: along,
+        prefix: String::new(),
+        title: title + &cache,
+        series,
+        limits,
+    }
+}
+
+/// The limits of `rows` measured apart (in the limits scenario), drawn
+/// as horizontal lines: (label, bytes per second).
+fn limit_lines(summaries: &[Summary], rows: &[&Summary]) -> Vec<(String, f64)> {
     let mut limits: Vec<(String, f64)> = Vec::new();
     for summary in rows {
         // Limits measured beside the contenders are series already.
@@ -375,28 +431,7 @@ fn chart(summaries: &[Summary], scenario: Scenario, along: Along, rows: &[&Summa
             *label = format!("{label} ({})", flexio::format_rate(*value));
         }
     }
-
-    let title = match along {
-        Along::Size => format!("{scenario}: throughput by size"),
-        Along::Chunk => format!("{scenario}: throughput by chunk size"),
-        Along::Flows => format!("{scenario}: aggregate throughput by concurrent flows"),
-    };
-    let cache = match rows.iter().map(|s| s.cell.cache).collect::<BTreeSet<_>>() {
-        caches if caches.len() == 1 && !caches.contains(&CacheState::NotApplicable) => {
-            format!(
-                " ({})",
-                table::cache_name(*caches.iter().next().expect("one"))
-            )
-        }
-        _ => String::new(),
-    };
-    Chart {
-        kind: along,
-        prefix: String::new(),
-        title: title + &cache,
-        series,
-        limits,
-    }
+    limits
 }
 
 /// The machine in one line, printed under every chart.

@@ -24,6 +24,8 @@
 //! schedule_bench.rs Cue's (k, t) grid: file -> socket with --schedule
 //!                K,T beside the meter
 //! cue.rs         Cue's tables, printed beside the scenarios that repeat them
+//! seeds.rs       the five documents' twenty exhibits: the original's values
+//!                beside ours (seeds.md and a chart each)
 //! pace_bench.rs  the `pace` scenario: `flexio copy --rate` as a process
 //!                over loopback, clocked by a receiver here
 //! host_bench.rs  the host-to-host scenario: flexio serve + get across a
@@ -57,6 +59,7 @@ pub mod plan;
 pub mod process_cpu;
 pub mod runner;
 pub mod schedule_bench;
+pub mod seeds;
 pub mod server_bench;
 pub mod stats;
 pub mod table;

@@ -11,15 +11,15 @@
 use std::fmt::Write as _;
 use std::time::Duration;
 
-use flexio::MechanismName;
-
-use crate::limits::Probe;
 use crate::model::CacheState;
 pub use crate::model::Scenario;
-use crate::peers::{Iperf3Mode, PeerSpec};
 
 mod cell;
+mod limit_cells;
+mod scenarios;
 pub use cell::{label, Cell, Entrant};
+use limit_cells::{add_auto_builtin, limit_cells};
+pub use scenarios::{ScenarioPlan, MATRIX};
 
 const KIB: u64 = 1 << 10;
 const MIB: u64 = 1 << 20;
@@ -41,69 +41,59 @@ pub struct PlanOptions {
     pub auto_builtin: bool,
 }
 
+/// The axes a plan's scenarios expand on: which scenarios, sizes and
+/// network paths the options ask for.
+pub struct Axes<'a> {
+    options: &'a PlanOptions,
+}
+
+impl<'a> Axes<'a> {
+    /// The axes of `options`.
+    pub fn new(options: &'a PlanOptions) -> Self {
+        Axes { options }
+    }
+
+    /// Whether `scenario` runs (the limits always do).
+    pub fn wanted(&self, scenario: Scenario) -> bool {
+        scenario == Scenario::Limits
+            || self.options.scenarios.is_empty()
+            || self.options.scenarios.contains(&scenario)
+    }
+
+    /// The whole matrix rather than the quick one.
+    pub fn full(&self) -> bool {
+        self.options.full
+    }
+
+    /// The sizes asked for, else `whole` for the full matrix, else `quick`.
+    pub fn sizes(&self, quick: &[u64], whole: &[u64]) -> Vec<u64> {
+        match &self.options.sizes {
+            Some(sizes) => sizes.clone(),
+            None if self.options.full => whole.to_vec(),
+            None => quick.to_vec(),
+        }
+    }
+
+    /// The sizes of the cells that cross a socket.
+    pub fn net_sizes(&self) -> Vec<u64> {
+        self.sizes(&[64 * MIB], &[MIB, 16 * MIB, 256 * MIB, GIB])
+    }
+
+    /// Loopback, and the veth pair when asked for.
+    pub fn paths(&self) -> Vec<&'static str> {
+        let mut paths = vec!["loopback"];
+        if self.options.veth {
+            paths.push("veth");
+        }
+        paths
+    }
+}
+
 /// The cells of a run.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Plan {
     /// In the order they run.
     pub cells: Vec<Cell>,
-}
-
-const DEFAULT_CHUNK: usize = 256 << 10;
-
-/// The disk limits measured beside the contenders of a cold cell, in the
-/// same rounds, on the same file: a disk shared with other tenants drifts
-/// from minute to minute, and a limit measured once before the cells was
-/// beaten by 1.71× by a cold copy measured later.
-fn disk_limits_beside(durable: bool) -> Vec<Entrant> {
-    let mut limits = vec![Entrant::Limit(Probe::DiskRead)];
-    if durable {
-        limits.push(Entrant::Limit(Probe::DiskWrite));
-    }
-    limits
-}
-
-/// The network limit measured beside the contenders of a socket cell, in
-/// the same rounds: measured once before the cells, it was beaten by up
-/// to 1.9× by runs a minute later.
-fn network_limit_beside(path: &str) -> Entrant {
-    match path {
-        "veth" => Entrant::Limit(Probe::Iperf3Veth),
-        _ => Entrant::Limit(Probe::Iperf3Loopback),
-    }
-}
-
-fn file_to_file_entrants(durable: bool) -> Vec<Entrant> {
-    use MechanismName::*;
-    let mut entrants: Vec<Entrant> = [ReadWrite, Mmap, CopyFileRange, Sendfile, Splice, IoUring]
-        .into_iter()
-        .map(|m| Entrant::flexio(m, DEFAULT_CHUNK))
-        .collect();
-    entrants.push(Entrant::io_uring_direct(DEFAULT_CHUNK));
-    entrants.push(Entrant::flexio(Direct, DEFAULT_CHUNK));
-    entrants.push(Entrant::flexio(Auto, DEFAULT_CHUNK));
-    entrants.push(Entrant::process_auto());
-    if durable {
-        entrants.extend([
-            Entrant::Peer(PeerSpec::cp_sync()),
-            Entrant::Peer(PeerSpec::dd_fsync()),
-            Entrant::Peer(PeerSpec::dd_direct_fsync()),
-        ]);
-    } else {
-        entrants.extend([
-            Entrant::Peer(PeerSpec::cp()),
-            Entrant::Peer(PeerSpec::dd()),
-            Entrant::Peer(PeerSpec::dd_direct()),
-            Entrant::Peer(PeerSpec::cat_redirect()),
-        ]);
-    }
-    entrants
-}
-
-fn flexio_entrants(mechanisms: &[MechanismName]) -> Vec<Entrant> {
-    mechanisms
-        .iter()
-        .map(|&m| Entrant::flexio(m, DEFAULT_CHUNK))
-        .collect()
 }
 
 impl Plan {
@@ -120,275 +110,19 @@ impl Plan {
     /// assert!(plan.cells.iter().any(|c| c.key.scenario == Scenario::Memory && c.key.size == 4096));
     /// ```
     pub fn build(options: &PlanOptions) -> Plan {
-        use CacheState::*;
-        use MechanismName::*;
-        let full = options.full;
-        let wanted = |s: Scenario| {
-            s == Scenario::Limits || options.scenarios.is_empty() || options.scenarios.contains(&s)
-        };
-        let sizes = |quick: &[u64], whole: &[u64]| -> Vec<u64> {
-            match &options.sizes {
-                Some(sizes) => sizes.clone(),
-                None if full => whole.to_vec(),
-                None => quick.to_vec(),
-            }
-        };
-        let mut cells = Vec::new();
-
-        if wanted(Scenario::FileToFile) {
-            let warm = sizes(&[MIB, 16 * MIB, 256 * MIB], &powers_of_4(MIB, GIB));
-            let cold = sizes(&[64 * MIB], &powers_of_4(MIB, GIB));
-            let sized = warm
-                .iter()
-                .map(|&s| (s, Warm))
-                .chain(cold.iter().map(|&s| (s, Cold)));
-            for (size, cache) in sized {
-                let mut entrants = file_to_file_entrants(false);
-                if cache == Cold {
-                    entrants.extend(disk_limits_beside(false));
-                }
-                cells.push(Cell::new(Scenario::FileToFile, size, cache, entrants));
-            }
-            let chunks: &[u64] = if full {
-                &[
-                    4 * KIB,
-                    16 * KIB,
-                    64 * KIB,
-                    256 * KIB,
-                    MIB,
-                    4 * MIB,
-                    8 * MIB,
-                ]
-            } else {
-                &[4 * KIB, 64 * KIB, MIB, 8 * MIB]
-            };
-            for size in sizes(&[64 * MIB], &[64 * MIB]) {
-                for &chunk in chunks {
-                    let entrants = [ReadWrite, Mmap, IoUring]
-                        .into_iter()
-                        .map(|m| Entrant::flexio(m, chunk as usize))
-                        .collect();
-                    cells.push(Cell::new(Scenario::FileToFile, size, Warm, entrants).chunk(chunk));
-                }
-            }
-        }
-        if wanted(Scenario::FileToFileDurable) {
-            for size in sizes(&[64 * MIB], &[GIB]) {
-                let mut entrants = file_to_file_entrants(true);
-                entrants.extend(disk_limits_beside(true));
-                cells.push(Cell::new(Scenario::FileToFileDurable, size, Cold, entrants));
-            }
-        }
-        let mut paths = vec!["loopback"];
-        if options.veth {
-            paths.push("veth");
-        }
-        let net_sizes = sizes(&[64 * MIB], &[MIB, 16 * MIB, 256 * MIB, GIB]);
-        if wanted(Scenario::FileToSocket) {
-            for path in &paths {
-                for &size in &net_sizes {
-                    let mut entrants =
-                        flexio_entrants(&[Sendfile, Splice, ReadWrite, Mmap, IoUring, Auto]);
-                    entrants.extend([
-                        Entrant::process_auto(),
-                        Entrant::Peer(PeerSpec::socat_send()),
-                        Entrant::Peer(PeerSpec::nc_send()),
-                        Entrant::Peer(PeerSpec::iperf3(Iperf3Mode::Memory)),
-                        Entrant::Peer(PeerSpec::iperf3(Iperf3Mode::ZeroCopy)),
-                    ]);
-                    entrants.push(network_limit_beside(path));
-                    cells.push(Cell::new(Scenario::FileToSocket, size, Warm, entrants).path(path));
-                }
-            }
-        }
-        if wanted(Scenario::SocketToFile) {
-            for path in &paths {
-                for &size in &net_sizes {
-                    let mut entrants = flexio_entrants(&[Splice, ReadWrite, IoUring, Auto]);
-                    entrants.extend([
-                        Entrant::process_auto(),
-                        Entrant::Peer(PeerSpec::socat_receive()),
-                        Entrant::Peer(PeerSpec::nc_receive()),
-                    ]);
-                    entrants.push(network_limit_beside(path));
-                    cells.push(
-                        Cell::new(Scenario::SocketToFile, size, NotApplicable, entrants).path(path),
-                    );
-                }
-            }
-        }
-        if wanted(Scenario::FileToPipe) {
-            for size in sizes(&[64 * MIB], &[MIB, 64 * MIB, GIB]) {
-                let mut entrants = flexio_entrants(&[Splice, Sendfile, ReadWrite, Auto]);
-                entrants.extend([
-                    Entrant::process_auto(),
-                    Entrant::Peer(PeerSpec::cat_pipe()),
-                    Entrant::Peer(PeerSpec::pv_pipe()),
-                ]);
-                cells.push(Cell::new(Scenario::FileToPipe, size, Warm, entrants));
-            }
-        }
-        if wanted(Scenario::PipeToFile) {
-            for size in sizes(&[64 * MIB], &[MIB, 64 * MIB, GIB]) {
-                let mut entrants = flexio_entrants(&[Splice, ReadWrite, Auto]);
-                entrants.extend([
-                    Entrant::process_auto(),
-                    Entrant::Peer(PeerSpec::cat_from_pipe()),
-                    Entrant::Peer(PeerSpec::dd_from_pipe()),
-                ]);
-                cells.push(Cell::new(
-                    Scenario::PipeToFile,
-                    size,
-                    NotApplicable,
-                    entrants,
-                ));
-            }
-        }
-        if wanted(Scenario::Memory) {
-            let quick = [64, 4 * KIB, MIB, 64 * MIB];
-            let whole = [
-                64,
-                4 * KIB,
-                64 * KIB,
-                MIB,
-                16 * MIB,
-                64 * MIB,
-                256 * MIB,
-                GIB,
-            ];
-            for size in sizes(&quick, &whole) {
-                let entrants = vec![
-                    Entrant::flexio(ReadWrite, DEFAULT_CHUNK),
-                    Entrant::flexio(Auto, DEFAULT_CHUNK),
-                    Entrant::Limit(Probe::Memcpy),
-                ];
-                cells.push(Cell::new(Scenario::Memory, size, NotApplicable, entrants));
-            }
-        }
-        if wanted(Scenario::Parallel) {
-            for size in sizes(&[64 * MIB], &[64 * MIB]) {
-                for flows in [1, 2, 4, 8] {
-                    let entrants = flexio_entrants(&[CopyFileRange, ReadWrite]);
-                    cells.push(Cell::new(Scenario::Parallel, size, Warm, entrants).flows(flows));
-                }
-                // Cue's Tables 6-7: 1-4 file -> socket transfers at once,
-                // in-kernel (sendfile) against read/write.
-                for flows in 1..=4 {
-                    let entrants = flexio_entrants(&[Sendfile, ReadWrite]);
-                    cells.push(
-                        Cell::new(Scenario::Parallel, size, Warm, entrants)
-                            .flows(flows)
-                            .path("loopback"),
-                    );
-                }
-            }
-        }
-        if wanted(Scenario::Meter) {
-            for size in sizes(&[256 * MIB], &[256 * MIB]) {
-                let mut entrants = flexio_entrants(&[Sendfile, ReadWrite, Splice, Mmap]);
-                // Beside them, with the meter running and nothing pinned
-                // as they are: measured apart, pinned, it was beaten 2×.
-                entrants.push(network_limit_beside("loopback"));
-                cells.push(Cell::new(Scenario::Meter, size, Warm, entrants).path("loopback"));
-            }
-        }
-
+        let axes = Axes::new(options);
+        let mut cells: Vec<Cell> = scenarios::MATRIX
+            .iter()
+            .filter(|s| axes.wanted(s.scenario()))
+            .flat_map(|s| s.cells(&axes))
+            .collect();
         if options.auto_builtin {
-            for cell in &mut cells {
-                let auto = cell.entrants.iter().position(|e| {
-                    matches!(
-                        e,
-                        Entrant::Flexio {
-                            mechanism: Auto,
-                            builtin_table: false,
-                            ..
-                        }
-                    )
-                });
-                if let Some(at) = auto {
-                    cell.entrants.insert(at + 1, Entrant::auto_builtin());
-                }
-            }
+            add_auto_builtin(&mut cells);
         }
-
         // The limits go first, sized to what the plan moves.
-        let largest_file = cells
-            .iter()
-            .filter(|c| c.key.scenario != Scenario::Memory)
-            .map(|c| c.key.size)
-            .max()
-            .unwrap_or(0);
-        let disk = largest_file.clamp(256 * MIB, GIB);
-        // memcpy at every size a cell bounded by it moves (warm files,
-        // pipes): a 1 MiB copy stays in the CPU's caches, and held against
-        // a 256 MiB memcpy from memory it "beat" the limit.
-        let mut memcpy_sizes: Vec<u64> = cells
-            .iter()
-            .filter(|c| {
-                c.key.cache != Cold
-                    && c.key.path.is_empty()
-                    && !matches!(c.key.scenario, Scenario::Memory | Scenario::Meter)
-            })
-            .map(|c| c.key.size)
-            .chain([256 * MIB])
-            .collect();
-        memcpy_sizes.sort_unstable();
-        memcpy_sizes.dedup();
-        let mut limits: Vec<Cell> = memcpy_sizes
-            .into_iter()
-            .map(|size| {
-                Cell::new(
-                    Scenario::Limits,
-                    size,
-                    NotApplicable,
-                    vec![Entrant::Limit(Probe::Memcpy)],
-                )
-            })
-            .collect();
-        limits.push(Cell::new(
-            Scenario::Limits,
-            disk,
-            Cold,
-            [
-                Probe::DiskRead,
-                Probe::DiskWrite,
-                Probe::DiskDirectRead,
-                Probe::DiskDirectWrite,
-                Probe::DiskWriteFsync,
-                Probe::FioRead,
-                Probe::FioWrite,
-                Probe::FioCopy,
-            ]
-            .into_iter()
-            .map(Entrant::Limit)
-            .collect(),
-        ));
-        if cells.iter().any(|c| !c.key.path.is_empty()) {
-            let bytes = if full { GIB } else { 256 * MIB };
-            limits.push(
-                Cell::new(
-                    Scenario::Limits,
-                    bytes,
-                    NotApplicable,
-                    vec![Entrant::Limit(Probe::Iperf3Loopback)],
-                )
-                .path("loopback"),
-            );
-        }
-        if cells.iter().any(|c| c.key.path == "veth") {
-            let bytes = if full { GIB } else { 256 * MIB };
-            limits.push(
-                Cell::new(
-                    Scenario::Limits,
-                    bytes,
-                    NotApplicable,
-                    vec![Entrant::Limit(Probe::Iperf3Veth)],
-                )
-                .path("veth"),
-            );
-        }
-        limits.extend(cells);
-        Plan { cells: limits }
+        let mut all = limit_cells(&cells, options.full);
+        all.extend(cells);
+        Plan { cells: all }
     }
 
     /// Timed runs in all, warm-ups included.
@@ -459,15 +193,11 @@ impl Plan {
     }
 }
 
-fn powers_of_4(from: u64, to: u64) -> Vec<u64> {
-    std::iter::successors(Some(from), |s| Some(s * 4))
-        .take_while(|s| *s <= to)
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
+    use super::scenarios::powers_of_4;
     use super::*;
+    use crate::limits::Probe;
 
     #[test]
     fn full_file_sizes_are_powers_of_four() {

@@ -23,6 +23,10 @@ use crate::stats::median;
 
 const GIB: f64 = (1u64 << 30) as f64;
 
+/// Cue's schedules, (k blocks, t ms): sets 1 and 2 (Tables 1-3, 5) and
+/// sets 3 and 4 (Tables 4-5).
+pub const CUE_SCHEDULES: [(u32, u64); 4] = [(3, 70), (4, 70), (1, 16), (1, 20)];
+
 /// What to run.
 #[derive(Clone, Debug)]
 pub struct ScheduleBenchOptions {
@@ -38,6 +42,8 @@ pub struct ScheduleBenchOptions {
     pub chunks: Vec<u32>,
     /// The T axis: the pause, milliseconds.
     pub pauses_ms: Vec<u64>,
+    /// Schedules run beside the grid, (K, T ms): Cue's own.
+    pub extra: Vec<(u32, u64)>,
     /// The mechanisms.
     pub mechanisms: Vec<MechanismName>,
     /// Counted rounds (after one warm-up round).
@@ -45,7 +51,8 @@ pub struct ScheduleBenchOptions {
 }
 
 impl ScheduleBenchOptions {
-    /// The grid: K of 1, 4, 16; T of 1, 4, 16 ms; 64 MiB in 256 KiB
+    /// The grid: K of 1, 4, 16; T of 1, 4, 16 ms, and Cue's schedules
+    /// (3, 70), (4, 70), (1, 16), (1, 20) beside it; 64 MiB in 256 KiB
     /// chunks; sendfile and read-write.
     pub fn grid(dir: PathBuf, meter_command: Vec<OsString>, rounds: usize) -> Self {
         ScheduleBenchOptions {
@@ -55,12 +62,14 @@ impl ScheduleBenchOptions {
             chunk: 256 << 10,
             chunks: vec![1, 4, 16],
             pauses_ms: vec![1, 4, 16],
+            extra: CUE_SCHEDULES.to_vec(),
             mechanisms: vec![MechanismName::Sendfile, MechanismName::ReadWrite],
             rounds,
         }
     }
 
-    /// A run of a few seconds: K of 1 and 4, T of 1 and 4 ms, 4 MiB.
+    /// A run of a few seconds: K of 1 and 4, T of 1 and 4 ms, Cue's
+    /// schedules, 4 MiB.
     pub fn quick(dir: PathBuf, meter_command: Vec<OsString>) -> Self {
         ScheduleBenchOptions {
             size: 4 << 20,
@@ -70,18 +79,26 @@ impl ScheduleBenchOptions {
         }
     }
 
-    /// Every schedule of the grid, and none (`None`) first.
+    /// Every schedule of the grid, then the extra ones not in it, and
+    /// none (`None`) first.
     pub fn schedules(&self) -> Vec<Option<Schedule>> {
-        let mut all = vec![None];
-        for &chunks in &self.chunks {
-            for &pause in &self.pauses_ms {
-                all.push(Some(Schedule {
-                    chunks,
-                    pause: Duration::from_millis(pause),
-                }));
+        let grid = self
+            .chunks
+            .iter()
+            .flat_map(|&k| self.pauses_ms.iter().map(move |&t| (k, t)));
+        let mut pairs: Vec<(u32, u64)> = grid.collect();
+        for pair in &self.extra {
+            if !pairs.contains(pair) {
+                pairs.push(*pair);
             }
         }
-        all
+        let schedules = pairs.into_iter().map(|(chunks, pause)| {
+            Some(Schedule {
+                chunks,
+                pause: Duration::from_millis(pause),
+            })
+        });
+        std::iter::once(None).chain(schedules).collect()
     }
 }
 

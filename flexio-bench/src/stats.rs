@@ -38,6 +38,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::model::{CacheState, CellKey, Contender, Results, RunRecord, Scenario};
 
+mod ratios;
 mod verdicts;
 pub use verdicts::{auto_verdicts, geometric_mean, peer_verdicts, AutoVerdict, PeerVerdict};
 
@@ -178,7 +179,7 @@ pub fn jain(shares: &[f64]) -> Option<f64> {
 pub fn summarize(results: &Results) -> Vec<Summary> {
     let mut scenario_order: HashMap<Scenario, usize> = HashMap::new();
     let mut contender_order: HashMap<&Contender, usize> = HashMap::new();
-    let mut groups: HashMap<(&CellKey, &Contender), Vec<&RunRecord>> = HashMap::new();
+    let mut groups: ratios::Groups = HashMap::new();
     for run in &results.runs {
         let scenarios = scenario_order.len();
         scenario_order.entry(run.cell.scenario).or_insert(scenarios);
@@ -205,134 +206,7 @@ pub fn summarize(results: &Results) -> Vec<Summary> {
         .iter()
         .map(|key| summarize_group(key.0, key.1, &groups[key]))
         .collect();
-
-    // Ratios to the best peer: per cell, the peer with the highest median.
-    let mut best_peer: HashMap<&CellKey, (&Contender, f64)> = HashMap::new();
-    for summary in summaries.iter().filter(|s| s.contender.is_peer()) {
-        let best = best_peer
-            .entry(&summary.cell)
-            .or_insert((&summary.contender, summary.median_bps));
-        if summary.median_bps > best.1 {
-            *best = (&summary.contender, summary.median_bps);
-        }
-    }
-    // The per-round ratios of a summary to another contender of its cell:
-    // both sides of each ratio saw the same moment.
-    let round_ratios = |summary: &Summary, other: &Contender| -> Vec<f64> {
-        let own = per_round(&groups[&(&summary.cell, &summary.contender)]);
-        let Some(theirs) = groups.get(&(&summary.cell, other)).map(|g| per_round(g)) else {
-            return Vec::new();
-        };
-        own.iter()
-            .filter_map(|(round, bps)| Some(bps / theirs.get(round)?))
-            .filter(|ratio| ratio.is_finite())
-            .collect()
-    };
-    let round_ratio = |summary: &Summary, other: &Contender| {
-        let mut ratios = round_ratios(summary, other);
-        (!ratios.is_empty()).then(|| median(&mut ratios))
-    };
-    // Only what runs as a process is held against a peer: the engine's
-    // figures have no start-up and warm buffers (see `ContenderKind`).
-    /// A median ratio and the range of the per-round ratios it came from.
-    type RoundRatio = (Option<f64>, Option<(f64, f64)>);
-    let peer_ratios: Vec<RoundRatio> = summaries
-        .iter()
-        .map(|summary| {
-            let Some(best) = best_peer.get(&summary.cell) else {
-                return (None, None);
-            };
-            if !summary.contender.runs_as_process() {
-                return (None, None);
-            }
-            let mut ratios = round_ratios(summary, best.0);
-            if ratios.is_empty() {
-                return (None, None);
-            }
-            let range = (
-                ratios.iter().copied().fold(f64::INFINITY, f64::min),
-                ratios.iter().copied().fold(f64::NEG_INFINITY, f64::max),
-            );
-            (Some(median(&mut ratios)), Some(range))
-        })
-        .collect();
-    let peers_of: Vec<Vec<(String, f64)>> = summaries
-        .iter()
-        .map(|summary| {
-            if !summary.contender.is_process() {
-                return Vec::new();
-            }
-            summaries
-                .iter()
-                .filter(|p| p.cell == summary.cell && p.contender.is_peer())
-                .filter_map(|p| Some((p.contender.label(), round_ratio(summary, &p.contender)?)))
-                .collect()
-        })
-        .collect();
-    let mut fixed_ratios: Vec<Vec<f64>> = summaries
-        .iter()
-        .map(
-            |summary| match best_fixed_flexio(&summaries, &summary.cell) {
-                Some(fixed) if summary.contender.is_auto() => {
-                    round_ratios(summary, &fixed.contender)
-                }
-                _ => Vec::new(),
-            },
-        )
-        .collect();
-    let builtin_ratios: Vec<Option<f64>> = summaries
-        .iter()
-        .map(|summary| {
-            if !summary.contender.is_profile_auto() {
-                return None;
-            }
-            let twin = summaries.iter().find(|s| {
-                s.cell == summary.cell && s.contender.is_auto() && !s.contender.is_profile_auto()
-            })?;
-            round_ratio(summary, &twin.contender)
-        })
-        .collect();
-
-    // A limit measured in the cell itself ran in the same rounds: held
-    // round by round, as a peer is; one measured apart, by medians.
-    let limit_ratios: Vec<(Option<f64>, Option<String>)> = summaries
-        .iter()
-        .map(|summary| {
-            let Some(limit) = limit_for(&summaries, &summary.cell) else {
-                return (None, None);
-            };
-            // A limit is not held against another limit of its cell.
-            if summary.contender.kind() == crate::model::ContenderKind::Limit
-                && summary.contender != limit.contender
-            {
-                return (None, None);
-            }
-            let ratio = if limit.cell == summary.cell {
-                round_ratio(summary, &limit.contender)
-            } else {
-                Some(summary.median_bps / limit.median_bps).filter(|r| r.is_finite())
-            };
-            let note = ratio
-                .filter(|r| *r > 1.0 && summary.contender != limit.contender)
-                .map(|r| limit_explanation(summary, limit, r));
-            (ratio, note)
-        })
-        .collect();
-
-    for (i, summary) in summaries.iter_mut().enumerate() {
-        (summary.ratio_to_best_peer, summary.best_peer_round_range) = peer_ratios[i];
-        summary.ratios_to_peers = peers_of[i].clone();
-        let mut fixed = std::mem::take(&mut fixed_ratios[i]);
-        if !fixed.is_empty() {
-            summary.ratio_to_best_fixed = Some(median(&mut fixed));
-            summary.best_fixed_round_range = Some((
-                fixed.iter().copied().fold(f64::INFINITY, f64::min),
-                fixed.iter().copied().fold(f64::NEG_INFINITY, f64::max),
-            ));
-        }
-        summary.ratio_to_builtin = builtin_ratios[i];
-        (summary.ratio_to_limit, summary.limit_note) = limit_ratios[i].clone();
-    }
+    ratios::fill(&mut summaries, &groups);
     summaries
 }
 

@@ -8,8 +8,10 @@ use crate::model::{Contender, Results, Scenario};
 use crate::stats::{self, Summary};
 
 mod cells;
+mod scenario;
 pub use cells::{cache_name, cache_text, label_among, short_size};
-use cells::{contenders_in, cost, limits_used, meter_lost_per_gib, ran_note, rate_range, ratio};
+use cells::{rate_range, ratio};
+pub use scenario::scenario_table;
 
 /// The mark of the fastest flexio contender of a cell.
 pub const BEST_MARK: &str = "*";
@@ -163,13 +165,15 @@ pub fn verdict_lines(summaries: &[Summary]) -> Vec<String> {
                 .to_string(),
         );
     } else {
-        let ratios: Vec<f64> = verdicts.iter().map(|v| v.ratio).collect();
+        let mut ratios: Vec<f64> = verdicts.iter().map(|v| v.ratio).collect();
         let faster = ratios.iter().filter(|r| **r >= 1.0).count();
+        // The median cell, not a mean one noisy cell can move: each cell's
+        // ratio is listed under it.
         lines.push(format!(
             "flexio copy as a process against the fastest peer (timed alike, median of \
-             per-round ratios): geometric mean {:.2}× over {} cells, at least as fast in {faster}, \
-             slower in {}",
-            stats::geometric_mean(&ratios).unwrap_or(f64::NAN),
+             per-round ratios): median cell {:.2}× over {} cells (each below), at least as fast \
+             in {faster}, slower in {}",
+            stats::median(&mut ratios),
             verdicts.len(),
             verdicts.len() - faster
         ));
@@ -206,10 +210,9 @@ pub fn verdict_lines(summaries: &[Summary]) -> Vec<String> {
         .find(|v| v.scope == "overall")
     {
         lines.push(format!(
-            "auto against the best fixed mechanism (engine, in-process): median {:.2}×, \
-             geometric mean {:.2}× over {} cells, lowest {:.2}× ({})",
+            "auto against the best fixed mechanism (engine, in-process): median cell {:.2}× \
+             over {} cells (each in the auto table), lowest {:.2}× ({})",
             overall.median_to_best_fixed,
-            overall.geomean_to_best_fixed,
             overall.cells,
             overall.worst.1,
             crate::plan::label(&overall.worst.0)
@@ -356,178 +359,6 @@ pub fn scenarios(summaries: &[Summary]) -> Vec<Scenario> {
         }
     }
     seen
-}
-
-/// The table of one scenario.
-pub fn scenario_table(summaries: &[Summary], scenario: Scenario) -> Table {
-    let rows: Vec<&Summary> = summaries
-        .iter()
-        .filter(|s| s.cell.scenario == scenario)
-        .collect();
-    let chunk_sweep = rows.iter().any(|s| s.cell.chunk != 0);
-    let has_path = rows.iter().any(|s| !s.cell.path.is_empty());
-    let has_meter = rows.iter().any(|s| s.meter_kept.is_some());
-    let has_flows = rows.iter().any(|s| s.jain.is_some());
-
-    let mut columns: Vec<(&str, bool)> = vec![("size", true)];
-    if chunk_sweep {
-        columns.push(("chunk", true));
-    }
-    columns.extend([("cache", false), ("flows", true)]);
-    if has_path {
-        columns.push(("path", false));
-    }
-    columns.extend([
-        ("kind", false),
-        ("contender", false),
-        ("runs", true),
-        ("median", true),
-        ("min–max", true),
-        ("CPU s/GiB proc", true),
-        ("CPU s/GiB host", true),
-        ("ctx sw/GiB vol/invol", true),
-        ("× best peer", true),
-        ("× limit", true),
-    ]);
-    if has_meter {
-        columns.extend([("meter kept", true), ("meter lost s/GiB", true)]);
-    }
-    if has_flows {
-        columns.extend([("per flow", true), ("Jain", true)]);
-    }
-    columns.push(("ran", false));
-
-    let table_rows = rows
-        .iter()
-        .map(|summary| {
-            let cell = &summary.cell;
-            let mut row = vec![short_size(cell.size)];
-            if chunk_sweep {
-                row.push(if cell.chunk == 0 {
-                    "default".to_string()
-                } else {
-                    short_size(cell.chunk)
-                });
-            }
-            row.push(cache_text(cell.cache, summary.resident_percent));
-            row.push(cell.flows.to_string());
-            if has_path {
-                row.push(cell.path.clone());
-            }
-            let best = stats::best_flexio(summaries, cell)
-                .is_some_and(|best| best.contender == summary.contender);
-            let mark = if best { BEST_MARK } else { " " };
-            row.push(summary.contender.kind().as_str().to_string());
-            row.push(format!(
-                "{mark} {}",
-                label_among(&summary.contender, &contenders_in(&rows, cell))
-            ));
-            row.push(summary.runs.to_string());
-            row.push(flexio::format_rate(summary.median_bps));
-            row.push(rate_range(summary.min_bps, summary.max_bps));
-            row.push(cost(summary.cpu_s_per_gib, 3));
-            row.push(match summary.host_cpu_below_resolution {
-                Some(resolution) => format!("< {resolution:.2}"),
-                None => cost(summary.host_cpu_s_per_gib, 3),
-            });
-            row.push(match summary.involuntary_per_gib {
-                Some(involuntary) => format!(
-                    "{}/{}",
-                    cost((summary.switches_per_gib - involuntary).max(0.0), 0),
-                    cost(involuntary, 0)
-                ),
-                None => cost(summary.switches_per_gib, 0),
-            });
-            row.push(ratio(summary.ratio_to_best_peer));
-            let mut to_limit = ratio(summary.ratio_to_limit);
-            if summary.limit_note.is_some() {
-                to_limit += LIMIT_MARK;
-            }
-            row.push(to_limit);
-            if has_meter {
-                row.push(
-                    summary
-                        .meter_kept
-                        .map(|kept| format!("{:.0}%", kept * 100.0))
-                        .unwrap_or_else(|| "-".into()),
-                );
-                row.push(
-                    meter_lost_per_gib(summary.meter_kept, summary.median_bps)
-                        .map(|lost| format!("{lost:.3}"))
-                        .unwrap_or_else(|| "-".into()),
-                );
-            }
-            if has_flows {
-                row.push(
-                    summary
-                        .flow_median_bps
-                        .map_or("-".into(), flexio::format_rate),
-                );
-                row.push(summary.jain.map_or("-".into(), |j| format!("{j:.3}")));
-            }
-            row.push(ran_note(summary));
-            row
-        })
-        .collect();
-
-    let mut caption = Vec::new();
-    let limits = limits_used(summaries, &rows);
-    caption.push(if limits.is_empty() {
-        "× limit: no physical limit measured for this scenario".to_string()
-    } else {
-        format!("× limit against: {}", limits.join(", "))
-    });
-    caption.push(format!(
-        "{BEST_MARK} fastest flexio mechanism of the cell (engine); × best peer is the median of \
-         per-round ratios to the fastest peer of the cell, given only for what runs as a \
-         process (flexio copy and the peers): engine rows run inside the bench, without \
-         start-up, and compare mechanisms with each other"
-    ));
-    if rows.iter().any(|s| s.host_cpu_below_resolution.is_some()) {
-        caption.push(
-            "CPU s/GiB host counts /proc/stat's 10 ms ticks: \"< x\" marks a median run \
-             shorter than one tick, x being one tick per GiB at that size"
-                .to_string(),
-        );
-    }
-    for summary in &rows {
-        if let Some(note) = &summary.limit_note {
-            let cell = crate::plan::label(&summary.cell);
-            caption.push(format!("{LIMIT_MARK} {cell}: {note}"));
-        }
-    }
-    if rows.iter().any(|s| s.involuntary_per_gib.is_some()) {
-        caption.push(
-            "ctx sw/GiB vol/invol: voluntary (the flow blocked) and involuntary (it was \
-             preempted) context switches per GiB, as Cue's Table 1 splits them"
-                .to_string(),
-        );
-    }
-    // Cue's figures beside the scenarios that repeat its experiments.
-    match scenario {
-        Scenario::Meter => caption.extend([
-            "meter kept: the share of its solo rate a CPU-bound co-process at normal \
-             priority, on the same CPU as the transfer, kept while the transfer ran"
-                .to_string(),
-            "meter lost s/GiB: the seconds of its solo work the meter lost per GiB moved, \
-             (1 − kept) over the median throughput: a fair scheduler gives both half the \
-             CPU whatever the mechanism, so what a mechanism leaves to others shows per \
-             byte, not per second"
-                .to_string(),
-            crate::cue::TABLE_1.to_string(),
-            crate::cue::TABLES_3_TO_5.to_string(),
-        ]),
-        Scenario::Parallel => caption.push(crate::cue::TABLES_6_AND_7.to_string()),
-        _ => {}
-    }
-
-    Table {
-        title: scenario.to_string(),
-        caption,
-        headers: columns.iter().map(|(name, _)| name.to_string()).collect(),
-        right_aligned: columns.iter().map(|(_, right)| *right).collect(),
-        rows: table_rows,
-    }
 }
 
 /// The short table of physical limits.

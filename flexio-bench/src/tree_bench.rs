@@ -13,6 +13,8 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
@@ -44,7 +46,13 @@ pub struct TreeBenchOptions {
     pub cold: bool,
     /// Only these trees (all when empty).
     pub shapes: Vec<TreeShape>,
+    /// Set (by SIGINT or SIGTERM) to stop before the next copy: the run
+    /// then ends with [`STOPPED`], and the caller removes its directory.
+    pub stop: Option<Arc<AtomicBool>>,
 }
+
+/// The error of a run stopped on request.
+pub const STOPPED: &str = "the tree scenario was stopped on request";
 
 /// One contender's timings on one tree and file system.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -220,6 +228,13 @@ pub fn run(options: &TreeBenchOptions) -> Result<(Vec<TreeTiming>, Vec<String>),
     let mut timings = Vec::new();
     for (file_system, root, _disk) in &places {
         for shape in &shapes {
+            if options
+                .stop
+                .as_ref()
+                .is_some_and(|s| s.load(Ordering::Relaxed))
+            {
+                return Err(STOPPED.to_string());
+            }
             let source = root.join(format!("tree-{}", shape.name()));
             let (files, bytes) = make_tree(&source, *shape, options.scale)?;
             let eligible: Vec<&Contender> = ready
@@ -240,6 +255,13 @@ pub fn run(options: &TreeBenchOptions) -> Result<(Vec<TreeTiming>, Vec<String>),
                 .collect();
             for round in 0..=options.runs {
                 for (index, contender) in eligible.iter().enumerate() {
+                    if options
+                        .stop
+                        .as_ref()
+                        .is_some_and(|s| s.load(Ordering::Relaxed))
+                    {
+                        return Err(STOPPED.to_string());
+                    }
                     let target = root.join("copy");
                     remove_tree(&target)?;
                     prepare_cache(&source, options.cold)?;

@@ -4,19 +4,15 @@
 //! files.
 
 use std::ffi::OsString;
-use std::io::IsTerminal;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 use std::time::Instant;
 
 use clap::Args;
 use flexio::Error;
 use flexio_bench::plan::{Plan, PlanOptions, Scenario};
-use flexio_bench::runner::{self, Observer, RunOptions};
-use indicatif::{ProgressBar, ProgressStyle};
+use flexio_bench::runner::{self, RunOptions};
 
-use crate::bench_support::{io_error, stop_on_signals};
+use crate::bench_support::{io_error, BarObserver};
 
 /// Arguments of `flexio bench`.
 #[derive(Args)]
@@ -26,7 +22,7 @@ pub struct BenchArgs {
     quick: bool,
     /// The whole matrix (about 30 minutes) instead of the quick one.
     #[arg(long)]
-    full: bool,
+    pub(crate) full: bool,
     /// Only this scenario (repeatable): file-to-file, file-to-file-durable,
     /// file-to-socket, socket-to-file, file-to-pipe, pipe-to-file, memory, parallel,
     /// meter (the limits always run with these); tree (many files, against
@@ -43,7 +39,9 @@ pub struct BenchArgs {
     /// one rate set by flexio: N shards against one client, N mirrors
     /// against one server, a chain of N against naive fan-out; --quick:
     /// N = 2 and 4, 4 MiB, well under a minute; else N = 2, 4, 8, the
-    /// first of --sizes or 1 GiB at 64 MiB/s).
+    /// first of --sizes or 1 GiB at 64 MiB/s); seeds (the five documents'
+    /// twenty exhibits, the original's values beside ours: seeds.md and a
+    /// chart each; --quick in minutes).
     #[arg(long = "scenario", value_name = "NAME", value_parser = scenario)]
     scenarios: Vec<ScenarioArg>,
     /// The tree scenario's trees at this fraction of their size (1 is
@@ -93,16 +91,21 @@ pub struct BenchArgs {
     /// Counted rounds per cell (after one warm-up round).
     #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
     runs: u32,
+    /// Only this exhibit of the seeds scenario (repeatable), e.g.
+    /// cue-table-2, os-fig-7, smack-table-6: its cells, then seeds.md and
+    /// its chart.
+    #[arg(long = "exhibit", value_name = "NAME")]
+    exhibits: Vec<String>,
     /// Where the temporary data goes (its file system is the one measured);
     /// removed afterwards.
     #[arg(long, default_value = ".")]
-    dir: PathBuf,
+    pub(crate) dir: PathBuf,
     /// Where results.json, results.csv, the charts and report.md go.
     #[arg(long, default_value = "./flexio-report")]
-    out: PathBuf,
+    pub(crate) out: PathBuf,
     /// No progress bar.
     #[arg(long, short)]
-    quiet: bool,
+    pub(crate) quiet: bool,
     /// With a tuned profile in force, `auto` consults it and runs beside
     /// `auto (built-in)`, which does not.
     #[command(flatten)]
@@ -129,10 +132,11 @@ enum OwnScenario {
     Pace,
     HostToHost,
     Hosts,
+    Seeds,
 }
 
 impl OwnScenario {
-    const ALL: [OwnScenario; 7] = [
+    const ALL: [OwnScenario; 8] = [
         OwnScenario::Tree,
         OwnScenario::Cache,
         OwnScenario::Server,
@@ -140,6 +144,7 @@ impl OwnScenario {
         OwnScenario::Pace,
         OwnScenario::HostToHost,
         OwnScenario::Hosts,
+        OwnScenario::Seeds,
     ];
 
     /// The name `--scenario` takes.
@@ -152,6 +157,73 @@ impl OwnScenario {
             OwnScenario::Pace => "pace",
             OwnScenario::HostToHost => "host-to-host",
             OwnScenario::Hosts => "hosts",
+            OwnScenario::Seeds => "seeds",
+        }
+    }
+
+    /// Runs this scenario on its own runner, with its report files.
+    fn run(self, args: &BenchArgs) -> Result<(), Error> {
+        match self {
+            OwnScenario::Tree => crate::bench_tree::run(
+                &args.dir,
+                &args.out,
+                args.runs,
+                args.tree_scale,
+                args.cold,
+                &args.trees,
+            ),
+            OwnScenario::Cache => crate::bench_cache::run_scenario(
+                &args.dir,
+                &args.out,
+                args.runs,
+                &args.sizes,
+                args.cache_size,
+            ),
+            OwnScenario::Server => crate::bench_server::run(&crate::bench_server::ServerArgs {
+                dir: &args.dir,
+                out: &args.out,
+                runs: args.runs,
+                quick: args.quick,
+                clients: &args.clients,
+                sizes: &args.sizes,
+                large: args.large,
+            }),
+            // The meter child is started with the bench's own arguments.
+            OwnScenario::Schedule if args.meter_child => Ok(()),
+            OwnScenario::Schedule => {
+                crate::bench_schedule::run(&args.dir, &args.out, args.runs, args.quick, &args.sizes)
+            }
+            OwnScenario::Pace => {
+                crate::bench_pace::run(&args.dir, &args.out, &args.pace_rates, args.pace_seconds)
+            }
+            OwnScenario::HostToHost => crate::bench_host::run(&crate::bench_host::HostArgs {
+                dir: &args.dir,
+                out: &args.out,
+                runs: args.runs,
+                file_bytes: args.sizes.first().copied().unwrap_or(1 << 30),
+                tree_scale: args.tree_scale,
+                install: !args.no_install,
+                figures: !args.no_figures,
+            }),
+            OwnScenario::Hosts => crate::bench_hosts::run(&crate::bench_hosts::HostsArgs {
+                dir: &args.dir,
+                out: &args.out,
+                runs: args.runs,
+                quick: args.quick,
+                bytes: args.sizes.first().copied(),
+                counts: &args.hosts,
+                rate: args.hosts_rate,
+            }),
+            OwnScenario::Seeds => crate::bench_seeds::run(
+                &crate::bench_seeds::SeedsArgs {
+                    dir: &args.dir,
+                    out: &args.out,
+                    quick: !args.full,
+                    quiet: args.quiet,
+                    options: run_options(args, None),
+                },
+                &args.exhibits,
+            ),
         }
     }
 }
@@ -195,66 +267,15 @@ fn size(text: &str) -> Result<u64, String> {
         })
 }
 
-/// Runs `flexio bench`.
+/// Runs `flexio bench`: the scenarios with their own runners first, then
+/// the matrix's (all of it when no scenario is named).
 pub fn run(args: BenchArgs) -> Result<(), Error> {
-    let asked = |own| args.scenarios.contains(&ScenarioArg::Own(own));
-    if asked(OwnScenario::Tree) {
-        crate::bench_tree::run(
-            &args.dir,
-            &args.out,
-            args.runs,
-            args.tree_scale,
-            args.cold,
-            &args.trees,
-        )?;
-    }
-    if asked(OwnScenario::Cache) {
-        crate::bench_cache::run_scenario(
-            &args.dir,
-            &args.out,
-            args.runs,
-            &args.sizes,
-            args.cache_size,
-        )?;
-    }
-    if asked(OwnScenario::Server) {
-        crate::bench_server::run(&crate::bench_server::ServerArgs {
-            dir: &args.dir,
-            out: &args.out,
-            runs: args.runs,
-            quick: args.quick,
-            clients: &args.clients,
-            sizes: &args.sizes,
-            large: args.large,
-        })?;
-    }
-    if asked(OwnScenario::Schedule) && !args.meter_child {
-        crate::bench_schedule::run(&args.dir, &args.out, args.runs, args.quick, &args.sizes)?;
-    }
-    if asked(OwnScenario::Pace) {
-        crate::bench_pace::run(&args.dir, &args.out, &args.pace_rates, args.pace_seconds)?;
-    }
-    if asked(OwnScenario::HostToHost) {
-        crate::bench_host::run(&crate::bench_host::HostArgs {
-            dir: &args.dir,
-            out: &args.out,
-            runs: args.runs,
-            file_bytes: args.sizes.first().copied().unwrap_or(1 << 30),
-            tree_scale: args.tree_scale,
-            install: !args.no_install,
-            figures: !args.no_figures,
-        })?;
-    }
-    if asked(OwnScenario::Hosts) {
-        crate::bench_hosts::run(&crate::bench_hosts::HostsArgs {
-            dir: &args.dir,
-            out: &args.out,
-            runs: args.runs,
-            quick: args.quick,
-            bytes: args.sizes.first().copied(),
-            counts: &args.hosts,
-            rate: args.hosts_rate,
-        })?;
+    for own in OwnScenario::ALL {
+        // `--exhibit` alone asks for those exhibits of the seeds.
+        let exhibits = own == OwnScenario::Seeds && !args.exhibits.is_empty();
+        if exhibits || args.scenarios.contains(&ScenarioArg::Own(own)) {
+            own.run(&args)?;
+        }
     }
     let matrix: Vec<Scenario> = args
         .scenarios
@@ -264,13 +285,19 @@ pub fn run(args: BenchArgs) -> Result<(), Error> {
             ScenarioArg::Own(_) => None,
         })
         .collect();
-    if !args.scenarios.is_empty() && matrix.is_empty() {
+    if (!args.scenarios.is_empty() || !args.exhibits.is_empty()) && matrix.is_empty() {
         return Ok(());
     }
     if args.meter_child {
         flexio_bench::meter::child_main();
         return Ok(());
     }
+    run_matrix(&args, matrix)
+}
+
+/// Runs the matrix's scenarios (`matrix`; all when empty) and writes the
+/// report.
+fn run_matrix(args: &BenchArgs, matrix: Vec<Scenario>) -> Result<(), Error> {
     let started = Instant::now();
     let root = runner::is_root();
     let profile = args.choice.load_for_auto();
@@ -282,6 +309,26 @@ pub fn run(args: BenchArgs) -> Result<(), Error> {
         veth: root && (args.full || !matrix.is_empty()),
         auto_builtin: profile.is_some(),
     });
+    let options = run_options(args, profile);
+    eprintln!(
+        "flexio bench ({}) in {}:\n{}",
+        if args.full { "full" } else { "quick" },
+        args.dir.display(),
+        plan.describe(options.warmups, options.rounds)
+    );
+    let mut observer = BarObserver::new(args.quiet);
+    let results =
+        runner::run(&plan, &options, &mut observer).map_err(|e| io_error("bench", &args.dir, e))?;
+    observer.finish();
+    report(args, &results, started)
+}
+
+/// How the matrix runs: rounds, the profile `auto` consults, this very
+/// executable as `flexio copy` and as the meter.
+pub(crate) fn run_options(
+    args: &BenchArgs,
+    profile: Option<flexio::profile::Profile>,
+) -> RunOptions {
     let mut options = RunOptions::new(&args.dir);
     match &profile {
         Some(_) => eprintln!(
@@ -303,28 +350,25 @@ pub fn run(args: BenchArgs) -> Result<(), Error> {
             OsString::from("--meter-child"),
         ]
     });
-    eprintln!(
-        "flexio bench ({}) in {}:\n{}",
-        if args.full { "full" } else { "quick" },
-        args.dir.display(),
-        plan.describe(options.warmups, options.rounds)
-    );
+    options
+}
 
-    let mut observer = BarObserver::new(args.quiet);
-    let results =
-        runner::run(&plan, &options, &mut observer).map_err(|e| io_error("bench", &args.dir, e))?;
-    observer.finish();
-
-    let summaries = flexio_bench::stats::summarize(&results);
-    crate::print_stdout(&flexio_bench::table::render(&results, &summaries));
+/// Prints the tables and what `auto` chose, and writes the report files.
+fn report(
+    args: &BenchArgs,
+    results: &flexio_bench::model::Results,
+    started: Instant,
+) -> Result<(), Error> {
+    let summaries = flexio_bench::stats::summarize(results);
+    crate::print_stdout(&flexio_bench::table::render(results, &summaries));
     let mut tail = String::new();
-    for line in runner::auto_choices(&results) {
+    for line in runner::auto_choices(results) {
         tail += &format!("{line}\n");
     }
     if !results.missing_peers.is_empty() {
         tail += &format!("missing peers: {}\n", results.missing_peers.join(", "));
     }
-    let paths = flexio_bench::output::write_all(&args.out, &results)
+    let paths = flexio_bench::output::write_all(&args.out, results)
         .map_err(|e| io_error("write report", &args.out, e))?;
     for path in paths {
         tail += &format!("wrote {}\n", path.display());
@@ -336,61 +380,4 @@ pub fn run(args: BenchArgs) -> Result<(), Error> {
     );
     crate::print_stdout(&tail);
     Ok(())
-}
-
-/// A progress bar over the runs, with the current cell as its message;
-/// Ctrl-C asks the runner to stop after the current run, so that children,
-/// namespaces and the temporary directory are cleaned up.
-pub(crate) struct BarObserver {
-    bar: Option<ProgressBar>,
-    stop: Arc<AtomicBool>,
-}
-
-impl BarObserver {
-    pub(crate) fn new(quiet: bool) -> Self {
-        let stop = stop_on_signals();
-        let bar = (!quiet && std::io::stderr().is_terminal()).then(|| {
-            ProgressBar::new(0).with_style(
-                ProgressStyle::with_template(
-                    "{bar:30} {pos}/{len} runs, cell {prefix} {msg} [{elapsed}<{eta}]",
-                )
-                .expect("valid template"),
-            )
-        });
-        BarObserver { bar, stop }
-    }
-
-    /// Clears the bar; Ctrl-C is still seen by `should_stop` after.
-    pub(crate) fn finish(&mut self) {
-        if let Some(bar) = self.bar.take() {
-            bar.finish_and_clear();
-        }
-    }
-}
-
-impl Observer for BarObserver {
-    fn cell_started(&mut self, index: usize, cells: usize, label: &str) {
-        if let Some(bar) = &self.bar {
-            bar.set_prefix(format!("{}/{cells}", index + 1));
-            bar.set_message(label.to_string());
-        }
-    }
-
-    fn run_finished(&mut self, done: usize, total: usize) {
-        if let Some(bar) = &self.bar {
-            bar.set_length(total as u64);
-            bar.set_position(done as u64);
-        }
-    }
-
-    fn note(&mut self, text: &str) {
-        match &self.bar {
-            Some(bar) => bar.println(format!("note: {text}")),
-            None => eprintln!("note: {text}"),
-        }
-    }
-
-    fn should_stop(&mut self) -> bool {
-        self.stop.load(Ordering::Relaxed)
-    }
 }

@@ -38,6 +38,9 @@ pub fn run(
         eprintln!("flexio bench: {why}");
     }
     let work = dir.join(format!(".flexio-tree-bench-{}", std::process::id()));
+    // SIGINT or SIGTERM stops the run before its next copy, so that the
+    // work directory (and the RAM disk in it) is removed below.
+    let stop = crate::bench_support::stop_on_signals();
     let options = TreeBenchOptions {
         dir: work.clone(),
         flexio: std::env::current_exe().map_err(|e| Error::Io {
@@ -51,6 +54,7 @@ pub fn run(
         ram_disk: root,
         cold: cold && root,
         shapes,
+        stop: Some(stop),
     };
     if !root {
         eprintln!("flexio bench: not root, so no RAM-backed ext4 and no cold runs: the trees are copied on {} only", dir.display());

@@ -10,11 +10,10 @@ use std::path::{Path, PathBuf};
 
 use clap::{Args, Subcommand};
 use flexio::Error;
-use flexio_bench::charts::COLORS;
+use flexio_bench::charts::plain::{write_line_chart, LineChart, PlainSeries};
 use flexio_cache::policy::PolicyName;
 use flexio_cache::sim::{simulate_all, SimResult};
 use flexio_cache::trace::{Trace, ARC_PAPER_OLTP};
-use plotters::prelude::*;
 
 /// The block cache: simulate its eviction policies on block traces.
 #[derive(Args)]
@@ -161,17 +160,13 @@ fn sim(args: SimArgs) -> Result<(), Error> {
         crate::print_stdout(&table(&trace, &policies, &args.size, &results, paper));
     }
     if let Some(path) = &args.chart {
-        let mut svg = String::new();
-        draw_chart(&mut svg, &trace.name, &policies, &results)
-            .map_err(|source| std::io::Error::other(source.to_string()))
-            // Only over a regular file or nothing, as every file flexio writes.
-            .and_then(|()| flexio::write_file_replacing_regular(path, svg.as_bytes()))
-            .map_err(|source| Error::Io {
-                op: "write chart",
-                endpoint: path.display().to_string(),
-                offset: None,
-                source,
-            })?;
+        // Only over a regular file or nothing, as every file flexio writes.
+        write_chart(path, &trace.name, &policies, &results).map_err(|source| Error::Io {
+            op: "write chart",
+            endpoint: path.display().to_string(),
+            offset: None,
+            source,
+        })?;
     }
     Ok(())
 }
@@ -255,55 +250,40 @@ fn table(
     text
 }
 
-fn draw_chart(
-    svg: &mut String,
+/// The hit ratio of each policy against the cache size, on a log2 size
+/// axis (the sizes of a sweep grow by factors), the legend beside the plot.
+fn write_chart(
+    path: &Path,
     trace: &str,
     policies: &[PolicyName],
     results: &[SimResult],
-) -> Result<(), Box<dyn std::error::Error>> {
-    let max_size = results.iter().map(|r| r.size_blocks).max().unwrap_or(1) as f64;
-    let max_ratio = results
+) -> std::io::Result<()> {
+    let series = policies
         .iter()
-        .map(|r| r.hit_ratio_percent)
-        .fold(1.0, f64::max);
-    let root = SVGBackend::with_string(svg, (960, 600)).into_drawing_area();
-    root.fill(&WHITE)?;
-    let mut chart = ChartBuilder::on(&root)
-        .caption(format!("hit ratio: {trace}"), ("sans-serif", 20))
-        .margin(20)
-        .x_label_area_size(40)
-        .y_label_area_size(60)
-        .build_cartesian_2d(0.0..max_size * 1.05, 0.0..(max_ratio * 1.1).min(100.0))?;
-    chart
-        .configure_mesh()
-        .x_desc("cache size (blocks)")
-        .y_desc("hit ratio (%)")
-        .draw()?;
-    for (index, policy) in policies.iter().enumerate() {
-        let color = COLORS[index % COLORS.len()];
-        let mut points: Vec<(f64, f64)> = results
-            .iter()
-            .filter(|r| r.policy == *policy)
-            .map(|r| (r.size_blocks as f64, r.hit_ratio_percent))
-            .collect();
-        points.sort_by(|a, b| a.0.total_cmp(&b.0));
-        chart
-            .draw_series(LineSeries::new(points.clone(), color.stroke_width(2)))?
-            .label(policy.as_str())
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color));
-        chart.draw_series(
-            points
-                .into_iter()
-                .map(|p| Circle::new(p, 3, color.filled())),
-        )?;
-    }
-    chart
-        .configure_series_labels()
-        .background_style(WHITE.mix(0.8))
-        .border_style(BLACK)
-        .draw()?;
-    root.present()?;
-    Ok(())
+        .map(|policy| {
+            let mut points: Vec<(f64, f64)> = results
+                .iter()
+                .filter(|r| r.policy == *policy)
+                .map(|r| (r.size_blocks as f64, r.hit_ratio_percent))
+                .collect();
+            points.sort_by(|a, b| a.0.total_cmp(&b.0));
+            PlainSeries {
+                label: policy.as_str().to_string(),
+                points,
+                dashed: false,
+            }
+        })
+        .collect();
+    let chart = LineChart {
+        title: format!("hit ratio: {trace}"),
+        x_desc: "cache size (blocks, log2 scale)".into(),
+        y_desc: "hit ratio (%)".into(),
+        log_x: true,
+        series,
+        footer: format!("flexio cache sim, trace {trace}"),
+        ..LineChart::default()
+    };
+    write_line_chart(path, &chart)
 }
 
 #[cfg(test)]

@@ -12,6 +12,7 @@ mod bench_host;
 mod bench_hosts;
 mod bench_pace;
 mod bench_schedule;
+mod bench_seeds;
 mod bench_server;
 mod bench_support;
 mod bench_tree;

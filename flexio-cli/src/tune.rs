@@ -11,7 +11,7 @@ use flexio_bench::harness::RunOptions;
 use flexio_tune::sweep::{self as tune, TunePlan};
 use flexio_tune::tree::{tune_tree, TreeTunePlan, STOPPED};
 
-use crate::bench::BarObserver;
+use crate::bench_support::BarObserver;
 
 /// Arguments of `flexio tune`.
 #[derive(Args)]

@@ -275,8 +275,16 @@ fn schedule_scenario_quick_observes_its_pauses() {
         results["chunk"].as_u64().unwrap(),
     );
     let runs = results["runs"].as_array().unwrap();
-    // A warm-up and a round of 2 mechanisms × (none + 2 × 2 schedules).
-    assert_eq!(runs.len(), 2 * 2 * 5);
+    // A warm-up and a round of 2 mechanisms × (none + 2 × 2 schedules +
+    // Cue's 4).
+    assert_eq!(runs.len(), 2 * 2 * 9);
+    for (k, t) in [(3, 70), (4, 70), (1, 16), (1, 20)] {
+        assert!(
+            runs.iter()
+                .any(|r| r["chunks"].as_u64() == Some(k) && r["pause_ms"].as_u64() == Some(t)),
+            "Cue's ({k}, {t}) ran"
+        );
+    }
     for run in runs {
         assert_eq!(run["bytes"].as_u64(), Some(size), "{run}");
         let kept = run["meter_kept"].as_f64().unwrap();

@@ -38,7 +38,8 @@ fn cache_sim_prints_a_table_json_and_a_chart() {
         ten.split_whitespace().collect::<Vec<_>>(),
         ["10", "99.00", "99.00"]
     );
-    assert!(std::fs::read_to_string(&chart).unwrap().contains("<svg"));
+    let svg = std::fs::read_to_string(&chart).unwrap();
+    assert!(svg.contains("<svg") && svg.contains("cache size (blocks, log2 scale)"));
 
     let output = flexio()
         .args([

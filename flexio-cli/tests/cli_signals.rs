@@ -374,3 +374,45 @@ fn sighup_ignored_by_the_parent_stays_ignored_as_under_nohup() {
     );
     assert_eq!(std::fs::read(&destination).unwrap(), vec![7u8; 8192]);
 }
+
+/// `flexio bench --scenario tree` stopped by SIGTERM mid-run removes its
+/// work directory (the trees, the copy, the RAM disk as root) and says it
+/// was stopped.
+#[test]
+fn sigterm_mid_tree_bench_removes_its_work_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = flexio()
+        .args(["bench", "--scenario", "tree", "--trees", "A"])
+        .args(["--tree-scale", "0.02", "--runs", "200", "--dir"])
+        .arg(dir.path())
+        .arg("--out")
+        .arg(dir.path().join("out"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let work = dir
+        .path()
+        .join(format!(".flexio-tree-bench-{}", child.id()));
+    // Signalled once the run has made its work directory (the signal is
+    // honoured before the next copy: a busy machine's `sync` before each
+    // copy can take minutes, so the test does not wait for one).
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !work.exists() {
+        if Instant::now() > deadline || child.try_wait().unwrap().is_some() {
+            let _ = child.kill();
+            panic!(
+                "no work directory {}: {}",
+                work.display(),
+                child.wait_with_output_ref()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    kill_process(pid(&child), Signal::TERM).unwrap();
+    let status = wait_exit(&mut child, Duration::from_secs(120));
+    let stderr = child.wait_with_output_ref();
+    assert!(!status.success(), "{stderr}");
+    assert!(stderr.contains("stopped on request"), "{stderr}");
+    assert!(!work.exists(), "{} is left behind", work.display());
+}

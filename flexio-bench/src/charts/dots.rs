@@ -329,6 +329,53 @@ struct Frame<'a, 'b> {
     log_x: bool,
 }
 
+/// The labelled ticks of a log x axis over `low..high`, under the
+/// pixels `bottom` gives for each value.
+fn draw_log_x_labels(
+    whole: &DrawingArea<SVGBackend<'_>, plotters::coord::Shift>,
+    low: f64,
+    high: f64,
+    bottom: impl Fn(f64) -> (i32, i32),
+) -> Result<(), Box<dyn std::error::Error>> {
+    for (value, label) in super::ticks::log_ticks(low, high) {
+        let (px, py) = bottom(value);
+        let tick = ShapeStyle::from(&BLACK).stroke_width(1);
+        whole.draw(&PathElement::new(vec![(px, py), (px, py + 5)], tick))?;
+        whole.draw(&Text::new(
+            label,
+            (px, py + 8),
+            ("sans-serif", 13)
+                .into_font()
+                .color(&BLACK)
+                .pos(Pos::new(HPos::Center, VPos::Top)),
+        ))?;
+    }
+    Ok(())
+}
+
+/// The legend's key to the network paths (filled: the first, hollow: the
+/// second), where there are two.
+fn path_entries(paths: &[String]) -> Vec<Entry> {
+    let mut entries = Vec::new();
+    if paths.len() > 1 {
+        entries.push(Entry::Heading("network path".into()));
+        for (k, name) in paths.iter().enumerate() {
+            let mark = legend::Mark {
+                color: RGBColor(90, 90, 90),
+                shape: 0,
+                filled: k == 0,
+            };
+            entries.push(Entry::Item {
+                label: format!("{} {name}", if k == 0 { "filled:" } else { "hollow:" }),
+                mark: Some(mark),
+                line: Line::None,
+                color: mark.color,
+            });
+        }
+    }
+    entries
+}
+
 /// The rows, limits and legend, `to_pixels` placing an (x in axis units,
 /// row) point on the canvas.
 fn draw_rows(
@@ -348,26 +395,7 @@ fn draw_rows(
 
     if frame.log_x {
         let (low, high) = (frame.x_range.start, frame.x_range.end);
-        let mut decade = 10f64.powf(low.log10().floor());
-        while decade <= high {
-            for value in [decade, 2.0 * decade, 5.0 * decade] {
-                if value < low || value > high {
-                    continue;
-                }
-                let (px, py) = to_pixels(value, y_range.start);
-                let tick = ShapeStyle::from(&BLACK).stroke_width(1);
-                whole.draw(&PathElement::new(vec![(px, py), (px, py + 5)], tick))?;
-                whole.draw(&Text::new(
-                    super::rate_label(value, true),
-                    (px, py + 8),
-                    ("sans-serif", 13)
-                        .into_font()
-                        .color(&BLACK)
-                        .pos(Pos::new(HPos::Center, VPos::Top)),
-                ))?;
-            }
-            decade *= 10.0;
-        }
+        draw_log_x_labels(whole, low, high, |value| to_pixels(value, y_range.start))?;
     }
     let mut entries: Vec<Entry> = Vec::new();
     let mut heading = None;
@@ -443,22 +471,7 @@ fn draw_rows(
             color,
         });
     }
-    if paths.len() > 1 {
-        entries.push(Entry::Heading("network path".into()));
-        for (k, name) in paths.iter().enumerate() {
-            let mark = legend::Mark {
-                color: RGBColor(90, 90, 90),
-                shape: 0,
-                filled: k == 0,
-            };
-            entries.push(Entry::Item {
-                label: format!("{} {name}", if k == 0 { "filled:" } else { "hollow:" }),
-                mark: Some(mark),
-                line: Line::None,
-                color: mark.color,
-            });
-        }
-    }
+    entries.extend(path_entries(paths));
     entries.push(Entry::Heading("marker: median; whiskers: min–max".into()));
     legend::draw_legend(frame.legend_area, &entries)?;
     whole.present()?;

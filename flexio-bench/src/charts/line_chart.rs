@@ -224,28 +224,8 @@ where
     let at = |x: f64, y: f64| context.backend_coord(&(x, y / axes.unit_bps));
     if y_log {
         let (low, high) = (context.y_range().start, context.y_range().end);
-        let mut decade = 10f64.powf(low.log10().floor());
-        while decade <= high {
-            for value in [decade, 2.0 * decade, 5.0 * decade] {
-                if value < low || value > high {
-                    continue;
-                }
-                let (px, py) = at(x_range.start, value * axes.unit_bps);
-                let tick = ShapeStyle::from(&BLACK).stroke_width(1);
-                whole.draw(&PathElement::new(vec![(px - 5, py), (px, py)], tick))?;
-                whole.draw(&Text::new(
-                    rate_label(value, true),
-                    (px - 8, py),
-                    ("sans-serif", 13).into_font().color(&BLACK).pos(
-                        plotters::style::text_anchor::Pos::new(
-                            plotters::style::text_anchor::HPos::Right,
-                            plotters::style::text_anchor::VPos::Center,
-                        ),
-                    ),
-                ))?;
-            }
-            decade *= 10.0;
-        }
+        let left = |value: f64| at(x_range.start, value * axes.unit_bps);
+        draw_log_y_labels(&whole, low, high, left)?;
     }
     let mut entries: Vec<Entry> = Vec::new();
     let mut heading = None;
@@ -287,17 +267,51 @@ where
             legend::kind_heading(ContenderKind::Limit).into(),
         ));
     }
-    for (label, bps) in &chart.limits {
+    let across = |bps: f64| (at(x_range.start, bps), at(x_range.end, bps));
+    draw_limits(&whole, &chart.limits, limit_index, across, &mut entries)?;
+    legend::draw_legend(&legend_area, &entries)?;
+    whole.present()?;
+    Ok(())
+}
+
+/// The labelled ticks of a log y axis over `low..high` (in the axis's
+/// unit), at the pixels `left` gives for each value.
+fn draw_log_y_labels(
+    whole: &DrawingArea<SVGBackend<'_>, plotters::coord::Shift>,
+    low: f64,
+    high: f64,
+    left: impl Fn(f64) -> (i32, i32),
+) -> Result<(), Box<dyn std::error::Error>> {
+    use plotters::style::text_anchor::{HPos, Pos, VPos};
+    for (value, label) in super::ticks::log_ticks(low, high) {
+        let (px, py) = left(value);
+        let tick = ShapeStyle::from(&BLACK).stroke_width(1);
+        whole.draw(&PathElement::new(vec![(px - 5, py), (px, py)], tick))?;
+        let font = ("sans-serif", 13).into_font().color(&BLACK);
+        whole.draw(&Text::new(
+            label,
+            (px - 8, py),
+            font.pos(Pos::new(HPos::Right, VPos::Center)),
+        ))?;
+    }
+    Ok(())
+}
+
+/// The limits measured apart as dotted lines across the plot (`across`
+/// gives a line's ends for a rate), each in the legend.
+fn draw_limits(
+    whole: &DrawingArea<SVGBackend<'_>, plotters::coord::Shift>,
+    limits: &[(String, f64)],
+    mut limit_index: usize,
+    across: impl Fn(f64) -> ((i32, i32), (i32, i32)),
+    entries: &mut Vec<Entry>,
+) -> Result<(), Box<dyn std::error::Error>> {
+    for (label, bps) in limits {
         // Several limits in one chart (cold and warm cells): tell them apart.
         let color = legend::LIMIT_COLORS[limit_index % legend::LIMIT_COLORS.len()];
         limit_index += 1;
-        legend::draw_line(
-            &whole,
-            at(x_range.start, *bps),
-            at(x_range.end, *bps),
-            Line::Dotted,
-            color,
-        )?;
+        let (from, to) = across(*bps);
+        legend::draw_line(whole, from, to, Line::Dotted, color)?;
         entries.push(Entry::Item {
             label: label.clone(),
             mark: None,
@@ -305,8 +319,6 @@ where
             color,
         });
     }
-    legend::draw_legend(&legend_area, &entries)?;
-    whole.present()?;
     Ok(())
 }
 

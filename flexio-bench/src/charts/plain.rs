@@ -39,6 +39,8 @@ pub struct LineChart {
     pub y_desc: String,
     /// A log2 x axis.
     pub log_x: bool,
+    /// The x values are sizes in bytes: labelled `4 KiB`, `1 MiB`.
+    pub x_sizes: bool,
     /// A log10 y axis.
     pub log_y: bool,
     /// Category names for x = 0, 1, 2 … (the x axis then shows them).
@@ -132,11 +134,18 @@ where
         .build_cartesian_2d(x_spec, y_spec)?;
     let categories = chart.categories.clone();
     let log_x = chart.log_x;
+    let x_sizes = chart.x_sizes;
+    let (x_low, x_high) = (context.x_range().start, context.x_range().end);
     let x_label = move |x: &f64| -> String {
         if categories.is_empty() {
-            // A log2 axis: only powers of two (clients, flows, pauses).
-            if log_x && (x.log2() - x.log2().round()).abs() > 1e-6 {
+            // A log2 axis: powers of two only (clients, flows, sizes), at
+            // most twelve of them.
+            let labelled = super::ticks::log2_ticks(x_low, x_high);
+            if log_x && !labelled.iter().any(|t| (t - x).abs() <= 1e-9 * t) {
                 return String::new();
+            }
+            if x_sizes && *x >= 1.0 {
+                return crate::table::short_size(x.round() as u64);
             }
             return compact(*x);
         }
@@ -147,11 +156,12 @@ where
         categories.get(index as usize).cloned().unwrap_or_default()
     };
     let log_y = chart.log_y;
+    let (y_low, y_high) = (y_extent.start, y_extent.end);
     let y_label = move |y: &f64| -> String {
         // On a log axis plotters offers every multiple of each power of
-        // ten: only 1, 2 and 5 of each decade are labelled.
-        if log_y && !super::line_chart::one_two_or_five(*y) {
-            return String::new();
+        // ten: only those `log_ticks` picks are labelled.
+        if log_y {
+            return super::ticks::log_label(*y, y_low, y_high);
         }
         compact(*y)
     };

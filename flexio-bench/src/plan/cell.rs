@@ -160,12 +160,15 @@ impl Cell {
         }
     }
 
-    pub(super) fn chunk(mut self, chunk: u64) -> Self {
+    /// The same cell as a point of a chunk sweep (its contenders carry
+    /// the chunk in their parameters).
+    pub fn chunk(mut self, chunk: u64) -> Self {
         self.key.chunk = chunk;
         self
     }
 
-    pub(super) fn flows(mut self, flows: u32) -> Self {
+    /// The same cell with `flows` flows at once.
+    pub fn flows(mut self, flows: u32) -> Self {
         self.key.flows = flows;
         self
     }

@@ -22,6 +22,21 @@ use crate::window::{CpuScope, Measured, Window};
 /// What one flow's thread returns: its report and the CPU its thread used.
 type FlowOutcome = flexio::Result<(Report, Rusage, Instant)>;
 
+/// The CPU and context switches of the flows' own threads, summed.
+fn senders_cpu(outcomes: &[FlowOutcome]) -> Rusage {
+    let mut cpu = Rusage::default();
+    for (_, used, _) in outcomes.iter().filter_map(|r| r.as_ref().ok()) {
+        cpu.user_ns += used.user_ns;
+        cpu.sys_ns += used.sys_ns;
+        cpu.cpu_ns += used.cpu_ns;
+        cpu.voluntary_switches += used.voluntary_switches;
+        cpu.involuntary_switches += used.involuntary_switches;
+        cpu.minor_faults += used.minor_faults;
+        cpu.major_faults += used.major_faults;
+    }
+    cpu
+}
+
 /// Runs `flows` flows of `entrant` from `source` at once — into files at
 /// `sinks` when the cell has no network path, else each into a socket of
 /// `net` drained by a receiver thread of the bench — and measures them in
@@ -114,17 +129,7 @@ pub(super) fn run<'s>(
     if net.is_some() {
         // The senders' threads, not the receivers that stand in for the
         // other machine.
-        let mut cpu = Rusage::default();
-        for (_, used, _) in outcomes.iter().filter_map(|r| r.as_ref().ok()) {
-            cpu.user_ns += used.user_ns;
-            cpu.sys_ns += used.sys_ns;
-            cpu.cpu_ns += used.cpu_ns;
-            cpu.voluntary_switches += used.voluntary_switches;
-            cpu.involuntary_switches += used.involuntary_switches;
-            cpu.minor_faults += used.minor_faults;
-            cpu.major_faults += used.major_faults;
-        }
-        measured.charge(&cpu);
+        measured.charge(&senders_cpu(&outcomes));
     }
     let rate = |bytes: u64, done: Instant| {
         bytes as f64 / done.duration_since(started).as_secs_f64().max(1e-9)

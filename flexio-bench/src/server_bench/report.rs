@@ -143,139 +143,77 @@ pub fn write_charts(
     results: &ServerBenchResults,
     footer: &str,
 ) -> io::Result<Vec<PathBuf>> {
+    let mut written = by_clients_charts(dir, results, footer)?;
+    written.extend(latency_chart(dir, results, footer)?);
+    written.extend(fairness_chart(dir, results, footer)?);
+    Ok(written)
+}
+
+/// Throughput, requests and CPU against clients: a line per server and size.
+fn by_clients_charts(
+    dir: &Path,
+    results: &ServerBenchResults,
+    footer: &str,
+) -> io::Result<Vec<PathBuf>> {
     let mut written = Vec::new();
     let summaries = results.summaries();
-    if !summaries.is_empty() {
-        let mut sizes: Vec<u64> = summaries.iter().map(|s| s.size).collect();
-        sizes.sort_unstable();
-        sizes.dedup();
-        let series = |value: &dyn Fn(&super::CellSummary) -> f64| -> Vec<PlainSeries> {
-            let mut all = Vec::new();
-            for &size in &sizes {
-                for server in [ServerKind::Flexio, ServerKind::Nginx] {
-                    let points: Vec<(f64, f64)> = summaries
-                        .iter()
-                        .filter(|s| s.size == size && s.server == server.name())
-                        .map(|s| (f64::from(s.clients), value(s)))
-                        .collect();
-                    if !points.is_empty() {
-                        all.push(PlainSeries {
-                            label: format!("{} {}", server.name(), short_size(size)),
-                            points,
-                            dashed: server == ServerKind::Nginx,
-                        });
-                    }
+    if summaries.is_empty() {
+        return Ok(written);
+    }
+    let mut sizes: Vec<u64> = summaries.iter().map(|s| s.size).collect();
+    sizes.sort_unstable();
+    sizes.dedup();
+    let series = |value: &dyn Fn(&super::CellSummary) -> f64| -> Vec<PlainSeries> {
+        let mut all = Vec::new();
+        for &size in &sizes {
+            for server in [ServerKind::Flexio, ServerKind::Nginx] {
+                let points: Vec<(f64, f64)> = summaries
+                    .iter()
+                    .filter(|s| s.size == size && s.server == server.name())
+                    .map(|s| (f64::from(s.clients), value(s)))
+                    .collect();
+                if !points.is_empty() {
+                    all.push(PlainSeries {
+                        label: format!("{} {}", server.name(), short_size(size)),
+                        points,
+                        dashed: server == ServerKind::Nginx,
+                    });
                 }
             }
-            all
-        };
-        let log_x = summaries.iter().any(|s| s.clients >= 16);
-        let charts = [
-            (
-                "server-throughput.svg",
-                "throughput against clients",
-                "MiB/s read by wrk (log scale)",
-                series(&|s| s.bytes_per_s / MIB),
-            ),
-            (
-                "server-requests.svg",
-                "requests per second against clients",
-                "requests/s (log scale)",
-                series(&|s| s.requests_per_s),
-            ),
-            (
-                "server-cpu.svg",
-                "server CPU per GiB served",
-                "CPU s per GiB (log scale)",
-                series(&|s| s.cpu_s_per_gib),
-            ),
-        ];
-        for (name, title, y_desc, series) in charts {
-            let path = dir.join(name);
-            write_line_chart(
-                &path,
-                &LineChart {
-                    title: format!("flexio serve (solid) vs nginx (dashed): {title}"),
-                    x_desc: "concurrent clients".into(),
-                    y_desc: y_desc.into(),
-                    log_x,
-                    log_y: true,
-                    series,
-                    footer: footer.into(),
-                    ..LineChart::default()
-                },
-            )?;
-            written.push(path);
         }
-    }
-    let latency = results.latency_summary();
-    if !latency.is_empty() {
-        let path = dir.join("server-latency.svg");
-        let series = latency
-            .iter()
-            .map(|(server, idle, loaded)| PlainSeries {
-                label: server.clone(),
-                points: [(0.0, *idle), (1.0, *loaded)]
-                    .into_iter()
-                    .filter_map(|(x, y)| Some((x, y? / 1e3)))
-                    .collect(),
-                dashed: server == ServerKind::Nginx.name(),
-            })
-            .collect();
+        all
+    };
+    let log_x = summaries.iter().any(|s| s.clients >= 16);
+    let charts = [
+        (
+            "server-throughput.svg",
+            "throughput against clients",
+            "MiB/s read by wrk (log scale)",
+            series(&|s| s.bytes_per_s / MIB),
+        ),
+        (
+            "server-requests.svg",
+            "requests per second against clients",
+            "requests/s (log scale)",
+            series(&|s| s.requests_per_s),
+        ),
+        (
+            "server-cpu.svg",
+            "server CPU per GiB served",
+            "CPU s per GiB (log scale)",
+            series(&|s| s.cpu_s_per_gib),
+        ),
+    ];
+    for (name, title, y_desc, series) in charts {
+        let path = dir.join(name);
         write_line_chart(
             &path,
             &LineChart {
-                title: format!(
-                    "p99 of a 4 KiB request: idle, and while 4 clients download {}",
-                    short_size(results.large_size)
-                ),
-                x_desc: String::new(),
-                y_desc: "p99 latency, ms".into(),
-                categories: vec!["idle".into(), "under load".into()],
-                series,
-                footer: footer.into(),
-                ..LineChart::default()
-            },
-        )?;
-        written.push(path);
-    }
-    let fairness = results.fairness_summary();
-    if !fairness.is_empty() {
-        let path = dir.join("server-fairness.svg");
-        let series = fairness
-            .iter()
-            .map(|f| PlainSeries {
-                label: format!(
-                    "{}, {} (Jain {})",
-                    f.server,
-                    f.rate_limit.map_or("no limit".into(), |l| format!(
-                        "{:.0} MiB/s",
-                        l as f64 / MIB
-                    )),
-                    f.jain.map_or("-".into(), |j| format!("{j:.3}"))
-                ),
-                points: f
-                    .client_rates
-                    .iter()
-                    .enumerate()
-                    .map(|(i, r)| (i as f64, r / MIB))
-                    .collect(),
-                dashed: f.server == ServerKind::Nginx.name(),
-            })
-            .collect();
-        let clients = fairness
-            .iter()
-            .map(|f| f.client_rates.len())
-            .max()
-            .unwrap_or(0);
-        write_line_chart(
-            &path,
-            &LineChart {
-                title: "equal clients: each client's rate".into(),
-                x_desc: "client".into(),
-                y_desc: "MiB/s (log scale)".into(),
+                title: format!("flexio serve (solid) vs nginx (dashed): {title}"),
+                x_desc: "concurrent clients".into(),
+                y_desc: y_desc.into(),
+                log_x,
                 log_y: true,
-                categories: (1..=clients).map(|i| format!("client {i}")).collect(),
                 series,
                 footer: footer.into(),
                 ..LineChart::default()
@@ -284,4 +222,97 @@ pub fn write_charts(
         written.push(path);
     }
     Ok(written)
+}
+
+/// The p99 of a small request, idle and under load.
+fn latency_chart(
+    dir: &Path,
+    results: &ServerBenchResults,
+    footer: &str,
+) -> io::Result<Option<PathBuf>> {
+    let latency = results.latency_summary();
+    if latency.is_empty() {
+        return Ok(None);
+    }
+    let path = dir.join("server-latency.svg");
+    let series = latency
+        .iter()
+        .map(|(server, idle, loaded)| PlainSeries {
+            label: server.clone(),
+            points: [(0.0, *idle), (1.0, *loaded)]
+                .into_iter()
+                .filter_map(|(x, y)| Some((x, y? / 1e3)))
+                .collect(),
+            dashed: server == ServerKind::Nginx.name(),
+        })
+        .collect();
+    write_line_chart(
+        &path,
+        &LineChart {
+            title: format!(
+                "p99 of a 4 KiB request: idle, and while 4 clients download {}",
+                short_size(results.large_size)
+            ),
+            x_desc: String::new(),
+            y_desc: "p99 latency, ms".into(),
+            categories: vec!["idle".into(), "under load".into()],
+            series,
+            footer: footer.into(),
+            ..LineChart::default()
+        },
+    )?;
+    Ok(Some(path))
+}
+
+/// Each equal client's rate, with Jain's index in the legend.
+fn fairness_chart(
+    dir: &Path,
+    results: &ServerBenchResults,
+    footer: &str,
+) -> io::Result<Option<PathBuf>> {
+    let fairness = results.fairness_summary();
+    if fairness.is_empty() {
+        return Ok(None);
+    }
+    let path = dir.join("server-fairness.svg");
+    let series = fairness
+        .iter()
+        .map(|f| PlainSeries {
+            label: format!(
+                "{}, {} (Jain {})",
+                f.server,
+                f.rate_limit.map_or("no limit".into(), |l| format!(
+                    "{:.0} MiB/s",
+                    l as f64 / MIB
+                )),
+                f.jain.map_or("-".into(), |j| format!("{j:.3}"))
+            ),
+            points: f
+                .client_rates
+                .iter()
+                .enumerate()
+                .map(|(i, r)| (i as f64, r / MIB))
+                .collect(),
+            dashed: f.server == ServerKind::Nginx.name(),
+        })
+        .collect();
+    let clients = fairness
+        .iter()
+        .map(|f| f.client_rates.len())
+        .max()
+        .unwrap_or(0);
+    write_line_chart(
+        &path,
+        &LineChart {
+            title: "equal clients: each client's rate".into(),
+            x_desc: "client".into(),
+            y_desc: "MiB/s (log scale)".into(),
+            log_y: true,
+            categories: (1..=clients).map(|i| format!("client {i}")).collect(),
+            series,
+            footer: footer.into(),
+            ..LineChart::default()
+        },
+    )?;
+    Ok(Some(path))
 }

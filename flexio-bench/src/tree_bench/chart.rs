@@ -71,6 +71,7 @@ pub fn write_tree_charts(
         write_line_chart(
             &path,
             &LineChart {
+                x_sizes: false,
                 title: format!("tree copies: {quantity} by contender and tree (medians)"),
                 x_desc: "tree (file system)".into(),
                 y_desc: format!("{quantity} (log scale)"),

@@ -1,0 +1,45 @@
+//! The twenty exhibits, in the documents' order: FlexIO (6), the OS
+//! project (4), TPIL (2), Cue (5), S.M.A.C.K. (3).
+
+use std::sync::OnceLock;
+
+use super::Exhibit;
+
+mod cue;
+mod flexio_thesis;
+mod os_project;
+mod smack;
+mod tpil;
+
+/// Every exhibit, in the documents' order.
+///
+/// # Examples
+/// ```
+/// assert_eq!(flexio_bench::seeds::catalogue().len(), 20);
+/// ```
+pub fn catalogue() -> &'static [Exhibit] {
+    static ALL: OnceLock<Vec<Exhibit>> = OnceLock::new();
+    ALL.get_or_init(|| {
+        let mut all = flexio_thesis::exhibits();
+        all.extend(os_project::exhibits());
+        all.extend(tpil::exhibits());
+        all.extend(cue::exhibits());
+        all.extend(smack::exhibits());
+        all
+    })
+}
+
+/// No cells: an exhibit this bench cannot measure.
+fn no_cells(_quick: bool) -> Vec<crate::plan::Cell> {
+    Vec::new()
+}
+
+/// No points of ours.
+fn nothing(_: &[crate::stats::Summary]) -> Vec<super::Point> {
+    Vec::new()
+}
+
+/// No transcribed points.
+fn no_points() -> Vec<super::Point> {
+    Vec::new()
+}

@@ -1,0 +1,210 @@
+//! seeds.md and one chart per exhibit: the status table first, then each
+//! exhibit's setup, the original's values, ours, the comparison and the
+//! chart (the original's points dashed, ours solid).
+
+use std::fmt::Write as _;
+use std::io;
+use std::path::{Path, PathBuf};
+
+use super::{Exhibit, Point, Status};
+use crate::charts::plain::{write_line_chart, LineChart, PlainSeries};
+use crate::stats::Summary;
+
+/// What a seeds run wrote.
+#[derive(Debug)]
+pub struct SeedsReport {
+    /// seeds.md.
+    pub markdown: PathBuf,
+    /// One chart per exhibit with points.
+    pub charts: Vec<PathBuf>,
+}
+
+/// Writes `seeds.md` and the charts of `exhibits` into `out`, ours read
+/// from `summaries`; `note` (how the run went: quick or full, its
+/// duration, the machine) opens the file.
+///
+/// # Errors
+/// `out` cannot be created or a file cannot be written.
+///
+/// # Examples
+/// ```
+/// use flexio_bench::seeds::{find, write_report};
+/// let out = tempfile::tempdir().unwrap();
+/// let report = write_report(out.path(), &[find("flexio-4-25").unwrap()], &[], "a test").unwrap();
+/// let text = std::fs::read_to_string(report.markdown).unwrap();
+/// assert!(text.contains("| flexio-4-25 |") && text.contains("NONE"));
+/// ```
+pub fn write_report(
+    out: &Path,
+    exhibits: &[&Exhibit],
+    summaries: &[Summary],
+    note: &str,
+) -> io::Result<SeedsReport> {
+    std::fs::create_dir_all(out)
+        .map_err(|e| io::Error::new(e.kind(), format!("creating {}: {e}", out.display())))?;
+    let mut text = format!("# The seeds' exhibits, reproduced\n\n{note}\n\n");
+    text += &status_table(exhibits);
+    let mut charts = Vec::new();
+    for exhibit in exhibits {
+        let original = (exhibit.original)();
+        let ours = (exhibit.ours)(summaries);
+        let chart = chart_for(out, exhibit, &original, &ours)?;
+        text += &section(exhibit, &original, &ours, chart.as_deref());
+        charts.extend(chart);
+    }
+    let markdown = out.join("seeds.md");
+    crate::files::write_replacing(&markdown, text.as_bytes())?;
+    Ok(SeedsReport { markdown, charts })
+}
+
+fn status_table(exhibits: &[&Exhibit]) -> String {
+    let count = |status| exhibits.iter().filter(|e| e.status == status).count();
+    let mut text = format!(
+        "{} exhibits: {} FULL, {} PARTIAL, {} NONE.\n\n| exhibit | what | status | what is missing |\n| --- | --- | --- | --- |\n",
+        exhibits.len(),
+        count(Status::Full),
+        count(Status::Partial),
+        count(Status::None)
+    );
+    for exhibit in exhibits {
+        let _ = writeln!(
+            text,
+            "| {} | {} | {} | {} |",
+            exhibit.id,
+            exhibit.title,
+            exhibit.status,
+            if exhibit.status == Status::Full {
+                "-"
+            } else {
+                exhibit.gap
+            }
+        );
+    }
+    text + "\n"
+}
+
+fn section(exhibit: &Exhibit, original: &[Point], ours: &[Point], chart: Option<&Path>) -> String {
+    let mut text = format!("## {}: {}\n\n", exhibit.id, exhibit.title);
+    let _ = writeln!(text, "**Status: {}.** {}\n", exhibit.status, exhibit.gap);
+    let _ = writeln!(text, "- Source: {}.", exhibit.cite);
+    let _ = writeln!(text, "- Their setup: {}", exhibit.setup);
+    let _ = writeln!(text, "- Their values: {}", exhibit.provenance);
+    let _ = writeln!(
+        text,
+        "- Axes: x = {}, y = {}.\n",
+        exhibit.axes.x, exhibit.axes.y
+    );
+    text += &points_table("original", original);
+    text += &points_table("ours, measured now", ours);
+    let _ = writeln!(text, "{}\n", (exhibit.compare)(original, ours));
+    match chart {
+        Some(path) => {
+            let name = path.file_name().unwrap_or_default().to_string_lossy();
+            let _ = writeln!(text, "![{}]({name})\n", exhibit.id);
+        }
+        None => text += "No chart: neither the seed nor this run has points to draw.\n\n",
+    }
+    text
+}
+
+fn points_table(whose: &str, points: &[Point]) -> String {
+    if points.is_empty() {
+        return format!("*{whose}: no values.*\n\n");
+    }
+    let mut text = format!("| {whose} | x | y |\n| --- | ---: | ---: |\n");
+    for point in points {
+        let _ = writeln!(
+            text,
+            "| {} | {} | {} |",
+            point.series,
+            number(point.x),
+            number(point.y)
+        );
+    }
+    text + "\n"
+}
+
+/// A value with about four significant digits.
+fn number(value: f64) -> String {
+    if !value.is_finite() || (value.fract() == 0.0 && value.abs() < 1e15) {
+        return format!("{value:.0}");
+    }
+    let digits = (3 - value.abs().log10().floor() as i32).clamp(0, 6) as usize;
+    format!("{value:.digits$}")
+}
+
+/// The names of an axis given as `0: first, 1: second`, else none.
+fn categories(axis: &str) -> Vec<String> {
+    if !axis.starts_with("0: ") {
+        return Vec::new();
+    }
+    axis.split(", ")
+        .map(|part| {
+            part.split_once(": ")
+                .map_or(part, |(_, name)| name)
+                .to_string()
+        })
+        .collect()
+}
+
+fn chart_for(
+    out: &Path,
+    exhibit: &Exhibit,
+    original: &[Point],
+    ours: &[Point],
+) -> io::Result<Option<PathBuf>> {
+    if original.is_empty() && ours.is_empty() {
+        return Ok(None);
+    }
+    let mut series: Vec<PlainSeries> = Vec::new();
+    for (points, dashed) in [(original, true), (ours, false)] {
+        for point in points {
+            match series.iter_mut().find(|s| s.label == point.series) {
+                Some(line) => line.points.push((point.x, point.y)),
+                None => series.push(PlainSeries {
+                    label: point.series.clone(),
+                    points: vec![(point.x, point.y)],
+                    dashed,
+                }),
+            }
+        }
+    }
+    // One x for every point (one size): a category per series instead,
+    // so that equal values side by side do not hide each other.
+    let mut categories = categories(exhibit.axes.x);
+    let first_x = series.first().and_then(|s| s.points.first()).map(|p| p.0);
+    let one_x = series
+        .iter()
+        .flat_map(|s| &s.points)
+        .all(|p| Some(p.0) == first_x);
+    if one_x && categories.is_empty() && series.len() > 1 {
+        categories = series.iter().map(|s| s.label.clone()).collect();
+        for (index, line) in series.iter_mut().enumerate() {
+            for point in &mut line.points {
+                point.0 = index as f64;
+            }
+        }
+    }
+    let positive = |s: &PlainSeries| s.points.iter().all(|p| p.1 > 0.0);
+    let chart = LineChart {
+        title: exhibit.title.to_string(),
+        x_desc: match first_x {
+            Some(x) if one_x && !exhibit.axes.x.starts_with("0: ") => {
+                format!("{} = {}", exhibit.axes.x, number(x))
+            }
+            // Named categories need no description beside them.
+            _ if exhibit.axes.x.starts_with("0: ") => String::new(),
+            _ => exhibit.axes.x.to_string(),
+        },
+        y_desc: exhibit.axes.y.to_string(),
+        log_x: exhibit.axes.log_x,
+        x_sizes: exhibit.axes.x.contains("(bytes)"),
+        log_y: exhibit.axes.log_y && series.iter().all(positive),
+        categories,
+        series,
+        footer: "dashed: the original's values as transcribed; solid: ours, measured now".into(),
+    };
+    let path = out.join(format!("seeds-{}.svg", exhibit.id));
+    write_line_chart(&path, &chart)?;
+    Ok(Some(path))
+}

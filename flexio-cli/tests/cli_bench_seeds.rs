@@ -1,0 +1,90 @@
+//! `flexio bench --exhibit NAME` runs that exhibit's cells and writes
+//! seeds.md with the original's values beside ours and a chart.
+
+mod common;
+
+use common::{flexio, stderr};
+
+#[test]
+fn an_exhibit_alone_writes_seeds_md_with_the_original_beside_ours_and_a_chart() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let output = flexio()
+        .args([
+            "bench",
+            "--exhibit",
+            "tpil-fig-2-3",
+            "--exhibit",
+            "tpil-fig-4-5",
+        ])
+        .args(["--runs", "1", "--quiet", "--dir"])
+        .arg(dir.path())
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    let md = std::fs::read_to_string(out.join("seeds.md")).unwrap();
+    // The status table names both exhibits with their status.
+    assert!(
+        md.contains("2 exhibits: 0 FULL, 1 PARTIAL, 1 NONE."),
+        "{md}"
+    );
+    assert!(
+        md.contains("| tpil-fig-2-3 |") && md.contains("| PARTIAL |"),
+        "{md}"
+    );
+    assert!(
+        md.contains("| tpil-fig-4-5 |") && md.contains("| NONE |"),
+        "{md}"
+    );
+    // The original's value as transcribed, and ours measured now: memcpy
+    // at every size of the quick run, a positive rate each.
+    assert!(
+        md.contains("| RC-1000 PIO, steady above 2 KB (text) | 2048 | 30 |"),
+        "{md}"
+    );
+    let ours: Vec<f64> = md
+        .lines()
+        .filter(|l| l.starts_with("| memcpy (ours) |"))
+        .map(|l| l.split('|').nth(3).unwrap().trim().parse().unwrap())
+        .collect();
+    assert_eq!(ours.len(), 7, "{md}");
+    assert!(ours.iter().all(|rate| *rate > 0.0), "{ours:?}");
+    assert!(
+        md.contains("crossover") || md.contains("half of memcpy"),
+        "{md}"
+    );
+    // A device exhibit: the values its text states, and what would run it.
+    assert!(
+        md.contains("| P4 64-bit PCI, MMX/SSE plateau above 512 B (text) | 512 | 53 |"),
+        "{md}"
+    );
+    assert!(md.contains("it would run on a machine with a GPU"), "{md}");
+    let svg = std::fs::read_to_string(out.join("seeds-tpil-fig-2-3.svg")).unwrap();
+    assert!(svg.contains("RC-1000 PIO") && svg.contains("memcpy (ours)"));
+    // A chart of the original's values alone where ours has none.
+    assert!(out.join("seeds-tpil-fig-4-5.svg").is_file());
+    // Only the exhibits' cells ran: no matrix after them.
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(!stdout.contains("file-to-file"), "{stdout}");
+}
+
+#[test]
+fn an_unknown_exhibit_is_refused_with_the_names() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = flexio()
+        .args(["bench", "--exhibit", "nope", "--dir"])
+        .arg(dir.path())
+        .arg("--out")
+        .arg(dir.path().join("out"))
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    let text = stderr(&output);
+    assert!(
+        text.contains("unknown exhibit") && text.contains("cue-table-2"),
+        "{text}"
+    );
+    assert!(!dir.path().join("out/seeds.md").exists());
+}
