@@ -155,7 +155,8 @@ impl Profile {
     }
 
     /// [`Profile::load`] without the measured curves: what `auto` needs
-    /// (the ranges, the tree settings, the fingerprint). From the compact
+    /// (the ranges, the tree settings, the fingerprint; the notes too when
+    /// read from the TOML). From the compact
     /// form [`Profile::save_for_auto`] wrote beside it while the file is
     /// still the one saved then; else from the TOML without its curves,
     /// which are most of a tuned profile's text (parsing TOML is most of

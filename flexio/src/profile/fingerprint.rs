@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 pub struct Fingerprint {
     /// CPU model name from `/proc/cpuinfo`.
     pub cpu_model: String,
-    /// Online CPUs.
+    /// The CPUs the process may run on (its affinity).
     pub cpus: u32,
     /// Memory in bytes (`/proc/meminfo`, rounded down to whole GiB so that
     /// small reservations do not count as a different machine).
@@ -43,7 +43,7 @@ impl Fingerprint {
         let mount = Mount::containing(dir).unwrap_or_default();
         Fingerprint {
             cpu_model,
-            cpus: std::thread::available_parallelism().map_or(1, |n| n.get() as u32),
+            cpus: cpus(),
             memory_bytes: whole_gib(total_memory()),
             kernel: rustix::system::uname()
                 .release()
@@ -115,6 +115,14 @@ fn cpu_brand() -> Option<String> {
 #[cfg(not(target_arch = "x86_64"))]
 fn cpu_brand() -> Option<String> {
     None
+}
+
+/// The CPUs this process may run on: one `sched_getaffinity(2)` (the
+/// standard library's `available_parallelism` also reads the cgroup's CPU
+/// quota, a dozen more system calls on every consultation, for a limit
+/// that is not the machine's).
+fn cpus() -> u32 {
+    rustix::thread::sched_getaffinity(None).map_or(1, |set| set.count().max(1))
 }
 
 /// Memory in bytes as `sysinfo(2)` counts it: the same total as
