@@ -15,7 +15,6 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::file::MAX_PROFILE_BYTES;
 use super::saved::{Profile, PROFILE_FORMAT_VERSION};
 
 /// Which file the decisions came from: what changes when it is edited,
@@ -83,9 +82,9 @@ pub(crate) fn write(profile: &Profile, path: &Path) {
 
 /// The decisions of the profile at `path` from its compact form, when that
 /// was written from the file as it is now; `None` otherwise (read the
-/// TOML). Not yet validated.
-pub(crate) fn read(path: &Path) -> Option<Profile> {
-    let bytes = crate::read_regular_file_capped(&compact_path(path), MAX_PROFILE_BYTES).ok()?;
+/// TOML). Not yet validated; a file larger than `max_bytes` is not read.
+pub(crate) fn read(path: &Path, max_bytes: u64) -> Option<Profile> {
+    let bytes = crate::read_regular_file_capped(&compact_path(path), max_bytes).ok()?;
     let compact: Compact = serde_json::from_slice(&bytes).ok()?;
     let current = Identity::of(path)?;
     (compact.source == current && compact.profile.format_version <= PROFILE_FORMAT_VERSION)
@@ -112,7 +111,10 @@ mod tests {
         let path = dir.path().join("profile.toml");
         let profile = sample_profile();
         profile.save_for_auto(&path).unwrap();
-        assert!(read(&path).is_some(), "written beside it, and current");
+        assert!(
+            read(&path, 1 << 20).is_some(),
+            "written beside it, and current"
+        );
         let mut expected = Profile::load(&path).unwrap();
         expected.notes.clear();
         for flow in &mut expected.flows {
@@ -143,7 +145,7 @@ mod tests {
         );
         std::thread::sleep(std::time::Duration::from_millis(10));
         std::fs::write(&path, &text).unwrap();
-        assert!(read(&path).is_none(), "stale");
+        assert!(read(&path, 1 << 20).is_none(), "stale");
         let edited = Profile::load_decisions(&path).unwrap();
         assert_eq!(small_mechanism(&edited), MechanismName::Sendfile);
 
@@ -166,7 +168,7 @@ mod tests {
         let mut broken = profile.clone();
         broken.flows[0].ranges[0].min_bytes = 7;
         write(&broken, &path);
-        assert!(read(&path).is_some());
+        assert!(read(&path, 1 << 20).is_some());
         let loaded = Profile::load_decisions(&path).unwrap();
         assert_eq!(loaded.flows[0].ranges[0].min_bytes, 0, "the TOML's");
         std::fs::write(compact_path(&path), b"{not json").unwrap();

@@ -176,7 +176,7 @@ impl Profile {
     /// assert!(error.to_string().contains("newer"));
     /// ```
     pub fn load_decisions(path: &Path) -> Result<Profile, ProfileError> {
-        if let Some(profile) = super::compact::read(path) {
+        if let Some(profile) = super::compact::read(path, MAX_PROFILE_BYTES) {
             if let Ok(profile) = Self::checked(profile, path) {
                 return Ok(profile);
             }
