@@ -170,7 +170,7 @@ pub fn run(args: ProfileArgs) -> Result<(), Error> {
                 );
             }
             profile
-                .save(&path)
+                .save_for_auto(&path)
                 .map_err(|e| Error::Usage(e.to_string()))?;
             crate::print_stdout(&format!(
                 "imported {} as {}\n",

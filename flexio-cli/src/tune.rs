@@ -94,7 +94,7 @@ pub fn run(args: TuneArgs) -> Result<(), Error> {
         )));
     }
     profile
-        .save(&path)
+        .save_for_auto(&path)
         .map_err(|e| Error::Usage(e.to_string()))?;
     profile.path = Some(path.clone());
     let mut text = crate::profile_cmd::render(&profile);

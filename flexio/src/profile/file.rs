@@ -155,11 +155,14 @@ impl Profile {
     }
 
     /// [`Profile::load`] without the measured curves: what `auto` needs
-    /// (the ranges, the tree settings, the fingerprint) at a tenth of the
-    /// cost, since the curves are most of a tuned profile's text and
-    /// parsing TOML is most of the cost of consulting it (every `auto`
-    /// copy does). Where the text without its curves does not parse or
-    /// validate, the whole text is parsed, so errors read as `load`'s.
+    /// (the ranges, the tree settings, the fingerprint; the notes too when
+    /// read from the TOML). From the compact
+    /// form [`Profile::save_for_auto`] wrote beside it while the file is
+    /// still the one saved then; else from the TOML without its curves,
+    /// which are most of a tuned profile's text (parsing TOML is most of
+    /// the cost of consulting it, and every `auto` copy does). Where the
+    /// text without its curves does not parse or validate, the whole text
+    /// is parsed, so errors read as `load`'s.
     ///
     /// # Errors
     /// As [`Profile::load`].
@@ -173,6 +176,11 @@ impl Profile {
     /// assert!(error.to_string().contains("newer"));
     /// ```
     pub fn load_decisions(path: &Path) -> Result<Profile, ProfileError> {
+        if let Some(profile) = super::compact::read(path, MAX_PROFILE_BYTES) {
+            if let Ok(profile) = Self::checked(profile, path) {
+                return Ok(profile);
+            }
+        }
         let text = read_text(path)?;
         match without_curves(&text).map(|short| Self::parse(&short, path)) {
             Some(Ok(profile)) => Ok(profile),
@@ -319,6 +327,34 @@ impl Profile {
             .unwrap_or(Path::new("."));
         std::fs::create_dir_all(dir).map_err(io)?;
         crate::write_file_replacing_regular(path, self.to_toml().as_bytes()).map_err(io)
+    }
+
+    /// [`Profile::save`], then its decisions in a compact form beside it
+    /// (`PATH.decisions.json`), which [`Profile::load_decisions`] reads
+    /// instead of the TOML for as long as the TOML file is the one saved
+    /// here: for the profile `auto` consults, so that consulting it costs
+    /// a small copy little. Writing the compact form is best effort.
+    ///
+    /// # Errors
+    /// As [`Profile::save`].
+    ///
+    /// # Examples
+    /// ```
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let path = dir.path().join("profile.toml");
+    /// let profile = flexio::profile::Profile::new(
+    ///     flexio::profile::Fingerprint::of_this_machine(dir.path()),
+    ///     dir.path(),
+    /// );
+    /// profile.save_for_auto(&path).unwrap();
+    /// assert!(dir.path().join("profile.toml.decisions.json").is_file());
+    /// let loaded = flexio::profile::Profile::load_decisions(&path).unwrap();
+    /// assert_eq!(loaded.fingerprint, profile.fingerprint);
+    /// ```
+    pub fn save_for_auto(&self, path: &Path) -> Result<(), ProfileError> {
+        self.save(path)?;
+        super::compact::write(self, path);
+        Ok(())
     }
 
     /// The TOML text, with a header comment saying how to edit it.

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 pub struct Fingerprint {
     /// CPU model name from `/proc/cpuinfo`.
     pub cpu_model: String,
-    /// Online CPUs.
+    /// The CPUs the process may run on (its affinity).
     pub cpus: u32,
     /// Memory in bytes (`/proc/meminfo`, rounded down to whole GiB so that
     /// small reservations do not count as a different machine).
@@ -43,7 +43,7 @@ impl Fingerprint {
         let mount = Mount::containing(dir).unwrap_or_default();
         Fingerprint {
             cpu_model,
-            cpus: std::thread::available_parallelism().map_or(1, |n| n.get() as u32),
+            cpus: cpus(),
             memory_bytes: whole_gib(total_memory()),
             kernel: rustix::system::uname()
                 .release()
@@ -117,6 +117,14 @@ fn cpu_brand() -> Option<String> {
     None
 }
 
+/// The CPUs this process may run on: one `sched_getaffinity(2)` (the
+/// standard library's `available_parallelism` also reads the cgroup's CPU
+/// quota, a dozen more system calls on every consultation, for a limit
+/// that is not the machine's).
+fn cpus() -> u32 {
+    rustix::thread::sched_getaffinity(None).map_or(1, |set| set.count().max(1))
+}
+
 /// Memory in bytes as `sysinfo(2)` counts it: the same total as
 /// /proc/meminfo's MemTotal.
 fn total_memory() -> u64 {
@@ -165,7 +173,14 @@ impl Mount {
     /// assert!(!root.fs_type.is_empty());
     /// ```
     pub fn containing(path: &Path) -> Option<Mount> {
-        let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
+        // /proc files report no size: room up front, so that the text
+        // comes in one or two reads rather than a run of small ones.
+        let mut mountinfo = String::with_capacity(16 << 10);
+        std::io::Read::read_to_string(
+            &mut std::fs::File::open("/proc/self/mountinfo").ok()?,
+            &mut mountinfo,
+        )
+        .ok()?;
         let path = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
         mount_of(&mountinfo, &path)
     }
@@ -182,29 +197,33 @@ impl Mount {
 /// The longest mount point that contains `path`, from the text of
 /// `/proc/self/mountinfo`.
 fn mount_of(mountinfo: &str, path: &Path) -> Option<Mount> {
-    mountinfo
+    // Only the winning line is parsed whole: every copy with a profile
+    // reads this.
+    let (right, mount_point) = mountinfo
         .lines()
         .filter_map(|line| {
             let (left, right) = line.split_once(" - ")?;
             let mount_point = std::path::PathBuf::from(unescape(left.split_whitespace().nth(4)?));
-            let mut right = right.split_whitespace();
-            let fs_type = right.next()?.to_string();
-            let source = unescape(right.next().unwrap_or(""));
-            let super_options = right
-                .next()
-                .unwrap_or("")
-                .split(',')
-                .filter(|option| !option.is_empty())
-                .map(str::to_string)
-                .collect();
-            path.starts_with(&mount_point).then_some(Mount {
-                mount_point,
-                fs_type,
-                source,
-                super_options,
-            })
+            path.starts_with(&mount_point)
+                .then_some((right, mount_point))
         })
-        .max_by_key(|mount| mount.mount_point.as_os_str().len())
+        .max_by_key(|(_, mount_point)| mount_point.as_os_str().len())?;
+    let mut right = right.split_whitespace();
+    let fs_type = right.next()?.to_string();
+    let source = unescape(right.next().unwrap_or(""));
+    let super_options = right
+        .next()
+        .unwrap_or("")
+        .split(',')
+        .filter(|option| !option.is_empty())
+        .map(str::to_string)
+        .collect();
+    Some(Mount {
+        mount_point,
+        fs_type,
+        source,
+        super_options,
+    })
 }
 
 /// Undoes mountinfo's octal escapes (`\040` for a space).

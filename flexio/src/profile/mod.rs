@@ -8,6 +8,7 @@
 //! module saves and loads what it chose and answers "which mechanism for
 //! this flow?" with the reason.
 
+mod compact;
 mod file;
 mod fingerprint;
 mod flow_kind;

@@ -1,0 +1,180 @@
+//! A profile's decisions in a compact form beside it, for `auto`.
+//!
+//! Every `auto` copy with a tuned profile consults it, and parsing the
+//! TOML of its ranges cost more than a small copy itself. So when a
+//! profile is saved, its decisions (everything but the measured curves)
+//! are also written as JSON beside it (`profile.toml.decisions.json`),
+//! stamped with the identity of the TOML file they came from: device,
+//! inode, size, modification and change times. `auto` uses them only while
+//! the TOML file still has that identity; a profile edited by hand,
+//! replaced, or restored from elsewhere has another, and is read as TOML.
+//! What is read is validated either way, and the TOML stays the truth:
+//! a missing, stale, unreadable or invalid compact form only costs time.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::saved::{Profile, PROFILE_FORMAT_VERSION};
+
+/// Which file the decisions came from: what changes when it is edited,
+/// replaced or copied (the change time cannot be set by hand).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+struct Identity {
+    device: u64,
+    inode: u64,
+    size: u64,
+    modified: (i64, i64),
+    changed: (i64, i64),
+}
+
+impl Identity {
+    /// The identity of the file `path` names (symbolic links followed, as
+    /// reading it follows them); `None` when it cannot be read.
+    fn of(path: &Path) -> Option<Identity> {
+        let stat = rustix::fs::stat(path).ok()?;
+        Some(Identity {
+            device: stat.st_dev,
+            inode: stat.st_ino,
+            size: stat.st_size as u64,
+            modified: (stat.st_mtime, stat.st_mtime_nsec as i64),
+            changed: (stat.st_ctime, stat.st_ctime_nsec as i64),
+        })
+    }
+}
+
+/// The file beside the profile.
+#[derive(Serialize, Deserialize)]
+struct Compact {
+    /// The TOML file's identity when these decisions were written.
+    source: Identity,
+    /// The profile without its curves.
+    profile: Profile,
+}
+
+/// Where the compact form of the profile at `path` lives.
+pub(crate) fn compact_path(path: &Path) -> PathBuf {
+    let mut name = path.file_name().unwrap_or_default().to_os_string();
+    name.push(".decisions.json");
+    path.with_file_name(name)
+}
+
+/// Writes the compact form of `profile`, just saved at `path`. Best
+/// effort: a directory that refuses it only makes `auto` read the TOML.
+pub(crate) fn write(profile: &Profile, path: &Path) {
+    let Some(source) = Identity::of(path) else {
+        return;
+    };
+    // What `auto` reads: not the curves, nor the tuner's notes.
+    let mut decisions = profile.clone();
+    decisions.notes.clear();
+    for flow in &mut decisions.flows {
+        flow.curves.clear();
+    }
+    let compact = Compact {
+        source,
+        profile: decisions,
+    };
+    if let Ok(json) = serde_json::to_vec(&compact) {
+        let _ = crate::write_file_replacing_regular(&compact_path(path), &json);
+    }
+}
+
+/// The decisions of the profile at `path` from its compact form, when that
+/// was written from the file as it is now; `None` otherwise (read the
+/// TOML). Not yet validated; a file larger than `max_bytes` is not read.
+pub(crate) fn read(path: &Path, max_bytes: u64) -> Option<Profile> {
+    let bytes = crate::read_regular_file_capped(&compact_path(path), max_bytes).ok()?;
+    let compact: Compact = serde_json::from_slice(&bytes).ok()?;
+    let current = Identity::of(path)?;
+    (compact.source == current && compact.profile.format_version <= PROFILE_FORMAT_VERSION)
+        .then_some(compact.profile)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::profile::saved::tests::sample_profile;
+    use crate::profile::FlowKind;
+    use crate::MechanismName;
+
+    fn small_mechanism(profile: &Profile) -> MechanismName {
+        profile
+            .lookup(FlowKind::FileToFile, 4096)
+            .unwrap()
+            .mechanism
+    }
+
+    #[test]
+    fn auto_reads_the_compact_form_while_the_profile_is_the_one_saved() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("profile.toml");
+        let profile = sample_profile();
+        profile.save_for_auto(&path).unwrap();
+        assert!(
+            read(&path, 1 << 20).is_some(),
+            "written beside it, and current"
+        );
+        let mut expected = Profile::load(&path).unwrap();
+        expected.notes.clear();
+        for flow in &mut expected.flows {
+            flow.curves.clear();
+        }
+        assert_eq!(Profile::load_decisions(&path).unwrap(), expected);
+
+        // Proof that the compact form is what is read: one that says
+        // otherwise, stamped with the file's identity, wins.
+        let mut other = profile.clone();
+        other.flows[0].ranges[0].mechanism = MechanismName::Sendfile;
+        write(&other, &path);
+        let read_back = Profile::load_decisions(&path).unwrap();
+        assert_eq!(small_mechanism(&read_back), MechanismName::Sendfile);
+        assert_eq!(read_back.path.as_deref(), Some(path.as_path()));
+    }
+
+    #[test]
+    fn an_edited_or_replaced_profile_is_read_as_toml() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("profile.toml");
+        sample_profile().save_for_auto(&path).unwrap();
+        // A hand edit of the same length, in place: the times change.
+        let text = std::fs::read_to_string(&path).unwrap().replacen(
+            "mechanism = \"read-write\"",
+            "mechanism = \"sendfile\"  ",
+            1,
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+        std::fs::write(&path, &text).unwrap();
+        assert!(read(&path, 1 << 20).is_none(), "stale");
+        let edited = Profile::load_decisions(&path).unwrap();
+        assert_eq!(small_mechanism(&edited), MechanismName::Sendfile);
+
+        // Saved without the compact form (an export, say) over a profile
+        // that had one: the old one no longer matches.
+        sample_profile().save_for_auto(&path).unwrap();
+        let mut plain = sample_profile();
+        plain.flows[0].ranges[0].mechanism = MechanismName::Mmap;
+        plain.save(&path).unwrap();
+        let read_back = Profile::load_decisions(&path).unwrap();
+        assert_eq!(small_mechanism(&read_back), MechanismName::Mmap);
+    }
+
+    #[test]
+    fn a_compact_form_that_does_not_validate_is_passed_over() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("profile.toml");
+        let profile = sample_profile();
+        profile.save_for_auto(&path).unwrap();
+        let mut broken = profile.clone();
+        broken.flows[0].ranges[0].min_bytes = 7;
+        write(&broken, &path);
+        assert!(read(&path, 1 << 20).is_some());
+        let loaded = Profile::load_decisions(&path).unwrap();
+        assert_eq!(loaded.flows[0].ranges[0].min_bytes, 0, "the TOML's");
+        std::fs::write(compact_path(&path), b"{not json").unwrap();
+        assert_eq!(
+            small_mechanism(&Profile::load_decisions(&path).unwrap()),
+            MechanismName::ReadWrite
+        );
+    }
+}
