@@ -145,6 +145,24 @@ fn every_kind_validates_against_its_schema() {
     );
 }
 
+/// `cache bench --json` on its smallest settings: the cold/warm table of a
+/// 1 MiB file, the hit costs and the hot set (the serve part takes
+/// seconds of windows and is left to the bench's own tests).
+#[test]
+fn the_cache_bench_kind_validates_against_its_schema() {
+    let dir = tempfile::tempdir().unwrap();
+    let document = check(
+        "cache-bench",
+        flexio()
+            .args(["cache", "bench", "--dir"])
+            .arg(dir.path())
+            .args(["--runs", "1", "--files-mib", "1", "--hot-reads", "1000"])
+            .args(["--parts", "smack,hits,hot-set", "--json"]),
+    );
+    assert!(!document["files"].as_array().unwrap().is_empty(), "{document}");
+    assert!(document["hits"].is_object(), "{document}");
+}
+
 /// A server that is not flexio, in HTTP/1.0's way: every answer closes;
 /// `/` (whatever the query) is an HTML listing of one file, `f`.
 fn listing_server() -> std::net::SocketAddr {
