@@ -159,7 +159,10 @@ fn the_cache_bench_kind_validates_against_its_schema() {
             .args(["--runs", "1", "--files-mib", "1", "--hot-reads", "1000"])
             .args(["--parts", "smack,hits,hot-set", "--json"]),
     );
-    assert!(!document["files"].as_array().unwrap().is_empty(), "{document}");
+    assert!(
+        !document["files"].as_array().unwrap().is_empty(),
+        "{document}"
+    );
     assert!(document["hits"].is_object(), "{document}");
 }
 
