@@ -941,16 +941,7 @@ impl Env<'_> {
         bytes: &[u8],
         prepared: Option<&Path>,
     ) -> Result<(), String> {
-        let sink_path = self.dir.join("sink");
-        if triple.sink == EndpointKind::File {
-            let _ = fs::remove_file(&sink_path);
-        }
-        if triple.sink == EndpointKind::BlockDevice {
-            // Zero the range first: bytes an earlier flow left there must
-            // not pass for bytes this flow wrote.
-            let device = self.sink_device.expect("a sink device");
-            write_range(device, 0, &vec![0; case.len]);
-        }
+        let sink_path = self.clear_sink(triple, case);
         let mut memory_sink = vec![
             0u8;
             if triple.sink == EndpointKind::Memory {
@@ -1032,7 +1023,6 @@ impl Env<'_> {
                 return Err(format!("feeding the source failed: {e}"));
             }
             check_report(&report, triple.mechanism, case.len as u64)?;
-            let expected = hash(bytes);
             let (count, actual) = match triple.sink {
                 EndpointKind::File => {
                     let written = fs::read(&sink_path).map_err(|e| format!("read sink: {e}"))?;
@@ -1048,19 +1038,41 @@ impl Env<'_> {
                     .expect("a reader for a stream sink")
                     .map_err(|e| format!("draining the sink failed: {e}"))?,
             };
-            if count != case.len as u64 {
-                return Err(format!("the sink holds {count} bytes, not {}", case.len));
-            }
-            if actual != expected {
-                return Err(format!(
-                    "the sink's bytes differ (blake3 {} != {})",
-                    actual.to_hex(),
-                    expected.to_hex()
-                ));
-            }
-            Ok(())
+            check_sink(count, actual, case.len, bytes)
         })
     }
+
+    /// The sink file's path, with nothing of an earlier flow left where
+    /// this flow writes: the file removed, a device's range zeroed (bytes
+    /// an earlier flow left there must not pass for this flow's).
+    fn clear_sink(&self, triple: Triple, case: Case) -> std::path::PathBuf {
+        let sink_path = self.dir.join("sink");
+        if triple.sink == EndpointKind::File {
+            let _ = fs::remove_file(&sink_path);
+        }
+        if triple.sink == EndpointKind::BlockDevice {
+            let device = self.sink_device.expect("a sink device");
+            write_range(device, 0, &vec![0; case.len]);
+        }
+        sink_path
+    }
+}
+
+/// Whether the sink received `expected`'s bytes: `count` of them hashing
+/// to `actual`.
+fn check_sink(count: u64, actual: blake3::Hash, len: usize, expected: &[u8]) -> Result<(), String> {
+    if count != len as u64 {
+        return Err(format!("the sink holds {count} bytes, not {len}"));
+    }
+    let expected = hash(expected);
+    if actual != expected {
+        return Err(format!(
+            "the sink's bytes differ (blake3 {} != {})",
+            actual.to_hex(),
+            expected.to_hex()
+        ));
+    }
+    Ok(())
 }
 
 /// Says that the running test skipped, and why, on the terminal past the
