@@ -350,11 +350,15 @@ fn get_resume_after_kill_9_fetches_only_what_is_missing() {
 /// network namespaces): `flexio put` signs its request and the upload
 /// lands; the same token sent as a bearer token (curl) is refused with
 /// the reason, and nothing is written.
+/// A veth link's namespaces are named after this process: one at a time.
+static ONE_LINK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 #[test]
 fn put_over_a_plain_link_is_signed_and_a_bearer_token_refused() {
     if !common::require_root("network namespaces and a veth pair") {
         return;
     }
+    let _one_link = ONE_LINK.lock().unwrap_or_else(|p| p.into_inner());
     let link = flexio_bench::host_bench::Link::create(true);
     assert!(link.is_veth(), "{}", link.description);
     let served = tempfile::tempdir().unwrap();
@@ -425,6 +429,73 @@ fn put_over_a_plain_link_is_signed_and_a_bearer_token_refused() {
     assert!(answer.trim_end().ends_with("401"), "{answer}");
     assert!(answer.contains("never over a plain link"), "{answer}");
     assert!(!served.path().join("bearer.bin").exists());
+}
+
+#[test]
+fn a_bearer_token_over_tls_is_taken_from_a_peer_beyond_loopback() {
+    if !common::require_root("network namespaces and a veth pair") {
+        return;
+    }
+    if std::process::Command::new("curl")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        eprintln!("skipped: no curl to send a bearer token over TLS");
+        return;
+    }
+    let _one_link = ONE_LINK.lock().unwrap_or_else(|p| p.into_inner());
+    let link = flexio_bench::host_bench::Link::create(true);
+    assert!(link.is_veth(), "{}", link.description);
+    let served = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let token_text = "veth-token-0123456789abcdef";
+    let token = work.path().join("token");
+    std::fs::write(&token, format!("{token_text}\n")).unwrap();
+    let mut child = link
+        .server_command(env!("CARGO_BIN_EXE_flexio"))
+        .arg("serve")
+        .arg(served.path())
+        .arg("--listen")
+        .arg(link.authority(0))
+        .args(["--public", "--tls-self-signed", "--token-file"])
+        .arg(&token)
+        .env("FLEXIO_PROFILE", "/nonexistent/flexio-profile.toml")
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let _server = Serving(child);
+    let url = line
+        .split_whitespace()
+        .find(|word| word.starts_with("https://10.77.0.1:"))
+        .unwrap_or_else(|| panic!("no URL in {line:?}"))
+        .trim_end_matches('/')
+        .to_string();
+    let source = work.path().join("up.bin");
+    let data: Vec<u8> = (0..(1 << 20) + 7)
+        .map(|i: usize| (i * 17 % 251) as u8)
+        .collect();
+    std::fs::write(&source, &data).unwrap();
+    let bearer = link
+        .client_command("curl")
+        .args(["-sS", "-k", "-X", "PUT", "--data-binary"])
+        .arg(format!("@{}", source.display()))
+        .args(["-H", &format!("Authorization: Bearer {token_text}")])
+        .args(["-w", "\n%{http_code}"])
+        .arg(format!("{url}/bearer.bin"))
+        .output()
+        .unwrap();
+    let answer = String::from_utf8_lossy(&bearer.stdout);
+    assert!(
+        answer.trim_end().ends_with("201"),
+        "{answer}{}",
+        String::from_utf8_lossy(&bearer.stderr)
+    );
+    assert!(std::fs::read(served.path().join("bearer.bin")).unwrap() == data);
 }
 
 /// Polls `done` every 20 ms; fails with `why` after 30 s.

@@ -180,6 +180,34 @@ impl TlsIdentity {
     }
 }
 
+/// Where the kernel lists the TCP upper-layer protocols it has loaded.
+pub const ULP_LIST: &str = "/proc/sys/net/ipv4/tcp_available_ulp";
+
+/// Whether this kernel offers kernel TLS (kTLS) now: `tls` among the TCP
+/// upper-layer protocols of [`ULP_LIST`] (a kernel with the `tls` module
+/// unloaded says no). The server does not use it either way yet: rustls
+/// keeps the keys, so bodies over TLS are read and encrypted in user space.
+///
+/// # Examples
+/// ```
+/// let offered = flexio_net::tls::kernel_tls_offered();
+/// assert_eq!(flexio_net::tls::kernel_tls_note().contains("not offered"), !offered);
+/// ```
+pub fn kernel_tls_offered() -> bool {
+    std::fs::read_to_string(ULP_LIST)
+        .map(|list| list.split_whitespace().any(|name| name == "tls"))
+        .unwrap_or(false)
+}
+
+/// What `flexio serve --tls…` says about kTLS.
+pub fn kernel_tls_note() -> String {
+    if kernel_tls_offered() {
+        "kernel TLS is offered by this kernel but not used: rustls keeps the keys".into()
+    } else {
+        format!("kernel TLS is not offered by this kernel (no `tls` in {ULP_LIST})")
+    }
+}
+
 /// How the client trusts a server.
 #[derive(Clone, Debug, Default)]
 pub enum Trust {

@@ -191,3 +191,24 @@ fn an_upload_with_a_bearer_token_goes_over_tls() {
     handle.abort();
     handle.wait();
 }
+
+#[test]
+fn kernel_tls_is_probed_and_said() {
+    let list = std::fs::read_to_string(flexio_net::tls::ULP_LIST).unwrap_or_default();
+    let offered = list.split_whitespace().any(|name| name == "tls");
+    assert_eq!(flexio_net::tls::kernel_tls_offered(), offered);
+    let note = flexio_net::tls::kernel_tls_note();
+    if !offered {
+        eprintln!(
+            "skipped: this kernel offers no kernel TLS (no `tls` in {}: {:?}); checked only that serve says so",
+            flexio_net::tls::ULP_LIST,
+            list.trim()
+        );
+        assert!(note.contains("not offered"), "{note}");
+        return;
+    }
+    assert!(
+        note.contains("offered by this kernel but not used"),
+        "{note}"
+    );
+}
