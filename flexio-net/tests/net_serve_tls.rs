@@ -212,3 +212,55 @@ fn kernel_tls_is_probed_and_said() {
         "{note}"
     );
 }
+
+#[test]
+fn a_connection_over_the_cap_is_answered_503_over_tls() {
+    let _alone = ALONE.lock().unwrap_or_else(|p| p.into_inner());
+    let root = tempfile::tempdir().unwrap();
+    let (handle, client) = tls_server(root.path(), |config| config.max_connections = 2);
+    let address = handle.local_addr();
+    let _held: Vec<Tls> = (0..2).map(|_| connect(address, &client)).collect();
+    // The third is answered after its handshake, without a request.
+    let mut third = connect(address, &client);
+    let mut response = Vec::new();
+    let clean = match third.read_to_end(&mut response) {
+        Ok(_) => true,
+        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => false,
+        Err(e) => panic!("reading the 503: {e}"),
+    };
+    assert!(
+        response.starts_with(b"HTTP/1.1 503"),
+        "{}",
+        String::from_utf8_lossy(&response)
+    );
+    assert!(clean, "the 503 did not end with close_notify");
+    handle.abort();
+    handle.wait();
+}
+
+#[test]
+fn a_tls_handshake_not_done_by_the_head_deadline_is_closed() {
+    let _alone = ALONE.lock().unwrap_or_else(|p| p.into_inner());
+    let root = tempfile::tempdir().unwrap();
+    let (handle, _) = tls_server(root.path(), |config| {
+        config.head_timeout = Duration::from_millis(500);
+    });
+    // A client that starts a record and never finishes its ClientHello.
+    let mut socket = TcpStream::connect(handle.local_addr()).unwrap();
+    socket
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    socket
+        .write_all(&[0x16, 0x03, 0x01, 0x02, 0x00, 0x01])
+        .unwrap();
+    let started = Instant::now();
+    let mut rest = Vec::new();
+    let _ = socket.read_to_end(&mut rest);
+    let took = started.elapsed();
+    assert!(
+        took < Duration::from_secs(5),
+        "a stalled handshake was held {took:?}"
+    );
+    handle.abort();
+    handle.wait();
+}

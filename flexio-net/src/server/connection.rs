@@ -208,6 +208,9 @@ impl Connection {
             return self.drive(tools);
         }
         match self.phase {
+            // A TLS handshake not done by the head deadline: nothing can
+            // be said to that client.
+            Phase::Head | Phase::Send if self.wire.handshaking() => Next::Close,
             Phase::Head if self.head_started.is_some() || self.served == 0 => {
                 let timeout = tools.shared.config.head_timeout;
                 self.refuse(

@@ -67,6 +67,11 @@ impl Wire {
         matches!(self, Wire::Tls(_))
     }
 
+    /// Whether a TLS handshake is not done yet.
+    pub fn handshaking(&self) -> bool {
+        matches!(self, Wire::Tls(tls) if tls.session.is_handshaking())
+    }
+
     /// Gives back the plaintext buffer when nothing is held in it: an
     /// idle connection keeps no 64 KiB of its own.
     pub fn shrink(&mut self) {
@@ -116,6 +121,21 @@ impl Link<'_> {
                 }
             }
             Wire::Tls(tls) => {
+                // An answer before the handshake is done (503 to a
+                // connection over the cap) waits for it: the handshake is
+                // driven from here too.
+                if tls.session.is_handshaking() {
+                    match tls.fill(self.stream) {
+                        Ok(()) | Err(Errno::AGAIN) => {}
+                        Err(errno) => return Err(errno),
+                    }
+                    if tls.ended {
+                        return Err(Errno::CONNRESET);
+                    }
+                    if tls.session.is_handshaking() {
+                        return Err(Errno::AGAIN);
+                    }
+                }
                 tls.flush(self.stream)?;
                 let take = bytes.len().min(PLAIN_BATCH);
                 let n = tls
