@@ -481,8 +481,8 @@ fn put_over_a_plain_link_is_signed_and_a_bearer_token_refused() {
 }
 
 /// The same across a veth pair over TLS (`--tls-self-signed`): the
-/// bearer token is taken from a peer beyond loopback, as the old TLS
-/// front's loopback relay made it — now because the link is TLS.
+/// bearer token is taken from a peer beyond loopback, because the link
+/// is TLS.
 #[test]
 fn a_bearer_token_over_tls_is_taken_from_a_peer_beyond_loopback() {
     if !common::require_root("network namespaces and a veth pair") {

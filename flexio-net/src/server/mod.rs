@@ -11,6 +11,11 @@
 //! thread, a client that does not read holds nothing but its own
 //! connection, and the number of threads never grows.
 //!
+//! With [`ServeConfig::tls`] each connection's bytes go through a rustls
+//! session the same state machine drives ([`wire`]): the handshake is
+//! read with the first head, bodies are read into a buffer and written
+//! into the session instead of sendfile.
+//!
 //! With [`ServeConfig::cache`], file bodies are read through one
 //! [`flexio_cache::FileCache`] over `O_DIRECT` instead ([`cached_body`]):
 //! copied from its blocks and sent, so a client scanning a large file
