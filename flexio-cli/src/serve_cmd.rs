@@ -155,8 +155,10 @@ pub fn run(args: ServeArgs) -> crate::error::Result<()> {
     }
     let tls_note = config.tls.as_ref().map(|identity| {
         format!(
-            "TLS certificate SHA-256 {} (flexio get --pin {}); over TLS bodies go through rustls, one user-space copy, not sendfile\n",
-            identity.fingerprint, identity.fingerprint
+            "TLS certificate SHA-256 {} (flexio get --pin {}); over TLS bodies go through rustls, one user-space copy, not sendfile; {}\n",
+            identity.fingerprint,
+            identity.fingerprint,
+            flexio_net::tls::kernel_tls_note()
         )
     });
     if let (Some(path), false) = (&args.token_file, args.read_only) {

@@ -346,6 +346,98 @@ fn get_resume_after_kill_9_fetches_only_what_is_missing() {
     assert_eq!(std::fs::read_dir(out.path()).unwrap().count(), 1);
 }
 
+/// A veth link's namespaces are named after this process: one at a time.
+static ONE_LINK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+const VETH_TOKEN: &str = "veth-token-0123456789abcdef";
+
+/// `flexio serve --public --token-file` (and `extra`) on the server side
+/// of a fresh veth pair, and a 1 MiB file to upload from the client side.
+/// Fields drop in order: the server before its link.
+struct Across {
+    _server: Serving,
+    url: String,
+    line: String,
+    source: std::path::PathBuf,
+    data: Vec<u8>,
+    token: std::path::PathBuf,
+    served: tempfile::TempDir,
+    _work: tempfile::TempDir,
+    link: flexio_bench::host_bench::Link,
+}
+
+fn serve_across(extra: &[&str], scheme: &str) -> Across {
+    let link = flexio_bench::host_bench::Link::create(true);
+    assert!(link.is_veth(), "{}", link.description);
+    let served = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let token = work.path().join("token");
+    std::fs::write(&token, format!("{VETH_TOKEN}\n")).unwrap();
+    let mut child = link
+        .server_command(env!("CARGO_BIN_EXE_flexio"))
+        .arg("serve")
+        .arg(served.path())
+        .arg("--listen")
+        .arg(link.authority(0))
+        .args(["--public", "--token-file"])
+        .arg(&token)
+        .args(extra)
+        .env("FLEXIO_PROFILE", "/nonexistent/flexio-profile.toml")
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let server = Serving(child);
+    let url = line
+        .split_whitespace()
+        .find(|word| word.starts_with(&format!("{scheme}://10.77.0.1:")))
+        .unwrap_or_else(|| panic!("no URL in {line:?}"))
+        .trim_end_matches('/')
+        .to_string();
+    let source = work.path().join("up.bin");
+    let data: Vec<u8> = (0..(1 << 20) + 5)
+        .map(|i: usize| (i * 13 % 251) as u8)
+        .collect();
+    std::fs::write(&source, &data).unwrap();
+    Across {
+        _server: server,
+        url,
+        line,
+        source,
+        data,
+        token,
+        served,
+        _work: work,
+        link,
+    }
+}
+
+impl Across {
+    /// PUTs the file as `name` with curl (and `extra`) and the token as
+    /// a bearer token: the body curl printed, then the status.
+    fn put_bearer(&self, extra: &[&str], name: &str) -> String {
+        let bearer = self
+            .link
+            .client_command("curl")
+            .args(["-sS", "-X", "PUT", "--data-binary"])
+            .arg(format!("@{}", self.source.display()))
+            .args(["-H", &format!("Authorization: Bearer {VETH_TOKEN}")])
+            .args(["-w", "\n%{http_code}"])
+            .args(extra)
+            .arg(format!("{}/{name}", self.url))
+            .output()
+            .unwrap();
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&bearer.stdout),
+            String::from_utf8_lossy(&bearer.stderr)
+        )
+    }
+}
+
 /// Across a plain link that is not loopback (a veth pair between two
 /// network namespaces): `flexio put` signs its request and the upload
 /// lands; the same token sent as a bearer token (curl) is refused with
@@ -355,51 +447,21 @@ fn put_over_a_plain_link_is_signed_and_a_bearer_token_refused() {
     if !common::require_root("network namespaces and a veth pair") {
         return;
     }
-    let link = flexio_bench::host_bench::Link::create(true);
-    assert!(link.is_veth(), "{}", link.description);
-    let served = tempfile::tempdir().unwrap();
-    let work = tempfile::tempdir().unwrap();
-    let token_text = "veth-token-0123456789abcdef";
-    let token = work.path().join("token");
-    std::fs::write(&token, format!("{token_text}\n")).unwrap();
-    let flexio_exe = env!("CARGO_BIN_EXE_flexio");
-    let mut child = link
-        .server_command(flexio_exe)
-        .arg("serve")
-        .arg(served.path())
-        .arg("--listen")
-        .arg(link.authority(0))
-        .args(["--public", "--token-file"])
-        .arg(&token)
-        .env("FLEXIO_PROFILE", "/nonexistent/flexio-profile.toml")
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let _server = Serving(child);
-    assert!(line.contains("uploads signed with the token"), "{line}");
-    let url = line
-        .split_whitespace()
-        .find(|word| word.starts_with("http://10.77.0.1:"))
-        .unwrap_or_else(|| panic!("no URL in {line:?}"))
-        .trim_end_matches('/')
-        .to_string();
-    let source = work.path().join("up.bin");
-    let data: Vec<u8> = (0..(1 << 20) + 5)
-        .map(|i: usize| (i * 13 % 251) as u8)
-        .collect();
-    std::fs::write(&source, &data).unwrap();
-
-    let output = link
-        .client_command(flexio_exe)
+    let _one_link = ONE_LINK.lock().unwrap_or_else(|p| p.into_inner());
+    let across = serve_across(&[], "http");
+    assert!(
+        across.line.contains("uploads signed with the token"),
+        "{}",
+        across.line
+    );
+    let output = across
+        .link
+        .client_command(env!("CARGO_BIN_EXE_flexio"))
         .arg("put")
-        .arg(&source)
-        .arg(format!("{url}/signed.bin"))
+        .arg(&across.source)
+        .arg(format!("{}/signed.bin", across.url))
         .arg("--token-file")
-        .arg(&token)
+        .arg(&across.token)
         // In pieces over two streams: each piece's range is signed too.
         .args(["--piece", "256K", "--streams", "2"])
         .env("FLEXIO_PROFILE", "/nonexistent/flexio-profile.toml")
@@ -410,21 +472,27 @@ fn put_over_a_plain_link_is_signed_and_a_bearer_token_refused() {
         "{}",
         String::from_utf8_lossy(&output.stderr)
     );
-    assert!(std::fs::read(served.path().join("signed.bin")).unwrap() == data);
+    assert!(std::fs::read(across.served.path().join("signed.bin")).unwrap() == across.data);
 
-    let bearer = link
-        .client_command("curl")
-        .args(["-sS", "-X", "PUT", "--data-binary"])
-        .arg(format!("@{}", source.display()))
-        .args(["-H", &format!("Authorization: Bearer {token_text}")])
-        .args(["-w", "\n%{http_code}"])
-        .arg(format!("{url}/bearer.bin"))
-        .output()
-        .unwrap();
-    let answer = String::from_utf8_lossy(&bearer.stdout);
+    let answer = across.put_bearer(&[], "bearer.bin");
     assert!(answer.trim_end().ends_with("401"), "{answer}");
     assert!(answer.contains("never over a plain link"), "{answer}");
-    assert!(!served.path().join("bearer.bin").exists());
+    assert!(!across.served.path().join("bearer.bin").exists());
+}
+
+/// The same across a veth pair over TLS (`--tls-self-signed`): the
+/// bearer token is taken from a peer beyond loopback, because the link
+/// is TLS.
+#[test]
+fn a_bearer_token_over_tls_is_taken_from_a_peer_beyond_loopback() {
+    if !common::require_root("network namespaces and a veth pair") {
+        return;
+    }
+    let _one_link = ONE_LINK.lock().unwrap_or_else(|p| p.into_inner());
+    let across = serve_across(&["--tls-self-signed"], "https");
+    let answer = across.put_bearer(&["-k"], "bearer.bin");
+    assert!(answer.trim_end().ends_with("201"), "{answer}");
+    assert!(std::fs::read(across.served.path().join("bearer.bin")).unwrap() == across.data);
 }
 
 /// Polls `done` every 20 ms; fails with `why` after 30 s.

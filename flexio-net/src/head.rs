@@ -65,6 +65,39 @@ pub(crate) fn response_complete(bytes: &[u8]) -> Result<Option<usize>, httparse:
     }
 }
 
+/// Where a head is read from: bytes can be seen before they are taken.
+pub(crate) trait Source {
+    /// Copies what is there now into `into` without consuming it: 0 when
+    /// the peer has closed, `EAGAIN` when nothing is there yet.
+    fn peek_some(&mut self, into: &mut [u8]) -> Result<usize, Errno>;
+    /// Consumes the `into.len()` bytes a peek has seen (and copied to
+    /// `into`, which a socket fills again).
+    ///
+    /// # Errors
+    /// The socket fails or ends before them.
+    fn consume(&mut self, into: &mut [u8]) -> std::io::Result<()>;
+}
+
+/// A socket read directly, waiting or not.
+struct Socket<'a> {
+    fd: BorrowedFd<'a>,
+    nonblocking: bool,
+}
+
+impl Source for Socket<'_> {
+    fn peek_some(&mut self, into: &mut [u8]) -> Result<usize, Errno> {
+        let mut flags = RecvFlags::PEEK;
+        if self.nonblocking {
+            flags |= RecvFlags::DONTWAIT;
+        }
+        rustix::net::recv(self.fd, into, flags).map(|(n, _)| n)
+    }
+
+    fn consume(&mut self, into: &mut [u8]) -> std::io::Result<()> {
+        take_peeked(self.fd, into)
+    }
+}
+
 /// One step: peek what the socket holds (without waiting when
 /// `nonblocking`), and consume either the rest of the head or everything
 /// seen when the head is not yet whole. `head` keeps the bytes consumed so
@@ -75,18 +108,27 @@ pub(crate) fn step(
     complete: Completeness,
     nonblocking: bool,
 ) -> std::io::Result<Step> {
+    let mut source = Socket {
+        fd: socket,
+        nonblocking,
+    };
+    step_from(&mut source, head, complete)
+}
+
+/// [`step`] on any [`Source`] (a TLS session's plaintext).
+pub(crate) fn step_from(
+    source: &mut impl Source,
+    head: &mut Vec<u8>,
+    complete: Completeness,
+) -> std::io::Result<Step> {
     let old = head.len();
     if old >= MAX_HEAD {
         return Ok(Step::TooLarge);
     }
     head.resize(MAX_HEAD, 0);
-    let mut flags = RecvFlags::PEEK;
-    if nonblocking {
-        flags |= RecvFlags::DONTWAIT;
-    }
     let peeked = loop {
-        match rustix::net::recv(socket, &mut head[old..], flags) {
-            Ok((n, _)) => break n,
+        match source.peek_some(&mut head[old..]) {
+            Ok(n) => break n,
             Err(Errno::INTR) => continue,
             Err(Errno::AGAIN) => {
                 head.truncate(old);
@@ -121,13 +163,13 @@ pub(crate) fn step(
             return Ok(Step::Malformed(error.to_string()));
         }
     };
-    consume(socket, &mut head[old..take])?;
+    source.consume(&mut head[old..take])?;
     head.truncate(take);
     Ok(step)
 }
 
 /// Takes exactly `into.len()` bytes that a peek has already seen.
-fn consume(socket: BorrowedFd<'_>, into: &mut [u8]) -> std::io::Result<()> {
+pub(crate) fn take_peeked(socket: BorrowedFd<'_>, into: &mut [u8]) -> std::io::Result<()> {
     let mut done = 0;
     while done < into.len() {
         match rustix::net::recv(socket, &mut into[done..], RecvFlags::DONTWAIT) {

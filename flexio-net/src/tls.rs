@@ -1,25 +1,21 @@
 //! TLS (rustls) for `flexio serve --tls` and `flexio get/put https://`.
 //!
-//! On the server TLS sits beside the plain server, not inside it: a
-//! terminating front ([`front`]) takes TLS connections on the public
-//! address and relays their plaintext to the plain server listening on
-//! loopback. So every rule of the plain server (deadlines, limits, names
-//! beneath the directory) holds unchanged, and a bearer token crosses only
-//! loopback or TLS. The client drives its session in its own connection
+//! On the server each connection of the state machine is plain or a
+//! rustls session its worker drives without blocking, like the socket
+//! under it (`server::wire`): the handshake is part of reading the first
+//! request head, under its deadline; no thread per connection, no relay.
+//! A bearer token is taken over TLS from any peer, over a plain link only
+//! from loopback. The client drives its session in its own connection
 //! ([`client`] for trust and the handshake).
 //!
 //! The cost, reported by `flexio serve`: bodies go through rustls, not
-//! sendfile. The plain server still sendfiles into the loopback hop, and
-//! the front copies each record's plaintext once in user space to encrypt
-//! it — plus the loopback hop's own kernel copy, which an in-process
-//! TLS writer would not have.
+//! sendfile — each share of a file is read (pread) into a buffer and
+//! encrypted, one user-space copy. Kernel TLS (kTLS), which would let
+//! sendfile go on, is not used: the keys are not handed to the kernel.
 
-use std::net::TcpStream;
 use std::path::Path;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
-use rustix::event::{poll, PollFd, PollFlags};
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 use sha2::{Digest, Sha256};
@@ -27,7 +23,6 @@ use sha2::{Digest, Sha256};
 use crate::error::{Error, Result};
 
 pub mod client;
-pub mod front;
 
 /// What the server presents: its rustls configuration and the SHA-256
 /// fingerprint of its certificate.
@@ -185,6 +180,34 @@ impl TlsIdentity {
     }
 }
 
+/// Where the kernel lists the TCP upper-layer protocols it has loaded.
+pub const ULP_LIST: &str = "/proc/sys/net/ipv4/tcp_available_ulp";
+
+/// Whether this kernel offers kernel TLS (kTLS) now: `tls` among the TCP
+/// upper-layer protocols of [`ULP_LIST`] (a kernel with the `tls` module
+/// unloaded says no). The server does not use it either way yet: rustls
+/// keeps the keys, so bodies over TLS are read and encrypted in user space.
+///
+/// # Examples
+/// ```
+/// let offered = flexio_net::tls::kernel_tls_offered();
+/// assert_eq!(flexio_net::tls::kernel_tls_note().contains("not offered"), !offered);
+/// ```
+pub fn kernel_tls_offered() -> bool {
+    std::fs::read_to_string(ULP_LIST)
+        .map(|list| list.split_whitespace().any(|name| name == "tls"))
+        .unwrap_or(false)
+}
+
+/// What `flexio serve --tls…` says about kTLS.
+pub fn kernel_tls_note() -> String {
+    if kernel_tls_offered() {
+        "kernel TLS is offered by this kernel but not used: rustls keeps the keys".into()
+    } else {
+        format!("kernel TLS is not offered by this kernel (no `tls` in {ULP_LIST})")
+    }
+}
+
 /// How the client trusts a server.
 #[derive(Clone, Debug, Default)]
 pub enum Trust {
@@ -200,170 +223,4 @@ pub enum Trust {
     /// host name: what neither `--pin` nor `--ca` means.
     #[default]
     System,
-}
-
-/// Bytes read from the plain side at once.
-const BUFFER: usize = 64 << 10;
-
-/// Moves bytes both ways between a TLS session on `outer` and a plain
-/// socket `inner` until the plain side has ended and everything it sent
-/// is out, or nothing moves for `idle`. One thread, `poll(2)` on both sockets; every byte is copied once
-/// through `buffer` (plain side) and once through rustls (TLS side).
-///
-/// # Errors
-/// A socket error, a TLS error, or the idle deadline.
-pub(crate) fn pump(
-    tls: &mut rustls::Connection,
-    outer: &mut TcpStream,
-    inner: &mut TcpStream,
-    idle: Duration,
-) -> std::io::Result<()> {
-    use std::io::{ErrorKind, Read, Write};
-    outer.set_nonblocking(true)?;
-    inner.set_nonblocking(true)?;
-    let mut buffer = vec![0u8; BUFFER];
-    let mut outer_done = false; // the TLS peer sent close_notify or EOF
-    let mut inner_done = false; // the plain side sent EOF
-    let mut last = Instant::now();
-    // The handshake may have read the first request with it.
-    if drain_plaintext(tls, inner, &mut buffer, idle)? {
-        outer_done = true;
-        let _ = inner.shutdown(std::net::Shutdown::Write);
-    }
-    loop {
-        // Flush what rustls holds for the TLS peer.
-        while tls.wants_write() {
-            match tls.write_tls(outer) {
-                Ok(_) => last = Instant::now(),
-                Err(e) if e.kind() == ErrorKind::WouldBlock => break,
-                Err(e) => return Err(e),
-            }
-        }
-        // The plain side closing ends the exchange (HTTP closes a
-        // connection only when done with it): once close_notify is out,
-        // do not wait for the TLS peer to close too.
-        if inner_done && !tls.wants_write() {
-            return Ok(());
-        }
-        let mut outer_events = PollFlags::empty();
-        if !outer_done {
-            outer_events |= PollFlags::IN;
-        }
-        if tls.wants_write() {
-            outer_events |= PollFlags::OUT;
-        }
-        // Read the plain side only while rustls's send buffer is drained,
-        // so memory stays bounded by one buffer and one record batch.
-        let inner_events = if !inner_done && !tls.wants_write() {
-            PollFlags::IN
-        } else {
-            PollFlags::empty()
-        };
-        let mut fds = [
-            PollFd::new(outer, outer_events),
-            PollFd::new(inner, inner_events),
-        ];
-        let left = idle.saturating_sub(last.elapsed());
-        if left.is_zero() {
-            return Err(std::io::Error::new(
-                ErrorKind::TimedOut,
-                format!("nothing moved for {idle:?}"),
-            ));
-        }
-        let timeout = rustix::event::Timespec::try_from(left.min(Duration::from_secs(1)))
-            .unwrap_or(rustix::event::Timespec {
-                tv_sec: 1,
-                tv_nsec: 0,
-            });
-        poll(&mut fds, Some(&timeout)).map_err(std::io::Error::from)?;
-        let (outer_ready, inner_ready) = (fds[0].revents(), fds[1].revents());
-        if !outer_done && !outer_ready.is_empty() {
-            match tls.read_tls(outer) {
-                Ok(0) => {
-                    outer_done = true;
-                    let _ = inner.shutdown(std::net::Shutdown::Write);
-                }
-                Ok(_) => {
-                    last = Instant::now();
-                    tls.process_new_packets()
-                        .map_err(|e| std::io::Error::new(ErrorKind::InvalidData, e))?;
-                    if drain_plaintext(tls, inner, &mut buffer, idle)? {
-                        outer_done = true;
-                        let _ = inner.shutdown(std::net::Shutdown::Write);
-                    }
-                }
-                Err(e) if e.kind() == ErrorKind::WouldBlock => {}
-                Err(e) => return Err(e),
-            }
-        }
-        if !inner_done && inner_ready.intersects(PollFlags::IN | PollFlags::HUP | PollFlags::ERR) {
-            match inner.read(&mut buffer) {
-                Ok(0) => {
-                    inner_done = true;
-                    tls.send_close_notify();
-                }
-                Ok(n) => {
-                    last = Instant::now();
-                    tls.writer().write_all(&buffer[..n])?;
-                }
-                Err(e) if e.kind() == ErrorKind::WouldBlock => {}
-                Err(e) => return Err(e),
-            }
-        }
-    }
-}
-
-/// Moves the plaintext rustls holds to `inner`; returns whether the TLS
-/// peer has closed (close_notify, or the connection ended).
-fn drain_plaintext(
-    tls: &mut rustls::Connection,
-    inner: &mut TcpStream,
-    buffer: &mut [u8],
-    idle: Duration,
-) -> std::io::Result<bool> {
-    use std::io::{ErrorKind, Read};
-    loop {
-        match tls.reader().read(buffer) {
-            Ok(0) => return Ok(true),
-            Ok(n) => write_all_blocking(inner, &buffer[..n], idle)?,
-            Err(e) if e.kind() == ErrorKind::WouldBlock => return Ok(false),
-            Err(e) if e.kind() == ErrorKind::UnexpectedEof => return Ok(true),
-            Err(e) => return Err(e),
-        }
-    }
-}
-
-/// Writes all of `bytes` to a non-blocking socket, waiting in `poll(2)`
-/// when it is full, for at most `idle` without progress.
-fn write_all_blocking(
-    socket: &mut TcpStream,
-    mut bytes: &[u8],
-    idle: Duration,
-) -> std::io::Result<()> {
-    use std::io::{ErrorKind, Write};
-    let mut last = Instant::now();
-    while !bytes.is_empty() {
-        match socket.write(bytes) {
-            Ok(n) => {
-                bytes = &bytes[n..];
-                last = Instant::now();
-            }
-            Err(e) if e.kind() == ErrorKind::WouldBlock => {
-                if last.elapsed() >= idle {
-                    return Err(std::io::Error::new(
-                        ErrorKind::TimedOut,
-                        "the plain side took nothing",
-                    ));
-                }
-                let mut fds = [PollFd::new(&*socket, PollFlags::OUT)];
-                let timeout = rustix::event::Timespec {
-                    tv_sec: 1,
-                    tv_nsec: 0,
-                };
-                poll(&mut fds, Some(&timeout)).map_err(std::io::Error::from)?;
-            }
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(())
 }

@@ -12,9 +12,9 @@ use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use flexio::range::{Mover, RangeEnd, RangeRequest};
 use flexio::{EndpointKind, MechanismName};
 use rustix::io::Errno;
-use rustix::net::SendFlags;
 
 use super::shared::Shared;
+use super::wire::Link;
 use crate::walk::open_beneath;
 
 /// One piece of a body.
@@ -102,7 +102,7 @@ impl Body {
     pub fn send_turn(
         &mut self,
         shared: &Shared,
-        socket: BorrowedFd<'_>,
+        link: &mut Link<'_>,
         peer: &str,
         mover: &mut Mover,
         budget: u64,
@@ -110,7 +110,7 @@ impl Body {
         let mut sent = 0u64;
         let turn = loop {
             match self
-                .flush(socket)
+                .flush(link)
                 .map_err(|e| format!("send to {peer}: {e}"))?
             {
                 Some(0) => {}
@@ -126,7 +126,7 @@ impl Body {
             if sent >= budget {
                 break Turn::Over;
             }
-            match self.step(shared, socket, peer, mover, budget - sent)? {
+            match self.step(shared, link, peer, mover, budget - sent)? {
                 Some(n) => sent += n,
                 None => break Turn::Blocked,
             }
@@ -137,10 +137,10 @@ impl Body {
 
     /// Sends what is staged or in the pipe: `Some(bytes sent)` (0 when
     /// nothing waits there), `None` when the socket is full.
-    fn flush(&mut self, socket: BorrowedFd<'_>) -> std::io::Result<Option<usize>> {
+    fn flush(&mut self, link: &mut Link<'_>) -> std::io::Result<Option<usize>> {
         if self.staged_at < self.staged.len() {
             let more = self.left > (self.staged.len() - self.staged_at) as u64;
-            let sent = send_some(socket, &self.staged[self.staged_at..], more)?;
+            let sent = send_some(link, &self.staged[self.staged_at..], more)?;
             if let Some(n) = sent {
                 self.staged_at += n;
             }
@@ -149,7 +149,7 @@ impl Body {
         if self.in_pipe > 0 {
             let (reader, _) = self.pipe.as_ref().expect("bytes in the pipe have one");
             let flags = rustix::pipe::SpliceFlags::NONBLOCK | rustix::pipe::SpliceFlags::MORE;
-            return match rustix::pipe::splice(reader, None, socket, None, self.in_pipe, flags) {
+            return match rustix::pipe::splice(reader, None, link.fd(), None, self.in_pipe, flags) {
                 Ok(n) => {
                     self.in_pipe -= n;
                     Ok(Some(n))
@@ -168,7 +168,7 @@ impl Body {
     fn step(
         &mut self,
         shared: &Shared,
-        socket: BorrowedFd<'_>,
+        link: &mut Link<'_>,
         peer: &str,
         mover: &mut Mover,
         room: u64,
@@ -180,7 +180,7 @@ impl Body {
                 let length = (bytes.len() - *at).min(room as usize);
                 // MSG_MORE while a file's bytes follow: a part head or a
                 // tar header goes out with them, not in a segment of its own.
-                let Some(n) = send_some(socket, &bytes[*at..*at + length], more_after)
+                let Some(n) = send_some(link, &bytes[*at..*at + length], more_after)
                     .map_err(|e| format!("send to {peer}: {e}"))?
                 else {
                     return Ok(None);
@@ -205,7 +205,8 @@ impl Body {
                 let (file, label) = self.file.as_ref().expect("a body with ranges has a file");
                 let length = (*end - *first).min(room);
                 let out = Out {
-                    socket,
+                    socket: link.fd(),
+                    tls: link.wire.is_tls(),
                     peer,
                     staged: &mut self.staged,
                     staged_at: &mut self.staged_at,
@@ -229,6 +230,9 @@ impl Body {
 /// pipe on their way to it.
 struct Out<'a> {
     socket: BorrowedFd<'a>,
+    /// Over TLS the bytes are read into the staging buffer and written
+    /// into the session, whatever the mechanism.
+    tls: bool,
     peer: &'a str,
     staged: &'a mut Vec<u8>,
     staged_at: &'a mut usize,
@@ -272,7 +276,12 @@ fn send_range(
             None => out.staged.clear(),
         }
     }
-    match shared.config.mechanism {
+    let mechanism = if out.tls {
+        MechanismName::ReadWrite
+    } else {
+        shared.config.mechanism
+    };
+    match mechanism {
         MechanismName::Auto | MechanismName::Sendfile => {
             match rustix::fs::sendfile(out.socket, file, Some(first), length as usize) {
                 Ok(0) => Err(ended(*first)),
@@ -384,19 +393,12 @@ fn move_with(
     Ok(report.bytes)
 }
 
-/// Sends what the socket takes of `bytes` now, with `MSG_MORE` when more
+/// Sends what the link takes of `bytes` now, with `MSG_MORE` when more
 /// follows: `Some(bytes sent)`, `None` when it takes nothing.
-fn send_some(socket: BorrowedFd<'_>, bytes: &[u8], more: bool) -> std::io::Result<Option<usize>> {
-    let mut flags = SendFlags::DONTWAIT | SendFlags::NOSIGNAL;
-    if more {
-        flags |= SendFlags::MORE;
-    }
-    loop {
-        match rustix::net::send(socket, bytes, flags) {
-            Ok(n) => return Ok(Some(n)),
-            Err(Errno::INTR) => {}
-            Err(Errno::AGAIN) => return Ok(None),
-            Err(errno) => return Err(errno.into()),
-        }
+fn send_some(link: &mut Link<'_>, bytes: &[u8], more: bool) -> std::io::Result<Option<usize>> {
+    match link.send(bytes, more) {
+        Ok(n) => Ok(Some(n)),
+        Err(Errno::AGAIN) => Ok(None),
+        Err(errno) => Err(errno.into()),
     }
 }

@@ -40,8 +40,8 @@ pub struct ServeConfig {
     /// Fig 6).
     pub chunk: Option<usize>,
     /// The token PUTs are authorised by; without one, the server is
-    /// read-only. As `Authorization: Bearer` from loopback peers (which
-    /// is also how the TLS front relays), or as a signed request from any
+    /// read-only. As `Authorization: Bearer` from loopback peers or over
+    /// TLS, or as a signed request from any
     /// peer ([`crate::signing`]): a bearer token is never taken from a
     /// plain link.
     pub token: Option<String>,
@@ -57,8 +57,8 @@ pub struct ServeConfig {
     /// asked to stop (`ServerHandle::shutdown`); past it, what is
     /// left is cut (an upload not finished is never linked in).
     pub grace: Duration,
-    /// Serve TLS on `listen` with this identity ([`crate::tls`]): a front
-    /// terminates TLS and relays to the plain server on loopback.
+    /// Serve TLS on `listen` with this identity ([`crate::tls`]): each
+    /// connection is a rustls session its worker drives like a plain one.
     pub tls: Option<crate::tls::TlsIdentity>,
     /// Follow symbolic links in a GET or HEAD target, as long as each
     /// resolves beneath the root (never out of it). Off by default: a

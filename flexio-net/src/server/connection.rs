@@ -15,7 +15,6 @@ use std::time::Instant;
 use flexio::pace::TokenBucket;
 use flexio::range::Mover;
 use rustix::io::Errno;
-use rustix::net::{RecvFlags, SendFlags};
 
 use super::body::{Body, Turn};
 use super::exchange::Response;
@@ -23,7 +22,8 @@ use super::intake::{Intake, IntakeError, Pumped};
 use super::request::{closing_response, Request};
 use super::respond::{self, Peer};
 use super::shared::{LiveGuard, Shared};
-use crate::head::{request_complete, step, Step};
+use super::wire::{Link, Wire};
+use crate::head::{request_complete, step_from, Step};
 
 /// Where a connection is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -65,8 +65,11 @@ pub(crate) struct Tools<'a> {
 /// A client connection, owned by one worker for its whole life.
 pub(crate) struct Connection {
     pub stream: TcpStream,
+    /// Plain or TLS.
+    wire: Wire,
     peer: String,
-    loopback: bool,
+    /// A bearer token may be taken on it: a loopback peer, or TLS.
+    private: bool,
     phase: Phase,
     /// Head bytes consumed so far.
     head: Vec<u8>,
@@ -107,10 +110,14 @@ impl Connection {
         refused: bool,
     ) -> Self {
         let config = &shared.config;
+        let wire = Wire::new(config.tls.as_ref().map(|identity| &identity.config));
+        let failed = wire.is_err();
+        let wire = wire.unwrap_or(Wire::Plain);
         let mut connection = Connection {
             stream,
+            private: peer.ip().is_loopback() || wire.is_tls(),
+            wire,
             peer: format!("client {peer}"),
-            loopback: peer.ip().is_loopback(),
             phase: Phase::Head,
             head: Vec::new(),
             head_started: None,
@@ -137,11 +144,28 @@ impl Connection {
         if refused {
             connection.refuse(503, "too many connections; try again shortly");
         }
+        if failed {
+            // rustls refused to start a session: nothing can be said to
+            // this client in plaintext.
+            eprintln!(
+                "flexio serve: {}: no TLS session could be made",
+                connection.peer
+            );
+            connection.phase = Phase::Drain;
+            connection.deadline = now;
+        }
         connection
     }
 
     fn fd(&self) -> BorrowedFd<'_> {
         self.stream.as_fd()
+    }
+
+    fn link(&mut self) -> Link<'_> {
+        Link {
+            stream: &self.stream,
+            wire: &mut self.wire,
+        }
     }
 
     /// Answers `status` with `message` and closes (gracefully).
@@ -184,6 +208,9 @@ impl Connection {
             return self.drive(tools);
         }
         match self.phase {
+            // A TLS handshake not done by the head deadline: nothing can
+            // be said to that client.
+            Phase::Head | Phase::Send if self.wire.handshaking() => Next::Close,
             Phase::Head if self.head_started.is_some() || self.served == 0 => {
                 let timeout = tools.shared.config.head_timeout;
                 self.refuse(
@@ -215,7 +242,11 @@ impl Connection {
             return Some(Next::Close);
         }
         let config = &tools.shared.config;
-        match step(self.stream.as_fd(), &mut self.head, request_complete, true) {
+        let mut link = Link {
+            stream: &self.stream,
+            wire: &mut self.wire,
+        };
+        match step_from(&mut link, &mut self.head, request_complete) {
             Ok(Step::Complete) => {
                 let head = std::mem::take(&mut self.head);
                 self.head_started = None;
@@ -223,7 +254,7 @@ impl Connection {
                     Ok(request) => {
                         let peer = Peer {
                             name: &self.peer,
-                            loopback: self.loopback,
+                            private: self.private,
                         };
                         let response = respond::answer(tools.shared, &request, &peer);
                         self.take(response, request, tools.stopping);
@@ -242,6 +273,7 @@ impl Connection {
                     // connection gives it back (10 000 idle connections
                     // would hold 160 MiB).
                     self.head = Vec::new();
+                    self.wire.shrink();
                 }
                 let deadline = match self.head_started {
                     Some(started) => started + config.head_timeout,
@@ -296,7 +328,11 @@ impl Connection {
         let budget = tools.shared.config.max_chunk.max(1);
         let (intake, _) = self.intake.as_mut().expect("an upload has its intake");
         let before = intake.left;
-        let pumped = intake.pump(self.stream.as_fd(), tools.scratch, budget);
+        let mut link = Link {
+            stream: &self.stream,
+            wire: &mut self.wire,
+        };
+        let pumped = intake.pump(&mut link, tools.scratch, budget);
         if intake.left < before {
             self.since = Instant::now();
         }
@@ -305,7 +341,7 @@ impl Connection {
                 let (intake, request) = self.intake.take().expect("taken once");
                 let peer = Peer {
                     name: &self.peer,
-                    loopback: self.loopback,
+                    private: self.private,
                 };
                 let response = respond::finish_upload(tools.shared, &request, &peer, intake);
                 self.take(response, request, tools.stopping);
@@ -335,12 +371,12 @@ impl Connection {
     /// segment with the body's first bytes (nginx's `tcp_nopush`): for a
     /// 4 KiB file that halves the segments and the reader's wake-ups.
     fn flush_out(&mut self, more: bool) -> std::io::Result<bool> {
-        let mut flags = SendFlags::DONTWAIT | SendFlags::NOSIGNAL;
-        if more {
-            flags |= SendFlags::MORE;
-        }
         while self.out_at < self.out.len() {
-            match rustix::net::send(self.fd(), &self.out[self.out_at..], flags) {
+            let mut link = Link {
+                stream: &self.stream,
+                wire: &mut self.wire,
+            };
+            match link.send(&self.out[self.out_at..], more) {
                 Ok(n) => {
                     self.out_at += n;
                     self.since = Instant::now();
@@ -381,7 +417,11 @@ impl Connection {
             for bucket in buckets.iter().flatten() {
                 budget = budget.min(bucket.burst());
             }
-            let sent = body.send_turn(shared, self.stream.as_fd(), &self.peer, tools.mover, budget);
+            let mut link = Link {
+                stream: &self.stream,
+                wire: &mut self.wire,
+            };
+            let sent = body.send_turn(shared, &mut link, &self.peer, tools.mover, budget);
             let (bytes, turn) = match sent {
                 Ok(sent) => sent,
                 Err(error) => {
@@ -404,15 +444,29 @@ impl Connection {
                 Turn::Over => return Some(Next::Yield),
             }
         }
+        // Over TLS the last records leave the session (and close_notify
+        // with them when closing) before the response counts as sent and
+        // before the socket is shut down.
+        let closing = !self.keep_alive || tools.stopping;
+        let flushed = if closing {
+            self.link().close()
+        } else {
+            self.link().flush()
+        };
+        match flushed {
+            Ok(()) => {}
+            Err(Errno::AGAIN) => return self.wait_until(self.since + send_timeout),
+            Err(_) => return Some(Next::Close),
+        }
         self.served += 1;
         self.since = Instant::now();
-        if self.keep_alive && !tools.stopping {
-            self.phase = Phase::Head;
-        } else {
+        if closing {
             if rustix::net::shutdown(self.fd(), rustix::net::Shutdown::Write).is_err() {
                 return Some(Next::Close);
             }
             self.phase = Phase::Drain;
+        } else {
+            self.phase = Phase::Head;
         }
         None
     }
@@ -421,8 +475,8 @@ impl Connection {
     fn drain(&mut self, shared: &Shared) -> Option<Next> {
         let mut scratch = [0u8; 16 * 1024];
         for _ in 0..16 {
-            match rustix::net::recv(self.fd(), &mut scratch, RecvFlags::DONTWAIT) {
-                Ok((0, _)) => return Some(Next::Close),
+            match self.link().recv(&mut scratch) {
+                Ok(0) => return Some(Next::Close),
                 Ok(_) => {}
                 Err(Errno::AGAIN) => {
                     return self.wait_until(self.since + shared.config.head_timeout)

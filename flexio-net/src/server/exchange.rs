@@ -16,8 +16,9 @@ use super::shared::Shared;
 pub(crate) struct Exchange<'a> {
     pub shared: &'a Shared,
     pub request: &'a Request,
-    /// Whether the client connected from a loopback address.
-    pub loopback: bool,
+    /// Whether a bearer token may be taken: the client is on loopback
+    /// or speaks TLS.
+    pub private: bool,
     pub keep_alive: bool,
     pub head_only: bool,
     out: RefCell<Vec<u8>>,
@@ -37,11 +38,11 @@ pub(crate) struct Response {
 }
 
 impl<'a> Exchange<'a> {
-    pub fn new(shared: &'a Shared, request: &'a Request, loopback: bool) -> Self {
+    pub fn new(shared: &'a Shared, request: &'a Request, private: bool) -> Self {
         Exchange {
             shared,
             request,
-            loopback,
+            private,
             keep_alive: request.keeps_alive(),
             head_only: request.method == "HEAD",
             out: RefCell::new(Vec::new()),

@@ -8,7 +8,8 @@ use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 
 use flexio::range::NewFile;
 use rustix::io::Errno;
-use rustix::net::RecvFlags;
+
+use super::wire::Link;
 
 /// Where a body's bytes go, and what is done once all arrived.
 pub(crate) enum Finish {
@@ -90,7 +91,7 @@ impl Intake {
     /// returns).
     pub fn pump(
         &mut self,
-        socket: BorrowedFd<'_>,
+        link: &mut Link<'_>,
         scratch: &mut [u8],
         budget: u64,
     ) -> Result<Pumped, IntakeError> {
@@ -100,14 +101,14 @@ impl Intake {
                 return Ok(Pumped::TurnOver);
             }
             let want = (self.left.min(scratch.len() as u64)) as usize;
-            let got = match rustix::net::recv(socket, &mut scratch[..want], RecvFlags::DONTWAIT) {
-                Ok((0, _)) => {
+            let got = match link.recv(&mut scratch[..want]) {
+                Ok(0) => {
                     return Err(IntakeError::Client(format!(
                         "the client closed {} bytes before the end of the body",
                         self.left
                     )))
                 }
-                Ok((n, _)) => n,
+                Ok(n) => n,
                 Err(Errno::INTR) => continue,
                 Err(Errno::AGAIN) => return Ok(Pumped::Blocked),
                 Err(errno) => {

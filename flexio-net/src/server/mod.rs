@@ -11,6 +11,11 @@
 //! thread, a client that does not read holds nothing but its own
 //! connection, and the number of threads never grows.
 //!
+//! With [`ServeConfig::tls`] each connection's bytes go through a rustls
+//! session the same state machine drives ([`wire`]): the handshake is
+//! read with the first head, bodies are read into a buffer and written
+//! into the session instead of sendfile.
+//!
 //! With [`ServeConfig::cache`], file bodies are read through one
 //! [`flexio_cache::FileCache`] over `O_DIRECT` instead ([`cached_body`]):
 //! copied from its blocks and sent, so a client scanning a large file
@@ -36,6 +41,7 @@ mod shared;
 mod timers;
 mod upload;
 mod upload_ranges;
+mod wire;
 mod worker;
 
 use std::net::{SocketAddr, TcpListener};
@@ -56,9 +62,6 @@ use shared::Shared;
 /// A bound server, not yet answering.
 pub struct Server {
     listener: Arc<TcpListener>,
-    /// With TLS: the public listener of the TLS front (`listener` is then
-    /// the plain server's, on loopback).
-    front: Option<TcpListener>,
     shared: Arc<Shared>,
 }
 
@@ -68,7 +71,6 @@ pub struct ServerHandle {
     shared: Arc<Shared>,
     wakes: Vec<Arc<OwnedFd>>,
     workers: Vec<JoinHandle<()>>,
-    front: Option<(Arc<TcpListener>, Arc<AtomicBool>)>,
 }
 
 impl Server {
@@ -97,16 +99,8 @@ impl Server {
             rustix::fs::Mode::empty(),
         )
         .map_err(|e| Error::io("open", config.root.display().to_string(), None, e))?;
-        let (front, plain_address) = match config.tls {
-            Some(_) => {
-                let front = TcpListener::bind(config.listen)
-                    .map_err(|e| Error::io("bind", config.listen.to_string(), None, e))?;
-                (Some(front), SocketAddr::from(([127, 0, 0, 1], 0)))
-            }
-            None => (None, config.listen),
-        };
-        let listener = TcpListener::bind(plain_address)
-            .map_err(|e| Error::io("bind", plain_address.to_string(), None, e))?;
+        let listener = TcpListener::bind(config.listen)
+            .map_err(|e| Error::io("bind", config.listen.to_string(), None, e))?;
         listener
             .set_nonblocking(true)
             .map_err(|e| Error::io("fcntl(O_NONBLOCK)", config.listen.to_string(), None, e))?;
@@ -126,7 +120,6 @@ impl Server {
         });
         Ok(Server {
             listener: Arc::new(listener),
-            front,
             shared: Arc::new(Shared {
                 config,
                 root,
@@ -145,9 +138,7 @@ impl Server {
 
     /// The address bound (with the port picked when 0 was asked).
     pub fn local_addr(&self) -> SocketAddr {
-        self.front
-            .as_ref()
-            .unwrap_or(&self.listener)
+        self.listener
             .local_addr()
             .unwrap_or(self.shared.config.listen)
     }
@@ -170,7 +161,7 @@ impl Server {
         Ok(())
     }
 
-    /// Starts the workers (and the TLS front) and returns at once.
+    /// Starts the workers and returns at once.
     ///
     /// # Errors
     /// [`Error::Io`] when a worker's epoll set, eventfd or thread cannot
@@ -192,7 +183,6 @@ impl Server {
             shared: Arc::clone(&self.shared),
             wakes: Vec::new(),
             workers: Vec::new(),
-            front: None,
         };
         for index in 0..self.shared.config.workers.max(1) {
             let wake = rustix::event::eventfd(
@@ -213,25 +203,6 @@ impl Server {
                 .spawn(move || worker.run())
                 .map_err(|e| Error::io("spawn", "worker thread", None, e))?;
             handle.workers.push(thread);
-        }
-        if let (Some(front), Some(identity)) = (self.front, self.shared.config.tls.clone()) {
-            let config = crate::tls::front::FrontConfig {
-                identity,
-                backend: self
-                    .listener
-                    .local_addr()
-                    .map_err(|e| Error::io("getsockname", "the plain listener", None, e))?,
-                max_connections: self.shared.config.max_connections,
-                handshake_timeout: self.shared.config.head_timeout,
-                idle_timeout: self.shared.config.send_timeout,
-            };
-            let (front, stop) = (Arc::new(front), Arc::new(AtomicBool::new(false)));
-            let (listener, stopped) = (Arc::clone(&front), Arc::clone(&stop));
-            std::thread::Builder::new()
-                .name("serve-tls-front".into())
-                .spawn(move || crate::tls::front::run(&listener, config, &stopped))
-                .map_err(|e| Error::io("spawn", "TLS front thread", None, e))?;
-            handle.front = Some((front, stop));
         }
         Ok(handle)
     }
@@ -288,11 +259,6 @@ impl ServerHandle {
         }
         for wake in &self.wakes {
             let _ = rustix::io::write(&**wake, &1u64.to_ne_bytes());
-        }
-        if let Some((front, stop)) = &self.front {
-            stop.store(true, std::sync::atomic::Ordering::Relaxed);
-            // Wakes the front's accept, which then sees the order.
-            let _ = rustix::net::shutdown(&**front, rustix::net::Shutdown::Read);
         }
     }
 

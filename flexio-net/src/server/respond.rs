@@ -13,17 +13,17 @@ use crate::names::{split_target, BadTarget};
 use crate::walk::open_beneath;
 
 /// Who asks: the client's name for messages, and whether it is on
-/// loopback (bearer tokens are taken from loopback peers only).
+/// loopback or TLS (bearer tokens are taken over those only).
 pub(crate) struct Peer<'a> {
     pub name: &'a str,
-    pub loopback: bool,
+    pub private: bool,
 }
 
 /// The answer to `request`. A handler's failure (a file that cannot be
 /// read, say) becomes a 500 that closes the connection, nothing having
 /// been sent yet.
 pub(crate) fn answer(shared: &Shared, request: &Request, peer: &Peer<'_>) -> Response {
-    let mut exchange = Exchange::new(shared, request, peer.loopback);
+    let mut exchange = Exchange::new(shared, request, peer.private);
     match respond(&mut exchange) {
         Ok(keep_alive) => exchange.into_response(keep_alive),
         Err(error) => failed(shared, request, peer, &error),
@@ -37,7 +37,7 @@ pub(crate) fn finish_upload(
     peer: &Peer<'_>,
     intake: Intake,
 ) -> Response {
-    let mut exchange = Exchange::new(shared, request, peer.loopback);
+    let mut exchange = Exchange::new(shared, request, peer.private);
     let finished = match intake.finish {
         Finish::Whole { .. } => upload::finish(&mut exchange, intake),
         Finish::Piece { .. } => upload_ranges::finish(&mut exchange, intake),
@@ -54,7 +54,7 @@ fn failed(shared: &Shared, request: &Request, peer: &Peer<'_>, error: &std::io::
         "flexio serve: {} {} for {}: {error}",
         request.method, request.target, peer.name
     );
-    let mut exchange = Exchange::new(shared, request, peer.loopback);
+    let mut exchange = Exchange::new(shared, request, peer.private);
     exchange.keep_alive = false;
     let _ = exchange.text(500, &format!("the answer failed: {error}"));
     exchange.into_response(false)

@@ -5,8 +5,8 @@
 //! without blocking ([`super::intake`]), and linked in only when every
 //! byte of Content-Length arrived; with `Content-Range`, a piece of a file
 //! sent in pieces ([`super::upload_ranges`]). Only with a token (`--token-file`): as a
-//! bearer token (checked in constant time) from loopback peers — local
-//! clients and the TLS front ([`crate::tls`]) — or as a signed request
+//! bearer token (checked in constant time) from loopback peers or over TLS
+//! ([`super::wire`]) — or as a signed request
 //! ([`crate::signing`]) from any peer, so that the token never crosses a
 //! plain link.
 
@@ -228,14 +228,14 @@ pub(crate) fn make_directory(
 }
 
 /// Whether a write (PUT, MKCOL) is authorised: a bearer token from a loopback peer
-/// (a local client, or the TLS front relaying), or a signed request
+/// or over TLS, or a signed request
 /// ([`crate::signing`]) from any peer. `Err` holds the status (401, or
 /// 503 when too many signed requests are remembered) and why.
 fn authorise(exchange: &Exchange<'_>, token: &str, length: u64) -> Result<(), (u16, String)> {
     let request = exchange.request;
     let given = request.header("authorization").unwrap_or_default().trim();
     if let Some(bearer) = given.strip_prefix("Bearer ") {
-        if !exchange.loopback {
+        if !exchange.private {
             return Err((
                 401,
                 "a bearer token is taken on loopback or over TLS only, never over a plain link; sign the request (flexio put does)".into(),

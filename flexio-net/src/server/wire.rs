@@ -1,0 +1,293 @@
+//! What a connection's bytes travel over: the plain socket, or a rustls
+//! session on it driven by the same worker without blocking. [`Wire`]
+//! answers like a non-blocking socket (`EAGAIN` when nothing can move
+//! now), so the connection's state machine, the head reader, the upload
+//! intake and the body sender work on either: over TLS, reading takes
+//! what the socket holds (`read_tls`), decrypts it and hands out the
+//! plaintext; writing flushes what the session holds (`write_tls`) before
+//! it takes more plaintext, so a session never holds more than one batch
+//! of records. The handshake happens inside the first reads, under the
+//! head deadline.
+
+use std::io::{ErrorKind, Read, Write};
+use std::net::TcpStream;
+use std::sync::Arc;
+
+use rustix::io::Errno;
+use rustix::net::{RecvFlags, SendFlags};
+
+use crate::head::Source;
+
+/// Plaintext taken out of a session at once, and the most handed to it
+/// per write (a few records).
+const PLAIN_BATCH: usize = 64 << 10;
+
+/// A connection's transport.
+pub(crate) enum Wire {
+    Plain,
+    Tls(Box<TlsWire>),
+}
+
+/// A server-side rustls session and the plaintext read out of it and not
+/// yet consumed (the head reader peeks before it takes).
+pub(crate) struct TlsWire {
+    session: rustls::ServerConnection,
+    plain: Vec<u8>,
+    plain_at: usize,
+    /// The peer closed (close_notify or the socket's end).
+    ended: bool,
+    /// Our close_notify is queued.
+    closing: bool,
+}
+
+/// A wire with its socket, for one call.
+pub(crate) struct Link<'a> {
+    pub stream: &'a TcpStream,
+    pub wire: &'a mut Wire,
+}
+
+impl Wire {
+    /// A plain wire, or a TLS session with `config`.
+    pub fn new(config: Option<&Arc<rustls::ServerConfig>>) -> Result<Wire, rustls::Error> {
+        Ok(match config {
+            None => Wire::Plain,
+            Some(config) => Wire::Tls(Box::new(TlsWire {
+                session: rustls::ServerConnection::new(Arc::clone(config))?,
+                plain: Vec::new(),
+                plain_at: 0,
+                ended: false,
+                closing: false,
+            })),
+        })
+    }
+
+    /// Whether it is TLS (bodies are then read and written, not sent
+    /// with sendfile or splice).
+    pub fn is_tls(&self) -> bool {
+        matches!(self, Wire::Tls(_))
+    }
+
+    /// Whether a TLS handshake is not done yet.
+    pub fn handshaking(&self) -> bool {
+        matches!(self, Wire::Tls(tls) if tls.session.is_handshaking())
+    }
+
+    /// Gives back the plaintext buffer when nothing is held in it: an
+    /// idle connection keeps no 64 KiB of its own.
+    pub fn shrink(&mut self) {
+        if let Wire::Tls(tls) = self {
+            if tls.plain_at >= tls.plain.len() {
+                tls.plain = Vec::new();
+                tls.plain_at = 0;
+            }
+        }
+    }
+}
+
+impl Link<'_> {
+    /// Reads what is there now into `into`: 0 when the peer has closed,
+    /// `EAGAIN` when nothing is there yet.
+    pub fn recv(&mut self, into: &mut [u8]) -> Result<usize, Errno> {
+        match self.wire {
+            Wire::Plain => loop {
+                match rustix::net::recv(self.stream, &mut *into, RecvFlags::DONTWAIT) {
+                    Ok((n, _)) => return Ok(n),
+                    Err(Errno::INTR) => {}
+                    Err(errno) => return Err(errno),
+                }
+            },
+            Wire::Tls(tls) => {
+                let n = tls.peek(self.stream, into)?;
+                tls.plain_at += n;
+                Ok(n)
+            }
+        }
+    }
+
+    /// Sends what can go now of `bytes` (with `MSG_MORE` when more
+    /// follows, plain only): `EAGAIN` when nothing can.
+    pub fn send(&mut self, bytes: &[u8], more: bool) -> Result<usize, Errno> {
+        match self.wire {
+            Wire::Plain => {
+                let mut flags = SendFlags::DONTWAIT | SendFlags::NOSIGNAL;
+                if more {
+                    flags |= SendFlags::MORE;
+                }
+                loop {
+                    match rustix::net::send(self.stream, bytes, flags) {
+                        Err(Errno::INTR) => {}
+                        sent => return sent,
+                    }
+                }
+            }
+            Wire::Tls(tls) => {
+                // An answer before the handshake is done (503 to a
+                // connection over the cap) waits for it: the handshake is
+                // driven from here too.
+                if tls.session.is_handshaking() {
+                    match tls.fill(self.stream) {
+                        Ok(()) | Err(Errno::AGAIN) => {}
+                        Err(errno) => return Err(errno),
+                    }
+                    if tls.ended {
+                        return Err(Errno::CONNRESET);
+                    }
+                    if tls.session.is_handshaking() {
+                        return Err(Errno::AGAIN);
+                    }
+                }
+                tls.flush(self.stream)?;
+                let take = bytes.len().min(PLAIN_BATCH);
+                let n = tls
+                    .session
+                    .writer()
+                    .write(&bytes[..take])
+                    .map_err(|_| Errno::IO)?;
+                if n == 0 && take > 0 {
+                    return Err(Errno::AGAIN);
+                }
+                // The records go now where the socket takes them; what it
+                // does not is flushed before the next write or read.
+                match tls.flush(self.stream) {
+                    Ok(()) | Err(Errno::AGAIN) => Ok(n),
+                    Err(errno) => Err(errno),
+                }
+            }
+        }
+    }
+
+    /// Sends what the session still holds: `EAGAIN` until all is out.
+    pub fn flush(&mut self) -> Result<(), Errno> {
+        match self.wire {
+            Wire::Plain => Ok(()),
+            Wire::Tls(tls) => tls.flush(self.stream),
+        }
+    }
+
+    /// Queues close_notify (TLS; once) and sends it with what is left:
+    /// `EAGAIN` until all is out. Then the socket may be shut down.
+    pub fn close(&mut self) -> Result<(), Errno> {
+        if let Wire::Tls(tls) = self.wire {
+            if !tls.closing {
+                tls.closing = true;
+                tls.session.send_close_notify();
+            }
+        }
+        self.flush()
+    }
+
+    /// The plain socket, for sendfile and splice (never over TLS).
+    pub fn fd(&self) -> std::os::fd::BorrowedFd<'_> {
+        std::os::fd::AsFd::as_fd(self.stream)
+    }
+}
+
+impl TlsWire {
+    /// Copies the plaintext held (reading more first when none is) into
+    /// `into`, without consuming it.
+    fn peek(&mut self, stream: &TcpStream, into: &mut [u8]) -> Result<usize, Errno> {
+        self.fill(stream)?;
+        let held = &self.plain[self.plain_at..];
+        let n = held.len().min(into.len());
+        into[..n].copy_from_slice(&held[..n]);
+        Ok(n)
+    }
+
+    /// Makes sure plaintext is held or the peer's end is known: `EAGAIN`
+    /// when the socket has nothing more now.
+    fn fill(&mut self, mut stream: &TcpStream) -> Result<(), Errno> {
+        loop {
+            if self.plain_at < self.plain.len() || self.ended {
+                return Ok(());
+            }
+            self.plain.resize(PLAIN_BATCH, 0);
+            self.plain_at = 0;
+            match self.session.reader().read(&mut self.plain) {
+                Ok(n) => {
+                    self.plain.truncate(n);
+                    self.ended = n == 0;
+                    continue;
+                }
+                Err(e) if e.kind() == ErrorKind::WouldBlock => self.plain.clear(),
+                Err(_) => {
+                    // The socket ended without close_notify.
+                    self.plain.clear();
+                    self.ended = true;
+                    continue;
+                }
+            }
+            // The handshake's answers go before more is read; a socket that
+            // is full now is flushed on its next wake-up.
+            match self.flush(stream) {
+                Ok(()) | Err(Errno::AGAIN) => {}
+                Err(errno) => return Err(errno),
+            }
+            match self.session.read_tls(&mut stream) {
+                // The end: what it still held is decrypted first, then
+                // the reader says how it ended.
+                Ok(_) => self.process(stream)?,
+                Err(e) if e.kind() == ErrorKind::WouldBlock => return Err(Errno::AGAIN),
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(e) => return Err(errno_of(&e)),
+            }
+        }
+    }
+
+    /// Decrypts what was read; a protocol error sends its alert (best
+    /// effort) and fails the connection.
+    fn process(&mut self, stream: &TcpStream) -> Result<(), Errno> {
+        match self.session.process_new_packets() {
+            Ok(_) => Ok(()),
+            Err(_) => {
+                let _ = self.flush(stream);
+                Err(Errno::PROTO)
+            }
+        }
+    }
+
+    /// Writes the session's records to the socket until none is left or
+    /// the socket is full (`EAGAIN`).
+    fn flush(&mut self, mut stream: &TcpStream) -> Result<(), Errno> {
+        while self.session.wants_write() {
+            match self.session.write_tls(&mut stream) {
+                Ok(_) => {}
+                Err(e) if e.kind() == ErrorKind::WouldBlock => return Err(Errno::AGAIN),
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(e) => return Err(errno_of(&e)),
+            }
+        }
+        Ok(())
+    }
+}
+
+fn errno_of(error: &std::io::Error) -> Errno {
+    error
+        .raw_os_error()
+        .map_or(Errno::IO, Errno::from_raw_os_error)
+}
+
+impl Source for Link<'_> {
+    fn peek_some(&mut self, into: &mut [u8]) -> Result<usize, Errno> {
+        match self.wire {
+            Wire::Plain => loop {
+                let flags = RecvFlags::DONTWAIT | RecvFlags::PEEK;
+                match rustix::net::recv(self.stream, &mut *into, flags) {
+                    Ok((n, _)) => return Ok(n),
+                    Err(Errno::INTR) => {}
+                    Err(errno) => return Err(errno),
+                }
+            },
+            Wire::Tls(tls) => tls.peek(self.stream, into),
+        }
+    }
+
+    fn consume(&mut self, into: &mut [u8]) -> std::io::Result<()> {
+        match self.wire {
+            Wire::Plain => crate::head::take_peeked(self.fd(), into),
+            Wire::Tls(tls) => {
+                tls.plain_at += into.len();
+                Ok(())
+            }
+        }
+    }
+}

@@ -1,0 +1,266 @@
+//! TLS inside the server's workers: each TLS connection is a rustls
+//! session driven by its worker like a plain socket — no thread per
+//! connection, a client that does not read holds only its own connection,
+//! and close_notify ends a closing response. The tests that count this
+//! process's threads take one lock, so no other test here runs meanwhile.
+
+mod common;
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use flexio_net::server::{ServeConfig, Server, ServerHandle};
+use rustls::pki_types::{CertificateDer, ServerName};
+
+/// Held by every test here: thread counts are this process's.
+static ALONE: Mutex<()> = Mutex::new(());
+
+/// A server with a fresh certificate for 127.0.0.1 (its configuration
+/// as `tweak` makes it) and the client configuration that trusts it.
+fn tls_server(
+    root: &std::path::Path,
+    tweak: impl FnOnce(&mut ServeConfig),
+) -> (ServerHandle, Arc<rustls::ClientConfig>) {
+    let key = rcgen::KeyPair::generate().unwrap();
+    let cert = rcgen::CertificateParams::new(vec!["127.0.0.1".to_string()])
+        .unwrap()
+        .self_signed(&key)
+        .unwrap();
+    let pems = tempfile::tempdir().unwrap();
+    std::fs::write(pems.path().join("cert.pem"), cert.pem()).unwrap();
+    std::fs::write(pems.path().join("key.pem"), key.serialize_pem()).unwrap();
+    let identity = flexio_net::tls::TlsIdentity::from_pem_files(
+        &pems.path().join("cert.pem"),
+        &pems.path().join("key.pem"),
+    )
+    .unwrap();
+    let mut config = ServeConfig::new(root.to_path_buf());
+    config.tls = Some(identity);
+    tweak(&mut config);
+    let handle = Server::bind(config).unwrap().spawn().unwrap();
+    let mut roots = rustls::RootCertStore::empty();
+    roots
+        .add(CertificateDer::from(cert.der().to_vec()))
+        .unwrap();
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let client = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    (handle, Arc::new(client))
+}
+
+type Tls = rustls::StreamOwned<rustls::ClientConnection, TcpStream>;
+
+/// A TLS connection to `address` with its handshake done.
+fn connect(address: SocketAddr, client: &Arc<rustls::ClientConfig>) -> Tls {
+    let name = ServerName::try_from("127.0.0.1").unwrap();
+    let session = rustls::ClientConnection::new(Arc::clone(client), name).unwrap();
+    let socket = TcpStream::connect(address).unwrap();
+    socket
+        .set_read_timeout(Some(Duration::from_secs(20)))
+        .unwrap();
+    let mut tls = rustls::StreamOwned::new(session, socket);
+    while tls.conn.is_handshaking() {
+        tls.conn.complete_io(&mut tls.sock).unwrap();
+    }
+    tls
+}
+
+fn threads() -> usize {
+    std::fs::read_dir("/proc/self/task").unwrap().count()
+}
+
+/// Reads one response to a GET with `Connection: close` to its end: the
+/// head and body, and whether the server ended with close_notify.
+fn get_to_close(tls: &mut Tls, target: &str) -> (Vec<u8>, bool) {
+    let request = format!("GET {target} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    tls.write_all(request.as_bytes()).unwrap();
+    let mut response = Vec::new();
+    let clean = match tls.read_to_end(&mut response) {
+        Ok(_) => true,
+        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => false,
+        Err(e) => panic!("reading the response: {e}"),
+    };
+    (response, clean)
+}
+
+#[test]
+fn two_hundred_idle_tls_connections_add_no_thread() {
+    let _alone = ALONE.lock().unwrap_or_else(|p| p.into_inner());
+    let root = tempfile::tempdir().unwrap();
+    std::fs::write(root.path().join("f"), b"over tls").unwrap();
+    let (handle, client) = tls_server(root.path(), |config| config.workers = 2);
+    let address = handle.local_addr();
+    // One exchange first, so that whatever the server starts lazily runs.
+    let (response, _) = get_to_close(&mut connect(address, &client), "/f");
+    assert!(response.ends_with(b"over tls"));
+    let before = threads();
+    let mut idle: Vec<Tls> = (0..200).map(|_| connect(address, &client)).collect();
+    // Each handshake is done; a request on the last one shows the server
+    // still answers with all of them open.
+    let last = idle.last_mut().unwrap();
+    last.write_all(b"GET /f HTTP/1.1\r\nHost: x\r\n\r\n")
+        .unwrap();
+    let mut seen = Vec::new();
+    let mut buffer = [0u8; 4096];
+    while !seen.ends_with(b"over tls") {
+        let n = last.read(&mut buffer).unwrap();
+        assert_ne!(n, 0, "the server closed before answering");
+        seen.extend_from_slice(&buffer[..n]);
+    }
+    let during = threads();
+    assert_eq!(
+        during, before,
+        "200 idle TLS connections changed this process's threads from {before} to {during}"
+    );
+    drop(idle);
+    handle.abort();
+    handle.wait();
+}
+
+#[test]
+fn a_tls_client_that_does_not_read_delays_no_other() {
+    let _alone = ALONE.lock().unwrap_or_else(|p| p.into_inner());
+    let root = tempfile::tempdir().unwrap();
+    std::fs::write(root.path().join("big"), common::pattern(32 << 20, 7)).unwrap();
+    std::fs::write(root.path().join("small"), b"small one").unwrap();
+    // One worker: the stalled client and the other share it.
+    let (handle, client) = tls_server(root.path(), |config| config.workers = 1);
+    let address = handle.local_addr();
+    let mut stalled = connect(address, &client);
+    stalled
+        .write_all(b"GET /big HTTP/1.1\r\nHost: x\r\n\r\n")
+        .unwrap();
+    stalled.flush().unwrap();
+    // The server fills the socket towards it and stops there.
+    std::thread::sleep(Duration::from_millis(300));
+    let started = Instant::now();
+    for _ in 0..5 {
+        let (response, clean) = get_to_close(&mut connect(address, &client), "/small");
+        assert!(response.starts_with(b"HTTP/1.1 200"), "{response:?}");
+        assert!(response.ends_with(b"small one"));
+        assert!(clean, "the response did not end with close_notify");
+    }
+    let took = started.elapsed();
+    assert!(
+        took < Duration::from_secs(5),
+        "five small GETs took {took:?} beside a client that does not read"
+    );
+    // The stalled client reads its whole body at last, intact.
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") {
+        stalled.read_exact(&mut byte).unwrap();
+        head.push(byte[0]);
+    }
+    assert!(head.starts_with(b"HTTP/1.1 200"));
+    let mut body = vec![0u8; 32 << 20];
+    stalled.read_exact(&mut body).unwrap();
+    assert!(body == common::pattern(32 << 20, 7), "the big body differs");
+    handle.abort();
+    handle.wait();
+}
+
+#[test]
+fn an_upload_with_a_bearer_token_goes_over_tls() {
+    let _alone = ALONE.lock().unwrap_or_else(|p| p.into_inner());
+    let root = tempfile::tempdir().unwrap();
+    let (handle, client) = tls_server(root.path(), |config| {
+        config.token = Some("a-token-of-twenty-chars".into());
+    });
+    let body = common::pattern(3 << 20, 11);
+    let mut tls = connect(handle.local_addr(), &client);
+    let head = format!(
+        "PUT /up HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer a-token-of-twenty-chars\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    );
+    tls.write_all(head.as_bytes()).unwrap();
+    tls.write_all(&body).unwrap();
+    let mut response = Vec::new();
+    tls.read_to_end(&mut response).unwrap();
+    assert!(
+        response.starts_with(b"HTTP/1.1 201"),
+        "{}",
+        String::from_utf8_lossy(&response)
+    );
+    assert!(std::fs::read(root.path().join("up")).unwrap() == body);
+    handle.abort();
+    handle.wait();
+}
+
+#[test]
+fn kernel_tls_is_probed_and_said() {
+    let list = std::fs::read_to_string(flexio_net::tls::ULP_LIST).unwrap_or_default();
+    let offered = list.split_whitespace().any(|name| name == "tls");
+    assert_eq!(flexio_net::tls::kernel_tls_offered(), offered);
+    let note = flexio_net::tls::kernel_tls_note();
+    if !offered {
+        eprintln!(
+            "skipped: this kernel offers no kernel TLS (no `tls` in {}: {:?}); checked only that serve says so",
+            flexio_net::tls::ULP_LIST,
+            list.trim()
+        );
+        assert!(note.contains("not offered"), "{note}");
+        return;
+    }
+    assert!(
+        note.contains("offered by this kernel but not used"),
+        "{note}"
+    );
+}
+
+#[test]
+fn a_connection_over_the_cap_is_answered_503_over_tls() {
+    let _alone = ALONE.lock().unwrap_or_else(|p| p.into_inner());
+    let root = tempfile::tempdir().unwrap();
+    let (handle, client) = tls_server(root.path(), |config| config.max_connections = 2);
+    let address = handle.local_addr();
+    let _held: Vec<Tls> = (0..2).map(|_| connect(address, &client)).collect();
+    // The third is answered after its handshake, without a request.
+    let mut third = connect(address, &client);
+    let mut response = Vec::new();
+    let clean = match third.read_to_end(&mut response) {
+        Ok(_) => true,
+        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => false,
+        Err(e) => panic!("reading the 503: {e}"),
+    };
+    assert!(
+        response.starts_with(b"HTTP/1.1 503"),
+        "{}",
+        String::from_utf8_lossy(&response)
+    );
+    assert!(clean, "the 503 did not end with close_notify");
+    handle.abort();
+    handle.wait();
+}
+
+#[test]
+fn a_tls_handshake_not_done_by_the_head_deadline_is_closed() {
+    let _alone = ALONE.lock().unwrap_or_else(|p| p.into_inner());
+    let root = tempfile::tempdir().unwrap();
+    let (handle, _) = tls_server(root.path(), |config| {
+        config.head_timeout = Duration::from_millis(500);
+    });
+    // A client that starts a record and never finishes its ClientHello.
+    let mut socket = TcpStream::connect(handle.local_addr()).unwrap();
+    socket
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    socket
+        .write_all(&[0x16, 0x03, 0x01, 0x02, 0x00, 0x01])
+        .unwrap();
+    let started = Instant::now();
+    let mut rest = Vec::new();
+    let _ = socket.read_to_end(&mut rest);
+    let took = started.elapsed();
+    assert!(
+        took < Duration::from_secs(5),
+        "a stalled handshake was held {took:?}"
+    );
+    handle.abort();
+    handle.wait();
+}
