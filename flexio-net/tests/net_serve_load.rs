@@ -163,6 +163,13 @@ fn rss_kib(pid: u32) -> u64 {
         .unwrap()
 }
 
+/// The open descriptors of process `pid`.
+fn open_fds(pid: u32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .map(|dir| dir.count())
+        .unwrap_or(0)
+}
+
 /// The threads of process `pid`.
 fn threads(pid: u32) -> usize {
     std::fs::read_dir(format!("/proc/{pid}/task"))
@@ -205,12 +212,23 @@ fn ten_thousand_idle_connections_are_held_in_bounded_memory_and_a_new_client_is_
     assert_eq!(RawClient::connect(address).get("/small", "").status, 200);
     std::thread::sleep(Duration::from_millis(300));
     let (before, threads_before) = (rss_kib(pid), threads(pid));
+    let fds_before = open_fds(pid);
     let mut idle = Vec::with_capacity(IDLE);
     for _ in 0..IDLE {
         idle.push(TcpStream::connect(address).unwrap());
     }
-    // Every connection accepted and seen by its worker.
-    std::thread::sleep(Duration::from_secs(1));
+    // Every connection accepted: the server holds a descriptor for each
+    // (a few spare for the first client's, which may close meanwhile).
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let all = fds_before + IDLE - 4;
+    while open_fds(pid) < all && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(
+        open_fds(pid) >= all,
+        "the server accepted {} of {IDLE} connections in 60 s",
+        open_fds(pid).saturating_sub(fds_before)
+    );
     let started = Instant::now();
     let mut client = RawClient::connect(address);
     let response = client.get("/small", "");
