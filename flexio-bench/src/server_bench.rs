@@ -15,6 +15,11 @@
 //!   --rate-per-client`, nginx `limit_rate`) — Cue's Table 8, where
 //!   wuftpd served 1–4 clients.
 //!
+//! - **over TLS** (with `tls`): the same cells with both servers speaking
+//!   HTTPS with one certificate (nginx `ssl`, TLS 1.2 and 1.3), and the
+//!   large file downloaded whole by `flexio get https://` and by `curl`
+//!   from each server ([`tls`]).
+//!
 //! Rounds interleave the servers (flexio, nginx, then nginx, flexio …);
 //! the tables show medians. Both servers and wrk share the machine: the
 //! figures compare the servers with each other under the same load, not
@@ -30,9 +35,10 @@ use crate::stats::{jain, median};
 
 pub mod clients;
 pub mod servers;
+pub mod tls;
 pub mod wrk;
 
-use servers::{ServerKind, ServerProcess};
+use servers::{ServerKind, ServerProcess, TlsFiles};
 use wrk::{Load, WrkReport};
 
 const GIB: f64 = (1u64 << 30) as f64;
@@ -65,6 +71,8 @@ pub struct ServerBenchOptions {
     pub rate_per_client: u64,
     /// Equal clients in the fairness phase.
     pub fair_clients: usize,
+    /// The cells again over TLS, and the large file downloaded over TLS.
+    pub tls: bool,
 }
 
 impl ServerBenchOptions {
@@ -81,6 +89,7 @@ impl ServerBenchOptions {
             large_size: 1 << 30,
             rate_per_client: 32 << 20,
             fair_clients: 4,
+            tls: true,
         }
     }
 
@@ -94,6 +103,7 @@ impl ServerBenchOptions {
             seconds: 1,
             large_size: 64 << 20,
             rate_per_client: 8 << 20,
+            tls: false,
             ..Self::issue(dir, flexio, 1)
         }
     }
@@ -101,8 +111,12 @@ impl ServerBenchOptions {
     /// Roughly how long the run takes, seconds.
     pub fn estimate_seconds(&self) -> u64 {
         let cells = (self.clients.len() * self.sizes.len()) as u64;
-        let per_round =
+        let mut per_round =
             cells * 2 * (self.seconds + 1) + 2 * 3 * (self.seconds + 1) + 4 * self.seconds;
+        if self.tls {
+            // The cells again, and four downloads at about 200 MiB/s.
+            per_round += cells * 2 * (self.seconds + 1) + 4 * (self.large_size >> 28).max(1);
+        }
         per_round * self.rounds as u64 + 10
     }
 }
@@ -118,6 +132,9 @@ pub struct CellRun {
     pub clients: u32,
     /// Round, from 1.
     pub round: usize,
+    /// Over TLS.
+    #[serde(default)]
+    pub tls: bool,
     /// What wrk said.
     pub wrk: WrkReport,
     /// CPU seconds the server used during the run.
@@ -186,6 +203,9 @@ pub struct ServerBenchResults {
     pub skipped: Vec<String>,
     /// The large file's size.
     pub large_size: u64,
+    /// Every download of the large file over TLS.
+    #[serde(default)]
+    pub downloads: Vec<tls::DownloadRun>,
 }
 
 /// The served files: one per cell size (`f-SIZE`), the probe, the large
@@ -250,6 +270,7 @@ impl Servers {
         options: &ServerBenchOptions,
         root: &Path,
         rate_limit: Option<u64>,
+        tls: Option<&TlsFiles>,
         skipped: &mut Vec<String>,
     ) -> io::Result<Self> {
         let mut running = Vec::new();
@@ -271,13 +292,15 @@ impl Servers {
                 root,
                 crate::peers::free_port()?,
                 &extra,
+                tls,
             )?);
         }
         match servers::nginx_binary() {
             Some(binary) => {
-                let scratch = options.dir.join(match rate_limit {
-                    Some(_) => "nginx-limited",
-                    None => "nginx",
+                let scratch = options.dir.join(match (rate_limit, tls) {
+                    (Some(_), _) => "nginx-limited",
+                    (None, Some(_)) => "nginx-tls",
+                    (None, None) => "nginx",
                 });
                 match ServerProcess::nginx(
                     &binary,
@@ -285,6 +308,7 @@ impl Servers {
                     &scratch,
                     crate::peers::free_port()?,
                     rate_limit,
+                    tls,
                 ) {
                     Ok(server) => running.push(server),
                     Err(e) => skipped.push(format!("nginx: {e}")),
@@ -308,7 +332,7 @@ impl Servers {
 /// One wrk run with the server's CPU measured around it.
 fn measured(server: &ServerProcess, load: &Load, path: &str) -> io::Result<(WrkReport, f64)> {
     let before = server.cpu_seconds()?;
-    let report = load.run(server.address, path)?;
+    let report = load.run(&server.url(path))?;
     let after = server.cpu_seconds()?;
     Ok((report, after - before))
 }
@@ -317,7 +341,7 @@ fn measured(server: &ServerProcess, load: &Load, path: &str) -> io::Result<(WrkR
 ///
 /// # Errors
 /// The files cannot be made, or `flexio serve` does not start. A missing
-/// wrk or nginx is a line in `skipped`, not an error.
+/// wrk, nginx or curl is a line in `skipped`, not an error.
 pub fn run(
     options: &ServerBenchOptions,
     progress: &mut dyn FnMut(&str),
@@ -328,31 +352,13 @@ pub fn run(
         large_size: options.large_size,
         ..ServerBenchResults::default()
     };
-    let servers = Servers::start(options, &root, None, &mut results.skipped)?;
+    let servers = Servers::start(options, &root, None, None, &mut results.skipped)?;
     let duration = Duration::from_secs(options.seconds.max(1));
     if wrk::available() {
-        progress("warming up both servers");
-        for server in &servers.running {
-            let _ = Load::clients(4, Duration::from_secs(1)).run(server.address, "/f-4096");
-        }
+        warm_up(&servers, progress);
         for round in 1..=options.rounds {
             progress(&format!("cells, round {round} of {}", options.rounds));
-            for &size in &options.sizes {
-                for &clients in &options.clients {
-                    let load = Load::clients(clients, duration);
-                    for server in servers.in_order(round) {
-                        let (report, cpu) = measured(server, &load, &format!("/f-{size}"))?;
-                        results.cells.push(CellRun {
-                            server: server.kind.name().into(),
-                            size,
-                            clients,
-                            round,
-                            wrk: report,
-                            server_cpu_s: cpu,
-                        });
-                    }
-                }
-            }
+            cells_round(&servers, options, round, &mut results)?;
             progress(&format!("latency under load, round {round}"));
             for server in servers.in_order(round) {
                 results
@@ -374,6 +380,7 @@ pub fn run(
         options,
         &root,
         Some(options.rate_per_client),
+        None,
         &mut results.skipped,
     )?;
     fairness(
@@ -384,7 +391,47 @@ pub fn run(
         duration,
         &mut results,
     )?;
+    drop(limited);
+    if options.tls {
+        tls::run(options, &root, &mut results, progress)?;
+    }
     Ok(results)
+}
+
+/// One short load on each server before anything counts.
+fn warm_up(servers: &Servers, progress: &mut dyn FnMut(&str)) {
+    progress("warming up both servers");
+    for server in &servers.running {
+        let _ = Load::clients(4, Duration::from_secs(1)).run(&server.url("/f-4096"));
+    }
+}
+
+/// Every cell (size × clients) once on each server, in this round's order.
+fn cells_round(
+    servers: &Servers,
+    options: &ServerBenchOptions,
+    round: usize,
+    results: &mut ServerBenchResults,
+) -> io::Result<()> {
+    let duration = Duration::from_secs(options.seconds.max(1));
+    for &size in &options.sizes {
+        for &clients in &options.clients {
+            let load = Load::clients(clients, duration);
+            for server in servers.in_order(round) {
+                let (report, cpu) = measured(server, &load, &format!("/f-{size}"))?;
+                results.cells.push(CellRun {
+                    server: server.kind.name().into(),
+                    size,
+                    clients,
+                    round,
+                    tls: server.tls,
+                    wrk: report,
+                    server_cpu_s: cpu,
+                });
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The probe alone, then beside 4 clients downloading the large file.
@@ -400,7 +447,8 @@ fn latency_round(
         timeout: Duration::from_secs(10),
     };
     let path = format!("/{PROBE_FILE}");
-    let idle = probe.run(server.address, &path)?;
+    let (probe_url, large_url) = (server.url(&path), server.url(&format!("/{LARGE_FILE}")));
+    let idle = probe.run(&probe_url)?;
     let load = Load {
         connections: 4,
         threads: 2,
@@ -408,10 +456,9 @@ fn latency_round(
         duration: duration + Duration::from_secs(1),
         timeout: Duration::from_secs(120),
     };
-    let address = server.address;
-    let loader = std::thread::spawn(move || load.run(address, &format!("/{LARGE_FILE}")));
+    let loader = std::thread::spawn(move || load.run(&large_url));
     std::thread::sleep(Duration::from_millis(400));
-    let loaded = probe.run(server.address, &path);
+    let loaded = probe.run(&probe_url);
     let load = loader
         .join()
         .map_err(|_| io::Error::other("the load thread panicked"))??;
@@ -472,6 +519,8 @@ pub struct CellSummary {
     pub size: u64,
     /// Clients.
     pub clients: u32,
+    /// Over TLS.
+    pub tls: bool,
     /// Median requests per second.
     pub requests_per_s: f64,
     /// Median bytes per second.
@@ -496,21 +545,24 @@ fn med_opt(values: impl Iterator<Item = Option<f64>>) -> Option<f64> {
 }
 
 impl ServerBenchResults {
-    /// Per (size, clients, server): the medians over rounds.
+    /// Per (TLS or not, size, clients, server): the medians over rounds,
+    /// plain cells first.
     pub fn summaries(&self) -> Vec<CellSummary> {
-        let mut keys: Vec<(u64, u32, String)> = self
+        let mut keys: Vec<(bool, u64, u32, String)> = self
             .cells
             .iter()
-            .map(|c| (c.size, c.clients, c.server.clone()))
+            .map(|c| (c.tls, c.size, c.clients, c.server.clone()))
             .collect();
         keys.sort();
         keys.dedup();
         keys.into_iter()
-            .map(|(size, clients, server)| {
+            .map(|(tls, size, clients, server)| {
                 let runs: Vec<&CellRun> = self
                     .cells
                     .iter()
-                    .filter(|c| c.size == size && c.clients == clients && c.server == server)
+                    .filter(|c| {
+                        c.tls == tls && c.size == size && c.clients == clients && c.server == server
+                    })
                     .collect();
                 CellSummary {
                     requests_per_s: med(runs.iter().map(|r| r.requests_per_s())),
@@ -522,6 +574,7 @@ impl ServerBenchResults {
                     server,
                     size,
                     clients,
+                    tls,
                 }
             })
             .collect()
@@ -531,15 +584,15 @@ impl ServerBenchResults {
     /// of them did not run).
     pub fn ratio(
         &self,
-        size: u64,
-        clients: u32,
+        cell: (u64, u32, bool),
         value: impl Fn(&CellSummary) -> f64,
     ) -> Option<f64> {
+        let (size, clients, tls) = cell;
         let summaries = self.summaries();
         let find = |server: ServerKind| {
-            summaries
-                .iter()
-                .find(|s| s.size == size && s.clients == clients && s.server == server.name())
+            summaries.iter().find(|s| {
+                s.tls == tls && s.size == size && s.clients == clients && s.server == server.name()
+            })
         };
         let (flexio, nginx) = (find(ServerKind::Flexio)?, find(ServerKind::Nginx)?);
         Some(value(flexio) / value(nginx))

@@ -85,6 +85,11 @@ pub struct BenchArgs {
     /// [default: 1G].
     #[arg(long, value_name = "SIZE", value_parser = size)]
     large: Option<u64>,
+    /// The server scenario over TLS too with --quick (a full run always
+    /// is): the cells under wrk over https, and the large file downloaded
+    /// by `flexio get` and curl.
+    #[arg(long)]
+    with_tls: bool,
     /// These sizes instead of each scenario's own, e.g. `1G` or `1M,64M`.
     #[arg(long, value_name = "LIST", value_parser = size, value_delimiter = ',')]
     sizes: Vec<u64>,
@@ -187,6 +192,7 @@ impl OwnScenario {
                 clients: &args.clients,
                 sizes: &args.sizes,
                 large: args.large,
+                with_tls: args.with_tls,
             }),
             // The meter child is started with the bench's own arguments.
             OwnScenario::Schedule if args.meter_child => Ok(()),

@@ -24,6 +24,8 @@ pub struct ServerArgs<'a> {
     pub sizes: &'a [u64],
     /// `--large`, when given: the load and fairness file.
     pub large: Option<u64>,
+    /// `--with-tls`: the TLS phase in a quick run too.
+    pub with_tls: bool,
 }
 
 /// Runs the scenario into `out`.
@@ -50,12 +52,14 @@ pub fn run(args: &ServerArgs<'_>) -> Result<(), Error> {
     if let Some(large) = args.large {
         options.large_size = large;
     }
+    options.tls |= args.with_tls;
     eprintln!(
-        "flexio bench --scenario server: clients {:?}, sizes {:?}, {} round(s) of {} s runs, about {} s",
+        "flexio bench --scenario server: clients {:?}, sizes {:?}, {} round(s) of {} s runs{}, about {} s",
         options.clients,
         options.sizes,
         options.rounds,
         options.seconds,
+        if options.tls { ", then over TLS" } else { "" },
         options.estimate_seconds()
     );
     let result = server_bench::run(&options, &mut |line| eprintln!("  {line}"));

@@ -120,6 +120,66 @@ fn server_scenario_quick_is_consistent() {
     assert!(out.join("server.md").exists());
 }
 
+/// With `--with-tls` the cells run again over https on both servers with
+/// one certificate, and the large file is downloaded whole by `flexio get`
+/// (and curl where installed) from each: every download the file's size.
+#[test]
+fn server_scenario_over_tls_downloads_the_whole_file_from_each_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let output = flexio()
+        .args(["bench", "--scenario", "server", "--quick", "--with-tls"])
+        .args(["--clients", "2", "--sizes", "64K", "--large", "8M", "--dir"])
+        .arg(dir.path())
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    let results = &json(&out.join("server.json"))["results"];
+    let skipped = results["skipped"].to_string();
+    let nginx = !skipped.contains("nginx: not installed");
+    let curl = !skipped.contains("curl: not installed");
+    let downloads = results["downloads"].as_array().unwrap();
+    let pairs: Vec<(String, String)> = downloads
+        .iter()
+        .map(|d| {
+            assert_eq!(d["bytes"].as_u64(), Some(8 << 20), "{d}");
+            assert!(d["seconds"].as_f64().unwrap() > 0.0, "{d}");
+            (
+                d["client"].as_str().unwrap().to_string(),
+                d["server"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    let servers = 1 + usize::from(nginx);
+    let clients = 1 + usize::from(curl);
+    assert_eq!(pairs.len(), servers * clients, "{pairs:?}");
+    assert!(pairs.contains(&("flexio get".into(), "flexio serve".into())));
+    if nginx && curl {
+        assert!(pairs.contains(&("curl".into(), "nginx".into())));
+        let text = String::from_utf8_lossy(&output.stdout);
+        assert!(text.contains("flexio get from flexio serve against curl from nginx"));
+    } else {
+        common::skipped("curl from nginx over TLS: nginx or curl is not installed");
+    }
+    let tls_cells: Vec<&serde_json::Value> = results["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["tls"] == true)
+        .collect();
+    if skipped.contains("wrk: not installed") {
+        assert!(tls_cells.is_empty());
+    } else {
+        assert_eq!(tls_cells.len(), servers, "{tls_cells:?}");
+        for cell in tls_cells {
+            assert!(cell["wrk"]["requests"].as_u64().unwrap() > 0, "{cell}");
+            assert_eq!(cell["wrk"]["errors"].as_u64(), Some(0), "{cell}");
+        }
+    }
+}
+
 /// The meter runs beside each transfer and keeps a share of its solo rate
 /// in [0, 1]; the runs split their context switches.
 #[test]

@@ -139,9 +139,14 @@ pub(crate) fn hash_chunks(
                 Err(errno) => return Err(errno.into()),
             }
         }
-        hashes.push(blake3::hash(&buffer[..want]).to_hex().to_string());
+        hashes.push(chunk_hash(&buffer[..want]));
     }
     Ok(hashes)
+}
+
+/// The manifest's hash of one chunk's bytes: BLAKE3, in hex.
+pub(crate) fn chunk_hash(bytes: &[u8]) -> String {
+    blake3::hash(bytes).to_hex().to_string()
 }
 
 /// The manifest entry of `entry`, named `name`, with the chunk hashes

@@ -6,7 +6,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use super::servers::ServerKind;
-use super::ServerBenchResults;
+use super::{CellSummary, ServerBenchResults};
 use crate::charts::plain::{write_line_chart, LineChart, PlainSeries};
 use crate::table::short_size;
 
@@ -17,67 +17,11 @@ fn or_dash(value: Option<f64>, scale: f64, digits: usize) -> String {
 }
 
 /// The scenario's text: the cells (medians, flexio's ratios to nginx),
-/// latency under load, fairness, what was skipped, and Cue's Table 8.
+/// latency under load, fairness, the cells and downloads over TLS, what
+/// was skipped, and Cue's Table 8.
 pub fn table(results: &ServerBenchResults) -> String {
     let mut text = String::new();
-    let summaries = results.summaries();
-    if !summaries.is_empty() {
-        let _ = writeln!(
-            text,
-            "server cells (medians; throughput is bytes read by wrk, headers included; CPU is the server's per GiB read)"
-        );
-        let _ = writeln!(
-            text,
-            "  {:<8} {:>7} {:<13} {:>10} {:>10} {:>10} {:>10} {:>9} {:>6}",
-            "size",
-            "clients",
-            "server",
-            "req/s",
-            "MiB/s",
-            "p50 ms",
-            "p99 ms",
-            "CPU s/GiB",
-            "errors"
-        );
-        for s in &summaries {
-            let _ = writeln!(
-                text,
-                "  {:<8} {:>7} {:<13} {:>10.0} {:>10.1} {:>10} {:>10} {:>9.3} {:>6}",
-                short_size(s.size),
-                s.clients,
-                s.server,
-                s.requests_per_s,
-                s.bytes_per_s / MIB,
-                or_dash(s.p50_us, 1e3, 3),
-                or_dash(s.p99_us, 1e3, 3),
-                s.cpu_s_per_gib,
-                s.errors
-            );
-        }
-        let mut cells: Vec<(u64, u32)> = summaries.iter().map(|s| (s.size, s.clients)).collect();
-        cells.dedup();
-        let _ = writeln!(
-            text,
-            "\nflexio serve / nginx (throughput and req/s above 1: flexio ahead; CPU/GiB and p99 below 1: flexio ahead)"
-        );
-        for (size, clients) in cells {
-            let ratio = |f: &dyn Fn(&super::CellSummary) -> f64| {
-                results
-                    .ratio(size, clients, f)
-                    .map_or("-".into(), |r| format!("{r:.2}×"))
-            };
-            let _ = writeln!(
-                text,
-                "  {:<8} {:>4} clients: throughput {:>7}  req/s {:>7}  CPU/GiB {:>7}  p99 {:>7}",
-                short_size(size),
-                clients,
-                ratio(&|s| s.bytes_per_s),
-                ratio(&|s| s.requests_per_s),
-                ratio(&|s| s.cpu_s_per_gib),
-                ratio(&|s| s.p99_us.unwrap_or(f64::NAN)),
-            );
-        }
-    }
+    cells_text(&mut text, results, false);
     let latency = results.latency_summary();
     if !latency.is_empty() {
         let _ = writeln!(
@@ -124,11 +68,78 @@ pub fn table(results: &ServerBenchResults) -> String {
             );
         }
     }
+    cells_text(&mut text, results, true);
+    super::tls::downloads_text(&mut text, results);
     for line in &results.skipped {
         let _ = writeln!(text, "skipped: {line}");
     }
     let _ = writeln!(text, "\n{}", crate::cue::TABLE_8);
     text
+}
+
+/// The cells, plain or over TLS: medians per server, then flexio's ratios.
+fn cells_text(text: &mut String, results: &ServerBenchResults, tls: bool) {
+    let summaries: Vec<CellSummary> = results
+        .summaries()
+        .into_iter()
+        .filter(|s| s.tls == tls)
+        .collect();
+    if summaries.is_empty() {
+        return;
+    }
+    let over = if tls {
+        "\nover TLS, both servers with one certificate: "
+    } else {
+        ""
+    };
+    let _ = writeln!(
+        text,
+        "{over}server cells (medians; throughput is bytes read by wrk, headers included; CPU is the server's per GiB read)"
+    );
+    let _ = writeln!(
+        text,
+        "  {:<8} {:>7} {:<13} {:>10} {:>10} {:>10} {:>10} {:>9} {:>6}",
+        "size", "clients", "server", "req/s", "MiB/s", "p50 ms", "p99 ms", "CPU s/GiB", "errors"
+    );
+    for s in &summaries {
+        let _ = writeln!(
+            text,
+            "  {:<8} {:>7} {:<13} {:>10.0} {:>10.1} {:>10} {:>10} {:>9.3} {:>6}",
+            short_size(s.size),
+            s.clients,
+            s.server,
+            s.requests_per_s,
+            s.bytes_per_s / MIB,
+            or_dash(s.p50_us, 1e3, 3),
+            or_dash(s.p99_us, 1e3, 3),
+            s.cpu_s_per_gib,
+            s.errors
+        );
+    }
+    let mut cells: Vec<(u64, u32)> = summaries.iter().map(|s| (s.size, s.clients)).collect();
+    cells.dedup();
+    let _ = writeln!(
+        text,
+        "\nflexio serve / nginx{} (throughput and req/s above 1: flexio ahead; CPU/GiB and p99 below 1: flexio ahead)",
+        if tls { " over TLS" } else { "" }
+    );
+    for (size, clients) in cells {
+        let ratio = |f: &dyn Fn(&CellSummary) -> f64| {
+            results
+                .ratio((size, clients, tls), f)
+                .map_or("-".into(), |r| format!("{r:.2}×"))
+        };
+        let _ = writeln!(
+            text,
+            "  {:<8} {:>4} clients: throughput {:>7}  req/s {:>7}  CPU/GiB {:>7}  p99 {:>7}",
+            short_size(size),
+            clients,
+            ratio(&|s| s.bytes_per_s),
+            ratio(&|s| s.requests_per_s),
+            ratio(&|s| s.cpu_s_per_gib),
+            ratio(&|s| s.p99_us.unwrap_or(f64::NAN)),
+        );
+    }
 }
 
 /// `server-throughput.svg`, `server-requests.svg`, `server-cpu.svg`
@@ -163,21 +174,28 @@ fn by_clients_charts(
     let mut sizes: Vec<u64> = summaries.iter().map(|s| s.size).collect();
     sizes.sort_unstable();
     sizes.dedup();
-    let series = |value: &dyn Fn(&super::CellSummary) -> f64| -> Vec<PlainSeries> {
+    let series = |value: &dyn Fn(&CellSummary) -> f64| -> Vec<PlainSeries> {
         let mut all = Vec::new();
-        for &size in &sizes {
-            for server in [ServerKind::Flexio, ServerKind::Nginx] {
-                let points: Vec<(f64, f64)> = summaries
-                    .iter()
-                    .filter(|s| s.size == size && s.server == server.name())
-                    .map(|s| (f64::from(s.clients), value(s)))
-                    .collect();
-                if !points.is_empty() {
-                    all.push(PlainSeries {
-                        label: format!("{} {}", server.name(), short_size(size)),
-                        points,
-                        dashed: server == ServerKind::Nginx,
-                    });
+        for tls in [false, true] {
+            for &size in &sizes {
+                for server in [ServerKind::Flexio, ServerKind::Nginx] {
+                    let points: Vec<(f64, f64)> = summaries
+                        .iter()
+                        .filter(|s| s.tls == tls && s.size == size && s.server == server.name())
+                        .map(|s| (f64::from(s.clients), value(s)))
+                        .collect();
+                    if !points.is_empty() {
+                        all.push(PlainSeries {
+                            label: format!(
+                                "{} {}{}",
+                                server.name(),
+                                short_size(size),
+                                if tls { " TLS" } else { "" }
+                            ),
+                            points,
+                            dashed: server == ServerKind::Nginx,
+                        });
+                    }
                 }
             }
         }

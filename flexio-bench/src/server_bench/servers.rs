@@ -41,6 +41,16 @@ pub fn nginx_binary() -> Option<PathBuf> {
     crate::peers::find_daemon("nginx")
 }
 
+/// A certificate and its private key, two PEM files both servers are
+/// given for the TLS cells.
+#[derive(Clone, Debug)]
+pub struct TlsFiles {
+    /// The certificate (self-signed, for 127.0.0.1 and localhost).
+    pub cert: PathBuf,
+    /// Its private key.
+    pub key: PathBuf,
+}
+
 /// A running server: stopped (its children too) when dropped.
 #[derive(Debug)]
 pub struct ServerProcess {
@@ -48,17 +58,32 @@ pub struct ServerProcess {
     pub kind: ServerKind,
     /// Where it listens.
     pub address: SocketAddr,
+    /// Whether it speaks HTTPS.
+    pub tls: bool,
     child: Child,
 }
 
 impl ServerProcess {
     /// Starts `flexio serve ROOT` on `port` with `extra` flags (a rate
-    /// limit, say).
+    /// limit, say), over HTTPS with `tls`.
     ///
     /// # Errors
     /// When it cannot start or does not listen within 10 s.
-    pub fn flexio(flexio: &Path, root: &Path, port: u16, extra: &[String]) -> io::Result<Self> {
+    pub fn flexio(
+        flexio: &Path,
+        root: &Path,
+        port: u16,
+        extra: &[String],
+        tls: Option<&TlsFiles>,
+    ) -> io::Result<Self> {
         let address = SocketAddr::from(([127, 0, 0, 1], port));
+        let tls_args: Vec<String> = match tls {
+            Some(tls) => vec![
+                "--tls".into(),
+                format!("{},{}", tls.cert.display(), tls.key.display()),
+            ],
+            None => Vec::new(),
+        };
         let mut command = Command::new(flexio);
         // Gone with the bench, even one killed with `kill -9`.
         let child = flexio_sys::process::terminate_with_parent(&mut command)
@@ -69,6 +94,7 @@ impl ServerProcess {
             // As many connections as nginx's worker_connections below.
             .args(["--max-connections", "4096"])
             .args(extra)
+            .args(tls_args)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -76,6 +102,7 @@ impl ServerProcess {
         ServerProcess {
             kind: ServerKind::Flexio,
             address,
+            tls: tls.is_some(),
             child,
         }
         .listening()
@@ -83,7 +110,7 @@ impl ServerProcess {
 
     /// Starts nginx serving `root` on `port`, its configuration, pid file
     /// and logs in `scratch`; `limit_rate` bytes per second per
-    /// connection when given.
+    /// connection when given; over HTTPS with `tls`.
     ///
     /// # Errors
     /// When it cannot start or does not listen within 10 s (the error
@@ -94,14 +121,18 @@ impl ServerProcess {
         scratch: &Path,
         port: u16,
         limit_rate: Option<u64>,
+        tls: Option<&TlsFiles>,
     ) -> io::Result<Self> {
         let address = SocketAddr::from(([127, 0, 0, 1], port));
         std::fs::create_dir_all(scratch)?;
         let config = nginx_config(
-            root,
+            &NginxSite {
+                root,
+                port,
+                limit_rate,
+                tls,
+            },
             scratch,
-            port,
-            limit_rate,
             crate::tree_bench::running_as_root(),
         );
         let conf = scratch.join("nginx.conf");
@@ -121,6 +152,7 @@ impl ServerProcess {
         ServerProcess {
             kind: ServerKind::Nginx,
             address,
+            tls: tls.is_some(),
             child,
         }
         .listening()
@@ -148,6 +180,12 @@ impl ServerProcess {
             io::ErrorKind::TimedOut,
             format!("{} did not listen on {}", self.kind.name(), self.address),
         ))
+    }
+
+    /// The URL of `path` (`/name`) on this server.
+    pub fn url(&self, path: &str) -> String {
+        let scheme = if self.tls { "https" } else { "http" };
+        format!("{scheme}://{}{path}", self.address)
     }
 
     fn pid(&self) -> u32 {
@@ -196,29 +234,47 @@ impl Drop for ServerProcess {
     }
 }
 
-/// The nginx configuration of the bench: what a static-file deployment
-/// would use (sendfile, tcp_nopush, no access log, a worker per CPU), and
-/// `limit_rate` per connection when given.
-fn nginx_config(
-    root: &Path,
-    scratch: &Path,
+/// What one nginx serves, and how.
+struct NginxSite<'a> {
+    root: &'a Path,
     port: u16,
     limit_rate: Option<u64>,
-    root_user: bool,
-) -> String {
+    tls: Option<&'a TlsFiles>,
+}
+
+/// The nginx configuration of the bench: what a static-file deployment
+/// would use (sendfile, tcp_nopush, no access log, a worker per CPU), and
+/// `limit_rate` per connection when given. Over TLS, 1.2 and 1.3 are
+/// offered as rustls offers them (nginx before 1.23.4 offers no 1.3 by
+/// default), with the certificate `flexio serve` is given.
+fn nginx_config(site: &NginxSite<'_>, scratch: &Path, root_user: bool) -> String {
     let s = scratch.display();
+    let port = site.port;
     // As root nginx would switch its workers to `nobody`, who may not be
     // allowed into the bench's directory.
     let user = if root_user { "user root;\n" } else { "" };
-    let limit = limit_rate.map_or(String::new(), |rate| format!("    limit_rate {rate};\n"));
+    let limit = site
+        .limit_rate
+        .map_or(String::new(), |rate| format!("    limit_rate {rate};\n"));
+    let (ssl, certificate) = match site.tls {
+        Some(tls) => (
+            " ssl",
+            format!(
+                "    ssl_protocols TLSv1.2 TLSv1.3;\n    ssl_certificate {};\n    ssl_certificate_key {};\n",
+                tls.cert.display(),
+                tls.key.display()
+            ),
+        ),
+        None => ("", String::new()),
+    };
     format!(
         "daemon off;\n{user}worker_processes auto;\npid {s}/nginx.pid;\nerror_log {s}/error.log;\n\
          events {{ worker_connections 4096; }}\n\
          http {{\n  access_log off;\n  sendfile on;\n  tcp_nopush on;\n  keepalive_requests 1000000;\n  \
          client_body_temp_path {s}/body;\n  proxy_temp_path {s}/proxy;\n  fastcgi_temp_path {s}/fastcgi;\n  \
          uwsgi_temp_path {s}/uwsgi;\n  scgi_temp_path {s}/scgi;\n  \
-         server {{\n    listen 127.0.0.1:{port};\n    root {root};\n{limit}  }}\n}}\n",
-        root = root.display(),
+         server {{\n    listen 127.0.0.1:{port}{ssl};\n    root {root};\n{limit}{certificate}  }}\n}}\n",
+        root = site.root.display(),
     )
 }
 
@@ -247,15 +303,39 @@ mod tests {
 
     #[test]
     fn nginx_config_limits_the_rate_only_when_asked() {
-        let plain = nginx_config(Path::new("/srv"), Path::new("/tmp/s"), 8080, None, false);
+        let site = NginxSite {
+            root: Path::new("/srv"),
+            port: 8080,
+            limit_rate: None,
+            tls: None,
+        };
+        let plain = nginx_config(&site, Path::new("/tmp/s"), false);
         assert!(plain.contains("sendfile on;") && !plain.contains("limit_rate"));
-        let limited = nginx_config(
-            Path::new("/srv"),
-            Path::new("/tmp/s"),
-            8080,
-            Some(1000),
-            true,
-        );
+        assert!(!plain.contains("ssl"));
+        let limited = NginxSite {
+            limit_rate: Some(1000),
+            ..site
+        };
+        let limited = nginx_config(&limited, Path::new("/tmp/s"), true);
         assert!(limited.contains("limit_rate 1000;") && limited.contains("user root;"));
+    }
+
+    #[test]
+    fn nginx_over_tls_listens_with_ssl_and_the_given_certificate() {
+        let tls = TlsFiles {
+            cert: PathBuf::from("/tmp/s/cert.pem"),
+            key: PathBuf::from("/tmp/s/key.pem"),
+        };
+        let site = NginxSite {
+            root: Path::new("/srv"),
+            port: 8443,
+            limit_rate: None,
+            tls: Some(&tls),
+        };
+        let config = nginx_config(&site, Path::new("/tmp/s"), false);
+        assert!(config.contains("listen 127.0.0.1:8443 ssl;"));
+        assert!(config.contains("ssl_certificate /tmp/s/cert.pem;"));
+        assert!(config.contains("ssl_certificate_key /tmp/s/key.pem;"));
+        assert!(config.contains("TLSv1.3"));
     }
 }

@@ -3,7 +3,6 @@
 //! distribution of `--latency`, errors).
 
 use std::io;
-use std::net::SocketAddr;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
@@ -53,8 +52,8 @@ impl Load {
         }
     }
 
-    /// The command line against `address` and `path`.
-    pub fn command(&self, address: SocketAddr, path: &str) -> Command {
+    /// The command line against `url` (http or https).
+    pub fn command(&self, url: &str) -> Command {
         let mut command = Command::new("wrk");
         command
             .arg("--latency")
@@ -62,7 +61,7 @@ impl Load {
             .arg(format!("-c{}", self.connections.max(1)))
             .arg(format!("-d{}s", self.duration.as_secs().max(1)))
             .arg(format!("--timeout={}s", self.timeout.as_secs().max(1)))
-            .arg(format!("http://{address}{path}"))
+            .arg(url)
             .stdin(Stdio::null())
             .stderr(Stdio::piped())
             .stdout(Stdio::piped());
@@ -73,8 +72,8 @@ impl Load {
     ///
     /// # Errors
     /// wrk cannot start, fails, or prints nothing readable.
-    pub fn run(&self, address: SocketAddr, path: &str) -> io::Result<WrkReport> {
-        let output = self.command(address, path).output()?;
+    pub fn run(&self, url: &str) -> io::Result<WrkReport> {
+        let output = self.command(url).output()?;
         let text = String::from_utf8_lossy(&output.stdout);
         if !output.status.success() {
             return Err(io::Error::other(format!(

@@ -15,7 +15,7 @@ use super::connection::{Connection, Url};
 use super::resume::Partial;
 use super::GetOptions;
 use crate::error::{Error, Result};
-use crate::manifest::{hash_chunks, CHUNK_SIZE};
+use crate::manifest::{chunk_hash, hash_chunks, CHUNK_SIZE};
 use crate::ranges::parse_content_range;
 
 /// Moves `length` body bytes of piece `[offset, offset + length)` from the
@@ -32,6 +32,42 @@ pub(super) fn receive(
     options: &GetOptions,
     mover: &mut Mover,
 ) -> Result<flexio::range::RangeReport> {
+    let piece = Piece {
+        file,
+        label,
+        offset,
+        length,
+        total,
+    };
+    receive_hashed(connection, &piece, options, mover, None)
+}
+
+/// Where one body goes: `length` bytes at `offset` of a file of `total`.
+pub(super) struct Piece<'a> {
+    pub(super) file: BorrowedFd<'a>,
+    pub(super) label: &'a str,
+    pub(super) offset: u64,
+    pub(super) length: u64,
+    pub(super) total: u64,
+}
+
+/// [`receive`], and the piece's chunks hashed into `early`: a spliced body
+/// is read back from the file (its bytes never pass through this process),
+/// a decrypted one is hashed as it passes.
+pub(super) fn receive_hashed(
+    connection: &mut Connection,
+    piece: &Piece<'_>,
+    options: &GetOptions,
+    mover: &mut Mover,
+    early: Option<&EarlyHashes>,
+) -> Result<flexio::range::RangeReport> {
+    let Piece {
+        file,
+        label,
+        offset,
+        length,
+        total,
+    } = *piece;
     let ended = |endpoint: String, at: u64| {
         Error::protocol(
             endpoint,
@@ -42,23 +78,21 @@ pub(super) fn receive(
         )
     };
     let Some(socket) = connection.stream.plain_fd() else {
-        return receive_decrypted(connection, file, label, offset, length, options).map_err(
-            |error| match error {
-                Error::Move(flexio::Error::SourceEnded {
-                    endpoint,
-                    offset: at,
-                    ..
-                }) => ended(endpoint, at),
-                other => other,
-            },
-        );
+        return receive_decrypted(connection, piece, options, early).map_err(|error| match error {
+            Error::Move(flexio::Error::SourceEnded {
+                endpoint,
+                offset: at,
+                ..
+            }) => ended(endpoint, at),
+            other => other,
+        });
     };
     let source = RangeEnd::with_kind(socket, EndpointKind::Tcp, connection.url.to_string());
     let sink = RangeEnd::with_kind(file, EndpointKind::File, label);
     let mut request = RangeRequest::new(offset, offset, Some(length)).via(options.mechanism);
     request.idle_timeout = Some(options.timeout);
     request.shared_rate = options.rate_bucket.clone();
-    mover
+    let report = mover
         .move_range(&source, &sink, &request, None)
         .map_err(|error| match error {
             flexio::Error::SourceEnded {
@@ -67,48 +101,66 @@ pub(super) fn receive(
                 ..
             } => ended(endpoint, at),
             other => Error::Move(other),
-        })
+        })?;
+    if let Some(early) = early {
+        early.add(file, offset, length, label)?;
+    }
+    Ok(report)
 }
 
-/// The bytes of a body a TLS session decrypts, written at their offsets,
-/// within the shared rate; the socket's timeout bounds each wait.
+/// The bytes of a body a TLS session decrypts, gathered a chunk at a time
+/// (one write per chunk, not per 16 KiB record), hashed into `early` while
+/// in hand, and written at their offsets, within the shared rate; the
+/// socket's timeout bounds each wait.
 fn receive_decrypted(
     connection: &mut Connection,
-    file: BorrowedFd<'_>,
-    label: &str,
-    offset: u64,
-    length: u64,
+    piece: &Piece<'_>,
     options: &GetOptions,
+    early: Option<&EarlyHashes>,
 ) -> Result<flexio::range::RangeReport> {
+    let Piece {
+        file,
+        label,
+        offset,
+        length,
+        ..
+    } = *piece;
     let started = std::time::Instant::now();
     let peer = connection.url.to_string();
-    let mut buffer = vec![0u8; (256 << 10).min(length.max(1) as usize)];
+    let mut buffer = vec![0u8; (CHUNK_SIZE as usize).min(length.max(1) as usize)];
     let mut done = 0u64;
     let mut syscalls = 0;
     while done < length {
         let room = buffer.len().min((length - done) as usize);
-        let read = std::io::Read::read(&mut connection.stream, &mut buffer[..room])
-            .map_err(|e| Error::io("recv (TLS) from", &peer, Some(offset + done), e))?;
-        if read == 0 {
-            return Err(Error::Move(flexio::Error::SourceEnded {
-                endpoint: peer,
-                offset: offset + done,
-                end: offset + length,
-            }));
+        let mut filled = 0;
+        while filled < room {
+            let read = std::io::Read::read(&mut connection.stream, &mut buffer[filled..room])
+                .map_err(|e| Error::io("recv (TLS) from", &peer, Some(offset + done), e))?;
+            if read == 0 {
+                return Err(Error::Move(flexio::Error::SourceEnded {
+                    endpoint: peer,
+                    offset: offset + done + filled as u64,
+                    end: offset + length,
+                }));
+            }
+            if let Some(bucket) = &options.rate_bucket {
+                std::thread::sleep(bucket.delay_for(std::time::Instant::now(), read as u64));
+                bucket.charge(read as u64, std::time::Instant::now());
+            }
+            filled += read;
+            syscalls += 1;
         }
-        if let Some(bucket) = &options.rate_bucket {
-            std::thread::sleep(bucket.delay_for(std::time::Instant::now(), read as u64));
-            bucket.charge(read as u64, std::time::Instant::now());
+        if let Some(early) = early {
+            early.add_bytes(offset + done, &buffer[..filled]);
         }
         let mut written = 0;
-        while written < read {
+        while written < filled {
             let at = offset + done + written as u64;
-            written += rustix::io::pwrite(file, &buffer[written..read], at)
+            written += rustix::io::pwrite(file, &buffer[written..filled], at)
                 .map_err(|e| Error::io("pwrite", label, Some(at), e))?;
             syscalls += 1;
         }
-        done += read as u64;
-        syscalls += 1;
+        done += filled as u64;
     }
     Ok(flexio::range::RangeReport {
         bytes: length,
@@ -178,6 +230,28 @@ impl EarlyHashes {
         Ok(())
     }
 
+    /// Hashes `bytes`, which start at `offset`: whole chunks (and the
+    /// file's last, short one) are recorded; a part of a chunk is not, and
+    /// leaves that chunk to be found missing by [`EarlyHashes::all`].
+    pub(super) fn add_bytes(&self, offset: u64, bytes: &[u8]) {
+        if !offset.is_multiple_of(CHUNK_SIZE) {
+            return;
+        }
+        let mut hashed = Vec::new();
+        for (i, chunk) in bytes.chunks(CHUNK_SIZE as usize).enumerate() {
+            let start = offset + (i as u64) * CHUNK_SIZE;
+            let whole =
+                chunk.len() as u64 == CHUNK_SIZE || start + chunk.len() as u64 == self.total;
+            if whole {
+                hashed.push((start / CHUNK_SIZE, chunk_hash(chunk)));
+            }
+        }
+        let mut all = self.hashes.lock().unwrap();
+        for (index, hash) in hashed {
+            all[index as usize] = Some(hash);
+        }
+    }
+
     /// Every chunk's hash, when every chunk was hashed.
     pub(super) fn all(self) -> Option<Vec<String>> {
         self.hashes.into_inner().unwrap().into_iter().collect()
@@ -244,19 +318,16 @@ impl Pieces<'_> {
                     ),
                 ));
             }
-            totals.add(receive(
-                &mut open,
-                self.file,
-                self.label,
+            let piece = Piece {
+                file: self.file,
+                label: self.label,
                 offset,
-                last - offset + 1,
+                length: last - offset + 1,
                 total,
-                options,
-                mover,
+            };
+            totals.add(receive_hashed(
+                &mut open, &piece, options, mover, self.early,
             )?);
-            if let Some(early) = self.early {
-                early.add(self.file, offset, last - offset + 1, self.label)?;
-            }
             if let Some(journal) = self.journal {
                 journal.record(offset)?;
             }
@@ -264,5 +335,36 @@ impl Pieces<'_> {
                 *connection = Some(open);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bytes(length: usize) -> Vec<u8> {
+        (0..length).map(|i| (i * 7 + i / 4099) as u8).collect()
+    }
+
+    #[test]
+    fn bytes_in_hand_give_the_hash_of_each_whole_chunk_and_of_the_short_last() {
+        let total = 2 * CHUNK_SIZE + 100;
+        let data = bytes(total as usize);
+        let early = EarlyHashes::new(total, CHUNK_SIZE).unwrap();
+        early.add_bytes(0, &data[..CHUNK_SIZE as usize]);
+        early.add_bytes(CHUNK_SIZE, &data[CHUNK_SIZE as usize..]);
+        let expected: Vec<String> = data.chunks(CHUNK_SIZE as usize).map(chunk_hash).collect();
+        assert_eq!(early.all(), Some(expected));
+    }
+
+    #[test]
+    fn part_of_a_chunk_is_not_taken_for_the_whole() {
+        let total = 2 * CHUNK_SIZE;
+        let data = bytes(total as usize);
+        let early = EarlyHashes::new(total, CHUNK_SIZE).unwrap();
+        // The first chunk cut short, the second given from its middle.
+        early.add_bytes(0, &data[..CHUNK_SIZE as usize - 1]);
+        early.add_bytes(CHUNK_SIZE + 1, &data[CHUNK_SIZE as usize + 1..]);
+        assert_eq!(early.all(), None);
     }
 }

@@ -12,7 +12,7 @@ use flexio::range::{Mover, NewFile, RangeTotals};
 use flexio::MechanismName;
 
 use super::connection::{Connection, Response, Url};
-use super::pieces::{receive, EarlyHashes, Pieces};
+use super::pieces::{receive_hashed, EarlyHashes, Piece, Pieces};
 use super::resume::Partial;
 use super::sink::{check_space, destination_for, Sink};
 use super::verify::verify;
@@ -212,13 +212,15 @@ impl<'a> Plan<'a> {
 
     /// Hashes of pieces taken as they arrive, when the manifest will be
     /// checked and every piece is fetched now (a resumed file is read
-    /// whole at the end).
+    /// whole at the end). One plain body is hashed at the end instead,
+    /// while the server hashes its copy; a decrypted one passes through
+    /// this process and is hashed on the way.
     fn early_hashes(&self, by_pieces: bool) -> Option<EarlyHashes> {
         (self.options.verify
             && self.response.header("server") == Some("flexio")
             && !self.url.target.contains('?')
             && self.resumed_bytes == 0
-            && by_pieces)
+            && (by_pieces || self.url.tls))
             .then(|| EarlyHashes::new(self.total, self.piece))
             .flatten()
     }
@@ -236,19 +238,20 @@ impl<'a> Plan<'a> {
         let mut totals = RangeTotals::default();
         if self.first_length > 0 {
             let mut mover = Mover::new();
-            totals.add(receive(
+            let piece = Piece {
+                file: sink.fd(),
+                label: &self.label,
+                offset: 0,
+                length: self.first_length,
+                total: self.total,
+            };
+            totals.add(receive_hashed(
                 &mut first,
-                sink.fd(),
-                &self.label,
-                0,
-                self.first_length,
-                self.total,
+                &piece,
                 self.options,
                 &mut mover,
+                early.as_ref(),
             )?);
-            if let Some(early) = &early {
-                early.add(sink.fd(), 0, self.first_length, &self.label)?;
-            }
             if let Sink::Partial(partial) = &sink {
                 partial.record(0)?;
             }
