@@ -15,7 +15,9 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::saved::{Profile, PROFILE_FORMAT_VERSION};
+use super::saved::{FlowProfile, Profile, RangeEntry, PROFILE_FORMAT_VERSION};
+use super::{Fingerprint, FlowKind, TreeProfile};
+use crate::MechanismName;
 
 /// Which file the decisions came from: what changes when it is edited,
 /// replaced or copied (the change time cannot be set by hand).
@@ -43,13 +45,124 @@ impl Identity {
     }
 }
 
-/// The file beside the profile.
+/// The file beside the profile: the decisions, each range and tree
+/// setting an array rather than an object, because matching field names
+/// was most of what parsing it cost.
 #[derive(Serialize, Deserialize)]
 struct Compact {
     /// The TOML file's identity when these decisions were written.
     source: Identity,
-    /// The profile without its curves.
-    profile: Profile,
+    format_version: u32,
+    created_unix: u64,
+    flexio_version: String,
+    tuned_dir: String,
+    fingerprint: Fingerprint,
+    flows: Vec<CompactFlow>,
+    trees: Vec<CompactTree>,
+}
+
+/// A flow kind's ranges.
+#[derive(Serialize, Deserialize)]
+struct CompactFlow(FlowKind, Vec<CompactRange>);
+
+/// A [`RangeEntry`] in its fields' order, without the sizes measured in
+/// it (one allocation per range, for what only `profile show` prints).
+#[derive(Serialize, Deserialize)]
+struct CompactRange(
+    u64,
+    Option<u64>,
+    MechanismName,
+    usize,
+    u32,
+    usize,
+    bool,
+    u64,
+    f64,
+);
+
+/// A [`TreeProfile`] without its measured points, which `auto` does not
+/// read (as a flow's curves).
+#[derive(Serialize, Deserialize)]
+struct CompactTree(String, usize, usize, usize, u64);
+
+impl Compact {
+    fn from_profile(profile: &Profile, source: Identity) -> Compact {
+        let range = |r: &RangeEntry| {
+            CompactRange(
+                r.min_bytes,
+                r.max_bytes,
+                r.mechanism,
+                r.chunk,
+                r.queue_depth,
+                r.pipe_size,
+                r.direct,
+                r.throughput_bytes_per_s,
+                r.spread,
+            )
+        };
+        Compact {
+            source,
+            format_version: profile.format_version,
+            created_unix: profile.created_unix,
+            flexio_version: profile.flexio_version.clone(),
+            tuned_dir: profile.tuned_dir.clone(),
+            fingerprint: profile.fingerprint.clone(),
+            flows: profile
+                .flows
+                .iter()
+                .map(|flow| CompactFlow(flow.kind, flow.ranges.iter().map(range).collect()))
+                .collect(),
+            trees: profile
+                .trees
+                .iter()
+                .map(|t| CompactTree(t.filesystem.clone(), t.jobs, t.batch, t.files, t.file_bytes))
+                .collect(),
+        }
+    }
+
+    fn into_profile(self) -> Profile {
+        let range = |r: CompactRange| RangeEntry {
+            min_bytes: r.0,
+            max_bytes: r.1,
+            mechanism: r.2,
+            chunk: r.3,
+            queue_depth: r.4,
+            pipe_size: r.5,
+            direct: r.6,
+            throughput_bytes_per_s: r.7,
+            spread: r.8,
+            measured_at: Vec::new(),
+        };
+        let mut profile = Profile::new(self.fingerprint, Path::new(""));
+        profile.tuned_dir = self.tuned_dir;
+        profile.format_version = self.format_version;
+        profile.created_unix = self.created_unix;
+        profile.flexio_version = self.flexio_version;
+        profile.flows = self
+            .flows
+            .into_iter()
+            .map(|CompactFlow(kind, ranges)| FlowProfile {
+                kind,
+                ranges: ranges.into_iter().map(range).collect(),
+                curves: Vec::new(),
+            })
+            .collect();
+        profile.trees = self
+            .trees
+            .into_iter()
+            .map(
+                |CompactTree(filesystem, jobs, batch, files, file_bytes)| TreeProfile {
+                    filesystem,
+                    jobs,
+                    batch,
+                    files,
+                    file_bytes,
+                    points: Vec::new(),
+                },
+            )
+            .collect();
+        profile
+    }
 }
 
 /// Where the compact form of the profile at `path` lives.
@@ -59,23 +172,15 @@ pub(crate) fn compact_path(path: &Path) -> PathBuf {
     path.with_file_name(name)
 }
 
-/// Writes the compact form of `profile`, just saved at `path`. Best
+/// Writes the compact form of `profile`, just saved at `path`: what `auto`
+/// reads, without the curves, the tree points, the sizes measured in each
+/// range or the tuner's notes. Best
 /// effort: a directory that refuses it only makes `auto` read the TOML.
 pub(crate) fn write(profile: &Profile, path: &Path) {
     let Some(source) = Identity::of(path) else {
         return;
     };
-    // What `auto` reads: not the curves, nor the tuner's notes.
-    let mut decisions = profile.clone();
-    decisions.notes.clear();
-    for flow in &mut decisions.flows {
-        flow.curves.clear();
-    }
-    let compact = Compact {
-        source,
-        profile: decisions,
-    };
-    if let Ok(json) = serde_json::to_vec(&compact) {
+    if let Ok(json) = serde_json::to_vec(&Compact::from_profile(profile, source)) {
         let _ = crate::write_file_replacing_regular(&compact_path(path), &json);
     }
 }
@@ -87,8 +192,8 @@ pub(crate) fn read(path: &Path, max_bytes: u64) -> Option<Profile> {
     let bytes = crate::read_regular_file_capped(&compact_path(path), max_bytes).ok()?;
     let compact: Compact = serde_json::from_slice(&bytes).ok()?;
     let current = Identity::of(path)?;
-    (compact.source == current && compact.profile.format_version <= PROFILE_FORMAT_VERSION)
-        .then_some(compact.profile)
+    (compact.source == current && compact.format_version <= PROFILE_FORMAT_VERSION)
+        .then(|| compact.into_profile())
 }
 
 #[cfg(test)]
@@ -119,6 +224,12 @@ mod tests {
         expected.notes.clear();
         for flow in &mut expected.flows {
             flow.curves.clear();
+            for range in &mut flow.ranges {
+                range.measured_at.clear();
+            }
+        }
+        for tree in &mut expected.trees {
+            tree.points.clear();
         }
         assert_eq!(Profile::load_decisions(&path).unwrap(), expected);
 

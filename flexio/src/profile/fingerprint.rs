@@ -197,17 +197,25 @@ impl Mount {
 /// The longest mount point that contains `path`, from the text of
 /// `/proc/self/mountinfo`.
 fn mount_of(mountinfo: &str, path: &Path) -> Option<Mount> {
-    // Only the winning line is parsed whole: every copy with a profile
-    // reads this.
+    // Only the winning line is parsed whole, and the mount points are
+    // compared as bytes: every copy with a profile reads this.
+    let path_bytes = path.as_os_str().as_encoded_bytes();
     let (right, mount_point) = mountinfo
         .lines()
         .filter_map(|line| {
-            let (left, right) = line.split_once(" - ")?;
-            let mount_point = std::path::PathBuf::from(unescape(left.split_whitespace().nth(4)?));
-            path.starts_with(&mount_point)
-                .then_some((right, mount_point))
+            let raw = line.split(' ').nth(4)?;
+            let mount_point = match raw.contains('\\') {
+                true => unescape(raw),
+                false => raw.to_string(),
+            };
+            if !holds(mount_point.as_bytes(), path_bytes) {
+                return None;
+            }
+            let (_, right) = line.split_once(" - ")?;
+            Some((right, mount_point))
         })
-        .max_by_key(|(_, mount_point)| mount_point.as_os_str().len())?;
+        .max_by_key(|(_, mount_point)| mount_point.len())?;
+    let mount_point = std::path::PathBuf::from(mount_point);
     let mut right = right.split_whitespace();
     let fs_type = right.next()?.to_string();
     let source = unescape(right.next().unwrap_or(""));
@@ -224,6 +232,16 @@ fn mount_of(mountinfo: &str, path: &Path) -> Option<Mount> {
         source,
         super_options,
     })
+}
+
+/// Whether the mount point `mount` holds `path` (both absolute): equal, or
+/// `mount` followed by a `/` in `path`, as `Path::starts_with` compares.
+fn holds(mount: &[u8], path: &[u8]) -> bool {
+    let mount = match mount {
+        [rest @ .., b'/'] if !rest.is_empty() => rest,
+        whole => whole,
+    };
+    mount == b"/" || (path.starts_with(mount) && matches!(path.get(mount.len()), None | Some(b'/')))
 }
 
 /// Undoes mountinfo's octal escapes (`\040` for a space).
@@ -282,6 +300,9 @@ mod tests {
         };
         assert_eq!(find("/work/x"), ("ext4".into(), "/dev/vda".into(), true));
         assert_eq!(find("/tmp/a"), ("tmpfs".into(), "tmpfs".into(), false));
+        assert_eq!(find("/tmp"), ("tmpfs".into(), "tmpfs".into(), false));
+        // A name that only begins like a mount point is not under it.
+        assert_eq!(find("/tmpfoo"), ("ext4".into(), "/dev/vda".into(), true));
         assert_eq!(
             find("/mnt/my disk/f"),
             ("xfs".into(), "/dev/sdb1".into(), false)
