@@ -23,7 +23,6 @@
 //!
 //! ```text
 //! smack.rs        the cold/warm table, on a file and on a loop device
-//! loop_device.rs  losetup over a file, detached on drop
 //! hits.rs         hit costs against memcpy
 //! hot_set.rs      hot set through a scan, per policy
 //! page_cache.rs   the same through the page cache in a memory cgroup
@@ -44,7 +43,6 @@ use flexio_cache::BlockCache;
 
 mod hits;
 mod hot_set;
-mod loop_device;
 mod memory_group;
 pub mod page_cache;
 mod serve;

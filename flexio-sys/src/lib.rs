@@ -9,7 +9,9 @@
 //! * memory maps and surviving SIGBUS on them ([`mapping`], [`sigbus`]);
 //! * the process: resource use ([`rusage`]), children that end with their
 //!   parent ([`process`]), signal dispositions ([`signal`]), standard
-//!   descriptors closed at start ([`stdio`]).
+//!   descriptors closed at start ([`stdio`]);
+//! * loop block devices over files, for the bench and the tests
+//!   ([`loop_device`]).
 //!
 //! Every block carries a `SAFETY` comment; everything exported is safe to
 //! call, takes `AsFd` and slices and returns `io::Result`.
@@ -20,6 +22,7 @@
 pub mod aligned;
 pub mod cachestat;
 pub mod frames;
+pub mod loop_device;
 pub mod mapping;
 pub mod pacing;
 pub mod process;

@@ -9,8 +9,8 @@ use std::path::Path;
 
 use flexio_cache::{BlockCache, CacheConfig, ReadMode};
 
-use super::loop_device::LoopDevice;
 use super::{cache_error, sequential_pass, CacheBenchOptions, DataFile, FileRow, Spread, MIB};
+use flexio_sys::loop_device::LoopDevice;
 
 /// The rows for every file size, read from a file on `options.dir`.
 pub(crate) fn file_rows(
@@ -51,7 +51,10 @@ pub(crate) fn loop_device_rows(
         largest * MIB,
     )
     .map_err(|e| format!("the loop device's backing file: {e}"))?;
-    let device = LoopDevice::attach(&backing.0)?;
+    if !rustix::process::geteuid().is_root() {
+        return Err("skipped: attaching a loop device needs root".into());
+    }
+    let device = LoopDevice::attach(&backing.0, true).map_err(|why| format!("skipped: {why}"))?;
     let source = format!("loop {}", device.path().display());
     let mut rows = Vec::new();
     for &mib in &options.file_sizes_mib {

@@ -228,51 +228,16 @@ pub fn pipe() -> (OwnedFd, OwnedFd) {
 // ---------------------------------------------------------------------------
 // Privileged fixtures
 
-/// A loop device over a backing file, detached on drop.
-pub struct LoopDevice {
-    path: PathBuf,
-}
+pub use flexio_sys::loop_device::LoopDevice;
 
-impl LoopDevice {
-    /// Attaches a new loop device to `backing`, a file of `size` bytes
-    /// created here; `Err` says why the kernel or the tools refused.
-    pub fn create(backing: &Path, size: u64) -> Result<LoopDevice, String> {
-        let file = File::create(backing).map_err(|e| format!("create backing file: {e}"))?;
-        file.set_len(size)
-            .map_err(|e| format!("size backing file: {e}"))?;
-        drop(file);
-        let output = Command::new("losetup")
-            .args(["--find", "--show"])
-            .arg(backing)
-            .output()
-            .map_err(|e| format!("run losetup: {e}"))?;
-        if !output.status.success() {
-            return Err(format!(
-                "losetup --find --show failed: {}",
-                String::from_utf8_lossy(&output.stderr).trim()
-            ));
-        }
-        let path = PathBuf::from(String::from_utf8_lossy(&output.stdout).trim());
-        Ok(LoopDevice { path })
-    }
-
-    /// The device node, e.g. `/dev/loop3`.
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-}
-
-impl Drop for LoopDevice {
-    fn drop(&mut self) {
-        let detached = Command::new("losetup")
-            .arg("-d")
-            .arg(&self.path)
-            .status()
-            .is_ok_and(|status| status.success());
-        if !detached {
-            eprintln!("warning: losetup -d {} failed", self.path.display());
-        }
-    }
+/// Attaches a new loop device to `backing`, a file of `size` bytes created
+/// here; `Err` says why the kernel or the tools refused.
+fn attach_new(backing: &Path, size: u64) -> Result<LoopDevice, String> {
+    let file = File::create(backing).map_err(|e| format!("create backing file: {e}"))?;
+    file.set_len(size)
+        .map_err(|e| format!("size backing file: {e}"))?;
+    drop(file);
+    LoopDevice::attach(backing, false)
 }
 
 /// A loop device of `size` bytes backed by a file in `dir`, or `None` (with
@@ -281,7 +246,7 @@ pub fn loop_device(dir: &Path, name: &str, size: u64, reason: &str) -> Option<Lo
     if !require_root(reason) {
         return None;
     }
-    match LoopDevice::create(&dir.join(name), size) {
+    match attach_new(&dir.join(name), size) {
         Ok(device) => Some(device),
         Err(why) => {
             require_feature(reason, Err(format!("no loop device ({why})")));
