@@ -12,19 +12,6 @@ pub enum Error {
     #[error("{0}")]
     Usage(String),
 
-    /// A system call on a connection or a file failed.
-    #[error("{op} {endpoint}{}: {source}", offset.map(|o| format!(" at byte {o}")).unwrap_or_default())]
-    Io {
-        /// The operation, e.g. `connect`, `recv`, `write`.
-        op: &'static str,
-        /// The peer (`http://host:port/path`) or path it touched.
-        endpoint: String,
-        /// The body offset at which it failed, if any.
-        offset: Option<u64>,
-        /// What the kernel said.
-        source: io::Error,
-    },
-
     /// The peer broke the protocol or its own promises: a head too large,
     /// a malformed status line, a Content-Range that is not the one asked
     /// for, a body that ended before its Content-Length.
@@ -58,8 +45,9 @@ pub enum Error {
         reason: String,
     },
 
-    /// Moving a body with the engine failed (it names the endpoint and
-    /// offset itself).
+    /// A system call on a connection or a file failed ([`flexio::Error::Io`],
+    /// naming the operation, the peer or path, and the offset), or moving a
+    /// body with the engine did: one error type for both layers' I/O.
     #[error(transparent)]
     Move(#[from] flexio::Error),
 
@@ -112,12 +100,12 @@ impl Error {
         offset: Option<u64>,
         source: impl Into<io::Error>,
     ) -> Self {
-        Error::Io {
+        Error::Move(flexio::Error::Io {
             op,
             endpoint: endpoint.into(),
             offset,
             source: source.into(),
-        }
+        })
     }
 
     pub(crate) fn protocol(peer: impl Into<String>, message: impl Into<String>) -> Self {

@@ -331,7 +331,7 @@ fn sizes_beyond_the_disk_and_unframed_bodies_are_refused_before_writing() {
     assert!(error.to_string().contains("free there"), "{error}");
     // Issue 24: a run-time failure (exit 1), not a usage error (exit 2).
     assert!(
-        matches!(&error, flexio_net::Error::Io { source, .. } if source.kind() == std::io::ErrorKind::StorageFull),
+        matches!(&error, flexio_net::Error::Move(flexio::Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::StorageFull),
         "{error:?}"
     );
 

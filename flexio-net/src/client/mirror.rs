@@ -457,7 +457,9 @@ impl Work<'_> {
         if let Err(error) = received {
             return match error {
                 // The destination's own failure ends the get.
-                Error::Io { ref endpoint, .. } if endpoint == self.label => Err(error),
+                Error::Move(flexio::Error::Io { ref endpoint, .. }) if endpoint == self.label => {
+                    Err(error)
+                }
                 other => Ok(Outcome::ServerFault(other.to_string())),
             };
         }

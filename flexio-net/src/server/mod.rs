@@ -78,7 +78,7 @@ impl Server {
     ///
     /// # Errors
     /// [`Error::Usage`] for a root that is not a directory or a
-    /// non-loopback address without `public`; [`Error::Io`] when binding
+    /// non-loopback address without `public`; [`Error::Move`] ([`flexio::Error::Io`]) when binding
     /// fails.
     ///
     /// # Examples
@@ -164,7 +164,7 @@ impl Server {
     /// Starts the workers and returns at once.
     ///
     /// # Errors
-    /// [`Error::Io`] when a worker's epoll set, eventfd or thread cannot
+    /// [`Error::Move`] ([`flexio::Error::Io`]) when a worker's epoll set, eventfd or thread cannot
     /// be made.
     ///
     /// # Examples

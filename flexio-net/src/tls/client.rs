@@ -171,7 +171,7 @@ impl TlsClient {
     ///
     /// # Errors
     /// [`Error::Usage`] for a host that is no server name or a trust that
-    /// cannot be loaded; [`Error::Io`] naming `shown` when the handshake
+    /// cannot be loaded; [`Error::Move`] ([`flexio::Error::Io`]) naming `shown` when the handshake
     /// fails (a certificate refused, a pin that differs, a timeout).
     pub(crate) fn connect(
         &self,
