@@ -371,6 +371,49 @@ pub struct CellKey {
     pub flows: u32,
     /// Network path: `loopback`, `veth`, or empty for local flows.
     pub path: String,
+    /// Cue's schedule on the cell's flexio flows (in the engine), or none;
+    /// absent in results written before cells had one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schedule: Option<CellSchedule>,
+}
+
+/// Cue's schedule as a coordinate of a cell: `chunks` calls of a chunk
+/// each, then a pause of `pause_ms` (`--schedule K,T`).
+///
+/// # Examples
+/// ```
+/// use flexio_bench::model::CellSchedule;
+/// let cue = CellSchedule { chunks: 3, pause_ms: 70 };
+/// assert_eq!(cue.to_string(), "k=3 t=70ms");
+/// let schedule = cue.pacing().schedule.unwrap();
+/// assert_eq!(schedule.pause, std::time::Duration::from_millis(70));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct CellSchedule {
+    /// K: chunks between pauses (at least 1).
+    pub chunks: u32,
+    /// T: the pause, milliseconds.
+    pub pause_ms: u64,
+}
+
+impl CellSchedule {
+    /// The pacing a flow of the cell runs with: the schedule alone (each
+    /// chunk one `--chunk`).
+    pub fn pacing(self) -> flexio::pace::Pacing {
+        flexio::pace::Pacing {
+            schedule: Some(flexio::pace::Schedule {
+                chunks: self.chunks.max(1),
+                pause: std::time::Duration::from_millis(self.pause_ms),
+            }),
+            ..flexio::pace::Pacing::default()
+        }
+    }
+}
+
+impl fmt::Display for CellSchedule {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "k={} t={}ms", self.chunks, self.pause_ms)
+    }
 }
 
 /// One timed run of one contender in one cell.

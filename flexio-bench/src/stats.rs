@@ -251,6 +251,7 @@ pub fn best_peer<'a>(summaries: &'a [Summary], cell: &CellKey) -> Option<&'a Sum
 ///     cache: CacheState::Cold,
 ///     flows: 1,
 ///     path: String::new(),
+///     schedule: None,
 /// };
 /// assert_eq!(
 ///     limit_candidates(&cell),
@@ -454,7 +455,8 @@ fn host_cpu_below_resolution(runs: &[&RunRecord]) -> Option<f64> {
 /// use flexio_bench::model::{CacheState, CellKey, Contender, Scenario};
 /// use flexio_bench::stats::{limit_explanation, Summary};
 /// let cell = CellKey { scenario: Scenario::Memory, size: 1 << 20, chunk: 0,
-///     cache: CacheState::NotApplicable, flows: 1, path: String::new() };
+///     cache: CacheState::NotApplicable, flows: 1, path: String::new(),
+///     schedule: None };
 /// let summary = |contender, min: f64, median: f64, max: f64| Summary {
 ///     cell: cell.clone(), contender, runs: 5, median_bps: median, min_bps: min,
 ///     max_bps: max, cpu_s_per_gib: 0.0, host_cpu_s_per_gib: 0.0,
@@ -553,6 +555,7 @@ mod tests {
             cache,
             flows: 1,
             path: path.into(),
+            schedule: None,
         }
     }
 

@@ -96,7 +96,8 @@ pub fn candidate_of(contender: &Contender) -> Option<Candidate> {
 /// use flexio_bench::harness::{CacheState, CellKey, Contender, Scenario, Summary};
 /// let summary = Summary {
 ///     cell: CellKey { scenario: Scenario::FileToPipe, size: 1 << 20, chunk: 0,
-///                     cache: CacheState::Warm, flows: 1, path: String::new() },
+///                     cache: CacheState::Warm, flows: 1, path: String::new(),
+///                     schedule: None },
 ///     contender: Contender::Flexio { mechanism: flexio::MechanismName::Splice, chunk: 1 << 20,
 ///         direct: false, queue_depth: 32, pipe_size: 1 << 20, builtin_table: false },
 ///     runs: 3, median_bps: 2e9, min_bps: 1.8e9, max_bps: 2.2e9,
@@ -168,6 +169,7 @@ mod tests {
                 cache: CacheState::Warm,
                 flows: 1,
                 path: String::new(),
+                schedule: None,
             },
             contender: Entrant::flexio(MechanismName::CopyFileRange, 256 << 10).contender(),
             runs: 3,
