@@ -317,3 +317,34 @@ pub(super) fn compare_parallel(_: &[Point], ours: &[Point]) -> String {
         shape(user > kernel * 1.2)
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::CellSchedule;
+
+    #[test]
+    fn scheduled_cells_hold_sendfile_in_8_kib_calls_beside_an_unpaced_user_loop() {
+        let cells = meter_cells(true, &[(3, 70), (1, 16)]);
+        let unpaced: Vec<&Cell> = cells.iter().filter(|c| c.key.schedule.is_none()).collect();
+        assert_eq!(unpaced.len(), 1);
+        assert!(unpaced[0]
+            .entrants
+            .contains(&Entrant::flexio(ReadWrite, BLOCK)));
+        for (k, t) in [(3, 70), (1, 16)] {
+            let schedule = Some(CellSchedule {
+                chunks: k,
+                pause_ms: t,
+            });
+            let cell = cells.iter().find(|c| c.key.schedule == schedule).unwrap();
+            assert_eq!(cell.entrants, vec![Entrant::flexio(Sendfile, BLOCK)]);
+            assert_eq!(cell.key.scenario, Scenario::Meter);
+            assert!(cell.label().ends_with(&format!("schedule k={k} t={t}ms")));
+        }
+        let parallel = parallel_cells(true);
+        for flows in 2..=4 {
+            assert!(parallel.iter().any(|c| c.key.flows == flows
+                && c.key.schedule.map(|s| (s.chunks, s.pause_ms)) == Some((4, 16))));
+        }
+    }
+}
