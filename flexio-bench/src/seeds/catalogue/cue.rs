@@ -203,9 +203,11 @@ fn table_8() -> Exhibit {
         },
         status: Status::Partial,
         gap: "No server: 1-4 file -> socket flows at once from one process (sendfile against \
-              read-write, the parallel scenario's cells) stand for wuftpd's 1-4 clients; a \
-              `flexio serve` by read-write against one by sendfile is not built, and `--scenario \
-              server` (flexio serve against nginx, 1-256 clients) is not this table.",
+              read-write in 256 KiB calls, and sendfile in 8 KiB calls under Cue's (4, 16) and \
+              (4, 70 ms)) stand for wuftpd's 1-4 clients. `flexio serve --via read-write` \
+              against `--via sendfile` with 1-4 clients, the server's time and CPU, is not yet \
+              a cell the seeds run (`--scenario server` loads flexio serve against nginx with \
+              wrk, 1-256 clients: not this table).",
         cells: clients::parallel_cells,
         ours: clients::per_client_ours,
         compare: clients::compare_clients,

@@ -264,36 +264,60 @@ pub(super) fn parallel_cells(quick: bool) -> Vec<Cell> {
                 .flows(flows)
                 .path("loopback"),
         );
-        let cue = vec![Entrant::flexio(Sendfile, BLOCK)];
-        cells.push(
-            Cell::new(Scenario::Parallel, scheduled_size(quick), Warm, cue)
+    }
+    cells.extend(scheduled_parallel_cells(quick, 2..=4, (4, 16)));
+    cells
+}
+
+/// `flows` transfers at once by sendfile in 8 KiB calls under `cue`.
+pub(super) fn scheduled_parallel_cells(
+    quick: bool,
+    flows: std::ops::RangeInclusive<u32>,
+    cue: Cue,
+) -> Vec<Cell> {
+    flows
+        .map(|flows| {
+            let entrants = vec![Entrant::flexio(Sendfile, BLOCK)];
+            Cell::new(Scenario::Parallel, scheduled_size(quick), Warm, entrants)
                 .flows(flows)
                 .path("loopback")
-                .schedule(4, 16),
-        );
-    }
-    cells
+                .schedule(cue.0, cue.1)
+        })
+        .collect()
+}
+
+/// Each transfer's rate under `cue`, by `y` of the flow's median bytes/s.
+pub(super) fn scheduled_parallel_ours(
+    summaries: &[Summary],
+    cue: Cue,
+    y: fn(f64) -> f64,
+) -> Vec<Point> {
+    measure::series(
+        summaries,
+        &cue_name(cue),
+        Scenario::Parallel,
+        |c| c.path == "loopback" && c.schedule.map(|s| (s.chunks, s.pause_ms)) == Some(cue),
+        |s| measure::is_engine(s, Sendfile, Some(BLOCK as u64)),
+        |s| f64::from(s.cell.flows),
+        move |s| s.flow_median_bps.filter(|b| *b > 0.0).map(y),
+    )
 }
 
 /// Seconds per MB of each transfer.
 pub(super) fn parallel_ours(summaries: &[Summary]) -> Vec<Point> {
-    let one = |mechanism: MechanismName, schedule: Option<Cue>, name: &str| {
-        measure::series(
-            summaries,
-            name,
-            Scenario::Parallel,
-            |c| {
-                c.path == "loopback"
-                    && c.flows >= 2
-                    && c.schedule.map(|s| (s.chunks, s.pause_ms)) == schedule
-            },
-            |s| measure::is_engine(s, mechanism, Some(BLOCK as u64)),
-            |s| f64::from(s.cell.flows),
-            |s| s.flow_median_bps.filter(|b| *b > 0.0).map(|b| MB / b),
-        )
-    };
-    let mut points = one(Sendfile, Some((4, 16)), &cue_name((4, 16)));
-    points.extend(one(ReadWrite, None, USER));
+    let mut points: Vec<Point> = scheduled_parallel_ours(summaries, (4, 16), |b| MB / b)
+        .into_iter()
+        .filter(|p| p.x >= 2.0)
+        .collect();
+    points.extend(measure::series(
+        summaries,
+        USER,
+        Scenario::Parallel,
+        |c| c.path == "loopback" && c.flows >= 2 && c.schedule.is_none(),
+        |s| measure::is_engine(s, ReadWrite, Some(BLOCK as u64)),
+        |s| f64::from(s.cell.flows),
+        |s| s.flow_median_bps.filter(|b| *b > 0.0).map(|b| MB / b),
+    ));
     points
 }
 
