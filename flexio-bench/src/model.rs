@@ -38,6 +38,10 @@ pub enum Scenario {
     Parallel,
     /// A CPU-bound co-process counting during file-to-socket transfers.
     Meter,
+    /// `flexio serve --via MECHANISM` sending one file to 1-4 HTTP clients
+    /// at once over loopback (Cue's Table 8); run by the seeds' exhibits,
+    /// not part of the matrix ([`Scenario::ALL`]).
+    ServeClients,
 }
 
 impl Scenario {
@@ -68,6 +72,7 @@ impl Scenario {
             Scenario::Memory => "memory",
             Scenario::Parallel => "parallel",
             Scenario::Meter => "meter",
+            Scenario::ServeClients => "serve-clients",
         }
     }
 
@@ -110,7 +115,7 @@ impl Scenario {
             Scenario::FileToFile | Scenario::FileToFileDurable | Scenario::Parallel => {
                 Some((File, File))
             }
-            Scenario::FileToSocket | Scenario::Meter => Some((File, Tcp)),
+            Scenario::FileToSocket | Scenario::Meter | Scenario::ServeClients => Some((File, Tcp)),
             Scenario::SocketToFile => Some((Tcp, File)),
             Scenario::FileToPipe => Some((File, Pipe)),
             Scenario::PipeToFile => Some((Pipe, File)),

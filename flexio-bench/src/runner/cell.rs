@@ -281,6 +281,7 @@ impl CellContext {
     ) -> io::Result<(Measured, Option<f64>, Option<f64>)> {
         let entrant = &cell.entrants[i];
         let programs = match entrant {
+            Entrant::Process { .. } if self.scenario == Scenario::ServeClients => Vec::new(),
             Entrant::Peer(_) | Entrant::Process { .. } => self.command(entrant)?.needs,
             _ => Vec::new(),
         };
@@ -299,7 +300,8 @@ impl CellContext {
                 self.scenario,
                 Scenario::FileToSocket | Scenario::SocketToFile | Scenario::Meter
             )
-            || (self.scenario == Scenario::Parallel && !cell.key.path.is_empty());
+            || (self.scenario == Scenario::Parallel && !cell.key.path.is_empty())
+            || self.scenario == Scenario::ServeClients;
         let pipes = matches!(self.scenario, Scenario::FileToPipe | Scenario::PipeToFile);
         if network {
             net.forget_tcp_metrics();
@@ -338,6 +340,7 @@ impl CellContext {
                 let net = (!cell.key.path.is_empty()).then_some(net);
                 self.parallel(entrant, workspace, cell.key.flows, net)
             }
+            Scenario::ServeClients => self.serve_clients(entrant, cell.key.flows),
             Scenario::Limits => self.limit(entrant, size, &sink, self.reps[i], net),
         };
         let _ = std::fs::remove_file(&sink);
@@ -348,7 +351,7 @@ impl CellContext {
         let expected = match self.scenario {
             Scenario::Memory | Scenario::FileToFile => size * self.reps[i],
             _ if matches!(entrant, Entrant::Limit(_)) => measured.measurement.bytes,
-            Scenario::Parallel => size * u64::from(cell.key.flows),
+            Scenario::Parallel | Scenario::ServeClients => size * u64::from(cell.key.flows),
             _ => size,
         };
         if measured.measurement.bytes != expected {

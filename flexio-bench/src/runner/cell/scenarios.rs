@@ -379,6 +379,22 @@ impl CellContext {
         }
     }
 
+    /// `flexio serve` sending the source to `clients` clients at once
+    /// (see `runner/serve_clients.rs`).
+    pub(super) fn serve_clients(&self, entrant: &Entrant, clients: u32) -> io::Result<Measured> {
+        let Entrant::Process { mechanism, params } = entrant else {
+            return Err(other(format!(
+                "{} is not a server: serve-clients runs `flexio serve` as a process",
+                entrant.contender().label()
+            )));
+        };
+        let exe = self
+            .flexio_exe
+            .as_ref()
+            .ok_or_else(|| other("no flexio executable given"))?;
+        crate::runner::serve_clients::run(exe, self.source()?, *mechanism, params, clients)
+    }
+
     pub(super) fn parallel(
         &self,
         entrant: &Entrant,
