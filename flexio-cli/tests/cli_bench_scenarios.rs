@@ -14,6 +14,16 @@ use flexio_bench::model::CacheState;
 use flexio_bench::plan::{Cell, Entrant, Plan, Scenario};
 use flexio_bench::runner::{self, RunOptions};
 
+/// No cell of `results` was skipped or failed.
+fn assert_nothing_failed(results: &flexio_bench::model::Results) {
+    let failed: Vec<&String> = results
+        .notes
+        .iter()
+        .filter(|n| n.contains("skipped") || n.contains("failed"))
+        .collect();
+    assert!(failed.is_empty(), "{failed:?}");
+}
+
 fn json(path: &Path) -> serde_json::Value {
     let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     serde_json::from_str(&text).unwrap()
@@ -147,12 +157,7 @@ fn meter_scenario_keeps_a_share_and_splits_context_switches() {
         "--meter-child".into(),
     ]);
     let results = runner::run(&plan, &options, &mut runner::Quiet).unwrap();
-    let failed: Vec<&String> = results
-        .notes
-        .iter()
-        .filter(|n| n.contains("skipped") || n.contains("failed"))
-        .collect();
-    assert!(failed.is_empty(), "{failed:?}");
+    assert_nothing_failed(&results);
     let metered: Vec<_> = results
         .runs
         .iter()
@@ -206,12 +211,7 @@ fn parallel_socket_flows_keep_each_flows_rate_and_a_jain_index() {
     options.rounds = 1;
     options.drop_caches = false;
     let results = runner::run(&Plan { cells }, &options, &mut runner::Quiet).unwrap();
-    let failed: Vec<&String> = results
-        .notes
-        .iter()
-        .filter(|n| n.contains("skipped") || n.contains("failed"))
-        .collect();
-    assert!(failed.is_empty(), "{failed:?}");
+    assert_nothing_failed(&results);
     let runs: Vec<_> = results
         .runs
         .iter()
@@ -352,12 +352,7 @@ fn serve_clients_cells_run_flexio_serve_by_each_mechanism_for_every_client() {
     options.drop_caches = false;
     options.flexio_exe = Some(env!("CARGO_BIN_EXE_flexio").into());
     let results = runner::run(&plan, &options, &mut runner::Quiet).unwrap();
-    let failed: Vec<&String> = results
-        .notes
-        .iter()
-        .filter(|n| n.contains("skipped") || n.contains("failed"))
-        .collect();
-    assert!(failed.is_empty(), "{failed:?}");
+    assert_nothing_failed(&results);
     // A warm-up and a round of both servers.
     assert_eq!(results.runs.len(), 4);
     for run in &results.runs {
