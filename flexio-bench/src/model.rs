@@ -38,6 +38,10 @@ pub enum Scenario {
     Parallel,
     /// A CPU-bound co-process counting during file-to-socket transfers.
     Meter,
+    /// `flexio serve --via MECHANISM` sending one file to 1-4 HTTP clients
+    /// at once over loopback (Cue's Table 8); run by the seeds' exhibits,
+    /// not part of the matrix ([`Scenario::ALL`]).
+    ServeClients,
 }
 
 impl Scenario {
@@ -68,6 +72,7 @@ impl Scenario {
             Scenario::Memory => "memory",
             Scenario::Parallel => "parallel",
             Scenario::Meter => "meter",
+            Scenario::ServeClients => "serve-clients",
         }
     }
 
@@ -110,7 +115,7 @@ impl Scenario {
             Scenario::FileToFile | Scenario::FileToFileDurable | Scenario::Parallel => {
                 Some((File, File))
             }
-            Scenario::FileToSocket | Scenario::Meter => Some((File, Tcp)),
+            Scenario::FileToSocket | Scenario::Meter | Scenario::ServeClients => Some((File, Tcp)),
             Scenario::SocketToFile => Some((Tcp, File)),
             Scenario::FileToPipe => Some((File, Pipe)),
             Scenario::PipeToFile => Some((Pipe, File)),
@@ -371,6 +376,49 @@ pub struct CellKey {
     pub flows: u32,
     /// Network path: `loopback`, `veth`, or empty for local flows.
     pub path: String,
+    /// Cue's schedule on the cell's flexio flows (in the engine), or none;
+    /// absent in results written before cells had one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schedule: Option<CellSchedule>,
+}
+
+/// Cue's schedule as a coordinate of a cell: `chunks` calls of a chunk
+/// each, then a pause of `pause_ms` (`--schedule K,T`).
+///
+/// # Examples
+/// ```
+/// use flexio_bench::model::CellSchedule;
+/// let cue = CellSchedule { chunks: 3, pause_ms: 70 };
+/// assert_eq!(cue.to_string(), "k=3 t=70ms");
+/// let schedule = cue.pacing().schedule.unwrap();
+/// assert_eq!(schedule.pause, std::time::Duration::from_millis(70));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct CellSchedule {
+    /// K: chunks between pauses (at least 1).
+    pub chunks: u32,
+    /// T: the pause, milliseconds.
+    pub pause_ms: u64,
+}
+
+impl CellSchedule {
+    /// The pacing a flow of the cell runs with: the schedule alone (each
+    /// chunk one `--chunk`).
+    pub fn pacing(self) -> flexio::pace::Pacing {
+        flexio::pace::Pacing {
+            schedule: Some(flexio::pace::Schedule {
+                chunks: self.chunks.max(1),
+                pause: std::time::Duration::from_millis(self.pause_ms),
+            }),
+            ..flexio::pace::Pacing::default()
+        }
+    }
+}
+
+impl fmt::Display for CellSchedule {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "k={} t={}ms", self.chunks, self.pause_ms)
+    }
 }
 
 /// One timed run of one contender in one cell.

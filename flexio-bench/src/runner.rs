@@ -52,6 +52,7 @@ use crate::window::Measured;
 
 mod cell;
 mod parallel;
+mod serve_clients;
 mod streams;
 
 use cell::CellContext;

@@ -255,7 +255,7 @@ fn one(
         cpu_sys_ns: used.sys_ns,
         voluntary_switches: used.voluntary_switches,
         involuntary_switches: used.involuntary_switches,
-        calls: pacing.map_or(report.syscalls, |p| p.calls),
+        calls: report.chunks,
         pauses: pacing.map_or(0, |p| p.pauses),
         meter_kept: meter.kept(
             end_count - start_count,

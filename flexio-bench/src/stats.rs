@@ -62,6 +62,10 @@ pub struct Summary {
     pub max_bps: f64,
     /// Process CPU (user + system) seconds per GiB moved, median over runs.
     pub cpu_s_per_gib: f64,
+    /// Of that, the system seconds per GiB (median over runs): Cue's
+    /// tables give system time alone; absent in older results.
+    #[serde(default)]
+    pub sys_s_per_gib: f64,
     /// Whole-host busy CPU seconds per GiB moved, median over runs.
     pub host_cpu_s_per_gib: f64,
     /// Context switches per GiB moved, median over runs.
@@ -251,6 +255,7 @@ pub fn best_peer<'a>(summaries: &'a [Summary], cell: &CellKey) -> Option<&'a Sum
 ///     cache: CacheState::Cold,
 ///     flows: 1,
 ///     path: String::new(),
+///     schedule: None,
 /// };
 /// assert_eq!(
 ///     limit_candidates(&cell),
@@ -394,6 +399,7 @@ fn summarize_group(cell: &CellKey, contender: &Contender, runs: &[&RunRecord]) -
         cpu_s_per_gib: per_gib(|run| {
             (run.measured.cpu_user_ns + run.measured.cpu_sys_ns) as f64 / 1e9
         }),
+        sys_s_per_gib: per_gib(|run| run.measured.cpu_sys_ns as f64 / 1e9),
         host_cpu_s_per_gib: per_gib(|run| run.measured.host_cpu_busy_ns as f64 / 1e9),
         switches_per_gib: per_gib(|run| run.context_switches as f64),
         involuntary_per_gib: {
@@ -454,10 +460,11 @@ fn host_cpu_below_resolution(runs: &[&RunRecord]) -> Option<f64> {
 /// use flexio_bench::model::{CacheState, CellKey, Contender, Scenario};
 /// use flexio_bench::stats::{limit_explanation, Summary};
 /// let cell = CellKey { scenario: Scenario::Memory, size: 1 << 20, chunk: 0,
-///     cache: CacheState::NotApplicable, flows: 1, path: String::new() };
+///     cache: CacheState::NotApplicable, flows: 1, path: String::new(),
+///     schedule: None };
 /// let summary = |contender, min: f64, median: f64, max: f64| Summary {
 ///     cell: cell.clone(), contender, runs: 5, median_bps: median, min_bps: min,
-///     max_bps: max, cpu_s_per_gib: 0.0, host_cpu_s_per_gib: 0.0,
+///     max_bps: max, cpu_s_per_gib: 0.0, sys_s_per_gib: 0.0, host_cpu_s_per_gib: 0.0,
 ///     switches_per_gib: 0.0, involuntary_per_gib: None, ratio_to_best_peer: None, best_peer_round_range: None,
 ///     ratios_to_peers: Vec::new(),
 ///     ratio_to_best_fixed: None, best_fixed_round_range: None, ratio_to_builtin: None,
@@ -553,6 +560,7 @@ mod tests {
             cache,
             flows: 1,
             path: path.into(),
+            schedule: None,
         }
     }
 

@@ -3,8 +3,9 @@
 //! `xcp` — each run as a process, interleaved round by round, on the trees
 //! of issue 14 (A: 20 000 files of 4 KiB in 200 directories; B: 1 000 of
 //! 1 MiB; C: 4 of 256 MiB and 2 000 of 16 KiB; D: A with symlinks, hard
-//! links and two sparse 1 GiB files) and on the OS project's Fig 4–5 (the
-//! same bytes as 1, 5, 10 and 10 000 files).
+//! links and two sparse 1 GiB files), on the OS project's Fig 5 (its
+//! 1000 MB in 1, 5 and 10 files, scaled to 100 MiB: `os-fig5-*`) and on
+//! the same 100 MiB as 10 000 files (`files-10000`).
 //!
 //! As root the trees live on ext4 in a RAM-backed loop image as well as in
 //! the directory given: the virtual disk's writeback of 20 000 small files
@@ -57,7 +58,7 @@ pub const STOPPED: &str = "the tree scenario was stopped on request";
 /// One contender's timings on one tree and file system.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct TreeTiming {
-    /// `A`, `B`, `C`, `D`, `fig4-1`, ...
+    /// `A`, `B`, `C`, `D`, `os-fig5-1`, ...
     pub tree: String,
     /// `disk` or `ram-ext4`.
     pub file_system: String,

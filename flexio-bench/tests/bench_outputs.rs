@@ -32,6 +32,7 @@ fn cell(scenario: Scenario, size: u64, cache: CacheState, flows: u32) -> CellKey
         cache,
         flows,
         path: String::new(),
+        schedule: None,
     }
 }
 

@@ -74,8 +74,9 @@ pub struct BenchArgs {
     /// The tree scenario with the page cache dropped before each run (root).
     #[arg(long)]
     cold: bool,
-    /// Only these trees of the tree scenario: A, B, C, D, fig4-1, fig4-5,
-    /// fig4-10, fig4-10000 [default: all].
+    /// Only these trees of the tree scenario: A, B, C, D, os-fig5-1,
+    /// os-fig5-5, os-fig5-10 (the OS project's Fig 5 at 100 MiB),
+    /// files-10000 [default: all].
     #[arg(long, value_delimiter = ',', value_name = "LIST")]
     trees: Vec<String>,
     /// The server scenario's client counts [default: 1,4,64,256].

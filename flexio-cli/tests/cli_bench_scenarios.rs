@@ -14,6 +14,16 @@ use flexio_bench::model::CacheState;
 use flexio_bench::plan::{Cell, Entrant, Plan, Scenario};
 use flexio_bench::runner::{self, RunOptions};
 
+/// No cell of `results` was skipped or failed.
+fn assert_nothing_failed(results: &flexio_bench::model::Results) {
+    let failed: Vec<&String> = results
+        .notes
+        .iter()
+        .filter(|n| n.contains("skipped") || n.contains("failed"))
+        .collect();
+    assert!(failed.is_empty(), "{failed:?}");
+}
+
 fn json(path: &Path) -> serde_json::Value {
     let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     serde_json::from_str(&text).unwrap()
@@ -207,12 +217,7 @@ fn meter_scenario_keeps_a_share_and_splits_context_switches() {
         "--meter-child".into(),
     ]);
     let results = runner::run(&plan, &options, &mut runner::Quiet).unwrap();
-    let failed: Vec<&String> = results
-        .notes
-        .iter()
-        .filter(|n| n.contains("skipped") || n.contains("failed"))
-        .collect();
-    assert!(failed.is_empty(), "{failed:?}");
+    assert_nothing_failed(&results);
     let metered: Vec<_> = results
         .runs
         .iter()
@@ -266,12 +271,7 @@ fn parallel_socket_flows_keep_each_flows_rate_and_a_jain_index() {
     options.rounds = 1;
     options.drop_caches = false;
     let results = runner::run(&Plan { cells }, &options, &mut runner::Quiet).unwrap();
-    let failed: Vec<&String> = results
-        .notes
-        .iter()
-        .filter(|n| n.contains("skipped") || n.contains("failed"))
-        .collect();
-    assert!(failed.is_empty(), "{failed:?}");
+    assert_nothing_failed(&results);
     let runs: Vec<_> = results
         .runs
         .iter()
@@ -380,4 +380,54 @@ fn schedule_scenario_quick_observes_its_pauses() {
     ] {
         assert!(is_svg(&out.join(chart)), "{chart}");
     }
+}
+
+/// Cue's Table 8: `flexio serve --via read-write` and `--via sendfile` as
+/// processes, three HTTP clients at once each fetching the whole file:
+/// every client's bytes arrive, each has its own rate, and the server's
+/// CPU (not the bench's clients') is charged.
+#[test]
+fn serve_clients_cells_run_flexio_serve_by_each_mechanism_for_every_client() {
+    let dir = tempfile::tempdir().unwrap();
+    let size = 4 << 20;
+    let params = flexio::Params {
+        chunk: 8 << 10,
+        ..flexio::Params::default()
+    };
+    let plan = Plan {
+        cells: vec![Cell::new(
+            Scenario::ServeClients,
+            size,
+            CacheState::Warm,
+            vec![
+                Entrant::process(MechanismName::ReadWrite, params.clone()),
+                Entrant::process(MechanismName::Sendfile, params),
+            ],
+        )
+        .flows(3)
+        .path("loopback")],
+    };
+    let mut options = RunOptions::new(dir.path());
+    options.rounds = 1;
+    options.drop_caches = false;
+    options.flexio_exe = Some(env!("CARGO_BIN_EXE_flexio").into());
+    let results = runner::run(&plan, &options, &mut runner::Quiet).unwrap();
+    assert_nothing_failed(&results);
+    // A warm-up and a round of both servers.
+    assert_eq!(results.runs.len(), 4);
+    for run in &results.runs {
+        assert_eq!(run.measured.bytes, 3 * size, "{run:?}");
+        assert_eq!(run.flow_bytes_per_s.len(), 3, "{run:?}");
+        assert!(run.flow_bytes_per_s.iter().all(|r| *r > 0.0), "{run:?}");
+        // Sending 12 MiB costs the server some CPU; the window's own
+        // threads (the clients) are not what is charged.
+        let cpu = run.measured.cpu_user_ns + run.measured.cpu_sys_ns;
+        assert!(cpu > 0, "{run:?}");
+        assert!(cpu < run.measured.wall_ns * 3, "{run:?}");
+    }
+    let label = flexio_bench::plan::label(&plan.cells[0].key);
+    assert!(
+        label.contains("serve-clients") && label.contains("x3"),
+        "{label}"
+    );
 }

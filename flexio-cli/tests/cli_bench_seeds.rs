@@ -5,26 +5,32 @@ mod common;
 
 use common::{flexio, stderr};
 
-#[test]
-fn an_exhibit_alone_writes_seeds_md_with_the_original_beside_ours_and_a_chart() {
-    let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("out");
-    let output = flexio()
-        .args([
-            "bench",
-            "--exhibit",
-            "tpil-fig-2-3",
-            "--exhibit",
-            "tpil-fig-4-5",
-        ])
+/// `flexio bench --exhibit NAME...` with one counted round in `dir`: its
+/// output and seeds.md.
+fn run_exhibits(dir: &std::path::Path, names: &[&str]) -> (std::process::Output, String) {
+    let out = dir.join("out");
+    let mut command = flexio();
+    command.arg("bench");
+    for name in names {
+        command.args(["--exhibit", name]);
+    }
+    let output = command
         .args(["--runs", "1", "--quiet", "--dir"])
-        .arg(dir.path())
+        .arg(dir)
         .arg("--out")
         .arg(&out)
         .output()
         .unwrap();
     assert!(output.status.success(), "{}", stderr(&output));
     let md = std::fs::read_to_string(out.join("seeds.md")).unwrap();
+    (output, md)
+}
+
+#[test]
+fn an_exhibit_alone_writes_seeds_md_with_the_original_beside_ours_and_a_chart() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let (output, md) = run_exhibits(dir.path(), &["tpil-fig-2-3", "tpil-fig-4-5"]);
     // The status table names both exhibits with their status.
     assert!(
         md.contains("2 exhibits: 0 FULL, 1 PARTIAL, 1 NONE."),
@@ -87,4 +93,37 @@ fn an_unknown_exhibit_is_refused_with_the_names() {
         "{text}"
     );
     assert!(!dir.path().join("out/seeds.md").exists());
+}
+
+#[test]
+fn cue_table_1_runs_cues_schedule_whose_pauses_are_voluntary_switches() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, md) = run_exhibits(dir.path(), &["cue-table-1"]);
+    assert!(
+        md.contains("1 exhibits: 1 FULL, 0 PARTIAL, 0 NONE."),
+        "{md}"
+    );
+    // Rows are `| series | x | y |`; x 0 is voluntary switches per MB.
+    let at = |series: &str, x: &str| -> f64 {
+        md.lines()
+            .find(|l| l.starts_with(&format!("| {series} | {x} |")))
+            .unwrap_or_else(|| panic!("no {series} at {x}: {md}"))
+            .split('|')
+            .nth(3)
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap()
+    };
+    // (3, 70 ms) in 8 KiB calls pauses after every 24 KiB: 42 sleeps in
+    // the 1 MiB of the quick run, each a voluntary switch at least.
+    let scheduled = at("sendfile k=3 t=70, 8 KiB (ours)", "0");
+    assert!(
+        scheduled >= 35.0,
+        "{scheduled} voluntary switches per MB: {md}"
+    );
+    // Unpaced, the same 8 KiB calls block only when the socket is full.
+    let unpaced = at("sendfile, 8 KiB, no schedule (ours)", "0");
+    assert!(unpaced < scheduled, "{unpaced} against {scheduled}: {md}");
+    assert!(dir.path().join("out/seeds-cue-table-1.svg").is_file());
 }

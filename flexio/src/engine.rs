@@ -169,6 +169,7 @@ impl<'a> Engine<'a> {
         report.fallbacks = moved.fallbacks;
         report.syscalls = moved.counters.syscalls;
         report.ring_entries = moved.counters.ring_entries;
+        report.chunks = moved.counters.chunks;
         report.source_cache = residency;
         report.sparse_hole_bytes = moved.holes;
         report.pacing = pacer.as_ref().map(Pacer::report);

@@ -72,6 +72,12 @@ pub struct Report {
     pub syscalls: u64,
     /// io_uring submission queue entries.
     pub ring_entries: u64,
+    /// Calls (or completions) that put bytes in the sink, each at most
+    /// `--chunk` for the mechanisms that read it: the chunks of a
+    /// `--schedule`, counted alike with and without one; absent in
+    /// reports written before it was counted.
+    #[serde(default)]
+    pub chunks: u64,
     /// The mechanism asked for (`auto` included).
     pub mechanism_requested: MechanismName,
     /// The mechanism that was tried first (what `auto` chose).
@@ -127,6 +133,7 @@ impl Report {
             page_faults_major: delta.major_faults,
             syscalls: 0,
             ring_entries: 0,
+            chunks: 0,
             mechanism_requested: requested,
             mechanism_first: used,
             decided_by: String::new(),

@@ -310,3 +310,63 @@ fn pacing_stops_at_once_when_the_flow_ends() {
         hung_up.elapsed()
     );
 }
+
+/// One file -> TCP flow over loopback, the receiver draining it on a
+/// thread; the report and the bytes received.
+fn to_tcp(
+    source: &std::path::Path,
+    mechanism: MechanismName,
+    chunk: usize,
+    pacing: Pacing,
+) -> (Report, u64) {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = listener.local_addr().unwrap();
+    let receiver = std::thread::spawn(move || receive(listener.accept().unwrap().0).bytes);
+    let stream = std::net::TcpStream::connect(address).unwrap();
+    let report = Flow::new(
+        Source::path(source),
+        Sink::Fd(stream.into(), format!("tcp://{address}")),
+    )
+    .via(mechanism)
+    .params(flexio::Params {
+        chunk,
+        ..flexio::Params::default()
+    })
+    .pacing(pacing)
+    .run()
+    .unwrap();
+    (report, receiver.join().unwrap())
+}
+
+#[test]
+fn chunks_are_counted_alike_with_and_without_a_schedule_and_sendfile_keeps_to_its_chunk() {
+    let dir = tempfile::tempdir().unwrap();
+    let (bytes, chunk) = (512u64 << 10, 8usize << 10);
+    let source = file_of(&dir, bytes as usize);
+    let least = bytes / chunk as u64;
+    for mechanism in [MechanismName::Sendfile, MechanismName::ReadWrite] {
+        // Unpaced: every call asks for at most a chunk, so a socket with
+        // room for megabytes still takes 8 KiB a call (Cue's block).
+        let (plain, received) = to_tcp(&source, mechanism, chunk, Pacing::default());
+        assert_eq!(received, bytes, "{mechanism}");
+        assert!(
+            plain.chunks >= least,
+            "{mechanism}: {} chunks for {least} of 8 KiB: a call moved more than its chunk",
+            plain.chunks
+        );
+        assert!(plain.syscalls >= plain.chunks, "{mechanism}: {plain}");
+        // Scheduled (8 chunks, then 1 ms): the pacer's calls are the
+        // report's chunks, and as many as without the schedule.
+        let schedule = Pacing::parse(None, None, Some("8,1")).unwrap();
+        let (paced, received) = to_tcp(&source, mechanism, chunk, schedule);
+        assert_eq!(received, bytes, "{mechanism}");
+        let pacing = paced.pacing.as_ref().unwrap();
+        assert_eq!(pacing.calls, paced.chunks, "{mechanism}: {paced}");
+        assert!(pacing.largest_call_bytes <= chunk as u64, "{mechanism}");
+        assert!(paced.chunks >= least, "{mechanism}: {}", paced.chunks);
+        // A short call (a socket that took less than a chunk) adds one;
+        // over loopback with a draining receiver they are few.
+        let (a, b) = (plain.chunks as f64, paced.chunks as f64);
+        assert!(a.max(b) <= 1.5 * a.min(b), "{mechanism}: {a} against {b}");
+    }
+}

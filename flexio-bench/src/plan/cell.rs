@@ -155,6 +155,7 @@ impl Cell {
                 cache,
                 flows: 1,
                 path: String::new(),
+                schedule: None,
             },
             entrants,
         }
@@ -176,6 +177,13 @@ impl Cell {
     /// The same cell on a network path (`loopback`, `veth`).
     pub fn path(mut self, path: &str) -> Self {
         self.key.path = path.to_string();
+        self
+    }
+
+    /// The same cell with Cue's schedule on its flexio flows: `chunks`
+    /// chunks, then `pause_ms` milliseconds.
+    pub fn schedule(mut self, chunks: u32, pause_ms: u64) -> Self {
+        self.key.schedule = Some(crate::model::CellSchedule { chunks, pause_ms });
         self
     }
 
@@ -201,6 +209,9 @@ pub fn label(key: &CellKey) -> String {
     }
     if !key.path.is_empty() {
         let _ = write!(text, " over {}", key.path);
+    }
+    if let Some(schedule) = key.schedule {
+        let _ = write!(text, " schedule {schedule}");
     }
     text
 }

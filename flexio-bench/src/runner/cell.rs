@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use flexio::pace::Pacing;
 use flexio::profile::Profile;
 use flexio::{Flow, MechanismName, Report};
 
@@ -15,7 +16,7 @@ use super::{fill, other, Bench, Workspace};
 use crate::affinity;
 use crate::limits::Probe;
 use crate::meter::Meter;
-use crate::model::CacheState;
+use crate::model::{CacheState, CellSchedule};
 use crate::peers::PeerSpec;
 use crate::plan::{Cell, Entrant, Scenario};
 use crate::window::{Measured, Window};
@@ -36,13 +37,24 @@ pub(super) struct CellContext {
     flexio_exe: Option<PathBuf>,
     /// Where a process contender's JSON report goes.
     capture: PathBuf,
+    /// The cell's schedule, on its flexio flows in the engine.
+    pacing: Option<Pacing>,
 }
 
 /// `flow` set up for a flexio entrant: a fixed mechanism with its
 /// parameters; `auto` with the profile (unless it is the built-in twin)
 /// and without parameters, so that the profile's range or the defaults
-/// apply as they would for `flexio copy`.
-fn flexio_flow<'f>(flow: Flow<'f>, entrant: &Entrant, profile: Option<&'f Profile>) -> Flow<'f> {
+/// apply as they would for `flexio copy`; paced by the cell's schedule.
+fn flexio_flow<'f>(
+    flow: Flow<'f>,
+    entrant: &Entrant,
+    profile: Option<&'f Profile>,
+    pacing: Option<Pacing>,
+) -> Flow<'f> {
+    let flow = match pacing {
+        Some(pacing) => flow.pacing(pacing),
+        None => flow,
+    };
     match entrant {
         Entrant::Flexio {
             mechanism: MechanismName::Auto,
@@ -123,6 +135,7 @@ impl CellContext {
             profile: bench.options.profile.clone(),
             flexio_exe: bench.options.flexio_exe.clone(),
             capture: report_capture_path(bench.workspace.path("process-report.json")),
+            pacing: cell.key.schedule.map(CellSchedule::pacing),
         })
     }
 
@@ -268,6 +281,7 @@ impl CellContext {
     ) -> io::Result<(Measured, Option<f64>, Option<f64>)> {
         let entrant = &cell.entrants[i];
         let programs = match entrant {
+            Entrant::Process { .. } if self.scenario == Scenario::ServeClients => Vec::new(),
             Entrant::Peer(_) | Entrant::Process { .. } => self.command(entrant)?.needs,
             _ => Vec::new(),
         };
@@ -286,7 +300,8 @@ impl CellContext {
                 self.scenario,
                 Scenario::FileToSocket | Scenario::SocketToFile | Scenario::Meter
             )
-            || (self.scenario == Scenario::Parallel && !cell.key.path.is_empty());
+            || (self.scenario == Scenario::Parallel && !cell.key.path.is_empty())
+            || self.scenario == Scenario::ServeClients;
         let pipes = matches!(self.scenario, Scenario::FileToPipe | Scenario::PipeToFile);
         if network {
             net.forget_tcp_metrics();
@@ -325,6 +340,7 @@ impl CellContext {
                 let net = (!cell.key.path.is_empty()).then_some(net);
                 self.parallel(entrant, workspace, cell.key.flows, net)
             }
+            Scenario::ServeClients => self.serve_clients(entrant, cell.key.flows),
             Scenario::Limits => self.limit(entrant, size, &sink, self.reps[i], net),
         };
         let _ = std::fs::remove_file(&sink);
@@ -335,7 +351,7 @@ impl CellContext {
         let expected = match self.scenario {
             Scenario::Memory | Scenario::FileToFile => size * self.reps[i],
             _ if matches!(entrant, Entrant::Limit(_)) => measured.measurement.bytes,
-            Scenario::Parallel => size * u64::from(cell.key.flows),
+            Scenario::Parallel | Scenario::ServeClients => size * u64::from(cell.key.flows),
             _ => size,
         };
         if measured.measurement.bytes != expected {

@@ -60,6 +60,53 @@ pub fn equal_clients(
         .collect()
 }
 
+/// Fetches `path` from `address` once, on a connection of its own that
+/// the request closes: the body's bytes and when its last byte came.
+///
+/// # Errors
+/// The client cannot connect, the answer is not a 200 with a length, the
+/// body is cut short or longer than its length, or `deadline` passes.
+pub fn fetch_once(
+    address: SocketAddr,
+    path: &str,
+    deadline: Instant,
+) -> io::Result<(u64, Instant)> {
+    let mut stream = TcpStream::connect(address)?;
+    let request = format!("GET {path} HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\n\r\n");
+    stream.write_all(request.as_bytes())?;
+    let mut buffer = vec![0u8; 256 << 10];
+    let late = || {
+        io::Error::new(
+            io::ErrorKind::TimedOut,
+            format!("GET {path}: past its deadline"),
+        )
+    };
+    let (length, mut got) = read_head(&mut stream, &mut buffer, deadline)?.ok_or_else(late)?;
+    while got < length {
+        let now = Instant::now();
+        if now >= deadline {
+            return Err(late());
+        }
+        stream.set_read_timeout(Some(deadline - now))?;
+        match stream.read(&mut buffer) {
+            Ok(0) => {
+                return Err(io::Error::other(format!(
+                    "GET {path}: the server closed at byte {got} of {length}"
+                )))
+            }
+            Ok(n) => got += n as u64,
+            Err(e) if is_timeout(&e) => return Err(late()),
+            Err(e) => return Err(e),
+        }
+    }
+    if got != length {
+        return Err(io::Error::other(format!(
+            "GET {path}: {got} body bytes for a Content-Length of {length}"
+        )));
+    }
+    Ok((got, Instant::now()))
+}
+
 /// Fetches `path` over `stream` until `duration` has passed.
 fn fetch_until(
     mut stream: TcpStream,

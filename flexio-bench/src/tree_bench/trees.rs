@@ -17,13 +17,15 @@ pub enum TreeShape {
     C,
     /// A with 10% symlinks, 5% hard links and 2 sparse 1 GiB files.
     D,
-    /// The OS project's Fig 4–5: 100 MiB as one file.
+    /// The OS project's Fig 5 (1000 MB in 1, 5 or 10 files), scaled to
+    /// 100 MiB: as one file (`os-fig5-1`).
     Fig1,
-    /// ... as 5 files.
+    /// ... as 5 files of 20 MiB (`os-fig5-5`).
     Fig5,
-    /// ... as 10 files.
+    /// ... as 10 files of 10 MiB (`os-fig5-10`).
     Fig10,
-    /// ... as 10 000 files.
+    /// Not the OS project's: the same 100 MiB as 10 000 files of 10 KiB
+    /// in 100 directories (`files-10000`), where per-file costs dominate.
     Fig10000,
 }
 
@@ -47,10 +49,10 @@ impl TreeShape {
             TreeShape::B => "B",
             TreeShape::C => "C",
             TreeShape::D => "D",
-            TreeShape::Fig1 => "fig4-1",
-            TreeShape::Fig5 => "fig4-5",
-            TreeShape::Fig10 => "fig4-10",
-            TreeShape::Fig10000 => "fig4-10000",
+            TreeShape::Fig1 => "os-fig5-1",
+            TreeShape::Fig5 => "os-fig5-5",
+            TreeShape::Fig10 => "os-fig5-10",
+            TreeShape::Fig10000 => "files-10000",
         }
     }
 
@@ -168,4 +170,34 @@ fn decorate(root: &Path, scale: f64, buffer: &mut Vec<u8>) -> Result<(), String>
         file.set_len(size).map_err(io)?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_os_projects_trees_are_its_fig_5_one_total_in_1_5_and_10_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut totals = Vec::new();
+        for (shape, count) in [
+            (TreeShape::Fig1, 1),
+            (TreeShape::Fig5, 5),
+            (TreeShape::Fig10, 10),
+        ] {
+            assert_eq!(shape.name(), format!("os-fig5-{count}"));
+            let (files, bytes) = make_tree(&dir.path().join(shape.name()), shape, 0.01).unwrap();
+            assert_eq!(files, count, "{}", shape.name());
+            totals.push(bytes);
+        }
+        // One total (100 MiB scaled), give or take the rounding of each
+        // file's share.
+        let (low, high) = (totals.iter().min().unwrap(), totals.iter().max().unwrap());
+        assert!(high - low <= 10, "{totals:?}");
+        assert_eq!(TreeShape::from_name("fig4-1"), None);
+        assert_eq!(
+            TreeShape::from_name("files-10000"),
+            Some(TreeShape::Fig10000)
+        );
+    }
 }

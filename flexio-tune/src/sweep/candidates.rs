@@ -10,9 +10,9 @@ use crate::select::Candidate;
 /// Every mechanism serving `kind` with its parameter variants, one
 /// parameter varied at a time from the defaults, and only the parameters
 /// the mechanism reads (see [`Reads`]): chunk sizes for read-write, mmap,
-/// direct and io-uring; queue depths and O_DIRECT (where a side is a
-/// file and [`sweeps_direct`] says so) for io-uring; pipe sizes for
-/// splice; sendfile and copy-file-range once. Sweeping a parameter a
+/// sendfile, direct and io-uring; queue depths and O_DIRECT (where a side
+/// is a file and [`sweeps_direct`] says so) for io-uring; pipe sizes for
+/// splice; copy-file-range once. Sweeping a parameter a
 /// mechanism ignores would only measure the same code twice and let noise
 /// pick between the twins.
 pub fn candidates(kind: FlowKind, full: bool) -> Vec<Candidate> {
@@ -104,8 +104,9 @@ pub fn sweeps_direct(kind: FlowKind, full: bool) -> bool {
 }
 
 /// The parameters `mechanism` reads, from its descriptor in
-/// `flexio/src/mechanism/`: sendfile and copy-file-range ask the kernel
-/// for everything that is left, splice moves a pipe's worth per call.
+/// `flexio/src/mechanism/`: copy-file-range asks the kernel for
+/// everything that is left, sendfile for a chunk, splice moves a pipe's
+/// worth per call.
 fn reads(mechanism: MechanismName) -> Reads {
     mechanism
         .descriptor()
@@ -148,11 +149,16 @@ mod tests {
                 assert_eq!(direct, file_side && sweeps_direct(kind, full), "{kind}");
             }
         }
-        let sendfile = candidates(FlowKind::FileToSocket, true)
+        let sendfile: Vec<Candidate> = candidates(FlowKind::FileToSocket, true)
             .into_iter()
             .filter(|c| c.mechanism == MechanismName::Sendfile)
+            .collect();
+        assert!(sendfile.len() > 1, "sendfile reads its chunk: {sendfile:?}");
+        let copy_file_range = candidates(FlowKind::FileToFile, true)
+            .into_iter()
+            .filter(|c| c.mechanism == MechanismName::CopyFileRange)
             .count();
-        assert_eq!(sendfile, 1, "sendfile reads no parameter");
+        assert_eq!(copy_file_range, 1, "copy-file-range reads no parameter");
         let memory = candidates(FlowKind::MemoryToMemory, true);
         assert_eq!(
             memory.len(),

@@ -2,8 +2,11 @@
 //! the sink descriptor — no user buffer, one crossing per call (Cue's
 //! in-kernel file→socket streaming, which became sendfile(2)).
 //!
-//! A call moves at most about 2 GiB, so large flows loop. The sink is
-//! written at its file position, so a seekable sink is positioned first.
+//! Each call asks for at most `--chunk` (Cue's block: a schedule's chunk
+//! is one call, and an unpaced flow's calls are the same size, so the two
+//! count chunks alike); the kernel takes at most about 2 GiB a call. The
+//! sink is written at its file position, so a seekable sink is
+//! positioned first.
 
 use rustix::event::PollFlags;
 use rustix::fs::SeekFrom;
@@ -13,7 +16,8 @@ use super::transfer::Side;
 use super::{Descriptor, MechanismName, Reads, Stop, Transfer};
 use crate::endpoint::EndpointKind;
 
-/// Bytes asked of one call: well under the kernel's ~2 GiB cap.
+/// The most bytes asked of one call, whatever the chunk: well under the
+/// kernel's ~2 GiB cap.
 const MAX_PER_CALL: usize = 1 << 30;
 
 /// What `sendfile` is, for the engine, the command line, the tuner and
@@ -21,7 +25,10 @@ const MAX_PER_CALL: usize = 1 << 30;
 pub(crate) const DESCRIPTOR: Descriptor = Descriptor {
     name: MechanismName::Sendfile,
     serves,
-    reads: Reads::NONE,
+    reads: Reads {
+        chunk: true,
+        ..Reads::NONE
+    },
     fallbacks: &[MechanismName::Splice, MechanismName::ReadWrite],
     writes_direct: |_| false,
     run,
@@ -39,11 +46,12 @@ fn run(t: &mut Transfer<'_>) -> Result<(), Stop> {
             .map_err(|e| t.failed("lseek", Side::Sink, e))?;
     }
     let sink = t.sink_fd();
+    let per_call = t.params.chunk.clamp(1, MAX_PER_CALL);
     kernel_copy_loop(
         t,
         "sendfile",
         Side::Sink,
-        MAX_PER_CALL,
+        per_call,
         [Some((sink, PollFlags::OUT, Side::Sink)), None],
         |t, want| {
             let mut offset = t.source_pos;

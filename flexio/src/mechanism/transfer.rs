@@ -44,6 +44,9 @@ pub(crate) struct Counters {
     pub syscalls: u64,
     /// io_uring submission queue entries.
     pub ring_entries: u64,
+    /// Calls (or completions) that put bytes in the sink: the chunks a
+    /// schedule counts, counted the same whether one is in force or not.
+    pub chunks: u64,
 }
 
 /// Memory and descriptors a mechanism may keep across the segments of one
@@ -226,6 +229,7 @@ impl<'t> Transfer<'t> {
             *left -= bytes;
         }
         self.progress.fetch_add(bytes, Ordering::Relaxed);
+        self.counters.chunks += 1;
         self.progressed();
         if let Some(pacer) = self.pacer.as_deref_mut() {
             pacer.charge(bytes, Instant::now());

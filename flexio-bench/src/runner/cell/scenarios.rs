@@ -62,7 +62,7 @@ impl CellContext {
                 let mut last = None;
                 for sink in sinks {
                     let flow = Flow::new(Source::path(source), Sink::path(sink));
-                    let report = flexio_flow(flow, entrant, self.profile.as_ref())
+                    let report = flexio_flow(flow, entrant, self.profile.as_ref(), self.pacing)
                         .fsync(durable)
                         .run()
                         .map_err(other)?;
@@ -130,7 +130,7 @@ impl CellContext {
                     Source::path(source),
                     Sink::Fd(stream.into(), format!("tcp://{address}")),
                 );
-                let report = flexio_flow(flow, entrant, self.profile.as_ref())
+                let report = flexio_flow(flow, entrant, self.profile.as_ref(), self.pacing)
                     .run()
                     .map_err(other)?;
                 Ok(Some(report))
@@ -180,7 +180,7 @@ impl CellContext {
                         Sink::path(sink),
                     )
                     .length(size);
-                    flexio_flow(flow, entrant, self.profile.as_ref())
+                    flexio_flow(flow, entrant, self.profile.as_ref(), self.pacing)
                         .run()
                         .map_err(other)
                 });
@@ -251,7 +251,7 @@ impl CellContext {
         let sent: io::Result<Option<Report>> = match entrant {
             Entrant::Flexio { .. } => {
                 let flow = Flow::new(Source::path(source), Sink::Fd(write_end, "pipe".into()));
-                flexio_flow(flow, entrant, self.profile.as_ref())
+                flexio_flow(flow, entrant, self.profile.as_ref(), self.pacing)
                     .run()
                     .map(Some)
                     .map_err(other)
@@ -305,7 +305,7 @@ impl CellContext {
             Entrant::Flexio { .. } => {
                 let flow =
                     Flow::new(Source::Fd(read_end, "pipe".into()), Sink::path(sink)).length(size);
-                flexio_flow(flow, entrant, self.profile.as_ref())
+                flexio_flow(flow, entrant, self.profile.as_ref(), self.pacing)
                     .run()
                     .map(|report| closed(window, &report))
                     .map_err(other)
@@ -354,12 +354,14 @@ impl CellContext {
             .ok_or_else(|| io::Error::other("this cell has no memory buffers"))?;
         match entrant {
             Entrant::Flexio { .. } => {
-                let profile = self.profile.as_ref();
+                let (profile, pacing) = (self.profile.as_ref(), self.pacing);
                 let window = Window::open(CpuScope::Thread);
                 let mut last = None;
                 for _ in 0..reps {
                     let flow = Flow::new(Source::Memory(from), Sink::Memory(to));
-                    let report = flexio_flow(flow, entrant, profile).run().map_err(other)?;
+                    let report = flexio_flow(flow, entrant, profile, pacing)
+                        .run()
+                        .map_err(other)?;
                     last = Some(report);
                 }
                 let mut measured = window.close(
@@ -377,6 +379,22 @@ impl CellContext {
         }
     }
 
+    /// `flexio serve` sending the source to `clients` clients at once
+    /// (see `runner/serve_clients.rs`).
+    pub(super) fn serve_clients(&self, entrant: &Entrant, clients: u32) -> io::Result<Measured> {
+        let Entrant::Process { mechanism, params } = entrant else {
+            return Err(other(format!(
+                "{} is not a server: serve-clients runs `flexio serve` as a process",
+                entrant.contender().label()
+            )));
+        };
+        let exe = self
+            .flexio_exe
+            .as_ref()
+            .ok_or_else(|| other("no flexio executable given"))?;
+        crate::runner::serve_clients::run(exe, self.source()?, *mechanism, params, clients)
+    }
+
     pub(super) fn parallel(
         &self,
         entrant: &Entrant,
@@ -385,12 +403,12 @@ impl CellContext {
         net: Option<&Net>,
     ) -> io::Result<Measured> {
         let source = self.source()?;
-        let profile = self.profile.as_ref();
+        let (profile, pacing) = (self.profile.as_ref(), self.pacing);
         let sinks: Vec<PathBuf> = (0..flows)
             .map(|i| workspace.path(&format!("sink-{i}")))
             .collect();
         let measured = crate::runner::parallel::run(entrant, source, &sinks, net, |flow| {
-            flexio_flow(flow, entrant, profile)
+            flexio_flow(flow, entrant, profile, pacing)
         });
         for sink in &sinks {
             let _ = std::fs::remove_file(sink);

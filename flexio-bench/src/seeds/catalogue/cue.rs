@@ -1,23 +1,22 @@
 //! Cue (~1995): an in-kernel disk -> socket call with a schedule (k
 //! blocks, then yield t ms), against a user-driven read/write loop, with
 //! a metering process beside it. Its tables are quoted in `crate::cue`;
-//! the values here are those tables'.
+//! the values here are those tables'. Ours runs Cue's schedules on
+//! sendfile in Cue's 8 KB calls (`schedules.rs`); Table 8's stand-in is in
+//! `clients.rs`.
 
-use flexio::MechanismName::{self, *};
-
-use super::super::measure::{self, series, shape, MB};
 use super::super::{Axes, Exhibit, Point, Status};
-use crate::model::CacheState::Warm;
-use crate::model::Scenario;
-use crate::plan::{Cell, Entrant};
-use crate::stats::Summary;
 
-const MIB: u64 = 1 << 20;
-/// Cue's block: 8 KB.
-const BLOCK: usize = 8 << 10;
+mod clients;
+mod schedules;
 
-const USER: &str = "read-write, 8 KiB (ours)";
-const KERNEL: &str = "sendfile, 8 KiB (ours)";
+use schedules::Cue;
+
+/// Schedules of sets 1 and 2 (Tables 1, 2 and 5).
+const SETS_1_2: [Cue; 2] = [(3, 70), (4, 70)];
+/// Schedules of Tables 3-4: the yield bunched after four blocks, or
+/// spread over each.
+const SETS_2_4: [Cue; 3] = [(4, 70), (1, 16), (1, 20)];
 
 pub(super) fn exhibits() -> Vec<Exhibit> {
     vec![table_1(), table_2(), table_3(), table_6(), table_8()]
@@ -58,12 +57,13 @@ fn table_1() -> Exhibit {
             log_x: false,
             log_y: false,
         },
-        status: Status::Partial,
-        gap: "Ours sends with sendfile unpaced: the schedule (3, 70 ms) runs in `--scenario \
-              schedule`, not here.",
-        cells: meter_cells,
-        ours: switches_ours,
-        compare: compare_switches,
+        status: Status::Full,
+        gap: "Ours: a file sent to loopback TCP in 8 KiB calls, the meter on the sender's \
+              CPU and the receiver on the other (Cue's was another machine); sendfile under \
+              (3, 70 ms) against read-write with none, and sendfile with none beside them.",
+        cells: |quick| schedules::meter_cells(quick, &[(3, 70)]),
+        ours: schedules::switches_ours,
+        compare: schedules::compare_switches,
     }
 }
 
@@ -94,12 +94,13 @@ fn table_2() -> Exhibit {
             log_x: false,
             log_y: true,
         },
-        status: Status::Partial,
-        gap: "Unpaced sendfile stands for Cue (its schedules run in `--scenario schedule`); \
-              system time is the process's user + system CPU.",
-        cells: meter_cells,
-        ours: relative_ours,
-        compare: compare_relative,
+        status: Status::Full,
+        gap: "Ours: sendfile in 8 KiB calls under (3, 70 ms) and (4, 70 ms) against \
+              read-write unpaced, over loopback with the meter on the sender's CPU; system \
+              time is the sending thread's.",
+        cells: |quick| schedules::meter_cells(quick, &SETS_1_2),
+        ours: |summaries| schedules::relative_ours(summaries, &SETS_1_2, &[0, 1, 2, 3]),
+        compare: schedules::compare_relative,
     }
 }
 
@@ -110,10 +111,12 @@ fn table_3() -> Exhibit {
         cite: "Cue note, sections 3.2.1-3.2.2, Tables 3 and 4, pp. 5-6",
         setup: "Schedules (4, 70 ms), (1, 16 ms) and (1, 20 ms) against user driven.",
         provenance: "Quoted from Tables 4 and 5: (1, 16 ms) 3.85 s/MB wall, 1.75 system, 9 890 \
-                     meter calls/s; (1, 20 ms) 4.34, 1.75, 10 422; user driven 4.53, 2.25, 12 471.",
+                     meter calls/s; (1, 20 ms) 4.34, 1.75, 10 422; (4, 70 ms) 4.60, 2.17, \
+                     13 017; user driven 4.53, 2.25, 12 471.",
         original: || {
             let user = [4.53, 2.25, 12471.0];
             [
+                ("Cue k=4 t=70 / user", [4.60, 2.17, 13017.0]),
                 ("Cue k=1 t=16 / user", [3.85, 1.75, 9890.0]),
                 ("Cue k=1 t=20 / user", [4.34, 1.75, 10422.0]),
             ]
@@ -125,15 +128,15 @@ fn table_3() -> Exhibit {
             x: "0: wall s/MB, 1: system s/MB, 2: meter's rate",
             y: "schedule / user driven",
             log_x: false,
-            log_y: false,
+            log_y: true,
         },
-        status: Status::None,
-        gap: "This run measures no schedule: `flexio bench --scenario schedule` runs Cue's \
-              (3, 70), (4, 70), (1, 16) and (1, 20) beside its k x t grid and the meter, in its \
-              own runner, and its table is not drawn here.",
-        cells: super::no_cells,
-        ours: super::nothing,
-        compare: |_, _| "Nothing of ours in this run: see `--scenario schedule`.".to_string(),
+        status: Status::Full,
+        gap: "Ours: sendfile in 8 KiB calls under (4, 70), (1, 16) and (1, 20 ms) against \
+              read-write unpaced, as in Table 2; `--scenario schedule` runs the same \
+              schedules beside a K x T grid in 256 KiB calls.",
+        cells: |quick| schedules::meter_cells(quick, &SETS_2_4),
+        ours: |summaries| schedules::relative_ours(summaries, &SETS_2_4, &[0, 1, 3]),
+        compare: schedules::compare_distributed,
     }
 }
 
@@ -158,12 +161,14 @@ fn table_6() -> Exhibit {
             log_x: false,
             log_y: true,
         },
-        status: Status::Partial,
-        gap: "Unpaced sendfile (default 256 KiB calls) stands for Cue (4, 16 ms); two CPUs \
-              where the original had one.",
-        cells: parallel_cells,
-        ours: parallel_ours,
-        compare: compare_parallel,
+        status: Status::Full,
+        gap: "Ours: 2-4 file -> loopback TCP flows at once from one process, sendfile in \
+              8 KiB calls under (4, 16 ms) against read-write unpaced; two CPUs where the \
+              original had one. Table 6's two-transfer row (wall, system, switches) is not \
+              drawn: Table 7's seconds per MB are.",
+        cells: schedules::parallel_cells,
+        ours: schedules::parallel_ours,
+        compare: schedules::compare_parallel,
     }
 }
 
@@ -179,6 +184,8 @@ fn table_8() -> Exhibit {
         original: || {
             let rows = [
                 ("user driven", [405.0, 260.0, 221.0, 222.5]),
+                ("Cue k=1 t=16", [270.0, 230.0, 248.0, 226.5]),
+                ("Cue k=3 t=16", [350.0, 260.0, 235.5, 214.5]),
                 ("Cue k=4 t=16", [360.0, 340.0, 303.5, 330.0]),
                 ("Cue k=4 t=70", [200.0, 350.0, 300.0, 317.0]),
             ];
@@ -191,213 +198,19 @@ fn table_8() -> Exhibit {
                 .collect()
         },
         axes: Axes {
-            x: "clients (ours: flows at once)",
+            x: "clients (ours: HTTP clients, or flows at once)",
             y: "KB/s at each client",
             log_x: false,
             log_y: true,
         },
         status: Status::Partial,
-        gap: "No server: 1-4 file -> socket flows at once from one process (sendfile against \
-              read-write, the parallel scenario's cells) stand for wuftpd's 1-4 clients; a \
-              `flexio serve` by read-write against one by sendfile is not built, and `--scenario \
-              server` (flexio serve against nginx, 1-256 clients) is not this table.",
-        cells: parallel_cells,
-        ours: per_client_ours,
-        compare: compare_clients,
+        gap: "`flexio serve --via read-write` (8 KiB reads) against `--via sendfile` sends \
+              the file to 1-4 HTTP clients at once over loopback (each client's rate here, \
+              the server's CPU per GiB in report.md), but serve has no schedule: Cue's four \
+              schedules run on sendfile in 8 KiB calls over 1-4 flows from one process, not \
+              inside a server.",
+        cells: clients::cells,
+        ours: clients::per_client_ours,
+        compare: clients::compare_clients,
     }
-}
-
-/// Each flow's rate in KB/s (2^10 bytes), as Table 8 reports each client's.
-fn per_client_ours(summaries: &[Summary]) -> Vec<Point> {
-    let one = |mechanism: MechanismName, name: &str| {
-        series(
-            summaries,
-            name,
-            Scenario::Parallel,
-            |c| c.path == "loopback",
-            |s| measure::is_engine(s, mechanism, Some(256 << 10)),
-            |s| f64::from(s.cell.flows),
-            |s| s.flow_median_bps.filter(|b| *b > 0.0).map(|b| b / 1024.0),
-        )
-    };
-    let mut points = one(Sendfile, "sendfile flow (ours)");
-    points.extend(one(ReadWrite, "read-write flow (ours)"));
-    points
-}
-
-fn compare_clients(original: &[Point], ours: &[Point]) -> String {
-    if let Some(text) = measure::not_measured(ours) {
-        return text;
-    }
-    let kept = |points: &[Point], name: &str| {
-        Some(measure::at(points, name, 4.0)? / measure::at(points, name, 1.0)?)
-    };
-    let (Some(kernel), Some(user)) = (
-        kept(ours, "sendfile flow (ours)"),
-        kept(ours, "read-write flow (ours)"),
-    ) else {
-        return "1 or 4 flows did not run.".into();
-    };
-    let theirs_user = kept(original, "user driven (Table 8)").unwrap_or(f64::NAN);
-    let theirs_cue = kept(original, "Cue k=4 t=16 (Table 8)").unwrap_or(f64::NAN);
-    format!(
-        "Each client's rate at 4 against 1: ours {kernel:.2}x by sendfile, {user:.2}x by \
-         read-write; wuftpd's {theirs_cue:.2}x with Cue (4, 16 ms) and {theirs_user:.2}x user \
-         driven: {} — the original's clients shared a 1995 network and one CPU; here four \
-         flows share two CPUs and loopback{}.",
-        shape(kernel > user * 1.2),
-        if kernel > user * 1.2 {
-            ", and the in-kernel sender again keeps more of its rate"
-        } else {
-            ", and both mechanisms divide them alike"
-        }
-    )
-}
-
-/// File -> socket with the meter beside it, 8 KiB calls.
-fn meter_cells(quick: bool) -> Vec<Cell> {
-    let size = if quick { 64 * MIB } else { 256 * MIB };
-    let entrants = vec![
-        Entrant::flexio(Sendfile, BLOCK),
-        Entrant::flexio(ReadWrite, BLOCK),
-    ];
-    vec![Cell::new(Scenario::Meter, size, Warm, entrants).path("loopback")]
-}
-
-fn meter_row(summaries: &[Summary], mechanism: MechanismName) -> Option<&Summary> {
-    summaries.iter().find(|s| {
-        s.cell.scenario == Scenario::Meter && measure::is_engine(s, mechanism, Some(BLOCK as u64))
-    })
-}
-
-fn switches_ours(summaries: &[Summary]) -> Vec<Point> {
-    let mut points = Vec::new();
-    for (mechanism, name) in [(ReadWrite, USER), (Sendfile, KERNEL)] {
-        let Some(row) = meter_row(summaries, mechanism) else {
-            continue;
-        };
-        let involuntary = row.involuntary_per_gib.unwrap_or(0.0) / 1024.0;
-        let all = row.switches_per_gib / 1024.0;
-        points.push(Point::new(name, 0.0, (all - involuntary).max(0.0)));
-        points.push(Point::new(name, 1.0, involuntary));
-    }
-    points
-}
-
-fn compare_switches(original: &[Point], ours: &[Point]) -> String {
-    if let Some(text) = measure::not_measured(ours) {
-        return text;
-    }
-    let theirs = measure::at(original, "Cue k=3 t=70 (Table 1)", 0.0).unwrap_or(f64::NAN)
-        / measure::at(original, "user driven (Table 1)", 0.0).unwrap_or(f64::NAN);
-    let (Some(kernel), Some(user)) = (measure::at(ours, KERNEL, 0.0), measure::at(ours, USER, 0.0))
-    else {
-        return "sendfile or read-write did not run.".into();
-    };
-    let involuntary = measure::at(ours, USER, 1.0).unwrap_or(f64::NAN);
-    format!(
-        "Ours: sendfile {kernel:.1} voluntary switches per MB against read-write's {user:.1} \
-         ({involuntary:.1} involuntary); Cue paced itself into {theirs:.1}x user driven's \
-         voluntary switches by its schedule's yields: {} — unpaced, sendfile blocks only when \
-         the socket is full, as read-write does, and the schedule that made Cue yield is not \
-         applied here.",
-        shape(kernel > 2.0 * user)
-    )
-}
-
-fn relative_ours(summaries: &[Summary]) -> Vec<Point> {
-    let (Some(kernel), Some(user)) = (
-        meter_row(summaries, Sendfile),
-        meter_row(summaries, ReadWrite),
-    ) else {
-        return Vec::new();
-    };
-    let values = |s: &Summary| {
-        [
-            MB / s.median_bps,
-            s.cpu_s_per_gib / 1024.0,
-            s.switches_per_gib / 1024.0,
-            s.meter_kept.unwrap_or(f64::NAN),
-        ]
-    };
-    let (k, u) = (values(kernel), values(user));
-    (0..4)
-        .map(|i| Point::new("sendfile / read-write (ours)", i as f64, k[i] / u[i]))
-        .filter(|p| p.y.is_finite() && p.y > 0.0)
-        .collect()
-}
-
-fn compare_relative(original: &[Point], ours: &[Point]) -> String {
-    if let Some(text) = measure::not_measured(ours) {
-        return text;
-    }
-    let name = "sendfile / read-write (ours)";
-    let ours_at = |i: f64| measure::at(ours, name, i).unwrap_or(f64::NAN);
-    let theirs_at =
-        |i: f64| measure::at(original, "Cue k=3 t=70 / user (Table 5)", i).unwrap_or(f64::NAN);
-    format!(
-        "Ours, sendfile against read-write: wall {:.2}x, CPU {:.2}x, switches {:.2}x, meter \
-         {:.2}x; Cue (3, 70 ms) against user driven: {:.2}x, {:.2}x, {:.2}x, {:.2}x. In CPU per \
-         byte and what the meter kept, {} — ours is unpaced and so also faster, where Cue's yields \
-         made it slower.",
-        ours_at(0.0),
-        ours_at(1.0),
-        ours_at(2.0),
-        ours_at(3.0),
-        theirs_at(0.0),
-        theirs_at(1.0),
-        theirs_at(2.0),
-        theirs_at(3.0),
-        shape(ours_at(1.0) < 1.0 && ours_at(3.0) >= 1.0)
-    )
-}
-
-fn parallel_cells(quick: bool) -> Vec<Cell> {
-    let size = if quick { 64 * MIB } else { 256 * MIB };
-    (1..=4)
-        .map(|flows| {
-            let entrants = vec![
-                Entrant::flexio(Sendfile, 256 << 10),
-                Entrant::flexio(ReadWrite, 256 << 10),
-            ];
-            Cell::new(Scenario::Parallel, size, Warm, entrants)
-                .flows(flows)
-                .path("loopback")
-        })
-        .collect()
-}
-
-fn parallel_ours(summaries: &[Summary]) -> Vec<Point> {
-    let one = |mechanism: MechanismName, name: &str| {
-        series(
-            summaries,
-            name,
-            Scenario::Parallel,
-            |c| c.path == "loopback",
-            |s| measure::is_engine(s, mechanism, Some(256 << 10)),
-            |s| f64::from(s.cell.flows),
-            |s| s.flow_median_bps.filter(|b| *b > 0.0).map(|b| MB / b),
-        )
-    };
-    let mut points = one(Sendfile, "sendfile (ours)");
-    points.extend(one(ReadWrite, "read-write (ours)"));
-    points
-}
-
-fn compare_parallel(_: &[Point], ours: &[Point]) -> String {
-    if let Some(text) = measure::not_measured(ours) {
-        return text;
-    }
-    let growth = |name: &str| Some(measure::at(ours, name, 4.0)? / measure::at(ours, name, 2.0)?);
-    let (Some(kernel), Some(user)) = (growth("sendfile (ours)"), growth("read-write (ours)"))
-    else {
-        return "2 or 4 flows did not run.".into();
-    };
-    format!(
-        "Ours, per transfer from 2 to 4 at once: sendfile's seconds per MB grow {kernel:.2}x, \
-         read-write's {user:.2}x; Cue's grew 1.03x and user driven's 2.56x: {} — on two CPUs \
-         both share the cores evenly, where the 1995 user-driven loop lost its quantum to every \
-         other transfer.",
-        shape(user > kernel * 1.2)
-    )
 }
