@@ -45,7 +45,7 @@ use flexio_cache::BlockCache;
 mod hits;
 mod hot_set;
 mod loop_device;
-mod memory_group;
+
 pub mod page_cache;
 mod serve;
 mod smack;
