@@ -142,3 +142,68 @@ pub fn memory_groups_left(pid: u32) -> Vec<PathBuf> {
         })
         .unwrap_or_default()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::process::Command;
+
+    /// Root and a memory controller, else why not (a failure under
+    /// FLEXIO_TEST_PRIVILEGED=1, which forbids skipping).
+    fn can_make_groups() -> bool {
+        let why = if !rustix::process::geteuid().is_root() {
+            "needs root".to_string()
+        } else if let Err(why) = hierarchy() {
+            why
+        } else {
+            return true;
+        };
+        assert!(
+            std::env::var("FLEXIO_TEST_PRIVILEGED").as_deref() != Ok("1"),
+            "a memory cgroup {why}, and FLEXIO_TEST_PRIVILEGED=1 forbids skipping"
+        );
+        eprintln!("skipped: a memory cgroup {why}");
+        false
+    }
+
+    #[test]
+    fn a_child_runs_inside_the_group_from_its_first_instruction_and_the_group_goes_on_drop() {
+        if !can_make_groups() {
+            return;
+        }
+        let group = MemoryGroup::new("test-join", 64 << 20).unwrap();
+        let path = group.path().to_path_buf();
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        let mut command = Command::new("cat");
+        command.arg("/proc/self/cgroup");
+        flexio_sys::process::join_cgroup_before_exec(&mut command, group.procs().unwrap());
+        let output = command.output().unwrap();
+        assert!(output.status.success());
+        let cgroups = String::from_utf8_lossy(&output.stdout);
+        assert!(
+            cgroups
+                .lines()
+                .any(|l| l.contains("memory") || l.starts_with("0::"))
+                && cgroups.contains(&format!("/{name}")),
+            "{cgroups}"
+        );
+        assert_eq!(memory_groups_left(std::process::id()), vec![path.clone()]);
+        drop(group);
+        assert!(!path.exists());
+        assert!(memory_groups_left(std::process::id()).is_empty());
+    }
+
+    #[test]
+    fn a_group_left_by_a_dead_bench_is_removed_by_the_next_one() {
+        if !can_make_groups() {
+            return;
+        }
+        // A pid no process has: above the kernel's largest.
+        let (root, _) = hierarchy().unwrap();
+        let stale = root.join(format!("{PREFIX}test-stale-4194305"));
+        std::fs::create_dir(&stale).unwrap();
+        let group = MemoryGroup::new("test-sweep", 64 << 20).unwrap();
+        assert!(!stale.exists());
+        drop(group);
+    }
+}

@@ -62,6 +62,14 @@ impl OwnRuns {
             .collect()
     }
 
+    /// Runs that measured `outcome` for `setup` (tests).
+    #[cfg(test)]
+    pub(super) fn with(setup: Setup, outcome: ThesisOutcome) -> OwnRuns {
+        OwnRuns {
+            outcomes: vec![(setup, outcome)],
+        }
+    }
+
     fn of<'a>(&'a self, exhibit: &Exhibit) -> impl Iterator<Item = &'a ThesisOutcome> {
         let wanted = catalogue::setups(exhibit.id);
         self.outcomes

@@ -248,3 +248,68 @@ fn chart_for(
     write_line_chart(&path, &chart)?;
     Ok(Some(path))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::seeds::{find, Setup};
+    use crate::thesis_bench::{ThesisOutcome, ThesisPoint};
+
+    fn report(own: &OwnRuns) -> String {
+        let out = tempfile::tempdir().unwrap();
+        let exhibits = [find("flexio-4-21").unwrap()];
+        let report = write_report(out.path(), &exhibits, &[], own, "a test").unwrap();
+        std::fs::read_to_string(report.markdown).unwrap()
+    }
+
+    #[test]
+    fn a_setup_that_could_not_run_as_designed_makes_a_full_exhibit_partial_and_says_why() {
+        let point = ThesisPoint {
+            series: "three hosts, B relays by splice (ours)".into(),
+            x: 1.0,
+            y: 50.0,
+        };
+        let ran = OwnRuns::with(
+            Setup::Relay,
+            ThesisOutcome {
+                points: vec![point.clone()],
+                shortfall: None,
+                setting: "three namespaces".into(),
+            },
+        );
+        let md = report(&ran);
+        assert!(
+            md.contains("1 exhibits: 1 FULL, 0 PARTIAL, 0 NONE."),
+            "{md}"
+        );
+        assert!(
+            md.contains("| three hosts, B relays by splice (ours) | 1 | 50 |"),
+            "{md}"
+        );
+        assert!(
+            md.contains("Our setting outside the matrix: three namespaces."),
+            "{md}"
+        );
+        let short = OwnRuns::with(
+            Setup::Relay,
+            ThesisOutcome {
+                points: vec![point],
+                shortfall: Some("over loopback, one host (not root)".into()),
+                setting: String::new(),
+            },
+        );
+        let md = report(&short);
+        assert!(
+            md.contains("1 exhibits: 0 FULL, 1 PARTIAL, 0 NONE."),
+            "{md}"
+        );
+        assert!(
+            md.contains("In this run: over loopback, one host (not root)."),
+            "{md}"
+        );
+        assert!(
+            md.starts_with("# The seeds") && md.contains(STATUS_RULE),
+            "{md}"
+        );
+    }
+}
