@@ -100,7 +100,16 @@ impl Started {
     }
 
     /// Waits for the exit; the bytes its report says it moved.
-    pub(super) fn finish(mut self) -> Result<u64, String> {
+    pub(super) fn finish(self) -> Result<u64, String> {
+        let name = self.name.clone();
+        let report = self.finish_report()?;
+        report["bytes"]
+            .as_u64()
+            .ok_or_else(|| format!("{name}: no byte count in its report"))
+    }
+
+    /// Waits for the exit; its JSON report.
+    pub(super) fn finish_report(mut self) -> Result<serde_json::Value, String> {
         let child = self.child.child_mut();
         let mut stdout = String::new();
         let mut stderr = String::new();
@@ -121,11 +130,8 @@ impl Started {
                 stderr.trim()
             ));
         }
-        let report: serde_json::Value = serde_json::from_str(&stdout)
-            .map_err(|e| format!("{}: its --json report does not parse ({e})", self.name))?;
-        report["bytes"]
-            .as_u64()
-            .ok_or_else(|| format!("{}: no byte count in its report", self.name))
+        serde_json::from_str(&stdout)
+            .map_err(|e| format!("{}: its --json report does not parse ({e})", self.name))
     }
 }
 

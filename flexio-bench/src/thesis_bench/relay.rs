@@ -162,12 +162,18 @@ fn one(
             .args(["--json", "--no-progress"]);
         let started = Instant::now();
         let sent = start("A's sender", &mut sender)?.finish()?;
-        let relayed = middle.map(|m| m.finish()).transpose()?;
+        let relayed = middle.map(|m| m.finish_report()).transpose()?;
         let received = far.finish()?;
         let seconds = started.elapsed().as_secs_f64();
         check_bytes("A's sender", sent, size)?;
-        if let Some(relayed) = relayed {
-            check_bytes("B's relay", relayed, size)?;
+        if let (Some(relayed), Route::Relay(via)) = (relayed, route) {
+            check_bytes("B's relay", relayed["bytes"].as_u64().unwrap_or(0), size)?;
+            // What B was asked to relay by, not a fallback: the point is
+            // that mechanism's.
+            let used = relayed["mechanism_used"].as_str().unwrap_or("?");
+            if used != via {
+                return Err(format!("B's relay asked for {via} and moved by {used}"));
+            }
         }
         check_bytes("the far receiver", received, size)?;
         Ok(seconds)
