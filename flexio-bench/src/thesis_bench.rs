@@ -116,3 +116,27 @@ fn point(
         y: bytes as f64 / MB / median,
     })
 }
+
+/// Every `(size in MiB, variant)` pair through `one`, sizes outer; the
+/// first failure ends the sweep and becomes the shortfall (after
+/// `shortfall`, why the setup already fell short, if it did).
+fn sweep<V: Copy>(
+    sizes: &[u64],
+    variants: &[V],
+    mut shortfall: Option<String>,
+    mut one: impl FnMut(u64, V) -> Result<ThesisPoint, String>,
+) -> (Vec<ThesisPoint>, Option<String>) {
+    let mut points = Vec::new();
+    for &mb in sizes {
+        for &variant in variants {
+            match one(mb << 20, variant) {
+                Ok(p) => points.push(p),
+                Err(why) => {
+                    shortfall = Some(why);
+                    return (points, shortfall);
+                }
+            }
+        }
+    }
+    (points, shortfall)
+}

@@ -7,7 +7,7 @@
 
 mod common;
 
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use common::{flexio, require_root, stderr};
@@ -21,14 +21,10 @@ fn ys(md: &str, series: &str) -> Vec<f64> {
         .collect()
 }
 
+/// Every namespace of the bench with this pid (the relay's three, the
+/// socket sweep's two).
 fn namespaces_of(pid: u32) -> Vec<String> {
-    let out = Command::new("ip").args(["netns", "list"]).output().unwrap();
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .filter_map(|l| l.split_whitespace().next())
-        .filter(|name| name.ends_with(&format!("-{pid}")))
-        .map(str::to_string)
-        .collect()
+    common::namespaces_of("flexio-", pid)
 }
 
 #[test]

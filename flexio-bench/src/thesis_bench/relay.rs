@@ -12,7 +12,7 @@ use std::process::Command;
 use std::time::Instant;
 
 use super::process::{check_bytes, make_warm, source, start};
-use super::{point, ThesisOptions, ThesisOutcome, ThesisPoint};
+use super::{point, sweep, ThesisOptions, ThesisOutcome, ThesisPoint};
 use crate::host_bench::line::Line;
 use crate::host_bench::link::free_port;
 
@@ -62,7 +62,7 @@ impl Hosts {
 
 /// The relay against the direct transfer, by file size.
 pub fn relay(options: &ThesisOptions) -> ThesisOutcome {
-    let (hosts, mut shortfall) = match Line::create() {
+    let (hosts, shortfall) = match Line::create() {
         Ok(line) => (Hosts::Line(line), None),
         Err(why) => (
             Hosts::Loopback,
@@ -84,22 +84,14 @@ pub fn relay(options: &ThesisOptions) -> ThesisOutcome {
     } else {
         &[1, 10, 100, 400]
     };
-    let mut points = Vec::new();
-    'sweep: for &mb in sizes {
-        for route in [
-            Route::Direct,
-            Route::Relay("splice"),
-            Route::Relay("read-write"),
-        ] {
-            match one(options, &hosts, route, mb * MIB) {
-                Ok(p) => points.push(p),
-                Err(why) => {
-                    shortfall = Some(why);
-                    break 'sweep;
-                }
-            }
-        }
-    }
+    let routes = [
+        Route::Direct,
+        Route::Relay("splice"),
+        Route::Relay("read-write"),
+    ];
+    let (points, shortfall) = sweep(sizes, &routes, shortfall, |size, route| {
+        one(options, &hosts, route, size)
+    });
     // The namespaces go here, with `hosts`.
     ThesisOutcome {
         points,

@@ -7,7 +7,7 @@
 use std::time::Instant;
 
 use super::process::{check_bytes, make_warm, source, start};
-use super::{point, ThesisOptions, ThesisOutcome, ThesisPoint};
+use super::{point, sweep, ThesisOptions, ThesisOutcome, ThesisPoint};
 use crate::host_bench::link::{free_port, Link};
 
 const MIB: u64 = 1 << 20;
@@ -28,19 +28,10 @@ pub fn socket_buffers(options: &ThesisOptions) -> ThesisOutcome {
     } else {
         BUFFERS.to_vec()
     };
-    let mut points = Vec::new();
-    let mut shortfall = (!link.is_veth()).then(|| format!("ran over {}", link.description));
-    'sweep: for &mb in sizes {
-        for &buffer in &buffers {
-            match one(options, &link, mb * MIB, buffer) {
-                Ok(p) => points.push(p),
-                Err(why) => {
-                    shortfall = Some(why);
-                    break 'sweep;
-                }
-            }
-        }
-    }
+    let short = (!link.is_veth()).then(|| format!("ran over {}", link.description));
+    let (points, shortfall) = sweep(sizes, &buffers, short, |size, buffer| {
+        one(options, &link, size, buffer)
+    });
     ThesisOutcome {
         points,
         shortfall,
