@@ -4,7 +4,10 @@
 use std::os::fd::AsFd;
 
 use super::Flow;
-use crate::endpoint::{set_socket_buffers, OpenSink, OpenSource, SinkIo, SocketBuffers, SourceIo};
+use crate::endpoint::{
+    set_socket_buffers, Address, OpenSink, OpenSource, Sink, SinkIo, SocketBuffers, Source,
+    SourceIo,
+};
 use crate::error::{Error, Result};
 use crate::EndpointKind;
 
@@ -13,17 +16,34 @@ use crate::EndpointKind;
 const BOUNDS: (usize, usize) = (4 << 10, 1 << 30);
 
 impl Flow<'_> {
-    /// A usage error for a socket buffer outside [`BOUNDS`], before any
-    /// endpoint is opened.
+    /// A usage error for a socket buffer outside [`BOUNDS`], or on a flow
+    /// neither end of which can be TCP, before any endpoint is opened (so
+    /// that no peer's connection is taken for a flow that cannot run).
     pub(super) fn check_socket_buffer(&self) -> Result<()> {
-        match self.socket_buffer {
-            Some(bytes) if !(BOUNDS.0..=BOUNDS.1).contains(&bytes) => Err(Error::usage(format!(
+        let Some(bytes) = self.socket_buffer else {
+            return Ok(());
+        };
+        if !(BOUNDS.0..=BOUNDS.1).contains(&bytes) {
+            return Err(Error::usage(format!(
                 "--socket-buffer {bytes}: between {} and {}",
                 crate::format_bytes(BOUNDS.0 as u64),
                 crate::format_bytes(BOUNDS.1 as u64)
-            ))),
-            _ => Ok(()),
+            )));
         }
+        let source = match &self.source {
+            Source::Address(address) => may_be_tcp(address),
+            Source::Fd(..) => true,
+            _ => false,
+        };
+        let sink = match &self.sink {
+            Sink::Address(address) => may_be_tcp(address),
+            Sink::Fd(..) => true,
+            _ => false,
+        };
+        if !source && !sink {
+            return Err(neither_end());
+        }
+        Ok(())
     }
 
     /// Sets the buffers on every TCP end; what the last end read back (a
@@ -44,10 +64,21 @@ impl Flow<'_> {
             fixed = Some(set_socket_buffers(fd.as_fd(), bytes, &sink.label)?);
         }
         if fixed.is_none() {
-            return Err(Error::usage(
-                "--socket-buffer: neither end of the flow is a TCP socket",
-            ));
+            return Err(neither_end());
         }
         Ok(fixed)
     }
+}
+
+/// Whether an address may turn out to be a TCP socket once open (stdin
+/// and stdout may be one).
+fn may_be_tcp(address: &Address) -> bool {
+    matches!(
+        address,
+        Address::TcpConnect(_) | Address::TcpListen(_) | Address::Stdio
+    )
+}
+
+fn neither_end() -> Error {
+    Error::usage("--socket-buffer: neither end of the flow is a TCP socket")
 }
