@@ -26,7 +26,6 @@
 //! hits.rs         hit costs against memcpy
 //! hot_set.rs      hot set through a scan, per policy
 //! page_cache.rs   the same through the page cache in a memory cgroup
-//! memory_group.rs a cgroup-v1 memory group with a limit
 //! serve.rs        serve --cache against serve, hot set during a scan
 //! ```
 //!
@@ -43,7 +42,6 @@ use flexio_cache::BlockCache;
 
 mod hits;
 mod hot_set;
-mod memory_group;
 pub mod page_cache;
 mod serve;
 mod smack;

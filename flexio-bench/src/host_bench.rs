@@ -31,6 +31,7 @@ use crate::stats::median;
 use crate::tree_bench::{make_tree, TreeShape};
 
 mod contenders;
+pub mod line;
 pub mod link;
 mod report;
 pub mod servers;

@@ -33,6 +33,10 @@
 //!                iperf3; the OS project's Fig 5 and Fig 6
 //! hosts_bench.rs the `hosts` scenario: N hosts in network namespaces,
 //!                shards, mirrors and a chain against one transfer
+//! thesis_bench.rs FlexIO's setups the matrix lacks, as `flexio copy`
+//!                processes: a 128 MiB memory cgroup, a socket-buffer
+//!                sweep, a relay across three network namespaces
+//! memory_group.rs a memory cgroup (v1 or v2), removed on drop
 //! harness.rs     what the tuner (`flexio-tune`) uses: cells, the runner,
 //!                summaries
 //! ```
@@ -50,7 +54,9 @@ pub mod harness;
 pub mod host_bench;
 pub mod hosts_bench;
 pub mod limits;
+mod memory_group;
 pub mod meter;
+pub use memory_group::memory_groups_left;
 pub mod model;
 pub mod output;
 pub mod pace_bench;
@@ -63,5 +69,6 @@ pub mod seeds;
 pub mod server_bench;
 pub mod stats;
 pub mod table;
+pub mod thesis_bench;
 pub mod tree_bench;
 mod window;

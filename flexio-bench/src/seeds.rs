@@ -4,15 +4,23 @@
 //! measured now through the matrix's scenarios, a sentence comparing the
 //! two, and a chart with the original's points beside ours.
 //!
-//! An exhibit is *FULL* when every axis of the original is measured,
-//! *PARTIAL* when some are (what is missing is said), *NONE* when this
-//! run measures nothing for it (what would run it is said).
+//! The status rule ([`STATUS_RULE`], which opens seeds.md): an exhibit is
+//! *FULL* when every axis and mechanism of the original's experiment is
+//! measured, *PARTIAL* when some are (what is missing is said), *NONE*
+//! when this run measures nothing for it (what would run it is said).
+//! An original that gives no numbers (a plot whose values the seed's
+//! text does not hold) is said so, and that alone does not keep an
+//! exhibit from FULL; the original's hardware (its disks, its network)
+//! is stood in for by this machine's and said. A setup that needs root
+//! (a memory cgroup, network namespaces) and could not be made leaves
+//! its exhibit PARTIAL in that run, with the reason.
 //!
 //! ```text
 //! seeds.rs          an exhibit, its status, the plan of a selection
 //!  ├ catalogue.rs   the twenty exhibits, in the documents' order
 //!  │  ├ flexio_thesis.rs, os_project.rs, tpil.rs, cue.rs, smack.rs
 //!  ├ measure.rs     ours, read from the summaries of the cells
+//!  ├ own.rs         setups outside the matrix (thesis_bench), run once
 //!  └ report.rs      seeds.md and one chart per exhibit
 //! ```
 
@@ -23,10 +31,22 @@ use crate::stats::Summary;
 
 mod catalogue;
 mod measure;
+mod own;
 mod report;
 
 pub use catalogue::catalogue;
+pub use own::{has_setups, run_own, OwnRuns, Setup};
 pub use report::{write_report, SeedsReport};
+
+/// How an exhibit's status is decided, as seeds.md states it.
+pub const STATUS_RULE: &str = "Status rule: FULL when every axis and mechanism of the \
+    original's experiment is measured in this run; PARTIAL when some are (what is missing is \
+    said); NONE when nothing is (what would run it is said). Where the original gives no \
+    numbers (a plot whose values the seed's text does not hold) the section says so, and that \
+    alone does not keep an exhibit from FULL. The original's hardware (its disks, its network, \
+    its CPU) is stood in for by this machine's and said in the comparison. A setup that needs \
+    root (a memory cgroup, network namespaces) and could not be made leaves its exhibit \
+    PARTIAL in that run, with the reason.";
 
 /// How much of an exhibit this bench reproduces.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -182,8 +202,9 @@ mod tests {
         }
         for exhibit in all {
             assert!(!exhibit.gap.is_empty() || exhibit.status == Status::Full);
-            // What measures nothing plans no cells, and the reverse.
-            let measured = !(exhibit.cells)(true).is_empty();
+            // What measures nothing plans no cells and no setup of its
+            // own, and the reverse.
+            let measured = !(exhibit.cells)(true).is_empty() || has_setups(exhibit);
             assert_eq!(measured, exhibit.status != Status::None, "{}", exhibit.id);
         }
     }

@@ -7,7 +7,11 @@ use flexio::Error;
 use flexio_bench::runner;
 use flexio_bench::seeds::{self, Exhibit};
 
-use crate::bench_support::{io_error, BarObserver};
+use std::path::Path;
+
+use flexio_bench::thesis_bench::ThesisOptions;
+
+use crate::bench_support::{io_error, stop_on_signals, BarObserver};
 
 /// What the seeds run takes from `flexio bench`'s arguments.
 pub(crate) struct SeedsArgs<'a> {
@@ -52,6 +56,7 @@ pub(crate) fn run(args: &SeedsArgs<'_>, names: &[String]) -> Result<(), Error> {
         .as_ref()
         .map(flexio_bench::stats::summarize)
         .unwrap_or_default();
+    let own = run_own(args, &exhibits)?;
     let note = format!(
         "`{}`: {} run, {} exhibits, {:.0} s on {} CPUs{}.",
         std::env::args().collect::<Vec<_>>().join(" "),
@@ -70,7 +75,7 @@ pub(crate) fn run(args: &SeedsArgs<'_>, names: &[String]) -> Result<(), Error> {
             tail += &format!("wrote {}\n", path.display());
         }
     }
-    let report = seeds::write_report(out, &exhibits, &summaries, &note)
+    let report = seeds::write_report(out, &exhibits, &summaries, &own, &note)
         .map_err(|e| io_error("write seeds.md", out, e))?;
     for path in std::iter::once(&report.markdown).chain(&report.charts) {
         tail += &format!("wrote {}\n", path.display());
@@ -78,4 +83,30 @@ pub(crate) fn run(args: &SeedsArgs<'_>, names: &[String]) -> Result<(), Error> {
     tail += &format!("seeds took {:.0} s\n", started.elapsed().as_secs_f64());
     crate::print_stdout(&tail);
     Ok(())
+}
+
+/// The setups some exhibits run outside the matrix (a memory cgroup, a
+/// socket-buffer sweep, a relay across network namespaces), in a
+/// directory of their own under `--dir`, removed after.
+fn run_own(args: &SeedsArgs<'_>, exhibits: &[&Exhibit]) -> Result<seeds::OwnRuns, Error> {
+    if !exhibits.iter().any(|e| seeds::has_setups(e)) {
+        return Ok(seeds::OwnRuns::default());
+    }
+    let dir = args
+        .dir
+        .join(format!("flexio-seeds-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).map_err(|e| io_error("create", &dir, e))?;
+    let flexio = std::env::current_exe().map_err(|e| io_error("find", Path::new("flexio"), e))?;
+    let options = ThesisOptions {
+        dir: dir.clone(),
+        flexio,
+        quick: args.quick,
+        stop: stop_on_signals(),
+    };
+    if !args.quiet {
+        eprintln!("flexio bench seeds: FlexIO's setups outside the matrix (cgroup, socket buffers, relay)");
+    }
+    let own = seeds::run_own(exhibits, &options);
+    std::fs::remove_dir_all(&dir).map_err(|e| io_error("remove", &dir, e))?;
+    Ok(own)
 }

@@ -69,6 +69,11 @@ pub struct CopyArgs {
     /// 2m): a peer that sends nothing, a reader that reads nothing.
     #[arg(long, value_parser = duration)]
     idle_timeout: Option<std::time::Duration>,
+    /// Fix SO_SNDBUF and SO_RCVBUF of the TCP end(s) at this size (e.g.
+    /// 64K, 4M) instead of the kernel's autotuning; refused when the
+    /// kernel would cap it (net.core.wmem_max without CAP_NET_ADMIN).
+    #[arg(long, value_name = "SIZE", value_parser = size)]
+    socket_buffer: Option<u64>,
     /// Move at most this many bytes per second: 10M, 512K/s, 1G (binary
     /// units), or bits spelled out: 100Mbit/s (decimal). A TCP sink is
     /// paced by flexio's token bucket (or the kernel with --pace-by
@@ -168,6 +173,9 @@ pub fn run(args: CopyArgs) -> Result<(), Error> {
     }
     if let Some(limit) = args.idle_timeout {
         flow = flow.idle_timeout(limit);
+    }
+    if let Some(bytes) = args.socket_buffer {
+        flow = flow.socket_buffer(usize::try_from(bytes).unwrap_or(usize::MAX));
     }
     let report = {
         let _bar = ProgressBarThread::start(progress, progress_mode);

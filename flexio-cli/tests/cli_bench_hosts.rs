@@ -10,18 +10,9 @@ use std::time::Duration;
 
 use common::{flexio, require_root, stderr, wait_at_most};
 
-/// The namespaces of the bench with this pid that `ip netns list` shows.
+/// The `hosts` scenario's namespaces of the bench with this pid.
 fn namespaces_of(pid: u32) -> Vec<String> {
-    let listed = std::process::Command::new("ip")
-        .args(["netns", "list"])
-        .output()
-        .unwrap();
-    String::from_utf8_lossy(&listed.stdout)
-        .lines()
-        .filter_map(|line| line.split_whitespace().next())
-        .filter(|name| name.starts_with("flexio-hostsn") && name.ends_with(&format!("-{pid}")))
-        .map(str::to_string)
-        .collect()
+    common::namespaces_of("flexio-hostsn", pid)
 }
 
 #[test]

@@ -195,3 +195,51 @@ fn listing_server() -> std::net::SocketAddr {
     });
     address
 }
+
+#[test]
+fn fixed_socket_buffers_are_reported_and_validate_and_bad_ones_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let source = dir.path().join("a");
+    std::fs::write(&source, vec![3u8; 1 << 20]).unwrap();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = listener.local_addr().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut bytes = Vec::new();
+        std::io::Read::read_to_end(&mut listener.accept().unwrap().0, &mut bytes).unwrap();
+        bytes.len()
+    });
+    let report = check(
+        "flow",
+        flexio()
+            .arg("copy")
+            .arg(&source)
+            .arg(format!("tcp://{address}"))
+            .args(["--socket-buffer", "64K", "--json"]),
+    );
+    assert_eq!(reader.join().unwrap(), 1 << 20);
+    // The kernel doubles the request (its bookkeeping), both directions.
+    let fixed = &report["socket_buffers"];
+    assert_eq!(fixed["requested"], 64 << 10, "{report}");
+    assert_eq!(fixed["send"], 128 << 10, "{report}");
+    assert_eq!(fixed["receive"], 128 << 10, "{report}");
+    // Out of bounds, and with no TCP end: usage errors, nothing copied.
+    for (args, says) in [
+        (vec!["--socket-buffer", "1K"], "between"),
+        (vec!["--socket-buffer", "64K"], "neither end"),
+    ] {
+        let output = flexio()
+            .arg("copy")
+            .arg(&source)
+            .arg(dir.path().join("b"))
+            .args(&args)
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(2), "{args:?}");
+        assert!(
+            common::stderr(&output).contains(says),
+            "{}",
+            common::stderr(&output)
+        );
+        assert!(!dir.path().join("b").exists());
+    }
+}

@@ -46,6 +46,38 @@ pub fn terminate_with_parent(command: &mut Command) -> &mut Command {
     unsafe { command.pre_exec(setup) }
 }
 
+/// Has `command`'s process join a cgroup before it execs, by writing `0`
+/// (the writer itself, in cgroup v1 and v2) to the group's `procs`
+/// (`cgroup.procs`, opened for writing by the caller): it runs no
+/// instruction of the program outside the group, as moving it after the
+/// spawn would let it.
+///
+/// # Errors
+/// None here; the spawn fails if the write does (the group is gone, or
+/// its limit is below what the process already uses).
+///
+/// # Examples
+/// ```no_run
+/// let procs = std::fs::OpenOptions::new()
+///     .write(true)
+///     .open("/sys/fs/cgroup/memory/some-group/cgroup.procs")
+///     .unwrap();
+/// let mut command = std::process::Command::new("true");
+/// flexio_sys::process::join_cgroup_before_exec(&mut command, procs);
+/// assert!(command.status().unwrap().success());
+/// ```
+pub fn join_cgroup_before_exec(command: &mut Command, procs: std::fs::File) -> &mut Command {
+    let setup = move || -> io::Result<()> {
+        rustix::io::write(&procs, b"0")?;
+        Ok(())
+    };
+    // SAFETY: the closure runs in the forked child before `exec`, where only
+    // async-signal-safe work is allowed: one `write(2)` through rustix to a
+    // descriptor opened before the fork, which neither allocates nor takes
+    // locks; an errno becomes an `io::Error` without allocating.
+    unsafe { command.pre_exec(setup) }
+}
+
 /// The signals a terminal, a shell or a supervisor sends to end a process.
 const ENDING_SIGNALS: [std::ffi::c_int; 4] =
     [libc::SIGHUP, libc::SIGINT, libc::SIGQUIT, libc::SIGTERM];

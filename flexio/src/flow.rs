@@ -18,6 +18,7 @@ use crate::report::Report;
 
 mod checks;
 mod decide;
+mod socket_ends;
 use checks::verify_needs_seekable;
 
 /// Called with the bound address of a `*-listen://` endpoint.
@@ -54,6 +55,7 @@ pub struct Flow<'a> {
     pub(crate) idle_timeout: Option<Duration>,
     pub(crate) pacing: Pacing,
     on_listen: Option<ListenCallback<'a>>,
+    socket_buffer: Option<usize>,
     profile: Option<&'a Profile>,
     params_explicit: bool,
 }
@@ -78,6 +80,7 @@ impl<'a> Flow<'a> {
             idle_timeout: None,
             pacing: Pacing::default(),
             on_listen: None,
+            socket_buffer: None,
             profile: None,
             params_explicit: false,
         }
@@ -215,6 +218,39 @@ impl<'a> Flow<'a> {
         self
     }
 
+    /// Fixes SO_SNDBUF and SO_RCVBUF of the flow's TCP ends at `bytes`
+    /// (4 KiB to 1 GiB) instead of the kernel's autotuning, once each
+    /// connection is made; the report's `socket_buffers` says what the
+    /// kernel gave (twice the request).
+    ///
+    /// # Errors
+    /// [`Flow::run`] fails with a usage error for a size outside its
+    /// bounds, and with an I/O error when the kernel caps the buffer below
+    /// the request (`net.core.wmem_max` without CAP_NET_ADMIN).
+    ///
+    /// # Examples
+    /// ```
+    /// use flexio::{Address, Flow, Sink, Source};
+    /// let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    /// let address = listener.local_addr().unwrap();
+    /// let reader = std::thread::spawn(move || {
+    ///     let mut bytes = Vec::new();
+    ///     std::io::Read::read_to_end(&mut listener.accept().unwrap().0, &mut bytes).unwrap();
+    ///     bytes.len()
+    /// });
+    /// let data = vec![5u8; 1 << 20];
+    /// let report = Flow::new(Source::Memory(&data), Sink::Address(Address::parse(&format!("tcp://{address}")).unwrap()))
+    ///     .socket_buffer(64 << 10)
+    ///     .run()
+    ///     .unwrap();
+    /// assert_eq!(report.socket_buffers.unwrap().send, 128 << 10);
+    /// assert_eq!(reader.join().unwrap(), 1 << 20);
+    /// ```
+    pub fn socket_buffer(mut self, bytes: usize) -> Self {
+        self.socket_buffer = Some(bytes);
+        self
+    }
+
     /// Called with the bound address when a `*-listen://` endpoint starts
     /// listening (useful with port 0).
     pub fn on_listen(mut self, hook: impl FnMut(&str) + 'a) -> Self {
@@ -240,6 +276,7 @@ impl<'a> Flow<'a> {
         };
         self.params.validate()?;
         self.pacing.validate()?;
+        self.check_socket_buffer()?;
         self.check_before_opening()?;
         let source = open_source(
             std::mem::replace(&mut self.source, Source::Memory(&[])),
@@ -257,6 +294,7 @@ impl<'a> Flow<'a> {
             &mut on_listen,
         )?;
         self.check_sink(&sink, total)?;
+        let socket_buffers = self.fix_socket_buffers(&source, &sink)?;
         self.check_not_onto_itself(&source, &sink, total)?;
         if self.verify && !(source.kind.is_seekable() && sink.kind.is_seekable()) {
             return Err(verify_needs_seekable(Some(source.kind), Some(sink.kind)));
@@ -284,6 +322,7 @@ impl<'a> Flow<'a> {
         };
         let mut report = Engine::new(settings, source, sink, mechanism, total).run()?;
         report.decided_by = decision.decided_by;
+        report.socket_buffers = socket_buffers;
         Ok(report)
     }
 

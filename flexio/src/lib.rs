@@ -107,7 +107,7 @@ mod verify;
 mod writeback;
 
 pub use duration::parse_duration;
-pub use endpoint::{Address, EndpointKind, Sink, Source};
+pub use endpoint::{Address, EndpointKind, Sink, SocketBuffers, Source};
 pub use error::{Error, Result};
 pub use flow::{Flow, Progress};
 pub use mechanism::{builtin_choice, Descriptor, MechanismName, Reads};

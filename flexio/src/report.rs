@@ -100,6 +100,10 @@ pub struct Report {
     /// What `--rate`, `--burst` and `--schedule` did, when asked.
     #[serde(default)]
     pub pacing: Option<PacingReport>,
+    /// The socket buffers `--socket-buffer` fixed on the flow's TCP ends
+    /// (absent under the kernel's autotuning).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub socket_buffers: Option<crate::endpoint::SocketBuffers>,
 }
 
 impl Report {
@@ -144,6 +148,7 @@ impl Report {
             throughput_bytes_per_s: throughput,
             verify: None,
             pacing: None,
+            socket_buffers: None,
         }
     }
 

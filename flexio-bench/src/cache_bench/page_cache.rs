@@ -10,8 +10,8 @@ use std::num::NonZeroU64;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-use super::memory_group::MemoryGroup;
 use super::{hot_phase, CacheBenchOptions, HotSetRow, HotSetShape, BLOCK};
+use crate::memory_group::MemoryGroup;
 
 /// The hidden flag of `flexio cache bench` that runs [`child_main`].
 pub const CHILD_FLAG: &str = "--page-cache-child";

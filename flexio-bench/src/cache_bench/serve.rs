@@ -16,8 +16,8 @@ use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use super::memory_group::MemoryGroup;
 use super::{CacheBenchOptions, DataFile, HotSetShape, Spread, BLOCK, MIB};
+use crate::memory_group::MemoryGroup;
 
 /// Memory a server needs besides its cache: with the cache, each worker's
 /// 256 KiB piece buffer and the staging buffers of its misses (up to

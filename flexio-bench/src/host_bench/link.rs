@@ -26,7 +26,7 @@ pub struct Link {
 /// removed its namespaces has them removed by the next run.
 const PREFIX: &str = "flexio-hb";
 
-fn ip(args: &[&str]) -> Result<(), String> {
+pub(super) fn ip(args: &[&str]) -> Result<(), String> {
     let output = Command::new("ip")
         .args(args)
         .stdin(Stdio::null())
@@ -47,10 +47,10 @@ fn ip(args: &[&str]) -> Result<(), String> {
 /// index (0 is the hub), then `-` and the bench's pid. Not under
 /// [`PREFIX`]: benches built before it would take the index for part of
 /// a pid that does not parse and delete a running bench's namespaces.
-const HOSTS_PREFIX: &str = "flexio-hosts";
+pub(super) const HOSTS_PREFIX: &str = "flexio-hosts";
 
 /// Removes the namespaces of benches that are no longer running.
-fn remove_stale() {
+pub(super) fn remove_stale() {
     let Ok(output) = Command::new("ip").args(["netns", "list"]).output() else {
         return;
     };
@@ -135,7 +135,7 @@ impl Link {
         self.server_ns.is_some()
     }
 
-    fn command(ns: &Option<String>, program: &str) -> Command {
+    pub(super) fn command(ns: &Option<String>, program: &str) -> Command {
         match ns {
             Some(ns) => {
                 let mut command = Command::new("ip");

@@ -29,6 +29,12 @@ pub fn catalogue() -> &'static [Exhibit] {
     })
 }
 
+/// The setups outside the matrix that exhibit `id` measures (FlexIO's
+/// low-memory, socket-buffer and relay runs).
+pub(super) fn setups(id: &str) -> &'static [super::own::Setup] {
+    flexio_thesis::setups(id)
+}
+
 /// No cells: an exhibit this bench cannot measure.
 fn no_cells(_quick: bool) -> Vec<crate::plan::Cell> {
     Vec::new()

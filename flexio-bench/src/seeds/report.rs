@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 use std::io;
 use std::path::{Path, PathBuf};
 
-use super::{Exhibit, Point, Status};
+use super::{Exhibit, OwnRuns, Point, Status, STATUS_RULE};
 use crate::charts::plain::{write_line_chart, LineChart, PlainSeries};
 use crate::stats::Summary;
 
@@ -20,17 +20,19 @@ pub struct SeedsReport {
 }
 
 /// Writes `seeds.md` and the charts of `exhibits` into `out`, ours read
-/// from `summaries`; `note` (how the run went: quick or full, its
-/// duration, the machine) opens the file.
+/// from `summaries` and from `own` (the setups outside the matrix); `note`
+/// (how the run went: quick or full, its duration, the machine) opens
+/// the file, then the status rule.
 ///
 /// # Errors
 /// `out` cannot be created or a file cannot be written.
 ///
 /// # Examples
 /// ```
-/// use flexio_bench::seeds::{find, write_report};
+/// use flexio_bench::seeds::{find, write_report, OwnRuns};
 /// let out = tempfile::tempdir().unwrap();
-/// let report = write_report(out.path(), &[find("flexio-4-25").unwrap()], &[], "a test").unwrap();
+/// let exhibits = [find("flexio-4-25").unwrap()];
+/// let report = write_report(out.path(), &exhibits, &[], &OwnRuns::default(), "a test").unwrap();
 /// let text = std::fs::read_to_string(report.markdown).unwrap();
 /// assert!(text.contains("| flexio-4-25 |") && text.contains("NONE"));
 /// ```
@@ -38,18 +40,24 @@ pub fn write_report(
     out: &Path,
     exhibits: &[&Exhibit],
     summaries: &[Summary],
+    own: &OwnRuns,
     note: &str,
 ) -> io::Result<SeedsReport> {
     std::fs::create_dir_all(out)
         .map_err(|e| io::Error::new(e.kind(), format!("creating {}: {e}", out.display())))?;
-    let mut text = format!("# The seeds' exhibits, reproduced\n\n{note}\n\n");
-    text += &status_table(exhibits);
+    let mut text = format!("# The seeds' exhibits, reproduced\n\n{note}\n\n{STATUS_RULE}\n\n");
+    let standing: Vec<Standing> = exhibits.iter().map(|e| Standing::of(e, own)).collect();
+    text += &status_table(exhibits, &standing);
     let mut charts = Vec::new();
-    for exhibit in exhibits {
+    for (exhibit, standing) in exhibits.iter().zip(&standing) {
         let original = (exhibit.original)();
-        let ours = (exhibit.ours)(summaries);
+        let mut ours = (exhibit.ours)(summaries);
+        ours.extend(own.points(exhibit));
         let chart = chart_for(out, exhibit, &original, &ours)?;
-        text += &section(exhibit, &original, &ours, chart.as_deref());
+        text += &section(exhibit, standing, &original, &ours, chart.as_deref());
+        for setting in own.settings(exhibit) {
+            text += &format!("Our setting outside the matrix: {setting}.\n\n");
+        }
         charts.extend(chart);
     }
     let markdown = out.join("seeds.md");
@@ -57,8 +65,34 @@ pub fn write_report(
     Ok(SeedsReport { markdown, charts })
 }
 
-fn status_table(exhibits: &[&Exhibit]) -> String {
-    let count = |status| exhibits.iter().filter(|e| e.status == status).count();
+/// An exhibit's status in this run: its own, unless a setup outside the
+/// matrix fell short (not root, a failure), which makes a FULL one PARTIAL.
+struct Standing {
+    status: Status,
+    gap: String,
+}
+
+impl Standing {
+    fn of(exhibit: &Exhibit, own: &OwnRuns) -> Standing {
+        match own.shortfall(exhibit) {
+            Some(why) if exhibit.status == Status::Full => Standing {
+                status: Status::Partial,
+                gap: format!("In this run: {why}."),
+            },
+            Some(why) => Standing {
+                status: exhibit.status,
+                gap: format!("{} In this run: {why}.", exhibit.gap),
+            },
+            None => Standing {
+                status: exhibit.status,
+                gap: exhibit.gap.to_string(),
+            },
+        }
+    }
+}
+
+fn status_table(exhibits: &[&Exhibit], standing: &[Standing]) -> String {
+    let count = |status| standing.iter().filter(|s| s.status == status).count();
     let mut text = format!(
         "{} exhibits: {} FULL, {} PARTIAL, {} NONE.\n\n| exhibit | what | status | what is missing |\n| --- | --- | --- | --- |\n",
         exhibits.len(),
@@ -66,26 +100,32 @@ fn status_table(exhibits: &[&Exhibit]) -> String {
         count(Status::Partial),
         count(Status::None)
     );
-    for exhibit in exhibits {
+    for (exhibit, standing) in exhibits.iter().zip(standing) {
         let _ = writeln!(
             text,
             "| {} | {} | {} | {} |",
             exhibit.id,
             exhibit.title,
-            exhibit.status,
-            if exhibit.status == Status::Full {
+            standing.status,
+            if standing.status == Status::Full {
                 "-"
             } else {
-                exhibit.gap
+                &standing.gap
             }
         );
     }
     text + "\n"
 }
 
-fn section(exhibit: &Exhibit, original: &[Point], ours: &[Point], chart: Option<&Path>) -> String {
+fn section(
+    exhibit: &Exhibit,
+    standing: &Standing,
+    original: &[Point],
+    ours: &[Point],
+    chart: Option<&Path>,
+) -> String {
     let mut text = format!("## {}: {}\n\n", exhibit.id, exhibit.title);
-    let _ = writeln!(text, "**Status: {}.** {}\n", exhibit.status, exhibit.gap);
+    let _ = writeln!(text, "**Status: {}.** {}\n", standing.status, standing.gap);
     let _ = writeln!(text, "- Source: {}.", exhibit.cite);
     let _ = writeln!(text, "- Their setup: {}", exhibit.setup);
     let _ = writeln!(text, "- Their values: {}", exhibit.provenance);
@@ -207,4 +247,69 @@ fn chart_for(
     let path = out.join(format!("seeds-{}.svg", exhibit.id));
     write_line_chart(&path, &chart)?;
     Ok(Some(path))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::seeds::{find, Setup};
+    use crate::thesis_bench::{ThesisOutcome, ThesisPoint};
+
+    fn report(own: &OwnRuns) -> String {
+        let out = tempfile::tempdir().unwrap();
+        let exhibits = [find("flexio-4-21").unwrap()];
+        let report = write_report(out.path(), &exhibits, &[], own, "a test").unwrap();
+        std::fs::read_to_string(report.markdown).unwrap()
+    }
+
+    #[test]
+    fn a_setup_that_could_not_run_as_designed_makes_a_full_exhibit_partial_and_says_why() {
+        let point = ThesisPoint {
+            series: "three hosts, B relays by splice (ours)".into(),
+            x: 1.0,
+            y: 50.0,
+        };
+        let ran = OwnRuns::with(
+            Setup::Relay,
+            ThesisOutcome {
+                points: vec![point.clone()],
+                shortfall: None,
+                setting: "three namespaces".into(),
+            },
+        );
+        let md = report(&ran);
+        assert!(
+            md.contains("1 exhibits: 1 FULL, 0 PARTIAL, 0 NONE."),
+            "{md}"
+        );
+        assert!(
+            md.contains("| three hosts, B relays by splice (ours) | 1 | 50 |"),
+            "{md}"
+        );
+        assert!(
+            md.contains("Our setting outside the matrix: three namespaces."),
+            "{md}"
+        );
+        let short = OwnRuns::with(
+            Setup::Relay,
+            ThesisOutcome {
+                points: vec![point],
+                shortfall: Some("over loopback, one host (not root)".into()),
+                setting: String::new(),
+            },
+        );
+        let md = report(&short);
+        assert!(
+            md.contains("1 exhibits: 0 FULL, 1 PARTIAL, 0 NONE."),
+            "{md}"
+        );
+        assert!(
+            md.contains("In this run: over loopback, one host (not root)."),
+            "{md}"
+        );
+        assert!(
+            md.starts_with("# The seeds") && md.contains(STATUS_RULE),
+            "{md}"
+        );
+    }
 }

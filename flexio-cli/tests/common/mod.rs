@@ -219,3 +219,18 @@ pub fn tree_contents(root: &Path) -> std::collections::BTreeMap<String, Vec<u8>>
     }
     found
 }
+
+/// The network namespaces of the bench with process id `pid` whose names
+/// start with `prefix`, as `ip netns list` shows them.
+pub fn namespaces_of(prefix: &str, pid: u32) -> Vec<String> {
+    let listed = std::process::Command::new("ip")
+        .args(["netns", "list"])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&listed.stdout)
+        .lines()
+        .filter_map(|line| line.split_whitespace().next())
+        .filter(|name| name.starts_with(prefix) && name.ends_with(&format!("-{pid}")))
+        .map(str::to_string)
+        .collect()
+}

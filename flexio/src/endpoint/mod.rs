@@ -10,8 +10,11 @@ mod file_sink;
 mod idle_ends;
 mod open;
 mod replace;
+mod socket_buffers;
 #[cfg(test)]
 pub(crate) use replace::tests::names as file_sink_test_names;
+pub(crate) use socket_buffers::set as set_socket_buffers;
+pub use socket_buffers::SocketBuffers;
 mod temp_name;
 pub(crate) use temp_name::{sweep_stale, temp_name};
 

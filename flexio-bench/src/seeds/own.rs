@@ -1,0 +1,108 @@
+//! The setups some exhibits measure outside the matrix (`thesis_bench`:
+//! a 128 MiB memory cgroup, a socket-buffer sweep, a relay across three
+//! network namespaces), each run once however many exhibits use it, and
+//! their points handed to the report beside the matrix's.
+
+use super::{catalogue, Exhibit, Point};
+use crate::thesis_bench::{self, ThesisOptions, ThesisOutcome};
+
+/// A setup outside the matrix.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Setup {
+    /// Disk -> disk by file size in the 128 MiB cgroup.
+    LowMemoryBySize,
+    /// Disk -> disk by buffer size from 1 KiB in the 128 MiB cgroup.
+    LowMemoryByBuffer,
+    /// File -> TCP with fixed socket buffers, against autotuning.
+    SocketBuffers,
+    /// A -> B -> C, B relaying, against A -> B.
+    Relay,
+}
+
+impl Setup {
+    fn run(self, options: &ThesisOptions) -> ThesisOutcome {
+        match self {
+            Setup::LowMemoryBySize => thesis_bench::by_size(options),
+            Setup::LowMemoryByBuffer => thesis_bench::by_buffer(options),
+            Setup::SocketBuffers => thesis_bench::socket_buffers(options),
+            Setup::Relay => thesis_bench::relay(options),
+        }
+    }
+}
+
+/// What the setups of a seeds run measured.
+#[derive(Debug, Default)]
+pub struct OwnRuns {
+    outcomes: Vec<(Setup, ThesisOutcome)>,
+}
+
+impl OwnRuns {
+    /// The points of `exhibit`'s setups, in the report's terms.
+    pub(super) fn points(&self, exhibit: &Exhibit) -> Vec<Point> {
+        self.of(exhibit)
+            .flat_map(|outcome| &outcome.points)
+            .map(|p| Point::new(&p.series, p.x, p.y))
+            .collect()
+    }
+
+    /// Why `exhibit`'s setups fell short, if one did.
+    pub(super) fn shortfall(&self, exhibit: &Exhibit) -> Option<String> {
+        let why: Vec<&str> = self
+            .of(exhibit)
+            .filter_map(|outcome| outcome.shortfall.as_deref())
+            .collect();
+        (!why.is_empty()).then(|| why.join("; "))
+    }
+
+    /// Where `exhibit`'s setups ran.
+    pub(super) fn settings(&self, exhibit: &Exhibit) -> Vec<&str> {
+        self.of(exhibit)
+            .map(|outcome| outcome.setting.as_str())
+            .filter(|s| !s.is_empty())
+            .collect()
+    }
+
+    /// Runs that measured `outcome` for `setup` (tests).
+    #[cfg(test)]
+    pub(super) fn with(setup: Setup, outcome: ThesisOutcome) -> OwnRuns {
+        OwnRuns {
+            outcomes: vec![(setup, outcome)],
+        }
+    }
+
+    fn of<'a>(&'a self, exhibit: &Exhibit) -> impl Iterator<Item = &'a ThesisOutcome> {
+        let wanted = catalogue::setups(exhibit.id);
+        self.outcomes
+            .iter()
+            .filter(move |(setup, _)| wanted.contains(setup))
+            .map(|(_, outcome)| outcome)
+    }
+}
+
+/// Runs the setups `exhibits` need, each once, in the catalogue's order;
+/// a signal (`options.stop`) ends the one running and skips the rest.
+pub fn run_own(exhibits: &[&Exhibit], options: &ThesisOptions) -> OwnRuns {
+    let mut runs = OwnRuns::default();
+    for exhibit in exhibits {
+        for &setup in catalogue::setups(exhibit.id) {
+            if runs.outcomes.iter().any(|(s, _)| *s == setup) {
+                continue;
+            }
+            let outcome = if options.stop.load(std::sync::atomic::Ordering::Relaxed) {
+                ThesisOutcome {
+                    shortfall: Some("stopped by a signal".into()),
+                    ..ThesisOutcome::default()
+                }
+            } else {
+                setup.run(options)
+            };
+            runs.outcomes.push((setup, outcome));
+        }
+    }
+    runs
+}
+
+/// Whether `exhibit` has setups outside the matrix.
+pub fn has_setups(exhibit: &Exhibit) -> bool {
+    !catalogue::setups(exhibit.id).is_empty()
+}

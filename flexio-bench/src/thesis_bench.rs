@@ -1,0 +1,142 @@
+//! FlexIO's setups that the bench's matrix has no cell for, run as
+//! `flexio copy` processes timed from spawn to exit (the thesis, chapter
+//! 4; its exhibits in `seeds`):
+//!
+//! - a low-memory setting: the copies run in a 128 MiB memory cgroup, as
+//!   on the original's 128 MB machine, cold and synced, by file size up to
+//!   200 MiB (Figures 4.7-4.14) and by buffer size from 1 KiB (4.15);
+//! - a socket-buffer sweep: file -> TCP with `--socket-buffer` at both
+//!   ends, 16 KiB to 4 MiB, beside the kernel's autotuning (4.18);
+//! - a network -> network relay: A -> B -> C across three network
+//!   namespaces, B forwarding by splice or by read-write, beside A -> B
+//!   direct (4.21-4.22).
+//!
+//! Each returns its points and, where it could not run as designed (not
+//! root: no cgroup, no namespaces), why. SIGINT/SIGTERM (the `stop` flag)
+//! end a sweep after its current copy; the cgroup and the namespaces are
+//! removed on every way out.
+//!
+//! ```text
+//! thesis_bench.rs   options, points, the shared run loop
+//!  ├ process.rs     one timed copy (or a group of them), its bytes checked
+//!  ├ low_memory.rs  the 128 MiB cgroup: by size, by buffer
+//!  ├ sockets.rs     the socket-buffer sweep
+//!  └ relay.rs       A -> B -> C
+//! ```
+
+mod low_memory;
+mod process;
+mod relay;
+mod sockets;
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+pub use low_memory::{by_buffer, by_size, MEMORY_LIMIT};
+pub use relay::relay;
+pub use sockets::socket_buffers;
+
+/// What to run.
+#[derive(Clone, Debug)]
+pub struct ThesisOptions {
+    /// A directory for the sources and copies (files are removed after).
+    pub dir: PathBuf,
+    /// The `flexio` binary the copies run.
+    pub flexio: PathBuf,
+    /// The short run: fewer sizes, one round.
+    pub quick: bool,
+    /// Set by SIGINT/SIGTERM: stop after the current copy.
+    pub stop: Arc<AtomicBool>,
+}
+
+impl ThesisOptions {
+    /// Timed rounds per point (the median is kept).
+    fn rounds(&self) -> usize {
+        if self.quick {
+            1
+        } else {
+            3
+        }
+    }
+
+    fn stopped(&self) -> Result<(), String> {
+        if self.stop.load(Ordering::Relaxed) {
+            Err("stopped by a signal".into())
+        } else {
+            Ok(())
+        }
+    }
+}
+
+/// One point: a series, its x, and the median throughput in MB/s (2^20
+/// bytes, the thesis's MB).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ThesisPoint {
+    /// e.g. `mmap, 128 MiB cgroup`.
+    pub series: String,
+    /// File size in MB, buffer size in KB, or socket buffer in KB.
+    pub x: f64,
+    /// MB/s, median over the rounds.
+    pub y: f64,
+}
+
+/// What one setup measured.
+#[derive(Clone, Debug, Default)]
+pub struct ThesisOutcome {
+    /// The points measured.
+    pub points: Vec<ThesisPoint>,
+    /// Why the setup did not run as designed (not root, a failure), if so.
+    pub shortfall: Option<String>,
+    /// Where it ran, for the report (the cgroup, the link).
+    pub setting: String,
+}
+
+/// Bytes in the thesis's MB.
+const MB: f64 = (1u64 << 20) as f64;
+
+/// The median of `rounds` runs of `run` (each returning seconds for
+/// `bytes`) as a point of `series` at `x`.
+fn point(
+    options: &ThesisOptions,
+    series: &str,
+    x: f64,
+    bytes: u64,
+    mut run: impl FnMut() -> Result<f64, String>,
+) -> Result<ThesisPoint, String> {
+    let mut seconds = Vec::new();
+    for _ in 0..options.rounds() {
+        options.stopped()?;
+        seconds.push(run()?);
+    }
+    let median = crate::stats::median(&mut seconds);
+    Ok(ThesisPoint {
+        series: series.to_string(),
+        x,
+        y: bytes as f64 / MB / median,
+    })
+}
+
+/// Every `(size in MiB, variant)` pair through `one`, sizes outer; the
+/// first failure ends the sweep and becomes the shortfall (after
+/// `shortfall`, why the setup already fell short, if it did).
+fn sweep<V: Copy>(
+    sizes: &[u64],
+    variants: &[V],
+    mut shortfall: Option<String>,
+    mut one: impl FnMut(u64, V) -> Result<ThesisPoint, String>,
+) -> (Vec<ThesisPoint>, Option<String>) {
+    let mut points = Vec::new();
+    for &mb in sizes {
+        for &variant in variants {
+            match one(mb << 20, variant) {
+                Ok(p) => points.push(p),
+                Err(why) => {
+                    shortfall = Some(why);
+                    return (points, shortfall);
+                }
+            }
+        }
+    }
+    (points, shortfall)
+}

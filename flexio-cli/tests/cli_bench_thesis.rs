@@ -1,0 +1,134 @@
+//! FlexIO's setups outside the bench's matrix, through `flexio bench
+//! --exhibit`: the relay across three network namespaces and the
+//! socket-buffer sweep (both leave no namespace behind), and the 128 MiB
+//! memory cgroup, which a SIGTERM in the middle of its copies does not
+//! leave behind either. All root: they skip with a reason otherwise (and
+//! fail under FLEXIO_TEST_PRIVILEGED=1).
+
+mod common;
+
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use common::{flexio, require_root, stderr};
+
+/// The y values of `series`'s rows in seeds.md.
+fn ys(md: &str, series: &str) -> Vec<f64> {
+    let start = format!("| {series} |");
+    md.lines()
+        .filter(|l| l.starts_with(&start))
+        .map(|l| l.split('|').nth(3).unwrap().trim().parse().unwrap())
+        .collect()
+}
+
+/// Every namespace of the bench with this pid (the relay's three, the
+/// socket sweep's two).
+fn namespaces_of(pid: u32) -> Vec<String> {
+    common::namespaces_of("flexio-", pid)
+}
+
+#[test]
+fn the_relay_and_the_socket_buffer_sweep_run_between_namespaces_and_leave_none() {
+    if !require_root("three network namespaces") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let child = flexio()
+        .args([
+            "bench",
+            "--exhibit",
+            "flexio-4-21",
+            "--exhibit",
+            "flexio-4-18",
+        ])
+        .args(["--runs", "1", "--quiet", "--dir"])
+        .arg(dir.path())
+        .arg("--out")
+        .arg(&out)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let output = child.wait_with_output().unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    let md = std::fs::read_to_string(out.join("seeds.md")).unwrap();
+    assert!(
+        md.contains("2 exhibits: 2 FULL, 0 PARTIAL, 0 NONE."),
+        "{md}"
+    );
+    // Every route at every size of the quick run, each byte counted at
+    // the far end (a short count fails the setup, and the exhibit would
+    // say so and be PARTIAL).
+    for series in [
+        "two hosts, A -> B (ours)",
+        "three hosts, B relays by splice (ours)",
+        "three hosts, B relays by read-write, user space (ours)",
+    ] {
+        let rates = ys(&md, series);
+        assert_eq!(rates.len(), 3, "{series}: {md}");
+        assert!(rates.iter().all(|r| *r > 0.0), "{series}: {rates:?}");
+    }
+    assert!(md.contains("two veth pairs"), "{md}");
+    for series in [
+        "socket buffers 16 KiB (ours)",
+        "socket buffers 4 MiB (ours)",
+        "kernel autotuning (ours)",
+    ] {
+        assert_eq!(ys(&md, series).len(), 3, "{series}: {md}");
+    }
+    assert!(
+        md.contains("over veth pair between network namespaces"),
+        "{md}"
+    );
+    assert!(namespaces_of(pid).is_empty(), "{:?}", namespaces_of(pid));
+    // The setups' own directory is gone too.
+    assert!(!dir.path().join(format!("flexio-seeds-{pid}")).exists());
+}
+
+#[test]
+fn sigterm_during_the_cgroup_copies_leaves_no_memory_group_behind() {
+    if !require_root("a memory cgroup") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let mut child = flexio()
+        .args([
+            "bench",
+            "--exhibit",
+            "flexio-4-7",
+            "--runs",
+            "1",
+            "--quiet",
+            "--dir",
+        ])
+        .arg(dir.path())
+        .arg("--out")
+        .arg(&out)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    // The matrix's cells first, then the group: wait for it to appear.
+    let until = Instant::now() + Duration::from_secs(300);
+    while flexio_bench::memory_groups_left(pid).is_empty() {
+        assert!(Instant::now() < until, "no memory group appeared");
+        assert!(child.try_wait().unwrap().is_none(), "the bench ended first");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let group = flexio_bench::memory_groups_left(pid)[0].clone();
+    let pid_of = rustix::process::Pid::from_child(&child);
+    rustix::process::kill_process(pid_of, rustix::process::Signal::TERM).unwrap();
+    let output = child.wait_with_output().unwrap();
+    let left = flexio_bench::memory_groups_left(pid);
+    assert!(left.is_empty(), "{left:?} left ({})", stderr(&output));
+    assert!(!group.exists());
+    assert!(!dir.path().join(format!("flexio-seeds-{pid}")).exists());
+    // The report says the run was cut short, and the exhibit is not FULL.
+    let md = std::fs::read_to_string(out.join("seeds.md")).unwrap();
+    assert!(md.contains("stopped by a signal"), "{md}");
+    assert!(md.contains("1 exhibits: 0 FULL, 1 PARTIAL"), "{md}");
+}
