@@ -156,7 +156,12 @@ fn mapped_sink_size(t: &mut Transfer<'_>) -> Result<Option<u64>, Stop> {
 
 /// Maps `len` bytes of one side's descriptor from `offset` (page-aligned),
 /// guarded against SIGBUS. Counts the `munmap` to come as well.
-fn map(t: &mut Transfer<'_>, side: Side, offset: u64, len: usize) -> Result<Guard, Stop> {
+pub(super) fn map(
+    t: &mut Transfer<'_>,
+    side: Side,
+    offset: u64,
+    len: usize,
+) -> Result<Guard, Stop> {
     let (fd, writable) = match side {
         Side::Source => (t.source_fd(), false),
         Side::Sink => (t.sink_fd(), true),
@@ -269,7 +274,7 @@ fn check_source(t: &mut Transfer<'_>, source: &Guard, window: &Window) -> Result
 
 /// The source file's size now; `None` for a block device, which does not
 /// shrink (and whose `st_size` is 0).
-fn source_size_now(t: &mut Transfer<'_>) -> Result<Option<u64>, Stop> {
+pub(super) fn source_size_now(t: &mut Transfer<'_>) -> Result<Option<u64>, Stop> {
     if t.source_kind != EndpointKind::File {
         return Ok(None);
     }
@@ -279,7 +284,7 @@ fn source_size_now(t: &mut Transfer<'_>) -> Result<Option<u64>, Stop> {
 }
 
 /// Where the source ends, for a transfer of unknown length.
-fn source_end(t: &mut Transfer<'_>) -> Result<u64, Stop> {
+pub(super) fn source_end(t: &mut Transfer<'_>) -> Result<u64, Stop> {
     if let Some(size) = source_size_now(t)? {
         return Ok(size);
     }
@@ -288,7 +293,7 @@ fn source_end(t: &mut Transfer<'_>) -> Result<u64, Stop> {
         .map_err(|e| t.failed("lseek", Side::Source, e))
 }
 
-fn source_ended(t: &Transfer<'_>, offset: u64) -> Stop {
+pub(super) fn source_ended(t: &Transfer<'_>, offset: u64) -> Stop {
     Stop::Failed(Error::SourceEnded {
         endpoint: t.source_label.to_string(),
         offset,
