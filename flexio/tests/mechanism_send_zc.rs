@@ -187,3 +187,60 @@ fn pairs_it_cannot_move_are_refused_naming_those_that_can() {
         assert!(text.starts_with("send-zc cannot move"), "{text}");
     }
 }
+
+/// `auto` takes send-zc only from a measured profile that names it for
+/// file -> socket, and then only where it can run: the same profile
+/// sends a file to a Unix socket by the built-in table, and says why.
+#[test]
+fn auto_takes_it_from_a_profile_only_where_it_serves() {
+    use flexio::profile::{Fingerprint, FlowKind, FlowProfile, Profile, RangeEntry};
+    if !available() {
+        return;
+    }
+    let dir = scratch_dir();
+    let path = dir.path().join("source");
+    let content = data(3 * MIB, 13);
+    write_file(&path, content);
+    let mut profile = Profile::new(Fingerprint::of_this_machine(dir.path()), dir.path());
+    let defaults = Params::default();
+    profile.flows.push(FlowProfile {
+        kind: FlowKind::FileToSocket,
+        ranges: vec![RangeEntry {
+            min_bytes: 0,
+            max_bytes: None,
+            mechanism: MechanismName::SendZc,
+            chunk: defaults.chunk,
+            queue_depth: defaults.queue_depth,
+            pipe_size: defaults.pipe_size,
+            direct: false,
+            throughput_bytes_per_s: 1_000_000_000,
+            spread: 0.0,
+            measured_at: vec![1 << 30],
+        }],
+        curves: Vec::new(),
+    });
+    let (ours, theirs) = tcp_pair();
+    let reader = thread::spawn(move || drain_and_hash(theirs));
+    let report = Flow::new(Source::path(&path), Sink::Fd(ours.into(), "tcp".into()))
+        .profile(Some(&profile))
+        .run()
+        .unwrap();
+    assert_eq!(report.mechanism_used, MechanismName::SendZc);
+    assert_eq!(reader.join().unwrap().unwrap().1, common::hash(content));
+
+    let (ours, theirs) = unix_pair();
+    let reader = thread::spawn(move || drain_and_hash(theirs));
+    let report = Flow::new(Source::path(&path), Sink::Fd(ours.into(), "unix".into()))
+        .profile(Some(&profile))
+        .run()
+        .unwrap();
+    assert_eq!(report.mechanism_used, MechanismName::Sendfile);
+    assert!(
+        report
+            .decided_by
+            .contains("names send-zc, which cannot move file -> unix"),
+        "{}",
+        report.decided_by
+    );
+    assert_eq!(reader.join().unwrap().unwrap().1, common::hash(content));
+}
