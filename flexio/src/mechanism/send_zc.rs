@@ -84,6 +84,16 @@ fn run(t: &mut Transfer<'_>) -> Result<(), Stop> {
         op: "io_uring SEND_ZC",
         errno: Errno::from_io_error(&e).unwrap_or(Errno::NOSYS),
     })?;
+    let result = send_all(t, &mut sender);
+    let (notifications, copied) = sender.notifications();
+    t.counters.zero_copy.0 += notifications;
+    t.counters.zero_copy.1 += copied;
+    result
+}
+
+/// Sends the whole transfer, then waits for the kernel to let go of the
+/// last pages.
+fn send_all(t: &mut Transfer<'_>, sender: &mut ZcSender) -> Result<(), Stop> {
     let page = rustix::param::page_size();
     let piece = t.params.chunk.max(1);
     let window = piece.max(WINDOW).next_multiple_of(page);
@@ -99,7 +109,7 @@ fn run(t: &mut Transfer<'_>) -> Result<(), Stop> {
         if want == 0 {
             return Ok(());
         }
-        send_window(t, &mut sender, head, want, piece)?;
+        send_window(t, sender, head, want, piece)?;
     }
     let patience = patience(t);
     t.counters.syscalls += 1;

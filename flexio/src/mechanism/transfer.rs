@@ -44,6 +44,9 @@ pub(crate) struct Counters {
     pub syscalls: u64,
     /// io_uring submission queue entries.
     pub ring_entries: u64,
+    /// Zero-copy send: notifications received, and how many of them said
+    /// the kernel copied the bytes after all (a local receiver).
+    pub zero_copy: (u64, u64),
 }
 
 /// Memory and descriptors a mechanism may keep across the segments of one
