@@ -83,7 +83,10 @@ fn every_kind_validates_against_its_schema() {
                 .arg(format!("tcp://127.0.0.1:{port}")),
         );
         assert_eq!(drain.join().unwrap(), 100_000);
-        assert!(flow["zero_copy"]["notifications"].as_u64().unwrap() >= 1, "{flow}");
+        assert!(
+            flow["zero_copy"]["notifications"].as_u64().unwrap() >= 1,
+            "{flow}"
+        );
     }
 
     let served = tempfile::tempdir().unwrap();
