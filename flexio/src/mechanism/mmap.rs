@@ -83,14 +83,7 @@ fn run(t: &mut Transfer<'_>) -> Result<(), Stop> {
     let chunk = t.params.chunk.max(1).next_multiple_of(page);
     let mut sink_size = mapped_sink_size(t)?;
     while !t.finished() {
-        let head = (t.source_pos % page as u64) as usize;
-        let want = match t.remaining {
-            Some(_) => t.next_len(chunk - head),
-            None => {
-                let end = source_end(t)?;
-                (chunk - head).min(end.saturating_sub(t.source_pos) as usize)
-            }
-        };
+        let (head, want) = next_window(t, chunk, page)?;
         if want == 0 {
             return Ok(());
         }
@@ -114,6 +107,25 @@ fn run(t: &mut Transfer<'_>) -> Result<(), Stop> {
         }
     }
     Ok(())
+}
+
+/// Where the next window of at most `window` bytes (a multiple of `page`)
+/// starts: the bytes mapped before the source position (it rounds down to
+/// a page), and the bytes to move after them — 0 when the source ended.
+pub(super) fn next_window(
+    t: &mut Transfer<'_>,
+    window: usize,
+    page: usize,
+) -> Result<(usize, usize), Stop> {
+    let head = (t.source_pos % page as u64) as usize;
+    let want = match t.remaining {
+        Some(_) => t.next_len(window - head),
+        None => {
+            let end = source_end(t)?;
+            (window - head).min(end.saturating_sub(t.source_pos) as usize)
+        }
+    };
+    Ok((head, want))
 }
 
 /// The part of the source one mapping covers.
@@ -284,7 +296,7 @@ pub(super) fn source_size_now(t: &mut Transfer<'_>) -> Result<Option<u64>, Stop>
 }
 
 /// Where the source ends, for a transfer of unknown length.
-pub(super) fn source_end(t: &mut Transfer<'_>) -> Result<u64, Stop> {
+fn source_end(t: &mut Transfer<'_>) -> Result<u64, Stop> {
     if let Some(size) = source_size_now(t)? {
         return Ok(size);
     }

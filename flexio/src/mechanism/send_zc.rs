@@ -30,7 +30,7 @@ use std::time::Duration;
 
 use rustix::io::Errno;
 
-use super::mmap::{map, source_end, source_ended, source_size_now};
+use super::mmap::{map, next_window, source_ended, source_size_now};
 use super::transfer::Side;
 use super::{Descriptor, MechanismName, Reads, Stop, Transfer};
 use crate::endpoint::EndpointKind;
@@ -98,14 +98,7 @@ fn send_all(t: &mut Transfer<'_>, sender: &mut ZcSender) -> Result<(), Stop> {
     let piece = t.params.chunk.max(1);
     let window = piece.max(WINDOW).next_multiple_of(page);
     while !t.finished() {
-        let head = (t.source_pos % page as u64) as usize;
-        let want = match t.remaining {
-            Some(_) => t.next_len(window - head),
-            None => {
-                let end = source_end(t)?;
-                (window - head).min(end.saturating_sub(t.source_pos) as usize)
-            }
-        };
+        let (head, want) = next_window(t, window, page)?;
         if want == 0 {
             return Ok(());
         }
