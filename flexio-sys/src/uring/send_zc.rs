@@ -87,6 +87,10 @@ pub struct Sent {
 struct Parked {
     id: u64,
     held: Held,
+    /// Requests pushed whose first completion has not been taken: the
+    /// kernel may still read the memory, and may yet announce a
+    /// notification.
+    unanswered: usize,
     /// Notifications announced (`IORING_CQE_F_MORE`) and not yet taken.
     owed: usize,
     /// Whether a request may still be issued on it (the current send).
@@ -195,6 +199,7 @@ impl ZcSender {
         self.parked.push_back(Parked {
             id,
             held,
+            unanswered: 0,
             owed: 0,
             sending: true,
         });
@@ -267,19 +272,17 @@ impl ZcSender {
         if !unsafe { push(&mut self.ring, &entry) } {
             return Err(super::queue_full());
         }
+        if let Some(parked) = self.parked.iter_mut().find(|p| p.id == id) {
+            parked.unanswered += 1;
+        }
         let started = Instant::now();
         let mut cancelled = false;
         loop {
             let mut first = None;
             for (user_data, result, flags) in self.take_completions() {
-                if user_data != id || cqueue::notif(flags) {
-                    self.note_notification(user_data, result, flags);
-                    continue;
+                if self.note(user_data, result, flags) && user_data == id {
+                    first = Some(result);
                 }
-                if cqueue::more(flags) {
-                    self.owe(id);
-                }
-                first = Some(result);
             }
             match first {
                 Some(r) if r >= 0 => return Ok(r as usize),
@@ -300,15 +303,18 @@ impl ZcSender {
         }
     }
 
-    /// Waits for the next notification and releases what it completes.
+    /// Waits for the next completion (a notification, or the first
+    /// completion of a request left in flight) and releases what it
+    /// completes.
     fn wait_one(&mut self, patience: Option<Duration>) -> io::Result<()> {
-        let before = self.notifications;
         let started = Instant::now();
         loop {
-            for (user_data, result, flags) in self.take_completions() {
-                self.note_notification(user_data, result, flags);
+            let taken = self.take_completions();
+            let any = !taken.is_empty();
+            for (user_data, result, flags) in taken {
+                self.note(user_data, result, flags);
             }
-            if self.notifications != before {
+            if any {
                 break;
             }
             let left = patience.map(|p| p.saturating_sub(started.elapsed()));
@@ -363,28 +369,34 @@ impl ZcSender {
             .collect()
     }
 
-    fn owe(&mut self, id: u64) {
-        if let Some(parked) = self.parked.iter_mut().find(|p| p.id == id) {
-            parked.owed += 1;
+    /// Counts one completion against its memory; `true` for a request's
+    /// first completion (its result), `false` for a notification.
+    fn note(&mut self, id: u64, result: i32, flags: u32) -> bool {
+        let parked = self.parked.iter_mut().find(|p| p.id == id);
+        if cqueue::notif(flags) {
+            self.notifications += 1;
+            if result & NOTIF_USAGE_ZC_COPIED != 0 {
+                self.copied += 1;
+            }
+            if let Some(parked) = parked {
+                parked.owed = parked.owed.saturating_sub(1);
+            }
+            return false;
         }
-    }
-
-    fn note_notification(&mut self, id: u64, result: i32, flags: u32) {
-        debug_assert!(cqueue::notif(flags), "a completion of no request");
-        self.notifications += 1;
-        if result & NOTIF_USAGE_ZC_COPIED != 0 {
-            self.copied += 1;
+        if let Some(parked) = parked {
+            parked.unanswered = parked.unanswered.saturating_sub(1);
+            if cqueue::more(flags) {
+                parked.owed += 1;
+            }
         }
-        if let Some(parked) = self.parked.iter_mut().find(|p| p.id == id) {
-            parked.owed = parked.owed.saturating_sub(1);
-        }
+        true
     }
 
     /// Frees the memory no request and no notification needs any more.
     fn release_done(&mut self) {
         let (keep, done): (VecDeque<Parked>, VecDeque<Parked>) = std::mem::take(&mut self.parked)
             .into_iter()
-            .partition(|p| p.sending || p.owed > 0);
+            .partition(|p| p.sending || p.unanswered > 0 || p.owed > 0);
         self.parked = keep;
         if let Some(released) = self.released.as_mut() {
             released.extend(done.into_iter().map(|p| p.held));
