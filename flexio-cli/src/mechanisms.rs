@@ -47,6 +47,8 @@ pub fn run(args: MechanismsArgs) -> Result<(), Error> {
                     "reads": d.reads,
                     "falls_back_to": d.fallbacks,
                     "direct_io": (d.writes_direct)(&Params { direct: true, ..Params::default() }),
+                    "available": d.name.available().is_ok(),
+                    "unavailable_because": d.name.available().err(),
                 })
             })
             .collect();
@@ -99,6 +101,9 @@ pub fn run(args: MechanismsArgs) -> Result<(), Error> {
                 fallbacks.join(", ")
             },
         );
+        if let Err(why) = descriptor.name.available() {
+            table += &format!("{:<16} unavailable here: {why}\n", "");
+        }
     }
     crate::print_stdout(&table);
     Ok(())

@@ -192,6 +192,28 @@ fn mechanisms_json_lists_every_pair_with_auto() {
         .find(|p| p["source"] == "file" && p["sink"] == "tcp")
         .unwrap();
     assert_eq!(file_to_tcp["auto"], "sendfile");
+    // Zero-copy send: file -> TCP only, never auto's built-in choice,
+    // and whether this kernel has it is said.
+    for pair in pairs {
+        let listed = pair["mechanisms"]
+            .as_array()
+            .unwrap()
+            .contains(&"send-zc".into());
+        let zc_pair = matches!(pair["source"].as_str(), Some("file" | "block-device"))
+            && pair["sink"] == "tcp";
+        assert_eq!(listed, zc_pair, "{pair}");
+        assert_ne!(pair["auto"], "send-zc", "{pair}");
+    }
+    let send_zc = matrix["mechanisms"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["name"] == "send-zc")
+        .expect("send-zc listed");
+    assert_eq!(
+        send_zc["available"].as_bool().unwrap(),
+        send_zc["unavailable_because"].is_null()
+    );
     assert!(!file_to_tcp["mechanisms"]
         .as_array()
         .unwrap()

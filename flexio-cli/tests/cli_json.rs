@@ -67,6 +67,27 @@ fn every_kind_validates_against_its_schema() {
         flexio().arg("plan").arg(at("a")).arg(at("d")).arg("--json"),
     );
     check("mechanisms", flexio().args(["mechanisms", "--json"]));
+    if flexio::MechanismName::SendZc.available().is_ok() {
+        // A zero-copy send carries what the kernel's notifications said.
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let drain = std::thread::spawn(move || {
+            let (mut peer, _) = listener.accept().unwrap();
+            std::io::copy(&mut peer, &mut std::io::sink()).unwrap()
+        });
+        let flow = check(
+            "flow",
+            flexio()
+                .args(["copy", "--via", "send-zc", "--json"])
+                .arg(at("a"))
+                .arg(format!("tcp://127.0.0.1:{port}")),
+        );
+        assert_eq!(drain.join().unwrap(), 100_000);
+        assert!(
+            flow["zero_copy"]["notifications"].as_u64().unwrap() >= 1,
+            "{flow}"
+        );
+    }
 
     let served = tempfile::tempdir().unwrap();
     std::fs::create_dir_all(served.path().join("up")).unwrap();

@@ -170,6 +170,11 @@ impl<'a> Engine<'a> {
         report.syscalls = moved.counters.syscalls;
         report.ring_entries = moved.counters.ring_entries;
         report.chunks = moved.counters.chunks;
+        let (notifications, copied) = moved.counters.zero_copy;
+        report.zero_copy = (notifications > 0).then_some(crate::ZeroCopy {
+            notifications,
+            copied,
+        });
         report.source_cache = residency;
         report.sparse_hole_bytes = moved.holes;
         report.pacing = pacer.as_ref().map(Pacer::report);

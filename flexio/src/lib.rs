@@ -116,5 +116,5 @@ pub use params::{Bound, Params};
 pub use plain_file::{
     check_file_replaceable, read_regular_file_capped, write_file_replacing_regular,
 };
-pub use report::{Fallback, Report, Verification, REPORT_SCHEMA_VERSION};
+pub use report::{Fallback, Report, Verification, ZeroCopy, REPORT_SCHEMA_VERSION};
 pub use size::{format_bytes, format_rate, parse_size};

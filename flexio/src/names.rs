@@ -93,13 +93,16 @@ pub enum MechanismName {
     IoUring,
     /// `O_DIRECT` with aligned buffers and plain `pread`/`pwrite`.
     Direct,
+    /// Zero-copy send: the source file mapped and sent with io_uring's
+    /// `SEND_ZC`, its pages kept until the kernel's notification.
+    SendZc,
     /// Let flexio choose for this flow.
     Auto,
 }
 
 impl MechanismName {
     /// The mechanisms that move bytes (everything but `auto`).
-    pub const CONCRETE: [MechanismName; 7] = [
+    pub const CONCRETE: [MechanismName; 8] = [
         MechanismName::ReadWrite,
         MechanismName::Mmap,
         MechanismName::Sendfile,
@@ -107,6 +110,7 @@ impl MechanismName {
         MechanismName::CopyFileRange,
         MechanismName::IoUring,
         MechanismName::Direct,
+        MechanismName::SendZc,
     ];
 
     /// The name used on the command line and in reports.
@@ -119,6 +123,7 @@ impl MechanismName {
             MechanismName::CopyFileRange => "copy-file-range",
             MechanismName::IoUring => "io-uring",
             MechanismName::Direct => "direct",
+            MechanismName::SendZc => "send-zc",
             MechanismName::Auto => "auto",
         }
     }

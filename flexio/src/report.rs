@@ -104,6 +104,21 @@ pub struct Report {
     /// (absent under the kernel's autotuning).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub socket_buffers: Option<crate::endpoint::SocketBuffers>,
+    /// What zero-copy send (`send-zc`) did, when it ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub zero_copy: Option<ZeroCopy>,
+}
+
+/// The kernel's word on a zero-copy send: one notification per request
+/// when it let go of the pages, each saying whether it had to copy them
+/// after all (it does for a receiver on the same host — loopback, or a
+/// veth pair into another namespace — and then zero-copy saved nothing).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ZeroCopy {
+    /// Notifications received.
+    pub notifications: u64,
+    /// Of those, how many said the bytes were copied.
+    pub copied: u64,
 }
 
 impl Report {
@@ -149,6 +164,7 @@ impl Report {
             verify: None,
             pacing: None,
             socket_buffers: None,
+            zero_copy: None,
         }
     }
 
@@ -221,6 +237,15 @@ impl fmt::Display for Report {
             self.page_faults_minor,
             self.page_faults_major
         )?;
+        if let Some(zc) = &self.zero_copy {
+            writeln!(
+                f,
+                "  zero-copy  {} notification{}, {} of them copied by the kernel after all",
+                zc.notifications,
+                if zc.notifications == 1 { "" } else { "s" },
+                zc.copied
+            )?;
+        }
         if let Some(cache) = &self.source_cache {
             writeln!(
                 f,

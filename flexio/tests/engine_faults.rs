@@ -100,7 +100,8 @@ fn full_file_system_keeps_the_old_destination() {
 // ---------------------------------------------------------------------------
 // A source truncated during the flow
 
-/// In a child process: a 64 MiB file streamed into a Unix socket whose
+/// In a child process: a 64 MiB file streamed into a Unix (or, for a
+/// mechanism that serves only TCP, a TCP) socket whose
 /// reader truncates the file to 1 MiB after reading 1 MiB. The flow must
 /// end with the offset where the source ran out, having delivered exactly
 /// the bytes before it.
@@ -109,7 +110,15 @@ fn truncated_source_case(mechanism: MechanismName) {
     let source = dir.path().join("source");
     let content = data(64 * MIB, 61);
     write_file(&source, content);
-    let (ours, mut theirs) = unix_pair();
+    // send-zc serves TCP only: the same case over a TCP pair.
+    let (ours, mut theirs, label): (std::os::fd::OwnedFd, Box<dyn Read + Send>, &str) =
+        if mechanism.supports(FileKind, Unix) {
+            let (ours, theirs) = unix_pair();
+            (ours.into(), Box::new(theirs), "unix")
+        } else {
+            let (ours, theirs) = tcp_pair();
+            (ours.into(), Box::new(theirs), "tcp")
+        };
     let (result, received) = std::thread::scope(|scope| {
         let source = &source;
         let reader = scope.spawn(move || {
@@ -124,7 +133,7 @@ fn truncated_source_case(mechanism: MechanismName) {
             first.extend_from_slice(&rest);
             std::io::Result::Ok(first)
         });
-        let result = Flow::new(Source::path(source), Sink::Fd(ours.into(), "unix".into()))
+        let result = Flow::new(Source::path(source), Sink::Fd(ours, label.into()))
             .via(mechanism)
             .run();
         (result, reader.join().expect("reader thread"))
@@ -177,8 +186,12 @@ fn truncated_source_fails_with_its_offset() {
     }
     // Each mechanism in a process of its own: a mapping of a file that
     // shrinks faults, and a fault must fail that mechanism, not the suite.
+    let tcp_only = MechanismName::serving(FileKind, Tcp)
+        .into_iter()
+        .filter(|m| !m.supports(FileKind, Unix));
     let failures: Vec<String> = MechanismName::serving(FileKind, Unix)
         .into_iter()
+        .chain(tcp_only)
         .filter_map(|m| run_in_child("truncated_source_fails_with_its_offset", m, &[]).err())
         .collect();
     assert!(failures.is_empty(), "{}", failures.join("\n"));

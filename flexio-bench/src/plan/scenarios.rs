@@ -172,7 +172,7 @@ impl ScenarioPlan for FileToSocket {
         for path in axes.paths() {
             for size in axes.net_sizes() {
                 let mut entrants =
-                    flexio_entrants(&[Sendfile, Splice, ReadWrite, Mmap, IoUring, Auto]);
+                    flexio_entrants(&[Sendfile, SendZc, Splice, ReadWrite, Mmap, IoUring, Auto]);
                 entrants.extend([
                     Entrant::process_auto(),
                     Entrant::Peer(PeerSpec::socat_send()),

@@ -47,7 +47,7 @@ pub(super) fn run(
         "--chunk".to_string(),
         params.chunk.to_string(),
     ];
-    let server = ServerProcess::flexio(flexio, root, port, &flags)?;
+    let server = ServerProcess::flexio(flexio, root, port, &flags, None)?;
     let address = server.address;
     let cpu_before = server.cpu_seconds()?;
     let start = Arc::new(Barrier::new(clients as usize + 1));

@@ -10,11 +10,14 @@
 //!   per request in flight, and waits for (or cancels) every request before
 //!   it frees them;
 //! * [`run`] (the block cache's): borrows the caller's buffers for one
-//!   batch and returns only when the kernel is done with all of them.
+//!   batch and returns only when the kernel is done with all of them;
+//! * [`ZcSender`] (the `send-zc` mechanism's): owns the memory it sends
+//!   until the kernel's zero-copy notification for it arrives.
 //!
 //! Reference: <https://man7.org/linux/man-pages/man7/io_uring.7.html>
 
 mod batch;
+mod send_zc;
 mod slots;
 
 use std::io;
@@ -22,6 +25,7 @@ use std::io;
 use io_uring::{squeue, IoUring};
 
 pub use batch::{run, Request, RING_ENTRIES};
+pub use send_zc::{Held, Sent, ZcSender};
 pub use slots::{Op, Ring, RingError, MAX_SLOTS};
 
 /// Queues `entry`; `false` when the submission queue is full (submit and

@@ -159,6 +159,17 @@ mod tests {
             .filter(|c| c.mechanism == MechanismName::CopyFileRange)
             .count();
         assert_eq!(copy_file_range, 1, "copy-file-range reads no parameter");
+        // Zero-copy send is measured against sendfile for file -> socket
+        // (its request size swept), and nowhere else.
+        for kind in FlowKind::TUNED {
+            let zc = candidates(kind, true)
+                .into_iter()
+                .filter(|c| c.mechanism == MechanismName::SendZc)
+                .count();
+            // The five chunks of the full sweep, the default (256 KiB) among them.
+            let expected = if kind == FlowKind::FileToSocket { 5 } else { 0 };
+            assert_eq!(zc, expected, "{kind}");
+        }
         let memory = candidates(FlowKind::MemoryToMemory, true);
         assert_eq!(
             memory.len(),

@@ -83,14 +83,7 @@ fn run(t: &mut Transfer<'_>) -> Result<(), Stop> {
     let chunk = t.params.chunk.max(1).next_multiple_of(page);
     let mut sink_size = mapped_sink_size(t)?;
     while !t.finished() {
-        let head = (t.source_pos % page as u64) as usize;
-        let want = match t.remaining {
-            Some(_) => t.next_len(chunk - head),
-            None => {
-                let end = source_end(t)?;
-                (chunk - head).min(end.saturating_sub(t.source_pos) as usize)
-            }
-        };
+        let (head, want) = next_window(t, chunk, page)?;
         if want == 0 {
             return Ok(());
         }
@@ -114,6 +107,25 @@ fn run(t: &mut Transfer<'_>) -> Result<(), Stop> {
         }
     }
     Ok(())
+}
+
+/// Where the next window of at most `window` bytes (a multiple of `page`)
+/// starts: the bytes mapped before the source position (it rounds down to
+/// a page), and the bytes to move after them — 0 when the source ended.
+pub(super) fn next_window(
+    t: &mut Transfer<'_>,
+    window: usize,
+    page: usize,
+) -> Result<(usize, usize), Stop> {
+    let head = (t.source_pos % page as u64) as usize;
+    let want = match t.remaining {
+        Some(_) => t.next_len(window - head),
+        None => {
+            let end = source_end(t)?;
+            (window - head).min(end.saturating_sub(t.source_pos) as usize)
+        }
+    };
+    Ok((head, want))
 }
 
 /// The part of the source one mapping covers.
@@ -156,7 +168,12 @@ fn mapped_sink_size(t: &mut Transfer<'_>) -> Result<Option<u64>, Stop> {
 
 /// Maps `len` bytes of one side's descriptor from `offset` (page-aligned),
 /// guarded against SIGBUS. Counts the `munmap` to come as well.
-fn map(t: &mut Transfer<'_>, side: Side, offset: u64, len: usize) -> Result<Guard, Stop> {
+pub(super) fn map(
+    t: &mut Transfer<'_>,
+    side: Side,
+    offset: u64,
+    len: usize,
+) -> Result<Guard, Stop> {
     let (fd, writable) = match side {
         Side::Source => (t.source_fd(), false),
         Side::Sink => (t.sink_fd(), true),
@@ -269,7 +286,7 @@ fn check_source(t: &mut Transfer<'_>, source: &Guard, window: &Window) -> Result
 
 /// The source file's size now; `None` for a block device, which does not
 /// shrink (and whose `st_size` is 0).
-fn source_size_now(t: &mut Transfer<'_>) -> Result<Option<u64>, Stop> {
+pub(super) fn source_size_now(t: &mut Transfer<'_>) -> Result<Option<u64>, Stop> {
     if t.source_kind != EndpointKind::File {
         return Ok(None);
     }
@@ -288,7 +305,7 @@ fn source_end(t: &mut Transfer<'_>) -> Result<u64, Stop> {
         .map_err(|e| t.failed("lseek", Side::Source, e))
 }
 
-fn source_ended(t: &Transfer<'_>, offset: u64) -> Stop {
+pub(super) fn source_ended(t: &Transfer<'_>, offset: u64) -> Stop {
     Stop::Failed(Error::SourceEnded {
         endpoint: t.source_label.to_string(),
         offset,

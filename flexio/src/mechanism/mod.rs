@@ -20,6 +20,7 @@ mod io_uring;
 mod kernel_copy;
 mod mmap;
 mod read_write;
+mod send_zc;
 mod sendfile;
 mod splice;
 mod transfer;
@@ -50,6 +51,29 @@ impl MechanismName {
     pub fn supports(self, source: EndpointKind, sink: EndpointKind) -> bool {
         self.descriptor()
             .is_none_or(|descriptor| (descriptor.serves)(source, sink))
+    }
+
+    /// Whether this kernel lets the mechanism run; `Err` says why not (a
+    /// flow that asks for it then falls back, or fails with `strict`).
+    /// Only `send-zc` depends on a kernel feature beyond the baseline
+    /// (io_uring `SEND_ZC`, Linux 6.0).
+    ///
+    /// # Errors
+    /// The reason, as one line, when the kernel lacks what it needs.
+    ///
+    /// # Examples
+    /// ```
+    /// use flexio::MechanismName;
+    /// assert!(MechanismName::ReadWrite.available().is_ok());
+    /// if let Err(why) = MechanismName::SendZc.available() {
+    ///     println!("send-zc: {why}");
+    /// }
+    /// ```
+    pub fn available(self) -> Result<(), String> {
+        match self {
+            MechanismName::SendZc => send_zc::probe(),
+            _ => Ok(()),
+        }
     }
 
     /// Whether this mechanism, with `params`, writes a file or block-device
@@ -123,7 +147,7 @@ impl std::fmt::Debug for Descriptor {
 }
 
 /// Every mechanism, in the order of [`MechanismName::CONCRETE`].
-pub(crate) const DESCRIPTORS: [&Descriptor; 7] = [
+pub(crate) const DESCRIPTORS: [&Descriptor; 8] = [
     &read_write::DESCRIPTOR,
     &mmap::DESCRIPTOR,
     &sendfile::DESCRIPTOR,
@@ -131,6 +155,7 @@ pub(crate) const DESCRIPTORS: [&Descriptor; 7] = [
     &copy_file_range::DESCRIPTOR,
     &io_uring::DESCRIPTOR,
     &direct::DESCRIPTOR,
+    &send_zc::DESCRIPTOR,
 ];
 
 /// The next mechanism after a refusal of `name`, if any serves the pair.
@@ -172,6 +197,29 @@ pub fn builtin_choice(source: EndpointKind, sink: EndpointKind) -> MechanismName
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_send_zc_needs_a_probe_and_it_serves_only_file_to_tcp() {
+        use EndpointKind::*;
+        for name in MechanismName::CONCRETE {
+            if name != MechanismName::SendZc {
+                assert_eq!(name.available(), Ok(()), "{name}");
+            }
+        }
+        for source in EndpointKind::ALL {
+            for sink in EndpointKind::ALL {
+                let expected = matches!(source, File | BlockDevice) && sink == Tcp;
+                assert_eq!(
+                    MechanismName::SendZc.supports(source, sink),
+                    expected,
+                    "{source}->{sink}"
+                );
+            }
+        }
+        // auto's built-in table never names it: only a measured profile
+        // can choose it.
+        assert_eq!(builtin_choice(File, Tcp), MechanismName::Sendfile);
+    }
 
     #[test]
     fn only_direct_and_io_uring_with_direct_write_past_the_page_cache() {

@@ -47,6 +47,9 @@ pub(crate) struct Counters {
     /// Calls (or completions) that put bytes in the sink: the chunks a
     /// schedule counts, counted the same whether one is in force or not.
     pub chunks: u64,
+    /// Zero-copy send: notifications received, and how many of them said
+    /// the kernel copied the bytes after all (a local receiver).
+    pub zero_copy: (u64, u64),
 }
 
 /// Memory and descriptors a mechanism may keep across the segments of one
