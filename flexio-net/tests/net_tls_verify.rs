@@ -44,18 +44,7 @@ fn lying_server(identity: &TlsIdentity, data: Arc<Vec<u8>>, wrong: Option<usize>
             let mut stream = rustls::StreamOwned::new(session, socket);
             while let Some(head) = read_head(&mut stream) {
                 let body = if head.starts_with("GET /file?manifest") {
-                    let mut hashes: Vec<String> = data
-                        .chunks(1 << 20)
-                        .map(|c| blake3::hash(c).to_hex().to_string())
-                        .collect();
-                    if let Some(chunk) = wrong {
-                        hashes[chunk] = blake3::hash(b"not it").to_hex().to_string();
-                    }
-                    serde_json::json!({"schema_version": 1, "chunk_size": 1 << 20, "entries": [
-                        {"path": "file", "type": "file", "size": data.len(), "mode": 420,
-                         "mtime": 0, "mtime_nsec": 0, "blake3": hashes}]})
-                    .to_string()
-                    .into_bytes()
+                    common::manifest_of(&data, wrong)
                 } else {
                     data.to_vec()
                 };

@@ -188,6 +188,25 @@ impl RawClient {
     }
 }
 
+/// The `?manifest` body a flexio server sends for the file `data`, named
+/// `file`; with `wrong`, that chunk's hash is not the data's (a server whose
+/// manifest lies).
+#[allow(dead_code)]
+pub fn manifest_of(data: &[u8], wrong: Option<usize>) -> Vec<u8> {
+    let mut hashes: Vec<String> = data
+        .chunks(1 << 20)
+        .map(|c| blake3::hash(c).to_hex().to_string())
+        .collect();
+    if let Some(chunk) = wrong {
+        hashes[chunk] = blake3::hash(b"not it").to_hex().to_string();
+    }
+    serde_json::json!({"schema_version": 1, "chunk_size": 1 << 20, "entries": [
+        {"path": "file", "type": "file", "size": data.len(), "mode": 420,
+         "mtime": 0, "mtime_nsec": 0, "blake3": hashes}]})
+    .to_string()
+    .into_bytes()
+}
+
 /// The entries of `dir`, for checking that nothing was left behind.
 pub fn names_in(dir: &Path) -> Vec<String> {
     let mut names: Vec<String> = std::fs::read_dir(dir)
