@@ -188,25 +188,42 @@ unsafe fn stream_avx2(dst: *mut u8, src: *const u8, len: usize) {
 
 /// Streams `len` bytes (a multiple of 64) to a 64-byte aligned `dst`.
 ///
+/// In assembly rather than intrinsics: the AVX-512 intrinsics and
+/// `target_feature(enable = "avx512f")` are stable only from Rust 1.89,
+/// past the workspace's minimum. `clobber_abi("C")` tells the compiler
+/// every vector register (`zmm0` included) may change; `vzeroupper`
+/// leaves the upper halves clean for SSE code after it.
+///
 /// # Safety
 /// The CPU has AVX-512F; `src` is valid for `len` bytes of reads, `dst`
 /// for `len` bytes of writes and 64-byte aligned; they do not overlap.
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f")]
 unsafe fn stream_avx512(dst: *mut u8, src: *const u8, len: usize) {
-    use std::arch::x86_64::{__m512i, _mm512_loadu_si512, _mm512_stream_si512, _mm_sfence};
-    let mut at = 0;
-    while at < len {
-        // SAFETY: `at + 64 <= len` (len is a multiple of 64), so both
-        // vectors lie in the caller's ranges; `dst + at` stays 64-byte
-        // aligned, as the stream store needs.
-        unsafe {
-            let v = _mm512_loadu_si512(src.add(at).cast::<__m512i>());
-            _mm512_stream_si512(dst.add(at).cast::<__m512i>(), v);
-        }
-        at += 64;
+    if len == 0 {
+        return;
     }
-    _mm_sfence();
+    // SAFETY: the caller's contract: the loop reads `src..src + len` and
+    // writes `dst..dst + len` in 64-byte steps (`len` a non-zero multiple
+    // of 64, `dst` 64-byte aligned as `vmovntdq` needs); the `sfence`
+    // orders the weakly ordered stores before the copy returns.
+    unsafe {
+        std::arch::asm!(
+            "2:",
+            "vmovdqu64 zmm0, zmmword ptr [rsi]",
+            "vmovntdq zmmword ptr [rdi], zmm0",
+            "add rsi, 64",
+            "add rdi, 64",
+            "sub rcx, 64",
+            "jnz 2b",
+            "sfence",
+            "vzeroupper",
+            inout("rsi") src => _,
+            inout("rdi") dst => _,
+            inout("rcx") len => _,
+            clobber_abi("C"),
+            options(nostack)
+        );
+    }
 }
 
 #[cfg(test)]

@@ -306,6 +306,7 @@ fn range_entry(min_bytes: u64, max_bytes: Option<u64>, winner: &Measurement) -> 
         queue_depth: params.queue_depth,
         pipe_size: params.pipe_size,
         direct: params.direct,
+        copy_kernel: params.copy_kernel,
         throughput_bytes_per_s: winner.median_bps as u64,
         spread: winner.spread(),
         measured_at: vec![winner.size],

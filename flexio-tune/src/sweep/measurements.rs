@@ -3,7 +3,7 @@
 //! summary as a [`Measurement`].
 
 use flexio::profile::FlowKind;
-use flexio::{MechanismName, Params};
+use flexio::{CopyKernel, MechanismName, Params};
 
 use crate::select::{Candidate, Measurement};
 use flexio_bench::harness::{CacheState, Contender, Scenario, Summary};
@@ -68,6 +68,11 @@ pub fn candidate_of(contender: &Contender) -> Option<Candidate> {
         return None;
     };
     let mechanism = *mechanism;
+    // Only the engine runs memory flows, so only it has a copy kernel.
+    let copy_kernel = match contender {
+        Contender::Flexio { copy_kernel, .. } => *copy_kernel,
+        _ => CopyKernel::Memcpy,
+    };
     (mechanism != MechanismName::Auto).then_some(Candidate {
         mechanism,
         params: Params {
@@ -75,6 +80,7 @@ pub fn candidate_of(contender: &Contender) -> Option<Candidate> {
             queue_depth: *queue_depth,
             pipe_size: *pipe_size as usize,
             direct: *direct,
+            copy_kernel,
         },
     })
 }

@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 
 use super::saved::{Profile, PROFILE_FORMAT_VERSION};
-use crate::mechanism::MechanismName;
+use crate::mechanism::{CopyKernel, MechanismName};
 
 /// The largest profile read. A quick sweep's profile is tens of KiB and a
 /// full sweep's curves a few hundred; anything past this is not a profile,
@@ -269,6 +269,14 @@ impl Profile {
                     return Err(format!(
                         "{kind} range {i}: {} cannot move {source} -> {sink}",
                         range.mechanism
+                    ));
+                }
+                if kind != super::FlowKind::MemoryToMemory
+                    && range.copy_kernel != CopyKernel::Memcpy
+                {
+                    return Err(format!(
+                        "{kind} range {i}: copy_kernel {} applies to memory-to-memory only",
+                        range.copy_kernel
                     ));
                 }
                 // The same bounds as the command-line flags: a range that
