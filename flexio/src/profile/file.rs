@@ -385,6 +385,7 @@ mod tests {
 
     fn curve(mechanism: MechanismName) -> Curve {
         Curve {
+            copy_kernel: Default::default(),
             mechanism,
             chunk: 1 << 20,
             queue_depth: 32,

@@ -97,6 +97,9 @@ pub struct Curve {
     pub pipe_size: usize,
     /// `--direct`.
     pub direct: bool,
+    /// The copy kernel of a memory-to-memory curve (absent: `memcpy`).
+    #[serde(default, skip_serializing_if = "is_memcpy")]
+    pub copy_kernel: CopyKernel,
     /// The measured points, by size.
     pub points: Vec<CurvePoint>,
 }
@@ -322,6 +325,7 @@ pub(super) mod tests {
     #[test]
     fn the_points_behind_a_decision_are_all_at_one_size() {
         let curve = |mechanism, points: &[(u64, u64)]| Curve {
+            copy_kernel: Default::default(),
             mechanism,
             chunk: 256 << 10,
             queue_depth: 32,
