@@ -103,13 +103,10 @@ pub fn copy_nt_avx2(dst: &mut [u8], src: &[u8]) {
     same_len(dst, src);
     #[cfg(target_arch = "x86_64")]
     if has_nt_avx2() {
-        let (head, body) = split_aligned(dst, 32);
-        dst[..head].copy_from_slice(&src[..head]);
-        // SAFETY: the CPU has AVX2 (checked above); `head + body <= len`,
-        // `dst + head` is 32-byte aligned and `body` a multiple of 32
-        // (`split_aligned`); the slices do not overlap (borrows).
-        unsafe { stream_avx2(dst.as_mut_ptr().add(head), src.as_ptr().add(head), body) };
-        dst[head + body..].copy_from_slice(&src[head + body..]);
+        // SAFETY: the CPU has AVX2 (checked just above), which
+        // `stream_avx2` needs; it streams 32-byte steps to 32-byte
+        // aligned addresses.
+        unsafe { copy_streamed(dst, src, 32, stream_avx2) };
         return;
     }
     dst.copy_from_slice(src);
@@ -133,13 +130,10 @@ pub fn copy_nt_avx512(dst: &mut [u8], src: &[u8]) {
     same_len(dst, src);
     #[cfg(target_arch = "x86_64")]
     if has_nt_avx512() {
-        let (head, body) = split_aligned(dst, 64);
-        dst[..head].copy_from_slice(&src[..head]);
-        // SAFETY: the CPU has AVX-512F (checked above); `head + body <=
-        // len`, `dst + head` is 64-byte aligned and `body` a multiple of
-        // 64 (`split_aligned`); the slices do not overlap (borrows).
-        unsafe { stream_avx512(dst.as_mut_ptr().add(head), src.as_ptr().add(head), body) };
-        dst[head + body..].copy_from_slice(&src[head + body..]);
+        // SAFETY: the CPU has AVX-512F (checked just above), which
+        // `stream_avx512` needs; it streams 64-byte steps to 64-byte
+        // aligned addresses.
+        unsafe { copy_streamed(dst, src, 64, stream_avx512) };
         return;
     }
     dst.copy_from_slice(src);
@@ -153,12 +147,30 @@ fn same_len(dst: &[u8], src: &[u8]) {
     );
 }
 
-/// The bytes before `dst`'s first `align`-aligned address (at most its
-/// length), and the whole multiple of `align` bytes from there.
+/// Copies `src` (as long as `dst`) into `dst`: the bytes before `dst`'s
+/// first `align`-aligned address and the tail shorter than `align` by
+/// `copy_from_slice`, the whole multiple of `align` between by `stream`.
+///
+/// # Safety
+/// `stream` may run on this CPU, and copies `len` bytes (a multiple of
+/// `align`) to an `align`-aligned destination, as `stream_avx2` (32) and
+/// `stream_avx512` (64) do.
 #[cfg(target_arch = "x86_64")]
-fn split_aligned(dst: &[u8], align: usize) -> (usize, usize) {
+unsafe fn copy_streamed(
+    dst: &mut [u8],
+    src: &[u8],
+    align: usize,
+    stream: unsafe fn(*mut u8, *const u8, usize),
+) {
     let head = dst.as_ptr().align_offset(align).min(dst.len());
-    (head, (dst.len() - head) / align * align)
+    let body = (dst.len() - head) / align * align;
+    dst[..head].copy_from_slice(&src[..head]);
+    // SAFETY: `head + body <= len` for both slices (equal lengths, the
+    // caller's), `dst + head` is `align`-aligned and `body` a multiple of
+    // `align`; a unique and a shared borrow do not overlap; the caller
+    // vouches for `stream` on this CPU.
+    unsafe { stream(dst.as_mut_ptr().add(head), src.as_ptr().add(head), body) };
+    dst[head + body..].copy_from_slice(&src[head + body..]);
 }
 
 /// Streams `len` bytes (a multiple of 32) to a 32-byte aligned `dst`.
