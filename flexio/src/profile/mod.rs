@@ -36,9 +36,3 @@ pub struct Decision {
     /// `built-in table`.
     pub decided_by: String,
 }
-
-/// A sample profile for the tests of other modules.
-#[cfg(test)]
-pub(crate) mod tests_support {
-    pub(crate) use super::saved::tests::sample_profile;
-}
