@@ -5,7 +5,7 @@
 use std::fmt;
 
 use flexio::measure::Measurement;
-use flexio::{EndpointKind, MechanismName};
+use flexio::{CopyKernel, EndpointKind, MechanismName};
 use serde::{Deserialize, Serialize};
 
 /// Version of `results.json`; bumped when a field changes meaning.
@@ -167,6 +167,10 @@ pub enum Contender {
         /// table decided (only set beside an `auto` that had a profile).
         #[serde(default)]
         builtin_table: bool,
+        /// The copy kernel of a memory flow; absent (memcpy) in older
+        /// results and wherever it is the default.
+        #[serde(default, skip_serializing_if = "is_memcpy")]
+        copy_kernel: CopyKernel,
     },
     /// `flexio copy` started as a process for every run, timed by the
     /// same harness as the peers (start-up, exec and exit included): the
@@ -225,6 +229,10 @@ impl ContenderKind {
     }
 }
 
+fn is_memcpy(kernel: &CopyKernel) -> bool {
+    *kernel == CopyKernel::Memcpy
+}
+
 fn default_queue_depth() -> u32 {
     flexio::Params::default().queue_depth
 }
@@ -249,6 +257,7 @@ impl Contender {
     ///     queue_depth: 8,
     ///     pipe_size: 1 << 20,
     ///     builtin_table: false,
+    ///     copy_kernel: Default::default(),
     /// };
     /// assert_eq!(uring.label(), "flexio io-uring --direct --queue-depth 8");
     /// ```
@@ -260,9 +269,13 @@ impl Contender {
                 queue_depth,
                 pipe_size,
                 builtin_table,
+                copy_kernel,
                 ..
             } => {
                 let mut label = format!("flexio {mechanism}");
+                if *copy_kernel != CopyKernel::Memcpy {
+                    label += &format!(" --copy-kernel {copy_kernel}");
+                }
                 if *builtin_table {
                     label += " (built-in)";
                 }

@@ -622,6 +622,7 @@ mod tests {
                 queue_depth: 32,
                 pipe_size: 1 << 20,
                 builtin_table: false,
+                copy_kernel: Default::default(),
             },
             round: 1,
             measured: Measurement {

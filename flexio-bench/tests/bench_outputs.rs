@@ -44,6 +44,7 @@ fn flexio(mechanism: &str) -> Contender {
         queue_depth: 32,
         pipe_size: 1 << 20,
         builtin_table: false,
+        copy_kernel: Default::default(),
     }
 }
 
@@ -394,6 +395,7 @@ fn contender_json_names_the_mechanism_as_on_the_command_line() {
         queue_depth: 32,
         pipe_size: 1 << 20,
         builtin_table: true,
+        copy_kernel: Default::default(),
     };
     let written = serde_json::to_string(&engine).unwrap();
     assert_eq!(
@@ -522,6 +524,7 @@ fn chunk_sweeps_get_their_own_chart() {
             queue_depth: 32,
             pipe_size: 1 << 20,
             builtin_table: false,
+            copy_kernel: Default::default(),
         };
         interleave(&mut sweep, &swept, &[(contender, [(chunk / 4096) * 10; 6])]);
     }

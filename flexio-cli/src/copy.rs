@@ -215,6 +215,7 @@ pub(crate) fn explicit_params(args: &CopyArgs) -> Result<Option<Params>, Error> 
         queue_depth: args.queue_depth.unwrap_or(defaults.queue_depth),
         pipe_size: args.pipe_size.map_or(defaults.pipe_size, to_usize),
         direct: args.direct,
+        copy_kernel: defaults.copy_kernel,
     };
     params.validate().map_err(|error| {
         // `queue_depth 0 is below ...` names the flag: `--queue-depth 0 ...`.

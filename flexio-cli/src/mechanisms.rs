@@ -1,7 +1,7 @@
 //! `flexio mechanisms`: the support matrix, as a table or JSON.
 
 use clap::Args;
-use flexio::{builtin_choice, EndpointKind, Error, MechanismName, Params};
+use flexio::{builtin_choice, CopyKernel, EndpointKind, Error, MechanismName, Params};
 use serde_json::json;
 
 /// Arguments of `flexio mechanisms`.
@@ -52,7 +52,16 @@ pub fn run(args: MechanismsArgs) -> Result<(), Error> {
                 })
             })
             .collect();
-        let document = json!({ "schema_version": 1, "pairs": rows, "mechanisms": mechanisms });
+        let kernels: Vec<_> = CopyKernel::ALL
+            .into_iter()
+            .map(|k| json!({ "name": k, "available": k.is_available(), "missing": k.missing() }))
+            .collect();
+        let document = json!({
+            "schema_version": 1,
+            "pairs": rows,
+            "mechanisms": mechanisms,
+            "copy_kernels": kernels,
+        });
         crate::print_stdout(&crate::json_document::document("mechanisms", &document));
         return Ok(());
     }
@@ -82,6 +91,7 @@ pub fn run(args: MechanismsArgs) -> Result<(), Error> {
             (reads.queue_depth, "--queue-depth"),
             (reads.pipe_size, "--pipe-size"),
             (reads.direct, "--direct"),
+            (reads.copy_kernel, "copy-kernel"),
         ]
         .into_iter()
         .filter_map(|(read, flag)| read.then_some(flag))
@@ -105,6 +115,23 @@ pub fn run(args: MechanismsArgs) -> Result<(), Error> {
             table += &format!("{:<16} unavailable here: {why}\n", "");
         }
     }
+    table += &copy_kernels();
     crate::print_stdout(&table);
     Ok(())
+}
+
+/// The copy kernels of memory -> memory flows, and which this CPU has.
+fn copy_kernels() -> String {
+    let kernels: Vec<String> = CopyKernel::ALL
+        .into_iter()
+        .map(|k| match k.missing() {
+            None => format!("{k} yes"),
+            Some(why) => format!("{k} - ({why})"),
+        })
+        .collect();
+    format!(
+        "\ncopy kernels of memory -> memory (read-write's copy-kernel; library and \
+         profiles, chosen per size by tune): {}\n",
+        kernels.join(", ")
+    )
 }

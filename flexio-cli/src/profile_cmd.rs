@@ -226,7 +226,7 @@ pub fn render(profile: &Profile) -> String {
                 flow.kind.as_str(),
                 format_bytes(range.min_bytes),
                 range.max_bytes.map_or_else(|| "∞".into(), format_bytes),
-                range.mechanism.as_str(),
+                mechanism_label(range),
                 format_bytes(range.chunk as u64),
                 range.queue_depth,
                 format_bytes(range.pipe_size as u64),
@@ -305,5 +305,15 @@ fn out_of_reach(path: &std::path::Path, error: &std::io::Error) -> bool {
         std::io::ErrorKind::NotFound => true,
         std::io::ErrorKind::PermissionDenied => std::fs::symlink_metadata(path).is_err(),
         _ => false,
+    }
+}
+
+/// The range's mechanism, with its copy kernel where that is not `memcpy`
+/// (`read-write nt-avx2`).
+fn mechanism_label(range: &flexio::profile::RangeEntry) -> String {
+    if range.copy_kernel == flexio::CopyKernel::Memcpy {
+        range.mechanism.to_string()
+    } else {
+        format!("{} {}", range.mechanism, range.copy_kernel)
     }
 }

@@ -33,11 +33,11 @@ fn an_exhibit_alone_writes_seeds_md_with_the_original_beside_ours_and_a_chart() 
     let (output, md) = run_exhibits(dir.path(), &["tpil-fig-2-3", "tpil-fig-4-5"]);
     // The status table names both exhibits with their status.
     assert!(
-        md.contains("2 exhibits: 0 FULL, 1 PARTIAL, 1 NONE."),
+        md.contains("2 exhibits: 1 FULL, 0 PARTIAL, 1 NONE."),
         "{md}"
     );
     assert!(
-        md.contains("| tpil-fig-2-3 |") && md.contains("| PARTIAL |"),
+        md.contains("| tpil-fig-2-3 |") && md.contains("| FULL |"),
         "{md}"
     );
     assert!(
@@ -57,6 +57,15 @@ fn an_exhibit_alone_writes_seeds_md_with_the_original_beside_ours_and_a_chart() 
         .collect();
     assert_eq!(ours.len(), 7, "{md}");
     assert!(ours.iter().all(|rate| *rate > 0.0), "{ours:?}");
+    // Every copy kernel this CPU has, in the flow, at every size; the
+    // device half said to wait for a GPU in the section.
+    for kernel in flexio::CopyKernel::available() {
+        let row = format!("| flexio memory flow, {kernel} (ours) |");
+        let rows = md.lines().filter(|l| l.starts_with(&row)).count();
+        assert_eq!(rows, 7, "{kernel}: {md}");
+    }
+    assert!(md.contains("Copy kernels"), "{md}");
+    assert!(md.contains("waits for a machine with a GPU"), "{md}");
     assert!(
         md.contains("crossover") || md.contains("half of memcpy"),
         "{md}"

@@ -218,4 +218,17 @@ fn mechanisms_json_lists_every_pair_with_auto() {
         .as_array()
         .unwrap()
         .contains(&"copy-file-range".into()));
+    let kernels = matrix["copy_kernels"].as_array().unwrap();
+    let names: Vec<_> = kernels
+        .iter()
+        .map(|k| k["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        ["memcpy", "rep-movsb", "nt-avx2", "nt-avx512", "threads"]
+    );
+    for kernel in kernels {
+        let name: flexio::CopyKernel = kernel["name"].as_str().unwrap().parse().unwrap();
+        assert_eq!(kernel["available"], name.is_available(), "{name}");
+    }
 }

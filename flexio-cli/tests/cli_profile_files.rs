@@ -60,6 +60,7 @@ fn good_profile(dir: &Path) -> PathBuf {
     profile.flows.push(FlowProfile {
         kind: FlowKind::FileToFile,
         ranges: vec![RangeEntry {
+            copy_kernel: Default::default(),
             min_bytes: 0,
             max_bytes: None,
             mechanism: MechanismName::ReadWrite,

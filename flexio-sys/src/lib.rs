@@ -1,6 +1,8 @@
 //! flexio's one layer of `unsafe`, kept in one small place so that it has
 //! one audit: every other crate of the workspace forbids `unsafe_code`.
 //!
+//! * copies: `rep movsb` and non-temporal AVX2/AVX-512 stores for memory
+//!   flows ([`copy_kernels`]);
 //! * buffers: heap buffers aligned for `O_DIRECT` ([`aligned`]), the block
 //!   cache's frames read without a lock ([`frames`]);
 //! * I/O: the io_uring wrapper ([`uring`]), `sync_file_range`
@@ -21,6 +23,7 @@
 
 pub mod aligned;
 pub mod cachestat;
+pub mod copy_kernels;
 pub mod frames;
 pub mod loop_device;
 pub mod mapping;

@@ -6,11 +6,13 @@
 //! fastest mechanisms at a size are within the noise of each other, the
 //! built-in table's mechanism is kept if it is among them, and the
 //! [`Selection`] says so: a tune must not switch mechanisms on noise.
+//! Likewise a copy kernel of memory flows displaces `memcpy` only by a
+//! lead wider than the noise.
 
 use serde::{Deserialize, Serialize};
 
 use flexio::profile::{FlowKind, RangeEntry};
-use flexio::{MechanismName, Params};
+use flexio::{CopyKernel, MechanismName, Params};
 
 /// A mechanism with its parameters: one contender of the sweep.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -156,6 +158,9 @@ fn winner_at_size<'m>(
     let leader = leader(at_size)?;
     let band = band(leader, tie_tolerance);
     let floor = leader.median_bps * (1.0 - band);
+    if let Some(plain) = plain_copy_within(at_size, leader, floor) {
+        return Some((plain, None));
+    }
     let fastest_of = |keep: &dyn Fn(MechanismName) -> bool| {
         at_size
             .iter()
@@ -184,6 +189,28 @@ fn winner_at_size<'m>(
         None => best_at_size(at_size, tie_tolerance)?,
     };
     Some((winner, Some(tie)))
+}
+
+/// `memcpy`'s fastest measurement when the leader is another copy kernel
+/// and `memcpy` is within the noise band of it (at or above `floor`): the
+/// C library's copy is the default, and a kernel must beat it plainly.
+fn plain_copy_within<'m>(
+    at_size: &[&'m Measurement],
+    leader: &Measurement,
+    floor: f64,
+) -> Option<&'m Measurement> {
+    if leader.candidate.params.copy_kernel == CopyKernel::Memcpy {
+        return None;
+    }
+    at_size
+        .iter()
+        .filter(|m| {
+            m.candidate.mechanism == leader.candidate.mechanism
+                && m.candidate.params.copy_kernel == CopyKernel::Memcpy
+                && m.median_bps >= floor
+        })
+        .max_by(|a, b| a.median_bps.total_cmp(&b.median_bps))
+        .copied()
 }
 
 /// What [`select`] found for one flow kind.
@@ -306,6 +333,7 @@ fn range_entry(min_bytes: u64, max_bytes: Option<u64>, winner: &Measurement) -> 
         queue_depth: params.queue_depth,
         pipe_size: params.pipe_size,
         direct: params.direct,
+        copy_kernel: params.copy_kernel,
         throughput_bytes_per_s: winner.median_bps as u64,
         spread: winner.spread(),
         measured_at: vec![winner.size],
@@ -329,6 +357,62 @@ mod tests {
             max_bps: bps * 1.1,
             cpu_ns_per_byte: cpu,
         }
+    }
+
+    fn kernel_at(size: u64, copy_kernel: CopyKernel, bps: f64) -> Measurement {
+        Measurement {
+            kind: FlowKind::MemoryToMemory,
+            candidate: Candidate {
+                mechanism: MechanismName::ReadWrite,
+                params: Params {
+                    copy_kernel,
+                    ..Params::default()
+                },
+            },
+            // The kernels' CPU per byte is lower, as a thread's is: it
+            // must not buy a tie.
+            cpu_ns_per_byte: if copy_kernel == CopyKernel::Memcpy {
+                1.0
+            } else {
+                0.1
+            },
+            ..measurement(size, MechanismName::ReadWrite, bps, 1.0)
+        }
+    }
+
+    #[test]
+    fn a_copy_kernel_displaces_memcpy_only_by_a_lead_beyond_the_noise() {
+        use CopyKernel::*;
+        let measured = vec![
+            // Within the band of memcpy: memcpy stays.
+            kernel_at(64, Memcpy, 1.0e9),
+            kernel_at(64, RepMovsb, 1.04e9),
+            kernel_at(1 << 20, Memcpy, 10e9),
+            kernel_at(1 << 20, NtAvx2, 10.3e9),
+            // Plainly ahead: the kernel wins its size.
+            kernel_at(1 << 30, Memcpy, 5e9),
+            kernel_at(1 << 30, NtAvx2, 9e9),
+            kernel_at(1 << 30, Threads, 7e9),
+        ];
+        let ranges = select_ranges(&measured, FlowKind::MemoryToMemory, 0.03);
+        let kernels: Vec<_> = ranges.iter().map(|r| r.copy_kernel).collect();
+        assert_eq!(kernels, [Memcpy, NtAvx2]);
+        assert_eq!(ranges[0].measured_at, vec![64, 1 << 20]);
+        assert_eq!(ranges[1].params().copy_kernel, NtAvx2);
+        // memcpy ahead everywhere: one memcpy range.
+        let memcpy_wins: Vec<_> = [64, 1 << 20, 1 << 30]
+            .into_iter()
+            .flat_map(|size| {
+                [
+                    kernel_at(size, Memcpy, 10e9),
+                    kernel_at(size, RepMovsb, 6e9),
+                    kernel_at(size, NtAvx2, 8e9),
+                ]
+            })
+            .collect();
+        let ranges = select_ranges(&memcpy_wins, FlowKind::MemoryToMemory, 0.03);
+        assert_eq!(ranges.len(), 1);
+        assert_eq!(ranges[0].copy_kernel, Memcpy);
     }
 
     #[test]

@@ -427,6 +427,7 @@ fn curve(measurements: &[Measurement], kind: FlowKind, candidate: &Candidate) ->
         queue_depth: params.queue_depth,
         pipe_size: params.pipe_size,
         direct: params.direct,
+        copy_kernel: params.copy_kernel,
         points,
     })
 }

@@ -221,3 +221,51 @@ fn with_a_profile_the_bench_runs_auto_with_and_without_it() {
     let table = flexio_bench::table::render(&results, &summaries);
     assert!(table.contains("== auto =="), "{table}");
 }
+
+#[test]
+fn memory_to_memory_is_tuned_over_every_copy_kernel_and_auto_follows_the_profile() {
+    let dir = tempfile::tempdir().unwrap();
+    let candidates = tune::candidates(FlowKind::MemoryToMemory, false);
+    let plan = TunePlan {
+        targets: vec![TuneTarget {
+            kind: FlowKind::MemoryToMemory,
+            sizes: vec![4 * KIB, 4 << 20],
+            candidates: candidates.clone(),
+        }],
+        warmups: 1,
+        rounds: 1,
+        confirm: None,
+    };
+    let tuned = tune::tune(&plan, &options(dir.path()), &mut Quiet).unwrap();
+    let path = dir.path().join("profile.toml");
+    tuned.profile.save(&path).unwrap();
+    let loaded = Profile::load(&path).unwrap();
+    let flow = &loaded.flows[0];
+    assert_eq!(flow.kind, FlowKind::MemoryToMemory);
+    // One curve per copy kernel this CPU has, each measured at both sizes.
+    let kernels: Vec<_> = flow.curves.iter().map(|c| c.copy_kernel).collect();
+    assert_eq!(kernels, flexio::CopyKernel::available());
+    for size in [0, 4 * KIB, 100 * KIB, 4 << 20, 1 << 30] {
+        let range = loaded.lookup(FlowKind::MemoryToMemory, size).unwrap();
+        let chosen = Candidate {
+            mechanism: range.mechanism,
+            params: range.params(),
+        };
+        assert!(candidates.contains(&chosen), "{size}: {chosen:?}");
+        // auto takes the range's kernel, and the bytes arrive whole.
+        let len = size.min(8 << 20) as usize;
+        let source: Vec<u8> = (0..len).map(|i| (i % 251) as u8).collect();
+        let mut sink = vec![0u8; len];
+        let report = flexio::Flow::new(
+            flexio::Source::Memory(&source),
+            flexio::Sink::Memory(&mut sink),
+        )
+        .profile(Some(&loaded))
+        .run()
+        .unwrap();
+        if len as u64 == size {
+            assert_eq!(report.params.copy_kernel, range.copy_kernel, "{size}");
+        }
+        assert!(sink == source, "{size}");
+    }
+}

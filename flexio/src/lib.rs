@@ -110,7 +110,7 @@ pub use duration::parse_duration;
 pub use endpoint::{Address, EndpointKind, Sink, SocketBuffers, Source};
 pub use error::{Error, Result};
 pub use flow::{Flow, Progress};
-pub use mechanism::{builtin_choice, Descriptor, MechanismName, Reads};
+pub use mechanism::{builtin_choice, CopyKernel, Descriptor, MechanismName, Reads};
 pub use names::UnknownMechanism;
 pub use params::{Bound, Params};
 pub use plain_file::{

@@ -147,6 +147,72 @@ impl FromStr for MechanismName {
     }
 }
 
+/// How a memory-to-memory flow copies its bytes (the `copy_kernel`
+/// parameter of `read-write`): TPIL's PIO stores on host memory, each
+/// measured against the C library's `memcpy` and chosen per size by the
+/// tuner.
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize,
+)]
+#[serde(rename_all = "kebab-case")]
+#[non_exhaustive]
+pub enum CopyKernel {
+    /// The C library's `memcpy` (`copy_from_slice`).
+    #[default]
+    Memcpy,
+    /// The CPU's string copy, `rep movsb`.
+    RepMovsb,
+    /// AVX2 non-temporal 32-byte stores, then `sfence`.
+    NtAvx2,
+    /// AVX-512 non-temporal 64-byte stores, then `sfence`.
+    NtAvx512,
+    /// The copy split into one piece per CPU, each copied by its own
+    /// thread with `memcpy`.
+    Threads,
+}
+
+impl CopyKernel {
+    /// Every kernel, in the order tables print them.
+    pub const ALL: [CopyKernel; 5] = [
+        CopyKernel::Memcpy,
+        CopyKernel::RepMovsb,
+        CopyKernel::NtAvx2,
+        CopyKernel::NtAvx512,
+        CopyKernel::Threads,
+    ];
+
+    /// The kebab-case name used in profiles, JSON and reports.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CopyKernel::Memcpy => "memcpy",
+            CopyKernel::RepMovsb => "rep-movsb",
+            CopyKernel::NtAvx2 => "nt-avx2",
+            CopyKernel::NtAvx512 => "nt-avx512",
+            CopyKernel::Threads => "threads",
+        }
+    }
+}
+
+impl fmt::Display for CopyKernel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for CopyKernel {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, String> {
+        Self::ALL
+            .into_iter()
+            .find(|k| k.as_str() == text)
+            .ok_or_else(|| {
+                let names: Vec<_> = Self::ALL.iter().map(|k| k.as_str()).collect();
+                format!("unknown copy kernel {text:?}; known: {}", names.join(", "))
+            })
+    }
+}
+
 /// A name that is no mechanism's; as an [`crate::Error`], a usage error
 /// that lists the known names.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -7,6 +7,7 @@
 //! error naming the bound, before anything is opened or allocated.
 
 use crate::error::{Error, Result};
+use crate::names::CopyKernel;
 
 /// Parameters of a mechanism.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -20,6 +21,10 @@ pub struct Params {
     pub pipe_size: usize,
     /// O_DIRECT on the file side(s) of io-uring.
     pub direct: bool,
+    /// How `read-write` copies memory to memory (default `memcpy`);
+    /// absent in older profiles and documents, read as the default.
+    #[serde(default)]
+    pub copy_kernel: CopyKernel,
 }
 
 impl Default for Params {
@@ -29,6 +34,7 @@ impl Default for Params {
             queue_depth: 32,
             pipe_size: 1 << 20,
             direct: false,
+            copy_kernel: CopyKernel::Memcpy,
         }
     }
 }
@@ -131,7 +137,7 @@ impl Params {
     ///
     /// # Errors
     /// [`Error::Usage`] naming the first parameter out of bounds and the
-    /// bound.
+    /// bound, or a copy kernel this CPU lacks (naming those it has).
     ///
     /// # Examples
     /// ```
@@ -144,7 +150,23 @@ impl Params {
     pub fn validate(&self) -> Result<()> {
         Self::CHUNK.check(self.chunk as u64)?;
         Self::QUEUE_DEPTH.check(u64::from(self.queue_depth))?;
-        Self::PIPE_SIZE.check(self.pipe_size as u64)
+        Self::PIPE_SIZE.check(self.pipe_size as u64)?;
+        self.check_copy_kernel()
+    }
+
+    /// A kernel the CPU lacks is refused rather than quietly replaced:
+    /// whoever asked for it (a caller, a profile from another machine)
+    /// learns what this CPU has.
+    fn check_copy_kernel(&self) -> Result<()> {
+        let Some(missing) = self.copy_kernel.missing() else {
+            return Ok(());
+        };
+        let here: Vec<_> = CopyKernel::available().iter().map(|k| k.as_str()).collect();
+        Err(Error::usage(format!(
+            "copy_kernel {}: {missing}; this CPU has {}",
+            self.copy_kernel,
+            here.join(", ")
+        )))
     }
 }
 

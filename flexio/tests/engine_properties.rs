@@ -129,3 +129,53 @@ proptest! {
         }
     }
 }
+
+/// `auto` on a memory flow takes the copy kernel of the profile's range
+/// for its size, and the bytes arrive whole.
+#[test]
+fn auto_takes_the_copy_kernel_of_the_profile_range() {
+    use flexio::profile::{Fingerprint, FlowKind, FlowProfile, Profile, RangeEntry};
+    use flexio::CopyKernel;
+    let dir = scratch_dir();
+    let large = *CopyKernel::available()
+        .last()
+        .expect("threads runs everywhere");
+    let entry = |min_bytes, max_bytes, copy_kernel| RangeEntry {
+        min_bytes,
+        max_bytes,
+        mechanism: MechanismName::ReadWrite,
+        chunk: 256 << 10,
+        queue_depth: 32,
+        pipe_size: 1 << 20,
+        direct: false,
+        copy_kernel,
+        throughput_bytes_per_s: 1,
+        spread: 0.0,
+        measured_at: Vec::new(),
+    };
+    let mut profile = Profile::new(Fingerprint::of_this_machine(dir.path()), dir.path());
+    profile.flows.push(FlowProfile {
+        kind: FlowKind::MemoryToMemory,
+        ranges: vec![
+            entry(0, Some(4096), CopyKernel::RepMovsb),
+            entry(4096, None, large),
+        ],
+        curves: Vec::new(),
+    });
+    let profile = Profile::parse(&profile.to_toml(), &dir.path().join("p.toml")).unwrap();
+    for (len, expected) in [(100, CopyKernel::RepMovsb), (3 * MIB, large)] {
+        let bytes = data(len, len);
+        let mut sink = vec![0u8; len];
+        let report = Flow::new(Source::Memory(bytes), Sink::Memory(&mut sink))
+            .profile(Some(&profile))
+            .run()
+            .unwrap();
+        assert_eq!(report.params.copy_kernel, expected, "{len} bytes");
+        assert!(
+            report.decided_by.contains("memory-to-memory"),
+            "{}",
+            report.decided_by
+        );
+        assert!(sink == bytes, "{len} bytes via {expected}");
+    }
+}

@@ -224,6 +224,7 @@ fn auto_takes_it_from_a_profile_only_where_it_serves() {
             direct: false,
             throughput_bytes_per_s: 1_000_000_000,
             spread: 0.0,
+            copy_kernel: Default::default(),
             measured_at: vec![1 << 30],
         }],
         curves: Vec::new(),

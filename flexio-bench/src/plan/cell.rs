@@ -109,6 +109,7 @@ impl Entrant {
                 queue_depth: params.queue_depth,
                 pipe_size: params.pipe_size as u64,
                 builtin_table: *builtin_table,
+                copy_kernel: params.copy_kernel,
             },
             Entrant::Process { mechanism, params } => {
                 let auto = *mechanism == MechanismName::Auto;

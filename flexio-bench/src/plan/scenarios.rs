@@ -1,7 +1,7 @@
 //! One [`ScenarioPlan`] per scenario of the matrix: the cells it adds to
 //! a plan, on the axes ([`Axes`]) the options ask for.
 
-use flexio::MechanismName;
+use flexio::{CopyKernel, MechanismName, Params};
 
 use super::{Axes, Cell, Entrant, Scenario, GIB, KIB, MIB};
 use crate::limits::Probe;
@@ -267,8 +267,29 @@ impl ScenarioPlan for PipeToFile {
     }
 }
 
-/// Memory to memory beside memcpy, by size.
+/// Memory to memory beside memcpy, by size: read-write with each copy
+/// kernel this CPU has (TPIL's PIO stores on host memory), `auto`, and
+/// the C library's memcpy as the limit.
 struct Memory;
+
+/// `read-write` with every copy kernel this CPU has but `memcpy` (which
+/// the default `read-write` entrant is).
+pub(crate) fn copy_kernel_entrants() -> Vec<Entrant> {
+    CopyKernel::available()
+        .into_iter()
+        .filter(|k| *k != CopyKernel::Memcpy)
+        .map(|copy_kernel| {
+            Entrant::with_params(
+                MechanismName::ReadWrite,
+                Params {
+                    chunk: DEFAULT_CHUNK,
+                    copy_kernel,
+                    ..Params::default()
+                },
+            )
+        })
+        .collect()
+}
 
 impl ScenarioPlan for Memory {
     fn scenario(&self) -> Scenario {
@@ -291,11 +312,12 @@ impl ScenarioPlan for Memory {
         axes.sizes(&quick, &whole)
             .into_iter()
             .map(|size| {
-                let entrants = vec![
-                    Entrant::flexio(ReadWrite, DEFAULT_CHUNK),
+                let mut entrants = vec![Entrant::flexio(ReadWrite, DEFAULT_CHUNK)];
+                entrants.extend(copy_kernel_entrants());
+                entrants.extend([
                     Entrant::flexio(Auto, DEFAULT_CHUNK),
                     Entrant::Limit(Probe::Memcpy),
-                ];
+                ]);
                 Cell::new(Scenario::Memory, size, NotApplicable, entrants)
             })
             .collect()

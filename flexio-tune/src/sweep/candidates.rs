@@ -2,7 +2,7 @@
 //! kind × the parameters it reads, one varied at a time from the defaults.
 
 use flexio::profile::FlowKind;
-use flexio::{MechanismName, Params, Reads};
+use flexio::{CopyKernel, MechanismName, Params, Reads};
 
 use super::{KIB, MIB};
 use crate::select::Candidate;
@@ -10,9 +10,10 @@ use crate::select::Candidate;
 /// Every mechanism serving `kind` with its parameter variants, one
 /// parameter varied at a time from the defaults, and only the parameters
 /// the mechanism reads (see [`Reads`]): chunk sizes for read-write, mmap,
-/// sendfile, direct and io-uring; queue depths and O_DIRECT (where a side
-/// is a file and [`sweeps_direct`] says so) for io-uring; pipe sizes for
-/// splice; copy-file-range once. Sweeping a parameter a
+/// sendfile, send-zc, direct and io-uring; queue depths and O_DIRECT (where
+/// a side is a file and [`sweeps_direct`] says so) for io-uring; pipe sizes
+/// for splice; every copy kernel this CPU has for memory to memory (TPIL's
+/// PIO stores against `memcpy`); copy-file-range once. Sweeping a parameter a
 /// mechanism ignores would only measure the same code twice and let noise
 /// pick between the twins.
 pub fn candidates(kind: FlowKind, full: bool) -> Vec<Candidate> {
@@ -48,6 +49,9 @@ pub fn candidates(kind: FlowKind, full: bool) -> Vec<Candidate> {
         if kind == FlowKind::MemoryToMemory {
             // Memory to memory is one copy of it all, whatever the chunk.
             read.chunk = false;
+        } else {
+            // Only memory to memory copies in user space.
+            read.copy_kernel = false;
         }
         let mut push = |params: Params| {
             let candidate = Candidate { mechanism, params };
@@ -77,6 +81,14 @@ pub fn candidates(kind: FlowKind, full: bool) -> Vec<Candidate> {
                 push(Params {
                     chunk: chunk as usize,
                     direct: true,
+                    ..base.clone()
+                });
+            }
+        }
+        if read.copy_kernel {
+            for copy_kernel in CopyKernel::available() {
+                push(Params {
+                    copy_kernel,
                     ..base.clone()
                 });
             }
@@ -132,6 +144,10 @@ mod tests {
                     assert!(read.queue_depth || params.queue_depth == default.queue_depth);
                     assert!(read.pipe_size || params.pipe_size == default.pipe_size);
                     assert!(
+                        kind == FlowKind::MemoryToMemory
+                            || params.copy_kernel == default.copy_kernel
+                    );
+                    assert!(
                         read.direct
                             || params.direct == (candidate.mechanism == MechanismName::Direct)
                     );
@@ -171,10 +187,11 @@ mod tests {
             assert_eq!(zc, expected, "{kind}");
         }
         let memory = candidates(FlowKind::MemoryToMemory, true);
+        let kernels: Vec<_> = memory.iter().map(|c| c.params.copy_kernel).collect();
         assert_eq!(
-            memory.len(),
-            1,
-            "read-write's chunk means nothing in memory"
+            kernels,
+            CopyKernel::available(),
+            "one candidate per copy kernel: read-write's chunk means nothing in memory"
         );
         assert!(memory.iter().all(|c| !c.params.direct));
     }

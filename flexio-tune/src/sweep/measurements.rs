@@ -3,7 +3,7 @@
 //! summary as a [`Measurement`].
 
 use flexio::profile::FlowKind;
-use flexio::{MechanismName, Params};
+use flexio::{CopyKernel, MechanismName, Params};
 
 use crate::select::{Candidate, Measurement};
 use flexio_bench::harness::{CacheState, Contender, Scenario, Summary};
@@ -68,6 +68,11 @@ pub fn candidate_of(contender: &Contender) -> Option<Candidate> {
         return None;
     };
     let mechanism = *mechanism;
+    // Only the engine runs memory flows, so only it has a copy kernel.
+    let copy_kernel = match contender {
+        Contender::Flexio { copy_kernel, .. } => *copy_kernel,
+        _ => CopyKernel::Memcpy,
+    };
     (mechanism != MechanismName::Auto).then_some(Candidate {
         mechanism,
         params: Params {
@@ -75,6 +80,7 @@ pub fn candidate_of(contender: &Contender) -> Option<Candidate> {
             queue_depth: *queue_depth,
             pipe_size: *pipe_size as usize,
             direct: *direct,
+            copy_kernel,
         },
     })
 }
@@ -99,7 +105,8 @@ pub fn candidate_of(contender: &Contender) -> Option<Candidate> {
 ///                     cache: CacheState::Warm, flows: 1, path: String::new(),
 ///                     schedule: None },
 ///     contender: Contender::Flexio { mechanism: flexio::MechanismName::Splice, chunk: 1 << 20,
-///         direct: false, queue_depth: 32, pipe_size: 1 << 20, builtin_table: false },
+///         direct: false, queue_depth: 32, pipe_size: 1 << 20, builtin_table: false,
+///         copy_kernel: Default::default() },
 ///     runs: 3, median_bps: 2e9, min_bps: 1.8e9, max_bps: 2.2e9,
 ///     cpu_s_per_gib: 0.5, sys_s_per_gib: 0.4, host_cpu_s_per_gib: 1.0, switches_per_gib: 10.0,
 ///     involuntary_per_gib: None,

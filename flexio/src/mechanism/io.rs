@@ -54,7 +54,7 @@ fn write_some(t: &mut Transfer<'_>, buf: &[u8]) -> Result<usize, Stop> {
         if end > bytes.len() {
             return Err(t.failed("write", Side::Sink, Errno::NOSPC));
         }
-        bytes[start..end].copy_from_slice(buf);
+        t.params.copy_kernel.copy(&mut bytes[start..end], buf);
         return Ok(buf.len());
     }
     let fd = t.sink_fd();

@@ -13,6 +13,7 @@
 //! other error is [`Stop::Failed`] and ends the flow.
 
 mod copy_file_range;
+mod copy_kernel;
 mod direct;
 mod direct_io;
 mod io;
@@ -29,7 +30,7 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-pub use crate::names::{EndpointKind, MechanismName};
+pub use crate::names::{CopyKernel, EndpointKind, MechanismName};
 
 pub(crate) use transfer::{Counters, Idle, Scratch, SinkSide, SourceSide, Stop, Transfer};
 
@@ -103,6 +104,9 @@ pub struct Reads {
     pub pipe_size: bool,
     /// `O_DIRECT` on the file sides.
     pub direct: bool,
+    /// The copy kernel of memory-to-memory flows.
+    #[serde(default)]
+    pub copy_kernel: bool,
 }
 
 impl Reads {
@@ -112,6 +116,7 @@ impl Reads {
         queue_depth: false,
         pipe_size: false,
         direct: false,
+        copy_kernel: false,
     };
 }
 

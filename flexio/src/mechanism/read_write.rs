@@ -2,7 +2,8 @@
 //! `write(2)` out of it — two copies and two crossings per chunk, and the
 //! baseline every other mechanism is measured against. Serves every pair;
 //! when an end is the caller's memory, that memory is the buffer (one copy;
-//! memory to memory is a plain memcpy).
+//! memory to memory is one copy by the `copy_kernel` parameter: `memcpy`
+//! by default, or `rep movsb`, non-temporal AVX stores or several threads).
 
 use super::io::copy_through_buffer;
 use super::{Descriptor, MechanismName, Reads, Stop, Transfer};
@@ -15,6 +16,7 @@ pub(crate) const DESCRIPTOR: Descriptor = Descriptor {
     serves,
     reads: Reads {
         chunk: true,
+        copy_kernel: true,
         ..Reads::NONE
     },
     fallbacks: &[],

@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 
 use super::saved::{FlowProfile, Profile, RangeEntry, PROFILE_FORMAT_VERSION};
 use super::{Fingerprint, FlowKind, TreeProfile};
-use crate::MechanismName;
+use crate::{CopyKernel, MechanismName};
 
 /// Which file the decisions came from: what changes when it is edited,
 /// replaced or copied (the change time cannot be set by hand).
@@ -78,6 +78,7 @@ struct CompactRange(
     bool,
     u64,
     f64,
+    CopyKernel,
 );
 
 /// A [`TreeProfile`] without its measured points, which `auto` does not
@@ -98,6 +99,7 @@ impl Compact {
                 r.direct,
                 r.throughput_bytes_per_s,
                 r.spread,
+                r.copy_kernel,
             )
         };
         Compact {
@@ -131,6 +133,7 @@ impl Compact {
             direct: r.6,
             throughput_bytes_per_s: r.7,
             spread: r.8,
+            copy_kernel: r.9,
             measured_at: Vec::new(),
         };
         let mut profile = Profile::new(self.fingerprint, Path::new(""));

@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 
 use super::saved::{Profile, PROFILE_FORMAT_VERSION};
-use crate::mechanism::MechanismName;
+use crate::mechanism::{CopyKernel, MechanismName};
 
 /// The largest profile read. A quick sweep's profile is tens of KiB and a
 /// full sweep's curves a few hundred; anything past this is not a profile,
@@ -271,6 +271,14 @@ impl Profile {
                         range.mechanism
                     ));
                 }
+                if kind != super::FlowKind::MemoryToMemory
+                    && range.copy_kernel != CopyKernel::Memcpy
+                {
+                    return Err(format!(
+                        "{kind} range {i}: copy_kernel {} applies to memory-to-memory only",
+                        range.copy_kernel
+                    ));
+                }
                 // The same bounds as the command-line flags: a range that
                 // passes here must not abort an `auto` copy later.
                 range
@@ -377,6 +385,7 @@ mod tests {
 
     fn curve(mechanism: MechanismName) -> Curve {
         Curve {
+            copy_kernel: Default::default(),
             mechanism,
             chunk: 1 << 20,
             queue_depth: 32,
@@ -528,5 +537,60 @@ mod tests {
         // keep parallel tests independent.
         let path = default_profile_path();
         assert!(path.ends_with("profile.toml") || std::env::var_os("FLEXIO_PROFILE").is_some());
+    }
+
+    /// Memory to memory by `rep movsb` below 4 KiB and by `kernel` from
+    /// there, beside the sample's file-to-file ranges.
+    fn memory_profile(kernel: CopyKernel) -> Profile {
+        use crate::profile::RangeEntry;
+        let mut profile = sample_profile();
+        let entry = |min_bytes, max_bytes, copy_kernel| RangeEntry {
+            min_bytes,
+            max_bytes,
+            mechanism: MechanismName::ReadWrite,
+            chunk: 256 << 10,
+            queue_depth: 32,
+            pipe_size: 1 << 20,
+            direct: false,
+            copy_kernel,
+            throughput_bytes_per_s: 1,
+            spread: 0.0,
+            measured_at: Vec::new(),
+        };
+        profile.flows.push(FlowProfile {
+            kind: FlowKind::MemoryToMemory,
+            ranges: vec![
+                entry(0, Some(4096), CopyKernel::RepMovsb),
+                entry(4096, None, kernel),
+            ],
+            curves: Vec::new(),
+        });
+        profile
+    }
+
+    #[test]
+    fn copy_kernels_round_trip_and_one_this_cpu_lacks_or_on_another_kind_is_refused() {
+        let path = Path::new("p.toml");
+        let text = memory_profile(CopyKernel::Threads).to_toml();
+        assert!(text.contains("copy_kernel = \"threads\""), "{text}");
+        let back = Profile::parse(&text, path).unwrap();
+        let range = back.lookup(FlowKind::MemoryToMemory, 100).unwrap();
+        assert_eq!(range.copy_kernel, CopyKernel::RepMovsb);
+        if let Some(lacking) = CopyKernel::ALL.into_iter().find(|k| !k.is_available()) {
+            let text = memory_profile(lacking).to_toml();
+            let error = Profile::parse(&text, path).unwrap_err().to_string();
+            assert!(error.contains(lacking.missing().unwrap()), "{error}");
+        }
+        // The first range of the text is the sample's file-to-file one.
+        let text = memory_profile(CopyKernel::Threads).to_toml().replacen(
+            "direct = false\n",
+            "direct = false\ncopy_kernel = \"threads\"\n",
+            1,
+        );
+        let error = Profile::parse(&text, path).unwrap_err().to_string();
+        assert!(
+            error.contains("applies to memory-to-memory only"),
+            "{error}"
+        );
     }
 }

@@ -9,7 +9,7 @@ use std::sync::Mutex;
 use serde::{Deserialize, Serialize};
 
 use super::{Fingerprint, FlowKind};
-use crate::mechanism::MechanismName;
+use crate::mechanism::{CopyKernel, MechanismName};
 use crate::params::Params;
 
 /// The profile format this build reads and writes.
@@ -33,6 +33,10 @@ pub struct RangeEntry {
     pub pipe_size: usize,
     /// `--direct`.
     pub direct: bool,
+    /// The copy kernel of a memory-to-memory range (absent in profiles
+    /// older than it: `memcpy`).
+    #[serde(default, skip_serializing_if = "is_memcpy")]
+    pub copy_kernel: CopyKernel,
     /// The weakest measured median throughput in the range.
     pub throughput_bytes_per_s: u64,
     /// (max − min) / median of the runs at that point.
@@ -40,6 +44,10 @@ pub struct RangeEntry {
     /// The sizes that were measured inside this range.
     #[serde(default)]
     pub measured_at: Vec<u64>,
+}
+
+fn is_memcpy(kernel: &CopyKernel) -> bool {
+    *kernel == CopyKernel::Memcpy
 }
 
 impl RangeEntry {
@@ -50,6 +58,7 @@ impl RangeEntry {
             queue_depth: self.queue_depth,
             pipe_size: self.pipe_size,
             direct: self.direct,
+            copy_kernel: self.copy_kernel,
         }
     }
 
@@ -88,6 +97,9 @@ pub struct Curve {
     pub pipe_size: usize,
     /// `--direct`.
     pub direct: bool,
+    /// The copy kernel of a memory-to-memory curve (absent: `memcpy`).
+    #[serde(default, skip_serializing_if = "is_memcpy")]
+    pub copy_kernel: CopyKernel,
     /// The measured points, by size.
     pub points: Vec<CurvePoint>,
 }
@@ -285,6 +297,7 @@ pub(super) mod tests {
     /// makes of read-write leading at 4 KiB and copy-file-range at 1 GiB.
     pub(crate) fn sample_profile() -> Profile {
         let entry = |min_bytes, max_bytes, mechanism, measured_at| RangeEntry {
+            copy_kernel: Default::default(),
             min_bytes,
             max_bytes,
             mechanism,
@@ -312,6 +325,7 @@ pub(super) mod tests {
     #[test]
     fn the_points_behind_a_decision_are_all_at_one_size() {
         let curve = |mechanism, points: &[(u64, u64)]| Curve {
+            copy_kernel: Default::default(),
             mechanism,
             chunk: 256 << 10,
             queue_depth: 32,

@@ -33,7 +33,7 @@ use std::process::Command;
 use std::sync::OnceLock;
 use std::time::Instant;
 
-use flexio::{EndpointKind, Error, Flow, MechanismName, Params, Report, Sink, Source};
+use flexio::{CopyKernel, EndpointKind, Error, Flow, MechanismName, Params, Report, Sink, Source};
 use rustix::fs::SeekFrom;
 
 pub const KIB: usize = 1 << 10;
@@ -605,6 +605,10 @@ pub struct Config {
     pub queue_depth: u32,
     pub pipe_size: usize,
     pub direct: bool,
+    /// How a memory-to-memory flow copies; a config with another kernel
+    /// than `memcpy` runs for memory -> memory only (no other pair copies
+    /// in user space).
+    pub copy_kernel: CopyKernel,
 }
 
 impl Config {
@@ -614,6 +618,7 @@ impl Config {
         queue_depth: 32,
         pipe_size: 1 << 20,
         direct: false,
+        copy_kernel: CopyKernel::Memcpy,
     };
 
     fn params(self, chunk: usize) -> Params {
@@ -622,13 +627,21 @@ impl Config {
             queue_depth: self.queue_depth,
             pipe_size: self.pipe_size,
             direct: self.direct,
+            copy_kernel: self.copy_kernel,
         }
+    }
+
+    /// Whether this config means anything for `source` -> `sink`.
+    fn applies(self, source: EndpointKind, sink: EndpointKind) -> bool {
+        self.copy_kernel == CopyKernel::Memcpy
+            || (source == EndpointKind::Memory && sink == EndpointKind::Memory)
     }
 }
 
 /// The parameter sets that matter for `mechanism`, by what its descriptor
 /// says it reads: io_uring with one request in flight and with O_DIRECT,
-/// splice through a small pipe, and the defaults for every mechanism;
+/// splice through a small pipe, every copy kernel this CPU has (memory to
+/// memory only, see [`Config::applies`]), and the defaults for every mechanism;
 /// `thorough` adds io_uring with two requests in flight, and O_DIRECT with
 /// one (the tests of io_uring itself).
 pub fn configs(mechanism: MechanismName, thorough: bool) -> Vec<Config> {
@@ -662,6 +675,17 @@ pub fn configs(mechanism: MechanismName, thorough: bool) -> Vec<Config> {
             queue_depth: 1,
             ..Config::DEFAULT
         });
+    }
+    if reads.copy_kernel {
+        for copy_kernel in CopyKernel::available() {
+            if copy_kernel != CopyKernel::Memcpy {
+                configs.push(Config {
+                    label: copy_kernel.as_str(),
+                    copy_kernel,
+                    ..Config::DEFAULT
+                });
+            }
+        }
     }
     if reads.pipe_size {
         configs.push(Config {
@@ -808,7 +832,14 @@ impl EngineTester {
                             mechanism,
                         };
                         for config in configs(mechanism, self.thorough) {
-                            if case.len > LARGE_CASE && config.label != Config::DEFAULT.label {
+                            let large = case.len > LARGE_CASE;
+                            // A copy kernel runs large cases too: its threads
+                            // and vector loops only start past a size.
+                            if (large
+                                && config.label != Config::DEFAULT.label
+                                && config.copy_kernel == CopyKernel::Memcpy)
+                                || !config.applies(source, sink)
+                            {
                                 continue;
                             }
                             let label = format!(
