@@ -88,15 +88,27 @@ pub fn write_line_chart(path: &Path, chart: &LineChart) -> io::Result<()> {
     let y_range = range(points.iter().map(|p| p.1).collect(), chart.log_y, true);
     let mut svg = String::new();
     let y = y_range.clone();
+    // A log y axis gets its labelled ticks as its key points: plotters' own
+    // leave a range below its first whole decade unlabelled.
+    let y_keys: Vec<f64> = super::ticks::log_ticks(y.start, y.end)
+        .into_iter()
+        .map(|(value, _)| value)
+        .collect();
     let result = match (chart.log_x && chart.categories.is_empty(), chart.log_y) {
         (false, false) => draw(&mut svg, chart, x_range, y_range, y),
         (true, false) => draw(&mut svg, chart, x_range.log_scale().base(2.0), y_range, y),
-        (false, true) => draw(&mut svg, chart, x_range, y_range.log_scale(), y),
+        (false, true) => draw(
+            &mut svg,
+            chart,
+            x_range,
+            y_range.log_scale().with_key_points(y_keys),
+            y,
+        ),
         (true, true) => draw(
             &mut svg,
             chart,
             x_range.log_scale().base(2.0),
-            y_range.log_scale(),
+            y_range.log_scale().with_key_points(y_keys),
             y,
         ),
     };
@@ -263,6 +275,45 @@ mod tests {
         assert!(svg.contains("loaded") && svg.contains("<svg"));
         let empty = LineChart::default();
         assert!(write_line_chart(&dir.path().join("e.svg"), &empty).is_err());
+    }
+
+    /// The texts of an SVG's `<text>` elements.
+    fn texts(svg: &str) -> Vec<String> {
+        svg.split("<text")
+            .skip(1)
+            .filter_map(|t| {
+                Some(
+                    t.split_once('>')?
+                        .1
+                        .split_once("</text>")?
+                        .0
+                        .trim()
+                        .to_string(),
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_log_axis_labels_values_below_its_first_whole_decade_once_each() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("log.svg");
+        let chart = LineChart {
+            title: "t".into(),
+            log_y: true,
+            series: vec![PlainSeries {
+                label: "a".into(),
+                points: vec![(1.0, 30.0), (2.0, 40.0), (3.0, 700.0)],
+                dashed: false,
+            }],
+            ..LineChart::default()
+        };
+        write_line_chart(&path, &chart).unwrap();
+        let texts = texts(&std::fs::read_to_string(&path).unwrap());
+        for label in ["50", "100", "200", "500", "1000"] {
+            let count = texts.iter().filter(|t| t.as_str() == label).count();
+            assert_eq!(count, 1, "{label} in {texts:?}");
+        }
     }
 
     #[test]
