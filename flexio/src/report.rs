@@ -237,6 +237,14 @@ impl fmt::Display for Report {
             self.page_faults_minor,
             self.page_faults_major
         )?;
+        self.write_details(f)
+    }
+}
+
+impl Report {
+    /// The report's optional lines: zero-copy send, the source's cache,
+    /// holes kept, pacing, verification; each only where it applies.
+    fn write_details(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if let Some(zc) = &self.zero_copy {
             writeln!(
                 f,
