@@ -22,7 +22,7 @@ use crate::{CopyKernel, MechanismName};
 /// Which file the decisions came from: what changes when it is edited,
 /// replaced or copied (the change time cannot be set by hand).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-struct Identity {
+pub(crate) struct Identity {
     device: u64,
     inode: u64,
     size: u64,
@@ -188,6 +188,22 @@ pub(crate) fn write(profile: &Profile, path: &Path) {
     }
 }
 
+/// The identity of the profile file at `path`, to be given back to
+/// [`rewrite_if_unchanged`] after reading it.
+pub(crate) fn identity(path: &Path) -> Option<Identity> {
+    Identity::of(path)
+}
+
+/// Writes the compact form of `profile`, just read as TOML from `path`,
+/// when the file still has the identity `before` it had when the read
+/// began: decisions are never stamped with the identity of a file edited
+/// meanwhile. Best effort, as [`write`].
+pub(crate) fn rewrite_if_unchanged(profile: &Profile, path: &Path, before: Option<Identity>) {
+    if before.is_some() && Identity::of(path) == before {
+        write(profile, path);
+    }
+}
+
 /// The decisions of the profile at `path` from its compact form, when that
 /// was written from the file as it is now; `None` otherwise (read the
 /// TOML). Not yet validated; a file larger than `max_bytes` is not read.
@@ -271,6 +287,27 @@ mod tests {
         plain.save(&path).unwrap();
         let read_back = Profile::load_decisions(&path).unwrap();
         assert_eq!(small_mechanism(&read_back), MechanismName::Mmap);
+    }
+
+    #[test]
+    fn a_stale_or_unreadable_compact_form_is_written_again_from_the_toml() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("profile.toml");
+        sample_profile().save_for_auto(&path).unwrap();
+        // What a flexio with another compact format left behind.
+        std::fs::write(compact_path(&path), b"[\"another format\"]").unwrap();
+        assert!(read(&path, 1 << 20).is_none());
+        let from_toml = Profile::load_decisions(&path).unwrap();
+        let healed = read(&path, 1 << 20).expect("written again beside the TOML");
+        assert_eq!(small_mechanism(&healed), small_mechanism(&from_toml));
+        // A file changed while it was read is not stamped.
+        let before = identity(&path);
+        std::thread::sleep(std::time::Duration::from_millis(10));
+        let text = std::fs::read_to_string(&path).unwrap();
+        std::fs::write(&path, text).unwrap();
+        std::fs::remove_file(compact_path(&path)).unwrap();
+        rewrite_if_unchanged(&from_toml, &path, before);
+        assert!(!compact_path(&path).exists());
     }
 
     #[test]

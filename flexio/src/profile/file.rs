@@ -181,11 +181,18 @@ impl Profile {
                 return Ok(profile);
             }
         }
+        let before = super::compact::identity(path);
         let text = read_text(path)?;
-        match without_curves(&text).map(|short| Self::parse(&short, path)) {
-            Some(Ok(profile)) => Ok(profile),
-            _ => Self::parse(&text, path),
-        }
+        let profile = match without_curves(&text).map(|short| Self::parse(&short, path)) {
+            Some(Ok(profile)) => profile,
+            _ => Self::parse(&text, path)?,
+        };
+        // The compact form was missing, stale or unreadable (a hand edit, a
+        // restored file, a flexio that writes another compact format):
+        // written again from what was just read, so that the next copy
+        // need not parse the TOML.
+        super::compact::rewrite_if_unchanged(&profile, path, before);
+        Ok(profile)
     }
 
     /// Parses profile text; `path` names it in errors.
