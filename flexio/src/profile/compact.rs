@@ -15,7 +15,8 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::saved::{FlowProfile, Profile, RangeEntry, PROFILE_FORMAT_VERSION};
+use super::fingerprint::MountSeen;
+use super::saved::{FlowProfile, MountHint, Profile, RangeEntry, PROFILE_FORMAT_VERSION};
 use super::{Fingerprint, FlowKind, TreeProfile};
 use crate::{CopyKernel, MechanismName};
 
@@ -50,6 +51,8 @@ impl Identity {
 /// was most of what parsing it cost.
 #[derive(Serialize, Deserialize)]
 struct Compact {
+    /// [`LAYOUT`]: a compact form of another layout is written again.
+    layout: u32,
     /// The TOML file's identity when these decisions were written.
     source: Identity,
     format_version: u32,
@@ -57,9 +60,16 @@ struct Compact {
     flexio_version: String,
     tuned_dir: String,
     fingerprint: Fingerprint,
+    /// The mount the tuned directory was on when this was written.
+    tuned_mount: Option<MountSeen>,
     flows: Vec<CompactFlow>,
     trees: Vec<CompactTree>,
 }
+
+/// This build's layout of the compact form. Raised when a field is added,
+/// so that a form written by an older flexio (which parses, its new fields
+/// missing) is read from the TOML once and replaced.
+const LAYOUT: u32 = 2;
 
 /// A flow kind's ranges.
 #[derive(Serialize, Deserialize)]
@@ -103,12 +113,14 @@ impl Compact {
             )
         };
         Compact {
+            layout: LAYOUT,
             source,
             format_version: profile.format_version,
             created_unix: profile.created_unix,
             flexio_version: profile.flexio_version.clone(),
             tuned_dir: profile.tuned_dir.clone(),
             fingerprint: profile.fingerprint.clone(),
+            tuned_mount: MountSeen::of(Path::new(&profile.tuned_dir)),
             flows: profile
                 .flows
                 .iter()
@@ -141,6 +153,7 @@ impl Compact {
         profile.format_version = self.format_version;
         profile.created_unix = self.created_unix;
         profile.flexio_version = self.flexio_version;
+        profile.mount_seen = MountHint(self.tuned_mount);
         profile.flows = self
             .flows
             .into_iter()
@@ -211,7 +224,9 @@ pub(crate) fn read(path: &Path, max_bytes: u64) -> Option<Profile> {
     let bytes = crate::read_regular_file_capped(&compact_path(path), max_bytes).ok()?;
     let compact: Compact = serde_json::from_slice(&bytes).ok()?;
     let current = Identity::of(path)?;
-    (compact.source == current && compact.format_version <= PROFILE_FORMAT_VERSION)
+    (compact.layout == LAYOUT
+        && compact.source == current
+        && compact.format_version <= PROFILE_FORMAT_VERSION)
         .then(|| compact.into_profile())
 }
 
@@ -308,6 +323,34 @@ mod tests {
         std::fs::remove_file(compact_path(&path)).unwrap();
         rewrite_if_unchanged(&from_toml, &path, before);
         assert!(!compact_path(&path).exists());
+    }
+
+    #[test]
+    fn a_compact_form_of_an_older_layout_is_written_again_with_the_mount_seen() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("profile.toml");
+        let mut profile = sample_profile();
+        profile.tuned_dir = dir.path().display().to_string();
+        profile.save_for_auto(&path).unwrap();
+        let mut json: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(compact_path(&path)).unwrap()).unwrap();
+        let fields = json.as_object_mut().unwrap();
+        fields.insert("layout".into(), (LAYOUT - 1).into());
+        std::fs::write(compact_path(&path), serde_json::to_vec(fields).unwrap()).unwrap();
+        assert!(read(&path, 1 << 20).is_none(), "another layout is stale");
+        // As the flexio before layouts wrote it: no layout, no mount.
+        assert!(fields.remove("layout").is_some());
+        assert!(fields.remove("tuned_mount").is_some());
+        std::fs::write(compact_path(&path), json.to_string()).unwrap();
+        assert!(read(&path, 1 << 20).is_none(), "an older layout is stale");
+
+        Profile::load_decisions(&path).unwrap();
+        let healed = read(&path, 1 << 20).expect("written again in this layout");
+        assert_eq!(
+            healed.mount_seen.0,
+            MountSeen::of(dir.path()),
+            "with the mount the tuned directory is on"
+        );
     }
 
     #[test]

@@ -33,6 +33,13 @@ impl Fingerprint {
     /// assert!(!here.kernel.is_empty());
     /// ```
     pub fn of_this_machine(dir: &Path) -> Fingerprint {
+        Self::of_this_machine_knowing(dir, None)
+    }
+
+    /// As [`Fingerprint::of_this_machine`], but the file system and device
+    /// are taken from `seen` while `dir` is still on the mount `seen`
+    /// describes, instead of from `/proc/self/mountinfo`.
+    pub(crate) fn of_this_machine_knowing(dir: &Path, seen: Option<&MountSeen>) -> Fingerprint {
         // Every `auto` copy with a profile asks: the CPU's brand and the
         // memory come from an instruction and a system call rather than
         // from /proc/cpuinfo and /proc/meminfo, whose text the kernel
@@ -40,7 +47,13 @@ impl Fingerprint {
         let cpu_model = cpu_brand().unwrap_or_else(|| {
             cpu_model(&std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default())
         });
-        let mount = Mount::containing(dir).unwrap_or_default();
+        let (filesystem, device) = match seen.filter(|seen| seen.still_holds(dir)) {
+            Some(seen) => (seen.fs_type.clone(), seen.source.clone()),
+            None => {
+                let mount = Mount::containing(dir).unwrap_or_default();
+                (mount.fs_type, mount.source)
+            }
+        };
         Fingerprint {
             cpu_model,
             cpus: cpus(),
@@ -49,8 +62,8 @@ impl Fingerprint {
                 .release()
                 .to_string_lossy()
                 .into_owned(),
-            filesystem: mount.fs_type,
-            device: mount.source,
+            filesystem,
+            device,
         }
     }
 
@@ -194,6 +207,57 @@ impl Mount {
     }
 }
 
+/// What mountinfo said of the mount holding a directory, with that
+/// mount's identity then: statx's mount id and the file system's device.
+/// While the directory is on a mount with the same identity, the rest
+/// still holds. `auto` consults a profile's fingerprint on every copy, and
+/// mountinfo is a text the kernel writes out for every mount on each read.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct MountSeen {
+    mount_id: u64,
+    device: u64,
+    fs_type: String,
+    source: String,
+}
+
+impl MountSeen {
+    /// The mount holding `dir` now; `None` when its identity or mountinfo
+    /// cannot be read, or it changed while mountinfo was read.
+    pub(crate) fn of(dir: &Path) -> Option<MountSeen> {
+        let before = mount_identity(dir)?;
+        let mount = Mount::containing(dir)?;
+        (mount_identity(dir)? == before).then_some(MountSeen {
+            mount_id: before.0,
+            device: before.1,
+            fs_type: mount.fs_type,
+            source: mount.source,
+        })
+    }
+
+    /// Whether `dir` is still on the mount this describes.
+    fn still_holds(&self, dir: &Path) -> bool {
+        mount_identity(dir) == Some((self.mount_id, self.device))
+    }
+}
+
+/// The id of the mount holding `path` and its file system's device, from
+/// `statx(2)` of `path` or, where it is gone (a tuned directory removed
+/// since), of its nearest ancestor that is not; `None` where none can be
+/// read or the kernel gives no mount id (before Linux 5.8).
+fn mount_identity(path: &Path) -> Option<(u64, u64)> {
+    use rustix::fs::{makedev, statx, AtFlags, StatxFlags, CWD};
+    let stat = path
+        .ancestors()
+        .filter(|dir| !dir.as_os_str().is_empty())
+        .find_map(|dir| statx(CWD, dir, AtFlags::empty(), StatxFlags::MNT_ID).ok())?;
+    (stat.stx_mask & StatxFlags::MNT_ID.bits() != 0).then(|| {
+        (
+            stat.stx_mnt_id,
+            makedev(stat.stx_dev_major, stat.stx_dev_minor),
+        )
+    })
+}
+
 /// The longest mount point that contains `path`, from the text of
 /// `/proc/self/mountinfo`.
 fn mount_of(mountinfo: &str, path: &Path) -> Option<Mount> {
@@ -281,6 +345,46 @@ mod tests {
             diff[0].starts_with("cpus") && diff[1].starts_with("kernel"),
             "{diff:?}"
         );
+    }
+
+    #[test]
+    fn a_mount_seen_is_taken_only_while_the_directory_is_on_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let Some(seen) = MountSeen::of(dir.path()) else {
+            eprintln!("skipped: this kernel gives no mount id (statx STATX_MNT_ID, Linux 5.8)");
+            return;
+        };
+        let read_afresh = Fingerprint::of_this_machine(dir.path());
+        assert_eq!(
+            Fingerprint::of_this_machine_knowing(dir.path(), Some(&seen)),
+            read_afresh
+        );
+        // What was seen is what is used, not mountinfo again...
+        let remembered = MountSeen {
+            fs_type: "remembered".into(),
+            ..seen.clone()
+        };
+        let here = Fingerprint::of_this_machine_knowing(dir.path(), Some(&remembered));
+        assert_eq!(here.filesystem, "remembered");
+        // ...but not once the directory is on another mount.
+        for elsewhere in [
+            MountSeen {
+                mount_id: seen.mount_id + 1,
+                ..remembered.clone()
+            },
+            MountSeen {
+                device: seen.device + 1,
+                ..remembered.clone()
+            },
+        ] {
+            let here = Fingerprint::of_this_machine_knowing(dir.path(), Some(&elsewhere));
+            assert_eq!(here.filesystem, read_afresh.filesystem);
+        }
+        // A directory removed since is on its parent's mount.
+        let gone = dir.path().join("gone/too");
+        assert_eq!(MountSeen::of(&gone).as_ref(), Some(&seen));
+        let here = Fingerprint::of_this_machine_knowing(&gone, Some(&remembered));
+        assert_eq!(here.filesystem, "remembered");
     }
 
     #[test]

@@ -8,6 +8,7 @@ use std::sync::Mutex;
 
 use serde::{Deserialize, Serialize};
 
+use super::fingerprint::MountSeen;
 use super::{Fingerprint, FlowKind};
 use crate::mechanism::{CopyKernel, MechanismName};
 use crate::params::Params;
@@ -146,6 +147,21 @@ pub struct Profile {
     /// Range labels already written, for [`Profile::describe_range`].
     #[serde(skip)]
     labels: LabelCache,
+    /// The mount the tuned directory was on when the compact form it was
+    /// read from was written (not stored in the file).
+    #[serde(skip)]
+    pub(crate) mount_seen: MountHint,
+}
+
+/// What [`Profile::machine_differences`] may take instead of reading
+/// mountinfo. A hint: it never makes two profiles unequal.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct MountHint(pub(crate) Option<MountSeen>);
+
+impl PartialEq for MountHint {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
 }
 
 /// The most labels kept; a tuned profile has a few dozen ranges.
@@ -194,13 +210,17 @@ impl Profile {
             trees: Vec::new(),
             path: None,
             labels: LabelCache::default(),
+            mount_seen: MountHint::default(),
         }
     }
 
     /// How this machine differs from the one the profile was measured on
     /// (empty when it is the same machine).
     pub fn machine_differences(&self) -> Vec<String> {
-        let here = Fingerprint::of_this_machine(Path::new(&self.tuned_dir));
+        let here = Fingerprint::of_this_machine_knowing(
+            Path::new(&self.tuned_dir),
+            self.mount_seen.0.as_ref(),
+        );
         self.fingerprint.differences(&here)
     }
 
