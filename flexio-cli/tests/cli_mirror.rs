@@ -104,7 +104,12 @@ fn a_mirrored_get_stopped_midway_resumes_with_the_checked_pieces_it_kept() {
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(1000));
+    // Stopped once a checked piece is in the journal, however long that
+    // takes on a busy machine.
+    let journal = out.path().join(".f.bin.flexio-journal");
+    common::wait_until("no piece reached the journal", || {
+        std::fs::read_to_string(&journal).map_or(0, |j| j.lines().count()) >= 2
+    });
     stopped.kill().unwrap();
     assert!(!stopped.wait().unwrap().success());
     assert!(!out.path().join("f.bin").exists());

@@ -7,7 +7,7 @@ use std::process::Stdio;
 
 mod common;
 
-use common::{flexio, json_report, names, require_root, Serving, Tmpfs};
+use common::{flexio, json_report, names, require_root, wait_until, Serving, Tmpfs};
 
 /// `flexio serve DIR EXTRA...` on loopback, and its base URL.
 fn serve(dir: &std::path::Path, extra: &[&str]) -> (Serving, String) {
@@ -493,18 +493,6 @@ fn a_bearer_token_over_tls_is_taken_from_a_peer_beyond_loopback() {
     let answer = across.put_bearer(&["-k"], "bearer.bin");
     assert!(answer.trim_end().ends_with("201"), "{answer}");
     assert!(std::fs::read(across.served.path().join("bearer.bin")).unwrap() == across.data);
-}
-
-/// Polls `done` every 20 ms; fails with `why` after 30 s.
-fn wait_until(why: &str, mut done: impl FnMut() -> bool) {
-    let started = std::time::Instant::now();
-    while !done() {
-        assert!(
-            started.elapsed() < std::time::Duration::from_secs(30),
-            "{why}"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
 }
 
 /// Bytes a ranged upload's journal in `dir` says have arrived (0 when

@@ -127,6 +127,19 @@ pub fn wait_at_most(mut child: std::process::Child, limit: std::time::Duration) 
 /// harness's capture: `cargo test` counts a skipped test as passed, and
 /// this line (`skipped: TEST: REASON`) is how a reader tells them apart.
 /// `.ci/run` counts these lines in its summary.
+/// Polls `done` every 20 ms; fails with `why` after 60 s (a bound for a
+/// busy machine, not a measure).
+pub fn wait_until(why: &str, mut done: impl FnMut() -> bool) {
+    let started = std::time::Instant::now();
+    while !done() {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(60),
+            "{why}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
 pub fn skipped(reason: &str) {
     use std::io::Write;
     let thread = std::thread::current();

@@ -220,6 +220,12 @@ impl Connection {
                 self.since = now;
                 self.drive(tools)
             }
+            // A deadline set for something else passed: a pace's wait the
+            // connection went on from when the socket woke it first. It is
+            // idle only when nothing has moved for the whole limit.
+            Phase::Upload | Phase::Send if now < self.since + tools.shared.config.send_timeout => {
+                self.drive(tools)
+            }
             Phase::Upload | Phase::Send => {
                 eprintln!(
                     "flexio serve: {}: nothing moved for {:?}; cut",
@@ -487,5 +493,74 @@ impl Connection {
         }
         // 256 KiB in one go: not a client finishing a request; cut it.
         Some(Next::Close)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Read;
+    use std::net::TcpListener;
+    use std::time::Duration;
+
+    use super::*;
+    use crate::server::config::ServeConfig;
+
+    /// A connection in the middle of sending `out`, its client, and what
+    /// the worker would lend it.
+    fn sending(out: &[u8]) -> (Connection, TcpStream, Shared) {
+        let dir = tempfile::tempdir().unwrap();
+        let root = rustix::fs::open(
+            dir.path(),
+            rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::DIRECTORY,
+            rustix::fs::Mode::empty(),
+        )
+        .unwrap();
+        let shared = Shared::new(ServeConfig::new(dir.path().into()), root, None, None);
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let client = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let (stream, peer) = listener.accept().unwrap();
+        stream.set_nonblocking(true).unwrap();
+        let mut connection = Connection::new(stream, peer, &shared, Instant::now(), false);
+        connection.phase = Phase::Send;
+        connection.out = out.to_vec();
+        connection.keep_alive = false;
+        (connection, client, shared)
+    }
+
+    fn expire(connection: &mut Connection, shared: &Shared, now: Instant) -> Next {
+        let mut mover = Mover::new();
+        let mut scratch = [0u8; 64];
+        let mut tools = Tools {
+            shared,
+            mover: &mut mover,
+            scratch: &mut scratch,
+            stopping: false,
+        };
+        connection.expire(now, &mut tools)
+    }
+
+    #[test]
+    fn a_stale_deadline_does_not_cut_a_connection_that_moved_within_its_limit() {
+        let response = b"HTTP/1.1 204 No Content\r\nConnection: close\r\n\r\n";
+        let (mut connection, mut client, shared) = sending(response);
+        let now = Instant::now();
+        // A pace's wait that passed while the socket woke the connection
+        // first; its last bytes moved just now.
+        connection.deadline = now - Duration::from_millis(1);
+        connection.since = now;
+        let next = expire(&mut connection, &shared, now);
+        assert!(!matches!(next, Next::Close), "cut while moving");
+        let mut received = Vec::new();
+        client.read_to_end(&mut received).unwrap();
+        assert_eq!(received, response, "the response went on and ended");
+    }
+
+    #[test]
+    fn a_connection_that_moved_nothing_for_its_limit_is_cut() {
+        let (mut connection, _client, shared) = sending(b"HTTP/1.1 204 No Content\r\n\r\n");
+        let now = Instant::now();
+        connection.since = now - shared.config.send_timeout - Duration::from_millis(1);
+        connection.deadline = connection.since + shared.config.send_timeout;
+        assert!(matches!(expire(&mut connection, &shared, now), Next::Close));
     }
 }

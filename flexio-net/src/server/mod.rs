@@ -46,8 +46,7 @@ mod worker;
 
 use std::net::{SocketAddr, TcpListener};
 use std::os::fd::OwnedFd;
-use std::sync::atomic::{AtomicBool, AtomicUsize};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Instant;
 
@@ -120,19 +119,7 @@ impl Server {
         });
         Ok(Server {
             listener: Arc::new(listener),
-            shared: Arc::new(Shared {
-                config,
-                root,
-                live: Arc::new(AtomicUsize::new(0)),
-                refusing: Arc::new(AtomicUsize::new(0)),
-                hashes: hash_cache::HashCache::default(),
-                nonces: crate::signing::SeenNonces::default(),
-                uploads: Mutex::new(()),
-                cache,
-                total_rate,
-                stop: Mutex::new(None),
-                accept_failing: AtomicBool::new(false),
-            }),
+            shared: Arc::new(Shared::new(config, root, cache, total_rate)),
         })
     }
 

@@ -43,6 +43,28 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
+    /// What the workers of a server with `config` share, serving `root`.
+    pub fn new(
+        config: ServeConfig,
+        root: OwnedFd,
+        cache: Option<Arc<flexio_cache::FileCache>>,
+        total_rate: Option<Arc<TokenBucket>>,
+    ) -> Shared {
+        Shared {
+            config,
+            root,
+            live: Arc::new(AtomicUsize::new(0)),
+            refusing: Arc::new(AtomicUsize::new(0)),
+            hashes: HashCache::default(),
+            nonces: crate::signing::SeenNonces::default(),
+            uploads: Mutex::new(()),
+            cache,
+            total_rate,
+            stop: Mutex::new(None),
+            accept_failing: AtomicBool::new(false),
+        }
+    }
+
     /// The time the server must be done by, once asked to stop.
     pub fn stop_by(&self) -> Option<Instant> {
         *self.stop.lock().unwrap_or_else(|p| p.into_inner())
