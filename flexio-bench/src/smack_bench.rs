@@ -120,7 +120,18 @@ impl Samples {
         }
     }
 
-    fn points(self) -> Vec<ThesisPoint> {
+    /// The medians, series by series (in the order first measured), each
+    /// by x.
+    fn points(mut self) -> Vec<ThesisPoint> {
+        let order: Vec<&str> = self.0.iter().fold(Vec::new(), |mut seen, (s, _, _)| {
+            if !seen.contains(s) {
+                seen.push(s);
+            }
+            seen
+        });
+        let rank = |series: &str| order.iter().position(|s| *s == series);
+        self.0
+            .sort_by(|a, b| rank(a.0).cmp(&rank(b.0)).then(a.1.total_cmp(&b.1)));
         self.0
             .into_iter()
             .map(|(series, x, mut values)| ThesisPoint {

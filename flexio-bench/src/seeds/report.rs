@@ -209,6 +209,17 @@ fn chart_for(
             }
         }
     }
+    // A log axis cannot draw 0 (a warm read that never blocked): such
+    // points stay in seeds.md's table and leave the chart, which says so.
+    let mut zeros_left_out = false;
+    if exhibit.axes.log_y {
+        for line in &mut series {
+            let before = line.points.len();
+            line.points.retain(|p| p.1 > 0.0);
+            zeros_left_out |= line.points.len() < before;
+        }
+        series.retain(|s| !s.points.is_empty());
+    }
     // One x for every point (one size): a category per series instead,
     // so that equal values side by side do not hide each other.
     let mut categories = categories(exhibit.axes.x);
@@ -242,7 +253,14 @@ fn chart_for(
         log_y: exhibit.axes.log_y && series.iter().all(positive),
         categories,
         series,
-        footer: "dashed: the original's values as transcribed; solid: ours, measured now".into(),
+        footer: format!(
+            "dashed: the original's values as transcribed; solid: ours, measured now{}",
+            if zeros_left_out {
+                "; values of 0 are in the table only (a log axis cannot draw them)"
+            } else {
+                ""
+            }
+        ),
     };
     let path = out.join(format!("seeds-{}.svg", exhibit.id));
     write_line_chart(&path, &chart)?;
