@@ -330,4 +330,35 @@ mod tests {
             "{md}"
         );
     }
+    #[test]
+    fn a_zero_stays_in_the_table_and_leaves_a_log_chart_log() {
+        // A warm pass that never blocked: 0 s, beside values decades apart.
+        let points = [(1.0, 0.0), (1.0, 2e-4), (24.0, 0.8)]
+            .iter()
+            .zip(["warm, blocked (ours)", "warm (ours)", "warm (ours)"])
+            .map(|(&(x, y), series)| ThesisPoint {
+                series: series.into(),
+                x,
+                y,
+            })
+            .collect();
+        let own = OwnRuns::with(
+            Setup::SmackCached,
+            ThesisOutcome {
+                points,
+                shortfall: None,
+                setting: String::new(),
+            },
+        );
+        let out = tempfile::tempdir().unwrap();
+        let exhibits = [find("smack-table-4").unwrap()];
+        let report = write_report(out.path(), &exhibits, &[], &own, "a test").unwrap();
+        let md = std::fs::read_to_string(report.markdown).unwrap();
+        assert!(md.contains("| warm, blocked (ours) | 1 | 0 |"), "{md}");
+        let svg = std::fs::read_to_string(&report.charts[0]).unwrap();
+        assert!(svg.contains("values of 0 are in the table only"), "{svg}");
+        // Log ticks reach down to the 0.2 ms point: a linear axis up to
+        // the original's 300 s would start at 0 and step by 50.
+        assert!(svg.contains("\n0.001\n</text>"), "{svg}");
+    }
 }
