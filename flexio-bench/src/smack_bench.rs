@@ -171,6 +171,20 @@ fn by_size(
 
 /// Table 3 on files of `sizes` MiB: each read whole into memory, cold,
 /// buffered and `O_DIRECT`, at 512 B and 8 KiB.
+///
+/// # Examples
+/// ```no_run
+/// use flexio_bench::smack_bench::{uncached, SIZES_MB};
+/// use flexio_bench::thesis_bench::ThesisOptions;
+/// let options = ThesisOptions {
+///     dir: "/var/tmp".into(),
+///     flexio: "flexio".into(),
+///     quick: true,
+///     stop: Default::default(),
+/// };
+/// let outcome = uncached(&options, &SIZES_MB);
+/// assert!(outcome.shortfall.is_none(), "{:?}", outcome.shortfall);
+/// ```
 pub fn uncached(options: &ThesisOptions, sizes: &[u64]) -> ThesisOutcome {
     use uncached_series::*;
     let (samples, shortfall) = by_size(options, sizes, |path, mb, samples| {
@@ -222,6 +236,20 @@ fn pass(cache: &BlockCache, len: u64) -> Result<(Timed, f64), String> {
 /// Tables 4-5 on files of `sizes` MiB: through a new, empty 16 MiB LRU
 /// cache (cold), then again (warm), single- and multi-block; beside it
 /// the cache off.
+///
+/// # Examples
+/// ```no_run
+/// use flexio_bench::smack_bench::{cached, SIZES_MB};
+/// use flexio_bench::thesis_bench::ThesisOptions;
+/// let options = ThesisOptions {
+///     dir: "/var/tmp".into(),
+///     flexio: "flexio".into(),
+///     quick: true,
+///     stop: Default::default(),
+/// };
+/// let outcome = cached(&options, &SIZES_MB);
+/// assert!(outcome.shortfall.is_none(), "{:?}", outcome.shortfall);
+/// ```
 pub fn cached(options: &ThesisOptions, sizes: &[u64]) -> ThesisOutcome {
     use cached_series::*;
     let mut misses: Vec<(u64, f64)> = Vec::new();

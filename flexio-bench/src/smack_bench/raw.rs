@@ -24,6 +24,21 @@ pub const BLOCKED: &str = "ours, blocked";
 const LEN: usize = 16 << 20;
 
 /// Table 6 on a loop device; without root, a shortfall saying so.
+///
+/// # Examples
+/// ```no_run
+/// use flexio_bench::smack_bench::raw_read;
+/// use flexio_bench::thesis_bench::ThesisOptions;
+/// let options = ThesisOptions {
+///     dir: "/var/tmp".into(),
+///     flexio: "flexio".into(),
+///     quick: true,
+///     stop: Default::default(),
+/// };
+/// let outcome = raw_read(&options);
+/// // Wall, busy and blocked at 0 (CPU copies), 1 (O_DIRECT) and 2 (dd).
+/// assert_eq!(outcome.points.len(), 9);
+/// ```
 pub fn raw_read(options: &ThesisOptions) -> ThesisOutcome {
     raw_read_with(options, "dd")
 }
