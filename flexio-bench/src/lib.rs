@@ -36,6 +36,9 @@
 //! thesis_bench.rs FlexIO's setups the matrix lacks, as `flexio copy`
 //!                processes: a 128 MiB memory cgroup, a socket-buffer
 //!                sweep, a relay across three network namespaces
+//! smack_bench.rs S.M.A.C.K.'s tables for the seeds: files read into
+//!                memory buffered against O_DIRECT, through a 16 MiB cache,
+//!                and a raw loop device beside dd
 //! memory_group.rs a memory cgroup (v1 or v2), removed on drop
 //! harness.rs     what the tuner (`flexio-tune`) uses: cells, the runner,
 //!                summaries
@@ -67,6 +70,7 @@ pub mod runner;
 pub mod schedule_bench;
 pub mod seeds;
 pub mod server_bench;
+pub mod smack_bench;
 pub mod stats;
 pub mod table;
 pub mod thesis_bench;

@@ -20,7 +20,7 @@
 //!  ├ catalogue.rs   the twenty exhibits, in the documents' order
 //!  │  ├ flexio_thesis.rs, os_project.rs, tpil.rs, cue.rs, smack.rs
 //!  ├ measure.rs     ours, read from the summaries of the cells
-//!  ├ own.rs         setups outside the matrix (thesis_bench), run once
+//!  ├ own.rs         setups outside the matrix (thesis_bench, smack_bench), run once
 //!  └ report.rs      seeds.md and one chart per exhibit
 //! ```
 

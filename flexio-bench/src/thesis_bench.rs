@@ -77,7 +77,8 @@ pub struct ThesisPoint {
     pub series: String,
     /// File size in MB, buffer size in KB, or socket buffer in KB.
     pub x: f64,
-    /// MB/s, median over the rounds.
+    /// Median over the rounds, in the exhibit's unit: MB/s for FlexIO's,
+    /// seconds for S.M.A.C.K.'s (`smack_bench`).
     pub y: f64,
 }
 

@@ -104,7 +104,10 @@ fn run_own(args: &SeedsArgs<'_>, exhibits: &[&Exhibit]) -> Result<seeds::OwnRuns
         stop: stop_on_signals(),
     };
     if !args.quiet {
-        eprintln!("flexio bench seeds: FlexIO's setups outside the matrix (cgroup, socket buffers, relay)");
+        eprintln!(
+            "flexio bench seeds: setups outside the matrix (FlexIO's cgroup, socket buffers, \
+             relay; S.M.A.C.K.'s reads into memory)"
+        );
     }
     let own = seeds::run_own(exhibits, &options);
     std::fs::remove_dir_all(&dir).map_err(|e| io_error("remove", &dir, e))?;

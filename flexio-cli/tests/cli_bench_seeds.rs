@@ -136,3 +136,79 @@ fn cue_table_1_runs_cues_schedule_whose_pauses_are_voluntary_switches() {
     assert!(unpaced < scheduled, "{unpaced} against {scheduled}: {md}");
     assert!(dir.path().join("out/seeds-cue-table-1.svg").is_file());
 }
+
+/// The loop devices whose backing file lies under `dir`.
+fn loop_devices_over(dir: &std::path::Path) -> Vec<String> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/sys/block").unwrap().flatten() {
+        if let Ok(file) = std::fs::read_to_string(entry.path().join("loop/backing_file")) {
+            if file.starts_with(&*dir.to_string_lossy()) {
+                found.push(file.trim().to_string());
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn smack_tables_have_every_row_and_axis_and_leave_no_loop_device() {
+    use flexio_bench::smack_bench::{cached_series, raw, uncached_series, SIZES_MB};
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let output = flexio()
+        .args(["bench", "--scenario", "seeds", "--quick", "--quiet"])
+        .args(["--exhibit", "smack-table-3", "--exhibit", "smack-table-4"])
+        .args(["--exhibit", "smack-table-6", "--dir"])
+        .arg(dir.path())
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    let md = std::fs::read_to_string(out.join("seeds.md")).unwrap();
+    let root = rustix::process::geteuid().is_root();
+    if root {
+        assert!(
+            md.contains("3 exhibits: 3 FULL, 0 PARTIAL, 0 NONE."),
+            "{md}"
+        );
+    } else {
+        // Table 6 needs a loop device: PARTIAL, saying why.
+        assert!(
+            md.contains("3 exhibits: 2 FULL, 1 PARTIAL, 0 NONE."),
+            "{md}"
+        );
+        assert!(
+            md.contains("a loop device (the raw read) needs root"),
+            "{md}"
+        );
+    }
+    // Every series of Tables 3 and 4-5 at every size of the original, a
+    // figure each: `| series | x | y |`.
+    let value = |series: &str, x: &str| -> Option<f64> {
+        md.lines()
+            .find(|l| l.starts_with(&format!("| {series} | {x} |")))
+            .map(|l| l.split('|').nth(3).unwrap().trim().parse().unwrap())
+    };
+    let series = uncached_series::ALL.iter().chain(&cached_series::ALL);
+    for name in series {
+        for mb in SIZES_MB {
+            let y = value(name, &mb.to_string());
+            assert!(y.is_some_and(|y| y >= 0.0), "{name} at {mb}: {md}");
+        }
+    }
+    if root {
+        for name in [raw::WALL, raw::BUSY, raw::BLOCKED] {
+            for x in ["0", "1", "2"] {
+                assert!(value(name, x).is_some(), "{name} at {x}: {md}");
+            }
+        }
+    }
+    for id in ["smack-table-3", "smack-table-4", "smack-table-6"] {
+        assert!(out.join(format!("seeds-{id}.svg")).is_file(), "{id}");
+    }
+    assert_eq!(loop_devices_over(dir.path()), Vec::<String>::new());
+    // Only `out` is left in the work directory.
+    let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().flatten().collect();
+    assert_eq!(left.len(), 1, "{left:?}");
+}

@@ -30,9 +30,12 @@ pub fn catalogue() -> &'static [Exhibit] {
 }
 
 /// The setups outside the matrix that exhibit `id` measures (FlexIO's
-/// low-memory, socket-buffer and relay runs).
+/// low-memory, socket-buffer and relay runs; S.M.A.C.K.'s reads).
 pub(super) fn setups(id: &str) -> &'static [super::own::Setup] {
-    flexio_thesis::setups(id)
+    match smack::setups(id) {
+        [] => flexio_thesis::setups(id),
+        some => some,
+    }
 }
 
 /// No cells: an exhibit this bench cannot measure.

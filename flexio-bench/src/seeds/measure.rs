@@ -60,16 +60,6 @@ pub(super) fn wall_s(summary: &Summary) -> Option<f64> {
     (summary.median_bps > 0.0).then(|| summary.cell.size as f64 / summary.median_bps)
 }
 
-/// CPU seconds (user + system) of the process for the cell's bytes.
-pub(super) fn busy_s(summary: &Summary) -> Option<f64> {
-    Some(summary.cpu_s_per_gib * summary.cell.size as f64 / (1u64 << 30) as f64)
-}
-
-/// Seconds the flow waited, not on a CPU: wall less busy, at least 0.
-pub(super) fn blocked_s(summary: &Summary) -> Option<f64> {
-    Some((wall_s(summary)? - busy_s(summary)?).max(0.0))
-}
-
 /// The cell's size in MB, the x of a by-size series.
 pub(super) fn size_mb(summary: &Summary) -> f64 {
     summary.cell.size as f64 / MB

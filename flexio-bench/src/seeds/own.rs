@@ -1,9 +1,10 @@
 //! The setups some exhibits measure outside the matrix (`thesis_bench`:
 //! a 128 MiB memory cgroup, a socket-buffer sweep, a relay across three
-//! network namespaces), each run once however many exhibits use it, and
+//! network namespaces; `smack_bench`: S.M.A.C.K.'s reads into memory), each run once however many exhibits use it, and
 //! their points handed to the report beside the matrix's.
 
 use super::{catalogue, Exhibit, Point};
+use crate::smack_bench;
 use crate::thesis_bench::{self, ThesisOptions, ThesisOutcome};
 
 /// A setup outside the matrix.
@@ -17,6 +18,12 @@ pub enum Setup {
     SocketBuffers,
     /// A -> B -> C, B relaying, against A -> B.
     Relay,
+    /// S.M.A.C.K.'s Table 3: files into memory, buffered against O_DIRECT.
+    SmackUncached,
+    /// S.M.A.C.K.'s Tables 4-5: through a 16 MiB cache, cold then warm.
+    SmackCached,
+    /// S.M.A.C.K.'s Table 6: a raw loop device beside dd (root).
+    SmackRaw,
 }
 
 impl Setup {
@@ -26,6 +33,9 @@ impl Setup {
             Setup::LowMemoryByBuffer => thesis_bench::by_buffer(options),
             Setup::SocketBuffers => thesis_bench::socket_buffers(options),
             Setup::Relay => thesis_bench::relay(options),
+            Setup::SmackUncached => smack_bench::uncached(options, &smack_bench::SIZES_MB),
+            Setup::SmackCached => smack_bench::cached(options, &smack_bench::SIZES_MB),
+            Setup::SmackRaw => smack_bench::raw_read(options),
         }
     }
 }

@@ -209,6 +209,17 @@ fn chart_for(
             }
         }
     }
+    // A log axis cannot draw 0 (a warm read that never blocked): such
+    // points stay in seeds.md's table and leave the chart, which says so.
+    let mut zeros_left_out = false;
+    if exhibit.axes.log_y {
+        for line in &mut series {
+            let before = line.points.len();
+            line.points.retain(|p| p.1 > 0.0);
+            zeros_left_out |= line.points.len() < before;
+        }
+        series.retain(|s| !s.points.is_empty());
+    }
     // One x for every point (one size): a category per series instead,
     // so that equal values side by side do not hide each other.
     let mut categories = categories(exhibit.axes.x);
@@ -242,7 +253,14 @@ fn chart_for(
         log_y: exhibit.axes.log_y && series.iter().all(positive),
         categories,
         series,
-        footer: "dashed: the original's values as transcribed; solid: ours, measured now".into(),
+        footer: format!(
+            "dashed: the original's values as transcribed; solid: ours, measured now{}",
+            if zeros_left_out {
+                "; values of 0 are in the table only (a log axis cannot draw them)"
+            } else {
+                ""
+            }
+        ),
     };
     let path = out.join(format!("seeds-{}.svg", exhibit.id));
     write_line_chart(&path, &chart)?;
@@ -311,5 +329,36 @@ mod tests {
             md.starts_with("# The seeds") && md.contains(STATUS_RULE),
             "{md}"
         );
+    }
+    #[test]
+    fn a_zero_stays_in_the_table_and_leaves_a_log_chart_log() {
+        // A warm pass that never blocked: 0 s, beside values decades apart.
+        let points = [(1.0, 0.0), (1.0, 2e-4), (24.0, 0.8)]
+            .iter()
+            .zip(["warm, blocked (ours)", "warm (ours)", "warm (ours)"])
+            .map(|(&(x, y), series)| ThesisPoint {
+                series: series.into(),
+                x,
+                y,
+            })
+            .collect();
+        let own = OwnRuns::with(
+            Setup::SmackCached,
+            ThesisOutcome {
+                points,
+                shortfall: None,
+                setting: String::new(),
+            },
+        );
+        let out = tempfile::tempdir().unwrap();
+        let exhibits = [find("smack-table-4").unwrap()];
+        let report = write_report(out.path(), &exhibits, &[], &own, "a test").unwrap();
+        let md = std::fs::read_to_string(report.markdown).unwrap();
+        assert!(md.contains("| warm, blocked (ours) | 1 | 0 |"), "{md}");
+        let svg = std::fs::read_to_string(&report.charts[0]).unwrap();
+        assert!(svg.contains("values of 0 are in the table only"), "{svg}");
+        // Log ticks reach down to the 0.2 ms point: a linear axis up to
+        // the original's 300 s would start at 0 and step by 50.
+        assert!(svg.contains("\n0.001\n</text>"), "{svg}");
     }
 }

@@ -1,0 +1,369 @@
+//! S.M.A.C.K.'s section 5 on today's machine, for the seeds' exhibits
+//! `smack-table-3`, `-4` and `-6`: files of 1, 8, 16 and 24 MiB read whole
+//! into memory, cold, through the page cache by CPU copies against
+//! `O_DIRECT` (the device's DMA into user memory, no cache) at 512-byte and
+//! multi-block (8 KiB, the original's cluster) requests; the same files
+//! through flexio-cache's 16 MiB LRU cache of 4 KiB blocks, cold then warm,
+//! beside the cache off; and one 16 MiB request to a raw loop device
+//! beside `dd bs=16M` (root). Busy is the process's CPU time, blocked the
+//! wall time less it; each figure is the median of the rounds (five, as
+//! the original averaged five; one with `--quick`).
+//!
+//! ```text
+//! smack_bench.rs   the file tables (3, 4-5)
+//!  ├ read.rs       a file or device into memory, buffered or O_DIRECT, timed
+//!  └ raw.rs        Table 6: a loop device, O_DIRECT and dd
+//! ```
+
+use std::path::Path;
+
+use flexio_cache::policy::PolicyName;
+use flexio_cache::{BlockCache, CacheConfig, ReadMode};
+
+use crate::cache_bench::{cache_error, sequential_pass, DataFile};
+use crate::thesis_bench::{ThesisOptions, ThesisOutcome, ThesisPoint};
+
+pub mod raw;
+mod read;
+
+pub use raw::raw_read;
+use read::Timed;
+
+const MIB: u64 = 1 << 20;
+/// The original's file sizes, in MB (2^20 bytes).
+pub const SIZES_MB: [u64; 4] = [1, 8, 16, 24];
+/// The original's buffer cache: 16 MB of 4 KB blocks.
+const CACHE_BYTES: u64 = 16 * MIB;
+/// The original's file-system cluster, the size of its multi-block reads.
+const MULTI: usize = 8 << 10;
+
+/// Table 3's series: buffered (CPU copies) and `O_DIRECT` (DMA) reads at
+/// 512 B and 8 KiB, with busy and blocked of the two the original had.
+pub mod uncached_series {
+    /// Buffered, 512-byte reads: the original's "normal".
+    pub const BUFFERED_512: &str = "CPU copies 512 B (ours)";
+    /// Its process CPU time.
+    pub const BUFFERED_512_BUSY: &str = "CPU copies 512 B, busy (ours)";
+    /// Buffered, 8 KiB reads.
+    pub const BUFFERED_MULTI: &str = "CPU copies 8 KiB (ours)";
+    /// `O_DIRECT`, 512-byte requests.
+    pub const DIRECT_512: &str = "O_DIRECT 512 B (ours)";
+    /// `O_DIRECT`, 8 KiB requests: the original's multi-block DMA.
+    pub const DIRECT_MULTI: &str = "O_DIRECT 8 KiB (ours)";
+    /// Its blocked time (wall less CPU).
+    pub const DIRECT_MULTI_BLOCKED: &str = "O_DIRECT 8 KiB, blocked (ours)";
+    /// Its process CPU time (the original's "system").
+    pub const DIRECT_MULTI_BUSY: &str = "O_DIRECT 8 KiB, busy (ours)";
+    /// Every series, in the order they are measured.
+    pub const ALL: [&str; 7] = [
+        BUFFERED_512,
+        BUFFERED_512_BUSY,
+        BUFFERED_MULTI,
+        DIRECT_512,
+        DIRECT_MULTI,
+        DIRECT_MULTI_BLOCKED,
+        DIRECT_MULTI_BUSY,
+    ];
+}
+
+/// Tables 4-5's series: the 16 MiB cache cold and warm, single- and
+/// multi-block, the multi-block's blocked time, and the cache off.
+pub mod cached_series {
+    /// Cold, one 4 KiB request per block: the original's "normal".
+    pub const COLD_SINGLE: &str = "cold, single-block (ours)";
+    /// Warm, the same.
+    pub const WARM_SINGLE: &str = "warm, single-block (ours)";
+    /// Cold, coalesced multi-block requests: the original's "DMA".
+    pub const COLD_MULTI: &str = "cold, multi-block (ours)";
+    /// Warm, the same.
+    pub const WARM_MULTI: &str = "warm, multi-block (ours)";
+    /// The cold multi-block pass's blocked time.
+    pub const COLD_MULTI_BLOCKED: &str = "cold, multi-block, blocked (ours)";
+    /// The warm multi-block pass's blocked time.
+    pub const WARM_MULTI_BLOCKED: &str = "warm, multi-block, blocked (ours)";
+    /// No cache: 4 KiB `O_DIRECT` reads into memory.
+    pub const CACHE_OFF: &str = "cache off, O_DIRECT 4 KiB (ours)";
+    /// Every series, in the order they are measured.
+    pub const ALL: [&str; 7] = [
+        COLD_SINGLE,
+        WARM_SINGLE,
+        COLD_MULTI,
+        WARM_MULTI,
+        COLD_MULTI_BLOCKED,
+        WARM_MULTI_BLOCKED,
+        CACHE_OFF,
+    ];
+}
+
+/// Rounds per figure: the original averaged five.
+fn rounds(options: &ThesisOptions) -> usize {
+    if options.quick {
+        1
+    } else {
+        5
+    }
+}
+
+/// Values by series and x, turned into medians.
+#[derive(Default)]
+struct Samples(Vec<(&'static str, f64, Vec<f64>)>);
+
+impl Samples {
+    fn add(&mut self, series: &'static str, x: f64, y: f64) {
+        match self
+            .0
+            .iter_mut()
+            .find(|(s, at, _)| *s == series && *at == x)
+        {
+            Some((_, _, values)) => values.push(y),
+            None => self.0.push((series, x, vec![y])),
+        }
+    }
+
+    /// The medians, series by series (in the order first measured), each
+    /// by x.
+    fn points(mut self) -> Vec<ThesisPoint> {
+        let order: Vec<&str> = self.0.iter().fold(Vec::new(), |mut seen, (s, _, _)| {
+            if !seen.contains(s) {
+                seen.push(s);
+            }
+            seen
+        });
+        let rank = |series: &str| order.iter().position(|s| *s == series);
+        self.0
+            .sort_by(|a, b| rank(a.0).cmp(&rank(b.0)).then(a.1.total_cmp(&b.1)));
+        self.0
+            .into_iter()
+            .map(|(series, x, mut values)| ThesisPoint {
+                series: series.to_string(),
+                x,
+                y: crate::stats::median(&mut values),
+            })
+            .collect()
+    }
+}
+
+/// Each size's data file through `one`, `rounds` times, sizes outer; the
+/// first failure (or a signal) ends the run and becomes the shortfall.
+fn by_size(
+    options: &ThesisOptions,
+    sizes: &[u64],
+    mut one: impl FnMut(&Path, u64, &mut Samples) -> Result<(), String>,
+) -> (Samples, Option<String>) {
+    let mut samples = Samples::default();
+    for &mb in sizes {
+        let name = format!("flexio-smack-{mb}M");
+        let data = match DataFile::new(&options.dir, &name, mb * MIB) {
+            Ok(data) => data,
+            Err(e) => return (samples, Some(format!("writing {name}: {e}"))),
+        };
+        for _ in 0..rounds(options) {
+            if options.stop.load(std::sync::atomic::Ordering::Relaxed) {
+                return (samples, Some("stopped by a signal".into()));
+            }
+            if let Err(why) = one(&data.0, mb, &mut samples) {
+                return (samples, Some(why));
+            }
+        }
+    }
+    (samples, None)
+}
+
+/// Table 3 on files of `sizes` MiB: each read whole into memory, cold,
+/// buffered and `O_DIRECT`, at 512 B and 8 KiB.
+///
+/// # Examples
+/// ```no_run
+/// use flexio_bench::smack_bench::{uncached, SIZES_MB};
+/// use flexio_bench::thesis_bench::ThesisOptions;
+/// let options = ThesisOptions {
+///     dir: "/var/tmp".into(),
+///     flexio: "flexio".into(),
+///     quick: true,
+///     stop: Default::default(),
+/// };
+/// let outcome = uncached(&options, &SIZES_MB);
+/// assert!(outcome.shortfall.is_none(), "{:?}", outcome.shortfall);
+/// ```
+pub fn uncached(options: &ThesisOptions, sizes: &[u64]) -> ThesisOutcome {
+    use uncached_series::*;
+    let (samples, shortfall) = by_size(options, sizes, |path, mb, samples| {
+        let len = (mb * MIB) as usize;
+        let x = mb as f64;
+        let mut memory = read::memory(len, MULTI);
+        for (request, buffered, direct) in [
+            (512, BUFFERED_512, DIRECT_512),
+            (MULTI, BUFFERED_MULTI, DIRECT_MULTI),
+        ] {
+            read::make_cold(path)?;
+            let copies = read::buffered(path, request, &mut memory.as_mut_slice()[..len])?;
+            samples.add(buffered, x, copies.wall_s);
+            let dma = read::direct(path, request, len, &mut memory)?;
+            samples.add(direct, x, dma.wall_s);
+            if request == 512 {
+                samples.add(BUFFERED_512_BUSY, x, copies.busy_s);
+            } else {
+                samples.add(DIRECT_MULTI_BLOCKED, x, dma.blocked_s());
+                samples.add(DIRECT_MULTI_BUSY, x, dma.busy_s);
+            }
+        }
+        Ok(())
+    });
+    ThesisOutcome {
+        points: samples.points(),
+        shortfall,
+        setting: format!(
+            "files on {}, each read whole into one buffer in memory; cold by \
+             posix_fadvise(DONTNEED) before each buffered read",
+            options.dir.display()
+        ),
+    }
+}
+
+/// One pass of `len` bytes through `cache` in 4 KiB reads, timed; and the
+/// share of it the device served, in percent.
+fn pass(cache: &BlockCache, len: u64) -> Result<(Timed, f64), String> {
+    let before = cache.stats().device_bytes_read;
+    let timed = read::timed("a pass through the cache", len as usize, || {
+        sequential_pass(cache, len)
+            .map(|_| len as usize)
+            .map_err(|e| e.to_string())
+    })?;
+    let read = (cache.stats().device_bytes_read - before) as f64;
+    Ok((timed, 100.0 * read / len as f64))
+}
+
+/// Tables 4-5 on files of `sizes` MiB: through a new, empty 16 MiB LRU
+/// cache (cold), then again (warm), single- and multi-block; beside it
+/// the cache off.
+///
+/// # Examples
+/// ```no_run
+/// use flexio_bench::smack_bench::{cached, SIZES_MB};
+/// use flexio_bench::thesis_bench::ThesisOptions;
+/// let options = ThesisOptions {
+///     dir: "/var/tmp".into(),
+///     flexio: "flexio".into(),
+///     quick: true,
+///     stop: Default::default(),
+/// };
+/// let outcome = cached(&options, &SIZES_MB);
+/// assert!(outcome.shortfall.is_none(), "{:?}", outcome.shortfall);
+/// ```
+pub fn cached(options: &ThesisOptions, sizes: &[u64]) -> ThesisOutcome {
+    use cached_series::*;
+    let mut misses: Vec<(u64, f64)> = Vec::new();
+    let (samples, shortfall) = by_size(options, sizes, |path, mb, samples| {
+        let (len, x) = (mb * MIB, mb as f64);
+        for (mode, cold, warm) in [
+            (ReadMode::SingleBlock, COLD_SINGLE, WARM_SINGLE),
+            (
+                ReadMode::MultiBlock { max_blocks: 64 },
+                COLD_MULTI,
+                WARM_MULTI,
+            ),
+        ] {
+            let config = CacheConfig::new(CACHE_BYTES)
+                .policy(PolicyName::Lru)
+                .read_mode(mode)
+                .flush_interval(None);
+            let cache = BlockCache::open(path, config)
+                .map_err(|e| format!("{}: {}", path.display(), cache_error(e)))?;
+            let (first, _) = pass(&cache, len)?;
+            let (again, from_device) = pass(&cache, len)?;
+            samples.add(cold, x, first.wall_s);
+            samples.add(warm, x, again.wall_s);
+            if cold == COLD_MULTI {
+                samples.add(COLD_MULTI_BLOCKED, x, first.blocked_s());
+                samples.add(WARM_MULTI_BLOCKED, x, again.blocked_s());
+                misses.retain(|(at, _)| *at != mb);
+                misses.push((mb, from_device));
+            }
+        }
+        let mut memory = read::memory(len as usize, 4096);
+        let off = read::direct(path, 4096, len as usize, &mut memory)?;
+        samples.add(CACHE_OFF, x, off.wall_s);
+        Ok(())
+    });
+    let misses: Vec<String> = misses
+        .iter()
+        .map(|(mb, percent)| format!("{mb} MiB {percent:.0}%"))
+        .collect();
+    ThesisOutcome {
+        points: samples.points(),
+        shortfall,
+        setting: format!(
+            "flexio-cache's BlockCache, 16 MiB of 4 KiB blocks, LRU, over O_DIRECT on {}; \
+             share of the warm pass read from the device again: {}",
+            options.dir.display(),
+            misses.join(", ")
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicBool;
+    use std::sync::Arc;
+
+    fn options(dir: &Path) -> ThesisOptions {
+        ThesisOptions {
+            dir: dir.to_path_buf(),
+            flexio: "flexio".into(),
+            quick: true,
+            stop: Arc::new(AtomicBool::new(false)),
+        }
+    }
+
+    /// Whether `why` is the file system refusing `O_DIRECT` (a tmpfs
+    /// before Linux 6.6): the one reason these tests skip.
+    fn refused_direct(why: &str) -> bool {
+        why.contains("O_DIRECT") && why.contains("os error 22")
+    }
+
+    fn assert_every_cell(outcome: &ThesisOutcome, series: &[&str], sizes: &[u64]) {
+        assert_eq!(outcome.shortfall, None);
+        for name in series {
+            for &mb in sizes {
+                let point = outcome
+                    .points
+                    .iter()
+                    .find(|p| p.series == *name && p.x == mb as f64);
+                let point = point.unwrap_or_else(|| panic!("{name} at {mb} MiB missing"));
+                assert!(point.y.is_finite() && point.y >= 0.0, "{name}: {}", point.y);
+            }
+        }
+        assert_eq!(outcome.points.len(), series.len() * sizes.len());
+    }
+
+    #[test]
+    fn table_3_has_every_series_at_every_size() {
+        let dir = tempfile::tempdir().unwrap();
+        let outcome = uncached(&options(dir.path()), &[1, 2]);
+        if outcome.shortfall.as_deref().is_some_and(refused_direct) {
+            eprintln!("skipped: {:?}", outcome.shortfall);
+            return;
+        }
+        assert_every_cell(&outcome, &uncached_series::ALL, &[1, 2]);
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn tables_4_5_have_every_series_and_a_file_over_the_cache_misses_warm() {
+        let dir = tempfile::tempdir().unwrap();
+        let outcome = cached(&options(dir.path()), &[1, 24]);
+        if outcome.shortfall.as_deref().is_some_and(refused_direct) {
+            eprintln!("skipped: {:?}", outcome.shortfall);
+            return;
+        }
+        assert_every_cell(&outcome, &cached_series::ALL, &[1, 24]);
+        // A sequential re-read through an LRU cache smaller than the file
+        // misses every block; one that fits hits every block.
+        assert!(
+            outcome.setting.contains("1 MiB 0%") && outcome.setting.contains("24 MiB 100%"),
+            "{}",
+            outcome.setting
+        );
+    }
+}

@@ -1,0 +1,192 @@
+//! Table 6: 16 MiB read raw, from a loop block device over a file (root):
+//! by CPU copies (buffered 512-byte reads through the device's page
+//! cache, cold), by one 16 MiB `O_DIRECT` request into an aligned buffer,
+//! and by `dd bs=16M count=1 iflag=direct` as a process. The device is
+//! detached and its file removed on every way out (drops, in reverse
+//! order of making).
+
+use std::process::{Command, Stdio};
+use std::time::Instant;
+
+use flexio_sys::loop_device::LoopDevice;
+use flexio_sys::rusage::children_rusage;
+
+use super::{read, rounds, Samples, MIB};
+use crate::cache_bench::DataFile;
+use crate::thesis_bench::{ThesisOptions, ThesisOutcome};
+
+/// Wall seconds at x = 0 (CPU copies), 1 (one `O_DIRECT` request), 2 (dd).
+pub const WALL: &str = "ours";
+/// Process CPU seconds at the same x.
+pub const BUSY: &str = "ours, busy";
+/// Wall less CPU at the same x.
+pub const BLOCKED: &str = "ours, blocked";
+const LEN: usize = 16 << 20;
+
+/// Table 6 on a loop device; without root, a shortfall saying so.
+///
+/// # Examples
+/// ```no_run
+/// use flexio_bench::smack_bench::raw_read;
+/// use flexio_bench::thesis_bench::ThesisOptions;
+/// let options = ThesisOptions {
+///     dir: "/var/tmp".into(),
+///     flexio: "flexio".into(),
+///     quick: true,
+///     stop: Default::default(),
+/// };
+/// let outcome = raw_read(&options);
+/// // Wall, busy and blocked at 0 (CPU copies), 1 (O_DIRECT) and 2 (dd).
+/// assert_eq!(outcome.points.len(), 9);
+/// ```
+pub fn raw_read(options: &ThesisOptions) -> ThesisOutcome {
+    raw_read_with(options, "dd")
+}
+
+fn raw_read_with(options: &ThesisOptions, dd: &str) -> ThesisOutcome {
+    if !rustix::process::geteuid().is_root() {
+        return ThesisOutcome {
+            shortfall: Some("not root: a loop device (the raw read) needs root".into()),
+            ..ThesisOutcome::default()
+        };
+    }
+    let mut samples = Samples::default();
+    let mut setting = String::new();
+    let shortfall = measure(options, dd, &mut samples, &mut setting).err();
+    ThesisOutcome {
+        points: samples.points(),
+        shortfall,
+        setting,
+    }
+}
+
+fn measure(
+    options: &ThesisOptions,
+    dd: &str,
+    samples: &mut Samples,
+    setting: &mut String,
+) -> Result<(), String> {
+    let backing = DataFile::new(&options.dir, "flexio-smack-raw", 16 * MIB)
+        .map_err(|e| format!("the loop device's backing file: {e}"))?;
+    let device = LoopDevice::attach(&backing.0, true)?;
+    let path = device.path();
+    *setting = format!(
+        "{} over a 16 MiB file on {}, attached with --direct-io=on",
+        path.display(),
+        options.dir.display()
+    );
+    let mut memory = read::memory(LEN, LEN);
+    for _ in 0..rounds(options) {
+        if options.stop.load(std::sync::atomic::Ordering::Relaxed) {
+            return Err("stopped by a signal".into());
+        }
+        read::make_cold(path)?;
+        let copies = read::buffered(path, 512, &mut memory.as_mut_slice()[..LEN])?;
+        let dma = read::direct(path, LEN, LEN, &mut memory)?;
+        let process = run_dd(dd, path)?;
+        for (x, timed) in [(0.0, copies), (1.0, dma), (2.0, process)] {
+            samples.add(WALL, x, timed.wall_s);
+            samples.add(BUSY, x, timed.busy_s);
+            samples.add(BLOCKED, x, timed.blocked_s());
+        }
+    }
+    // `device` is detached before `backing` is removed, here and on every
+    // `?` above: locals drop in reverse order.
+    Ok(())
+}
+
+/// `dd if=DEVICE of=/dev/null bs=16M count=1 iflag=direct`, timed as a
+/// process: wall from start to exit, busy from its rusage.
+fn run_dd(dd: &str, device: &std::path::Path) -> Result<read::Timed, String> {
+    let cpu = children_rusage();
+    let start = Instant::now();
+    let output = Command::new(dd)
+        .arg(format!("if={}", device.display()))
+        .args(["of=/dev/null", "bs=16M", "count=1", "iflag=direct"])
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| format!("{dd}: {e}"))?;
+    let wall_s = start.elapsed().as_secs_f64();
+    let busy_s = children_rusage().since(&cpu).cpu_ns as f64 / 1e9;
+    let said = String::from_utf8_lossy(&output.stderr);
+    // dd prints "16777216 bytes (17 MB, 16 MiB) copied": a short read is
+    // no figure for 16 MiB.
+    if !output.status.success() || !said.contains(&format!("{LEN} bytes")) {
+        return Err(format!(
+            "{dd} if={} failed: {}",
+            device.display(),
+            said.trim()
+        ));
+    }
+    Ok(read::Timed { wall_s, busy_s })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    /// The loop devices whose backing file lies under `dir`.
+    fn loops_over(dir: &Path) -> Vec<String> {
+        let mut found = Vec::new();
+        for entry in std::fs::read_dir("/sys/block").unwrap().flatten() {
+            let backing = entry.path().join("loop/backing_file");
+            if let Ok(file) = std::fs::read_to_string(backing) {
+                if file.starts_with(&*dir.to_string_lossy()) {
+                    found.push(format!("{:?}: {}", entry.file_name(), file.trim()));
+                }
+            }
+        }
+        found
+    }
+
+    fn options(dir: &Path) -> ThesisOptions {
+        ThesisOptions {
+            dir: dir.to_path_buf(),
+            flexio: "flexio".into(),
+            quick: true,
+            stop: Default::default(),
+        }
+    }
+
+    #[test]
+    fn table_6_reads_raw_and_leaves_no_loop_device() {
+        let dir = tempfile::tempdir().unwrap();
+        let outcome = raw_read(&options(dir.path()));
+        if !rustix::process::geteuid().is_root() {
+            assert!(outcome.shortfall.unwrap().contains("root"));
+            eprintln!("skipped: a loop device needs root");
+            return;
+        }
+        assert_eq!(outcome.shortfall, None);
+        for series in [WALL, BUSY, BLOCKED] {
+            for x in [0.0, 1.0, 2.0] {
+                assert!(
+                    outcome
+                        .points
+                        .iter()
+                        .any(|p| p.series == series && p.x == x),
+                    "{series} at {x}: {:?}",
+                    outcome.points
+                );
+            }
+        }
+        assert_eq!(loops_over(dir.path()), Vec::<String>::new());
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn a_failure_after_attaching_still_detaches_the_loop_device() {
+        if !rustix::process::geteuid().is_root() {
+            eprintln!("skipped: a loop device needs root");
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let outcome = raw_read_with(&options(dir.path()), "/nonexistent/dd");
+        let why = outcome.shortfall.unwrap();
+        assert!(why.contains("/nonexistent/dd"), "{why}");
+        assert!(outcome.setting.contains("/dev/loop"), "{}", outcome.setting);
+        assert_eq!(loops_over(dir.path()), Vec::<String>::new());
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    }
+}
