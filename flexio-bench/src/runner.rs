@@ -51,6 +51,7 @@ use crate::plan::{Cell, Entrant, Plan};
 use crate::window::Measured;
 
 mod cell;
+mod pair;
 mod parallel;
 mod serve_clients;
 mod streams;
@@ -330,7 +331,7 @@ impl Bench<'_> {
                     }
                     continue;
                 }
-                Entrant::Flexio { .. } => continue,
+                Entrant::Flexio { .. } | Entrant::Pair { .. } => continue,
             };
             if !missing.is_empty() {
                 self.missing(observer, &name, &missing);
