@@ -16,13 +16,13 @@
 use std::fs::File;
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Instant;
 
 use flexio::{Flow, MechanismName, Params, Report, Sink, Source};
 
 use super::streams::{accept_within, Net};
-use super::{fill, joined, other, Workspace};
+use super::{joined, other, write_source, Workspace};
 use crate::model::CacheState;
 use crate::plan::{Cell, Entrant};
 use crate::window::{CpuScope, Measured, Window};
@@ -66,20 +66,6 @@ impl Workspace {
         }
         Ok(paths)
     }
-}
-
-fn write_source(path: &Path, length: u64, seed: u64) -> io::Result<()> {
-    let mut file = File::create(path)?;
-    let mut block = vec![0u8; 1 << 20];
-    let (mut written, mut seed) = (0u64, seed);
-    while written < length {
-        seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
-        fill(&mut block, seed);
-        let n = (length - written).min(block.len() as u64) as usize;
-        file.write_all(&block[..n])?;
-        written += n as u64;
-    }
-    file.sync_all()
 }
 
 /// One timed run of a pair entrant in `cell`: its files, warm, sent and
