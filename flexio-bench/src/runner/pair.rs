@@ -98,7 +98,10 @@ pub(super) fn run(
         mechanism,
         params: params.clone(),
     });
-    let measured = transfer(&sides, &sources, &sinks, net)
+    // The receiver's lengths come from the cell, as the original's slave
+    // knew its files; the sender announces its files' own.
+    let expected = lengths(cell.key.size, cell.key.flows);
+    let measured = transfer(&sides, &sources, (&sinks, &expected), net)
         .and_then(|measured| check_files(&sources, &sinks).map(|()| measured));
     for sink in &sinks {
         let _ = std::fs::remove_file(sink);
@@ -107,25 +110,21 @@ pub(super) fn run(
 }
 
 /// Sends `sources` by `sides[0]` and receives them into `sinks` by
-/// `sides[1]`, in one window.
+/// `sides[1]`, expecting `lengths`, in one window.
 fn transfer(
     sides: &[Side; 2],
     sources: &[PathBuf],
-    sinks: &[PathBuf],
+    (sinks, lengths): (&[PathBuf], &[u64]),
     net: &Net,
 ) -> io::Result<Measured> {
     let listener = net.listen()?;
     let address = listener.local_addr()?;
-    let lengths: Vec<u64> = sources
-        .iter()
-        .map(|s| std::fs::metadata(s).map(|m| m.len()))
-        .collect::<io::Result<_>>()?;
     let window = Window::open(CpuScope::Process);
     let sender = {
         let (side, sources, net) = (sides[0].clone(), sources.to_vec(), net.clone());
         std::thread::spawn(move || send(&side, &sources, &net, address))
     };
-    let received = receive(&sides[1], &listener, sinks, &lengths);
+    let received = receive(&sides[1], &listener, sinks, lengths);
     drop(listener);
     let end = Instant::now();
     let mut measured = match &received {
