@@ -249,7 +249,12 @@ fn scenario_charts(summaries: &[Summary], scenario: Scenario) -> Vec<Chart> {
         charts.push(chart(summaries, scenario, Along::Chunk, &swept));
     }
 
-    if scenario == Scenario::Parallel || distinct(&rows, |s| u64::from(s.cell.flows)) >= 2 {
+    // A socket pair's flows are files sent one after another, not
+    // concurrent flows: the seeds' charts draw them.
+    let concurrent = scenario != Scenario::SocketPair;
+    if scenario == Scenario::Parallel
+        || (concurrent && distinct(&rows, |s| u64::from(s.cell.flows)) >= 2)
+    {
         charts.push(chart(summaries, scenario, Along::Flows, &by_size));
     }
     charts

@@ -42,6 +42,11 @@ pub enum Scenario {
     /// at once over loopback (Cue's Table 8); run by the seeds' exhibits,
     /// not part of the matrix ([`Scenario::ALL`]).
     ServeClients,
+    /// A flexio sender flow (file -> TCP) and a flexio receiver flow
+    /// (TCP -> file) over one loopback connection, moving the cell's
+    /// `flows` files one after the other (the OS project's master and
+    /// slave); run by the seeds' exhibits, not part of the matrix.
+    SocketPair,
 }
 
 impl Scenario {
@@ -73,6 +78,7 @@ impl Scenario {
             Scenario::Parallel => "parallel",
             Scenario::Meter => "meter",
             Scenario::ServeClients => "serve-clients",
+            Scenario::SocketPair => "socket-pair",
         }
     }
 
@@ -99,7 +105,7 @@ impl Scenario {
     }
 
     /// The endpoint kinds of its flows (`None` for the limits, which are
-    /// not flows).
+    /// not flows, and for the socket pair, whose two flows differ).
     ///
     /// # Examples
     /// ```
@@ -111,7 +117,7 @@ impl Scenario {
     pub fn endpoints(self) -> Option<(EndpointKind, EndpointKind)> {
         use EndpointKind::{File, Memory, Pipe, Tcp};
         match self {
-            Scenario::Limits => None,
+            Scenario::Limits | Scenario::SocketPair => None,
             Scenario::FileToFile | Scenario::FileToFileDurable | Scenario::Parallel => {
                 Some((File, File))
             }
@@ -187,6 +193,17 @@ pub enum Contender {
         queue_depth: u32,
         /// `--pipe-size` in bytes (a fixed mechanism only).
         pipe_size: u64,
+    },
+    /// A flexio sender flow and a flexio receiver flow over one
+    /// connection (a socket-pair cell), each with its own mechanism and
+    /// the same chunk (buffer or map size).
+    Pair {
+        /// The sending side's mechanism (file -> TCP).
+        sender: MechanismName,
+        /// The receiving side's mechanism (TCP -> file).
+        receiver: MechanismName,
+        /// `--chunk` in bytes on both sides.
+        chunk: u64,
     },
     /// A standard tool, e.g. `cp`, `dd bs=1M`, `socat`, `iperf3 -Z`.
     Peer {
@@ -312,6 +329,9 @@ impl Contender {
                 }
                 label + " (process)"
             }
+            Contender::Pair {
+                sender, receiver, ..
+            } => format!("flexio {sender} -> flexio {receiver}"),
             Contender::Peer { name } => name.clone(),
             Contender::Limit { name } => format!("limit: {name}"),
         }
@@ -327,7 +347,7 @@ impl Contender {
     /// ```
     pub fn kind(&self) -> ContenderKind {
         match self {
-            Contender::Flexio { .. } => ContenderKind::Engine,
+            Contender::Flexio { .. } | Contender::Pair { .. } => ContenderKind::Engine,
             Contender::Process { .. } => ContenderKind::Process,
             Contender::Peer { .. } => ContenderKind::Peer,
             Contender::Limit { .. } => ContenderKind::Limit,

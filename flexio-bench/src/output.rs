@@ -194,6 +194,16 @@ fn csv_fields(run: &RunRecord) -> Vec<String> {
             chunk.to_string(),
             direct.to_string(),
         ),
+        Contender::Pair {
+            sender,
+            receiver,
+            chunk,
+        } => (
+            "engine",
+            format!("{sender}->{receiver}"),
+            chunk.to_string(),
+            false.to_string(),
+        ),
         Contender::Peer { name } => ("peer", name.clone(), String::new(), String::new()),
         Contender::Limit { name } => ("limit", name.clone(), String::new(), String::new()),
     };

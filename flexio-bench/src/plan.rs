@@ -141,9 +141,16 @@ impl Plan {
             .cells
             .iter()
             .map(|cell| {
-                let bytes = (cell.key.size * u64::from(cell.key.flows)) as f64;
+                // A socket pair's size is its files' total.
+                let flows = match cell.key.scenario {
+                    Scenario::SocketPair => 1,
+                    _ => cell.key.flows,
+                };
+                let bytes = (cell.key.size * u64::from(flows)) as f64;
                 let rate = match (cell.key.scenario, cell.key.cache) {
                     (Scenario::Memory, _) => 4e9,
+                    // Its 4 KiB buffers and maps, both ends on this machine.
+                    (Scenario::SocketPair, _) => 0.2e9,
                     (Scenario::FileToFileDurable, _) => 0.4e9,
                     (_, CacheState::Cold) => 0.7e9,
                     (Scenario::Parallel, _) => 1.0e9,

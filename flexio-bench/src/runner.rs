@@ -29,6 +29,11 @@
 //! - pipe → file: a thread of the bench writes the pattern into a pipe of
 //!   the kernel's default capacity.
 //!
+//! A socket pair (`pair.rs`) has no helper: both ends are flexio flows,
+//! its N files sent one after another over one connection, timed from the
+//! connection to the last file received, CPU the whole process's; each
+//! received file is compared with its source after the window.
+//!
 //! In these stream cells (and for the iperf3 limits) the contender runs on
 //! one CPU and the bench's end on another (see [`affinity`]).
 
@@ -51,6 +56,7 @@ use crate::plan::{Cell, Entrant, Plan};
 use crate::window::Measured;
 
 mod cell;
+mod pair;
 mod parallel;
 mod serve_clients;
 mod streams;
@@ -330,7 +336,7 @@ impl Bench<'_> {
                     }
                     continue;
                 }
-                Entrant::Flexio { .. } => continue,
+                Entrant::Flexio { .. } | Entrant::Pair { .. } => continue,
             };
             if !missing.is_empty() {
                 self.missing(observer, &name, &missing);
@@ -446,18 +452,7 @@ impl Workspace {
             return Ok(path.clone());
         }
         let path = self.path(&format!("source-{size}"));
-        let mut file = File::create(&path)?;
-        let mut block = vec![0u8; 1 << 20];
-        let mut written = 0u64;
-        let mut seed = size ^ 0x2545_f491_4f6c_dd1d;
-        while written < size {
-            seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
-            fill(&mut block, seed);
-            let n = (size - written).min(block.len() as u64) as usize;
-            file.write_all(&block[..n])?;
-            written += n as u64;
-        }
-        file.sync_all()?;
+        write_source(&path, size, size ^ 0x2545_f491_4f6c_dd1d)?;
         self.sources.push((size, path.clone()));
         Ok(path)
     }
@@ -495,6 +490,22 @@ impl Workspace {
         }
         Ok(measure::residency(&file, 0, size).map(|r| r.percent()))
     }
+}
+
+/// A file of `length` pseudo-random bytes from `seed` (no holes),
+/// fsynced so that dropping its cache drops it.
+fn write_source(path: &Path, length: u64, seed: u64) -> io::Result<()> {
+    let mut file = File::create(path)?;
+    let mut block = vec![0u8; 1 << 20];
+    let (mut written, mut seed) = (0u64, seed);
+    while written < length {
+        seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+        fill(&mut block, seed);
+        let n = (length - written).min(block.len() as u64) as usize;
+        file.write_all(&block[..n])?;
+        written += n as u64;
+    }
+    file.sync_all()
 }
 
 /// xorshift64 bytes: cheap, incompressible enough, never a hole.

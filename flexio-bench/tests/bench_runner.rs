@@ -178,6 +178,7 @@ fn tiny_matrix_runs_end_to_end() {
             }
             Contender::Process { .. } => panic!("no process in this cell"),
             Contender::Limit { .. } => panic!("no limit in this cell"),
+            Contender::Pair { .. } => panic!("no socket pair in this cell"),
         }
     }
 

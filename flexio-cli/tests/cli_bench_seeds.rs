@@ -212,3 +212,43 @@ fn smack_tables_have_every_row_and_axis_and_leave_no_loop_device() {
     let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().flatten().collect();
     assert_eq!(left.len(), 1, "{left:?}");
 }
+
+#[test]
+fn os_fig_4_measures_both_sample_inputs_in_all_four_combinations_of_master_and_slave() {
+    let dir = tempfile::tempdir().unwrap();
+    let (output, md) = run_exhibits(dir.path(), &["os-fig-4"]);
+    assert!(
+        md.contains("1 exhibits: 1 FULL, 0 PARTIAL, 0 NONE."),
+        "{md}"
+    );
+    // Rows are `| series | x | y |`: x is the input in MB, y the time
+    // relative to file I/O on both sides in the same input.
+    for master in ["file I/O", "mmap"] {
+        for slave in ["file I/O", "mmap"] {
+            for input in ["0.02304", "11"] {
+                let row = format!("| {master} -> {slave} (ours) | {input} |");
+                let y: f64 = md
+                    .lines()
+                    .find(|l| l.starts_with(&row))
+                    .unwrap_or_else(|| panic!("no {row}: {md}"))
+                    .split('|')
+                    .nth(3)
+                    .unwrap()
+                    .trim()
+                    .parse()
+                    .unwrap();
+                assert!(y > 0.0 && y.is_finite(), "{row} {y}");
+            }
+        }
+    }
+    assert!(
+        md.contains("The original's mmap took 2.0x at 11 MB"),
+        "{md}"
+    );
+    assert!(dir.path().join("out/seeds-os-fig-4.svg").is_file());
+    // No pair failed (a file not byte-exact is a failure, dropped with a
+    // note).
+    let report = std::fs::read_to_string(dir.path().join("out/report.md")).unwrap();
+    assert!(!report.contains("failed"), "{report}");
+    assert!(!stderr(&output).contains("failed"));
+}

@@ -93,6 +93,8 @@ pub(crate) struct RunSettings {
     pub idle_timeout: Option<std::time::Duration>,
     /// `--rate`, `--burst`, `--schedule`.
     pub pacing: crate::pace::Pacing,
+    /// Shut down a socket sink's sending side at the end.
+    pub end_stream: bool,
 }
 
 /// Runs one opened flow.
@@ -346,7 +348,7 @@ impl<'a> Engine<'a> {
                 if fsync && self.sink.kind.is_seekable() {
                     rustix::fs::fsync(&fd).map_err(|e| Error::io("fsync", &label, None, e))?;
                 }
-                if self.sink.kind.is_socket() {
+                if self.sink.kind.is_socket() && self.flow.end_stream {
                     // Tell the peer the stream is complete; a peer that has
                     // already gone is not an error here.
                     let _ = rustix::net::shutdown(&fd, rustix::net::Shutdown::Write);

@@ -54,6 +54,7 @@ pub struct Flow<'a> {
     pub(crate) call_limit: usize,
     pub(crate) idle_timeout: Option<Duration>,
     pub(crate) pacing: Pacing,
+    end_stream: bool,
     on_listen: Option<ListenCallback<'a>>,
     socket_buffer: Option<usize>,
     profile: Option<&'a Profile>,
@@ -79,6 +80,7 @@ impl<'a> Flow<'a> {
             call_limit: usize::MAX,
             idle_timeout: None,
             pacing: Pacing::default(),
+            end_stream: true,
             on_listen: None,
             socket_buffer: None,
             profile: None,
@@ -251,6 +253,37 @@ impl<'a> Flow<'a> {
         self
     }
 
+    /// Whether a socket sink's sending side is shut down when the flow
+    /// ends (the default: the peer reads the end of the stream). `false`
+    /// leaves the connection open for further flows, as when several
+    /// files follow one another over one connection, each with its
+    /// length known to both sides; the caller then ends the stream.
+    ///
+    /// # Examples
+    /// ```
+    /// use std::io::Read;
+    /// use std::net::{TcpListener, TcpStream};
+    /// use flexio::{Flow, Sink, Source};
+    /// let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    /// let stream = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+    /// let (mut peer, _) = listener.accept().unwrap();
+    /// for part in [&b"one"[..], b"two"] {
+    ///     let fd = stream.try_clone().unwrap().into();
+    ///     Flow::new(Source::Memory(part), Sink::Fd(fd, "tcp".into()))
+    ///         .end_stream(false)
+    ///         .run()
+    ///         .unwrap();
+    /// }
+    /// stream.shutdown(std::net::Shutdown::Write).unwrap();
+    /// let mut text = String::new();
+    /// peer.read_to_string(&mut text).unwrap();
+    /// assert_eq!(text, "onetwo");
+    /// ```
+    pub fn end_stream(mut self, end: bool) -> Self {
+        self.end_stream = end;
+        self
+    }
+
     /// Called with the bound address when a `*-listen://` endpoint starts
     /// listening (useful with port 0).
     pub fn on_listen(mut self, hook: impl FnMut(&str) + 'a) -> Self {
@@ -319,6 +352,7 @@ impl<'a> Flow<'a> {
             call_limit: self.call_limit,
             idle_timeout: self.idle_timeout,
             pacing: self.pacing,
+            end_stream: self.end_stream,
         };
         let mut report = Engine::new(settings, source, sink, mechanism, total).run()?;
         report.decided_by = decision.decided_by;

@@ -31,6 +31,16 @@ pub enum Entrant {
         /// Its parameters (ignored for `auto`).
         params: Params,
     },
+    /// A flexio sender flow and a flexio receiver flow over one
+    /// connection (socket-pair cells): the OS project's master and slave.
+    Pair {
+        /// file -> TCP.
+        sender: MechanismName,
+        /// TCP -> file.
+        receiver: MechanismName,
+        /// Both sides' parameters (the chunk is the buffer or map size).
+        params: Params,
+    },
     /// A standard tool.
     Peer(PeerSpec),
     /// A physical limit.
@@ -82,6 +92,18 @@ impl Entrant {
         Entrant::Process { mechanism, params }
     }
 
+    /// A socket pair: `sender` and `receiver`, both at `chunk`.
+    pub fn pair(sender: MechanismName, receiver: MechanismName, chunk: usize) -> Self {
+        Entrant::Pair {
+            sender,
+            receiver,
+            params: Params {
+                chunk,
+                ..Params::default()
+            },
+        }
+    }
+
     /// `io-uring --direct`.
     pub fn io_uring_direct(chunk: usize) -> Self {
         Entrant::Flexio {
@@ -126,6 +148,15 @@ impl Entrant {
                     pipe_size: params.pipe_size as u64,
                 }
             }
+            Entrant::Pair {
+                sender,
+                receiver,
+                params,
+            } => Contender::Pair {
+                sender: *sender,
+                receiver: *receiver,
+                chunk: params.chunk as u64,
+            },
             Entrant::Peer(peer) => Contender::Peer {
                 name: peer.name.clone(),
             },

@@ -84,7 +84,10 @@ impl CellContext {
     ) -> io::Result<Self> {
         let size = cell.key.size;
         let needs_source = match scenario {
-            Scenario::Memory | Scenario::SocketToFile | Scenario::PipeToFile => false,
+            Scenario::Memory
+            | Scenario::SocketToFile
+            | Scenario::PipeToFile
+            | Scenario::SocketPair => false,
             Scenario::Limits => cell.entrants.iter().any(|e| {
                 matches!(
                     e,
@@ -301,7 +304,7 @@ impl CellContext {
                 Scenario::FileToSocket | Scenario::SocketToFile | Scenario::Meter
             )
             || (self.scenario == Scenario::Parallel && !cell.key.path.is_empty())
-            || self.scenario == Scenario::ServeClients;
+            || matches!(self.scenario, Scenario::ServeClients | Scenario::SocketPair);
         let pipes = matches!(self.scenario, Scenario::FileToPipe | Scenario::PipeToFile);
         if network {
             net.forget_tcp_metrics();
@@ -311,7 +314,9 @@ impl CellContext {
         // process on one machine, its receiver on another.
         // Parallel flows are placed by the scheduler: pinning them all to
         // one CPU would measure that CPU, not how they share the machine.
-        let streams = pipes || (network && self.scenario != Scenario::Parallel);
+        // So are the two sides of a socket pair, both flexio.
+        let streams = pipes
+            || (network && !matches!(self.scenario, Scenario::Parallel | Scenario::SocketPair));
         let _pinned = streams.then(affinity::pin_contender).flatten();
         let measured = match self.scenario {
             // A limit beside the contenders (the disk in cold cells, memcpy
@@ -341,6 +346,7 @@ impl CellContext {
                 self.parallel(entrant, workspace, cell.key.flows, net)
             }
             Scenario::ServeClients => self.serve_clients(entrant, cell.key.flows),
+            Scenario::SocketPair => crate::runner::pair::run(entrant, workspace, cell, net),
             Scenario::Limits => self.limit(entrant, size, &sink, self.reps[i], net),
         };
         let _ = std::fs::remove_file(&sink);

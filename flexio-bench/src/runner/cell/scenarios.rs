@@ -93,7 +93,9 @@ impl CellContext {
                     .sum();
                 Ok(measured)
             }
-            Entrant::Limit(probe) => Err(not_a_contender(*probe, "file-to-file")),
+            Entrant::Limit(_) | Entrant::Pair { .. } => {
+                Err(not_a_contender(entrant, "file-to-file"))
+            }
         }
     }
 
@@ -148,7 +150,9 @@ impl CellContext {
                     .and_then(|status| peers::check_status(&spec.name, status))
                     .map(|()| None)
             }),
-            Entrant::Limit(probe) => Err(not_a_contender(*probe, "file-to-socket")),
+            Entrant::Limit(_) | Entrant::Pair { .. } => {
+                Err(not_a_contender(entrant, "file-to-socket"))
+            }
         };
         if sent.is_err() {
             // Let the receiver go if nothing ever connected.
@@ -233,7 +237,9 @@ impl CellContext {
                 peers::check_status(&spec.name, status)?;
                 Ok(measured)
             }
-            Entrant::Limit(probe) => Err(not_a_contender(*probe, "socket-to-file")),
+            Entrant::Limit(_) | Entrant::Pair { .. } => {
+                Err(not_a_contender(entrant, "socket-to-file"))
+            }
         }
     }
 
@@ -272,9 +278,9 @@ impl CellContext {
                     Err(e)
                 }
             },
-            Entrant::Limit(probe) => {
+            Entrant::Limit(_) | Entrant::Pair { .. } => {
                 drop(write_end);
-                Err(not_a_contender(*probe, "file-to-pipe"))
+                Err(not_a_contender(entrant, "file-to-pipe"))
             }
         };
         let received = joined(reader, "reader");
@@ -336,9 +342,9 @@ impl CellContext {
                         Ok(measured)
                     })
             }
-            Entrant::Limit(probe) => {
+            Entrant::Limit(_) | Entrant::Pair { .. } => {
                 drop(read_end);
-                Err(not_a_contender(*probe, "pipe-to-file"))
+                Err(not_a_contender(entrant, "pipe-to-file"))
             }
         };
         let fed = joined(feeder, "feeder");
@@ -466,7 +472,11 @@ fn stream_measured(
     window.close_after(*received.as_ref().unwrap_or(&0), report)
 }
 
-/// The error for a limit probe placed in a cell of another scenario.
-fn not_a_contender(probe: Probe, scenario: &str) -> io::Error {
-    other(format!("{} is not a {scenario} contender", probe.name()))
+/// The error for a limit probe or a socket pair placed in a cell of
+/// another scenario.
+fn not_a_contender(entrant: &Entrant, scenario: &str) -> io::Error {
+    other(format!(
+        "{} is not a {scenario} contender",
+        entrant.contender().label()
+    ))
 }
