@@ -67,7 +67,7 @@ pub struct ServeArgs {
     rate_total: Option<Rate>,
     /// Cue's schedule for every response body: K chunks of --chunk bytes
     /// (64KiB without it), each one call of --via at most, then a pause
-    /// of T ms (`4,16`; T may carry a unit: `500us`). Each connection
+    /// of T ms (`4,16`; T may carry a unit: `2.5ms`, `1s`). Each connection
     /// keeps its own count and waits in its worker's timer wheel, holding
     /// no thread; on exit a line says what the schedules did.
     #[arg(long, value_name = "K,T", value_parser = schedule)]

@@ -382,6 +382,45 @@ fn schedule_scenario_quick_observes_its_pauses() {
     }
 }
 
+/// Cue's Table 8 under a schedule: the cell's schedule reaches `flexio
+/// serve --schedule`, so each client's body comes in chunks with pauses
+/// between them (a bound load cannot break: pauses only add time).
+#[test]
+fn a_scheduled_serve_clients_cell_paces_every_client_by_the_schedule() {
+    let dir = tempfile::tempdir().unwrap();
+    // Eight chunks of 8 KiB, a pause of 50 ms after each but the last.
+    let size = 64 << 10;
+    let params = flexio::Params {
+        chunk: 8 << 10,
+        ..flexio::Params::default()
+    };
+    let plan = Plan {
+        cells: vec![Cell::new(
+            Scenario::ServeClients,
+            size,
+            CacheState::Warm,
+            vec![Entrant::process(MechanismName::Sendfile, params)],
+        )
+        .flows(2)
+        .path("loopback")
+        .schedule(1, 50)],
+    };
+    let mut options = RunOptions::new(dir.path());
+    options.rounds = 1;
+    options.drop_caches = false;
+    options.flexio_exe = Some(env!("CARGO_BIN_EXE_flexio").into());
+    let results = runner::run(&plan, &options, &mut runner::Quiet).unwrap();
+    assert_nothing_failed(&results);
+    let fastest = size as f64 / (7.0 * 0.050);
+    for run in &results.runs {
+        assert_eq!(run.measured.bytes, 2 * size, "{run:?}");
+        assert_eq!(run.flow_bytes_per_s.len(), 2, "{run:?}");
+        for rate in &run.flow_bytes_per_s {
+            assert!(*rate > 0.0 && *rate <= fastest, "{rate} B/s: {run:?}");
+        }
+    }
+}
+
 /// Cue's Table 8: `flexio serve --via read-write` and `--via sendfile` as
 /// processes, three HTTP clients at once each fetching the whole file:
 /// every client's bytes arrive, each has its own rate, and the server's
