@@ -187,7 +187,7 @@ pub(super) fn compare_clients(original: &[Point], ours: &[Point]) -> String {
         "Each client's rate at 4 clients against 1, ours from `flexio serve` against \
          wuftpd's: read-write {user:.2}x against {theirs_user:.2}x user driven ({:.0} MiB/s a \
          client at 4), sendfile unscheduled {kernel:.2}x ({:.0} MiB/s); under Cue's schedules \
-         {}; {}; {}; {}. {}: {why}. A pause ends at the server's next 10 ms timer tick \
+         {}; {}; {}; {}. Shape: {}; {why}. A pause ends at the server's next 10 ms timer tick \
          after T, so a (1, 16) chunk waits 16-26 ms: below the ceiling at one client.",
         at_four(SERVE_USER),
         at_four(SERVE_KERNEL),
