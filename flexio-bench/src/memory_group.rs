@@ -87,6 +87,79 @@ impl MemoryGroup {
     }
 }
 
+/// What the kernel says about a group's memory: the processes the OOM
+/// killer ended in it and the times it hit its limit (`None` where the
+/// kernel keeps no such count).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct MemoryEvents {
+    /// v2 `memory.events` `oom_kill`; v1 `memory.oom_control` `oom_kill`.
+    pub oom_kills: Option<u64>,
+    /// v2 `memory.events` `max`; v1 `memory.failcnt`.
+    pub limit_hits: Option<u64>,
+}
+
+impl MemoryGroup {
+    /// The group's OOM kills and limit hits so far.
+    pub(crate) fn events(&self) -> MemoryEvents {
+        let read = |name: &str| std::fs::read_to_string(self.path.join(name)).ok();
+        if let Some(events) = read("memory.events") {
+            return MemoryEvents {
+                oom_kills: keyed(&events, "oom_kill"),
+                limit_hits: keyed(&events, "max"),
+            };
+        }
+        MemoryEvents {
+            oom_kills: read("memory.oom_control").and_then(|text| keyed(&text, "oom_kill")),
+            limit_hits: read("memory.failcnt").and_then(|text| text.trim().parse().ok()),
+        }
+    }
+
+    /// Where the group's OOM kills are counted, for messages.
+    pub(crate) fn events_file(&self) -> &'static str {
+        if self.path.join("memory.events").exists() {
+            "memory.events"
+        } else {
+            "memory.oom_control"
+        }
+    }
+
+    /// Why a process run in the group failed with `why`, given the
+    /// group's events `before` it ran: "ran out of memory in the group"
+    /// when the OOM killer ended a process there meanwhile (or, where the
+    /// kernel counts no OOM kills, a SIGKILL while the group hit its
+    /// limit); else `why` as it was.
+    pub(crate) fn explain(&self, why: String, before: MemoryEvents, limit: u64) -> String {
+        let after = self.events();
+        let group = format!("the {} MiB memory cgroup", limit >> 20);
+        match (before.oom_kills, after.oom_kills) {
+            (Some(was), Some(now)) if now > was => format!(
+                "it ran out of memory in {group}: the OOM killer ended it ({} oom_kill {was} -> \
+                 {now}; {why})",
+                self.events_file()
+            ),
+            (None, _) | (_, None)
+                if why.contains("SIGKILL")
+                    && after.limit_hits.unwrap_or(0) > before.limit_hits.unwrap_or(0) =>
+            {
+                format!(
+                    "it was killed while {group} was at its limit, most likely out of memory \
+                     ({why})"
+                )
+            }
+            _ => why,
+        }
+    }
+}
+
+/// The number after `key` on its line of a `key value` file
+/// (`memory.events`, `memory.oom_control`).
+fn keyed(text: &str, key: &str) -> Option<u64> {
+    text.lines().find_map(|line| {
+        let (name, value) = line.split_once(' ')?;
+        (name == key).then(|| value.trim().parse().ok())?
+    })
+}
+
 impl Drop for MemoryGroup {
     fn drop(&mut self) {
         if let Err(e) = std::fs::remove_dir(&self.path) {
@@ -199,6 +272,45 @@ mod tests {
         drop(group);
         assert!(!path.exists());
         assert!(ours().is_empty());
+    }
+
+    #[test]
+    fn the_kernels_counts_are_read_from_either_hierarchys_files() {
+        let v2 = "low 0\nhigh 0\nmax 17\noom 2\noom_kill 1\noom_group_kill 0\n";
+        assert_eq!(keyed(v2, "oom_kill"), Some(1));
+        assert_eq!(keyed(v2, "max"), Some(17));
+        let v1 = "oom_kill_disable 0\nunder_oom 0\noom_kill 3\n";
+        assert_eq!(keyed(v1, "oom_kill"), Some(3));
+        assert_eq!(keyed(v1, "oom"), None);
+    }
+
+    #[test]
+    fn a_process_the_oom_killer_ends_in_the_group_is_said_to_have_run_out_of_memory() {
+        if !can_make_groups() {
+            return;
+        }
+        let group = MemoryGroup::new("test-oom", 16 << 20).unwrap();
+        let before = group.events();
+        assert_eq!(before.oom_kills, Some(0), "{before:?}");
+        // dd fills a 256 MiB buffer from /dev/zero: far over 16 MiB (this
+        // machine has no swap to push it to; with swap, the group's
+        // memory.swap.max / memsw would have to be set too).
+        let mut command = Command::new("dd");
+        command.args(["if=/dev/zero", "of=/dev/null", "bs=256M", "count=1"]);
+        command.stderr(std::process::Stdio::null());
+        flexio_sys::process::join_cgroup_before_exec(&mut command, group.procs().unwrap());
+        let status = command.status().unwrap();
+        assert!(!status.success(), "dd of 256 MiB fit in 16 MiB: {status}");
+        let why = group.explain(format!("dd exited with {status}"), before, 16 << 20);
+        assert!(
+            why.starts_with("it ran out of memory in the 16 MiB memory cgroup: the OOM killer"),
+            "{why}"
+        );
+        assert!(why.contains("oom_kill 0 -> 1"), "{why}");
+        // A failure of another kind is left as it was.
+        let other = group.explain("it failed: EIO".into(), group.events(), 16 << 20);
+        assert_eq!(other, "it failed: EIO");
+        drop(group);
     }
 
     #[test]

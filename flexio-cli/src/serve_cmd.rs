@@ -7,7 +7,7 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use clap::Args;
-use flexio::pace::Rate;
+use flexio::pace::{Rate, Schedule};
 use flexio::{Error, MechanismName};
 use flexio_net::server::{ServeConfig, Server};
 
@@ -65,6 +65,13 @@ pub struct ServeArgs {
     /// The most bytes per second all connections together are sent.
     #[arg(long, value_name = "RATE", value_parser = rate)]
     rate_total: Option<Rate>,
+    /// Cue's schedule for every response body: K chunks of --chunk bytes
+    /// (64KiB without it), each one call of --via at most, then a pause
+    /// of T ms (`4,16`; T may carry a unit: `2.5ms`, `1s`). Each connection
+    /// keeps its own count and waits in its worker's timer wheel, holding
+    /// no thread; on exit a line says what the schedules did.
+    #[arg(long, value_name = "K,T", value_parser = schedule)]
+    schedule: Option<Schedule>,
     /// The most body bytes one connection is sent (or an upload read) per
     /// wake-up before its worker goes on with others (as nginx's
     /// sendfile_max_chunk).
@@ -105,6 +112,10 @@ fn rate(text: &str) -> Result<Rate, String> {
     text.parse::<Rate>().map_err(|e| e.to_string())
 }
 
+fn schedule(text: &str) -> Result<Schedule, String> {
+    text.parse::<Schedule>().map_err(|e| e.to_string())
+}
+
 fn max_chunk(text: &str) -> Result<u64, String> {
     match flexio::parse_size(text).map_err(|e| e.to_string())? {
         0 => Err("a turn must move at least a byte".into()),
@@ -140,6 +151,7 @@ pub fn run(args: ServeArgs) -> crate::error::Result<()> {
     config.mechanism = args.via;
     config.rate_per_client = args.rate_per_client;
     config.rate_total = args.rate_total;
+    config.schedule = args.schedule;
     config.max_chunk = args.max_chunk;
     config.chunk = args.chunk;
     config.grace = args.grace;
@@ -198,7 +210,18 @@ pub fn run(args: ServeArgs) -> crate::error::Result<()> {
         std::thread::sleep(Duration::from_millis(50));
     }
     handle.shutdown();
-    handle.wait();
+    let tally = handle.wait_with_tally();
+    if let Some(schedule) = args.schedule {
+        eprintln!(
+            "flexio serve: schedule {},{}ms: {} bodies, {} chunks, {} pauses, {:.3} s paused",
+            schedule.chunks,
+            schedule.pause.as_secs_f64() * 1e3,
+            tally.bodies,
+            tally.chunks,
+            tally.pauses,
+            tally.paused.as_secs_f64()
+        );
+    }
     Ok(())
 }
 

@@ -382,37 +382,67 @@ fn schedule_scenario_quick_observes_its_pauses() {
     }
 }
 
-/// Cue's Table 8: `flexio serve --via read-write` and `--via sendfile` as
-/// processes, three HTTP clients at once each fetching the whole file:
-/// every client's bytes arrive, each has its own rate, and the server's
-/// CPU (not the bench's clients') is charged.
-#[test]
-fn serve_clients_cells_run_flexio_serve_by_each_mechanism_for_every_client() {
+/// Runs one serve-clients cell of `entrants` (8 KiB chunks) to `clients`
+/// clients of `size` bytes each, a warm-up and a round, under
+/// `schedule` if any; nothing may fail.
+fn serve_clients_run(
+    size: u64,
+    clients: u32,
+    mechanisms: &[MechanismName],
+    schedule: Option<(u32, u64)>,
+) -> (Plan, flexio_bench::model::Results) {
     let dir = tempfile::tempdir().unwrap();
-    let size = 4 << 20;
     let params = flexio::Params {
         chunk: 8 << 10,
         ..flexio::Params::default()
     };
-    let plan = Plan {
-        cells: vec![Cell::new(
-            Scenario::ServeClients,
-            size,
-            CacheState::Warm,
-            vec![
-                Entrant::process(MechanismName::ReadWrite, params.clone()),
-                Entrant::process(MechanismName::Sendfile, params),
-            ],
-        )
-        .flows(3)
-        .path("loopback")],
-    };
+    let entrants = mechanisms
+        .iter()
+        .map(|m| Entrant::process(*m, params.clone()))
+        .collect();
+    let mut cell = Cell::new(Scenario::ServeClients, size, CacheState::Warm, entrants)
+        .flows(clients)
+        .path("loopback");
+    if let Some((k, t)) = schedule {
+        cell = cell.schedule(k, t);
+    }
+    let plan = Plan { cells: vec![cell] };
     let mut options = RunOptions::new(dir.path());
     options.rounds = 1;
     options.drop_caches = false;
     options.flexio_exe = Some(env!("CARGO_BIN_EXE_flexio").into());
     let results = runner::run(&plan, &options, &mut runner::Quiet).unwrap();
     assert_nothing_failed(&results);
+    (plan, results)
+}
+
+/// Cue's Table 8 under a schedule: the cell's schedule reaches `flexio
+/// serve --schedule`, so each client's body comes in chunks with pauses
+/// between them (a bound load cannot break: pauses only add time).
+#[test]
+fn a_scheduled_serve_clients_cell_paces_every_client_by_the_schedule() {
+    // Eight chunks of 8 KiB, a pause of 50 ms after each but the last.
+    let size = 64 << 10;
+    let (_, results) = serve_clients_run(size, 2, &[MechanismName::Sendfile], Some((1, 50)));
+    let fastest = size as f64 / (7.0 * 0.050);
+    for run in &results.runs {
+        assert_eq!(run.measured.bytes, 2 * size, "{run:?}");
+        assert_eq!(run.flow_bytes_per_s.len(), 2, "{run:?}");
+        for rate in &run.flow_bytes_per_s {
+            assert!(*rate > 0.0 && *rate <= fastest, "{rate} B/s: {run:?}");
+        }
+    }
+}
+
+/// Cue's Table 8: `flexio serve --via read-write` and `--via sendfile` as
+/// processes, three HTTP clients at once each fetching the whole file:
+/// every client's bytes arrive, each has its own rate, and the server's
+/// CPU (not the bench's clients') is charged.
+#[test]
+fn serve_clients_cells_run_flexio_serve_by_each_mechanism_for_every_client() {
+    let size = 4 << 20;
+    let mechanisms = [MechanismName::ReadWrite, MechanismName::Sendfile];
+    let (plan, results) = serve_clients_run(size, 3, &mechanisms, None);
     // A warm-up and a round of both servers.
     assert_eq!(results.runs.len(), 4);
     for run in &results.runs {

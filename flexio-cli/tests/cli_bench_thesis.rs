@@ -132,3 +132,38 @@ fn sigterm_during_the_cgroup_copies_leaves_no_memory_group_behind() {
     assert!(md.contains("stopped by a signal"), "{md}");
     assert!(md.contains("1 exhibits: 0 FULL, 1 PARTIAL"), "{md}");
 }
+
+/// The 128 MiB group with `--dir` on tmpfs (/dev/shm): the run warns that
+/// the copies' files are charged to the group, and the 200 MiB copy the
+/// OOM killer ends is said to have run out of memory in the group (not
+/// "exited with signal 9 (SIGKILL): .").
+#[test]
+fn on_tmpfs_the_cgroup_copies_warn_and_an_oom_kill_is_named_as_such() {
+    if !require_root("a memory cgroup") {
+        return;
+    }
+    let shm = std::path::Path::new("/dev/shm");
+    if !shm.is_dir() {
+        common::skipped("no /dev/shm to stand for a tmpfs --dir");
+        return;
+    }
+    let dir = tempfile::tempdir_in(shm).unwrap();
+    let options = flexio_bench::thesis_bench::ThesisOptions {
+        dir: dir.path().to_path_buf(),
+        flexio: env!("CARGO_BIN_EXE_flexio").into(),
+        quick: true,
+        stop: Default::default(),
+    };
+    let outcome = flexio_bench::thesis_bench::by_size(&options);
+    let warning = format!("--dir {} is on tmpfs", dir.path().display());
+    assert!(outcome.setting.contains(&warning), "{outcome:?}");
+    let shortfall = outcome.shortfall.clone().unwrap_or_default();
+    assert!(shortfall.contains(&warning), "{outcome:?}");
+    assert!(
+        shortfall.contains("of 200 MiB: it ran out of memory in the 128 MiB memory cgroup"),
+        "{outcome:?}"
+    );
+    assert!(!shortfall.contains("): ."), "{shortfall}");
+    // The copies that fit were measured.
+    assert!(outcome.points.iter().any(|p| p.x == 50.0), "{outcome:?}");
+}

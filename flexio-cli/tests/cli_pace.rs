@@ -6,6 +6,33 @@ mod common;
 use common::flexio;
 
 #[test]
+fn a_serve_schedule_with_a_bad_value_is_refused_with_its_reason() {
+    let cases = [
+        ("0,16", "K must be at least 1"),
+        ("4", "no comma"),
+        ("x,16", "K is not a whole number"),
+        ("4,soon", "T is not a time"),
+        ("4,61s", "T is over a minute"),
+    ];
+    for (schedule, why) in cases {
+        let output = flexio()
+            .args(["serve", ".", "--schedule", schedule])
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{schedule}: {stderr}");
+        assert!(
+            stderr.contains("--schedule") && stderr.contains(why),
+            "{schedule}: {stderr}"
+        );
+        assert!(
+            !stderr.contains("serving"),
+            "{schedule}: it served: {stderr}"
+        );
+    }
+}
+
+#[test]
 fn bad_pacing_values_are_usage_errors_that_name_the_flag() {
     let dir = tempfile::tempdir().unwrap();
     let source = dir.path().join("source");

@@ -1,6 +1,6 @@
 //! The serve-clients cells, Cue's Table 8 (wuftpd sending one file to 1-4
-//! clients by read/write or by Cue): `flexio serve --via MECHANISM` as a
-//! process on loopback, started before the window, and N clients, each a
+//! clients by read/write or by Cue): `flexio serve --via MECHANISM` (and
+//! `--schedule K,T`, Cue's, in a scheduled cell) as a process on loopback, started before the window, and N clients, each a
 //! thread of the bench with a connection of its own fetching the whole
 //! source once, all starting together. Each client's rate (its bytes over
 //! the time from the common start to its last byte) is kept as a flow's;
@@ -13,6 +13,7 @@ use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
 use flexio::measure::Rusage;
+use flexio::pace::Schedule;
 use flexio::{MechanismName, Params};
 
 use super::other;
@@ -25,12 +26,14 @@ use crate::window::{CpuScope, Measured, Window};
 const DEADLINE: Duration = Duration::from_secs(300);
 
 /// One run: `clients` clients fetch `source` from `flexio serve` (the
-/// executable `flexio`) sending by `mechanism` with `params`' chunk.
+/// executable `flexio`) sending by `mechanism` with `params`' chunk,
+/// every body under `schedule` when there is one.
 pub(super) fn run(
     flexio: &Path,
     source: &Path,
     mechanism: MechanismName,
     params: &Params,
+    schedule: Option<Schedule>,
     clients: u32,
 ) -> io::Result<Measured> {
     let (Some(root), Some(name)) = (source.parent(), source.file_name()) else {
@@ -41,12 +44,23 @@ pub(super) fn run(
     };
     let path = format!("/{}", name.to_string_lossy());
     let port = crate::host_bench::link::free_port().map_err(other)?;
-    let flags = [
+    let mut flags = vec![
         "--via".to_string(),
         mechanism.as_str().to_string(),
         "--chunk".to_string(),
         params.chunk.to_string(),
     ];
+    if let Some(schedule) = schedule {
+        flags.push("--schedule".into());
+        // Whole milliseconds as a plain number (0 included), others
+        // with their unit.
+        let pause = schedule.pause;
+        let pause = match pause.as_nanos() % 1_000_000 {
+            0 => pause.as_millis().to_string(),
+            _ => format!("{}ms", pause.as_secs_f64() * 1e3),
+        };
+        flags.push(format!("{},{pause}", schedule.chunks));
+    }
     let server = ServerProcess::flexio(flexio, root, port, &flags, None)?;
     let address = server.address;
     let cpu_before = server.cpu_seconds()?;

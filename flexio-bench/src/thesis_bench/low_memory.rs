@@ -2,7 +2,10 @@
 //! [`MEMORY_LIMIT`] (page cache included), cold and synced to the disk
 //! (`--fsync`), as the thesis's disk -> disk runs. Files up to 200 MiB,
 //! so that, as there, the cache fills. Root only; without root nothing
-//! runs and the outcome says why.
+//! runs and the outcome says why. A copy the OOM killer ends in the group
+//! is said to have run out of memory there; a `--dir` on tmpfs, where the
+//! copies' files are memory charged to the group, is warned of (in the
+//! run's output and in the exhibit).
 
 use std::path::Path;
 use std::process::Command;
@@ -32,7 +35,7 @@ pub fn by_size(options: &ThesisOptions) -> ThesisOutcome {
     } else {
         &[1, 10, 50, 100, 200]
     };
-    in_group("thesis-by-size", |group, points| {
+    in_group("thesis-by-size", &options.dir, |group, points| {
         for &mb in sizes {
             for via in BY_SIZE {
                 points.push(copy_point(options, group, via, mb * MIB, MIB, mb as f64)?);
@@ -46,7 +49,7 @@ pub fn by_size(options: &ThesisOptions) -> ThesisOutcome {
 /// from 1 KiB to 1 MiB in the cgroup: `MECHANISM, 128 MiB cgroup`.
 pub fn by_buffer(options: &ThesisOptions) -> ThesisOutcome {
     let size = if options.quick { 64 * MIB } else { 100 * MIB };
-    in_group("thesis-by-buffer", |group, points| {
+    in_group("thesis-by-buffer", &options.dir, |group, points| {
         for kib in [1u64, 4, 16, 64, 256, 1024] {
             for via in BY_BUFFER {
                 points.push(copy_point(
@@ -68,6 +71,7 @@ pub fn by_buffer(options: &ThesisOptions) -> ThesisOutcome {
 /// and says why.
 fn in_group(
     name: &str,
+    dir: &Path,
     sweep: impl FnOnce(&MemoryGroup, &mut Vec<ThesisPoint>) -> Result<(), String>,
 ) -> ThesisOutcome {
     let group = match MemoryGroup::new(name, MEMORY_LIMIT) {
@@ -79,16 +83,26 @@ fn in_group(
             }
         }
     };
-    let setting = format!(
+    let mut setting = format!(
         "each copy in memory cgroup {} limited to 128 MiB (page cache included), cold, --fsync",
         group.path().display()
     );
+    let tmpfs = on_tmpfs(dir).then(|| tmpfs_warning(dir));
+    if let Some(warning) = &tmpfs {
+        eprintln!("flexio bench: warning: {warning}");
+        setting += &format!(". Warning: {warning}");
+    }
     let mut points = Vec::new();
     let failed = sweep(&group, &mut points).err();
     drop(group);
+    // On tmpfs the setting is not the one designed, whatever was measured.
+    let shortfall = match (tmpfs, failed) {
+        (Some(warning), Some(why)) => Some(format!("{why}; {warning}")),
+        (tmpfs, failed) => failed.or(tmpfs),
+    };
     ThesisOutcome {
         points,
-        shortfall: failed,
+        shortfall,
         setting,
     }
 }
@@ -112,10 +126,33 @@ fn copy_point(
         let mut command = copy_command(&options.flexio, via, chunk, &source, &sink);
         let procs = group.procs()?;
         flexio_sys::process::join_cgroup_before_exec(&mut command, procs);
-        let seconds = timed(&format!("flexio copy --via {via}"), &mut command, size);
+        let before = group.events();
+        let name = format!("flexio copy --via {via} of {} MiB", size / MIB);
+        let seconds = timed(&name, &mut command, size)
+            .map_err(|why| format!("{name}: {}", group.explain(why, before, MEMORY_LIMIT)));
         let _ = std::fs::remove_file(&sink);
         seconds
     })
+}
+
+/// Whether `dir` is on tmpfs (or ramfs): files written there are memory,
+/// charged to the group of the process that writes them.
+fn on_tmpfs(dir: &Path) -> bool {
+    const TMPFS_MAGIC: u64 = 0x0102_1994;
+    const RAMFS_MAGIC: u64 = 0x8584_58f6;
+    rustix::fs::statfs(dir).is_ok_and(|fs| {
+        let kind = fs.f_type as u64;
+        kind == TMPFS_MAGIC || kind == RAMFS_MAGIC
+    })
+}
+
+fn tmpfs_warning(dir: &Path) -> String {
+    format!(
+        "--dir {} is on tmpfs: the files the copies write there are memory charged to the \
+         128 MiB group, which defeats the low-memory setting (a copy over about 128 MiB is \
+         killed for want of memory); give --dir a directory on a disk",
+        dir.display()
+    )
 }
 
 fn copy_command(flexio: &Path, via: &str, chunk: u64, source: &Path, sink: &Path) -> Command {

@@ -124,11 +124,12 @@ impl Started {
             .wait()
             .map_err(|e| format!("wait for {}: {e}", self.name))?;
         if !status.success() {
-            return Err(format!(
-                "{} exited with {status}: {}",
-                self.name,
-                stderr.trim()
-            ));
+            // A process killed by a signal may have said nothing.
+            let said = match stderr.trim() {
+                "" => String::new(),
+                text => format!(": {text}"),
+            };
+            return Err(format!("{} exited with {status}{said}", self.name));
         }
         serde_json::from_str(&stdout)
             .map_err(|e| format!("{}: its --json report does not parse ({e})", self.name))

@@ -242,7 +242,7 @@ struct Out<'a> {
 
 /// Bytes per read of the read-write mechanism when `--chunk` is not
 /// given, and per splice into the pipe (a pipe's default capacity).
-const DEFAULT_READ: usize = 64 << 10;
+pub(crate) const DEFAULT_READ: usize = 64 << 10;
 
 /// Moves up to `length` bytes of `file` from `*first` on (advancing it):
 /// through the block cache with `--cache` (a file it cannot take goes the

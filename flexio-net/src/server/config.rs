@@ -4,7 +4,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use flexio::pace::Rate;
+use flexio::pace::{Rate, Schedule};
 use flexio::MechanismName;
 
 /// How a server runs.
@@ -49,6 +49,11 @@ pub struct ServeConfig {
     pub rate_per_client: Option<Rate>,
     /// The most bytes per second all connections together are sent.
     pub rate_total: Option<Rate>,
+    /// Cue's schedule for every response body: `chunks` chunks of
+    /// [`ServeConfig::chunk`] bytes (64 KiB without one), each in one
+    /// call of the mechanism at most, then a pause of `pause` — each
+    /// connection on its own, waiting in its worker's timer wheel.
+    pub schedule: Option<Schedule>,
     /// The most body bytes a connection is sent (or an upload read) per
     /// wake-up before its worker goes on with its other connections
     /// (nginx's `sendfile_max_chunk`).
@@ -102,6 +107,7 @@ impl ServeConfig {
             token: None,
             rate_per_client: None,
             rate_total: None,
+            schedule: None,
             max_chunk: DEFAULT_MAX_CHUNK,
             tls: None,
             grace: DEFAULT_GRACE,

@@ -5,7 +5,7 @@
 //! [`Connection::drive`] goes on until the socket says `EAGAIN` (then it
 //! waits for the next edge or its deadline), the connection's share of
 //! this wake-up is spent (`--max-chunk`: it yields to the others), its
-//! rate's tokens are not due yet, or it is closed.
+//! rate's tokens are not due yet, its schedule pauses it, or it is closed.
 
 use std::net::{SocketAddr, TcpStream};
 use std::os::fd::{AsFd, BorrowedFd};
@@ -21,6 +21,7 @@ use super::exchange::Response;
 use super::intake::{Intake, IntakeError, Pumped};
 use super::request::{closing_response, Request};
 use super::respond::{self, Peer};
+use super::schedule::Scheduled;
 use super::shared::{LiveGuard, Shared};
 use super::wire::{Link, Wire};
 use crate::head::{request_complete, step_from, Step};
@@ -88,7 +89,10 @@ pub(crate) struct Connection {
     keep_alive: bool,
     /// Its bucket for `rate_per_client`.
     rate: Option<Arc<TokenBucket>>,
-    /// Waiting for its rate's tokens (until `deadline`), not the socket.
+    /// Its place in `config.schedule`.
+    schedule: Option<Scheduled>,
+    /// Waiting for its rate's tokens or its schedule's pause (until
+    /// `deadline`), not the socket.
     paced: bool,
     /// When the current wait ends.
     pub deadline: Instant,
@@ -134,6 +138,10 @@ impl Connection {
                     rate.default_burst().min(config.max_chunk.max(1)),
                     now,
                 ))
+            }),
+            schedule: config.schedule.map(|schedule| {
+                let chunk = config.chunk.unwrap_or(super::body::DEFAULT_READ);
+                Scheduled::new(schedule, chunk as u64)
             }),
             paced: false,
             deadline: now + config.head_timeout,
@@ -313,6 +321,9 @@ impl Connection {
         self.out = response.out;
         self.out_at = 0;
         self.body = response.body;
+        if let Some(schedule) = self.schedule.as_mut() {
+            schedule.start_body();
+        }
         self.keep_alive = response.keep_alive && !stopping;
         self.since = Instant::now();
         match response.intake {
@@ -403,6 +414,10 @@ impl Connection {
         let rate = self.rate.clone();
         let buckets = [rate.as_deref(), shared.total_rate.as_deref()];
         if self.body.is_some() {
+            if let Some(ends) = self.schedule_pause(shared, now) {
+                self.paced = true;
+                return self.wait_until(ends);
+            }
             // Out of debt is enough (see `Transfer::next_len`): a late
             // wake-up stays credit.
             let wait = buckets.iter().flatten().map(|b| b.delay(now)).max();
@@ -423,6 +438,9 @@ impl Connection {
             for bucket in buckets.iter().flatten() {
                 budget = budget.min(bucket.burst());
             }
+            if let Some(schedule) = &self.schedule {
+                budget = budget.min(schedule.room());
+            }
             let mut link = Link {
                 stream: &self.stream,
                 wire: &mut self.wire,
@@ -442,6 +460,13 @@ impl Connection {
                 self.since = now;
                 for bucket in buckets.iter().flatten() {
                     bucket.charge(bytes, now);
+                }
+            }
+            if let Some(schedule) = self.schedule.as_mut() {
+                let done = turn == Turn::Done;
+                if let Some(ends) = schedule.sent(bytes, done, Instant::now(), &shared.scheduled) {
+                    self.paced = true;
+                    return self.wait_until(ends);
                 }
             }
             match turn {
@@ -475,6 +500,19 @@ impl Connection {
             self.phase = Phase::Head;
         }
         None
+    }
+
+    /// When its schedule's pause ends, if one is in force at `now`; once
+    /// it is over, the send timeout counts from `now` (the pause was the
+    /// server's, not the client's).
+    fn schedule_pause(&mut self, shared: &Shared, now: Instant) -> Option<Instant> {
+        let schedule = self.schedule.as_mut()?;
+        let was_paused = self.paced;
+        let ends = schedule.paused_until(now, &shared.scheduled);
+        if ends.is_none() && was_paused {
+            self.since = now;
+        }
+        ends
     }
 
     /// Reads and drops what a closing connection's client still sends.

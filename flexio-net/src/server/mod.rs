@@ -37,6 +37,7 @@ mod hash_cache;
 mod intake;
 mod request;
 mod respond;
+mod schedule;
 mod shared;
 mod timers;
 mod upload;
@@ -53,6 +54,7 @@ use std::time::Instant;
 use flexio::pace::TokenBucket;
 
 pub use config::{ServeConfig, DEFAULT_GRACE, DEFAULT_MAX_CHUNK};
+pub use schedule::ScheduleTally;
 pub use upload_ranges::MAX_PARTIAL_UPLOADS;
 
 use crate::error::{Error, Result};
@@ -223,6 +225,41 @@ impl ServerHandle {
     /// The address the server answers on.
     pub fn local_addr(&self) -> SocketAddr {
         self.address
+    }
+
+    /// What [`ServeConfig::schedule`] did so far, over all connections:
+    /// bodies, chunks, pauses and the time paused.
+    ///
+    /// # Examples
+    /// ```
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let mut config = flexio_net::server::ServeConfig::new(dir.path().into());
+    /// config.schedule = Some("4,16".parse().unwrap());
+    /// let handle = flexio_net::server::Server::bind(config).unwrap().spawn().unwrap();
+    /// assert_eq!(handle.schedule_tally().pauses, 0);
+    /// handle.abort();
+    /// handle.wait();
+    /// ```
+    pub fn schedule_tally(&self) -> ScheduleTally {
+        self.shared.scheduled.tally()
+    }
+
+    /// As [`Self::wait`], then what the schedules did over the server's
+    /// whole life.
+    ///
+    /// # Examples
+    /// ```
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let mut config = flexio_net::server::ServeConfig::new(dir.path().into());
+    /// config.schedule = Some("1,16".parse().unwrap());
+    /// let handle = flexio_net::server::Server::bind(config).unwrap().spawn().unwrap();
+    /// handle.shutdown();
+    /// assert_eq!(handle.wait_with_tally().bodies, 0);
+    /// ```
+    pub fn wait_with_tally(self) -> ScheduleTally {
+        let shared = Arc::clone(&self.shared);
+        self.wait();
+        shared.scheduled.tally()
     }
 
     /// Stops the server gracefully: no new connection is taken, those

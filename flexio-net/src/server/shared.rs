@@ -35,6 +35,8 @@ pub(crate) struct Shared {
     pub cache: Option<Arc<flexio_cache::FileCache>>,
     /// The bucket of `rate_total`, shared by every connection.
     pub total_rate: Option<Arc<TokenBucket>>,
+    /// What the connections' schedules did (`config.schedule`).
+    pub scheduled: super::schedule::ScheduleCounts,
     /// When the answers in flight must be done; set once asked to stop.
     pub stop: Mutex<Option<Instant>>,
     /// Whether an accept error was logged and not yet recovered from (one
@@ -60,6 +62,7 @@ impl Shared {
             uploads: Mutex::new(()),
             cache,
             total_rate,
+            scheduled: super::schedule::ScheduleCounts::default(),
             stop: Mutex::new(None),
             accept_failing: AtomicBool::new(false),
         }

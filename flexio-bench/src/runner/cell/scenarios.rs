@@ -385,8 +385,9 @@ impl CellContext {
         }
     }
 
-    /// `flexio serve` sending the source to `clients` clients at once
-    /// (see `runner/serve_clients.rs`).
+    /// `flexio serve` sending the source to `clients` clients at once,
+    /// under the cell's schedule if it has one (see
+    /// `runner/serve_clients.rs`).
     pub(super) fn serve_clients(&self, entrant: &Entrant, clients: u32) -> io::Result<Measured> {
         let Entrant::Process { mechanism, params } = entrant else {
             return Err(other(format!(
@@ -398,7 +399,15 @@ impl CellContext {
             .flexio_exe
             .as_ref()
             .ok_or_else(|| other("no flexio executable given"))?;
-        crate::runner::serve_clients::run(exe, self.source()?, *mechanism, params, clients)
+        let schedule = self.pacing.and_then(|pacing| pacing.schedule);
+        crate::runner::serve_clients::run(
+            exe,
+            self.source()?,
+            *mechanism,
+            params,
+            schedule,
+            clients,
+        )
     }
 
     pub(super) fn parallel(
