@@ -26,6 +26,13 @@ fn run_exhibits(dir: &std::path::Path, names: &[&str]) -> (std::process::Output,
     (output, md)
 }
 
+/// The y of seeds.md's row `| series | x | y |`, where there is one.
+fn row_value(md: &str, series: &str, x: &str) -> Option<f64> {
+    md.lines()
+        .find(|l| l.starts_with(&format!("| {series} | {x} |")))
+        .map(|l| l.split('|').nth(3).unwrap().trim().parse().unwrap())
+}
+
 #[test]
 fn an_exhibit_alone_writes_seeds_md_with_the_original_beside_ours_and_a_chart() {
     let dir = tempfile::tempdir().unwrap();
@@ -114,15 +121,7 @@ fn cue_table_1_runs_cues_schedule_whose_pauses_are_voluntary_switches() {
     );
     // Rows are `| series | x | y |`; x 0 is voluntary switches per MB.
     let at = |series: &str, x: &str| -> f64 {
-        md.lines()
-            .find(|l| l.starts_with(&format!("| {series} | {x} |")))
-            .unwrap_or_else(|| panic!("no {series} at {x}: {md}"))
-            .split('|')
-            .nth(3)
-            .unwrap()
-            .trim()
-            .parse()
-            .unwrap()
+        row_value(&md, series, x).unwrap_or_else(|| panic!("no {series} at {x}: {md}"))
     };
     // (3, 70 ms) in 8 KiB calls pauses after every 24 KiB: 42 sleeps in
     // the 1 MiB of the quick run, each a voluntary switch at least.
@@ -155,17 +154,10 @@ fn smack_tables_have_every_row_and_axis_and_leave_no_loop_device() {
     use flexio_bench::smack_bench::{cached_series, raw, uncached_series, SIZES_MB};
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out");
-    let output = flexio()
-        .args(["bench", "--scenario", "seeds", "--quick", "--quiet"])
-        .args(["--exhibit", "smack-table-3", "--exhibit", "smack-table-4"])
-        .args(["--exhibit", "smack-table-6", "--dir"])
-        .arg(dir.path())
-        .arg("--out")
-        .arg(&out)
-        .output()
-        .unwrap();
-    assert!(output.status.success(), "{}", stderr(&output));
-    let md = std::fs::read_to_string(out.join("seeds.md")).unwrap();
+    let (_, md) = run_exhibits(
+        dir.path(),
+        &["smack-table-3", "smack-table-4", "smack-table-6"],
+    );
     let root = rustix::process::geteuid().is_root();
     if root {
         assert!(
@@ -185,11 +177,7 @@ fn smack_tables_have_every_row_and_axis_and_leave_no_loop_device() {
     }
     // Every series of Tables 3 and 4-5 at every size of the original, a
     // figure each: `| series | x | y |`.
-    let value = |series: &str, x: &str| -> Option<f64> {
-        md.lines()
-            .find(|l| l.starts_with(&format!("| {series} | {x} |")))
-            .map(|l| l.split('|').nth(3).unwrap().trim().parse().unwrap())
-    };
+    let value = |series: &str, x: &str| row_value(&md, series, x);
     let series = uncached_series::ALL.iter().chain(&cached_series::ALL);
     for name in series {
         for mb in SIZES_MB {
@@ -226,18 +214,10 @@ fn os_fig_4_measures_both_sample_inputs_in_all_four_combinations_of_master_and_s
     for master in ["file I/O", "mmap"] {
         for slave in ["file I/O", "mmap"] {
             for input in ["0.02304", "11"] {
-                let row = format!("| {master} -> {slave} (ours) | {input} |");
-                let y: f64 = md
-                    .lines()
-                    .find(|l| l.starts_with(&row))
-                    .unwrap_or_else(|| panic!("no {row}: {md}"))
-                    .split('|')
-                    .nth(3)
-                    .unwrap()
-                    .trim()
-                    .parse()
-                    .unwrap();
-                assert!(y > 0.0 && y.is_finite(), "{row} {y}");
+                let series = format!("{master} -> {slave} (ours)");
+                let y = row_value(&md, &series, input)
+                    .unwrap_or_else(|| panic!("no {series} at {input}: {md}"));
+                assert!(y > 0.0 && y.is_finite(), "{series} at {input}: {y}");
             }
         }
     }
