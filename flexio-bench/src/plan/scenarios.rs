@@ -201,7 +201,7 @@ impl ScenarioPlan for SocketToFile {
         let mut cells = Vec::new();
         for path in axes.paths() {
             for size in axes.net_sizes() {
-                let mut entrants = flexio_entrants(&[Splice, ReadWrite, IoUring, Auto]);
+                let mut entrants = flexio_entrants(&[Splice, ReadWrite, Mmap, IoUring, Auto]);
                 entrants.extend([
                     Entrant::process_auto(),
                     Entrant::Peer(PeerSpec::socat_receive()),

@@ -192,7 +192,13 @@ fn receive(
         last = Some(report);
     }
     let mut extra = [0u8; 1];
-    if stream.read(&mut extra)? != 0 {
+    let more = loop {
+        match stream.read(&mut extra) {
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            read => break read?,
+        }
+    };
+    if more != 0 {
         return Err(other("the sender sent bytes past the last file"));
     }
     Ok((bytes, last.ok_or_else(|| other("no file to receive"))?))
@@ -233,9 +239,11 @@ fn check_files(sources: &[PathBuf], sinks: &[PathBuf]) -> io::Result<()> {
 fn read_full(file: &mut File, buffer: &mut [u8]) -> io::Result<usize> {
     let mut filled = 0;
     while filled < buffer.len() {
-        match file.read(&mut buffer[filled..])? {
-            0 => break,
-            n => filled += n,
+        match file.read(&mut buffer[filled..]) {
+            Ok(0) => break,
+            Ok(n) => filled += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
         }
     }
     Ok(filled)

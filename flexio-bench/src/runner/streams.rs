@@ -88,15 +88,25 @@ pub(super) fn accept_within(listener: &TcpListener) -> io::Result<TcpStream> {
         listener,
         rustix::event::PollFlags::IN,
     )];
-    let timeout = rustix::time::Timespec {
-        tv_sec: IO_DEADLINE.as_secs() as i64,
-        tv_nsec: 0,
-    };
-    if rustix::event::poll(&mut fds, Some(&timeout))? == 0 {
-        return Err(io::Error::new(
-            io::ErrorKind::TimedOut,
-            "no connection came",
-        ));
+    let deadline = std::time::Instant::now() + IO_DEADLINE;
+    loop {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        let timeout = rustix::time::Timespec {
+            tv_sec: left.as_secs() as i64,
+            tv_nsec: i64::from(left.subsec_nanos()),
+        };
+        match rustix::event::poll(&mut fds, Some(&timeout)) {
+            Ok(0) => {
+                return Err(io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    "no connection came",
+                ))
+            }
+            Ok(_) => break,
+            // A signal (or io_uring's task work) woke the wait: wait on.
+            Err(rustix::io::Errno::INTR) => continue,
+            Err(errno) => return Err(errno.into()),
+        }
     }
     let (stream, _) = listener.accept()?;
     stream.set_read_timeout(Some(IO_DEADLINE))?;
