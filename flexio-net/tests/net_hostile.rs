@@ -13,7 +13,9 @@ use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use common::{names_in, pattern, require_root, serve, serve_with, RawClient, SmallTmpfs};
+use common::{
+    names_in, pattern, read_head, require_root, serve, serve_with, RawClient, SmallTmpfs,
+};
 use flexio_net::client::{get, GetOptions};
 use proptest::prelude::*;
 
@@ -201,19 +203,6 @@ fn garbage_gets_400_and_a_close() {
 }
 
 // ---- hostile servers for `get` ----
-
-/// Reads one request head (up to the blank line).
-fn read_head(stream: &mut TcpStream) -> Option<String> {
-    let mut head = Vec::new();
-    let mut byte = [0u8; 1];
-    while !head.ends_with(b"\r\n\r\n") {
-        match stream.read(&mut byte) {
-            Ok(1) => head.push(byte[0]),
-            _ => return None,
-        }
-    }
-    Some(String::from_utf8_lossy(&head).into_owned())
-}
 
 /// A server on loopback that runs `handler` for each of its first
 /// `connections` connections.

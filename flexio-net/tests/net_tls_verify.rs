@@ -5,30 +5,17 @@
 
 mod common;
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::net::{SocketAddr, TcpListener};
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::pattern;
+use common::{pattern, read_head};
 use flexio_net::client::{get, GetOptions};
 use flexio_net::tls::{client::TlsClient, parse_pin, TlsIdentity, Trust};
 
 /// The body: three whole chunks and a short fourth.
 const SIZE: usize = (3 << 20) + 12_345;
-
-/// Reads one request head off a TLS stream; `None` at its end.
-fn read_head(stream: &mut impl Read) -> Option<String> {
-    let mut head = Vec::new();
-    let mut byte = [0u8; 1];
-    while !head.ends_with(b"\r\n\r\n") {
-        match stream.read(&mut byte) {
-            Ok(1) => head.push(byte[0]),
-            _ => return None,
-        }
-    }
-    Some(String::from_utf8_lossy(&head).into_owned())
-}
 
 /// A flexio-looking server over TLS for one connection: the file, whole
 /// (`Range` ignored, as a server may) and its manifest, whose chunk

@@ -341,3 +341,18 @@ pub fn skipped(reason: &str) {
     let line = format!("skipped: {test}: {reason}\n");
     let _ = std::io::stderr().write_all(line.as_bytes());
 }
+
+/// Reads one request head (up to the blank line) off a plain or TLS
+/// stream, a byte at a time so that nothing of the body is taken; `None`
+/// at its end.
+pub fn read_head(stream: &mut impl Read) -> Option<String> {
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") {
+        match stream.read(&mut byte) {
+            Ok(1) => head.push(byte[0]),
+            _ => return None,
+        }
+    }
+    Some(String::from_utf8_lossy(&head).into_owned())
+}
