@@ -78,6 +78,13 @@ fn existing_destination_keeps_its_own_mode() {
         std::fs::read(dir.path().join("private")).unwrap(),
         b"public"
     );
+    // Bits the umask would clear are kept too: the replacement is made
+    // under the umask, so its mode is set once it is written.
+    write_with_mode(&dir.path().join("shared"), b"old", 0o666);
+    let output = shell(dir.path(), "umask 077; $F copy pub644 shared");
+    assert!(output.status.success(), "{}", stderr(&output));
+    let meta = std::fs::metadata(dir.path().join("shared")).unwrap();
+    assert_eq!(meta.mode() & 0o7777, 0o666);
 }
 
 #[test]

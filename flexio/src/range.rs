@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use crate::endpoint::{classify_fd, EndpointKind, FileSink};
+use crate::endpoint::{classify_fd, EndpointKind, FileSink, NewMode};
 use crate::engine::run_with_fallbacks;
 use crate::error::{Error, Result};
 use crate::kernel_pacing::KernelPacing;
@@ -322,9 +322,8 @@ impl NewFile {
     /// assert_eq!(std::fs::read(dir.path().join("out")).unwrap(), b"abc");
     /// ```
     pub fn create(destination: &Path, mode: u32) -> Result<Self> {
-        let umask = crate::endpoint::process_umask();
         Ok(NewFile {
-            sink: FileSink::create(destination, Some(mode & !umask))?,
+            sink: FileSink::create(destination, NewMode::LessUmask(mode))?,
             destination: destination.display().to_string(),
         })
     }

@@ -37,6 +37,40 @@ use super::temp_name::{sweep_stale, temp_name};
 use crate::cleanup::{self, Tracked};
 use crate::error::{Error, Result};
 
+/// The mode a new file ends with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum NewMode {
+    /// These bits less the process's umask: what `open(2)` gives a file
+    /// it creates, and what `cp` gives a new copy. The kernel applies the
+    /// umask (or the directory's default ACL instead) as the file is made,
+    /// so the umask is read only for a named temporary file, made `0600`
+    /// and set at the end.
+    LessUmask(u32),
+    /// Exactly these bits, special ones included (a replaced file's own
+    /// mode, or `cp -p`'s): set at the end, since creation is subject to
+    /// the umask.
+    Exact(u32),
+}
+
+impl NewMode {
+    /// The bits to set once the file is written, or `None` when creating
+    /// it with its bits (`created_with_them`) already gave it its mode.
+    fn to_set_at_finish(self, created_with_them: bool) -> Option<u32> {
+        match self {
+            // Creation may drop a special bit; it is set at the end.
+            NewMode::LessUmask(bits) if created_with_them && bits & 0o7000 == 0 => None,
+            NewMode::LessUmask(bits) => Some(bits & 0o7777 & !process_umask()),
+            NewMode::Exact(bits) => Some(bits & 0o7777),
+        }
+    }
+
+    /// The bits to create the file with.
+    fn to_create_with(self) -> Mode {
+        let (NewMode::LessUmask(bits) | NewMode::Exact(bits)) = self;
+        Mode::from_raw_mode(bits & 0o777)
+    }
+}
+
 /// The temporary file and the name it will take.
 pub(crate) struct FileSink {
     file: OwnedFd,
@@ -44,9 +78,8 @@ pub(crate) struct FileSink {
     named: Option<Tracked>,
     destination: PathBuf,
     directory: PathBuf,
-    mode: u32,
-    /// Whether [`FileSink::finish`] must set the mode.
-    chmod_at_finish: bool,
+    /// The mode [`FileSink::finish`] sets, when creation did not give it.
+    mode_at_finish: Option<u32>,
     /// A file is known to be at the destination: an unnamed file goes in
     /// through a temporary name and a rename, without first trying a link
     /// that would fail with `EEXIST`.
@@ -81,13 +114,13 @@ impl Drop for Unfinished {
 impl FileSink {
     /// Creates the temporary file in the destination's directory. It is
     /// removed again if the flow fails (when this is dropped).
-    pub fn create(destination: &Path, mode: Option<u32>) -> Result<Self> {
+    pub fn create(destination: &Path, mode: NewMode) -> Result<Self> {
         Self::create_as(destination, mode, true)
     }
 
     /// Creates an unnamed temporary file when `try_unnamed` is set and the
     /// file system supports it, else a named one.
-    fn create_as(destination: &Path, mode: Option<u32>, try_unnamed: bool) -> Result<Self> {
+    fn create_as(destination: &Path, mode: NewMode, try_unnamed: bool) -> Result<Self> {
         let label = destination.display().to_string();
         let directory = match destination.parent() {
             Some(parent) if !parent.as_os_str().is_empty() => parent,
@@ -96,7 +129,6 @@ impl FileSink {
         let name = destination
             .file_name()
             .ok_or_else(|| Error::usage(format!("{label}: not a file name")))?;
-        let mode = mode.unwrap_or_else(|| 0o666 & !process_umask());
         let missing_directory = || {
             Error::usage(format!(
                 "{label}: directory {} does not exist",
@@ -124,18 +156,13 @@ impl FileSink {
                 (file, Some(tracked))
             }
         };
-        // An unnamed file was made with its final mode, which the umask
-        // cannot have changed when it has no bit the umask clears (nor a
-        // special bit, which creation may drop): no fchmod then, a system
-        // call saved per file of a tree.
-        let chmod_at_finish = named.is_some() || mode & (process_umask() | 0o7000) != 0;
+        let mode_at_finish = mode.to_set_at_finish(named.is_none());
         Ok(FileSink {
             file,
             named,
             destination: destination.to_path_buf(),
             directory: directory.to_path_buf(),
-            mode,
-            chmod_at_finish,
+            mode_at_finish,
             replacing: false,
             staged: None,
         })
@@ -146,7 +173,7 @@ impl FileSink {
     /// as a whole (see `tree::staging`): nothing outside it sees the file
     /// before the staging directory is renamed, so it needs no temporary
     /// of its own. It is removed again if the flow fails.
-    pub fn create_staged(destination: &Path, mode: u32) -> Result<Self> {
+    pub fn create_staged(destination: &Path, mode: NewMode) -> Result<Self> {
         crate::cleanup::stop_if_dying();
         let label = destination.display().to_string();
         let directory = match destination.parent() {
@@ -156,7 +183,7 @@ impl FileSink {
         let file = rustix::fs::open(
             destination,
             OFlags::CREATE | OFlags::EXCL | OFlags::RDWR | OFlags::CLOEXEC,
-            Mode::from_raw_mode(mode & 0o777),
+            mode.to_create_with(),
         )
         .map_err(|e| Error::io("create", &label, None, e))?;
         Ok(FileSink {
@@ -164,10 +191,7 @@ impl FileSink {
             named: None,
             destination: destination.to_path_buf(),
             directory: directory.to_path_buf(),
-            mode,
-            // As for an unnamed file: the creation gave the final mode
-            // unless the umask or a special bit was in the way.
-            chmod_at_finish: mode & (process_umask() | 0o7000) != 0,
+            mode_at_finish: mode.to_set_at_finish(true),
             replacing: false,
             staged: Some(Unfinished {
                 path: destination.to_path_buf(),
@@ -192,8 +216,8 @@ impl FileSink {
     /// `fsync` is set, so that the new name itself survives a crash).
     pub fn finish(self, fsync: bool) -> Result<()> {
         let label = self.destination.display().to_string();
-        if self.chmod_at_finish {
-            rustix::fs::fchmod(self.fd(), Mode::from_raw_mode(self.mode))
+        if let Some(mode) = self.mode_at_finish {
+            rustix::fs::fchmod(self.fd(), Mode::from_raw_mode(mode))
                 .map_err(|e| Error::io("fchmod", &label, None, e))?;
         }
         if fsync {
@@ -230,11 +254,11 @@ impl FileSink {
 /// An unnamed file in `directory`, made with `mode` (no one can open it
 /// by name before it is linked in), or `None` where the file system (or
 /// the kernel) has no `O_TMPFILE`.
-fn open_unnamed(directory: &Path, mode: u32) -> std::io::Result<Option<OwnedFd>> {
+fn open_unnamed(directory: &Path, mode: NewMode) -> std::io::Result<Option<OwnedFd>> {
     match rustix::fs::open(
         directory,
         OFlags::TMPFILE | OFlags::RDWR | OFlags::CLOEXEC,
-        Mode::from_raw_mode(mode & 0o777),
+        mode.to_create_with(),
     ) {
         Ok(file) => Ok(Some(file)),
         // EOPNOTSUPP: this file system; EISDIR: a kernel before 3.11;
@@ -331,7 +355,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let destination = dir.path().join("dst");
         std::fs::write(&destination, b"old").unwrap();
-        let sink = FileSink::create(&destination, Some(0o640)).unwrap();
+        let sink = FileSink::create(&destination, NewMode::Exact(0o640)).unwrap();
         if sink.named.is_some() {
             eprintln!("skipped: {} has no O_TMPFILE", dir.path().display());
             return;
@@ -354,7 +378,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let destination = dir.path().join("dst");
         std::fs::write(&destination, b"old").unwrap();
-        let sink = FileSink::create(&destination, None).unwrap();
+        let sink = FileSink::create(&destination, NewMode::LessUmask(0o666)).unwrap();
         write(&sink, b"partial");
         drop(sink);
         assert_eq!(names(dir.path()), ["dst"]);
@@ -365,7 +389,7 @@ mod tests {
     fn a_named_sink_is_registered_locked_and_renamed_in() {
         let dir = tempfile::tempdir().unwrap();
         let destination = dir.path().join("dst");
-        let sink = FileSink::create_as(&destination, None, false).unwrap();
+        let sink = FileSink::create_as(&destination, NewMode::LessUmask(0o666), false).unwrap();
         let temp = sink.named.as_ref().unwrap().path().to_path_buf();
         assert!(sink.named.as_ref().unwrap().is_registered());
         // Another open file description cannot take the lock: a sweep in
@@ -386,7 +410,7 @@ mod tests {
     fn a_named_sink_dropped_unfinished_is_removed() {
         let dir = tempfile::tempdir().unwrap();
         let destination = dir.path().join("dst");
-        let sink = FileSink::create_as(&destination, None, false).unwrap();
+        let sink = FileSink::create_as(&destination, NewMode::LessUmask(0o666), false).unwrap();
         let temp = sink.named.as_ref().unwrap().path().to_path_buf();
         drop(sink);
         assert!(!temp.exists());
@@ -425,7 +449,7 @@ mod tests {
         std::fs::write(&foreign, b"old style").unwrap();
 
         let destination = dir.path().join("dst");
-        let sink = FileSink::create_as(&destination, None, false).unwrap();
+        let sink = FileSink::create_as(&destination, NewMode::LessUmask(0o666), false).unwrap();
         sink.finish(false).unwrap();
         let left = names(dir.path());
         assert!(!stale.exists(), "{left:?}");
@@ -437,20 +461,48 @@ mod tests {
     }
 
     #[test]
+    fn every_way_of_making_a_file_ends_with_the_mode_asked() {
+        use std::os::unix::fs::PermissionsExt;
+        let umask = process_umask();
+        let dir = tempfile::tempdir().unwrap();
+        type Make = fn(&Path, NewMode) -> Result<FileSink>;
+        let made: [(&str, Make); 3] = [
+            ("unnamed", FileSink::create),
+            ("named", |path, mode| FileSink::create_as(path, mode, false)),
+            ("staged", FileSink::create_staged),
+        ];
+        for (way, make) in made {
+            for (mode, expected) in [
+                (NewMode::LessUmask(0o777), 0o777 & !umask),
+                (NewMode::Exact(0o777), 0o777),
+                (NewMode::Exact(0o600), 0o600),
+            ] {
+                let destination = dir.path().join(format!("{way}-{mode:?}"));
+                make(&destination, mode).unwrap().finish(false).unwrap();
+                let got = std::fs::metadata(&destination)
+                    .unwrap()
+                    .permissions()
+                    .mode();
+                assert_eq!(got & 0o7777, expected, "{way} {mode:?}, umask {umask:o}");
+            }
+        }
+    }
+
+    #[test]
     fn a_staged_sink_is_made_under_its_name_and_removed_unless_finished() {
         let dir = tempfile::tempdir().unwrap();
         let destination = dir.path().join("file");
-        let sink = FileSink::create_staged(&destination, 0o640).unwrap();
+        let sink = FileSink::create_staged(&destination, NewMode::Exact(0o640)).unwrap();
         write(&sink, b"partial");
         drop(sink);
         assert!(names(dir.path()).is_empty());
-        let sink = FileSink::create_staged(&destination, 0o640).unwrap();
+        let sink = FileSink::create_staged(&destination, NewMode::Exact(0o640)).unwrap();
         write(&sink, b"whole");
         sink.finish(false).unwrap();
         assert_eq!(names(dir.path()), ["file"]);
         assert_eq!(std::fs::read(&destination).unwrap(), b"whole");
         // Never over something already there.
-        assert!(FileSink::create_staged(&destination, 0o640).is_err());
+        assert!(FileSink::create_staged(&destination, NewMode::Exact(0o640)).is_err());
         assert_eq!(std::fs::read(&destination).unwrap(), b"whole");
     }
 
@@ -459,7 +511,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let destination = dir.path().join("n".repeat(255));
         for temp in [true, true, false] {
-            let sink = FileSink::create_as(&destination, None, temp).unwrap();
+            let sink = FileSink::create_as(&destination, NewMode::LessUmask(0o666), temp).unwrap();
             write(&sink, b"long");
             sink.finish(false).unwrap();
             assert_eq!(std::fs::read(&destination).unwrap(), b"long");

@@ -24,7 +24,7 @@ use std::path::PathBuf;
 pub use crate::names::EndpointKind;
 
 pub use address::Address;
-pub(crate) use file_sink::FileSink;
+pub(crate) use file_sink::{FileSink, NewMode};
 pub(crate) use idle_ends::IdleEnds;
 pub(crate) use open::{
     classify_fd, existing_destination, open_sink, open_source, process_umask, OpenSink, OpenSource,

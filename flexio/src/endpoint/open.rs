@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use rustix::fs::{FileType, SeekFrom};
 use rustix::net::AddressFamily;
 
-use super::{Address, EndpointKind, FileSink, Sink, Source};
+use super::{Address, EndpointKind, FileSink, NewMode, Sink, Source};
 use crate::error::{Error, Result};
 
 /// Called with the bound address when a `*-listen://` endpoint is ready to
@@ -265,9 +265,9 @@ fn open_sink_path<'a>(path: PathBuf, options: &SinkOptions) -> Result<OpenSink<'
                 "{label}: writing in place needs an existing file"
             )));
         }
-        let mode = options
-            .mode
-            .map(|bits| new_file_mode(bits) & !process_umask());
+        // As open(2) makes a file, and as cp does: the kernel takes the
+        // umask off.
+        let mode = NewMode::LessUmask(options.mode.map_or(0o666, new_file_mode));
         let file = FileSink::create(&path, mode)?;
         return Ok(fresh(file, label, path));
     };
@@ -291,7 +291,7 @@ fn open_sink_path<'a>(path: PathBuf, options: &SinkOptions) -> Result<OpenSink<'
             .map_err(|e| Error::io("open", &label, None, e))?;
         // The replacement keeps the destination's own mode (as cp, which
         // writes an existing file in place).
-        let file = FileSink::create(&target, Some(meta.mode() & 0o7777))?.replacing();
+        let file = FileSink::create(&target, NewMode::Exact(meta.mode()))?.replacing();
         keep_owner(&file, &meta);
         return Ok(fresh(file, label, path));
     }

@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use rustix::io::Errno;
 
-use super::metadata::{copy_xattrs, keep_owner, new_file_mode, set_times};
+use super::metadata::{copy_xattrs, creation_mode, keep_owner, new_file_mode, set_times};
 use super::options::TreeOptions;
 use super::queue::FileJob;
 use crate::endpoint::{existing_destination, EndpointKind, FileSink};
@@ -82,15 +82,18 @@ impl Worker<'_> {
             }
         }
         let preserve = self.options.preserve;
-        let mode = match &existing {
-            Some(old) if !preserve.mode => old.meta.mode() & 0o7777,
-            _ => new_file_mode(meta.mode(), preserve, self.umask),
-        };
+        let mode = creation_mode(
+            match &existing {
+                Some(old) if !preserve.mode => old.meta.mode() & 0o7777,
+                _ => new_file_mode(meta.mode(), preserve, self.umask),
+            },
+            self.umask,
+        );
         // Inside a staging directory the whole tree is the temporary.
         let sink = match (job.staged, &existing) {
             (true, _) => FileSink::create_staged(target, mode)?,
-            (false, Some(old)) => FileSink::create(&old.replace, Some(mode))?.replacing(),
-            (false, None) => FileSink::create(target, Some(mode))?,
+            (false, Some(old)) => FileSink::create(&old.replace, mode)?.replacing(),
+            (false, None) => FileSink::create(target, mode)?,
         };
         if preserve.ownership {
             keep_owner(sink.fd(), meta.uid(), meta.gid());

@@ -9,6 +9,7 @@ use rustix::fs::{AtFlags, Gid, Timespec, Timestamps, Uid, CWD};
 use rustix::io::Errno;
 
 use super::options::Preserve;
+use crate::endpoint::NewMode;
 use crate::error::{Error, Result};
 
 /// The mode of a new copy of a source with `source_mode`: with `mode`
@@ -20,6 +21,16 @@ pub(crate) fn new_file_mode(source_mode: u32, preserve: Preserve, umask: u32) ->
         (true, true) => source_mode & 0o7777,
         (true, false) => source_mode & 0o1777,
         (false, _) => source_mode & 0o777 & !umask,
+    }
+}
+
+/// How a file of a tree gets `bits`, the umask being known: by its
+/// creation alone when the umask clears none of them (no `fchmod` per
+/// file), else set once it is written.
+pub(crate) fn creation_mode(bits: u32, umask: u32) -> NewMode {
+    match bits & (umask | 0o7000) {
+        0 => NewMode::LessUmask(bits),
+        _ => NewMode::Exact(bits),
     }
 }
 
