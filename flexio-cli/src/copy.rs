@@ -10,7 +10,7 @@ use crate::copy_output::{flow_summary, listed, print_err, print_out, Telling};
 use crate::progress::{ProgressBarThread, ProgressMode, CALL_LIMIT_WITH_PROGRESS};
 
 /// Arguments of `flexio copy`.
-#[derive(Args)]
+#[derive(Args, Debug, Default, PartialEq)]
 #[command(
     override_usage = "flexio copy [OPTIONS] SRC DST\n       flexio copy [OPTIONS] SRC... DIR\n       flexio copy -r [OPTIONS] SRCDIR DST"
 )]
@@ -26,16 +26,16 @@ pub struct CopyArgs {
     pub(crate) tree: crate::tree_args::TreeArgs,
     /// Mechanism: auto, read-write, mmap, sendfile, splice,
     /// copy-file-range, io-uring, direct.
-    #[arg(long, default_value = "auto")]
+    #[arg(long, default_value = AUTO)]
     pub(crate) via: String,
     /// First source byte to move.
-    #[arg(long, value_parser = size, default_value = "0")]
+    #[arg(long, value_parser = size, default_value_t = 0)]
     offset: u64,
     /// Bytes to move (default: to the end of the source).
     #[arg(long, value_parser = size)]
     length: Option<u64>,
     /// First sink byte to write (block devices, or files with --in-place).
-    #[arg(long, value_parser = size, default_value = "0")]
+    #[arg(long, value_parser = size, default_value_t = 0)]
     seek: u64,
     /// Bytes per read, write, map window or request [default: 256K, or
     /// the profile's choice under auto].
@@ -91,7 +91,7 @@ pub struct CopyArgs {
     /// Who keeps --rate on a TCP sink: the kernel (SO_MAX_PACING_RATE) or
     /// the token bucket; auto is the bucket, which `flexio bench --scenario
     /// pace` measured keeping the rate where the kernel fell short.
-    #[arg(long, value_name = "auto|kernel|bucket", default_value = "auto")]
+    #[arg(long, value_name = "auto|kernel|bucket", default_value = AUTO)]
     pub(crate) pace_by: String,
     /// Print the report as JSON on stdout (on stderr when the data goes to
     /// stdout).
@@ -116,6 +116,37 @@ pub struct CopyArgs {
     /// Never show progress.
     #[arg(long)]
     pub(crate) no_progress: bool,
+}
+
+/// The default of `--via` and `--pace-by`.
+const AUTO: &str = "auto";
+
+impl CopyArgs {
+    /// `flexio copy SRC DST` with no option, as clap would parse it, without
+    /// building clap's parser: building `copy`'s forty arguments costs a
+    /// 4 KiB copy more than the copy itself (`docs/build.md`). `None` for
+    /// anything else: an option, `-`, a third path, a name that is not
+    /// UTF-8 — those go to clap, which parses them and words their errors.
+    pub(crate) fn operands_only(arguments: &[std::ffi::OsString]) -> Option<CopyArgs> {
+        let [_, command, source, sink] = arguments else {
+            return None;
+        };
+        if command != "copy" {
+            return None;
+        }
+        let operand = |argument: &std::ffi::OsString| {
+            argument
+                .to_str()
+                .filter(|text| !text.is_empty() && !text.starts_with('-'))
+                .map(str::to_owned)
+        };
+        Some(CopyArgs {
+            paths: vec![operand(source)?, operand(sink)?],
+            via: AUTO.to_owned(),
+            pace_by: AUTO.to_owned(),
+            ..CopyArgs::default()
+        })
+    }
 }
 
 fn duration(text: &str) -> Result<std::time::Duration, String> {
@@ -147,6 +178,7 @@ pub fn run(args: CopyArgs) -> Result<(), Error> {
         .then(|| args.profile.load_for_auto())
         .flatten();
     let data_on_stdout = sink_address == Address::Stdio;
+    let telling = Telling::for_this_process(args.quiet, args.json, args.report);
     let progress = Arc::new(Progress::default());
     let progress_mode = ProgressMode::choose(args.progress, args.no_progress, args.quiet);
     let mut flow = Flow::new(Source::Address(source_address), Sink::Address(sink_address))
@@ -158,6 +190,7 @@ pub fn run(args: CopyArgs) -> Result<(), Error> {
         .fsync(args.fsync)
         .strict(args.strict)
         .verify(args.verify)
+        .measure(telling.shows_counters())
         .progress(Arc::clone(&progress))
         .pacing(pacing)
         .call_limit(match progress_mode {
@@ -184,7 +217,7 @@ pub fn run(args: CopyArgs) -> Result<(), Error> {
     if args.verbose && !args.quiet {
         print_out(&listed(source, sink), data_on_stdout);
     }
-    match Telling::for_this_process(args.quiet, args.json, args.report) {
+    match telling {
         Telling::Nothing => {}
         Telling::Summary => print_err(&flow_summary(&report)),
         Telling::Report => print_err(&report.to_string()),

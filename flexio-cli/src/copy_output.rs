@@ -36,6 +36,13 @@ impl Telling {
         }
     }
 
+    /// Whether what is told carries CPU, fault and cache counters (the
+    /// summary line is bytes, time and mechanism): the flow reads them only
+    /// then.
+    pub(crate) fn shows_counters(self) -> bool {
+        matches!(self, Telling::Report | Telling::Json)
+    }
+
     /// [`Telling::choose`] for this process's stdout.
     pub(crate) fn for_this_process(quiet: bool, json: bool, report: bool) -> Self {
         Self::choose(quiet, json, report, std::io::stdout().is_terminal())

@@ -124,12 +124,14 @@ fn remove_temporaries_on_signals() {
 }
 
 fn parse_arguments() -> Cli {
-    if let Some(copy) = parse_copy_alone() {
+    let arguments: Vec<_> = std::env::args_os().collect();
+    let copy = copy::CopyArgs::operands_only(&arguments).or_else(|| parse_copy_alone(&arguments));
+    if let Some(copy) = copy {
         return Cli {
             command: Command::Copy(copy),
         };
     }
-    Cli::parse()
+    Cli::parse_from(arguments)
 }
 
 /// `flexio copy ...` parsed with only `copy`'s arguments built. clap builds
@@ -138,17 +140,14 @@ fn parse_arguments() -> Cli {
 /// the command whose small runs are its whole point. Anything but a clean
 /// parse (help, a bad flag) returns `None` and goes the full way, so that
 /// messages read the same.
-fn parse_copy_alone() -> Option<copy::CopyArgs> {
+fn parse_copy_alone(arguments: &[std::ffi::OsString]) -> Option<copy::CopyArgs> {
     use clap::Args;
-    if std::env::args_os()
-        .nth(1)
-        .is_none_or(|first| first != "copy")
-    {
+    if arguments.get(1).is_none_or(|first| first != "copy") {
         return None;
     }
     let mut command = clap::Command::new("flexio")
         .subcommand(copy::CopyArgs::augment_args(clap::Command::new("copy")));
-    let mut matches = command.try_get_matches_from_mut(std::env::args_os()).ok()?;
+    let mut matches = command.try_get_matches_from_mut(arguments).ok()?;
     let (_, mut sub) = matches.remove_subcommand()?;
     copy::CopyArgs::from_arg_matches_mut(&mut sub).ok()
 }
@@ -158,4 +157,62 @@ fn parse_copy_alone() -> Option<copy::CopyArgs> {
 pub(crate) fn print_stdout(text: &str) {
     use std::io::Write;
     let _ = std::io::stdout().lock().write_all(text.as_bytes());
+}
+
+#[cfg(test)]
+mod tests {
+    use std::ffi::OsString;
+    use std::os::unix::ffi::OsStringExt;
+
+    use super::{copy::CopyArgs, parse_copy_alone};
+
+    fn arguments(words: &[&str]) -> Vec<OsString> {
+        words.iter().map(OsString::from).collect()
+    }
+
+    #[test]
+    fn two_operands_alone_parse_as_clap_parses_them() {
+        for words in [
+            ["flexio", "copy", "a", "b"],
+            ["flexio", "copy", "/tmp/some dir/ä.bin", "out/"],
+            [
+                "flexio",
+                "copy",
+                "tcp://127.0.0.1:9",
+                "unix-listen://x.sock",
+            ],
+            ["flexio", "copy", "copy", "x"],
+        ] {
+            let arguments = arguments(&words);
+            let quick = CopyArgs::operands_only(&arguments);
+            assert!(quick.is_some(), "{words:?} should take the quick way");
+            assert_eq!(quick, parse_copy_alone(&arguments), "{words:?}");
+        }
+    }
+
+    #[test]
+    fn anything_but_two_plain_operands_is_left_to_clap() {
+        for words in [
+            &["flexio", "copy", "a"][..],
+            &["flexio", "copy", "a", "b", "c"],
+            &["flexio", "copy", "-", "b"],
+            &["flexio", "copy", "a", "-r"],
+            &["flexio", "copy", "--verify", "a"],
+            &["flexio", "copy", "", "b"],
+            &["flexio", "get", "a", "b"],
+        ] {
+            assert_eq!(
+                CopyArgs::operands_only(&arguments(words)),
+                None,
+                "{words:?}"
+            );
+        }
+        let not_utf8 = vec![
+            OsString::from("flexio"),
+            OsString::from("copy"),
+            OsString::from_vec(vec![0xff, b'a']),
+            OsString::from("b"),
+        ];
+        assert_eq!(CopyArgs::operands_only(&not_utf8), None);
+    }
 }

@@ -8,7 +8,7 @@ use flexio::profile::{default_profile_path, Profile, ProfileError};
 use flexio::{format_bytes, format_rate, Error};
 
 /// Which profile to use, shared by the commands that consult it.
-#[derive(Args, Clone, Debug, Default)]
+#[derive(Args, Clone, Debug, Default, PartialEq)]
 pub struct ProfileChoice {
     /// The profile to consult (default: $FLEXIO_PROFILE, else
     /// $XDG_CONFIG_HOME/flexio/profile.toml, else ~/.config/flexio/profile.toml).

@@ -4,7 +4,7 @@
 use clap::Args;
 
 /// The options of `flexio copy` that concern trees and many files.
-#[derive(Args, Default)]
+#[derive(Args, Debug, Default, PartialEq)]
 pub struct TreeArgs {
     /// Copy directories and everything in them.
     #[arg(short = 'r', short_alias = 'R', long)]

@@ -87,6 +87,8 @@ pub(crate) struct RunSettings {
     pub fsync: bool,
     pub strict: bool,
     pub verify: bool,
+    /// Read CPU, fault and cache counters for the report ([`crate::Flow::measure`]).
+    pub measure: bool,
     /// Bytes in the sink so far, for a watcher.
     pub progress: std::sync::Arc<crate::progress::Progress>,
     pub call_limit: usize,
@@ -127,7 +129,9 @@ impl<'a> Engine<'a> {
         let source_start = self.source.base + self.flow.offset;
         let sink_start = self.sink.base + self.flow.seek;
         let residency = match (&self.source.io, self.total) {
-            (SourceIo::Fd(fd), Some(total)) if self.source.kind.is_seekable() => {
+            (SourceIo::Fd(fd), Some(total))
+                if self.flow.measure && self.source.kind.is_seekable() =>
+            {
                 measure::residency(fd, source_start, total)
             }
             _ => None,
@@ -138,7 +142,11 @@ impl<'a> Engine<'a> {
             None => None,
         };
 
-        let before = Sample::now();
+        let sample = match self.flow.measure {
+            true => Sample::now,
+            false => Sample::wall_clock_only,
+        };
+        let before = sample();
         let mut pacer = self
             .flow
             .pacing
@@ -158,7 +166,7 @@ impl<'a> Engine<'a> {
             .total
             .map_or(moved.bytes, |total| total.max(moved.bytes));
         self.finish(sink_start + total_moved)?;
-        let after = Sample::now();
+        let after = sample();
 
         let mut report = Report::new(
             &before,

@@ -118,6 +118,16 @@ impl Sample {
         }
     }
 
+    /// Reads only the clock: every counter of the sample is zero, and so
+    /// is every difference but the wall time.
+    pub fn wall_clock_only() -> Self {
+        Sample {
+            at: Instant::now(),
+            rusage: Rusage::default(),
+            host: HostCpu::default(),
+        }
+    }
+
     /// The difference from an earlier sample.
     pub fn since(&self, earlier: &Sample) -> Delta {
         let used = self.rusage.since(&earlier.rusage);
