@@ -15,8 +15,8 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::fingerprint::MountSeen;
-use super::saved::{FlowProfile, MountHint, Profile, RangeEntry, PROFILE_FORMAT_VERSION};
+use super::fingerprint::{CpuSeen, MountSeen};
+use super::saved::{FlowProfile, Profile, RangeEntry, SeenHint, PROFILE_FORMAT_VERSION};
 use super::{Fingerprint, FlowKind, TreeProfile};
 use crate::{CopyKernel, MechanismName};
 
@@ -62,6 +62,8 @@ struct Compact {
     fingerprint: Fingerprint,
     /// The mount the tuned directory was on when this was written.
     tuned_mount: Option<MountSeen>,
+    /// The CPU's brand in the boot this was written in.
+    cpu: CpuSeen,
     flows: Vec<CompactFlow>,
     trees: Vec<CompactTree>,
 }
@@ -69,7 +71,7 @@ struct Compact {
 /// This build's layout of the compact form. Raised when a field is added,
 /// so that a form written by an older flexio (which parses, its new fields
 /// missing) is read from the TOML once and replaced.
-const LAYOUT: u32 = 2;
+const LAYOUT: u32 = 3;
 
 /// A flow kind's ranges.
 #[derive(Serialize, Deserialize)]
@@ -121,6 +123,7 @@ impl Compact {
             tuned_dir: profile.tuned_dir.clone(),
             fingerprint: profile.fingerprint.clone(),
             tuned_mount: MountSeen::of(Path::new(&profile.tuned_dir)),
+            cpu: CpuSeen::now(),
             flows: profile
                 .flows
                 .iter()
@@ -153,7 +156,10 @@ impl Compact {
         profile.format_version = self.format_version;
         profile.created_unix = self.created_unix;
         profile.flexio_version = self.flexio_version;
-        profile.mount_seen = MountHint(self.tuned_mount);
+        profile.seen = SeenHint {
+            mount: self.tuned_mount,
+            cpu: Some(self.cpu),
+        };
         profile.flows = self
             .flows
             .into_iter()
@@ -347,7 +353,7 @@ mod tests {
         Profile::load_decisions(&path).unwrap();
         let healed = read(&path, 1 << 20).expect("written again in this layout");
         assert_eq!(
-            healed.mount_seen.0,
+            healed.seen.mount,
             MountSeen::of(dir.path()),
             "with the mount the tuned directory is on"
         );

@@ -33,21 +33,23 @@ impl Fingerprint {
     /// assert!(!here.kernel.is_empty());
     /// ```
     pub fn of_this_machine(dir: &Path) -> Fingerprint {
-        Self::of_this_machine_knowing(dir, None)
+        Self::of_this_machine_knowing(dir, None, None)
     }
 
     /// As [`Fingerprint::of_this_machine`], but the file system and device
-    /// are taken from `seen` while `dir` is still on the mount `seen`
-    /// describes, instead of from `/proc/self/mountinfo`.
-    pub(crate) fn of_this_machine_knowing(dir: &Path, seen: Option<&MountSeen>) -> Fingerprint {
-        // Every `auto` copy with a profile asks: the CPU's brand and the
-        // memory come from an instruction and a system call rather than
-        // from /proc/cpuinfo and /proc/meminfo, whose text the kernel
-        // writes on each read (for cpuinfo, asking every CPU its clock).
-        let cpu_model = cpu_brand().unwrap_or_else(|| {
-            cpu_model(&std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default())
-        });
-        let (filesystem, device) = match seen.filter(|seen| seen.still_holds(dir)) {
+    /// are taken from `mount` while `dir` is still on the mount it
+    /// describes, instead of from `/proc/self/mountinfo`; and the CPU's
+    /// brand from `cpu` during the boot it was seen in.
+    pub(crate) fn of_this_machine_knowing(
+        dir: &Path,
+        mount: Option<&MountSeen>,
+        cpu: Option<&CpuSeen>,
+    ) -> Fingerprint {
+        let cpu_model = match cpu.filter(|cpu| cpu.still_holds()) {
+            Some(cpu) => cpu.brand.clone(),
+            None => this_cpu_model(),
+        };
+        let (filesystem, device) = match mount.filter(|mount| mount.still_holds(dir)) {
             Some(seen) => (seen.fs_type.clone(), seen.source.clone()),
             None => {
                 let mount = Mount::containing(dir).unwrap_or_default();
@@ -91,6 +93,13 @@ impl Fingerprint {
         check("device", self.device.clone(), other.device.clone());
         out
     }
+}
+
+/// The CPU's brand: from an instruction rather than from /proc/cpuinfo,
+/// whose text the kernel writes on each read, asking every CPU its clock.
+fn this_cpu_model() -> String {
+    cpu_brand()
+        .unwrap_or_else(|| cpu_model(&std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default()))
 }
 
 fn cpu_model(cpuinfo: &str) -> String {
@@ -205,6 +214,47 @@ impl Mount {
     pub fn discards_online(&self) -> bool {
         self.super_options.iter().any(|option| option == "discard")
     }
+}
+
+/// The CPU's brand as the boot that saw it gave it. Every `auto` copy with
+/// a profile compares the brand, and asking the CPU takes four CPUID
+/// instructions, each a trap to the hypervisor in a virtual machine (7 µs
+/// each on the VM of `docs/tuning.md`); within one boot the answer is the
+/// same, so a compact form written during this boot stands for it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct CpuSeen {
+    /// When the boot began, in seconds of the wall clock.
+    boot_unix: i64,
+    brand: String,
+}
+
+impl CpuSeen {
+    /// The brand, and this boot.
+    pub(crate) fn now() -> CpuSeen {
+        CpuSeen {
+            boot_unix: boot_unix(),
+            brand: this_cpu_model(),
+        }
+    }
+
+    /// Whether this is still the boot the brand was seen in. Another
+    /// machine booting the same disk, or this one rebooted, began its boot
+    /// at another second.
+    fn still_holds(&self) -> bool {
+        boot_unix().abs_diff(self.boot_unix) <= 1
+    }
+}
+
+/// When this boot began, in whole seconds of the wall clock: now less the
+/// time since boot (suspended time included). A wall clock stepped since
+/// moves it, which only costs asking the CPU again.
+fn boot_unix() -> i64 {
+    use rustix::time::{clock_gettime, ClockId};
+    let nanos =
+        |t: rustix::time::Timespec| i128::from(t.tv_sec) * 1_000_000_000 + i128::from(t.tv_nsec);
+    let since_boot = nanos(clock_gettime(ClockId::Boottime));
+    let now = nanos(clock_gettime(ClockId::Realtime));
+    ((now - since_boot) / 1_000_000_000) as i64
 }
 
 /// What mountinfo said of the mount holding a directory, with that
@@ -348,6 +398,29 @@ mod tests {
     }
 
     #[test]
+    fn a_cpu_seen_is_taken_only_during_the_boot_it_was_seen_in() {
+        let dir = Path::new(".");
+        let seen = CpuSeen::now();
+        assert_eq!(seen.brand, this_cpu_model());
+        let remembered = CpuSeen {
+            brand: "remembered".into(),
+            ..seen.clone()
+        };
+        let here = Fingerprint::of_this_machine_knowing(dir, None, Some(&remembered));
+        assert_eq!(here.cpu_model, "remembered", "not asked again");
+        // Another boot (another machine booting the same disk, or this
+        // one rebooted) is asked.
+        for boot_unix in [seen.boot_unix - 5, seen.boot_unix + 5] {
+            let other_boot = CpuSeen {
+                boot_unix,
+                ..remembered.clone()
+            };
+            let here = Fingerprint::of_this_machine_knowing(dir, None, Some(&other_boot));
+            assert_eq!(here.cpu_model, seen.brand);
+        }
+    }
+
+    #[test]
     fn a_mount_seen_is_taken_only_while_the_directory_is_on_it() {
         let dir = tempfile::tempdir().unwrap();
         let Some(seen) = MountSeen::of(dir.path()) else {
@@ -356,7 +429,7 @@ mod tests {
         };
         let read_afresh = Fingerprint::of_this_machine(dir.path());
         assert_eq!(
-            Fingerprint::of_this_machine_knowing(dir.path(), Some(&seen)),
+            Fingerprint::of_this_machine_knowing(dir.path(), Some(&seen), None),
             read_afresh
         );
         // What was seen is what is used, not mountinfo again...
@@ -364,7 +437,7 @@ mod tests {
             fs_type: "remembered".into(),
             ..seen.clone()
         };
-        let here = Fingerprint::of_this_machine_knowing(dir.path(), Some(&remembered));
+        let here = Fingerprint::of_this_machine_knowing(dir.path(), Some(&remembered), None);
         assert_eq!(here.filesystem, "remembered");
         // ...but not once the directory is on another mount.
         for elsewhere in [
@@ -377,13 +450,13 @@ mod tests {
                 ..remembered.clone()
             },
         ] {
-            let here = Fingerprint::of_this_machine_knowing(dir.path(), Some(&elsewhere));
+            let here = Fingerprint::of_this_machine_knowing(dir.path(), Some(&elsewhere), None);
             assert_eq!(here.filesystem, read_afresh.filesystem);
         }
         // A directory removed since is on its parent's mount.
         let gone = dir.path().join("gone/too");
         assert_eq!(MountSeen::of(&gone).as_ref(), Some(&seen));
-        let here = Fingerprint::of_this_machine_knowing(&gone, Some(&remembered));
+        let here = Fingerprint::of_this_machine_knowing(&gone, Some(&remembered), None);
         assert_eq!(here.filesystem, "remembered");
     }
 

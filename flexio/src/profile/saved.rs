@@ -8,7 +8,7 @@ use std::sync::Mutex;
 
 use serde::{Deserialize, Serialize};
 
-use super::fingerprint::MountSeen;
+use super::fingerprint::{CpuSeen, MountSeen};
 use super::{Fingerprint, FlowKind};
 use crate::mechanism::{CopyKernel, MechanismName};
 use crate::params::Params;
@@ -147,18 +147,22 @@ pub struct Profile {
     /// Range labels already written, for [`Profile::describe_range`].
     #[serde(skip)]
     labels: LabelCache,
-    /// The mount the tuned directory was on when the compact form it was
-    /// read from was written (not stored in the file).
+    /// What the compact form it was read from saw when it was written: the
+    /// tuned directory's mount and the CPU's brand (not stored in the file).
     #[serde(skip)]
-    pub(crate) mount_seen: MountHint,
+    pub(crate) seen: SeenHint,
 }
 
 /// What [`Profile::machine_differences`] may take instead of reading
-/// mountinfo. A hint: it never makes two profiles unequal.
+/// mountinfo and asking the CPU. A hint: it never makes two profiles
+/// unequal.
 #[derive(Clone, Debug, Default)]
-pub(crate) struct MountHint(pub(crate) Option<MountSeen>);
+pub(crate) struct SeenHint {
+    pub(crate) mount: Option<MountSeen>,
+    pub(crate) cpu: Option<CpuSeen>,
+}
 
-impl PartialEq for MountHint {
+impl PartialEq for SeenHint {
     fn eq(&self, _: &Self) -> bool {
         true
     }
@@ -210,7 +214,7 @@ impl Profile {
             trees: Vec::new(),
             path: None,
             labels: LabelCache::default(),
-            mount_seen: MountHint::default(),
+            seen: SeenHint::default(),
         }
     }
 
@@ -219,7 +223,8 @@ impl Profile {
     pub fn machine_differences(&self) -> Vec<String> {
         let here = Fingerprint::of_this_machine_knowing(
             Path::new(&self.tuned_dir),
-            self.mount_seen.0.as_ref(),
+            self.seen.mount.as_ref(),
+            self.seen.cpu.as_ref(),
         );
         self.fingerprint.differences(&here)
     }
