@@ -3,13 +3,18 @@
 //! Every `auto` copy with a tuned profile consults it, and parsing the
 //! TOML of its ranges cost more than a small copy itself. So when a
 //! profile is saved, its decisions (everything but the measured curves)
-//! are also written as JSON beside it (`profile.toml.decisions.json`),
-//! stamped with the identity of the TOML file they came from: device,
+//! are also written beside it in postcard's binary form
+//! (`profile.toml.decisions`), stamped with the identity of the TOML file
+//! they came from: device,
 //! inode, size, modification and change times. `auto` uses them only while
 //! the TOML file still has that identity; a profile edited by hand,
 //! replaced, or restored from elsewhere has another, and is read as TOML.
 //! What is read is validated either way, and the TOML stays the truth:
 //! a missing, stale, unreadable or invalid compact form only costs time.
+//!
+//! Binary rather than JSON: reading JSON's numbers and names was three
+//! quarters of what consulting the profile cost in instructions, and its
+//! reader's code was paged in for it alone (`docs/tuning.md`).
 
 use std::path::{Path, PathBuf};
 
@@ -47,11 +52,12 @@ impl Identity {
 }
 
 /// The file beside the profile: the decisions, each range and tree
-/// setting an array rather than an object, because matching field names
-/// was most of what parsing it cost.
+/// setting a tuple, without the curves.
 #[derive(Serialize, Deserialize)]
 struct Compact {
-    /// [`LAYOUT`]: a compact form of another layout is written again.
+    /// [`LAYOUT`], first, read before the rest: postcard's form does not
+    /// describe itself, so a form of another layout is not decoded at all
+    /// (it is written again).
     layout: u32,
     /// The TOML file's identity when these decisions were written.
     source: Identity,
@@ -68,10 +74,10 @@ struct Compact {
     trees: Vec<CompactTree>,
 }
 
-/// This build's layout of the compact form. Raised when a field is added,
-/// so that a form written by an older flexio (which parses, its new fields
-/// missing) is read from the TOML once and replaced.
-const LAYOUT: u32 = 3;
+/// This build's layout of the compact form. Raised when anything in it
+/// changes, so that a form written by another flexio is read from the
+/// TOML once and replaced.
+const LAYOUT: u32 = 4;
 
 /// A flow kind's ranges.
 #[derive(Serialize, Deserialize)]
@@ -189,8 +195,18 @@ impl Compact {
 
 /// Where the compact form of the profile at `path` lives.
 pub(crate) fn compact_path(path: &Path) -> PathBuf {
+    beside(path, ".decisions")
+}
+
+/// Where flexio before layout 4 wrote it, as JSON: removed when the
+/// binary form is written, so that no stale copy stays beside the profile.
+fn json_path(path: &Path) -> PathBuf {
+    beside(path, ".decisions.json")
+}
+
+fn beside(path: &Path, suffix: &str) -> PathBuf {
     let mut name = path.file_name().unwrap_or_default().to_os_string();
-    name.push(".decisions.json");
+    name.push(suffix);
     path.with_file_name(name)
 }
 
@@ -202,8 +218,10 @@ pub(crate) fn write(profile: &Profile, path: &Path) {
     let Some(source) = Identity::of(path) else {
         return;
     };
-    if let Ok(json) = serde_json::to_vec(&Compact::from_profile(profile, source)) {
-        let _ = crate::write_file_replacing_regular(&compact_path(path), &json);
+    if let Ok(bytes) = postcard::to_allocvec(&Compact::from_profile(profile, source)) {
+        if crate::write_file_replacing_regular(&compact_path(path), &bytes).is_ok() {
+            let _ = std::fs::remove_file(json_path(path));
+        }
     }
 }
 
@@ -228,9 +246,13 @@ pub(crate) fn rewrite_if_unchanged(profile: &Profile, path: &Path, before: Optio
 /// TOML). Not yet validated; a file larger than `max_bytes` is not read.
 pub(crate) fn read(path: &Path, max_bytes: u64) -> Option<Profile> {
     let bytes = crate::read_regular_file_capped(&compact_path(path), max_bytes).ok()?;
-    let compact: Compact = serde_json::from_slice(&bytes).ok()?;
+    let (layout, _) = postcard::take_from_bytes::<u32>(&bytes).ok()?;
+    if layout != LAYOUT {
+        return None;
+    }
+    let (compact, rest) = postcard::take_from_bytes::<Compact>(&bytes).ok()?;
     let current = Identity::of(path)?;
-    (compact.layout == LAYOUT
+    (rest.is_empty()
         && compact.source == current
         && compact.format_version <= PROFILE_FORMAT_VERSION)
         .then(|| compact.into_profile())
@@ -332,31 +354,32 @@ mod tests {
     }
 
     #[test]
-    fn a_compact_form_of_an_older_layout_is_written_again_with_the_mount_seen() {
+    fn a_compact_form_of_another_layout_is_written_again_with_what_was_seen() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("profile.toml");
         let mut profile = sample_profile();
         profile.tuned_dir = dir.path().display().to_string();
         profile.save_for_auto(&path).unwrap();
-        let mut json: serde_json::Value =
-            serde_json::from_slice(&std::fs::read(compact_path(&path)).unwrap()).unwrap();
-        let fields = json.as_object_mut().unwrap();
-        fields.insert("layout".into(), (LAYOUT - 1).into());
-        std::fs::write(compact_path(&path), serde_json::to_vec(fields).unwrap()).unwrap();
+        let mut bytes = std::fs::read(compact_path(&path)).unwrap();
+        assert_eq!(bytes[0], LAYOUT as u8, "the layout comes first");
+        bytes[0] = (LAYOUT - 1) as u8;
+        std::fs::write(compact_path(&path), &bytes).unwrap();
         assert!(read(&path, 1 << 20).is_none(), "another layout is stale");
-        // As the flexio before layouts wrote it: no layout, no mount.
-        assert!(fields.remove("layout").is_some());
-        assert!(fields.remove("tuned_mount").is_some());
-        std::fs::write(compact_path(&path), json.to_string()).unwrap();
-        assert!(read(&path, 1 << 20).is_none(), "an older layout is stale");
+        // What flexio wrote before layout 4, as JSON: not read, and
+        // removed once the binary form is written again.
+        std::fs::remove_file(compact_path(&path)).unwrap();
+        std::fs::write(json_path(&path), br#"{"layout":3}"#).unwrap();
 
         Profile::load_decisions(&path).unwrap();
         let healed = read(&path, 1 << 20).expect("written again in this layout");
+        assert!(!json_path(&path).exists());
         assert_eq!(
             healed.seen.mount,
             MountSeen::of(dir.path()),
             "with the mount the tuned directory is on"
         );
+        let cpu = healed.seen.cpu.expect("and the CPU's brand");
+        assert!(cpu.still_holds(&rustix::system::sysinfo()), "in this boot");
     }
 
     #[test]
@@ -371,7 +394,7 @@ mod tests {
         assert!(read(&path, 1 << 20).is_some());
         let loaded = Profile::load_decisions(&path).unwrap();
         assert_eq!(loaded.flows[0].ranges[0].min_bytes, 0, "the TOML's");
-        std::fs::write(compact_path(&path), b"{not json").unwrap();
+        std::fs::write(compact_path(&path), b"\x04 not a compact form").unwrap();
         assert_eq!(
             small_mechanism(&Profile::load_decisions(&path).unwrap()),
             MechanismName::ReadWrite

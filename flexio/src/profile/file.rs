@@ -345,7 +345,7 @@ impl Profile {
     }
 
     /// [`Profile::save`], then its decisions in a compact form beside it
-    /// (`PATH.decisions.json`), which [`Profile::load_decisions`] reads
+    /// (`PATH.decisions`), which [`Profile::load_decisions`] reads
     /// instead of the TOML for as long as the TOML file is the one saved
     /// here: for the profile `auto` consults, so that consulting it costs
     /// a small copy little. Writing the compact form is best effort.
@@ -362,7 +362,7 @@ impl Profile {
     ///     dir.path(),
     /// );
     /// profile.save_for_auto(&path).unwrap();
-    /// assert!(dir.path().join("profile.toml.decisions.json").is_file());
+    /// assert!(dir.path().join("profile.toml.decisions").is_file());
     /// let loaded = flexio::profile::Profile::load_decisions(&path).unwrap();
     /// assert_eq!(loaded.fingerprint, profile.fingerprint);
     /// ```

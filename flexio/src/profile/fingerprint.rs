@@ -45,7 +45,8 @@ impl Fingerprint {
         mount: Option<&MountSeen>,
         cpu: Option<&CpuSeen>,
     ) -> Fingerprint {
-        let cpu_model = match cpu.filter(|cpu| cpu.still_holds()) {
+        let system = rustix::system::sysinfo();
+        let cpu_model = match cpu.filter(|cpu| cpu.still_holds(&system)) {
             Some(cpu) => cpu.brand.clone(),
             None => this_cpu_model(),
         };
@@ -59,7 +60,7 @@ impl Fingerprint {
         Fingerprint {
             cpu_model,
             cpus: cpus(),
-            memory_bytes: whole_gib(total_memory()),
+            memory_bytes: whole_gib(total_memory(&system)),
             kernel: rustix::system::uname()
                 .release()
                 .to_string_lossy()
@@ -149,9 +150,10 @@ fn cpus() -> u32 {
 
 /// Memory in bytes as `sysinfo(2)` counts it: the same total as
 /// /proc/meminfo's MemTotal.
-fn total_memory() -> u64 {
-    let info = rustix::system::sysinfo();
-    (info.totalram as u64).saturating_mul(u64::from(info.mem_unit.max(1)))
+fn total_memory(system: &rustix::system::Sysinfo) -> u64 {
+    system
+        .totalram
+        .saturating_mul(u64::from(system.mem_unit.max(1)))
 }
 
 /// Rounded down to whole GiB, so that a few MiB reserved differently at
@@ -232,7 +234,7 @@ impl CpuSeen {
     /// The brand, and this boot.
     pub(crate) fn now() -> CpuSeen {
         CpuSeen {
-            boot_unix: boot_unix(),
+            boot_unix: boot_unix(&rustix::system::sysinfo()),
             brand: this_cpu_model(),
         }
     }
@@ -240,21 +242,24 @@ impl CpuSeen {
     /// Whether this is still the boot the brand was seen in. Another
     /// machine booting the same disk, or this one rebooted, began its boot
     /// at another second.
-    fn still_holds(&self) -> bool {
-        boot_unix().abs_diff(self.boot_unix) <= 1
+    pub(crate) fn still_holds(&self, system: &rustix::system::Sysinfo) -> bool {
+        boot_unix(system).abs_diff(self.boot_unix) <= BOOT_TOLERANCE_S
     }
 }
 
+/// Both the wall clock and `sysinfo`'s uptime are whole seconds, so one
+/// boot's start reads a second either way.
+const BOOT_TOLERANCE_S: u64 = 2;
+
 /// When this boot began, in whole seconds of the wall clock: now less the
-/// time since boot (suspended time included). A wall clock stepped since
+/// uptime `sysinfo(2)` gives (suspended time included), which the
+/// fingerprint reads anyway for the memory. A wall clock stepped since
 /// moves it, which only costs asking the CPU again.
-fn boot_unix() -> i64 {
-    use rustix::time::{clock_gettime, ClockId};
-    let nanos =
-        |t: rustix::time::Timespec| i128::from(t.tv_sec) * 1_000_000_000 + i128::from(t.tv_nsec);
-    let since_boot = nanos(clock_gettime(ClockId::Boottime));
-    let now = nanos(clock_gettime(ClockId::Realtime));
-    ((now - since_boot) / 1_000_000_000) as i64
+fn boot_unix(system: &rustix::system::Sysinfo) -> i64 {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |since| since.as_secs() as i64);
+    now - system.uptime
 }
 
 /// What mountinfo said of the mount holding a directory, with that
@@ -410,6 +415,7 @@ mod tests {
         assert_eq!(here.cpu_model, "remembered", "not asked again");
         // Another boot (another machine booting the same disk, or this
         // one rebooted) is asked.
+        // Outside the tolerance either way.
         for boot_unix in [seen.boot_unix - 5, seen.boot_unix + 5] {
             let other_boot = CpuSeen {
                 boot_unix,
@@ -511,6 +517,9 @@ mod tests {
             assert_eq!(brand, cpu_model(&cpuinfo));
         }
         let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap();
-        assert_eq!(total_memory(), mem_total(&meminfo));
+        assert_eq!(
+            total_memory(&rustix::system::sysinfo()),
+            mem_total(&meminfo)
+        );
     }
 }
