@@ -1,11 +1,11 @@
-//! Durations as people type them: `30s`, `500ms`, `2m`, `1h`, `1.5s`.
+//! Durations as people type them: `30s`, `500ms`, `500us`, `2m`, `1h`, `1.5s`.
 
 use std::time::Duration;
 
 use crate::error::{Error, Result};
 
-/// Parses a duration: a number (decimals allowed) followed by `ms`, `s`,
-/// `m` or `h`; a plain number is seconds.
+/// Parses a duration: a number (decimals allowed) followed by `us` (or
+/// `µs`), `ms`, `s`, `m` or `h`; a plain number is seconds.
 ///
 /// # Errors
 /// [`Error::Usage`] for an empty or negative number, an unknown unit, zero,
@@ -33,6 +33,7 @@ pub fn parse_duration(text: &str) -> Result<Duration> {
     };
     let value: f64 = number.parse().map_err(|_| invalid("expected a number"))?;
     let seconds = match unit.trim() {
+        "us" | "µs" => value / 1e6,
         "ms" => value / 1000.0,
         "" | "s" => value,
         "m" | "min" => value * 60.0,
@@ -57,6 +58,10 @@ mod tests {
             parse_duration("250 ms").unwrap(),
             Duration::from_millis(250)
         );
+        // A schedule's pause may be shorter than a millisecond.
+        for micro in ["500us", "500µs"] {
+            assert_eq!(parse_duration(micro).unwrap(), Duration::from_micros(500));
+        }
         for bad in ["", "s", "0", "0s", "-1s", "1d", "1e999", "1.2.3s"] {
             assert!(parse_duration(bad).is_err(), "{bad:?}");
         }

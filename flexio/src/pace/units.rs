@@ -214,6 +214,8 @@ mod tests {
         );
         let schedule: Schedule = "1, 2ms".parse().unwrap();
         assert_eq!(schedule.pause, Duration::from_millis(2));
+        let schedule: Schedule = "4,500us".parse().unwrap();
+        assert_eq!(schedule.pause, Duration::from_micros(500));
         for bad in ["", "8", "0,5", "x,5", "8,x", "8,-1", "8,2m"] {
             assert!(bad.parse::<Schedule>().unwrap_err().is_usage(), "{bad}");
         }
