@@ -120,6 +120,14 @@ fn parse_lis_line(line: &str) -> Option<(u64, u64)> {
 /// | `scan:blocks=B,len=L` | `0, 1, …, L-1` (blocks is ignored; every reference is new) |
 /// | `loop:blocks=B,len=L` | `0..B` over and over, `L` references |
 /// | `zipf+scan:blocks=B,alpha=A,len=L,scan=F` | a zipf trace over `0..B` with a fraction `F` of its references replaced by a sequential scan of blocks from `B` on, never repeated |
+/// | `shift:blocks=B,phase=P,len=L` | a working set of `B` blocks read uniformly, moving on by `B/2` blocks every `P` references: each block is read a few times, then never again |
+/// | `zipf-shift:blocks=B,alpha=A,to=A2,len=L` | zipf over `0..B` with skew `A` for the first half, then skew `A2` over a reshuffled ranking for the second |
+///
+/// Shapes that break a fixed policy: `loop` with `B` a little over the
+/// cache (LRU and ARC hit nothing), `zipf+scan` (a scan through a hot
+/// set flushes LRU), `shift` (blocks that come back only once or twice
+/// after a while: LRU's case, S3-FIFO's worst), `zipf-shift` (what was
+/// popular stops being so midway).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Generator {
     /// Zipf-distributed references.
@@ -145,6 +153,30 @@ pub enum Generator {
         /// References.
         len: usize,
     },
+    /// A working set that moves on.
+    Shift {
+        /// Blocks in the working set.
+        blocks: u64,
+        /// References before it moves on by half its size.
+        phase: usize,
+        /// References.
+        len: usize,
+        /// The random seed.
+        seed: u64,
+    },
+    /// A zipf whose skew and ranking change midway.
+    ZipfShift {
+        /// Distinct blocks.
+        blocks: u64,
+        /// The skew of the first half.
+        alpha: f64,
+        /// The skew of the second half.
+        to: f64,
+        /// References.
+        len: usize,
+        /// The random seed.
+        seed: u64,
+    },
     /// A zipf hot set interleaved with a one-pass scan.
     ZipfScan {
         /// Distinct blocks of the hot set.
@@ -169,12 +201,16 @@ impl Generator {
         let Some((kind, params)) = spec.split_once(':') else {
             return Ok(None);
         };
-        if !matches!(kind, "zipf" | "scan" | "loop" | "zipf+scan") {
+        if !matches!(
+            kind,
+            "zipf" | "scan" | "loop" | "zipf+scan" | "shift" | "zipf-shift"
+        ) {
             return Ok(None);
         }
         let bad = |what: String| Error::Trace(format!("trace spec {spec:?}: {what}"));
         let (mut blocks, mut alpha, mut len, mut scan, mut seed) =
             (100_000u64, 0.9, 1_000_000usize, 0.5, 1u64);
+        let (mut phase, mut to) = (None, 0.5);
         for pair in params.split(',').filter(|p| !p.is_empty()) {
             let (name, value) = pair
                 .split_once('=')
@@ -186,13 +222,23 @@ impl Generator {
                 "len" => len = value.parse().map_err(|_| number())?,
                 "scan" => scan = value.parse().map_err(|_| number())?,
                 "seed" => seed = value.parse().map_err(|_| number())?,
+                "phase" => phase = Some(value.parse().map_err(|_| number())?),
+                "to" => to = value.parse().map_err(|_| number())?,
                 _ => return Err(bad(format!("unknown parameter {name:?}"))),
             }
         }
-        if blocks == 0 || !(0.0..=1.0).contains(&scan) || alpha < 0.0 {
+        if blocks == 0 || !(0.0..=1.0).contains(&scan) || alpha < 0.0 || to < 0.0 {
             return Err(bad(
-                "blocks > 0, alpha >= 0 and 0 <= scan <= 1, please".into()
+                "blocks > 0, alpha >= 0, to >= 0 and 0 <= scan <= 1, please".into(),
             ));
+        }
+        // Zipf's table holds a float per block: keep it within memory.
+        if blocks > 1 << 28 {
+            return Err(bad(format!("blocks={blocks}: at most 2^28, please")));
+        }
+        let phase = phase.unwrap_or(2 * blocks as usize);
+        if phase == 0 {
+            return Err(bad("phase > 0, please".into()));
         }
         Ok(Some(match kind {
             "zipf" => Generator::Zipf {
@@ -203,6 +249,19 @@ impl Generator {
             },
             "scan" => Generator::Scan { len },
             "loop" => Generator::Loop { blocks, len },
+            "shift" => Generator::Shift {
+                blocks,
+                phase,
+                len,
+                seed,
+            },
+            "zipf-shift" => Generator::ZipfShift {
+                blocks,
+                alpha,
+                to,
+                len,
+                seed,
+            },
             _ => Generator::ZipfScan {
                 blocks,
                 alpha,
@@ -228,6 +287,42 @@ impl Generator {
             }
             Generator::Scan { len } => (0..len as u64).collect(),
             Generator::Loop { blocks, len } => (0..len as u64).map(|i| i % blocks).collect(),
+            Generator::Shift {
+                blocks,
+                phase,
+                len,
+                seed,
+            } => {
+                let mut random = SplitMix64(seed);
+                (0..len)
+                    .map(|i| (i / phase) as u64 * (blocks / 2).max(1) + random.below(blocks))
+                    .collect()
+            }
+            Generator::ZipfShift {
+                blocks,
+                alpha,
+                to,
+                len,
+                seed,
+            } => {
+                let mut random = SplitMix64(seed);
+                let first = Zipf::new(blocks, alpha);
+                let second = Zipf::new(blocks, to);
+                // The second half's rank r is block (r * stride + B/3) mod
+                // B, a stride coprime with B: every block, in another order.
+                let stride = coprime_stride(blocks);
+                (0..len)
+                    .map(|i| {
+                        if i < len / 2 {
+                            first.sample(&mut random)
+                        } else {
+                            let rank = second.sample(&mut random);
+                            ((u128::from(rank) * u128::from(stride) + u128::from(blocks / 3))
+                                % u128::from(blocks)) as u64
+                        }
+                    })
+                    .collect()
+            }
             Generator::ZipfScan {
                 blocks,
                 alpha,
@@ -278,6 +373,24 @@ impl Zipf {
     }
 }
 
+/// An odd stride near `blocks` times the golden ratio's fraction that
+/// shares no factor with `blocks`, so `r -> r * stride mod blocks` is a
+/// permutation that scatters neighbouring ranks.
+fn coprime_stride(blocks: u64) -> u64 {
+    fn gcd(a: u64, b: u64) -> u64 {
+        if b == 0 {
+            a
+        } else {
+            gcd(b, a % b)
+        }
+    }
+    let mut stride = ((blocks as f64 * 0.618_033_988_7) as u64) | 1;
+    while gcd(stride, blocks) != 1 {
+        stride += 2;
+    }
+    stride
+}
+
 /// SplitMix64 (Steele, Lea and Flood, OOPSLA 2014): tiny, fast and
 /// reproducible, which is all a trace generator needs.
 pub(crate) struct SplitMix64(pub u64);
@@ -289,6 +402,13 @@ impl SplitMix64 {
         z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
         z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
         z ^ (z >> 31)
+    }
+
+    /// A uniform integer in `0..n` (`n > 0`), by the multiply-high
+    /// method (Lemire, 2019) without its rejection step: the bias is
+    /// below `n / 2^64`.
+    pub fn below(&mut self, n: u64) -> u64 {
+        ((u128::from(self.next_u64()) * u128::from(n)) >> 64) as u64
     }
 
     /// A uniform float in `[0, 1)`.
@@ -325,6 +445,17 @@ mod tests {
             scanned.windows(2).all(|w| w[1] == w[0] + 1),
             "the scan is sequential"
         );
+        let shift = Trace::open("shift:blocks=100,phase=200,len=1000").unwrap();
+        assert!(shift.keys[..200].iter().all(|&k| k < 100));
+        assert!(shift.keys[800..].iter().all(|&k| (200..300).contains(&k)));
+        let zipf_shift = Trace::open("zipf-shift:blocks=1000,alpha=1.2,to=1.2,len=20000").unwrap();
+        let count = |keys: &[u64], key| keys.iter().filter(|&&k| k == key).count();
+        let (first, second) = zipf_shift.keys.split_at(10_000);
+        assert!(
+            count(first, 0) > 10 * count(second, 0),
+            "block 0 stops being the most popular"
+        );
+        assert!(Generator::parse("shift:blocks=10,phase=0").is_err());
         assert!(Generator::parse("zipf:blocks=0").is_err());
         assert!(Generator::parse("zipf:color=red").is_err());
         assert_eq!(Generator::parse("some/file.lis").unwrap(), None);

@@ -6,16 +6,30 @@
 use std::path::PathBuf;
 
 use flexio_cache::policy::PolicyName;
-use flexio_cache::sim::{simulate, simulate_all};
+use flexio_cache::sim::{simulate, simulate_all, SimPolicy, SimResult};
 use flexio_cache::trace::{Trace, ARC_PAPER_OLTP};
 
-fn oltp() -> Option<Trace> {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/data/arc/OLTP.lis.zst");
+fn arc_trace(name: &str) -> Option<Trace> {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../shared/data/arc")
+        .join(name);
     if !path.exists() {
-        eprintln!("skipped: no ARC OLTP trace at {}", path.display());
+        eprintln!("skipped: no ARC trace at {}", path.display());
         return None;
     }
-    Some(Trace::read_lis(&path).expect("the OLTP trace reads"))
+    Some(Trace::read_lis(&path).expect("the ARC trace reads"))
+}
+
+fn oltp() -> Option<Trace> {
+    arc_trace("OLTP.lis.zst")
+}
+
+fn hit(results: &[SimResult], policy: SimPolicy, size: usize) -> f64 {
+    results
+        .iter()
+        .find(|r| r.size_blocks == size && r.policy == policy)
+        .expect("simulated")
+        .hit_ratio_percent
 }
 
 #[test]
@@ -36,23 +50,56 @@ fn sim_lru_reproduces_the_arc_papers_oltp_column() {
 fn sim_default_policy_matches_or_beats_the_papers_arc_on_oltp() {
     let Some(trace) = oltp() else { return };
     let sizes: Vec<usize> = ARC_PAPER_OLTP.iter().map(|row| row.0).collect();
-    let results = simulate_all(&trace.keys, &PolicyName::ALL, &sizes, 2);
+    let results = simulate_all(&trace.keys, &SimPolicy::all(), &sizes, 2);
     for result in &results {
         eprintln!(
             "{:>6} {:>8} {:.2}",
             result.size_blocks, result.policy, result.hit_ratio_percent
         );
     }
+    let default = SimPolicy::Online(PolicyName::DEFAULT);
+    let s3 = SimPolicy::Online(PolicyName::S3Fifo);
     for (size, _, arc) in ARC_PAPER_OLTP {
-        let default = results
-            .iter()
-            .find(|r| r.size_blocks == size && r.policy == PolicyName::DEFAULT)
-            .unwrap();
+        let ours = hit(&results, default, size);
         assert!(
-            default.hit_ratio_percent >= arc - 0.005,
-            "{} at {size} pages: {:.2} < the paper's ARC {arc}",
-            PolicyName::DEFAULT,
-            default.hit_ratio_percent
+            ours >= arc - 0.005,
+            "{default} at {size} pages: {ours:.2} < the paper's ARC {arc}"
+        );
+        let s3 = hit(&results, s3, size);
+        assert!(
+            ours >= s3 - 0.3,
+            "{default} at {size} pages: {ours:.2} < S3-FIFO's {s3:.2} - 0.3"
+        );
+    }
+}
+
+#[test]
+fn sim_min_on_oltp_is_the_limit_every_policy_stays_under() {
+    let Some(trace) = oltp() else { return };
+    let sizes: Vec<usize> = ARC_PAPER_OLTP.iter().map(|row| row.0).collect();
+    let results = simulate_all(&trace.keys, &[SimPolicy::Min], &sizes, 2);
+    let min: Vec<String> = sizes
+        .iter()
+        .map(|&size| format!("{:.1}", hit(&results, SimPolicy::Min, size)))
+        .collect();
+    // Belady's MIN on OLTP at 1 000 .. 15 000 blocks.
+    assert_eq!(min, ["53.6", "60.4", "68.3", "73.0", "75.1"]);
+}
+
+#[test]
+fn sim_default_is_never_below_lru_on_p3() {
+    let Some(trace) = arc_trace("P3.lis.zst") else {
+        return;
+    };
+    let sizes = [1024, 4096, 16384, 32768, 131072];
+    let policies = [PolicyName::Lru, PolicyName::DEFAULT].map(SimPolicy::Online);
+    let results = simulate_all(&trace.keys, &policies, &sizes, 2);
+    for size in sizes {
+        let lru = hit(&results, policies[0], size);
+        let ours = hit(&results, policies[1], size);
+        assert!(
+            ours >= lru - 0.3,
+            "P3 at {size}: the default {ours:.2} < LRU {lru:.2} - 0.3"
         );
     }
 }

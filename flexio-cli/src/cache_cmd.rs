@@ -4,7 +4,9 @@
 //! The ARC paper's traces (`OLTP.lis.zst`, `P3.lis.zst`) come from Megiddo
 //! and Modha, "ARC: A Self-Tuning, Low Overhead Replacement Cache", USENIX
 //! FAST 2003; when the trace is OLTP, the paper's LRU and ARC columns
-//! (Table VIII) are printed beside ours.
+//! (Table VIII) are printed beside ours. Belady's MIN, the offline
+//! optimum, is replayed beside the policies, and each policy's hit ratio
+//! is also given as how far it lies on the way from LRU's to MIN's.
 
 use std::path::{Path, PathBuf};
 
@@ -12,7 +14,7 @@ use clap::{Args, Subcommand};
 use flexio::Error;
 use flexio_bench::charts::plain::{write_line_chart, LineChart, PlainSeries};
 use flexio_cache::policy::PolicyName;
-use flexio_cache::sim::{simulate_all, SimResult};
+use flexio_cache::sim::{simulate_all, way_from_lru_to_min, SimPolicy, SimResult};
 use flexio_cache::trace::{Trace, ARC_PAPER_OLTP};
 
 /// The block cache: simulate its eviction policies on block traces.
@@ -76,7 +78,9 @@ struct SimArgs {
     /// `zipf+scan:blocks=B,alpha=A,len=L,scan=FRACTION`.
     #[arg(long)]
     trace: String,
-    /// Policies, comma-separated, or `all`: lru, clock, sieve, s3-fifo, arc.
+    /// Policies, comma-separated, or `all`: lru, clock, sieve, s3-fifo,
+    /// arc, adaptive (the cache's default), and min (Belady's MIN, the
+    /// offline optimum no cache can run: the limit).
     #[arg(long, default_value = "all")]
     policy: String,
     /// Cache sizes in blocks, comma-separated.
@@ -94,8 +98,9 @@ fn duration(text: &str) -> Result<std::time::Duration, String> {
     flexio::parse_duration(text).map_err(|e| e.to_string())
 }
 
-/// JSON schema version of `flexio cache sim --json`.
-const SIM_SCHEMA_VERSION: u32 = 1;
+/// JSON schema version of `flexio cache sim --json` (2: MIN among the
+/// policies, and references per second in each result).
+const SIM_SCHEMA_VERSION: u32 = 2;
 
 /// Runs `flexio cache …`.
 pub fn run(args: CacheArgs) -> Result<(), Error> {
@@ -171,9 +176,9 @@ fn sim(args: SimArgs) -> Result<(), Error> {
     Ok(())
 }
 
-fn parse_policies(text: &str) -> Result<Vec<PolicyName>, Error> {
+fn parse_policies(text: &str) -> Result<Vec<SimPolicy>, Error> {
     if text == "all" {
-        return Ok(PolicyName::ALL.to_vec());
+        return Ok(SimPolicy::all());
     }
     text.split(',')
         .map(|name| name.trim().parse().map_err(Error::Usage))
@@ -208,11 +213,16 @@ fn is_oltp(name: &str) -> bool {
 
 fn table(
     trace: &Trace,
-    policies: &[PolicyName],
+    policies: &[SimPolicy],
     sizes: &[usize],
     results: &[SimResult],
     paper: bool,
 ) -> String {
+    let find = |size: usize, policy: SimPolicy| {
+        results
+            .iter()
+            .find(|r| r.size_blocks == size && r.policy == policy)
+    };
     let mut text = format!(
         "trace {}: {} references; hit ratio in % (default policy: {})\n",
         trace.name,
@@ -229,11 +239,8 @@ fn table(
     text.push('\n');
     for &size in sizes {
         text += &format!("{size:>10}");
-        for policy in policies {
-            let result = results
-                .iter()
-                .find(|r| r.size_blocks == size && r.policy == *policy)
-                .expect("every pair simulated");
+        for &policy in policies {
+            let result = find(size, policy).expect("every pair simulated");
             text += &format!(" {:>8.2}", result.hit_ratio_percent);
         }
         if paper {
@@ -244,8 +251,67 @@ fn table(
         }
         text.push('\n');
     }
+    text += &way_to_min(policies, sizes, &find);
+    text += &speeds(policies, results);
     if paper {
         text += "paper: Megiddo and Modha, \"ARC: A Self-Tuning, Low Overhead Replacement Cache\", USENIX FAST 2003, Table VIII\n";
+    }
+    text
+}
+
+/// Each online policy's place on the way from LRU (0 %) to MIN (100 %),
+/// where both were replayed.
+fn way_to_min<'a>(
+    policies: &[SimPolicy],
+    sizes: &[usize],
+    find: &dyn Fn(usize, SimPolicy) -> Option<&'a SimResult>,
+) -> String {
+    let lru = SimPolicy::Online(PolicyName::Lru);
+    if !policies.contains(&lru) || !policies.contains(&SimPolicy::Min) {
+        return String::new();
+    }
+    let mut text = "\nthe way from LRU (0 %) to MIN (100 %):\n".to_string();
+    text += &format!("{:>10}", "blocks");
+    let online: Vec<SimPolicy> = policies
+        .iter()
+        .copied()
+        .filter(|&p| p != SimPolicy::Min && p != lru)
+        .collect();
+    for policy in &online {
+        text += &format!(" {:>8}", policy.as_str());
+    }
+    text.push('\n');
+    for &size in sizes {
+        text += &format!("{size:>10}");
+        let (Some(low), Some(high)) = (find(size, lru), find(size, SimPolicy::Min)) else {
+            continue;
+        };
+        for &policy in &online {
+            let hit = find(size, policy).map_or(0.0, |r| r.hit_ratio_percent);
+            match way_from_lru_to_min(hit, low.hit_ratio_percent, high.hit_ratio_percent) {
+                Some(way) => text += &format!(" {:>7.0}%", way),
+                None => text += &format!(" {:>8}", "-"),
+            }
+        }
+        text.push('\n');
+    }
+    text
+}
+
+/// References replayed per second by each policy, the median over the
+/// sizes (pairs ran on several threads at once: compare them, no more).
+fn speeds(policies: &[SimPolicy], results: &[SimResult]) -> String {
+    let mut text = "\nmillions of references per second (median over the sizes):\n".to_string();
+    for &policy in policies {
+        let mut rates: Vec<f64> = results
+            .iter()
+            .filter(|r| r.policy == policy)
+            .map(|r| r.references_per_second / 1e6)
+            .collect();
+        rates.sort_by(f64::total_cmp);
+        if let Some(median) = rates.get(rates.len() / 2) {
+            text += &format!("  {:<9} {median:>8.1}\n", policy.as_str());
+        }
     }
     text
 }
@@ -255,7 +321,7 @@ fn table(
 fn write_chart(
     path: &Path,
     trace: &str,
-    policies: &[PolicyName],
+    policies: &[SimPolicy],
     results: &[SimResult],
 ) -> std::io::Result<()> {
     let series = policies
@@ -270,7 +336,8 @@ fn write_chart(
             PlainSeries {
                 label: policy.as_str().to_string(),
                 points,
-                dashed: false,
+                // The limit, not a policy: drawn dashed.
+                dashed: *policy == SimPolicy::Min,
             }
         })
         .collect();
@@ -290,13 +357,21 @@ fn write_chart(
 mod tests {
     use super::{is_oltp, parse_policies};
     use flexio_cache::policy::PolicyName;
+    use flexio_cache::sim::SimPolicy;
 
     #[test]
     fn policies_parse_and_oltp_is_recognised() {
-        assert_eq!(parse_policies("all").unwrap().len(), PolicyName::ALL.len());
         assert_eq!(
-            parse_policies("lru, s3-fifo").unwrap(),
-            [PolicyName::Lru, PolicyName::S3Fifo]
+            parse_policies("all").unwrap().len(),
+            PolicyName::ALL.len() + 1
+        );
+        assert_eq!(
+            parse_policies("lru, s3-fifo,min").unwrap(),
+            [
+                SimPolicy::Online(PolicyName::Lru),
+                SimPolicy::Online(PolicyName::S3Fifo),
+                SimPolicy::Min
+            ]
         );
         assert!(parse_policies("mru").is_err());
         assert!(is_oltp("../shared/data/arc/OLTP.lis.zst"));

@@ -55,13 +55,48 @@ fn cache_sim_prints_a_table_json_and_a_chart() {
         .unwrap();
     assert!(output.status.success(), "{output:?}");
     let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
-    assert_eq!(json["schema_version"], 1);
-    assert_eq!(json["results"].as_array().unwrap().len(), 5);
+    assert_eq!(json["schema_version"], 2);
+    // Every policy of the cache, and MIN.
+    assert_eq!(
+        json["results"].as_array().unwrap().len(),
+        flexio_cache::policy::PolicyName::ALL.len() + 1
+    );
     assert!(json["results"]
         .as_array()
         .unwrap()
         .iter()
         .all(|r| r["hits"] == 0));
+}
+
+/// MIN beside the policies, and each policy's place between LRU and MIN.
+#[test]
+fn cache_sim_puts_each_policy_on_the_way_from_lru_to_min() {
+    let output = flexio()
+        .args(["cache", "sim", "--trace", "loop:blocks=12,len=1200"])
+        .args(["--policy", "lru,s3-fifo,min", "--size", "10"])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    let text = String::from_utf8(output.stdout).unwrap();
+    let rows: Vec<Vec<&str>> = text
+        .lines()
+        .filter(|l| l.trim_start().starts_with("10 "))
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    // LRU hits nothing on a loop over the cache; MIN keeps nine of the
+    // twelve blocks after the first lap: (1200 - 12) / 12 * 9 / 11 ...
+    assert_eq!(rows.len(), 2, "{text}");
+    assert_eq!(rows[0][1], "0.00", "{text}");
+    let min: f64 = rows[0][3].parse().unwrap();
+    assert!(min > 75.0, "{text}");
+    // ... and the second table says where S3-FIFO lies between them.
+    assert!(
+        text.contains("the way from LRU (0 %) to MIN (100 %)"),
+        "{text}"
+    );
+    let s3: f64 = rows[0][2].parse().unwrap();
+    let way: f64 = rows[1][1].trim_end_matches('%').parse().unwrap();
+    assert!((way - 100.0 * s3 / min).abs() < 1.0, "{text}");
 }
 
 #[test]
@@ -129,19 +164,20 @@ fn cache_bench_measures_every_part_on_tiny_sizes() {
             .unwrap()
             > 0.0
     );
-    // Five policies, then the page cache in a memory cgroup when root.
+    // Every policy, then the page cache in a memory cgroup when root.
     let rows = json["hot_set"].as_array().unwrap();
+    let policies = flexio_cache::policy::PolicyName::ALL.len();
     let privileged = std::env::var_os("FLEXIO_TEST_PRIVILEGED").is_some_and(|v| v == "1");
-    if rows.len() == 5 {
+    if rows.len() == policies {
         eprintln!("page cache row skipped: {}", json["page_cache_note"]);
         assert!(
             !privileged,
             "FLEXIO_TEST_PRIVILEGED=1 wants the page-cache row"
         );
     } else {
-        assert_eq!(rows.len(), 6);
-        assert_eq!(rows[5]["policy"], "page-cache");
-        assert!(rows[5]["hit_percent_alone"].as_f64().unwrap() > 0.0);
+        assert_eq!(rows.len(), policies + 1);
+        assert_eq!(rows[policies]["policy"], "page-cache");
+        assert!(rows[policies]["hit_percent_alone"].as_f64().unwrap() > 0.0);
     }
     // serve and serve --cache each served the hot set alone and during
     // the scan, and the scan moved.

@@ -8,7 +8,9 @@
 //! [`Hints`], copies the frame and finds the number unchanged knows its
 //! copy is whole and the frame held that key throughout. It then records
 //! the hit in the policy's [`HitMarks`] — so only for policies whose hit is
-//! a mark (CLOCK, SIEVE, S3-FIFO); LRU and ARC hits take the lock. A hit
+//! a mark (CLOCK, SIEVE, S3-FIFO, the adaptive default); LRU and ARC hits
+//! take the lock, and so do the adaptive policy's hits on the one key in
+//! 8–64 it samples to tune itself ([`HitMarks::policy_sees`]). A hit
 //! costs no read-modify-write instruction that way, where the lock costs
 //! two. Anything unusual (a writer at work, a key the hints lost, a frame
 //! filled by read-ahead) falls back to the lock.
@@ -119,6 +121,9 @@ impl ShardCell {
         let Some(marks) = &self.marks else {
             return false;
         };
+        if marks.policy_sees(key) {
+            return false;
+        }
         let before = self.seq.load(Ordering::Acquire);
         if before & 1 == 1 {
             return false;

@@ -10,7 +10,7 @@
 use std::sync::atomic::{AtomicU8, Ordering::Relaxed};
 use std::sync::Arc;
 
-use super::Frame;
+use super::{Frame, Key};
 
 /// One mark per frame, saturating at a maximum.
 ///
@@ -28,6 +28,9 @@ use super::Frame;
 pub struct HitMarks {
     marks: Arc<[AtomicU8]>,
     max: u8,
+    /// Keys whose hits the policy itself must see (it samples them to
+    /// tune itself): `Some(mask)` where such keys hash to 0 under it.
+    sampled: Option<u64>,
 }
 
 impl HitMarks {
@@ -36,7 +39,25 @@ impl HitMarks {
         HitMarks {
             marks: (0..frames).map(|_| AtomicU8::new(0)).collect(),
             max,
+            sampled: None,
         }
+    }
+
+    /// The same marks, for a policy that must see every hit of the keys
+    /// [`sampled_key`] picks with `mask` (one key in `mask + 1`).
+    pub(crate) fn sampling(self, mask: u64) -> Self {
+        HitMarks {
+            sampled: Some(mask),
+            ..self
+        }
+    }
+
+    /// Whether a hit on `key` must go through the policy (and so the
+    /// shard's lock) rather than be recorded as a mark: true for the few
+    /// keys a self-tuning policy samples.
+    #[inline]
+    pub fn policy_sees(&self, key: Key) -> bool {
+        self.sampled.is_some_and(|mask| sampled_key(key, mask))
     }
 
     /// The mark of `frame`.
@@ -70,4 +91,12 @@ impl HitMarks {
         }
         now
     }
+}
+
+/// Whether `key` is among the one in `mask + 1` keys a self-tuning policy
+/// samples: its hash under a salt of its own (so the sample is not the
+/// keys that share a hash-table bucket) has its low bits clear.
+#[inline]
+pub(crate) fn sampled_key(key: Key, mask: u64) -> bool {
+    super::mix(key ^ 0x5bd1_e995_7f4a_7c15) & mask == 0
 }

@@ -62,9 +62,18 @@ impl S3Fifo {
     /// # Panics
     /// When `capacity` is 0 or does not fit a `u32`.
     pub fn new(capacity: usize) -> Self {
+        Self::with_small_target(capacity, capacity / 10)
+    }
+
+    /// An empty S3-FIFO whose small queue's share is `small` frames (at
+    /// least one). The ghost remembers as many keys as the main queue
+    /// holds at the paper's 10 % share, whatever `small` is, so a policy
+    /// that moves the share later keeps the same ghost.
+    pub(crate) fn with_small_target(capacity: usize, small: usize) -> Self {
         let capacity = checked_capacity(capacity);
         let frames = capacity as usize;
-        let small_target = (frames / 10).max(1);
+        let small_target = small.clamp(1, (frames - 1).max(1));
+        let ghost = frames.saturating_sub((frames / 10).max(1)).max(1);
         S3Fifo {
             map: key_map(frames),
             keys: vec![0; frames],
@@ -73,10 +82,41 @@ impl S3Fifo {
             small: List::default(),
             main: List::default(),
             free: (0..capacity).rev().collect(),
-            ghost: Ghost::new(frames.saturating_sub(small_target).max(1)),
+            ghost: Ghost::new(ghost),
             small_target,
             capacity,
         }
+    }
+
+    /// Moves the small queue's share to `small` frames (at least one, and
+    /// one less than the capacity where there is more than one frame).
+    /// Nothing moves at once: the queue over its share gives up blocks at
+    /// the next evictions.
+    pub(crate) fn set_small_target(&mut self, small: usize) {
+        let frames = self.capacity as usize;
+        self.small_target = small.clamp(1, (frames - 1).max(1));
+    }
+
+    /// Makes the hits of the keys [`super::hit_marks::sampled_key`] picks
+    /// with `mask` go through [`Policy::touch`], for a policy built on this
+    /// one that samples them.
+    pub(crate) fn observe_sampled_hits(&mut self, mask: u64) {
+        self.frequency = self.frequency.clone().sampling(mask);
+    }
+
+    /// The key last placed in `frame` (resident or not).
+    pub(crate) fn key_in(&self, frame: Frame) -> Key {
+        self.keys[frame as usize]
+    }
+
+    /// Replays one reference in the simulator's way: a hit is recorded, a
+    /// miss inserted; returns whether it hit.
+    pub(crate) fn access(&mut self, key: Key) -> bool {
+        if Policy::get(self, key).is_some() {
+            return true;
+        }
+        self.insert(key);
+        false
     }
 
     /// Frees one frame.
@@ -97,7 +137,7 @@ impl S3Fifo {
             if self.frequency.get(frame) >= PROMOTE_AT {
                 self.frequency.set(frame, 0);
                 self.main.push_head(&mut self.links, frame);
-                if self.main.len() > self.capacity as usize - self.small_target {
+                if self.main.len() > (self.capacity as usize).saturating_sub(self.small_target) {
                     return Some(self.evict_main());
                 }
             } else {

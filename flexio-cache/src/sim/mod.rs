@@ -1,0 +1,217 @@
+//! Replays a trace through a policy and counts hits: the simulator behind
+//! `flexio cache sim`. Beside the policies a cache can run, it replays
+//! Belady's MIN ([`SimPolicy::Min`]), the offline optimum, so every table
+//! can say how far each policy is from the best possible.
+
+mod min;
+
+use std::fmt;
+use std::str::FromStr;
+use std::time::Instant;
+
+use crate::policy::PolicyName;
+
+pub use min::next_uses;
+
+/// What the simulator replays: a policy a cache can run, or MIN.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum SimPolicy {
+    /// A policy of the cache.
+    Online(PolicyName),
+    /// Belady's MIN: evicts the block used furthest in the future. It
+    /// reads the trace ahead, so it exists only here, as the limit.
+    Min,
+}
+
+impl SimPolicy {
+    /// Every online policy, then MIN: what `--policy all` replays.
+    pub fn all() -> Vec<SimPolicy> {
+        PolicyName::ALL
+            .iter()
+            .map(|&p| SimPolicy::Online(p))
+            .chain([SimPolicy::Min])
+            .collect()
+    }
+
+    /// The name used on the command line and in JSON.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SimPolicy::Online(policy) => policy.as_str(),
+            SimPolicy::Min => "min",
+        }
+    }
+}
+
+impl fmt::Display for SimPolicy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for SimPolicy {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        if text.eq_ignore_ascii_case("min") || text.eq_ignore_ascii_case("belady") {
+            return Ok(SimPolicy::Min);
+        }
+        text.parse()
+            .map(SimPolicy::Online)
+            .map_err(|e: String| e + ", min")
+    }
+}
+
+impl serde::Serialize for SimPolicy {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+/// The outcome of one policy at one cache size over one trace.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct SimResult {
+    /// The policy.
+    pub policy: SimPolicy,
+    /// The cache size in blocks.
+    pub size_blocks: usize,
+    /// References replayed.
+    pub references: u64,
+    /// References that hit.
+    pub hits: u64,
+    /// `hits / references` in percent.
+    pub hit_ratio_percent: f64,
+    /// References replayed per second of this replay's wall time (for
+    /// MIN, not counting the pass that finds each reference's next use).
+    pub references_per_second: f64,
+}
+
+impl SimResult {
+    fn new(policy: SimPolicy, size: usize, references: u64, hits: u64, seconds: f64) -> Self {
+        SimResult {
+            policy,
+            size_blocks: size,
+            references,
+            hits,
+            hit_ratio_percent: if references == 0 {
+                0.0
+            } else {
+                100.0 * hits as f64 / references as f64
+            },
+            references_per_second: if seconds > 0.0 {
+                references as f64 / seconds
+            } else {
+                0.0
+            },
+        }
+    }
+}
+
+/// Replays `keys` through a fresh `policy` of `size` blocks.
+///
+/// # Panics
+/// When `size` is 0.
+///
+/// # Examples
+/// ```
+/// use flexio_cache::{policy::PolicyName, sim::simulate};
+/// let result = simulate(&[1, 2, 1, 3, 1], PolicyName::Lru, 2);
+/// assert_eq!(result.hits, 2);
+/// assert_eq!(result.hit_ratio_percent, 40.0);
+/// ```
+pub fn simulate(keys: &[u64], policy: PolicyName, size: usize) -> SimResult {
+    let mut cache = policy.build(size);
+    let started = Instant::now();
+    let mut hits = 0u64;
+    for &key in keys {
+        if cache.get(key).is_some() {
+            hits += 1;
+        } else {
+            cache.insert(key);
+        }
+    }
+    let seconds = started.elapsed().as_secs_f64();
+    SimResult::new(
+        SimPolicy::Online(policy),
+        size,
+        keys.len() as u64,
+        hits,
+        seconds,
+    )
+}
+
+/// Replays `keys` under Belady's MIN with `size` blocks; `next` is
+/// [`next_uses`] of `keys` (computed once for every size).
+///
+/// # Panics
+/// When `size` is 0 or `next` is not as long as `keys`.
+///
+/// # Examples
+/// ```
+/// use flexio_cache::{policy::PolicyName, sim::{next_uses, simulate, simulate_min}};
+/// let keys = [1, 2, 3, 1, 2, 4, 1, 2, 3, 4];
+/// let min = simulate_min(&keys, &next_uses(&keys), 3);
+/// let lru = simulate(&keys, PolicyName::Lru, 3);
+/// assert!(min.hits >= lru.hits);
+/// ```
+pub fn simulate_min(keys: &[u64], next: &[usize], size: usize) -> SimResult {
+    assert!(size > 0, "a cache needs at least one frame");
+    assert_eq!(keys.len(), next.len(), "one next use per reference");
+    let started = Instant::now();
+    let hits = min::min_hits(keys, next, size);
+    let seconds = started.elapsed().as_secs_f64();
+    SimResult::new(SimPolicy::Min, size, keys.len() as u64, hits, seconds)
+}
+
+/// Every policy at every size, sizes outermost; runs the pairs on up to
+/// `threads` threads (each pair is independent). MIN's next-use table is
+/// built once, only when MIN is among `policies`.
+pub fn simulate_all(
+    keys: &[u64],
+    policies: &[SimPolicy],
+    sizes: &[usize],
+    threads: usize,
+) -> Vec<SimResult> {
+    let next = policies.contains(&SimPolicy::Min).then(|| next_uses(keys));
+    let jobs: Vec<(usize, SimPolicy)> = sizes
+        .iter()
+        .flat_map(|&size| policies.iter().map(move |&policy| (size, policy)))
+        .collect();
+    let counter = std::sync::atomic::AtomicUsize::new(0);
+    let mut results: Vec<Option<SimResult>> = vec![None; jobs.len()];
+    let slots = std::sync::Mutex::new(&mut results);
+    std::thread::scope(|scope| {
+        for _ in 0..threads.clamp(1, jobs.len().max(1)) {
+            scope.spawn(|| loop {
+                let index = counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let Some(&(size, policy)) = jobs.get(index) else {
+                    break;
+                };
+                let result = match policy {
+                    SimPolicy::Online(policy) => simulate(keys, policy, size),
+                    SimPolicy::Min => {
+                        simulate_min(keys, next.as_deref().expect("built for MIN"), size)
+                    }
+                };
+                slots.lock().expect("no panics while held")[index] = Some(result);
+            });
+        }
+    });
+    results
+        .into_iter()
+        .map(|r| r.expect("every job ran"))
+        .collect()
+}
+
+/// How far `hit` (a hit ratio) lies on the way from LRU's to MIN's, in
+/// percent: 0 is LRU, 100 is MIN, below 0 is worse than LRU. `None` where
+/// MIN is no better than LRU (no way to go).
+///
+/// # Examples
+/// ```
+/// use flexio_cache::sim::way_from_lru_to_min;
+/// assert_eq!(way_from_lru_to_min(45.0, 40.0, 50.0), Some(50.0));
+/// assert_eq!(way_from_lru_to_min(45.0, 50.0, 50.0), None);
+/// ```
+pub fn way_from_lru_to_min(hit: f64, lru: f64, min: f64) -> Option<f64> {
+    (min - lru > 1e-9).then(|| 100.0 * (hit - lru) / (min - lru))
+}

@@ -1,0 +1,98 @@
+//! The generated shapes that break fixed policies, each with the ordering
+//! it must show: MIN above everything, LRU and ARC at nothing on a loop a
+//! little over the cache, LRU ahead of S3-FIFO where blocks come back once
+//! or twice, and the adaptive default never far behind the best of them.
+
+use flexio_cache::policy::PolicyName;
+use flexio_cache::sim::{simulate_all, SimPolicy, SimResult};
+use flexio_cache::trace::Trace;
+
+fn replay(spec: &str, sizes: &[usize]) -> Vec<SimResult> {
+    let trace = Trace::open(spec).expect("a generator spec");
+    simulate_all(&trace.keys, &SimPolicy::all(), sizes, 2)
+}
+
+fn hit(results: &[SimResult], policy: SimPolicy, size: usize) -> f64 {
+    results
+        .iter()
+        .find(|r| r.policy == policy && r.size_blocks == size)
+        .expect("simulated")
+        .hit_ratio_percent
+}
+
+fn online(results: &[SimResult], policy: PolicyName, size: usize) -> f64 {
+    hit(results, SimPolicy::Online(policy), size)
+}
+
+#[test]
+fn sim_min_is_above_every_policy_on_every_shape() {
+    let sizes = [50, 400, 1500];
+    for spec in [
+        "loop:blocks=1100,len=30000",
+        "zipf+scan:blocks=3000,len=60000,scan=0.3",
+        "shift:blocks=1000,phase=2000,len=60000",
+        "zipf-shift:blocks=5000,alpha=1.0,to=0.7,len=60000",
+    ] {
+        let results = replay(spec, &sizes);
+        for result in &results {
+            let min = hit(&results, SimPolicy::Min, result.size_blocks);
+            assert!(
+                result.hit_ratio_percent <= min + 1e-9,
+                "{spec}: {} at {} hits {:.2} % > MIN's {min:.2} %",
+                result.policy,
+                result.size_blocks,
+                result.hit_ratio_percent
+            );
+        }
+    }
+}
+
+#[test]
+fn sim_a_loop_a_little_over_the_cache_beats_lru_and_arc_not_the_default() {
+    let results = replay("loop:blocks=1100,len=200000", &[1050]);
+    assert_eq!(online(&results, PolicyName::Lru, 1050), 0.0);
+    assert_eq!(online(&results, PolicyName::Arc, 1050), 0.0);
+    let default = online(&results, PolicyName::DEFAULT, 1050);
+    assert!(default > 80.0, "the default hits {default:.2} %");
+}
+
+#[test]
+fn sim_a_shifting_working_set_is_lrus_case_and_the_default_follows_it() {
+    let results = replay("shift:blocks=1000,phase=2000,len=400000", &[1000, 2000]);
+    for size in [1000, 2000] {
+        let lru = online(&results, PolicyName::Lru, size);
+        let s3 = online(&results, PolicyName::S3Fifo, size);
+        let default = online(&results, PolicyName::DEFAULT, size);
+        assert!(lru > s3 + 10.0, "at {size}: LRU {lru:.2}, S3-FIFO {s3:.2}");
+        assert!(
+            default >= lru - 0.3,
+            "at {size}: the default {default:.2} < LRU {lru:.2} - 0.3"
+        );
+    }
+}
+
+#[test]
+fn sim_a_scan_through_a_hot_set_and_a_changing_skew_leave_the_default_ahead() {
+    for (spec, sizes) in [
+        (
+            "zipf+scan:blocks=10000,len=500000,scan=0.3",
+            [100, 1000, 3000],
+        ),
+        (
+            "zipf-shift:blocks=20000,alpha=1.0,to=0.7,len=1000000",
+            [100, 1000, 8000],
+        ),
+    ] {
+        let results = replay(spec, &sizes);
+        for size in sizes {
+            let lru = online(&results, PolicyName::Lru, size);
+            let arc = online(&results, PolicyName::Arc, size);
+            let s3 = online(&results, PolicyName::S3Fifo, size);
+            let default = online(&results, PolicyName::DEFAULT, size);
+            assert!(
+                default >= lru.max(arc) - 0.3 && default >= s3 - 0.3,
+                "{spec} at {size}: the default {default:.2}, LRU {lru:.2}, ARC {arc:.2}, S3-FIFO {s3:.2}"
+            );
+        }
+    }
+}
