@@ -120,3 +120,42 @@ fn file_cache_keeps_a_hot_files_blocks_through_a_scan_of_a_large_file() {
     assert_eq!(after.hits - before.hits, 16);
     assert!(after.evictions > 0, "the scan did fill the cache");
 }
+
+/// `cp -p backup f` over a cached file: same inode, same size, and the
+/// modification time put back; only the change time moves. The cache
+/// must see it and read the new bytes.
+#[test]
+fn file_cache_sees_a_rewrite_in_place_that_puts_the_mtime_back() {
+    use std::io::{Seek, SeekFrom, Write};
+    let dir = temp_dir();
+    let (file, old) = pattern(dir.path(), "f", 64 << 10, 7);
+    let cache = FileCache::new(CacheConfig::new(1 << 20)).unwrap();
+    let mut buf = vec![0u8; old.len()];
+    cache
+        .open(&file, "f")
+        .unwrap()
+        .read_at(&mut buf, 0)
+        .unwrap();
+    assert_eq!(buf, old);
+    let path = dir.path().join("f");
+    let modified = std::fs::metadata(&path).unwrap().modified().unwrap();
+    let new: Vec<u8> = old.iter().map(|b| b ^ 0x5a).collect();
+    let mut writer = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+    writer.seek(SeekFrom::Start(0)).unwrap();
+    writer.write_all(&new).unwrap();
+    writer
+        .set_times(std::fs::FileTimes::new().set_modified(modified))
+        .unwrap();
+    drop(writer);
+    assert_eq!(
+        std::fs::metadata(&path).unwrap().modified().unwrap(),
+        modified
+    );
+    let file = File::open(&path).unwrap();
+    cache
+        .open(&file, "f")
+        .unwrap()
+        .read_at(&mut buf, 0)
+        .unwrap();
+    assert!(buf == new, "the cache served the file's old bytes");
+}

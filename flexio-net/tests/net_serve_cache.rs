@@ -153,3 +153,127 @@ fn a_cache_with_a_rate_limit_is_refused_rather_than_left_unpaced() {
     assert!(error.is_usage(), "{error}");
     assert!(error.to_string().contains("--rate"), "{error}");
 }
+
+/// How a cached file is changed while a response of it is being sent.
+#[derive(Clone, Copy, Debug)]
+enum Change {
+    /// Rewritten in place, same size, the modification time put back.
+    InPlace,
+    /// Cut to half its size.
+    Truncated,
+    /// Replaced by another file renamed over it.
+    Renamed,
+    /// Replaced by a PUT to the server itself.
+    Put,
+}
+
+/// For each way a file can change: a client is in the middle of a GET of
+/// it (every block of it cached), the file changes, and the client reads
+/// on. Every byte that response delivers is the old file's or the new
+/// file's at that offset (a truncation may cut it short), and every
+/// later response is the new file, byte for byte.
+#[test]
+fn a_file_changed_mid_stream_is_never_served_from_its_old_blocks_afterwards() {
+    use std::io::{Read, Write};
+    const SIZE: usize = 24 << 20;
+    for change in [
+        Change::InPlace,
+        Change::Truncated,
+        Change::Renamed,
+        Change::Put,
+    ] {
+        let dir = temp_dir();
+        let path = dir.path().join("f");
+        let old = pattern(SIZE, 1);
+        std::fs::write(&path, &old).unwrap();
+        let mut config = ServeConfig::new(dir.path().to_path_buf());
+        config.cache = Some(CacheConfig::new(64 << 20));
+        config.token = Some("a-secret-of-sixteen-chars".into());
+        let server = Server::bind(config).expect("bind");
+        let address = server.local_addr();
+        std::thread::spawn(move || server.run());
+        // Every block cached: the whole file once.
+        let mut client = RawClient::connect(address);
+        assert!(client.get("/f", "").body == old);
+
+        let mut stream = std::net::TcpStream::connect(address).unwrap();
+        stream
+            .set_read_timeout(Some(std::time::Duration::from_secs(20)))
+            .unwrap();
+        stream
+            .write_all(b"GET /f HTTP/1.1\r\nHost: test\r\nConnection: close\r\n\r\n")
+            .unwrap();
+        let head = common::read_head(&mut stream).expect("a head");
+        assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+        let mut delivered = vec![0u8; 1 << 20];
+        stream.read_exact(&mut delivered).unwrap();
+
+        let new = change_file(change, &path, &old, address);
+        let mut rest = Vec::new();
+        let _ = stream.read_to_end(&mut rest);
+        delivered.extend_from_slice(&rest);
+        assert!(delivered.len() <= SIZE, "{change:?}");
+        if !matches!(change, Change::Truncated) {
+            assert_eq!(delivered.len(), SIZE, "{change:?}: the response was cut");
+        }
+        for (offset, byte) in delivered.iter().enumerate() {
+            assert!(
+                *byte == old[offset] || new.get(offset) == Some(byte),
+                "{change:?}: byte {offset} of the response in flight is neither file's"
+            );
+        }
+        for round in 0..2 {
+            let response = RawClient::connect(address).get("/f", "");
+            assert_eq!(response.status, 200, "{change:?}");
+            assert!(
+                response.body == new,
+                "{change:?}, response {round} after the change: not the new file's bytes"
+            );
+        }
+    }
+}
+
+/// Applies `change` to the file at `path` (now `old`); returns its bytes.
+fn change_file(change: Change, path: &Path, old: &[u8], address: std::net::SocketAddr) -> Vec<u8> {
+    use std::io::Write;
+    let new: Vec<u8> = old.iter().map(|b| b ^ 0xa5).collect();
+    match change {
+        Change::InPlace => {
+            let modified = std::fs::metadata(path).unwrap().modified().unwrap();
+            let mut file = std::fs::OpenOptions::new().write(true).open(path).unwrap();
+            file.write_all(&new).unwrap();
+            file.set_times(std::fs::FileTimes::new().set_modified(modified))
+                .unwrap();
+            new
+        }
+        Change::Truncated => {
+            let file = std::fs::OpenOptions::new().write(true).open(path).unwrap();
+            file.set_len(old.len() as u64 / 2).unwrap();
+            old[..old.len() / 2].to_vec()
+        }
+        Change::Renamed => {
+            let staged = path.with_extension("new");
+            std::fs::write(&staged, &new).unwrap();
+            std::fs::rename(&staged, path).unwrap();
+            new
+        }
+        Change::Put => {
+            let mut client = RawClient::connect(address);
+            client.send(
+                format!(
+                    "PUT /f HTTP/1.1\r\nHost: test\r\nAuthorization: Bearer a-secret-of-sixteen-chars\r\nContent-Length: {}\r\n\r\n",
+                    new.len()
+                )
+                .as_bytes(),
+            );
+            client.send(&new);
+            let response = client.read_response(false);
+            assert!(
+                response.status == 200 || response.status == 201 || response.status == 204,
+                "PUT: {}",
+                response.status
+            );
+            new
+        }
+    }
+}

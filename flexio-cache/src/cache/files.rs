@@ -2,11 +2,21 @@
 //! with `O_DIRECT` — what a file server needs, where one client scanning a
 //! large file must not evict the blocks every other client reads.
 //!
-//! Each version of a file (device, inode, size, modification time) gets a
-//! number, and its blocks are keyed `number << FILE_KEY_SHIFT | block` in
-//! the same shards and policy as a [`super::BlockCache`]'s. A file that
-//! changes gets a new number, so its old blocks are never served again and
-//! simply age out. Read-only: nothing is ever dirty.
+//! Each version of a file (device, inode, size, modification and change
+//! times) gets a number, and its blocks are keyed `number << FILE_KEY_SHIFT
+//! | block` in the same shards and policy as a [`super::BlockCache`]'s. A
+//! file that changes gets a new number, so its old blocks are never served
+//! again and simply age out. Read-only: nothing is ever dirty.
+//!
+//! The change time is what catches a rewrite that keeps the size and puts
+//! the modification time back (`cp -p backup f`, `touch -r`, `rsync -t`
+//! in place): nothing can set it but the kernel, which moves it on every
+//! write, truncation, chmod or rename. A file replaced by rename (as every
+//! `flexio serve` PUT is) is another inode. The version is taken from
+//! `fstat` of the open descriptor before every read through the cache, so
+//! a response that is being sent while its file changes reads the new
+//! bytes from its next piece on, and one cut short by a truncation ends
+//! with an error rather than with blocks of the old file.
 
 use std::collections::HashMap;
 use std::os::fd::AsFd;
@@ -26,8 +36,9 @@ pub(crate) const FILE_KEY_SHIFT: u32 = 36;
 /// never reused, so forgetting only costs a version its cached blocks).
 const MAX_REMEMBERED_FILES: usize = 1 << 20;
 
-/// What makes a file version: device, inode, size, mtime (s and ns).
-type FileVersion = (u64, u64, u64, i64, i64);
+/// What makes a file version: device, inode, size, mtime and ctime (each
+/// in seconds and nanoseconds).
+type FileVersion = (u64, u64, u64, (i64, i64), (i64, i64));
 
 /// A block cache of fixed capacity shared by many files, read through
 /// `O_DIRECT`.
@@ -107,8 +118,8 @@ impl FileCache {
             stat.st_dev,
             stat.st_ino,
             len,
-            stat.st_mtime,
-            stat.st_mtime_nsec as i64,
+            (stat.st_mtime, stat.st_mtime_nsec as i64),
+            (stat.st_ctime, stat.st_ctime_nsec as i64),
         );
         let number = {
             let mut versions = lock(&self.versions);
