@@ -1,10 +1,12 @@
 //! A block cache over direct I/O, its eviction policies, and a simulator
 //! that replays block traces through them.
 //!
-//! The default policy is S3-FIFO, chosen by replaying the ARC paper's OLTP
-//! trace (Megiddo and Modha, "ARC: A Self-Tuning, Low Overhead Replacement
-//! Cache", USENIX FAST 2003): see [`policy::PolicyName::DEFAULT`] and the
-//! crate's README for the table.
+//! The default policy is an adaptive S3-FIFO whose small queue's share is
+//! tuned by miniature simulations, chosen by replaying the ARC paper's
+//! traces (Megiddo and Modha, "ARC: A Self-Tuning, Low Overhead
+//! Replacement Cache", USENIX FAST 2003) and generated ones against LRU,
+//! ARC, S3-FIFO and Belady's MIN: see [`policy::PolicyName::DEFAULT`] and
+//! the crate's README for the tables.
 //!
 //! # Example
 //!
@@ -19,9 +21,11 @@
 //! # Layers
 //!
 //! ```text
-//! policy/   LRU, CLOCK, SIEVE, S3-FIFO, ARC behind one trait: key -> frame
+//! policy/   LRU, CLOCK, SIEVE, S3-FIFO, ARC, adaptive S3-FIFO behind one
+//!           trait: key -> frame
 //! trace     block traces: the ARC paper's .lis files, generated zipf/scan/loop
-//! sim       replays a trace through a policy: hits, misses, hit ratio
+//! sim/      replays a trace through a policy, or Belady's MIN: hits,
+//!           hit ratio, references per second
 //! cache/    BlockCache: shards of (policy + frames), O_DIRECT device,
 //!           coalesced io_uring reads with read-ahead, write-back;
 //!           FileCache: the same shards in front of many read-only files

@@ -45,7 +45,8 @@ pub struct ServeArgs {
     /// client scanning a large file does not evict what others read often.
     #[arg(long, value_name = "SIZE", value_parser = crate::copy::size)]
     cache: Option<u64>,
-    /// The cache's eviction policy: lru, clock, sieve, s3-fifo, arc.
+    /// The cache's eviction policy: adaptive (S3-FIFO tuning its small
+    /// queue as it runs), lru, clock, sieve, s3-fifo, arc.
     #[arg(long, value_name = "P", requires = "cache", default_value_t = flexio_cache::policy::PolicyName::DEFAULT)]
     cache_policy: flexio_cache::policy::PolicyName,
     /// Time a request head may take to arrive (slow clients are cut off).

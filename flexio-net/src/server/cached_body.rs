@@ -2,7 +2,7 @@
 //! is read through the server's [`FileCache`] over `O_DIRECT` in pieces,
 //! each copied out of the cache's blocks into the body's buffer and
 //! sent from there — one copy more than sendfile, in exchange for a
-//! cache whose policy (S3-FIFO by default) keeps the blocks many clients
+//! cache whose policy (an adaptive S3-FIFO by default) keeps the blocks many clients
 //! read while one client scans a large file, which the page cache under
 //! the same memory would not.
 
