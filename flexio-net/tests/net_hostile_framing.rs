@@ -1,0 +1,189 @@
+//! Hostile framing: heads that two readers could split into requests
+//! differently (request smuggling) — a missing or repeated `Host`, two
+//! `Content-Length`s, `Content-Length` beside `Transfer-Encoding`, folded
+//! header lines — are answered 400 and the connection closed, so nothing
+//! after such a head is ever taken as a request (RFC 9112 §3.2, §5.2,
+//! §6.1, §6.3). And ranges that overlap are merged, their count capped,
+//! so no `Range` header makes a body larger than the file.
+
+mod common;
+
+use common::{serve, serve_with, RawClient};
+
+const TOKEN: &str = "framing-token-0123456789";
+
+/// Sends `raw` on a fresh connection: the one answer, which must be a 400
+/// saying `why`, followed by a close — never a second answer.
+fn refused(address: std::net::SocketAddr, raw: &str, why: &str) {
+    let mut client = RawClient::connect(address);
+    // The server may close before taking it all: a failed write is fine.
+    let _ = std::io::Write::write_all(&mut client.stream, raw.as_bytes());
+    let response = client.read_response(false);
+    assert_eq!(response.status, 400, "{raw:?}: {}", response.text());
+    assert!(
+        response.text().contains(why),
+        "{raw:?}: {:?} does not say {why:?}",
+        response.text()
+    );
+    assert_eq!(response.header("Connection"), Some("close"), "{raw:?}");
+    assert!(
+        client.try_read_response(false).is_none(),
+        "{raw:?}: a second answer after the refusal"
+    );
+}
+
+#[test]
+fn a_missing_or_repeated_host_gets_400_and_a_close() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("f"), b"served").unwrap();
+    let address = serve(dir.path());
+    refused(address, "GET /f HTTP/1.1\r\n\r\n", "needs a Host");
+    refused(
+        address,
+        "GET /f HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n",
+        "more than one Host",
+    );
+    refused(
+        address,
+        "GET /f HTTP/1.1\r\nHost: a\r\nHost: a\r\n\r\n",
+        "more than one Host",
+    );
+    refused(
+        address,
+        "GET /f HTTP/1.0\r\nHost: a\r\nHost: b\r\n\r\n",
+        "more than one Host",
+    );
+    refused(
+        address,
+        "GET /f HTTP/1.1\r\nHost: a b\r\n\r\n",
+        "not a host",
+    );
+    refused(
+        address,
+        "GET /f HTTP/1.1\r\nHost: a/b\r\n\r\n",
+        "not a host",
+    );
+    refused(
+        address,
+        "GET /f HTTP/1.1\r\nHost: u@a\r\n\r\n",
+        "not a host",
+    );
+    // HTTP/1.0 has no Host to require (RFC 9112 §3.2 asks it of 1.1).
+    let mut client = RawClient::connect(address);
+    client.send(b"GET /f HTTP/1.0\r\n\r\n");
+    assert_eq!(client.read_response(false).body, b"served");
+    // The forms a Host may take are served.
+    for host in [
+        "t",
+        "127.0.0.1:8080",
+        "[::1]:80",
+        "",
+        "xn--bcher-kva.example",
+    ] {
+        let mut client = RawClient::connect(address);
+        client.send(format!("GET /f HTTP/1.1\r\nHost: {host}\r\n\r\n").as_bytes());
+        assert_eq!(client.read_response(false).body, b"served", "{host:?}");
+    }
+}
+
+#[test]
+fn a_put_with_two_content_lengths_is_refused_and_its_tail_is_no_request() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("f"), b"served").unwrap();
+    let address = serve_with(dir.path(), |config| config.token = Some(TOKEN.into()));
+    let auth = format!("Authorization: Bearer {TOKEN}\r\n");
+    let smuggled = "GET /f HTTP/1.1\r\nHost: t\r\n\r\n";
+    // One reader takes 5 bytes of body and the rest as a second request;
+    // another takes all of it as the body. Neither may be chosen.
+    let raw = format!(
+        "PUT /new HTTP/1.1\r\nHost: t\r\n{auth}Content-Length: 5\r\nContent-Length: {}\r\n\r\nhello{smuggled}",
+        5 + smuggled.len()
+    );
+    refused(address, &raw, "more than one Content-Length");
+    // The same value twice, or as a list: still two readings of one field.
+    let raw = format!(
+        "PUT /new HTTP/1.1\r\nHost: t\r\n{auth}Content-Length: 5\r\nContent-Length: 5\r\n\r\nhello"
+    );
+    refused(address, &raw, "more than one Content-Length");
+    for value in [
+        "5, 5",
+        "5,40",
+        "+5",
+        "-1",
+        "0x5",
+        "5 5",
+        "",
+        "99999999999999999999",
+    ] {
+        let raw = format!(
+            "PUT /new HTTP/1.1\r\nHost: t\r\n{auth}Content-Length: {value}\r\n\r\nhello{smuggled}"
+        );
+        refused(address, &raw, "is not a number of bytes");
+    }
+    // On a GET as well: a length the server does not read is still framing.
+    refused(
+        address,
+        &format!("GET /f HTTP/1.1\r\nHost: t\r\nContent-Length: 0\r\nContent-Length: 27\r\n\r\n{smuggled}"),
+        "more than one Content-Length",
+    );
+    assert!(
+        !dir.path().join("new").exists(),
+        "a refused PUT wrote its file"
+    );
+}
+
+#[test]
+fn content_length_beside_transfer_encoding_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("f"), b"served").unwrap();
+    let address = serve_with(dir.path(), |config| config.token = Some(TOKEN.into()));
+    let auth = format!("Authorization: Bearer {TOKEN}\r\n");
+    for (first, second) in [
+        ("Content-Length: 5", "Transfer-Encoding: chunked"),
+        ("Transfer-Encoding: chunked", "Content-Length: 5"),
+        ("Transfer-Encoding: identity", "Content-Length: 5"),
+    ] {
+        refused(
+            address,
+            &format!("PUT /new HTTP/1.1\r\nHost: t\r\n{auth}{first}\r\n{second}\r\n\r\n0\r\n\r\n"),
+            "both Content-Length and Transfer-Encoding",
+        );
+        refused(
+            address,
+            &format!("GET /f HTTP/1.1\r\nHost: t\r\n{first}\r\n{second}\r\n\r\n0\r\n\r\n"),
+            "both Content-Length and Transfer-Encoding",
+        );
+    }
+    // HTTP/1.0 has no transfer codings: its framing is faulty.
+    refused(
+        address,
+        "GET /f HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+        "Transfer-Encoding in an HTTP/1.0 request",
+    );
+    assert!(!dir.path().join("new").exists());
+}
+
+#[test]
+fn folded_header_lines_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("f"), b"served").unwrap();
+    let address = serve_with(dir.path(), |config| config.token = Some(TOKEN.into()));
+    // obs-fold (RFC 9112 §5.2): a line that begins with a space or a tab
+    // continues the one before; a reader that unfolds and one that does
+    // not see different headers.
+    for fold in [" ", "\t"] {
+        refused(
+            address,
+            &format!("GET /f HTTP/1.1\r\nHost: t\r\nX-A: 1\r\n{fold}Content-Length: 27\r\n\r\n"),
+            "malformed request head",
+        );
+        refused(
+            address,
+            &format!(
+                "PUT /new HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer {TOKEN}\r\nContent-Length: 5\r\n{fold}5\r\n\r\nhello"
+            ),
+            "malformed request head",
+        );
+    }
+    assert!(!dir.path().join("new").exists());
+}
