@@ -8,7 +8,7 @@
 
 mod common;
 
-use common::{serve, serve_with, RawClient};
+use common::{multipart_parts, pattern, serve, serve_with, RawClient};
 
 const TOKEN: &str = "framing-token-0123456789";
 
@@ -186,4 +186,117 @@ fn folded_header_lines_are_refused() {
         );
     }
     assert!(!dir.path().join("new").exists());
+}
+
+// ---- ranges ----
+
+#[test]
+fn sixteen_overlapping_whole_ranges_answer_one_plain_206_of_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = pattern(1 << 20, 9);
+    std::fs::write(dir.path().join("f"), &data).unwrap();
+    let address = serve(dir.path());
+    let mut client = RawClient::connect(address);
+    let whole = vec!["0-"; 16].join(",");
+    let response = client.get("/f", &format!("Range: bytes={whole}\r\n"));
+    assert_eq!(response.status, 206);
+    assert_eq!(
+        response.header("Content-Range"),
+        Some("bytes 0-1048575/1048576")
+    );
+    assert!(response.body == data, "{} bytes", response.body.len());
+    // Overlapping and adjacent pieces, asked in any order, are one range.
+    let response = client.get(
+        "/f",
+        "Range: bytes=100-199, 0-99, 50-150, 200-299, -1048476\r\n",
+    );
+    assert_eq!(response.status, 206);
+    assert_eq!(
+        response.header("Content-Range"),
+        Some("bytes 0-1048575/1048576")
+    );
+    let response = client.get("/f", "Range: bytes=100-199, 0-99, 150-250\r\n");
+    assert_eq!(response.status, 206);
+    assert_eq!(
+        response.header("Content-Range"),
+        Some("bytes 0-250/1048576")
+    );
+    assert!(response.body == data[..=250]);
+    // The connection goes on.
+    assert_eq!(client.get("/f", "Range: bytes=1-1\r\n").body, data[1..2]);
+}
+
+#[test]
+fn merged_ranges_keep_the_order_asked_and_the_body_stays_within_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = pattern(1 << 20, 10);
+    std::fs::write(dir.path().join("f"), &data).unwrap();
+    std::fs::write(dir.path().join("small"), &data[..300]).unwrap();
+    let address = serve(dir.path());
+    let mut client = RawClient::connect(address);
+    // Disjoint ranges stay parts, in the order asked; the overlapping
+    // pair is one part, where the first of them was asked.
+    let response = client.get(
+        "/f",
+        "Range: bytes=900000-900099, 10-19, 900050-900199, 5000-5009\r\n",
+    );
+    assert_eq!(response.status, 206);
+    let parts = multipart_parts(&response);
+    let wanted = [(900_000, 900_199), (10, 19), (5000, 5009)];
+    assert_eq!(parts.len(), wanted.len());
+    for ((head, bytes), (first, last)) in parts.iter().zip(wanted) {
+        assert!(
+            head.contains(&format!("Content-Range: bytes {first}-{last}/1048576")),
+            "{head}"
+        );
+        assert!(bytes[..] == data[first..=last]);
+    }
+    // Sixteen disjoint single bytes of a small file: the part heads alone
+    // would make the body several times the file, so the file comes whole.
+    let singles: Vec<String> = (0..16).map(|i| format!("{0}-{0}", i * 18)).collect();
+    let response = client.get("/small", &format!("Range: bytes={}\r\n", singles.join(",")));
+    assert_eq!(response.status, 200);
+    assert!(response.body == data[..300]);
+    // Past the cap of ranges the header is ignored: the file, whole.
+    let many: Vec<String> = (0..17).map(|i| format!("{0}-{0}", i * 1000)).collect();
+    let response = client.get("/f", &format!("Range: bytes={}\r\n", many.join(",")));
+    assert_eq!(response.status, 200);
+    assert_eq!(response.body.len(), 1 << 20);
+}
+
+#[test]
+fn no_range_header_makes_a_body_larger_than_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let size = 64 << 10;
+    std::fs::write(dir.path().join("f"), pattern(size, 11)).unwrap();
+    let address = serve(dir.path());
+    let mut client = RawClient::connect(address);
+    let shapes = [
+        vec!["0-"; 16].join(","),
+        vec!["-65536"; 16].join(","),
+        (0..16)
+            .map(|i| format!("{}-", i * 100))
+            .collect::<Vec<_>>()
+            .join(","),
+        (0..16)
+            .map(|i| format!("0-{}", i * 4096))
+            .collect::<Vec<_>>()
+            .join(","),
+        (0..16)
+            .map(|i| format!("{}-{}", i * 4000, i * 4000 + 5000))
+            .collect::<Vec<_>>()
+            .join(","),
+        (0..16)
+            .map(|i| format!("{0}-{0}", i * 4096))
+            .collect::<Vec<_>>()
+            .join(","),
+    ];
+    for shape in shapes {
+        let response = client.get("/f", &format!("Range: bytes={shape}\r\n"));
+        assert!(
+            response.body.len() <= size,
+            "bytes={shape}: a body of {} bytes for a file of {size}",
+            response.body.len()
+        );
+    }
 }
