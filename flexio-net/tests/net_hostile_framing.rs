@@ -300,3 +300,44 @@ fn no_range_header_makes_a_body_larger_than_the_file() {
         );
     }
 }
+
+// ---- durations past the clock ----
+
+#[test]
+fn timeouts_and_a_grace_too_long_for_the_clock_neither_panic_nor_stop_serving() {
+    use std::time::{Duration, Instant};
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("f"), b"served").unwrap();
+    let huge = Duration::from_secs(10_000_000_000_000_000_000);
+    let mut config = flexio_net::server::ServeConfig::new(dir.path().to_path_buf());
+    config.workers = 1;
+    config.head_timeout = huge;
+    config.idle_timeout = huge;
+    config.grace = huge;
+    let server = flexio_net::server::Server::bind(config).unwrap();
+    let address = server.local_addr();
+    let handle = server.spawn().unwrap();
+    // The head deadline is set at the first connection, the idle one at
+    // the first keep-alive wait: the one worker lives through both.
+    let mut client = RawClient::connect(address);
+    assert_eq!(client.get("/f", "").body, b"served");
+    std::thread::sleep(Duration::from_millis(50));
+    assert_eq!(client.get("/f", "").body, b"served");
+    let mut other = RawClient::connect(address);
+    assert_eq!(other.get("/f", "").body, b"served");
+    // The grace is set at the stop; idle connections close at once, so
+    // the server ends.
+    let started = Instant::now();
+    handle.shutdown();
+    let (done, ended) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        handle.wait();
+        let _ = done.send(());
+    });
+    assert!(
+        ended.recv_timeout(Duration::from_secs(20)).is_ok(),
+        "the server did not stop"
+    );
+    assert!(started.elapsed() < Duration::from_secs(20));
+    assert!(client.closed());
+}

@@ -303,7 +303,7 @@ impl Shared<'_> {
             let open = self.open_connections.load(Ordering::Acquire);
             let last = Duration::from_nanos(self.last_close_ns.load(Ordering::Acquire));
             let quiet_since = last.max(whole_at);
-            if open == 0 && self.epoch.elapsed() >= quiet_since + linger {
+            if open == 0 && self.epoch.elapsed() >= quiet_since.saturating_add(linger) {
                 return;
             }
             std::thread::sleep(Duration::from_millis(50));
@@ -317,7 +317,7 @@ impl Shared<'_> {
         let mut mover = Mover::new();
         loop {
             let mut head = Vec::new();
-            let deadline = Instant::now() + self.timeout;
+            let deadline = crate::deadline::after(Instant::now(), self.timeout);
             let step = crate::head::read_until(
                 stream.as_fd(),
                 &mut head,
