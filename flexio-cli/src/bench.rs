@@ -95,7 +95,7 @@ pub struct BenchArgs {
     #[arg(long, value_name = "LIST", value_parser = size, value_delimiter = ',')]
     sizes: Vec<u64>,
     /// Counted rounds per cell (after one warm-up round).
-    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=crate::bounds::MAX_RUNS as i64))]
     runs: u32,
     /// Only this exhibit of the seeds scenario (repeatable), e.g.
     /// cue-table-2, os-fig-7, smack-table-6: its cells, then seeds.md and

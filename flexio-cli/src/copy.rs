@@ -67,7 +67,7 @@ pub struct CopyArgs {
     pub(crate) verify: bool,
     /// Fail when the flow makes no progress for this long (e.g. 30s, 500ms,
     /// 2m): a peer that sends nothing, a reader that reads nothing.
-    #[arg(long, value_parser = duration)]
+    #[arg(long, value_parser = crate::bounds::duration)]
     idle_timeout: Option<std::time::Duration>,
     /// Fix SO_SNDBUF and SO_RCVBUF of the TCP end(s) at this size (e.g.
     /// 64K, 4M) instead of the kernel's autotuning; refused when the
@@ -147,10 +147,6 @@ impl CopyArgs {
             ..CopyArgs::default()
         })
     }
-}
-
-fn duration(text: &str) -> Result<std::time::Duration, String> {
-    flexio::parse_duration(text).map_err(|e| e.to_string())
 }
 
 pub(crate) fn size(text: &str) -> Result<u64, String> {

@@ -19,14 +19,14 @@ pub struct GetArgs {
     dest: Option<PathBuf>,
     /// Connections fetching ranges at once (one when the server does not
     /// answer ranges).
-    #[arg(long, default_value_t = 4)]
+    #[arg(long, default_value_t = 4, value_parser = crate::bounds::count(crate::bounds::MAX_STREAMS))]
     streams: usize,
     /// Bytes one ranged request asks for.
     #[arg(long, value_parser = size, default_value = "16MiB")]
     piece_size: u64,
     /// Deadline to connect, for a response head, and for any stretch of
     /// the body without progress.
-    #[arg(long, value_parser = duration, default_value = "30s")]
+    #[arg(long, value_parser = crate::bounds::duration, default_value = "30s")]
     timeout: Duration,
     /// Do not check the bytes against the server's manifest.
     #[arg(long)]
@@ -74,16 +74,12 @@ pub struct GetArgs {
     upstream: Vec<String>,
     /// With --serve: once the file is whole, serve on until no downstream
     /// connection has been open for this long.
-    #[arg(long, value_parser = duration, default_value = "10s", requires = "serve")]
+    #[arg(long, value_parser = crate::bounds::duration, default_value = "10s", requires = "serve")]
     linger: Duration,
 }
 
 pub(crate) fn rate(text: &str) -> Result<flexio::pace::Rate, String> {
     text.parse().map_err(|e: Error| e.to_string())
-}
-
-fn duration(text: &str) -> Result<Duration, String> {
-    flexio::parse_duration(text).map_err(|e| e.to_string())
 }
 
 fn size(text: &str) -> Result<u64, String> {

@@ -16,6 +16,7 @@ mod bench_seeds;
 mod bench_server;
 mod bench_support;
 mod bench_tree;
+mod bounds;
 mod cache_cmd;
 mod completions_cmd;
 mod copy;

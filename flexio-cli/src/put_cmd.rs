@@ -21,13 +21,13 @@ pub struct PutArgs {
     token_file: PathBuf,
     /// Deadline to connect, for the answer, and for any stretch without
     /// progress.
-    #[arg(long, value_parser = duration, default_value = "30s")]
+    #[arg(long, value_parser = crate::bounds::duration, default_value = "30s")]
     timeout: Duration,
     /// The most bytes per second (10M, 1G, 100Mbit/s).
     #[arg(long, value_name = "RATE", value_parser = crate::get_cmd::rate)]
     rate: Option<flexio::pace::Rate>,
     /// Connections sending pieces of the file at once.
-    #[arg(long, default_value_t = 1, value_name = "N")]
+    #[arg(long, default_value_t = 1, value_name = "N", value_parser = crate::bounds::count(crate::bounds::MAX_STREAMS))]
     streams: usize,
     /// A file larger than this (or sent over several streams) goes in
     /// pieces of this size; run again after an interruption, the pieces the
@@ -52,10 +52,6 @@ fn piece_size(text: &str) -> Result<u64, String> {
         Ok(size) => Ok(size),
         Err(error) => Err(error.to_string()),
     }
-}
-
-fn duration(text: &str) -> Result<Duration, String> {
-    flexio::parse_duration(text).map_err(|e| e.to_string())
 }
 
 /// The most a token file may hold: a token is a line.
@@ -98,9 +94,6 @@ pub fn run(args: PutArgs) -> crate::error::Result<()> {
     };
     let target = put_target(&args.url, &args.source);
     let url = target.clone();
-    if args.streams == 0 {
-        return Err(Error::Usage("--streams must be at least 1".into()).into());
-    }
     let options = flexio_net::client::PutOptions {
         timeout: args.timeout,
         pacing,

@@ -35,10 +35,10 @@ pub struct ServeArgs {
     public: bool,
     /// Worker threads, each with its own epoll set and the connections
     /// it accepted, driven without blocking.
-    #[arg(long, default_value_t = 8)]
+    #[arg(long, default_value_t = 8, value_parser = crate::bounds::count(crate::bounds::MAX_WORKERS))]
     workers: usize,
     /// Connections held at once; more get 503.
-    #[arg(long, default_value_t = 1024)]
+    #[arg(long, default_value_t = 1024, value_parser = crate::bounds::count(crate::bounds::MAX_CONNECTIONS))]
     max_connections: usize,
     /// Serve file bodies through a block cache of this size over O_DIRECT
     /// (copied from its blocks and written, not sent with --via), so a
@@ -50,10 +50,10 @@ pub struct ServeArgs {
     #[arg(long, value_name = "P", requires = "cache", default_value_t = flexio_cache::policy::PolicyName::DEFAULT)]
     cache_policy: flexio_cache::policy::PolicyName,
     /// Time a request head may take to arrive (slow clients are cut off).
-    #[arg(long, value_parser = duration, default_value = "10s")]
+    #[arg(long, value_parser = crate::bounds::duration, default_value = "10s")]
     head_timeout: Duration,
     /// Time a kept-alive connection may sit idle.
-    #[arg(long, value_parser = duration, default_value = "15s")]
+    #[arg(long, value_parser = crate::bounds::duration, default_value = "15s")]
     idle_timeout: Duration,
     /// The file→socket mechanism for bodies.
     #[arg(long, default_value = "auto")]
@@ -101,7 +101,7 @@ pub struct ServeArgs {
     /// On SIGTERM or SIGINT: stop accepting and give the answers in
     /// flight this long to finish (an upload not whole is never linked
     /// in), then exit 0; a second signal exits at once.
-    #[arg(long, value_parser = duration, default_value = "5s")]
+    #[arg(long, value_parser = crate::bounds::duration, default_value = "5s")]
     grace: Duration,
     /// Serve HTTPS with a new self-signed certificate; its SHA-256
     /// fingerprint is printed once, for `flexio get --pin`.
@@ -131,10 +131,6 @@ fn chunk(text: &str) -> Result<usize, String> {
         return Err("--chunk must be between 4KiB and 64MiB".into());
     }
     Ok(size as usize)
-}
-
-fn duration(text: &str) -> Result<Duration, String> {
-    flexio::parse_duration(text).map_err(|e| e.to_string())
 }
 
 /// Runs `flexio serve` until SIGTERM or SIGINT, then stops gracefully.

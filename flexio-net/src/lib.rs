@@ -20,6 +20,7 @@
 #![forbid(unsafe_code)]
 
 pub mod client;
+mod deadline;
 pub mod error;
 mod head;
 pub mod manifest;

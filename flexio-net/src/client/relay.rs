@@ -33,8 +33,14 @@ use crate::manifest::{Manifest, ManifestEntry, CHUNK_SIZE, MANIFEST_SCHEMA_VERSI
 use crate::ranges::{resolve, RangeAnswer};
 
 /// The most downstream connections a relay serves at once (a thread
-/// each); more are answered 503.
+/// each). At the cap a connection waiting for a request makes way for a
+/// new one; only when every one is busy is the new one answered 503.
 pub const MAX_DOWNSTREAMS: usize = 64;
+
+/// How long a downstream connection may wait for its next request head
+/// (less when `--timeout` is less): an idle connection is reaped, so idle
+/// ones cannot hold the cap.
+const HEAD_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// A chain link's listening socket, bound before the fetch starts (so its
 /// address can be given downstream first).
@@ -80,6 +86,13 @@ impl Progress {
     }
 }
 
+/// One downstream connection, as the accepting thread sees it.
+struct Downstream {
+    stream: TcpStream,
+    /// Waiting for a request (not answering one): may make way.
+    waiting: bool,
+}
+
 /// What the serving threads share.
 struct Shared<'a> {
     file: std::os::fd::BorrowedFd<'a>,
@@ -89,13 +102,16 @@ struct Shared<'a> {
     manifest: Vec<u8>,
     progress: &'a Progress,
     stop: AtomicBool,
-    /// The downstream connections, to end those still open when the
-    /// relay stops (a failed fetch): a thread reading its next request
-    /// would otherwise hold the end up for its whole timeout.
-    streams: Mutex<std::collections::HashMap<u64, TcpStream>>,
+    /// The downstream connections, and whether each waits for a request:
+    /// to end those still open when the relay stops (a thread reading its
+    /// next request would otherwise hold the end up for its timeout), and
+    /// to make way for a new one at the cap.
+    streams: Mutex<std::collections::HashMap<u64, Downstream>>,
     open_connections: AtomicUsize,
-    /// Nanoseconds since `epoch` of the last time a connection closed.
-    last_close_ns: AtomicU64,
+    /// Requests being answered: only these keep the relay from ending.
+    busy: AtomicUsize,
+    /// Nanoseconds since `epoch` of the last time a request was answered.
+    last_answer_ns: AtomicU64,
     epoch: Instant,
     timeout: Duration,
 }
@@ -206,7 +222,8 @@ impl Relay {
             stop: AtomicBool::new(false),
             streams: Mutex::new(std::collections::HashMap::new()),
             open_connections: AtomicUsize::new(0),
-            last_close_ns: AtomicU64::new(0),
+            busy: AtomicUsize::new(0),
+            last_answer_ns: AtomicU64::new(0),
             epoch: Instant::now(),
             timeout: options.timeout,
         };
@@ -236,8 +253,8 @@ impl Relay {
                 shared.linger(linger);
             }
             shared.stop.store(true, Ordering::Release);
-            for (_, stream) in shared.streams.lock().unwrap().drain() {
-                let _ = stream.shutdown(std::net::Shutdown::Both);
+            for (_, downstream) in shared.streams.lock().unwrap().drain() {
+                let _ = downstream.stream.shutdown(std::net::Shutdown::Both);
             }
             fetched
         });
@@ -266,7 +283,9 @@ impl Shared<'_> {
             while !self.stop.load(Ordering::Acquire) {
                 match listener.accept() {
                     Ok((stream, _)) => {
-                        if self.open_connections.fetch_add(1, Ordering::AcqRel) >= MAX_DOWNSTREAMS {
+                        if self.open_connections.fetch_add(1, Ordering::AcqRel) >= MAX_DOWNSTREAMS
+                            && !self.make_way()
+                        {
                             let _ = stream.set_nonblocking(false);
                             let _ = self.answer(
                                 &stream,
@@ -280,13 +299,15 @@ impl Shared<'_> {
                         accepted += 1;
                         let id = accepted;
                         if let Ok(clone) = stream.try_clone() {
-                            self.streams.lock().unwrap().insert(id, clone);
+                            let downstream = Downstream {
+                                stream: clone,
+                                waiting: true,
+                            };
+                            self.streams.lock().unwrap().insert(id, downstream);
                         }
                         scope.spawn(move || {
-                            let _ = self.serve(stream);
+                            let _ = self.serve(stream, id);
                             self.streams.lock().unwrap().remove(&id);
-                            self.last_close_ns
-                                .store(self.epoch.elapsed().as_nanos() as u64, Ordering::Release);
                             self.open_connections.fetch_sub(1, Ordering::AcqRel);
                         });
                     }
@@ -296,14 +317,42 @@ impl Shared<'_> {
         });
     }
 
-    /// Returns once no connection has been open for `linger`.
+    /// Ends the connection that has waited longest for a request, to
+    /// make way for a new one at the cap; `false` when every connection
+    /// is busy answering.
+    fn make_way(&self) -> bool {
+        let streams = self.streams.lock().unwrap();
+        let oldest = streams
+            .iter()
+            .filter(|(_, downstream)| downstream.waiting)
+            .min_by_key(|(id, _)| **id);
+        match oldest {
+            Some((_, downstream)) => {
+                // Its thread sees the end, leaves and uncounts it.
+                let _ = downstream.stream.shutdown(std::net::Shutdown::Both);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Marks connection `id` as waiting for a request, or not.
+    fn set_waiting(&self, id: u64, waiting: bool) {
+        if let Some(downstream) = self.streams.lock().unwrap().get_mut(&id) {
+            downstream.waiting = waiting;
+        }
+    }
+
+    /// Returns once no request has been answered for `linger`. Idle
+    /// connections do not count: a downstream that opens one every half
+    /// second without asking for anything held the relay open for ever.
     fn linger(&self, linger: Duration) {
         let whole_at = self.epoch.elapsed();
         loop {
-            let open = self.open_connections.load(Ordering::Acquire);
-            let last = Duration::from_nanos(self.last_close_ns.load(Ordering::Acquire));
+            let busy = self.busy.load(Ordering::Acquire);
+            let last = Duration::from_nanos(self.last_answer_ns.load(Ordering::Acquire));
             let quiet_since = last.max(whole_at);
-            if open == 0 && self.epoch.elapsed() >= quiet_since + linger {
+            if busy == 0 && self.epoch.elapsed() >= quiet_since.saturating_add(linger) {
                 return;
             }
             std::thread::sleep(Duration::from_millis(50));
@@ -312,12 +361,14 @@ impl Shared<'_> {
 
     /// One downstream connection: requests until it closes, is idle for
     /// the timeout, or asks for what is not here.
-    fn serve(&self, stream: TcpStream) -> std::io::Result<()> {
+    fn serve(&self, stream: TcpStream, id: u64) -> std::io::Result<()> {
         stream.set_nonblocking(false)?;
         let mut mover = Mover::new();
         loop {
             let mut head = Vec::new();
-            let deadline = Instant::now() + self.timeout;
+            self.set_waiting(id, true);
+            let wait = self.timeout.min(HEAD_TIMEOUT);
+            let deadline = crate::deadline::after(Instant::now(), wait);
             let step = crate::head::read_until(
                 stream.as_fd(),
                 &mut head,
@@ -327,64 +378,85 @@ impl Shared<'_> {
             if !matches!(step, crate::head::Step::Complete) {
                 return Ok(());
             }
-            let mut headers = [httparse::EMPTY_HEADER; crate::MAX_HEADERS];
-            let mut request = httparse::Request::new(&mut headers);
-            if !matches!(request.parse(&head), Ok(httparse::Status::Complete(_))) {
-                return self.answer(&stream, 400, "Bad Request", "a malformed request head");
-            }
-            let method = request.method.unwrap_or_default();
-            let target = request.path.unwrap_or_default();
-            let header = |name: &str| {
-                request
-                    .headers
-                    .iter()
-                    .find(|h| h.name.eq_ignore_ascii_case(name))
-                    .and_then(|h| std::str::from_utf8(h.value).ok())
-            };
-            let (path, query) = target.split_once('?').unwrap_or((target, ""));
-            if method != "GET" && method != "HEAD" {
-                return self.answer(&stream, 405, "Method Not Allowed", "a relay only serves");
-            }
-            if path.strip_prefix('/') != Some(self.name) {
-                self.answer(&stream, 404, "Not Found", "a relay serves one file")?;
-                continue;
-            }
-            if query == "manifest" {
-                self.head(
-                    &stream,
-                    "200 OK",
-                    self.manifest.len() as u64,
-                    "Content-Type: application/json\r\n",
-                )?;
-                if method == "GET" {
-                    write_all(&stream, &self.manifest)?;
-                }
-                continue;
-            }
-            let total = self.entry.size;
-            let (status, start, length, range) =
-                match resolve(header("range").unwrap_or_default(), total) {
-                    RangeAnswer::Parts(parts) if parts.len() == 1 => {
-                        let (start, length) = parts[0];
-                        let range = format!(
-                            "Content-Range: bytes {start}-{}/{total}\r\n",
-                            start + length - 1
-                        );
-                        ("206 Partial Content", start, length, range)
-                    }
-                    RangeAnswer::Unsatisfiable => {
-                        let range = format!("Content-Range: bytes */{total}\r\n");
-                        self.head(&stream, "416 Range Not Satisfiable", 0, &range)?;
-                        continue;
-                    }
-                    // One range at a time, or the whole file.
-                    _ => ("200 OK", 0, total, String::new()),
-                };
-            self.head(&stream, status, length, &range)?;
-            if method == "GET" && !self.body(&stream, &mut mover, start, length)? {
+            self.set_waiting(id, false);
+            self.busy.fetch_add(1, Ordering::AcqRel);
+            let answered = self.answer_request(&stream, &head, &mut mover);
+            self.last_answer_ns
+                .store(self.epoch.elapsed().as_nanos() as u64, Ordering::Release);
+            self.busy.fetch_sub(1, Ordering::AcqRel);
+            if !answered? {
                 return Ok(());
             }
         }
+    }
+
+    /// Answers one request; `false` when the connection must end.
+    fn answer_request(
+        &self,
+        stream: &TcpStream,
+        head: &[u8],
+        mover: &mut Mover,
+    ) -> std::io::Result<bool> {
+        let mut headers = [httparse::EMPTY_HEADER; crate::MAX_HEADERS];
+        let mut request = httparse::Request::new(&mut headers);
+        if !matches!(request.parse(head), Ok(httparse::Status::Complete(_))) {
+            self.answer(stream, 400, "Bad Request", "a malformed request head")?;
+            return Ok(false);
+        }
+        let method = request.method.unwrap_or_default();
+        let target = request.path.unwrap_or_default();
+        let header = |name: &str| {
+            request
+                .headers
+                .iter()
+                .find(|h| h.name.eq_ignore_ascii_case(name))
+                .and_then(|h| std::str::from_utf8(h.value).ok())
+        };
+        let (path, query) = target.split_once('?').unwrap_or((target, ""));
+        if method != "GET" && method != "HEAD" {
+            self.answer(stream, 405, "Method Not Allowed", "a relay only serves")?;
+            return Ok(false);
+        }
+        if path.strip_prefix('/') != Some(self.name) {
+            self.answer(stream, 404, "Not Found", "a relay serves one file")?;
+            return Ok(true);
+        }
+        if query == "manifest" {
+            self.head(
+                stream,
+                "200 OK",
+                self.manifest.len() as u64,
+                "Content-Type: application/json\r\n",
+            )?;
+            if method == "GET" {
+                write_all(stream, &self.manifest)?;
+            }
+            return Ok(true);
+        }
+        let total = self.entry.size;
+        let (status, start, length, range) =
+            match resolve(header("range").unwrap_or_default(), total) {
+                RangeAnswer::Parts(parts) if parts.len() == 1 => {
+                    let (start, length) = parts[0];
+                    let range = format!(
+                        "Content-Range: bytes {start}-{}/{total}\r\n",
+                        start + length - 1
+                    );
+                    ("206 Partial Content", start, length, range)
+                }
+                RangeAnswer::Unsatisfiable => {
+                    let range = format!("Content-Range: bytes */{total}\r\n");
+                    self.head(stream, "416 Range Not Satisfiable", 0, &range)?;
+                    return Ok(true);
+                }
+                // One range at a time, or the whole file.
+                _ => ("200 OK", 0, total, String::new()),
+            };
+        self.head(stream, status, length, &range)?;
+        if method == "GET" {
+            return self.body(stream, mover, start, length);
+        }
+        Ok(true)
     }
 
     /// Sends bytes `start..start + length`, each piece once it is here;

@@ -24,6 +24,7 @@ use super::respond::{self, Peer};
 use super::schedule::Scheduled;
 use super::shared::{LiveGuard, Shared};
 use super::wire::{Link, Wire};
+use crate::deadline::after;
 use crate::head::{request_complete, step_from, Step};
 
 /// Where a connection is.
@@ -144,7 +145,7 @@ impl Connection {
                 Scheduled::new(schedule, chunk as u64)
             }),
             paced: false,
-            deadline: now + config.head_timeout,
+            deadline: after(now, config.head_timeout),
             armed: None,
             queued: false,
             _live: shared.count_connection(refused),
@@ -231,7 +232,9 @@ impl Connection {
             // A deadline set for something else passed: a pace's wait the
             // connection went on from when the socket woke it first. It is
             // idle only when nothing has moved for the whole limit.
-            Phase::Upload | Phase::Send if now < self.since + tools.shared.config.send_timeout => {
+            Phase::Upload | Phase::Send
+                if now < after(self.since, tools.shared.config.send_timeout) =>
+            {
                 self.drive(tools)
             }
             Phase::Upload | Phase::Send => {
@@ -290,9 +293,9 @@ impl Connection {
                     self.wire.shrink();
                 }
                 let deadline = match self.head_started {
-                    Some(started) => started + config.head_timeout,
-                    None if self.served == 0 => self.since + config.head_timeout,
-                    None => self.since + config.idle_timeout,
+                    Some(started) => after(started, config.head_timeout),
+                    None if self.served == 0 => after(self.since, config.head_timeout),
+                    None => after(self.since, config.idle_timeout),
                 };
                 self.wait_until(deadline)
             }
@@ -339,7 +342,7 @@ impl Connection {
         let send_timeout = tools.shared.config.send_timeout;
         match self.flush_out(false) {
             Err(_) => return Some(Next::Close),
-            Ok(false) => return self.wait_until(self.since + send_timeout),
+            Ok(false) => return self.wait_until(after(self.since, send_timeout)),
             Ok(true) => {}
         }
         let budget = tools.shared.config.max_chunk.max(1);
@@ -364,7 +367,7 @@ impl Connection {
                 self.take(response, request, tools.stopping);
                 None
             }
-            Ok(Pumped::Blocked) => self.wait_until(self.since + send_timeout),
+            Ok(Pumped::Blocked) => self.wait_until(after(self.since, send_timeout)),
             Ok(Pumped::TurnOver) => Some(Next::Yield),
             Err(IntakeError::Client(why)) => {
                 if let Some((intake, request)) = &self.intake {
@@ -423,14 +426,14 @@ impl Connection {
             let wait = buckets.iter().flatten().map(|b| b.delay(now)).max();
             if let Some(wait) = wait.filter(|wait| !wait.is_zero()) {
                 self.paced = true;
-                return self.wait_until(now + wait);
+                return self.wait_until(after(now, wait));
             }
         }
         self.paced = false;
         let send_timeout = shared.config.send_timeout;
         match self.flush_out(self.body.is_some()) {
             Err(_) => return Some(Next::Close),
-            Ok(false) => return self.wait_until(self.since + send_timeout),
+            Ok(false) => return self.wait_until(after(self.since, send_timeout)),
             Ok(true) => {}
         }
         if let Some(body) = self.body.as_mut() {
@@ -471,7 +474,7 @@ impl Connection {
             }
             match turn {
                 Turn::Done => self.body = None,
-                Turn::Blocked => return self.wait_until(self.since + send_timeout),
+                Turn::Blocked => return self.wait_until(after(self.since, send_timeout)),
                 Turn::Over => return Some(Next::Yield),
             }
         }
@@ -486,7 +489,7 @@ impl Connection {
         };
         match flushed {
             Ok(()) => {}
-            Err(Errno::AGAIN) => return self.wait_until(self.since + send_timeout),
+            Err(Errno::AGAIN) => return self.wait_until(after(self.since, send_timeout)),
             Err(_) => return Some(Next::Close),
         }
         self.served += 1;
@@ -523,7 +526,7 @@ impl Connection {
                 Ok(0) => return Some(Next::Close),
                 Ok(_) => {}
                 Err(Errno::AGAIN) => {
-                    return self.wait_until(self.since + shared.config.head_timeout)
+                    return self.wait_until(after(self.since, shared.config.head_timeout))
                 }
                 Err(Errno::INTR) => {}
                 Err(_) => return Some(Next::Close),
@@ -598,7 +601,7 @@ mod tests {
         let (mut connection, _client, shared) = sending(b"HTTP/1.1 204 No Content\r\n\r\n");
         let now = Instant::now();
         connection.since = now - shared.config.send_timeout - Duration::from_millis(1);
-        connection.deadline = connection.since + shared.config.send_timeout;
+        connection.deadline = after(connection.since, shared.config.send_timeout);
         assert!(matches!(expire(&mut connection, &shared, now), Next::Close));
     }
 }

@@ -125,6 +125,21 @@ pub(crate) fn answer(
     };
     let kind = content_type(name);
     let label = String::from_utf8_lossy(name).into_owned();
+    // Merged ranges hold no byte twice, but many small ones cost a part
+    // head each: a multipart body larger than the file is answered with
+    // the file itself, which is smaller and holds every range asked.
+    let (ranges, multiparts) = match ranges {
+        RangeAnswer::Parts(parts) if parts.len() > 1 => {
+            let boundary = boundary(&validators);
+            let (segments, length) = multipart_segments(&boundary, kind, size, &parts);
+            if length > size {
+                (RangeAnswer::Whole, None)
+            } else {
+                (RangeAnswer::Parts(parts), Some((boundary, segments)))
+            }
+        }
+        ranges => (ranges, None),
+    };
     match ranges {
         RangeAnswer::Whole => {
             let head = common(ResponseHead::new(200))
@@ -150,8 +165,9 @@ pub(crate) fn answer(
                 exchange.send_in_turns(file, label, first, length);
             }
         }
-        RangeAnswer::Parts(parts) => {
-            multipart(exchange, file, label, kind, size, &parts, &validators)?;
+        RangeAnswer::Parts(_) => {
+            let (boundary, segments) = multiparts.unwrap_or_default();
+            multipart(exchange, file, label, &boundary, segments, &validators);
         }
         RangeAnswer::Unsatisfiable => {
             let (_, body) =
@@ -166,42 +182,59 @@ pub(crate) fn answer(
     Ok(exchange.keep_alive)
 }
 
-/// Several ranges as `multipart/byteranges`: the head written now, the
-/// body — each part's head, each part's bytes from the file, the closing
-/// boundary — left to be sent in turns.
-fn multipart(
-    exchange: &Exchange<'_>,
-    file: OwnedFd,
-    label: String,
+/// A `multipart/byteranges` boundary that does not occur in the body: a
+/// hash of the validator and the clock, as long as the MIME limit allows,
+/// makes that practically certain.
+fn boundary(validators: &Validators) -> String {
+    let seed = format!("{}{:?}", validators.etag, SystemTime::now());
+    format!("flexio-{}", &blake3::hash(seed.as_bytes()).to_hex()[..40])
+}
+
+/// The body of several ranges as `multipart/byteranges` — each part's
+/// head, each part's bytes from the file, the closing boundary — and its
+/// length.
+fn multipart_segments(
+    boundary: &str,
     kind: &str,
     size: u64,
     parts: &[(u64, u64)],
-    validators: &Validators,
-) -> std::io::Result<()> {
-    // The boundary must not occur in the body: a hash of the validator and
-    // the clock, as long as the MIME limit allows, makes that practically
-    // certain.
-    let seed = format!("{}{:?}", validators.etag, SystemTime::now());
-    let boundary = format!("flexio-{}", &blake3::hash(seed.as_bytes()).to_hex()[..40]);
+) -> (VecDeque<Segment>, u64) {
     let mut segments = VecDeque::with_capacity(2 * parts.len() + 1);
-    for (first, length) in parts {
+    let mut length = 0u64;
+    for (first, part) in parts {
         let part_head = format!(
             "\r\n--{boundary}\r\nContent-Type: {kind}\r\nContent-Range: bytes {first}-{}/{size}\r\n\r\n",
-            first + length - 1
+            first + part - 1
         );
+        length += part_head.len() as u64 + part;
         segments.push_back(Segment::Bytes {
             bytes: part_head.into_bytes(),
             at: 0,
         });
         segments.push_back(Segment::Range {
             first: *first,
-            end: first + length,
+            end: first + part,
         });
     }
+    let closing = format!("\r\n--{boundary}--\r\n");
+    length += closing.len() as u64;
     segments.push_back(Segment::Bytes {
-        bytes: format!("\r\n--{boundary}--\r\n").into_bytes(),
+        bytes: closing.into_bytes(),
         at: 0,
     });
+    (segments, length)
+}
+
+/// Several ranges as `multipart/byteranges`: the head written now, the
+/// body (`segments`) left to be sent in turns.
+fn multipart(
+    exchange: &Exchange<'_>,
+    file: OwnedFd,
+    label: String,
+    boundary: &str,
+    segments: VecDeque<Segment>,
+    validators: &Validators,
+) {
     let body = Body::new(segments, Some((file, label)), None);
     let head = ResponseHead::new(206)
         .header("ETag", validators.etag.clone())
@@ -212,13 +245,10 @@ fn multipart(
             format!("multipart/byteranges; boundary={boundary}"),
         )
         .header("Content-Length", body.left.to_string());
-    if exchange.head_only {
-        exchange.head(&head);
-        return Ok(());
-    }
     exchange.head(&head);
-    exchange.send_body_in_turns(body);
-    Ok(())
+    if !exchange.head_only {
+        exchange.send_body_in_turns(body);
+    }
 }
 
 /// `FILE?manifest`: the manifest of one file.

@@ -267,7 +267,10 @@ impl ServerHandle {
     /// [`ServeConfig::grace`] to finish. Returns at once; [`Self::wait`]
     /// waits for the end. Asking again does not extend the grace.
     pub fn shutdown(&self) {
-        self.stop_by(Instant::now() + self.shared.config.grace);
+        self.stop_by(crate::deadline::after(
+            Instant::now(),
+            self.shared.config.grace,
+        ));
     }
 
     /// Stops the server now: what is in flight is cut (an upload not

@@ -25,7 +25,7 @@ impl Request {
             Ok(httparse::Status::Partial) => return Err("incomplete request head".into()),
             Err(error) => return Err(error.to_string()),
         }
-        Ok(Request {
+        let request = Request {
             method: request.method.unwrap_or_default().to_string(),
             target: origin_form(request.path.unwrap_or_default()),
             minor: request.version.unwrap_or(1),
@@ -39,7 +39,54 @@ impl Request {
                     )
                 })
                 .collect(),
-        })
+        };
+        request.check_framing()?;
+        Ok(request)
+    }
+
+    /// Refuses a head whose framing two readers could take differently —
+    /// the shapes of request smuggling (RFC 9112 §3.2, §6.1, §6.3): an
+    /// HTTP/1.1 request without `Host`, any request with two, a `Host`
+    /// that is not an authority, more than one `Content-Length` or one
+    /// that is not a number, `Content-Length` beside `Transfer-Encoding`,
+    /// and `Transfer-Encoding` in HTTP/1.0. The caller answers 400 and
+    /// closes, so nothing after the head is read as a request.
+    fn check_framing(&self) -> Result<(), String> {
+        let count = |name: &str| self.headers.iter().filter(|(n, _)| n == name).count();
+        match count("host") {
+            0 if self.minor == 1 => return Err("an HTTP/1.1 request needs a Host header".into()),
+            0 | 1 => {}
+            _ => return Err("more than one Host header".into()),
+        }
+        if let Some(host) = self.header("host") {
+            if !is_authority(host.trim()) {
+                return Err(format!("Host {host:?} is not a host[:port]"));
+            }
+        }
+        let lengths = count("content-length");
+        if lengths > 1 {
+            return Err("more than one Content-Length header".into());
+        }
+        if let Some(length) = self.header("content-length") {
+            let length = length.trim();
+            if length.is_empty()
+                || !length.bytes().all(|b| b.is_ascii_digit())
+                || length.parse::<u64>().is_err()
+            {
+                return Err(format!(
+                    "Content-Length {length:?} is not a number of bytes"
+                ));
+            }
+        }
+        if count("transfer-encoding") > 0 {
+            if lengths > 0 {
+                return Err("both Content-Length and Transfer-Encoding".into());
+            }
+            if self.minor == 0 {
+                return Err("Transfer-Encoding in an HTTP/1.0 request".into());
+            }
+        }
+        Ok(())
     }
 
     /// The first value of header `name` (lower case).
@@ -89,6 +136,36 @@ fn origin_form(target: &str) -> String {
         Some(at) => format!("/{}", &rest[at..]),
         None => "/".to_string(),
     }
+}
+
+/// Whether `host` may be a `Host` value: `uri-host [ ":" port ]` of RFC
+/// 3986 (a name, an IPv4 address, a bracketed IPv6 one) — no spaces,
+/// slashes, `@` or controls. Empty is allowed (RFC 9112 §3.2).
+fn is_authority(host: &str) -> bool {
+    host.bytes().all(|b| {
+        b.is_ascii_alphanumeric()
+            || matches!(
+                b,
+                b'-' | b'.'
+                    | b'_'
+                    | b'~'
+                    | b'%'
+                    | b'!'
+                    | b'$'
+                    | b'&'
+                    | b'\''
+                    | b'('
+                    | b')'
+                    | b'*'
+                    | b'+'
+                    | b','
+                    | b';'
+                    | b'='
+                    | b':'
+                    | b'['
+                    | b']'
+            )
+    })
 }
 
 /// A response head being built.

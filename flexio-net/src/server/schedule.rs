@@ -119,7 +119,7 @@ impl Scheduled {
         if whole && self.since_pause >= self.schedule.chunks {
             self.since_pause = 0;
             counts.pauses.fetch_add(1, Ordering::Relaxed);
-            let ends = now + self.schedule.pause;
+            let ends = crate::deadline::after(now, self.schedule.pause);
             self.pause = Some((now, ends));
             return Some(ends);
         }

@@ -13,8 +13,11 @@
 //! until every notification for it has arrived, so no safe caller can
 //! reuse or unmap it early. A sender dropped while notifications are still
 //! owed (a peer that stopped reading keeps the pages in its send queue)
-//! waits for them a bounded time, then leaks the memory rather than free
-//! pages the kernel may still transmit.
+//! cancels its requests in flight; then a file mapping goes at once (the
+//! socket holds its own references to the page-cache pages, whose bytes
+//! unmapping does not change), while heap memory waits for its
+//! notifications a bounded time and is leaked rather than freed under
+//! the kernel.
 //!
 //! Requests on one socket go one at a time: two in flight could be issued
 //! out of order when the socket's buffer fills, and a stream must not
@@ -415,15 +418,61 @@ impl ZcSender {
 }
 
 impl Drop for ZcSender {
+    /// A sender dropped with notifications owed is a flow that failed: a
+    /// peer that stopped reading, a connection cut. Its mappings are
+    /// released as soon as no request can read them again — the socket
+    /// holds its own references to the file's pages, and unmapping changes
+    /// none of their bytes — so cut connections cannot keep the process's
+    /// guard slots and mappings (256 of them left `send-zc` refused, and
+    /// falling back to `sendfile`, for good). Heap memory could be reused
+    /// and changed under the kernel: it waits for its notifications a
+    /// bounded time, then is leaked.
     fn drop(&mut self) {
         for parked in &mut self.parked {
             parked.sending = false;
         }
+        self.settle_requests(DROP_PATIENCE);
+        self.release_done();
+        let (heap, gone): (VecDeque<Parked>, VecDeque<Parked>) = std::mem::take(&mut self.parked)
+            .into_iter()
+            .partition(|p| p.unanswered > 0 || matches!(p.held, Held::Heap(_)));
+        drop(gone);
+        self.parked = heap;
         if self.flush(Some(DROP_PATIENCE)).is_err() {
-            // The kernel may still transmit these pages (a peer that does
-            // not read): leaking them is the only safe choice left.
+            // A request that never answered may still read its memory, and
+            // the kernel may still transmit heap pages: leaking them is
+            // the only safe choice left.
             for parked in std::mem::take(&mut self.parked) {
                 std::mem::forget(parked.held);
+            }
+        }
+    }
+}
+
+impl ZcSender {
+    /// Cancels the requests still in flight and waits, at most
+    /// `patience`, for their first completions: until then the kernel may
+    /// read their memory again when the socket takes more.
+    fn settle_requests(&mut self, patience: Duration) {
+        let in_flight: Vec<u64> = self
+            .parked
+            .iter()
+            .filter(|p| p.unanswered > 0)
+            .map(|p| p.id)
+            .collect();
+        if in_flight.is_empty() {
+            return;
+        }
+        for id in in_flight {
+            if self.cancel(id).is_err() {
+                return;
+            }
+        }
+        let started = Instant::now();
+        while self.parked.iter().any(|p| p.unanswered > 0) {
+            let left = patience.saturating_sub(started.elapsed());
+            if left.is_zero() || self.wait_one(Some(left)).is_err() {
+                return;
             }
         }
     }
