@@ -53,3 +53,30 @@ fn copy_dereferencing_a_symlink_cycle_stops_there_as_cp_does_and_copies_the_rest
     assert_eq!(std::fs::read(copy.join("sub/g")).unwrap(), b"low");
     assert!(!copy.join("sub/up").exists() && !copy.join("self").exists());
 }
+
+#[test]
+fn copy_of_a_file_onto_itself_through_its_directory_is_refused_as_cp_does() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("dir")).unwrap();
+    std::fs::write(dir.path().join("dir/f"), b"kept").unwrap();
+    std::fs::create_dir(dir.path().join("d")).unwrap();
+    std::fs::write(dir.path().join("d/inside"), b"inside").unwrap();
+    let cases: [(&[&str], &str); 3] = [
+        (&["copy", "dir/f", "dir/"], "'dir/f' and 'dir/f' are the same file"),
+        (&["copy", "dir/f", "dir"], "'dir/f' and 'dir/f' are the same file"),
+        (&["copy", "-r", "d", "."], "'d' and './d' are the same file"),
+    ];
+    for (args, words) in cases {
+        let output = run_within(dir.path(), args, Duration::from_secs(30));
+        let said = stderr(&output);
+        assert_eq!(output.status.code(), Some(1), "{args:?}: {said}");
+        assert!(said.contains(words), "{args:?}: {said}");
+    }
+    assert_eq!(std::fs::read(dir.path().join("dir/f")).unwrap(), b"kept");
+    assert_eq!(
+        common::names(&dir.path().join("dir")),
+        ["f"],
+        "nothing left beside it"
+    );
+    assert_eq!(common::names(&dir.path().join("d")), ["inside"]);
+}

@@ -114,6 +114,16 @@ impl<'a> Walker<'a> {
                 "is a directory (-r not given; omitting it)",
             );
         }
+        if is_same_file(&meta, target) {
+            return self.report.fail(
+                source.display(),
+                format!(
+                    "'{}' and '{}' are the same file",
+                    source.display(),
+                    target.display()
+                ),
+            );
+        }
         let root_device = meta.dev();
         // The directories from the source down to the entry being copied:
         // one met again below itself (`-L` through `up -> ..`, or a bind
@@ -405,6 +415,18 @@ fn stat(path: &Path, follow: bool) -> Result<Metadata> {
         std::fs::symlink_metadata(path)
     };
     result.map_err(|e| Error::io("stat", path.display().to_string(), None, e))
+}
+
+/// Whether `target` is the source itself (`copy f dir/` run where `dir/f`
+/// is `f`, or `copy -r d .` beside `d`): the name itself, or what it
+/// points at. Copying would replace the source with itself, or copy a
+/// directory onto itself entry by entry; cp refuses both.
+fn is_same_file(source: &Metadata, target: &Path) -> bool {
+    let id = (source.dev(), source.ino());
+    [std::fs::symlink_metadata(target), std::fs::metadata(target)]
+        .into_iter()
+        .flatten()
+        .any(|meta| (meta.dev(), meta.ino()) == id)
 }
 
 /// Makes `target` with `make`; an existing non-directory in its way is
