@@ -80,3 +80,52 @@ fn copy_of_a_file_onto_itself_through_its_directory_is_refused_as_cp_does() {
     );
     assert_eq!(common::names(&dir.path().join("d")), ["inside"]);
 }
+
+#[test]
+fn copy_jobs_past_the_bound_is_a_usage_error_not_a_panic() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("src")).unwrap();
+    std::fs::write(dir.path().join("src/f"), b"f").unwrap();
+    for jobs in ["0", "257", "100000"] {
+        let output = run_within(
+            dir.path(),
+            &["copy", "-r", "--jobs", jobs, "src", "dst"],
+            Duration::from_secs(30),
+        );
+        let said = stderr(&output);
+        assert_eq!(output.status.code(), Some(2), "--jobs {jobs}: {said}");
+        assert!(said.contains("1..=256"), "--jobs {jobs}: {said}");
+    }
+    assert_eq!(common::names(dir.path()), ["src"]);
+}
+
+/// A process that may map too little for 256 thread stacks: the copy
+/// fails with the spawn's error before making anything, instead of
+/// panicking.
+#[test]
+fn a_worker_thread_the_system_will_not_make_is_an_error_and_nothing_is_made() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("src")).unwrap();
+    std::fs::write(dir.path().join("src/f"), b"f").unwrap();
+    let child = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(r#"ulimit -v 400000 && exec "$0" copy -r --jobs 256 src dst"#)
+        .arg(env!("CARGO_BIN_EXE_flexio"))
+        .env("FLEXIO_PROFILE", "/nonexistent/flexio-profile.toml")
+        .current_dir(dir.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let output = wait_at_most(child, Duration::from_secs(60)).expect("a bounded copy");
+    let said = stderr(&output);
+    if output.status.success() {
+        // Stacks are reserved lazily on some systems: 256 fit.
+        common::skipped("256 worker threads fit in 400 MB of address space here");
+        return;
+    }
+    assert_eq!(output.status.code(), Some(1), "{said}");
+    assert!(said.contains("spawn tree worker"), "{said}");
+    assert!(!said.contains("panicked"), "{said}");
+    assert_eq!(common::names(dir.path()), ["src"], "no copy, no staging");
+}
