@@ -62,8 +62,14 @@ fn copy_of_a_file_onto_itself_through_its_directory_is_refused_as_cp_does() {
     std::fs::create_dir(dir.path().join("d")).unwrap();
     std::fs::write(dir.path().join("d/inside"), b"inside").unwrap();
     let cases: [(&[&str], &str); 3] = [
-        (&["copy", "dir/f", "dir/"], "'dir/f' and 'dir/f' are the same file"),
-        (&["copy", "dir/f", "dir"], "'dir/f' and 'dir/f' are the same file"),
+        (
+            &["copy", "dir/f", "dir/"],
+            "'dir/f' and 'dir/f' are the same file",
+        ),
+        (
+            &["copy", "dir/f", "dir"],
+            "'dir/f' and 'dir/f' are the same file",
+        ),
         (&["copy", "-r", "d", "."], "'d' and './d' are the same file"),
     ];
     for (args, words) in cases {

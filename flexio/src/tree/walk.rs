@@ -36,6 +36,9 @@ pub(crate) struct HardLink {
 
 /// The walker's work, depth first: an entry to copy, or the end of a
 /// directory's contents (which takes it off the current path).
+// Most steps are visits: boxing them to shrink the rare `Leave` would
+// allocate once per entry for nothing.
+#[allow(clippy::large_enum_variant)]
 enum Step {
     Visit(PathBuf, PathBuf, Metadata),
     Leave(DirectoryId),
@@ -129,7 +132,11 @@ impl<'a> Walker<'a> {
         // one met again below itself (`-L` through `up -> ..`, or a bind
         // mount of an ancestor) would be copied without end.
         let mut on_path = HashSet::new();
-        let mut stack = vec![Step::Visit(source.to_path_buf(), target.to_path_buf(), meta)];
+        let mut stack = vec![Step::Visit(
+            source.to_path_buf(),
+            target.to_path_buf(),
+            meta,
+        )];
         while let Some(step) = stack.pop() {
             match step {
                 Step::Leave(id) => {
