@@ -145,11 +145,7 @@ fn tree_options(args: &CopyArgs) -> Result<TreeOptions, Error> {
     } else {
         Symlinks::FollowCommandLine
     };
-    let jobs = match tree.jobs {
-        Some(0) => return Err(Error::Usage("--jobs must be at least 1".into())),
-        Some(jobs) => jobs,
-        None => default_jobs(),
-    };
+    let jobs = tree.jobs.unwrap_or_else(default_jobs);
     let mechanism: MechanismName = args.via.parse()?;
     let params = crate::copy::explicit_params(args)?.unwrap_or_default();
     Ok(TreeOptions {

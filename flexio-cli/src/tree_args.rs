@@ -43,10 +43,25 @@ pub struct TreeArgs {
     /// Print what would be done; change nothing.
     #[arg(long)]
     pub(crate) dry_run: bool,
-    /// Files copied at once [default: what `flexio tune` measured for the
-    /// destination's file system, else two per CPU, 2 to 16].
-    #[arg(long, short = 'j', value_name = "N")]
+    /// Files copied at once, 1 to 256 (each is a thread) [default: what
+    /// `flexio tune` measured for the destination's file system, else two
+    /// per CPU, 2 to 16].
+    #[arg(long, short = 'j', value_name = "N", value_parser = jobs)]
     pub(crate) jobs: Option<usize>,
+}
+
+/// `--jobs`: a count of workers within [`flexio::tree::MAX_JOBS`].
+fn jobs(text: &str) -> Result<usize, String> {
+    let most = flexio::tree::MAX_JOBS;
+    let jobs: usize = text
+        .parse()
+        .map_err(|_| format!("{text:?} is not a whole number of workers (1 to {most})"))?;
+    if !(1..=most).contains(&jobs) {
+        return Err(format!(
+            "{jobs} is outside 1..={most}: each is a thread, and past a few per CPU more only wait on each other"
+        ));
+    }
+    Ok(jobs)
 }
 
 impl TreeArgs {

@@ -388,3 +388,37 @@ fn a_shard_killed_mid_range_leaves_no_file_at_its_name_and_its_rerun_completes_t
     assert_eq!(contents(&root), contents(&dest));
     assert_eq!(hidden_names(&dest), Vec::<String>::new());
 }
+
+#[test]
+fn a_shard_of_another_count_into_the_same_destination_is_refused_and_makes_nothing() {
+    let served = tempfile::tempdir().unwrap();
+    tree(&served.path().join("t"));
+    let (_server, url) = serve(served.path(), &[]);
+    let out = tempfile::tempdir().unwrap();
+    let dest = out.path().join("shared");
+    let shard = |spec: &str| {
+        get()
+            .args(["get", "--json"])
+            .arg(format!("{url}/t/"))
+            .arg(&dest)
+            .args(["--shard", spec])
+            .output()
+            .unwrap()
+    };
+    let first = json_report(&shard("0/2"));
+    assert_eq!(first["shard"]["finished_tree"], false);
+    let before = contents(&dest);
+    let refused = shard("1/3");
+    let said = stderr(&refused);
+    assert_eq!(refused.status.code(), Some(2), "{said}");
+    assert!(
+        said.contains("in 2 shards") && said.contains("shard 1/3"),
+        "{said}"
+    );
+    assert_eq!(contents(&dest), before, "the refused shard made nothing");
+    // The shard the first one waits for still finishes the tree.
+    let last = json_report(&shard("1/2"));
+    assert_eq!(last["shard"]["finished_tree"], true);
+    assert_eq!(contents(&served.path().join("t")), contents(&dest));
+    assert_eq!(hidden_names(&dest), Vec::<String>::new());
+}

@@ -13,7 +13,9 @@
 //!   offsets; each shard checks its chunks against the manifest's BLAKE3,
 //!   syncs its range to the file system (on a network file system another
 //!   host must see the bytes), then notes the range done in the tree's
-//!   coordination directory `DEST/.flexio-shards-ID`; the shard that
+//!   coordination directory `DEST/.flexio-shards-ID` (ID: the tree's
+//!   manifest; it records the shard count, and a shard of another count
+//!   is refused before it makes anything); the shard that
 //!   notes the last range of a file gives it its mode and mtime and
 //!   renames it to its name: so the file appears whole, verified, once;
 //! - each shard notes itself done there too, and the last one makes the
@@ -301,10 +303,45 @@ struct Coordination {
 
 impl Coordination {
     /// Opens (making it if needed) the directory named after the tree's
-    /// manifest and the shard count, so that only gets of the same tree
-    /// split the same way meet there.
+    /// manifest, so that every get of the same tree into DEST meets there,
+    /// and records the shard count in it: a shard of the same tree split
+    /// another way is refused before it makes anything (two splits would
+    /// write different ranges into one partial file and neither would
+    /// ever be the last).
+    ///
+    /// # Errors
+    /// [`Error::Usage`] naming both splits when the directory records
+    /// another count; I/O errors of making and locking it.
     fn open(root: &OwnedFd, planned: &[Planned], shard: Shard, label: &str) -> Result<Self> {
-        let mut fields: Vec<Vec<u8>> = vec![shard.count.to_le_bytes().to_vec()];
+        let coordination = Self::open_for_tree(root, planned, label)?;
+        coordination.locked(|| coordination.record_count(shard))?;
+        Ok(coordination)
+    }
+
+    /// The `shards-N` marker that says how this tree's get is split,
+    /// written by its first shard; `Err` when another count is there.
+    fn record_count(&self, shard: Shard) -> Result<()> {
+        let ours = format!("shards-{}", shard.count);
+        let listing = format!("/proc/self/fd/{}", self.directory.as_raw_fd());
+        let entries = std::fs::read_dir(listing)
+            .map_err(|e| Error::io("readdir", self.label.as_str(), None, e))?;
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            let name = name.to_string_lossy();
+            if let Some(count) = name.strip_prefix("shards-").filter(|_| *name != ours) {
+                return Err(Error::Usage(format!(
+                    "{}: this tree is being fetched here in {count} shards, and this is shard {}/{}; \
+                     run the others with /{count}, or remove {} to start over split another way",
+                    self.label, shard.index, shard.count, self.label
+                )));
+            }
+        }
+        self.mark(&ours)
+    }
+
+    /// The coordination directory of the tree `planned`, made if needed.
+    fn open_for_tree(root: &OwnedFd, planned: &[Planned], label: &str) -> Result<Self> {
+        let mut fields: Vec<Vec<u8>> = Vec::new();
         for entry in planned {
             fields.push(entry.parts.join(&b'/'));
             fields.push(file_identity(entry).into_bytes());

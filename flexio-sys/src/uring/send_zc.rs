@@ -87,6 +87,14 @@ pub struct Sent {
     pub error: Option<io::Error>,
 }
 
+/// What one request queued on the socket.
+enum Queued {
+    /// Its bytes (all it asked, or what the socket took before it closed).
+    All(usize),
+    /// These bytes, then nothing for the whole patience: cancelled.
+    Stalled(usize),
+}
+
 struct Parked {
     id: u64,
     held: Held,
@@ -111,6 +119,8 @@ pub struct ZcSender {
     /// Memory the kernel is done with, kept for [`ZcSender::reclaim`]
     /// when the caller recycles its buffers (`None`: freed at once).
     released: Option<Vec<Held>>,
+    /// How long `Drop` waits for notifications still owed.
+    drop_patience: Duration,
 }
 
 impl ZcSender {
@@ -148,6 +158,7 @@ impl ZcSender {
             notifications: 0,
             copied: 0,
             released: None,
+            drop_patience: DROP_PATIENCE,
         })
     }
 
@@ -171,6 +182,14 @@ impl ZcSender {
             .as_mut()
             .map(std::mem::take)
             .unwrap_or_default()
+    }
+
+    /// How long dropping this sender waits for the notifications still
+    /// owed before it leaks their memory (2 s unless set): a caller whose
+    /// peer has just been idle for its whole timeout sets zero rather than
+    /// wait on it again.
+    pub fn set_drop_patience(&mut self, patience: Duration) {
+        self.drop_patience = patience;
     }
 
     /// Pieces of memory still waiting for a notification.
@@ -211,8 +230,14 @@ impl ZcSender {
         while pos < range.end && error.is_none() {
             let len = piece.min(range.end - pos).min(1 << 30);
             match self.send_one(fd, id, base.wrapping_add(pos), len, patience) {
-                Ok(0) => error = Some(io::Error::from(io::ErrorKind::WriteZero)),
-                Ok(n) => pos += n,
+                Ok(Queued::Stalled(n)) => {
+                    // What it queued counts; the wait it stalled is spent,
+                    // and a next request would start the patience anew.
+                    pos += n;
+                    error = Some(io::Error::from(io::ErrorKind::TimedOut));
+                }
+                Ok(Queued::All(0)) => error = Some(io::Error::from(io::ErrorKind::WriteZero)),
+                Ok(Queued::All(n)) => pos += n,
                 Err(e) if e.raw_os_error() == Some(libc::EINTR) => {}
                 Err(e) if e.raw_os_error() == Some(libc::EAGAIN) => {
                     if let Err(e) = wait_writable(fd, patience) {
@@ -262,7 +287,7 @@ impl ZcSender {
         address: *const u8,
         len: usize,
         patience: Option<Duration>,
-    ) -> io::Result<usize> {
+    ) -> io::Result<Queued> {
         let entry = opcode::SendZc::new(types::Fd(fd.as_raw_fd()), address, len as u32)
             .flags(libc::MSG_WAITALL | libc::MSG_NOSIGNAL)
             .zc_flags(SEND_ZC_REPORT_USAGE)
@@ -288,7 +313,10 @@ impl ZcSender {
                 }
             }
             match first {
-                Some(r) if r >= 0 => return Ok(r as usize),
+                // Cancelled after `patience` with part of it queued (a
+                // `MSG_WAITALL` send answers what it had sent).
+                Some(r) if r >= 0 && cancelled => return Ok(Queued::Stalled(r as usize)),
+                Some(r) if r >= 0 => return Ok(Queued::All(r as usize)),
                 Some(r) if cancelled && -r == libc::ECANCELED => {
                     return Err(io::Error::from(io::ErrorKind::TimedOut))
                 }
@@ -431,14 +459,14 @@ impl Drop for ZcSender {
         for parked in &mut self.parked {
             parked.sending = false;
         }
-        self.settle_requests(DROP_PATIENCE);
+        self.settle_requests(self.drop_patience);
         self.release_done();
         let (heap, gone): (VecDeque<Parked>, VecDeque<Parked>) = std::mem::take(&mut self.parked)
             .into_iter()
             .partition(|p| p.unanswered > 0 || matches!(p.held, Held::Heap(_)));
         drop(gone);
         self.parked = heap;
-        if self.flush(Some(DROP_PATIENCE)).is_err() {
+        if self.flush(Some(self.drop_patience)).is_err() {
             // A request that never answered may still read its memory, and
             // the kernel may still transmit heap pages: leaking them is
             // the only safe choice left.

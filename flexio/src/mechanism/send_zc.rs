@@ -12,6 +12,8 @@
 //! notification has arrived (with `--idle-timeout`, or fails after that
 //! long without one).
 //!
+//! - A request carries at least a page, whatever `--chunk` says: smaller
+//!   ones pin the same page and wait for a notification each.
 //! - Only TCP: Unix sockets have no zero-copy (`EOPNOTSUPP`), and a kernel
 //!   without `SEND_ZC` (before 6.0) refuses the mechanism; both fall back
 //!   to `sendfile`.
@@ -85,6 +87,12 @@ fn run(t: &mut Transfer<'_>) -> Result<(), Stop> {
         errno: Errno::from_io_error(&e).unwrap_or(Errno::NOSYS),
     })?;
     let result = send_all(t, &mut sender);
+    if let Err(Stop::Failed(crate::Error::IdleTimeout { .. })) = &result {
+        // The peer took nothing for the whole idle timeout: its pages stay
+        // in the socket's queue, and waiting for them again would double
+        // the timeout (other mechanisms give up once).
+        sender.set_drop_patience(Duration::ZERO);
+    }
     let (notifications, copied) = sender.notifications();
     t.counters.zero_copy.0 += notifications;
     t.counters.zero_copy.1 += copied;
@@ -95,7 +103,11 @@ fn run(t: &mut Transfer<'_>) -> Result<(), Stop> {
 /// last pages.
 fn send_all(t: &mut Transfer<'_>, sender: &mut ZcSender) -> Result<(), Stop> {
     let page = rustix::param::page_size();
-    let piece = t.params.chunk.max(1);
+    // At least a page a request: a zero-copy send pins whole pages and
+    // waits for a notification however few bytes it carries, so a 1-byte
+    // chunk took a round trip per byte (a 1 MiB file 4 s, a large one
+    // "hung").
+    let piece = t.params.chunk.max(page);
     let window = piece.max(WINDOW).next_multiple_of(page);
     while !t.finished() {
         let (head, want) = next_window(t, window, page)?;

@@ -52,7 +52,7 @@ use file_copy::Worker;
 use queue::{FileJob, Queue};
 use walk::Walker;
 
-pub use options::{default_jobs, Preserve, Symlinks, TreeOptions, DEFAULT_BATCH};
+pub use options::{default_jobs, Preserve, Symlinks, TreeOptions, DEFAULT_BATCH, MAX_JOBS};
 pub use report::{TreeFailure, TreeProgress, TreeReport, TREE_REPORT_SCHEMA_VERSION};
 pub use staging::Staging;
 
@@ -136,9 +136,14 @@ fn refuse_into_itself(source: &Path, target: &Path) -> Result<()> {
 
 /// Copies `sources` to `destination` by `cp`'s rules (see [`targets`]).
 ///
+/// `options.jobs` workers copy the files, at least 1 and at most
+/// [`MAX_JOBS`].
+///
 /// # Errors
-/// The usage errors of [`targets`] and of bad `--exclude` patterns; every
-/// failure of one entry is in [`TreeReport::failures`] instead.
+/// The usage errors of [`targets`] and of bad `--exclude` patterns;
+/// [`Error::Io`] (`spawn`) when the system will not make a worker's thread,
+/// before anything is made. Every failure of one entry is in
+/// [`TreeReport::failures`] instead.
 ///
 /// # Examples
 /// ```
@@ -165,7 +170,7 @@ pub fn copy_tree(
     let before = Sample::now();
     let queue = Queue::default();
     let reflink_refused = AtomicBool::new(false);
-    let jobs = options.jobs.max(1);
+    let jobs = options.jobs.clamp(1, MAX_JOBS);
     let rate = options.pacing.rate.map(|rate| {
         let burst = options.pacing.burst_bytes().unwrap_or(rate.default_burst());
         std::sync::Arc::new(crate::pace::TokenBucket::new(
@@ -174,29 +179,25 @@ pub fn copy_tree(
             std::time::Instant::now(),
         ))
     });
-    let stagings = stage_new_trees(&pairs, options);
-    for ((_, target), staging) in pairs.iter().zip(&stagings) {
-        if let Some(staging) = staging {
-            progress.stage(staging.path(), target);
-        }
-    }
     let mut walker = Walker::new(options, &exclude, &queue, progress, umask);
-    let mut staged_roots = vec![false; pairs.len()];
-    let mut report = std::thread::scope(|scope| {
-        let workers: Vec<_> = (0..jobs)
-            .map(|_| {
-                let worker = Worker {
-                    options,
-                    umask,
-                    mover: Default::default(),
-                    reflink_refused: &reflink_refused,
-                    progress: &progress.bytes_done,
-                    rate: rate.clone(),
-                };
-                let queue = &queue;
-                scope.spawn(move || work(worker, queue, progress))
-            })
-            .collect();
+    let (mut report, stagings, staged_roots) = std::thread::scope(|scope| {
+        // The workers first: a process that cannot make them has made
+        // nothing yet, staging directories included.
+        let workers = spawn_workers(scope, jobs, &queue, progress, || Worker {
+            options,
+            umask,
+            mover: Default::default(),
+            reflink_refused: &reflink_refused,
+            progress: &progress.bytes_done,
+            rate: rate.clone(),
+        })?;
+        let stagings = stage_new_trees(&pairs, options);
+        for ((_, target), staging) in pairs.iter().zip(&stagings) {
+            if let Some(staging) = staging {
+                progress.stage(staging.path(), target);
+            }
+        }
+        let mut staged_roots = vec![false; pairs.len()];
         for (index, (source, target)) in pairs.iter().enumerate() {
             match &stagings[index] {
                 Some(staging) => staged_roots[index] = walker.walk_staged(source, staging.path()),
@@ -209,8 +210,8 @@ pub fn copy_tree(
         for worker in workers {
             report.absorb(worker.join().expect("a tree worker panicked"));
         }
-        report
-    });
+        Ok::<_, Error>((report, stagings, staged_roots))
+    })?;
     if !options.dry_run {
         link_hard_links(&walker, &mut report);
         finish_directories(&walker, options, umask, &mut report);
@@ -229,6 +230,45 @@ pub fn copy_tree(
     report.voluntary_switches = delta.voluntary_switches;
     report.involuntary_switches = delta.involuntary_switches;
     Ok(report)
+}
+
+/// Starts `jobs` workers on `queue`, each with its own [`Worker`] from
+/// `worker`.
+///
+/// # Errors
+/// [`Error::Io`] when the system will not make a thread (`EAGAIN`: a
+/// process or cgroup limit): the queue is closed and the workers already
+/// started are joined first.
+fn spawn_workers<'scope, 'env>(
+    scope: &'scope std::thread::Scope<'scope, 'env>,
+    jobs: usize,
+    queue: &'env Queue,
+    progress: &'env TreeProgress,
+    mut worker: impl FnMut() -> Worker<'env>,
+) -> Result<Vec<std::thread::ScopedJoinHandle<'scope, TreeReport>>> {
+    let mut workers = Vec::with_capacity(jobs);
+    for index in 0..jobs {
+        let worker = worker();
+        let spawned = std::thread::Builder::new()
+            .name("flexio-tree".into())
+            .spawn_scoped(scope, move || work(worker, queue, progress));
+        match spawned {
+            Ok(handle) => workers.push(handle),
+            Err(error) => {
+                queue.close();
+                for started in workers {
+                    let _ = started.join();
+                }
+                return Err(Error::io(
+                    "spawn",
+                    format!("tree worker {} of {jobs}", index + 1),
+                    None,
+                    error,
+                ));
+            }
+        }
+    }
+    Ok(workers)
 }
 
 /// A staging directory for each source that is a directory copied to a

@@ -128,7 +128,8 @@ pub struct TreeOptions {
     pub update: bool,
     /// List what would be done; change nothing.
     pub dry_run: bool,
-    /// Files copied at once (workers); at least 1.
+    /// Files copied at once (workers): 1 to [`MAX_JOBS`]; a number
+    /// outside is taken as the nearest bound.
     pub jobs: usize,
     /// Small files a worker takes from the queue at once (one lock for
     /// several files); at least 1.
@@ -178,6 +179,12 @@ impl Default for TreeOptions {
 /// the same directory (see `Queue::take`); the tail it can leave to one
 /// worker is a few milliseconds.
 pub const DEFAULT_BATCH: usize = 128;
+
+/// The most workers a tree copy runs (and a profile may ask for). Each
+/// is a thread with its own stack, and past a few per CPU more only wait
+/// on each other in the file system; a hundred thousand asked the system
+/// for more threads than it would make.
+pub const MAX_JOBS: usize = crate::profile::MAX_TREE_JOBS;
 
 /// Workers for a tree copy: two per CPU, since a worker spends much of a
 /// small file's time waiting in the file system, at least 2 and at most 16.

@@ -2,7 +2,7 @@
 //! directories, symlinks and special files itself (each one system call or
 //! two), and queues the regular files for the workers.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fs::Metadata;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
@@ -33,6 +33,19 @@ pub(crate) struct HardLink {
     pub first_target: PathBuf,
     pub target: PathBuf,
 }
+
+/// The walker's work, depth first: an entry to copy, or the end of a
+/// directory's contents (which takes it off the current path).
+// Most steps are visits: boxing them to shrink the rare `Leave` would
+// allocate once per entry for nothing.
+#[allow(clippy::large_enum_variant)]
+enum Step {
+    Visit(PathBuf, PathBuf, Metadata),
+    Leave(DirectoryId),
+}
+
+/// A directory by device and inode, however it was reached.
+type DirectoryId = (u64, u64);
 
 pub(crate) struct Walker<'a> {
     pub options: &'a TreeOptions,
@@ -104,13 +117,43 @@ impl<'a> Walker<'a> {
                 "is a directory (-r not given; omitting it)",
             );
         }
+        if is_same_file(&meta, target) {
+            return self.report.fail(
+                source.display(),
+                format!(
+                    "'{}' and '{}' are the same file",
+                    source.display(),
+                    target.display()
+                ),
+            );
+        }
         let root_device = meta.dev();
-        let mut stack = vec![(source.to_path_buf(), target.to_path_buf(), meta)];
-        while let Some((source, target, meta)) = stack.pop() {
-            if meta.is_dir() {
-                self.directory(&source, &target, meta, root_device, &mut stack);
-            } else {
-                self.entry(&source, &target, &meta);
+        // The directories from the source down to the entry being copied:
+        // one met again below itself (`-L` through `up -> ..`, or a bind
+        // mount of an ancestor) would be copied without end.
+        let mut on_path = HashSet::new();
+        let mut stack = vec![Step::Visit(
+            source.to_path_buf(),
+            target.to_path_buf(),
+            meta,
+        )];
+        while let Some(step) = stack.pop() {
+            match step {
+                Step::Leave(id) => {
+                    on_path.remove(&id);
+                }
+                Step::Visit(source, target, meta) if meta.is_dir() => {
+                    let id = (meta.dev(), meta.ino());
+                    if !on_path.insert(id) {
+                        // cp's words, and the rest of the tree goes on.
+                        self.report
+                            .fail(source.display(), "cannot copy cyclic symbolic link");
+                        continue;
+                    }
+                    stack.push(Step::Leave(id));
+                    self.directory(&source, &target, meta, root_device, &mut stack);
+                }
+                Step::Visit(source, target, meta) => self.entry(&source, &target, &meta),
             }
         }
     }
@@ -121,7 +164,7 @@ impl<'a> Walker<'a> {
         target: &Path,
         meta: Metadata,
         root_device: u64,
-        stack: &mut Vec<(PathBuf, PathBuf, Metadata)>,
+        stack: &mut Vec<Step>,
     ) {
         let Some(made) = self.make_directory(source, target) else {
             return;
@@ -184,7 +227,7 @@ impl<'a> Walker<'a> {
                     files.push(job);
                 }
             } else {
-                stack.push((child, child_target, child_meta));
+                stack.push(Step::Visit(child, child_target, child_meta));
             }
         }
         if !files.is_empty() {
@@ -379,6 +422,18 @@ fn stat(path: &Path, follow: bool) -> Result<Metadata> {
         std::fs::symlink_metadata(path)
     };
     result.map_err(|e| Error::io("stat", path.display().to_string(), None, e))
+}
+
+/// Whether `target` is the source itself (`copy f dir/` run where `dir/f`
+/// is `f`, or `copy -r d .` beside `d`): the name itself, or what it
+/// points at. Copying would replace the source with itself, or copy a
+/// directory onto itself entry by entry; cp refuses both.
+fn is_same_file(source: &Metadata, target: &Path) -> bool {
+    let id = (source.dev(), source.ino());
+    [std::fs::symlink_metadata(target), std::fs::metadata(target)]
+        .into_iter()
+        .flatten()
+        .any(|meta| (meta.dev(), meta.ino()) == id)
 }
 
 /// Makes `target` with `make`; an existing non-directory in its way is
