@@ -118,7 +118,7 @@ pub fn get_tree_mirrored(
         file.commit(entry.size, options.fsync)?;
         report.files += 1;
     }
-    report.symlinks = finish_tree(&root, &planned, &label)?;
+    report.finish(finish_tree(&root, &planned, &label)?);
     report.servers = reports(&servers);
     report.wall_ns = started.elapsed().as_nanos() as u64;
     Ok(report)

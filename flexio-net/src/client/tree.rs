@@ -158,7 +158,7 @@ pub fn get_tree(url: &str, destination: &Path, options: &GetOptions) -> Result<T
         .iter()
         .filter(|job| matches!(job, Job::Directory(..)))
         .count() as u64;
-    report.symlinks = finish_tree(&root, &planned, &label)?;
+    report.finish(finish_tree(&root, &planned, &label)?);
     report.wall_ns = started.elapsed().as_nanos() as u64;
     Ok(report)
 }
