@@ -1008,6 +1008,41 @@ fn a_tree_manifest_over_the_cap_is_refused_before_it_is_read() {
     assert_eq!(names_in(out.path()), Vec::<String>::new());
 }
 
+/// Issue 39: a chunked manifest or listing announcing a chunk of
+/// `ffffffffffffffff` bytes panicked `get` (capacity overflow, exit 101).
+/// Every chunk size is checked against the cap before a byte is read or
+/// given memory: an error naming the server.
+#[test]
+fn a_chunk_size_no_memory_could_hold_is_an_error_naming_the_server_not_a_panic() {
+    for (content_type, sizes) in [
+        ("application/json", ["ffffffffffffffff", "fffffffffffffff0"]),
+        ("text/html", ["ffffffffffffffff", "10000000"]),
+    ] {
+        for size in sizes {
+            let address = fake_server(1, move |_, mut stream| {
+                read_head(&mut stream);
+                let _ = stream.write_all(
+                    format!("HTTP/1.1 200 OK\r\nContent-Type: {content_type}\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n[\n\r\n{size}\r\n")
+                        .as_bytes(),
+                );
+            });
+            let out = tempfile::tempdir().unwrap();
+            let error = flexio_net::client::get_tree(
+                &format!("http://{address}/t/"),
+                &out.path().join("d"),
+                &quick(1),
+            )
+            .unwrap_err();
+            let text = error.to_string();
+            assert!(
+                text.starts_with(&format!("http://{address}/")) && text.contains("cap"),
+                "{size}: {text}"
+            );
+            assert_eq!(names_in(out.path()), Vec::<String>::new());
+        }
+    }
+}
+
 #[test]
 fn a_tree_get_never_replaces_a_directory_or_goes_through_a_symlink_in_dest() {
     let content: &'static [u8] = b"payload";

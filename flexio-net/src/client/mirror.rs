@@ -122,7 +122,7 @@ pub fn get_mirrored(
     let sink = if options.resume {
         let version = blake3::hash(hashes.join("").as_bytes()).to_hex();
         let header = format!("mirrored\t{}\t{total}\t{version}\t{piece}", first.url);
-        Sink::Partial(Partial::open(&destination, &header)?)
+        Sink::Partial(Partial::open(&destination, &header, total, piece)?)
     } else {
         Sink::New(NewFile::create(&destination, 0o644)?)
     };
@@ -476,7 +476,7 @@ impl Work<'_> {
             }
         }
         if let Some(journal) = self.journal {
-            journal.record(offset)?;
+            journal.record(offset, length)?;
         }
         Ok(Outcome::Kept)
     }
