@@ -25,6 +25,9 @@ mod upload;
 mod upload_tree;
 mod verify;
 
+#[cfg(test)]
+mod hostile_input;
+
 use std::path::PathBuf;
 use std::time::Duration;
 

@@ -406,14 +406,14 @@ impl<'a> Plan<'a> {
 
 /// What the first response promises.
 #[derive(Debug, Clone, Copy)]
-enum Shape {
+pub(super) enum Shape {
     /// A whole body of this length (ranges not answered).
     Whole(u64),
     /// A piece `[0, first)` of a `total`-byte file.
     Range { total: u64, first: u64 },
 }
 
-fn first_shape(response: &Response, peer: &str, piece: u64) -> Result<Shape> {
+pub(super) fn first_shape(response: &Response, peer: &str, piece: u64) -> Result<Shape> {
     if response.header("transfer-encoding").is_some() {
         return Err(Error::protocol(
             peer,
