@@ -107,6 +107,7 @@ pub fn get_tree_mirrored(
                     .collect::<VecDeque<_>>(),
             ),
             in_flight: AtomicU64::new(0),
+            held: Mutex::default(),
             journal: None,
             failed: AtomicBool::new(false),
             options,
