@@ -709,3 +709,33 @@ fn small_files_of_a_tree_come_as_one_tar_stream_per_directory() {
     assert!(same.success());
     assert_eq!(hidden(&durable), 0);
 }
+
+/// Issue 39: a symlink target that is not UTF-8 arrived as U+FFFD (the
+/// manifest carried it as lossy text). It is percent-encoded and flagged
+/// in the manifest, and arrives byte for byte; a UTF-8 one as before.
+#[test]
+fn a_symlink_target_that_is_not_utf8_arrives_byte_for_byte() {
+    use std::os::unix::ffi::OsStrExt;
+    let served = tempfile::tempdir().unwrap();
+    let top = served.path().join("tree");
+    std::fs::create_dir(&top).unwrap();
+    let latin1 = std::ffi::OsStr::from_bytes(b"caf\xe9 %41\xff");
+    std::fs::write(top.join("plain"), b"x").unwrap();
+    std::os::unix::fs::symlink(latin1, top.join("latin1")).unwrap();
+    std::os::unix::fs::symlink("caf\u{e9}", top.join("utf8")).unwrap();
+    let address = serve(served.path());
+    let out = tempfile::tempdir().unwrap();
+    let dest = out.path().join("copy");
+    let report =
+        flexio_net::client::get_tree(&format!("http://{address}/tree/"), &dest, &options(1))
+            .unwrap();
+    assert_eq!(report.symlinks, 2);
+    assert_eq!(
+        std::fs::read_link(dest.join("latin1")).unwrap().as_os_str(),
+        latin1
+    );
+    assert_eq!(
+        std::fs::read_link(dest.join("utf8")).unwrap(),
+        Path::new("caf\u{e9}")
+    );
+}

@@ -277,6 +277,11 @@ pub(super) fn plan_manifest(manifest: Manifest, peer: &str) -> Result<(Vec<Plann
             directories.insert(path);
         }
         let link_target = entry.link_target.clone().unwrap_or_default().into_bytes();
+        let link_target = if entry.link_target_percent_encoded {
+            percent_decode(&link_target).map_err(|_| bad("a bad % escape in its link target"))?
+        } else {
+            link_target
+        };
         if kind == Kind::Symlink && !stays_inside(parts.len() - 1, &link_target) {
             left_out.escaping_links.push(entry.path.clone());
             continue;
