@@ -698,3 +698,29 @@ fn get_of_a_manifest_planting_a_link_chain_out_of_dest_makes_none_of_it() {
         }
     }
 }
+
+/// Issue 39: `get --timeout 10000000000000000000s` panicked (exit 101) on
+/// `Instant + Duration` overflowing at its first deadline. A wait that
+/// long is endless (or refused as a usage error by the flag's bound), and
+/// the file arrives.
+#[test]
+fn get_with_a_timeout_past_the_clock_does_not_panic() {
+    let address = hostile_server(|head| {
+        assert!(head.starts_with("GET /f "), "{head}");
+        ok_with(b"the file")
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let output = flexio()
+        .args(["get", "--timeout", "10000000000000000000s"])
+        .arg(format!("http://{address}/f"))
+        .arg(dir.path().join("f"))
+        .output()
+        .unwrap();
+    let err = stderr(&output);
+    assert!(!err.contains("panicked"), "{err}");
+    match output.status.code() {
+        Some(0) => assert_eq!(std::fs::read(dir.path().join("f")).unwrap(), b"the file"),
+        Some(2) => assert!(err.contains("timeout"), "{err}"),
+        other => panic!("exit {other:?}: {err}"),
+    }
+}

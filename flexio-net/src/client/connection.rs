@@ -5,7 +5,7 @@
 
 use std::io::Write;
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use super::transport::{HeadEnd, Stream};
 use crate::tls::client::TlsClient;
@@ -372,7 +372,7 @@ impl Connection {
             return self.stream.read_tls_head();
         };
         let mut head = Vec::new();
-        let deadline = Instant::now() + self.timeout;
+        let deadline = super::deadline_after(self.timeout);
         Ok(
             match read_until(socket, &mut head, response_complete, deadline)? {
                 Step::Complete => HeadEnd::Complete(head),

@@ -52,6 +52,18 @@ use flexio::pace::{Rate, TokenBucket};
 
 use crate::tls::client::TlsClient;
 
+/// The instant `timeout` from now, or as far ahead as the clock reaches
+/// when that is past it: a wait asked to be endless (`--timeout
+/// 10000000000000000000s`) is one, not a panic (`Instant + Duration`
+/// overflows).
+pub(crate) fn deadline_after(timeout: Duration) -> std::time::Instant {
+    const FAR: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
+    let now = std::time::Instant::now();
+    now.checked_add(timeout)
+        .or_else(|| now.checked_add(FAR))
+        .unwrap_or(now)
+}
+
 /// How to fetch.
 #[derive(Clone, Debug)]
 pub struct GetOptions {
@@ -143,4 +155,19 @@ pub struct GetReport {
     pub verified: bool,
     /// Time spent fetching the manifest and hashing.
     pub verify_ns: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::deadline_after;
+    use std::time::{Duration, Instant};
+
+    #[test]
+    fn a_deadline_past_the_clock_is_far_ahead_not_a_panic() {
+        let now = Instant::now();
+        assert!(deadline_after(Duration::MAX) > now + Duration::from_secs(3600 * 24 * 365));
+        assert!(deadline_after(Duration::from_secs(10_000_000_000_000_000_000)) > now);
+        let soon = deadline_after(Duration::from_secs(5));
+        assert!(soon > now && soon <= Instant::now() + Duration::from_secs(5));
+    }
 }

@@ -318,7 +318,7 @@ impl Shared<'_> {
         let mut mover = Mover::new();
         loop {
             let mut head = Vec::new();
-            let deadline = Instant::now() + self.timeout;
+            let deadline = super::deadline_after(self.timeout);
             let step = crate::head::read_until(
                 stream.as_fd(),
                 &mut head,
