@@ -316,11 +316,27 @@ fn run_tree(
     Ok(())
 }
 
+/// What a tree get left out, for its summary: special files, and
+/// symlinks that would lead out of the destination.
+fn left_out(report: &flexio_net::client::TreeReport) -> String {
+    let mut out = String::new();
+    if report.skipped > 0 {
+        out += &format!("; {} special files left out", report.skipped);
+    }
+    if !report.escaping_links.is_empty() {
+        out += &format!(
+            "; {} left out (pointing out of the destination)",
+            crate::copy_output::count(report.escaping_links.len() as u64, "symlink", "symlinks")
+        );
+    }
+    out
+}
+
 /// A tree get's warnings on stderr, and its JSON or summary on stdout.
 fn print_tree(args: &GetArgs, report: &flexio_net::client::TreeReport) {
     let destination = report.destination.display();
     for link in &report.escaping_links {
-        eprintln!("flexio: warning: {link}: a symlink pointing out of {destination}; left out (as rsync --safe-links)");
+        eprintln!("flexio: warning: {link}: a symlink whose target leads, or through the tree's other links could lead, out of {destination}; left out (as rsync --safe-links)");
     }
     let listing = report.listing.as_ref();
     for why in listing.iter().flat_map(|l| &l.not_fetched) {
@@ -350,7 +366,7 @@ fn print_tree(args: &GetArgs, report: &flexio_net::client::TreeReport) {
         count(report.symlinks, "symlink", "symlinks"),
         count(report.streams as u64, "stream", "streams"),
         if report.tar_streams > 0 { format!(" ({} directories of small files as one tar stream each)", report.tar_streams) } else { String::new() },
-        if report.skipped > 0 { format!("; {} special files left out", report.skipped) } else { String::new() },
+        left_out(report),
     ));
     if let Some(shard) = &report.shard {
         crate::print_stdout(&crate::shard_args::summary(shard));

@@ -579,3 +579,148 @@ fn token_certificate_and_ca_files_that_are_not_small_regular_files_are_refused_a
         }
     }
 }
+
+// ---- hostile servers for `flexio get` (issue 39) ----
+
+/// A server on loopback whose every response is `answer(request head)`,
+/// raw (status line, headers and body), on kept-alive connections.
+fn hostile_server(
+    answer: impl Fn(&str) -> Vec<u8> + Send + Sync + 'static,
+) -> std::net::SocketAddr {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = listener.local_addr().unwrap();
+    let answer = std::sync::Arc::new(answer);
+    std::thread::spawn(move || {
+        for stream in listener.incoming().take(64) {
+            let Ok(mut stream) = stream else { return };
+            let answer = std::sync::Arc::clone(&answer);
+            std::thread::spawn(move || loop {
+                let mut head = Vec::new();
+                let mut byte = [0u8; 1];
+                while !head.ends_with(b"\r\n\r\n") {
+                    match stream.read(&mut byte) {
+                        Ok(1) => head.push(byte[0]),
+                        _ => return,
+                    }
+                }
+                if stream
+                    .write_all(&answer(&String::from_utf8_lossy(&head)))
+                    .is_err()
+                {
+                    return;
+                }
+            });
+        }
+    });
+    address
+}
+
+/// A 200 response with `body`, framed by its Content-Length.
+fn ok_with(body: &[u8]) -> Vec<u8> {
+    let mut raw = format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n", body.len()).into_bytes();
+    raw.extend_from_slice(body);
+    raw
+}
+
+/// A tree manifest of `entries`, as `flexio serve` writes one.
+fn manifest_of(entries: serde_json::Value) -> Vec<u8> {
+    serde_json::json!({"schema_version": 1, "chunk_size": 1 << 20, "entries": entries})
+        .to_string()
+        .into_bytes()
+}
+
+/// Issue 39: a hostile server's manifest of links each lexically inside
+/// DEST that lead out of it through one another (`s -> .`, `t -> s/..`,
+/// `u -> s/s/s/../../../..`, `d/v -> ../s/..`): `get` made `t` and `d/v`
+/// and exited 0. Now none of them is made, each is warned of, and the
+/// summary and the JSON count them.
+#[test]
+fn get_of_a_manifest_planting_a_link_chain_out_of_dest_makes_none_of_it() {
+    let link = |path: &str, target: &str| {
+        serde_json::json!({"path": path, "type": "symlink", "size": 0, "mode": 511, "mtime": 0,
+            "mtime_nsec": 0, "link_target": target})
+    };
+    let manifest = manifest_of(serde_json::json!([
+        {"path": "d", "type": "directory", "size": 0, "mode": 493, "mtime": 0, "mtime_nsec": 0},
+        link("s", "."),
+        link("t", "s/.."),
+        link("u", "s/s/s/../../../.."),
+        link("d/v", "../s/.."),
+    ]));
+    let address = hostile_server(move |head| {
+        assert!(head.starts_with("GET /t/?manifest"), "{head}");
+        ok_with(&manifest)
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let dest = dir.path().join("dest");
+    for json in [false, true] {
+        let _ = std::fs::remove_dir_all(&dest);
+        let output = flexio()
+            .args(["get", &format!("http://{address}/t/")])
+            .arg(&dest)
+            .args(json.then_some("--json"))
+            .output()
+            .unwrap();
+        let warnings = stderr(&output);
+        assert_eq!(output.status.code(), Some(0), "{warnings}");
+        for left_out in ["t", "u", "d/v"] {
+            assert!(
+                std::fs::symlink_metadata(dest.join(left_out)).is_err(),
+                "{left_out} was made"
+            );
+            assert!(
+                warnings.contains(&format!("flexio: warning: {left_out}: a symlink whose target leads, or through the tree's other links could lead, out of")),
+                "{warnings}"
+            );
+        }
+        assert_eq!(names(&dest), ["d", "s"]);
+        assert_eq!(names(&dest.join("d")), Vec::<String>::new());
+        assert_eq!(std::fs::read_link(dest.join("s")).unwrap(), Path::new("."));
+        if json {
+            let report = json_report(&output);
+            assert_eq!(report["symlinks"], 1, "{report}");
+            let mut escaping: Vec<&str> = report["escaping_links"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|v| v.as_str().unwrap())
+                .collect();
+            escaping.sort();
+            assert_eq!(escaping, ["d/v", "t", "u"]);
+        } else {
+            let summary = String::from_utf8_lossy(&output.stdout);
+            assert!(
+                summary.contains("1 symlink in")
+                    && summary.contains("; 3 symlinks left out (pointing out of the destination)"),
+                "{summary}"
+            );
+        }
+    }
+}
+
+/// Issue 39: `get --timeout 10000000000000000000s` panicked (exit 101) on
+/// `Instant + Duration` overflowing at its first deadline. A wait that
+/// long is endless (or refused as a usage error by the flag's bound), and
+/// the file arrives.
+#[test]
+fn get_with_a_timeout_past_the_clock_does_not_panic() {
+    let address = hostile_server(|head| {
+        assert!(head.starts_with("GET /f "), "{head}");
+        ok_with(b"the file")
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let output = flexio()
+        .args(["get", "--timeout", "10000000000000000000s"])
+        .arg(format!("http://{address}/f"))
+        .arg(dir.path().join("f"))
+        .output()
+        .unwrap();
+    let err = stderr(&output);
+    assert!(!err.contains("panicked"), "{err}");
+    match output.status.code() {
+        Some(0) => assert_eq!(std::fs::read(dir.path().join("f")).unwrap(), b"the file"),
+        Some(2) => assert!(err.contains("timeout"), "{err}"),
+        other => panic!("exit {other:?}: {err}"),
+    }
+}

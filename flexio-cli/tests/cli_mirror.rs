@@ -163,3 +163,100 @@ fn a_tree_from_a_lying_mirror_and_an_honest_one_arrives_right_and_the_liar_is_dr
     assert!(why.contains("BLAKE3"), "the liar: {:?}", servers[1]);
     assert!(stderr(&output).contains("dropping"), "{}", stderr(&output));
 }
+
+/// A mirror on loopback that answers every range request rightly, with
+/// `good`'s bytes, but sends them one byte every 2 s: never idle for
+/// `--timeout 5s`, never done.
+fn trickling_mirror(good: Vec<u8>) -> String {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = listener.local_addr().unwrap();
+    let good = std::sync::Arc::new(good);
+    std::thread::spawn(move || {
+        for stream in listener.incoming().take(16) {
+            let Ok(mut stream) = stream else { return };
+            let good = std::sync::Arc::clone(&good);
+            std::thread::spawn(move || {
+                let mut head = Vec::new();
+                let mut byte = [0u8; 1];
+                while !head.ends_with(b"\r\n\r\n") {
+                    if stream.read(&mut byte).unwrap_or(0) == 0 {
+                        return;
+                    }
+                    head.push(byte[0]);
+                }
+                let head = String::from_utf8_lossy(&head).into_owned();
+                let Some((first, last)) = head
+                    .lines()
+                    .find_map(|l| l.strip_prefix("Range: bytes="))
+                    .and_then(|r| r.split_once('-'))
+                    .and_then(|(a, b)| Some((a.parse::<usize>().ok()?, b.parse::<usize>().ok()?)))
+                else {
+                    return;
+                };
+                let reply = format!(
+                    "HTTP/1.1 206 Partial Content\r\nContent-Range: bytes {first}-{last}/{}\r\nContent-Length: {}\r\n\r\n",
+                    good.len(),
+                    last - first + 1
+                );
+                if stream.write_all(reply.as_bytes()).is_err() {
+                    return;
+                }
+                // At most 30 bytes (a minute): the thread ends with the test.
+                for &byte in good[first..=last].iter().take(30) {
+                    if stream.write_all(&[byte]).is_err() {
+                        return;
+                    }
+                    std::thread::sleep(std::time::Duration::from_secs(2));
+                }
+            });
+        }
+    });
+    format!("http://{address}")
+}
+
+/// Issue 39: a mirror that sends a byte every 2 s (never idle for
+/// `--timeout 5s`) kept a get with a fast honest server beside it running
+/// past 90 s. Once nothing is left to take, a piece that lags far behind
+/// what the honest server would take is cut: the trickler is dropped,
+/// saying so, and the honest server fetches its piece.
+#[test]
+fn a_trickling_mirror_is_dropped_and_the_honest_server_finishes_in_seconds() {
+    let length = 16 << 20;
+    let good = data(7, length);
+    let honest = tempfile::tempdir().unwrap();
+    std::fs::write(honest.path().join("f.bin"), &good).unwrap();
+    // Paced (about a second for the file), and four connections to each
+    // server, so that the trickler's connections take pieces before the
+    // queue runs dry.
+    let (_server, url) = serve(honest.path(), &["--rate-per-client", "16M"]);
+    let trickler = trickling_mirror(good.clone());
+    let out = tempfile::tempdir().unwrap();
+    let started = std::time::Instant::now();
+    let child = flexio()
+        .args(["get", "--json", "--timeout", "5s", "--piece-size", "1MiB"])
+        .args(["--streams", "4"])
+        .arg(format!("{url}/f.bin"))
+        .args(["--mirror", &format!("{trickler}/f.bin")])
+        .arg(out.path().join("f.bin"))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let output = common::wait_at_most(child, std::time::Duration::from_secs(30))
+        .expect("the get was still running after 30 s");
+    let took = started.elapsed();
+    let report = json_report(&output);
+    assert!(took < std::time::Duration::from_secs(5), "took {took:?}");
+    assert!(std::fs::read(out.path().join("f.bin")).unwrap() == good);
+    let servers = report["servers"].as_array().unwrap();
+    let dropped = servers[1]["dropped"].as_str().unwrap_or_default();
+    assert!(dropped.contains("too slow"), "{:?}", servers[1]);
+    assert!(servers[0]["dropped"].is_null(), "{:?}", servers[0]);
+    assert_eq!(servers[0]["bytes"], length as u64);
+    let err = stderr(&output);
+    assert!(
+        err.contains(&format!("dropping {trickler}/f.bin: too slow")),
+        "{err}"
+    );
+}

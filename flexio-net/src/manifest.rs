@@ -51,9 +51,15 @@ pub struct ManifestEntry {
     pub mtime: i64,
     /// Its nanoseconds.
     pub mtime_nsec: u32,
-    /// A symlink's target (lossy UTF-8).
+    /// A symlink's target. A target that is not UTF-8 is percent-encoded
+    /// (every byte but `A-Za-z0-9-._~`), and `link_target_percent_encoded`
+    /// says so: its bytes arrive exactly, where lossy UTF-8 made U+FFFD of
+    /// them. A manifest without the flag reads as before.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub link_target: Option<String>,
+    /// Whether `link_target` is percent-encoded.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub link_target_percent_encoded: bool,
     /// BLAKE3 (hex) of each chunk, for files.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub blake3: Vec<String>,
@@ -152,9 +158,13 @@ pub(crate) fn chunk_hash(bytes: &[u8]) -> String {
 /// The manifest entry of `entry`, named `name`, with the chunk hashes
 /// of its content (empty but for files).
 pub(crate) fn describe(entry: &Entry, name: &[u8], blake3: Vec<String>) -> ManifestEntry {
-    let (path, path_percent_encoded) = match std::str::from_utf8(name) {
-        Ok(text) => (text.to_string(), false),
-        Err(_) => (crate::names::percent_encode(name), true),
+    let (path, path_percent_encoded) = text_or_percent_encoded(name);
+    let (link_target, link_target_percent_encoded) = match &entry.link_target {
+        Some(target) => {
+            let (text, encoded) = text_or_percent_encoded(target);
+            (Some(text), encoded)
+        }
+        None => (None, false),
     };
     ManifestEntry {
         path,
@@ -164,10 +174,17 @@ pub(crate) fn describe(entry: &Entry, name: &[u8], blake3: Vec<String>) -> Manif
         mode: entry.mode,
         mtime: entry.mtime,
         mtime_nsec: entry.mtime_nsec,
-        link_target: entry
-            .link_target
-            .as_ref()
-            .map(|target| String::from_utf8_lossy(target).into_owned()),
+        link_target,
+        link_target_percent_encoded,
         blake3,
+    }
+}
+
+/// `bytes` as text when they are UTF-8, else percent-encoded (and so
+/// flagged): either way exactly the bytes, read back.
+fn text_or_percent_encoded(bytes: &[u8]) -> (String, bool) {
+    match std::str::from_utf8(bytes) {
+        Ok(text) => (text.to_string(), false),
+        Err(_) => (crate::names::percent_encode(bytes), true),
     }
 }

@@ -490,6 +490,133 @@ fn resume_fetches_only_the_missing_pieces_and_starts_afresh_for_a_new_version() 
     assert_eq!(names_in(out.path()), vec!["file"]);
 }
 
+/// A first `--resume` get of `old` (4 MiB + 5 bytes) from `flaky` that
+/// drops in the third piece: the first two pieces kept. The journal's
+/// path.
+fn stopped_after_two_pieces(flaky: &Flaky, dest: &Path) -> PathBuf {
+    use std::sync::atomic::Ordering;
+    flaky.cutting.store(true, Ordering::SeqCst);
+    let url = format!("http://{}/file", flaky.address);
+    let resume = GetOptions {
+        resume: true,
+        ..options(1)
+    };
+    get(&url, Some(dest), &resume).unwrap_err();
+    flaky.cutting.store(false, Ordering::SeqCst);
+    flaky.asked.lock().unwrap().clear();
+    dest.with_file_name(".file.flexio-journal")
+}
+
+/// Issue 39: a journal edited to claim pieces that never arrived failed
+/// every rerun ("unexpected end of file"), and a journaled piece whose
+/// bytes a power cut lost (zeros) was kept and failed on its BLAKE3 run
+/// after run. Each journaled piece is now read back and hashed on resume:
+/// one that does not hold what was journaled is fetched again, and one
+/// rerun is whole.
+#[test]
+fn resume_fetches_again_the_journaled_pieces_whose_bytes_are_not_there() {
+    let piece = 1usize << 20;
+    let old = pattern(4 * piece + 5, 31);
+    let flaky = flaky_server(vec![old.clone()], 2 * piece);
+    let url = format!("http://{}/file", flaky.address);
+    let resume = GetOptions {
+        resume: true,
+        ..options(2)
+    };
+    let hash = |bytes: &[u8]| blake3::hash(bytes).to_hex().to_string();
+    let zeros = vec![0u8; piece];
+
+    // Pieces that never arrived, claimed: the journal's last line (the
+    // second piece's) copied for the third and fourth, and lines with the
+    // hash of the bytes the third should hold (the file ends before it)
+    // and of zeros.
+    let out = tempfile::tempdir().unwrap();
+    let dest = out.path().join("file");
+    let journal = stopped_after_two_pieces(&flaky, &dest);
+    let mut edited = std::fs::read_to_string(&journal).unwrap();
+    let second = edited.lines().last().unwrap().to_string();
+    let rest = second.strip_prefix(&piece.to_string()).unwrap();
+    for k in [2, 3] {
+        edited += &format!("{}{rest}\n", k * piece);
+    }
+    edited += &format!(
+        "{}\t{piece}\t{}\n",
+        2 * piece,
+        hash(&old[2 * piece..3 * piece])
+    );
+    edited += &format!("{}\t{piece}\t{}\n", 3 * piece, hash(&zeros));
+    std::fs::write(&journal, edited).unwrap();
+    let report = get(&url, Some(&dest), &resume).unwrap();
+    assert!(std::fs::read(&dest).unwrap() == old);
+    assert_eq!(report.resumed_bytes, piece as u64);
+    let mut asked = flaky.asked.lock().unwrap().clone();
+    asked.sort();
+    assert_eq!(asked, vec![0, 2 * piece, 3 * piece, 4 * piece]);
+    assert_eq!(names_in(out.path()), vec!["file"]);
+
+    // A journaled piece whose bytes became zeros (written, journaled,
+    // lost in a power cut): fetched again in the one rerun.
+    let out = tempfile::tempdir().unwrap();
+    let dest = out.path().join("file");
+    stopped_after_two_pieces(&flaky, &dest);
+    let partial = out.path().join(".file.flexio-partial");
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&partial)
+        .unwrap();
+    std::os::unix::fs::FileExt::write_all_at(&file, &zeros, piece as u64).unwrap();
+    drop(file);
+    let report = get(&url, Some(&dest), &resume).unwrap();
+    assert!(std::fs::read(&dest).unwrap() == old);
+    assert_eq!(report.resumed_bytes, 0);
+    assert!(
+        report
+            .note
+            .as_deref()
+            .is_some_and(|n| n.contains("1 journaled pieces")),
+        "{:?}",
+        report.note
+    );
+    let mut asked = flaky.asked.lock().unwrap().clone();
+    asked.sort();
+    assert_eq!(asked, vec![0, piece, 2 * piece, 3 * piece, 4 * piece]);
+}
+
+/// Issue 39: a journal that is a FIFO hung `get --resume` (opening it for
+/// writing waits for a reader). It is refused at once, named.
+#[test]
+fn a_resume_journal_that_is_a_fifo_is_refused_without_waiting() {
+    let piece = 1usize << 20;
+    let flaky = flaky_server(vec![pattern(2 * piece, 41)], usize::MAX);
+    let out = tempfile::tempdir().unwrap();
+    let dest = out.path().join("file");
+    let journal = out.path().join(".file.flexio-journal");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&journal)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let url = format!("http://{}/file", flaky.address);
+    let (sender, receiver) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let resume = GetOptions {
+            resume: true,
+            ..options(1)
+        };
+        let _ = sender.send(get(&url, Some(&dest), &resume).map(|_| ()));
+    });
+    let error = receiver
+        .recv_timeout(Duration::from_secs(10))
+        .expect("get --resume hung on a FIFO journal")
+        .unwrap_err();
+    assert!(
+        error
+            .to_string()
+            .contains(".file.flexio-journal: not a regular file"),
+        "{error}"
+    );
+}
+
 /// A tree of small files in subdirectories comes as one `?tar` per
 /// top-level directory, byte-exact with modes and mtimes; a large file and
 /// the files at the top still come alone; a second get into the same place
@@ -581,4 +708,34 @@ fn small_files_of_a_tree_come_as_one_tar_stream_per_directory() {
         .unwrap();
     assert!(same.success());
     assert_eq!(hidden(&durable), 0);
+}
+
+/// Issue 39: a symlink target that is not UTF-8 arrived as U+FFFD (the
+/// manifest carried it as lossy text). It is percent-encoded and flagged
+/// in the manifest, and arrives byte for byte; a UTF-8 one as before.
+#[test]
+fn a_symlink_target_that_is_not_utf8_arrives_byte_for_byte() {
+    use std::os::unix::ffi::OsStrExt;
+    let served = tempfile::tempdir().unwrap();
+    let top = served.path().join("tree");
+    std::fs::create_dir(&top).unwrap();
+    let latin1 = std::ffi::OsStr::from_bytes(b"caf\xe9 %41\xff");
+    std::fs::write(top.join("plain"), b"x").unwrap();
+    std::os::unix::fs::symlink(latin1, top.join("latin1")).unwrap();
+    std::os::unix::fs::symlink("caf\u{e9}", top.join("utf8")).unwrap();
+    let address = serve(served.path());
+    let out = tempfile::tempdir().unwrap();
+    let dest = out.path().join("copy");
+    let report =
+        flexio_net::client::get_tree(&format!("http://{address}/tree/"), &dest, &options(1))
+            .unwrap();
+    assert_eq!(report.symlinks, 2);
+    assert_eq!(
+        std::fs::read_link(dest.join("latin1")).unwrap().as_os_str(),
+        latin1
+    );
+    assert_eq!(
+        std::fs::read_link(dest.join("utf8")).unwrap(),
+        Path::new("caf\u{e9}")
+    );
 }

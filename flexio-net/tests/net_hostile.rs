@@ -895,6 +895,79 @@ fn a_tree_get_leaves_out_links_pointing_out_of_the_destination_and_fetches_the_r
     }
 }
 
+/// Every symlink beneath `dest`, and where it resolves (`None`: it does
+/// not resolve).
+fn resolved_links(dest: &std::path::Path) -> Vec<(String, Option<std::path::PathBuf>)> {
+    let mut links = Vec::new();
+    let mut stack = vec![dest.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            let kind = std::fs::symlink_metadata(&path).unwrap().file_type();
+            if kind.is_symlink() {
+                let shown = path.strip_prefix(dest).unwrap().display().to_string();
+                links.push((shown, std::fs::canonicalize(&path).ok()));
+            } else if kind.is_dir() {
+                stack.push(path);
+            }
+        }
+    }
+    links.sort();
+    links
+}
+
+/// Issue 39: links each lexically inside the destination that lead out of
+/// it through one another (`t -> s/..` with `s -> .`) were made. Whatever
+/// order the manifest lists them in, none is made, each is named, and the
+/// links that stay inside (through a real directory, or descending) are.
+#[test]
+fn a_manifest_chain_of_links_that_resolves_out_of_the_destination_makes_none_of_them() {
+    let content: &'static [u8] = b"payload";
+    let directory = |path: &str| {
+        serde_json::json!({"path": path, "type": "directory", "size": 0, "mode": 493, "mtime": 0,
+            "mtime_nsec": 0})
+    };
+    let links = [
+        link_entry("s", "."),
+        link_entry("t", "s/.."),
+        link_entry("u", "s/s/s/../../../.."),
+        link_entry("d/v", "../s/.."),
+        link_entry("d/through-a-real-directory", "../d/../a"),
+        link_entry("d/down-a-link", "../s/s/a"),
+    ];
+    for reversed in [false, true] {
+        let mut entries = vec![file_entry("a", content), directory("d")];
+        let mut ordered = links.to_vec();
+        if reversed {
+            ordered.reverse();
+        }
+        entries.extend(ordered);
+        let address = tree_server(serde_json::Value::Array(entries), content);
+        let out = tempfile::tempdir().unwrap();
+        let dest = out.path().join("dest");
+        let report =
+            flexio_net::client::get_tree(&format!("http://{address}/t/"), &dest, &quick(2))
+                .unwrap();
+        let mut escaping = report.escaping_links.clone();
+        escaping.sort();
+        assert_eq!(escaping, ["d/v", "t", "u"], "reversed: {reversed}");
+        assert_eq!(report.symlinks, 3, "reversed: {reversed}");
+        let canonical = std::fs::canonicalize(&dest).unwrap();
+        let made = resolved_links(&dest);
+        let names: Vec<&str> = made.iter().map(|(name, _)| name.as_str()).collect();
+        assert_eq!(
+            names,
+            ["d/down-a-link", "d/through-a-real-directory", "s"],
+            "reversed: {reversed}"
+        );
+        for (name, to) in &made {
+            let to = to.as_ref().unwrap();
+            assert!(to.starts_with(&canonical), "{name} -> {}", to.display());
+        }
+        assert_eq!(std::fs::read(dest.join("d/down-a-link")).unwrap(), content);
+    }
+}
+
 /// Issue 24: a hostile manifest listing `d/lnk` before the directory `d`
 /// left a partial tree, although every name is to be checked before
 /// anything is made. Parents come first, or nothing is made.
@@ -939,6 +1012,41 @@ fn a_tree_manifest_over_the_cap_is_refused_before_it_is_read() {
     .unwrap_err();
     assert!(error.to_string().contains("cap"), "{error}");
     assert_eq!(names_in(out.path()), Vec::<String>::new());
+}
+
+/// Issue 39: a chunked manifest or listing announcing a chunk of
+/// `ffffffffffffffff` bytes panicked `get` (capacity overflow, exit 101).
+/// Every chunk size is checked against the cap before a byte is read or
+/// given memory: an error naming the server.
+#[test]
+fn a_chunk_size_no_memory_could_hold_is_an_error_naming_the_server_not_a_panic() {
+    for (content_type, sizes) in [
+        ("application/json", ["ffffffffffffffff", "fffffffffffffff0"]),
+        ("text/html", ["ffffffffffffffff", "10000000"]),
+    ] {
+        for size in sizes {
+            let address = fake_server(1, move |_, mut stream| {
+                read_head(&mut stream);
+                let _ = stream.write_all(
+                    format!("HTTP/1.1 200 OK\r\nContent-Type: {content_type}\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n[\n\r\n{size}\r\n")
+                        .as_bytes(),
+                );
+            });
+            let out = tempfile::tempdir().unwrap();
+            let error = flexio_net::client::get_tree(
+                &format!("http://{address}/t/"),
+                &out.path().join("d"),
+                &quick(1),
+            )
+            .unwrap_err();
+            let text = error.to_string();
+            assert!(
+                text.starts_with(&format!("http://{address}/")) && text.contains("cap"),
+                "{size}: {text}"
+            );
+            assert_eq!(names_in(out.path()), Vec::<String>::new());
+        }
+    }
 }
 
 #[test]

@@ -5,7 +5,7 @@
 
 use std::io::Write;
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use super::transport::{HeadEnd, Stream};
 use crate::tls::client::TlsClient;
@@ -348,26 +348,7 @@ impl Connection {
                 ))
             }
         };
-        let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
-        let mut response = httparse::Response::new(&mut headers);
-        response
-            .parse(&head)
-            .map_err(|e| Error::protocol(peer.clone(), format!("malformed response head: {e}")))?;
-        Ok(Response {
-            version: response.version.unwrap_or(1),
-            status: response.code.unwrap_or(0),
-            reason: response.reason.unwrap_or_default().to_string(),
-            headers: response
-                .headers
-                .iter()
-                .map(|h| {
-                    (
-                        h.name.to_ascii_lowercase(),
-                        String::from_utf8_lossy(h.value).into_owned(),
-                    )
-                })
-                .collect(),
-        })
+        parse_head(&head, &peer)
     }
 
     /// Reads and drops the short text body of `response` (an answer to a
@@ -391,7 +372,7 @@ impl Connection {
             return self.stream.read_tls_head();
         };
         let mut head = Vec::new();
-        let deadline = Instant::now() + self.timeout;
+        let deadline = super::deadline_after(self.timeout);
         Ok(
             match read_until(socket, &mut head, response_complete, deadline)? {
                 Step::Complete => HeadEnd::Complete(head),
@@ -445,54 +426,128 @@ impl Connection {
     /// A chunked body, joined, refused past `cap` bytes.
     fn read_chunked(&mut self, cap: u64, what: &str) -> Result<Vec<u8>> {
         let peer = self.url.to_string();
-        let mut body = Vec::new();
-        loop {
-            let line = self.read_line(&peer)?;
-            let size = line.split(';').next().unwrap_or_default().trim();
-            let size = u64::from_str_radix(size, 16)
-                .map_err(|_| Error::protocol(&peer, format!("a bad chunk size {size:?}")))?;
-            if size == 0 {
-                while !self.read_line(&peer)?.is_empty() {}
-                return Ok(body);
-            }
-            if body.len() as u64 + size > cap {
-                return Err(Error::protocol(
-                    &peer,
-                    format!("{what} is over the {cap}-byte cap"),
-                ));
-            }
-            body.extend(self.read_small_body(size)?);
-            if !self.read_line(&peer)?.is_empty() {
-                return Err(Error::protocol(&peer, "a chunk longer than its size"));
-            }
-        }
-    }
-
-    /// One CRLF-ended line of at most 1 KiB, without its end; bytes one by
-    /// one, so nothing past it leaves the socket.
-    fn read_line(&mut self, peer: &str) -> Result<String> {
-        let mut line = Vec::new();
-        let mut byte = [0u8; 1];
-        while line.len() <= 1024 {
-            std::io::Read::read_exact(&mut self.stream, &mut byte)
-                .map_err(|e| Error::io("recv chunk from", peer, None, e))?;
-            if byte[0] == b'\n' {
-                if line.last() == Some(&b'\r') {
-                    line.pop();
-                }
-                return Ok(String::from_utf8_lossy(&line).into_owned());
-            }
-            line.push(byte[0]);
-        }
-        Err(Error::protocol(peer, "a chunk line over 1 KiB"))
+        read_chunked_from(&mut self.stream, cap, &peer, what)
     }
 
     /// Reads a small body (a manifest, an error text) of `length` bytes
     /// into memory; the caller has capped `length`.
     pub fn read_small_body(&mut self, length: u64) -> Result<Vec<u8>> {
-        let mut body = vec![0u8; length as usize];
-        std::io::Read::read_exact(&mut self.stream, &mut body)
-            .map_err(|e| Error::io("recv body from", self.url.to_string(), None, e))?;
-        Ok(body)
+        let peer = self.url.to_string();
+        read_exactly(&mut self.stream, length, &peer)
     }
+}
+
+/// The most memory a small body is given up front: past it, a body grows
+/// only as its bytes arrive, so no length a peer announces is an
+/// allocation by itself.
+const UP_FRONT: u64 = 1 << 20;
+
+/// Exactly `length` bytes from `reader`; a peer that ends sooner is an
+/// error naming how many came.
+fn read_exactly(reader: &mut impl std::io::Read, length: u64, peer: &str) -> Result<Vec<u8>> {
+    let mut body = Vec::with_capacity(length.min(UP_FRONT) as usize);
+    std::io::Read::read_to_end(&mut std::io::Read::take(reader, length), &mut body)
+        .map_err(|e| Error::io("recv body from", peer, Some(body.len() as u64), e))?;
+    if (body.len() as u64) < length {
+        return Err(Error::protocol(
+            peer,
+            format!("the body ended after {} of its {length} bytes", body.len()),
+        ));
+    }
+    Ok(body)
+}
+
+/// A response head's bytes, parsed; `peer` names the server in errors.
+///
+/// # Errors
+/// [`Error::Protocol`] for a head `httparse` refuses.
+pub(crate) fn parse_head(head: &[u8], peer: &str) -> Result<Response> {
+    let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
+    let mut response = httparse::Response::new(&mut headers);
+    response
+        .parse(head)
+        .map_err(|e| Error::protocol(peer, format!("malformed response head: {e}")))?;
+    Ok(Response {
+        version: response.version.unwrap_or(1),
+        status: response.code.unwrap_or(0),
+        reason: response.reason.unwrap_or_default().to_string(),
+        headers: response
+            .headers
+            .iter()
+            .map(|h| {
+                (
+                    h.name.to_ascii_lowercase(),
+                    String::from_utf8_lossy(h.value).into_owned(),
+                )
+            })
+            .collect(),
+    })
+}
+
+/// A chunked body from `reader`, joined, refused past `cap` bytes: each
+/// chunk's size is checked against the room left before a byte of it is
+/// read or a byte of memory given to it (a chunk of `ffffffffffffffff`
+/// bytes is an error naming the peer, not an allocation). `what` names
+/// the body in errors.
+///
+/// # Errors
+/// [`Error::Protocol`] for a bad size or line, a body over `cap`, or one
+/// cut short; the errors of reading.
+pub(crate) fn read_chunked_from(
+    reader: &mut impl std::io::Read,
+    cap: u64,
+    peer: &str,
+    what: &str,
+) -> Result<Vec<u8>> {
+    let mut body = Vec::new();
+    loop {
+        let line = read_line_from(reader, peer)?;
+        let size = line.split(';').next().unwrap_or_default().trim();
+        let size = (!size.is_empty() && size.len() <= 16)
+            .then(|| u64::from_str_radix(size, 16).ok())
+            .flatten()
+            .ok_or_else(|| Error::protocol(peer, format!("a bad chunk size {size:?}")))?;
+        if size == 0 {
+            // The trailer: lines up to an empty one, as many as a head
+            // may hold.
+            for _ in 0..=MAX_HEADERS {
+                if read_line_from(reader, peer)?.is_empty() {
+                    return Ok(body);
+                }
+            }
+            return Err(Error::protocol(
+                peer,
+                format!("{what}: a trailer of over {MAX_HEADERS} lines"),
+            ));
+        }
+        if size > cap.saturating_sub(body.len() as u64) {
+            return Err(Error::protocol(
+                peer,
+                format!("{what} is over the {cap}-byte cap (a chunk of {size} bytes announced)"),
+            ));
+        }
+        body.extend(read_exactly(reader, size, peer)?);
+        if !read_line_from(reader, peer)?.is_empty() {
+            return Err(Error::protocol(peer, "a chunk longer than its size"));
+        }
+    }
+}
+
+/// One CRLF-ended line of at most 1 KiB, without its end; bytes one by
+/// one, so nothing past it leaves the reader.
+fn read_line_from(reader: &mut impl std::io::Read, peer: &str) -> Result<String> {
+    let mut line = Vec::new();
+    let mut byte = [0u8; 1];
+    while line.len() <= 1024 {
+        std::io::Read::read_exact(reader, &mut byte)
+            .map_err(|e| Error::io("recv chunk from", peer, None, e))?;
+        if byte[0] == b'\n' {
+            if line.last() == Some(&b'\r') {
+                line.pop();
+            }
+            return Ok(String::from_utf8_lossy(&line).into_owned());
+        }
+        line.push(byte[0]);
+    }
+    Err(Error::protocol(peer, "a chunk line over 1 KiB"))
 }

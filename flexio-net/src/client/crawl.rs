@@ -81,7 +81,7 @@ pub(super) fn get_tree_from_listings(
         options,
         streams,
     )?;
-    finish_tree(&root, &found.directories, &label)?;
+    finish_tree(&root, &found.directories, &label)?; // listings carry no links
     let mut report = TreeReport {
         url: url.to_string(),
         destination: destination.to_path_buf(),

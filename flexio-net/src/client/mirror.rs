@@ -16,7 +16,7 @@ use std::os::fd::BorrowedFd;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use flexio::range::{Mover, NewFile};
 use serde::Serialize;
@@ -122,7 +122,7 @@ pub fn get_mirrored(
     let sink = if options.resume {
         let version = blake3::hash(hashes.join("").as_bytes()).to_hex();
         let header = format!("mirrored\t{}\t{total}\t{version}\t{piece}", first.url);
-        Sink::Partial(Partial::open(&destination, &header)?)
+        Sink::Partial(Partial::open(&destination, &header, total, piece)?)
     } else {
         Sink::New(NewFile::create(&destination, 0o644)?)
     };
@@ -145,6 +145,7 @@ pub fn get_mirrored(
         hashes: &hashes,
         queue: Mutex::new(pending),
         in_flight: AtomicU64::new(0),
+        held: Mutex::default(),
         journal: sink.journal(),
         failed: AtomicBool::new(false),
         options,
@@ -267,7 +268,39 @@ pub(super) struct Work<'a> {
     pub(super) ordered: bool,
     /// Told the first byte of each piece kept (checked), as it is.
     pub(super) arrived: Option<&'a (dyn Fn(u64) + Sync)>,
+    /// The pieces in flight, each with its server and connection, so that
+    /// one that lags far behind what another server would take can be cut
+    /// (see [`Work::cut_laggards`]).
+    pub(super) held: Mutex<Vec<Held>>,
 }
+
+/// A piece in flight.
+pub(super) struct Held {
+    offset: u64,
+    length: u64,
+    /// Its server, by index.
+    server: usize,
+    since: Instant,
+    /// The connection it comes over (a second descriptor of its socket),
+    /// to shut down when the piece is cut.
+    socket: Option<std::net::TcpStream>,
+}
+
+/// How long a piece may take before it can be said to lag: below this, a
+/// slow piece is a hiccup, not a pace.
+const LAG_GRACE: Duration = Duration::from_millis(1000);
+
+/// How many times the time another server would take a piece may pass
+/// before the piece is cut from its server.
+const LAG_FACTOR: u32 = 8;
+
+/// The least rate worth waiting for, where no other server has shown
+/// one yet (a piece taken by every server at once): a piece slower than
+/// this past [`LAG_GRACE`] is cut when another server is still in.
+const MIN_USEFUL_RATE: f64 = 256.0 * 1024.0;
+
+/// How often the pieces in flight are looked at.
+const LAG_CHECK: Duration = Duration::from_millis(50);
 
 /// How one piece went.
 enum Outcome {
@@ -285,6 +318,8 @@ impl Work<'_> {
     pub(super) fn run(&self, servers: &[Server]) -> Result<()> {
         let errors = Mutex::new(Vec::new());
         let errors_ref = &errors;
+        let running = AtomicU64::new(0);
+        let running_ref = &running;
         std::thread::scope(|scope| {
             for (index, server) in servers.iter().enumerate() {
                 if server.is_dropped() {
@@ -292,13 +327,21 @@ impl Work<'_> {
                 }
                 let earlier = &servers[..index];
                 for _ in 0..self.options.streams.max(1) {
+                    running_ref.fetch_add(1, Ordering::AcqRel);
                     scope.spawn(move || {
-                        if let Err(error) = self.serve_from(server, earlier) {
+                        if let Err(error) = self.serve_from(index, servers, earlier) {
                             errors_ref.lock().unwrap().push(error);
                         }
+                        running_ref.fetch_sub(1, Ordering::AcqRel);
                     });
                 }
             }
+            scope.spawn(move || {
+                while running_ref.load(Ordering::Acquire) > 0 {
+                    std::thread::sleep(LAG_CHECK);
+                    self.cut_laggards(servers);
+                }
+            });
         });
         if let Some(error) = errors.into_inner().unwrap().into_iter().next() {
             return Err(error);
@@ -329,7 +372,8 @@ impl Work<'_> {
     /// One connection's loop on `server`: take a piece, fetch and check
     /// it, until none is left, the server is dropped or the destination
     /// failed.
-    fn serve_from(&self, server: &Server, earlier: &[Server]) -> Result<()> {
+    fn serve_from(&self, index: usize, servers: &[Server], earlier: &[Server]) -> Result<()> {
+        let server = &servers[index];
         let mut connection: Option<Connection> = None;
         let mut mover = Mover::new();
         loop {
@@ -350,7 +394,7 @@ impl Work<'_> {
                 return Ok(());
             };
             let started = Instant::now();
-            let outcome = self.fetch(server, &mut connection, &mut mover, offset);
+            let outcome = self.fetch((index, server), &mut connection, &mut mover, offset);
             if let Ok(Outcome::ServerFault(_)) = &outcome {
                 // Back in the queue before it stops counting as held, so
                 // that no connection sees neither and ends.
@@ -381,6 +425,70 @@ impl Work<'_> {
         }
     }
 
+    /// Cuts each piece in flight that lags far behind what another
+    /// server would take for it, once no piece is left to take (the
+    /// tail, where the slowest server would set the pace): its server is
+    /// dropped, saying so, and its connection shut down, so the piece
+    /// comes back to the queue and a faster server takes it. A piece lags
+    /// when it has taken over [`LAG_GRACE`] and over [`LAG_FACTOR`] times
+    /// what the fastest other server still in would take at the rate it
+    /// showed (where none has shown one, over [`LAG_GRACE`] plus its time
+    /// at [`MIN_USEFUL_RATE`]); the last server in is never cut. A mirror that sends a byte every 2 s, never idle for
+    /// `--timeout`, holds a `get` no longer than that.
+    fn cut_laggards(&self, servers: &[Server]) {
+        if !self.queue.lock().unwrap().is_empty() {
+            return;
+        }
+        let rate = |server: &Server| {
+            let busy = server.busy_ns.load(Ordering::Relaxed);
+            let bytes = server.bytes.load(Ordering::Relaxed);
+            (busy > 0 && bytes > 0 && !server.is_dropped())
+                .then(|| bytes as f64 * 1e9 / busy as f64)
+        };
+        let mut held = self.held.lock().unwrap();
+        for piece in held.iter_mut() {
+            let others = || {
+                servers
+                    .iter()
+                    .enumerate()
+                    .filter(|(i, s)| *i != piece.server && !s.is_dropped())
+                    .map(|(_, s)| s)
+            };
+            if others().next().is_none() {
+                // The last server in: slow beats nothing.
+                continue;
+            }
+            let best = others().filter_map(rate).fold(0.0, f64::max);
+            let seconds =
+                |rate: f64| Duration::from_secs_f64((piece.length as f64 / rate).min(1e6));
+            let (elsewhere, allowed) = if best > 0.0 {
+                let elsewhere = seconds(best);
+                (
+                    elsewhere,
+                    LAG_GRACE.max(elsewhere.saturating_mul(LAG_FACTOR)),
+                )
+            } else {
+                let elsewhere = seconds(MIN_USEFUL_RATE);
+                (elsewhere, LAG_GRACE + elsewhere)
+            };
+            let waited = piece.since.elapsed();
+            if waited < allowed {
+                continue;
+            }
+            let Some(socket) = piece.socket.take() else {
+                continue;
+            };
+            servers[piece.server].drop_with(format!(
+                "too slow: bytes {}.. ({} bytes) not in after {:.1} s, where another server would take {:.3} s; the piece goes to the others",
+                piece.offset,
+                piece.length,
+                waited.as_secs_f64(),
+                elsewhere.as_secs_f64()
+            ));
+            let _ = socket.shutdown(std::net::Shutdown::Both);
+        }
+    }
+
     /// The next piece, waiting while others hold pieces that may come
     /// back; `None` when every piece is done.
     fn take(&self) -> Option<u64> {
@@ -406,7 +514,7 @@ impl Work<'_> {
     /// only for the destination's own failures.
     fn fetch(
         &self,
-        server: &Server,
+        (index, server): (usize, &Server),
         connection: &mut Option<Connection>,
         mover: &mut Mover,
         offset: u64,
@@ -417,6 +525,13 @@ impl Work<'_> {
                 Some(open) => open,
                 None => Connection::open(&server.url, self.options.timeout, &self.options.tls)?,
             };
+            self.held.lock().unwrap().push(Held {
+                offset,
+                length,
+                server: index,
+                since: Instant::now(),
+                socket: open.stream.socket().try_clone().ok(),
+            });
             let last = offset + length - 1;
             let target = format!("{}{}", server.url.target, self.suffix);
             open.send_get(&target, &format!("Range: bytes={offset}-{last}\r\n"))?;
@@ -454,6 +569,7 @@ impl Work<'_> {
             }
             Ok(())
         })();
+        self.held.lock().unwrap().retain(|h| h.offset != offset);
         if let Err(error) = received {
             return match error {
                 // The destination's own failure ends the get.
@@ -476,7 +592,7 @@ impl Work<'_> {
             }
         }
         if let Some(journal) = self.journal {
-            journal.record(offset)?;
+            journal.record(offset, length)?;
         }
         Ok(Outcome::Kept)
     }

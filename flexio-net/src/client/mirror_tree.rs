@@ -107,6 +107,7 @@ pub fn get_tree_mirrored(
                     .collect::<VecDeque<_>>(),
             ),
             in_flight: AtomicU64::new(0),
+            held: Mutex::default(),
             journal: None,
             failed: AtomicBool::new(false),
             options,
@@ -118,7 +119,7 @@ pub fn get_tree_mirrored(
         file.commit(entry.size, options.fsync)?;
         report.files += 1;
     }
-    report.symlinks = finish_tree(&root, &planned, &label)?;
+    report.finish(finish_tree(&root, &planned, &label)?);
     report.servers = reports(&servers);
     report.wall_ns = started.elapsed().as_nanos() as u64;
     Ok(report)

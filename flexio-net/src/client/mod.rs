@@ -25,6 +25,9 @@ mod upload;
 mod upload_tree;
 mod verify;
 
+#[cfg(test)]
+mod hostile_input;
+
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -48,6 +51,14 @@ use std::sync::Arc;
 use flexio::pace::{Rate, TokenBucket};
 
 use crate::tls::client::TlsClient;
+
+/// The instant `timeout` from now, or as far ahead as the clock reaches
+/// when that is past it: a wait asked to be endless (`--timeout
+/// 10000000000000000000s`) is one, not a panic (`Instant + Duration`
+/// overflows).
+pub(crate) fn deadline_after(timeout: Duration) -> std::time::Instant {
+    crate::deadline::after(std::time::Instant::now(), timeout)
+}
 
 /// How to fetch.
 #[derive(Clone, Debug)]
@@ -140,4 +151,19 @@ pub struct GetReport {
     pub verified: bool,
     /// Time spent fetching the manifest and hashing.
     pub verify_ns: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::deadline_after;
+    use std::time::{Duration, Instant};
+
+    #[test]
+    fn a_deadline_past_the_clock_is_far_ahead_not_a_panic() {
+        let now = Instant::now();
+        assert!(deadline_after(Duration::MAX) > now + Duration::from_secs(3600 * 24 * 365));
+        assert!(deadline_after(Duration::from_secs(10_000_000_000_000_000_000)) > now);
+        let soon = deadline_after(Duration::from_secs(5));
+        assert!(soon > now && soon <= Instant::now() + Duration::from_secs(5));
+    }
 }

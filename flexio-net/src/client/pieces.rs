@@ -329,7 +329,7 @@ impl Pieces<'_> {
                 &mut open, &piece, options, mover, self.early,
             )?);
             if let Some(journal) = self.journal {
-                journal.record(offset)?;
+                journal.record(offset, last - offset + 1)?;
             }
             if !response.closes() {
                 *connection = Some(open);

@@ -239,6 +239,7 @@ impl Relay {
                 hashes: &entry.blake3,
                 queue: Mutex::new((0..total).step_by(piece as usize).collect()),
                 in_flight: AtomicU64::new(0),
+                held: Mutex::default(),
                 journal: None,
                 failed: AtomicBool::new(false),
                 options,

@@ -52,6 +52,16 @@ pub struct TreeReport {
     pub shard: Option<ShardReport>,
 }
 
+/// What a tree's last steps (its symlinks) made.
+#[derive(Default)]
+pub(super) struct Finished {
+    /// Symlinks made.
+    pub symlinks: u64,
+    /// Symlinks left out because, resolved through the tree's own links,
+    /// they could lead out of the destination (their paths, lossy UTF-8).
+    pub escaping_links: Vec<String>,
+}
+
 /// What a checked manifest leaves out.
 #[derive(Default)]
 pub(super) struct LeftOut {
@@ -72,6 +82,12 @@ impl TreeReport {
             escaping_links: left_out.escaping_links,
             ..TreeReport::default()
         }
+    }
+
+    /// Counts what a tree's last steps made and left out.
+    pub(super) fn finish(&mut self, finished: Finished) {
+        self.symlinks = finished.symlinks;
+        self.escaping_links.extend(finished.escaping_links);
     }
 }
 

@@ -185,7 +185,7 @@ pub fn get_tree_sharded(
             coordination.locked(|| {
                 coordination.mark(&format!("done-{}", shard.index))?;
                 if (0..shard.count).all(|k| coordination.marked(&format!("done-{k}"))) {
-                    tree.symlinks = finish_tree(&root, &planned, &label)?;
+                    tree.finish(finish_tree(&root, &planned, &label)?);
                     coordination.remove(&root);
                     report.finished_tree = true;
                 }
@@ -193,7 +193,7 @@ pub fn get_tree_sharded(
             })?;
         }
         None => {
-            tree.symlinks = finish_tree(&root, &planned, &label)?;
+            tree.finish(finish_tree(&root, &planned, &label)?);
             report.finished_tree = true;
         }
     }

@@ -182,10 +182,21 @@ impl<'a> Plan<'a> {
     /// fetch.
     fn open_sink(&mut self, destination: &Path) -> Result<Sink> {
         let sink = match (&self.validator, self.options.resume && self.ranged) {
-            (Some(validator), true) => Sink::Partial(Partial::open(
-                destination,
-                &format!("{}\t{}\t{validator}\t{}", self.url, self.total, self.piece),
-            )?),
+            (Some(validator), true) => {
+                let partial = Partial::open(
+                    destination,
+                    &format!("{}\t{}\t{validator}\t{}", self.url, self.total, self.piece),
+                    self.total,
+                    self.piece,
+                )?;
+                if partial.healed > 0 {
+                    self.note = Some(format!(
+                        "{} journaled pieces no longer held the bytes journaled (never written, cut off or lost): fetched again",
+                        partial.healed
+                    ));
+                }
+                Sink::Partial(partial)
+            }
             _ => {
                 if self.options.resume {
                     self.note = Some(
@@ -253,7 +264,7 @@ impl<'a> Plan<'a> {
                 early.as_ref(),
             )?);
             if let Sink::Partial(partial) = &sink {
-                partial.record(0)?;
+                partial.record(0, self.first_length)?;
             }
         }
         let first = self.keep_first(first)?;
@@ -395,14 +406,14 @@ impl<'a> Plan<'a> {
 
 /// What the first response promises.
 #[derive(Debug, Clone, Copy)]
-enum Shape {
+pub(super) enum Shape {
     /// A whole body of this length (ranges not answered).
     Whole(u64),
     /// A piece `[0, first)` of a `total`-byte file.
     Range { total: u64, first: u64 },
 }
 
-fn first_shape(response: &Response, peer: &str, piece: u64) -> Result<Shape> {
+pub(super) fn first_shape(response: &Response, peer: &str, piece: u64) -> Result<Shape> {
     if response.header("transfer-encoding").is_some() {
         return Err(Error::protocol(
             peer,

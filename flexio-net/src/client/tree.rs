@@ -36,7 +36,7 @@ use super::tree_dest::{
 };
 use super::GetOptions;
 use crate::error::{Error, Result};
-use crate::manifest::{CHUNK_SIZE, MANIFEST_SCHEMA_VERSION};
+use crate::manifest::{Manifest, CHUNK_SIZE, MANIFEST_SCHEMA_VERSION};
 use crate::names::{is_safe_component, percent_decode};
 use crate::walk::MAX_ENTRIES;
 
@@ -158,7 +158,7 @@ pub fn get_tree(url: &str, destination: &Path, options: &GetOptions) -> Result<T
         .iter()
         .filter(|job| matches!(job, Job::Directory(..)))
         .count() as u64;
-    report.symlinks = finish_tree(&root, &planned, &label)?;
+    report.finish(finish_tree(&root, &planned, &label)?);
     report.wall_ns = started.elapsed().as_nanos() as u64;
     Ok(report)
 }
@@ -202,15 +202,28 @@ fn fetch_offer(connection: &mut Connection, url: &Url) -> Result<Offer> {
         ManifestAnswer::Manifest(manifest) => manifest,
         ManifestAnswer::Listing { reusable } => return Ok(Offer::Listing { reusable }),
     };
+    let (planned, left_out) = plan_manifest(manifest, &peer)?;
+    Ok(Offer::Manifest(planned, left_out))
+}
+
+/// A tree manifest from `peer`, checked whole before anything is made:
+/// the entries to make, in order, and what is left out.
+///
+/// # Errors
+/// [`Error::Protocol`] naming the peer and the first entry that could
+/// escape or clobber (an unsafe name, a duplicate, an entry before its
+/// directory), a file whose hashes do not cover its size, more entries
+/// than [`MAX_ENTRIES`], or another version or chunk size.
+pub(super) fn plan_manifest(manifest: Manifest, peer: &str) -> Result<(Vec<Planned>, LeftOut)> {
     if manifest.schema_version != MANIFEST_SCHEMA_VERSION || manifest.chunk_size != CHUNK_SIZE {
         return Err(Error::protocol(
-            &peer,
+            peer,
             "a manifest of another version or chunk size",
         ));
     }
     if manifest.entries.len() > MAX_ENTRIES {
         return Err(Error::protocol(
-            &peer,
+            peer,
             format!(
                 "{} entries, over the cap of {MAX_ENTRIES}",
                 manifest.entries.len()
@@ -224,7 +237,7 @@ fn fetch_offer(connection: &mut Connection, url: &Url) -> Result<Offer> {
     for entry in manifest.entries {
         let bad = |why: &str| {
             Error::protocol(
-                &peer,
+                peer,
                 format!("manifest entry {:?}: {why}; nothing fetched", entry.path),
             )
         };
@@ -264,6 +277,11 @@ fn fetch_offer(connection: &mut Connection, url: &Url) -> Result<Offer> {
             directories.insert(path);
         }
         let link_target = entry.link_target.clone().unwrap_or_default().into_bytes();
+        let link_target = if entry.link_target_percent_encoded {
+            percent_decode(&link_target).map_err(|_| bad("a bad % escape in its link target"))?
+        } else {
+            link_target
+        };
         if kind == Kind::Symlink && !stays_inside(parts.len() - 1, &link_target) {
             left_out.escaping_links.push(entry.path.clone());
             continue;
@@ -279,7 +297,7 @@ fn fetch_offer(connection: &mut Connection, url: &Url) -> Result<Offer> {
             link_target,
         });
     }
-    Ok(Offer::Manifest(planned, left_out))
+    Ok((planned, left_out))
 }
 
 /// Whether a symlink `depth` directories below the destination with

@@ -16,6 +16,7 @@ use rustix::fs::{AtFlags, FileType, Mode};
 
 use super::connection::{Connection, Url};
 use super::pieces::receive;
+use super::report::Finished;
 use super::GetOptions;
 use crate::error::{Error, Result};
 use crate::manifest::{chunk_hashes, CHUNK_SIZE};
@@ -120,13 +121,19 @@ pub(super) fn make_directory_in(
 
 /// The last steps of a tree, once every file is in: its symlinks, and
 /// each directory's mode from the manifest (only now, since a directory
-/// without write permission could take no file). Returns the symlinks
-/// made.
-pub(super) fn finish_tree(root: &OwnedFd, planned: &[Planned], label: &str) -> Result<u64> {
-    let mut symlinks = 0;
+/// without write permission could take no file). A symlink is made only
+/// where [`link_stays_beneath`] holds; the others are left out and named.
+pub(super) fn finish_tree(root: &OwnedFd, planned: &[Planned], label: &str) -> Result<Finished> {
+    let mut finished = Finished::default();
     for entry in planned.iter().filter(|e| e.kind == Kind::Symlink) {
-        make_symlink(root, entry, label)?;
-        symlinks += 1;
+        if link_stays_beneath(root, entry, label)? {
+            make_symlink(root, entry, label)?;
+            finished.symlinks += 1;
+        } else {
+            finished
+                .escaping_links
+                .push(String::from_utf8_lossy(&entry.parts.join(&b'/')).into_owned());
+        }
     }
     for entry in planned.iter().filter(|e| e.kind == Kind::Directory) {
         let (parent, name) = parent_of(root, &entry.parts, label)?;
@@ -138,7 +145,58 @@ pub(super) fn finish_tree(root: &OwnedFd, planned: &[Planned], label: &str) -> R
         )
         .map_err(|e| Error::io("chmod", join_label(label, &entry.parts), None, e))?;
     }
-    Ok(symlinks)
+    Ok(finished)
+}
+
+/// Whether the symlink `entry` stays beneath the destination however the
+/// links beside it resolve — those made already, those still to come in
+/// this get, and those a later get into the same destination replaces.
+///
+/// Its target is walked from the link's directory through the real
+/// directories that are there now (`lstat`, no link followed), with each
+/// `..` counted against the depth: climbing above the destination is out.
+/// At the first component that is not a real directory — a symlink, or a
+/// name not there yet — the walk stops, and the rest of the target may
+/// only descend (no `..`): every link this rule lets in then resolves
+/// inside the destination, since a link component leads to a place inside
+/// (the same rule held for it) and names beneath a place inside stay
+/// inside. `s -> .` is kept; `t -> s/..` and `d/v -> ../s/..` are not,
+/// whatever `s` is, since `s` may be (or become) a link to anywhere
+/// inside. An absolute target, an empty one, or one with a NUL is out.
+///
+/// # Errors
+/// Those of opening a directory beneath the destination.
+pub(super) fn link_stays_beneath(root: &OwnedFd, entry: &Planned, label: &str) -> Result<bool> {
+    let target = &entry.link_target;
+    if target.is_empty() || target.starts_with(b"/") || target.contains(&0) {
+        return Ok(false);
+    }
+    // The real directories from the destination to where the walk is.
+    let mut at: Vec<&[u8]> = entry.parts[..entry.parts.len() - 1]
+        .iter()
+        .map(Vec::as_slice)
+        .collect();
+    let mut parts = target.split(|&b| b == b'/');
+    for part in parts.by_ref() {
+        match part {
+            b"" | b"." => continue,
+            b".." => {
+                if at.pop().is_none() {
+                    return Ok(false);
+                }
+                continue;
+            }
+            name => {
+                let directory = open_beneath(root.as_fd(), &at.join(&b'/'))
+                    .map_err(|e| Error::io("open", join_label(label, &entry.parts), None, e))?;
+                if existing(&directory, name) != Some(FileType::Directory) {
+                    break;
+                }
+                at.push(name);
+            }
+        }
+    }
+    Ok(parts.all(|part| part != b".."))
 }
 
 fn make_symlink(root: &OwnedFd, entry: &Planned, label: &str) -> Result<()> {
