@@ -197,7 +197,7 @@ fn handshake(
     socket: &mut TcpStream,
     timeout: Duration,
 ) -> std::io::Result<()> {
-    let deadline = crate::client::deadline_after(timeout);
+    let deadline = crate::deadline::after(std::time::Instant::now(), timeout);
     while session.is_handshaking() {
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
