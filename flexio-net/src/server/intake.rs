@@ -19,6 +19,8 @@ pub(crate) enum Finish {
     Whole {
         file: NewFile,
         parent: OwnedFd,
+        /// Its name in `parent`.
+        name: Vec<u8>,
         replaces: bool,
     },
     /// A piece of a ranged upload, recorded in the journal once written.

@@ -35,6 +35,7 @@ mod exchange;
 mod files;
 mod hash_cache;
 mod intake;
+mod preconditions;
 mod request;
 mod respond;
 mod schedule;

@@ -249,6 +249,7 @@ fn phrase(status: u16) -> Option<&'static str> {
         408 => "Request Timeout",
         409 => "Conflict",
         411 => "Length Required",
+        412 => "Precondition Failed",
         413 => "Content Too Large",
         415 => "Unsupported Media Type",
         416 => "Range Not Satisfiable",
@@ -283,6 +284,7 @@ mod tests {
             include_str!("exchange.rs"),
             include_str!("files.rs"),
             include_str!("intake.rs"),
+            include_str!("preconditions.rs"),
             include_str!("mod.rs"),
             include_str!("request.rs"),
             include_str!("respond.rs"),
@@ -333,7 +335,7 @@ mod tests {
     #[test]
     fn every_status_the_server_sends_has_its_reason_phrase() {
         let sent = statuses_sent();
-        for status in [201, 202, 401, 409, 411, 507] {
+        for status in [201, 202, 401, 409, 411, 412, 507] {
             assert!(sent.contains(&status), "{status} not found in {sent:?}");
         }
         let generic = [

@@ -18,7 +18,9 @@ use rustix::fs::{AtFlags, FileType};
 use rustix::io::Errno;
 
 use super::exchange::Exchange;
+use super::files::{failed, Validators};
 use super::intake::{Finish, Intake};
+use super::preconditions::{evaluate, evaluate_at, Current, Verdict};
 use super::request::ResponseHead;
 use super::upload_ranges;
 use crate::signing::{verify, Refusal, SignedRequest, SCHEME};
@@ -99,6 +101,13 @@ pub(crate) fn answer(exchange: &mut Exchange<'_>, parts: &[Vec<u8>]) -> std::io:
         std::ffi::OsStr::from_bytes(name),
         AtFlags::SYMLINK_NOFOLLOW,
     );
+    let verdict = match &existing {
+        Ok(stat) => evaluate(request, &Current::Tagged(&Validators::of(stat))),
+        Err(_) => evaluate(request, &Current::Missing),
+    };
+    if let Verdict::Failed(condition) = verdict {
+        return failed(exchange, condition);
+    }
     let replaces = match existing {
         Ok(stat) if FileType::from_raw_mode(stat.st_mode) == FileType::Directory => {
             return exchange.text(
@@ -129,6 +138,7 @@ pub(crate) fn answer(exchange: &mut Exchange<'_>, parts: &[Vec<u8>]) -> std::io:
         Finish::Whole {
             file,
             parent,
+            name: name.clone(),
             replaces,
         },
         0,
@@ -148,13 +158,20 @@ pub(crate) fn finish(exchange: &mut Exchange<'_>, intake: Intake) -> std::io::Re
     // The parent stays open until the file is linked through it.
     let Finish::Whole {
         file,
-        parent: _parent,
+        parent,
+        name,
         replaces,
     } = intake.finish
     else {
         unreachable!("upload::finish is given whole files only")
     };
     let (label, length) = (intake.label, intake.length);
+    // What is there may have changed while the body arrived.
+    if let Verdict::Failed(condition) = evaluate_at(exchange.request, &parent, &name) {
+        drop(file);
+        exchange.keep_alive = exchange.request.keeps_alive();
+        return failed(exchange, condition);
+    }
     if let Err(error) = file.commit(length, false) {
         exchange.keep_alive = false;
         return exchange.text(500, &format!("linking the file in failed: {error}"));
@@ -214,6 +231,9 @@ pub(crate) fn make_directory(
             );
         }
     };
+    if let Verdict::Failed(condition) = evaluate_at(request, &parent, name) {
+        return failed(exchange, condition);
+    }
     let label = String::from_utf8_lossy(&parts.join(&b'/')).into_owned();
     match rustix::fs::mkdirat(
         &parent,
