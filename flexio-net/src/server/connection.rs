@@ -347,13 +347,13 @@ impl Connection {
         }
         let budget = tools.shared.config.max_chunk.max(1);
         let (intake, _) = self.intake.as_mut().expect("an upload has its intake");
-        let before = intake.left;
+        let before = intake.at;
         let mut link = Link {
             stream: &self.stream,
             wire: &mut self.wire,
         };
         let pumped = intake.pump(&mut link, tools.scratch, budget);
-        if intake.left < before {
+        if intake.at > before {
             self.since = Instant::now();
         }
         match pumped {

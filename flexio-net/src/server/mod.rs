@@ -28,6 +28,7 @@
 
 mod body;
 mod cached_body;
+mod chunked;
 mod config;
 mod connection;
 mod directory;

@@ -47,20 +47,30 @@ pub(crate) fn answer(exchange: &mut Exchange<'_>, parts: &[Vec<u8>]) -> std::io:
     // The body is unread until the checks pass: any refusal ends the
     // connection (closed gracefully, the body drained and dropped).
     exchange.keep_alive = false;
-    if request.header("transfer-encoding").is_some() {
+    let chunked = match request.chunked() {
+        Ok(chunked) => chunked,
+        Err((status, why)) => return exchange.text(status, &why),
+    };
+    let signed = request
+        .header("authorization")
+        .is_some_and(|given| given.trim().starts_with(SCHEME));
+    if chunked && (signed || request.header("content-range").is_some()) {
         return exchange.text(
             411,
-            "PUT needs a Content-Length (chunked bodies are not taken)",
+            "a signed or ranged PUT needs a Content-Length (the signature and the range cover it); a chunked body is taken with a bearer token, whole",
         );
     }
-    // Signed with the request: read before the authorisation.
-    let Some(length) = request
+    // Signed with the request: read before the authorisation. A chunked
+    // body's length is known at its end; 0 until then.
+    let length = match request
         .header("content-length")
         .map(str::trim)
         .filter(|v| !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()))
         .and_then(|v| v.parse::<u64>().ok())
-    else {
-        return exchange.text(411, "PUT needs a Content-Length");
+    {
+        Some(length) => length,
+        None if chunked => 0,
+        None => return exchange.text(411, "PUT needs a Content-Length or a chunked body"),
     };
     if let Err(refusal) = authorise(exchange, token, length) {
         return refuse(exchange, refusal);
@@ -134,17 +144,18 @@ pub(crate) fn answer(exchange: &mut Exchange<'_>, parts: &[Vec<u8>]) -> std::io:
         Err(error) => return exchange.text(500, &format!("cannot make the file: {error}")),
     };
     let label = String::from_utf8_lossy(&parts.join(&b'/')).into_owned();
-    let intake = Intake::new(
-        Finish::Whole {
-            file,
-            parent,
-            name: name.clone(),
-            replaces,
-        },
-        0,
-        length,
-        label,
-    );
+    let whole = Finish::Whole {
+        file,
+        parent,
+        name: name.clone(),
+        replaces,
+    };
+    if chunked {
+        // The cap of a body announced with Content-Length: the free space.
+        exchange.read_body(Intake::chunked(whole, free, label));
+        return Ok(false);
+    }
+    let intake = Intake::new(whole, 0, length, label);
     if length == 0 {
         return finish(exchange, intake);
     }
