@@ -103,6 +103,12 @@ pub struct ServeArgs {
     /// in), then exit 0; a second signal exits at once.
     #[arg(long, value_parser = crate::bounds::duration, default_value = "5s")]
     grace: Duration,
+    /// Append a line per response to FILE (`-` for standard output):
+    /// nginx's combined format, then the mechanism that sent the body and
+    /// the bytes it sent. Written by a thread of its own: a slow disk
+    /// never holds a worker.
+    #[arg(long, value_name = "FILE|-")]
+    access_log: Option<PathBuf>,
     /// Serve HTTPS with a new self-signed certificate; its SHA-256
     /// fingerprint is printed once, for `flexio get --pin`.
     #[arg(long)]
@@ -153,6 +159,7 @@ pub fn run(args: ServeArgs) -> crate::error::Result<()> {
     config.chunk = args.chunk;
     config.grace = args.grace;
     config.follow_symlinks = args.follow_symlinks;
+    config.access_log = args.access_log.clone();
     if !matches!(args.tls.len(), 0 | 2) {
         return Err(Error::Usage("--tls takes two PEM files: CERT,KEY".into()).into());
     }

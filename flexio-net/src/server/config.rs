@@ -69,6 +69,10 @@ pub struct ServeConfig {
     /// resolves beneath the root (never out of it). Off by default: a
     /// link is answered 403, as `?tar` and manifests list it as a link.
     pub follow_symlinks: bool,
+    /// Append a line per response to this file (`-` for standard output)
+    /// in nginx's combined format plus the body's mechanism and the bytes
+    /// it sent ([`super::access_log`]).
+    pub access_log: Option<PathBuf>,
 }
 
 /// The default [`ServeConfig::max_chunk`]. Measured with
@@ -112,6 +116,7 @@ impl ServeConfig {
             tls: None,
             grace: DEFAULT_GRACE,
             follow_symlinks: false,
+            access_log: None,
         }
     }
 }
