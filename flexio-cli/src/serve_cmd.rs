@@ -60,8 +60,13 @@ pub struct ServeArgs {
     via: MechanismName,
     /// The most bytes per second one connection is sent (10M, 1G,
     /// 100Mbit/s); a connection over it waits in its worker's timer
-    /// wheel, holding no thread.
+    /// wheel, holding no thread. A client with several connections
+    /// (`get --streams 4`) gets it on each.
     #[arg(long, value_name = "RATE", value_parser = rate)]
+    rate_per_connection: Option<Rate>,
+    /// The old name of --rate-per-connection, which it is: it limits each
+    /// connection, not each client address.
+    #[arg(long, value_name = "RATE", value_parser = rate, hide = true, conflicts_with = "rate_per_connection")]
     rate_per_client: Option<Rate>,
     /// The most bytes per second all connections together are sent.
     #[arg(long, value_name = "RATE", value_parser = rate)]
@@ -152,7 +157,12 @@ pub fn run(args: ServeArgs) -> crate::error::Result<()> {
     config.head_timeout = args.head_timeout;
     config.idle_timeout = args.idle_timeout;
     config.mechanism = args.via;
-    config.rate_per_client = args.rate_per_client;
+    if args.rate_per_client.is_some() {
+        eprintln!(
+            "flexio serve: --rate-per-client is deprecated: it limits each connection, not each client (a client with 4 streams gets 4 times the rate); use --rate-per-connection"
+        );
+    }
+    config.rate_per_connection = args.rate_per_connection.or(args.rate_per_client);
     config.rate_total = args.rate_total;
     config.schedule = args.schedule;
     config.max_chunk = args.max_chunk;

@@ -46,7 +46,7 @@ pub struct ServeConfig {
     /// plain link.
     pub token: Option<String>,
     /// The most bytes per second one connection is sent.
-    pub rate_per_client: Option<Rate>,
+    pub rate_per_connection: Option<Rate>,
     /// The most bytes per second all connections together are sent.
     pub rate_total: Option<Rate>,
     /// Cue's schedule for every response body: `chunks` chunks of
@@ -109,7 +109,7 @@ impl ServeConfig {
             mechanism: MechanismName::Auto,
             chunk: None,
             token: None,
-            rate_per_client: None,
+            rate_per_connection: None,
             rate_total: None,
             schedule: None,
             max_chunk: DEFAULT_MAX_CHUNK,

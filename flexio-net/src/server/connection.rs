@@ -98,7 +98,7 @@ pub(crate) struct Connection {
     body: Option<Body>,
     intake: Option<(Intake, Request)>,
     keep_alive: bool,
-    /// Its bucket for `rate_per_client`.
+    /// Its bucket for `rate_per_connection`.
     rate: Option<Arc<TokenBucket>>,
     /// Its place in `config.schedule`.
     schedule: Option<Scheduled>,
@@ -148,7 +148,7 @@ impl Connection {
             body: None,
             intake: None,
             keep_alive: true,
-            rate: config.rate_per_client.map(|rate| {
+            rate: config.rate_per_connection.map(|rate| {
                 Arc::new(TokenBucket::new(
                     rate,
                     rate.default_burst().min(config.max_chunk.max(1)),

@@ -235,12 +235,14 @@ fn check(config: &ServeConfig) -> Result<()> {
             "the token must be at least 16 characters".into(),
         ));
     }
-    if config.cache.is_some() && (config.rate_per_client.is_some() || config.rate_total.is_some()) {
+    if config.cache.is_some()
+        && (config.rate_per_connection.is_some() || config.rate_total.is_some())
+    {
         // Paced bodies are charged per share sent, which the cache's reads
         // ahead of the socket do not follow: refuse rather than serve
         // faster than asked.
         return Err(Error::Usage(
-            "--cache cannot be combined with --rate-per-client or --rate-total yet".into(),
+            "--cache cannot be combined with --rate-per-connection or --rate-total yet".into(),
         ));
     }
     Ok(())
@@ -309,6 +311,9 @@ impl ServerHandle {
             let mut stop = self.shared.stop.lock().unwrap_or_else(|p| p.into_inner());
             *stop = Some(stop.map_or(at, |earlier| earlier.min(at)));
         }
+        self.shared
+            .stopping
+            .store(true, std::sync::atomic::Ordering::Release);
         for wake in &self.wakes {
             let _ = rustix::io::write(&**wake, &1u64.to_ne_bytes());
         }
