@@ -45,7 +45,7 @@ pub(crate) fn evaluate(request: &Request, current: &Current<'_>) -> Verdict {
     if let Some(tags) = list(request, "if-match") {
         let held = match current {
             Current::Missing => false,
-            Current::Untagged => tags.iter().any(|&tag| tag == "*"),
+            Current::Untagged => tags.contains(&"*"),
             Current::Tagged(validators) => tags
                 .iter()
                 .any(|&tag| tag == "*" || (!tag.starts_with("W/") && tag == validators.etag)),
@@ -63,7 +63,7 @@ pub(crate) fn evaluate(request: &Request, current: &Current<'_>) -> Verdict {
     if let Some(tags) = list(request, "if-none-match") {
         let matched = match current {
             Current::Missing => false,
-            Current::Untagged => tags.iter().any(|&tag| tag == "*"),
+            Current::Untagged => tags.contains(&"*"),
             Current::Tagged(validators) => tags
                 .iter()
                 .any(|&tag| tag == "*" || tag.strip_prefix("W/").unwrap_or(tag) == validators.etag),
