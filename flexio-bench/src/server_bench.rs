@@ -12,7 +12,7 @@
 //! - **fairness**: 4 equal clients, each on its own connection, fetching
 //!   the large file for a fixed time: each client's rate and Jain's index
 //!   over them, without and with a per-client rate limit (`flexio serve
-//!   --rate-per-client`, nginx `limit_rate`) — Cue's Table 8, where
+//!   --rate-per-connection`, nginx `limit_rate`) — Cue's Table 8, where
 //!   wuftpd served 1–4 clients.
 //!
 //! - **over TLS** (with `tls`): the same cells with both servers speaking
@@ -252,12 +252,12 @@ pub(crate) fn write_pattern(path: &Path, size: u64) -> io::Result<()> {
     file.flush()
 }
 
-/// Whether `flexio serve` takes `--rate-per-client` (the pacing work).
+/// Whether `flexio serve` takes `--rate-per-connection` (the pacing work).
 fn flexio_has_rate_limit(flexio: &Path) -> bool {
     std::process::Command::new(flexio)
         .args(["serve", "--help"])
         .output()
-        .is_ok_and(|out| String::from_utf8_lossy(&out.stdout).contains("--rate-per-client"))
+        .is_ok_and(|out| String::from_utf8_lossy(&out.stdout).contains("--rate-per-connection"))
 }
 
 /// The servers of a run: flexio always, nginx when installed.
@@ -276,11 +276,12 @@ impl Servers {
         let mut running = Vec::new();
         let extra: Vec<String> = match rate_limit {
             Some(rate) if flexio_has_rate_limit(&options.flexio) => {
-                vec!["--rate-per-client".into(), rate.to_string()]
+                vec!["--rate-per-connection".into(), rate.to_string()]
             }
             Some(_) => {
                 skipped.push(
-                    "flexio serve with a rate limit: this flexio has no --rate-per-client".into(),
+                    "flexio serve with a rate limit: this flexio has no --rate-per-connection"
+                        .into(),
                 );
                 Vec::new()
             }

@@ -60,8 +60,13 @@ pub struct ServeArgs {
     via: MechanismName,
     /// The most bytes per second one connection is sent (10M, 1G,
     /// 100Mbit/s); a connection over it waits in its worker's timer
-    /// wheel, holding no thread.
+    /// wheel, holding no thread. A client with several connections
+    /// (`get --streams 4`) gets it on each.
     #[arg(long, value_name = "RATE", value_parser = rate)]
+    rate_per_connection: Option<Rate>,
+    /// The old name of --rate-per-connection, which it is: it limits each
+    /// connection, not each client address.
+    #[arg(long, value_name = "RATE", value_parser = rate, hide = true, conflicts_with = "rate_per_connection")]
     rate_per_client: Option<Rate>,
     /// The most bytes per second all connections together are sent.
     #[arg(long, value_name = "RATE", value_parser = rate)]
@@ -103,6 +108,12 @@ pub struct ServeArgs {
     /// in), then exit 0; a second signal exits at once.
     #[arg(long, value_parser = crate::bounds::duration, default_value = "5s")]
     grace: Duration,
+    /// Append a line per response to FILE (`-` for standard output):
+    /// nginx's combined format, then the mechanism that sent the body and
+    /// the bytes it sent. Written by a thread of its own: a slow disk
+    /// never holds a worker.
+    #[arg(long, value_name = "FILE|-")]
+    access_log: Option<PathBuf>,
     /// Serve HTTPS with a new self-signed certificate; its SHA-256
     /// fingerprint is printed once, for `flexio get --pin`.
     #[arg(long)]
@@ -146,13 +157,19 @@ pub fn run(args: ServeArgs) -> crate::error::Result<()> {
     config.head_timeout = args.head_timeout;
     config.idle_timeout = args.idle_timeout;
     config.mechanism = args.via;
-    config.rate_per_client = args.rate_per_client;
+    if args.rate_per_client.is_some() {
+        eprintln!(
+            "flexio serve: --rate-per-client is deprecated: it limits each connection, not each client (a client with 4 streams gets 4 times the rate); use --rate-per-connection"
+        );
+    }
+    config.rate_per_connection = args.rate_per_connection.or(args.rate_per_client);
     config.rate_total = args.rate_total;
     config.schedule = args.schedule;
     config.max_chunk = args.max_chunk;
     config.chunk = args.chunk;
     config.grace = args.grace;
     config.follow_symlinks = args.follow_symlinks;
+    config.access_log = args.access_log.clone();
     if !matches!(args.tls.len(), 0 | 2) {
         return Err(Error::Usage("--tls takes two PEM files: CERT,KEY".into()).into());
     }

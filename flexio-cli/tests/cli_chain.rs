@@ -49,7 +49,7 @@ fn a_chain_of_four_whose_second_host_dies_midway_finishes_right_on_hosts_three_a
     let source = tempfile::tempdir().unwrap();
     std::fs::write(source.path().join("image.raw"), &data).unwrap();
     // Host 1: the source, paced so the transfer lasts a few seconds.
-    let (_host1, base) = serve(source.path(), &["--rate-per-client", "4M"]);
+    let (_host1, base) = serve(source.path(), &["--rate-per-connection", "4M"]);
     let url1 = format!("{base}/image.raw");
     let dirs: Vec<_> = (0..5).map(|_| tempfile::tempdir().unwrap()).collect();
     let dest = |k: usize| dirs[k].path().join("image.raw");
@@ -101,7 +101,7 @@ fn a_link_whose_only_upstream_dies_fails_at_once_and_so_does_its_downstream_leav
     let data = vec![7u8; 12 << 20];
     let source = tempfile::tempdir().unwrap();
     std::fs::write(source.path().join("f.bin"), &data).unwrap();
-    let (host1, base) = serve(source.path(), &["--rate-per-client", "2M"]);
+    let (host1, base) = serve(source.path(), &["--rate-per-connection", "2M"]);
     let dirs: Vec<_> = (0..2).map(|_| tempfile::tempdir().unwrap()).collect();
     let (relay, url2) = link(&format!("{base}/f.bin"), &[], &dirs[0].path().join("f.bin"));
     let downstream = flexio()

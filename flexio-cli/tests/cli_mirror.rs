@@ -28,7 +28,7 @@ fn a_lying_mirror_and_a_dead_one_are_dropped_and_the_others_finish_the_file() {
     std::fs::write(liar.path().join("f.bin"), data(0x5a, length)).unwrap();
     // Paced, so that every server's connections take pieces before the
     // queue runs dry.
-    let pace = ["--rate-per-client", "16M"];
+    let pace = ["--rate-per-connection", "16M"];
     let (_a, url_a) = serve(honest_a.path(), &pace);
     let (_b, url_b) = serve(honest_b.path(), &pace);
     let (_l, url_l) = serve(liar.path(), &pace);
@@ -78,7 +78,7 @@ fn a_mirrored_get_stopped_midway_resumes_with_the_checked_pieces_it_kept() {
     let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     std::fs::write(a.path().join("f.bin"), &good).unwrap();
     std::fs::write(b.path().join("f.bin"), &good).unwrap();
-    let pace = ["--rate-per-client", "2M"];
+    let pace = ["--rate-per-connection", "2M"];
     let (_a, url_a) = serve(a.path(), &pace);
     let (_b, url_b) = serve(b.path(), &pace);
     let out = tempfile::tempdir().unwrap();
@@ -141,7 +141,7 @@ fn a_tree_from_a_lying_mirror_and_an_honest_one_arrives_right_and_the_liar_is_dr
         }
         std::os::unix::fs::symlink("sub/big.bin", root.join("t/link")).unwrap();
     }
-    let pace = ["--rate-per-client", "16M"];
+    let pace = ["--rate-per-connection", "16M"];
     let (_h, url_h) = serve(honest.path(), &pace);
     let (_l, url_l) = serve(liar.path(), &pace);
     let out = tempfile::tempdir().unwrap();

@@ -186,7 +186,7 @@ fn a_tree_get_stopped_mid_directory_leaves_nothing_at_its_name_and_a_rerun_compl
         }
     }
     // 800 KiB per directory at 256 KiB/s per connection: seconds each.
-    let (_server, url) = serve(served.path(), &["--rate-per-client", "256K"]);
+    let (_server, url) = serve(served.path(), &["--rate-per-connection", "256K"]);
     let out = tempfile::tempdir().unwrap();
     let destination = out.path().join("copy");
     let get = || {

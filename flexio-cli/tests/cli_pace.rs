@@ -204,3 +204,46 @@ fn the_pace_scenario_reports_target_and_the_receivers_rate_with_its_error() {
     let chart = std::fs::read_to_string(out.join("pace.svg")).unwrap();
     assert!(chart.contains("<svg") && chart.contains("the rate asked for"));
 }
+
+#[test]
+fn rate_per_client_is_a_hidden_alias_that_says_it_limits_each_connection() {
+    let help = flexio().args(["serve", "--help"]).output().unwrap();
+    let help = String::from_utf8_lossy(&help.stdout);
+    assert!(help.contains("--rate-per-connection"), "{help}");
+    assert!(!help.contains("--rate-per-client"), "{help}");
+    let dir = tempfile::tempdir().unwrap();
+    let mut serve = flexio()
+        .args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--rate-per-client",
+            "1M",
+        ])
+        .arg(dir.path())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = std::io::BufReader::new(serve.stderr.take().unwrap());
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut stderr, &mut line).unwrap();
+    let _ = serve.kill();
+    let _ = serve.wait();
+    assert!(
+        line.contains("deprecated") && line.contains("each connection"),
+        "{line}"
+    );
+    let both = flexio()
+        .args([
+            "serve",
+            ".",
+            "--rate-per-client",
+            "1M",
+            "--rate-per-connection",
+            "1M",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(both.status.code(), Some(2));
+}

@@ -348,7 +348,7 @@ fn a_shard_killed_mid_range_leaves_no_file_at_its_name_and_its_rerun_completes_t
     let big = bytes(7, (8 << 20) + 99);
     std::fs::write(root.join("d/big"), &big).unwrap();
     std::fs::write(root.join("small"), b"small").unwrap();
-    let (_server, url) = serve(served.path(), &["--rate-per-client", "2M"]);
+    let (_server, url) = serve(served.path(), &["--rate-per-connection", "2M"]);
     let out = tempfile::tempdir().unwrap();
     let dest = out.path().join("shared");
     let shard = |k: u32| {

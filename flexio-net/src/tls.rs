@@ -117,7 +117,7 @@ impl TlsIdentity {
             .with_single_cert(vec![cert], key)
             .map_err(|e| tls_error("the certificate and key", e))?;
         Ok(TlsIdentity {
-            config: Arc::new(config),
+            config: Arc::new(with_alpn(config)),
             fingerprint,
         })
     }
@@ -174,10 +174,20 @@ impl TlsIdentity {
                 .with_no_client_auth()
                 .with_single_cert(chain, key)
                 .map_err(|e| tls_error("the certificate chain and key", e))?;
-            identity.config = Arc::new(config);
+            identity.config = Arc::new(with_alpn(config));
         }
         Ok(identity)
     }
+}
+
+/// The one protocol this server and client speak, as ALPN names it
+/// (RFC 7301): offered, so that a client or proxy that asks for it gets it
+/// (and one asking only for `h2` is refused rather than misread).
+pub(crate) const ALPN_HTTP_1_1: &[u8] = b"http/1.1";
+
+fn with_alpn(mut config: rustls::ServerConfig) -> rustls::ServerConfig {
+    config.alpn_protocols = vec![ALPN_HTTP_1_1.to_vec()];
+    config
 }
 
 /// Where the kernel lists the TCP upper-layer protocols it has loaded.

@@ -33,7 +33,7 @@ fn serve_holds_each_clients_rate_and_the_total() {
     // Per client: 4 MiB/s each, whatever the other does.
     let per_client = 4u64 << 20;
     let address = serve_with(root.path(), |config| {
-        config.rate_per_client = Some(Rate::new(per_client).unwrap());
+        config.rate_per_connection = Some(Rate::new(per_client).unwrap());
     });
     let burst = Rate::new(per_client).unwrap().default_burst();
     for (bytes, seconds) in two_clients(address) {
@@ -88,7 +88,7 @@ fn a_small_request_is_not_stuck_behind_a_large_one() {
     // worker must not sleep with it, and must not send all of it first.
     let address = serve_with(root.path(), |config| {
         config.workers = 1;
-        config.rate_per_client = Some(Rate::new(8 << 20).unwrap());
+        config.rate_per_connection = Some(Rate::new(8 << 20).unwrap());
         config.max_chunk = 256 << 10;
     });
     let large = std::thread::spawn(move || (timed_get(address, "/big"), Instant::now()));

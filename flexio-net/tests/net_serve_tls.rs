@@ -264,3 +264,24 @@ fn a_tls_handshake_not_done_by_the_head_deadline_is_closed() {
     handle.abort();
     handle.wait();
 }
+
+#[test]
+fn the_server_offers_http_1_1_by_alpn() {
+    let _alone = ALONE.lock().unwrap_or_else(|p| p.into_inner());
+    let root = tempfile::tempdir().unwrap();
+    std::fs::write(root.path().join("f"), b"over alpn").unwrap();
+    let (handle, client) = tls_server(root.path(), |_| {});
+    let mut asking = (*client).clone();
+    asking.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    let mut tls = connect(handle.local_addr(), &Arc::new(asking));
+    assert_eq!(tls.conn.alpn_protocol(), Some(&b"http/1.1"[..]));
+    let (response, _) = get_to_close(&mut tls, "/f");
+    assert!(response.ends_with(b"over alpn"));
+    // A client that offers no ALPN is served as before.
+    let mut plain = connect(handle.local_addr(), &client);
+    assert_eq!(plain.conn.alpn_protocol(), None);
+    let (response, _) = get_to_close(&mut plain, "/f");
+    assert!(response.ends_with(b"over alpn"));
+    handle.abort();
+    handle.wait();
+}

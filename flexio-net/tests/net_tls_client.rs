@@ -178,3 +178,33 @@ fn one_tls_session_carries_every_request_of_a_tree_get() {
         ]
     );
 }
+
+#[test]
+fn the_client_offers_http_1_1_by_alpn() {
+    let identity = TlsIdentity::self_signed(&["localhost".into()]).unwrap();
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = listener.local_addr().unwrap();
+    let config = Arc::clone(&identity.config);
+    let server = std::thread::spawn(move || {
+        let (mut socket, _) = listener.accept().unwrap();
+        socket
+            .set_read_timeout(Some(Duration::from_secs(20)))
+            .unwrap();
+        let mut session = rustls::ServerConnection::new(config).unwrap();
+        while session.is_handshaking() {
+            if session.complete_io(&mut socket).is_err() {
+                break;
+            }
+        }
+        session.alpn_protocol().map(<[u8]>::to_vec)
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("https://localhost:{}/file", address.port());
+    // The server closes after the handshake: only what was negotiated counts.
+    let _ = get(
+        &url,
+        Some(&dir.path().join("file")),
+        &pinned(&identity.fingerprint),
+    );
+    assert_eq!(server.join().unwrap().as_deref(), Some(&b"http/1.1"[..]));
+}

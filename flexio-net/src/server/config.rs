@@ -46,7 +46,7 @@ pub struct ServeConfig {
     /// plain link.
     pub token: Option<String>,
     /// The most bytes per second one connection is sent.
-    pub rate_per_client: Option<Rate>,
+    pub rate_per_connection: Option<Rate>,
     /// The most bytes per second all connections together are sent.
     pub rate_total: Option<Rate>,
     /// Cue's schedule for every response body: `chunks` chunks of
@@ -69,6 +69,10 @@ pub struct ServeConfig {
     /// resolves beneath the root (never out of it). Off by default: a
     /// link is answered 403, as `?tar` and manifests list it as a link.
     pub follow_symlinks: bool,
+    /// Append a line per response to this file (`-` for standard output)
+    /// in nginx's combined format plus the body's mechanism and the bytes
+    /// it sent ([`super::access_log`]).
+    pub access_log: Option<PathBuf>,
 }
 
 /// The default [`ServeConfig::max_chunk`]. Measured with
@@ -105,13 +109,14 @@ impl ServeConfig {
             mechanism: MechanismName::Auto,
             chunk: None,
             token: None,
-            rate_per_client: None,
+            rate_per_connection: None,
             rate_total: None,
             schedule: None,
             max_chunk: DEFAULT_MAX_CHUNK,
             tls: None,
             grace: DEFAULT_GRACE,
             follow_symlinks: false,
+            access_log: None,
         }
     }
 }

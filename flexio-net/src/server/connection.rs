@@ -7,7 +7,7 @@
 //! this wake-up is spent (`--max-chunk`: it yields to the others), its
 //! rate's tokens are not due yet, its schedule pauses it, or it is closed.
 
-use std::net::{SocketAddr, TcpStream};
+use std::net::{IpAddr, SocketAddr, TcpStream};
 use std::os::fd::{AsFd, BorrowedFd};
 use std::sync::Arc;
 use std::time::Instant;
@@ -16,6 +16,7 @@ use flexio::pace::TokenBucket;
 use flexio::range::Mover;
 use rustix::io::Errno;
 
+use super::access_log::Entry;
 use super::body::{Body, Turn};
 use super::exchange::Response;
 use super::intake::{Intake, IntakeError, Pumped};
@@ -62,6 +63,8 @@ pub(crate) struct Tools<'a> {
     pub scratch: &'a mut [u8],
     /// The server is stopping: no connection is kept alive.
     pub stopping: bool,
+    /// The worker's access log lines, with `--access-log`.
+    pub log: Option<&'a mut Vec<u8>>,
 }
 
 /// A client connection, owned by one worker for its whole life.
@@ -70,6 +73,13 @@ pub(crate) struct Connection {
     /// Plain or TLS.
     wire: Wire,
     peer: String,
+    remote: IpAddr,
+    /// The access log's entry of the response under way, with
+    /// `--access-log`.
+    entry: Option<Entry>,
+    logging: bool,
+    /// What sends its bodies after the head, as the log names it.
+    body_mechanism: &'static str,
     /// A bearer token may be taken on it: a loopback peer, or TLS.
     private: bool,
     phase: Phase,
@@ -88,7 +98,7 @@ pub(crate) struct Connection {
     body: Option<Body>,
     intake: Option<(Intake, Request)>,
     keep_alive: bool,
-    /// Its bucket for `rate_per_client`.
+    /// Its bucket for `rate_per_connection`.
     rate: Option<Arc<TokenBucket>>,
     /// Its place in `config.schedule`.
     schedule: Option<Scheduled>,
@@ -118,11 +128,16 @@ impl Connection {
         let wire = Wire::new(config.tls.as_ref().map(|identity| &identity.config));
         let failed = wire.is_err();
         let wire = wire.unwrap_or(Wire::Plain);
+        let mechanism = body_mechanism(shared, wire.is_tls());
         let mut connection = Connection {
             stream,
             private: peer.ip().is_loopback() || wire.is_tls(),
             wire,
             peer: format!("client {peer}"),
+            remote: peer.ip(),
+            entry: None,
+            logging: config.access_log.is_some(),
+            body_mechanism: mechanism,
             phase: Phase::Head,
             head: Vec::new(),
             head_started: None,
@@ -133,7 +148,7 @@ impl Connection {
             body: None,
             intake: None,
             keep_alive: true,
-            rate: config.rate_per_client.map(|rate| {
+            rate: config.rate_per_connection.map(|rate| {
                 Arc::new(TokenBucket::new(
                     rate,
                     rate.default_burst().min(config.max_chunk.max(1)),
@@ -179,7 +194,13 @@ impl Connection {
 
     /// Answers `status` with `message` and closes (gracefully).
     pub fn refuse(&mut self, status: u16, message: &str) {
+        if self.logging && self.entry.is_none() && !self.head.is_empty() {
+            self.entry = Some(Entry::unparsed(self.remote, &self.head));
+        }
         self.out = closing_response(status, message);
+        if let Some(entry) = self.entry.as_mut() {
+            entry.response(&self.out);
+        }
         self.out_at = 0;
         self.body = None;
         self.intake = None;
@@ -269,6 +290,9 @@ impl Connection {
                 self.head_started = None;
                 match Request::parse(&head) {
                     Ok(request) => {
+                        if self.logging {
+                            self.entry = Some(Entry::new(self.remote, &request));
+                        }
                         let peer = Peer {
                             name: &self.peer,
                             private: self.private,
@@ -276,7 +300,12 @@ impl Connection {
                         let response = respond::answer(tools.shared, &request, &peer);
                         self.take(response, request, tools.stopping);
                     }
-                    Err(why) => self.refuse(400, &why),
+                    Err(why) => {
+                        if self.logging {
+                            self.entry = Some(Entry::unparsed(self.remote, &head));
+                        }
+                        self.refuse(400, &why)
+                    }
                 }
                 None
             }
@@ -324,6 +353,15 @@ impl Connection {
         self.out = response.out;
         self.out_at = 0;
         self.body = response.body;
+        if let Some(entry) = self.entry.as_mut() {
+            if response.intake.is_some() {
+                // Only `100 Continue` so far: no status, no body.
+                entry.head_length = usize::MAX;
+            } else {
+                entry.response(&self.out);
+                entry.mechanism = self.body.as_ref().map(|_| self.body_mechanism);
+            }
+        }
         if let Some(schedule) = self.schedule.as_mut() {
             schedule.start_body();
         }
@@ -347,13 +385,13 @@ impl Connection {
         }
         let budget = tools.shared.config.max_chunk.max(1);
         let (intake, _) = self.intake.as_mut().expect("an upload has its intake");
-        let before = intake.left;
+        let before = intake.at;
         let mut link = Link {
             stream: &self.stream,
             wire: &mut self.wire,
         };
         let pumped = intake.pump(&mut link, tools.scratch, budget);
-        if intake.left < before {
+        if intake.at > before {
             self.since = Instant::now();
         }
         match pumped {
@@ -398,6 +436,9 @@ impl Connection {
             };
             match link.send(&self.out[self.out_at..], more) {
                 Ok(n) => {
+                    if let Some(entry) = self.entry.as_mut() {
+                        entry.sent_out(self.out_at, self.out_at + n);
+                    }
                     self.out_at += n;
                     self.since = Instant::now();
                 }
@@ -459,6 +500,9 @@ impl Connection {
                 }
             };
             if bytes > 0 {
+                if let Some(entry) = self.entry.as_mut() {
+                    entry.sent_body(bytes);
+                }
                 let now = Instant::now();
                 self.since = now;
                 for bucket in buckets.iter().flatten() {
@@ -494,6 +538,7 @@ impl Connection {
         }
         self.served += 1;
         self.since = Instant::now();
+        self.log_entry(tools.log.as_deref_mut());
         if closing {
             if rustix::net::shutdown(self.fd(), rustix::net::Shutdown::Write).is_err() {
                 return Some(Next::Close);
@@ -503,6 +548,14 @@ impl Connection {
             self.phase = Phase::Head;
         }
         None
+    }
+
+    /// Appends the access log's line of the response under way, if one
+    /// (one cut short says the bytes it got to).
+    pub fn log_entry(&mut self, lines: Option<&mut Vec<u8>>) {
+        if let (Some(entry), Some(lines)) = (self.entry.take(), lines) {
+            entry.write(lines, std::time::SystemTime::now());
+        }
     }
 
     /// When its schedule's pause ends, if one is in force at `now`; once
@@ -534,6 +587,21 @@ impl Connection {
         }
         // 256 KiB in one go: not a client finishing a request; cut it.
         Some(Next::Close)
+    }
+}
+
+/// What sends a body after its head: rustls over TLS (whatever `--via`),
+/// the block cache with `--cache`, else the mechanism.
+fn body_mechanism(shared: &Shared, tls: bool) -> &'static str {
+    if tls {
+        "rustls"
+    } else if shared.cache.is_some() {
+        "cache"
+    } else {
+        match shared.config.mechanism {
+            flexio::MechanismName::Auto => "sendfile",
+            other => other.as_str(),
+        }
     }
 }
 
@@ -576,6 +644,7 @@ mod tests {
             mover: &mut mover,
             scratch: &mut scratch,
             stopping: false,
+            log: None,
         };
         connection.expire(now, &mut tools)
     }

@@ -35,6 +35,12 @@ pub(crate) fn answer(
             .header("Content-Length", "0");
         return exchange.head_and_body(head, b"");
     }
+    use super::preconditions::{evaluate, Current, Verdict};
+    match evaluate(exchange.request, &Current::Untagged) {
+        Verdict::Proceed => {}
+        Verdict::NotModified => return exchange.head_and_body(ResponseHead::new(304), b""),
+        Verdict::Failed(condition) => return super::files::failed(exchange, condition),
+    }
     // `?tar=` and `?manifest=` are what the listing's forms submit.
     match query.map(|query| query.strip_suffix('=').unwrap_or(query)) {
         Some("manifest") => manifest(exchange, &dir),

@@ -12,6 +12,7 @@ use rustix::fs::Stat;
 
 use super::body::{Body, Segment};
 use super::exchange::Exchange;
+use super::preconditions::{evaluate, Current, Verdict};
 use super::request::ResponseHead;
 use crate::manifest::{describe, Manifest, CHUNK_SIZE, MANIFEST_SCHEMA_VERSION};
 use crate::ranges::{resolve, RangeAnswer};
@@ -34,22 +35,6 @@ impl Validators {
             last_modified: httpdate::fmt_http_date(system_time(stat.st_mtime)),
             mtime: stat.st_mtime,
         }
-    }
-
-    /// `If-None-Match` (weak comparison) or else `If-Modified-Since` says
-    /// the client's copy is current.
-    fn not_modified(&self, exchange: &Exchange<'_>) -> bool {
-        if let Some(tags) = exchange.request.header("if-none-match") {
-            return tags
-                .split(',')
-                .map(str::trim)
-                .any(|tag| tag == "*" || tag.strip_prefix("W/").unwrap_or(tag) == self.etag);
-        }
-        exchange
-            .request
-            .header("if-modified-since")
-            .and_then(|date| httpdate::parse_http_date(date).ok())
-            .is_some_and(|since| system_time(self.mtime) <= since)
     }
 
     /// `If-Range` (strong comparison, or an exact date) allows the range.
@@ -106,9 +91,6 @@ pub(crate) fn answer(
     name: &[u8],
     query: Option<&str>,
 ) -> std::io::Result<bool> {
-    if query == Some("manifest") {
-        return manifest(exchange, file, stat, name);
-    }
     let size = stat.st_size as u64;
     let validators = Validators::of(stat);
     let common = |head: ResponseHead| {
@@ -116,8 +98,13 @@ pub(crate) fn answer(
             .header("Last-Modified", validators.last_modified.clone())
             .header("Accept-Ranges", "bytes")
     };
-    if validators.not_modified(exchange) {
-        return exchange.head_and_body(common(ResponseHead::new(304)), b"");
+    match evaluate(exchange.request, &Current::Tagged(&validators)) {
+        Verdict::Proceed => {}
+        Verdict::NotModified => return exchange.head_and_body(common(ResponseHead::new(304)), b""),
+        Verdict::Failed(condition) => return failed(exchange, condition),
+    }
+    if query == Some("manifest") {
+        return manifest(exchange, file, stat, name);
     }
     let ranges = match exchange.request.header("range") {
         Some(header) if validators.range_allowed(exchange) => resolve(header, size),
@@ -180,6 +167,14 @@ pub(crate) fn answer(
         }
     }
     Ok(exchange.keep_alive)
+}
+
+/// 412: `condition` does not hold for what is there now.
+pub(crate) fn failed(exchange: &Exchange<'_>, condition: &str) -> std::io::Result<bool> {
+    exchange.text(
+        412,
+        &format!("{condition} does not hold for what is there now"),
+    )
 }
 
 /// A `multipart/byteranges` boundary that does not occur in the body: a

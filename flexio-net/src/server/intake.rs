@@ -9,6 +9,7 @@ use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use flexio::range::NewFile;
 use rustix::io::Errno;
 
+use super::chunked::{ChunkError, Chunked};
 use super::wire::Link;
 
 /// Where a body's bytes go, and what is done once all arrived.
@@ -19,6 +20,8 @@ pub(crate) enum Finish {
     Whole {
         file: NewFile,
         parent: OwnedFd,
+        /// Its name in `parent`.
+        name: Vec<u8>,
         replaces: bool,
     },
     /// A piece of a ranged upload, recorded in the journal once written.
@@ -45,6 +48,9 @@ pub(crate) struct Intake {
     pub length: u64,
     /// The target, for messages.
     pub label: String,
+    /// A chunked body's decoder (`left` and `length` are then what has
+    /// arrived so far, counted by it).
+    chunked: Option<Chunked>,
 }
 
 /// How far one call got.
@@ -62,9 +68,23 @@ pub(crate) enum IntakeError {
     /// The client closed or failed before the whole body: nothing to
     /// answer.
     Client(String),
-    /// Writing failed on this side (a full disk): answered with this
-    /// status.
+    /// Writing failed on this side (a full disk), or the body is
+    /// malformed or too large: answered with this status.
     Write(u16, String),
+}
+
+impl From<ChunkError> for IntakeError {
+    fn from(error: ChunkError) -> Self {
+        match error {
+            ChunkError::Malformed(why) => {
+                IntakeError::Write(400, format!("malformed chunked body: {why}"))
+            }
+            ChunkError::TooLarge(cap) => IntakeError::Write(
+                413,
+                format!("the chunked body is over {cap} bytes, the free space when it began"),
+            ),
+        }
+    }
 }
 
 impl Intake {
@@ -76,6 +96,16 @@ impl Intake {
             left: length,
             length,
             label,
+            chunked: None,
+        }
+    }
+
+    /// A chunked body of at most `cap` bytes going to `finish`'s file
+    /// from 0.
+    pub fn chunked(finish: Finish, cap: u64, label: String) -> Intake {
+        Intake {
+            chunked: Some(Chunked::new(cap)),
+            ..Intake::new(finish, 0, 0, label)
         }
     }
 
@@ -95,6 +125,9 @@ impl Intake {
         scratch: &mut [u8],
         budget: u64,
     ) -> Result<Pumped, IntakeError> {
+        if self.chunked.is_some() {
+            return self.pump_chunked(link, scratch, budget);
+        }
         let mut taken = 0u64;
         while self.left > 0 {
             if taken >= budget {
@@ -122,6 +155,52 @@ impl Intake {
             self.left -= got as u64;
         }
         Ok(Pumped::Done)
+    }
+
+    /// As [`Self::pump`] for a chunked body: never reads past its end
+    /// ([`Chunked::room`]), so a request after it stays in the socket.
+    fn pump_chunked(
+        &mut self,
+        link: &mut Link<'_>,
+        scratch: &mut [u8],
+        budget: u64,
+    ) -> Result<Pumped, IntakeError> {
+        let mut taken = 0u64;
+        loop {
+            let chunked = self.chunked.as_mut().expect("a chunked intake");
+            if chunked.done() {
+                self.length = chunked.received;
+                return Ok(Pumped::Done);
+            }
+            if taken >= budget {
+                return Ok(Pumped::TurnOver);
+            }
+            let want = usize::try_from(chunked.room())
+                .unwrap_or(usize::MAX)
+                .min(scratch.len());
+            let got = match link.recv(&mut scratch[..want]) {
+                Ok(0) => {
+                    return Err(IntakeError::Client(format!(
+                        "the client closed after {} bytes, before the end of the chunked body",
+                        chunked.received
+                    )))
+                }
+                Ok(n) => n,
+                Err(Errno::INTR) => continue,
+                Err(Errno::AGAIN) => return Ok(Pumped::Blocked),
+                Err(errno) => {
+                    return Err(IntakeError::Client(format!(
+                        "recv from the client: {errno}"
+                    )))
+                }
+            };
+            let mut chunked = self.chunked.take().expect("a chunked intake");
+            let fed = chunked.feed(&scratch[..got], |run| self.write_all(run));
+            self.length = chunked.received;
+            self.chunked = Some(chunked);
+            fed?;
+            taken += got as u64;
+        }
     }
 
     fn write_all(&mut self, mut bytes: &[u8]) -> Result<(), IntakeError> {

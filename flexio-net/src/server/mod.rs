@@ -26,8 +26,10 @@
 //! let the answers in flight finish within [`ServeConfig::grace`] and
 //! drop what is left (an upload not whole is never linked in).
 
+mod access_log;
 mod body;
 mod cached_body;
+mod chunked;
 mod config;
 mod connection;
 mod directory;
@@ -35,6 +37,7 @@ mod exchange;
 mod files;
 mod hash_cache;
 mod intake;
+mod preconditions;
 mod request;
 mod respond;
 mod schedule;
@@ -64,6 +67,7 @@ use shared::Shared;
 pub struct Server {
     listener: Arc<TcpListener>,
     shared: Arc<Shared>,
+    access_log: Option<access_log::LogFile>,
 }
 
 /// A running server: stops it and waits for it.
@@ -72,6 +76,8 @@ pub struct ServerHandle {
     shared: Arc<Shared>,
     wakes: Vec<Arc<OwnedFd>>,
     workers: Vec<JoinHandle<()>>,
+    /// The access log's writer, done once the workers are.
+    logger: Option<JoinHandle<()>>,
 }
 
 impl Server {
@@ -119,7 +125,15 @@ impl Server {
                 Instant::now(),
             ))
         });
+        let access_log = match &config.access_log {
+            Some(path) => Some(
+                access_log::LogFile::open(path)
+                    .map_err(|e| Error::io("open", path.display().to_string(), None, e))?,
+            ),
+            None => None,
+        };
         Ok(Server {
+            access_log,
             listener: Arc::new(listener),
             shared: Arc::new(Shared::new(config, root, cache, total_rate)),
         })
@@ -165,13 +179,23 @@ impl Server {
     /// handle.shutdown();
     /// handle.wait();
     /// ```
-    pub fn spawn(self) -> Result<ServerHandle> {
+    pub fn spawn(mut self) -> Result<ServerHandle> {
         let address = self.local_addr();
+        let (log, logger) = match self.access_log.take() {
+            Some(file) => {
+                let (sender, thread) = file
+                    .start()
+                    .map_err(|e| Error::io("spawn", "access log thread", None, e))?;
+                (Some(sender), Some(thread))
+            }
+            None => (None, None),
+        };
         let mut handle = ServerHandle {
             address,
             shared: Arc::clone(&self.shared),
             wakes: Vec::new(),
             workers: Vec::new(),
+            logger,
         };
         for index in 0..self.shared.config.workers.max(1) {
             let wake = rustix::event::eventfd(
@@ -184,6 +208,7 @@ impl Server {
                 Arc::clone(&self.shared),
                 Arc::clone(&self.listener),
                 Arc::clone(&wake),
+                log.clone(),
             )
             .map_err(|e| Error::io("epoll_create", address.to_string(), None, e))?;
             handle.wakes.push(wake);
@@ -210,12 +235,14 @@ fn check(config: &ServeConfig) -> Result<()> {
             "the token must be at least 16 characters".into(),
         ));
     }
-    if config.cache.is_some() && (config.rate_per_client.is_some() || config.rate_total.is_some()) {
+    if config.cache.is_some()
+        && (config.rate_per_connection.is_some() || config.rate_total.is_some())
+    {
         // Paced bodies are charged per share sent, which the cache's reads
         // ahead of the socket do not follow: refuse rather than serve
         // faster than asked.
         return Err(Error::Usage(
-            "--cache cannot be combined with --rate-per-client or --rate-total yet".into(),
+            "--cache cannot be combined with --rate-per-connection or --rate-total yet".into(),
         ));
     }
     Ok(())
@@ -284,6 +311,9 @@ impl ServerHandle {
             let mut stop = self.shared.stop.lock().unwrap_or_else(|p| p.into_inner());
             *stop = Some(stop.map_or(at, |earlier| earlier.min(at)));
         }
+        self.shared
+            .stopping
+            .store(true, std::sync::atomic::Ordering::Release);
         for wake in &self.wakes {
             let _ = rustix::io::write(&**wake, &1u64.to_ne_bytes());
         }
@@ -294,6 +324,9 @@ impl ServerHandle {
     pub fn wait(self) {
         for worker in self.workers {
             let _ = worker.join();
+        }
+        if let Some(logger) = self.logger {
+            let _ = logger.join();
         }
     }
 }

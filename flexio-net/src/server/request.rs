@@ -97,6 +97,33 @@ impl Request {
             .map(|(_, v)| v.as_str())
     }
 
+    /// Whether the body is chunked: `Transfer-Encoding` (over all its
+    /// lines) is `chunked` alone. `Err` holds the status and why for any
+    /// other: 400 when `chunked` is not the last coding (the body's end
+    /// cannot be found; RFC 9112 §6.3), 501 for a coding this server does
+    /// not decode.
+    pub fn chunked(&self) -> Result<bool, (u16, String)> {
+        let codings: Vec<String> = self
+            .headers
+            .iter()
+            .filter(|(n, _)| n == "transfer-encoding")
+            .flat_map(|(_, v)| v.split(','))
+            .map(|coding| coding.trim().to_ascii_lowercase())
+            .collect();
+        match codings.as_slice() {
+            [] => Ok(false),
+            [only] if only == "chunked" => Ok(true),
+            [.., last] if last != "chunked" => Err((
+                400,
+                format!("Transfer-Encoding {codings:?} does not end with chunked"),
+            )),
+            _ => Err((
+                501,
+                format!("Transfer-Encoding {codings:?}: only chunked is decoded"),
+            )),
+        }
+    }
+
     /// Whether the connection may carry another request after this one:
     /// HTTP/1.1 unless `Connection: close`; HTTP/1.0 never.
     pub fn keeps_alive(&self) -> bool {
@@ -249,11 +276,13 @@ fn phrase(status: u16) -> Option<&'static str> {
         408 => "Request Timeout",
         409 => "Conflict",
         411 => "Length Required",
+        412 => "Precondition Failed",
         413 => "Content Too Large",
         415 => "Unsupported Media Type",
         416 => "Range Not Satisfiable",
         431 => "Request Header Fields Too Large",
         500 => "Internal Server Error",
+        501 => "Not Implemented",
         503 => "Service Unavailable",
         507 => "Insufficient Storage",
         _ => return None,
@@ -283,6 +312,7 @@ mod tests {
             include_str!("exchange.rs"),
             include_str!("files.rs"),
             include_str!("intake.rs"),
+            include_str!("preconditions.rs"),
             include_str!("mod.rs"),
             include_str!("request.rs"),
             include_str!("respond.rs"),
@@ -333,7 +363,7 @@ mod tests {
     #[test]
     fn every_status_the_server_sends_has_its_reason_phrase() {
         let sent = statuses_sent();
-        for status in [201, 202, 401, 409, 411, 507] {
+        for status in [201, 202, 401, 409, 411, 412, 507] {
             assert!(sent.contains(&status), "{status} not found in {sent:?}");
         }
         let generic = [

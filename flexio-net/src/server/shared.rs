@@ -39,6 +39,9 @@ pub(crate) struct Shared {
     pub scheduled: super::schedule::ScheduleCounts,
     /// When the answers in flight must be done; set once asked to stop.
     pub stop: Mutex<Option<Instant>>,
+    /// Whether `stop` is set: what every worker reads twice a loop turn,
+    /// without taking the lock until the server stops.
+    pub stopping: AtomicBool,
     /// Whether an accept error was logged and not yet recovered from (one
     /// line per episode, not one per worker and retry).
     pub accept_failing: AtomicBool,
@@ -64,12 +67,16 @@ impl Shared {
             total_rate,
             scheduled: super::schedule::ScheduleCounts::default(),
             stop: Mutex::new(None),
+            stopping: AtomicBool::new(false),
             accept_failing: AtomicBool::new(false),
         }
     }
 
     /// The time the server must be done by, once asked to stop.
     pub fn stop_by(&self) -> Option<Instant> {
+        if !self.stopping.load(Ordering::Acquire) {
+            return None;
+        }
         *self.stop.lock().unwrap_or_else(|p| p.into_inner())
     }
 

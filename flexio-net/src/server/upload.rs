@@ -18,7 +18,9 @@ use rustix::fs::{AtFlags, FileType};
 use rustix::io::Errno;
 
 use super::exchange::Exchange;
+use super::files::{failed, Validators};
 use super::intake::{Finish, Intake};
+use super::preconditions::{evaluate, evaluate_at, Current, Verdict};
 use super::request::ResponseHead;
 use super::upload_ranges;
 use crate::signing::{verify, Refusal, SignedRequest, SCHEME};
@@ -45,20 +47,30 @@ pub(crate) fn answer(exchange: &mut Exchange<'_>, parts: &[Vec<u8>]) -> std::io:
     // The body is unread until the checks pass: any refusal ends the
     // connection (closed gracefully, the body drained and dropped).
     exchange.keep_alive = false;
-    if request.header("transfer-encoding").is_some() {
+    let chunked = match request.chunked() {
+        Ok(chunked) => chunked,
+        Err((status, why)) => return exchange.text(status, &why),
+    };
+    let signed = request
+        .header("authorization")
+        .is_some_and(|given| given.trim().starts_with(SCHEME));
+    if chunked && (signed || request.header("content-range").is_some()) {
         return exchange.text(
             411,
-            "PUT needs a Content-Length (chunked bodies are not taken)",
+            "a signed or ranged PUT needs a Content-Length (the signature and the range cover it); a chunked body is taken with a bearer token, whole",
         );
     }
-    // Signed with the request: read before the authorisation.
-    let Some(length) = request
+    // Signed with the request: read before the authorisation. A chunked
+    // body's length is known at its end; 0 until then.
+    let length = match request
         .header("content-length")
         .map(str::trim)
         .filter(|v| !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()))
         .and_then(|v| v.parse::<u64>().ok())
-    else {
-        return exchange.text(411, "PUT needs a Content-Length");
+    {
+        Some(length) => length,
+        None if chunked => 0,
+        None => return exchange.text(411, "PUT needs a Content-Length or a chunked body"),
     };
     if let Err(refusal) = authorise(exchange, token, length) {
         return refuse(exchange, refusal);
@@ -99,6 +111,13 @@ pub(crate) fn answer(exchange: &mut Exchange<'_>, parts: &[Vec<u8>]) -> std::io:
         std::ffi::OsStr::from_bytes(name),
         AtFlags::SYMLINK_NOFOLLOW,
     );
+    let verdict = match &existing {
+        Ok(stat) => evaluate(request, &Current::Tagged(&Validators::of(stat))),
+        Err(_) => evaluate(request, &Current::Missing),
+    };
+    if let Verdict::Failed(condition) = verdict {
+        return failed(exchange, condition);
+    }
     let replaces = match existing {
         Ok(stat) if FileType::from_raw_mode(stat.st_mode) == FileType::Directory => {
             return exchange.text(
@@ -125,16 +144,18 @@ pub(crate) fn answer(exchange: &mut Exchange<'_>, parts: &[Vec<u8>]) -> std::io:
         Err(error) => return exchange.text(500, &format!("cannot make the file: {error}")),
     };
     let label = String::from_utf8_lossy(&parts.join(&b'/')).into_owned();
-    let intake = Intake::new(
-        Finish::Whole {
-            file,
-            parent,
-            replaces,
-        },
-        0,
-        length,
-        label,
-    );
+    let whole = Finish::Whole {
+        file,
+        parent,
+        name: name.clone(),
+        replaces,
+    };
+    if chunked {
+        // The cap of a body announced with Content-Length: the free space.
+        exchange.read_body(Intake::chunked(whole, free, label));
+        return Ok(false);
+    }
+    let intake = Intake::new(whole, 0, length, label);
     if length == 0 {
         return finish(exchange, intake);
     }
@@ -148,13 +169,20 @@ pub(crate) fn finish(exchange: &mut Exchange<'_>, intake: Intake) -> std::io::Re
     // The parent stays open until the file is linked through it.
     let Finish::Whole {
         file,
-        parent: _parent,
+        parent,
+        name,
         replaces,
     } = intake.finish
     else {
         unreachable!("upload::finish is given whole files only")
     };
     let (label, length) = (intake.label, intake.length);
+    // What is there may have changed while the body arrived.
+    if let Verdict::Failed(condition) = evaluate_at(exchange.request, &parent, &name) {
+        drop(file);
+        exchange.keep_alive = exchange.request.keeps_alive();
+        return failed(exchange, condition);
+    }
     if let Err(error) = file.commit(length, false) {
         exchange.keep_alive = false;
         return exchange.text(500, &format!("linking the file in failed: {error}"));
@@ -214,6 +242,9 @@ pub(crate) fn make_directory(
             );
         }
     };
+    if let Verdict::Failed(condition) = evaluate_at(request, &parent, name) {
+        return failed(exchange, condition);
+    }
     let label = String::from_utf8_lossy(&parts.join(&b'/')).into_owned();
     match rustix::fs::mkdirat(
         &parent,

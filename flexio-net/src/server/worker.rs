@@ -19,6 +19,7 @@ use rustix::buffer::spare_capacity;
 use rustix::event::{epoll, Timespec};
 use rustix::io::Errno;
 
+use super::access_log::WorkerLog;
 use super::connection::{Connection, Next, Tools};
 use super::shared::Shared;
 use super::timers::Wheel;
@@ -65,6 +66,8 @@ pub(crate) struct Worker {
     /// While accepting failed: when to listen again, and the next pause.
     accept_paused: Option<Instant>,
     backoff: Duration,
+    /// Its access log lines, handed on once per loop turn.
+    log: Option<WorkerLog>,
 }
 
 impl Worker {
@@ -73,6 +76,7 @@ impl Worker {
         shared: Arc<Shared>,
         listener: Arc<TcpListener>,
         wake: Arc<OwnedFd>,
+        log: Option<std::sync::mpsc::SyncSender<Vec<u8>>>,
     ) -> std::io::Result<Worker> {
         let epoll = epoll::create(epoll::CreateFlags::CLOEXEC)?;
         epoll::add(
@@ -95,6 +99,7 @@ impl Worker {
             stopping: false,
             accept_paused: None,
             backoff: FIRST_BACKOFF,
+            log: log.map(WorkerLog::new),
         };
         worker.listen()?;
         Ok(worker)
@@ -125,7 +130,7 @@ impl Worker {
                     self.stop();
                 }
                 if self.connections.is_empty() || now >= by {
-                    return;
+                    break;
                 }
             }
             self.resume_accepting(now);
@@ -174,6 +179,17 @@ impl Worker {
                 }
                 self.with(token, |connection, tools| connection.expire(now, tools));
             }
+            if let Some(log) = self.log.as_mut() {
+                log.flush();
+            }
+        }
+        if let Some(mut log) = self.log.take() {
+            // Answers cut by the end of the grace are logged as far as
+            // they got.
+            for connection in self.connections.values_mut() {
+                connection.log_entry(Some(&mut log.lines));
+            }
+            log.close();
         }
     }
 
@@ -224,6 +240,7 @@ impl Worker {
             mover: &mut self.mover,
             scratch: &mut self.scratch,
             stopping: self.stopping,
+            log: self.log.as_mut().map(|log| &mut log.lines),
         };
         match step(connection, &mut tools) {
             Next::Wait => {
@@ -239,7 +256,10 @@ impl Worker {
                 }
             }
             // Closing the descriptor takes it out of the epoll set.
-            Next::Close => drop(self.connections.remove(&token)),
+            Next::Close => {
+                connection.log_entry(self.log.as_mut().map(|log| &mut log.lines));
+                drop(self.connections.remove(&token));
+            }
         }
     }
 

@@ -115,6 +115,8 @@ fn client_config(trust: &Trust) -> Result<Arc<rustls::ClientConfig>> {
             builder.with_root_certificates(roots).with_no_client_auth()
         }
     };
+    let mut config = config;
+    config.alpn_protocols = vec![super::ALPN_HTTP_1_1.to_vec()];
     Ok(Arc::new(config))
 }
 
