@@ -21,6 +21,21 @@ pub const MAX_HEAD: usize = 16 * 1024;
 /// The most header lines a head may have.
 pub const MAX_HEADERS: usize = 64;
 
+/// A parsed head's header lines as owned `(lowercased name, value)`
+/// pairs, a value that is not UTF-8 made lossy: the form the server's
+/// requests and the client's responses both keep.
+pub(crate) fn owned_headers(headers: &[httparse::Header<'_>]) -> Vec<(String, String)> {
+    headers
+        .iter()
+        .map(|h| {
+            (
+                h.name.to_ascii_lowercase(),
+                String::from_utf8_lossy(h.value).into_owned(),
+            )
+        })
+        .collect()
+}
+
 /// What one step of reading a head found.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum Step {

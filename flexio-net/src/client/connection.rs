@@ -471,16 +471,7 @@ pub(crate) fn parse_head(head: &[u8], peer: &str) -> Result<Response> {
         version: response.version.unwrap_or(1),
         status: response.code.unwrap_or(0),
         reason: response.reason.unwrap_or_default().to_string(),
-        headers: response
-            .headers
-            .iter()
-            .map(|h| {
-                (
-                    h.name.to_ascii_lowercase(),
-                    String::from_utf8_lossy(h.value).into_owned(),
-                )
-            })
-            .collect(),
+        headers: crate::head::owned_headers(response.headers),
     })
 }
 

@@ -29,16 +29,7 @@ impl Request {
             method: request.method.unwrap_or_default().to_string(),
             target: origin_form(request.path.unwrap_or_default()),
             minor: request.version.unwrap_or(1),
-            headers: request
-                .headers
-                .iter()
-                .map(|h| {
-                    (
-                        h.name.to_ascii_lowercase(),
-                        String::from_utf8_lossy(h.value).into_owned(),
-                    )
-                })
-                .collect(),
+            headers: crate::head::owned_headers(request.headers),
         };
         request.check_framing()?;
         Ok(request)
