@@ -13,7 +13,6 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use flexio::pace::TokenBucket;
-use flexio::range::Mover;
 use rustix::io::Errno;
 
 use super::body::{Body, Turn};
@@ -57,7 +56,6 @@ pub(crate) enum Next {
 /// What driving needs from the worker.
 pub(crate) struct Tools<'a> {
     pub shared: &'a Shared,
-    pub mover: &'a mut Mover,
     /// Uploads are read through it; empty whenever a call returns.
     pub scratch: &'a mut [u8],
     /// The server is stopping: no connection is kept alive.
@@ -448,7 +446,7 @@ impl Connection {
                 stream: &self.stream,
                 wire: &mut self.wire,
             };
-            let sent = body.send_turn(shared, &mut link, &self.peer, tools.mover, budget);
+            let sent = body.send_turn(shared, &mut link, &self.peer, budget);
             let (bytes, turn) = match sent {
                 Ok(sent) => sent,
                 Err(error) => {
@@ -569,11 +567,9 @@ mod tests {
     }
 
     fn expire(connection: &mut Connection, shared: &Shared, now: Instant) -> Next {
-        let mut mover = Mover::new();
         let mut scratch = [0u8; 64];
         let mut tools = Tools {
             shared,
-            mover: &mut mover,
             scratch: &mut scratch,
             stopping: false,
         };

@@ -39,6 +39,7 @@ mod request;
 mod respond;
 mod schedule;
 mod shared;
+mod staged;
 mod timers;
 mod upload;
 mod upload_ranges;
@@ -52,6 +53,7 @@ use std::thread::JoinHandle;
 use std::time::Instant;
 
 use flexio::pace::TokenBucket;
+use flexio::MechanismName;
 
 pub use config::{ServeConfig, DEFAULT_GRACE, DEFAULT_MAX_CHUNK};
 pub use schedule::ScheduleTally;
@@ -205,6 +207,7 @@ fn check(config: &ServeConfig) -> Result<()> {
             config.listen
         )));
     }
+    check_mechanism(config.mechanism)?;
     if config.token.as_ref().is_some_and(|t| t.len() < 16) {
         return Err(Error::Usage(
             "the token must be at least 16 characters".into(),
@@ -219,6 +222,47 @@ fn check(config: &ServeConfig) -> Result<()> {
         ));
     }
     Ok(())
+}
+
+/// The mechanisms [`ServeConfig::mechanism`] may name besides `auto`
+/// (sendfile): each stops at a full socket and waits for `EPOLLOUT` with
+/// its worker's other connections. [`Server::bind`] refuses the others.
+///
+/// # Examples
+/// ```
+/// use flexio::MechanismName;
+/// assert!(flexio_net::server::BODY_MECHANISMS.contains(&MechanismName::Mmap));
+/// assert!(!flexio_net::server::BODY_MECHANISMS.contains(&MechanismName::SendZc));
+/// ```
+pub const BODY_MECHANISMS: [MechanismName; 5] = [
+    MechanismName::ReadWrite,
+    MechanismName::Mmap,
+    MechanismName::Sendfile,
+    MechanismName::Splice,
+    MechanismName::Direct,
+];
+
+/// Refuses a body mechanism a worker cannot drive without blocking (see
+/// `docs/net.md`).
+fn check_mechanism(mechanism: MechanismName) -> Result<()> {
+    if mechanism == MechanismName::Auto || BODY_MECHANISMS.contains(&mechanism) {
+        return Ok(());
+    }
+    let why = match mechanism {
+        MechanismName::CopyFileRange => {
+            "copy_file_range(2) copies between files; it cannot write to a socket"
+        }
+        MechanismName::IoUring => {
+            "its sends complete in the mechanism's own ring, which the worker would wait on while the socket is full (one client that does not read would hold every connection of its worker)"
+        }
+        MechanismName::SendZc => {
+            "a zero-copy send holds its pages until the kernel's notification, which the worker would wait on while the socket is full (one client that does not read would hold every connection of its worker)"
+        }
+        _ => "it is not one serve knows how to drive without blocking",
+    };
+    Err(Error::Usage(format!(
+        "serve cannot send bodies with --via {mechanism}: {why}; use sendfile (the default), splice, read-write, mmap or direct"
+    )))
 }
 
 impl ServerHandle {

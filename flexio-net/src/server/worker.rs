@@ -5,7 +5,7 @@
 //! busy is not woken; connections are registered edge-triggered for
 //! reading and writing once, never re-armed. Deadlines and paced sends
 //! wait in the worker's timer wheel ([`super::timers`]). Each worker keeps
-//! one [`Mover`] and one upload buffer, made once.
+//! one upload buffer, made once.
 
 use std::collections::{HashMap, VecDeque};
 use std::net::TcpListener;
@@ -14,7 +14,6 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use flexio::range::Mover;
 use rustix::buffer::spare_capacity;
 use rustix::event::{epoll, Timespec};
 use rustix::io::Errno;
@@ -59,7 +58,6 @@ pub(crate) struct Worker {
     /// Connections to drive again after this wake-up's events.
     ready: VecDeque<u64>,
     wheel: Wheel,
-    mover: Mover,
     scratch: Vec<u8>,
     stopping: bool,
     /// While accepting failed: when to listen again, and the next pause.
@@ -90,7 +88,6 @@ impl Worker {
             next_token: 0,
             ready: VecDeque::new(),
             wheel: Wheel::new(Instant::now()),
-            mover: Mover::new(),
             scratch: vec![0; UPLOAD_BUFFER],
             stopping: false,
             accept_paused: None,
@@ -221,7 +218,6 @@ impl Worker {
         };
         let mut tools = Tools {
             shared: &self.shared,
-            mover: &mut self.mover,
             scratch: &mut self.scratch,
             stopping: self.stopping,
         };
