@@ -113,6 +113,9 @@ impl Body {
                 Some(0) => {}
                 Some(n) => {
                     sent += n as u64;
+                    // Kept exact as bytes leave: whether more follows
+                    // (MSG_MORE) is read from it.
+                    self.left -= n as u64;
                     continue;
                 }
                 None => break Turn::Blocked,
@@ -124,11 +127,13 @@ impl Body {
                 break Turn::Over;
             }
             match self.step(shared, link, peer, budget - sent)? {
-                Some(n) => sent += n,
+                Some(n) => {
+                    sent += n;
+                    self.left -= n;
+                }
                 None => break Turn::Blocked,
             }
         };
-        self.left -= sent;
         Ok((sent, turn))
     }
 
@@ -145,7 +150,12 @@ impl Body {
         }
         if self.in_pipe > 0 {
             let (reader, _) = self.pipe.as_ref().expect("bytes in the pipe have one");
-            let flags = rustix::pipe::SpliceFlags::NONBLOCK | rustix::pipe::SpliceFlags::MORE;
+            // SPLICE_F_MORE on a body's last bytes would hold them back
+            // as MSG_MORE does, until TCP's 200 ms corking timer.
+            let mut flags = rustix::pipe::SpliceFlags::NONBLOCK;
+            if self.left > self.in_pipe as u64 {
+                flags |= rustix::pipe::SpliceFlags::MORE;
+            }
             return match rustix::pipe::splice(reader, None, link.fd(), None, self.in_pipe, flags) {
                 Ok(n) => {
                     self.in_pipe -= n;
