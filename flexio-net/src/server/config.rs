@@ -69,6 +69,13 @@ pub struct ServeConfig {
     /// resolves beneath the root (never out of it). Off by default: a
     /// link is answered 403, as `?tar` and manifests list it as a link.
     pub follow_symlinks: bool,
+    /// Threads of the offload pool, which hashes files for manifests,
+    /// walks trees for `?tar`, lists large directories and keeps ranged
+    /// uploads' journals, so that no worker waits on them.
+    pub offload_threads: usize,
+    /// Tasks the offload pool holds waiting; past it a request that needs
+    /// the pool is answered 503.
+    pub offload_queue: usize,
 }
 
 /// The default [`ServeConfig::max_chunk`]. Measured with
@@ -112,6 +119,8 @@ impl ServeConfig {
             tls: None,
             grace: DEFAULT_GRACE,
             follow_symlinks: false,
+            offload_threads: 4,
+            offload_queue: 256,
         }
     }
 }

@@ -11,6 +11,11 @@
 //! thread, a client that does not read holds nothing but its own
 //! connection, and the number of threads never grows.
 //!
+//! What may block for long — hashing files for manifests, walking a tree
+//! for `?tar`, listing a large directory, a ranged upload's journal — runs
+//! on the offload pool ([`offload`]) while the connection waits holding
+//! no thread; its answer comes back through the worker's wake eventfd.
+//!
 //! With [`ServeConfig::tls`] each connection's bytes go through a rustls
 //! session the same state machine drives ([`wire`]): the handshake is
 //! read with the first head, bodies are read into a buffer and written
@@ -38,10 +43,12 @@ mod intake;
 mod request;
 mod respond;
 mod schedule;
+mod offload;
 mod shared;
 mod staged;
 mod timers;
 mod upload;
+mod upload_locks;
 mod upload_ranges;
 mod wire;
 mod worker;
@@ -175,6 +182,14 @@ impl Server {
             wakes: Vec::new(),
             workers: Vec::new(),
         };
+        for index in 0..self.shared.config.offload_threads.max(1) {
+            let pool = Arc::clone(&self.shared.offload);
+            let shared = Arc::downgrade(&self.shared);
+            std::thread::Builder::new()
+                .name(format!("serve-offload-{index}"))
+                .spawn(move || offload::serve(pool, shared))
+                .map_err(|e| Error::io("spawn", "offload thread", None, e))?;
+        }
         for index in 0..self.shared.config.workers.max(1) {
             let wake = rustix::event::eventfd(
                 0,

@@ -19,6 +19,7 @@ use rustix::event::{epoll, Timespec};
 use rustix::io::Errno;
 
 use super::connection::{Connection, Next, Tools};
+use super::offload::Mailbox;
 use super::shared::Shared;
 use super::timers::Wheel;
 
@@ -52,6 +53,9 @@ pub(crate) struct Worker {
     /// it, so new clients are refused rather than left in the backlog.
     listener: Option<Arc<TcpListener>>,
     wake: Arc<OwnedFd>,
+    /// Where the offload pool leaves answers for this worker's
+    /// connections (and wakes it with `wake`).
+    mailbox: Arc<Mailbox>,
     epoll: OwnedFd,
     connections: HashMap<u64, Connection>,
     next_token: u64,
@@ -82,6 +86,7 @@ impl Worker {
         let worker = Worker {
             shared,
             listener: Some(listener),
+            mailbox: Arc::new(Mailbox::new(Arc::clone(&wake))),
             wake,
             epoll,
             connections: HashMap::new(),
@@ -148,6 +153,7 @@ impl Worker {
                     WAKE => {
                         let mut count = [0u8; 8];
                         let _ = rustix::io::read(&*self.wake, &mut count);
+                        self.deliver();
                     }
                     token => self.with(token, Connection::drive),
                 }
@@ -171,6 +177,22 @@ impl Worker {
                 }
                 self.with(token, |connection, tools| connection.expire(now, tools));
             }
+        }
+    }
+
+    /// Hands the offload pool's answers to the connections that wait for
+    /// them (one gone since has cancelled its task; a late answer is
+    /// dropped).
+    fn deliver(&mut self) {
+        for done in self.mailbox.take() {
+            let super::offload::Done {
+                token,
+                request,
+                response,
+            } = done;
+            self.with(token, move |connection, tools| {
+                connection.resume(response, request, tools)
+            });
         }
     }
 
@@ -218,6 +240,8 @@ impl Worker {
         };
         let mut tools = Tools {
             shared: &self.shared,
+            token,
+            mailbox: &self.mailbox,
             scratch: &mut self.scratch,
             stopping: self.stopping,
         };
