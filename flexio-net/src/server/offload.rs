@@ -140,6 +140,10 @@ impl Pool {
     /// the request back, with the number of tasks waiting.
     pub fn submit(&self, work: Work, ask: Ask) -> Result<Waiting, (Request, usize)> {
         let mut queue = self.queue.lock().unwrap_or_else(|p| p.into_inner());
+        if queue.tasks.len() >= self.capacity {
+            // Tasks of clients gone since hold no place.
+            queue.tasks.retain(|task| !task.cancel.cancelled());
+        }
         if queue.tasks.len() >= self.capacity || queue.closed {
             return Err((ask.request, queue.tasks.len()));
         }
