@@ -190,7 +190,10 @@ fn a_large_directory_is_listed_whole() {
     assert_eq!(listing.status, 200);
     let html = listing.text();
     for index in 0..300 {
-        assert!(html.contains(&format!("./entry-{index:03}\"")), "entry-{index:03}");
+        assert!(
+            html.contains(&format!("./entry-{index:03}\"")),
+            "entry-{index:03}"
+        );
     }
     // The connection goes on after an answer from the pool.
     let mut buffer = [0u8; 1];

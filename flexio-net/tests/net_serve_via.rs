@@ -73,7 +73,9 @@ fn a_client_that_never_reads_does_not_delay_another_on_the_same_worker_under_eve
         let started = Instant::now();
         let response = other.get("/small", "");
         let waited = started.elapsed();
-        table.push(format!("{via:<12} 4 KiB GET beside a non-reader: {waited:?}"));
+        table.push(format!(
+            "{via:<12} 4 KiB GET beside a non-reader: {waited:?}"
+        ));
         assert_eq!(response.status, 200, "{via}");
         assert!(response.body == small, "{via}: the small body differs");
         assert!(

@@ -233,7 +233,8 @@ impl Connection {
             // the wait.
             Phase::Offloaded => {
                 let send_timeout = tools.shared.config.send_timeout;
-                self.wait_until(after(now, send_timeout)).unwrap_or(Next::Wait)
+                self.wait_until(after(now, send_timeout))
+                    .unwrap_or(Next::Wait)
             }
             // A TLS handshake not done by the head deadline: nothing can
             // be said to that client.

@@ -106,7 +106,11 @@ fn manifest(exchange: &Exchange<'_>, dir: &OwnedFd, cancel: &Cancel) -> std::io:
                 None => {
                     let file = open_beneath(dir.as_fd(), &entry.path)?;
                     let stat = rustix::fs::fstat(&file)?;
-                    exchange.shared.hashes.hashes(file.as_fd(), &stat, cancel)?.to_vec()
+                    exchange
+                        .shared
+                        .hashes
+                        .hashes(file.as_fd(), &stat, cancel)?
+                        .to_vec()
                 }
             },
             _ => Vec::new(),

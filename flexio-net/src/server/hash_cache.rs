@@ -57,7 +57,9 @@ impl HashCache {
         let size = stat.st_size as u64;
         let chunks = 0..size.div_ceil(crate::manifest::CHUNK_SIZE);
         let stop = || cancel.cancelled();
-        let hashes = Arc::new(crate::manifest::hash_chunks_until(file, size, chunks, &stop)?);
+        let hashes = Arc::new(crate::manifest::hash_chunks_until(
+            file, size, chunks, &stop,
+        )?);
         // Changed while hashed: answer, but do not keep.
         let after = rustix::fs::fstat(file)?;
         if (

@@ -40,10 +40,10 @@ mod exchange;
 mod files;
 mod hash_cache;
 mod intake;
+mod offload;
 mod request;
 mod respond;
 mod schedule;
-mod offload;
 mod shared;
 mod staged;
 mod timers;
@@ -185,10 +185,14 @@ impl Server {
         for index in 0..self.shared.config.offload_threads.max(1) {
             let pool = Arc::clone(&self.shared.offload);
             let shared = Arc::downgrade(&self.shared);
-            std::thread::Builder::new()
+            pool.thread_starts();
+            let spawned = std::thread::Builder::new()
                 .name(format!("serve-offload-{index}"))
-                .spawn(move || offload::serve(pool, shared))
-                .map_err(|e| Error::io("spawn", "offload thread", None, e))?;
+                .spawn(move || offload::serve(pool, shared));
+            if let Err(error) = spawned {
+                self.shared.offload.thread_ended();
+                return Err(Error::io("spawn", "offload thread", None, error));
+            }
         }
         for index in 0..self.shared.config.workers.max(1) {
             let wake = rustix::event::eventfd(
@@ -213,6 +217,10 @@ impl Server {
         Ok(handle)
     }
 }
+
+/// How long [`ServerHandle::wait`] waits for the offload pool's threads
+/// to end once the workers have (a thread stuck on a hung disk is left).
+const OFFLOAD_END_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// Refuses a configuration the server cannot honour.
 fn check(config: &ServeConfig) -> Result<()> {
@@ -354,5 +362,11 @@ impl ServerHandle {
         for worker in self.workers {
             let _ = worker.join();
         }
+        // The connections are gone, so is whatever they asked of the pool:
+        // its threads end at their next check.
+        self.shared.offload.close();
+        self.shared
+            .offload
+            .wait_ended(Instant::now() + OFFLOAD_END_WAIT);
     }
 }

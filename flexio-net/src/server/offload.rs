@@ -19,6 +19,7 @@ use std::os::fd::OwnedFd;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, Weak};
+use std::time::Instant;
 
 use super::exchange::{Exchange, Response};
 use super::request::Request;
@@ -27,8 +28,7 @@ use super::shared::Shared;
 
 /// Work for the pool: it answers through the exchange, as a handler does,
 /// and looks at the cancel flag between steps.
-pub(crate) type Work =
-    Box<dyn FnOnce(&mut Exchange<'_>, &Cancel) -> std::io::Result<bool> + Send>;
+pub(crate) type Work = Box<dyn FnOnce(&mut Exchange<'_>, &Cancel) -> std::io::Result<bool> + Send>;
 
 /// Set once the connection that asked is gone.
 #[derive(Clone, Default)]
@@ -114,12 +114,16 @@ struct Task {
 struct Queue {
     tasks: VecDeque<Task>,
     closed: bool,
+    /// Pool threads not ended yet.
+    threads: usize,
 }
 
 /// The pool's queue, shared by the workers (who submit) and its threads.
 pub(crate) struct Pool {
     queue: Mutex<Queue>,
     ready: Condvar,
+    /// Signalled when a thread ends.
+    ended: Condvar,
     capacity: usize,
 }
 
@@ -130,8 +134,10 @@ impl Pool {
             queue: Mutex::new(Queue {
                 tasks: VecDeque::new(),
                 closed: false,
+                threads: 0,
             }),
             ready: Condvar::new(),
+            ended: Condvar::new(),
             capacity: capacity.max(1),
         }
     }
@@ -167,6 +173,35 @@ impl Pool {
         self.ready.notify_all();
     }
 
+    /// Counts a thread about to start (before it does, so that
+    /// [`Self::wait_ended`] cannot miss it).
+    pub fn thread_starts(&self) {
+        self.queue.lock().unwrap_or_else(|p| p.into_inner()).threads += 1;
+    }
+
+    /// Counts a thread that ended (or never started).
+    pub fn thread_ended(&self) {
+        self.queue.lock().unwrap_or_else(|p| p.into_inner()).threads -= 1;
+        self.ended.notify_all();
+    }
+
+    /// Waits until every thread ended, or `by` passed (one may be stuck
+    /// in a read that never returns: a journal on a hung disk).
+    pub fn wait_ended(&self, by: Instant) {
+        let mut queue = self.queue.lock().unwrap_or_else(|p| p.into_inner());
+        while queue.threads > 0 {
+            let left = by.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return;
+            }
+            queue = self
+                .ended
+                .wait_timeout(queue, left)
+                .unwrap_or_else(|p| p.into_inner())
+                .0;
+        }
+    }
+
     fn next(&self) -> Option<Task> {
         let mut queue = self.queue.lock().unwrap_or_else(|p| p.into_inner());
         loop {
@@ -185,6 +220,7 @@ impl Pool {
 /// server's state only while a task runs, so the last worker to end
 /// frees it (and closes the pool).
 pub(crate) fn serve(pool: Arc<Pool>, shared: Weak<Shared>) {
+    let _ended = Ended(&pool);
     while let Some(task) = pool.next() {
         if task.cancel.cancelled() {
             continue;
@@ -201,6 +237,15 @@ pub(crate) fn serve(pool: Arc<Pool>, shared: Weak<Shared>) {
                 response,
             });
         }
+    }
+}
+
+/// Counts a pool thread's end, however it ends.
+struct Ended<'a>(&'a Pool);
+
+impl Drop for Ended<'_> {
+    fn drop(&mut self) {
+        self.0.thread_ended();
     }
 }
 

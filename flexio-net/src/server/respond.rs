@@ -55,7 +55,12 @@ pub(crate) fn finish_upload(
 }
 
 /// A 500 saying what failed, logged too.
-pub(crate) fn failed(shared: &Shared, request: &Request, peer: &Peer<'_>, error: &std::io::Error) -> Response {
+pub(crate) fn failed(
+    shared: &Shared,
+    request: &Request,
+    peer: &Peer<'_>,
+    error: &std::io::Error,
+) -> Response {
     eprintln!(
         "flexio serve: {} {} for {}: {error}",
         request.method, request.target, peer.name

@@ -128,8 +128,11 @@ impl Staged {
             unreachable!("made an aligned buffer above")
         };
         let read = loop {
-            match rustix::io::pread(file, &mut buffer.as_mut_slice()[..span], first - head as u64)
-            {
+            match rustix::io::pread(
+                file,
+                &mut buffer.as_mut_slice()[..span],
+                first - head as u64,
+            ) {
                 Err(Errno::INTR) => {}
                 read => break read?,
             }

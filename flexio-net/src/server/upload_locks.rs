@@ -27,10 +27,7 @@ impl UploadLocks {
     pub fn lock(&self, key: UploadKey) -> UploadGuard<'_> {
         let mut held = self.held.lock().unwrap_or_else(|p| p.into_inner());
         while held.contains(&key) {
-            held = self
-                .released
-                .wait(held)
-                .unwrap_or_else(|p| p.into_inner());
+            held = self.released.wait(held).unwrap_or_else(|p| p.into_inner());
         }
         held.insert(key.clone());
         UploadGuard {
@@ -77,11 +74,17 @@ mod tests {
                 second_got_it.store(true, Ordering::SeqCst);
             });
             std::thread::sleep(Duration::from_millis(100));
-            assert!(!second_got_it.load(Ordering::SeqCst), "one file's lock was taken twice");
+            assert!(
+                !second_got_it.load(Ordering::SeqCst),
+                "one file's lock was taken twice"
+            );
             drop(first);
         });
         assert!(second_got_it.load(Ordering::SeqCst));
         drop(other);
-        assert!(locks.held.lock().unwrap().is_empty(), "a lock outlived its guard");
+        assert!(
+            locks.held.lock().unwrap().is_empty(),
+            "a lock outlived its guard"
+        );
     }
 }

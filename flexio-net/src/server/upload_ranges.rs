@@ -275,7 +275,10 @@ pub(crate) fn answer(
             // a pool thread, not the worker.
             exchange.offload(Box::new(move |exchange, _| {
                 let received = {
-                    let _journal = exchange.shared.uploads.lock(lock_key(&parent_dir, &journal)?);
+                    let _journal = exchange
+                        .shared
+                        .uploads
+                        .lock(lock_key(&parent_dir, &journal)?);
                     read_journal(&parent_dir, &journal, total)
                 };
                 incomplete(exchange, &received, total)
