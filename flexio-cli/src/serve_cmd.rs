@@ -55,7 +55,9 @@ pub struct ServeArgs {
     /// Time a kept-alive connection may sit idle.
     #[arg(long, value_parser = crate::bounds::duration, default_value = "15s")]
     idle_timeout: Duration,
-    /// The file→socket mechanism for bodies.
+    /// The file→socket mechanism for bodies: auto (sendfile), sendfile,
+    /// splice, read-write, mmap or direct (the others are refused: they
+    /// would wait for the socket inside a worker).
     #[arg(long, default_value = "auto")]
     via: MechanismName,
     /// The most bytes per second one connection is sent (10M, 1G,

@@ -131,9 +131,26 @@ pub(crate) fn hash_chunks(
     size: u64,
     chunks: std::ops::Range<u64>,
 ) -> std::io::Result<Vec<String>> {
+    hash_chunks_until(file, size, chunks, &|| false)
+}
+
+/// As [`hash_chunks`], `stop` asked before each chunk: its `true` ends
+/// the hashing with `ErrorKind::Interrupted` (nobody waits for it).
+pub(crate) fn hash_chunks_until(
+    file: BorrowedFd<'_>,
+    size: u64,
+    chunks: std::ops::Range<u64>,
+    stop: &dyn Fn() -> bool,
+) -> std::io::Result<Vec<String>> {
     let mut hashes = Vec::with_capacity((chunks.end - chunks.start) as usize);
     let mut buffer = vec![0u8; CHUNK_SIZE.min(size) as usize];
     for chunk in chunks {
+        if stop() {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::Interrupted,
+                "hashing stopped: nobody waits for it",
+            ));
+        }
         let offset = chunk * CHUNK_SIZE;
         let want = (size - offset).min(CHUNK_SIZE) as usize;
         let mut filled = 0;

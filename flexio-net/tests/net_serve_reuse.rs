@@ -1,4 +1,4 @@
-//! A server worker's kept state (its mover's pipe, ring and buffers)
+//! A server worker's kept state (its upload buffer; a body's pipe and buffers)
 //! carries nothing from a request that failed into the next one: after an
 //! upload that ran out of space, or downloads whose readers reset the
 //! connection, the next client gets exactly its own bytes, and does not
@@ -11,7 +11,6 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use common::*;
-use flexio::{EndpointKind, MechanismName};
 
 const TOKEN: &str = "reuse-token-0123456789";
 
@@ -94,7 +93,7 @@ fn get_after_reset_downloads_gets_its_own_bytes_without_stalling() {
     let content = pattern(4 << 20, 21);
     std::fs::write(root.path().join("file"), &content).unwrap();
     let mut table = Vec::new();
-    for mechanism in MechanismName::serving(EndpointKind::File, EndpointKind::Tcp) {
+    for mechanism in flexio_net::server::BODY_MECHANISMS {
         let address = serve_with(root.path(), |config| {
             config.workers = 1;
             config.mechanism = mechanism;

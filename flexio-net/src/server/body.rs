@@ -9,11 +9,11 @@
 use std::collections::VecDeque;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 
-use flexio::range::{Mover, RangeEnd, RangeRequest};
-use flexio::{EndpointKind, MechanismName};
+use flexio::MechanismName;
 use rustix::io::Errno;
 
 use super::shared::Shared;
+use super::staged::{Staged, DEFAULT_WINDOW};
 use super::wire::Link;
 use crate::walk::open_beneath;
 
@@ -41,9 +41,8 @@ pub(crate) struct Body {
     /// Bytes left to reach the socket, over all segments and what is
     /// staged or in the pipe.
     pub left: u64,
-    /// File bytes read (read-write, the block cache) and not yet sent.
-    staged: Vec<u8>,
-    staged_at: usize,
+    /// File bytes read or mapped and not yet sent.
+    staged: Staged,
     /// splice's pipe, made for this body, and the bytes in it not yet
     /// sent: dropped with the body, so no byte outlives its response.
     pipe: Option<(OwnedFd, OwnedFd)>,
@@ -75,8 +74,7 @@ impl Body {
             file,
             dir,
             left,
-            staged: Vec::new(),
-            staged_at: 0,
+            staged: Staged::default(),
             pipe: None,
             in_pipe: 0,
         }
@@ -104,7 +102,6 @@ impl Body {
         shared: &Shared,
         link: &mut Link<'_>,
         peer: &str,
-        mover: &mut Mover,
         budget: u64,
     ) -> Result<(u64, Turn), String> {
         let mut sent = 0u64;
@@ -116,6 +113,9 @@ impl Body {
                 Some(0) => {}
                 Some(n) => {
                     sent += n as u64;
+                    // Kept exact as bytes leave: whether more follows
+                    // (MSG_MORE) is read from it.
+                    self.left -= n as u64;
                     continue;
                 }
                 None => break Turn::Blocked,
@@ -126,29 +126,36 @@ impl Body {
             if sent >= budget {
                 break Turn::Over;
             }
-            match self.step(shared, link, peer, mover, budget - sent)? {
-                Some(n) => sent += n,
+            match self.step(shared, link, peer, budget - sent)? {
+                Some(n) => {
+                    sent += n;
+                    self.left -= n;
+                }
                 None => break Turn::Blocked,
             }
         };
-        self.left -= sent;
         Ok((sent, turn))
     }
 
     /// Sends what is staged or in the pipe: `Some(bytes sent)` (0 when
     /// nothing waits there), `None` when the socket is full.
     fn flush(&mut self, link: &mut Link<'_>) -> std::io::Result<Option<usize>> {
-        if self.staged_at < self.staged.len() {
-            let more = self.left > (self.staged.len() - self.staged_at) as u64;
-            let sent = send_some(link, &self.staged[self.staged_at..], more)?;
+        if self.staged.len() > 0 {
+            let more = self.left > self.staged.len() as u64;
+            let sent = send_some(link, self.staged.pending(), more)?;
             if let Some(n) = sent {
-                self.staged_at += n;
+                self.staged.advance(n);
             }
             return Ok(sent);
         }
         if self.in_pipe > 0 {
             let (reader, _) = self.pipe.as_ref().expect("bytes in the pipe have one");
-            let flags = rustix::pipe::SpliceFlags::NONBLOCK | rustix::pipe::SpliceFlags::MORE;
+            // SPLICE_F_MORE on a body's last bytes would hold them back
+            // as MSG_MORE does, until TCP's 200 ms corking timer.
+            let mut flags = rustix::pipe::SpliceFlags::NONBLOCK;
+            if self.left > self.in_pipe as u64 {
+                flags |= rustix::pipe::SpliceFlags::MORE;
+            }
             return match rustix::pipe::splice(reader, None, link.fd(), None, self.in_pipe, flags) {
                 Ok(n) => {
                     self.in_pipe -= n;
@@ -170,7 +177,6 @@ impl Body {
         shared: &Shared,
         link: &mut Link<'_>,
         peer: &str,
-        mover: &mut Mover,
         room: u64,
     ) -> Result<Option<u64>, String> {
         let more_after = self.segments.len() > 1;
@@ -209,11 +215,10 @@ impl Body {
                     tls: link.wire.is_tls(),
                     peer,
                     staged: &mut self.staged,
-                    staged_at: &mut self.staged_at,
                     pipe: &mut self.pipe,
                     in_pipe: &mut self.in_pipe,
                 };
-                let Some(sent) = send_range(shared, file, label, out, mover, first, length)? else {
+                let Some(sent) = send_range(shared, file, label, out, first, length)? else {
                     return Ok(None);
                 };
                 (sent, *first == *end)
@@ -234,8 +239,7 @@ struct Out<'a> {
     /// into the session, whatever the mechanism.
     tls: bool,
     peer: &'a str,
-    staged: &'a mut Vec<u8>,
-    staged_at: &'a mut usize,
+    staged: &'a mut Staged,
     pipe: &'a mut Option<(OwnedFd, OwnedFd)>,
     in_pipe: &'a mut usize,
 }
@@ -247,33 +251,31 @@ pub(crate) const DEFAULT_READ: usize = 64 << 10;
 /// Moves up to `length` bytes of `file` from `*first` on (advancing it):
 /// through the block cache with `--cache` (a file it cannot take goes the
 /// usual way), else with the server's mechanism — sendfile (`auto`) and
-/// splice until the socket is full, read-write through the staging
-/// buffer; the others through the worker's [`Mover`], which waits for the
-/// socket within the share. `Some(bytes sent)`, `None` when the socket is
-/// full.
+/// splice until the socket is full; read-write, direct (`O_DIRECT` reads)
+/// and mmap (a mapped window) stage the bytes and send them from there.
+/// No mechanism waits for the socket here. `Some(bytes sent)`, `None`
+/// when the socket is full.
 fn send_range(
     shared: &Shared,
     file: &OwnedFd,
     label: &str,
     out: Out<'_>,
-    mover: &mut Mover,
     first: &mut u64,
     length: u64,
 ) -> Result<Option<u64>, String> {
     let ended = |at: u64| format!("{label} ended at byte {at}, before the bytes announced");
     if let Some(cache) = &shared.cache {
         let want = length.min(super::cached_body::PIECE as u64) as usize;
-        out.staged.resize(want, 0);
-        match super::cached_body::read_range(cache, file, label, *first, out.staged)
+        let buffer = out.staged.buffer(want);
+        match super::cached_body::read_range(cache, file, label, *first, buffer)
             .map_err(|e| e.to_string())?
         {
             Some(got) => {
-                out.staged.truncate(got);
-                *out.staged_at = 0;
+                out.staged.filled(0, got);
                 *first += got as u64;
                 return Ok(Some(0));
             }
-            None => out.staged.clear(),
+            None => out.staged.filled(0, 0),
         }
     }
     let mechanism = if out.tls {
@@ -281,6 +283,16 @@ fn send_range(
     } else {
         shared.config.mechanism
     };
+    let staged = |got: Result<usize, Errno>, op: &str, first: &mut u64| match got {
+        Ok(0) => Err(ended(*first)),
+        Ok(n) => {
+            *first += n as u64;
+            Ok(Some(0))
+        }
+        Err(Errno::INTR) => Ok(Some(0)),
+        Err(errno) => Err(format!("{op} {label} at {first}: {errno}")),
+    };
+    let window = shared.config.chunk.unwrap_or(DEFAULT_WINDOW);
     match mechanism {
         MechanismName::Auto | MechanismName::Sendfile => {
             match rustix::fs::sendfile(out.socket, file, Some(first), length as usize) {
@@ -310,32 +322,26 @@ fn send_range(
                 Err(errno) => Err(format!("splice {label}: {errno}")),
             }
         }
+        MechanismName::Direct => {
+            let got = out.staged.read_direct(file, *first, length, window);
+            staged(got, "read (O_DIRECT)", first)
+        }
+        MechanismName::Mmap => staged(out.staged.map(file, *first, length, window), "mmap", first),
         MechanismName::ReadWrite => {
             let want = (length as usize).min(shared.config.chunk.unwrap_or(DEFAULT_READ));
-            out.staged.resize(want, 0);
-            match rustix::io::pread(file, &mut out.staged[..], *first) {
-                Ok(0) => Err(ended(*first)),
-                Ok(n) => {
-                    out.staged.truncate(n);
-                    *out.staged_at = 0;
-                    *first += n as u64;
-                    Ok(Some(0))
+            let got = loop {
+                match rustix::io::pread(file, out.staged.buffer(want), *first) {
+                    Err(Errno::INTR) => {}
+                    got => break got,
                 }
-                Err(Errno::INTR) => {
-                    out.staged.clear();
-                    Ok(Some(0))
-                }
-                Err(errno) => Err(format!("read {label} at {first}: {errno}")),
+            };
+            if let Ok(n) = got {
+                out.staged.filled(0, n);
             }
+            staged(got, "read", first)
         }
-        _ => {
-            let moved = move_with(shared, file, label, &out, mover, *first, length)?;
-            if moved < length {
-                return Err(ended(*first + moved));
-            }
-            *first += moved;
-            Ok(Some(moved))
-        }
+        // Refused when the server is bound (`super::check_mechanism`).
+        _ => Err(format!("--via {mechanism} cannot send a body")),
     }
 }
 
@@ -362,35 +368,6 @@ fn open_member(dir: &OwnedFd, path: &[u8]) -> Result<OwnedFd, String> {
         return Err(format!("{shown} is no longer a regular file"));
     }
     Ok(file)
-}
-
-/// Sends `length` bytes of `file` from `first` with the mechanism's own
-/// loop (mmap, io_uring, copy_file_range, O_DIRECT): it waits for the
-/// socket itself when it is full, bounded by the send timeout, within one
-/// share of `--max-chunk`.
-fn move_with(
-    shared: &Shared,
-    file: &OwnedFd,
-    label: &str,
-    out: &Out<'_>,
-    mover: &mut Mover,
-    first: u64,
-    length: u64,
-) -> Result<u64, String> {
-    let source = RangeEnd::with_kind(file.as_fd(), EndpointKind::File, label);
-    let sink = RangeEnd::with_kind(out.socket, EndpointKind::Tcp, out.peer);
-    let mut request = RangeRequest::new(first, 0, Some(length)).via(shared.config.mechanism);
-    request.idle_timeout = Some(shared.config.send_timeout);
-    if let Some(chunk) = shared.config.chunk {
-        request.params.chunk = chunk;
-    }
-    let report = mover
-        .move_range(&source, &sink, &request, None)
-        .map_err(|e| e.to_string())?;
-    for fallback in &report.fallbacks {
-        eprintln!("flexio serve: {label}: fell back: {fallback:?}");
-    }
-    Ok(report.bytes)
 }
 
 /// Sends what the link takes of `bytes` now, with `MSG_MORE` when more

@@ -73,6 +73,13 @@ pub struct ServeConfig {
     /// in nginx's combined format plus the body's mechanism and the bytes
     /// it sent ([`super::access_log`]).
     pub access_log: Option<PathBuf>,
+    /// Threads of the offload pool, which hashes files for manifests,
+    /// walks trees for `?tar`, lists large directories and keeps ranged
+    /// uploads' journals, so that no worker waits on them.
+    pub offload_threads: usize,
+    /// Tasks the offload pool holds waiting; past it a request that needs
+    /// the pool is answered 503.
+    pub offload_queue: usize,
 }
 
 /// The default [`ServeConfig::max_chunk`]. Measured with
@@ -117,6 +124,8 @@ impl ServeConfig {
             grace: DEFAULT_GRACE,
             follow_symlinks: false,
             access_log: None,
+            offload_threads: 4,
+            offload_queue: 256,
         }
     }
 }

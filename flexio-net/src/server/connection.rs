@@ -1,5 +1,6 @@
 //! One connection, as a state machine its worker drives on every event:
-//! reading a request head, reading an upload's body, sending a response
+//! reading a request head, reading an upload's body, waiting for the
+//! offload pool's answer (holding no thread), sending a response
 //! (the bytes the handler left, then its body), draining what the client
 //! still sends before closing. Every call on the socket is non-blocking;
 //! [`Connection::drive`] goes on until the socket says `EAGAIN` (then it
@@ -13,13 +14,13 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use flexio::pace::TokenBucket;
-use flexio::range::Mover;
 use rustix::io::Errno;
 
 use super::access_log::Entry;
 use super::body::{Body, Turn};
 use super::exchange::Response;
 use super::intake::{Intake, IntakeError, Pumped};
+use super::offload::{Ask, Mailbox, Waiting};
 use super::request::{closing_response, Request};
 use super::respond::{self, Peer};
 use super::schedule::Scheduled;
@@ -35,6 +36,9 @@ enum Phase {
     Head,
     /// Reading an upload's body.
     Upload,
+    /// Waiting for the offload pool's answer: the client is only watched
+    /// for closing (which cancels the work).
+    Offloaded,
     /// Sending a response.
     Send,
     /// The last response is sent and our side shut down: what the client
@@ -58,7 +62,10 @@ pub(crate) enum Next {
 /// What driving needs from the worker.
 pub(crate) struct Tools<'a> {
     pub shared: &'a Shared,
-    pub mover: &'a mut Mover,
+    /// The connection's token in its worker.
+    pub token: u64,
+    /// Where the offload pool answers the worker's connections.
+    pub mailbox: &'a Arc<Mailbox>,
     /// Uploads are read through it; empty whenever a call returns.
     pub scratch: &'a mut [u8],
     /// The server is stopping: no connection is kept alive.
@@ -97,6 +104,8 @@ pub(crate) struct Connection {
     out_at: usize,
     body: Option<Body>,
     intake: Option<(Intake, Request)>,
+    /// Its task in the offload pool, cancelled when dropped.
+    waiting: Option<Waiting>,
     keep_alive: bool,
     /// Its bucket for `rate_per_connection`.
     rate: Option<Arc<TokenBucket>>,
@@ -147,6 +156,7 @@ impl Connection {
             out_at: 0,
             body: None,
             intake: None,
+            waiting: None,
             keep_alive: true,
             rate: config.rate_per_connection.map(|rate| {
                 Arc::new(TokenBucket::new(
@@ -220,6 +230,7 @@ impl Connection {
             let next = match self.phase {
                 Phase::Head => self.read_head(tools),
                 Phase::Upload => self.read_upload(tools),
+                Phase::Offloaded => self.await_offload(tools.shared),
                 Phase::Send => self.send(tools),
                 Phase::Drain => self.drain(tools.shared),
             };
@@ -238,6 +249,14 @@ impl Connection {
             return self.drive(tools);
         }
         match self.phase {
+            // The pool's work has no deadline of its own (a large file
+            // hashes for as long as it takes); the client's closing ends
+            // the wait.
+            Phase::Offloaded => {
+                let send_timeout = tools.shared.config.send_timeout;
+                self.wait_until(after(now, send_timeout))
+                    .unwrap_or(Next::Wait)
+            }
             // A TLS handshake not done by the head deadline: nothing can
             // be said to that client.
             Phase::Head | Phase::Send if self.wire.handshaking() => Next::Close,
@@ -298,7 +317,7 @@ impl Connection {
                             private: self.private,
                         };
                         let response = respond::answer(tools.shared, &request, &peer);
-                        self.take(response, request, tools.stopping);
+                        self.take(response, request, tools);
                     }
                     Err(why) => {
                         if self.logging {
@@ -347,9 +366,33 @@ impl Connection {
         }
     }
 
-    /// Takes a handler's answer: an upload's body to read first, or the
-    /// response to send.
-    fn take(&mut self, response: Response, request: Request, stopping: bool) {
+    /// Takes a handler's answer: work for the offload pool, an upload's
+    /// body to read first, or the response to send.
+    fn take(&mut self, mut response: Response, request: Request, tools: &mut Tools<'_>) {
+        if let Some(work) = response.pending.take() {
+            let ask = Ask {
+                request,
+                private: self.private,
+                peer: self.peer.clone(),
+                token: tools.token,
+                mailbox: Arc::clone(tools.mailbox),
+            };
+            match tools.shared.offload.submit(work, ask) {
+                Ok(waiting) => {
+                    self.waiting = Some(waiting);
+                    self.since = Instant::now();
+                    self.phase = Phase::Offloaded;
+                }
+                Err((_, queued)) => self.refuse(
+                    503,
+                    &format!(
+                        "the server is busy: {queued} long tasks (manifests, tar walks, listings, upload journals) wait already; try again shortly"
+                    ),
+                ),
+            }
+            return;
+        }
+        let stopping = tools.stopping;
         self.out = response.out;
         self.out_at = 0;
         self.body = response.body;
@@ -402,7 +445,7 @@ impl Connection {
                     private: self.private,
                 };
                 let response = respond::finish_upload(tools.shared, &request, &peer, intake);
-                self.take(response, request, tools.stopping);
+                self.take(response, request, tools);
                 None
             }
             Ok(Pumped::Blocked) => self.wait_until(after(self.since, send_timeout)),
@@ -420,6 +463,34 @@ impl Connection {
                 // What is left of the body is drained after the answer.
                 self.refuse(status, &why);
                 None
+            }
+        }
+    }
+
+    /// The offload pool's answer: sent as a handler's would be.
+    pub fn resume(&mut self, response: Response, request: Request, tools: &mut Tools<'_>) -> Next {
+        if self.phase != Phase::Offloaded {
+            return Next::Wait;
+        }
+        self.waiting = None;
+        self.take(response, request, tools);
+        self.drive(tools)
+    }
+
+    /// While the pool works: a client that closed cancels the work (its
+    /// `Waiting` goes with the connection); bytes it sent ahead (a next
+    /// request) wait in the socket for the head to be read.
+    fn await_offload(&mut self, shared: &Shared) -> Option<Next> {
+        let mut probe = [0u8; 1];
+        let flags = rustix::net::RecvFlags::PEEK | rustix::net::RecvFlags::DONTWAIT;
+        loop {
+            match rustix::net::recv(self.fd(), &mut probe, flags) {
+                Ok((0, _)) => return Some(Next::Close),
+                Ok(_) | Err(Errno::AGAIN) => {
+                    return self.wait_until(after(Instant::now(), shared.config.send_timeout))
+                }
+                Err(Errno::INTR) => {}
+                Err(_) => return Some(Next::Close),
             }
         }
     }
@@ -489,7 +560,7 @@ impl Connection {
                 stream: &self.stream,
                 wire: &mut self.wire,
             };
-            let sent = body.send_turn(shared, &mut link, &self.peer, tools.mover, budget);
+            let sent = body.send_turn(shared, &mut link, &self.peer, budget);
             let (bytes, turn) = match sent {
                 Ok(sent) => sent,
                 Err(error) => {
@@ -637,11 +708,14 @@ mod tests {
     }
 
     fn expire(connection: &mut Connection, shared: &Shared, now: Instant) -> Next {
-        let mut mover = Mover::new();
         let mut scratch = [0u8; 64];
+        let mailbox = Arc::new(Mailbox::new(Arc::new(
+            rustix::event::eventfd(0, rustix::event::EventfdFlags::CLOEXEC).unwrap(),
+        )));
         let mut tools = Tools {
             shared,
-            mover: &mut mover,
+            token: 0,
+            mailbox: &mailbox,
             scratch: &mut scratch,
             stopping: false,
             log: None,

@@ -1,12 +1,15 @@
 //! Answering for a directory: an HTML listing, `?manifest` (JSON with
 //! chunk hashes) or `?tar` (the subtree as a ustar stream: headers and
 //! padding made here, file bodies sent with the mechanism between them,
-//! all in turns like any long body).
+//! all in turns like any long body). The walks, and the listing of a
+//! directory of more than [`LARGE_LISTING`] entries, run on the offload
+//! pool: a large tree takes long to walk and hash.
 
 use std::os::fd::{AsFd, OwnedFd};
 
 use super::body::{Body, Segment};
 use super::exchange::Exchange;
+use super::offload::Cancel;
 use super::request::ResponseHead;
 use crate::manifest::{describe, Manifest, CHUNK_SIZE, MANIFEST_SCHEMA_VERSION};
 use crate::names::{html_escape, percent_encode};
@@ -42,11 +45,33 @@ pub(crate) fn answer(
         Verdict::Failed(condition) => return super::files::failed(exchange, condition),
     }
     // `?tar=` and `?manifest=` are what the listing's forms submit.
+    let parts = parts.to_vec();
     match query.map(|query| query.strip_suffix('=').unwrap_or(query)) {
-        Some("manifest") => manifest(exchange, &dir),
-        Some("tar") => tar(exchange, dir, parts),
-        _ => listing(exchange, &dir, parts),
+        Some("manifest") => {
+            exchange.offload(Box::new(move |exchange, cancel| {
+                manifest(exchange, &dir, cancel)
+            }));
+        }
+        Some("tar") => exchange.offload(Box::new(move |exchange, _| tar(exchange, dir, &parts))),
+        _ if is_large(&dir) => {
+            exchange.offload(Box::new(move |exchange, _| listing(exchange, &dir, &parts)));
+        }
+        _ => return listing(exchange, &dir, &parts),
     }
+    Ok(exchange.keep_alive)
+}
+
+/// Entries past which a listing (a `stat` of each) is made on the
+/// offload pool.
+pub(crate) const LARGE_LISTING: usize = 256;
+
+/// Whether `dir` has more than [`LARGE_LISTING`] entries (one
+/// `getdents` or two, no `stat`). One that cannot be read is listed here,
+/// which says why.
+fn is_large(dir: &OwnedFd) -> bool {
+    rustix::fs::Dir::read_from(dir)
+        .map(|entries| entries.take(LARGE_LISTING + 1).count() > LARGE_LISTING)
+        .unwrap_or(false)
 }
 
 /// Walk errors become a clear 500 or 413 rather than a cut connection.
@@ -68,13 +93,16 @@ fn walk_or_answer(
     }
 }
 
-fn manifest(exchange: &Exchange<'_>, dir: &OwnedFd) -> std::io::Result<bool> {
+fn manifest(exchange: &Exchange<'_>, dir: &OwnedFd, cancel: &Cancel) -> std::io::Result<bool> {
     let entries = match walk_or_answer(exchange, dir)? {
         Ok(entries) => entries,
         Err(keep_alive) => return Ok(keep_alive),
     };
     let mut described = Vec::with_capacity(entries.len());
     for entry in &entries {
+        if cancel.cancelled() {
+            return Err(Cancel::error());
+        }
         let hashes = match entry.kind {
             // The walk's version of the file, when its hashes are held:
             // nothing to open. Else opened beneath the directory (a file
@@ -84,7 +112,11 @@ fn manifest(exchange: &Exchange<'_>, dir: &OwnedFd) -> std::io::Result<bool> {
                 None => {
                     let file = open_beneath(dir.as_fd(), &entry.path)?;
                     let stat = rustix::fs::fstat(&file)?;
-                    exchange.shared.hashes.hashes(file.as_fd(), &stat)?.to_vec()
+                    exchange
+                        .shared
+                        .hashes
+                        .hashes(file.as_fd(), &stat, cancel)?
+                        .to_vec()
                 }
             },
             _ => Vec::new(),

@@ -2,13 +2,16 @@
 //! socket. They leave the bytes to send first (a head, a short body), a
 //! body to send after them ([`Body`]: file ranges, made bytes, tar
 //! members) and, for an upload, the body still to read ([`Intake`]); the
-//! connection's worker sends and reads them without blocking.
+//! connection's worker sends and reads them without blocking. Work that
+//! may block for long is left for the offload pool instead ([`Work`]),
+//! which answers through an exchange of its own.
 
 use std::cell::RefCell;
 use std::os::fd::OwnedFd;
 
 use super::body::Body;
 use super::intake::Intake;
+use super::offload::Work;
 use super::request::{text_response, Request, ResponseHead};
 use super::shared::Shared;
 
@@ -24,6 +27,7 @@ pub(crate) struct Exchange<'a> {
     out: RefCell<Vec<u8>>,
     body: RefCell<Option<Body>>,
     intake: RefCell<Option<Intake>>,
+    pending: RefCell<Option<Work>>,
 }
 
 /// A handler's answer, for the worker to carry out.
@@ -34,6 +38,8 @@ pub(crate) struct Response {
     pub body: Option<Body>,
     /// The request body to read before the rest of the answer.
     pub intake: Option<Intake>,
+    /// Work for the offload pool, whose answer replaces this one.
+    pub pending: Option<Work>,
     pub keep_alive: bool,
 }
 
@@ -48,6 +54,7 @@ impl<'a> Exchange<'a> {
             out: RefCell::new(Vec::new()),
             body: RefCell::new(None),
             intake: RefCell::new(None),
+            pending: RefCell::new(None),
         }
     }
 
@@ -69,6 +76,11 @@ impl<'a> Exchange<'a> {
     pub fn read_body(&self, intake: Intake) {
         self.continue_if_expected();
         *self.intake.borrow_mut() = Some(intake);
+    }
+
+    /// Leaves `work` for the offload pool: its answer is the response.
+    pub fn offload(&self, work: Work) {
+        *self.pending.borrow_mut() = Some(work);
     }
 
     /// Leaves bytes to send as they are (`100 Continue`).
@@ -123,6 +135,7 @@ impl<'a> Exchange<'a> {
             out: self.out.into_inner(),
             body: self.body.into_inner(),
             intake: self.intake.into_inner(),
+            pending: self.pending.into_inner(),
             keep_alive,
         }
     }

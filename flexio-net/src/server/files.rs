@@ -246,12 +246,32 @@ fn multipart(
     }
 }
 
-/// `FILE?manifest`: the manifest of one file.
+/// `FILE?manifest`: the manifest of one file, at once when its hashes
+/// are held, else hashed on the offload pool (a large file takes
+/// seconds).
 fn manifest(
     exchange: &Exchange<'_>,
     file: OwnedFd,
     stat: &Stat,
     name: &[u8],
+) -> std::io::Result<bool> {
+    if let Some(hashes) = exchange.shared.hashes.cached(&crate::walk::file_key(stat)) {
+        return manifest_of(exchange, stat, name, hashes.to_vec());
+    }
+    let (stat, name) = (*stat, name.to_vec());
+    exchange.offload(Box::new(move |exchange, cancel| {
+        let hashes = exchange.shared.hashes.hashes(file.as_fd(), &stat, cancel)?;
+        manifest_of(exchange, &stat, &name, hashes.to_vec())
+    }));
+    Ok(exchange.keep_alive)
+}
+
+/// The manifest of one file whose chunk hashes are `hashes`.
+fn manifest_of(
+    exchange: &Exchange<'_>,
+    stat: &Stat,
+    name: &[u8],
+    hashes: Vec<String>,
 ) -> std::io::Result<bool> {
     let entry = Entry {
         path: Vec::new(),
@@ -265,7 +285,6 @@ fn manifest(
         link_target: None,
         key: crate::walk::file_key(stat),
     };
-    let hashes = exchange.shared.hashes.hashes(file.as_fd(), stat)?.to_vec();
     let described = describe(&entry, name, hashes);
     let manifest = Manifest {
         schema_version: MANIFEST_SCHEMA_VERSION,

@@ -14,6 +14,7 @@ use rustix::fs::Stat;
 /// covering about 1 TiB of files).
 const MAX_CHUNKS: usize = 1 << 20;
 
+use super::offload::Cancel;
 use crate::walk::{file_key, FileKey as Key};
 
 #[derive(Default)]
@@ -41,13 +42,24 @@ impl HashCache {
     }
 
     /// The chunk hashes of `file`, whose `fstat` is `stat`: from the cache,
-    /// or computed (and kept).
-    pub fn hashes(&self, file: BorrowedFd<'_>, stat: &Stat) -> std::io::Result<Arc<Vec<String>>> {
+    /// or computed (and kept) — unless `cancel` is set first, which stops
+    /// the hashing between chunks (`ErrorKind::Interrupted`).
+    pub fn hashes(
+        &self,
+        file: BorrowedFd<'_>,
+        stat: &Stat,
+        cancel: &Cancel,
+    ) -> std::io::Result<Arc<Vec<String>>> {
         let key = file_key(stat);
         if let Some(found) = self.cached(&key) {
             return Ok(found);
         }
-        let hashes = Arc::new(crate::manifest::chunk_hashes(file, stat.st_size as u64)?);
+        let size = stat.st_size as u64;
+        let chunks = 0..size.div_ceil(crate::manifest::CHUNK_SIZE);
+        let stop = || cancel.cancelled();
+        let hashes = Arc::new(crate::manifest::hash_chunks_until(
+            file, size, chunks, &stop,
+        )?);
         // Changed while hashed: answer, but do not keep.
         let after = rustix::fs::fstat(file)?;
         if (

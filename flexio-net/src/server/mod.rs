@@ -11,6 +11,11 @@
 //! thread, a client that does not read holds nothing but its own
 //! connection, and the number of threads never grows.
 //!
+//! What may block for long — hashing files for manifests, walking a tree
+//! for `?tar`, listing a large directory, a ranged upload's journal — runs
+//! on the offload pool ([`offload`]) while the connection waits holding
+//! no thread; its answer comes back through the worker's wake eventfd.
+//!
 //! With [`ServeConfig::tls`] each connection's bytes go through a rustls
 //! session the same state machine drives ([`wire`]): the handshake is
 //! read with the first head, bodies are read into a buffer and written
@@ -37,13 +42,16 @@ mod exchange;
 mod files;
 mod hash_cache;
 mod intake;
+mod offload;
 mod preconditions;
 mod request;
 mod respond;
 mod schedule;
 mod shared;
+mod staged;
 mod timers;
 mod upload;
+mod upload_locks;
 mod upload_ranges;
 mod wire;
 mod worker;
@@ -55,6 +63,7 @@ use std::thread::JoinHandle;
 use std::time::Instant;
 
 use flexio::pace::TokenBucket;
+use flexio::MechanismName;
 
 pub use config::{ServeConfig, DEFAULT_GRACE, DEFAULT_MAX_CHUNK};
 pub use schedule::ScheduleTally;
@@ -197,6 +206,18 @@ impl Server {
             workers: Vec::new(),
             logger,
         };
+        for index in 0..self.shared.config.offload_threads.max(1) {
+            let pool = Arc::clone(&self.shared.offload);
+            let shared = Arc::downgrade(&self.shared);
+            pool.thread_starts();
+            let spawned = std::thread::Builder::new()
+                .name(format!("serve-offload-{index}"))
+                .spawn(move || offload::serve(pool, shared));
+            if let Err(error) = spawned {
+                self.shared.offload.thread_ended();
+                return Err(Error::io("spawn", "offload thread", None, error));
+            }
+        }
         for index in 0..self.shared.config.workers.max(1) {
             let wake = rustix::event::eventfd(
                 0,
@@ -222,6 +243,10 @@ impl Server {
     }
 }
 
+/// How long [`ServerHandle::wait`] waits for the offload pool's threads
+/// to end once the workers have (a thread stuck on a hung disk is left).
+const OFFLOAD_END_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// Refuses a configuration the server cannot honour.
 fn check(config: &ServeConfig) -> Result<()> {
     if !config.listen.ip().is_loopback() && !config.public {
@@ -230,6 +255,7 @@ fn check(config: &ServeConfig) -> Result<()> {
             config.listen
         )));
     }
+    check_mechanism(config.mechanism)?;
     if config.token.as_ref().is_some_and(|t| t.len() < 16) {
         return Err(Error::Usage(
             "the token must be at least 16 characters".into(),
@@ -246,6 +272,47 @@ fn check(config: &ServeConfig) -> Result<()> {
         ));
     }
     Ok(())
+}
+
+/// The mechanisms [`ServeConfig::mechanism`] may name besides `auto`
+/// (sendfile): each stops at a full socket and waits for `EPOLLOUT` with
+/// its worker's other connections. [`Server::bind`] refuses the others.
+///
+/// # Examples
+/// ```
+/// use flexio::MechanismName;
+/// assert!(flexio_net::server::BODY_MECHANISMS.contains(&MechanismName::Mmap));
+/// assert!(!flexio_net::server::BODY_MECHANISMS.contains(&MechanismName::SendZc));
+/// ```
+pub const BODY_MECHANISMS: [MechanismName; 5] = [
+    MechanismName::ReadWrite,
+    MechanismName::Mmap,
+    MechanismName::Sendfile,
+    MechanismName::Splice,
+    MechanismName::Direct,
+];
+
+/// Refuses a body mechanism a worker cannot drive without blocking (see
+/// `docs/net.md`).
+fn check_mechanism(mechanism: MechanismName) -> Result<()> {
+    if mechanism == MechanismName::Auto || BODY_MECHANISMS.contains(&mechanism) {
+        return Ok(());
+    }
+    let why = match mechanism {
+        MechanismName::CopyFileRange => {
+            "copy_file_range(2) copies between files; it cannot write to a socket"
+        }
+        MechanismName::IoUring => {
+            "its sends complete in the mechanism's own ring, which the worker would wait on while the socket is full (one client that does not read would hold every connection of its worker)"
+        }
+        MechanismName::SendZc => {
+            "a zero-copy send holds its pages until the kernel's notification, which the worker would wait on while the socket is full (one client that does not read would hold every connection of its worker)"
+        }
+        _ => "it is not one serve knows how to drive without blocking",
+    };
+    Err(Error::Usage(format!(
+        "serve cannot send bodies with --via {mechanism}: {why}; use sendfile (the default), splice, read-write, mmap or direct"
+    )))
 }
 
 impl ServerHandle {
@@ -328,5 +395,11 @@ impl ServerHandle {
         if let Some(logger) = self.logger {
             let _ = logger.join();
         }
+        // The connections are gone, so is whatever they asked of the pool:
+        // its threads end at their next check.
+        self.shared.offload.close();
+        self.shared
+            .offload
+            .wait_ended(Instant::now() + OFFLOAD_END_WAIT);
     }
 }

@@ -40,7 +40,13 @@ pub(crate) fn finish_upload(
     let mut exchange = Exchange::new(shared, request, peer.private);
     let finished = match intake.finish {
         Finish::Whole { .. } => upload::finish(&mut exchange, intake),
-        Finish::Piece { .. } => upload_ranges::finish(&mut exchange, intake),
+        // The journal is read and rewritten on the offload pool.
+        Finish::Piece { .. } => {
+            exchange.offload(Box::new(move |exchange, _| {
+                upload_ranges::finish(exchange, intake)
+            }));
+            Ok(exchange.keep_alive)
+        }
     };
     match finished {
         Ok(keep_alive) => exchange.into_response(keep_alive),
@@ -49,7 +55,12 @@ pub(crate) fn finish_upload(
 }
 
 /// A 500 saying what failed, logged too.
-fn failed(shared: &Shared, request: &Request, peer: &Peer<'_>, error: &std::io::Error) -> Response {
+pub(crate) fn failed(
+    shared: &Shared,
+    request: &Request,
+    peer: &Peer<'_>,
+    error: &std::io::Error,
+) -> Response {
     eprintln!(
         "flexio serve: {} {} for {}: {error}",
         request.method, request.target, peer.name

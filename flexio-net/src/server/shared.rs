@@ -1,7 +1,7 @@
 //! What every worker reads: the configuration, the served directory held
 //! open, and the few things that are one per server — the hash cache of
-//! manifests, the nonces of signed uploads, the journal lock of ranged
-//! uploads, the block cache, the total rate's bucket, the count of live
+//! manifests, the nonces of signed uploads, the journal locks of ranged
+//! uploads, the offload pool's queue, the block cache, the total rate's bucket, the count of live
 //! connections and the stop order. Nothing here holds a connection: each
 //! one belongs to the worker that accepted it.
 
@@ -29,8 +29,11 @@ pub(crate) struct Shared {
     pub hashes: HashCache,
     /// The nonces of signed uploads taken lately (no replays).
     pub nonces: crate::signing::SeenNonces,
-    /// Held while a ranged upload's journal is read and rewritten.
-    pub uploads: Mutex<()>,
+    /// Held per file while a ranged upload's journal is read and
+    /// rewritten.
+    pub uploads: super::upload_locks::UploadLocks,
+    /// The offload pool's queue.
+    pub offload: Arc<super::offload::Pool>,
     /// The block cache file bodies go through, with `config.cache`.
     pub cache: Option<Arc<flexio_cache::FileCache>>,
     /// The bucket of `rate_total`, shared by every connection.
@@ -55,6 +58,7 @@ impl Shared {
         cache: Option<Arc<flexio_cache::FileCache>>,
         total_rate: Option<Arc<TokenBucket>>,
     ) -> Shared {
+        let offload = Arc::new(super::offload::Pool::new(config.offload_queue));
         Shared {
             config,
             root,
@@ -62,7 +66,8 @@ impl Shared {
             refusing: Arc::new(AtomicUsize::new(0)),
             hashes: HashCache::default(),
             nonces: crate::signing::SeenNonces::default(),
-            uploads: Mutex::new(()),
+            uploads: super::upload_locks::UploadLocks::default(),
+            offload,
             cache,
             total_rate,
             scheduled: super::schedule::ScheduleCounts::default(),
@@ -94,6 +99,13 @@ impl Shared {
             self.live.load(Ordering::Relaxed),
             self.refusing.load(Ordering::Relaxed),
         )
+    }
+}
+
+impl Drop for Shared {
+    /// The server is gone: its pool's threads end.
+    fn drop(&mut self) {
+        self.offload.close();
     }
 }
 

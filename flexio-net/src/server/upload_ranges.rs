@@ -24,6 +24,7 @@
 //!   pieces are missing; 201 (created) or 200 (replaced) once the last one
 //!   lands and the file is renamed into place.
 
+use super::upload_locks::UploadKey;
 use std::os::fd::OwnedFd;
 
 use rustix::fs::{AtFlags, Mode, OFlags};
@@ -270,15 +271,19 @@ pub(crate) fn answer(
             if length != 0 {
                 return exchange.text(400, "a Content-Range of bytes */TOTAL takes no body");
             }
-            let received = {
-                let _journal = exchange
-                    .shared
-                    .uploads
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner());
-                read_journal(parent, &journal, total)
-            };
-            return incomplete(exchange, &received, total);
+            // Read on the offload pool: a journal on a slow disk holds
+            // a pool thread, not the worker.
+            exchange.offload(Box::new(move |exchange, _| {
+                let received = {
+                    let _journal = exchange
+                        .shared
+                        .uploads
+                        .lock(lock_key(&parent_dir, &journal)?);
+                    read_journal(&parent_dir, &journal, total)
+                };
+                incomplete(exchange, &received, total)
+            }));
+            return Ok(exchange.keep_alive);
         }
         PutRange::Piece { start, end, .. } => (start, end),
     };
@@ -354,14 +359,23 @@ pub(crate) fn answer(
     };
     let intake = Intake::new(piece, start, length, label);
     if length == 0 {
-        return finish(exchange, intake);
+        exchange.offload(Box::new(move |exchange, _| finish(exchange, intake)));
+        return Ok(exchange.keep_alive);
     }
     exchange.read_body(intake);
     Ok(false)
 }
 
+/// The lock of the journal `journal` in `parent`.
+fn lock_key(parent: &OwnedFd, journal: &str) -> std::io::Result<UploadKey> {
+    let stat = rustix::fs::fstat(parent)?;
+    Ok((stat.st_dev, stat.st_ino, journal.to_string()))
+}
+
 /// Records a piece whose bytes are all written: in the journal, or, when
-/// it completes the file, by renaming the file into place.
+/// it completes the file, by renaming the file into place. Runs on the
+/// offload pool, holding that file's lock only: pieces of other files are
+/// recorded at the same time.
 pub(crate) fn finish(exchange: &mut Exchange<'_>, intake: Intake) -> std::io::Result<bool> {
     let label = &intake.label;
     let Finish::Piece {
@@ -380,11 +394,7 @@ pub(crate) fn finish(exchange: &mut Exchange<'_>, intake: Intake) -> std::io::Re
     let parent = &parent;
     // `Some(replaced)` once the file is whole and in place.
     let (received, committed) = {
-        let _journal = exchange
-            .shared
-            .uploads
-            .lock()
-            .unwrap_or_else(|p| p.into_inner());
+        let _journal = exchange.shared.uploads.lock(lock_key(parent, &journal)?);
         let mut received = read_journal(parent, &journal, total);
         received.add(start, end);
         if received.0.len() > MAX_PIECES_APART {

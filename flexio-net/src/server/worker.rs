@@ -5,7 +5,7 @@
 //! busy is not woken; connections are registered edge-triggered for
 //! reading and writing once, never re-armed. Deadlines and paced sends
 //! wait in the worker's timer wheel ([`super::timers`]). Each worker keeps
-//! one [`Mover`] and one upload buffer, made once.
+//! one upload buffer, made once.
 
 use std::collections::{HashMap, VecDeque};
 use std::net::TcpListener;
@@ -14,13 +14,13 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use flexio::range::Mover;
 use rustix::buffer::spare_capacity;
 use rustix::event::{epoll, Timespec};
 use rustix::io::Errno;
 
 use super::access_log::WorkerLog;
 use super::connection::{Connection, Next, Tools};
+use super::offload::Mailbox;
 use super::shared::Shared;
 use super::timers::Wheel;
 
@@ -54,13 +54,15 @@ pub(crate) struct Worker {
     /// it, so new clients are refused rather than left in the backlog.
     listener: Option<Arc<TcpListener>>,
     wake: Arc<OwnedFd>,
+    /// Where the offload pool leaves answers for this worker's
+    /// connections (and wakes it with `wake`).
+    mailbox: Arc<Mailbox>,
     epoll: OwnedFd,
     connections: HashMap<u64, Connection>,
     next_token: u64,
     /// Connections to drive again after this wake-up's events.
     ready: VecDeque<u64>,
     wheel: Wheel,
-    mover: Mover,
     scratch: Vec<u8>,
     stopping: bool,
     /// While accepting failed: when to listen again, and the next pause.
@@ -88,13 +90,13 @@ impl Worker {
         let worker = Worker {
             shared,
             listener: Some(listener),
+            mailbox: Arc::new(Mailbox::new(Arc::clone(&wake))),
             wake,
             epoll,
             connections: HashMap::new(),
             next_token: 0,
             ready: VecDeque::new(),
             wheel: Wheel::new(Instant::now()),
-            mover: Mover::new(),
             scratch: vec![0; UPLOAD_BUFFER],
             stopping: false,
             accept_paused: None,
@@ -156,6 +158,7 @@ impl Worker {
                     WAKE => {
                         let mut count = [0u8; 8];
                         let _ = rustix::io::read(&*self.wake, &mut count);
+                        self.deliver();
                     }
                     token => self.with(token, Connection::drive),
                 }
@@ -190,6 +193,22 @@ impl Worker {
                 connection.log_entry(Some(&mut log.lines));
             }
             log.close();
+        }
+    }
+
+    /// Hands the offload pool's answers to the connections that wait for
+    /// them (one gone since has cancelled its task; a late answer is
+    /// dropped).
+    fn deliver(&mut self) {
+        for done in self.mailbox.take() {
+            let super::offload::Done {
+                token,
+                request,
+                response,
+            } = done;
+            self.with(token, move |connection, tools| {
+                connection.resume(response, request, tools)
+            });
         }
     }
 
@@ -237,7 +256,8 @@ impl Worker {
         };
         let mut tools = Tools {
             shared: &self.shared,
-            mover: &mut self.mover,
+            token,
+            mailbox: &self.mailbox,
             scratch: &mut self.scratch,
             stopping: self.stopping,
             log: self.log.as_mut().map(|log| &mut log.lines),
