@@ -220,7 +220,7 @@ fn listing(exchange: &Exchange<'_>, dir: &OwnedFd, parts: &[Vec<u8>]) -> std::io
             EntryKind::File => flexio::format_bytes(*size),
             other => other.as_str().to_string(),
         };
-        let modified = httpdate::fmt_http_date(super::files::system_time(*mtime));
+        let modified = httpdate::fmt_http_date(super::validators::system_time(*mtime));
         html.push_str(&format!(
             "<li><a href=\"./{}{suffix}\">{shown}{suffix}</a> — {detail}, {modified}</li>\n",
             percent_encode(name)

@@ -6,7 +6,7 @@
 
 use std::collections::VecDeque;
 use std::os::fd::{AsFd, OwnedFd};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::SystemTime;
 
 use rustix::fs::Stat;
 
@@ -14,29 +14,12 @@ use super::body::{Body, Segment};
 use super::exchange::Exchange;
 use super::preconditions::{evaluate, Current, Verdict};
 use super::request::ResponseHead;
+use super::validators::{system_time, Validators};
 use crate::manifest::{describe, Manifest, CHUNK_SIZE, MANIFEST_SCHEMA_VERSION};
 use crate::ranges::{resolve, RangeAnswer};
 use crate::walk::{Entry, EntryKind};
 
-/// A file's validators.
-pub(crate) struct Validators {
-    pub etag: String,
-    pub last_modified: String,
-    pub mtime: i64,
-}
-
 impl Validators {
-    pub fn of(stat: &Stat) -> Self {
-        Validators {
-            etag: format!(
-                "\"{:x}-{:x}-{:x}.{:x}\"",
-                stat.st_ino, stat.st_size, stat.st_mtime, stat.st_mtime_nsec
-            ),
-            last_modified: httpdate::fmt_http_date(system_time(stat.st_mtime)),
-            mtime: stat.st_mtime,
-        }
-    }
-
     /// `If-Range` (strong comparison, or an exact date) allows the range.
     fn range_allowed(&self, exchange: &Exchange<'_>) -> bool {
         match exchange.request.header("if-range").map(str::trim) {
@@ -47,14 +30,6 @@ impl Validators {
                 httpdate::parse_http_date(date).is_ok_and(|date| date == system_time(self.mtime))
             }
         }
-    }
-}
-
-pub(crate) fn system_time(seconds: i64) -> SystemTime {
-    if seconds >= 0 {
-        UNIX_EPOCH + Duration::from_secs(seconds as u64)
-    } else {
-        UNIX_EPOCH - Duration::from_secs(seconds.unsigned_abs())
     }
 }
 

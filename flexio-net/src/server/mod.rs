@@ -53,6 +53,7 @@ mod timers;
 mod upload;
 mod upload_locks;
 mod upload_ranges;
+mod validators;
 mod wire;
 mod worker;
 

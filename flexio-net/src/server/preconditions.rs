@@ -15,8 +15,8 @@ use std::os::fd::AsFd;
 
 use rustix::fs::AtFlags;
 
-use super::files::{system_time, Validators};
 use super::request::Request;
+use super::validators::{system_time, Validators};
 
 /// What is at the target now.
 pub(crate) enum Current<'a> {

@@ -18,11 +18,12 @@ use rustix::fs::{AtFlags, FileType};
 use rustix::io::Errno;
 
 use super::exchange::Exchange;
-use super::files::{failed, Validators};
+use super::files::failed;
 use super::intake::{Finish, Intake};
 use super::preconditions::{evaluate, evaluate_at, Current, Verdict};
 use super::request::ResponseHead;
 use super::upload_ranges;
+use super::validators::Validators;
 use crate::signing::{verify, Refusal, SignedRequest, SCHEME};
 use crate::walk::open_beneath;
 
