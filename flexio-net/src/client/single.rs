@@ -218,6 +218,10 @@ impl<'a> Plan<'a> {
             .map(|offset| (self.total - offset).min(self.piece))
             .sum();
         self.resumed_bytes = self.total - self.first_length - pending_bytes;
+        if let Some(progress) = &self.options.progress {
+            progress.expect_file(self.total);
+            progress.add(self.resumed_bytes);
+        }
         Ok(sink)
     }
 
