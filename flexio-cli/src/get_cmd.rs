@@ -39,9 +39,15 @@ pub struct GetArgs {
     /// fsync the file before it takes its name.
     #[arg(long)]
     fsync: bool,
-    /// Keep what arrives in `.NAME.flexio-partial` and a journal beside
-    /// DEST; run again with --resume to fetch only what is missing.
+    /// Do not resume: by default what arrives is kept in
+    /// `.NAME.flexio-partial` with a journal beside DEST, so the same get
+    /// run again after Ctrl-C or a dropped link fetches only what is
+    /// missing, and a DEST already whole (the server's size and
+    /// Last-Modified) is not fetched again.
     #[arg(long)]
+    no_resume: bool,
+    /// The default (kept so that scripts written for it still run).
+    #[arg(long, conflicts_with = "no_resume")]
     resume: bool,
     /// The most bytes per second, over all streams together (10M, 1G,
     /// 100Mbit/s).
@@ -97,7 +103,7 @@ pub fn run(args: GetArgs) -> crate::error::Result<()> {
         verify: !args.no_verify,
         mechanism: args.via,
         fsync: args.fsync,
-        resume: args.resume,
+        resume: !args.no_resume,
         rate: args.rate,
         rate_bucket: None,
         tls: args.tls.client(

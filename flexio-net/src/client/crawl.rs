@@ -351,7 +351,7 @@ fn fetch_listed(
 /// HEAD's Content-Length and Last-Modified, exactly: rsync's test), and
 /// whether `connection` can carry the next request. A server that does
 /// not answer HEAD with `200` is taken as different.
-fn same_as_served(
+pub(super) fn same_as_served(
     connection: &mut Connection,
     target: &str,
     peer: &str,

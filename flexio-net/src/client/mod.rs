@@ -79,7 +79,9 @@ pub struct GetOptions {
     /// fsync before the file takes its name.
     pub fsync: bool,
     /// Keep what arrived in a partial file and journal beside the
-    /// destination, and fetch only the missing pieces when run again.
+    /// destination, fetch only the missing pieces when run again, and
+    /// fetch nothing when the destination already holds the server's file
+    /// (its size and Last-Modified). `flexio get` does by default.
     pub resume: bool,
     /// The most bytes per second, over all streams together.
     pub rate: Option<Rate>,
