@@ -161,6 +161,15 @@ pub fn run(args: GetArgs) -> crate::error::Result<()> {
 
 /// The summary line of a one-file get.
 fn file_summary(report: &flexio_net::client::GetReport, no_verify: bool) -> String {
+    if report.requests == 0 {
+        return format!(
+            "{} -> {}: {}; {}\n",
+            report.url,
+            report.destination.display(),
+            flexio::format_bytes(report.bytes),
+            report.note.as_deref().unwrap_or_default()
+        );
+    }
     let seconds = report.transfer_ns as f64 / 1e9;
     let mut line = format!(
         "{} -> {}: {} in {seconds:.3} s ({}), {} stream{}, {} request{}, {}",
