@@ -91,10 +91,40 @@ fn size(text: &str) -> Result<u64, String> {
 }
 
 /// Runs `flexio get`.
-pub fn run(args: GetArgs) -> crate::error::Result<()> {
+pub fn run(mut args: GetArgs) -> crate::error::Result<()> {
     if let Err(error) = flexio::cleanup::remove_temporaries_on_signals() {
         eprintln!("flexio: warning: cannot catch signals ({error}); an interrupted get may leave its temporary file");
     }
+    for _ in 0..MAX_REDIRECTS {
+        let fetched = fetch(&args);
+        match redirected(&args, &fetched) {
+            Some(location) => args.url = location,
+            None => return fetched,
+        }
+    }
+    fetch(&args)
+}
+
+/// Redirects followed, as curl's `--max-redirs` bounds them.
+const MAX_REDIRECTS: usize = 5;
+
+/// Where a plain get was sent on the same origin (`URL/dir` to
+/// `URL/dir/`, which is then fetched as a tree); mirrors and relays name
+/// their URLs exactly.
+fn redirected(args: &GetArgs, fetched: &crate::error::Result<()>) -> Option<String> {
+    match fetched {
+        Err(crate::error::Error::Net(error)) if args.mirror.is_empty() && args.serve.is_none() => {
+            match error.cause() {
+                flexio_net::Error::Redirect { location, .. } => Some(location.clone()),
+                _ => None,
+            }
+        }
+        _ => None,
+    }
+}
+
+/// One try of `flexio get` at `args.url`.
+fn fetch(args: &GetArgs) -> crate::error::Result<()> {
     let watch = args.output.watch();
     let options = GetOptions {
         streams: args.streams.max(1),
@@ -141,13 +171,13 @@ pub fn run(args: GetArgs) -> crate::error::Result<()> {
     // Dropped (the bar cleared) by each way before it prints its summary.
     let bar = watch.start();
     if let Some(address) = args.serve {
-        return run_relay(&args, address, &urls, &options, bar);
+        return run_relay(args, address, &urls, &options, bar);
     }
     if path.ends_with('/') {
-        return run_tree(&args, &urls, &options, shard, bar);
+        return run_tree(args, &urls, &options, shard, bar);
     }
     if !args.mirror.is_empty() {
-        return run_mirrored(&args, &urls, &options, bar);
+        return run_mirrored(args, &urls, &options, bar);
     }
     let mut report = get(&url, args.dest.as_deref(), &options)?;
     drop(bar);

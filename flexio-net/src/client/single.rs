@@ -61,6 +61,13 @@ pub fn get(url: &str, destination: Option<&Path>, options: &GetOptions) -> Resul
     let by_pieces = streams > 1 || options.resume;
     first.send_get(&url.target, if by_pieces { &range_header } else { "" })?;
     let response = first.read_response()?;
+    if let Some(location) = same_origin_redirect(&url, &response) {
+        return Err(Error::Redirect {
+            peer: url.to_string(),
+            status: response.status,
+            location,
+        });
+    }
     let mut plan = Plan::settle(
         &url,
         &destination,
@@ -137,6 +144,35 @@ fn already_complete(
         verified: false,
         verify_ns: 0,
     }))
+}
+
+/// Where a redirect answer sends the request, as a whole URL, when it is
+/// on `url`'s origin (scheme, host and port): a `Location` that is a path
+/// (`/dir/`) or a URL of the same origin. Another origin is not followed
+/// (the answer stays an error naming it).
+fn same_origin_redirect(url: &Url, response: &Response) -> Option<String> {
+    if !matches!(response.status, 301 | 302 | 303 | 307 | 308) {
+        return None;
+    }
+    let location = response.header("location")?;
+    let origin = format!(
+        "{}://{}",
+        if url.tls { "https" } else { "http" },
+        url.authority()
+    );
+    let target = if location.starts_with('/') && !location.starts_with("//") {
+        location.to_string()
+    } else {
+        let to = Url::parse(location).ok()?;
+        if (to.tls, &to.host, to.port) != (url.tls, &url.host, url.port) {
+            return None;
+        }
+        to.target
+    };
+    // Checked as any URL given on the command line is.
+    Url::parse(&format!("{origin}{target}"))
+        .ok()
+        .map(|to| to.to_string())
 }
 
 /// The streams to fetch over, and why fewer than asked.
