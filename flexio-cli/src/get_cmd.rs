@@ -8,6 +8,8 @@ use clap::Args;
 use flexio::{Error, MechanismName};
 use flexio_net::client::{get, GetOptions};
 
+use crate::progress::ProgressBarThread;
+
 /// Arguments of `flexio get`.
 #[derive(Args)]
 pub struct GetArgs {
@@ -37,20 +39,22 @@ pub struct GetArgs {
     /// fsync the file before it takes its name.
     #[arg(long)]
     fsync: bool,
-    /// Keep what arrives in `.NAME.flexio-partial` and a journal beside
-    /// DEST; run again with --resume to fetch only what is missing.
+    /// Do not resume: by default what arrives is kept in
+    /// `.NAME.flexio-partial` with a journal beside DEST, so the same get
+    /// run again after Ctrl-C or a dropped link fetches only what is
+    /// missing, and a DEST already whole (the server's size and
+    /// Last-Modified) is not fetched again.
     #[arg(long)]
+    no_resume: bool,
+    /// The default (kept so that scripts written for it still run).
+    #[arg(long, conflicts_with = "no_resume")]
     resume: bool,
     /// The most bytes per second, over all streams together (10M, 1G,
     /// 100Mbit/s).
     #[arg(long, value_name = "RATE", value_parser = rate)]
     rate: Option<flexio::pace::Rate>,
-    /// Print the report as JSON.
-    #[arg(long)]
-    json: bool,
-    /// Print nothing but errors.
-    #[arg(long, short, conflicts_with = "json")]
-    quiet: bool,
+    #[command(flatten)]
+    output: crate::transfer_output::OutputArgs,
     #[command(flatten)]
     tls: crate::tls_args::TlsArgs,
     #[command(flatten)]
@@ -87,10 +91,41 @@ fn size(text: &str) -> Result<u64, String> {
 }
 
 /// Runs `flexio get`.
-pub fn run(args: GetArgs) -> crate::error::Result<()> {
+pub fn run(mut args: GetArgs) -> crate::error::Result<()> {
     if let Err(error) = flexio::cleanup::remove_temporaries_on_signals() {
         eprintln!("flexio: warning: cannot catch signals ({error}); an interrupted get may leave its temporary file");
     }
+    for _ in 0..MAX_REDIRECTS {
+        let fetched = fetch(&args);
+        match redirected(&args, &fetched) {
+            Some(location) => args.url = location,
+            None => return fetched,
+        }
+    }
+    fetch(&args)
+}
+
+/// Redirects followed, as curl's `--max-redirs` bounds them.
+const MAX_REDIRECTS: usize = 5;
+
+/// Where a plain get was sent on the same origin (`URL/dir` to
+/// `URL/dir/`, which is then fetched as a tree); mirrors and relays name
+/// their URLs exactly.
+fn redirected(args: &GetArgs, fetched: &crate::error::Result<()>) -> Option<String> {
+    match fetched {
+        Err(crate::error::Error::Net(error)) if args.mirror.is_empty() && args.serve.is_none() => {
+            match error.cause() {
+                flexio_net::Error::Redirect { location, .. } => Some(location.clone()),
+                _ => None,
+            }
+        }
+        _ => None,
+    }
+}
+
+/// One try of `flexio get` at `args.url`.
+fn fetch(args: &GetArgs) -> crate::error::Result<()> {
+    let watch = args.output.watch();
     let options = GetOptions {
         streams: args.streams.max(1),
         piece_size: args.piece_size,
@@ -98,13 +133,14 @@ pub fn run(args: GetArgs) -> crate::error::Result<()> {
         verify: !args.no_verify,
         mechanism: args.via,
         fsync: args.fsync,
-        resume: args.resume,
+        resume: !args.no_resume,
         rate: args.rate,
         rate_bucket: None,
         tls: args.tls.client(
             std::iter::once(args.url.as_str())
                 .chain(args.mirror.iter().chain(&args.upstream).map(String::as_str)),
         )?,
+        progress: watch.counters.clone(),
     };
     let url = args.url.clone();
     let path = args.url.split('?').next().unwrap_or_default();
@@ -125,30 +161,44 @@ pub fn run(args: GetArgs) -> crate::error::Result<()> {
         .chain(args.mirror.iter().chain(&args.upstream))
         .cloned()
         .collect();
-    if let Some(address) = args.serve {
-        return run_relay(&args, address, &urls, &options);
-    }
-    if path.ends_with('/') {
-        return run_tree(&args, &urls, &options, shard);
-    }
-    if !args.mirror.is_empty() {
-        return run_mirrored(&args, &urls, &options);
-    }
-    if shard.is_some() {
+    if shard.is_some() && !path.ends_with('/') {
         return Err(Error::Usage(format!(
             "{}: --shard shares a tree: give a directory URL, ending in /",
             args.url
         ))
         .into());
     }
-    let mut report = get(&url, args.dest.as_deref(), &options)?;
-    report.url = args.url.clone();
-    if args.quiet {
-        return Ok(());
+    // Dropped (the bar cleared) by each way before it prints its summary.
+    let bar = watch.start();
+    if let Some(address) = args.serve {
+        return run_relay(args, address, &urls, &options, bar);
     }
-    if args.json {
-        crate::print_stdout(&crate::json_document::document("get", &report));
-        return Ok(());
+    if path.ends_with('/') {
+        return run_tree(args, &urls, &options, shard, bar);
+    }
+    if !args.mirror.is_empty() {
+        return run_mirrored(args, &urls, &options, bar);
+    }
+    let mut report = get(&url, args.dest.as_deref(), &options)?;
+    drop(bar);
+    report.url = args.url.clone();
+    args.output.tell(
+        || file_summary(&report, args.no_verify),
+        || crate::json_document::document("get", &report),
+    );
+    Ok(())
+}
+
+/// The summary line of a one-file get.
+fn file_summary(report: &flexio_net::client::GetReport, no_verify: bool) -> String {
+    if report.requests == 0 {
+        return format!(
+            "{} -> {}: {}; {}\n",
+            report.url,
+            report.destination.display(),
+            flexio::format_bytes(report.bytes),
+            report.note.as_deref().unwrap_or_default()
+        );
     }
     let seconds = report.transfer_ns as f64 / 1e9;
     let mut line = format!(
@@ -172,7 +222,7 @@ pub fn run(args: GetArgs) -> crate::error::Result<()> {
             ", BLAKE3 verified in {:.3} s",
             report.verify_ns as f64 / 1e9
         );
-    } else if args.no_verify {
+    } else if no_verify {
         line += ", not verified (--no-verify)";
     } else {
         line += ", not verified (the server offers no manifest)";
@@ -186,14 +236,19 @@ pub fn run(args: GetArgs) -> crate::error::Result<()> {
     if let Some(note) = &report.note {
         line += &format!("; {note}");
     }
-    crate::print_stdout(&(line + "\n"));
-    Ok(())
+    line + "\n"
 }
 
 /// `flexio get URL --mirror URL2 ... [DEST]`: one file from every server
 /// at once.
-fn run_mirrored(args: &GetArgs, urls: &[String], options: &GetOptions) -> crate::error::Result<()> {
+fn run_mirrored(
+    args: &GetArgs,
+    urls: &[String],
+    options: &GetOptions,
+    bar: ProgressBarThread,
+) -> crate::error::Result<()> {
     let report = flexio_net::client::get_mirrored(urls, args.dest.as_deref(), options)?;
+    drop(bar);
     print_mirrored(args, report, "every piece BLAKE3-verified");
     Ok(())
 }
@@ -205,6 +260,7 @@ fn run_relay(
     address: std::net::SocketAddr,
     urls: &[String],
     options: &GetOptions,
+    bar: ProgressBarThread,
 ) -> crate::error::Result<()> {
     let relay = flexio_net::client::Relay::bind(address, args.public)?;
     let bound = relay.local_addr()?;
@@ -213,6 +269,7 @@ fn run_relay(
     crate::print_stdout(&format!("serving onward at http://{bound}/{name}\n"));
     let _ = std::io::Write::flush(&mut std::io::stdout());
     let report = relay.fetch_and_serve(urls, args.dest.as_deref(), options, args.linger)?;
+    drop(bar);
     print_mirrored(
         args,
         report,
@@ -225,10 +282,14 @@ fn run_relay(
 fn print_mirrored(args: &GetArgs, mut report: flexio_net::client::MirroredReport, how: &str) {
     report.url = args.url.clone();
     as_given(args, &mut report.servers);
-    if args.json {
-        crate::print_stdout(&crate::json_document::document("get-mirrored", &report));
-        return;
-    }
+    args.output.tell(
+        || mirrored_summary(&report, how),
+        || crate::json_document::document("get-mirrored", &report),
+    );
+}
+
+/// The summary of a mirrored or relayed get: a line, and one per server.
+fn mirrored_summary(report: &flexio_net::client::MirroredReport, how: &str) -> String {
     let seconds = report.wall_ns as f64 / 1e9;
     let mut text = format!(
         "{} -> {}: {} in {seconds:.3} s ({}) from {} servers, {how}\n",
@@ -239,7 +300,7 @@ fn print_mirrored(args: &GetArgs, mut report: flexio_net::client::MirroredReport
         report.servers.len(),
     );
     text += &servers_lines(&report.servers);
-    crate::print_stdout(&text);
+    text
 }
 
 /// The servers' URLs as typed (the reports hold them parsed and normalised).
@@ -279,6 +340,7 @@ fn run_tree(
     urls: &[String],
     options: &GetOptions,
     shard: Option<(flexio_net::shard::Shard, flexio_net::shard::Split)>,
+    bar: ProgressBarThread,
 ) -> crate::error::Result<()> {
     let destination = match &args.dest {
         Some(dest) => dest.clone(),
@@ -307,11 +369,9 @@ fn run_tree(
         None => flexio_net::client::get_tree(url, &destination, options),
     };
     let mut report = fetched?;
+    drop(bar);
     as_given(args, &mut report.servers);
     report.url = args.url.clone();
-    if args.quiet {
-        return Ok(());
-    }
     print_tree(args, &report);
     Ok(())
 }
@@ -332,33 +392,41 @@ fn left_out(report: &flexio_net::client::TreeReport) -> String {
     out
 }
 
-/// A tree get's warnings on stderr, and its JSON or summary on stdout.
+/// A tree get's warnings on stderr (unless `--quiet`), then its JSON or
+/// summary as the flags and stdout choose.
 fn print_tree(args: &GetArgs, report: &flexio_net::client::TreeReport) {
     let destination = report.destination.display();
-    for link in &report.escaping_links {
-        eprintln!("flexio: warning: {link}: a symlink whose target leads, or through the tree's other links could lead, out of {destination}; left out (as rsync --safe-links)");
-    }
     let listing = report.listing.as_ref();
-    for why in listing.iter().flat_map(|l| &l.not_fetched) {
-        eprintln!("flexio: warning: {why}: listed but not sent; left out");
+    if !args.output.quiet {
+        for link in &report.escaping_links {
+            eprintln!("flexio: warning: {link}: a symlink whose target leads, or through the tree's other links could lead, out of {destination}; left out (as rsync --safe-links)");
+        }
+        for why in listing.iter().flat_map(|l| &l.not_fetched) {
+            eprintln!("flexio: warning: {why}: listed but not sent; left out");
+        }
+        if listing.is_some() {
+            eprintln!("flexio: {}: not a flexio server (no manifest): the tree was read from its listings and each file checked against its Content-Length only, not verified by hash", report.url);
+        }
     }
-    if listing.is_some() {
-        eprintln!("flexio: {}: not a flexio server (no manifest): the tree was read from its listings and each file checked against its Content-Length only, not verified by hash", report.url);
-    }
-    if args.json {
-        crate::print_stdout(&crate::json_document::document("get-tree", report));
-        return;
-    }
-    let verified = match (listing, args.no_verify) {
+    args.output.tell(
+        || tree_summary(report, args.no_verify),
+        || crate::json_document::document("get-tree", report),
+    );
+}
+
+/// The summary of a tree get: a line, the shard's, and one per server.
+fn tree_summary(report: &flexio_net::client::TreeReport, no_verify: bool) -> String {
+    use crate::copy_output::{count, size};
+    let verified = match (report.listing.as_ref(), no_verify) {
         (Some(_), _) => "not verified (no manifest)",
         (None, true) => "not verified (--no-verify)",
         (None, false) => "every file fetched BLAKE3-verified",
     };
     let seconds = report.wall_ns as f64 / 1e9;
-    use crate::copy_output::{count, size};
-    crate::print_stdout(&format!(
-        "{} -> {destination}: {} fetched, {} in the tree, {} unchanged, {}, {} in {seconds:.3} s over {}{}, {verified}{}\n",
+    let mut text = format!(
+        "{} -> {}: {} fetched, {} in the tree, {} unchanged, {}, {} in {seconds:.3} s over {}{}, {verified}{}\n",
         report.url,
+        report.destination.display(),
         count(report.files, "file", "files"),
         size(report.bytes),
         report.unchanged,
@@ -367,11 +435,11 @@ fn print_tree(args: &GetArgs, report: &flexio_net::client::TreeReport) {
         count(report.streams as u64, "stream", "streams"),
         if report.tar_streams > 0 { format!(" ({} directories of small files as one tar stream each)", report.tar_streams) } else { String::new() },
         left_out(report),
-    ));
+    );
     if let Some(shard) = &report.shard {
-        crate::print_stdout(&crate::shard_args::summary(shard));
+        text += &crate::shard_args::summary(shard);
     }
-    crate::print_stdout(&servers_lines(&report.servers));
+    text + &servers_lines(&report.servers)
 }
 
 use std::os::unix::ffi::OsStrExt;

@@ -33,6 +33,7 @@ mod put_cmd;
 mod serve_cmd;
 mod shard_args;
 mod tls_args;
+mod transfer_output;
 mod tree_args;
 mod tune;
 

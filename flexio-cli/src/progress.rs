@@ -1,4 +1,4 @@
-//! Progress of a long flow: a bar with bytes, rate and ETA on a terminal,
+//! Progress of a long flow (a copy, a get, a put): a bar with bytes, rate and ETA on a terminal,
 //! or, with `--progress` when stderr is not a terminal, a line every few
 //! seconds (as `dd status=progress`).
 //!
@@ -93,6 +93,17 @@ impl Watched for TreeProgress {
             bytes_total: Some(bytes_found),
             at_least: !finished,
             files: Some((self.files_done(), files_found)),
+        }
+    }
+}
+
+impl Watched for flexio_net::client::TransferProgress {
+    fn snapshot(&self) -> Snapshot {
+        Snapshot {
+            bytes_done: self.bytes_done(),
+            bytes_total: self.bytes_total(),
+            at_least: self.still_finding(),
+            files: self.files(),
         }
     }
 }

@@ -34,12 +34,8 @@ pub struct PutArgs {
     /// server has are not sent again.
     #[arg(long, default_value = "64M", value_name = "SIZE", value_parser = piece_size)]
     piece: u64,
-    /// Print the report as JSON.
-    #[arg(long)]
-    json: bool,
-    /// Print nothing but errors.
-    #[arg(long, short, conflicts_with = "json")]
-    quiet: bool,
+    #[command(flatten)]
+    output: crate::transfer_output::OutputArgs,
     #[command(flatten)]
     tls: crate::tls_args::TlsArgs,
     #[command(flatten)]
@@ -94,56 +90,63 @@ pub fn run(args: PutArgs) -> crate::error::Result<()> {
     };
     let target = put_target(&args.url, &args.source);
     let url = target.clone();
+    let watch = args.output.watch();
     let options = flexio_net::client::PutOptions {
         timeout: args.timeout,
         pacing,
         streams: args.streams,
         piece: args.piece,
         tls: args.tls.client(std::iter::once(target.as_str()))?,
+        progress: watch.counters.clone(),
     };
     let shard = args.shard.resolve()?;
-    if args.source.is_dir() {
-        return put_tree(&args, &url, &token, &options, shard);
-    }
-    if shard.is_some() {
+    if shard.is_some() && !args.source.is_dir() {
         return Err(Error::Usage(format!(
             "{}: --shard shares a tree: give a directory",
             args.source.display()
         ))
         .into());
     }
-    let mut report = flexio_net::client::put_with(&args.source, &url, &token, &options)?;
-    report.url = target;
-    if args.quiet {
-    } else if args.json {
-        crate::print_stdout(&crate::json_document::document("put", &report));
-    } else {
-        let pieces = if report.pieces > 1 || report.resumed_bytes > 0 {
-            format!(
-                "; {} sent in {} pieces over {} streams, {} already there",
-                flexio::format_bytes(report.sent_bytes),
-                report.pieces,
-                report.streams,
-                flexio::format_bytes(report.resumed_bytes)
-            )
-        } else {
-            String::new()
-        };
-        crate::print_stdout(&format!(
-            "{} -> {}: {} ({}) in {:.3} s, {}{pieces}\n",
-            args.source.display(),
-            report.url,
-            flexio::format_bytes(report.bytes),
-            if report.status == 201 {
-                "created"
-            } else {
-                "replaced"
-            },
-            report.wall_ns as f64 / 1e9,
-            report.mechanism.as_deref().unwrap_or("no body"),
-        ));
+    let bar = watch.start();
+    if args.source.is_dir() {
+        return put_tree(&args, &url, &token, &options, shard, bar);
     }
+    let mut report = flexio_net::client::put_with(&args.source, &url, &token, &options)?;
+    drop(bar);
+    report.url = target;
+    args.output.tell(
+        || file_summary(&args.source, &report),
+        || crate::json_document::document("put", &report),
+    );
     Ok(())
+}
+
+/// The summary line of a one-file put.
+fn file_summary(source: &std::path::Path, report: &flexio_net::client::PutReport) -> String {
+    let pieces = if report.pieces > 1 || report.resumed_bytes > 0 {
+        format!(
+            "; {} sent in {} pieces over {} streams, {} already there",
+            flexio::format_bytes(report.sent_bytes),
+            report.pieces,
+            report.streams,
+            flexio::format_bytes(report.resumed_bytes)
+        )
+    } else {
+        String::new()
+    };
+    format!(
+        "{} -> {}: {} ({}) in {:.3} s, {}{pieces}\n",
+        source.display(),
+        report.url,
+        flexio::format_bytes(report.bytes),
+        if report.status == 201 {
+            "created"
+        } else {
+            "replaced"
+        },
+        report.wall_ns as f64 / 1e9,
+        report.mechanism.as_deref().unwrap_or("no body"),
+    )
 }
 
 /// `flexio put DIR URL/`: exit status 1 when any entry failed, each listed.
@@ -153,6 +156,7 @@ fn put_tree(
     token: &str,
     options: &flexio_net::client::PutOptions,
     shard: Option<(flexio_net::shard::Shard, flexio_net::shard::Split)>,
+    bar: crate::progress::ProgressBarThread,
 ) -> crate::error::Result<()> {
     let url = if url.ends_with('/') {
         url.to_string()
@@ -166,30 +170,15 @@ fn put_tree(
         None => flexio_net::client::put_tree(&args.source, &url, token, options),
     };
     let mut report = sent?;
+    drop(bar);
     report.url = args.url.clone();
     for failure in &report.failures {
         eprintln!("flexio: {failure}");
     }
-    if args.quiet {
-    } else if args.json {
-        crate::print_stdout(&crate::json_document::document("put-tree", &report));
-    } else {
-        crate::print_stdout(&format!(
-            "{} -> {}: {} files ({}), {} directories made, {} skipped, {} failed, in {:.3} s over {} streams\n",
-            args.source.display(),
-            report.url,
-            report.files,
-            flexio::format_bytes(report.bytes),
-            report.directories_made,
-            report.skipped.len(),
-            report.failures.len(),
-            report.wall_ns as f64 / 1e9,
-            report.streams
-        ));
-        if let Some(shard) = &report.shard {
-            crate::print_stdout(&crate::shard_args::summary(shard));
-        }
-    }
+    args.output.tell(
+        || tree_summary(&args.source, &report),
+        || crate::json_document::document("put-tree", &report),
+    );
     if report.failures.is_empty() {
         Ok(())
     } else {
@@ -201,6 +190,26 @@ fn put_tree(
         }
         .into())
     }
+}
+
+/// The summary of a tree put: a line, and the shard's.
+fn tree_summary(source: &std::path::Path, report: &flexio_net::client::PutTreeReport) -> String {
+    let mut text = format!(
+        "{} -> {}: {} files ({}), {} directories made, {} skipped, {} failed, in {:.3} s over {} streams\n",
+        source.display(),
+        report.url,
+        report.files,
+        flexio::format_bytes(report.bytes),
+        report.directories_made,
+        report.skipped.len(),
+        report.failures.len(),
+        report.wall_ns as f64 / 1e9,
+        report.streams
+    );
+    if let Some(shard) = &report.shard {
+        text += &crate::shard_args::summary(shard);
+    }
+    text
 }
 
 #[cfg(test)]

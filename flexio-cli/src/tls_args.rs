@@ -15,7 +15,9 @@ pub struct TlsArgs {
     /// `flexio serve --tls…` prints it; colons optional).
     #[arg(long, value_name = "SHA256", conflicts_with = "ca")]
     pin: Option<String>,
-    /// Trust certificates issued by the CA certificates in this PEM file.
+    /// Trust certificates issued by the CA certificates in this PEM file,
+    /// and the certificates in it themselves (a self-signed one, as
+    /// `curl --cacert`), each for its names and dates.
     #[arg(long, value_name = "FILE")]
     ca: Option<PathBuf>,
 }

@@ -76,14 +76,23 @@ fn a_file_and_a_tree_round_trip_over_tls_with_the_pin() {
 
     let copy = dir.path().join("copy");
     let output = flexio()
-        .args(["get", "--streams", "3", "--piece-size", "1M", "--pin", &pin])
+        .args([
+            "get",
+            "-v",
+            "--streams",
+            "3",
+            "--piece-size",
+            "1M",
+            "--pin",
+            &pin,
+        ])
         .arg(format!("{url}/file"))
         .arg(&copy)
         .output()
         .unwrap();
     assert!(output.status.success(), "{}", stderr(&output));
     assert!(std::fs::read(&copy).unwrap() == bytes, "the copy differs");
-    let said = String::from_utf8_lossy(&output.stdout);
+    let said = stderr(&output);
     assert!(said.starts_with(&format!("{url}/file -> ")), "{said}");
     assert!(said.contains("BLAKE3 verified"), "{said}");
 

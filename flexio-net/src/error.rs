@@ -45,6 +45,19 @@ pub enum Error {
         reason: String,
     },
 
+    /// The server sent the request elsewhere on the same origin (a
+    /// directory's URL without its trailing slash answers 301 to the one
+    /// with it): the caller may fetch `location` instead.
+    #[error("{peer}: the server answered {status}, to {location}")]
+    Redirect {
+        /// The peer.
+        peer: String,
+        /// The HTTP status code (301, 302, 303, 307 or 308).
+        status: u16,
+        /// Where to, as a whole URL.
+        location: String,
+    },
+
     /// A system call on a connection or a file failed ([`flexio::Error::Io`],
     /// naming the operation, the peer or path, and the offset), or moving a
     /// body with the engine did: one error type for both layers' I/O.

@@ -450,7 +450,9 @@ fn resume_fetches_only_the_missing_pieces_and_starts_afresh_for_a_new_version() 
     // A link that drops in the third piece: the first two are kept.
     let error = get(&url, Some(&dest), &resume).unwrap_err();
     assert!(
-        error.to_string().contains("run again with --resume"),
+        error
+            .to_string()
+            .contains("the same get run again fetches only the rest"),
         "{error}"
     );
     assert!(!dest.exists());

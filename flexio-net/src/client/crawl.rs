@@ -65,11 +65,21 @@ pub(super) fn get_tree_from_listings(
     started: Instant,
 ) -> Result<TreeReport> {
     let mut connection = connection;
-    let found = discover(&mut connection, url, options)?;
+    if let Some(progress) = &options.progress {
+        progress.finding(true);
+    }
+    let found = discover(&mut connection, url, options);
+    if let Some(progress) = &options.progress {
+        progress.finding(false);
+    }
+    let found = found?;
     let label = destination.display().to_string();
     let root = open_destination(destination, &label)?;
     for entry in &found.directories {
         make_directory(&root, entry, &label)?;
+    }
+    if let Some(progress) = &options.progress {
+        progress.expect_files(found.files.len() as u64);
     }
     let streams = options.streams.max(1).min(found.files.len().max(1));
     let outcomes = fetch_all(
@@ -232,7 +242,16 @@ fn fetch_all(
                         options,
                         &mut mover,
                     ) {
-                        Ok(outcome) => outcomes.lock().unwrap().push(outcome),
+                        Ok(outcome) => {
+                            if let Some(progress) = &options.progress {
+                                let skipped = match outcome {
+                                    Outcome::Unchanged(bytes) => bytes,
+                                    _ => 0,
+                                };
+                                progress.files_done(1, skipped);
+                            }
+                            outcomes.lock().unwrap().push(outcome)
+                        }
                         Err(error) => {
                             failure.lock().unwrap().get_or_insert(error);
                         }
@@ -332,7 +351,7 @@ fn fetch_listed(
 /// HEAD's Content-Length and Last-Modified, exactly: rsync's test), and
 /// whether `connection` can carry the next request. A server that does
 /// not answer HEAD with `200` is taken as different.
-fn same_as_served(
+pub(super) fn same_as_served(
     connection: &mut Connection,
     target: &str,
     peer: &str,

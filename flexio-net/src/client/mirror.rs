@@ -136,6 +136,10 @@ pub fn get_mirrored(
             .iter()
             .map(|offset| (total - offset).min(piece))
             .sum::<u64>();
+    if let Some(progress) = &options.progress {
+        progress.expect_file(total);
+        progress.add(resumed_bytes);
+    }
     let work = Work {
         suffix: "",
         file: sink.fd(),

@@ -82,12 +82,19 @@ pub fn get_tree_mirrored(
     let mut files: Vec<&Planned> = planned.iter().filter(|e| e.kind == Kind::File).collect();
     files.sort_by_key(|f| std::cmp::Reverse(f.size));
     let piece = piece_size(options);
+    let progress = options.progress.as_deref();
+    if let Some(progress) = progress {
+        progress.expect(files.iter().map(|f| f.size).sum(), Some(files.len() as u64));
+    }
     for entry in files {
         report.bytes += entry.size;
         let shown = join_label(&label, &entry.parts);
         let (parent, name) = parent_of(&root, &entry.parts, &label)?;
         if unchanged(&parent, name, entry, &shown)?.is_some() {
             report.unchanged += 1;
+            if let Some(progress) = progress {
+                progress.files_done(1, entry.size);
+            }
             continue;
         }
         let path = PathBuf::from(format!("/proc/self/fd/{}", parent.as_raw_fd()))
@@ -118,6 +125,9 @@ pub fn get_tree_mirrored(
         set_mtime(file.fd(), entry, &shown)?;
         file.commit(entry.size, options.fsync)?;
         report.files += 1;
+        if let Some(progress) = progress {
+            progress.files_done(1, 0);
+        }
     }
     report.finish(finish_tree(&root, &planned, &label)?);
     report.servers = reports(&servers);

@@ -10,6 +10,7 @@ mod listing;
 mod mirror;
 mod mirror_tree;
 mod pieces;
+mod progress;
 mod relay;
 mod report;
 mod resume;
@@ -38,6 +39,7 @@ pub use connection::Url;
 pub use listing::ListingFormat;
 pub use mirror::{get_mirrored, MirroredReport};
 pub use mirror_tree::get_tree_mirrored;
+pub use progress::TransferProgress;
 pub use relay::Relay;
 pub use report::{ListingReport, MirrorReport, ShardPart, ShardReport, TreeReport};
 pub use shard_get::get_tree_sharded;
@@ -77,7 +79,9 @@ pub struct GetOptions {
     /// fsync before the file takes its name.
     pub fsync: bool,
     /// Keep what arrived in a partial file and journal beside the
-    /// destination, and fetch only the missing pieces when run again.
+    /// destination, fetch only the missing pieces when run again, and
+    /// fetch nothing when the destination already holds the server's file
+    /// (its size and Last-Modified). `flexio get` does by default.
     pub resume: bool,
     /// The most bytes per second, over all streams together.
     pub rate: Option<Rate>,
@@ -87,6 +91,8 @@ pub struct GetOptions {
     /// How `https://` servers are trusted (the system's store unless
     /// told otherwise).
     pub tls: TlsClient,
+    /// Counters a progress bar reads (none: nothing counted).
+    pub progress: Option<Arc<TransferProgress>>,
 }
 
 impl GetOptions {
@@ -118,6 +124,7 @@ impl Default for GetOptions {
             rate: None,
             rate_bucket: None,
             tls: TlsClient::default(),
+            progress: None,
         }
     }
 }

@@ -93,7 +93,12 @@ pub(super) fn receive_hashed(
     request.idle_timeout = Some(options.timeout);
     request.shared_rate = options.rate_bucket.clone();
     let report = mover
-        .move_range(&source, &sink, &request, None)
+        .move_range(
+            &source,
+            &sink,
+            &request,
+            options.progress.as_deref().map(|p| p.counter()),
+        )
         .map_err(|error| match error {
             flexio::Error::SourceEnded {
                 endpoint,
@@ -159,6 +164,9 @@ fn receive_decrypted(
             written += rustix::io::pwrite(file, &buffer[written..filled], at)
                 .map_err(|e| Error::io("pwrite", label, Some(at), e))?;
             syscalls += 1;
+        }
+        if let Some(progress) = &options.progress {
+            progress.add(filled as u64);
         }
         done += filled as u64;
     }

@@ -165,6 +165,9 @@ pub fn get_tree_sharded(
         make_directory(&root, entry, &label)?;
         tree.directories += 1;
     }
+    if let Some(progress) = &options.progress {
+        progress.expect(report.bytes, Some(jobs.len() as u64));
+    }
     let streams = options.streams.max(1).min(jobs.len().max(1));
     let unchanged = run_jobs(
         &jobs,
@@ -255,6 +258,7 @@ fn run_jobs(
                             )
                         }
                     };
+                    Fetched::count(&fetched, options, 1, job.bytes());
                     outcomes.record(fetched);
                 }
             });

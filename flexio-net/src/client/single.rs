@@ -12,9 +12,12 @@ use flexio::range::{Mover, NewFile, RangeTotals};
 use flexio::MechanismName;
 
 use super::connection::{Connection, Response, Url};
+use super::crawl::same_as_served;
+use super::listing::unix_seconds;
 use super::pieces::{receive_hashed, EarlyHashes, Piece, Pieces};
 use super::resume::Partial;
 use super::sink::{check_space, destination_for, Sink};
+use super::tree_dest::set_times;
 use super::verify::verify;
 use super::{GetOptions, GetReport};
 use crate::error::{Error, Result};
@@ -47,12 +50,24 @@ pub fn get(url: &str, destination: Option<&Path>, options: &GetOptions) -> Resul
     let (streams, note) = streams_for(options);
     let piece = options.piece_size.max(64 << 10);
     let mut first = Connection::open(&url, options.timeout, &options.tls)?;
+    if options.resume {
+        if let Some(report) = already_complete(&url, &destination, &mut first, options, started)? {
+            return Ok(report);
+        }
+    }
     // Pieces (and so a ranged first request) for several streams, or to
     // keep whole pieces in a journal.
     let range_header = format!("Range: bytes=0-{}\r\n", piece - 1);
     let by_pieces = streams > 1 || options.resume;
     first.send_get(&url.target, if by_pieces { &range_header } else { "" })?;
     let response = first.read_response()?;
+    if let Some(location) = same_origin_redirect(&url, &response) {
+        return Err(Error::Redirect {
+            peer: url.to_string(),
+            status: response.status,
+            location,
+        });
+    }
     let mut plan = Plan::settle(
         &url,
         &destination,
@@ -66,8 +81,98 @@ pub fn get(url: &str, destination: Option<&Path>, options: &GetOptions) -> Resul
         Ok(fetched) => fetched,
         Err(error) => return Err(sink.fail(error, &plan.label)),
     };
+    // The server's Last-Modified, as `curl -R` and wget keep it: a rerun
+    // then knows the file it already has (see `already_complete`).
+    if let Some(mtime) = plan.last_modified {
+        set_times(sink.fd(), mtime, 0, &plan.label)?;
+    }
     sink.commit(plan.total, options.fsync)?;
     Ok(plan.report(destination, fetched))
+}
+
+/// The report of a get whose destination already holds the file — a
+/// regular file with the size and modification time of the server's
+/// (HEAD's Content-Length and Last-Modified, rsync's quick check) — so
+/// that no body is fetched; `None` otherwise, with `connection` ready for
+/// the GET (opened again when the server closed it).
+fn already_complete(
+    url: &Url,
+    destination: &Path,
+    connection: &mut Connection,
+    options: &GetOptions,
+    started: Instant,
+) -> Result<Option<GetReport>> {
+    let Ok(here) = std::fs::symlink_metadata(destination) else {
+        return Ok(None);
+    };
+    if !here.file_type().is_file() {
+        return Ok(None);
+    }
+    use std::os::unix::fs::MetadataExt;
+    let (same, reusable) = same_as_served(
+        connection,
+        &url.target,
+        &url.to_string(),
+        here.len(),
+        here.mtime(),
+    )?;
+    if !reusable {
+        *connection = Connection::open(url, options.timeout, &options.tls)?;
+    }
+    if !same {
+        return Ok(None);
+    }
+    if let Some(progress) = &options.progress {
+        progress.expect_file(here.len());
+        progress.add(here.len());
+    }
+    Ok(Some(GetReport {
+        url: url.to_string(),
+        destination: destination.to_path_buf(),
+        bytes: here.len(),
+        resumed_bytes: here.len(),
+        streams: 1,
+        ranged: false,
+        note: Some(
+            "already here whole (the server's size and Last-Modified): not fetched again"
+                .to_string(),
+        ),
+        requests: 0,
+        syscalls: 0,
+        mechanisms: Vec::new(),
+        transfer_ns: started.elapsed().as_nanos() as u64,
+        verified: false,
+        verify_ns: 0,
+    }))
+}
+
+/// Where a redirect answer sends the request, as a whole URL, when it is
+/// on `url`'s origin (scheme, host and port): a `Location` that is a path
+/// (`/dir/`) or a URL of the same origin. Another origin is not followed
+/// (the answer stays an error naming it).
+fn same_origin_redirect(url: &Url, response: &Response) -> Option<String> {
+    if !matches!(response.status, 301 | 302 | 303 | 307 | 308) {
+        return None;
+    }
+    let location = response.header("location")?;
+    let origin = format!(
+        "{}://{}",
+        if url.tls { "https" } else { "http" },
+        url.authority()
+    );
+    let target = if location.starts_with('/') && !location.starts_with("//") {
+        location.to_string()
+    } else {
+        let to = Url::parse(location).ok()?;
+        if (to.tls, &to.host, to.port) != (url.tls, &url.host, url.port) {
+            return None;
+        }
+        to.target
+    };
+    // Checked as any URL given on the command line is.
+    Url::parse(&format!("{origin}{target}"))
+        .ok()
+        .map(|to| to.to_string())
 }
 
 /// The streams to fetch over, and why fewer than asked.
@@ -109,6 +214,8 @@ struct Plan<'a> {
     pending: Vec<u64>,
     /// Bytes an earlier run left whole.
     resumed_bytes: u64,
+    /// The server's Last-Modified, in seconds since the epoch.
+    last_modified: Option<i64>,
 }
 
 /// What fetching the body did.
@@ -153,6 +260,7 @@ impl<'a> Plan<'a> {
             .filter(|tag| tag.starts_with('"'))
             .or(response.header("last-modified"))
             .map(str::to_string);
+        let last_modified = response.header("last-modified").and_then(unix_seconds);
         let note = match (streams > 1, ranged) {
             (true, false) => Some(format!(
                 "the server answered a range request with {} (no ranges): one stream",
@@ -174,6 +282,7 @@ impl<'a> Plan<'a> {
             note,
             pending: Vec::new(),
             resumed_bytes: 0,
+            last_modified,
         })
     }
 
@@ -200,7 +309,7 @@ impl<'a> Plan<'a> {
             _ => {
                 if self.options.resume {
                     self.note = Some(
-                        "--resume needs ranges and a validator (ETag or Last-Modified) from the server; fetched as one new file"
+                        "not resumable: the server offers no ranges or no validator (ETag or Last-Modified); fetched as one new file"
                             .to_string(),
                     );
                 }
@@ -218,6 +327,10 @@ impl<'a> Plan<'a> {
             .map(|offset| (self.total - offset).min(self.piece))
             .sum();
         self.resumed_bytes = self.total - self.first_length - pending_bytes;
+        if let Some(progress) = &self.options.progress {
+            progress.expect_file(self.total);
+            progress.add(self.resumed_bytes);
+        }
         Ok(sink)
     }
 

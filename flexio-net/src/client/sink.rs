@@ -53,7 +53,7 @@ impl Sink {
     }
 
     /// `error`, saying what became of the bytes: none left for a new file;
-    /// kept for the next run with `--resume`.
+    /// kept for the next run when resuming.
     pub(super) fn fail(self, error: Error, label: &str) -> Error {
         match self {
             Sink::New(_) => Error::Stopped {
@@ -63,7 +63,7 @@ impl Sink {
             Sink::Partial(partial) => Error::Stopped {
                 source: Box::new(error),
                 what_remains: format!(
-                    "what arrived is kept in {}: run again with --resume to fetch only the rest",
+                    "what arrived is kept in {}: the same get run again fetches only the rest",
                     partial.path().display()
                 ),
             },

@@ -401,6 +401,9 @@ impl TarWriter<'_> {
     /// and checked.
     fn write(&mut self, entry: &Planned, body: &[u8]) -> Result<()> {
         let (label, options, into) = (self.label, self.options, self.into);
+        if let Some(progress) = &options.progress {
+            progress.add(body.len() as u64);
+        }
         let shown = join_label(label, &entry.parts);
         let parent = self.parent_of(entry)?;
         let name = entry.parts.last().expect("a checked path has a component");

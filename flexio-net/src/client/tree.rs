@@ -111,6 +111,9 @@ pub fn get_tree(url: &str, destination: &Path, options: &GetOptions) -> Result<T
         }
         report.directories += 1;
     }
+    if let Some(progress) = &options.progress {
+        progress.expect(files.iter().map(|f| f.size).sum(), Some(files.len() as u64));
+    }
     let next = AtomicUsize::new(0);
     let outcomes = Outcomes::default();
     let streams = options.streams.max(1).min(jobs.len().max(1));
@@ -144,6 +147,8 @@ pub fn get_tree(url: &str, destination: &Path, options: &GetOptions) -> Result<T
                         )
                         .map(|()| Fetched::New),
                     };
+                    let (files, bytes) = job.counts();
+                    Fetched::count(&fetched, options, files, bytes);
                     outcomes.record(fetched);
                 }
             });
@@ -383,6 +388,18 @@ fn fetch_staged(
         options,
     )?;
     Ok(staging.put_in_place(&target, options.fsync)?)
+}
+
+impl Job<'_> {
+    /// The files and bytes it fetches.
+    fn counts(&self) -> (u64, u64) {
+        match self {
+            Job::File(entry) => (1, entry.size),
+            Job::Directory(_, inside, _) => {
+                (inside.len() as u64, inside.iter().map(|f| f.size).sum())
+            }
+        }
+    }
 }
 
 /// The jobs for `files`: each top-level directory new to this run whose

@@ -228,6 +228,22 @@ pub(super) enum Fetched {
     Unchanged,
 }
 
+impl Fetched {
+    /// Counts a job of `files` files and `bytes` bytes done: the bytes of
+    /// one fetched were counted as they arrived, those of one unchanged
+    /// only now.
+    pub(super) fn count(fetched: &Result<Fetched>, options: &GetOptions, files: u64, bytes: u64) {
+        let Some(progress) = &options.progress else {
+            return;
+        };
+        match fetched {
+            Ok(Fetched::New) => progress.files_done(files, 0),
+            Ok(Fetched::Unchanged) => progress.files_done(files, bytes),
+            Err(_) => {}
+        }
+    }
+}
+
 /// What the workers of a tree get found, together: how many files were
 /// there already, and the first error (after which the others stop).
 #[derive(Default)]

@@ -123,6 +123,8 @@ pub struct PutOptions {
     /// How `https://` servers are trusted (the system's store unless
     /// told otherwise).
     pub tls: crate::tls::client::TlsClient,
+    /// Counters a progress bar reads (none: nothing counted).
+    pub progress: Option<std::sync::Arc<super::TransferProgress>>,
 }
 
 impl Default for PutOptions {
@@ -133,6 +135,7 @@ impl Default for PutOptions {
             streams: 1,
             piece: 64 << 20,
             tls: crate::tls::client::TlsClient::default(),
+            progress: None,
         }
     }
 }
@@ -188,6 +191,9 @@ pub fn put_with(source: &Path, url: &str, token: &str, options: &PutOptions) -> 
             ))
         }),
     };
+    if let Some(progress) = &options.progress {
+        progress.expect_file(length);
+    }
     let mut report = if length > options.piece || options.streams > 1 {
         let upload = upload_identity(&stat);
         sender.in_pieces(&upload, 0..length)?
@@ -300,7 +306,12 @@ impl Sender<'_> {
         request.idle_timeout = Some(self.options.timeout);
         request.pacing = self.options.pacing;
         request.shared_rate = self.rate.clone();
-        let report = mover.move_range(&source_end, &sink_end, &request, None)?;
+        let report = mover.move_range(
+            &source_end,
+            &sink_end,
+            &request,
+            self.options.progress.as_deref().map(|p| p.counter()),
+        )?;
         Ok(report.mechanism_used.map(|m| m.as_str().to_string()))
     }
 
@@ -330,6 +341,9 @@ impl Sender<'_> {
                 .stream
                 .write_all(&buffer[..read])
                 .map_err(|e| Error::io("send (TLS) to", &peer, Some(at), e))?;
+            if let Some(progress) = &self.options.progress {
+                progress.add(read as u64);
+            }
             done += read as u64;
         }
         connection
@@ -426,6 +440,9 @@ impl Sender<'_> {
             missing.push((span.start + (length - 1) / piece * piece, span.end));
         }
         let sent: u64 = missing.iter().map(|(a, b)| b - a).sum();
+        if let Some(progress) = &self.options.progress {
+            progress.add(length - sent);
+        }
         let pieces = missing.len();
         // Largest offsets last: the queue is popped from its end.
         missing.reverse();

@@ -260,6 +260,13 @@ pub(super) fn put_tree_part(
             .collect(),
     };
     files.sort_by_key(|(_, _, length, range)| range.map_or(*length, |(a, b)| b - a));
+    if let Some(progress) = &options.progress {
+        let bytes = files
+            .iter()
+            .map(|(_, _, length, range)| range.map_or(*length, |(a, b)| b - a))
+            .sum();
+        progress.expect(bytes, Some(files.len() as u64));
+    }
     let streams = options.streams.clamp(1, files.len().max(1));
     let queue = Mutex::new(files);
     let outcome = Mutex::new((0u64, 0u64, Vec::<String>::new()));
@@ -288,6 +295,9 @@ pub(super) fn put_tree_part(
                             &path, &relative, &target, token, options, &rate, range,
                         ),
                     };
+                    if let Some(progress) = &options.progress {
+                        progress.files_done(1, 0);
+                    }
                     let mut outcome = outcome.lock().unwrap_or_else(|p| p.into_inner());
                     match result {
                         Ok(bytes) => {

@@ -15,6 +15,8 @@ use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::{DigitallySignedStruct, SignatureScheme};
 
 use super::{fingerprint, provider, tls_error, Trust};
+
+mod listed;
 use crate::error::{Error, Result};
 
 /// Accepts the one certificate whose SHA-256 is the pin, and checks the
@@ -72,7 +74,7 @@ fn client_config(trust: &Trust) -> Result<Arc<rustls::ClientConfig>> {
     let builder = rustls::ClientConfig::builder_with_provider(provider())
         .with_safe_default_protocol_versions()
         .map_err(|e| tls_error("protocol versions", e))?;
-    let config = match trust {
+    let mut config = match trust {
         Trust::Pin(pin) => builder
             .dangerous()
             .with_custom_certificate_verifier(Arc::new(PinVerifier {
@@ -82,11 +84,13 @@ fn client_config(trust: &Trust) -> Result<Arc<rustls::ClientConfig>> {
             .with_no_client_auth(),
         Trust::Ca(path) => {
             let mut roots = rustls::RootCertStore::empty();
+            let mut listed = Vec::new();
             for cert in CertificateDer::pem_slice_iter(&super::read_pem(path)?) {
                 let cert = cert.map_err(|e| tls_error(&path.display().to_string(), e))?;
                 roots
-                    .add(cert)
+                    .add(cert.clone())
                     .map_err(|e| tls_error(&path.display().to_string(), e))?;
+                listed.push(cert);
             }
             if roots.is_empty() {
                 return Err(tls_error(
@@ -94,7 +98,20 @@ fn client_config(trust: &Trust) -> Result<Arc<rustls::ClientConfig>> {
                     "no certificate in it",
                 ));
             }
-            builder.with_root_certificates(roots).with_no_client_auth()
+            let chains = rustls::client::WebPkiServerVerifier::builder_with_provider(
+                Arc::new(roots),
+                provider(),
+            )
+            .build()
+            .map_err(|e| tls_error(&path.display().to_string(), e))?;
+            builder
+                .dangerous()
+                .with_custom_certificate_verifier(Arc::new(listed::ListedVerifier {
+                    roots: chains,
+                    listed,
+                    algorithms: provider().signature_verification_algorithms,
+                }))
+                .with_no_client_auth()
         }
         Trust::System => {
             let found = rustls_native_certs::load_native_certs();
@@ -115,7 +132,6 @@ fn client_config(trust: &Trust) -> Result<Arc<rustls::ClientConfig>> {
             builder.with_root_certificates(roots).with_no_client_auth()
         }
     };
-    let mut config = config;
     config.alpn_protocols = vec![super::ALPN_HTTP_1_1.to_vec()];
     Ok(Arc::new(config))
 }
