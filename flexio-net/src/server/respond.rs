@@ -64,6 +64,9 @@ fn failed(shared: &Shared, request: &Request, peer: &Peer<'_>, error: &std::io::
 /// connection may carry another request.
 fn respond(exchange: &mut Exchange<'_>) -> std::io::Result<bool> {
     let (shared, request) = (exchange.shared, exchange.request);
+    if let Some(growing) = &shared.growing {
+        return super::growing::answer(exchange, growing);
+    }
     if request.method == "PUT" || request.method == "MKCOL" {
         return match split_target(&request.target) {
             Ok((parts, None)) if request.method == "MKCOL" => {

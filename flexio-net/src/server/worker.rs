@@ -21,6 +21,7 @@ use rustix::io::Errno;
 
 use super::access_log::WorkerLog;
 use super::connection::{Connection, Next, Tools};
+use super::growing::{Waiter, Waker};
 use super::shared::Shared;
 use super::timers::Wheel;
 
@@ -68,6 +69,8 @@ pub(crate) struct Worker {
     backoff: Duration,
     /// Its access log lines, handed on once per loop turn.
     log: Option<WorkerLog>,
+    /// Connections woken from outside (a growing file's next piece).
+    waker: Arc<Waker>,
 }
 
 impl Worker {
@@ -85,6 +88,7 @@ impl Worker {
             epoll::EventData::new_u64(WAKE),
             epoll::EventFlags::IN,
         )?;
+        let waker = Arc::new(Waker::new(Arc::clone(&wake)));
         let worker = Worker {
             shared,
             listener: Some(listener),
@@ -100,6 +104,7 @@ impl Worker {
             accept_paused: None,
             backoff: FIRST_BACKOFF,
             log: log.map(WorkerLog::new),
+            waker,
         };
         worker.listen()?;
         Ok(worker)
@@ -156,6 +161,7 @@ impl Worker {
                     WAKE => {
                         let mut count = [0u8; 8];
                         let _ = rustix::io::read(&*self.wake, &mut count);
+                        self.woken();
                     }
                     token => self.with(token, Connection::drive),
                 }
@@ -241,6 +247,10 @@ impl Worker {
             scratch: &mut self.scratch,
             stopping: self.stopping,
             log: self.log.as_mut().map(|log| &mut log.lines),
+            waiter: Some(Waiter {
+                waker: &self.waker,
+                token,
+            }),
         };
         match step(connection, &mut tools) {
             Next::Wait => {
@@ -259,6 +269,18 @@ impl Worker {
             Next::Close => {
                 connection.log_entry(self.log.as_mut().map(|log| &mut log.lines));
                 drop(self.connections.remove(&token));
+            }
+        }
+    }
+
+    /// Queues the connections woken from outside to be driven this turn.
+    fn woken(&mut self) {
+        for token in self.waker.take() {
+            if let Some(connection) = self.connections.get_mut(&token) {
+                if !connection.queued {
+                    connection.queued = true;
+                    self.ready.push_back(token);
+                }
             }
         }
     }
