@@ -10,22 +10,14 @@
 //! that fails wakes every waiting response to end it with a cut
 //! connection.
 //!
-//! A server with a growing file answers only `GET` and `HEAD` of that
-//! one name (percent-decoded like any target): its `?manifest` at once
-//! (the upstream's, so the next host checks against the same truth), and
-//! the whole file or one range. Nothing beneath the root is ever opened.
+//! What a server with a growing file answers is decided beside this
+//! file, in `growing_answer.rs`.
 
-use std::collections::VecDeque;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use super::body::{Body, Segment};
-use super::exchange::Exchange;
-use super::request::ResponseHead;
 use crate::error::{Error, Result};
-use crate::names::{split_target, BadTarget};
-use crate::ranges::{resolve, RangeAnswer};
 
 /// A file being fetched, shared by its fetcher and the server that
 /// serves it onward.
@@ -187,8 +179,33 @@ impl GrowingFile {
         }
     }
 
+    /// The name it is served as, its size, its manifest, its label.
+    pub(crate) fn name(&self) -> &[u8] {
+        &self.name
+    }
+
+    pub(crate) fn size(&self) -> u64 {
+        self.size
+    }
+
+    pub(crate) fn manifest(&self) -> &[u8] {
+        &self.manifest
+    }
+
+    pub(crate) fn label(&self) -> &str {
+        &self.label
+    }
+
+    /// The file, for one response body.
+    pub(crate) fn reopen(&self) -> std::io::Result<OwnedFd> {
+        self.file
+            .as_fd()
+            .try_clone_to_owned()
+            .map_err(|e| std::io::Error::new(e.kind(), format!("dup {}: {e}", self.label)))
+    }
+
     /// Marks an answer now.
-    fn answered(&self) {
+    pub(crate) fn answered(&self) {
         lock(&self.state).last_answer = Some(Instant::now());
         self.quiet.notify_all();
     }
@@ -249,7 +266,7 @@ pub(crate) struct Stretch {
 }
 
 impl Stretch {
-    fn new(growing: &Arc<GrowingFile>, first: u64, end: u64) -> Stretch {
+    pub fn new(growing: &Arc<GrowingFile>, first: u64, end: u64) -> Stretch {
         lock(&growing.state).busy += 1;
         Stretch {
             growing: Arc::clone(growing),
@@ -289,80 +306,4 @@ impl Drop for Stretch {
         }
         self.growing.quiet.notify_all();
     }
-}
-
-/// Answers a request to a server with a growing file: `GET` or `HEAD` of
-/// its name (its manifest, the whole file or one range); anything else
-/// is refused as `serve` refuses it.
-pub(crate) fn answer(
-    exchange: &mut Exchange<'_>,
-    growing: &Arc<GrowingFile>,
-) -> std::io::Result<bool> {
-    growing.answered();
-    let request = exchange.request;
-    if request.method != "GET" && request.method != "HEAD" {
-        // A body, if any, is not read: the connection cannot go on.
-        exchange.keep_alive = false;
-        let (head, body) = super::request::text_response(405, "a chain link only serves its file");
-        return exchange.head_and_body(head.header("Allow", "GET, HEAD"), &body);
-    }
-    if request.has_body() {
-        exchange.keep_alive = false;
-        return exchange.text(400, "a GET or HEAD request may not carry a body here");
-    }
-    let (parts, query) = match split_target(&request.target) {
-        Ok(split) => split,
-        Err(BadTarget::Climbs) => {
-            return exchange.text(403, "the path climbs out of the served directory with ..")
-        }
-        Err(BadTarget::Malformed(why)) => return exchange.text(400, why),
-    };
-    if parts.len() != 1 || parts[0] != growing.name {
-        return exchange.text(404, "a chain link serves one file");
-    }
-    if query == Some("manifest") {
-        let head = ResponseHead::new(200)
-            .header("Content-Type", "application/json")
-            .header("Content-Length", growing.manifest.len().to_string());
-        return exchange.head_and_body(head, &growing.manifest);
-    }
-    let size = growing.size;
-    let (status, first, length) = match exchange.request.header("range").map(|r| resolve(r, size)) {
-        Some(RangeAnswer::Parts(parts)) if parts.len() == 1 => (206, parts[0].0, parts[0].1),
-        Some(RangeAnswer::Unsatisfiable) => {
-            let (head, body) =
-                super::request::text_response(416, "no requested range overlaps the file");
-            let head = head
-                .header("Accept-Ranges", "bytes")
-                .header("Content-Range", format!("bytes */{size}"));
-            return exchange.head_and_body(head, &body);
-        }
-        // One range at a time, or the whole file.
-        _ => (200, 0, size),
-    };
-    let mut head = ResponseHead::new(status)
-        .header("Accept-Ranges", "bytes")
-        .header("Content-Type", super::files::content_type(&growing.name))
-        .header("X-Content-Type-Options", "nosniff");
-    if status == 206 {
-        head = head.header(
-            "Content-Range",
-            format!("bytes {first}-{}/{size}", first + length - 1),
-        );
-    }
-    exchange.head(&head.header("Content-Length", length.to_string()));
-    if !exchange.head_only && length > 0 {
-        let file =
-            growing.file.as_fd().try_clone_to_owned().map_err(|e| {
-                std::io::Error::new(e.kind(), format!("dup {}: {e}", growing.label))
-            })?;
-        let stretch = Stretch::new(growing, first, first + length);
-        let body = Body::new(
-            VecDeque::from([Segment::Growing(stretch)]),
-            Some((file, growing.label.clone())),
-            None,
-        );
-        exchange.send_body_in_turns(body);
-    }
-    Ok(exchange.keep_alive)
 }

@@ -36,6 +36,7 @@ mod directory;
 mod exchange;
 mod files;
 mod growing;
+mod growing_answer;
 mod hash_cache;
 mod intake;
 mod preconditions;

@@ -65,7 +65,7 @@ fn failed(shared: &Shared, request: &Request, peer: &Peer<'_>, error: &std::io::
 fn respond(exchange: &mut Exchange<'_>) -> std::io::Result<bool> {
     let (shared, request) = (exchange.shared, exchange.request);
     if let Some(growing) = &shared.growing {
-        return super::growing::answer(exchange, growing);
+        return super::growing_answer::answer(exchange, growing);
     }
     if request.method == "PUT" || request.method == "MKCOL" {
         return match split_target(&request.target) {
