@@ -80,6 +80,22 @@ pub struct GetArgs {
     /// connection has been open for this long.
     #[arg(long, value_parser = crate::bounds::duration, default_value = "10s", requires = "serve")]
     linger: Duration,
+    /// With --serve: serve onward over HTTPS with this certificate chain
+    /// and private key (two PEM files), as `serve --tls`.
+    #[arg(
+        long,
+        value_name = "CERT,KEY",
+        value_delimiter = ',',
+        num_args = 1,
+        requires = "serve",
+        conflicts_with = "serve_tls_self_signed"
+    )]
+    serve_tls: Vec<PathBuf>,
+    /// With --serve: serve onward over HTTPS with a new self-signed
+    /// certificate; its SHA-256 fingerprint is printed with the URL, for
+    /// the downstream's `get --pin`.
+    #[arg(long, requires = "serve")]
+    serve_tls_self_signed: bool,
 }
 
 pub(crate) fn rate(text: &str) -> Result<flexio::pace::Rate, String> {
@@ -262,11 +278,31 @@ fn run_relay(
     options: &GetOptions,
     bar: ProgressBarThread,
 ) -> crate::error::Result<()> {
-    let relay = flexio_net::client::Relay::bind(address, args.public)?;
+    let mut relay = flexio_net::client::Relay::bind(address, args.public)?;
     let bound = relay.local_addr()?;
     let path = args.url.split('?').next().unwrap_or_default();
     let name = path.rsplit('/').next().unwrap_or_default();
-    crate::print_stdout(&format!("serving onward at http://{bound}/{name}\n"));
+    let identity = match args.serve_tls.as_slice() {
+        [] if args.serve_tls_self_signed => {
+            let names = vec![bound.ip().to_string(), "localhost".to_string()];
+            Some(flexio_net::tls::TlsIdentity::self_signed(&names)?)
+        }
+        [] => None,
+        [cert, key] => Some(flexio_net::tls::TlsIdentity::from_pem_files(cert, key)?),
+        _ => return Err(Error::Usage("--serve-tls takes two PEM files: CERT,KEY".into()).into()),
+    };
+    let line = match identity {
+        Some(identity) => {
+            let line = format!(
+                "serving onward at https://{bound}/{name} (TLS certificate SHA-256 {}; flexio get --pin {})\n",
+                identity.fingerprint, identity.fingerprint
+            );
+            relay = relay.with_tls(identity);
+            line
+        }
+        None => format!("serving onward at http://{bound}/{name}\n"),
+    };
+    crate::print_stdout(&line);
     let _ = std::io::Write::flush(&mut std::io::stdout());
     let report = relay.fetch_and_serve(urls, args.dest.as_deref(), options, args.linger)?;
     drop(bar);

@@ -13,9 +13,21 @@ use common::{flexio, json_report, serve, stderr};
 /// Starts a chain link fetching `from` (then `upstreams`, in order) into
 /// `dest`; returns it and the URL it serves the file at.
 fn link(from: &str, upstreams: &[&str], dest: &std::path::Path) -> (Child, String) {
+    link_with(from, upstreams, dest, &[])
+}
+
+/// As [`link`], with `extra` arguments; the URL is the first word of the
+/// first line that starts with `http://` or `https://`.
+fn link_with(
+    from: &str,
+    upstreams: &[&str],
+    dest: &std::path::Path,
+    extra: &[&str],
+) -> (Child, String) {
     let mut command = flexio();
     command
         .args(["get", "--json", "--streams", "1", "--piece-size", "1MiB"])
+        .args(extra)
         .args(["--serve", "127.0.0.1:0", "--linger", "1s"])
         .arg(from)
         .arg(dest);
@@ -32,11 +44,21 @@ fn link(from: &str, upstreams: &[&str], dest: &std::path::Path) -> (Child, Strin
     stdout.read_line(&mut line).unwrap();
     let url = line
         .split_whitespace()
-        .find(|w| w.starts_with("http://"))
+        .find(|w| w.starts_with("http://") || w.starts_with("https://"))
         .unwrap_or_else(|| panic!("no URL in {line:?}"))
         .to_string();
     // The rest of stdout (the JSON report) is read at the end.
     child.stdout = Some(stdout.into_inner());
+    if extra.contains(&"--serve-tls-self-signed") {
+        let pin = line
+            .split_whitespace()
+            .skip_while(|w| *w != "--pin")
+            .nth(1)
+            .unwrap_or_else(|| panic!("no fingerprint in {line:?}"))
+            .trim_end_matches(')')
+            .to_string();
+        return (child, format!("{url} {pin}"));
+    }
     (child, url)
 }
 
@@ -129,5 +151,36 @@ fn a_link_whose_only_upstream_dies_fails_at_once_and_so_does_its_downstream_leav
     );
     for dir in &dirs {
         assert_eq!(common::names(dir.path()), Vec::<String>::new());
+    }
+}
+
+#[test]
+fn a_link_serves_onward_over_tls_to_a_downstream_that_pins_it() {
+    let data: Vec<u8> = (0..(3 << 20) + 77)
+        .map(|i: usize| (i % 251) as u8)
+        .collect();
+    let source = tempfile::tempdir().unwrap();
+    std::fs::write(source.path().join("f.bin"), &data).unwrap();
+    let (_host1, base) = serve(source.path(), &["--rate-per-connection", "2M"]);
+    let dirs: Vec<_> = (0..2).map(|_| tempfile::tempdir().unwrap()).collect();
+    let (relay, served) = link_with(
+        &format!("{base}/f.bin"),
+        &[],
+        &dirs[0].path().join("f.bin"),
+        &["--serve-tls-self-signed"],
+    );
+    let (url, pin) = served.split_once(' ').unwrap();
+    assert!(url.starts_with("https://"), "{url}");
+    let downstream = flexio()
+        .args(["get", "--pin", pin])
+        .arg(url)
+        .arg(dirs[1].path().join("f.bin"))
+        .output()
+        .unwrap();
+    assert!(downstream.status.success(), "{}", stderr(&downstream));
+    let relay = relay.wait_with_output().unwrap();
+    assert!(relay.status.success(), "{}", stderr(&relay));
+    for dir in &dirs {
+        assert!(std::fs::read(dir.path().join("f.bin")).unwrap() == data);
     }
 }

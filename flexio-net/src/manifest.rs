@@ -199,7 +199,7 @@ pub(crate) fn describe(entry: &Entry, name: &[u8], blake3: Vec<String>) -> Manif
 
 /// `bytes` as text when they are UTF-8, else percent-encoded (and so
 /// flagged): either way exactly the bytes, read back.
-fn text_or_percent_encoded(bytes: &[u8]) -> (String, bool) {
+pub(crate) fn text_or_percent_encoded(bytes: &[u8]) -> (String, bool) {
     match std::str::from_utf8(bytes) {
         Ok(text) => (text.to_string(), false),
         Err(_) => (crate::names::percent_encode(bytes), true),

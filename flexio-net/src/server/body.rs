@@ -12,6 +12,7 @@ use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use flexio::MechanismName;
 use rustix::io::Errno;
 
+use super::growing::Waiter;
 use super::shared::Shared;
 use super::staged::{Staged, DEFAULT_WINDOW};
 use super::wire::Link;
@@ -28,6 +29,10 @@ pub(crate) enum Segment {
     /// body's current file, so a tree of many files holds one descriptor
     /// at a time.
     Member { path: Vec<u8>, size: u64 },
+    /// Bytes of the body's current file that is still arriving (a chain
+    /// link's): each sent once its piece is there, the connection waiting
+    /// for the next one ([`super::growing`]).
+    Growing(super::growing::Stretch),
 }
 
 /// A body still being sent.
@@ -103,6 +108,7 @@ impl Body {
         link: &mut Link<'_>,
         peer: &str,
         budget: u64,
+        waiter: Option<Waiter<'_>>,
     ) -> Result<(u64, Turn), String> {
         let mut sent = 0u64;
         let turn = loop {
@@ -126,7 +132,7 @@ impl Body {
             if sent >= budget {
                 break Turn::Over;
             }
-            match self.step(shared, link, peer, budget - sent)? {
+            match self.step(shared, link, peer, budget - sent, waiter)? {
                 Some(n) => {
                     sent += n;
                     self.left -= n;
@@ -178,6 +184,7 @@ impl Body {
         link: &mut Link<'_>,
         peer: &str,
         room: u64,
+        waiter: Option<Waiter<'_>>,
     ) -> Result<Option<u64>, String> {
         let more_after = self.segments.len() > 1;
         let segment = self.segments.front_mut().expect("a segment is left");
@@ -222,6 +229,32 @@ impl Body {
                     return Ok(None);
                 };
                 (sent, *first == *end)
+            }
+            Segment::Growing(stretch) => {
+                // Waiting for the next piece reads as a full socket: the
+                // connection waits, bounded by the send timeout, until
+                // the fetcher wakes it.
+                let Some(upto) = stretch.ready(link.fd(), waiter)? else {
+                    if link.wire.is_tls() {
+                        let _ = link.flush();
+                    }
+                    return Ok(None);
+                };
+                let (file, label) = self.file.as_ref().expect("a growing body has its file");
+                let out = Out {
+                    socket: link.fd(),
+                    tls: link.wire.is_tls(),
+                    peer,
+                    staged: &mut self.staged,
+                    pipe: &mut self.pipe,
+                    in_pipe: &mut self.in_pipe,
+                };
+                let length = (upto - stretch.first).min(room);
+                let Some(sent) = send_range(shared, file, label, out, &mut stretch.first, length)?
+                else {
+                    return Ok(None);
+                };
+                (sent, stretch.first == stretch.end)
             }
         };
         if done {
@@ -352,6 +385,7 @@ impl Segment {
             Segment::Bytes { bytes, at } => (bytes.len() - at) as u64,
             Segment::Range { first, end } => end - first,
             Segment::Member { size, .. } => *size,
+            Segment::Growing(stretch) => stretch.len(),
         }
     }
 }

@@ -72,6 +72,9 @@ pub(crate) struct Tools<'a> {
     pub stopping: bool,
     /// The worker's access log lines, with `--access-log`.
     pub log: Option<&'a mut Vec<u8>>,
+    /// How the connection is woken from outside its worker (a growing
+    /// file's next piece).
+    pub waiter: Option<super::growing::Waiter<'a>>,
 }
 
 /// A client connection, owned by one worker for its whole life.
@@ -560,7 +563,7 @@ impl Connection {
                 stream: &self.stream,
                 wire: &mut self.wire,
             };
-            let sent = body.send_turn(shared, &mut link, &self.peer, budget);
+            let sent = body.send_turn(shared, &mut link, &self.peer, budget, tools.waiter);
             let (bytes, turn) = match sent {
                 Ok(sent) => sent,
                 Err(error) => {
@@ -719,6 +722,7 @@ mod tests {
             scratch: &mut scratch,
             stopping: false,
             log: None,
+            waiter: None,
         };
         connection.expire(now, &mut tools)
     }

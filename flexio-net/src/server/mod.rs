@@ -40,6 +40,8 @@ mod connection;
 mod directory;
 mod exchange;
 mod files;
+mod growing;
+mod growing_answer;
 mod hash_cache;
 mod intake;
 mod offload;
@@ -67,6 +69,7 @@ use flexio::pace::TokenBucket;
 use flexio::MechanismName;
 
 pub use config::{ServeConfig, DEFAULT_GRACE, DEFAULT_MAX_CHUNK};
+pub use growing::GrowingFile;
 pub use schedule::ScheduleTally;
 pub use upload_ranges::MAX_PARTIAL_UPLOADS;
 
@@ -108,16 +111,54 @@ impl Server {
     /// ```
     pub fn bind(config: ServeConfig) -> Result<Server> {
         check(&config)?;
-        let root = rustix::fs::open(
-            &config.root,
-            rustix::fs::OFlags::RDONLY
-                | rustix::fs::OFlags::DIRECTORY
-                | rustix::fs::OFlags::CLOEXEC,
-            rustix::fs::Mode::empty(),
-        )
-        .map_err(|e| Error::io("open", config.root.display().to_string(), None, e))?;
+        let root = open_root(&config)?;
         let listener = TcpListener::bind(config.listen)
             .map_err(|e| Error::io("bind", config.listen.to_string(), None, e))?;
+        Server::on(config, root, listener, None)
+    }
+
+    /// A server on `listener` (bound already, its address given out)
+    /// that answers every request from `file`, a file still arriving
+    /// (a chain link, [`crate::client::Relay`]): `GET` and `HEAD` of its
+    /// name, waiting for the bytes not there yet; nothing beneath
+    /// `config.root` is ever opened. `config.listen` is not bound.
+    ///
+    /// # Errors
+    /// As [`Server::bind`].
+    ///
+    /// # Examples
+    /// ```
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let file = tempfile::tempfile().unwrap();
+    /// let growing = flexio_net::server::GrowingFile::new(
+    ///     b"f", 0, 1 << 20, b"{}".to_vec(), std::os::fd::AsFd::as_fd(&file), "f".into(),
+    /// ).unwrap();
+    /// let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    /// let config = flexio_net::server::ServeConfig::new(dir.path().into());
+    /// let server = flexio_net::server::Server::growing(config, listener, growing).unwrap();
+    /// server.spawn().unwrap().abort();
+    /// ```
+    pub fn growing(
+        mut config: ServeConfig,
+        listener: TcpListener,
+        file: Arc<GrowingFile>,
+    ) -> Result<Server> {
+        if let Ok(address) = listener.local_addr() {
+            config.listen = address;
+        }
+        check(&config)?;
+        let root = open_root(&config)?;
+        Server::on(config, root, listener, Some(file))
+    }
+
+    /// A server on `listener` (bound), serving `root` (opened) or the
+    /// `growing` file.
+    fn on(
+        config: ServeConfig,
+        root: OwnedFd,
+        listener: TcpListener,
+        growing: Option<Arc<GrowingFile>>,
+    ) -> Result<Server> {
         listener
             .set_nonblocking(true)
             .map_err(|e| Error::io("fcntl(O_NONBLOCK)", config.listen.to_string(), None, e))?;
@@ -145,7 +186,11 @@ impl Server {
         Ok(Server {
             access_log,
             listener: Arc::new(listener),
-            shared: Arc::new(Shared::new(config, root, cache, total_rate)),
+            shared: Arc::new({
+                let mut shared = Shared::new(config, root, cache, total_rate);
+                shared.growing = growing;
+                shared
+            }),
         })
     }
 
@@ -247,6 +292,16 @@ impl Server {
 /// How long [`ServerHandle::wait`] waits for the offload pool's threads
 /// to end once the workers have (a thread stuck on a hung disk is left).
 const OFFLOAD_END_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// The served directory, opened to resolve every name beneath it.
+fn open_root(config: &ServeConfig) -> Result<OwnedFd> {
+    rustix::fs::open(
+        &config.root,
+        rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::DIRECTORY | rustix::fs::OFlags::CLOEXEC,
+        rustix::fs::Mode::empty(),
+    )
+    .map_err(|e| Error::io("open", config.root.display().to_string(), None, e))
+}
 
 /// Refuses a configuration the server cannot honour.
 fn check(config: &ServeConfig) -> Result<()> {

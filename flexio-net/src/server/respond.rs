@@ -75,6 +75,9 @@ pub(crate) fn failed(
 /// connection may carry another request.
 fn respond(exchange: &mut Exchange<'_>) -> std::io::Result<bool> {
     let (shared, request) = (exchange.shared, exchange.request);
+    if let Some(growing) = &shared.growing {
+        return super::growing_answer::answer(exchange, growing);
+    }
     if request.method == "PUT" || request.method == "MKCOL" {
         return match split_target(&request.target) {
             Ok((parts, None)) if request.method == "MKCOL" => {

@@ -48,6 +48,9 @@ pub(crate) struct Shared {
     /// Whether an accept error was logged and not yet recovered from (one
     /// line per episode, not one per worker and retry).
     pub accept_failing: AtomicBool,
+    /// The one file served, still arriving (a chain link's): every
+    /// request is answered from it, never from the root.
+    pub growing: Option<Arc<super::growing::GrowingFile>>,
 }
 
 impl Shared {
@@ -74,6 +77,7 @@ impl Shared {
             stop: Mutex::new(None),
             stopping: AtomicBool::new(false),
             accept_failing: AtomicBool::new(false),
+            growing: None,
         }
     }
 

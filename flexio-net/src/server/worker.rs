@@ -20,6 +20,7 @@ use rustix::io::Errno;
 
 use super::access_log::WorkerLog;
 use super::connection::{Connection, Next, Tools};
+use super::growing::{Waiter, Waker};
 use super::offload::Mailbox;
 use super::shared::Shared;
 use super::timers::Wheel;
@@ -70,6 +71,8 @@ pub(crate) struct Worker {
     backoff: Duration,
     /// Its access log lines, handed on once per loop turn.
     log: Option<WorkerLog>,
+    /// Connections woken from outside (a growing file's next piece).
+    waker: Arc<Waker>,
 }
 
 impl Worker {
@@ -87,6 +90,7 @@ impl Worker {
             epoll::EventData::new_u64(WAKE),
             epoll::EventFlags::IN,
         )?;
+        let waker = Arc::new(Waker::new(Arc::clone(&wake)));
         let worker = Worker {
             shared,
             listener: Some(listener),
@@ -102,6 +106,7 @@ impl Worker {
             accept_paused: None,
             backoff: FIRST_BACKOFF,
             log: log.map(WorkerLog::new),
+            waker,
         };
         worker.listen()?;
         Ok(worker)
@@ -159,6 +164,7 @@ impl Worker {
                         let mut count = [0u8; 8];
                         let _ = rustix::io::read(&*self.wake, &mut count);
                         self.deliver();
+                        self.woken();
                     }
                     token => self.with(token, Connection::drive),
                 }
@@ -261,6 +267,10 @@ impl Worker {
             scratch: &mut self.scratch,
             stopping: self.stopping,
             log: self.log.as_mut().map(|log| &mut log.lines),
+            waiter: Some(Waiter {
+                waker: &self.waker,
+                token,
+            }),
         };
         match step(connection, &mut tools) {
             Next::Wait => {
@@ -279,6 +289,18 @@ impl Worker {
             Next::Close => {
                 connection.log_entry(self.log.as_mut().map(|log| &mut log.lines));
                 drop(self.connections.remove(&token));
+            }
+        }
+    }
+
+    /// Queues the connections woken from outside to be driven this turn.
+    fn woken(&mut self) {
+        for token in self.waker.take() {
+            if let Some(connection) = self.connections.get_mut(&token) {
+                if !connection.queued {
+                    connection.queued = true;
+                    self.ready.push_back(token);
+                }
             }
         }
     }
