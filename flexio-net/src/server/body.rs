@@ -373,7 +373,7 @@ fn send_range(
             }
             staged(got, "read", first)
         }
-        // Refused when the server is bound (`super::check_mechanism`).
+        // Refused when the server is bound (when the server is bound).
         _ => Err(format!("--via {mechanism} cannot send a body")),
     }
 }

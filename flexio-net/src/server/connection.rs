@@ -18,9 +18,9 @@ use rustix::io::Errno;
 
 use super::access_log::Entry;
 use super::body::{Body, Turn};
-use super::exchange::Response;
+use super::exchange::{Exchange, Response, Work};
 use super::intake::{Intake, IntakeError, Pumped};
-use super::offload::{Ask, Mailbox, Waiting};
+use super::offload::{Cancel, Mailbox, Waiting};
 use super::request::{closing_response, Request};
 use super::respond::{self, Peer};
 use super::schedule::Scheduled;
@@ -65,7 +65,7 @@ pub(crate) struct Tools<'a> {
     /// The connection's token in its worker.
     pub token: u64,
     /// Where the offload pool answers the worker's connections.
-    pub mailbox: &'a Arc<Mailbox>,
+    pub mailbox: &'a Arc<Mailbox<Done>>,
     /// Uploads are read through it; empty whenever a call returns.
     pub scratch: &'a mut [u8],
     /// The server is stopping: no connection is kept alive.
@@ -380,13 +380,13 @@ impl Connection {
                 token: tools.token,
                 mailbox: Arc::clone(tools.mailbox),
             };
-            match tools.shared.offload.submit(work, ask) {
+            match tools.shared.offload.submit(|_| ask.job(work)) {
                 Ok(waiting) => {
                     self.waiting = Some(waiting);
                     self.since = Instant::now();
                     self.phase = Phase::Offloaded;
                 }
-                Err((_, queued)) => self.refuse(
+                Err(queued) => self.refuse(
                     503,
                     &format!(
                         "the server is busy: {queued} long tasks (manifests, tar walks, listings, upload journals) wait already; try again shortly"
@@ -676,6 +676,66 @@ fn body_mechanism(shared: &Shared, tls: bool) -> &'static str {
             flexio::MechanismName::Auto => "sendfile",
             other => other.as_str(),
         }
+    }
+}
+
+/// An offloaded task's answer, for connection `token` of the worker.
+pub(crate) struct Done {
+    pub token: u64,
+    pub request: Request,
+    pub response: Response,
+}
+
+/// What a connection hands the offload pool with its work.
+struct Ask {
+    request: Request,
+    private: bool,
+    peer: String,
+    token: u64,
+    mailbox: Arc<Mailbox<Done>>,
+}
+
+impl Ask {
+    /// The pool's job: runs `work` as a handler runs and posts its answer
+    /// to the worker's mailbox, unless nobody waits for it any more.
+    fn job(self, work: Work) -> super::offload::Job<Shared> {
+        Box::new(move |shared: &Shared, cancel: &Cancel| {
+            if let Some(response) = self.run(shared, work, cancel) {
+                if !cancel.cancelled() {
+                    self.mailbox.post(Done {
+                        token: self.token,
+                        request: self.request,
+                        response,
+                    });
+                }
+            }
+        })
+    }
+
+    /// Runs `work`: its answer, or a 500 saying what failed (a panic too,
+    /// which must not take the pool's thread with it); `None` when it
+    /// stopped because nobody waits for it.
+    fn run(&self, shared: &Shared, work: Work, cancel: &Cancel) -> Option<Response> {
+        use std::panic::{catch_unwind, AssertUnwindSafe};
+        let peer = Peer {
+            name: &self.peer,
+            private: self.private,
+        };
+        let answered = catch_unwind(AssertUnwindSafe(|| {
+            let mut exchange = Exchange::new(shared, &self.request, self.private);
+            work(&mut exchange, cancel).map(|keep_alive| exchange.into_response(keep_alive))
+        }));
+        Some(match answered {
+            Ok(Ok(response)) => response,
+            Ok(Err(_)) if cancel.cancelled() => return None,
+            Ok(Err(error)) => respond::failed(shared, &self.request, &peer, &error),
+            Err(_) => respond::failed(
+                shared,
+                &self.request,
+                &peer,
+                &std::io::Error::other("the offloaded work panicked"),
+            ),
+        })
     }
 }
 

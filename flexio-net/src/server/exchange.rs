@@ -11,9 +11,13 @@ use std::os::fd::OwnedFd;
 
 use super::body::Body;
 use super::intake::Intake;
-use super::offload::Work;
+use super::offload::Cancel;
 use super::request::{text_response, Request, ResponseHead};
 use super::shared::Shared;
+
+/// Work for the offload pool: it answers through the exchange, as a
+/// handler does, and looks at the cancel flag between steps.
+pub(crate) type Work = Box<dyn FnOnce(&mut Exchange<'_>, &Cancel) -> std::io::Result<bool> + Send>;
 
 /// What answering needs besides the request, and what it collects.
 pub(crate) struct Exchange<'a> {

@@ -1,5 +1,5 @@
 //! A file still arriving, served as it arrives: the chain link of `flexio
-//! get --serve` ([`crate::client::Relay`]). The fetcher writes pieces into
+//! get --serve` (the client's `Relay`). The fetcher writes pieces into
 //! the file and marks each one once it is whole and checked
 //! ([`GrowingFile::arrived`]); a response body's [`Stretch`] sends the
 //! bytes of the pieces already there and, at the first one missing,

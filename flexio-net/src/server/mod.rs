@@ -119,7 +119,7 @@ impl Server {
 
     /// A server on `listener` (bound already, its address given out)
     /// that answers every request from `file`, a file still arriving
-    /// (a chain link, [`crate::client::Relay`]): `GET` and `HEAD` of its
+    /// (a chain link, the client's `Relay`): `GET` and `HEAD` of its
     /// name, waiting for the bytes not there yet; nothing beneath
     /// `config.root` is ever opened. `config.listen` is not bound.
     ///

@@ -1,10 +1,14 @@
 //! The offload pool (nginx's thread tasks): work that may block for long —
 //! hashing a file for its manifest, walking a tree, listing a large
 //! directory, a ranged upload's journal — runs on a few threads of its
-//! own instead of the worker's. A handler leaves it as pending [`Work`];
-//! the connection hands it to the pool and waits in its own phase,
-//! holding no thread; the answer comes back through its worker's
+//! own instead of the worker's. A handler leaves it as pending work; the
+//! connection hands it to the pool as a [`Job`] and waits in its own
+//! phase, holding no thread; the answer comes back through its worker's
 //! [`Mailbox`] (a completion list and the worker's wake eventfd).
+//!
+//! The pool knows nothing of requests or responses: a job is a closure
+//! given the server's state (`C`) while it runs, and it posts its own
+//! answer, so this module stands below everything that uses it.
 //!
 //! The queue is bounded: past [`ServeConfig::offload_queue`] tasks
 //! waiting, a request that needs the pool is answered 503 at once. A
@@ -12,23 +16,17 @@
 //! dropped, one running stops at its next check (between chunks hashed
 //! or files walked), and its answer is dropped.
 //!
-//! [`ServeConfig::offload_queue`]: super::ServeConfig::offload_queue
+//! [`ServeConfig::offload_queue`]: super::config::ServeConfig::offload_queue
 
 use std::collections::VecDeque;
 use std::os::fd::OwnedFd;
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, Weak};
 use std::time::Instant;
 
-use super::exchange::{Exchange, Response};
-use super::request::Request;
-use super::respond::{failed, Peer};
-use super::shared::Shared;
-
-/// Work for the pool: it answers through the exchange, as a handler does,
-/// and looks at the cancel flag between steps.
-pub(crate) type Work = Box<dyn FnOnce(&mut Exchange<'_>, &Cancel) -> std::io::Result<bool> + Send>;
+/// A job for the pool: run with the server's state `C`, it looks at the
+/// cancel flag between its steps and posts its own answer.
+pub(crate) type Job<C> = Box<dyn FnOnce(&C, &Cancel) + Send>;
 
 /// Set once the connection that asked is gone.
 #[derive(Clone, Default)]
@@ -59,28 +57,23 @@ impl Drop for Waiting {
     }
 }
 
-/// A finished task's answer, for connection `token` of the worker.
-pub(crate) struct Done {
-    pub token: u64,
-    pub request: Request,
-    pub response: Response,
-}
-
-/// A worker's completion list, and the eventfd that wakes it.
-pub(crate) struct Mailbox {
-    done: Mutex<Vec<Done>>,
+/// A worker's completion list of answers `T`, and the eventfd that wakes
+/// it.
+pub(crate) struct Mailbox<T> {
+    done: Mutex<Vec<T>>,
     wake: Arc<OwnedFd>,
 }
 
-impl Mailbox {
-    pub fn new(wake: Arc<OwnedFd>) -> Mailbox {
+impl<T> Mailbox<T> {
+    pub fn new(wake: Arc<OwnedFd>) -> Mailbox<T> {
         Mailbox {
             done: Mutex::new(Vec::new()),
             wake,
         }
     }
 
-    fn post(&self, done: Done) {
+    /// Adds an answer and wakes the worker.
+    pub fn post(&self, done: T) {
         self.done
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -91,45 +84,35 @@ impl Mailbox {
     }
 
     /// The answers that arrived since the last call.
-    pub fn take(&self) -> Vec<Done> {
+    pub fn take(&self) -> Vec<T> {
         std::mem::take(&mut *self.done.lock().unwrap_or_else(|p| p.into_inner()))
     }
 }
 
-/// What the connection hands over with its work.
-pub(crate) struct Ask {
-    pub request: Request,
-    pub private: bool,
-    pub peer: String,
-    pub token: u64,
-    pub mailbox: Arc<Mailbox>,
-}
-
-struct Task {
-    work: Work,
-    ask: Ask,
+struct Task<C> {
+    job: Job<C>,
     cancel: Cancel,
 }
 
-struct Queue {
-    tasks: VecDeque<Task>,
+struct Queue<C> {
+    tasks: VecDeque<Task<C>>,
     closed: bool,
     /// Pool threads not ended yet.
     threads: usize,
 }
 
 /// The pool's queue, shared by the workers (who submit) and its threads.
-pub(crate) struct Pool {
-    queue: Mutex<Queue>,
+pub(crate) struct Pool<C> {
+    queue: Mutex<Queue<C>>,
     ready: Condvar,
     /// Signalled when a thread ends.
     ended: Condvar,
     capacity: usize,
 }
 
-impl Pool {
+impl<C> Pool<C> {
     /// A pool whose queue holds at most `capacity` tasks not started.
-    pub fn new(capacity: usize) -> Pool {
+    pub fn new(capacity: usize) -> Pool<C> {
         Pool {
             queue: Mutex::new(Queue {
                 tasks: VecDeque::new(),
@@ -142,21 +125,20 @@ impl Pool {
         }
     }
 
-    /// Queues `work`; the answer goes to `ask.mailbox`. A full queue gives
-    /// the request back, with the number of tasks waiting.
-    pub fn submit(&self, work: Work, ask: Ask) -> Result<Waiting, (Request, usize)> {
+    /// Queues a job made for its cancel flag. A full (or closed) queue
+    /// makes none and says how many tasks wait.
+    pub fn submit(&self, job: impl FnOnce(&Cancel) -> Job<C>) -> Result<Waiting, usize> {
         let mut queue = self.queue.lock().unwrap_or_else(|p| p.into_inner());
         if queue.tasks.len() >= self.capacity {
             // Tasks of clients gone since hold no place.
             queue.tasks.retain(|task| !task.cancel.cancelled());
         }
         if queue.tasks.len() >= self.capacity || queue.closed {
-            return Err((ask.request, queue.tasks.len()));
+            return Err(queue.tasks.len());
         }
         let cancel = Cancel::default();
         queue.tasks.push_back(Task {
-            work,
-            ask,
+            job: job(&cancel),
             cancel: cancel.clone(),
         });
         drop(queue);
@@ -202,7 +184,7 @@ impl Pool {
         }
     }
 
-    fn next(&self) -> Option<Task> {
+    fn next(&self) -> Option<Task<C>> {
         let mut queue = self.queue.lock().unwrap_or_else(|p| p.into_inner());
         loop {
             if queue.closed {
@@ -219,57 +201,24 @@ impl Pool {
 /// A pool thread: runs tasks until the server is gone. It holds the
 /// server's state only while a task runs, so the last worker to end
 /// frees it (and closes the pool).
-pub(crate) fn serve(pool: Arc<Pool>, shared: Weak<Shared>) {
+pub(crate) fn serve<C>(pool: Arc<Pool<C>>, context: Weak<C>) {
     let _ended = Ended(&pool);
     while let Some(task) = pool.next() {
         if task.cancel.cancelled() {
             continue;
         }
-        let Some(shared) = shared.upgrade() else {
+        let Some(context) = context.upgrade() else {
             return;
         };
-        let Task { work, ask, cancel } = task;
-        let response = run(&shared, work, &ask, &cancel);
-        if let Some(response) = response.filter(|_| !cancel.cancelled()) {
-            ask.mailbox.post(Done {
-                token: ask.token,
-                request: ask.request,
-                response,
-            });
-        }
+        (task.job)(&context, &task.cancel);
     }
 }
 
 /// Counts a pool thread's end, however it ends.
-struct Ended<'a>(&'a Pool);
+struct Ended<'a, C>(&'a Pool<C>);
 
-impl Drop for Ended<'_> {
+impl<C> Drop for Ended<'_, C> {
     fn drop(&mut self) {
         self.0.thread_ended();
     }
-}
-
-/// Runs one task as a handler runs: its answer, or a 500 saying what
-/// failed (a panic too, which must not take the thread with it); `None`
-/// when it stopped because nobody waits for it.
-fn run(shared: &Shared, work: Work, ask: &Ask, cancel: &Cancel) -> Option<Response> {
-    let peer = Peer {
-        name: &ask.peer,
-        private: ask.private,
-    };
-    let answered = catch_unwind(AssertUnwindSafe(|| {
-        let mut exchange = Exchange::new(shared, &ask.request, ask.private);
-        work(&mut exchange, cancel).map(|keep_alive| exchange.into_response(keep_alive))
-    }));
-    Some(match answered {
-        Ok(Ok(response)) => response,
-        Ok(Err(_)) if cancel.cancelled() => return None,
-        Ok(Err(error)) => failed(shared, &ask.request, &peer, &error),
-        Err(_) => failed(
-            shared,
-            &ask.request,
-            &peer,
-            &std::io::Error::other("the offloaded work panicked"),
-        ),
-    })
 }

@@ -3,7 +3,7 @@
 //! comparison, `*` for "something is there"), else `If-Unmodified-Since`;
 //! then `If-None-Match` (weak comparison; 304 for GET and HEAD, 412 for
 //! any other method), else `If-Modified-Since` for GET and HEAD.
-//! `If-Range` is the range's business ([`super::files`]).
+//! `If-Range` is the range's business (the file's answer, not this).
 //!
 //! A handler asks only where its answer without the conditions would be a
 //! 2xx (§13.2.1: a missing file stays a 404), and for a write before

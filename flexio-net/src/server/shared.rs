@@ -33,7 +33,7 @@ pub(crate) struct Shared {
     /// rewritten.
     pub uploads: super::upload_locks::UploadLocks,
     /// The offload pool's queue.
-    pub offload: Arc<super::offload::Pool>,
+    pub offload: Arc<super::offload::Pool<Shared>>,
     /// The block cache file bodies go through, with `config.cache`.
     pub cache: Option<Arc<flexio_cache::FileCache>>,
     /// The bucket of `rate_total`, shared by every connection.

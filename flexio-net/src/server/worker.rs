@@ -19,7 +19,7 @@ use rustix::event::{epoll, Timespec};
 use rustix::io::Errno;
 
 use super::access_log::WorkerLog;
-use super::connection::{Connection, Next, Tools};
+use super::connection::{Connection, Done, Next, Tools};
 use super::growing::{Waiter, Waker};
 use super::offload::Mailbox;
 use super::shared::Shared;
@@ -57,7 +57,7 @@ pub(crate) struct Worker {
     wake: Arc<OwnedFd>,
     /// Where the offload pool leaves answers for this worker's
     /// connections (and wakes it with `wake`).
-    mailbox: Arc<Mailbox>,
+    mailbox: Arc<Mailbox<Done>>,
     epoll: OwnedFd,
     connections: HashMap<u64, Connection>,
     next_token: u64,
@@ -207,7 +207,7 @@ impl Worker {
     /// dropped).
     fn deliver(&mut self) {
         for done in self.mailbox.take() {
-            let super::offload::Done {
+            let Done {
                 token,
                 request,
                 response,
