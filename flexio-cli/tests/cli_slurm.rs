@@ -30,9 +30,10 @@ const SLURM_PROGRAMS: [&str; 6] = [
 /// How long the array may take, requeue included.
 const JOB_BOUND: Duration = Duration::from_secs(120);
 
-/// A line for the CI log, past the harness's capture (as `skipped` does).
-fn say(line: &str) {
-    let _ = std::io::stderr().write_all(format!("slurm: {line}\n").as_bytes());
+/// A line for the CI log, past the harness's capture (as `skipped` does),
+/// tagged with the cluster's test (the two run at once).
+fn say(tag: &str, line: &str) {
+    let _ = std::io::stderr().write_all(format!("slurm {tag}: {line}\n").as_bytes());
 }
 
 /// The first program of [`SLURM_PROGRAMS`] not on PATH.
@@ -79,16 +80,19 @@ fn short_hostname() -> String {
 /// when the test fails), it cancels its jobs, waits for them to end,
 /// stops the daemons and removes the directory.
 struct Cluster {
+    /// Which test's cluster, in the lines it prints.
+    tag: &'static str,
     dir: tempfile::TempDir,
     conf: PathBuf,
     daemons: Vec<(&'static str, Child)>,
 }
 
 impl Cluster {
-    fn start() -> Cluster {
+    fn start(tag: &'static str) -> Cluster {
         let dir = tempfile::tempdir().unwrap();
         // The guard, from the first daemon on.
         let mut cluster = Cluster {
+            tag,
             conf: dir.path().join("slurm.conf"),
             dir,
             daemons: Vec::new(),
@@ -140,12 +144,16 @@ impl Cluster {
             );
             std::thread::sleep(Duration::from_millis(200));
         }
-        say(&format!(
+        cluster.say(&format!(
             "one-node cluster on {host} ({cpus} CPUs, {}), up in {:.1} s",
             cluster.version(),
             started.elapsed().as_secs_f64()
         ));
         cluster
+    }
+
+    fn say(&self, line: &str) {
+        say(self.tag, line);
     }
 
     /// A Slurm command against this cluster.
@@ -181,10 +189,13 @@ impl Cluster {
 
     /// The array job's tasks as `scontrol show job -o` tells them.
     fn tasks(&self, job: &str) -> Vec<Task> {
-        self.run("scontrol", &["show", "job", "-o", job])
+        let mut tasks: Vec<Task> = self
+            .run("scontrol", &["show", "job", "-o", job])
             .lines()
             .filter_map(Task::parse)
-            .collect()
+            .collect();
+        tasks.sort_by_key(|task| task.id);
+        tasks
     }
 
     /// The daemons' own words, for a failure's message.
@@ -363,9 +374,10 @@ fn hidden_names(root: &Path) -> Vec<String> {
         .collect()
 }
 
-#[test]
-fn the_sbatch_script_under_slurm_fetches_a_quarter_each_and_survives_a_requeue() {
-    let started = Instant::now();
+/// Whether Slurm is installed and this test may start its daemons (root);
+/// otherwise the test says why it skips — or fails, under
+/// `FLEXIO_TEST_PRIVILEGED=1`.
+fn slurm_runs_here() -> bool {
     if let Some(name) = missing_program() {
         assert!(
             std::env::var("FLEXIO_TEST_PRIVILEGED").as_deref() != Ok("1"),
@@ -374,38 +386,44 @@ fn the_sbatch_script_under_slurm_fetches_a_quarter_each_and_survives_a_requeue()
         skipped(&format!(
             "{name} is not installed (Debian: slurm-wlm, munge)"
         ));
-        return;
+        return false;
     }
-    if !require_root("a Slurm cluster's daemons") {
-        return;
-    }
-    assert!(is_root());
-    let served = tempfile::tempdir().unwrap();
-    let total = tree(&served.path().join("t"));
-    let (_server, url) = serve(served.path(), &[]);
-    assert!(url.starts_with("http://127.0.0.1:"), "{url}");
-    let out = tempfile::tempdir().unwrap();
-    let dest = out.path().join("shared");
-    // Declared last, dropped first: no job outlives the directories.
-    let cluster = Cluster::start();
-    let script =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/shards/flexio-get-array.sbatch");
-    let task_file = |ext: &str| out.path().join(format!("task-%a.{ext}"));
-    // Each task at 2 MB/s: about 2 s for its quarter, so task 2 is still
-    // fetching when it is requeued.
+    require_root("a Slurm cluster's daemons") && is_root()
+}
+
+/// The shipped script.
+fn script() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/shards/flexio-get-array.sbatch")
+}
+
+/// Submits the shipped script (with `sbatch_args` before it, and the
+/// variables `vars` besides FLEXIO, FLEXIO_URL and FLEXIO_DEST) from
+/// `out`, each task writing `out/task-ID.out` (its JSON report) and
+/// `.err` (appended to, across a requeue); returns the job id.
+fn submit(
+    cluster: &Cluster,
+    out: &Path,
+    (url, dest): (&str, &Path),
+    sbatch_args: &[&str],
+    vars: &[(&str, &str)],
+) -> String {
+    std::fs::create_dir_all(out).unwrap();
+    let task_file = |ext: &str| out.join(format!("task-%a.{ext}"));
     let submitted = cluster
         .command("sbatch")
         .arg("--parsable")
         .arg(format!("--output={}", task_file("out").display()))
         .arg(format!("--error={}", task_file("err").display()))
         .arg("--open-mode=append")
-        .arg(&script)
-        .current_dir(out.path())
+        .args(sbatch_args)
+        .arg(script())
+        .current_dir(out)
         .env("FLEXIO", env!("CARGO_BIN_EXE_flexio"))
         .env("FLEXIO_PROFILE", "/nonexistent/flexio-profile.toml")
-        .env("FLEXIO_URL", format!("{url}/t/"))
-        .env("FLEXIO_DEST", &dest)
-        .env("FLEXIO_GET_ARGS", "--json --rate 2M")
+        .env("FLEXIO_URL", url)
+        .env("FLEXIO_DEST", dest)
+        .env_remove("FLEXIO_SHARD")
+        .envs(vars.iter().copied())
         .output()
         .unwrap();
     assert!(
@@ -413,12 +431,37 @@ fn the_sbatch_script_under_slurm_fetches_a_quarter_each_and_survives_a_requeue()
         "sbatch: {}",
         common::stderr(&submitted)
     );
-    let job = String::from_utf8_lossy(&submitted.stdout)
+    String::from_utf8_lossy(&submitted.stdout)
         .trim()
-        .to_string();
-    say(&format!(
+        .to_string()
+}
+
+#[test]
+fn the_sbatch_script_under_slurm_fetches_a_quarter_each_and_survives_a_requeue() {
+    let started = Instant::now();
+    if !slurm_runs_here() {
+        return;
+    }
+    let served = tempfile::tempdir().unwrap();
+    let total = tree(&served.path().join("t"));
+    let (_server, url) = serve(served.path(), &[]);
+    assert!(url.starts_with("http://127.0.0.1:"), "{url}");
+    let out = tempfile::tempdir().unwrap();
+    let dest = out.path().join("shared");
+    // Declared last, dropped first: no job outlives the directories.
+    let cluster = Cluster::start("requeue");
+    // Each task at 2 MB/s: about 2 s for its quarter, so task 2 is still
+    // fetching when it is requeued.
+    let job = submit(
+        &cluster,
+        out.path(),
+        (&format!("{url}/t/"), &dest),
+        &[],
+        &[("FLEXIO_GET_ARGS", "--json --rate 2M")],
+    );
+    cluster.say(&format!(
         "job {job}: {} as an array of 4 (its #SBATCH --array=0-3), tree of {total} bytes from {url}",
-        script.file_name().unwrap().to_string_lossy()
+        script().file_name().unwrap().to_string_lossy()
     ));
     // Task 2, once it has run for a while, is killed and put back in the
     // queue; Slurm runs it again, with the same array variables.
@@ -434,7 +477,7 @@ fn the_sbatch_script_under_slurm_fetches_a_quarter_each_and_survives_a_requeue()
     );
     let litter_while_running = hidden_names(&dest);
     cluster.run("scontrol", &["requeue", &format!("{job}_2")]);
-    say(&format!(
+    cluster.say(&format!(
         "task 2 requeued while running (scontrol requeue {job}_2), {:.1} s after it started; hidden names in DEST then: {}",
         running_since.elapsed().as_secs_f64(),
         litter_while_running.len()
@@ -481,7 +524,7 @@ fn the_sbatch_script_under_slurm_fetches_a_quarter_each_and_survives_a_requeue()
         );
         fetched += bytes;
         finishers += usize::from(shard["finished_tree"] == true);
-        say(&format!(
+        cluster.say(&format!(
             "task {}: {} {}, restarts {}, {bytes} bytes ({:.2}%), {} whole files and {} ranges{}",
             task.id,
             task.state,
@@ -512,7 +555,7 @@ fn the_sbatch_script_under_slurm_fetches_a_quarter_each_and_survives_a_requeue()
         "the tree, byte-exact"
     );
     assert_eq!(hidden_names(&dest), Vec::<String>::new(), "litter in DEST");
-    say(&format!(
+    cluster.say(&format!(
         "tree byte-exact, no hidden names left in DEST; requeued task done {:.1} s after the requeue; {:.1} s in all",
         requeued.elapsed().as_secs_f64(),
         started.elapsed().as_secs_f64()
@@ -536,4 +579,114 @@ fn wait_for(cluster: &Cluster, job: &str, what: &str, done: impl Fn(&[Task]) -> 
         );
         std::thread::sleep(Duration::from_millis(100));
     }
+}
+
+/// Each task's JSON report, from `out/task-ID.out`, once every task of
+/// `job` is over; fails naming a task that did not complete.
+fn reports(cluster: &Cluster, job: &str, out: &Path, count: usize) -> Vec<serde_json::Value> {
+    let tasks = wait_for(cluster, job, "every task done", |tasks| {
+        tasks.len() == count && tasks.iter().all(Task::ended)
+    });
+    let read = |id: u32, ext: &str| {
+        std::fs::read_to_string(out.join(format!("task-{id}.{ext}"))).unwrap_or_default()
+    };
+    let mut reports = Vec::new();
+    for task in &tasks {
+        assert!(
+            task.state == "COMPLETED" && task.exit == "0:0",
+            "task {} ended {} ({}): {}{}",
+            task.id,
+            task.state,
+            task.exit,
+            read(task.id, "err"),
+            cluster.logs()
+        );
+        let report: serde_json::Value = serde_json::from_str(&read(task.id, "out"))
+            .unwrap_or_else(|e| panic!("task {}: no JSON report ({e})", task.id));
+        assert_eq!(
+            report["shard"]["index"], task.id,
+            "listed ids are the parts"
+        );
+        assert_eq!(report["shard"]["count"], 4);
+        cluster.say(&format!(
+            "job {job} task {}: {}, shard {}/4, {} bytes, {} files fetched, {} unchanged{}",
+            task.id,
+            task.state,
+            task.id,
+            report["shard"]["bytes"],
+            report["files"],
+            report["unchanged"],
+            if report["shard"]["finished_tree"] == true {
+                ", finished the tree"
+            } else {
+                ""
+            }
+        ));
+        reports.push(report);
+    }
+    reports
+}
+
+#[test]
+fn listed_id_arrays_with_flexio_shard_id_fetch_their_parts_and_a_late_task_leaves_nothing() {
+    let started = Instant::now();
+    if !slurm_runs_here() {
+        return;
+    }
+    let served = tempfile::tempdir().unwrap();
+    tree(&served.path().join("t"));
+    let (_server, url) = serve(served.path(), &[]);
+    let url = format!("{url}/t/");
+    let out = tempfile::tempdir().unwrap();
+    let dest = out.path().join("shared");
+    let cluster = Cluster::start("listed");
+    let listed = |phase: &str, ids: &str| {
+        let phase_out = out.path().join(phase);
+        let job = submit(
+            &cluster,
+            &phase_out,
+            (&url, &dest),
+            &[&format!("--array={ids}")],
+            &[("FLEXIO_SHARD", "id/4"), ("FLEXIO_GET_ARGS", "--json")],
+        );
+        cluster.say(&format!(
+            "job {job}: --array={ids} with FLEXIO_SHARD=id/4 ({phase})"
+        ));
+        let count = ids.split(',').count();
+        reports(&cluster, &job, &phase_out, count)
+    };
+    // Half the parts, as if tasks 1 and 3 of a 0-3 array had failed.
+    let first = listed("first", "0,2");
+    assert!(first.iter().all(|r| r["shard"]["finished_tree"] == false));
+    assert!(
+        hidden_names(&dest)
+            .iter()
+            .any(|n| n.starts_with(".flexio-shards-")),
+        "the parts not yet fetched are awaited in the coordination directory"
+    );
+    // The missing parts, by their ids, long after: the tree is finished.
+    let rest = listed("rest", "1,3");
+    let finishers = rest
+        .iter()
+        .filter(|r| r["shard"]["finished_tree"] == true)
+        .count();
+    assert_eq!(finishers, 1, "the last of the four finishes the tree");
+    assert_eq!(contents(&served.path().join("t")), contents(&dest));
+    assert_eq!(hidden_names(&dest), Vec::<String>::new(), "litter in DEST");
+    // A task run once more after the tree is whole: nothing fetched, and
+    // no coordination directory made and left behind.
+    let late = listed("late", "2");
+    assert_eq!(late[0]["files"], 0);
+    assert_eq!(late[0]["shard"]["finished_tree"], false);
+    assert_eq!(
+        hidden_names(&dest),
+        Vec::<String>::new(),
+        "a late task left litter"
+    );
+    assert_eq!(contents(&served.path().join("t")), contents(&dest));
+    cluster.say(&format!(
+        "listed ids: tree byte-exact, no hidden names left in DEST; {:.1} s in all",
+        started.elapsed().as_secs_f64()
+    ));
+    drop(cluster);
 }
