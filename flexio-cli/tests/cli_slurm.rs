@@ -365,12 +365,16 @@ fn tree(root: &Path) -> u64 {
     total
 }
 
-/// Names beginning with a dot anywhere below `root`: partial files,
-/// temporaries, journals and coordination directories are all hidden.
+/// Names anywhere below `root` that are not the tree's: partial files,
+/// journals and coordination directories are hidden (`.NAME.flexio-…`,
+/// `.flexio-shards-ID`); any name with `.flexio-` in it counts too.
 fn hidden_names(root: &Path) -> Vec<String> {
     contents(root)
         .into_keys()
-        .filter(|name| name.rsplit('/').next().unwrap().starts_with('.'))
+        .filter(|path| {
+            let name = path.rsplit('/').next().unwrap();
+            name.starts_with('.') || name.contains(".flexio-")
+        })
         .collect()
 }
 
