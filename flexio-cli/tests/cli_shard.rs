@@ -422,3 +422,46 @@ fn a_shard_of_another_count_into_the_same_destination_is_refused_and_makes_nothi
     assert_eq!(contents(&served.path().join("t")), contents(&dest));
     assert_eq!(hidden_names(&dest), Vec::<String>::new());
 }
+
+#[test]
+fn a_shard_run_after_the_tree_is_whole_fetches_nothing_and_leaves_nothing() {
+    let served = tempfile::tempdir().unwrap();
+    tree(&served.path().join("t"));
+    let (_server, url) = serve(served.path(), &[]);
+    let out = tempfile::tempdir().unwrap();
+    let dest = out.path().join("shared");
+    for output in run_shards(&format!("{url}/t/"), 4, &[], |_| dest.display().to_string()) {
+        json_report(&output);
+    }
+    assert_eq!(contents(&served.path().join("t")), contents(&dest));
+    // Shard 2 alone, again (a requeued task, or one run late): the tree is
+    // whole and its coordination directory gone.
+    let late = get()
+        .args(["get", "--json"])
+        .arg(format!("{url}/t/"))
+        .arg(&dest)
+        .args(["--shard", "2/4"])
+        .output()
+        .unwrap();
+    let report = json_report(&late);
+    assert_eq!(report["files"], 0, "{}", stderr(&late));
+    assert_eq!(report["shard"]["finished_tree"], false);
+    assert_eq!(
+        hidden_names(&dest),
+        Vec::<String>::new(),
+        "a late shard left a coordination directory"
+    );
+    assert_eq!(contents(&served.path().join("t")), contents(&dest));
+    // A tree not whole (a file gone) is fetched again as usual: the shard
+    // that owns it fetches it, and waits for the others.
+    let gone = "small/f001";
+    std::fs::remove_file(dest.join(gone)).unwrap();
+    let outputs = run_shards(&format!("{url}/t/"), 4, &[], |_| dest.display().to_string());
+    let fetched: u64 = outputs
+        .iter()
+        .map(|o| json_report(o)["files"].as_u64().unwrap())
+        .sum();
+    assert_eq!(fetched, 1);
+    assert_eq!(contents(&served.path().join("t")), contents(&dest));
+    assert_eq!(hidden_names(&dest), Vec::<String>::new());
+}

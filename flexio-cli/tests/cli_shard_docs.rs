@@ -469,3 +469,58 @@ fn the_indexed_job_run_as_its_pods_fetches_the_tree_once() {
     assert_eq!(contents(&served.path().join("t")), contents(&dest));
     drop(network);
 }
+
+#[test]
+fn the_slurm_script_takes_shard_and_streams_from_flexio_get_args_outside_an_array() {
+    let script = docs().join("flexio-get-array.sbatch");
+    let served = tempfile::tempdir().unwrap();
+    tree(&served.path().join("t"));
+    let (_server, url) = serve(served.path(), &[]);
+    let out = tempfile::tempdir().unwrap();
+    let dest = out.path().join("shared");
+    // No array variables: `--shard auto` would fail; the flags given win.
+    let tasks: Vec<_> = (0..2)
+        .map(|k| {
+            Command::new("bash")
+                .arg(&script)
+                .env("PATH", path_with_flexio())
+                .env("FLEXIO_PROFILE", "/nonexistent/flexio-profile.toml")
+                .env("FLEXIO_URL", format!("{url}/t/"))
+                .env("FLEXIO_DEST", &dest)
+                .env(
+                    "FLEXIO_GET_ARGS",
+                    format!("--json --shard {k}/2 --streams=1"),
+                )
+                .env_remove("FLEXIO_SHARD")
+                .env_remove("SLURM_ARRAY_TASK_ID")
+                .env_remove("JOB_COMPLETION_INDEX")
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for (k, task) in tasks.into_iter().enumerate() {
+        let report = common::json_report(&task.wait_with_output().unwrap());
+        assert_eq!(report["shard"]["index"], k);
+        assert_eq!(report["shard"]["count"], 2);
+        assert_eq!(report["streams"], 1);
+    }
+    assert_eq!(contents(&served.path().join("t")), contents(&dest));
+    // FLEXIO_SHARD=id/N outside an array says what it needs.
+    let output = Command::new("bash")
+        .arg(&script)
+        .env("PATH", path_with_flexio())
+        .env("FLEXIO_URL", format!("{url}/t/"))
+        .env("FLEXIO_DEST", &dest)
+        .env("FLEXIO_SHARD", "id/4")
+        .env_remove("SLURM_ARRAY_TASK_ID")
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    assert!(
+        stderr(&output).contains("SLURM_ARRAY_TASK_ID"),
+        "{}",
+        stderr(&output)
+    );
+}

@@ -31,6 +31,12 @@
 //! and the files already whole, and the last one to finish still finishes
 //! the tree.
 //!
+//! A shard that starts when the tree is already whole, as its manifest
+//! says, and no coordination directory is there (its array finished, and
+//! this one is run again or late) fetches nothing and makes nothing: it
+//! does not leave a coordination directory that no other shard would
+//! come to remove.
+//!
 //! Into destinations of their own ([`Split::WholeFiles`]) each shard
 //! fetches whole files only, makes every directory and symlink of the
 //! tree in its destination, and finishes it alone.
@@ -53,8 +59,8 @@ use super::report::TreeReport;
 use super::report::{ShardPart, ShardReport};
 use super::tree::fetch_manifest;
 use super::tree_dest::{
-    existing, fetch_file, finish_tree, join_label, make_directory, open_destination, parent_of,
-    set_mtime, Fetched, Kind, Outcomes, Planned,
+    existing, fetch_file, finish_tree, join_label, link_stays_beneath, make_directory,
+    open_destination, parent_of, set_mtime, Fetched, Kind, Outcomes, Planned,
 };
 use super::GetOptions;
 use crate::error::{Error, Result};
@@ -122,9 +128,12 @@ pub fn get_tree_sharded(
     let label = destination.display().to_string();
     let root = open_destination(destination, &label)?;
     let coordination = match split {
-        Split::Ranges => Some(Coordination::open(&root, &planned, shard, &label)?),
+        Split::Ranges => Coordination::open(&root, &planned, shard, &label)?,
         Split::WholeFiles => None,
     };
+    // Ranges into a shared destination with no coordination: the tree was
+    // finished before this shard came.
+    let finished_before = split == Split::Ranges && coordination.is_none();
     let files: Vec<&Planned> = planned.iter().filter(|e| e.kind == Kind::File).collect();
     let list: Vec<(Vec<u8>, u64)> = files
         .iter()
@@ -169,16 +178,20 @@ pub fn get_tree_sharded(
         progress.expect(report.bytes, Some(jobs.len() as u64));
     }
     let streams = options.streams.max(1).min(jobs.len().max(1));
-    let unchanged = run_jobs(
-        &jobs,
-        streams,
-        connection,
-        &url,
-        &root,
-        coordination.as_ref(),
-        &label,
-        options,
-    )?;
+    let unchanged = if finished_before {
+        jobs.len() as u64
+    } else {
+        run_jobs(
+            &jobs,
+            streams,
+            connection,
+            &url,
+            &root,
+            coordination.as_ref(),
+            &label,
+            options,
+        )?
+    };
     tree.unchanged = unchanged;
     tree.files = jobs.len() as u64 - unchanged;
     tree.bytes = report.bytes;
@@ -195,6 +208,7 @@ pub fn get_tree_sharded(
                 Ok(())
             })?;
         }
+        None if finished_before => {}
         None => {
             tree.finish(finish_tree(&root, &planned, &label)?);
             report.finished_tree = true;
@@ -313,13 +327,40 @@ impl Coordination {
     /// write different ranges into one partial file and neither would
     /// ever be the last).
     ///
+    /// `None`, making nothing, when the tree is finished: no directory is
+    /// there and the destination holds the tree as its last shard leaves
+    /// it, or the last shard removed the directory while this one was
+    /// opening it.
+    ///
     /// # Errors
     /// [`Error::Usage`] naming both splits when the directory records
     /// another count; I/O errors of making and locking it.
-    fn open(root: &OwnedFd, planned: &[Planned], shard: Shard, label: &str) -> Result<Self> {
-        let coordination = Self::open_for_tree(root, planned, label)?;
-        coordination.locked(|| coordination.record_count(shard))?;
-        Ok(coordination)
+    fn open(
+        root: &OwnedFd,
+        planned: &[Planned],
+        shard: Shard,
+        label: &str,
+    ) -> Result<Option<Self>> {
+        let name = Self::name_for_tree(planned);
+        if existing(root, name.as_bytes()).is_none() && tree_is_finished(root, planned, label) {
+            return Ok(None);
+        }
+        let coordination = Self::open_named(root, name, label)?;
+        let removed = coordination.locked(|| {
+            if coordination.removed()? {
+                return Ok(true);
+            }
+            coordination.record_count(shard).map(|()| false)
+        })?;
+        Ok((!removed).then_some(coordination))
+    }
+
+    /// Whether the directory was removed (by the last shard, under the
+    /// lock: the tree is finished) since this one opened it.
+    fn removed(&self) -> Result<bool> {
+        let stat = rustix::fs::fstat(&self.directory)
+            .map_err(|e| Error::io("fstat", self.label.as_str(), None, e))?;
+        Ok(stat.st_nlink == 0)
     }
 
     /// The `shards-N` marker that says how this tree's get is split,
@@ -343,8 +384,8 @@ impl Coordination {
         self.mark(&ours)
     }
 
-    /// The coordination directory of the tree `planned`, made if needed.
-    fn open_for_tree(root: &OwnedFd, planned: &[Planned], label: &str) -> Result<Self> {
+    /// The name of the coordination directory of the tree `planned`.
+    fn name_for_tree(planned: &[Planned]) -> String {
         let mut fields: Vec<Vec<u8>> = Vec::new();
         for entry in planned {
             fields.push(entry.parts.join(&b'/'));
@@ -352,10 +393,14 @@ impl Coordination {
             fields.push(entry.mode.to_le_bytes().to_vec());
             fields.push(entry.link_target.clone());
         }
-        let name = format!(
+        format!(
             ".flexio-shards-{}",
             identity(fields.iter().map(Vec::as_slice))
-        );
+        )
+    }
+
+    /// The coordination directory `name`, made if needed.
+    fn open_named(root: &OwnedFd, name: String, label: &str) -> Result<Self> {
         let label = format!("{label}/{name}");
         match rustix::fs::mkdirat(root, name.as_str(), Mode::from_raw_mode(0o700)) {
             Ok(()) | Err(Errno::EXIST) => {}
@@ -686,6 +731,37 @@ pub(super) fn unchanged(
         }
         _ => Ok(None),
     }
+}
+
+/// Whether `root` holds the tree `planned` as its last shard leaves it:
+/// every file there with the manifest's size and mtime, every symlink
+/// that [`link_stays_beneath`] lets in with its target, every directory
+/// with its mode. Anything else (or an error on the way) is `false`: the
+/// shard then goes the usual way, which says what is wrong.
+fn tree_is_finished(root: &OwnedFd, planned: &[Planned], label: &str) -> bool {
+    planned.iter().all(|entry| {
+        let Ok((parent, name)) = parent_of(root, &entry.parts, label) else {
+            return false;
+        };
+        let at = OsStr::from_bytes(name);
+        match entry.kind {
+            Kind::File => matches!(
+                unchanged(&parent, name, entry, label),
+                Ok(Some(Fetched::Unchanged))
+            ),
+            Kind::Directory => rustix::fs::statat(&parent, at, AtFlags::SYMLINK_NOFOLLOW)
+                .is_ok_and(|stat| {
+                    FileType::from_raw_mode(stat.st_mode) == FileType::Directory
+                        && stat.st_mode & 0o777 == entry.mode & 0o777
+                }),
+            Kind::Symlink => match link_stays_beneath(root, entry, label) {
+                Ok(false) => true,
+                Ok(true) => rustix::fs::readlinkat(&parent, at, Vec::new())
+                    .is_ok_and(|target| target.as_bytes() == entry.link_target.as_slice()),
+                Err(_) => false,
+            },
+        }
+    })
 }
 
 /// `.NAME.flexio-shard-ID`, the shared partial file beside `name`.
