@@ -84,7 +84,8 @@ fn the_slurm_array_script_run_as_its_array_fetches_the_tree_once() {
     for task in tasks {
         let output = task.wait_with_output().unwrap();
         assert!(output.status.success(), "{}", stderr(&output));
-        let said = String::from_utf8_lossy(&output.stdout);
+        // The summary, on stderr (`-v`: a job's output is no terminal).
+        let said = stderr(&output);
         assert!(
             said.contains(&format!("of {}:", last - first + 1)),
             "{said}"
