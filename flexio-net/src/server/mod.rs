@@ -50,6 +50,7 @@ mod schedule;
 mod shared;
 mod staged;
 mod timers;
+mod trace;
 mod upload;
 mod upload_locks;
 mod upload_ranges;
@@ -231,7 +232,8 @@ impl Server {
                 Arc::clone(&wake),
                 log.clone(),
             )
-            .map_err(|e| Error::io("epoll_create", address.to_string(), None, e))?;
+            .map_err(|e| Error::io("epoll_create", address.to_string(), None, e))?
+            .traced(trace::Trace::from_env(index));
             handle.wakes.push(wake);
             let thread = std::thread::Builder::new()
                 .name(format!("serve-worker-{index}"))

@@ -23,6 +23,7 @@ use super::connection::{Connection, Next, Tools};
 use super::offload::Mailbox;
 use super::shared::Shared;
 use super::timers::Wheel;
+use super::trace::{Kind, Trace};
 
 /// The listener's token (connections count up from 0).
 const LISTENER: u64 = u64::MAX;
@@ -70,6 +71,8 @@ pub(crate) struct Worker {
     backoff: Duration,
     /// Its access log lines, handed on once per loop turn.
     log: Option<WorkerLog>,
+    /// Its event trace, with `FLEXIO_SERVE_TRACE`.
+    trace: Option<Trace>,
 }
 
 impl Worker {
@@ -102,9 +105,22 @@ impl Worker {
             accept_paused: None,
             backoff: FIRST_BACKOFF,
             log: log.map(WorkerLog::new),
+            trace: None,
         };
         worker.listen()?;
         Ok(worker)
+    }
+
+    /// The worker recording `trace`, if one.
+    pub fn traced(mut self, trace: Option<Trace>) -> Worker {
+        self.trace = trace;
+        self
+    }
+
+    fn note(&mut self, kind: Kind, token: u64, arg: u64) {
+        if let Some(trace) = self.trace.as_mut() {
+            trace.note(kind, token, arg);
+        }
     }
 
     fn listen(&self) -> std::io::Result<()> {
@@ -139,6 +155,8 @@ impl Worker {
             let timeout = self.timeout(now);
             let tick = timeout.map(|t| Timespec::try_from(t).expect("a short wait fits"));
             events.clear();
+            let waits = timeout.map_or(u64::MAX, |t| t.as_micros() as u64);
+            self.note(Kind::Wait, 0, waits);
             match epoll::wait(&self.epoll, spare_capacity(&mut events), tick.as_ref()) {
                 Ok(_) => wait_failures = 0,
                 Err(Errno::INTR) => {}
@@ -152,15 +170,22 @@ impl Worker {
                     std::thread::sleep(FIRST_BACKOFF * wait_failures.min(100));
                 }
             }
+            self.note(Kind::Woke, 0, events.len() as u64);
             for event in &events {
-                match event.data.u64() {
+                let token = event.data.u64();
+                let flags = event.flags;
+                self.note(Kind::Event, token, u64::from(flags.bits()));
+                match token {
                     LISTENER => self.accept_all(),
                     WAKE => {
                         let mut count = [0u8; 8];
                         let _ = rustix::io::read(&*self.wake, &mut count);
                         self.deliver();
                     }
-                    token => self.with(token, Connection::drive),
+                    token => {
+                        self.note(Kind::Drive, token, 0);
+                        self.with(token, Connection::drive)
+                    }
                 }
             }
             for _ in 0..self.ready.len() {
@@ -170,6 +195,7 @@ impl Worker {
                 if let Some(connection) = self.connections.get_mut(&token) {
                     connection.queued = false;
                 }
+                self.note(Kind::Drive, token, 1);
                 self.with(token, Connection::drive);
             }
             let now = Instant::now();
@@ -180,6 +206,7 @@ impl Worker {
                         connection.armed = None;
                     }
                 }
+                self.note(Kind::Drive, token, 2);
                 self.with(token, |connection, tools| connection.expire(now, tools));
             }
             if let Some(log) = self.log.as_mut() {
@@ -193,6 +220,9 @@ impl Worker {
                 connection.log_entry(Some(&mut log.lines));
             }
             log.close();
+        }
+        if let Some(trace) = self.trace.take() {
+            trace.write();
         }
     }
 
@@ -254,6 +284,7 @@ impl Worker {
         let Some(connection) = self.connections.get_mut(&token) else {
             return;
         };
+        let served = connection.served();
         let mut tools = Tools {
             shared: &self.shared,
             token,
@@ -262,7 +293,14 @@ impl Worker {
             stopping: self.stopping,
             log: self.log.as_mut().map(|log| &mut log.lines),
         };
-        match step(connection, &mut tools) {
+        let next = step(connection, &mut tools);
+        if let Some(trace) = self.trace.as_mut() {
+            if connection.served() != served {
+                trace.note(Kind::Served, token, connection.served());
+            }
+            trace.note(Kind::Next, token, next as u64);
+        }
+        match next {
             Next::Wait => {
                 if connection.armed.is_none_or(|at| at > connection.deadline) {
                     connection.armed = Some(connection.deadline);
