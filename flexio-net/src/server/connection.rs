@@ -158,13 +158,9 @@ impl Connection {
             intake: None,
             waiting: None,
             keep_alive: true,
-            rate: config.rate_per_connection.map(|rate| {
-                Arc::new(TokenBucket::new(
-                    rate,
-                    rate.default_burst().min(config.max_chunk.max(1)),
-                    now,
-                ))
-            }),
+            rate: config
+                .rate_per_connection
+                .map(|rate| Arc::new(super::shared::rate_bucket(rate, config.max_chunk, now))),
             schedule: config.schedule.map(|schedule| {
                 let chunk = config.chunk.unwrap_or(super::body::DEFAULT_READ);
                 Scheduled::new(schedule, chunk as u64)

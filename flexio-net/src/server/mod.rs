@@ -63,7 +63,6 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Instant;
 
-use flexio::pace::TokenBucket;
 use flexio::MechanismName;
 
 pub use config::{ServeConfig, DEFAULT_GRACE, DEFAULT_MAX_CHUNK};
@@ -128,13 +127,9 @@ impl Server {
             )),
             None => None,
         };
-        let total_rate = config.rate_total.map(|rate| {
-            Arc::new(TokenBucket::new(
-                rate,
-                rate.default_burst().min(config.max_chunk.max(1)),
-                Instant::now(),
-            ))
-        });
+        let total_rate = config
+            .rate_total
+            .map(|rate| Arc::new(shared::rate_bucket(rate, config.max_chunk, Instant::now())));
         let access_log = match &config.access_log {
             Some(path) => Some(
                 access_log::LogFile::open(path)
