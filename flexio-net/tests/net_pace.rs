@@ -139,3 +139,68 @@ fn a_gets_rate_holds_over_all_its_streams_together() {
     // Not throttled to half the rate (a generous bound: load only delays).
     assert!(elapsed <= size as f64 / rate.bytes_per_second() as f64 * 2.0 + 1.0);
 }
+
+/// `clients` connections fetching a large file at once for `seconds`;
+/// the bytes all of them read in the last `seconds - warm` of it, per
+/// second (the first `warm` seconds hold the bucket's first burst).
+fn total_rate_of(address: std::net::SocketAddr, clients: usize, warm: f64, seconds: f64) -> f64 {
+    use std::io::{Read, Write};
+    let started = Instant::now();
+    let from = started + Duration::from_secs_f64(warm);
+    let until = started + Duration::from_secs_f64(seconds);
+    let readers: Vec<_> = (0..clients)
+        .map(|_| {
+            std::thread::spawn(move || {
+                let mut stream = std::net::TcpStream::connect(address).unwrap();
+                stream
+                    .write_all(b"GET /huge HTTP/1.1\r\nHost: x\r\n\r\n")
+                    .unwrap();
+                stream
+                    .set_read_timeout(Some(Duration::from_millis(50)))
+                    .unwrap();
+                let mut buffer = vec![0u8; 256 << 10];
+                let mut counted = 0u64;
+                while Instant::now() < until {
+                    match stream.read(&mut buffer) {
+                        Ok(0) => panic!("the body ended early"),
+                        Ok(n) if Instant::now() >= from => counted += n as u64,
+                        Ok(_) => {}
+                        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                        Err(e) if e.kind() == std::io::ErrorKind::TimedOut => {}
+                        Err(e) => panic!("read: {e}"),
+                    }
+                }
+                counted
+            })
+        })
+        .collect();
+    let bytes: u64 = readers.into_iter().map(|r| r.join().unwrap()).sum();
+    bytes as f64 / (seconds - warm)
+}
+
+#[test]
+fn the_total_rate_is_delivered_within_three_percent_to_4_and_64_clients() {
+    let root = tempfile::tempdir().unwrap();
+    // Sparse: more than the clients can read at the rate, no disk used.
+    let huge = std::fs::File::create(root.path().join("huge")).unwrap();
+    huge.set_len(1 << 30).unwrap();
+    // A rate any machine carries over loopback, whose bucket's own burst
+    // (a hundredth of a second, less than a share of 256 KiB) is shorter
+    // than a wake-up of the timer wheel can be late.
+    let total = 48u64 << 20;
+    let address = serve_with(root.path(), |config| {
+        config.rate_total = Some(Rate::new(total).unwrap());
+        config.max_chunk = 256 << 10;
+    });
+    for clients in [4, 64] {
+        let rate = total_rate_of(address, clients, 0.5, 3.0);
+        let share = rate / total as f64;
+        assert!(
+            (0.97..=1.03).contains(&share),
+            "{clients} clients got {:.2} MiB/s of a total of {} MiB/s ({:+.1} %)",
+            rate / f64::from(1 << 20),
+            total >> 20,
+            (share - 1.0) * 100.0
+        );
+    }
+}

@@ -161,13 +161,9 @@ impl Connection {
             intake: None,
             waiting: None,
             keep_alive: true,
-            rate: config.rate_per_connection.map(|rate| {
-                Arc::new(TokenBucket::new(
-                    rate,
-                    rate.default_burst().min(config.max_chunk.max(1)),
-                    now,
-                ))
-            }),
+            rate: config
+                .rate_per_connection
+                .map(|rate| Arc::new(super::shared::rate_bucket(rate, config.max_chunk, now))),
             schedule: config.schedule.map(|schedule| {
                 let chunk = config.chunk.unwrap_or(super::body::DEFAULT_READ);
                 Scheduled::new(schedule, chunk as u64)
@@ -219,6 +215,11 @@ impl Connection {
         self.intake = None;
         self.keep_alive = false;
         self.phase = Phase::Send;
+    }
+
+    /// Responses sent on it.
+    pub fn served(&self) -> u64 {
+        self.served
     }
 
     /// Whether it waits for a request that has not begun: closed at once
@@ -619,7 +620,15 @@ impl Connection {
             }
             self.phase = Phase::Drain;
         } else {
+            // The next request is read on the connection's next turn, after
+            // the worker's other connections ready now, as nginx reads
+            // one only on its socket's next event. Read at once, a client
+            // on the other core whose next request is always there by
+            // then keeps the worker for itself: traced at 4 KiB × 4, one
+            // drive served 10 responses or more in a row for milliseconds
+            // while the worker's other connection waited (the p99 tail).
             self.phase = Phase::Head;
+            return Some(Next::Yield);
         }
         None
     }
@@ -770,7 +779,12 @@ mod tests {
         (connection, client, shared)
     }
 
-    fn expire(connection: &mut Connection, shared: &Shared, now: Instant) -> Next {
+    /// Runs `step` on `connection` with what its worker would lend it.
+    fn with_tools(
+        connection: &mut Connection,
+        shared: &Shared,
+        step: impl FnOnce(&mut Connection, &mut Tools<'_>) -> Next,
+    ) -> Next {
         let mut scratch = [0u8; 64];
         let mailbox = Arc::new(Mailbox::new(Arc::new(
             rustix::event::eventfd(0, rustix::event::EventfdFlags::CLOEXEC).unwrap(),
@@ -784,7 +798,45 @@ mod tests {
             log: None,
             waiter: None,
         };
-        connection.expire(now, &mut tools)
+        step(connection, &mut tools)
+    }
+
+    fn expire(connection: &mut Connection, shared: &Shared, now: Instant) -> Next {
+        with_tools(connection, shared, |connection, tools| {
+            connection.expire(now, tools)
+        })
+    }
+
+    #[test]
+    fn a_keep_alive_connection_gives_its_worker_back_after_each_response() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("small.bin"), vec![7u8; 4096]).unwrap();
+        let root = rustix::fs::open(
+            dir.path(),
+            rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::DIRECTORY,
+            rustix::fs::Mode::empty(),
+        )
+        .unwrap();
+        let shared = Shared::new(ServeConfig::new(dir.path().into()), root, None, None);
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let mut client = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let (stream, peer) = listener.accept().unwrap();
+        stream.set_nonblocking(true).unwrap();
+        let mut connection = Connection::new(stream, peer, &shared, Instant::now(), false);
+        // A client whose next request is always there when a response
+        // ends (here: three at once) must not hold the worker from its
+        // other connections: one response per turn.
+        let request = b"GET /small.bin HTTP/1.1\r\nHost: x\r\n\r\n";
+        std::io::Write::write_all(&mut client, &request.repeat(3)).unwrap();
+        std::thread::sleep(Duration::from_millis(50));
+        for served in 1..=3 {
+            let next = with_tools(&mut connection, &shared, Connection::drive);
+            assert_eq!(next, Next::Yield, "after response {served}");
+            assert_eq!(connection.served(), served);
+        }
+        let next = with_tools(&mut connection, &shared, Connection::drive);
+        assert_eq!(next, Next::Wait, "nothing more asked");
+        assert_eq!(connection.served(), 3);
     }
 
     #[test]

@@ -52,6 +52,7 @@ mod schedule;
 mod shared;
 mod staged;
 mod timers;
+mod trace;
 mod upload;
 mod upload_locks;
 mod upload_ranges;
@@ -65,7 +66,6 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Instant;
 
-use flexio::pace::TokenBucket;
 use flexio::MechanismName;
 
 pub use config::{ServeConfig, DEFAULT_GRACE, DEFAULT_MAX_CHUNK};
@@ -169,13 +169,9 @@ impl Server {
             )),
             None => None,
         };
-        let total_rate = config.rate_total.map(|rate| {
-            Arc::new(TokenBucket::new(
-                rate,
-                rate.default_burst().min(config.max_chunk.max(1)),
-                Instant::now(),
-            ))
-        });
+        let total_rate = config
+            .rate_total
+            .map(|rate| Arc::new(shared::rate_bucket(rate, config.max_chunk, Instant::now())));
         let access_log = match &config.access_log {
             Some(path) => Some(
                 access_log::LogFile::open(path)
@@ -277,7 +273,8 @@ impl Server {
                 Arc::clone(&wake),
                 log.clone(),
             )
-            .map_err(|e| Error::io("epoll_create", address.to_string(), None, e))?;
+            .map_err(|e| Error::io("epoll_create", address.to_string(), None, e))?
+            .traced(trace::Trace::from_env(index));
             handle.wakes.push(wake);
             let thread = std::thread::Builder::new()
                 .name(format!("serve-worker-{index}"))

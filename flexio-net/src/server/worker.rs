@@ -24,6 +24,7 @@ use super::growing::{Waiter, Waker};
 use super::offload::Mailbox;
 use super::shared::Shared;
 use super::timers::Wheel;
+use super::trace::{Kind, Trace};
 
 /// The listener's token (connections count up from 0).
 const LISTENER: u64 = u64::MAX;
@@ -73,6 +74,8 @@ pub(crate) struct Worker {
     log: Option<WorkerLog>,
     /// Connections woken from outside (a growing file's next piece).
     waker: Arc<Waker>,
+    /// Its event trace, with `FLEXIO_SERVE_TRACE`.
+    trace: Option<Trace>,
 }
 
 impl Worker {
@@ -107,9 +110,22 @@ impl Worker {
             backoff: FIRST_BACKOFF,
             log: log.map(WorkerLog::new),
             waker,
+            trace: None,
         };
         worker.listen()?;
         Ok(worker)
+    }
+
+    /// The worker recording `trace`, if one.
+    pub fn traced(mut self, trace: Option<Trace>) -> Worker {
+        self.trace = trace;
+        self
+    }
+
+    fn note(&mut self, kind: Kind, token: u64, arg: u64) {
+        if let Some(trace) = self.trace.as_mut() {
+            trace.note(kind, token, arg);
+        }
     }
 
     fn listen(&self) -> std::io::Result<()> {
@@ -144,6 +160,8 @@ impl Worker {
             let timeout = self.timeout(now);
             let tick = timeout.map(|t| Timespec::try_from(t).expect("a short wait fits"));
             events.clear();
+            let waits = timeout.map_or(u64::MAX, |t| t.as_micros() as u64);
+            self.note(Kind::Wait, 0, waits);
             match epoll::wait(&self.epoll, spare_capacity(&mut events), tick.as_ref()) {
                 Ok(_) => wait_failures = 0,
                 Err(Errno::INTR) => {}
@@ -157,8 +175,12 @@ impl Worker {
                     std::thread::sleep(FIRST_BACKOFF * wait_failures.min(100));
                 }
             }
+            self.note(Kind::Woke, 0, events.len() as u64);
             for event in &events {
-                match event.data.u64() {
+                let token = event.data.u64();
+                let flags = event.flags;
+                self.note(Kind::Event, token, u64::from(flags.bits()));
+                match token {
                     LISTENER => self.accept_all(),
                     WAKE => {
                         let mut count = [0u8; 8];
@@ -166,7 +188,10 @@ impl Worker {
                         self.deliver();
                         self.woken();
                     }
-                    token => self.with(token, Connection::drive),
+                    token => {
+                        self.note(Kind::Drive, token, 0);
+                        self.with(token, Connection::drive)
+                    }
                 }
             }
             for _ in 0..self.ready.len() {
@@ -176,6 +201,7 @@ impl Worker {
                 if let Some(connection) = self.connections.get_mut(&token) {
                     connection.queued = false;
                 }
+                self.note(Kind::Drive, token, 1);
                 self.with(token, Connection::drive);
             }
             let now = Instant::now();
@@ -186,6 +212,7 @@ impl Worker {
                         connection.armed = None;
                     }
                 }
+                self.note(Kind::Drive, token, 2);
                 self.with(token, |connection, tools| connection.expire(now, tools));
             }
             if let Some(log) = self.log.as_mut() {
@@ -199,6 +226,9 @@ impl Worker {
                 connection.log_entry(Some(&mut log.lines));
             }
             log.close();
+        }
+        if let Some(trace) = self.trace.take() {
+            trace.write();
         }
     }
 
@@ -260,6 +290,7 @@ impl Worker {
         let Some(connection) = self.connections.get_mut(&token) else {
             return;
         };
+        let served = connection.served();
         let mut tools = Tools {
             shared: &self.shared,
             token,
@@ -272,7 +303,14 @@ impl Worker {
                 token,
             }),
         };
-        match step(connection, &mut tools) {
+        let next = step(connection, &mut tools);
+        if let Some(trace) = self.trace.as_mut() {
+            if connection.served() != served {
+                trace.note(Kind::Served, token, connection.served());
+            }
+            trace.note(Kind::Next, token, next as u64);
+        }
+        match next {
             Next::Wait => {
                 if connection.armed.is_none_or(|at| at > connection.deadline) {
                     connection.armed = Some(connection.deadline);
