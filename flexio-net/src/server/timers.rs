@@ -3,7 +3,7 @@
 //! slots of [`TICK`]. Adding is O(1); each tick looks at one slot, where
 //! an entry more than a turn of the wheel away waits for a later turn.
 //! Entries are never removed early: a connection whose deadline moved on
-//! finds its old entry stale when it fires (see [`super::connection`]).
+//! finds its old entry stale when it fires (the connection checks).
 
 use std::time::{Duration, Instant};
 
