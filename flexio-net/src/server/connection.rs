@@ -5,7 +5,9 @@
 //! still sends before closing. Every call on the socket is non-blocking;
 //! [`Connection::drive`] goes on until the socket says `EAGAIN` (then it
 //! waits for the next edge or its deadline), the connection's share of
-//! this wake-up is spent (`--max-chunk`: it yields to the others), its
+//! this wake-up is spent (`--max-chunk`: it yields to the others), a
+//! keep-alive response is done (the next request is read on its next
+//! turn, after the worker's other ready connections), its
 //! rate's tokens are not due yet, its schedule pauses it, or it is closed.
 
 use std::net::{IpAddr, SocketAddr, TcpStream};
