@@ -4,21 +4,11 @@
 //! token taken over TLS but never over a plain non-loopback link.
 
 use std::io::{BufRead, BufReader};
-use std::process::{Child, Stdio};
+use std::process::Stdio;
 
 mod common;
 
-use common::{flexio, stderr};
-
-/// `flexio serve` killed when the test ends.
-struct Serving(Child);
-
-impl Drop for Serving {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
+use common::{flexio, stderr, Serving};
 
 /// Starts `flexio serve DIR --tls-self-signed` on loopback; returns its
 /// base URL and the fingerprint it printed.
@@ -284,24 +274,8 @@ fn a_certificate_from_files_is_trusted_through_its_ca_and_not_another() {
         dir.path().join("server.pem").display(),
         dir.path().join("server.key").display()
     );
-    let mut child = flexio()
-        .arg("serve")
-        .arg(&served)
-        .args(["--tls", &files])
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut first = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut first)
-        .unwrap();
-    let _server = Serving(child);
-    let url = first
-        .split_whitespace()
-        .find(|word| word.starts_with("https://"))
-        .unwrap_or_else(|| panic!("no https URL in {first:?}"))
-        .trim_end_matches('/')
-        .to_string();
+    let (_server, url) = common::serve(&served, &["--tls", &files]);
+    assert!(url.starts_with("https://"), "{url}");
     let copy = dir.path().join("copy");
     let output = flexio()
         .arg("get")

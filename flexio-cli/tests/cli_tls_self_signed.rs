@@ -2,12 +2,9 @@
 //! with `serve --tls` and given to `get --ca`, is trusted as `curl
 //! --cacert` trusts it (rustls alone refused it: `CaUsedAsEndEntity`).
 
-use std::io::{BufRead, BufReader};
-use std::process::Stdio;
-
 mod common;
 
-use common::{flexio, stderr, Serving};
+use common::{flexio, stderr};
 
 /// `openssl req -x509` certificates in `dir`: `cert.pem`/`key.pem` for
 /// localhost and 127.0.0.1, and `other.pem` for the same names; `false`
@@ -44,24 +41,8 @@ fn get_with_ca_trusts_a_plain_openssl_self_signed_certificate_and_no_other() {
         dir.path().join("cert.pem").display(),
         dir.path().join("cert.key").display()
     );
-    let mut child = flexio()
-        .arg("serve")
-        .arg(&served)
-        .args(["--tls", &files])
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut first = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut first)
-        .unwrap();
-    let _server = Serving(child);
-    let url = first
-        .split_whitespace()
-        .find(|word| word.starts_with("https://"))
-        .unwrap_or_else(|| panic!("no https URL in {first:?}"))
-        .trim_end_matches('/')
-        .to_string();
+    let (_server, url) = common::serve(&served, &["--tls", &files]);
+    assert!(url.starts_with("https://"), "{url}");
     let port = url.rsplit(':').next().unwrap().to_string();
     for host in ["127.0.0.1", "localhost"] {
         let copy = dir.path().join(format!("copy-{host}"));
