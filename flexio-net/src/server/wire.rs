@@ -158,9 +158,7 @@ impl Link<'_> {
                 // The records go now where the socket takes them; what it
                 // does not is flushed before the next write or read.
                 match tls.flush(self.stream) {
-                    Ok(()) | Err(Errno::AGAIN) if n == 0 && !bytes.is_empty() => {
-                        Err(Errno::AGAIN)
-                    }
+                    Ok(()) | Err(Errno::AGAIN) if n == 0 && !bytes.is_empty() => Err(Errno::AGAIN),
                     Ok(()) | Err(Errno::AGAIN) => Ok(n),
                     Err(errno) => Err(errno),
                 }
