@@ -117,7 +117,7 @@ impl TlsIdentity {
             .with_single_cert(vec![cert], key)
             .map_err(|e| tls_error("the certificate and key", e))?;
         Ok(TlsIdentity {
-            config: Arc::new(with_alpn(config)),
+            config: Arc::new(served(config)?),
             fingerprint,
         })
     }
@@ -174,7 +174,7 @@ impl TlsIdentity {
                 .with_no_client_auth()
                 .with_single_cert(chain, key)
                 .map_err(|e| tls_error("the certificate chain and key", e))?;
-            identity.config = Arc::new(with_alpn(config));
+            identity.config = Arc::new(served(config)?);
         }
         Ok(identity)
     }
@@ -185,9 +185,15 @@ impl TlsIdentity {
 /// (and one asking only for `h2` is refused rather than misread).
 pub(crate) const ALPN_HTTP_1_1: &[u8] = b"http/1.1";
 
-fn with_alpn(mut config: rustls::ServerConfig) -> rustls::ServerConfig {
+/// The server's configuration as every connection uses it: ALPN offered,
+/// and sessions resumed from tickets (encrypted with a key rustls rotates)
+/// so that a client's next connection skips the key exchange, whichever
+/// worker takes it, with no session state kept per client.
+fn served(mut config: rustls::ServerConfig) -> Result<rustls::ServerConfig> {
     config.alpn_protocols = vec![ALPN_HTTP_1_1.to_vec()];
-    config
+    config.ticketer =
+        rustls::crypto::ring::Ticketer::new().map_err(|e| tls_error("session tickets", e))?;
+    Ok(config)
 }
 
 /// Where the kernel lists the TCP upper-layer protocols it has loaded.

@@ -285,3 +285,156 @@ fn the_server_offers_http_1_1_by_alpn() {
     handle.abort();
     handle.wait();
 }
+
+/// Reads whole TLS records off the socket into the session until `want`
+/// bytes of plaintext came out: the plaintext and how many records held it.
+fn read_counting_records(tls: &mut Tls, want: usize) -> (Vec<u8>, usize) {
+    let mut plain = Vec::new();
+    let mut records = 0;
+    let mut buffer = vec![0u8; 1 << 16];
+    while plain.len() < want {
+        let mut record = vec![0u8; 5];
+        tls.sock.read_exact(&mut record).unwrap();
+        let length = usize::from(u16::from_be_bytes([record[3], record[4]]));
+        record.resize(5 + length, 0);
+        tls.sock.read_exact(&mut record[5..]).unwrap();
+        records += 1;
+        let mut unread = &record[..];
+        while !unread.is_empty() {
+            tls.conn.read_tls(&mut unread).unwrap();
+        }
+        tls.conn.process_new_packets().unwrap();
+        loop {
+            match tls.conn.reader().read(&mut buffer) {
+                Ok(0) => break,
+                Ok(n) => plain.extend_from_slice(&buffer[..n]),
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+                Err(e) => panic!("reading plaintext: {e}"),
+            }
+        }
+    }
+    (plain, records)
+}
+
+#[test]
+fn a_small_response_over_tls_is_one_record() {
+    let _alone = ALONE.lock().unwrap_or_else(|p| p.into_inner());
+    let root = tempfile::tempdir().unwrap();
+    std::fs::write(root.path().join("small"), common::pattern(4096, 3)).unwrap();
+    let (handle, client) = tls_server(root.path(), |_| {});
+    let mut tls = connect(handle.local_addr(), &client);
+    let request = b"GET /small HTTP/1.1\r\nHost: x\r\n\r\n";
+    // The first exchange also carries the session tickets sent after the
+    // handshake; the second is the response alone.
+    tls.write_all(request).unwrap();
+    let (first, _) = read_counting_records(&mut tls, 4096 + 1);
+    let head_end = first.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
+    let whole = head_end + 4096;
+    if first.len() < whole {
+        read_counting_records(&mut tls, whole - first.len());
+    }
+    tls.write_all(request).unwrap();
+    let (second, records) = read_counting_records(&mut tls, whole);
+    assert!(second.starts_with(b"HTTP/1.1 200"));
+    assert!(second.ends_with(&common::pattern(4096, 3)));
+    assert_eq!(
+        records, 1,
+        "a 4 KiB response came in {records} TLS records (its head in one of its own?)"
+    );
+    handle.abort();
+    handle.wait();
+}
+
+#[test]
+fn a_second_connection_resumes_the_tls_session() {
+    let _alone = ALONE.lock().unwrap_or_else(|p| p.into_inner());
+    let root = tempfile::tempdir().unwrap();
+    std::fs::write(root.path().join("f"), b"resumed").unwrap();
+    let (handle, client) = tls_server(root.path(), |config| config.workers = 4);
+    let address = handle.local_addr();
+    let mut first = connect(address, &client);
+    // Reading the response reads the tickets sent before it.
+    let (response, _) = get_to_close(&mut first, "/f");
+    assert!(response.ends_with(b"resumed"));
+    assert_eq!(
+        first.conn.handshake_kind(),
+        Some(rustls::HandshakeKind::Full)
+    );
+    // Whichever worker takes the next connections, each skips the key
+    // exchange.
+    for _ in 0..4 {
+        let mut next = connect(address, &client);
+        assert_eq!(
+            next.conn.handshake_kind(),
+            Some(rustls::HandshakeKind::Resumed),
+            "a later connection did a full handshake: no session resumption"
+        );
+        let (response, _) = get_to_close(&mut next, "/f");
+        assert!(response.ends_with(b"resumed"));
+    }
+    handle.abort();
+    handle.wait();
+}
+
+/// The body of a response (after its head).
+fn body_of(response: &[u8]) -> &[u8] {
+    let end = response.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
+    &response[end..]
+}
+
+#[test]
+fn multipart_ranges_and_a_tar_over_tls_are_the_bytes_sent_plain() {
+    let _alone = ALONE.lock().unwrap_or_else(|p| p.into_inner());
+    let root = tempfile::tempdir().unwrap();
+    std::fs::write(root.path().join("f"), common::pattern(300_000, 5)).unwrap();
+    std::fs::create_dir(root.path().join("d")).unwrap();
+    for (name, size) in [("a", 10), ("b", 70_000), ("c", 0)] {
+        std::fs::write(root.path().join("d").join(name), common::pattern(size, 9)).unwrap();
+    }
+    let (tls_handle, client) = tls_server(root.path(), |_| {});
+    let plain_handle = Server::bind(ServeConfig::new(root.path().to_path_buf()))
+        .unwrap()
+        .spawn()
+        .unwrap();
+    // Part heads and tar headers are sent with more to follow: held back
+    // over TLS, they must still arrive, in order, before their bytes.
+    for (target, range) in [
+        ("/f", "Range: bytes=0-9,100-199,299990-\r\n"),
+        ("/d/?tar", ""),
+    ] {
+        let request =
+            format!("GET {target} HTTP/1.1\r\nHost: x\r\n{range}Connection: close\r\n\r\n");
+        let mut plain = TcpStream::connect(plain_handle.local_addr()).unwrap();
+        plain.write_all(request.as_bytes()).unwrap();
+        let mut plain_response = Vec::new();
+        plain.read_to_end(&mut plain_response).unwrap();
+        let mut tls = connect(tls_handle.local_addr(), &client);
+        tls.write_all(request.as_bytes()).unwrap();
+        let mut tls_response = Vec::new();
+        tls.read_to_end(&mut tls_response).unwrap();
+        let (plain_body, tls_body) = (body_of(&plain_response), body_of(&tls_response));
+        assert!(!plain_body.is_empty(), "{target}: an empty body");
+        if target == "/f" {
+            // The boundary differs per response; each part's bytes do not.
+            let boundary_of = |r: &[u8]| {
+                let head = String::from_utf8_lossy(&r[..r.len() - body_of(r).len()]).into_owned();
+                head.split("boundary=")
+                    .nth(1)
+                    .unwrap()
+                    .split("\r\n")
+                    .next()
+                    .unwrap()
+                    .to_string()
+            };
+            let normal =
+                |r: &[u8]| String::from_utf8_lossy(body_of(r)).replace(&boundary_of(r), "BOUNDARY");
+            assert_eq!(normal(&plain_response), normal(&tls_response), "{target}");
+        } else {
+            assert_eq!(plain_body, tls_body, "{target}: the tar differs over TLS");
+        }
+    }
+    tls_handle.abort();
+    tls_handle.wait();
+    plain_handle.abort();
+    plain_handle.wait();
+}

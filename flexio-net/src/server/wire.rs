@@ -6,10 +6,13 @@
 //! what the socket holds (`read_tls`), decrypts it and hands out the
 //! plaintext; writing flushes what the session holds (`write_tls`) before
 //! it takes more plaintext, so a session never holds more than one batch
-//! of records. The handshake happens inside the first reads, under the
-//! head deadline.
+//! of records. Plaintext sent with more to follow (a response head, a
+//! part head) is held back until the bytes after it, so they share a
+//! record: a small response is one record and one write, as nginx sends
+//! it. The handshake happens inside the first reads, under the head
+//! deadline.
 
-use std::io::{ErrorKind, Read, Write};
+use std::io::{ErrorKind, IoSlice, Read, Write};
 use std::net::TcpStream;
 use std::sync::Arc;
 
@@ -21,6 +24,10 @@ use crate::head::Source;
 /// Plaintext taken out of a session at once, and the most handed to it
 /// per write (a few records).
 const PLAIN_BATCH: usize = 64 << 10;
+
+/// The most plaintext one TLS record carries (RFC 8446 §5.1): what is
+/// held back to share a record with the bytes after it.
+const RECORD_PLAIN: usize = 16 << 10;
 
 /// A connection's transport.
 pub(crate) enum Wire {
@@ -38,6 +45,8 @@ pub(crate) struct TlsWire {
     ended: bool,
     /// Our close_notify is queued.
     closing: bool,
+    /// Plaintext sent with more to follow, not yet in the session.
+    held: Vec<u8>,
 }
 
 /// A wire with its socket, for one call.
@@ -57,6 +66,7 @@ impl Wire {
                 plain_at: 0,
                 ended: false,
                 closing: false,
+                held: Vec::new(),
             })),
         })
     }
@@ -79,6 +89,9 @@ impl Wire {
             if tls.plain_at >= tls.plain.len() {
                 tls.plain = Vec::new();
                 tls.plain_at = 0;
+            }
+            if tls.held.is_empty() {
+                tls.held = Vec::new();
             }
         }
     }
@@ -137,18 +150,15 @@ impl Link<'_> {
                     }
                 }
                 tls.flush(self.stream)?;
-                let take = bytes.len().min(PLAIN_BATCH);
-                let n = tls
-                    .session
-                    .writer()
-                    .write(&bytes[..take])
-                    .map_err(|_| Errno::IO)?;
-                if n == 0 && take > 0 {
-                    return Err(Errno::AGAIN);
+                if more && tls.held.len() + bytes.len() <= RECORD_PLAIN {
+                    tls.held.extend_from_slice(bytes);
+                    return Ok(bytes.len());
                 }
+                let n = tls.write_after_held(bytes)?;
                 // The records go now where the socket takes them; what it
                 // does not is flushed before the next write or read.
                 match tls.flush(self.stream) {
+                    Ok(()) | Err(Errno::AGAIN) if n == 0 && !bytes.is_empty() => Err(Errno::AGAIN),
                     Ok(()) | Err(Errno::AGAIN) => Ok(n),
                     Err(errno) => Err(errno),
                 }
@@ -156,11 +166,15 @@ impl Link<'_> {
         }
     }
 
-    /// Sends what the session still holds: `EAGAIN` until all is out.
+    /// Sends what the session and the held plaintext still hold:
+    /// `EAGAIN` until all is out.
     pub fn flush(&mut self) -> Result<(), Errno> {
         match self.wire {
             Wire::Plain => Ok(()),
-            Wire::Tls(tls) => tls.flush(self.stream),
+            Wire::Tls(tls) => {
+                tls.release_held(self.stream)?;
+                tls.flush(self.stream)
+            }
         }
     }
 
@@ -169,6 +183,8 @@ impl Link<'_> {
     pub fn close(&mut self) -> Result<(), Errno> {
         if let Wire::Tls(tls) = self.wire {
             if !tls.closing {
+                // The held bytes go before the alert that ends them.
+                tls.release_held(self.stream)?;
                 tls.closing = true;
                 tls.session.send_close_notify();
             }
@@ -183,6 +199,38 @@ impl Link<'_> {
 }
 
 impl TlsWire {
+    /// Hands the held plaintext and then up to a batch of `bytes` to the
+    /// session in one write, so they share records; the count of `bytes`
+    /// taken. The session's records must have been flushed first: it then
+    /// takes a whole batch.
+    fn write_after_held(&mut self, bytes: &[u8]) -> Result<usize, Errno> {
+        let held = self.held.len();
+        let take = bytes.len().min(PLAIN_BATCH - held);
+        let slices = [IoSlice::new(&self.held), IoSlice::new(&bytes[..take])];
+        let written = self
+            .session
+            .writer()
+            .write_vectored(&slices)
+            .map_err(|_| Errno::IO)?;
+        self.held.drain(..written.min(held));
+        Ok(written.saturating_sub(held))
+    }
+
+    /// Puts the held plaintext into the session (its records flushed
+    /// first): `EAGAIN` while the socket is full.
+    fn release_held(&mut self, stream: &TcpStream) -> Result<(), Errno> {
+        if self.held.is_empty() {
+            return Ok(());
+        }
+        self.flush(stream)?;
+        self.write_after_held(&[])?;
+        if self.held.is_empty() {
+            Ok(())
+        } else {
+            Err(Errno::AGAIN)
+        }
+    }
+
     /// Copies the plaintext held (reading more first when none is) into
     /// `into`, without consuming it.
     fn peek(&mut self, stream: &TcpStream, into: &mut [u8]) -> Result<usize, Errno> {
