@@ -9,6 +9,9 @@
 //! - **latency under load**: the p99 of a 4 KiB request from one client
 //!   while 4 clients download a large file, against the same request on an
 //!   idle server;
+//! - **latency beside hashing** (flexio only): the same probe while 8
+//!   clients each ask `?manifest` of a different file not hashed yet
+//!   ([`manifest_load`]);
 //! - **fairness**: 4 equal clients, each on its own connection, fetching
 //!   the large file for a fixed time: each client's rate and Jain's index
 //!   over them, without and with a per-client rate limit (`flexio serve
@@ -34,6 +37,7 @@ use serde::{Deserialize, Serialize};
 use crate::stats::{jain, median};
 
 pub mod clients;
+pub mod manifest_load;
 pub mod servers;
 pub mod tls;
 pub mod wrk;
@@ -73,6 +77,10 @@ pub struct ServerBenchOptions {
     pub fair_clients: usize,
     /// The cells again over TLS, and the large file downloaded over TLS.
     pub tls: bool,
+    /// Clients asking, at once, for the manifest of a file each.
+    pub manifest_clients: usize,
+    /// Bytes of each file whose manifest is asked.
+    pub manifest_size: u64,
 }
 
 impl ServerBenchOptions {
@@ -90,6 +98,8 @@ impl ServerBenchOptions {
             rate_per_client: 32 << 20,
             fair_clients: 4,
             tls: true,
+            manifest_clients: 8,
+            manifest_size: 1 << 30,
         }
     }
 
@@ -104,8 +114,13 @@ impl ServerBenchOptions {
             large_size: 64 << 20,
             rate_per_client: 8 << 20,
             tls: false,
+            manifest_size: 8 << 20,
             ..Self::issue(dir, flexio, 1)
         }
+    }
+
+    fn manifest_hash_seconds(&self) -> u64 {
+        (self.manifest_clients as u64 * self.manifest_size) >> 31
     }
 
     /// Roughly how long the run takes, seconds.
@@ -113,6 +128,9 @@ impl ServerBenchOptions {
         let cells = (self.clients.len() * self.sizes.len()) as u64;
         let mut per_round =
             cells * 2 * (self.seconds + 1) + 2 * 3 * (self.seconds + 1) + 4 * self.seconds;
+        // The probe beside the manifests, and their files' hashing beyond
+        // it (BLAKE3 at about 1 GB/s a core, two cores).
+        per_round += self.seconds + 1 + self.manifest_hash_seconds();
         if self.tls {
             // The cells again, and four downloads at about 200 MiB/s.
             per_round += cells * 2 * (self.seconds + 1) + 4 * (self.large_size >> 28).max(1);
@@ -206,6 +224,9 @@ pub struct ServerBenchResults {
     /// Every download of the large file over TLS.
     #[serde(default)]
     pub downloads: Vec<tls::DownloadRun>,
+    /// Every round of the probe beside manifests.
+    #[serde(default)]
+    pub manifest_latency: Vec<manifest_load::ManifestLatency>,
 }
 
 /// The served files: one per cell size (`f-SIZE`), the probe, the large
@@ -220,6 +241,9 @@ fn make_files(root: &Path, options: &ServerBenchOptions) -> io::Result<()> {
         .collect();
     wanted.push((PROBE_FILE.into(), 4 << 10));
     wanted.push((LARGE_FILE.into(), options.large_size));
+    for index in 0..options.manifest_clients {
+        wanted.push((manifest_load::file_name(index), options.manifest_size));
+    }
     for (name, size) in wanted {
         let path = root.join(name);
         write_pattern(&path, size)?;
@@ -365,6 +389,18 @@ pub fn run(
                 results
                     .latency
                     .push(latency_round(server, round, duration)?);
+            }
+            if options.manifest_clients > 0 {
+                progress(&format!("latency beside manifests, round {round}"));
+                results.manifest_latency.push(manifest_load::round(
+                    &options.flexio,
+                    &root,
+                    &format!("/{PROBE_FILE}"),
+                    options.manifest_clients,
+                    options.manifest_size,
+                    duration,
+                    round,
+                )?);
             }
         }
     } else {

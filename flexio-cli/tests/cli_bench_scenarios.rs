@@ -90,6 +90,16 @@ fn server_scenario_quick_is_consistent() {
                 assert!(round[phase]["requests"].as_u64().unwrap() > 0, "{round}");
             }
         }
+        // The probe beside manifests: every manifest answered (each file
+        // hashed), the probe answered without errors, its window recorded.
+        let beside = results["manifest_latency"].as_array().unwrap();
+        assert!(!beside.is_empty());
+        for round in beside {
+            assert_eq!(round["manifest_s"].as_array().unwrap().len(), 8, "{round}");
+            assert!(round["probe"]["requests"].as_u64().unwrap() > 0, "{round}");
+            assert_eq!(round["probe"]["errors"].as_u64(), Some(0), "{round}");
+        }
+        assert!(text.contains("?manifest of a different"), "{text}");
         for chart in [
             "server-throughput.svg",
             "server-requests.svg",

@@ -16,8 +16,35 @@ fn or_dash(value: Option<f64>, scale: f64, digits: usize) -> String {
     value.map_or("-".into(), |v| format!("{:.*}", digits, v / scale))
 }
 
+/// The probe's p99 beside manifests: each round, with how much of the
+/// probe's window the hashing covered.
+fn manifest_text(text: &mut String, results: &ServerBenchResults) {
+    let Some(first) = results.manifest_latency.first() else {
+        return;
+    };
+    let _ = writeln!(
+        text,
+        "\np99 of a 4 KiB request to flexio serve while {} clients each ask ?manifest of a different {} file not hashed yet",
+        first.manifest_s.len(),
+        short_size(first.file_size)
+    );
+    for round in &results.manifest_latency {
+        let slowest = round.manifest_s.iter().copied().fold(0.0, f64::max);
+        let _ = writeln!(
+            text,
+            "  round {}: p99 {:>9} ms  p50 {:>9} ms  {} requests, {} errors; manifests done in {slowest:.1} s, covering {:.0}% of the probe's window",
+            round.round,
+            or_dash(round.probe.p99_us, 1e3, 3),
+            or_dash(round.probe.p50_us, 1e3, 3),
+            round.probe.requests,
+            round.probe.errors,
+            round.overlap() * 100.0
+        );
+    }
+}
+
 /// The scenario's text: the cells (medians, flexio's ratios to nginx),
-/// latency under load, fairness, the cells and downloads over TLS, what
+/// latency under load and beside manifests, fairness, the cells and downloads over TLS, what
 /// was skipped, and Cue's Table 8.
 pub fn table(results: &ServerBenchResults) -> String {
     let mut text = String::new();
@@ -42,6 +69,7 @@ pub fn table(results: &ServerBenchResults) -> String {
             );
         }
     }
+    manifest_text(&mut text, results);
     let fairness = results.fairness_summary();
     if !fairness.is_empty() {
         let _ = writeln!(
