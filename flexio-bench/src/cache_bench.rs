@@ -19,10 +19,10 @@
 //!    alone and during a scan.
 //!
 //! Run by `flexio bench --scenario cache` and its alias `flexio cache
-//! bench`.
+//! bench`. Part 1 is a paper reproduction: its rows come from the caller
+//! ([`CacheBenchOptions::smack_rows`], the `flexio-seeds` crate's).
 //!
 //! ```text
-//! smack.rs        the cold/warm table, on a file and on a loop device
 //! hits.rs         hit costs against memcpy
 //! hot_set.rs      hot set through a scan, per policy
 //! page_cache.rs   the same through the page cache in a memory cgroup
@@ -44,15 +44,25 @@ mod hits;
 mod hot_set;
 pub mod page_cache;
 mod serve;
-mod smack;
 
 pub use serve::{ServeFigures, ServeRow};
 
 pub(crate) use hot_set::hot_phase;
 pub use hot_set::HotSetShape;
 
-pub(crate) const MIB: u64 = 1 << 20;
-pub(crate) const BLOCK: usize = 4096;
+/// Bytes in a MiB.
+pub const MIB: u64 = 1 << 20;
+/// The cache's block and the size of each read.
+pub const BLOCK: usize = 4096;
+
+/// S.M.A.C.K.'s cold/warm rows (part 1) for `options` over `runs` counted
+/// rounds, `progress` hearing a line per step: the rows, and why the loop
+/// device's are missing when they are.
+pub type SmackRows = fn(
+    &CacheBenchOptions,
+    u32,
+    &mut dyn FnMut(&str),
+) -> io::Result<(Vec<FileRow>, Option<String>)>;
 
 /// What to run.
 #[derive(Clone, Debug)]
@@ -76,6 +86,10 @@ pub struct CacheBenchOptions {
     pub serve_window: Duration,
     /// Which parts to run.
     pub parts: Parts,
+    /// What measures part 1, S.M.A.C.K.'s table (a paper reproduction, in
+    /// the crate above this one); `None` leaves the table empty and says
+    /// why.
+    pub smack_rows: Option<SmackRows>,
 }
 
 /// The scenario's parts, each on or off (all on by default).
@@ -152,6 +166,7 @@ impl Default for CacheBenchOptions {
             flexio_exe: None,
             serve_window: Duration::from_secs(2),
             parts: Parts::ALL,
+            smack_rows: None,
         }
     }
 }
@@ -168,7 +183,14 @@ pub struct Spread {
 }
 
 impl Spread {
-    pub(crate) fn of(values: &[f64]) -> Spread {
+    /// The median, min and max of `values` (at least one).
+    ///
+    /// # Examples
+    /// ```
+    /// let spread = flexio_bench::cache_bench::Spread::of(&[3.0, 1.0, 2.0]);
+    /// assert_eq!((spread.median, spread.min, spread.max), (2.0, 1.0, 3.0));
+    /// ```
+    pub fn of(values: &[f64]) -> Spread {
         let mut sorted = values.to_vec();
         sorted.sort_by(f64::total_cmp);
         let n = sorted.len();
@@ -274,11 +296,22 @@ pub struct CacheBenchReport {
     pub serve_note: Option<String>,
 }
 
-/// A data file for the run, removed on drop.
-pub(crate) struct DataFile(pub(crate) PathBuf);
+/// A data file for the run (its path), removed on drop.
+pub struct DataFile(pub PathBuf);
 
 impl DataFile {
-    pub(crate) fn new(dir: &Path, name: &str, bytes: u64) -> io::Result<DataFile> {
+    /// Writes `bytes` of a repeating pattern to `dir/name` and syncs it.
+    ///
+    /// # Errors
+    /// Creating, writing or syncing the file fails.
+    ///
+    /// # Examples
+    /// ```
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let file = flexio_bench::cache_bench::DataFile::new(dir.path(), "data", 5000).unwrap();
+    /// assert_eq!(std::fs::metadata(&file.0).unwrap().len(), 5000);
+    /// ```
+    pub fn new(dir: &Path, name: &str, bytes: u64) -> io::Result<DataFile> {
         let path = dir.join(name);
         let chunk: Vec<u8> = (0..MIB).map(|i| (i * 131 % 251) as u8).collect();
         let mut file = std::fs::File::create(&path)?;
@@ -299,12 +332,32 @@ impl Drop for DataFile {
     }
 }
 
-pub(crate) fn cache_error(error: flexio_cache::Error) -> io::Error {
+/// A cache error as an `io::Error`, its message kept.
+///
+/// # Examples
+/// ```
+/// use flexio_bench::cache_bench::cache_error;
+/// let cache = flexio_cache::BlockCache::open("/nonexistent/file", flexio_cache::CacheConfig::new(1 << 20));
+/// assert!(cache_error(cache.err().unwrap()).to_string().contains("/nonexistent/file"));
+/// ```
+pub fn cache_error(error: flexio_cache::Error) -> io::Error {
     io::Error::other(error.to_string())
 }
 
 /// Reads `len` bytes sequentially in 4 KiB reads; returns MiB/s.
-pub(crate) fn sequential_pass(cache: &BlockCache, len: u64) -> io::Result<f64> {
+///
+/// # Errors
+/// A read through the cache fails.
+///
+/// # Examples
+/// ```
+/// use flexio_bench::cache_bench::{sequential_pass, DataFile};
+/// let dir = tempfile::tempdir().unwrap();
+/// let file = DataFile::new(dir.path(), "data", 1 << 20).unwrap();
+/// let cache = flexio_cache::BlockCache::open(&file.0, flexio_cache::CacheConfig::new(1 << 20)).unwrap();
+/// assert!(sequential_pass(&cache, 1 << 20).unwrap() > 0.0);
+/// ```
+pub fn sequential_pass(cache: &BlockCache, len: u64) -> io::Result<f64> {
     let mut buf = vec![0u8; BLOCK];
     let start = Instant::now();
     let mut offset = 0;
@@ -329,11 +382,11 @@ pub fn run(
     let mut files = Vec::new();
     let mut loop_device_note = None;
     if parts.smack {
-        files = smack::file_rows(options, runs, progress)?;
-        match smack::loop_device_rows(options, runs, progress) {
-            Ok(rows) => files.extend(rows),
-            Err(why) => {
-                progress(&format!("cache: no loop device rows: {why}"));
+        match options.smack_rows {
+            Some(rows) => (files, loop_device_note) = rows(options, runs, progress)?,
+            None => {
+                let why = "no S.M.A.C.K. rows: nothing measures them in this build".to_string();
+                progress(&format!("cache: {why}"));
                 loop_device_note = Some(why);
             }
         }

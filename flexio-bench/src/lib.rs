@@ -23,9 +23,9 @@
 //!                latency, CPU per GiB, latency under load, fairness
 //! schedule_bench.rs Cue's (k, t) grid: file -> socket with --schedule
 //!                K,T beside the meter
-//! cue.rs         Cue's tables, printed beside the scenarios that repeat them
-//! seeds.rs       the five documents' twenty exhibits: the original's values
-//!                beside ours (seeds.md and a chart each)
+//! originals.rs   the place where an original's table (registered by
+//!                the flexio-seeds crate above) is printed beside the
+//!                scenario that repeats its experiment
 //! pace_bench.rs  the `pace` scenario: `flexio copy --rate` as a process
 //!                over loopback, clocked by a receiver here
 //! host_bench.rs  the host-to-host scenario: flexio serve + get across a
@@ -33,16 +33,14 @@
 //!                iperf3; the OS project's Fig 5 and Fig 6
 //! hosts_bench.rs the `hosts` scenario: N hosts in network namespaces,
 //!                shards, mirrors and a chain against one transfer
-//! thesis_bench.rs FlexIO's setups the matrix lacks, as `flexio copy`
-//!                processes: a 128 MiB memory cgroup, a socket-buffer
-//!                sweep, a relay across three network namespaces
-//! smack_bench.rs S.M.A.C.K.'s tables for the seeds: files read into
-//!                memory buffered against O_DIRECT, through a 16 MiB cache,
-//!                and a raw loop device beside dd
 //! memory_group.rs a memory cgroup (v1 or v2), removed on drop
 //! harness.rs     what the tuner (`flexio-tune`) uses: cells, the runner,
 //!                summaries
 //! ```
+//!
+//! The five documents' experiments (the seeds, FlexIO's and S.M.A.C.K.'s
+//! own setups, Cue's tables) live in the `flexio-seeds` crate, which uses
+//! this harness; nothing here refers to it.
 
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]
@@ -50,17 +48,17 @@
 mod affinity;
 pub mod cache_bench;
 pub mod charts;
-pub mod cue;
-mod files;
+pub mod files;
 pub mod fingerprint;
 pub mod harness;
 pub mod host_bench;
 pub mod hosts_bench;
 pub mod limits;
-mod memory_group;
+pub mod memory_group;
 pub mod meter;
 pub use memory_group::memory_groups_left;
 pub mod model;
+pub mod originals;
 pub mod output;
 pub mod pace_bench;
 pub mod peers;
@@ -68,11 +66,8 @@ pub mod plan;
 pub mod process_cpu;
 pub mod runner;
 pub mod schedule_bench;
-pub mod seeds;
 pub mod server_bench;
-pub mod smack_bench;
 pub mod stats;
 pub mod table;
-pub mod thesis_bench;
 pub mod tree_bench;
 mod window;

@@ -22,7 +22,7 @@ pub(crate) const PREFIX: &str = "flexio-";
 
 /// A memory group of this process's making.
 #[derive(Debug)]
-pub(crate) struct MemoryGroup {
+pub struct MemoryGroup {
     path: PathBuf,
 }
 
@@ -49,7 +49,18 @@ impl MemoryGroup {
     /// Makes `flexio-<name>-<pid>` limited to `limit_bytes`; `Err` says why
     /// not (not root, no memory controller, a write refused; what was
     /// made is removed).
-    pub(crate) fn new(name: &str, limit_bytes: u64) -> Result<MemoryGroup, String> {
+    ///
+    /// # Errors
+    /// Not root, no memory controller, or a cgroup file refused: in words,
+    /// a skip starting `skipped:`.
+    ///
+    /// # Examples
+    /// ```no_run
+    /// use flexio_bench::memory_group::MemoryGroup;
+    /// let group = MemoryGroup::new("doc", 128 << 20).unwrap();
+    /// group.add(std::process::id()).unwrap();
+    /// ```
+    pub fn new(name: &str, limit_bytes: u64) -> Result<MemoryGroup, String> {
         if !rustix::process::geteuid().is_root() {
             return Err("skipped: a memory cgroup needs root".into());
         }
@@ -66,19 +77,25 @@ impl MemoryGroup {
     }
 
     /// Where the group is.
-    pub(crate) fn path(&self) -> &Path {
+    pub fn path(&self) -> &Path {
         &self.path
     }
 
     /// Moves process `pid` into the group.
-    pub(crate) fn add(&self, pid: u32) -> Result<(), String> {
+    ///
+    /// # Errors
+    /// `cgroup.procs` refused the write.
+    pub fn add(&self, pid: u32) -> Result<(), String> {
         std::fs::write(self.path.join("cgroup.procs"), pid.to_string())
             .map_err(|e| format!("cgroup.procs: {e}"))
     }
 
     /// `cgroup.procs` open for writing, for a child to join the group
     /// before it execs (see `flexio_sys::process::join_cgroup_before_exec`).
-    pub(crate) fn procs(&self) -> Result<File, String> {
+    ///
+    /// # Errors
+    /// `cgroup.procs` cannot be opened.
+    pub fn procs(&self) -> Result<File, String> {
         let path = self.path.join("cgroup.procs");
         OpenOptions::new()
             .write(true)
@@ -91,7 +108,7 @@ impl MemoryGroup {
 /// killer ended in it and the times it hit its limit (`None` where the
 /// kernel keeps no such count).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(crate) struct MemoryEvents {
+pub struct MemoryEvents {
     /// v2 `memory.events` `oom_kill`; v1 `memory.oom_control` `oom_kill`.
     pub oom_kills: Option<u64>,
     /// v2 `memory.events` `max`; v1 `memory.failcnt`.
@@ -100,7 +117,7 @@ pub(crate) struct MemoryEvents {
 
 impl MemoryGroup {
     /// The group's OOM kills and limit hits so far.
-    pub(crate) fn events(&self) -> MemoryEvents {
+    pub fn events(&self) -> MemoryEvents {
         let read = |name: &str| std::fs::read_to_string(self.path.join(name)).ok();
         if let Some(events) = read("memory.events") {
             return MemoryEvents {
@@ -128,7 +145,7 @@ impl MemoryGroup {
     /// when the OOM killer ended a process there meanwhile (or, where the
     /// kernel counts no OOM kills, a SIGKILL while the group hit its
     /// limit); else `why` as it was.
-    pub(crate) fn explain(&self, why: String, before: MemoryEvents, limit: u64) -> String {
+    pub fn explain(&self, why: String, before: MemoryEvents, limit: u64) -> String {
         let after = self.events();
         let group = format!("the {} MiB memory cgroup", limit >> 20);
         match (before.oom_kills, after.oom_kills) {

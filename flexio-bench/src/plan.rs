@@ -19,7 +19,7 @@ mod limit_cells;
 mod scenarios;
 pub use cell::{label, Cell, Entrant};
 use limit_cells::{add_auto_builtin, limit_cells};
-pub(crate) use scenarios::copy_kernel_entrants;
+pub use scenarios::copy_kernel_entrants;
 pub use scenarios::{ScenarioPlan, MATRIX};
 
 const KIB: u64 = 1 << 10;

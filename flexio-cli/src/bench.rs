@@ -277,6 +277,8 @@ fn size(text: &str) -> Result<u64, String> {
 /// Runs `flexio bench`: the scenarios with their own runners first, then
 /// the matrix's (all of it when no scenario is named).
 pub fn run(args: BenchArgs) -> Result<(), Error> {
+    // The documents' tables printed beside the scenarios that repeat them.
+    flexio_seeds::register();
     for own in OwnScenario::ALL {
         // `--exhibit` alone asks for those exhibits of the seeds.
         let exhibits = own == OwnScenario::Seeds && !args.exhibits.is_empty();

@@ -18,6 +18,9 @@ pub fn measure(mut options: CacheBenchOptions) -> Result<CacheBenchReport, Error
     if options.flexio_exe.is_none() {
         options.flexio_exe = std::env::current_exe().ok();
     }
+    if options.smack_rows.is_none() {
+        options.smack_rows = Some(flexio_seeds::smack_cache::rows);
+    }
     cache_bench::run(&options, &mut |line| eprintln!("{line}")).map_err(|source| Error::Io {
         op: "cache bench",
         endpoint: options.dir.display().to_string(),

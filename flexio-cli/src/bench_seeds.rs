@@ -5,11 +5,11 @@ use std::time::Instant;
 
 use flexio::Error;
 use flexio_bench::runner;
-use flexio_bench::seeds::{self, Exhibit};
+use flexio_seeds::seeds::{self, Exhibit};
 
 use std::path::Path;
 
-use flexio_bench::thesis_bench::ThesisOptions;
+use flexio_seeds::thesis_bench::ThesisOptions;
 
 use crate::bench_support::{io_error, stop_on_signals, BarObserver};
 

@@ -151,7 +151,7 @@ fn loop_devices_over(dir: &std::path::Path) -> Vec<String> {
 
 #[test]
 fn smack_tables_have_every_row_and_axis_and_leave_no_loop_device() {
-    use flexio_bench::smack_bench::{cached_series, raw, uncached_series, SIZES_MB};
+    use flexio_seeds::smack_bench::{cached_series, raw, uncached_series, SIZES_MB};
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out");
     let (_, md) = run_exhibits(

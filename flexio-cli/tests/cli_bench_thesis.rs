@@ -148,13 +148,13 @@ fn on_tmpfs_the_cgroup_copies_warn_and_an_oom_kill_is_named_as_such() {
         return;
     }
     let dir = tempfile::tempdir_in(shm).unwrap();
-    let options = flexio_bench::thesis_bench::ThesisOptions {
+    let options = flexio_seeds::thesis_bench::ThesisOptions {
         dir: dir.path().to_path_buf(),
         flexio: env!("CARGO_BIN_EXE_flexio").into(),
         quick: true,
         stop: Default::default(),
     };
-    let outcome = flexio_bench::thesis_bench::by_size(&options);
+    let outcome = flexio_seeds::thesis_bench::by_size(&options);
     let warning = format!("--dir {} is on tmpfs", dir.path().display());
     assert!(outcome.setting.contains(&warning), "{outcome:?}");
     let shortfall = outcome.shortfall.clone().unwrap_or_default();

@@ -274,7 +274,16 @@ struct Memory;
 
 /// `read-write` with every copy kernel this CPU has but `memcpy` (which
 /// the default `read-write` entrant is).
-pub(crate) fn copy_kernel_entrants() -> Vec<Entrant> {
+///
+/// # Examples
+/// ```
+/// use flexio_bench::model::Contender;
+/// let entrants = flexio_bench::plan::copy_kernel_entrants();
+/// assert!(entrants
+///     .iter()
+///     .all(|e| matches!(e.contender(), Contender::Flexio { .. })));
+/// ```
+pub fn copy_kernel_entrants() -> Vec<Entrant> {
     CopyKernel::available()
         .into_iter()
         .filter(|k| *k != CopyKernel::Memcpy)

@@ -59,12 +59,10 @@ pub fn table(summaries: &[ScheduleSummary], size: u64, chunk: usize) -> String {
         text,
         "  kept: the share of its solo rate the meter kept during the transfer (its solo rate is measured just before each one)\n"
     );
-    let _ = writeln!(
-        text,
-        "{}\n\n{}",
-        crate::cue::TABLE_1,
-        crate::cue::TABLES_3_TO_5
-    );
+    let originals = crate::originals::texts(crate::originals::Beside::Schedule);
+    if !originals.is_empty() {
+        let _ = writeln!(text, "{}", originals.join("\n\n"));
+    }
     text
 }
 

@@ -101,7 +101,9 @@ pub fn table(results: &ServerBenchResults) -> String {
     for line in &results.skipped {
         let _ = writeln!(text, "skipped: {line}");
     }
-    let _ = writeln!(text, "\n{}", crate::cue::TABLE_8);
+    for original in crate::originals::texts(crate::originals::Beside::ServeClients) {
+        let _ = writeln!(text, "\n{original}");
+    }
     text
 }
 

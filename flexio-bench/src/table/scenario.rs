@@ -8,6 +8,7 @@ use super::cells::{
 };
 use super::{Table, BEST_MARK, LIMIT_MARK};
 use crate::model::Scenario;
+use crate::originals::Beside;
 use crate::stats::{self, Summary};
 
 /// The table of one scenario.
@@ -204,6 +205,13 @@ fn caption(summaries: &[Summary], rows: &[&Summary], scenario: Scenario) -> Vec<
     caption
 }
 
+/// The originals' texts registered for `place`, as caption lines.
+fn originals(place: Beside) -> impl Iterator<Item = String> {
+    crate::originals::texts(place)
+        .into_iter()
+        .map(str::to_string)
+}
+
 /// Cue's figures beside the scenarios that repeat its experiments.
 fn cue_lines(scenario: Scenario) -> Vec<String> {
     match scenario {
@@ -216,10 +224,11 @@ fn cue_lines(scenario: Scenario) -> Vec<String> {
              CPU whatever the mechanism, so what a mechanism leaves to others shows per \
              byte, not per second"
                 .to_string(),
-            crate::cue::TABLE_1.to_string(),
-            crate::cue::TABLES_3_TO_5.to_string(),
-        ],
-        Scenario::Parallel => vec![crate::cue::TABLES_6_AND_7.to_string()],
+        ]
+        .into_iter()
+        .chain(originals(Beside::Meter))
+        .collect(),
+        Scenario::Parallel => originals(Beside::Parallel).collect(),
         _ => Vec::new(),
     }
 }

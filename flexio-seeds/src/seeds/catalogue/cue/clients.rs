@@ -12,10 +12,10 @@ use super::super::super::measure::{self, shape};
 use super::super::super::Point;
 use super::schedules::BLOCK;
 use super::Cue;
-use crate::model::CacheState::Warm;
-use crate::model::Scenario;
-use crate::plan::{Cell, Entrant};
-use crate::stats::Summary;
+use flexio_bench::model::CacheState::Warm;
+use flexio_bench::model::Scenario;
+use flexio_bench::plan::{Cell, Entrant};
+use flexio_bench::stats::Summary;
 
 const MIB: u64 = 1 << 20;
 
@@ -54,7 +54,7 @@ fn server(mechanism: MechanismName) -> Entrant {
 fn is_server(summary: &Summary, mechanism: MechanismName) -> bool {
     matches!(
         &summary.contender,
-        crate::model::Contender::Process { mechanism: m, .. } if *m == mechanism
+        flexio_bench::model::Contender::Process { mechanism: m, .. } if *m == mechanism
     )
 }
 

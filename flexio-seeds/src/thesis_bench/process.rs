@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::host_bench::link::listening;
-use crate::peers::Supervised;
+use flexio_bench::host_bench::link::listening;
+use flexio_bench::peers::Supervised;
 
 /// The longest one copy may take before its watchdog kills it.
 const DEADLINE: Duration = Duration::from_secs(300);

@@ -14,10 +14,10 @@ use super::super::measure::{self, mb_per_s, ratios_at_ends, series, shape, size_
 use super::super::own::Setup;
 use super::super::{Axes, Exhibit, Point, Status};
 use super::{no_cells, no_points, nothing};
-use crate::model::CacheState::{Cold, Warm};
-use crate::model::Scenario;
-use crate::plan::{Cell, Entrant};
-use crate::stats::Summary;
+use flexio_bench::model::CacheState::{Cold, Warm};
+use flexio_bench::model::Scenario;
+use flexio_bench::plan::{Cell, Entrant};
+use flexio_bench::stats::Summary;
 
 const MIB: u64 = 1 << 20;
 const KIB: u64 = 1 << 10;

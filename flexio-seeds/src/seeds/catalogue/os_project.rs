@@ -9,9 +9,9 @@
 use flexio::MechanismName::{self, *};
 
 use super::super::{Axes, Exhibit, Point, Status};
-use crate::model::CacheState::NotApplicable;
-use crate::model::Scenario;
-use crate::plan::{Cell, Entrant};
+use flexio_bench::model::CacheState::NotApplicable;
+use flexio_bench::model::Scenario;
+use flexio_bench::plan::{Cell, Entrant};
 
 mod pairs;
 

@@ -39,3 +39,21 @@ Cue, Table 8: wuftpd, KB/s at each client
         2      220-300       220-240   240-280   320-360       350
         3      202-240       239-257   221-250   277-330       300
         4      205-240       216-237   204-225   300-360       317";
+
+/// Cue's tables beside the product scenario at `place`: Table 1 and
+/// Tables 3-5 beside the meter and the schedule grid, Tables 6-7 beside
+/// the parallel transfers, Table 8 beside the server's clients.
+///
+/// # Examples
+/// ```
+/// use flexio_bench::originals::Beside;
+/// assert_eq!(flexio_seeds::cue::beside(Beside::Parallel), [flexio_seeds::cue::TABLES_6_AND_7]);
+/// ```
+pub fn beside(place: flexio_bench::originals::Beside) -> Vec<&'static str> {
+    use flexio_bench::originals::Beside;
+    match place {
+        Beside::Meter | Beside::Schedule => vec![TABLE_1, TABLES_3_TO_5],
+        Beside::Parallel => vec![TABLES_6_AND_7],
+        Beside::ServeClients => vec![TABLE_8],
+    }
+}

@@ -7,8 +7,8 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use super::{Exhibit, OwnRuns, Point, Status, STATUS_RULE};
-use crate::charts::plain::{write_line_chart, LineChart, PlainSeries};
-use crate::stats::Summary;
+use flexio_bench::charts::plain::{write_line_chart, LineChart, PlainSeries};
+use flexio_bench::stats::Summary;
 
 /// What a seeds run wrote.
 #[derive(Debug)]
@@ -29,7 +29,7 @@ pub struct SeedsReport {
 ///
 /// # Examples
 /// ```
-/// use flexio_bench::seeds::{find, write_report, OwnRuns};
+/// use flexio_seeds::seeds::{find, write_report, OwnRuns};
 /// let out = tempfile::tempdir().unwrap();
 /// let exhibits = [find("flexio-4-25").unwrap()];
 /// let report = write_report(out.path(), &exhibits, &[], &OwnRuns::default(), "a test").unwrap();
@@ -61,7 +61,7 @@ pub fn write_report(
         charts.extend(chart);
     }
     let markdown = out.join("seeds.md");
-    crate::files::write_replacing(&markdown, text.as_bytes())?;
+    flexio_bench::files::write_replacing(&markdown, text.as_bytes())?;
     Ok(SeedsReport { markdown, charts })
 }
 

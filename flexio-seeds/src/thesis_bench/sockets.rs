@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use super::process::{check_bytes, make_warm, source, start};
 use super::{point, sweep, ThesisOptions, ThesisOutcome, ThesisPoint};
-use crate::host_bench::link::{free_port, Link};
+use flexio_bench::host_bench::link::{free_port, Link};
 
 const MIB: u64 = 1 << 20;
 

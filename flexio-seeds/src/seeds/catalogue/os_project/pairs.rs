@@ -6,8 +6,8 @@ use flexio::MechanismName::{self, *};
 use super::super::super::measure::{self, series, shape, wall_s};
 use super::super::super::Point;
 use super::{ASYNC_GROUPS, FILE_COUNTS, METHODS, PAGE, SAMPLE_1, SAMPLE_2, SWEEP_SIZE};
-use crate::model::{CellKey, Contender, Scenario};
-use crate::stats::Summary;
+use flexio_bench::model::{CellKey, Contender, Scenario};
+use flexio_bench::stats::Summary;
 
 /// The original's name of a side's method.
 fn method(mechanism: MechanismName) -> &'static str {

@@ -5,8 +5,8 @@
 use flexio::MechanismName;
 
 use super::Point;
-use crate::model::{CellKey, Contender, Scenario};
-use crate::stats::Summary;
+use flexio_bench::model::{CellKey, Contender, Scenario};
+use flexio_bench::stats::Summary;
 
 /// Bytes in the documents' MB.
 pub(super) const MB: f64 = (1u64 << 20) as f64;

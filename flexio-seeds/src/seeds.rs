@@ -26,8 +26,8 @@
 
 use std::fmt;
 
-use crate::plan::{Cell, Plan};
-use crate::stats::Summary;
+use flexio_bench::plan::{Cell, Plan};
+use flexio_bench::stats::Summary;
 
 mod catalogue;
 mod measure;
@@ -144,7 +144,7 @@ pub struct Exhibit {
 ///
 /// # Examples
 /// ```
-/// use flexio_bench::seeds::find;
+/// use flexio_seeds::seeds::find;
 /// assert_eq!(find("cue-table-1").unwrap().id, "cue-table-1");
 /// assert!(find("nope").err().unwrap().contains("cue-table-1"));
 /// ```
@@ -160,7 +160,7 @@ pub fn find(id: &str) -> Result<&'static Exhibit, String> {
 ///
 /// # Examples
 /// ```
-/// use flexio_bench::seeds::{catalogue, plan};
+/// use flexio_seeds::seeds::{catalogue, plan};
 /// let all: Vec<_> = catalogue().iter().collect();
 /// assert!(!plan(&all, true).cells.is_empty());
 /// ```

@@ -15,7 +15,7 @@ mod tpil;
 ///
 /// # Examples
 /// ```
-/// assert_eq!(flexio_bench::seeds::catalogue().len(), 20);
+/// assert_eq!(flexio_seeds::seeds::catalogue().len(), 20);
 /// ```
 pub fn catalogue() -> &'static [Exhibit] {
     static ALL: OnceLock<Vec<Exhibit>> = OnceLock::new();
@@ -39,12 +39,12 @@ pub(super) fn setups(id: &str) -> &'static [super::own::Setup] {
 }
 
 /// No cells: an exhibit this bench cannot measure.
-fn no_cells(_quick: bool) -> Vec<crate::plan::Cell> {
+fn no_cells(_quick: bool) -> Vec<flexio_bench::plan::Cell> {
     Vec::new()
 }
 
 /// No points of ours.
-fn nothing(_: &[crate::stats::Summary]) -> Vec<super::Point> {
+fn nothing(_: &[flexio_bench::stats::Summary]) -> Vec<super::Point> {
     Vec::new()
 }
 

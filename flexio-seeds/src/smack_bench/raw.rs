@@ -12,7 +12,7 @@ use flexio_sys::loop_device::LoopDevice;
 use flexio_sys::rusage::children_rusage;
 
 use super::{read, rounds, Samples, MIB};
-use crate::cache_bench::DataFile;
+use flexio_bench::cache_bench::DataFile;
 use crate::thesis_bench::{ThesisOptions, ThesisOutcome};
 
 /// Wall seconds at x = 0 (CPU copies), 1 (one `O_DIRECT` request), 2 (dd).
@@ -27,8 +27,8 @@ const LEN: usize = 16 << 20;
 ///
 /// # Examples
 /// ```no_run
-/// use flexio_bench::smack_bench::raw_read;
-/// use flexio_bench::thesis_bench::ThesisOptions;
+/// use flexio_seeds::smack_bench::raw_read;
+/// use flexio_seeds::thesis_bench::ThesisOptions;
 /// let options = ThesisOptions {
 ///     dir: "/var/tmp".into(),
 ///     flexio: "flexio".into(),

@@ -110,7 +110,7 @@ fn point(
         options.stopped()?;
         seconds.push(run()?);
     }
-    let median = crate::stats::median(&mut seconds);
+    let median = flexio_bench::stats::median(&mut seconds);
     Ok(ThesisPoint {
         series: series.to_string(),
         x,

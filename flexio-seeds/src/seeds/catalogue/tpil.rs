@@ -9,12 +9,12 @@ use flexio::MechanismName::ReadWrite;
 
 use super::super::measure::{self, mb_per_s, series, shape};
 use super::super::{Axes, Exhibit, Point, Status};
-use crate::limits::Probe;
-use crate::model::CacheState::NotApplicable;
-use crate::model::Contender;
-use crate::model::Scenario;
-use crate::plan::{copy_kernel_entrants, Cell, Entrant};
-use crate::stats::Summary;
+use flexio_bench::limits::Probe;
+use flexio_bench::model::CacheState::NotApplicable;
+use flexio_bench::model::Contender;
+use flexio_bench::model::Scenario;
+use flexio_bench::plan::{copy_kernel_entrants, Cell, Entrant};
+use flexio_bench::stats::Summary;
 
 const BY_INJECTION: Axes = Axes {
     x: "injection size (bytes)",
@@ -162,7 +162,7 @@ fn compare_memory(_: &[Point], ours: &[Point]) -> String {
              only above 16 KB: {} — both a fixed cost per transfer against a cheaper copy, at a \
              size set by today's caches instead of a PCI bus (whose 30 MB/s host memory does not \
              have).",
-            crate::table::short_size(size as u64),
+            flexio_bench::table::short_size(size as u64),
             shape(size > 1024.0)
         ),
         None => "Ours: flexio's flow never got within half of memcpy: no crossover, unlike \
@@ -195,7 +195,7 @@ fn kernel_winners(ours: &[Point]) -> String {
                 format!(
                     "{} at {} ({ratio:.2}x)",
                     kernel,
-                    crate::table::short_size(size as u64)
+                    flexio_bench::table::short_size(size as u64)
                 ),
             ));
         }

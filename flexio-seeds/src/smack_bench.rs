@@ -20,7 +20,7 @@ use std::path::Path;
 use flexio_cache::policy::PolicyName;
 use flexio_cache::{BlockCache, CacheConfig, ReadMode};
 
-use crate::cache_bench::{cache_error, sequential_pass, DataFile};
+use flexio_bench::cache_bench::{cache_error, sequential_pass, DataFile};
 use crate::thesis_bench::{ThesisOptions, ThesisOutcome, ThesisPoint};
 
 pub mod raw;
@@ -137,7 +137,7 @@ impl Samples {
             .map(|(series, x, mut values)| ThesisPoint {
                 series: series.to_string(),
                 x,
-                y: crate::stats::median(&mut values),
+                y: flexio_bench::stats::median(&mut values),
             })
             .collect()
     }
@@ -174,8 +174,8 @@ fn by_size(
 ///
 /// # Examples
 /// ```no_run
-/// use flexio_bench::smack_bench::{uncached, SIZES_MB};
-/// use flexio_bench::thesis_bench::ThesisOptions;
+/// use flexio_seeds::smack_bench::{uncached, SIZES_MB};
+/// use flexio_seeds::thesis_bench::ThesisOptions;
 /// let options = ThesisOptions {
 ///     dir: "/var/tmp".into(),
 ///     flexio: "flexio".into(),
@@ -239,8 +239,8 @@ fn pass(cache: &BlockCache, len: u64) -> Result<(Timed, f64), String> {
 ///
 /// # Examples
 /// ```no_run
-/// use flexio_bench::smack_bench::{cached, SIZES_MB};
-/// use flexio_bench::thesis_bench::ThesisOptions;
+/// use flexio_seeds::smack_bench::{cached, SIZES_MB};
+/// use flexio_seeds::thesis_bench::ThesisOptions;
 /// let options = ThesisOptions {
 ///     dir: "/var/tmp".into(),
 ///     flexio: "flexio".into(),

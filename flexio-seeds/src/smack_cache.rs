@@ -3,17 +3,54 @@
 //! reads (coalesced, read ahead, several requests in flight), then warm —
 //! a second pass through the same cache, which thrashes once the file
 //! outgrows it. The same on a loop block device as a raw source (root).
+//! The `cache` scenario of flexio-bench runs these rows through
+//! [`CacheBenchOptions::smack_rows`], which the CLI fills with [`rows`].
 
 use std::io;
 use std::path::Path;
 
 use flexio_cache::{BlockCache, CacheConfig, ReadMode};
 
-use super::{cache_error, sequential_pass, CacheBenchOptions, DataFile, FileRow, Spread, MIB};
+use flexio_bench::cache_bench::{
+    cache_error, sequential_pass, CacheBenchOptions, DataFile, FileRow, Spread, MIB,
+};
 use flexio_sys::loop_device::LoopDevice;
 
+/// S.M.A.C.K.'s table for the `cache` scenario: the rows of a file on
+/// `options.dir` for every file size, then those of a loop block device,
+/// with why the device's rows are missing when they are (a skip, in
+/// words); `runs` counted rounds each, `progress` hears a line per step.
+///
+/// # Errors
+/// Creating the data files or reading the files through the cache fails
+/// (the loop device's failures are the note, not an error).
+///
+/// # Examples
+/// ```no_run
+/// use flexio_bench::cache_bench::CacheBenchOptions;
+/// let options = CacheBenchOptions { file_sizes_mib: vec![1], ..Default::default() };
+/// let (rows, note) = flexio_seeds::smack_cache::rows(&options, 1, &mut |_| {}).unwrap();
+/// assert!(!rows.is_empty() || note.is_some());
+/// ```
+pub fn rows(
+    options: &CacheBenchOptions,
+    runs: u32,
+    progress: &mut dyn FnMut(&str),
+) -> io::Result<(Vec<FileRow>, Option<String>)> {
+    let mut files = file_rows(options, runs, progress)?;
+    let mut note = None;
+    match loop_device_rows(options, runs, progress) {
+        Ok(rows) => files.extend(rows),
+        Err(why) => {
+            progress(&format!("cache: no loop device rows: {why}"));
+            note = Some(why);
+        }
+    }
+    Ok((files, note))
+}
+
 /// The rows for every file size, read from a file on `options.dir`.
-pub(crate) fn file_rows(
+fn file_rows(
     options: &CacheBenchOptions,
     runs: u32,
     progress: &mut dyn FnMut(&str),
@@ -36,7 +73,7 @@ pub(crate) fn file_rows(
 /// The rows for every file size, read from the start of a loop block
 /// device over a file as large as the largest; `Err` says why there are
 /// none (a skip, in words).
-pub(crate) fn loop_device_rows(
+fn loop_device_rows(
     options: &CacheBenchOptions,
     runs: u32,
     progress: &mut dyn FnMut(&str),

@@ -12,7 +12,7 @@ use std::process::Command;
 
 use super::process::{make_cold, source, timed};
 use super::{point, ThesisOptions, ThesisOutcome, ThesisPoint};
-use crate::memory_group::MemoryGroup;
+use flexio_bench::memory_group::MemoryGroup;
 
 /// The cgroup's limit: the original machine's 128 MB.
 pub const MEMORY_LIMIT: u64 = 128 << 20;

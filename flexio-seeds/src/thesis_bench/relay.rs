@@ -13,8 +13,8 @@ use std::time::Instant;
 
 use super::process::{check_bytes, make_warm, source, start};
 use super::{point, sweep, ThesisOptions, ThesisOutcome, ThesisPoint};
-use crate::host_bench::line::Line;
-use crate::host_bench::link::free_port;
+use flexio_bench::host_bench::line::Line;
+use flexio_bench::host_bench::link::free_port;
 
 const MIB: u64 = 1 << 20;
 

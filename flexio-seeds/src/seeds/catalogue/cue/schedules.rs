@@ -7,10 +7,10 @@ use flexio::MechanismName::{self, *};
 
 use super::super::super::measure::{self, shape, MB};
 use super::super::super::Point;
-use crate::model::CacheState::Warm;
-use crate::model::Scenario;
-use crate::plan::{Cell, Entrant};
-use crate::stats::Summary;
+use flexio_bench::model::CacheState::Warm;
+use flexio_bench::model::Scenario;
+use flexio_bench::plan::{Cell, Entrant};
+use flexio_bench::stats::Summary;
 
 const MIB: u64 = 1 << 20;
 /// Cue's block: 8 KB, one call each.
@@ -365,7 +365,7 @@ pub(super) fn compare_parallel(_: &[Point], ours: &[Point]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::CellSchedule;
+    use flexio_bench::model::CellSchedule;
 
     #[test]
     fn scheduled_cells_hold_sendfile_in_8_kib_calls_beside_an_unpaced_user_loop() {
