@@ -247,3 +247,34 @@ fn aria2c_fetches_a_file_named_with_a_tab() {
         .arg(format!("http://{address}/a%09b")));
     assert_eq!(std::fs::read(out.join("fetched")).unwrap(), b"tab bytes\n");
 }
+
+/// A tree put carries the tab and newline names too: PUT and MKCOL take
+/// them percent-encoded, a file of several pieces included.
+#[test]
+fn a_tree_put_carries_names_with_control_characters() {
+    const TOKEN: &str = "interop-token-of-enough-length";
+    let top = tempfile::tempdir().unwrap();
+    let served = top.path().join("served");
+    std::fs::create_dir(&served).unwrap();
+    let address = serve_with(&served, |config| config.token = Some(TOKEN.into()));
+    let source = top.path().join("source");
+    std::fs::create_dir_all(source.join("d\tir")).unwrap();
+    std::fs::write(source.join(TAB_NAME), b"tab bytes\n").unwrap();
+    let big = common::pattern(250_000, 3);
+    std::fs::write(source.join("d\tir/big\nname"), &big).unwrap();
+    let options = flexio_net::client::PutOptions {
+        streams: 2,
+        piece: 100_000,
+        ..Default::default()
+    };
+    let url = format!("http://{address}/up/");
+    let report = flexio_net::client::put_tree(&source, &url, TOKEN, &options).unwrap();
+    assert!(report.failures.is_empty(), "{:?}", report.failures);
+    assert!(report.skipped.is_empty(), "{:?}", report.skipped);
+    assert_eq!(report.files, 2);
+    assert_eq!(
+        std::fs::read(served.join("up").join(TAB_NAME)).unwrap(),
+        b"tab bytes\n"
+    );
+    assert!(std::fs::read(served.join("up/d\tir/big\nname")).unwrap() == big);
+}
