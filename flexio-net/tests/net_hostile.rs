@@ -845,8 +845,8 @@ fn a_tree_manifest_with_names_that_climb_makes_nothing() {
             "empty component",
         ),
         (
-            serde_json::json!([file_entry("a\u{1}", content)]),
-            "control character",
+            serde_json::json!([file_entry("a\u{0}", content)]),
+            "NUL",
         ),
         (
             serde_json::json!([file_entry("x", content), file_entry("x", content)]),
