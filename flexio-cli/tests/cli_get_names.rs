@@ -80,8 +80,14 @@ fn a_listed_name_no_file_can_take_is_warned_and_counted() {
     assert!(output.status.success(), "{warnings}");
     assert_eq!(std::fs::read(dest.join("ok")).unwrap(), b"ok bytes");
     assert!(warnings.contains("2 listed but left out"), "{warnings}");
-    assert!(warnings.contains("nul\\u{0}x: a name no file here can take"), "{warnings}");
-    assert!(warnings.contains("s/x: a name no file here can take"), "{warnings}");
+    assert!(
+        warnings.contains("nul\\u{0}x: a name no file here can take"),
+        "{warnings}"
+    );
+    assert!(
+        warnings.contains("s/x: a name no file here can take"),
+        "{warnings}"
+    );
 
     let output = flexio()
         .args(["get", "--json"])
