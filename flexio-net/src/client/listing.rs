@@ -176,10 +176,13 @@ fn hrefs(body: &[u8]) -> Vec<Vec<u8>> {
     found
 }
 
-/// A tag's attributes from `at` (just past its name): each name in lower
-/// case with its value as written (unquoted), and where the tag ends (past
-/// its `>`, or the body's end).
-fn tag_attributes(body: &[u8], mut at: usize) -> (Vec<(Vec<u8>, Vec<u8>)>, usize) {
+/// An attribute of a tag: its name in lower case, its value as written
+/// (unquoted).
+type Attribute = (Vec<u8>, Vec<u8>);
+
+/// A tag's attributes from `at` (just past its name), and where the tag
+/// ends (past its `>`, or the body's end).
+fn tag_attributes(body: &[u8], mut at: usize) -> (Vec<Attribute>, usize) {
     let mut attributes = Vec::new();
     let skip_space = |mut i: usize| {
         while body
