@@ -216,6 +216,36 @@ fn a_tree_get_from_python_http_server_arrives_whole_over_its_closing_connections
     assert_listed(&again, ListingFormat::Html, 0, 4);
 }
 
+/// `rclone serve http`'s listing sorts in a script that assigns `href`s;
+/// the reader once took `chg;` out of it as a child and asked for it. Now
+/// each file arrives and nothing is named as not sent.
+#[test]
+fn a_tree_get_from_rclone_serve_http_asks_for_nothing_out_of_its_script() {
+    if !have("rclone") {
+        return skipped("rclone is not installed (apt-get install rclone)");
+    }
+    let work = tempfile::tempdir().unwrap();
+    let served = work.path().join("served");
+    sample_tree(&served);
+    let port = free_port();
+    let child = Command::new("rclone")
+        .args(["serve", "http", "--config", "/dev/null", "--addr"])
+        .arg(format!("127.0.0.1:{port}"))
+        .arg(&served)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let _rclone = Peer(child);
+    wait_listening(port);
+    let dest = work.path().join("out");
+    let report = get_tree(&format!("http://127.0.0.1:{port}/"), &dest, &options()).unwrap();
+    assert_eq!(contents(&dest), contents(&served));
+    assert_listed(&report, ListingFormat::Html, 4, 0);
+    let listing = report.listing.as_ref().unwrap();
+    assert!(listing.not_fetched.is_empty(), "{report:?}");
+}
+
 /// An Apache-shaped listing, chunked, with sort links, a parent link, a
 /// link to another host, a listed file that is gone, hrefs in a script, a
 /// style and a comment, a name with a tab and one with NUL: the children
