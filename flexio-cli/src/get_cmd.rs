@@ -412,10 +412,15 @@ fn run_tree(
     Ok(())
 }
 
-/// What a tree get left out, for its summary: special files, and
-/// symlinks that would lead out of the destination.
+/// What a tree get left out, for its summary: special files, symlinks
+/// that would lead out of the destination, and what a listing named but
+/// could not be fetched or made here.
 fn left_out(report: &flexio_net::client::TreeReport) -> String {
     let mut out = String::new();
+    let not_fetched = report.listing.as_ref().map_or(0, |l| l.not_fetched.len());
+    if not_fetched > 0 {
+        out += &format!("; {not_fetched} listed but left out (warned above)");
+    }
     if report.skipped > 0 {
         out += &format!("; {} special files left out", report.skipped);
     }

@@ -34,8 +34,9 @@ pub struct Manifest {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ManifestEntry {
     /// Relative to the manifest's directory (`/`-separated); for a file's
-    /// own manifest, its name. Names that are not UTF-8 are
-    /// percent-encoded, and `path_percent_encoded` says so.
+    /// own manifest, its name. Names that are not UTF-8 or hold a control
+    /// character (a tab) are percent-encoded, and `path_percent_encoded`
+    /// says so.
     pub path: String,
     /// Whether `path` is percent-encoded.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
@@ -197,11 +198,12 @@ pub(crate) fn describe(entry: &Entry, name: &[u8], blake3: Vec<String>) -> Manif
     }
 }
 
-/// `bytes` as text when they are UTF-8, else percent-encoded (and so
-/// flagged): either way exactly the bytes, read back.
+/// `bytes` as text when they are UTF-8 without a control character, else
+/// percent-encoded (and so flagged): either way exactly the bytes, read
+/// back, and no raw tab or escape for a reader of the JSON to print.
 pub(crate) fn text_or_percent_encoded(bytes: &[u8]) -> (String, bool) {
     match std::str::from_utf8(bytes) {
-        Ok(text) => (text.to_string(), false),
-        Err(_) => (crate::names::percent_encode(bytes), true),
+        Ok(text) if !text.chars().any(char::is_control) => (text.to_string(), false),
+        _ => (crate::names::percent_encode(bytes), true),
     }
 }

@@ -1,13 +1,15 @@
 //! Names that cross the wire: percent-decoding a request target into a
 //! path that stays beneath the served directory, percent-encoding names
 //! into links, escaping them into HTML. Every name from a peer is
-//! untrusted: NUL, control characters, `..` and over-long names are
-//! refused here, before any system call sees them.
+//! untrusted: NUL, `..` and over-long names are refused here, before any
+//! system call sees them. Other control characters (a tab, a newline) are
+//! legal in a Linux name: they cross the wire percent-encoded, and are
+//! escaped by [`printable`] wherever a name is shown.
 
 /// Why a request target names nothing that may be served.
 #[derive(Debug, PartialEq, Eq)]
 pub enum BadTarget {
-    /// Not an absolute path, a bad `%` escape, NUL or a control character.
+    /// Not an absolute path, a bad `%` escape, or NUL.
     Malformed(&'static str),
     /// A `..` component: an attempt to climb out.
     Climbs,
@@ -18,7 +20,9 @@ pub const NAME_MAX: usize = 255;
 
 /// Splits a request target into its decoded path components (empty for
 /// the root) and its query (still encoded). `.` and empty components are
-/// dropped; `..`, NUL and control characters are refused.
+/// dropped; `..` and NUL are refused. A control character other than NUL
+/// (`%09`, a tab) is kept: Linux allows it in a name, and a listing links
+/// it so.
 ///
 /// # Errors
 /// [`BadTarget`] as above.
@@ -29,6 +33,7 @@ pub const NAME_MAX: usize = 255;
 /// let (parts, query) = split_target("/a%20b/./c?tar").unwrap();
 /// assert_eq!(parts, vec![b"a b".to_vec(), b"c".to_vec()]);
 /// assert_eq!(query, Some("tar"));
+/// assert_eq!(split_target("/a%09b").unwrap().0, vec![b"a\tb".to_vec()]);
 /// assert_eq!(split_target("/%2e%2e/etc/passwd"), Err(BadTarget::Climbs));
 /// ```
 pub fn split_target(target: &str) -> Result<(Vec<Vec<u8>>, Option<&str>), BadTarget> {
@@ -46,10 +51,8 @@ pub fn split_target(target: &str) -> Result<(Vec<Vec<u8>>, Option<&str>), BadTar
             b"" | b"." => {}
             b".." => return Err(BadTarget::Climbs),
             name => {
-                if name.iter().any(|&b| b < 0x20 || b == 0x7f) {
-                    return Err(BadTarget::Malformed(
-                        "the path holds NUL or a control character",
-                    ));
+                if name.contains(&0) {
+                    return Err(BadTarget::Malformed("the path holds NUL"));
                 }
                 if name.len() > NAME_MAX {
                     return Err(BadTarget::Malformed("a path component is over NAME_MAX"));
@@ -125,8 +128,8 @@ pub fn html_escape(text: &str) -> String {
 }
 
 /// Whether `name`, one component from a peer, may be created or opened
-/// here: not empty, not `.` or `..`, no `/`, NUL or control character, at
-/// most [`NAME_MAX`] bytes.
+/// here: not empty, not `.` or `..`, no `/` or NUL, at most [`NAME_MAX`]
+/// bytes — any name Linux can hold, control characters included.
 ///
 /// # Examples
 /// ```
@@ -134,13 +137,36 @@ pub fn html_escape(text: &str) -> String {
 /// assert!(is_safe_component(b"report.pdf"));
 /// assert!(!is_safe_component(b".."));
 /// assert!(!is_safe_component(b"a/b"));
+/// assert!(is_safe_component(b"a\tb"));
+/// assert!(!is_safe_component(b"a\0b"));
 /// ```
 pub fn is_safe_component(name: &[u8]) -> bool {
     !name.is_empty()
         && name != b"."
         && name != b".."
         && name.len() <= NAME_MAX
-        && !name.iter().any(|&b| b == b'/' || b < 0x20 || b == 0x7f)
+        && !name.iter().any(|&b| b == b'/' || b == 0)
+}
+
+/// `name` as text to print: invalid UTF-8 replaced, and each control
+/// character escaped (`\t`, `\u{1b}`) so that no name can move a terminal's
+/// cursor or forge a line of output.
+///
+/// # Examples
+/// ```
+/// assert_eq!(flexio_net::names::printable(b"a\tb\x1b[2J"), "a\\tb\\u{1b}[2J");
+/// ```
+pub fn printable(name: &[u8]) -> String {
+    let text = String::from_utf8_lossy(name);
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if c.is_control() {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -156,12 +182,19 @@ mod tests {
 
     #[test]
     fn malformed_targets_are_refused() {
-        for target in ["a", "/%zz", "/%4", "/a%00b", "/a%0ab", "*"] {
+        for target in ["a", "/%zz", "/%4", "/a%00b", "/%00", "*"] {
             assert!(
                 matches!(split_target(target), Err(BadTarget::Malformed(_))),
                 "{target}"
             );
         }
+    }
+
+    #[test]
+    fn control_characters_other_than_nul_are_names() {
+        let (parts, _) = split_target("/d/a%09b/c%0Ad%1B").unwrap();
+        assert_eq!(parts, [&b"d"[..], b"a\tb", b"c\nd\x1b"]);
+        assert!(is_safe_component(b"\x7f"));
     }
 
     #[test]

@@ -104,8 +104,7 @@ pub(crate) struct Entry {
 
 /// Walks the directory `dir` depth first, each directory before its
 /// entries and entries sorted by name, so the output is the same from one
-/// run to the next. Names a GET could not ask for (with a control
-/// character) are not walked.
+/// run to the next.
 ///
 /// # Errors
 /// An I/O error of `getdents`, `statat`, `openat2` or `readlinkat`;
@@ -128,9 +127,8 @@ fn walk_into(
     let mut names = Vec::new();
     for entry in rustix::fs::Dir::read_from(dir)? {
         let name = entry?.file_name().to_bytes().to_vec();
-        // A name no request target can carry (a control character) is
-        // left out: a manifest or a tar stream lists only what a GET of
-        // its path can fetch.
+        // `.` and `..` are no entries; every other name Linux holds a GET
+        // can ask for (a control character percent-encoded).
         if crate::names::is_safe_component(&name) {
             names.push(name);
         }

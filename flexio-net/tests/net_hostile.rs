@@ -844,10 +844,7 @@ fn a_tree_manifest_with_names_that_climb_makes_nothing() {
             serde_json::json!([file_entry("a//x", content)]),
             "empty component",
         ),
-        (
-            serde_json::json!([file_entry("a\u{1}", content)]),
-            "control character",
-        ),
+        (serde_json::json!([file_entry("a\u{0}", content)]), "NUL"),
         (
             serde_json::json!([file_entry("x", content), file_entry("x", content)]),
             "duplicate",

@@ -216,9 +216,42 @@ fn a_tree_get_from_python_http_server_arrives_whole_over_its_closing_connections
     assert_listed(&again, ListingFormat::Html, 0, 4);
 }
 
+/// `rclone serve http`'s listing sorts in a script that assigns `href`s;
+/// the reader once took `chg;` out of it as a child and asked for it. Now
+/// each file arrives and nothing is named as not sent.
+#[test]
+fn a_tree_get_from_rclone_serve_http_asks_for_nothing_out_of_its_script() {
+    if !have("rclone") {
+        return skipped("rclone is not installed (apt-get install rclone)");
+    }
+    let work = tempfile::tempdir().unwrap();
+    let served = work.path().join("served");
+    sample_tree(&served);
+    let port = free_port();
+    let child = Command::new("rclone")
+        .args(["serve", "http", "--config", "/dev/null", "--addr"])
+        .arg(format!("127.0.0.1:{port}"))
+        .arg(&served)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let _rclone = Peer(child);
+    wait_listening(port);
+    let dest = work.path().join("out");
+    let report = get_tree(&format!("http://127.0.0.1:{port}/"), &dest, &options()).unwrap();
+    assert_eq!(contents(&dest), contents(&served));
+    assert_listed(&report, ListingFormat::Html, 4, 0);
+    let listing = report.listing.as_ref().unwrap();
+    assert!(listing.not_fetched.is_empty(), "{report:?}");
+}
+
 /// An Apache-shaped listing, chunked, with sort links, a parent link, a
-/// link to another host and a listed file that is gone: the children only,
-/// each once; the gone file named as not fetched; no query ever sent.
+/// link to another host, a listed file that is gone, hrefs in a script, a
+/// style and a comment, a name with a tab and one with NUL: the children
+/// only, each once, the tab in its name; the gone file and the NUL name
+/// named as not fetched; nothing from the script asked for; no query ever
+/// sent.
 #[test]
 fn an_apache_shaped_listing_gives_its_children_once_and_names_what_was_not_sent() {
     let requests = Arc::new(Mutex::new(Vec::new()));
@@ -228,9 +261,19 @@ fn an_apache_shaped_listing_gives_its_children_once_and_names_what_was_not_sent(
     let report = get_tree(&format!("http://{address}/files/t/"), &dest, &options()).unwrap();
     assert_eq!(std::fs::read(dest.join("data.bin")).unwrap(), b"data bytes");
     assert_eq!(std::fs::read(dest.join("deep/inner")).unwrap(), b"inner");
+    assert_eq!(std::fs::read(dest.join("deep/tab\tx")).unwrap(), b"tab");
     let listing = report.listing.as_ref().unwrap();
-    assert_eq!(listing.not_fetched.len(), 1, "{report:?}");
-    assert!(listing.not_fetched[0].contains("gone: 404"), "{report:?}");
+    let not_fetched = &listing.not_fetched;
+    assert_eq!(not_fetched.len(), 2, "{report:?}");
+    let nul = format!("{}/deep/nul\\u{{0}}x: ", dest.display());
+    assert!(
+        not_fetched.iter().any(|why| why.starts_with(&nul)),
+        "{report:?}"
+    );
+    assert!(
+        not_fetched.iter().any(|why| why.contains("gone: 404")),
+        "{report:?}"
+    );
     assert!(!dest.join("gone").exists());
     let mut seen = requests.lock().unwrap().clone();
     seen.sort();
@@ -242,6 +285,7 @@ fn an_apache_shaped_listing_gives_its_children_once_and_names_what_was_not_sent(
             "GET /files/t/data.bin",
             "GET /files/t/deep/",
             "GET /files/t/deep/inner",
+            "GET /files/t/deep/tab%09x",
             "GET /files/t/gone",
         ]
     );
@@ -270,7 +314,10 @@ fn answer_as_apache(stream: TcpStream, requests: &Mutex<Vec<String>>) {
 <tr><td><a href="gone">gone</a></td></tr>
 <tr><td><a href="http://elsewhere.invalid/x">x</a></td></tr>
 </table></body></html>"#;
-    let deep = r#"<a href="?C=S;O=A">Size</a> <a href="/files/t/">Parent Directory</a> <a href="inner">inner</a>"#;
+    let deep = r#"<script>var sort = "<a href='scripted'>"; x.href = "assigned";</script>
+<style>a[href="styled"] {}</style><!-- <a href="commented">c</a> -->
+<a href="?C=S;O=A">Size</a> <a href="/files/t/">Parent Directory</a> <a href="inner">inner</a>
+<a href="tab%09x">tab&#9;x</a> <a href="nul%00x">nul</a>"#;
     let mut reader = BufReader::new(stream.try_clone().unwrap());
     let mut stream = stream;
     loop {
@@ -291,6 +338,7 @@ fn answer_as_apache(stream: TcpStream, requests: &Mutex<Vec<String>>) {
             "GET /files/t/deep/" => chunked_html(deep),
             "GET /files/t/data.bin" => plain(200, b"data bytes"),
             "GET /files/t/deep/inner" => plain(200, b"inner"),
+            "GET /files/t/deep/tab%09x" => plain(200, b"tab"),
             _ => plain(404, b"not here"),
         };
         if stream.write_all(&reply).is_err() {

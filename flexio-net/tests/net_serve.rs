@@ -721,20 +721,19 @@ fn every_file_to_socket_mechanism_serves_the_same_bytes() {
 }
 
 /// Issue 24: a name with a newline was listed in the index and the
-/// manifest, then a GET of it answered 400. Only what a GET can fetch is
-/// listed, in the index, the manifest and the tar stream alike.
+/// manifest, then a GET of it answered 400. Issue 40: it was then left out
+/// of every listing, so that it vanished unsaid. Listed or not, what is
+/// listed is what a GET fetches: now the index links it percent-encoded,
+/// the manifest and the tar stream hold it, and a GET of it answers.
 #[test]
-fn a_name_with_a_newline_is_not_listed_since_no_get_can_fetch_it() {
+fn a_name_with_a_newline_is_listed_percent_encoded_and_a_get_fetches_it() {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("a\nb"), b"hidden").unwrap();
+    std::fs::write(dir.path().join("a\nb"), b"newline").unwrap();
     std::fs::write(dir.path().join("fine"), b"shown").unwrap();
     let mut client = RawClient::connect(serve(dir.path()));
     let listing = client.get("/", "").text();
-    assert!(listing.contains("fine"), "{listing}");
-    assert!(
-        !listing.contains("a%0Ab") && !listing.contains("a\nb"),
-        "{listing}"
-    );
+    assert!(listing.contains("href=\"./fine\""), "{listing}");
+    assert!(listing.contains("href=\"./a%0Ab\""), "{listing}");
     let manifest: serde_json::Value =
         serde_json::from_slice(&client.get("/?manifest", "").body).unwrap();
     let paths: Vec<&str> = manifest["entries"]
@@ -743,15 +742,16 @@ fn a_name_with_a_newline_is_not_listed_since_no_get_can_fetch_it() {
         .iter()
         .map(|e| e["path"].as_str().unwrap())
         .collect();
-    assert_eq!(paths, ["fine"]);
+    assert_eq!(paths, ["a%0Ab", "fine"]);
+    assert_eq!(manifest["entries"][0]["path_percent_encoded"], true);
     for path in paths {
         let response = client.get(&format!("/{path}"), "");
         assert_eq!(response.status, 200, "{path}");
     }
     let tar = client.get("/?tar", "").body;
     assert!(
-        !tar.windows(3).any(|w| w == b"a\nb"),
-        "the tar stream holds it"
+        tar.windows(3).any(|w| w == b"a\nb"),
+        "the tar stream lacks it"
     );
 }
 

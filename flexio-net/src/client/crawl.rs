@@ -19,7 +19,7 @@ use std::time::Instant;
 use flexio::range::Mover;
 
 use super::connection::{Connection, Url};
-use super::listing::{self, unix_seconds, ListingFormat};
+use super::listing::{self, unix_seconds};
 use super::pieces::receive;
 use super::report::{ListingReport, TreeReport};
 use super::tree_dest::{
@@ -72,8 +72,11 @@ pub(super) fn get_tree_from_listings(
     if let Some(progress) = &options.progress {
         progress.finding(false);
     }
-    let found = found?;
+    let mut found = found?;
     let label = destination.display().to_string();
+    for why in &mut found.report.not_fetched {
+        *why = format!("{label}/{why}"); // named as a fetch's failure is
+    }
     let root = open_destination(destination, &label)?;
     for entry in &found.directories {
         make_directory(&root, entry, &label)?;
@@ -131,10 +134,22 @@ fn discover(connection: &mut Option<Connection>, url: &Url, options: &GetOptions
     };
     let mut queue = VecDeque::from([(Vec::<Vec<u8>>::new(), url.target.clone())]);
     while let Some((parts, target)) = queue.pop_front() {
-        let (format, listed) = read_listing(connection, url, &target, options)?;
+        let page = read_listing(connection, url, &target, options)?;
         found.report.pages += 1;
-        found.report.format.get_or_insert(format);
-        for child in listed {
+        found.report.format.get_or_insert(page.format);
+        let directory = crate::names::printable(&parts.join(&b'/'));
+        found
+            .report
+            .not_fetched
+            .extend(
+                page.refused
+                    .into_iter()
+                    .map(|why| match directory.is_empty() {
+                        true => why,
+                        false => format!("{directory}/{why}"),
+                    }),
+            );
+        for child in page.children {
             if found.directories.len() + found.files.len() >= MAX_ENTRIES {
                 return Err(Error::protocol(
                     url.to_string(),
@@ -181,7 +196,7 @@ fn read_listing(
     url: &Url,
     target: &str,
     options: &GetOptions,
-) -> Result<(ListingFormat, Vec<listing::Listed>)> {
+) -> Result<listing::Page> {
     let peer = url.with_target(target.to_string()).to_string();
     let mut open = match connection.take() {
         Some(open) => open,

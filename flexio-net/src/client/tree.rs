@@ -254,7 +254,7 @@ pub(super) fn plan_manifest(manifest: Manifest, peer: &str) -> Result<(Vec<Plann
         let parts: Vec<Vec<u8>> = path.split(|&b| b == b'/').map(<[u8]>::to_vec).collect();
         if parts.iter().any(|part| !is_safe_component(part)) {
             return Err(bad(
-                "an absolute path, an empty, `.` or `..` component, or a control character",
+                "an absolute path, an empty, `.` or `..` component, or NUL",
             ));
         }
         if !seen.insert(path.clone()) {

@@ -61,7 +61,7 @@ pub(super) fn open_destination(destination: &Path, label: &str) -> Result<OwnedF
 }
 
 pub(super) fn join_label(label: &str, parts: &[Vec<u8>]) -> String {
-    format!("{label}/{}", String::from_utf8_lossy(&parts.join(&b'/')))
+    format!("{label}/{}", crate::names::printable(&parts.join(&b'/')))
 }
 
 /// The directory holding `parts`' last component, opened beneath the

@@ -81,7 +81,7 @@ pub(super) fn walk(root: &Path) -> Walked {
                 path.push(b'/');
             }
             path.extend_from_slice(entry.file_name().as_bytes());
-            let shown = String::from_utf8_lossy(&path).into_owned();
+            let shown = crate::names::printable(&path);
             match entry.metadata() {
                 Ok(meta) if meta.is_dir() => {
                     walked.directories.push(path.clone());
@@ -288,7 +288,7 @@ pub(super) fn put_tree_part(
                         return;
                     };
                     let target = url_below(&base, &relative, false);
-                    let shown = String::from_utf8_lossy(&relative).into_owned();
+                    let shown = crate::names::printable(&relative);
                     let result = match range {
                         None => put_one(&path, &target, token, options, &rate, &mut connection),
                         Some(range) => super::shard_put::put_range(

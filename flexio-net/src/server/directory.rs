@@ -1,5 +1,6 @@
-//! Answering for a directory: an HTML listing, `?manifest` (JSON with
-//! chunk hashes) or `?tar` (the subtree as a ustar stream: headers and
+//! Answering for a directory: its `index.html` where it holds one (as
+//! nginx's `index`), else or with `?list` an HTML listing, `?manifest`
+//! (JSON with chunk hashes) or `?tar` (the subtree as a ustar stream: headers and
 //! padding made here, file bodies sent with the mechanism between them,
 //! all in turns like any long body). The walks, and the listing of a
 //! directory of more than [`LARGE_LISTING`] entries, run on the offload
@@ -38,6 +39,9 @@ pub(crate) fn answer(
             .header("Content-Length", "0");
         return exchange.head_and_body(head, b"");
     }
+    if let Some((index, stat)) = index_to_serve(exchange, parts, query) {
+        return super::files::answer(exchange, index, &stat, INDEX, None);
+    }
     use super::preconditions::{evaluate, Current, Verdict};
     match evaluate(exchange.request, &Current::Untagged) {
         Verdict::Proceed => {}
@@ -59,6 +63,31 @@ pub(crate) fn answer(
         _ => return listing(exchange, &dir, &parts),
     }
     Ok(exchange.keep_alive)
+}
+
+/// The page a directory answers with, where it holds one.
+const INDEX: &[u8] = b"index.html";
+
+/// The directory's `index.html`, opened as a GET of its path would open it,
+/// when it is a regular file and the query asks for no listing, manifest
+/// or tar (`?list` is the listing however the directory is made).
+fn index_to_serve(
+    exchange: &Exchange<'_>,
+    parts: &[Vec<u8>],
+    query: Option<&str>,
+) -> Option<(OwnedFd, rustix::fs::Stat)> {
+    let asked = query.map(|query| query.strip_suffix('=').unwrap_or(query));
+    if matches!(asked, Some("list" | "manifest" | "tar")) {
+        return None;
+    }
+    let mut path = parts.join(&b'/');
+    if !path.is_empty() {
+        path.push(b'/');
+    }
+    path.extend_from_slice(INDEX);
+    let file = exchange.shared.open_target(&path).ok()?;
+    let stat = rustix::fs::fstat(&file).ok()?;
+    (EntryKind::of(&stat) == EntryKind::File).then_some((file, stat))
 }
 
 /// Entries past which a listing (a `stat` of each) is made on the
@@ -173,8 +202,8 @@ fn listing(exchange: &Exchange<'_>, dir: &OwnedFd, parts: &[Vec<u8>]) -> std::io
     for entry in rustix::fs::Dir::read_from(dir)? {
         let entry = entry?;
         let name = entry.file_name().to_bytes().to_vec();
-        // Only what a GET can fetch is listed (not `.`, `..`, nor a name
-        // with a control character, which no request target may carry).
+        // Not `.` nor `..`; a name with a control character is linked
+        // percent-encoded like any other.
         if !crate::names::is_safe_component(&name) {
             continue;
         }
@@ -210,21 +239,36 @@ fn listing(exchange: &Exchange<'_>, dir: &OwnedFd, parts: &[Vec<u8>]) -> std::io
         html.push_str("<li><a href=\"../\">../</a></li>\n");
     }
     for (name, kind, size, mtime) in &rows {
-        let suffix = if *kind == EntryKind::Directory {
-            "/"
-        } else {
-            ""
-        };
+        let served = served_as(exchange, parts, name, *kind, *size);
         let shown = html_escape(&String::from_utf8_lossy(name));
-        let detail = match kind {
-            EntryKind::File => flexio::format_bytes(*size),
-            other => other.as_str().to_string(),
-        };
         let modified = httpdate::fmt_http_date(super::validators::system_time(*mtime));
-        html.push_str(&format!(
-            "<li><a href=\"./{}{suffix}\">{shown}{suffix}</a> — {detail}, {modified}</li>\n",
-            percent_encode(name)
-        ));
+        html.push_str(&match served {
+            Some((served, size)) => {
+                let suffix = if served == EntryKind::Directory {
+                    "/"
+                } else {
+                    ""
+                };
+                let detail = match (kind, served) {
+                    (EntryKind::Symlink, EntryKind::File) => {
+                        format!("symlink to a file of {}", flexio::format_bytes(size))
+                    }
+                    (EntryKind::Symlink, _) => "symlink to a directory".to_string(),
+                    (_, EntryKind::File) => flexio::format_bytes(size),
+                    (other, _) => other.as_str().to_string(),
+                };
+                format!(
+                    "<li><a href=\"./{}{suffix}\">{shown}{suffix}</a> — {detail}, {modified}</li>\n",
+                    percent_encode(name)
+                )
+            }
+            // Shown, not linked: a crawler that followed the link would
+            // get a 403 (wget -r exits 8 on one).
+            None => format!(
+                "<li>{shown} — {}, not served, {modified}</li>\n",
+                kind.as_str()
+            ),
+        });
     }
     html.push_str("</ul></body></html>\n");
     let head = ResponseHead::new(200)
@@ -232,6 +276,38 @@ fn listing(exchange: &Exchange<'_>, dir: &OwnedFd, parts: &[Vec<u8>]) -> std::io
         .header("Content-Length", html.len().to_string())
         .header("X-Content-Type-Options", "nosniff");
     exchange.head_and_body(head, html.as_bytes())
+}
+
+/// What a GET of the listed entry `name` answers with — a file (of this
+/// size) or a directory — or `None` where it answers 403: a FIFO or
+/// device, a symlink unless `--follow-symlinks`, and then one that leads
+/// out of the root or to neither file nor directory.
+fn served_as(
+    exchange: &Exchange<'_>,
+    parts: &[Vec<u8>],
+    name: &[u8],
+    kind: EntryKind,
+    size: u64,
+) -> Option<(EntryKind, u64)> {
+    match kind {
+        EntryKind::File | EntryKind::Directory => Some((kind, size)),
+        EntryKind::Other => None,
+        EntryKind::Symlink if !exchange.shared.config.follow_symlinks => None,
+        EntryKind::Symlink => {
+            let mut path = parts.join(&b'/');
+            if !path.is_empty() {
+                path.push(b'/');
+            }
+            path.extend_from_slice(name);
+            let stat = rustix::fs::fstat(exchange.shared.open_target(&path).ok()?).ok()?;
+            match EntryKind::of(&stat) {
+                served @ (EntryKind::File | EntryKind::Directory) => {
+                    Some((served, stat.st_size as u64))
+                }
+                _ => None,
+            }
+        }
+    }
 }
 
 use std::os::unix::ffi::OsStrExt;

@@ -10,7 +10,6 @@ use super::request::Request;
 use super::shared::Shared;
 use super::{directory, files, upload, upload_ranges};
 use crate::names::{split_target, BadTarget};
-use crate::walk::open_beneath;
 
 /// Who asks: the client's name for messages, and whether it is on
 /// loopback or TLS (bearer tokens are taken over those only).
@@ -116,7 +115,7 @@ fn respond(exchange: &mut Exchange<'_>) -> std::io::Result<bool> {
     };
     let path = parts.join(&b'/');
     let follow = shared.config.follow_symlinks;
-    let file = match open_target(shared, &path) {
+    let file = match shared.open_target(&path) {
         Ok(file) => file,
         Err(error) => {
             let (status, why) = match Errno::from_io_error(&error) {
@@ -140,24 +139,4 @@ fn respond(exchange: &mut Exchange<'_>) -> std::io::Result<bool> {
         rustix::fs::FileType::Directory => directory::answer(exchange, file, &parts, query),
         _ => exchange.text(403, "not a regular file or a directory"),
     }
-}
-
-/// Opens the GET or HEAD target beneath the root: symbolic links refused
-/// anywhere on the path, or, with `follow_symlinks`, followed as long as
-/// each resolves beneath the root (`RESOLVE_BENEATH`: an absolute link or
-/// one climbing out with `..` fails with `EXDEV`, whatever the tree).
-fn open_target(shared: &Shared, path: &[u8]) -> std::io::Result<std::os::fd::OwnedFd> {
-    use rustix::fs::{Mode, OFlags, ResolveFlags};
-    let root = std::os::fd::AsFd::as_fd(&shared.root);
-    if !shared.config.follow_symlinks {
-        return open_beneath(root, path);
-    }
-    let path = if path.is_empty() { b"." as &[u8] } else { path };
-    Ok(rustix::fs::openat2(
-        root,
-        <std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(path),
-        OFlags::RDONLY | OFlags::CLOEXEC | OFlags::NONBLOCK | OFlags::NOCTTY,
-        Mode::empty(),
-        ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS,
-    )?)
 }

@@ -94,6 +94,26 @@ impl Shared {
         }
     }
 
+    /// Opens a GET or HEAD target beneath the root: symbolic links refused
+    /// anywhere on the path, or, with `follow_symlinks`, followed as long as
+    /// each resolves beneath the root (`RESOLVE_BENEATH`: an absolute link or
+    /// one climbing out with `..` fails with `EXDEV`, whatever the tree).
+    pub fn open_target(&self, path: &[u8]) -> std::io::Result<std::os::fd::OwnedFd> {
+        use rustix::fs::{Mode, OFlags, ResolveFlags};
+        let root = std::os::fd::AsFd::as_fd(&self.root);
+        if !self.config.follow_symlinks {
+            return crate::walk::open_beneath(root, path);
+        }
+        let path = if path.is_empty() { b"." as &[u8] } else { path };
+        Ok(rustix::fs::openat2(
+            root,
+            <std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(path),
+            OFlags::RDONLY | OFlags::CLOEXEC | OFlags::NONBLOCK | OFlags::NOCTTY,
+            Mode::empty(),
+            ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS,
+        )?)
+    }
+
     /// The time the server must be done by, once asked to stop.
     pub fn stop_by(&self) -> Option<Instant> {
         if !self.stopping.load(Ordering::Acquire) {
