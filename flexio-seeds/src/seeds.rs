@@ -110,6 +110,21 @@ impl Point {
         self
     }
 
+    /// The same point with `y` and its spread divided by `base` (a
+    /// normalisation), its rounds kept.
+    pub fn over(&self, base: f64) -> Point {
+        Point {
+            series: self.series.clone(),
+            x: self.x,
+            y: self.y / base,
+            spread: self.spread.map(|(low, high)| {
+                let (a, b) = (low / base, high / base);
+                (a.min(b), a.max(b))
+            }),
+            rounds: self.rounds,
+        }
+    }
+
     /// The spread's width over the median (0 for one value), where known.
     pub fn relative_spread(&self) -> Option<f64> {
         let (low, high) = self.spread?;

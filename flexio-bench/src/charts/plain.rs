@@ -279,29 +279,46 @@ where
             )?;
         }
     }
+    // A long label wraps onto more lines in a smaller font, so the panel
+    // holds it whole.
+    let mut y = 40;
     for (index, series) in chart.series.iter().enumerate() {
         let color = COLORS[index % COLORS.len()];
-        let y = 40 + index as i32 * 22;
         let line = vec![(10, y), (40, y)];
         let style = ShapeStyle::from(&color).stroke_width(2);
         if series.dashed {
             legend_area.draw(&DashedPathElement::new(line, 6, 4, style))?;
+            legend_area.draw(&(EmptyElement::at((25, y)) + Rectangle::new([(-4, -4), (4, 4)], style)))?;
         } else {
             legend_area.draw(&PathElement::new(line, style))?;
+            legend_area.draw(&Circle::new((25, y), 4, style.filled()))?;
         }
-        legend_area.draw(&Circle::new((25, y), 4, style.filled()))?;
-        // A long label in a smaller font, cut to what the panel holds.
-        let (size, room) = if series.label.chars().count() > 30 { (11, 44) } else { (14, 30) };
-        let label: String = if series.label.chars().count() > room {
-            series.label.chars().take(room - 1).chain(['…']).collect()
-        } else {
-            series.label.clone()
-        };
+        let long = series.label.chars().count() > 30;
+        let (size, step) = if long { (12, 15) } else { (14, 22) };
         let font = ("sans-serif", size).into_font();
-        legend_area.draw_text(&label, &font.color(&BLACK), (48, y - 7))?;
+        let lines = wrap(&series.label, if long { 38 } else { 30 });
+        for (n, text) in lines.iter().enumerate() {
+            legend_area.draw_text(text, &font.color(&BLACK), (48, y - 7 + n as i32 * step))?;
+        }
+        y += 22.max(lines.len() as i32 * step + 7);
     }
     whole.present()?;
     Ok(())
+}
+
+/// `text` in lines of at most `width` characters, broken between words.
+fn wrap(text: &str, width: usize) -> Vec<String> {
+    let mut lines: Vec<String> = Vec::new();
+    for word in text.split(' ') {
+        match lines.last_mut() {
+            Some(line) if line.chars().count() + 1 + word.chars().count() <= width => {
+                line.push(' ');
+                line.push_str(word);
+            }
+            _ => lines.push(word.to_string()),
+        }
+    }
+    lines
 }
 
 /// A tick label: integers plainly, small values with up to three
@@ -382,6 +399,36 @@ mod tests {
             let count = texts.iter().filter(|t| t.as_str() == label).count();
             assert_eq!(count, 1, "{label} in {texts:?}");
         }
+    }
+
+    #[test]
+    fn a_count_axis_has_whole_ticks_and_whiskers_reach_past_the_points() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("counts.svg");
+        let chart = LineChart {
+            title: "t".into(),
+            series: vec![PlainSeries {
+                label: "a".into(),
+                points: vec![(1.0, 10.0), (2.0, 12.0), (3.0, 11.0), (4.0, 13.0)],
+                dashed: false,
+            }],
+            whiskers: vec![vec![(2.0, 5.0, 40.0)]],
+            ..LineChart::default()
+        };
+        write_line_chart(&path, &chart).unwrap();
+        let texts = texts(&std::fs::read_to_string(&path).unwrap());
+        assert!(texts.iter().any(|t| t == "2"), "{texts:?}");
+        assert!(!texts.iter().any(|t| t == "1.5" || t == "2.5"), "{texts:?}");
+        // The y axis reaches the whisker's top, not only the points'.
+        assert!(texts.iter().any(|t| t.parse::<f64>().is_ok_and(|v| v >= 35.0)), "{texts:?}");
+    }
+
+    #[test]
+    fn a_long_legend_label_wraps_between_words_and_keeps_every_word() {
+        let label = "mmap / read-write, 128 MiB cgroup (ours) against the original";
+        let lines = wrap(label, 38);
+        assert!(lines.len() > 1 && lines.iter().all(|l| l.chars().count() <= 38));
+        assert_eq!(lines.join(" "), label);
     }
 
     #[test]

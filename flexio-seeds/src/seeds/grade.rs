@@ -21,6 +21,10 @@ pub struct Evidence {
     pub failed: Vec<String>,
     /// Ours, as drawn.
     pub ours: Vec<Point>,
+    /// Ours as measured, before the exhibit's view (ratios, differences)
+    /// widened their spreads: the rounds and spread are judged on these;
+    /// empty, on `ours`.
+    pub measured: Vec<Point>,
     /// The original's values as transcribed.
     pub original: Vec<Point>,
     /// How many of `original` the chart drew (a log axis cannot draw 0).
@@ -76,7 +80,12 @@ pub fn grade(evidence: &Evidence) -> Grade {
             reasons,
         };
     }
-    reasons.extend(rounds_and_spread(&evidence.ours));
+    let measured = if evidence.measured.is_empty() {
+        &evidence.ours
+    } else {
+        &evidence.measured
+    };
+    reasons.extend(rounds_and_spread(measured));
     reasons.extend(originals(evidence));
     reasons.extend(axes(evidence));
     reasons.extend(evidence.gaps.iter().map(|g| format!("gap: {g}")));

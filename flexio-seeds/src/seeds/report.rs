@@ -61,7 +61,7 @@ pub fn write_report(
         let original = (exhibit.original)();
         let mut measured = (exhibit.ours)(summaries);
         measured.extend(own.points(exhibit));
-        let ours = (exhibit.view)(measured);
+        let ours = (exhibit.view)(measured.clone());
         let (paths, original_drawn) = chart_for(out, exhibit, &original, &ours)?;
         let mut failed = missing_cells(exhibit, summaries, quick);
         failed.extend(own.shortfall(exhibit).map(|why| format!("setup: {why}")));
@@ -71,6 +71,7 @@ pub fn write_report(
         let graded = grade(&Evidence {
             failed,
             ours: ours.clone(),
+            measured,
             original: original.clone(),
             original_drawn,
             numbers: Some(exhibit.numbers),
