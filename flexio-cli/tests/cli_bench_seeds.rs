@@ -208,7 +208,10 @@ fn os_fig_4_measures_both_sample_inputs_in_all_four_combinations_of_master_and_s
     let (output, md) = run_exhibits(dir.path(), &["os-fig-4"]);
     // Every cell ran (the grade may still fall to a wide spread on a
     // loaded machine, which it then names).
-    assert!(md.contains("| os-fig-4 |") && !md.contains("no result"), "{md}");
+    assert!(
+        md.contains("| os-fig-4 |") && !md.contains("no result"),
+        "{md}"
+    );
     assert!(!md.contains("| NONE |"), "{md}");
     // Rows are `| series | x | y |`: x is the input in MB, y the time
     // relative to file I/O on both sides in the same input.

@@ -55,8 +55,14 @@ fn the_relay_and_the_socket_buffer_sweep_run_between_namespaces_and_leave_none()
     assert!(output.status.success(), "{}", stderr(&output));
     let md = std::fs::read_to_string(out.join("seeds.md")).unwrap();
     // Every route and buffer ran; 4.18's TCP for UDP is a listed gap.
-    assert!(!md.contains("no result") && !md.contains("- setup:"), "{md}");
-    assert!(md.contains("gap: TCP stands in for the original's UDP"), "{md}");
+    assert!(
+        !md.contains("no result") && !md.contains("- setup:"),
+        "{md}"
+    );
+    assert!(
+        md.contains("gap: TCP stands in for the original's UDP"),
+        "{md}"
+    );
     // Every route at every size of the quick run, each byte counted at
     // the far end (a short count fails the setup, and the exhibit would
     // say so and be PARTIAL).

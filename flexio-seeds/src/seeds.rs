@@ -262,14 +262,21 @@ mod tests {
         for id in ["flexio-4-25", "tpil-fig-4-5"] {
             let exhibit = find(id).unwrap();
             assert!(exhibit.gaps.iter().any(|g| g.contains("GPU")), "{id}");
-            assert!((exhibit.cells)(true).is_empty() && !has_setups(exhibit), "{id}");
+            assert!(
+                (exhibit.cells)(true).is_empty() && !has_setups(exhibit),
+                "{id}"
+            );
         }
         for exhibit in all {
             // Every value a document states is among its transcribed series.
             if let Numbers::Given(stated) = exhibit.numbers {
                 let original = (exhibit.original)();
                 for name in stated {
-                    assert!(original.iter().any(|p| p.series == *name), "{}: {name}", exhibit.id);
+                    assert!(
+                        original.iter().any(|p| p.series == *name),
+                        "{}: {name}",
+                        exhibit.id
+                    );
                 }
             }
         }

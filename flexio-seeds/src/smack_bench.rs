@@ -20,8 +20,8 @@ use std::path::Path;
 use flexio_cache::policy::PolicyName;
 use flexio_cache::{BlockCache, CacheConfig, ReadMode};
 
-use flexio_bench::cache_bench::{cache_error, sequential_pass, DataFile};
 use crate::thesis_bench::{ThesisOptions, ThesisOutcome, ThesisPoint};
+use flexio_bench::cache_bench::{cache_error, sequential_pass, DataFile};
 
 pub mod raw;
 mod read;

@@ -233,7 +233,8 @@ where
         } else {
             0.0
         };
-        let visible = |(x, y): &(f64, f64)| x.is_finite() && y.is_finite() && (!chart.log_y || *y > 0.0);
+        let visible =
+            |(x, y): &(f64, f64)| x.is_finite() && y.is_finite() && (!chart.log_y || *y > 0.0);
         let points: Vec<(f64, f64)> = series
             .points
             .iter()
@@ -288,7 +289,8 @@ where
         let style = ShapeStyle::from(&color).stroke_width(2);
         if series.dashed {
             legend_area.draw(&DashedPathElement::new(line, 6, 4, style))?;
-            legend_area.draw(&(EmptyElement::at((25, y)) + Rectangle::new([(-4, -4), (4, 4)], style)))?;
+            legend_area
+                .draw(&(EmptyElement::at((25, y)) + Rectangle::new([(-4, -4), (4, 4)], style)))?;
         } else {
             legend_area.draw(&PathElement::new(line, style))?;
             legend_area.draw(&Circle::new((25, y), 4, style.filled()))?;
@@ -420,7 +422,12 @@ mod tests {
         assert!(texts.iter().any(|t| t == "2"), "{texts:?}");
         assert!(!texts.iter().any(|t| t == "1.5" || t == "2.5"), "{texts:?}");
         // The y axis reaches the whisker's top, not only the points'.
-        assert!(texts.iter().any(|t| t.parse::<f64>().is_ok_and(|v| v >= 35.0)), "{texts:?}");
+        assert!(
+            texts
+                .iter()
+                .any(|t| t.parse::<f64>().is_ok_and(|v| v >= 35.0)),
+            "{texts:?}"
+        );
     }
 
     #[test]

@@ -170,8 +170,12 @@ fn axes(evidence: &Evidence) -> Option<String> {
             .filter(|x| !ours.contains(x))
             .map(|x| trim(*x))
             .collect();
-        return (!missing.is_empty())
-            .then(|| format!("the original's categories {} not measured", missing.join(", ")));
+        return (!missing.is_empty()).then(|| {
+            format!(
+                "the original's categories {} not measured",
+                missing.join(", ")
+            )
+        });
     }
     (theirs.len() > 1 && ours.len() < 2)
         .then(|| "the original varies its x axis, ours has one value".to_string())

@@ -74,7 +74,14 @@ fn with_rounds(point: Point, summary: &Summary, y: &impl Fn(&Summary) -> Option<
 /// `a / b` at every x both have, as series `name`; the spread the
 /// widest the two allow (a's lowest over b's highest and the reverse).
 pub(super) fn ratio_series(points: &[Point], a: &str, b: &str, name: &str) -> Vec<Point> {
-    combine(points, a, b, name, |x, y| x / y, |(al, ah), (bl, bh)| (al / bh, ah / bl))
+    combine(
+        points,
+        a,
+        b,
+        name,
+        |x, y| x / y,
+        |(al, ah), (bl, bh)| (al / bh, ah / bl),
+    )
 }
 
 fn combine(

@@ -186,7 +186,9 @@ fn points_table(whose: &str, points: &[Point]) -> String {
     if points.is_empty() {
         return format!("*{whose}: no values.*\n\n");
     }
-    let spread = points.iter().any(|p| p.spread.is_some() || p.rounds.is_some());
+    let spread = points
+        .iter()
+        .any(|p| p.spread.is_some() || p.rounds.is_some());
     let mut text = if spread {
         format!("| {whose} | x | y (median) | slowest - fastest | rounds |\n| --- | ---: | ---: | ---: | ---: |\n")
     } else {
@@ -201,9 +203,9 @@ fn points_table(whose: &str, points: &[Point]) -> String {
             number(point.y)
         );
         if spread {
-            let range = point
-                .spread
-                .map_or("-".to_string(), |(low, high)| format!("{} - {}", number(low), number(high)));
+            let range = point.spread.map_or("-".to_string(), |(low, high)| {
+                format!("{} - {}", number(low), number(high))
+            });
             let rounds = point.rounds.map_or("-".to_string(), |r| r.to_string());
             let _ = write!(text, " {range} | {rounds} |");
         }
@@ -235,6 +237,9 @@ fn categories(axis: &str) -> Vec<String> {
         .collect()
 }
 
+/// A series' whiskers: (x, slowest, fastest round).
+type Whiskers = Vec<(f64, f64, f64)>;
+
 /// The exhibit's charts (one panel per [`SERIES_PER_PANEL`] series, the
 /// original's first) and how many of the original's points they drew.
 fn chart_for(
@@ -247,7 +252,7 @@ fn chart_for(
         return Ok((Vec::new(), 0));
     }
     // A series with its whiskers (x, slowest, fastest) where known.
-    let mut series: Vec<(PlainSeries, Vec<(f64, f64, f64)>)> = Vec::new();
+    let mut series: Vec<(PlainSeries, Whiskers)> = Vec::new();
     for (points, dashed) in [(original, true), (ours, false)] {
         for point in points {
             let index = match series.iter().position(|(s, _)| s.label == point.series) {
@@ -290,7 +295,10 @@ fn chart_for(
     // One x for every point (one size): a category per series instead,
     // so that equal values side by side do not hide each other.
     let mut categories = categories(exhibit.axes.x);
-    let first_x = series.first().and_then(|(s, _)| s.points.first()).map(|p| p.0);
+    let first_x = series
+        .first()
+        .and_then(|(s, _)| s.points.first())
+        .map(|p| p.0);
     let one_x = series
         .iter()
         .flat_map(|(s, _)| &s.points)

@@ -12,8 +12,8 @@ use flexio_sys::loop_device::LoopDevice;
 use flexio_sys::rusage::children_rusage;
 
 use super::{read, rounds, Samples, MIB};
-use flexio_bench::cache_bench::DataFile;
 use crate::thesis_bench::{ThesisOptions, ThesisOutcome};
+use flexio_bench::cache_bench::DataFile;
 
 /// Wall seconds at x = 0 (CPU copies), 1 (one `O_DIRECT` request), 2 (dd).
 pub const WALL: &str = "ours";

@@ -63,7 +63,12 @@ const KERNEL_RATIO_SMALL: &str = "copy_file_range / read-write, 128 MiB cgroup (
 /// Figures 4.7-4.10 drawn as the text states them: mmap over read-write.
 fn mmap_view(points: Vec<Point>) -> Vec<Point> {
     let mut view = measure::ratio_series(&points, MAPPED, USER, MMAP_RATIO);
-    view.extend(measure::ratio_series(&points, MAPPED_SMALL, USER_SMALL, MMAP_RATIO_SMALL));
+    view.extend(measure::ratio_series(
+        &points,
+        MAPPED_SMALL,
+        USER_SMALL,
+        MMAP_RATIO_SMALL,
+    ));
     view
 }
 
@@ -71,7 +76,12 @@ fn mmap_view(points: Vec<Point>) -> Vec<Point> {
 /// buffer (not the throughputs 4.7 draws again).
 fn kernel_view(points: Vec<Point>) -> Vec<Point> {
     let mut view = measure::ratio_series(&points, KERNEL, USER, KERNEL_RATIO);
-    view.extend(measure::ratio_series(&points, KERNEL_SMALL, USER_SMALL, KERNEL_RATIO_SMALL));
+    view.extend(measure::ratio_series(
+        &points,
+        KERNEL_SMALL,
+        USER_SMALL,
+        KERNEL_RATIO_SMALL,
+    ));
     view
 }
 
@@ -289,9 +299,11 @@ fn wildforce() -> Exhibit {
         axes: BY_SIZE,
         numbers: Numbers::NotGiven,
         ours_setup: "",
-        gaps: &["A device exhibit: it would run on a machine with a GPU as the board (file -> \
+        gaps: &[
+            "A device exhibit: it would run on a machine with a GPU as the board (file -> \
               device memory and back, pageable against pinned buffers); flexio has no device \
-              endpoint."],
+              endpoint.",
+        ],
         cells: no_cells,
         ours: nothing,
         view: super::as_measured,
@@ -491,9 +503,14 @@ fn compare_buffer(_: &[Point], ours: &[Point]) -> String {
         ours.iter()
             .find(|p| p.series == name && p.x == 1.0)
             .map(|p| {
-                let none = p.spread.is_some_and(|(low, high)| low <= 0.0 && 0.0 <= high);
+                let none = p
+                    .spread
+                    .is_some_and(|(low, high)| low <= 0.0 && 0.0 <= high);
                 let words = if none {
-                    format!("no difference ({:.1} MB/s, within its rounds' spread)", -p.y)
+                    format!(
+                        "no difference ({:.1} MB/s, within its rounds' spread)",
+                        -p.y
+                    )
                 } else {
                     format!("{:.1} MB/s below", -p.y)
                 };
@@ -638,7 +655,10 @@ fn ends_phrase(ours: &[Point], a: &str, b: &str) -> String {
         Some(if measure::differs(pa, pb) {
             format!("{:.2}x at {x:.0} MB", pa.y / pb.y)
         } else {
-            format!("no difference at {x:.0} MB ({:.2}x, within the rounds' spread)", pa.y / pb.y)
+            format!(
+                "no difference at {x:.0} MB ({:.2}x, within the rounds' spread)",
+                pa.y / pb.y
+            )
         })
     };
     match (at(low), at(high)) {
@@ -670,7 +690,9 @@ mod tests {
         let mmap = mmap_view(measured());
         let kernel = kernel_view(measured());
         assert!(!mmap.is_empty() && !kernel.is_empty());
-        assert!(mmap.iter().all(|p| kernel.iter().all(|k| k.series != p.series)));
+        assert!(mmap
+            .iter()
+            .all(|p| kernel.iter().all(|k| k.series != p.series)));
         let at_one = |points: &[Point]| points.iter().find(|p| p.x == 1.0).map(|p| p.y);
         assert_eq!(at_one(&mmap), Some(0.8));
         assert_eq!(at_one(&kernel), Some(1.2));

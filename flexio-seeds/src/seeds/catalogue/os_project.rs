@@ -65,7 +65,8 @@ fn fig_4() -> Exhibit {
             log_y: false,
         },
         numbers: Numbers::Given(&[]),
-        ours_setup: "A flexio sender (read-write or mmap, 4 KiB) and a flexio receiver (read-write or \
+        ours_setup:
+            "A flexio sender (read-write or mmap, 4 KiB) and a flexio receiver (read-write or \
               mmap, 4 KiB) over one loopback connection, the files one after the other, each \
               with its length; sample input 1 as ten files of 2416 bytes (the original's \
               sizes are not given, only their sum).",
@@ -139,7 +140,8 @@ fn fig_6() -> Exhibit {
             log_y: false,
         },
         numbers: Numbers::Given(&[pairs::THREE_TIMES]),
-        ours_setup: "One 64 MiB file (the original does not give its input), both sides read-write \
+        ours_setup:
+            "One 64 MiB file (the original does not give its input), both sides read-write \
               by buffer size or both mmap by map size, 4 KiB to 8 MiB.",
         gaps: &[],
         cells: |_| sweep_cells(),

@@ -80,9 +80,11 @@ fn device() -> Exhibit {
         axes: BY_INJECTION,
         numbers: Numbers::Given(&[]),
         ours_setup: "",
-        gaps: &["A device exhibit: it would run on a machine with a GPU (host -> device copies by \
+        gaps: &[
+            "A device exhibit: it would run on a machine with a GPU (host -> device copies by \
               size, pageable against pinned memory, one and two staging buffers); flexio has \
-              no device endpoint."],
+              no device endpoint.",
+        ],
         cells: super::no_cells,
         ours: super::nothing,
         view: super::as_measured,

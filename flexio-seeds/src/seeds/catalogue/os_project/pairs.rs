@@ -147,7 +147,10 @@ pub(super) fn compare_files(_: &[Point], ours: &[Point]) -> String {
             "takes no different a time from one file ({:.2}x, within the rounds' spread)",
             ten.y / one.y
         ),
-        _ => format!("takes {:.2}x its one-file time", ratio(ReadWrite, ReadWrite, 10.0)),
+        _ => format!(
+            "takes {:.2}x its one-file time",
+            ratio(ReadWrite, ReadWrite, 10.0)
+        ),
     };
     format!(
         "Ours with one file: an mmap slave takes {slave:.2}x a file I/O slave's time (both \
@@ -184,9 +187,7 @@ pub(super) fn sweep_ours(summaries: &[Summary]) -> Vec<Point> {
         let Some(base) = measure::at(&line, name, PAGE as f64 / 1024.0) else {
             continue;
         };
-        points.extend(line.into_iter().map(|p| {
-            p.over(base)
-        }));
+        points.extend(line.into_iter().map(|p| p.over(base)));
     }
     points
 }
