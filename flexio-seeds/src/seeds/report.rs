@@ -240,6 +240,27 @@ fn categories(axis: &str) -> Vec<String> {
 /// A series' whiskers: (x, slowest, fastest round).
 type Whiskers = Vec<(f64, f64, f64)>;
 
+/// `series` in panels of at most [`SERIES_PER_PANEL`], the original's and
+/// ours shared out alike so each panel has both (in their order, the
+/// catalogues list a setting's original and ours in the same order).
+fn panels(series: Vec<(PlainSeries, Whiskers)>) -> Vec<Vec<(PlainSeries, Whiskers)>> {
+    let count = series.len().div_ceil(SERIES_PER_PANEL).max(1);
+    let (original, ours): (Vec<_>, Vec<_>) = series.into_iter().partition(|(s, _)| s.dashed);
+    let (per_original, per_ours) = (original.len().div_ceil(count), ours.len().div_ceil(count));
+    let mut original = original.into_iter();
+    let mut ours = ours.into_iter();
+    (0..count)
+        .map(|_| {
+            original
+                .by_ref()
+                .take(per_original)
+                .chain(ours.by_ref().take(per_ours))
+                .collect::<Vec<_>>()
+        })
+        .filter(|panel| !panel.is_empty())
+        .collect()
+}
+
 /// The exhibit's charts (one panel per [`SERIES_PER_PANEL`] series, the
 /// original's first) and how many of the original's points they drew.
 fn chart_for(
@@ -312,7 +333,7 @@ fn chart_for(
     }
     let positive = |s: &PlainSeries| s.points.iter().all(|p| p.1 > 0.0);
     let log_y = exhibit.axes.log_y && series.iter().all(|(s, _)| positive(s));
-    let panels: Vec<_> = series.chunks(SERIES_PER_PANEL).collect();
+    let panels = panels(series);
     let mut paths = Vec::new();
     for (index, panel) in panels.iter().enumerate() {
         let part = if panels.len() > 1 {
@@ -421,6 +442,31 @@ mod tests {
             "{md}"
         );
     }
+    #[test]
+    fn past_six_series_each_panel_has_the_originals_beside_ours() {
+        let line = |label: &str, dashed| {
+            (
+                PlainSeries {
+                    label: label.into(),
+                    points: vec![(1.0, 1.0)],
+                    dashed,
+                },
+                Vec::new(),
+            )
+        };
+        let mut series: Vec<_> = (0..5).map(|i| line(&format!("theirs {i}"), true)).collect();
+        series.extend((0..6).map(|i| line(&format!("ours {i}"), false)));
+        let panels = panels(series);
+        assert_eq!(panels.len(), 2);
+        for panel in &panels {
+            assert!(panel.len() <= SERIES_PER_PANEL, "{}", panel.len());
+            assert!(panel.iter().any(|(s, _)| s.dashed) && panel.iter().any(|(s, _)| !s.dashed));
+        }
+        assert_eq!(panels.iter().map(Vec::len).sum::<usize>(), 11);
+        assert_eq!(panels[0][0].0.label, "theirs 0");
+        assert_eq!(panels[0][3].0.label, "ours 0");
+    }
+
     #[test]
     fn a_zero_stays_in_the_table_and_leaves_a_log_chart_log() {
         // A warm pass that never blocked: 0 s, beside values decades apart.
