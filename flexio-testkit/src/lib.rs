@@ -71,3 +71,52 @@ pub fn wait_until(mut condition: impl FnMut() -> bool, timeout: Duration) -> boo
         std::thread::sleep(Duration::from_millis(10));
     }
 }
+
+/// What process `pid` has written so far, in bytes (`wchar` in
+/// `/proc/PID/io`: what it sent with `write` or `sendfile`, a server's
+/// bodies; not what it moved with `splice`, so ask the sending side); 0
+/// when that cannot be read. For waiting until a transfer is midway,
+/// instead of sleeping for as long as it should take.
+///
+/// # Examples
+///
+/// ```
+/// use std::io::Write;
+/// let before = flexio_testkit::bytes_written_by(std::process::id());
+/// std::io::sink().write_all(b"not counted").unwrap();
+/// let mut file = tempfile::tempfile().unwrap();
+/// file.write_all(&[0; 4096]).unwrap();
+/// assert!(flexio_testkit::bytes_written_by(std::process::id()) >= before + 4096);
+/// ```
+pub fn bytes_written_by(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/io"))
+        .ok()
+        .and_then(|io| {
+            io.lines()
+                .find_map(|line| line.strip_prefix("wchar: "))
+                .and_then(|n| n.trim().parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+/// How many files directly in `dir` this process holds open (an unnamed
+/// `O_TMPFILE` there included): for waiting until a server in the test's
+/// process has begun on a file.
+///
+/// # Examples
+///
+/// ```
+/// let dir = tempfile::tempdir().unwrap();
+/// let file = std::fs::File::create(dir.path().join("f")).unwrap();
+/// assert_eq!(flexio_testkit::files_open_in(dir.path()), 1);
+/// drop(file);
+/// assert_eq!(flexio_testkit::files_open_in(dir.path()), 0);
+/// ```
+pub fn files_open_in(dir: &std::path::Path) -> usize {
+    let Ok(fds) = std::fs::read_dir("/proc/self/fd") else {
+        return 0;
+    };
+    fds.filter_map(|fd| std::fs::read_link(fd.ok()?.path()).ok())
+        .filter(|target| target.parent() == Some(dir))
+        .count()
+}
