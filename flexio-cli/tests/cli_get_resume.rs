@@ -27,7 +27,7 @@ fn ctrl_c_then_the_same_get_fetches_only_the_rest_and_a_whole_file_is_not_fetche
     let bytes = data(4 << 20);
     std::fs::write(served.path().join("f.bin"), &bytes).unwrap();
     // 4 MiB at 1 MiB/s: about 4 s, stopped after 1.5 MiB or so.
-    let (server, url) = common::serve(served.path(), &["--rate-per-client", "1M"]);
+    let (_server, url) = common::serve(served.path(), &["--rate-per-client", "1M"]);
     let out = tempfile::tempdir().unwrap();
     let dest = out.path().join("f.bin");
     let get = || {

@@ -57,8 +57,6 @@ fn program(name: &str) -> PathBuf {
         .unwrap_or_else(|| PathBuf::from(name))
 }
 
-/// A port on 127.0.0.1 free a moment ago.
-
 /// This host's short name (`hostname -s`), as slurmd finds its node.
 fn short_hostname() -> String {
     let name = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap();

@@ -12,6 +12,9 @@
 //!   the wire;
 //! - [`architecture`], the workspace's one layers-and-circles check.
 
+#![warn(missing_docs)]
+#![forbid(unsafe_code)]
+
 pub mod architecture;
 pub mod http;
 mod skip;
