@@ -215,8 +215,8 @@ fn a_tree_get_from_python_http_server_arrives_whole_over_its_closing_connections
 /// each file arrives and nothing is named as not sent.
 #[test]
 fn a_tree_get_from_rclone_serve_http_asks_for_nothing_out_of_its_script() {
-    if !have("rclone") {
-        return skipped("rclone is not installed (apt-get install rclone)");
+    if !common::require_tool("rclone") {
+        return;
     }
     let work = tempfile::tempdir().unwrap();
     let served = work.path().join("served");

@@ -2,8 +2,10 @@
 //! linked percent-encoded, served and fetched back byte-exact; a symlink a
 //! GET would refuse is shown, not linked; a directory's `index.html` is
 //! served unless `?list` asks for the listing; and `wget -r`, `lftp
-//! mirror`, `rclone copy` and `aria2c` (optional peers, skipped with a
-//! reason where missing) take the tree without an error.
+//! mirror`, `rclone copy` and `aria2c` take the tree without an error
+//! (wget, lftp and rclone are installed by `.ci/run` and required under
+//! FLEXIO_TEST_PRIVILEGED=1; aria2c, which `.ci/without-peers` hides, is
+//! skipped with a reason where missing).
 
 mod common;
 
@@ -11,7 +13,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-use common::{have, serve_with, skipped, RawClient};
+use common::{optional_tool, require_tool, serve_with, RawClient};
 use flexio_net::client::{get_tree, GetOptions};
 
 const TAB_NAME: &str = "a\tb";
@@ -180,8 +182,8 @@ fn assert_mirrored(out: &Path) {
 
 #[test]
 fn wget_recursive_takes_the_tree_and_exits_0() {
-    if !have("wget") {
-        return skipped("wget is not installed (apt-get install wget)");
+    if !require_tool("wget") {
+        return;
     }
     let top = tempfile::tempdir().unwrap();
     let address = serve_with(&tree(top.path()), |_| {});
@@ -202,8 +204,8 @@ fn wget_recursive_takes_the_tree_and_exits_0() {
 
 #[test]
 fn lftp_mirror_takes_the_tree_and_exits_0() {
-    if !have("lftp") {
-        return skipped("lftp is not installed (apt-get install lftp)");
+    if !require_tool("lftp") {
+        return;
     }
     let top = tempfile::tempdir().unwrap();
     let address = serve_with(&tree(top.path()), |_| {});
@@ -218,8 +220,8 @@ fn lftp_mirror_takes_the_tree_and_exits_0() {
 
 #[test]
 fn rclone_copy_takes_the_tree() {
-    if !have("rclone") {
-        return skipped("rclone is not installed (apt-get install rclone)");
+    if !require_tool("rclone") {
+        return;
     }
     let top = tempfile::tempdir().unwrap();
     let address = serve_with(&tree(top.path()), |_| {});
@@ -234,8 +236,8 @@ fn rclone_copy_takes_the_tree() {
 
 #[test]
 fn aria2c_fetches_a_file_named_with_a_tab() {
-    if !have("aria2c") {
-        return skipped("aria2c is not installed (apt-get install aria2)");
+    if !optional_tool("aria2c") {
+        return;
     }
     let top = tempfile::tempdir().unwrap();
     let address = serve_with(&tree(top.path()), |_| {});

@@ -14,7 +14,7 @@ pub const PRIVILEGED_ENV: &str = "FLEXIO_TEST_PRIVILEGED";
 /// hides: nginx, iperf3, socat, fio, wrk, rsync, nc, pv...) is an
 /// [`optional_tool`]. A test of this crate checks the list against
 /// `.ci/run` and `.ci/without-peers`.
-pub const CI_TOOLS: [(&str, &str); 11] = [
+pub const CI_TOOLS: [(&str, &str); 13] = [
     ("curl", "curl"),
     ("wget", "wget"),
     ("tar", "tar"),
@@ -26,6 +26,8 @@ pub const CI_TOOLS: [(&str, &str); 11] = [
     ("readelf", "binutils"),
     ("ssh", "openssh-client"),
     ("sbatch", "slurm-wlm"),
+    ("lftp", "lftp"),
+    ("rclone", "rclone"),
 ];
 
 /// Whether skips are forbidden on this run (`FLEXIO_TEST_PRIVILEGED=1`).
