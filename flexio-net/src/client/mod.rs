@@ -11,6 +11,7 @@ mod mirror;
 mod mirror_tree;
 mod pieces;
 mod progress;
+mod quick_check;
 mod relay;
 mod report;
 mod resume;
