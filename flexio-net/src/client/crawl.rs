@@ -93,7 +93,8 @@ pub(super) fn get_tree_from_listings(
         options,
         streams,
     )?;
-    finish_tree(&root, &found.directories, &label)?; // listings carry no links
+    // Listings carry no links; nginx's JSON gives directories' mtimes.
+    finish_tree(&root, &found.directories, &label)?;
     let mut report = TreeReport {
         url: url.to_string(),
         destination: destination.to_path_buf(),
@@ -156,6 +157,7 @@ fn discover(connection: &mut Option<Connection>, url: &Url, options: &GetOptions
                 mode: if child.directory { 0o755 } else { 0o644 },
                 mtime: child.mtime.unwrap_or(0),
                 mtime_nsec: 0,
+                dated: child.mtime.is_some(),
                 blake3: Vec::new(),
                 link_target: Vec::new(),
             };
