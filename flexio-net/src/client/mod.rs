@@ -24,6 +24,7 @@ mod transport;
 mod tree;
 mod tree_dest;
 mod upload;
+mod upload_skip;
 mod upload_tree;
 mod verify;
 
