@@ -195,11 +195,13 @@ fn put_tree(
 /// The summary of a tree put: a line, and the shard's.
 fn tree_summary(source: &std::path::Path, report: &flexio_net::client::PutTreeReport) -> String {
     let mut text = format!(
-        "{} -> {}: {} files ({}), {} directories made, {} skipped, {} failed, in {:.3} s over {} streams\n",
+        "{} -> {}: {} files ({}), {} unchanged ({}, not sent), {} directories made, {} skipped, {} failed, in {:.3} s over {} streams\n",
         source.display(),
         report.url,
         report.files,
         flexio::format_bytes(report.bytes),
+        report.unchanged,
+        flexio::format_bytes(report.unchanged_bytes),
         report.directories_made,
         report.skipped.len(),
         report.failures.len(),

@@ -133,6 +133,50 @@ fn verbose_lists_a_tree_copy_as_cp_does() {
     assert_eq!(lines("flexio", "by-flexio"), lines("cp", "by-cp"));
 }
 
+/// `cp -av` lists every name it makes, a hard link to a file already
+/// copied as well: `flexio copy -av` lists the same lines (in its own
+/// order), with links in the top directory and in new subdirectories.
+#[test]
+fn verbose_lists_hard_links_as_cp_av_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let tree = dir.path().join("tree");
+    std::fs::create_dir_all(tree.join("sub/deeper")).unwrap();
+    std::fs::write(tree.join("first"), b"1").unwrap();
+    std::fs::hard_link(tree.join("first"), tree.join("second")).unwrap();
+    std::fs::hard_link(tree.join("first"), tree.join("sub/deeper/third")).unwrap();
+    std::fs::write(tree.join("sub/a"), b"a").unwrap();
+    std::fs::hard_link(tree.join("sub/a"), tree.join("sub/b")).unwrap();
+    let lines = |program: &str, dest: &str| {
+        let mut command = match program {
+            "cp" => Command::new("cp"),
+            _ => flexio(),
+        };
+        if program != "cp" {
+            command.arg("copy");
+        }
+        let output = command
+            .args(["-a", "-v"])
+            .arg(&tree)
+            .arg(dir.path().join(dest))
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "{}", stderr(&output));
+        let text = String::from_utf8_lossy(&output.stdout).replace(dest, "DEST");
+        let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
+        lines.sort();
+        lines
+    };
+    let ours = lines("flexio", "by-flexio");
+    assert_eq!(ours.len(), 8, "{ours:#?}");
+    assert_eq!(ours, lines("cp", "by-cp"));
+    use std::os::unix::fs::MetadataExt;
+    let inode = |path: &str| std::fs::metadata(dir.path().join(path)).unwrap().ino();
+    assert_eq!(
+        inode("by-flexio/first"),
+        inode("by-flexio/sub/deeper/third")
+    );
+}
+
 #[test]
 fn a_tree_copy_is_silent_too_and_its_report_goes_to_stderr() {
     let dir = tempfile::tempdir().unwrap();

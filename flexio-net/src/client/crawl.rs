@@ -4,7 +4,8 @@
 //! over `streams` kept-alive connections into a [`NewFile`] that takes its
 //! name only when every byte of its Content-Length arrived, given the
 //! server's Last-Modified. A file already there is kept when the server's
-//! HEAD gives its size and mtime exactly (rsync's test), so running the
+//! HEAD gives its size and mtime exactly (rsync's test; see
+//! [`super::quick_check`]), so running the
 //! get again fetches only what is new, changed or missing.
 //! Nothing is checked by hash — such a server offers none — and the report
 //! says so.
@@ -21,6 +22,7 @@ use flexio::range::Mover;
 use super::connection::{Connection, Url};
 use super::listing::{self, unix_seconds};
 use super::pieces::receive;
+use super::quick_check::same_as_served;
 use super::report::{ListingReport, TreeReport};
 use super::tree_dest::{
     entry_target, finish_tree, make_directory, open_destination, set_times, Kind, Planned, Slot,
@@ -94,7 +96,8 @@ pub(super) fn get_tree_from_listings(
         options,
         streams,
     )?;
-    finish_tree(&root, &found.directories, &label)?; // listings carry no links
+    // Listings carry no links; nginx's JSON gives directories' mtimes.
+    finish_tree(&root, &found.directories, &label)?;
     let mut report = TreeReport {
         url: url.to_string(),
         destination: destination.to_path_buf(),
@@ -169,6 +172,7 @@ fn discover(connection: &mut Option<Connection>, url: &Url, options: &GetOptions
                 mode: if child.directory { 0o755 } else { 0o644 },
                 mtime: child.mtime.unwrap_or(0),
                 mtime_nsec: 0,
+                dated: child.mtime.is_some(),
                 blake3: Vec::new(),
                 link_target: Vec::new(),
             };
@@ -300,15 +304,10 @@ fn fetch_listed(
     };
     if let Some(stat) = slot.regular_file() {
         let size = stat.st_size as u64;
-        let (same, reusable) = same_as_served(&mut open, &target, &peer, size, stat.st_mtime)?;
-        if same {
-            if reusable {
-                *connection = Some(open);
-            }
+        let here = (size, stat.st_mtime);
+        if same_as_served(&mut open, &target, &peer, here, &options.tls)? {
+            *connection = Some(open);
             return Ok(Outcome::Unchanged(size));
-        }
-        if !reusable {
-            open = Connection::open(url, options.timeout, &options.tls)?;
         }
     }
     open.send_get(&target, "")?;
@@ -360,23 +359,4 @@ fn fetch_listed(
     }
     file.commit(size, options.fsync)?;
     Ok(Outcome::New(size))
-}
-
-/// Whether the server's file at `target` has `size` and `mtime` (its
-/// HEAD's Content-Length and Last-Modified, exactly: rsync's test), and
-/// whether `connection` can carry the next request. A server that does
-/// not answer HEAD with `200` is taken as different.
-pub(super) fn same_as_served(
-    connection: &mut Connection,
-    target: &str,
-    peer: &str,
-    size: u64,
-    mtime: i64,
-) -> Result<(bool, bool)> {
-    connection.send_request("HEAD", target, "")?;
-    let response = connection.read_response()?;
-    let same = response.status == 200
-        && response.content_length(peer)? == Some(size)
-        && response.header("last-modified").and_then(unix_seconds) == Some(mtime);
-    Ok((same, !response.closes()))
 }

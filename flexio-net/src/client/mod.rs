@@ -11,6 +11,7 @@ mod mirror;
 mod mirror_tree;
 mod pieces;
 mod progress;
+mod quick_check;
 mod relay;
 mod report;
 mod resume;
@@ -23,6 +24,7 @@ mod transport;
 mod tree;
 mod tree_dest;
 mod upload;
+mod upload_skip;
 mod upload_tree;
 mod verify;
 

@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 
 use super::connection::Url;
 use super::report::{ShardPart, ShardReport};
-use super::upload::{PutOptions, Sender};
+use super::upload::{keep_lines, PutOptions, Sender};
 use crate::error::{Error, Result};
 use crate::shard::{plan, Shard, Split};
 
@@ -99,6 +99,7 @@ pub(super) fn put_range(
         file: &file,
         label: &label,
         length,
+        keep: keep_lines(&stat),
         options: &single,
         rate: rate.clone(),
     };

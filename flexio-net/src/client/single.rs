@@ -12,9 +12,9 @@ use flexio::range::{Mover, NewFile, RangeTotals};
 use flexio::MechanismName;
 
 use super::connection::{Connection, Response, Url};
-use super::crawl::same_as_served;
 use super::listing::unix_seconds;
 use super::pieces::{receive_hashed, EarlyHashes, Piece, Pieces};
+use super::quick_check::same_as_served;
 use super::resume::Partial;
 use super::sink::{check_space, destination_for, Sink};
 use super::tree_dest::set_times;
@@ -109,16 +109,13 @@ fn already_complete(
         return Ok(None);
     }
     use std::os::unix::fs::MetadataExt;
-    let (same, reusable) = same_as_served(
+    let same = same_as_served(
         connection,
         &url.target,
         &url.to_string(),
-        here.len(),
-        here.mtime(),
+        (here.len(), here.mtime()),
+        &options.tls,
     )?;
-    if !reusable {
-        *connection = Connection::open(url, options.timeout, &options.tls)?;
-    }
     if !same {
         return Ok(None);
     }

@@ -298,6 +298,7 @@ pub(super) fn plan_manifest(manifest: Manifest, peer: &str) -> Result<(Vec<Plann
             mode: entry.mode,
             mtime: entry.mtime,
             mtime_nsec: entry.mtime_nsec,
+            dated: true,
             blake3: entry.blake3,
             link_target,
         });

@@ -32,6 +32,8 @@ pub(super) struct Planned {
     pub mode: u32,
     pub mtime: i64,
     pub mtime_nsec: u32,
+    /// Whether `mtime` is the server's (a listing in HTML gives none).
+    pub dated: bool,
     pub blake3: Vec<String>,
     pub link_target: Vec<u8>,
 }
@@ -119,10 +121,12 @@ pub(super) fn make_directory_in(
     }
 }
 
-/// The last steps of a tree, once every file is in: its symlinks, and
-/// each directory's mode from the manifest (only now, since a directory
-/// without write permission could take no file). A symlink is made only
-/// where [`link_stays_beneath`] holds; the others are left out and named.
+/// The last steps of a tree, once every file is in: its symlinks, then
+/// each directory's mode and (where the server gave one) mtime, deepest
+/// first — only now, since a directory without write permission could
+/// take no file, and since every entry made in a directory moves its
+/// mtime. A symlink is made only where [`link_stays_beneath`] holds; the
+/// others are left out and named.
 pub(super) fn finish_tree(root: &OwnedFd, planned: &[Planned], label: &str) -> Result<Finished> {
     let mut finished = Finished::default();
     for entry in planned.iter().filter(|e| e.kind == Kind::Symlink) {
@@ -135,15 +139,31 @@ pub(super) fn finish_tree(root: &OwnedFd, planned: &[Planned], label: &str) -> R
                 .push(String::from_utf8_lossy(&entry.parts.join(&b'/')).into_owned());
         }
     }
-    for entry in planned.iter().filter(|e| e.kind == Kind::Directory) {
+    let mut directories: Vec<&Planned> = planned
+        .iter()
+        .filter(|e| e.kind == Kind::Directory)
+        .collect();
+    directories.sort_by_key(|e| std::cmp::Reverse(e.parts.len()));
+    for entry in directories {
         let (parent, name) = parent_of(root, &entry.parts, label)?;
+        let name = OsStr::from_bytes(name);
+        let shown = || join_label(label, &entry.parts);
         rustix::fs::chmodat(
             &parent,
-            OsStr::from_bytes(name),
+            name,
             Mode::from_raw_mode(entry.mode & 0o777),
             AtFlags::empty(),
         )
-        .map_err(|e| Error::io("chmod", join_label(label, &entry.parts), None, e))?;
+        .map_err(|e| Error::io("chmod", shown(), None, e))?;
+        if entry.dated {
+            let mtime = timespec(entry.mtime, entry.mtime_nsec);
+            let times = rustix::fs::Timestamps {
+                last_access: mtime,
+                last_modification: mtime,
+            };
+            rustix::fs::utimensat(&parent, name, &times, AtFlags::SYMLINK_NOFOLLOW)
+                .map_err(|e| Error::io("utimensat", shown(), None, e))?;
+        }
     }
     Ok(finished)
 }
@@ -467,10 +487,7 @@ pub(super) fn set_times(
     nanoseconds: u32,
     shown: &str,
 ) -> Result<()> {
-    let mtime = rustix::fs::Timespec {
-        tv_sec: seconds,
-        tv_nsec: i64::from(nanoseconds.min(999_999_999)),
-    };
+    let mtime = timespec(seconds, nanoseconds);
     rustix::fs::futimens(
         file,
         &rustix::fs::Timestamps {
@@ -479,4 +496,12 @@ pub(super) fn set_times(
         },
     )
     .map_err(|e| Error::io("futimens", shown, None, e))
+}
+
+/// `seconds` and `nanoseconds` as a time to set.
+fn timespec(seconds: i64, nanoseconds: u32) -> rustix::fs::Timespec {
+    rustix::fs::Timespec {
+        tv_sec: seconds,
+        tv_nsec: i64::from(nanoseconds.min(999_999_999)),
+    }
 }

@@ -164,6 +164,18 @@ impl Default for PutOptions {
 /// # Ok::<(), flexio_net::Error>(())
 /// ```
 pub fn put_with(source: &Path, url: &str, token: &str, options: &PutOptions) -> Result<PutReport> {
+    put_keeping(source, url, token, options, false)
+}
+
+/// [`put_with`], asking the server (with `keep`) to give the file the
+/// source's mode and mtime.
+pub(crate) fn put_keeping(
+    source: &Path,
+    url: &str,
+    token: &str,
+    options: &PutOptions,
+    keep: bool,
+) -> Result<PutReport> {
     let url = Url::parse(url)?;
     let label = source.display().to_string();
     let file = std::fs::File::open(source).map_err(|e| Error::io("open", &label, None, e))?;
@@ -182,6 +194,11 @@ pub fn put_with(source: &Path, url: &str, token: &str, options: &PutOptions) -> 
         file: &file,
         label: &label,
         length,
+        keep: if keep {
+            keep_lines(&stat)
+        } else {
+            String::new()
+        },
         options,
         rate: options.pacing.rate.map(|rate| {
             std::sync::Arc::new(flexio::pace::TokenBucket::new(
@@ -204,6 +221,19 @@ pub fn put_with(source: &Path, url: &str, token: &str, options: &PutOptions) -> 
     Ok(report)
 }
 
+/// A write's headers beyond its authorisation and length, each empty
+/// when it has none.
+#[derive(Clone, Copy, Default)]
+pub(crate) struct Extra<'a> {
+    /// `Content-Range` of a piece (or a question about pieces).
+    pub content_range: &'a str,
+    /// `Flexio-Upload`: which upload the piece belongs to.
+    pub upload: &'a str,
+    /// Whole header lines asking the server to keep the file's mode and
+    /// mtime ([`keep_lines`]).
+    pub keep: &'a str,
+}
+
 /// Sends the head of a write request (`PUT`, `MKCOL`) on `connection`,
 /// authorised by `token`: the token itself only to a loopback peer (a
 /// local server, or the TLS relay), to anyone else a signature good for
@@ -214,9 +244,13 @@ pub(crate) fn send_head(
     url: &Url,
     token: &str,
     length: u64,
-    content_range: &str,
-    upload: &str,
+    extra: Extra<'_>,
 ) -> Result<()> {
+    let Extra {
+        content_range,
+        upload,
+        keep,
+    } = extra;
     let peer = connection
         .stream
         .socket()
@@ -241,7 +275,19 @@ pub(crate) fn send_head(
     if !content_range.is_empty() {
         extra += &format!("Content-Range: {content_range}\r\nFlexio-Upload: {upload}\r\n");
     }
+    extra += keep;
     connection.send_request(method, &url.target, &extra)
+}
+
+/// The header lines that ask `flexio serve` to give the uploaded file
+/// the permission bits and mtime of `stat` (see `server::upload_meta`).
+pub(crate) fn keep_lines(stat: &rustix::fs::Stat) -> String {
+    format!(
+        "Flexio-Mode: {:o}\r\nFlexio-Mtime: {}.{:09}\r\n",
+        stat.st_mode & 0o777,
+        stat.st_mtime,
+        stat.st_mtime_nsec
+    )
 }
 
 /// Which upload a piece belongs to: the source file as it is now.
@@ -266,6 +312,9 @@ pub(crate) struct Sender<'a> {
     pub(crate) file: &'a std::fs::File,
     pub(crate) label: &'a str,
     pub(crate) length: u64,
+    /// Header lines asking to keep the file's mode and mtime (empty: not
+    /// asked).
+    pub(crate) keep: String,
     pub(crate) options: &'a PutOptions,
     pub(crate) rate: Option<std::sync::Arc<flexio::pace::TokenBucket>>,
 }
@@ -274,15 +323,12 @@ impl Sender<'_> {
     /// A connection and the head of a PUT with these extra headers.
     fn start(&self, length: u64, content_range: &str, upload: &str) -> Result<Connection> {
         let mut connection = Connection::open(self.url, self.options.timeout, &self.options.tls)?;
-        send_head(
-            &mut connection,
-            "PUT",
-            self.url,
-            self.token,
-            length,
+        let extra = Extra {
             content_range,
             upload,
-        )?;
+            keep: &self.keep,
+        };
+        send_head(&mut connection, "PUT", self.url, self.token, length, extra)?;
         Ok(connection)
     }
 
@@ -388,7 +434,11 @@ impl Sender<'_> {
     /// The whole file in one request on `connection`, kept alive for the
     /// next (its short answer read whole); returns the status.
     pub(crate) fn whole_on(&self, connection: &mut Connection) -> Result<u16> {
-        send_head(connection, "PUT", self.url, self.token, self.length, "", "")?;
+        let extra = Extra {
+            keep: &self.keep,
+            ..Extra::default()
+        };
+        send_head(connection, "PUT", self.url, self.token, self.length, extra)?;
         let (response, _) = self.body(connection, 0, self.length)?;
         connection.skip_short_body(&response, "a PUT answer")?;
         let status = response.status;

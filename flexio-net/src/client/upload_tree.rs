@@ -4,9 +4,15 @@
 //! `streams` kept-alive connections, largest first. Each file lands
 //! whole or not at all (the server's atomic sink, or its pieces for a
 //! file larger than a piece); a file that fails is reported with its
-//! reason and the others go on. Symlinks and special files are not
-//! uploaded (PUT carries bytes only) and are listed as skipped.
+//! reason and the others go on. Each file asks the server to keep its
+//! mode and mtime (`Flexio-Mode`, `Flexio-Mtime`), so a file already
+//! there with the source's size and mtime (a HEAD of it, where its
+//! directory was there before this put) is left out and counted as
+//! unchanged: a put run again sends only what changed. Symlinks and
+//! special files are not uploaded (PUT carries bytes only) and are
+//! listed as skipped.
 
+use std::collections::HashSet;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -15,7 +21,8 @@ use std::time::Instant;
 use serde::Serialize;
 
 use super::connection::{Connection, Url};
-use super::upload::{put_with, refusal, send_head, PutOptions, Sender};
+use super::upload::{keep_lines, put_keeping, refusal, send_head, Extra, PutOptions, Sender};
+use super::upload_skip::held_already;
 use crate::error::{Error, Result};
 use crate::names::percent_encode;
 use crate::shard::{Shard, Split};
@@ -31,6 +38,11 @@ pub struct PutTreeReport {
     pub files: u64,
     /// Their bytes.
     pub bytes: u64,
+    /// Files not sent: the server holds them with the source's size and
+    /// mtime already.
+    pub unchanged: u64,
+    /// Their bytes.
+    pub unchanged_bytes: u64,
     /// Entries not uploaded, with why (symlinks, special files).
     pub skipped: Vec<String>,
     /// Entries that failed, with the reason.
@@ -224,17 +236,23 @@ pub(super) fn put_tree_part(
     // The directories, parents first, on one connection.
     let mut connection = Connection::open(&base, options.timeout, &options.tls)?;
     let make = |connection: &mut Connection, target: &Url| -> Result<u16> {
-        send_head(connection, "MKCOL", target, token, 0, "", "")?;
+        send_head(connection, "MKCOL", target, token, 0, Extra::default())?;
         status_of(connection, target)
     };
+    // The directories this put made: what is in them is new.
+    let mut made: HashSet<Vec<u8>> = HashSet::new();
     // The destination itself: a refusal here (a wrong token) ends it all.
     if make(&mut connection, &base)? == 201 {
         report.directories_made += 1;
+        made.insert(Vec::new());
     }
     for relative in &walked.directories {
         let target = url_below(&base, relative, true);
         match make(&mut connection, &target) {
-            Ok(201) => report.directories_made += 1,
+            Ok(201) => {
+                report.directories_made += 1;
+                made.insert(relative.clone());
+            }
             Ok(_) => {}
             Err(error) => {
                 report
@@ -269,7 +287,7 @@ pub(super) fn put_tree_part(
     }
     let streams = options.streams.clamp(1, files.len().max(1));
     let queue = Mutex::new(files);
-    let outcome = Mutex::new((0u64, 0u64, Vec::<String>::new()));
+    let outcome = Mutex::new(Outcome::default());
     let rate = options.pacing.rate.map(|rate| {
         std::sync::Arc::new(flexio::pace::TokenBucket::new(
             rate,
@@ -289,23 +307,35 @@ pub(super) fn put_tree_part(
                     };
                     let target = url_below(&base, &relative, false);
                     let shown = crate::names::printable(&relative);
+                    let new = made.contains(parent_of(&relative));
                     let result = match range {
-                        None => put_one(&path, &target, token, options, &rate, &mut connection),
+                        None => {
+                            put_one(&path, &target, token, options, &rate, &mut connection, new)
+                        }
                         Some(range) => super::shard_put::put_range(
                             &path, &relative, &target, token, options, &rate, range,
-                        ),
+                        )
+                        .map(Sent::Bytes),
                     };
                     if let Some(progress) = &options.progress {
-                        progress.files_done(1, 0);
+                        let unchanged = match result {
+                            Ok(Sent::Unchanged(bytes)) => bytes,
+                            _ => 0,
+                        };
+                        progress.files_done(1, unchanged);
                     }
                     let mut outcome = outcome.lock().unwrap_or_else(|p| p.into_inner());
                     match result {
-                        Ok(bytes) => {
-                            outcome.0 += 1;
-                            outcome.1 += bytes;
+                        Ok(Sent::Bytes(bytes)) => {
+                            outcome.files += 1;
+                            outcome.bytes += bytes;
+                        }
+                        Ok(Sent::Unchanged(bytes)) => {
+                            outcome.unchanged += 1;
+                            outcome.unchanged_bytes += bytes;
                         }
                         Err(error) => {
-                            outcome.2.push(format!("{shown}: {error}"));
+                            outcome.failures.push(format!("{shown}: {error}"));
                             connection = None;
                         }
                     }
@@ -313,17 +343,47 @@ pub(super) fn put_tree_part(
             });
         }
     });
-    let (files, bytes, failures) = outcome.into_inner().unwrap_or_else(|p| p.into_inner());
-    report.files = files;
-    report.bytes = bytes;
-    report.failures.extend(failures);
+    let outcome = outcome.into_inner().unwrap_or_else(|p| p.into_inner());
+    report.files = outcome.files;
+    report.bytes = outcome.bytes;
+    report.unchanged = outcome.unchanged;
+    report.unchanged_bytes = outcome.unchanged_bytes;
+    report.failures.extend(outcome.failures);
     report.streams = streams;
     report.wall_ns = started.elapsed().as_nanos() as u64;
     Ok(report)
 }
 
-/// One file: larger than a piece, in pieces on connections of its own;
-/// else whole on the worker's kept-alive connection. Returns its bytes.
+/// What the workers of a tree put did, together.
+#[derive(Default)]
+struct Outcome {
+    files: u64,
+    bytes: u64,
+    unchanged: u64,
+    unchanged_bytes: u64,
+    failures: Vec<String>,
+}
+
+/// What became of one file.
+pub(super) enum Sent {
+    /// Sent, this many bytes.
+    Bytes(u64),
+    /// Not sent, this many bytes: the server holds it already.
+    Unchanged(u64),
+}
+
+/// The directory part of a relative path (empty for the top).
+fn parent_of(relative: &[u8]) -> &[u8] {
+    match relative.iter().rposition(|&b| b == b'/') {
+        Some(at) => &relative[..at],
+        None => &[],
+    }
+}
+
+/// One file, asking the server to keep its mode and mtime: left out when
+/// the server holds it already (asked unless its directory is `new`, made
+/// by this put); larger than a piece, in pieces on connections of its
+/// own; else whole on the worker's kept-alive connection.
 pub(super) fn put_one(
     path: &Path,
     target: &Url,
@@ -331,19 +391,22 @@ pub(super) fn put_one(
     options: &PutOptions,
     rate: &Option<std::sync::Arc<flexio::pace::TokenBucket>>,
     connection: &mut Option<Connection>,
-) -> Result<u64> {
+    new: bool,
+) -> Result<Sent> {
     let label = path.display().to_string();
     let file = std::fs::File::open(path).map_err(|e| Error::io("open", &label, None, e))?;
-    let length = file
-        .metadata()
-        .map_err(|e| Error::io("fstat", &label, None, e))?
-        .len();
+    let stat = rustix::fs::fstat(&file).map_err(|e| Error::io("fstat", &label, None, e))?;
+    let length = stat.st_size as u64;
+    if !new && held_already(connection, target, &stat, (options.timeout, &options.tls))? {
+        return Ok(Sent::Unchanged(length));
+    }
     if length > options.piece {
         let single = PutOptions {
             streams: 1,
             ..options.clone()
         };
-        return put_with(path, &target.to_string(), token, &single).map(|report| report.bytes);
+        return put_keeping(path, &target.to_string(), token, &single, true)
+            .map(|report| Sent::Bytes(report.bytes));
     }
     let kept = match connection {
         Some(kept) => kept,
@@ -355,11 +418,12 @@ pub(super) fn put_one(
         file: &file,
         label: &label,
         length,
+        keep: keep_lines(&stat),
         options,
         rate: rate.clone(),
     };
     sender.whole_on(kept)?;
-    Ok(length)
+    Ok(Sent::Bytes(length))
 }
 
 #[cfg(test)]

@@ -55,6 +55,7 @@ mod timers;
 mod trace;
 mod upload;
 mod upload_locks;
+mod upload_meta;
 mod upload_ranges;
 mod validators;
 mod wire;

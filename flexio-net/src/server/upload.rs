@@ -22,6 +22,7 @@ use super::files::failed;
 use super::intake::{Finish, Intake};
 use super::preconditions::{evaluate, evaluate_at, Current, Verdict};
 use super::request::ResponseHead;
+use super::upload_meta::Kept;
 use super::upload_ranges;
 use super::validators::Validators;
 use crate::signing::{verify, Refusal, SignedRequest, SCHEME};
@@ -75,6 +76,9 @@ pub(crate) fn answer(exchange: &mut Exchange<'_>, parts: &[Vec<u8>]) -> std::io:
     };
     if let Err(refusal) = authorise(exchange, token, length) {
         return refuse(exchange, refusal);
+    }
+    if let Err(why) = Kept::of(request) {
+        return exchange.text(400, &why);
     }
     let range =
         match request.header("content-range") {
@@ -183,6 +187,13 @@ pub(crate) fn finish(exchange: &mut Exchange<'_>, intake: Intake) -> std::io::Re
         drop(file);
         exchange.keep_alive = exchange.request.keeps_alive();
         return failed(exchange, condition);
+    }
+    // Checked when the request came; given before the name, so the file
+    // appears with them.
+    let kept = Kept::of(exchange.request).unwrap_or_default();
+    if let Err(error) = kept.apply(file.fd()) {
+        exchange.keep_alive = false;
+        return exchange.text(500, &format!("setting its mode or mtime failed: {error}"));
     }
     if let Err(error) = file.commit(length, false) {
         exchange.keep_alive = false;

@@ -25,7 +25,7 @@
 //!   lands and the file is renamed into place.
 
 use super::upload_locks::UploadKey;
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsFd, OwnedFd};
 
 use rustix::fs::{AtFlags, Mode, OFlags};
 use rustix::io::Errno;
@@ -33,6 +33,7 @@ use rustix::io::Errno;
 use super::exchange::Exchange;
 use super::intake::{Finish, Intake};
 use super::request::ResponseHead;
+use super::upload_meta::Kept;
 
 /// The most disjoint ranges a journal keeps: a client sending tiny pieces
 /// far apart is refused (413) rather than growing it without bound.
@@ -380,6 +381,7 @@ pub(crate) fn finish(exchange: &mut Exchange<'_>, intake: Intake) -> std::io::Re
     let label = &intake.label;
     let Finish::Piece {
         parent,
+        file,
         partial,
         journal,
         name,
@@ -405,7 +407,13 @@ pub(crate) fn finish(exchange: &mut Exchange<'_>, intake: Intake) -> std::io::Re
             );
         }
         let result = if received.covers(total) {
-            commit(parent, &partial, &journal, &name).map(Some)
+            // The piece that completes the file brings its mode and mtime
+            // (checked when it came), given before the name.
+            Kept::of(exchange.request)
+                .unwrap_or_default()
+                .apply(file.as_fd())
+                .and_then(|()| commit(parent, &partial, &journal, &name))
+                .map(Some)
         } else {
             write_journal(parent, &journal, &received.to_text(total)).map(|()| None)
         };

@@ -213,7 +213,7 @@ pub fn copy_tree(
         Ok::<_, Error>((report, stagings, staged_roots))
     })?;
     if !options.dry_run {
-        link_hard_links(&walker, &mut report);
+        link_hard_links(&walker, progress, &mut report);
         finish_directories(&walker, options, umask, &mut report);
         if options.fsync {
             sync_destinations(&pairs, &mut report);
@@ -367,12 +367,16 @@ fn work(mut worker: Worker<'_>, queue: &Queue, progress: &TreeProgress) -> TreeR
 }
 
 /// Names that were hard links to one file in the source become hard links
-/// to its copy.
-fn link_hard_links(walker: &Walker<'_>, report: &mut TreeReport) {
+/// to its copy, each told to `progress` as it is made (`cp -v` lists
+/// them as copies).
+fn link_hard_links(walker: &Walker<'_>, progress: &TreeProgress, report: &mut TreeReport) {
     for link in &walker.hard_links {
         let _ = std::fs::remove_file(&link.target);
         match std::fs::hard_link(&link.first_target, &link.target) {
-            Ok(()) => report.hard_links += 1,
+            Ok(()) => {
+                report.hard_links += 1;
+                progress.made(&link.source, &link.target);
+            }
             Err(error) => report.fail(
                 link.source.display(),
                 Error::io("link", link.target.display().to_string(), None, error),
