@@ -273,11 +273,11 @@ fn measure(
 /// below its median plus the default's above its own, so that the
 /// leader's slowest copy beat the default's fastest. With the reason when
 /// the default was kept over a faster median.
-fn choose<'s>(
-    settings: &'s [Setting],
+fn choose(
+    settings: &[Setting],
     files: u64,
     preferred: impl Fn(&Setting) -> bool,
-) -> (&'s Setting, Option<(f64, f64)>) {
+) -> (&Setting, Option<(f64, f64)>) {
     let rate = |s: &Setting| s.point(files).files_per_second;
     let leader = settings
         .iter()
