@@ -2,12 +2,13 @@
 //! and size on this machine, and write the profile `auto` reads.
 
 use std::path::PathBuf;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use clap::Args;
 use flexio::profile::default_profile_path;
 use flexio::Error;
 use flexio_bench::harness::RunOptions;
+use flexio_tune::load::{busy_warning, Load};
 use flexio_tune::sweep::{self as tune, TunePlan};
 use flexio_tune::tree::{tune_tree, TreeTunePlan, STOPPED};
 
@@ -18,8 +19,8 @@ use crate::bench_support::BarObserver;
 pub struct TuneArgs {
     /// A short sweep: two chunk and pipe sizes, O_DIRECT for durable
     /// copies only, sizes 4 KiB to 64 MiB, six counted rounds, then the
-    /// three fastest file-copy mechanisms again at 256 MiB and 1 GiB
-    /// (durable copies at 1 GiB only), then the tree copy's workers and
+    /// two fastest file-copy mechanisms and the built-in choice again as
+    /// `flexio copy` processes at 256 MiB (durable copies at 1 GiB), then the tree copy's workers and
     /// small-file batch on 2 000 files of 4 KiB (at most a minute and a
     /// half on a 2-core machine). The default.
     #[arg(long, conflicts_with = "full")]
@@ -63,6 +64,16 @@ pub fn run(args: TuneArgs) -> Result<(), Error> {
         args.dir.display(),
         tune::describe(&plan)
     );
+    // Others' share of the CPUs just before: a tune on a busy machine
+    // measures that work as much as the mechanisms.
+    let before = Load::over(Duration::from_millis(500));
+    let mut warnings: Vec<String> = before
+        .and_then(|load| busy_warning(load, "before the tune"))
+        .into_iter()
+        .collect();
+    for warning in &warnings {
+        eprintln!("{warning}");
+    }
     let mut options = RunOptions::new(&args.dir);
     options.command_line = std::env::args().collect::<Vec<_>>().join(" ");
     // The second pass measures the leaders as `flexio copy` processes.
@@ -87,7 +98,16 @@ pub fn run(args: TuneArgs) -> Result<(), Error> {
         )));
     }
     let mut profile = tuned.profile;
-    if !tune_tree_settings(&args, &mut profile, &mut observer) {
+    // The sweep's own warning is already among its notes.
+    profile.notes.splice(0..0, warnings.iter().cloned());
+    if let Some(warning) = tuned
+        .during
+        .and_then(|load| busy_warning(load, "during the sweep"))
+    {
+        warnings.push(warning);
+    }
+    let busy = !warnings.is_empty();
+    if !tune_tree_settings(&args, busy, &mut profile, &mut observer) {
         return Err(Error::Usage(format!(
             "stopped before the tree settings were measured; {} left as it was",
             path.display()
@@ -98,8 +118,12 @@ pub fn run(args: TuneArgs) -> Result<(), Error> {
         .map_err(|e| Error::Usage(e.to_string()))?;
     profile.path = Some(path.clone());
     let mut text = crate::profile_cmd::render(&profile);
-    for note in &profile.notes {
+    // The warnings close the output, once.
+    for note in profile.notes.iter().filter(|n| !n.starts_with("warning:")) {
         text += &format!("note: {note}\n");
+    }
+    for warning in &warnings {
+        text += &format!("{warning}\n");
     }
     text += &format!(
         "tune took {:.1} s ({} runs); wrote {}\n",
@@ -128,13 +152,17 @@ pub fn run(args: TuneArgs) -> Result<(), Error> {
 /// `false` when Ctrl-C stopped it (the profile is then not to be saved).
 fn tune_tree_settings(
     args: &TuneArgs,
+    busy: bool,
     profile: &mut flexio::profile::Profile,
     observer: &mut BarObserver,
 ) -> bool {
-    let plan = if args.full {
-        TreeTunePlan::full()
-    } else {
-        TreeTunePlan::quick()
+    let plan = TreeTunePlan {
+        busy,
+        ..if args.full {
+            TreeTunePlan::full()
+        } else {
+            TreeTunePlan::quick()
+        }
     };
     let Some(mount) = flexio::profile::Mount::containing(&args.dir) else {
         profile.notes.push(
@@ -151,7 +179,10 @@ fn tune_tree_settings(
     };
     let mut stop = || flexio_bench::runner::Observer::should_stop(observer);
     match tune_tree(&args.dir, &mount.fs_type, &plan, &mut say, &mut stop) {
-        Ok(tree) => profile.set_tree_settings(tree),
+        Ok(tree) => {
+            profile.notes.extend(tree.notes);
+            profile.set_tree_settings(tree.profile);
+        }
         Err(error) if error == STOPPED => return false,
         Err(error) => profile.notes.push(format!(
             "tree: not measured ({error}); tree copies use the defaults"

@@ -14,11 +14,13 @@
 //!                and the size ranges between them
 //! tree.rs        the tree copy's workers and small-file batch, measured on
 //!                the tuned file system
+//! load.rs        how busy others kept the CPUs before and during a tune
 //! ```
 
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]
 
+pub mod load;
 pub mod select;
 pub mod sweep;
 pub mod tree;

@@ -135,11 +135,14 @@ impl NoiseTie {
                 self.builtin
             )
         };
+        let leader = match self.leader == self.runner_up {
+            true => format!("{} with other parameters", self.leader),
+            false => self.leader.to_string(),
+        };
         format!(
-            "{} at {}: {} and {} are {:.1}% apart, inside the noise ({:.1}%): {outcome}",
+            "{} at {}: {leader} and {} are {:.1}% apart, inside the noise ({:.1}%): {outcome}",
             self.kind,
             flexio::format_bytes(self.size),
-            self.leader,
             self.runner_up,
             self.gap * 100.0,
             self.band * 100.0
@@ -168,11 +171,12 @@ fn winner_at_size<'m>(
             .max_by(|a, b| a.median_bps.total_cmp(&b.median_bps))
             .copied()
     };
-    let Some(runner_up) = fastest_of(&|m| m != leader.candidate.mechanism) else {
-        return Some((best_at_size(at_size, tie_tolerance)?, None));
-    };
     let (source, sink) = kind.representative_pair();
     let builtin = flexio::builtin_choice(source, sink);
+    let Some(runner_up) = fastest_of(&|m| m != leader.candidate.mechanism) else {
+        let best = best_at_size(at_size, tie_tolerance)?;
+        return Some(against_builtin(at_size, best, kind, builtin, tie_tolerance));
+    };
     let kept = fastest_of(&|m| m == builtin);
     let tie = NoiseTie {
         kind,
@@ -184,11 +188,94 @@ fn winner_at_size<'m>(
         builtin,
         kept_builtin: kept.is_some(),
     };
-    let winner = match kept {
-        Some(kept) => kept,
-        None => best_at_size(at_size, tie_tolerance)?,
+    match kept {
+        Some(kept) => Some((
+            against_builtin(at_size, kept, kind, builtin, tie_tolerance).0,
+            Some(tie),
+        )),
+        None => {
+            let best = best_at_size(at_size, tie_tolerance)?;
+            match against_builtin(at_size, best, kind, builtin, tie_tolerance) {
+                (kept, Some(noise)) => Some((kept, Some(noise))),
+                (best, None) => Some((best, Some(tie))),
+            }
+        }
+    }
+}
+
+/// The built-in choice itself (the built-in mechanism with the default
+/// parameters) instead of `best` when their runs overlap: a switch away
+/// from what `auto` does without a profile must rest on a lead wider than
+/// both candidates' noise, however noisy the machine was (no cap here: a
+/// busy machine's 30% spreads keep the built-in, which is never worse than
+/// no profile). With the tie that says so.
+fn against_builtin<'m>(
+    at_size: &[&'m Measurement],
+    best: &'m Measurement,
+    kind: FlowKind,
+    builtin: MechanismName,
+    tie_tolerance: f64,
+) -> (&'m Measurement, Option<NoiseTie>) {
+    let reference = Candidate {
+        mechanism: builtin,
+        params: Params {
+            direct: builtin == MechanismName::Direct,
+            ..Params::default()
+        },
     };
-    Some((winner, Some(tie)))
+    let Some(plain) = at_size.iter().find(|m| m.candidate == reference).copied() else {
+        return (best, None);
+    };
+    if best.candidate == reference {
+        return (best, None);
+    }
+    let (gap, noise) = separation(best, plain, tie_tolerance);
+    if gap > noise {
+        return (best, None);
+    }
+    let tie = NoiseTie {
+        kind,
+        size: best.size,
+        leader: best.candidate.mechanism,
+        runner_up: builtin,
+        gap,
+        band: noise,
+        builtin,
+        kept_builtin: true,
+    };
+    (plain, Some(tie))
+}
+
+/// How far `plain` is behind `best` (a fraction of `best`'s median), and
+/// the noise that gap must exceed: the larger of `tie_tolerance` and the
+/// width of `best`'s runs below its median plus that of `plain`'s runs
+/// above its own, so that a gap beyond it means even `best`'s slowest run
+/// beat `plain`'s fastest.
+///
+/// # Examples
+/// ```
+/// use flexio::profile::FlowKind;
+/// use flexio::{MechanismName, Params};
+/// use flexio_tune::select::{separation, Candidate, Measurement};
+/// let m = |mechanism, median: f64, min: f64, max: f64| Measurement {
+///     kind: FlowKind::FileToFile, size: 256 << 20,
+///     candidate: Candidate { mechanism, params: Params::default() },
+///     median_bps: median, min_bps: min, max_bps: max, cpu_ns_per_byte: 1.0,
+/// };
+/// // 10% ahead, but the runs overlap: noise.
+/// let (gap, noise) = separation(&m(MechanismName::Sendfile, 1.0e9, 0.8e9, 1.1e9),
+///                               &m(MechanismName::CopyFileRange, 0.9e9, 0.7e9, 0.95e9), 0.03);
+/// assert!((gap - 0.1).abs() < 1e-9 && noise > gap);
+/// ```
+pub fn separation(best: &Measurement, plain: &Measurement, tie_tolerance: f64) -> (f64, f64) {
+    if best.median_bps <= 0.0 {
+        return (0.0, tie_tolerance);
+    }
+    let gap = 1.0 - plain.median_bps / best.median_bps;
+    let below = (best.median_bps - best.min_bps).max(0.0);
+    let above = (plain.max_bps - plain.median_bps).max(0.0);
+    let noise = (below + above) / best.median_bps;
+    (gap, noise.max(tie_tolerance))
 }
 
 /// `memcpy`'s fastest measurement when the leader is another copy kernel
@@ -533,6 +620,118 @@ mod tests {
         assert_eq!(selection.ranges[0].mechanism, IoUring);
         assert!(!selection.ties[0].kept_builtin);
         assert!(selection.ties[0].note().contains("was not among them"));
+    }
+
+    fn spread_as(m: Measurement, min: f64, max: f64) -> Measurement {
+        Measurement {
+            min_bps: min,
+            max_bps: max,
+            ..m
+        }
+    }
+
+    #[test]
+    fn a_lead_inside_both_runs_noise_keeps_the_built_in_however_wide() {
+        use MechanismName::*;
+        // The busy machine's 256 MiB: sendfile's median 15% ahead of the
+        // built-in copy-file-range, past the 5% cap of the tie band, but
+        // its slowest run below copy-file-range's fastest.
+        let size = 256 << 20;
+        let measured = vec![
+            spread_as(measurement(size, Sendfile, 1.00e9, 0.5), 0.70e9, 1.2e9),
+            spread_as(measurement(size, Splice, 0.90e9, 0.5), 0.60e9, 1.1e9),
+            spread_as(
+                measurement(size, CopyFileRange, 0.85e9, 0.5),
+                0.60e9,
+                1.05e9,
+            ),
+        ];
+        let selection = select(&measured, FlowKind::FileToFile, 0.03);
+        assert_eq!(selection.ranges.len(), 1);
+        assert_eq!(selection.ranges[0].mechanism, CopyFileRange);
+        assert_eq!(selection.ranges[0].params(), Params::default());
+        let tie = selection.ties.last().unwrap();
+        assert!(tie.kept_builtin && tie.gap > MAX_NOISE_BAND && tie.band > tie.gap);
+        assert!(
+            tie.note().starts_with(
+                "file-to-file at 256.00 MiB: sendfile and copy-file-range are 15.0% apart"
+            ),
+            "{}",
+            tie.note()
+        );
+    }
+
+    #[test]
+    fn a_lead_beyond_both_runs_noise_picks_the_winner() {
+        use MechanismName::*;
+        // The same medians, runs steady: sendfile's slowest beats
+        // copy-file-range's fastest, so it wins, with no tie noted.
+        let size = 256 << 20;
+        let measured = vec![
+            spread_as(measurement(size, Sendfile, 1.00e9, 0.5), 0.97e9, 1.02e9),
+            spread_as(measurement(size, Splice, 0.90e9, 0.5), 0.88e9, 0.92e9),
+            spread_as(
+                measurement(size, CopyFileRange, 0.85e9, 0.5),
+                0.84e9,
+                0.86e9,
+            ),
+        ];
+        let selection = select(&measured, FlowKind::FileToFile, 0.03);
+        assert_eq!(selection.ranges[0].mechanism, Sendfile);
+        assert!(selection.ties.is_empty(), "{:?}", selection.ties);
+        // Overlap by a hair: sendfile's slowest run below the built-in's
+        // fastest keeps the built-in.
+        let mut hair = measured.clone();
+        hair[2].max_bps = 0.975e9;
+        let selection = select(&hair, FlowKind::FileToFile, 0.03);
+        assert_eq!(selection.ranges[0].mechanism, CopyFileRange);
+    }
+
+    #[test]
+    fn other_parameters_of_the_built_in_mechanism_need_a_clear_lead_too() {
+        use MechanismName::*;
+        let size = 64 << 20;
+        let wider_chunk = Measurement {
+            candidate: Candidate {
+                mechanism: ReadWrite,
+                params: Params {
+                    chunk: 1 << 20,
+                    ..Params::default()
+                },
+            },
+            ..spread_as(measurement(size, ReadWrite, 1.1e9, 0.5), 0.9e9, 1.3e9)
+        };
+        let plain = spread_as(measurement(size, ReadWrite, 1.0e9, 0.5), 0.8e9, 1.2e9);
+        let measured = vec![
+            Measurement {
+                kind: FlowKind::PipeToFile,
+                ..wider_chunk.clone()
+            },
+            Measurement {
+                kind: FlowKind::PipeToFile,
+                ..plain.clone()
+            },
+        ];
+        // Pipe to file's built-in is splice, not measured here: the
+        // faster read-write stands.
+        let ranges = select_ranges(&measured, FlowKind::PipeToFile, 0.03);
+        assert_eq!(ranges[0].chunk, 1 << 20);
+        // Memory to memory's built-in is read-write with the defaults.
+        let measured = vec![
+            Measurement {
+                kind: FlowKind::MemoryToMemory,
+                ..wider_chunk
+            },
+            Measurement {
+                kind: FlowKind::MemoryToMemory,
+                ..plain
+            },
+        ];
+        let selection = select(&measured, FlowKind::MemoryToMemory, 0.03);
+        assert_eq!(selection.ranges[0].params(), Params::default());
+        assert!(selection.ties[0]
+            .note()
+            .contains("read-write with other parameters and read-write"));
     }
 
     #[test]

@@ -15,6 +15,7 @@
 use std::io;
 use std::path::Path;
 
+use crate::load::{busy_warning, CpuSample, Load};
 use crate::select::{select, Candidate, Measurement};
 use flexio::format_bytes;
 use flexio::profile::{Curve, CurvePoint, Fingerprint, FlowKind, FlowProfile, Profile};
@@ -116,11 +117,13 @@ impl Confirm {
     /// assert_eq!(plan.cells.len(), 1);
     /// let cell = &plan.cells[0];
     /// assert_eq!(cell.key.size, 1 << 30);
-    /// // The better splice and read-write go on; mmap does not.
+    /// // The better splice and read-write go on, and the built-in
+    /// // copy-file-range beside them; mmap does not.
     /// let who: Vec<String> = cell.entrants.iter().map(|e| e.contender().label()).collect();
-    /// assert_eq!(who.len(), 2);
+    /// assert_eq!(who.len(), 3);
     /// assert!(who[0].starts_with("flexio splice") && who[0].contains("256"), "{who:?}");
     /// assert!(who[1].starts_with("flexio read-write"), "{who:?}");
+    /// assert!(who[2].starts_with("flexio copy-file-range"), "{who:?}");
     /// ```
     pub fn cells(&self, measurements: &[Measurement]) -> Plan {
         let mut cells = Vec::new();
@@ -136,13 +139,20 @@ impl Confirm {
             let mut at_largest: Vec<&Measurement> =
                 of_kind().filter(|m| m.size == largest).collect();
             at_largest.sort_by(|a, b| b.median_bps.total_cmp(&a.median_bps));
-            let mut leaders: Vec<&Candidate> = Vec::new();
+            let mut leaders: Vec<Candidate> = Vec::new();
             for m in at_largest {
                 if leaders.len() < self.mechanisms
                     && !leaders.iter().any(|c| c.mechanism == m.candidate.mechanism)
                 {
-                    leaders.push(&m.candidate);
+                    leaders.push(m.candidate.clone());
                 }
+            }
+            // What `auto` does without a profile runs beside them: a
+            // leader replaces it only by a lead beyond both one's noise
+            // (`select`), which needs its runs at the same size.
+            let builtin = builtin_candidate(kind);
+            if !leaders.contains(&builtin) {
+                leaders.push(builtin);
             }
             for &size in sizes.iter().filter(|&&size| size > largest) {
                 let entrants = leaders
@@ -156,6 +166,28 @@ impl Confirm {
     }
 }
 
+/// The built-in table's choice for `kind`: its mechanism with the default
+/// parameters, what `auto` runs without a profile.
+///
+/// # Examples
+/// ```
+/// use flexio::profile::FlowKind;
+/// let builtin = flexio_tune::sweep::builtin_candidate(FlowKind::FileToFile);
+/// assert_eq!(builtin.mechanism, flexio::MechanismName::CopyFileRange);
+/// assert_eq!(builtin.params, flexio::Params::default());
+/// ```
+pub fn builtin_candidate(kind: FlowKind) -> Candidate {
+    let (source, sink) = kind.representative_pair();
+    let mechanism = flexio::builtin_choice(source, sink);
+    Candidate {
+        mechanism,
+        params: flexio::Params {
+            direct: mechanism == flexio::MechanismName::Direct,
+            ..flexio::Params::default()
+        },
+    }
+}
+
 /// The profile made by a tune, with the bench results it came from.
 #[derive(Clone, Debug)]
 pub struct Tuned {
@@ -163,6 +195,9 @@ pub struct Tuned {
     pub profile: Profile,
     /// Every run, for a report.
     pub results: Results,
+    /// How busy others kept the CPUs while the sweep ran (`None` where
+    /// `/proc` could not say).
+    pub during: Option<Load>,
 }
 
 impl TunePlan {
@@ -172,10 +207,11 @@ impl TunePlan {
     /// sizes 4 KiB to 64 MiB, one warm-up and six counted rounds. The
     /// durable kind is measured at 4 KiB and 32 MiB only: in between its
     /// runs are an fsync's latency, which no mechanism changes. Then the
-    /// three fastest mechanisms of file → file at 64 MiB are measured
-    /// again at 256 MiB and 1 GiB, and those of durable file → file at
-    /// 32 MiB again at 1 GiB (two counted rounds; see [`Confirm`]); the
-    /// last ranges start where they say.
+    /// two fastest mechanisms of file → file at 64 MiB and the built-in
+    /// choice are measured again at 256 MiB, and those of durable file →
+    /// file at 32 MiB again at 1 GiB (one warm-up and four counted rounds
+    /// in rotating order; see [`Confirm`]); the last ranges start where
+    /// they say.
     pub fn quick() -> Self {
         let sizes = |kind| -> Vec<u64> {
             match kind {
@@ -191,19 +227,28 @@ impl TunePlan {
         Self {
             confirm: Some(Confirm {
                 kinds: vec![
-                    (FlowKind::FileToFile, vec![256 * MIB, GIB]),
+                    // 256 MiB only: the time of twice the runs at 1 GiB
+                    // went to the built-in choice, a warm-up and rounds,
+                    // within `--quick`'s minute and a half; from 256 MiB
+                    // up one range.
+                    (FlowKind::FileToFile, vec![256 * MIB]),
                     // Not 256 MiB for the durable kind: there every
                     // buffered mechanism tied, while at 1 GiB splice fell
                     // to half of copy-file-range's throughput.
                     (FlowKind::FileToFileDurable, vec![GIB]),
                 ],
-                mechanisms: 3,
-                // No warm-up: each run is prepared (cache filled or
-                // dropped) anyway, and at 1 GiB one run of splice ranged
-                // from 0.33 to 0.97 GiB/s, so two counted runs decide
-                // better than one counted after one thrown away.
-                warmups: 0,
-                rounds: 2,
+                // Two leaders and the built-in choice: with three leaders
+                // and two rounds each, the runs that decided 256 MiB were
+                // two per mechanism, the same one always last in its round
+                // and the first run right after the source was written,
+                // and the built-in was not always measured there at all.
+                mechanisms: 2,
+                // One warm-up (the first copy after the source was written
+                // ran slower than the rest) and four counted rounds in
+                // rotating order; a median of four and their spread, which
+                // the noise rule weighs.
+                warmups: 1,
+                rounds: 4,
             }),
             ..Self::sweep(false, sizes, 1, 6)
         }
@@ -271,6 +316,7 @@ pub fn tune(
     options.warmups = plan.warmups;
     options.rounds = plan.rounds;
     options.profile = None;
+    let started = CpuSample::now();
     let mut results = harness::run(&plan.cells(), &options, observer)?;
     let stopped = results.notes.iter().any(|n| n == harness::STOPPED_EARLY);
     if let (Some(confirm), false) = (&plan.confirm, stopped) {
@@ -320,8 +366,19 @@ pub fn tune(
             }
         }
     }
+    let during = started
+        .zip(CpuSample::now())
+        .and_then(|(before, after)| Load::between(before, after));
+    if let Some(warning) = during.and_then(|load| busy_warning(load, "during the sweep")) {
+        observer.note(&warning);
+        results.notes.push(warning);
+    }
     let profile = build_profile(plan, &results, &options.dir);
-    Ok(Tuned { profile, results })
+    Ok(Tuned {
+        profile,
+        results,
+        during,
+    })
 }
 
 /// The observer of a sweep's second pass: its cells are labelled as such,

@@ -17,7 +17,11 @@ use std::time::Instant;
 use flexio::profile::{TreePoint, TreeProfile};
 use flexio::tree::{copy_tree, default_jobs, TreeOptions, TreeProgress, DEFAULT_BATCH};
 
-use crate::select::MAX_NOISE_BAND;
+use flexio::profile::FlowKind;
+use flexio::{MechanismName, Params};
+
+use crate::select::{separation, Candidate, Measurement};
+use crate::sweep::TIE_TOLERANCE;
 use flexio_bench::harness::{make_tree, TreeShape};
 
 /// How much to measure.
@@ -31,6 +35,12 @@ pub struct TreeTunePlan {
     pub jobs: Vec<usize>,
     /// Batches tried (with the best worker count).
     pub batches: Vec<usize>,
+    /// Others kept the machine busy (see [`crate::load`]): the workers
+    /// stay at the default, whatever was measured. How many workers copy
+    /// fastest depends on the CPUs free, and a busy machine's are taken by
+    /// others for a while, not for good: a tune under a load of builds
+    /// chose 1 worker, and `copy -a` ran 1.28× the default's time after.
+    pub busy: bool,
 }
 
 impl TreeTunePlan {
@@ -41,6 +51,7 @@ impl TreeTunePlan {
             rounds: 3,
             jobs: worker_counts(),
             batches: vec![1, 16, 64, DEFAULT_BATCH, 512],
+            busy: false,
         }
     }
 
@@ -71,6 +82,16 @@ fn worker_counts() -> Vec<usize> {
 /// the scratch directory is removed all the same.
 pub const STOPPED: &str = "stopped on request";
 
+/// What [`tune_tree`] chose, and why where it kept a default.
+#[derive(Clone, Debug)]
+pub struct TreeTuned {
+    /// The settings for the profile.
+    pub profile: TreeProfile,
+    /// One line per default kept on noise or on a busy machine, for the
+    /// profile's notes.
+    pub notes: Vec<String>,
+}
+
 /// One setting's runs.
 struct Setting {
     jobs: usize,
@@ -89,12 +110,25 @@ impl Setting {
         }
     }
 
-    /// (slowest − fastest) / median, as files per second.
-    fn spread(&self) -> f64 {
-        let mut sorted = self.seconds.clone();
-        sorted.sort_by(f64::total_cmp);
-        let median = sorted[sorted.len() / 2];
-        (sorted[sorted.len() - 1] - sorted[0]) / median
+    /// As a [`Measurement`] of files per second (median, slowest,
+    /// fastest), for the noise rule.
+    fn measurement(&self, files: u64) -> Measurement {
+        let rate = |seconds: f64| files as f64 / seconds.max(f64::MIN_POSITIVE);
+        let median = self.point(files).files_per_second;
+        let slowest = self.seconds.iter().copied().fold(0.0, f64::max);
+        let fastest = self.seconds.iter().copied().fold(f64::INFINITY, f64::min);
+        Measurement {
+            kind: FlowKind::Other,
+            size: files,
+            candidate: Candidate {
+                mechanism: MechanismName::Auto,
+                params: Params::default(),
+            },
+            median_bps: median,
+            min_bps: rate(slowest),
+            max_bps: rate(fastest),
+            cpu_ns_per_byte: 0.0,
+        }
     }
 }
 
@@ -113,7 +147,7 @@ impl Setting {
 ///     std::path::Path::new("/tmp"), "ext4", &TreeTunePlan::quick(),
 ///     &mut |line| eprintln!("{line}"), &mut || false,
 /// ).unwrap();
-/// assert!(tree.jobs >= 1);
+/// assert!(tree.profile.jobs >= 1);
 /// ```
 pub fn tune_tree(
     dir: &Path,
@@ -121,7 +155,7 @@ pub fn tune_tree(
     plan: &TreeTunePlan,
     say: &mut dyn FnMut(&str),
     stop: &mut dyn FnMut() -> bool,
-) -> Result<TreeProfile, String> {
+) -> Result<TreeTuned, String> {
     let scratch = tempfile::Builder::new()
         .prefix(".flexio-tune-tree-")
         .tempdir_in(dir)
@@ -147,7 +181,30 @@ pub fn tune_tree(
         .collect();
     copy(default_jobs(), DEFAULT_BATCH)?; // warm-up: caches, allocator, directories
     measure(&mut by_jobs, plan.rounds, &copy, stop)?;
-    let jobs = choose(&by_jobs, files, |s| s.jobs == default_jobs()).jobs;
+    let mut notes = Vec::new();
+    let (fastest, kept) = choose(&by_jobs, files, |s| s.jobs == default_jobs());
+    let jobs = match (plan.busy, kept) {
+        (_, Some((gap, noise))) => {
+            notes.push(format!(
+                "tree on {filesystem}: the fastest worker count led the default {} by {:.1}%, \
+                 inside the noise ({:.1}%): kept the default",
+                fastest.jobs,
+                gap * 100.0,
+                noise * 100.0
+            ));
+            fastest.jobs
+        }
+        (true, None) if fastest.jobs != default_jobs() => {
+            notes.push(format!(
+                "tree on {filesystem}: {} workers measured fastest, but others kept the machine \
+                 busy: kept the default {}",
+                fastest.jobs,
+                default_jobs()
+            ));
+            default_jobs()
+        }
+        (_, None) => fastest.jobs,
+    };
 
     say(&format!(
         "tree settings on {filesystem}: {jobs} workers; batches {:?}",
@@ -163,20 +220,32 @@ pub fn tune_tree(
         })
         .collect();
     measure(&mut by_batch, plan.rounds, &copy, stop)?;
-    let batch = choose(&by_batch, files, |s| s.batch == DEFAULT_BATCH).batch;
+    let (fastest, kept) = choose(&by_batch, files, |s| s.batch == DEFAULT_BATCH);
+    let batch = fastest.batch;
+    if let Some((gap, noise)) = kept {
+        notes.push(format!(
+            "tree on {filesystem}: the fastest batch led the default {batch} by {:.1}%, \
+             inside the noise ({:.1}%): kept the default",
+            gap * 100.0,
+            noise * 100.0
+        ));
+    }
 
     let points = by_jobs
         .iter()
         .chain(&by_batch)
         .map(|setting| setting.point(files))
         .collect();
-    Ok(TreeProfile {
-        filesystem: filesystem.to_string(),
-        jobs,
-        batch,
-        files: files as usize,
-        file_bytes,
-        points,
+    Ok(TreeTuned {
+        profile: TreeProfile {
+            filesystem: filesystem.to_string(),
+            jobs,
+            batch,
+            files: files as usize,
+            file_bytes,
+            points,
+        },
+        notes,
     })
 }
 
@@ -199,20 +268,36 @@ fn measure(
 }
 
 /// The fastest setting by median, unless the preferred one (the default)
-/// is within the leader's noise (half its spread, at most
-/// [`MAX_NOISE_BAND`], at least 3%): a lead smaller than the runs'
-/// disagreement does not move a default.
-fn choose(settings: &[Setting], files: u64, preferred: impl Fn(&Setting) -> bool) -> &Setting {
+/// is within the noise of it: the rule of the mechanisms
+/// ([`separation`]), a lead of more than 3% and beyond the leader's runs
+/// below its median plus the default's above its own, so that the
+/// leader's slowest copy beat the default's fastest. With the reason when
+/// the default was kept over a faster median.
+fn choose(
+    settings: &[Setting],
+    files: u64,
+    preferred: impl Fn(&Setting) -> bool,
+) -> (&Setting, Option<(f64, f64)>) {
     let rate = |s: &Setting| s.point(files).files_per_second;
     let leader = settings
         .iter()
         .max_by(|a, b| rate(a).total_cmp(&rate(b)))
         .expect("at least one setting");
-    let band = (leader.spread() / 2.0).clamp(0.03, MAX_NOISE_BAND.max(0.03));
-    settings
-        .iter()
-        .find(|s| preferred(s) && rate(s) >= rate(leader) * (1.0 - band))
-        .unwrap_or(leader)
+    let Some(default) = settings.iter().find(|s| preferred(s)) else {
+        return (leader, None);
+    };
+    if std::ptr::eq(default, leader) {
+        return (leader, None);
+    }
+    let (gap, noise) = separation(
+        &leader.measurement(files),
+        &default.measurement(files),
+        TIE_TOLERANCE,
+    );
+    match gap > noise {
+        true => (leader, None),
+        false => (default, Some((gap, noise))),
+    }
 }
 
 /// Copies `source` to a fresh `destination` with these settings; returns
@@ -268,13 +353,54 @@ mod tests {
             setting(2, &[1.00, 1.01, 1.02]),
             setting(4, &[0.99, 1.00, 1.01]),
         ];
-        assert_eq!(choose(&settings, 1000, |s| s.jobs == 4).jobs, 4);
+        assert_eq!(choose(&settings, 1000, |s| s.jobs == 4).0.jobs, 4);
         // 4 workers are 1% slower than 2: the default stays.
         let settings = [
             setting(2, &[0.99, 0.99, 0.99]),
             setting(4, &[1.0, 1.0, 1.0]),
         ];
-        assert_eq!(choose(&settings, 1000, |s| s.jobs == 4).jobs, 4);
+        assert_eq!(choose(&settings, 1000, |s| s.jobs == 4).0.jobs, 4);
+    }
+
+    #[test]
+    fn overlapping_runs_keep_the_default_however_far_apart_the_medians() {
+        // A busy machine: 2 workers' median is 15% ahead, but its slowest
+        // copy was slower than the default's fastest.
+        let settings = [
+            setting(2, &[0.80, 0.85, 1.10]),
+            setting(4, &[0.90, 1.00, 1.20]),
+        ];
+        let (chosen, kept) = choose(&settings, 1000, |s| s.jobs == 4);
+        assert_eq!(chosen.jobs, 4);
+        let (gap, noise) = kept.unwrap();
+        assert!(gap > 0.1 && noise > gap, "{gap} {noise}");
+        // No default among them: the fastest.
+        assert_eq!(choose(&settings, 1000, |s| s.jobs == 8).0.jobs, 2);
+    }
+
+    #[test]
+    fn a_busy_machine_keeps_the_default_workers_and_says_so() {
+        let dir = tempfile::tempdir().unwrap();
+        let plan = TreeTunePlan {
+            scale: 0.005,
+            rounds: 1,
+            // One worker only: it is the fastest measured, whatever the
+            // copies took, and yet the default stays.
+            jobs: vec![1],
+            batches: vec![DEFAULT_BATCH],
+            busy: true,
+        };
+        let tree = tune_tree(dir.path(), "testfs", &plan, &mut |_| {}, &mut || false).unwrap();
+        assert_eq!(tree.profile.jobs, default_jobs());
+        if default_jobs() != 1 {
+            assert!(
+                tree.notes
+                    .iter()
+                    .any(|n| n.contains("busy: kept the default")),
+                "{:?}",
+                tree.notes
+            );
+        }
     }
 
     #[test]
@@ -283,7 +409,7 @@ mod tests {
             setting(2, &[0.70, 0.71, 0.72]),
             setting(4, &[1.0, 1.0, 1.01]),
         ];
-        assert_eq!(choose(&settings, 1000, |s| s.jobs == 4).jobs, 2);
+        assert_eq!(choose(&settings, 1000, |s| s.jobs == 4).0.jobs, 2);
     }
 
     #[test]
@@ -302,10 +428,13 @@ mod tests {
             rounds: 1,
             jobs: vec![1, 2],
             batches: vec![1, 16],
+            busy: false,
         };
         let mut lines = Vec::new();
         let mut say = |l: &str| lines.push(l.to_string());
-        let tree = tune_tree(dir.path(), "testfs", &plan, &mut say, &mut || false).unwrap();
+        let tree = tune_tree(dir.path(), "testfs", &plan, &mut say, &mut || false)
+            .unwrap()
+            .profile;
         assert_eq!(tree.filesystem, "testfs");
         assert_eq!((tree.files, tree.file_bytes), (100, 4096));
         assert!([1, 2].contains(&tree.jobs));
@@ -325,6 +454,7 @@ mod tests {
             rounds: 3,
             jobs: vec![1, 2],
             batches: vec![1, 16],
+            busy: false,
         };
         let mut asked = 0;
         let result = tune_tree(dir.path(), "testfs", &plan, &mut |_| {}, &mut || {
