@@ -11,7 +11,7 @@ mod common;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{flexio, skipped, stderr, wait_at_most};
+use common::{flexio, stderr, wait_at_most};
 use flexio::profile::{FlowKind, Profile};
 use flexio_tune::select::{separation, Candidate, Measurement};
 use flexio_tune::sweep::{builtin_candidate, TIE_TOLERANCE};
@@ -27,22 +27,16 @@ impl Drop for Stress {
 }
 
 fn start_stress() -> Option<Stress> {
+    if !common::require_tool("stress") {
+        return None;
+    }
     let child = Command::new("stress")
         .args(["--cpu", "2", "--timeout", "900"])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
-        .spawn();
-    match child {
-        Ok(child) => Some(Stress(child)),
-        Err(error) => {
-            assert!(
-                std::env::var("FLEXIO_TEST_PRIVILEGED").as_deref() != Ok("1"),
-                "stress is not installed ({error}; Debian: stress), and FLEXIO_TEST_PRIVILEGED=1 forbids skipping"
-            );
-            skipped(&format!("stress is not installed ({error})"));
-            None
-        }
-    }
+        .spawn()
+        .expect("start stress");
+    Some(Stress(child))
 }
 
 /// The curve point of `candidate` at `size`, as a measurement.

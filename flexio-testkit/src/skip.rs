@@ -14,7 +14,7 @@ pub const PRIVILEGED_ENV: &str = "FLEXIO_TEST_PRIVILEGED";
 /// hides: nginx, iperf3, socat, fio, wrk, rsync, nc, pv...) is an
 /// [`optional_tool`]. A test of this crate checks the list against
 /// `.ci/run` and `.ci/without-peers`.
-pub const CI_TOOLS: [(&str, &str); 13] = [
+pub const CI_TOOLS: [(&str, &str); 14] = [
     ("curl", "curl"),
     ("wget", "wget"),
     ("tar", "tar"),
@@ -28,6 +28,7 @@ pub const CI_TOOLS: [(&str, &str); 13] = [
     ("sbatch", "slurm-wlm"),
     ("lftp", "lftp"),
     ("rclone", "rclone"),
+    ("stress", "stress"),
 ];
 
 /// Whether skips are forbidden on this run (`FLEXIO_TEST_PRIVILEGED=1`).
