@@ -98,7 +98,7 @@ fn run(cli: Cli) -> error::Result<()> {
         Command::Copy(args) => {
             remove_temporaries_on_signals();
             if copy_tree::is_tree_copy(&args) {
-                Ok(copy_tree::run(args)?)
+                copy_tree::run(args)
             } else {
                 Ok(copy::run(args)?)
             }

@@ -83,7 +83,7 @@ fn a_directory_needs_r_and_r_copies_it_whole() {
         .unwrap();
     assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
     assert!(
-        stderr(&output).contains("-r not given"),
+        stderr(&output).contains("-r not specified; omitting directory"),
         "{}",
         stderr(&output)
     );
