@@ -57,9 +57,11 @@ pub struct BenchArgs {
     /// The pace scenario's rates.
     #[arg(long, value_delimiter = ',', value_name = "LIST", default_value = "10M,100M,1G", value_parser = rate)]
     pace_rates: Vec<flexio::pace::Rate>,
-    /// Do not install missing peers (aria2c, xcp) for the run.
-    #[arg(long, hide = true)]
-    no_install: bool,
+    /// Install missing peers before the run: xcp with `cargo install`
+    /// (tree), aria2c with `apt-get` (host-to-host, root). Without it
+    /// nothing is installed and a missing peer is reported as missing.
+    #[arg(long)]
+    install_peers: bool,
     /// The hosts scenario's host counts (2 to 8) [default: 2,4 with
     /// --quick, else 2,4,8].
     #[arg(long, value_delimiter = ',', value_name = "LIST", value_parser = clap::value_parser!(u32).range(2..=8))]
@@ -181,6 +183,7 @@ impl OwnScenario {
                 args.tree_scale,
                 args.cold,
                 &args.trees,
+                args.install_peers,
             ),
             OwnScenario::Cache => crate::bench_cache::run_scenario(
                 &args.dir,
@@ -213,7 +216,7 @@ impl OwnScenario {
                 runs: args.runs,
                 file_bytes: args.sizes.first().copied().unwrap_or(1 << 30),
                 tree_scale: args.tree_scale,
-                install: !args.no_install,
+                install: args.install_peers,
                 figures: !args.no_figures,
             }),
             OwnScenario::Hosts => crate::bench_hosts::run(&crate::bench_hosts::HostsArgs {

@@ -58,7 +58,7 @@ pub(crate) fn examples(name: &str) -> &'static [(&'static str, &'static str)] {
         "bench" => &[
             ("The quick bench (about two minutes); the verdict first, the tables in report.md:", "flexio bench"),
             ("One scenario, one size, one round:", "flexio bench --scenario file-to-file --sizes 1M --runs 1 --out bench-out"),
-            ("Many small files against cp -a, rsync -a and tar:", "flexio bench --scenario tree"),
+            ("Many small files against cp -a, rsync -a and tar, installing xcp first if missing:", "flexio bench --scenario tree --install-peers"),
         ],
         "cache" => &[
             ("Replay a generated trace through every eviction policy:", "flexio cache sim --trace zipf:blocks=20000,alpha=0.9,len=200000,seed=1 --size 1000,5000"),

@@ -450,8 +450,8 @@ fn the_tree_benchs_ram_disk_leaves_no_mount_after_kill_9() {
             "0.05",
         ])
         .args(["--runs", "1000", "--dir"])
-        // No cargo on the PATH: a missing xcp is reported missing at once,
-        // not built (the bench installs it when it can).
+        // No xcp on the PATH: reported missing (nothing is installed
+        // without --install-peers).
         .env("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")
         .arg(dir.path())
         .args(["--out"])
