@@ -221,6 +221,63 @@ pub fn verdict_lines(summaries: &[Summary]) -> Vec<String> {
     lines
 }
 
+/// The few lines a bench run prints first (`flexio bench` without `-v`
+/// prints nothing else): how `flexio copy` fared against the fastest peer
+/// (median cell, best and worst cell), `auto` against the best fixed
+/// mechanism, results past a limit, the missing peers. Every cell's line
+/// and the tables are in `report.md`.
+pub fn short_verdict(results: &Results, summaries: &[Summary]) -> Vec<String> {
+    let mut lines = Vec::new();
+    let mut verdicts = stats::peer_verdicts(summaries);
+    if verdicts.is_empty() {
+        lines.push("flexio copy ran beside no peer: no comparison with the standard tools".into());
+    } else {
+        let mut ratios: Vec<f64> = verdicts.iter().map(|v| v.ratio).collect();
+        let faster = ratios.iter().filter(|r| **r >= 1.0).count();
+        lines.push(format!(
+            "flexio copy against the fastest peer: {:.2}× in the median cell (above 1: flexio \
+             faster); at least as fast in {faster} of {} cells",
+            stats::median(&mut ratios),
+            verdicts.len()
+        ));
+        verdicts.sort_by(|a, b| a.ratio.total_cmp(&b.ratio));
+        let describe = |v: &stats::PeerVerdict| {
+            format!("{} {:.2}× {}", crate::plan::label(&v.cell), v.ratio, v.peer)
+        };
+        if let (Some(worst), Some(best)) = (verdicts.first(), verdicts.last()) {
+            lines.push(format!(
+                "  best: {}; worst: {}",
+                describe(best),
+                describe(worst)
+            ));
+        }
+    }
+    if let Some(overall) = stats::auto_verdicts(summaries)
+        .into_iter()
+        .find(|v| v.scope == "overall")
+    {
+        lines.push(format!(
+            "auto against the best fixed mechanism: {:.2}× in the median cell, lowest {:.2}× ({})",
+            overall.median_to_best_fixed,
+            overall.worst.1,
+            crate::plan::label(&overall.worst.0)
+        ));
+    }
+    let past = summaries.iter().filter(|s| s.limit_note.is_some()).count();
+    if past > 0 {
+        lines.push(format!(
+            "{past} results above their cell's physical limit, each explained in the report"
+        ));
+    }
+    if !results.missing_peers.is_empty() {
+        lines.push(format!(
+            "missing peers (not run): {}",
+            results.missing_peers.join(", ")
+        ));
+    }
+    lines
+}
+
 /// The missing peers and the notes of a run as Markdown sections.
 pub fn notes_markdown(results: &Results) -> String {
     missing_and_notes(results, "## ", "- ")

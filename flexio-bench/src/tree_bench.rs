@@ -176,8 +176,8 @@ fn available(program: &str) -> bool {
         .is_ok()
 }
 
-/// `cargo install xcp` when xcp is missing (the rule: installed
-/// when missing, reported as missing if that fails).
+/// `cargo install xcp` when xcp is missing (`flexio bench
+/// --install-peers`); reported as missing if that fails.
 pub fn install_xcp_if_missing() -> Result<(), String> {
     if available("xcp") {
         return Ok(());

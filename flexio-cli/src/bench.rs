@@ -1,7 +1,7 @@
 //! `flexio bench`: every mechanism beside the standard tools on data it
 //! generates, interleaved, with the machine's limits; prints the plan, a
-//! progress bar, the tables and what `auto` chose, and writes the report
-//! files.
+//! progress bar and a short verdict with the path of `report.md` (the
+//! tables and what `auto` chose go there, and to the terminal with -v).
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -57,9 +57,11 @@ pub struct BenchArgs {
     /// The pace scenario's rates.
     #[arg(long, value_delimiter = ',', value_name = "LIST", default_value = "10M,100M,1G", value_parser = rate)]
     pace_rates: Vec<flexio::pace::Rate>,
-    /// Do not install missing peers (aria2c, xcp) for the run.
-    #[arg(long, hide = true)]
-    no_install: bool,
+    /// Install missing peers before the run: xcp with `cargo install`
+    /// (tree), aria2c with `apt-get` (host-to-host, root). Without it
+    /// nothing is installed and a missing peer is reported as missing.
+    #[arg(long)]
+    install_peers: bool,
     /// The hosts scenario's host counts (2 to 8) [default: 2,4 with
     /// --quick, else 2,4,8].
     #[arg(long, value_delimiter = ',', value_name = "LIST", value_parser = clap::value_parser!(u32).range(2..=8))]
@@ -112,6 +114,10 @@ pub struct BenchArgs {
     /// No progress bar.
     #[arg(long, short)]
     pub(crate) quiet: bool,
+    /// Print every table, every cell's verdict and what auto chose after
+    /// the short verdict (else they are in report.md only).
+    #[arg(long, short)]
+    verbose: bool,
     /// With a tuned profile in force, `auto` consults it and runs beside
     /// `auto (built-in)`, which does not.
     #[command(flatten)]
@@ -177,6 +183,7 @@ impl OwnScenario {
                 args.tree_scale,
                 args.cold,
                 &args.trees,
+                args.install_peers,
             ),
             OwnScenario::Cache => crate::bench_cache::run_scenario(
                 &args.dir,
@@ -209,7 +216,7 @@ impl OwnScenario {
                 runs: args.runs,
                 file_bytes: args.sizes.first().copied().unwrap_or(1 << 30),
                 tree_scale: args.tree_scale,
-                install: !args.no_install,
+                install: args.install_peers,
                 figures: !args.no_figures,
             }),
             OwnScenario::Hosts => crate::bench_hosts::run(&crate::bench_hosts::HostsArgs {
@@ -362,31 +369,47 @@ pub(crate) fn run_options(
     options
 }
 
-/// Prints the tables and what `auto` chose, and writes the report files.
+/// Writes the report files, then prints the short verdict and where the
+/// report is; with `-v`, the tables, every cell's verdict and what `auto`
+/// chose after it.
 fn report(
     args: &BenchArgs,
     results: &flexio_bench::model::Results,
     started: Instant,
 ) -> Result<(), Error> {
     let summaries = flexio_bench::stats::summarize(results);
-    crate::print_stdout(&flexio_bench::table::render(results, &summaries));
-    let mut tail = String::new();
-    for line in runner::auto_choices(results) {
-        tail += &format!("{line}\n");
-    }
-    if !results.missing_peers.is_empty() {
-        tail += &format!("missing peers: {}\n", results.missing_peers.join(", "));
-    }
     let paths = flexio_bench::output::write_all(&args.out, results)
         .map_err(|e| io_error("write report", &args.out, e))?;
-    for path in paths {
-        tail += &format!("wrote {}\n", path.display());
+    let report_md = paths
+        .iter()
+        .find(|path| path.ends_with("report.md"))
+        .cloned()
+        .unwrap_or_else(|| args.out.join("report.md"));
+    let mut text = String::from("== verdict ==\n");
+    for line in flexio_bench::table::short_verdict(results, &summaries) {
+        text += &format!("{line}\n");
     }
-    tail += &format!(
-        "bench took {:.0} s ({} runs)\n",
+    text += &format!(
+        "full report: {} (tables, every cell, charts{}); {} runs in {:.0} s\n",
+        report_md.display(),
+        if args.verbose {
+            ""
+        } else {
+            "; -v prints them here"
+        },
+        results.runs.len(),
         started.elapsed().as_secs_f64(),
-        results.runs.len()
     );
-    crate::print_stdout(&tail);
+    if args.verbose {
+        text += "\n";
+        text += &flexio_bench::table::render(results, &summaries);
+        for line in runner::auto_choices(results) {
+            text += &format!("{line}\n");
+        }
+        for path in &paths {
+            text += &format!("wrote {}\n", path.display());
+        }
+    }
+    crate::print_stdout(&text);
     Ok(())
 }

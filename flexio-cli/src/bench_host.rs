@@ -23,14 +23,15 @@ pub struct HostArgs<'a> {
     pub file_bytes: u64,
     /// Trees A and B at this fraction.
     pub tree_scale: f64,
-    /// Install aria2c with apt-get when it is missing (root).
+    /// Install aria2c with apt-get when it is missing (root;
+    /// `--install-peers`).
     pub install: bool,
     /// Also Fig 5 and Fig 6.
     pub figures: bool,
 }
 
-/// `apt-get install -y aria2` when aria2c is missing and we are root (the
-/// issue's rule: installed by apt when missing).
+/// `apt-get install -y aria2` when aria2c is missing and we are root,
+/// asked for with `--install-peers`.
 fn install_aria2_if_missing() {
     let present = Command::new("aria2c")
         .arg("--version")

@@ -8,7 +8,8 @@ use std::path::Path;
 use flexio::Error;
 use flexio_bench::tree_bench::{self, TreeBenchOptions, TreeShape};
 
-/// Runs the scenario into `out`.
+/// Runs the scenario into `out`; installs xcp first only when
+/// `install_peers` (`--install-peers`).
 pub fn run(
     dir: &Path,
     out: &Path,
@@ -16,6 +17,7 @@ pub fn run(
     scale: f64,
     cold: bool,
     trees: &[String],
+    install_peers: bool,
 ) -> Result<(), Error> {
     let shapes = if trees.is_empty() {
         TreeShape::ALL.to_vec()
@@ -34,8 +36,10 @@ pub fn run(
             .collect::<Result<Vec<_>, _>>()?
     };
     let root = tree_bench::running_as_root();
-    if let Err(why) = tree_bench::install_xcp_if_missing() {
-        eprintln!("flexio bench: {why}");
+    if install_peers {
+        if let Err(why) = tree_bench::install_xcp_if_missing() {
+            eprintln!("flexio bench: {why}");
+        }
     }
     let work = dir.join(format!(".flexio-tree-bench-{}", std::process::id()));
     // SIGINT or SIGTERM stops the run before its next copy, so that the

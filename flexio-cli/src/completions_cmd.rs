@@ -3,8 +3,11 @@
 //! they never drift from the flags.
 //!
 //! Installed with (README, "Install"):
-//! `flexio completions bash > ~/.local/share/bash-completion/completions/flexio`,
-//! `flexio man > ~/.local/share/man/man1/flexio.1`.
+//! `flexio completions bash > ~/.local/share/bash-completion/completions/flexio`
+//! (read by the bash-completion package), `flexio man --dir
+//! ~/.local/share/man/man1` (flexio(1) and a page per subcommand).
+
+use std::path::{Path, PathBuf};
 
 use clap::{Args, CommandFactory};
 use flexio::Error;
@@ -25,35 +28,37 @@ pub fn completions(args: CompletionsArgs) -> Result<(), Error> {
     Ok(())
 }
 
-/// Prints the man page, flexio(1) in roff, on stdout; each subcommand's
-/// options are in its own section.
-pub fn man() -> Result<(), Error> {
-    let command = crate::Cli::command();
-    let mut page = Vec::new();
-    let io = |error: std::io::Error| Error::Io {
-        op: "write the man page",
-        endpoint: "stdout".into(),
-        offset: None,
-        source: error,
-    };
-    clap_mangen::Man::new(command.clone())
-        .render(&mut page)
-        .map_err(io)?;
-    for sub in command.get_subcommands().filter(|s| !s.is_hide_set()) {
-        let name = format!("flexio {}", sub.get_name());
-        let sub = sub.clone().bin_name(name.clone());
-        let mut section = Vec::new();
-        clap_mangen::Man::new(sub.clone())
-            .render_options_section(&mut section)
-            .map_err(io)?;
-        page.extend_from_slice(format!(".SH \"{}\"\n", name.to_uppercase()).as_bytes());
-        if let Some(about) = sub.get_about() {
-            page.extend_from_slice(format!("{about}\n").as_bytes());
+/// Arguments of `flexio man`.
+#[derive(Args)]
+pub struct ManArgs {
+    /// Write flexio.1 and one page per subcommand (flexio-copy.1 and so
+    /// on) into this directory instead of printing flexio(1).
+    #[arg(long, value_name = "DIR")]
+    dir: Option<PathBuf>,
+}
+
+/// Prints flexio(1) in roff on stdout, or writes every page into
+/// `--dir`.
+pub fn man(args: ManArgs) -> Result<(), Error> {
+    let io = |op: &'static str, endpoint: &Path| {
+        let endpoint = endpoint.display().to_string();
+        move |error: std::io::Error| Error::Io {
+            op,
+            endpoint,
+            offset: None,
+            source: error,
         }
-        // The options section's own heading, renamed to the subcommand's.
-        let text = String::from_utf8_lossy(&section).replacen(".SH OPTIONS\n", "", 1);
-        page.extend_from_slice(text.as_bytes());
+    };
+    let Some(dir) = args.dir else {
+        let page = crate::man_pages::top_page_alone()
+            .map_err(io("render the man page", Path::new("stdout")))?;
+        crate::print_stdout(&page.text);
+        return Ok(());
+    };
+    let pages = crate::man_pages::all_pages().map_err(io("render the man pages", &dir))?;
+    for page in pages {
+        let path = dir.join(&page.file_name);
+        std::fs::write(&path, page.text).map_err(io("write the man page", &path))?;
     }
-    crate::print_stdout(&String::from_utf8_lossy(&page));
     Ok(())
 }

@@ -25,7 +25,8 @@ pub struct CopyArgs {
     #[command(flatten)]
     pub(crate) tree: crate::tree_args::TreeArgs,
     /// Mechanism: auto, read-write, mmap, sendfile, splice,
-    /// copy-file-range, io-uring, direct.
+    /// copy-file-range, io-uring, direct, send-zc (`flexio mechanisms`
+    /// lists which serve which pair).
     #[arg(long, default_value = AUTO)]
     pub(crate) via: String,
     /// First source byte to move.

@@ -31,7 +31,7 @@ pub fn is_tree_copy(args: &CopyArgs) -> bool {
 }
 
 /// Runs a tree copy.
-pub fn run(args: CopyArgs) -> Result<(), Error> {
+pub fn run(args: CopyArgs) -> crate::error::Result<()> {
     let mut options = tree_options(&args)?;
     let (sources, destination) = args.paths.split_at(args.paths.len() - 1);
     let mut paths = Vec::with_capacity(sources.len());
@@ -41,7 +41,8 @@ pub fn run(args: CopyArgs) -> Result<(), Error> {
             other => {
                 return Err(Error::Usage(format!(
                     "{other}: several sources, directories and tree options take paths only"
-                )))
+                ))
+                .into())
             }
         }
     }
@@ -65,8 +66,12 @@ pub fn run(args: CopyArgs) -> Result<(), Error> {
         report.settings_from = settings_from;
         report
     };
-    for failure in &report.failures {
-        eprintln!("flexio: {}: {}", failure.path, failure.error);
+    // One failure is the error itself; several are each named, then
+    // counted.
+    if report.failures.len() > 1 {
+        for failure in &report.failures {
+            eprintln!("flexio: {}", failure_line(failure));
+        }
     }
     if options.dry_run && !args.json {
         crate::print_stdout(&(report.planned.join("\n") + "\n"));
@@ -85,16 +90,24 @@ pub fn run(args: CopyArgs) -> Result<(), Error> {
     if report.succeeded() {
         return Ok(());
     }
-    Err(Error::Io {
-        op: "copy",
-        endpoint: format!(
-            "{} of {} entries",
-            report.failures.len(),
-            report.failures.len() as u64 + report.files + report.directories + report.symlinks
+    Err(crate::error::Error::Failed(match &report.failures[..] {
+        [one] => failure_line(one),
+        many => format!(
+            "{} of {} entries not copied (each named above)",
+            many.len(),
+            many.len() as u64 + report.files + report.directories + report.symlinks
         ),
-        offset: None,
-        source: std::io::Error::other("failed (each is listed above)"),
-    })
+    }))
+}
+
+/// A failed entry in cp's way: the message alone where it names the
+/// entry itself (`cannot stat 'x': ...`), else `PATH: message`.
+fn failure_line(failure: &flexio::tree::TreeFailure) -> String {
+    if failure.error.contains(&format!("'{}'", failure.path)) {
+        failure.error.clone()
+    } else {
+        format!("{}: {}", failure.path, failure.error)
+    }
 }
 
 /// The sources with any repeat of an earlier one (the same file, by

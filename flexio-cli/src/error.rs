@@ -15,6 +15,10 @@ pub enum Error {
     /// The block cache, its traces and its simulator.
     #[error(transparent)]
     Cache(#[from] flexio_cache::Error),
+    /// Work that failed in part, already said in full (which entries of
+    /// a tree copy failed, and why).
+    #[error("{0}")]
+    Failed(String),
 }
 
 /// `Result` with the command line's [`Error`].
@@ -28,6 +32,7 @@ impl Error {
             Error::Flexio(error) => error.is_usage(),
             Error::Net(error) => error.is_usage(),
             Error::Cache(error) => !matches!(error, flexio_cache::Error::Io { .. }),
+            Error::Failed(_) => false,
         }
     }
 

@@ -20,7 +20,8 @@ pub struct GetArgs {
     /// default: the URL's name here.
     dest: Option<PathBuf>,
     /// Connections fetching ranges at once (one when the server does not
-    /// answer ranges).
+    /// answer ranges). Four by default: a GET in ranges works against any
+    /// server that answers them (put's default is one, see put --help).
     #[arg(long, default_value_t = 4, value_parser = crate::bounds::count(crate::bounds::MAX_STREAMS))]
     streams: usize,
     /// Bytes one ranged request asks for.
@@ -33,8 +34,10 @@ pub struct GetArgs {
     /// Do not check the bytes against the server's manifest.
     #[arg(long)]
     no_verify: bool,
-    /// The socket→file mechanism.
-    #[arg(long, default_value = "auto")]
+    /// The socket→file mechanism: auto, read-write, mmap, splice,
+    /// io-uring or direct (sendfile, copy-file-range and send-zc cannot
+    /// write a socket's bytes to a file).
+    #[arg(long, default_value = "auto", value_parser = socket_to_file)]
     via: MechanismName,
     /// fsync the file before it takes its name.
     #[arg(long)]
@@ -136,6 +139,22 @@ fn redirected(args: &GetArgs, fetched: &crate::error::Result<()>) -> Option<Stri
             }
         }
         _ => None,
+    }
+}
+
+/// Parses get's `--via`: `auto` or a mechanism that moves socket → file.
+fn socket_to_file(text: &str) -> Result<MechanismName, String> {
+    use flexio::EndpointKind::{File, Tcp};
+    let serving = MechanismName::serving(Tcp, File);
+    match text.parse::<MechanismName>() {
+        Ok(name) if name == MechanismName::Auto || serving.contains(&name) => Ok(name),
+        _ => {
+            let names: Vec<_> = serving.iter().map(|m| m.as_str()).collect();
+            Err(format!(
+                "{text:?} cannot move a socket's bytes to a file; use auto, {}",
+                names.join(", ")
+            ))
+        }
     }
 }
 

@@ -25,6 +25,7 @@ mod copy_tree;
 mod error;
 mod get_cmd;
 mod json_document;
+mod man_pages;
 mod mechanisms;
 mod plan;
 mod profile_cmd;
@@ -41,10 +42,10 @@ use std::process::ExitCode;
 
 use clap::{FromArgMatches, Parser, Subcommand};
 
-/// Move bytes between files, block devices, sockets and pipes with the
-/// fewest copies, and report what really happened.
+/// Copy files and trees, and serve and fetch them over HTTP, with the
+/// kernel's fewest-copy calls; report what really happened.
 #[derive(Parser)]
-#[command(name = "flexio", version, about, propagate_version = true)]
+#[command(name = "flexio", version, propagate_version = true)]
 pub(crate) struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -74,10 +75,12 @@ enum Command {
     Get(get_cmd::GetArgs),
     /// Upload a file to `flexio serve --token-file` over HTTP/1.1 (PUT).
     Put(put_cmd::PutArgs),
-    /// Print the shell completion script for bash, zsh or fish.
+    /// Print the shell completion script for bash, zsh or fish (bash's
+    /// is loaded by the bash-completion package, which must be installed).
     Completions(completions_cmd::CompletionsArgs),
-    /// Print the man page, flexio(1), in roff.
-    Man,
+    /// Print the man page flexio(1), or write it and one page per
+    /// subcommand into --dir.
+    Man(completions_cmd::ManArgs),
 }
 
 fn main() -> ExitCode {
@@ -95,7 +98,7 @@ fn run(cli: Cli) -> error::Result<()> {
         Command::Copy(args) => {
             remove_temporaries_on_signals();
             if copy_tree::is_tree_copy(&args) {
-                Ok(copy_tree::run(args)?)
+                copy_tree::run(args)
             } else {
                 Ok(copy::run(args)?)
             }
@@ -110,7 +113,7 @@ fn run(cli: Cli) -> error::Result<()> {
         Command::Get(args) => get_cmd::run(args),
         Command::Put(args) => put_cmd::run(args),
         Command::Completions(args) => Ok(completions_cmd::completions(args)?),
-        Command::Man => Ok(completions_cmd::man()?),
+        Command::Man(args) => Ok(completions_cmd::man(args)?),
     }
 }
 

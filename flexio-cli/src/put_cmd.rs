@@ -26,14 +26,18 @@ pub struct PutArgs {
     /// The most bytes per second (10M, 1G, 100Mbit/s).
     #[arg(long, value_name = "RATE", value_parser = crate::get_cmd::rate)]
     rate: Option<flexio::pace::Rate>,
-    /// Connections sending pieces of the file at once.
+    /// Connections sending pieces of the file at once. One by default
+    /// (unlike get's 4): a file up to --piece-size then goes as one plain
+    /// PUT, which any WebDAV server takes; pieces over several
+    /// connections need `flexio serve`. A tree is put over this many
+    /// connections, a file on each.
     #[arg(long, default_value_t = 1, value_name = "N", value_parser = crate::bounds::count(crate::bounds::MAX_STREAMS))]
     streams: usize,
     /// A file larger than this (or sent over several streams) goes in
     /// pieces of this size; run again after an interruption, the pieces the
-    /// server has are not sent again.
-    #[arg(long, default_value = "64M", value_name = "SIZE", value_parser = piece_size)]
-    piece: u64,
+    /// server has are not sent again. (`--piece` is its old name.)
+    #[arg(long = "piece-size", alias = "piece", default_value = "64M", value_name = "SIZE", value_parser = piece_size)]
+    piece_size: u64,
     #[command(flatten)]
     output: crate::transfer_output::OutputArgs,
     #[command(flatten)]
@@ -95,7 +99,7 @@ pub fn run(args: PutArgs) -> crate::error::Result<()> {
         timeout: args.timeout,
         pacing,
         streams: args.streams,
-        piece: args.piece,
+        piece: args.piece_size,
         tls: args.tls.client(std::iter::once(target.as_str()))?,
         progress: watch.counters.clone(),
     };

@@ -12,7 +12,7 @@ fn the_host_to_host_scenario_writes_a_well_formed_table_json_and_charts() {
     let out = dir.path().join("out");
     let child = flexio()
         .args(["bench", "--scenario", "host-to-host", "--sizes", "2M"])
-        .args(["--tree-scale", "0.003", "--runs", "1", "--no-install"])
+        .args(["--tree-scale", "0.003", "--runs", "1"])
         .arg("--dir")
         .arg(dir.path())
         .arg("--out")

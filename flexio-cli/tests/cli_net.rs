@@ -466,7 +466,7 @@ fn put_over_a_plain_link_is_signed_and_a_bearer_token_refused() {
         .arg("--token-file")
         .arg(&across.token)
         // In pieces over two streams: each piece's range is signed too.
-        .args(["--piece", "256K", "--streams", "2"])
+        .args(["--piece-size", "256K", "--streams", "2"])
         .env("FLEXIO_PROFILE", "/nonexistent/flexio-profile.toml")
         .output()
         .unwrap();
@@ -535,7 +535,7 @@ fn put_resumes_after_kill_9_sending_only_what_is_missing() {
             .arg(format!("{url}/big.bin"))
             .arg("--token-file")
             .arg(&token)
-            .args(["--piece", "1M"])
+            .args(["--piece-size", "1M"])
             .args(extra);
         command
     };

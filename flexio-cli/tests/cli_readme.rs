@@ -130,6 +130,11 @@ fn every_first_example_runs_as_shown() {
         } else if example.contains("flexio bench") {
             assert!(at("bench-out/report.md").is_file());
             assert!(at("bench-out/results.json").is_file());
+            // The verdict first and short, with where the tables went.
+            let stdout = String::from_utf8_lossy(&output.stdout);
+            assert!(stdout.starts_with("== verdict ==\n"), "{stdout}");
+            assert!(stdout.contains("bench-out/report.md"), "{stdout}");
+            assert!(stdout.lines().count() <= 8, "{stdout}");
         } else {
             panic!("an example this test does not check: {example}");
         }

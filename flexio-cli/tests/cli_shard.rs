@@ -296,7 +296,7 @@ fn four_put_shards_upload_the_tree_once_with_split_files_completed_by_the_server
     let children: Vec<_> = (0..4)
         .map(|k| {
             get()
-                .args(["put", "--json", "--streams", "2", "--piece", "1M"])
+                .args(["put", "--json", "--streams", "2", "--piece-size", "1M"])
                 .arg(&source)
                 .arg(format!("{url}/up/"))
                 .arg("--token-file")

@@ -83,7 +83,7 @@ fn a_directory_needs_r_and_r_copies_it_whole() {
         .unwrap();
     assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
     assert!(
-        stderr(&output).contains("-r not given"),
+        stderr(&output).contains("-r not specified; omitting directory"),
         "{}",
         stderr(&output)
     );
@@ -445,8 +445,8 @@ fn the_tree_benchs_ram_disk_leaves_no_mount_after_kill_9() {
             "0.05",
         ])
         .args(["--runs", "1000", "--dir"])
-        // No cargo on the PATH: a missing xcp is reported missing at once,
-        // not built (the bench installs it when it can).
+        // No xcp on the PATH: reported missing (nothing is installed
+        // without --install-peers).
         .env("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")
         .arg(dir.path())
         .args(["--out"])

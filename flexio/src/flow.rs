@@ -343,6 +343,7 @@ impl<'a> Flow<'a> {
         let options = SinkOptions {
             in_place: self.in_place,
             source_identity: source.identity,
+            source_label: source.label.clone(),
             mode: source.mode,
         };
         let sink = open_sink(
@@ -411,7 +412,7 @@ impl<'a> Flow<'a> {
             // Say what is wrong with the path itself ("no such file") before
             // saying its kind cannot be told.
             std::fs::metadata(path)
-                .map_err(|e| Error::io("stat", path.display().to_string(), None, e))?;
+                .map_err(|e| Error::io("cannot stat", format!("'{}'", path.display()), None, e))?;
         }
         self.check_before_opening()?;
         if let (
@@ -426,7 +427,8 @@ impl<'a> Flow<'a> {
             if let (Ok(a), Ok(b)) = (std::fs::metadata(from), std::fs::metadata(to)) {
                 if same(&a, &b) && !self.in_place {
                     return Err(Error::usage(format!(
-                        "{}: source and destination are the same file",
+                        "'{}' and '{}' are the same file",
+                        from.display(),
                         to.display()
                     )));
                 }

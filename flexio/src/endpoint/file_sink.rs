@@ -111,6 +111,16 @@ impl Drop for Unfinished {
     }
 }
 
+/// A file that cannot be made, in cp's words.
+fn cannot_create(label: &str, error: std::io::Error) -> Error {
+    Error::io(
+        "cannot create regular file",
+        format!("'{label}'"),
+        None,
+        error,
+    )
+}
+
 impl FileSink {
     /// Creates the temporary file in the destination's directory. It is
     /// removed again if the flow fails (when this is dropped).
@@ -140,7 +150,7 @@ impl FileSink {
                 std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory => {
                     missing_directory()
                 }
-                _ => Error::io("create", &label, None, e),
+                _ => cannot_create(&label, e),
             })?,
             false => None,
         };
@@ -151,8 +161,8 @@ impl FileSink {
             Some(file) => (file, None),
             None => {
                 sweep_stale(directory);
-                let (file, tracked) = create_named(directory, name)
-                    .map_err(|e| Error::io("create", &label, None, e))?;
+                let (file, tracked) =
+                    create_named(directory, name).map_err(|e| cannot_create(&label, e))?;
                 (file, Some(tracked))
             }
         };

@@ -126,7 +126,11 @@ pub(crate) fn open_source<'a>(
                     Ok(kind) if kind.is_socket() => Error::usage(format!(
                         "{label}: is a socket; use unix://{label} to connect to it"
                     )),
-                    _ => Error::io("open", &label, None, e),
+                    // cp's words.
+                    _ if e.kind() == ErrorKind::NotFound => {
+                        Error::io("cannot stat", format!("'{label}'"), None, e)
+                    }
+                    _ => Error::io("cannot open", format!("'{label}' for reading"), None, e),
                 }
             })?;
             from_fd(file.into(), label, Some(path))
@@ -164,6 +168,8 @@ pub(crate) struct SinkOptions {
     pub in_place: bool,
     /// The source, to refuse writing a file onto itself.
     pub source_identity: Option<Identity>,
+    /// The source's name, for that refusal.
+    pub source_label: String,
     /// Permission bits for a new regular file.
     pub mode: Option<u32>,
 }
@@ -278,7 +284,8 @@ fn open_sink_path<'a>(path: PathBuf, options: &SinkOptions) -> Result<OpenSink<'
     }
     if !options.in_place && options.source_identity == Some(Identity::of(&meta)) {
         return Err(Error::usage(format!(
-            "{label}: source and destination are the same file"
+            "'{}' and '{label}' are the same file",
+            options.source_label
         )));
     }
     let file_type = meta.file_type();
@@ -288,7 +295,7 @@ fn open_sink_path<'a>(path: PathBuf, options: &SinkOptions) -> Result<OpenSink<'
         // read-only file would replace what its owner protected.
         let target = existing.map_or_else(|| path.clone(), |e| e.replace);
         rustix::fs::access(&target, rustix::fs::Access::WRITE_OK)
-            .map_err(|e| Error::io("open", &label, None, e))?;
+            .map_err(|e| Error::io("cannot create regular file", format!("'{label}'"), None, e))?;
         // The replacement keeps the destination's own mode (as cp, which
         // writes an existing file in place).
         let file = FileSink::create(&target, NewMode::Exact(meta.mode()))?.replacing();

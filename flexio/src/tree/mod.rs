@@ -79,9 +79,16 @@ pub use staging::Staging;
 /// ```
 pub fn targets(sources: &[PathBuf], destination: &Path) -> Result<Vec<(PathBuf, PathBuf)>> {
     let into_directory = destination.is_dir();
+    if sources.len() > 1 && !destination.exists() {
+        // cp's words.
+        return Err(Error::usage(format!(
+            "target '{}': No such file or directory (several sources go into a directory)",
+            destination.display()
+        )));
+    }
     if sources.len() > 1 && !into_directory {
         return Err(Error::usage(format!(
-            "target {} is not a directory (several sources go into a directory)",
+            "target '{}': Not a directory (several sources go into a directory)",
             destination.display()
         )));
     }

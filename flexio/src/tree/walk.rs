@@ -114,7 +114,10 @@ impl<'a> Walker<'a> {
         if meta.is_dir() && !self.options.recursive {
             return self.report.fail(
                 source.display(),
-                "is a directory (-r not given; omitting it)",
+                format!(
+                    "-r not specified; omitting directory '{}'",
+                    source.display()
+                ),
             );
         }
         if is_same_file(&meta, target) {
@@ -252,6 +255,18 @@ impl<'a> Walker<'a> {
         match rustix::fs::mkdirat(CWD, target, Mode::from_raw_mode(0o700)) {
             Ok(()) => Some(true),
             Err(rustix::io::Errno::EXIST) if target.is_dir() => Some(false),
+            // cp's words: the name is taken by something else.
+            Err(rustix::io::Errno::EXIST) => {
+                self.report.fail(
+                    source.display(),
+                    format!(
+                        "cannot overwrite non-directory '{}' with directory '{}'",
+                        target.display(),
+                        source.display()
+                    ),
+                );
+                None
+            }
             Err(error) => {
                 self.report.fail(
                     source.display(),
@@ -421,7 +436,7 @@ fn stat(path: &Path, follow: bool) -> Result<Metadata> {
     } else {
         std::fs::symlink_metadata(path)
     };
-    result.map_err(|e| Error::io("stat", path.display().to_string(), None, e))
+    result.map_err(|e| Error::io("cannot stat", format!("'{}'", path.display()), None, e))
 }
 
 /// Whether `target` is the source itself (`copy f dir/` run where `dir/f`
