@@ -18,7 +18,7 @@ use flexio::profile::{TreePoint, TreeProfile};
 use flexio::tree::{copy_tree, default_jobs, TreeOptions, TreeProgress, DEFAULT_BATCH};
 
 use crate::select::MAX_NOISE_BAND;
-use flexio_bench::harness::{make_tree, TreeShape};
+use flexio_harness::{make_tree, TreeShape};
 
 /// How much to measure.
 #[derive(Clone, Debug)]

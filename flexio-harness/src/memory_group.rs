@@ -56,7 +56,7 @@ impl MemoryGroup {
     ///
     /// # Examples
     /// ```no_run
-    /// use flexio_bench::memory_group::MemoryGroup;
+    /// use flexio_harness::memory_group::MemoryGroup;
     /// let group = MemoryGroup::new("doc", 128 << 20).unwrap();
     /// group.add(std::process::id()).unwrap();
     /// ```
@@ -212,7 +212,7 @@ fn remove_stale(root: &Path) {
 ///
 /// # Examples
 /// ```
-/// assert!(flexio_bench::memory_groups_left(std::process::id()).is_empty());
+/// assert!(flexio_harness::memory_groups_left(std::process::id()).is_empty());
 /// ```
 pub fn memory_groups_left(pid: u32) -> Vec<PathBuf> {
     let suffix = format!("-{pid}");

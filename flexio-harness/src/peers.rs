@@ -81,7 +81,7 @@ impl PeerSpec {
     ///
     /// # Examples
     /// ```
-    /// use flexio_bench::peers::PeerSpec;
+    /// use flexio_harness::peers::PeerSpec;
     /// let peer = PeerSpec::command("cp", &["cp", "{src}", "{dst}"]);
     /// assert_eq!(peer.needs, vec!["cp".to_string()]);
     /// ```
