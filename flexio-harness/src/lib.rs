@@ -25,6 +25,7 @@
 //! trees.rs       the file trees (shapes, scaled) a tree copy is timed on
 //! model.rs       Results / RunRecord: what results.json holds
 //! stats.rs       medians, min/max, ratios to the best peer and the limit
+//! error.rs       the harness's Error: the operation, the path, the cause
 //! ```
 //!
 //! The items a tuner needs are re-exported at the root: [`Plan`],
@@ -42,6 +43,7 @@
 
 pub mod affinity;
 pub mod clients;
+mod error;
 pub mod fingerprint;
 pub mod limits;
 pub mod memory_group;
@@ -56,6 +58,7 @@ pub mod stats;
 pub mod trees;
 mod window;
 
+pub use error::{Error, Result};
 pub use memory_group::memory_groups_left;
 pub use model::{CacheState, CellKey, Contender, Results, Scenario};
 pub use plan::{label, Cell, Entrant, Plan};
