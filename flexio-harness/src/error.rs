@@ -28,6 +28,32 @@ pub enum Error {
         #[source]
         source: io::Error,
     },
+    /// A socket operation at `address` failed.
+    #[error("{operation} {address}: {source}")]
+    Net {
+        /// What was being done (`bind a free port on`, …).
+        operation: &'static str,
+        /// Where.
+        address: std::net::SocketAddr,
+        /// What the system said.
+        #[source]
+        source: io::Error,
+    },
+    /// A command (`ip …`) could not run or said no.
+    #[error("{command}: {why}")]
+    Command {
+        /// The command line, as typed.
+        command: String,
+        /// Why: its standard error, or why it could not start.
+        why: String,
+    },
+    /// What was asked for cannot be done: out of range, or needs what
+    /// this process lacks (root).
+    #[error("{why}")]
+    Refused {
+        /// Why, in words.
+        why: String,
+    },
     /// This machine lacks what the measurement needs (root, a cgroup
     /// controller): the caller skips it and says why.
     #[error("skipped: {why}")]
@@ -67,7 +93,9 @@ impl From<Error> for String {
 impl From<Error> for io::Error {
     fn from(error: Error) -> io::Error {
         let kind = match &error {
-            Error::Io { source, .. } => source.kind(),
+            Error::Io { source, .. } | Error::Net { source, .. } => source.kind(),
+            Error::Command { .. } => io::ErrorKind::Other,
+            Error::Refused { .. } => io::ErrorKind::InvalidInput,
             Error::Unavailable { .. } => io::ErrorKind::Unsupported,
         };
         io::Error::new(kind, error)

@@ -11,13 +11,15 @@
 //! runner.rs      warm-up, then rounds A B C A B C …; cache dropping outside
 //!                the timed window; one RunRecord per run
 //!  ├ peers.rs    the standard tools, and `flexio copy` itself, as child
-//!  │             processes timed alike (missing ones noted); iperf3 and
-//!  │             the veth pair in peers/
+//!  │             processes timed alike (missing ones noted); iperf3 in
+//!  │             peers/
 //!  ├ limits.rs   memcpy, O_DIRECT disk read/write, iperf3 loopback
 //!  ├ meter.rs    the CPU-bound co-process of the meter scenario
 //!  ├ servers.rs  `flexio serve` and nginx as processes, their CPU
 //!  ├ clients.rs  the small HTTP client that fetches from them
 //!  └ fingerprint.rs  whether the bench directory can be cold (tmpfs)
+//! netns.rs       network namespaces and veth pairs: the host scenarios'
+//!                link, hosts and line, the runner's veth cells
 //! window.rs      the timed window: wall time, CPU, bytes
 //! affinity.rs    contender and counterpart pinned to CPUs of their own
 //! process_cpu.rs a process's CPU time (all its threads) from /proc
@@ -49,6 +51,7 @@ pub mod limits;
 pub mod memory_group;
 pub mod meter;
 pub mod model;
+pub mod netns;
 pub mod peers;
 pub mod plan;
 pub mod process_cpu;

@@ -19,9 +19,8 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 mod iperf3;
-mod veth;
+pub use crate::netns::veth::{self, VethPair};
 pub use iperf3::{run_iperf3, Iperf3Run};
-pub use veth::VethPair;
 
 /// How long any child may run before the watchdog kills it.
 pub const CHILD_DEADLINE: Duration = Duration::from_secs(300);
@@ -505,14 +504,28 @@ pub fn spawn_peer(
     Supervised::spawn(&mut command, CHILD_DEADLINE)
 }
 
-/// A TCP port free on the loopback right now (bound, then released).
+/// A TCP port free on the loopback right now (the kernel picks it; bound,
+/// then released), for servers on loopback; in a new network namespace
+/// every port is free.
 ///
 /// # Errors
-/// When no port can be bound.
-pub fn free_port() -> io::Result<u16> {
-    Ok(TcpListener::bind((Ipv4Addr::LOCALHOST, 0))?
-        .local_addr()?
-        .port())
+/// [`Error::Net`](crate::Error::Net) when no port can be bound.
+///
+/// # Examples
+/// ```
+/// let port = flexio_harness::peers::free_port().unwrap();
+/// assert_ne!(port, 0);
+/// ```
+pub fn free_port() -> crate::Result<u16> {
+    let address = std::net::SocketAddr::from((Ipv4Addr::LOCALHOST, 0));
+    TcpListener::bind(address)
+        .and_then(|listener| listener.local_addr())
+        .map(|bound| bound.port())
+        .map_err(|source| crate::Error::Net {
+            operation: "bind a free port on",
+            address,
+            source,
+        })
 }
 
 #[cfg(test)]

@@ -43,7 +43,7 @@ pub(super) fn run(
         )));
     };
     let path = format!("/{}", name.to_string_lossy());
-    let port = crate::peers::free_port().map_err(|e| other(format!("find a free port: {e}")))?;
+    let port = crate::peers::free_port()?;
     let mut flags = vec![
         "--via".to_string(),
         mechanism.as_str().to_string(),
