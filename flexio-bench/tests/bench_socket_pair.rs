@@ -4,7 +4,7 @@
 //! plans are tested with them in flexio-seeds).
 
 use flexio::{EndpointKind, MechanismName};
-use flexio_bench::model::{CacheState, Contender, Results};
+use flexio_bench::model::{CacheState, Results};
 use flexio_bench::plan::{Cell, Entrant, Plan, Scenario};
 use flexio_bench::runner::{self, Observer, RunOptions};
 
