@@ -58,11 +58,8 @@ pub const BLOCK: usize = 4096;
 /// S.M.A.C.K.'s cold/warm rows (part 1) for `options` over `runs` counted
 /// rounds, `progress` hearing a line per step: the rows, and why the loop
 /// device's are missing when they are.
-pub type SmackRows = fn(
-    &CacheBenchOptions,
-    u32,
-    &mut dyn FnMut(&str),
-) -> io::Result<(Vec<FileRow>, Option<String>)>;
+pub type SmackRows =
+    fn(&CacheBenchOptions, u32, &mut dyn FnMut(&str)) -> io::Result<(Vec<FileRow>, Option<String>)>;
 
 /// What to run.
 #[derive(Clone, Debug)]

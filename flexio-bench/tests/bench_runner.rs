@@ -45,24 +45,7 @@ fn options(dir: &std::path::Path) -> RunOptions {
     options
 }
 
-/// Whether `program` is on the PATH; prints why `test` is skipped if not.
-/// The peers are optional (CI installs them, and goes on without them if
-/// the installation fails), so a missing one is a skip even in CI.
-fn peer_installed(test: &str, program: &str) -> bool {
-    let found = flexio_bench::peers::find_program(program).is_some();
-    if !found {
-        skipped(test, &format!("{program} is not installed"));
-    }
-    found
-}
-
-/// Says that `test` skipped, and why, past the harness's capture: `cargo
-/// test` counts it as passed, and `.ci/run` counts these lines.
-fn skipped(test: &str, reason: &str) {
-    use std::io::Write;
-    let line = format!("skipped: {test}: {reason}\n");
-    let _ = std::io::stderr().write_all(line.as_bytes());
-}
+use flexio_testkit::{optional_tool, skipped};
 
 fn tiny_plan() -> Plan {
     Plan {
@@ -233,7 +216,7 @@ fn dontneed_works(dir: &std::path::Path) -> Result<(), String> {
 fn cold_cells_are_cold() {
     let dir = tempfile::tempdir().unwrap();
     if let Err(reason) = dontneed_works(dir.path()) {
-        skipped("cold_cells_are_cold", &reason);
+        skipped(&reason);
         return;
     }
     let plan = Plan {
@@ -316,7 +299,9 @@ fn pipe_cells_run_flexio_and_the_shell_tools_to_the_end_of_the_pipe() {
 #[test]
 fn fio_copy_reads_and_writes_the_cells_size_at_once() {
     use flexio_bench::limits::Probe;
-    if !peer_installed("fio_copy_reads_and_writes_the_cells_size_at_once", "fio") {
+    // The peers are optional (CI installs them, and .ci/without-peers hides
+    // them), so a missing one is a skip even in CI.
+    if !optional_tool("fio") {
         return;
     }
     let dir = tempfile::tempdir().unwrap();

@@ -26,7 +26,7 @@ fn serving(source: EndpointKind, sink: EndpointKind) -> Vec<MechanismName> {
         .filter(|m| match m.available() {
             Ok(()) => true,
             Err(why) => {
-                eprintln!("skipped: {m} on this kernel: {why}");
+                flexio_testkit::skipped(&format!("{m} on this kernel: {why}"));
                 false
             }
         })

@@ -1,7 +1,7 @@
 //! The simulator against the ARC paper: Megiddo and Modha, "ARC: A
 //! Self-Tuning, Low Overhead Replacement Cache", USENIX FAST 2003, Table
-//! VIII, OLTP row. The trace ships in `shared/data/arc/` beside the
-//! repository.
+//! VIII, OLTP row. The traces are in the repository, `data/arc/` (their
+//! README cites the paper, as their release asks).
 
 use std::path::PathBuf;
 
@@ -9,18 +9,14 @@ use flexio_cache::policy::PolicyName;
 use flexio_cache::sim::{simulate, simulate_all, SimPolicy, SimResult};
 use flexio_cache::trace::{Trace, ARC_PAPER_OLTP};
 
-fn arc_trace(name: &str) -> Option<Trace> {
+fn arc_trace(name: &str) -> Trace {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../shared/data/arc")
+        .join("data/arc")
         .join(name);
-    if !path.exists() {
-        eprintln!("skipped: no ARC trace at {}", path.display());
-        return None;
-    }
-    Some(Trace::read_lis(&path).expect("the ARC trace reads"))
+    Trace::read_lis(&path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()))
 }
 
-fn oltp() -> Option<Trace> {
+fn oltp() -> Trace {
     arc_trace("OLTP.lis.zst")
 }
 
@@ -34,7 +30,7 @@ fn hit(results: &[SimResult], policy: SimPolicy, size: usize) -> f64 {
 
 #[test]
 fn sim_lru_reproduces_the_arc_papers_oltp_column() {
-    let Some(trace) = oltp() else { return };
+    let trace = oltp();
     assert_eq!(trace.keys.len(), 914_145);
     for (size, lru, _) in ARC_PAPER_OLTP {
         let result = simulate(&trace.keys, PolicyName::Lru, size);
@@ -48,7 +44,7 @@ fn sim_lru_reproduces_the_arc_papers_oltp_column() {
 
 #[test]
 fn sim_default_policy_matches_or_beats_the_papers_arc_on_oltp() {
-    let Some(trace) = oltp() else { return };
+    let trace = oltp();
     let sizes: Vec<usize> = ARC_PAPER_OLTP.iter().map(|row| row.0).collect();
     let results = simulate_all(&trace.keys, &SimPolicy::all(), &sizes, 2);
     for result in &results {
@@ -75,7 +71,7 @@ fn sim_default_policy_matches_or_beats_the_papers_arc_on_oltp() {
 
 #[test]
 fn sim_min_on_oltp_is_the_limit_every_policy_stays_under() {
-    let Some(trace) = oltp() else { return };
+    let trace = oltp();
     let sizes: Vec<usize> = ARC_PAPER_OLTP.iter().map(|row| row.0).collect();
     let results = simulate_all(&trace.keys, &[SimPolicy::Min], &sizes, 2);
     let min: Vec<String> = sizes
@@ -88,9 +84,7 @@ fn sim_min_on_oltp_is_the_limit_every_policy_stays_under() {
 
 #[test]
 fn sim_default_is_never_below_lru_on_p3() {
-    let Some(trace) = arc_trace("P3.lis.zst") else {
-        return;
-    };
+    let trace = arc_trace("P3.lis.zst");
     let sizes = [1024, 4096, 16384, 32768, 131072];
     let policies = [PolicyName::Lru, PolicyName::DEFAULT].map(SimPolicy::Online);
     let results = simulate_all(&trace.keys, &policies, &sizes, 2);

@@ -75,7 +75,7 @@ pub(crate) fn run(args: &SeedsArgs<'_>, names: &[String]) -> Result<(), Error> {
             tail += &format!("wrote {}\n", path.display());
         }
     }
-    let report = seeds::write_report(out, &exhibits, &summaries, &own, &note)
+    let report = seeds::write_report(out, &exhibits, &summaries, &own, quick, &note)
         .map_err(|e| io_error("write seeds.md", out, e))?;
     for path in std::iter::once(&report.markdown).chain(&report.charts) {
         tail += &format!("wrote {}\n", path.display());

@@ -247,6 +247,9 @@ fn meter_scenario_keeps_a_share_and_splits_context_switches() {
         assert!(involuntary <= run.context_switches, "{run:?}");
     }
     let summaries = flexio_bench::stats::summarize(&results);
+    // Cue's tables beside the scenario are flexio-seeds', as `flexio bench`
+    // registers them.
+    flexio_seeds::register();
     let table = flexio_bench::table::render(&results, &summaries);
     assert!(
         table.contains("Cue, Table 1") && table.contains("vol/invol"),
@@ -307,6 +310,9 @@ fn parallel_socket_flows_keep_each_flows_rate_and_a_jain_index() {
     assert!(summaries
         .iter()
         .all(|s| s.jain.is_some() && s.flow_median_bps.is_some()));
+    // Cue's tables beside the scenario are flexio-seeds', as `flexio bench`
+    // registers them.
+    flexio_seeds::register();
     let table = flexio_bench::table::render(&results, &summaries);
     assert!(
         table.contains("Jain") && table.contains("Cue, Tables 6-7"),

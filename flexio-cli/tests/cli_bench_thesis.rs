@@ -54,8 +54,13 @@ fn the_relay_and_the_socket_buffer_sweep_run_between_namespaces_and_leave_none()
     let output = child.wait_with_output().unwrap();
     assert!(output.status.success(), "{}", stderr(&output));
     let md = std::fs::read_to_string(out.join("seeds.md")).unwrap();
+    // Every route and buffer ran; 4.18's TCP for UDP is a listed gap.
     assert!(
-        md.contains("2 exhibits: 2 FULL, 0 PARTIAL, 0 NONE."),
+        !md.contains("no result") && !md.contains("- setup:"),
+        "{md}"
+    );
+    assert!(
+        md.contains("gap: TCP stands in for the original's UDP"),
         "{md}"
     );
     // Every route at every size of the quick run, each byte counted at

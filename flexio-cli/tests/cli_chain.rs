@@ -8,7 +8,8 @@ mod common;
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Stdio};
 
-use common::{flexio, json_report, serve, stderr};
+use common::{flexio, json_report, serve, stderr, wait_until};
+use flexio_testkit::bytes_written_by;
 
 /// Starts a chain link fetching `from` (then `upstreams`, in order) into
 /// `dest`; returns it and the URL it serves the file at.
@@ -88,7 +89,11 @@ fn a_chain_of_four_whose_second_host_dies_midway_finishes_right_on_hosts_three_a
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(1500));
+    // Host 2 dies midway: once it has sent a MiB on (to host 3).
+    let host2_pid = host2.id();
+    wait_until("host 2 never sent a MiB", || {
+        bytes_written_by(host2_pid) >= 1 << 20
+    });
     host2.kill().unwrap();
     assert!(!host2.wait().unwrap().success());
     assert!(!dest(2).exists(), "the killed host left no file");
@@ -134,7 +139,11 @@ fn a_link_whose_only_upstream_dies_fails_at_once_and_so_does_its_downstream_leav
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(800));
+    // The upstream dies while bytes flow through the relay downstream.
+    let relay_pid = relay.id();
+    wait_until("the relay never sent bytes downstream", || {
+        bytes_written_by(relay_pid) >= 64 << 10
+    });
     let killed_at = std::time::Instant::now();
     drop(host1);
     let relay = relay.wait_with_output().unwrap();

@@ -93,7 +93,7 @@ fn ctrl_c_then_the_same_get_fetches_only_the_rest_and_a_whole_file_is_not_fetche
 fn ctrl_c_on_a_get_with_no_resume_leaves_nothing() {
     let served = tempfile::tempdir().unwrap();
     std::fs::write(served.path().join("f.bin"), data(4 << 20)).unwrap();
-    let (_server, url) = common::serve(served.path(), &["--rate-per-client", "1M"]);
+    let (server, url) = common::serve(served.path(), &["--rate-per-client", "1M"]);
     let out = tempfile::tempdir().unwrap();
     let child = flexio()
         .args(["get", "--no-resume", "--streams", "1"])
@@ -101,8 +101,15 @@ fn ctrl_c_on_a_get_with_no_resume_leaves_nothing() {
         .arg(out.path().join("f.bin"))
         .spawn()
         .unwrap();
-    // Midway: 4 MiB at 1 MiB/s.
-    std::thread::sleep(Duration::from_millis(1500));
+    // Midway through 4 MiB at 1 MiB/s: once the server has sent a MiB.
+    let pid = server.0.id();
+    assert!(
+        flexio_testkit::wait_until(
+            || flexio_testkit::bytes_written_by(pid) >= 1 << 20,
+            Duration::from_secs(60)
+        ),
+        "the server never sent a MiB"
+    );
     rustix::process::kill_process(
         rustix::process::Pid::from_child(&child),
         rustix::process::Signal::INT,

@@ -359,13 +359,7 @@ fn tune_refuses_a_fifo_as_the_profile_before_measuring() {
 /// earns the warning.
 #[test]
 fn another_users_home_is_no_profile_and_no_warning() {
-    if !rustix::process::geteuid().is_root() {
-        let reason = "skipped: running as another user needs root";
-        assert!(
-            std::env::var("FLEXIO_TEST_PRIVILEGED").as_deref() != Ok("1"),
-            "{reason}, and FLEXIO_TEST_PRIVILEGED=1 forbids skipping"
-        );
-        eprintln!("{reason}");
+    if !common::require_root("running as another user") {
         return;
     }
     let home = tempfile::tempdir().unwrap();

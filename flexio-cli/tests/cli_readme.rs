@@ -69,13 +69,7 @@ fn run(script: &str, dir: &Path, home: &Path) -> std::process::Output {
     }
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
+use flexio_testkit::free_port;
 
 fn fixture(dir: &Path) {
     std::fs::write(dir.join("big.iso"), vec![7u8; 3 << 20]).unwrap();

@@ -348,7 +348,7 @@ fn a_shard_killed_mid_range_leaves_no_file_at_its_name_and_its_rerun_completes_t
     let big = bytes(7, (8 << 20) + 99);
     std::fs::write(root.join("d/big"), &big).unwrap();
     std::fs::write(root.join("small"), b"small").unwrap();
-    let (_server, url) = serve(served.path(), &["--rate-per-connection", "2M"]);
+    let (server, url) = serve(served.path(), &["--rate-per-connection", "2M"]);
     let out = tempfile::tempdir().unwrap();
     let dest = out.path().join("shared");
     let shard = |k: u32| {
@@ -360,13 +360,20 @@ fn a_shard_killed_mid_range_leaves_no_file_at_its_name_and_its_rerun_completes_t
             .args(["--shard", &format!("{k}/2")]);
         command
     };
-    // Shard 1 (the second half of `d/big`, at 2 MB/s) killed after a second.
+    // Shard 1 (the second half of `d/big`, at 2 MB/s) killed midway.
     let mut killed = shard(1)
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(1000));
+    let pid = server.0.id();
+    assert!(
+        flexio_testkit::wait_until(
+            || flexio_testkit::bytes_written_by(pid) >= 1 << 20,
+            std::time::Duration::from_secs(60)
+        ),
+        "the server never sent shard 1 a MiB"
+    );
     killed.kill().unwrap();
     assert!(!killed.wait().unwrap().success());
     // Shard 0 finishes its range: the file is not whole, so not at its name.

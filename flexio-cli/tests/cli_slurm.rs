@@ -15,7 +15,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{is_root, require_root, serve, skipped, tree_contents as contents};
+use common::{require_feature, require_root, serve, tree_contents as contents};
+use flexio_testkit::free_port;
 
 /// What the cluster needs: the daemons and the commands the test runs.
 const SLURM_PROGRAMS: [&str; 6] = [
@@ -54,15 +55,6 @@ fn program(name: &str) -> PathBuf {
         .map(|dir| Path::new(dir).join(name))
         .find(|path| path.is_file())
         .unwrap_or_else(|| PathBuf::from(name))
-}
-
-/// A port on 127.0.0.1 free a moment ago.
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 /// This host's short name (`hostname -s`), as slurmd finds its node.
@@ -383,16 +375,10 @@ fn hidden_names(root: &Path) -> Vec<String> {
 /// `FLEXIO_TEST_PRIVILEGED=1`.
 fn slurm_runs_here() -> bool {
     if let Some(name) = missing_program() {
-        assert!(
-            std::env::var("FLEXIO_TEST_PRIVILEGED").as_deref() != Ok("1"),
-            "{name} is not installed (Debian: slurm-wlm, munge), and FLEXIO_TEST_PRIVILEGED=1 forbids skipping"
-        );
-        skipped(&format!(
-            "{name} is not installed (Debian: slurm-wlm, munge)"
-        ));
-        return false;
+        let why = format!("{name} is not installed (Debian: slurm-wlm, munge)");
+        return require_feature("a Slurm cluster", Err(why));
     }
-    require_root("a Slurm cluster's daemons") && is_root()
+    require_root("a Slurm cluster's daemons")
 }
 
 /// The shipped script.

@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{flexio, is_root, json_report, names, require_root, stderr, wait_at_most, Tmpfs};
+use common::{flexio, json_report, names, require_root, stderr, wait_at_most, Tmpfs};
 
 use std::path::Path;
 use std::process::Command;
@@ -119,12 +119,7 @@ fn dry_run_lists_and_changes_nothing() {
 
 #[test]
 fn an_unreadable_file_fails_alone_with_its_path_and_exit_1() {
-    if !is_root() {
-        assert!(
-            std::env::var("FLEXIO_TEST_PRIVILEGED").as_deref() != Ok("1"),
-            "needs root to run flexio as nobody"
-        );
-        common::skipped("needs root to run flexio as nobody");
+    if !require_root("running flexio as nobody") {
         return;
     }
     let dir = tempfile::tempdir().unwrap();

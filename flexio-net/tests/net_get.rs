@@ -7,7 +7,7 @@ mod common;
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::{names_in, pattern, serve};
 use flexio_net::client::{get, GetOptions};
@@ -88,23 +88,13 @@ impl Drop for Reaped {
     }
 }
 
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
+use flexio_testkit::free_port;
 
 fn wait_until_listening(address: SocketAddr) -> bool {
-    let started = Instant::now();
-    while started.elapsed() < Duration::from_secs(10) {
-        if TcpStream::connect(address).is_ok() {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    false
+    flexio_testkit::wait_until(
+        || TcpStream::connect(address).is_ok(),
+        Duration::from_secs(10),
+    )
 }
 
 #[test]

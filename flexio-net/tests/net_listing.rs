@@ -14,7 +14,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::{have, pattern, skipped};
+use common::{optional_tool, pattern};
 use flexio_net::client::{get_tree, GetOptions, ListingFormat, TreeReport};
 
 /// A tree with nested directories, an empty file, a file of several
@@ -53,14 +53,7 @@ fn options() -> GetOptions {
     }
 }
 
-/// A port free on loopback now.
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
+use flexio_testkit::free_port;
 
 /// A peer server process, killed when dropped.
 struct Peer(Child);
@@ -130,8 +123,9 @@ fn logged(log: &Path) -> Vec<String> {
 #[test]
 fn a_tree_get_from_nginx_autoindex_html_and_json_fetches_each_file_once_and_again_only_what_changed(
 ) {
-    if !have("nginx") {
-        return skipped("nginx is not installed (apt-get install nginx-light)");
+    // .ci/without-peers hides nginx: it is optional even in CI.
+    if !optional_tool("nginx") {
+        return;
     }
     let work = tempfile::tempdir().unwrap();
     let served = work.path().join("served");
@@ -184,8 +178,8 @@ fn assert_listed(report: &TreeReport, format: ListingFormat, files: u64, unchang
 
 #[test]
 fn a_tree_get_from_python_http_server_arrives_whole_over_its_closing_connections() {
-    if !have("python3") {
-        return skipped("python3 is not installed");
+    if !optional_tool("python3") {
+        return;
     }
     let work = tempfile::tempdir().unwrap();
     let served = work.path().join("served");

@@ -6,7 +6,7 @@ mod common;
 
 use std::process::{Command, Stdio};
 
-use common::{have, pattern, serve, RawClient};
+use common::{pattern, require_tool, serve, RawClient};
 
 const SIZES: [usize; 5] = [0, 1, 4095, (1 << 20) + 1, 8 << 20];
 
@@ -219,8 +219,7 @@ fn writes_are_refused_with_405_and_a_reason() {
 
 #[test]
 fn curl_and_wget_fetch_files_ranges_and_trees() {
-    if !have("curl") || !have("wget") || !have("tar") {
-        common::skipped("curl, wget or tar is not installed (apt-get install curl wget tar)");
+    if !require_tool("curl") || !require_tool("wget") || !require_tool("tar") {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -656,8 +655,7 @@ fn put_with_the_token_writes_files_byte_exact_and_curl_uploads_too() {
         let mut client = RawClient::connect(address);
         assert!(client.get(&format!("/in/up{size}"), "").body == pattern(*size, i as u64 + 40));
     }
-    if !have("curl") {
-        common::skipped("the curl upload: curl is not installed");
+    if !require_tool("curl") {
         return;
     }
     let big = sources.path().join(format!("s{}", 8 << 20));
@@ -781,8 +779,7 @@ fn an_absolute_form_request_target_is_served_as_its_path() {
 /// shows size and modification time, as nginx's autoindex does.
 #[test]
 fn wget_mirror_of_the_listing_fetches_each_file_once() {
-    if !have("wget") {
-        common::skipped("wget is not installed (apt-get install wget)");
+    if !require_tool("wget") {
         return;
     }
     let dir = tempfile::tempdir().unwrap();

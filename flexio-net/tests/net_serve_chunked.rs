@@ -153,12 +153,7 @@ fn malformed_chunk_sizes_and_unknown_codings_are_refused_and_leave_nothing() {
 
 #[test]
 fn curl_uploads_from_stdin_chunked() {
-    if !have("curl") {
-        assert!(
-            std::env::var("FLEXIO_TEST_PRIVILEGED").as_deref() != Ok("1"),
-            "curl is missing, and FLEXIO_TEST_PRIVILEGED=1 forbids skipping"
-        );
-        skipped("curl is not installed (apt-get install curl)");
+    if !require_tool("curl") {
         return;
     }
     let root = tempfile::tempdir().unwrap();

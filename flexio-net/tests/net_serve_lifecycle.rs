@@ -117,7 +117,13 @@ fn an_upload_in_flight_at_shutdown_is_whole_or_absent() {
     let half = content.len() / 2;
     let mut finishing = start_upload(address, "whole", content.len(), &content[..half]);
     let mut stalled = start_upload(address, "stalled", content.len(), &content[..half]);
-    std::thread::sleep(Duration::from_millis(300));
+    // Both uploads are in flight once the server holds a file for each
+    // (unnamed O_TMPFILEs until linked).
+    let both_open = || flexio_testkit::files_open_in(root.path()) == 2;
+    assert!(
+        flexio_testkit::wait_until(both_open, Duration::from_secs(20)),
+        "the server never opened both uploads' files"
+    );
     let started = Instant::now();
     handle.shutdown();
     // Within the grace: the rest of one upload arrives, and it is linked.

@@ -46,8 +46,11 @@ fn a_manifest_of_a_large_uncached_file_does_not_delay_a_small_get_on_the_same_wo
     std::fs::write(root.path().join("small"), pattern(4096, 1)).unwrap();
     let address = serve_with(root.path(), |config| config.workers = 1);
     let manifest = asking(address, "/huge?manifest");
-    // The hashing has begun.
-    std::thread::sleep(Duration::from_millis(200));
+    // The hashing has begun: the offload pool holds the file open.
+    assert!(flexio_testkit::wait_until(
+        || flexio_testkit::files_open_in(root.path()) >= 1,
+        Duration::from_secs(20)
+    ));
     let mut other = RawClient::connect(address);
     let started = Instant::now();
     let response = other.get("/small", "");

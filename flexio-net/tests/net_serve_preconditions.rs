@@ -129,7 +129,11 @@ fn an_upload_whose_target_appeared_while_its_body_arrived_is_not_linked_in() {
         .as_bytes(),
     );
     client.send(&body[..1000]);
-    std::thread::sleep(Duration::from_millis(300));
+    // The upload has begun: the server holds its new file open.
+    assert!(flexio_testkit::wait_until(
+        || flexio_testkit::files_open_in(root.path()) >= 1,
+        Duration::from_secs(20)
+    ));
     std::fs::write(root.path().join("late"), b"the other writer's").unwrap();
     client.send(&body[1000..]);
     let response = client.read_response(false);

@@ -7,7 +7,7 @@ mod common;
 
 use std::process::{Command, Stdio};
 
-use common::{have, pattern, serve_with, RawClient};
+use common::{pattern, require_tool, serve_with, RawClient};
 
 /// An odd turn, so turns end inside headers, padding and members alike.
 const SMALL_TURN: u64 = 3001;
@@ -46,8 +46,7 @@ fn tar_streams_sent_in_small_turns_are_the_same_bytes_and_extract() {
     // The connection goes on after the stream.
     assert_eq!(client.get("/tree/one", "").body, pattern(1, 1));
 
-    if !have("tar") {
-        common::skipped("extracting: tar is not installed (apt-get install tar)");
+    if !require_tool("tar") {
         return;
     }
     let out = tempfile::tempdir().unwrap();

@@ -4,22 +4,21 @@
 //! measured now through the matrix's scenarios, a sentence comparing the
 //! two, and a chart with the original's points beside ours.
 //!
-//! The status rule ([`STATUS_RULE`], which opens seeds.md): an exhibit is
-//! *FULL* when every axis and mechanism of the original's experiment is
-//! measured, *PARTIAL* when some are (what is missing is said), *NONE*
-//! when this run measures nothing for it (what would run it is said).
-//! An original that gives no numbers (a plot whose values the seed's
-//! text does not hold) is said so, and that alone does not keep an
-//! exhibit from FULL; the original's hardware (its disks, its network)
-//! is stood in for by this machine's and said. A setup that needs root
-//! (a memory cgroup, network namespaces) and could not be made leaves
-//! its exhibit PARTIAL in that run, with the reason.
+//! The grade ([`STATUS_RULE`], which opens seeds.md) is computed from
+//! what ran ([`grade`]), never declared: FULL only when every planned
+//! cell and setup produced points of at least three rounds within the
+//! stated spread, every value the document states is drawn and tabulated
+//! beside ours, the same axes were varied and the exhibit lists no gap;
+//! CEILING when all that holds but the document gives no numbers; NONE
+//! when nothing ran; PARTIAL otherwise, each reason generated from what
+//! was missing.
 //!
 //! ```text
 //! seeds.rs          an exhibit, its status, the plan of a selection
 //!  ├ catalogue.rs   the twenty exhibits, in the documents' order
 //!  │  ├ flexio_thesis.rs, os_project.rs, tpil.rs, cue.rs, smack.rs
 //!  ├ measure.rs     ours, read from the summaries of the cells
+//!  ├ grade.rs       the grade and its reasons, from what ran
 //!  ├ own.rs         setups outside the matrix (thesis_bench, smack_bench), run once
 //!  └ report.rs      seeds.md and one chart per exhibit
 //! ```
@@ -30,33 +29,39 @@ use flexio_bench::plan::{Cell, Plan};
 use flexio_bench::stats::Summary;
 
 mod catalogue;
+mod grade;
 mod measure;
 mod own;
 mod report;
 
 pub use catalogue::catalogue;
+pub use grade::{grade, Evidence, Grade, MIN_ROUNDS, SPREAD_LIMIT};
 pub use own::{has_setups, run_own, OwnRuns, Setup};
 pub use report::{write_report, SeedsReport};
 
-/// How an exhibit's status is decided, as seeds.md states it.
-pub const STATUS_RULE: &str = "Status rule: FULL when every axis and mechanism of the \
-    original's experiment is measured in this run; PARTIAL when some are (what is missing is \
-    said); NONE when nothing is (what would run it is said). Where the original gives no \
-    numbers (a plot whose values the seed's text does not hold) the section says so, and that \
-    alone does not keep an exhibit from FULL. The original's hardware (its disks, its network, \
-    its CPU) is stood in for by this machine's and said in the comparison. A setup that needs \
-    root (a memory cgroup, network namespaces) and could not be made leaves its exhibit \
-    PARTIAL in that run, with the reason.";
+/// How an exhibit's grade is decided, as seeds.md states it.
+pub const STATUS_RULE: &str = "Grade rule (computed from this run, not declared): FULL only \
+    when every planned cell and setup produced points, each the median of at least three \
+    rounds whose spread (slowest to fastest over the median) is at most 50%; every value the \
+    document states (in its text or tables, or read off its figure and marked so) is drawn \
+    on the chart and tabulated beside ours; the same axes were varied; and the exhibit lists \
+    no gap (a setup or mechanism unlike the original's). CEILING when all that holds but the \
+    document itself gives no numbers to compare. NONE when nothing ran. PARTIAL otherwise, \
+    with each reason. A difference smaller than the spread of its two points is reported \
+    as no difference.";
 
 /// How much of an exhibit this bench reproduces.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Status {
     /// Every axis of the original measured, its values beside ours.
     Full,
-    /// Some axes measured; [`Exhibit::gap`] says what is missing.
+    /// Something measured, something missing (the grade's reasons).
     Partial,
-    /// Nothing measured; [`Exhibit::gap`] says what would run it.
+    /// Nothing measured; [`Exhibit::gaps`] say what would run it.
     None,
+    /// All measured as planned, but the document gives no numbers to
+    /// hold ours against.
+    Ceiling,
 }
 
 impl fmt::Display for Status {
@@ -65,6 +70,7 @@ impl fmt::Display for Status {
             Status::Full => "FULL",
             Status::Partial => "PARTIAL",
             Status::None => "NONE",
+            Status::Ceiling => "CEILING",
         })
     }
 }
@@ -77,8 +83,12 @@ pub struct Point {
     pub series: String,
     /// Along the exhibit's x axis.
     pub x: f64,
-    /// In the exhibit's unit.
+    /// In the exhibit's unit: the median of the rounds.
     pub y: f64,
+    /// The slowest and the fastest round in the same unit, where known.
+    pub spread: Option<(f64, f64)>,
+    /// The rounds `y` is the median of, where known.
+    pub rounds: Option<usize>,
 }
 
 impl Point {
@@ -88,8 +98,54 @@ impl Point {
             series: series.to_string(),
             x,
             y,
+            spread: None,
+            rounds: None,
         }
     }
+
+    /// The same point with its rounds' extremes and count.
+    pub fn with_spread(mut self, low: f64, high: f64, rounds: usize) -> Self {
+        self.spread = Some((low.min(high), low.max(high)));
+        self.rounds = Some(rounds);
+        self
+    }
+
+    /// The same point with `y` and its spread divided by `base` (a
+    /// normalisation), its rounds kept.
+    pub fn over(&self, base: f64) -> Point {
+        Point {
+            series: self.series.clone(),
+            x: self.x,
+            y: self.y / base,
+            spread: self.spread.map(|(low, high)| {
+                let (a, b) = (low / base, high / base);
+                (a.min(b), a.max(b))
+            }),
+            rounds: self.rounds,
+        }
+    }
+
+    /// The spread's width over the median (0 for one value), where known.
+    pub fn relative_spread(&self) -> Option<f64> {
+        let (low, high) = self.spread?;
+        Some(if self.y.abs() > 0.0 {
+            (high - low) / self.y.abs()
+        } else {
+            0.0
+        })
+    }
+}
+
+/// Whether the document gives numbers for an exhibit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Numbers {
+    /// The document gives none (a plot, a remark): the best grade is
+    /// CEILING.
+    NotGiven,
+    /// It gives the original's points, and these series of them in
+    /// particular (values stated in its text, or read off a figure):
+    /// each must be drawn for FULL.
+    Given(&'static [&'static str]),
 }
 
 /// The axes an exhibit's values are given on.
@@ -107,6 +163,7 @@ pub struct Axes {
 
 /// One exhibit of the seeds: a figure or table (or a group of them that
 /// share an experiment).
+#[derive(Clone, Copy)]
 pub struct Exhibit {
     /// The name `--exhibit` takes, e.g. `cue-table-2`.
     pub id: &'static str,
@@ -125,14 +182,21 @@ pub struct Exhibit {
     pub original: fn() -> Vec<Point>,
     /// The axes both are drawn on.
     pub axes: Axes,
-    /// How much is reproduced.
-    pub status: Status,
-    /// What keeps it from FULL, or what would run it.
-    pub gap: &'static str,
+    /// Whether the document gives numbers, and which values it states.
+    pub numbers: Numbers,
+    /// Our setup standing for the original's, in words.
+    pub ours_setup: &'static str,
+    /// Where ours is not the original's experiment (a mechanism, a
+    /// setup, a row not drawn), or what would run it: each keeps the
+    /// exhibit from FULL.
+    pub gaps: &'static [&'static str],
     /// The cells that measure ours (`quick`: the short run).
     pub cells: fn(quick: bool) -> Vec<Cell>,
     /// Ours, from the summaries of those cells, in the exhibit's unit.
     pub ours: fn(&[Summary]) -> Vec<Point>,
+    /// What the report draws of ours, the matrix's and the setups'
+    /// points together (a ratio of two series, say).
+    pub view: fn(Vec<Point>) -> Vec<Point>,
     /// The comparison: same shape or not, and why.
     pub compare: fn(original: &[Point], ours: &[Point]) -> String,
 }
@@ -197,15 +261,24 @@ mod tests {
         assert_eq!(names.len(), 20);
         for id in ["flexio-4-25", "tpil-fig-4-5"] {
             let exhibit = find(id).unwrap();
-            assert_eq!(exhibit.status, Status::None, "{id}");
-            assert!(exhibit.gap.contains("GPU"), "{id}: {}", exhibit.gap);
+            assert!(exhibit.gaps.iter().any(|g| g.contains("GPU")), "{id}");
+            assert!(
+                (exhibit.cells)(true).is_empty() && !has_setups(exhibit),
+                "{id}"
+            );
         }
         for exhibit in all {
-            assert!(!exhibit.gap.is_empty() || exhibit.status == Status::Full);
-            // What measures nothing plans no cells and no setup of its
-            // own, and the reverse.
-            let measured = !(exhibit.cells)(true).is_empty() || has_setups(exhibit);
-            assert_eq!(measured, exhibit.status != Status::None, "{}", exhibit.id);
+            // Every value a document states is among its transcribed series.
+            if let Numbers::Given(stated) = exhibit.numbers {
+                let original = (exhibit.original)();
+                for name in stated {
+                    assert!(
+                        original.iter().any(|p| p.series == *name),
+                        "{}: {name}",
+                        exhibit.id
+                    );
+                }
+            }
         }
     }
 

@@ -7,7 +7,7 @@
 //! beside the cache off; and one 16 MiB request to a raw loop device
 //! beside `dd bs=16M` (root). Busy is the process's CPU time, blocked the
 //! wall time less it; each figure is the median of the rounds (five, as
-//! the original averaged five; one with `--quick`).
+//! the original averaged five; three with `--quick`).
 //!
 //! ```text
 //! smack_bench.rs   the file tables (3, 4-5)
@@ -20,8 +20,8 @@ use std::path::Path;
 use flexio_cache::policy::PolicyName;
 use flexio_cache::{BlockCache, CacheConfig, ReadMode};
 
-use flexio_bench::cache_bench::{cache_error, sequential_pass, DataFile};
 use crate::thesis_bench::{ThesisOptions, ThesisOutcome, ThesisPoint};
+use flexio_bench::cache_bench::{cache_error, sequential_pass, DataFile};
 
 pub mod raw;
 mod read;
@@ -95,10 +95,11 @@ pub mod cached_series {
     ];
 }
 
-/// Rounds per figure: the original averaged five.
+/// Rounds per figure: the original averaged five; the quick run three,
+/// the least with a median apart from its extremes.
 fn rounds(options: &ThesisOptions) -> usize {
     if options.quick {
-        1
+        3
     } else {
         5
     }
@@ -134,10 +135,15 @@ impl Samples {
             .sort_by(|a, b| rank(a.0).cmp(&rank(b.0)).then(a.1.total_cmp(&b.1)));
         self.0
             .into_iter()
-            .map(|(series, x, mut values)| ThesisPoint {
-                series: series.to_string(),
-                x,
-                y: flexio_bench::stats::median(&mut values),
+            .map(|(series, x, mut values)| {
+                let low = values.iter().copied().fold(f64::INFINITY, f64::min);
+                let high = values.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+                ThesisPoint {
+                    series: series.to_string(),
+                    x,
+                    spread: Some((low, high, values.len())),
+                    y: flexio_bench::stats::median(&mut values),
+                }
             })
             .collect()
     }

@@ -44,20 +44,17 @@ pub struct ThesisOptions {
     pub dir: PathBuf,
     /// The `flexio` binary the copies run.
     pub flexio: PathBuf,
-    /// The short run: fewer sizes, one round.
+    /// The short run: fewer sizes (still three rounds each).
     pub quick: bool,
     /// Set by SIGINT/SIGTERM: stop after the current copy.
     pub stop: Arc<AtomicBool>,
 }
 
 impl ThesisOptions {
-    /// Timed rounds per point (the median is kept).
+    /// Timed rounds per point (the median is kept, the spread shown):
+    /// three, the least that has a median apart from its extremes.
     fn rounds(&self) -> usize {
-        if self.quick {
-            1
-        } else {
-            3
-        }
+        3
     }
 
     fn stopped(&self) -> Result<(), String> {
@@ -80,6 +77,9 @@ pub struct ThesisPoint {
     /// Median over the rounds, in the exhibit's unit: MB/s for FlexIO's,
     /// seconds for S.M.A.C.K.'s (`smack_bench`).
     pub y: f64,
+    /// The lowest and highest round in the same unit, and the number of
+    /// rounds.
+    pub spread: Option<(f64, f64, usize)>,
 }
 
 /// What one setup measured.
@@ -111,10 +111,14 @@ fn point(
         seconds.push(run()?);
     }
     let median = flexio_bench::stats::median(&mut seconds);
+    let rate = |s: f64| bytes as f64 / MB / s;
+    let slowest = seconds.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let fastest = seconds.iter().copied().fold(f64::INFINITY, f64::min);
     Ok(ThesisPoint {
         series: series.to_string(),
         x,
-        y: bytes as f64 / MB / median,
+        y: rate(median),
+        spread: Some((rate(slowest), rate(fastest), seconds.len())),
     })
 }
 

@@ -10,7 +10,6 @@ use flexio_seeds::seeds;
 /// The pairs (sender, receiver, chunk) an exhibit plans, by (size, files).
 fn planned(id: &str, quick: bool) -> Vec<(u64, u32, u64, MechanismName, MechanismName, u64)> {
     let exhibit = seeds::find(id).unwrap();
-    assert_eq!(exhibit.status, seeds::Status::Full, "{id}");
     let mut pairs = Vec::new();
     for cell in (exhibit.cells)(quick) {
         assert_eq!(cell.key.scenario, Scenario::SocketPair, "{id}");

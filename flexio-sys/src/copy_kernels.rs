@@ -292,9 +292,22 @@ mod tests {
         }
     }
 
+    /// The CPU flags the kernel reports (`/proc/cpuinfo`'s first `flags`).
+    fn kernel_cpu_flags() -> Vec<String> {
+        let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").expect("read /proc/cpuinfo");
+        cpuinfo
+            .lines()
+            .find_map(|line| line.strip_prefix("flags"))
+            .and_then(|rest| rest.split_once(':'))
+            .map(|(_, flags)| flags.split_whitespace().map(str::to_string).collect())
+            .unwrap_or_default()
+    }
+
     #[test]
-    fn the_cpu_features_are_said() {
-        // Not a check of the kernels: what this run exercised, in its log.
+    fn the_cpu_features_are_said_as_the_kernel_reports_them() {
+        // What this run exercised, in its log; and each answer the one the
+        // kernel gives, so that a kernel is neither skipped nor run on a
+        // CPU that lacks it.
         eprintln!(
             "copy kernels here: rep movsb {} (ERMS {}), AVX2 stream {}, AVX-512 stream {}",
             has_rep_movsb(),
@@ -302,6 +315,17 @@ mod tests {
             has_nt_avx2(),
             has_nt_avx512()
         );
+        assert_eq!(has_rep_movsb(), cfg!(target_arch = "x86_64"));
+        if !cfg!(target_arch = "x86_64") {
+            assert!(!has_erms() && !has_nt_avx2() && !has_nt_avx512());
+            return;
+        }
+        let flags = kernel_cpu_flags();
+        assert!(!flags.is_empty(), "no flags line in /proc/cpuinfo");
+        let has = |flag: &str| flags.iter().any(|f| f == flag);
+        assert_eq!(has_erms(), has("erms"), "ERMS");
+        assert_eq!(has_nt_avx2(), has("avx2"), "AVX2");
+        assert_eq!(has_nt_avx512(), has("avx512f"), "AVX-512F");
     }
 
     #[test]

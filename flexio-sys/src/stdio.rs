@@ -4,6 +4,10 @@
 //! `main` runs, so `flexio copy f - >&-` would write into `/dev/null` and
 //! report success. A function in `.init_array` runs before that runtime
 //! set-up (the C library calls it ahead of `main`) and records what it saw.
+//! It cannot be a call from the binary's `main`: by then a closed
+//! descriptor already reads as an open `/dev/null`, the same as a user's
+//! `>/dev/null`. And it lives here, not in the binary, because a
+//! `link_section` is an unsafe attribute, which only this crate may use.
 
 use std::sync::atomic::{AtomicU8, Ordering};
 

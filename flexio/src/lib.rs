@@ -5,7 +5,7 @@
 //! # Layers
 //!
 //! A reader meets them top to bottom; each imports only those below it
-//! (`tests/layers.rs` fails on any loop).
+//! (`flexio-testkit/tests/architecture.rs` fails on any loop).
 //!
 //! [`tree`] copies many files with a pool of workers, each file a range.
 //! A [`Flow`] names a [`Source`] and a [`Sink`] (the *endpoints*), a byte

@@ -1,6 +1,6 @@
 //! The ground floor: what endpoints and mechanisms are called. Every layer
 //! above uses these names; this file imports nothing of the crate, so
-//! nothing here can loop back (see `tests/layers.rs`).
+//! nothing here can loop back (see `flexio-testkit/tests/architecture.rs`).
 
 use std::fmt;
 use std::str::FromStr;

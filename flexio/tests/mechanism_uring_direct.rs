@@ -43,17 +43,10 @@ fn pattern(len: usize, seed: u64) -> Vec<u8> {
 
 /// Whether the kernel lets this process make an io_uring; prints why not.
 fn uring_available(test: &str) -> bool {
-    match io_uring::IoUring::new(2) {
-        Ok(_) => true,
-        Err(error) => {
-            let reason = format!("{test}: skipped: io_uring unavailable ({error})");
-            if std::env::var("FLEXIO_TEST_PRIVILEGED").as_deref() == Ok("1") {
-                panic!("{reason}, and FLEXIO_TEST_PRIVILEGED=1 forbids skipping");
-            }
-            eprintln!("{reason}");
-            false
-        }
-    }
+    let probe = io_uring::IoUring::new(2)
+        .map(drop)
+        .map_err(|error| format!("io_uring unavailable ({error})"));
+    common::require_feature(test, probe)
 }
 
 /// One way of running a flow.

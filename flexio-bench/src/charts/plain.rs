@@ -47,6 +47,13 @@ pub struct LineChart {
     pub categories: Vec<String>,
     /// The lines.
     pub series: Vec<PlainSeries>,
+    /// Per series (by index), vertical bars `(x, low, high)`: the spread
+    /// of the rounds a point is the median of. Fewer entries than series
+    /// leave the rest without.
+    pub whiskers: Vec<Vec<(f64, f64, f64)>>,
+    /// Markers only, not joined (categories are not a scale); the series
+    /// are set side by side within each category so none hides another.
+    pub markers_only: bool,
     /// A footnote (the machine, the command).
     pub footer: String,
 }
@@ -85,7 +92,17 @@ pub fn write_line_chart(path: &Path, chart: &LineChart) -> io::Result<()> {
     } else {
         -0.5..(chart.categories.len() as f64 - 0.5)
     };
-    let y_range = range(points.iter().map(|p| p.1).collect(), chart.log_y, true);
+    let whisker_ends = chart
+        .whiskers
+        .iter()
+        .flatten()
+        .flat_map(|&(_, low, high)| [low, high])
+        .filter(|v| v.is_finite());
+    let y_range = range(
+        points.iter().map(|p| p.1).chain(whisker_ends).collect(),
+        chart.log_y,
+        true,
+    );
     let mut svg = String::new();
     let y = y_range.clone();
     // A log y axis gets its labelled ticks as its key points: plotters' own
@@ -167,6 +184,20 @@ where
         }
         categories.get(index as usize).cloned().unwrap_or_default()
     };
+    // Counts (clients, files, flows) on a linear axis: whole ticks only.
+    let whole_x = !log_x
+        && chart.categories.is_empty()
+        && chart
+            .series
+            .iter()
+            .flat_map(|s| &s.points)
+            .all(|p| p.0.fract() == 0.0);
+    let x_label = move |x: &f64| -> String {
+        if whole_x && x.fract().abs() > 1e-9 {
+            return String::new();
+        }
+        x_label(x)
+    };
     let log_y = chart.log_y;
     let (y_low, y_high) = (y_extent.start, y_extent.end);
     let y_label = move |y: &f64| -> String {
@@ -193,16 +224,28 @@ where
         mesh.y_labels(10 * (decades + 1));
     }
     mesh.draw()?;
+    let count = chart.series.len();
     for (index, series) in chart.series.iter().enumerate() {
         let color = COLORS[index % COLORS.len()];
+        // Side by side within a category: at most 0.6 of its width.
+        let shift = if chart.markers_only && !chart.categories.is_empty() && count > 1 {
+            (index as f64 - (count - 1) as f64 / 2.0) * 0.6 / count as f64
+        } else {
+            0.0
+        };
+        let visible =
+            |(x, y): &(f64, f64)| x.is_finite() && y.is_finite() && (!chart.log_y || *y > 0.0);
         let points: Vec<(f64, f64)> = series
             .points
             .iter()
             .copied()
-            .filter(|(x, y)| x.is_finite() && y.is_finite() && (!chart.log_y || *y > 0.0))
+            .filter(visible)
+            .map(|(x, y)| (x + shift, y))
             .collect();
         let style = ShapeStyle::from(&color).stroke_width(2);
-        if series.dashed {
+        if chart.markers_only {
+            // No line: a category's value stands alone.
+        } else if series.dashed {
             context.draw_series(std::iter::once(DashedPathElement::new(
                 points.clone(),
                 6,
@@ -212,28 +255,72 @@ where
         } else {
             context.draw_series(LineSeries::new(points.clone(), style))?;
         }
-        context.draw_series(
-            points
+        if let Some(whiskers) = chart.whiskers.get(index) {
+            let bars = whiskers
                 .iter()
-                .map(|&p| Circle::new(p, 4, ShapeStyle::from(&color).filled())),
-        )?;
+                .filter(|&&(x, low, high)| visible(&(x, low)) && visible(&(x, high)))
+                .map(|&(x, low, high)| {
+                    PathElement::new(vec![(x + shift, low), (x + shift, high)], style)
+                });
+            context.draw_series(bars)?;
+        }
+        if series.dashed {
+            // The original's values: hollow squares, told apart from ours
+            // even where no line joins them.
+            context.draw_series(
+                points
+                    .iter()
+                    .map(|&p| EmptyElement::at(p) + Rectangle::new([(-4, -4), (4, 4)], style)),
+            )?;
+        } else {
+            context.draw_series(
+                points
+                    .iter()
+                    .map(|&p| Circle::new(p, 4, ShapeStyle::from(&color).filled())),
+            )?;
+        }
     }
-    let font = ("sans-serif", 14).into_font();
+    // A long label wraps onto more lines in a smaller font, so the panel
+    // holds it whole.
+    let mut y = 40;
     for (index, series) in chart.series.iter().enumerate() {
         let color = COLORS[index % COLORS.len()];
-        let y = 40 + index as i32 * 22;
         let line = vec![(10, y), (40, y)];
         let style = ShapeStyle::from(&color).stroke_width(2);
         if series.dashed {
             legend_area.draw(&DashedPathElement::new(line, 6, 4, style))?;
+            legend_area
+                .draw(&(EmptyElement::at((25, y)) + Rectangle::new([(-4, -4), (4, 4)], style)))?;
         } else {
             legend_area.draw(&PathElement::new(line, style))?;
+            legend_area.draw(&Circle::new((25, y), 4, style.filled()))?;
         }
-        legend_area.draw(&Circle::new((25, y), 4, style.filled()))?;
-        legend_area.draw_text(&series.label, &font.color(&BLACK), (48, y - 7))?;
+        let long = series.label.chars().count() > 30;
+        let (size, step) = if long { (12, 15) } else { (14, 22) };
+        let font = ("sans-serif", size).into_font();
+        let lines = wrap(&series.label, if long { 38 } else { 30 });
+        for (n, text) in lines.iter().enumerate() {
+            legend_area.draw_text(text, &font.color(&BLACK), (48, y - 7 + n as i32 * step))?;
+        }
+        y += 22.max(lines.len() as i32 * step + 7);
     }
     whole.present()?;
     Ok(())
+}
+
+/// `text` in lines of at most `width` characters, broken between words.
+fn wrap(text: &str, width: usize) -> Vec<String> {
+    let mut lines: Vec<String> = Vec::new();
+    for word in text.split(' ') {
+        match lines.last_mut() {
+            Some(line) if line.chars().count() + 1 + word.chars().count() <= width => {
+                line.push(' ');
+                line.push_str(word);
+            }
+            _ => lines.push(word.to_string()),
+        }
+    }
+    lines
 }
 
 /// A tick label: integers plainly, small values with up to three
@@ -314,6 +401,41 @@ mod tests {
             let count = texts.iter().filter(|t| t.as_str() == label).count();
             assert_eq!(count, 1, "{label} in {texts:?}");
         }
+    }
+
+    #[test]
+    fn a_count_axis_has_whole_ticks_and_whiskers_reach_past_the_points() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("counts.svg");
+        let chart = LineChart {
+            title: "t".into(),
+            series: vec![PlainSeries {
+                label: "a".into(),
+                points: vec![(1.0, 10.0), (2.0, 12.0), (3.0, 11.0), (4.0, 13.0)],
+                dashed: false,
+            }],
+            whiskers: vec![vec![(2.0, 5.0, 40.0)]],
+            ..LineChart::default()
+        };
+        write_line_chart(&path, &chart).unwrap();
+        let texts = texts(&std::fs::read_to_string(&path).unwrap());
+        assert!(texts.iter().any(|t| t == "2"), "{texts:?}");
+        assert!(!texts.iter().any(|t| t == "1.5" || t == "2.5"), "{texts:?}");
+        // The y axis reaches the whisker's top, not only the points'.
+        assert!(
+            texts
+                .iter()
+                .any(|t| t.parse::<f64>().is_ok_and(|v| v >= 35.0)),
+            "{texts:?}"
+        );
+    }
+
+    #[test]
+    fn a_long_legend_label_wraps_between_words_and_keeps_every_word() {
+        let label = "mmap / read-write, 128 MiB cgroup (ours) against the original";
+        let lines = wrap(label, 38);
+        assert!(lines.len() > 1 && lines.iter().all(|l| l.chars().count() <= 38));
+        assert_eq!(lines.join(" "), label);
     }
 
     #[test]

@@ -80,6 +80,8 @@ pub fn write_tree_charts(
                 categories: categories.clone(),
                 series,
                 footer: footer.to_string(),
+                whiskers: Vec::new(),
+                markers_only: false,
             },
         )?;
         written.push(path);

@@ -3,7 +3,7 @@
 //! fail under `FLEXIO_TEST_PRIVILEGED=1`); directory listings; FIFOs.
 
 // Each test crate uses a different part of this module.
-#![allow(dead_code)]
+#![allow(dead_code, unused_imports)]
 
 use std::path::Path;
 use std::process::{Command, Output};
@@ -41,24 +41,9 @@ pub fn names(dir: &Path) -> Vec<String> {
     names
 }
 
-/// Whether the tests run as root.
-pub fn is_root() -> bool {
-    rustix::process::geteuid().is_root()
-}
-
-/// `true` as root; otherwise prints `skipped: <reason> (needs root)` and
-/// returns `false` — or panics under `FLEXIO_TEST_PRIVILEGED=1`.
-pub fn require_root(reason: &str) -> bool {
-    if is_root() {
-        return true;
-    }
-    assert!(
-        std::env::var("FLEXIO_TEST_PRIVILEGED").as_deref() != Ok("1"),
-        "{reason} needs root, and FLEXIO_TEST_PRIVILEGED=1 forbids skipping it"
-    );
-    skipped(&format!("{reason} (needs root)"));
-    false
-}
+pub use flexio_testkit::{
+    free_port, is_root, optional_tool, require_feature, require_root, require_tool, skipped,
+};
 
 /// Writes `bytes` to `path` and gives it permission bits `mode`.
 pub fn write_with_mode(path: &Path, bytes: &[u8], mode: u32) {
@@ -123,29 +108,13 @@ pub fn wait_at_most(mut child: std::process::Child, limit: std::time::Duration) 
     None
 }
 
-/// Says that the running test skipped, and why, on the terminal past the
-/// harness's capture: `cargo test` counts a skipped test as passed, and
-/// this line (`skipped: TEST: REASON`) is how a reader tells them apart.
-/// `.ci/run` counts these lines in its summary.
-/// Polls `done` every 20 ms; fails with `why` after 60 s (a bound for a
-/// busy machine, not a measure).
-pub fn wait_until(why: &str, mut done: impl FnMut() -> bool) {
-    let started = std::time::Instant::now();
-    while !done() {
-        assert!(
-            started.elapsed() < std::time::Duration::from_secs(60),
-            "{why}"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
-}
-
-pub fn skipped(reason: &str) {
-    use std::io::Write;
-    let thread = std::thread::current();
-    let test = thread.name().unwrap_or("a test");
-    let line = format!("skipped: {test}: {reason}\n");
-    let _ = std::io::stderr().write_all(line.as_bytes());
+/// Waits for `done` (polled every 10 ms); fails with `why` after 60 s (a
+/// bound for a busy machine, not a measure).
+pub fn wait_until(why: &str, done: impl FnMut() -> bool) {
+    assert!(
+        flexio_testkit::wait_until(done, std::time::Duration::from_secs(60)),
+        "{why}"
+    );
 }
 
 /// Runs the shell `script` with `dir` as `$1` (certificates made with

@@ -2,14 +2,17 @@
 //! small raw HTTP client (heads parsed with httparse) to say exactly what
 //! goes on the wire, and file helpers.
 
-#![allow(dead_code)]
+// Each test crate uses a different part of this module.
+#![allow(dead_code, unused_imports)]
 
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpStream};
+use std::io::Write;
+use std::net::SocketAddr;
 use std::path::Path;
 use std::time::Duration;
 
 use flexio_net::server::{ServeConfig, Server};
+pub use flexio_testkit::http::{find, read_head, RawClient, Response};
+pub use flexio_testkit::{optional_tool, require_root, require_tool, skipped};
 
 /// Serves `root` on 127.0.0.1 with `tweak` applied to the defaults; the
 /// server thread lives until the test process ends.
@@ -41,153 +44,6 @@ pub fn pattern(length: usize, seed: u64) -> Vec<u8> {
         .collect()
 }
 
-/// A response as read off the wire.
-#[derive(Debug)]
-pub struct Response {
-    pub status: u16,
-    pub headers: Vec<(String, String)>,
-    pub body: Vec<u8>,
-}
-
-impl Response {
-    pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(n, _)| n.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
-    }
-
-    pub fn text(&self) -> String {
-        String::from_utf8_lossy(&self.body).into_owned()
-    }
-}
-
-/// One connection, kept alive across requests.
-pub struct RawClient {
-    pub stream: TcpStream,
-    buffer: Vec<u8>,
-}
-
-impl RawClient {
-    pub fn connect(address: SocketAddr) -> Self {
-        let stream = TcpStream::connect(address).expect("connect");
-        stream
-            .set_read_timeout(Some(Duration::from_secs(20)))
-            .unwrap();
-        RawClient {
-            stream,
-            buffer: Vec::new(),
-        }
-    }
-
-    pub fn send(&mut self, raw: &[u8]) {
-        self.stream.write_all(raw).expect("send");
-    }
-
-    /// `GET target` with extra header lines (each ending in CRLF).
-    pub fn get(&mut self, target: &str, extra: &str) -> Response {
-        self.send(format!("GET {target} HTTP/1.1\r\nHost: test\r\n{extra}\r\n").as_bytes());
-        self.read_response(false)
-    }
-
-    /// Sends `raw`, then reads the response as `try_read_response` does.
-    pub fn try_read_response_to(&mut self, raw: &[u8]) -> Option<Response> {
-        self.send(raw);
-        self.try_read_response(false)
-    }
-
-    /// Reads one response; `head_only` for the answer to HEAD (no body
-    /// whatever Content-Length says). Panics when the connection closes
-    /// first.
-    pub fn read_response(&mut self, head_only: bool) -> Response {
-        self.try_read_response(head_only)
-            .expect("the connection closed before a whole response")
-    }
-
-    /// As `read_response`, `None` when the connection closed first.
-    pub fn try_read_response(&mut self, head_only: bool) -> Option<Response> {
-        loop {
-            let mut headers = [httparse::EMPTY_HEADER; 64];
-            let mut parsed = httparse::Response::new(&mut headers);
-            if let httparse::Status::Complete(head_len) = parsed.parse(&self.buffer).expect("HTTP")
-            {
-                let status = parsed.code.unwrap();
-                let headers: Vec<(String, String)> = parsed
-                    .headers
-                    .iter()
-                    .map(|h| {
-                        (
-                            h.name.to_string(),
-                            String::from_utf8_lossy(h.value).into_owned(),
-                        )
-                    })
-                    .collect();
-                let length = if head_only || status == 304 {
-                    0
-                } else {
-                    headers
-                        .iter()
-                        .find(|(n, _)| n.eq_ignore_ascii_case("content-length"))
-                        .map(|(_, v)| v.parse::<usize>().unwrap())
-                        .unwrap_or(0)
-                };
-                while self.buffer.len() < head_len + length {
-                    if !self.fill() {
-                        return None;
-                    }
-                }
-                let body = self.buffer[head_len..head_len + length].to_vec();
-                self.buffer.drain(..head_len + length);
-                return Some(Response {
-                    status,
-                    headers,
-                    body,
-                });
-            }
-            if !self.fill() {
-                return None;
-            }
-        }
-    }
-
-    /// Whether the server closed the connection: the next read is the end
-    /// of the stream (or a reset). Bytes are not a close (they are kept
-    /// for the next response), and neither is silence: a server that
-    /// keeps the connection open without a word for 10 s has not closed
-    /// it, and `false` says so instead of taking the timeout for a close.
-    pub fn closed(&mut self) -> bool {
-        let before = self.stream.read_timeout().ok().flatten();
-        self.stream
-            .set_read_timeout(Some(Duration::from_secs(10)))
-            .unwrap();
-        let mut chunk = [0u8; 64 * 1024];
-        let closed = loop {
-            match self.stream.read(&mut chunk) {
-                Ok(0) => break true,
-                Ok(n) => {
-                    self.buffer.extend_from_slice(&chunk[..n]);
-                    break false;
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(e) => break e.kind() == std::io::ErrorKind::ConnectionReset,
-            }
-        };
-        self.stream.set_read_timeout(before).unwrap();
-        closed
-    }
-
-    fn fill(&mut self) -> bool {
-        let mut chunk = [0u8; 64 * 1024];
-        match self.stream.read(&mut chunk) {
-            Ok(0) | Err(_) => false,
-            Ok(n) => {
-                self.buffer.extend_from_slice(&chunk[..n]);
-                true
-            }
-        }
-    }
-}
-
 /// The `?manifest` body a flexio server sends for the file `data`, named
 /// `file`; with `wrong`, that chunk's hash is not the data's (a server whose
 /// manifest lies).
@@ -217,16 +73,6 @@ pub fn names_in(dir: &Path) -> Vec<String> {
     names
 }
 
-/// Whether `program` runs (`program --version`).
-pub fn have(program: &str) -> bool {
-    std::process::Command::new(program)
-        .arg("--version")
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .status()
-        .is_ok()
-}
-
 /// The parts of a `multipart/byteranges` response: each part's head and
 /// bytes, in order.
 pub fn multipart_parts(response: &Response) -> Vec<(String, Vec<u8>)> {
@@ -248,25 +94,6 @@ pub fn multipart_parts(response: &Response) -> Vec<(String, Vec<u8>)> {
         parts.push((head, rest[head_end + 4..head_end + 4 + next].to_vec()));
     }
     parts
-}
-
-/// Where `needle` first occurs in `haystack`.
-pub fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
-    haystack.windows(needle.len()).position(|w| w == needle)
-}
-
-/// `true` as root; otherwise prints why it skips — or panics under
-/// `FLEXIO_TEST_PRIVILEGED=1`, where skipping is forbidden.
-pub fn require_root(reason: &str) -> bool {
-    if rustix::process::geteuid().is_root() {
-        return true;
-    }
-    assert!(
-        std::env::var("FLEXIO_TEST_PRIVILEGED").as_deref() != Ok("1"),
-        "{reason} needs root, and FLEXIO_TEST_PRIVILEGED=1 forbids skipping it"
-    );
-    skipped(&format!("{reason} (needs root)"));
-    false
 }
 
 /// A small tmpfs, unmounted when dropped.
@@ -328,31 +155,4 @@ pub fn put_onto_a_disk_that_fills(
     drop(fill);
     let _ = client.stream.write_all(&body[1 << 20..]);
     client.try_read_response(false)
-}
-
-/// Says that the running test skipped, and why, on the terminal past the
-/// harness's capture: `cargo test` counts a skipped test as passed, and
-/// this line (`skipped: TEST: REASON`) is how a reader tells them apart.
-/// `.ci/run` counts these lines in its summary.
-pub fn skipped(reason: &str) {
-    use std::io::Write;
-    let thread = std::thread::current();
-    let test = thread.name().unwrap_or("a test");
-    let line = format!("skipped: {test}: {reason}\n");
-    let _ = std::io::stderr().write_all(line.as_bytes());
-}
-
-/// Reads one request head (up to the blank line) off a plain or TLS
-/// stream, a byte at a time so that nothing of the body is taken; `None`
-/// at its end.
-pub fn read_head(stream: &mut impl Read) -> Option<String> {
-    let mut head = Vec::new();
-    let mut byte = [0u8; 1];
-    while !head.ends_with(b"\r\n\r\n") {
-        match stream.read(&mut byte) {
-            Ok(1) => head.push(byte[0]),
-            _ => return None,
-        }
-    }
-    Some(String::from_utf8_lossy(&head).into_owned())
 }

@@ -43,11 +43,89 @@ pub(super) fn series(
     let mut points: Vec<Point> = summaries
         .iter()
         .filter(|s| s.cell.scenario == scenario && cell(&s.cell) && who(s))
-        .filter_map(|s| Some(Point::new(name, x(s), y(s)?)))
+        .filter_map(|s| Some(with_rounds(Point::new(name, x(s), y(s)?), s, &y)))
         .filter(|p| p.y.is_finite())
         .collect();
     points.sort_by(|a, b| a.x.total_cmp(&b.x));
     points
+}
+
+/// `point` with the spread of its summary's rounds: `y` evaluated at
+/// the slowest and the fastest round's throughput. A `y` that does not
+/// follow the throughput (CPU, switches: only their medians are kept)
+/// gets the rounds' count but no spread.
+fn with_rounds(point: Point, summary: &Summary, y: &impl Fn(&Summary) -> Option<f64>) -> Point {
+    let at = |bps: f64| {
+        let mut round = summary.clone();
+        round.median_bps = bps;
+        y(&round).filter(|v| v.is_finite())
+    };
+    match (at(summary.min_bps), at(summary.max_bps)) {
+        (Some(low), Some(high)) if low != high || summary.min_bps == summary.max_bps => {
+            point.with_spread(low, high, summary.runs)
+        }
+        _ => Point {
+            rounds: Some(summary.runs),
+            ..point
+        },
+    }
+}
+
+/// `a / b` at every x both have, as series `name`; the spread the
+/// widest the two allow (a's lowest over b's highest and the reverse).
+pub(super) fn ratio_series(points: &[Point], a: &str, b: &str, name: &str) -> Vec<Point> {
+    combine(
+        points,
+        a,
+        b,
+        name,
+        |x, y| x / y,
+        |(al, ah), (bl, bh)| (al / bh, ah / bl),
+    )
+}
+
+fn combine(
+    points: &[Point],
+    a: &str,
+    b: &str,
+    name: &str,
+    value: impl Fn(f64, f64) -> f64,
+    range: impl Fn((f64, f64), (f64, f64)) -> (f64, f64),
+) -> Vec<Point> {
+    let of = |series: &str, x: f64| {
+        points
+            .iter()
+            .find(|p| p.series == series && (p.x - x).abs() <= 1e-9 * x.abs().max(1.0))
+    };
+    points
+        .iter()
+        .filter(|p| p.series == a)
+        .filter_map(|pa| {
+            let pb = of(b, pa.x)?;
+            let y = value(pa.y, pb.y);
+            if !y.is_finite() {
+                return None;
+            }
+            let point = Point::new(name, pa.x, y);
+            Some(match (pa.spread, pb.spread) {
+                (Some(sa), Some(sb)) => {
+                    let (low, high) = range(sa, sb);
+                    let rounds = pa.rounds.unwrap_or(0).min(pb.rounds.unwrap_or(0));
+                    point.with_spread(low, high, rounds)
+                }
+                _ => point,
+            })
+        })
+        .collect()
+}
+
+/// Whether `a` and `b` differ by more than their spreads: the two
+/// ranges (each point's slowest to fastest round) do not overlap. Points
+/// without a spread count as differing when their values do.
+pub(super) fn differs(a: &Point, b: &Point) -> bool {
+    let range = |p: &Point| p.spread.unwrap_or((p.y, p.y));
+    let ((al, ah), (bl, bh)) = (range(a), range(b));
+    ah < bl || bh < al
 }
 
 /// Median throughput in MB/s.
@@ -84,17 +162,6 @@ pub(super) fn x_extent(points: &[Point], series: &str) -> Option<(f64, f64)> {
 /// `a / b` at `x`, both read from `points`.
 pub(super) fn ratio_at(points: &[Point], a: &str, b: &str, x: f64) -> Option<f64> {
     Some(at(points, a, x)? / at(points, b, x)?).filter(|r| r.is_finite())
-}
-
-/// `a / b` at the smallest and the largest x of `a`.
-pub(super) fn ratios_at_ends(points: &[Point], a: &str, b: &str) -> Option<(f64, f64, f64, f64)> {
-    let (low, high) = x_extent(points, a)?;
-    Some((
-        low,
-        ratio_at(points, a, b, low)?,
-        high,
-        ratio_at(points, a, b, high)?,
-    ))
 }
 
 /// The sentence for an exhibit this run measured nothing of.

@@ -51,7 +51,12 @@ impl OwnRuns {
     pub(super) fn points(&self, exhibit: &Exhibit) -> Vec<Point> {
         self.of(exhibit)
             .flat_map(|outcome| &outcome.points)
-            .map(|p| Point::new(&p.series, p.x, p.y))
+            .map(|p| match p.spread {
+                Some((low, high, rounds)) => {
+                    Point::new(&p.series, p.x, p.y).with_spread(low, high, rounds)
+                }
+                None => Point::new(&p.series, p.x, p.y),
+            })
             .collect()
     }
 
@@ -62,6 +67,21 @@ impl OwnRuns {
             .filter_map(|outcome| outcome.shortfall.as_deref())
             .collect();
         (!why.is_empty()).then(|| why.join("; "))
+    }
+
+    /// Each of `exhibit`'s setups that produced no point, in words.
+    pub(super) fn empty(&self, exhibit: &Exhibit) -> Vec<String> {
+        let wanted = catalogue::setups(exhibit.id);
+        wanted
+            .iter()
+            .filter(|setup| {
+                !self
+                    .outcomes
+                    .iter()
+                    .any(|(s, outcome)| s == *setup && !outcome.points.is_empty())
+            })
+            .map(|setup| format!("setup {setup:?}: no points"))
+            .collect()
     }
 
     /// Where `exhibit`'s setups ran.

@@ -26,7 +26,7 @@
 use rustix::event::PollFlags;
 use rustix::io::Errno;
 
-use super::direct_io::{
+use super::direct_setup::{
     align_down, align_up, is_direct_capable, set_up_direct, DirectSetup, DirectSides,
 };
 use super::io::write_sink;

@@ -28,7 +28,7 @@
 
 use rustix::io::Errno;
 
-use super::direct_io::{align_up, set_up_direct, DirectSetup, DirectSides};
+use super::direct_setup::{align_up, set_up_direct, DirectSetup, DirectSides};
 use super::transfer::{Kept, Side};
 use super::{Descriptor, MechanismName, Reads, Stop, Transfer};
 use crate::endpoint::EndpointKind;

@@ -15,7 +15,7 @@
 mod copy_file_range;
 mod copy_kernel;
 mod direct;
-mod direct_io;
+mod direct_setup;
 mod io;
 mod io_uring;
 mod kernel_copy;

@@ -19,7 +19,7 @@
 //! failure.
 
 // Each test crate uses a different part of this module.
-#![allow(dead_code)]
+#![allow(dead_code, unused_imports)]
 
 use std::fmt::Write as _;
 use std::fs::{self, File, OpenOptions};
@@ -39,47 +39,9 @@ use rustix::fs::SeekFrom;
 pub const KIB: usize = 1 << 10;
 pub const MIB: usize = 1 << 20;
 
-/// Set to `1` to make every privileged or feature skip a failure.
-pub const PRIVILEGED_ENV: &str = "FLEXIO_TEST_PRIVILEGED";
-
-/// Whether skips are forbidden on this run.
-pub fn skips_forbidden() -> bool {
-    std::env::var(PRIVILEGED_ENV).as_deref() == Ok("1")
-}
-
-/// Whether the tests run as root.
-pub fn is_root() -> bool {
-    rustix::process::geteuid().is_root()
-}
-
-/// `true` when running as root; otherwise prints `skipped: <reason> (needs
-/// root)` and returns `false` — or panics under `FLEXIO_TEST_PRIVILEGED=1`.
-pub fn require_root(reason: &str) -> bool {
-    if is_root() {
-        return true;
-    }
-    if skips_forbidden() {
-        panic!("{reason} needs root, and {PRIVILEGED_ENV}=1 forbids skipping it");
-    }
-    skipped(&format!("{reason} (needs root)"));
-    false
-}
-
-/// `true` when `probe` found the kernel feature; otherwise prints `skipped:
-/// <what>: <why>` and returns `false` — or panics under
-/// `FLEXIO_TEST_PRIVILEGED=1`.
-pub fn require_feature(what: &str, probe: Result<(), String>) -> bool {
-    match probe {
-        Ok(()) => true,
-        Err(why) if skips_forbidden() => {
-            panic!("{what}: {why}, and {PRIVILEGED_ENV}=1 forbids skipping it")
-        }
-        Err(why) => {
-            skipped(&format!("{what}: {why}"));
-            false
-        }
-    }
-}
+pub use flexio_testkit::{
+    is_root, require_feature, require_root, require_tool, skipped, skips_forbidden, PRIVILEGED_ENV,
+};
 
 /// A scratch directory on the file system of the crate's target directory
 /// (a real disk file system with holes and `O_DIRECT`, not a tmpfs `/tmp`).
@@ -1073,16 +1035,4 @@ fn check_sink(count: u64, actual: blake3::Hash, len: usize, expected: &[u8]) -> 
         ));
     }
     Ok(())
-}
-
-/// Says that the running test skipped, and why, on the terminal past the
-/// harness's capture: `cargo test` counts a skipped test as passed, and
-/// this line (`skipped: TEST: REASON`) is how a reader tells them apart.
-/// `.ci/run` counts these lines in its summary.
-pub fn skipped(reason: &str) {
-    use std::io::Write;
-    let thread = std::thread::current();
-    let test = thread.name().unwrap_or("a test");
-    let line = format!("skipped: {test}: {reason}\n");
-    let _ = std::io::stderr().write_all(line.as_bytes());
 }

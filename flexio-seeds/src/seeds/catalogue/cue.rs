@@ -5,7 +5,7 @@
 //! sendfile in Cue's 8 KB calls (`schedules.rs`); Table 8's server runs
 //! them inside `flexio serve --schedule` (`clients.rs`).
 
-use super::super::{Axes, Exhibit, Point, Status};
+use super::super::{Axes, Exhibit, Numbers, Point};
 
 mod clients;
 mod schedules;
@@ -57,12 +57,14 @@ fn table_1() -> Exhibit {
             log_x: false,
             log_y: false,
         },
-        status: Status::Full,
-        gap: "Ours: a file sent to loopback TCP in 8 KiB calls, the meter on the sender's \
+        numbers: Numbers::Given(&[]),
+        ours_setup: "Ours: a file sent to loopback TCP in 8 KiB calls, the meter on the sender's \
               CPU and the receiver on the other (Cue's was another machine); sendfile under \
               (3, 70 ms) against read-write with none, and sendfile with none beside them.",
+        gaps: &["the baseline is a warm, unpaced read-write loop far faster than the schedule, where Cue compared two disk-bound transfers of similar speed (no disk-bound baseline at an equal rate)"],
         cells: |quick| schedules::meter_cells(quick, &[(3, 70)]),
         ours: schedules::switches_ours,
+        view: super::as_measured,
         compare: schedules::compare_switches,
     }
 }
@@ -94,12 +96,14 @@ fn table_2() -> Exhibit {
             log_x: false,
             log_y: true,
         },
-        status: Status::Full,
-        gap: "Ours: sendfile in 8 KiB calls under (3, 70 ms) and (4, 70 ms) against \
+        numbers: Numbers::Given(&[]),
+        ours_setup: "Ours: sendfile in 8 KiB calls under (3, 70 ms) and (4, 70 ms) against \
               read-write unpaced, over loopback with the meter on the sender's CPU; system \
               time is the sending thread's.",
+        gaps: &["the baseline is a warm, unpaced read-write loop far faster than the schedule, where Cue compared two disk-bound transfers of similar speed (no disk-bound baseline at an equal rate)", "Table 2's per-run rows are not drawn (the averages are)"],
         cells: |quick| schedules::meter_cells(quick, &SETS_1_2),
         ours: |summaries| schedules::relative_ours(summaries, &SETS_1_2, &[0, 1, 2, 3]),
+        view: super::as_measured,
         compare: schedules::compare_relative,
     }
 }
@@ -130,12 +134,14 @@ fn table_3() -> Exhibit {
             log_x: false,
             log_y: true,
         },
-        status: Status::Full,
-        gap: "Ours: sendfile in 8 KiB calls under (4, 70), (1, 16) and (1, 20 ms) against \
+        numbers: Numbers::Given(&[]),
+        ours_setup: "Ours: sendfile in 8 KiB calls under (4, 70), (1, 16) and (1, 20 ms) against \
               read-write unpaced, as in Table 2; `--scenario schedule` runs the same \
               schedules beside a K x T grid in 256 KiB calls.",
+        gaps: &["the baseline is a warm, unpaced read-write loop far faster than the schedule, where Cue compared two disk-bound transfers of similar speed (no disk-bound baseline at an equal rate)"],
         cells: |quick| schedules::meter_cells(quick, &SETS_2_4),
         ours: |summaries| schedules::relative_ours(summaries, &SETS_2_4, &[0, 1, 3]),
+        view: super::as_measured,
         compare: schedules::compare_distributed,
     }
 }
@@ -161,13 +167,15 @@ fn table_6() -> Exhibit {
             log_x: false,
             log_y: true,
         },
-        status: Status::Full,
-        gap: "Ours: 2-4 file -> loopback TCP flows at once from one process, sendfile in \
+        numbers: Numbers::Given(&[]),
+        ours_setup: "Ours: 2-4 file -> loopback TCP flows at once from one process, sendfile in \
               8 KiB calls under (4, 16 ms) against read-write unpaced; two CPUs where the \
               original had one. Table 6's two-transfer row (wall, system, switches) is not \
               drawn: Table 7's seconds per MB are.",
+        gaps: &["the baseline is a warm, unpaced read-write loop far faster than the schedule, where Cue compared two disk-bound transfers of similar speed (no disk-bound baseline at an equal rate)", "Table 6's two-transfer row (wall, system, switches) is not drawn"],
         cells: schedules::parallel_cells,
         ours: schedules::parallel_ours,
+        view: super::as_measured,
         compare: schedules::compare_parallel,
     }
 }
@@ -203,15 +211,17 @@ fn table_8() -> Exhibit {
             log_x: false,
             log_y: true,
         },
-        status: Status::Full,
-        gap: "`flexio serve` as a process sends the file to 1-4 HTTP clients at once over \
+        numbers: Numbers::Given(&[]),
+        ours_setup: "`flexio serve` as a process sends the file to 1-4 HTTP clients at once over \
               loopback (wuftpd: FTP over a 1995 network): by read-write in 8 KiB reads \
               (user driven), by sendfile unscheduled, and by sendfile under each of Cue's \
               four schedules (`--schedule K,T`, 8 KiB chunks, each connection paused on its \
               own); each client's rate here, the server's CPU per GiB in report.md. The \
               scheduled clients fetch Cue's 12 MB in the full run, 1 MiB with --quick.",
+        gaps: &["the clients share no bottleneck (no paced link or shared token bucket), so a per-client rate holds by construction"],
         cells: clients::cells,
         ours: clients::per_client_ours,
+        view: super::as_measured,
         compare: clients::compare_clients,
     }
 }

@@ -10,9 +10,9 @@
 
 use flexio::MechanismName::{self, *};
 
-use super::super::measure::{self, mb_per_s, ratios_at_ends, series, shape, size_mb};
+use super::super::measure::{self, mb_per_s, series, shape, size_mb};
 use super::super::own::Setup;
-use super::super::{Axes, Exhibit, Point, Status};
+use super::super::{Axes, Exhibit, Numbers, Point};
 use super::{no_cells, no_points, nothing};
 use flexio_bench::model::CacheState::{Cold, Warm};
 use flexio_bench::model::Scenario;
@@ -28,6 +28,112 @@ const BY_SIZE: Axes = Axes {
     log_x: true,
     log_y: true,
 };
+
+/// Ours over a reference, by file size (the original's text states
+/// ratios, not throughputs).
+const RATIO_BY_SIZE: Axes = Axes {
+    x: "file size (MB)",
+    y: "throughput over read-write's (x)",
+    log_x: true,
+    log_y: false,
+};
+
+/// What FlexIO's text states of Figures 4.7-4.10 (section 4.1.2), drawn
+/// on the ratio axis: mmap above read-write to ~50 MB, level at ~200 MB.
+const AHEAD: &str = "original (text): mmap ahead (ratio above 1) up to ~50 MB";
+const EVEN: &str = "original (text): mmap level at ~200 MB, behind beyond";
+/// Section 4.1.4: user buffer and buffer cache "almost identical".
+const IDENTICAL: &str = "original (text): almost identical (ratio ~1)";
+/// Section 4.1.4: 1 KB to 1 MB buffers about 100 KB/s apart.
+const APART: &str = "original (text): 1 KB ~0.1 MB/s below 1 MB";
+
+fn mmap_original() -> Vec<Point> {
+    vec![
+        Point::new(AHEAD, 1.0, 1.0),
+        Point::new(AHEAD, 50.0, 1.0),
+        Point::new(EVEN, 200.0, 1.0),
+    ]
+}
+
+const MMAP_RATIO: &str = "mmap / read-write (ours)";
+const MMAP_RATIO_SMALL: &str = "mmap / read-write, 128 MiB cgroup (ours)";
+const KERNEL_RATIO: &str = "copy_file_range / read-write (ours)";
+const KERNEL_RATIO_SMALL: &str = "copy_file_range / read-write, 128 MiB cgroup (ours)";
+
+/// Figures 4.7-4.10 drawn as the text states them: mmap over read-write.
+fn mmap_view(points: Vec<Point>) -> Vec<Point> {
+    let mut view = measure::ratio_series(&points, MAPPED, USER, MMAP_RATIO);
+    view.extend(measure::ratio_series(
+        &points,
+        MAPPED_SMALL,
+        USER_SMALL,
+        MMAP_RATIO_SMALL,
+    ));
+    view
+}
+
+/// Figures 4.11-4.14 as the text states them: the kernel over the user
+/// buffer (not the throughputs 4.7 draws again).
+fn kernel_view(points: Vec<Point>) -> Vec<Point> {
+    let mut view = measure::ratio_series(&points, KERNEL, USER, KERNEL_RATIO);
+    view.extend(measure::ratio_series(
+        &points,
+        KERNEL_SMALL,
+        USER_SMALL,
+        KERNEL_RATIO_SMALL,
+    ));
+    view
+}
+
+const BUFFER_USER: &str = "read-write by buffer (ours)";
+const BUFFER_KERNEL: &str = "copy_file_range by length (ours)";
+
+/// Figure 4.15 as the text states it: each series less its own value at
+/// 1 MiB buffers (MB/s), the spread the widest the two rounds allow.
+fn buffer_view(points: Vec<Point>) -> Vec<Point> {
+    let mut view = Vec::new();
+    for name in [BUFFER_USER, USER_SMALL, BUFFER_KERNEL] {
+        let Some(base) = points
+            .iter()
+            .find(|p| p.series == name && p.x == 1024.0)
+            .cloned()
+        else {
+            continue;
+        };
+        let (base_low, base_high) = base.spread.unwrap_or((base.y, base.y));
+        for point in points.iter().filter(|p| p.series == name) {
+            let mut less = Point::new(name, point.x, point.y - base.y);
+            if let (Some((low, high)), Some(rounds)) = (point.spread, point.rounds) {
+                less = less.with_spread(low - base_high, high - base_low, rounds);
+            }
+            view.push(less);
+        }
+    }
+    view
+}
+
+/// A ratio's value, or "no difference" when its rounds' spread reaches 1.
+fn against_one(points: &[Point], name: &str, x: f64) -> Option<(f64, String)> {
+    let point = points
+        .iter()
+        .find(|p| p.series == name && (p.x - x).abs() <= 1e-9 * x.max(1.0))?;
+    let words = match point.spread {
+        Some((low, high)) if low <= 1.0 && 1.0 <= high => format!(
+            "no difference ({:.2}x, its rounds {low:.2}-{high:.2}x) at {x:.0} MB",
+            point.y
+        ),
+        _ => format!("{:.2}x at {x:.0} MB", point.y),
+    };
+    Some((point.y, words))
+}
+
+/// The ratio `name` at both ends of its sizes: (small, large, in words).
+fn ratio_ends(points: &[Point], name: &str) -> Option<(f64, f64, String)> {
+    let (low, high) = measure::x_extent(points, name)?;
+    let (small, a) = against_one(points, name, low)?;
+    let (large, b) = against_one(points, name, high)?;
+    Some((small, large, format!("{a} and {b}")))
+}
 
 pub(super) fn exhibits() -> Vec<Exhibit> {
     vec![
@@ -61,15 +167,18 @@ fn disk_by_size() -> Exhibit {
                 Pentium Pro 200 MHz, 128 MB RAM, IDE and SCSI disks.",
         provenance: "The figures are plots not in the seed's text; the text states: mmap is \
                      faster for files up to 50 MB, level at 200 MB, slower above (more so on SCSI).",
-        original: no_points,
-        axes: BY_SIZE,
-        status: Status::Full,
-        gap: "Both settings run, cold and synced: memory to spare (the matrix, in the engine) \
+        original: mmap_original,
+        axes: RATIO_BY_SIZE,
+        numbers: Numbers::Given(&[AHEAD, EVEN]),
+        ours_setup: "Both settings run, cold and synced: memory to spare (the matrix, in the engine) \
               and a 128 MiB memory cgroup (flexio copy processes) whose cache fills at 50-200 \
               MB as the original's did. This machine's one disk stands for the original's IDE \
-              and SCSI partitions; the original's values are plots the seed does not hold.",
+              and SCSI partitions. Drawn: mmap's throughput over read-write's, ours against \
+              what the original's text states.",
+        gaps: &["no kernel-buffer path (FlexIO's copy through a kernel buffer) and no second file system (the original had IDE and SCSI partitions)", "this machine's disk runs at memory speed (no throttled device stands in for the original's slow disks)"],
         cells: disk_cells,
         ours: by_size_ours,
+        view: mmap_view,
         compare: compare_mmap,
     }
 }
@@ -84,15 +193,22 @@ fn user_against_kernel() -> Exhibit {
         provenance:
             "Plots not in the seed's text; the text states the two have \"almost identical \
                      behaviour\" (section 4.1.4).",
-        original: no_points,
-        axes: BY_SIZE,
-        status: Status::Full,
-        gap: "A user buffer (read-write) against the kernel's copy (copy_file_range, no \
+        original: || {
+            vec![
+                Point::new(IDENTICAL, 1.0, 1.0),
+                Point::new(IDENTICAL, 200.0, 1.0),
+            ]
+        },
+        axes: RATIO_BY_SIZE,
+        numbers: Numbers::Given(&[IDENTICAL]),
+        ours_setup: "A user buffer (read-write) against the kernel's copy (copy_file_range, no \
               intermediate buffer), unlimited and in a 128 MiB memory cgroup, cold and synced; \
-              one disk stands for the original's four; the original's values are plots the seed \
-              does not hold.",
+              one disk stands for the original's four. Drawn: the kernel's throughput over the \
+              user buffer's, ours against the original's \"almost identical\".",
+        gaps: &["one user buffer size (1 MiB) across file sizes, where the original's user process ran several", "this machine's disk runs at memory speed (no throttled device stands in for the original's slow disks)"],
         cells: disk_cells,
         ours: by_size_ours,
+        view: kernel_view,
         compare: compare_in_kernel,
     }
 }
@@ -106,19 +222,21 @@ fn buffer_size() -> Exhibit {
                 at the buffer-cache level.",
         provenance: "The text states: 1 KB to 1 MB differ by about 100 KB/s, small against the \
                      throughput (section 4.1.4).",
-        original: no_points,
+        original: || vec![Point::new(APART, 1.0, -0.1), Point::new(APART, 1024.0, 0.0)],
         axes: Axes {
             x: "buffer size (KB)",
-            y: "throughput (MB/s)",
+            y: "throughput less that at 1 MB buffers (MB/s)",
             log_x: true,
             log_y: false,
         },
-        status: Status::Full,
-        gap: "Synced and cold from 1 KiB to 1 MiB, unlimited and in a 128 MiB memory cgroup \
+        numbers: Numbers::Given(&[APART]),
+        ours_setup: "Synced and cold from 1 KiB to 1 MiB, unlimited and in a 128 MiB memory cgroup \
               (the original's 128 MB machine); the quick run copies 64 MiB, the full run 100 \
               MiB.",
+        gaps: &["this machine's disk runs at memory speed (no throttled device stands in for the original's slow disks)"],
         cells: buffer_cells,
         ours: buffer_ours,
+        view: buffer_view,
         compare: compare_buffer,
     }
 }
@@ -134,13 +252,15 @@ fn disk_to_network() -> Exhibit {
                      and 25 KB buffers is faster but only reaches 25 MB and 50 MB (packets lost).",
         original: disk_network_original,
         axes: BY_SIZE,
-        status: Status::Full,
-        gap: "TCP with SO_SNDBUF/SO_RCVBUF fixed at both ends (16 KiB to 4 MiB) against the \
+        numbers: Numbers::Given(&[]),
+        ours_setup: "TCP with SO_SNDBUF/SO_RCVBUF fixed at both ends (16 KiB to 4 MiB) against the \
               kernel's autotuning, by file size, over a veth pair between two network \
               namespaces (root) where the original had UDP over a 1999 Ethernet; the matrix's \
               sendfile and read-write over loopback beside it.",
+        gaps: &["TCP stands in for the original's UDP: nothing is lost and nothing counted as lost, nothing written at the receiver, and socket buffers of 16 KiB-4 MiB, not 1-50 KB"],
         cells: network_cells,
         ours: network_ours,
+        view: super::as_measured,
         compare: compare_network,
     }
 }
@@ -155,13 +275,15 @@ fn relay() -> Exhibit {
         provenance: "The text states a sustained ~2.3 MB/s for 400 MB, higher for smaller sets.",
         original: relay_original,
         axes: BY_SIZE,
-        status: Status::Full,
-        gap: "A -> B direct and A -> B -> C with B relaying by splice (flexio copy \
+        numbers: Numbers::Given(&[]),
+        ours_setup: "A -> B direct and A -> B -> C with B relaying by splice (flexio copy \
               tcp-listen:// tcp://) or by read-write (a user-space copy), across three network \
               namespaces joined by two veth pairs (root); TCP where the original sent \
               sequenced packets over its own Ethernet protocol.",
+        gaps: &[],
         cells: no_cells,
         ours: nothing,
+        view: super::as_measured,
         compare: compare_relay,
     }
 }
@@ -175,12 +297,16 @@ fn wildforce() -> Exhibit {
         provenance: "A plot; the text states mmap helps up to 200 MB, most at 50 MB.",
         original: no_points,
         axes: BY_SIZE,
-        status: Status::None,
-        gap: "A device exhibit: it would run on a machine with a GPU as the board (file -> \
+        numbers: Numbers::NotGiven,
+        ours_setup: "",
+        gaps: &[
+            "A device exhibit: it would run on a machine with a GPU as the board (file -> \
               device memory and back, pageable against pinned buffers); flexio has no device \
               endpoint.",
+        ],
         cells: no_cells,
         ours: nothing,
+        view: super::as_measured,
         compare: |_, _| "Nothing of ours to compare: no device endpoint.".to_string(),
     }
 }
@@ -230,13 +356,6 @@ fn by_size_ours(summaries: &[Summary]) -> Vec<Point> {
     points
 }
 
-/// `a / b` at both ends of `a`, as a phrase, or "not measured".
-fn ends_phrase(ours: &[Point], a: &str, b: &str) -> String {
-    ratios_at_ends(ours, a, b).map_or("not measured".into(), |(low, small, high, large)| {
-        format!("{small:.2}x at {low:.0} MB and {large:.2}x at {high:.0} MB")
-    })
-}
-
 const USER_SMALL: &str = "read-write, 128 MiB cgroup (ours)";
 const MAPPED_SMALL: &str = "mmap, 128 MiB cgroup (ours)";
 const KERNEL_SMALL: &str = "copy-file-range, 128 MiB cgroup (ours)";
@@ -245,27 +364,45 @@ fn compare_mmap(_: &[Point], ours: &[Point]) -> String {
     if let Some(text) = measure::not_measured(ours) {
         return text;
     }
-    let unlimited = ratios_at_ends(ours, MAPPED, USER);
-    let Some((low, small, high, large)) = ratios_at_ends(ours, MAPPED_SMALL, USER_SMALL) else {
+    let unlimited = ratio_ends(ours, MMAP_RATIO);
+    let spare = unlimited
+        .as_ref()
+        .map_or("not measured".to_string(), |(_, _, words)| words.clone());
+    let Some((small, large, words)) = ratio_ends(ours, MMAP_RATIO_SMALL) else {
         return format!(
-            "Ours with memory to spare: mmap at {} of read-write; the 128 MiB cgroup did not \
-             run, so the original's small-cache decline cannot be compared.",
-            ends_phrase(ours, MAPPED, USER)
+            "Ours with memory to spare: mmap over read-write {spare}; the 128 MiB cgroup did \
+             not run, so the original's small-cache decline cannot be compared."
         );
     };
-    // The original: mmap ahead up to 50 MB, behind above 200 MB.
-    let same = small > 1.0 && large < 1.0;
+    // The original: mmap ahead up to 50 MB, behind above 200 MB; a ratio
+    // whose rounds reach 1 is neither.
+    let clear = |x_of: fn((f64, f64)) -> f64, ahead: bool| {
+        measure::x_extent(ours, MMAP_RATIO_SMALL)
+            .and_then(|ends| {
+                ours.iter()
+                    .find(|p| p.series == MMAP_RATIO_SMALL && p.x == x_of(ends))
+            })
+            .is_some_and(|p| {
+                let (low, high) = p.spread.unwrap_or((p.y, p.y));
+                if ahead {
+                    low > 1.0
+                } else {
+                    high < 1.0
+                }
+            })
+    };
+    let same = clear(|(low, _)| low, true) && clear(|(_, high)| high, false);
     // Whether the full cache is what pulls mmap down: its fall from the
     // smallest to the largest file, in the cgroup against without it.
     let fall = large / small;
     let weighs = match unlimited {
-        Some((_, u_small, _, u_large)) if fall < 0.9 * (u_large / u_small) => format!(
+        Some((u_small, u_large, _)) if fall < 0.9 * (u_large / u_small) => format!(
             "mmap loses more against read-write as the files grow in the cgroup (to {fall:.2} of \
              its smallest-file ratio) than with memory to spare (to {:.2}): the full cache does \
              weigh on mmap, as the original said",
             u_large / u_small
         ),
-        Some((_, u_small, _, u_large)) => format!(
+        Some((u_small, u_large, _)) => format!(
             "mmap's ratio moves alike in the cgroup (to {fall:.2} of its smallest-file ratio) and \
              with memory to spare (to {:.2}): here the full cache is not what holds mmap back",
             u_large / u_small
@@ -273,12 +410,9 @@ fn compare_mmap(_: &[Point], ours: &[Point]) -> String {
         None => "the run with memory to spare is missing, so the cache's part is not told".into(),
     };
     format!(
-        "Ours, cold and synced: mmap at {} of read-write with memory to spare, and at \
-         {small:.2}x at {low:.0} MB and {large:.2}x at {high:.0} MB in a 128 MiB cgroup; the \
-         original had mmap ahead up to 50 MB and behind above 200 MB on a 128 MB machine whose \
-         cache filled: {} — {weighs}. Ours is never ahead: today's read-write of 1 MiB into a \
-         warm buffer costs less than mmap's page faults and the write-back of dirty mappings.",
-        ends_phrase(ours, MAPPED, USER),
+        "Ours, cold and synced: mmap over read-write {spare} with memory to spare, and {words} \
+         in a 128 MiB cgroup; the original had mmap ahead up to 50 MB and behind above 200 MB \
+         on a 128 MB machine whose cache filled: {} — {weighs}.",
         shape(same)
     )
 }
@@ -287,16 +421,17 @@ fn compare_in_kernel(_: &[Point], ours: &[Point]) -> String {
     if let Some(text) = measure::not_measured(ours) {
         return text;
     }
-    let Some((low, small, high, large)) = ratios_at_ends(ours, KERNEL, USER) else {
+    let Some((small, large, words)) = ratio_ends(ours, KERNEL_RATIO) else {
         return "copy_file_range or read-write did not run: no ratio to compare.".into();
     };
     let same = (0.85..=1.15).contains(&small) && (0.85..=1.15).contains(&large);
+    let cgroup = ratio_ends(ours, KERNEL_RATIO_SMALL)
+        .map_or("not measured".to_string(), |(_, _, words)| words);
     format!(
-        "Ours: in the kernel at {small:.2}x the user buffer at {low:.0} MB and {large:.2}x at \
-         {high:.0} MB with memory to spare, and {} in the 128 MiB cgroup; the original found \
-         the two almost identical: {} with memory to spare (within 15% counts as identical) — \
-         a synced cold copy waits on the disk whichever way the bytes go.",
-        ends_phrase(ours, KERNEL_SMALL, USER_SMALL),
+        "Ours: the kernel over the user buffer {words} with memory to spare, and {cgroup} in \
+         the 128 MiB cgroup; the original found the two almost identical: {} with memory to \
+         spare (within 15% counts as identical) — a synced cold copy waits on the disk \
+         whichever way the bytes go.",
         shape(same)
     )
 }
@@ -327,8 +462,8 @@ fn buffer_ours(summaries: &[Summary]) -> Vec<Point> {
             mb_per_s,
         )
     };
-    let mut points = one("read-write by buffer (ours)", ReadWrite);
-    points.extend(one("copy_file_range by length (ours)", CopyFileRange));
+    let mut points = one(BUFFER_USER, ReadWrite);
+    points.extend(one(BUFFER_KERNEL, CopyFileRange));
     points
 }
 
@@ -362,33 +497,37 @@ fn compare_buffer(_: &[Point], ours: &[Point]) -> String {
     if let Some(text) = measure::not_measured(ours) {
         return text;
     }
-    let name = "read-write by buffer (ours)";
-    let (Some(small), Some(large)) = (
-        measure::at(ours, name, 1.0),
-        measure::at(ours, name, 1024.0),
-    ) else {
+    // Each series is drawn less its own value at 1 MiB: the 1 KiB point
+    // is the difference, its spread the rounds' widest.
+    let at_one_kib = |name: &str| {
+        ours.iter()
+            .find(|p| p.series == name && p.x == 1.0)
+            .map(|p| {
+                let none = p
+                    .spread
+                    .is_some_and(|(low, high)| low <= 0.0 && 0.0 <= high);
+                let words = if none {
+                    format!(
+                        "no difference ({:.1} MB/s, within its rounds' spread)",
+                        -p.y
+                    )
+                } else {
+                    format!("{:.1} MB/s below", -p.y)
+                };
+                (p.y, none, words)
+            })
+    };
+    let Some((user, user_none, user_words)) = at_one_kib(BUFFER_USER) else {
         return "read-write at 1 KiB or 1 MiB did not run: no difference to compare.".into();
     };
-    let share = (large - small) / large;
-    let cgroup = match (
-        measure::at(ours, USER_SMALL, 1.0),
-        measure::at(ours, USER_SMALL, 1024.0),
-    ) {
-        (Some(s), Some(l)) => format!(
-            "in the 128 MiB cgroup {:.1} MB/s ({:.0}%)",
-            l - s,
-            (l - s) / l * 100.0
-        ),
-        _ => "the 128 MiB cgroup did not run".into(),
-    };
+    let cgroup = at_one_kib(USER_SMALL).map_or("the 128 MiB cgroup did not run".into(), |c| {
+        format!("in the 128 MiB cgroup {}", c.2)
+    });
     format!(
-        "Ours: read-write at 1 MiB buffers {:.1} MB/s faster than at 1 KiB ({:.0}% of its \
-         throughput) with memory to spare, {cgroup}; the original's 1 KB to 1 MB difference was \
-         about 0.1 MB/s, small against its throughput: {} — {}",
-        large - small,
-        share * 100.0,
-        shape(share.abs() < 0.25),
-        "a system call per KiB costs more today relative to a disk that is a hundred times faster."
+        "Ours: read-write at 1 KiB buffers {user_words} 1 MiB buffers with memory to spare, \
+         {cgroup}; the original's 1 KB buffers were about 0.1 MB/s below its 1 MB ones: {} — \
+         a system call per KiB costs more today beside a disk that is a hundred times faster.",
+        shape(user_none || user.abs() < 1.0)
     )
 }
 
@@ -501,7 +640,90 @@ fn compare_relay(_: &[Point], ours: &[Point]) -> String {
     )
 }
 
+/// `a / b` at both ends of `a`, as a phrase ("no difference" where the
+/// two points' rounds overlap), or "not measured".
+fn ends_phrase(ours: &[Point], a: &str, b: &str) -> String {
+    let Some((low, high)) = measure::x_extent(ours, a) else {
+        return "not measured".into();
+    };
+    let at = |x: f64| {
+        let find = |name: &str| {
+            ours.iter()
+                .find(|p| p.series == name && (p.x - x).abs() <= 1e-9 * x.max(1.0))
+        };
+        let (pa, pb) = (find(a)?, find(b)?);
+        Some(if measure::differs(pa, pb) {
+            format!("{:.2}x at {x:.0} MB", pa.y / pb.y)
+        } else {
+            format!(
+                "no difference at {x:.0} MB ({:.2}x, within the rounds' spread)",
+                pa.y / pb.y
+            )
+        })
+    };
+    match (at(low), at(high)) {
+        (Some(first), Some(last)) => format!("{first} and {last}"),
+        _ => "not measured".into(),
+    }
+}
+
 fn relay_original() -> Vec<Point> {
     let name = "FlexIO relay, sustained at 400 MB (text)";
     vec![Point::new(name, 400.0, 2.3)]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn measured() -> Vec<Point> {
+        [(USER, 100.0), (MAPPED, 80.0), (KERNEL, 120.0)]
+            .into_iter()
+            .flat_map(|(name, y)| {
+                [1.0, 64.0].map(|x| Point::new(name, x, y).with_spread(y * 0.9, y * 1.1, 3))
+            })
+            .collect()
+    }
+
+    #[test]
+    fn figures_4_7_and_4_11_draw_different_data_each_with_the_texts_values() {
+        let mmap = mmap_view(measured());
+        let kernel = kernel_view(measured());
+        assert!(!mmap.is_empty() && !kernel.is_empty());
+        assert!(mmap
+            .iter()
+            .all(|p| kernel.iter().all(|k| k.series != p.series)));
+        let at_one = |points: &[Point]| points.iter().find(|p| p.x == 1.0).map(|p| p.y);
+        assert_eq!(at_one(&mmap), Some(0.8));
+        assert_eq!(at_one(&kernel), Some(1.2));
+        // The ratio's spread is the widest the two rounds allow.
+        let spread = mmap[0].spread.unwrap();
+        assert!((spread.0 - 72.0 / 110.0).abs() < 1e-9 && (spread.1 - 88.0 / 90.0).abs() < 1e-9);
+        let stated = |exhibit: Exhibit| {
+            let Numbers::Given(names) = exhibit.numbers else {
+                panic!("{}: the text states values", exhibit.id)
+            };
+            let original = (exhibit.original)();
+            assert!(!names.is_empty(), "{}", exhibit.id);
+            for name in names {
+                assert!(original.iter().any(|p| p.series == *name), "{name}");
+            }
+        };
+        stated(disk_by_size());
+        stated(user_against_kernel());
+        stated(buffer_size());
+    }
+
+    #[test]
+    fn figure_4_15_draws_each_series_less_its_value_at_1_mib() {
+        let points = [(1.0, 90.0), (1024.0, 100.0)]
+            .map(|(x, y)| Point::new(BUFFER_USER, x, y).with_spread(y - 1.0, y + 1.0, 3));
+        let view = buffer_view(points.to_vec());
+        assert_eq!(view.len(), 2);
+        assert_eq!((view[0].x, view[0].y), (1.0, -10.0));
+        assert_eq!(view[0].spread, Some((-12.0, -8.0)));
+        assert_eq!(view[1].y, 0.0);
+        // Without its 1 MiB point a series is not drawn at all.
+        assert!(buffer_view(vec![points[0].clone()]).is_empty());
+    }
 }

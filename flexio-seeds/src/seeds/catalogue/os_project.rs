@@ -8,7 +8,7 @@
 
 use flexio::MechanismName::{self, *};
 
-use super::super::{Axes, Exhibit, Point, Status};
+use super::super::{Axes, Exhibit, Numbers, Point};
 use flexio_bench::model::CacheState::NotApplicable;
 use flexio_bench::model::Scenario;
 use flexio_bench::plan::{Cell, Entrant};
@@ -64,13 +64,16 @@ fn fig_4() -> Exhibit {
             log_x: true,
             log_y: false,
         },
-        status: Status::Full,
-        gap: "A flexio sender (read-write or mmap, 4 KiB) and a flexio receiver (read-write or \
+        numbers: Numbers::Given(&[]),
+        ours_setup:
+            "A flexio sender (read-write or mmap, 4 KiB) and a flexio receiver (read-write or \
               mmap, 4 KiB) over one loopback connection, the files one after the other, each \
               with its length; sample input 1 as ten files of 2416 bytes (the original's \
               sizes are not given, only their sum).",
+        gaps: &[],
         cells: |_| combination_cells(&[SAMPLE_1, SAMPLE_2]),
         ours: samples_ours,
+        view: super::as_measured,
         compare: compare_samples,
     }
 }
@@ -105,14 +108,16 @@ fn fig_5() -> Exhibit {
             log_x: false,
             log_y: false,
         },
-        status: Status::Full,
-        gap: "The 4 combinations over one loopback connection (the original's mmap slave \
+        numbers: Numbers::Given(&[]),
+        ours_setup: "The 4 combinations over one loopback connection (the original's mmap slave \
               connected once per file); the full run moves 1000 MiB, the quick run 250 MiB.",
+        gaps: &["one connection for all the files, where the original's mmap slave connected once per file", "the sources are warm, not cold"],
         cells: |quick| {
             let total = generated_total(quick);
             combination_cells(&FILE_COUNTS.map(|files| (total, files)))
         },
         ours: files_ours,
+        view: super::as_measured,
         compare: compare_files,
     }
 }
@@ -127,18 +132,21 @@ fn fig_6() -> Exhibit {
         provenance: "A bar chart not in the seed's text, so no points; the text states a \
                      larger map is clearly faster (up to three times) and a larger buffer \
                      faster by less.",
-        original: super::no_points,
+        original: pairs::sweep_original,
         axes: Axes {
             x: "buffer or map size (KiB)",
-            y: "transmission time / file I/O's at 4 KiB",
+            y: "transmission time / its own at 4 KiB",
             log_x: true,
             log_y: false,
         },
-        status: Status::Full,
-        gap: "One 64 MiB file (the original does not give its input), both sides read-write \
+        numbers: Numbers::Given(&[pairs::THREE_TIMES]),
+        ours_setup:
+            "One 64 MiB file (the original does not give its input), both sides read-write \
               by buffer size or both mmap by map size, 4 KiB to 8 MiB.",
+        gaps: &[],
         cells: |_| sweep_cells(),
         ours: sweep_ours,
+        view: super::as_measured,
         compare: compare_sweep,
     }
 }
@@ -159,14 +167,16 @@ fn fig_7() -> Exhibit {
             log_x: false,
             log_y: false,
         },
-        status: Status::Full,
-        gap: "Asynchronous is io_uring (the original's FASYNC kernel socket has no \
+        numbers: Numbers::NotGiven,
+        ours_setup: "Asynchronous is io_uring (the original's FASYNC kernel socket has no \
               user-space equivalent): file I/O is read-write against io_uring on both sides; \
               with mmap on one side the other side's socket is blocking read-write or \
               io_uring (flexio's mmap reads or writes its socket blocking). One 64 MiB file, \
               4 KiB buffers and maps.",
+        gaps: &[],
         cells: |_| async_cells(),
         ours: async_ours,
+        view: super::as_measured,
         compare: compare_async,
     }
 }

@@ -5,7 +5,7 @@
 
 use super::super::measure::{self, shape};
 use super::super::own::Setup;
-use super::super::{Axes, Exhibit, Point, Status};
+use super::super::{Axes, Exhibit, Numbers, Point};
 use super::{no_cells, nothing};
 use crate::smack_bench::{cached_series as cached, raw, uncached_series as uncached};
 
@@ -63,13 +63,15 @@ fn table_3() -> Exhibit {
             points
         },
         axes: SECONDS,
-        status: Status::Full,
-        gap: "The SD card is stood in for by this machine's disk: the CPU copies are buffered \
+        numbers: Numbers::Given(&[]),
+        ours_setup: "The SD card is stood in for by this machine's disk: the CPU copies are buffered \
               cold reads into memory by flexio's read-write (the page cache's copy), DMA is \
               O_DIRECT into an aligned buffer (the device writes user memory, the cache off); \
               busy is the process's CPU time, blocked the wall time less it.",
+        gaps: &["\"normal\" gets the page cache's read-ahead, not 512-byte single-sector commands", "this machine's disk runs at memory speed (no throttled device stands in for the original's slow disks)"],
         cells: no_cells,
         ours: nothing,
+        view: super::as_measured,
         compare: compare_uncached,
     }
 }
@@ -105,13 +107,15 @@ fn table_4() -> Exhibit {
             points
         },
         axes: SECONDS,
-        status: Status::Full,
-        gap: "The original's buffer cache is stood in for by flexio-cache's BlockCache (16 MiB \
+        numbers: Numbers::Given(&[]),
+        ours_setup: "The original's buffer cache is stood in for by flexio-cache's BlockCache (16 MiB \
               of 4 KiB blocks, LRU) over O_DIRECT, its single-block reads for \"normal\" and \
               its coalesced multi-block reads for DMA; the cache-off row is 4 KiB O_DIRECT \
               reads into memory.",
+        gaps: &["\"DMA\" is coalesced multi-block reads with read-ahead, not one request per cache block as the card's", "this machine's disk runs at memory speed (no throttled device stands in for the original's slow disks)"],
         cells: no_cells,
         ours: nothing,
+        view: super::as_measured,
         compare: compare_cached,
     }
 }
@@ -138,13 +142,15 @@ fn table_6() -> Exhibit {
             log_x: false,
             log_y: true,
         },
-        status: Status::Full,
-        gap: "The SD card is stood in for by a loop block device over a file on this \
+        numbers: Numbers::Given(&[]),
+        ours_setup: "The SD card is stood in for by a loop block device over a file on this \
               machine's disk (--direct-io=on), read raw into memory; dd runs as a process \
               with iflag=direct, of=/dev/null. Needs root; the original's \"copy\" column \
               (the CPU's copying alone) has no counterpart: our busy is all the process's CPU.",
+        gaps: &["the copy column (the CPU's copying alone) and the busy/blocked split are not in every row", "\"normal\" is buffered 512-byte reads with the page cache's read-ahead, not single-sector commands"],
         cells: no_cells,
         ours: nothing,
+        view: super::as_measured,
         compare: compare_raw,
     }
 }

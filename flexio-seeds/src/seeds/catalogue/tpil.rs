@@ -8,7 +8,7 @@ use flexio::CopyKernel;
 use flexio::MechanismName::ReadWrite;
 
 use super::super::measure::{self, mb_per_s, series, shape};
-use super::super::{Axes, Exhibit, Point, Status};
+use super::super::{Axes, Exhibit, Numbers, Point};
 use flexio_bench::limits::Probe;
 use flexio_bench::model::CacheState::NotApplicable;
 use flexio_bench::model::Contender;
@@ -45,15 +45,17 @@ fn pio_host() -> Exhibit {
             )]
         },
         axes: BY_INJECTION,
-        status: Status::Full,
-        gap: "Full for the host half: flexio's memory flow with each copy kernel this CPU has \
+        numbers: Numbers::Given(&[]),
+        ours_setup: "Full for the host half: flexio's memory flow with each copy kernel this CPU has \
               (memcpy, rep movsb, AVX2/AVX-512 non-temporal stores standing for MMX/SSE, \
               several threads) against the C library's memcpy, 64 B to 1 GiB. The DMA half \
               (one-copy, double-buffered and zero-copy pinned DMA) waits for a machine with a \
               GPU: host -> device copies by size from pageable against pinned memory, with one \
               and two staging buffers, would run it.",
+        gaps: &["the DMA half (one-copy, double-buffered and zero-copy pinned DMA) waits for a machine with a GPU"],
         cells: memory_cells,
         ours: memory_ours,
+        view: super::as_measured,
         compare: compare_memory,
     }
 }
@@ -76,12 +78,16 @@ fn device() -> Exhibit {
             )]
         },
         axes: BY_INJECTION,
-        status: Status::None,
-        gap: "A device exhibit: it would run on a machine with a GPU (host -> device copies by \
+        numbers: Numbers::Given(&[]),
+        ours_setup: "",
+        gaps: &[
+            "A device exhibit: it would run on a machine with a GPU (host -> device copies by \
               size, pageable against pinned memory, one and two staging buffers); flexio has \
               no device endpoint.",
+        ],
         cells: super::no_cells,
         ours: super::nothing,
+        view: super::as_measured,
         compare: |_, _| "Nothing of ours to compare: no device endpoint.".to_string(),
     }
 }

@@ -6,7 +6,7 @@ use rustix::event::PollFlags;
 use rustix::io::Errno;
 
 use crate::error::Error;
-use crate::mechanism::direct_io::{align_down, align_up, DirectSides};
+use crate::mechanism::direct_setup::{align_down, align_up, DirectSides};
 use crate::mechanism::io::write_sink;
 use crate::mechanism::transfer::Side;
 use crate::mechanism::{Stop, Transfer};

@@ -1,4 +1,5 @@
-//! `O_DIRECT` for `direct` and `io-uring --direct`: discovering the
+//! The `O_DIRECT` setup that `direct` (`direct.rs`, a mechanism) and
+//! `io-uring --direct` share, not a mechanism itself: discovering the
 //! alignment direct I/O needs on a file or block device, and switching the
 //! flag on an already open descriptor for the length of one `run`.
 //!
