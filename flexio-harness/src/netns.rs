@@ -15,15 +15,13 @@
 //! the command in place, so the pid of the child is the pid of the tool
 //! (its CPU time can be read from `/proc`).
 
-use std::net::{IpAddr, Ipv4Addr};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpListener};
 use std::process::{Command, Stdio};
 
 use crate::error::{Error, Result};
 
 pub mod line;
 pub mod veth;
-
-pub use crate::peers::free_port;
 
 /// The two ends: where servers listen and where clients run.
 #[derive(Debug)]
@@ -300,6 +298,30 @@ impl Drop for Hosts {
             let _ = ip(&["netns", "del", ns]);
         }
     }
+}
+
+/// A TCP port free on the loopback right now (the kernel picks it; bound,
+/// then released), for servers on loopback; in a new network namespace
+/// every port is free.
+///
+/// # Errors
+/// [`Error::Net`] when no port can be bound.
+///
+/// # Examples
+/// ```
+/// let port = flexio_harness::netns::free_port().unwrap();
+/// assert_ne!(port, 0);
+/// ```
+pub fn free_port() -> Result<u16> {
+    let address = SocketAddr::from((Ipv4Addr::LOCALHOST, 0));
+    TcpListener::bind(address)
+        .and_then(|listener| listener.local_addr())
+        .map(|bound| bound.port())
+        .map_err(|source| Error::Net {
+            operation: "bind a free port on",
+            address,
+            source,
+        })
 }
 
 /// Whether a socket of the network namespace `pid` is in is listening on

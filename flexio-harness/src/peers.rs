@@ -10,7 +10,6 @@
 //! path — error, panic or early return — leaves a child behind.
 
 use std::io;
-use std::net::{Ipv4Addr, TcpListener};
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
@@ -19,6 +18,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 mod iperf3;
+pub use crate::netns::free_port;
 pub use crate::netns::veth::{self, VethPair};
 pub use iperf3::{run_iperf3, Iperf3Run};
 
@@ -502,30 +502,6 @@ pub fn spawn_peer(
         None => command.stderr(Stdio::null()),
     };
     Supervised::spawn(&mut command, CHILD_DEADLINE)
-}
-
-/// A TCP port free on the loopback right now (the kernel picks it; bound,
-/// then released), for servers on loopback; in a new network namespace
-/// every port is free.
-///
-/// # Errors
-/// [`Error::Net`](crate::Error::Net) when no port can be bound.
-///
-/// # Examples
-/// ```
-/// let port = flexio_harness::peers::free_port().unwrap();
-/// assert_ne!(port, 0);
-/// ```
-pub fn free_port() -> crate::Result<u16> {
-    let address = std::net::SocketAddr::from((Ipv4Addr::LOCALHOST, 0));
-    TcpListener::bind(address)
-        .and_then(|listener| listener.local_addr())
-        .map(|bound| bound.port())
-        .map_err(|source| crate::Error::Net {
-            operation: "bind a free port on",
-            address,
-            source,
-        })
 }
 
 #[cfg(test)]

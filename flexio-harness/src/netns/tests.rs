@@ -5,20 +5,6 @@ use super::line::Line;
 use super::veth::VethPair;
 use super::*;
 
-/// Root, else why not (a failure under FLEXIO_TEST_PRIVILEGED=1, which
-/// forbids skipping).
-fn is_root(test: &str) -> bool {
-    if rustix::process::geteuid().is_root() {
-        return true;
-    }
-    assert!(
-        std::env::var("FLEXIO_TEST_PRIVILEGED").as_deref() != Ok("1"),
-        "{test}: network namespaces need root, and FLEXIO_TEST_PRIVILEGED=1 forbids skipping"
-    );
-    eprintln!("skipped: {test}: network namespaces need root");
-    false
-}
-
 fn namespaces() -> Vec<String> {
     let output = Command::new("ip").args(["netns", "list"]).output().unwrap();
     String::from_utf8_lossy(&output.stdout)
@@ -50,7 +36,7 @@ fn a_count_of_hosts_out_of_range_is_refused() {
 
 #[test]
 fn link_hosts_line_and_veth_pair_are_made_work_and_are_removed_on_drop() {
-    if !is_root("link_hosts_line_and_veth_pair_are_made_work_and_are_removed_on_drop") {
+    if !flexio_testkit::require_root("network namespaces and veth pairs") {
         return;
     }
     let link = Link::create(true);
