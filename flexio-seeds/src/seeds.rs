@@ -33,11 +33,13 @@ mod grade;
 mod measure;
 mod own;
 mod report;
+mod setup;
 
 pub use catalogue::catalogue;
 pub use grade::{grade, Evidence, Grade, MIN_ROUNDS, SPREAD_LIMIT};
-pub use own::{has_setups, run_own, OwnRuns, Setup};
+pub use own::{has_setups, run_own, OwnRuns};
 pub use report::{write_report, SeedsReport};
+pub use setup::Setup;
 
 /// How an exhibit's grade is decided, as seeds.md states it.
 pub const STATUS_RULE: &str = "Grade rule (computed from this run, not declared): FULL only \

@@ -31,7 +31,7 @@ pub fn catalogue() -> &'static [Exhibit] {
 
 /// The setups outside the matrix that exhibit `id` measures (FlexIO's
 /// low-memory, socket-buffer and relay runs; S.M.A.C.K.'s reads).
-pub(super) fn setups(id: &str) -> &'static [super::own::Setup] {
+pub(super) fn setups(id: &str) -> &'static [super::setup::Setup] {
     match smack::setups(id) {
         [] => flexio_thesis::setups(id),
         some => some,

@@ -3,28 +3,10 @@
 //! network namespaces; `smack_bench`: S.M.A.C.K.'s reads into memory), each run once however many exhibits use it, and
 //! their points handed to the report beside the matrix's.
 
+use super::setup::Setup;
 use super::{catalogue, Exhibit, Point};
 use crate::smack_bench;
 use crate::thesis_bench::{self, ThesisOptions, ThesisOutcome};
-
-/// A setup outside the matrix.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Setup {
-    /// Disk -> disk by file size in the 128 MiB cgroup.
-    LowMemoryBySize,
-    /// Disk -> disk by buffer size from 1 KiB in the 128 MiB cgroup.
-    LowMemoryByBuffer,
-    /// File -> TCP with fixed socket buffers, against autotuning.
-    SocketBuffers,
-    /// A -> B -> C, B relaying, against A -> B.
-    Relay,
-    /// S.M.A.C.K.'s Table 3: files into memory, buffered against O_DIRECT.
-    SmackUncached,
-    /// S.M.A.C.K.'s Tables 4-5: through a 16 MiB cache, cold then warm.
-    SmackCached,
-    /// S.M.A.C.K.'s Table 6: a raw loop device beside dd (root).
-    SmackRaw,
-}
 
 impl Setup {
     fn run(self, options: &ThesisOptions) -> ThesisOutcome {

@@ -11,7 +11,7 @@
 use flexio::MechanismName::{self, *};
 
 use super::super::measure::{self, mb_per_s, series, shape, size_mb};
-use super::super::own::Setup;
+use super::super::setup::Setup;
 use super::super::{Axes, Exhibit, Numbers, Point};
 use super::{no_cells, no_points, nothing};
 use flexio_bench::model::CacheState::{Cold, Warm};

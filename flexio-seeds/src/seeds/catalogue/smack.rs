@@ -4,7 +4,7 @@
 //! cycle is 64 / 720e6 s); the values here are its tables', in seconds.
 
 use super::super::measure::{self, shape};
-use super::super::own::Setup;
+use super::super::setup::Setup;
 use super::super::{Axes, Exhibit, Numbers, Point};
 use super::{no_cells, nothing};
 use crate::smack_bench::{cached_series as cached, raw, uncached_series as uncached};
