@@ -31,8 +31,8 @@ use crate::stats::median;
 use crate::tree_bench::{make_tree, TreeShape};
 
 mod contenders;
-pub mod line;
-pub mod link;
+pub use flexio_harness::netns as link;
+pub use flexio_harness::netns::line;
 mod report;
 pub mod servers;
 

@@ -2,20 +2,17 @@
 //! standard tools (cp, dd, cat, socat, nc, iperf3, pv, fio), interleaved,
 //! with the physical limits measured in the same run.
 //!
+//! The measuring harness (plan, runner, peers, limits, meter, model,
+//! stats, network namespaces, memory groups, the tree maker) is the
+//! `flexio-harness` crate below, which the tuner uses too; its modules are
+//! re-exported here at their old paths (`flexio_bench::stats`, …). This
+//! crate adds the reports and the product scenarios.
+//!
 //! # Layers
 //! ```text
-//! plan.rs        scenarios -> cells (size, chunk, cache, flows) x contenders
-//! runner.rs      warm-up, then rounds A B C A B C …; cache dropping outside
-//!                the timed window; one RunRecord per run
-//!  ├ peers.rs    the standard tools, and `flexio copy` itself, as child
-//!  │             processes timed alike (missing ones noted)
-//!  ├ limits.rs   memcpy, O_DIRECT disk read/write, iperf3 loopback
-//!  ├ meter.rs    the CPU-bound co-process of the meter scenario
-//!  └ fingerprint.rs  whether the bench directory can be cold (tmpfs)
-//! model.rs       Results / RunRecord: what results.json holds
-//! stats.rs       medians, min/max, ratios to the best peer and the limit
 //! table.rs       terminal tables
 //! output.rs      results.json, results.csv, report.md
+//! files.rs       writing the bench's own files
 //! charts.rs      SVG charts: lines by size, chunk and flows;
 //!  ├ charts/dots.rs    dot plots by contender for one-size scenarios
 //!  └ charts/legend.rs  a colour and marker per contender, the legend panel
@@ -33,9 +30,9 @@
 //!                iperf3; the OS project's Fig 5 and Fig 6
 //! hosts_bench.rs the `hosts` scenario: N hosts in network namespaces,
 //!                shards, mirrors and a chain against one transfer
-//! memory_group.rs a memory cgroup (v1 or v2), removed on drop
-//! harness.rs     what the tuner (`flexio-tune`) uses: cells, the runner,
-//!                summaries
+//! tree_bench.rs  tree copies beside cp -r, rsync, tar, xcp
+//! cache_bench.rs the block cache against the page cache
+//! harness.rs     the harness's items a tuner uses, at their old path
 //! ```
 //!
 //! The five documents' experiments (the seeds, FlexIO's and S.M.A.C.K.'s
@@ -45,29 +42,25 @@
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]
 
-mod affinity;
 pub mod cache_bench;
 pub mod charts;
 pub mod files;
-pub mod fingerprint;
 pub mod harness;
 pub mod host_bench;
 pub mod hosts_bench;
-pub mod limits;
-pub mod memory_group;
-pub mod meter;
-pub use memory_group::memory_groups_left;
-pub mod model;
 pub mod originals;
 pub mod output;
 pub mod pace_bench;
-pub mod peers;
-pub mod plan;
-pub mod process_cpu;
-pub mod runner;
 pub mod schedule_bench;
 pub mod server_bench;
-pub mod stats;
 pub mod table;
 pub mod tree_bench;
-mod window;
+
+// The measuring harness lives in `flexio-harness`; its modules stay
+// reachable at their old paths here, so `flexio_bench::stats::…` and the
+// crates above keep compiling.
+pub use flexio_harness::memory_groups_left;
+pub use flexio_harness::{
+    affinity, fingerprint, limits, memory_group, meter, model, peers, plan, process_cpu, runner,
+    stats,
+};

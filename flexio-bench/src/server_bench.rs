@@ -36,9 +36,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::stats::{jain, median};
 
-pub mod clients;
 pub mod manifest_load;
-pub mod servers;
+pub use flexio_harness::{clients, servers};
 pub mod tls;
 pub mod wrk;
 

@@ -24,11 +24,10 @@ use crate::stats::median;
 
 mod chart;
 mod ram_disk;
-mod trees;
 
 pub use chart::write_tree_charts;
+pub use flexio_harness::trees::{make_tree, TreeShape};
 pub use ram_disk::RamDisk;
-pub use trees::{make_tree, TreeShape};
 
 /// What to run.
 #[derive(Clone, Debug)]

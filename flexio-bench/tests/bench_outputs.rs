@@ -663,6 +663,7 @@ fn auto_is_held_against_the_best_fixed_mechanism_round_by_round() {
     assert_close(overall.geomean_to_best_fixed, 1.0);
 
     let table = table::render(&results, &summaries);
+    assert!(table.contains("== auto =="), "{table}");
     assert!(table.contains("(geometric mean 1.00×)"), "{table}");
     assert!(table.contains("rounds ranged"), "{table}");
     assert!(table.contains("0.40–1.60"), "{table}");

@@ -1,6 +1,6 @@
 //! `flexio tune`, next to what it writes: measuring, selecting and writing
 //! the profile that `auto` reads (`flexio::profile`). The bench lends its
-//! runner through one small seam, `flexio_bench::harness`; this crate owns
+//! runner through one small seam, `flexio_harness`; this crate owns
 //! the rest.
 //!
 //! ```text

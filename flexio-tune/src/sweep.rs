@@ -20,7 +20,7 @@ use crate::select::{select, Candidate, Measurement};
 use flexio::format_bytes;
 use flexio::profile::{Curve, CurvePoint, Fingerprint, FlowKind, FlowProfile, Profile};
 
-use flexio_bench::harness::{self, Cell, Entrant, Observer, Plan, Results, RunOptions};
+use flexio_harness::{self as harness, Cell, Entrant, Observer, Plan, Results, RunOptions};
 
 const KIB: u64 = 1 << 10;
 const MIB: u64 = 1 << 20;

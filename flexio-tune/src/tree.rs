@@ -22,7 +22,7 @@ use flexio::{MechanismName, Params};
 
 use crate::select::{separation, Candidate, Measurement};
 use crate::sweep::TIE_TOLERANCE;
-use flexio_bench::harness::{make_tree, TreeShape};
+use flexio_harness::{make_tree, TreeShape};
 
 /// How much to measure.
 #[derive(Clone, Debug)]

@@ -7,9 +7,9 @@ use std::path::Path;
 
 use flexio::profile::{FlowKind, Profile};
 use flexio::{MechanismName, Params};
-use flexio_bench::model::{CacheState, Contender};
-use flexio_bench::plan::{Cell, Entrant, Plan, Scenario};
-use flexio_bench::runner::{self, Quiet, RunOptions};
+use flexio_harness::model::{CacheState, Contender};
+use flexio_harness::plan::{Cell, Entrant, Plan, Scenario};
+use flexio_harness::runner::{self, Quiet, RunOptions};
 use flexio_tune::select::Candidate;
 use flexio_tune::sweep::{self as tune, Confirm, TunePlan, TuneTarget};
 
@@ -220,21 +220,19 @@ fn with_a_profile_the_bench_runs_auto_with_and_without_it() {
             ));
         }
     }
-    let summaries = flexio_bench::stats::summarize(&results);
+    let summaries = flexio_harness::stats::summarize(&results);
     let auto = summaries
         .iter()
         .find(|s| s.contender.is_profile_auto())
         .unwrap();
     assert!(auto.ratio_to_best_fixed.is_some());
     assert!(auto.ratio_to_builtin.is_some());
-    let verdicts = flexio_bench::stats::auto_verdicts(&summaries);
+    let verdicts = flexio_harness::stats::auto_verdicts(&summaries);
     assert_eq!(verdicts.last().unwrap().scope, "overall");
     let lines = runner::auto_choices(&results);
     assert_eq!(lines.len(), 2);
     assert!(lines[0].starts_with(&format!("flexio chose {expected} for file-to-file")));
     assert!(lines[1].ends_with("because built-in table"), "{}", lines[1]);
-    let table = flexio_bench::table::render(&results, &summaries);
-    assert!(table.contains("== auto =="), "{table}");
 }
 
 #[test]

@@ -6,7 +6,7 @@ use flexio::profile::FlowKind;
 use flexio::{CopyKernel, MechanismName, Params};
 
 use crate::select::{Candidate, Measurement};
-use flexio_bench::harness::{CacheState, Contender, Scenario, Summary};
+use flexio_harness::{CacheState, Contender, Scenario, Summary};
 
 use super::GIB;
 
@@ -35,7 +35,7 @@ pub fn scenario_of(kind: FlowKind) -> Option<(Scenario, CacheState, &'static str
 /// # Examples
 /// ```
 /// use flexio::profile::FlowKind;
-/// use flexio_bench::harness::Scenario;
+/// use flexio_harness::Scenario;
 /// assert_eq!(flexio_tune::sweep::kind_of(Scenario::Memory), Some(FlowKind::MemoryToMemory));
 /// assert_eq!(flexio_tune::sweep::kind_of(Scenario::Limits), None);
 /// ```
@@ -99,7 +99,7 @@ pub fn candidate_of(contender: &Contender) -> Option<Candidate> {
 ///
 /// # Examples
 /// ```
-/// use flexio_bench::harness::{CacheState, CellKey, Contender, Scenario, Summary};
+/// use flexio_harness::{CacheState, CellKey, Contender, Scenario, Summary};
 /// let summary = Summary {
 ///     cell: CellKey { scenario: Scenario::FileToPipe, size: 1 << 20, chunk: 0,
 ///                     cache: CacheState::Warm, flows: 1, path: String::new(),
@@ -155,7 +155,7 @@ pub fn measurement(summary: &Summary) -> Option<Measurement> {
 mod tests {
     use super::*;
     use crate::sweep::{candidates, MIB};
-    use flexio_bench::harness::{CellKey, Entrant};
+    use flexio_harness::{CellKey, Entrant};
 
     #[test]
     fn candidates_survive_the_round_trip_through_a_contender() {

@@ -10,7 +10,6 @@
 //! path — error, panic or early return — leaves a child behind.
 
 use std::io;
-use std::net::{Ipv4Addr, TcpListener};
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
@@ -19,9 +18,9 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 mod iperf3;
-mod veth;
+pub use crate::netns::free_port;
+pub use crate::netns::veth::{self, VethPair};
 pub use iperf3::{run_iperf3, Iperf3Run};
-pub use veth::VethPair;
 
 /// How long any child may run before the watchdog kills it.
 pub const CHILD_DEADLINE: Duration = Duration::from_secs(300);
@@ -81,7 +80,7 @@ impl PeerSpec {
     ///
     /// # Examples
     /// ```
-    /// use flexio_bench::peers::PeerSpec;
+    /// use flexio_harness::peers::PeerSpec;
     /// let peer = PeerSpec::command("cp", &["cp", "{src}", "{dst}"]);
     /// assert_eq!(peer.needs, vec!["cp".to_string()]);
     /// ```
@@ -503,16 +502,6 @@ pub fn spawn_peer(
         None => command.stderr(Stdio::null()),
     };
     Supervised::spawn(&mut command, CHILD_DEADLINE)
-}
-
-/// A TCP port free on the loopback right now (bound, then released).
-///
-/// # Errors
-/// When no port can be bound.
-pub fn free_port() -> io::Result<u16> {
-    Ok(TcpListener::bind((Ipv4Addr::LOCALHOST, 0))?
-        .local_addr()?
-        .port())
 }
 
 #[cfg(test)]

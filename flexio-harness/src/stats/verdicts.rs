@@ -41,7 +41,7 @@ pub struct AutoVerdict {
 ///
 /// # Examples
 /// ```
-/// use flexio_bench::stats::geometric_mean;
+/// use flexio_harness::stats::geometric_mean;
 /// let mean = geometric_mean(&[2.0, 0.5, 1.0]).unwrap();
 /// assert!((mean - 1.0).abs() < 1e-12);
 /// assert!(geometric_mean(&[]).is_none());

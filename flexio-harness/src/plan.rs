@@ -102,7 +102,7 @@ impl Plan {
     ///
     /// # Examples
     /// ```
-    /// use flexio_bench::plan::{Plan, PlanOptions, Scenario};
+    /// use flexio_harness::plan::{Plan, PlanOptions, Scenario};
     /// let plan = Plan::build(&PlanOptions {
     ///     scenarios: vec![Scenario::Memory],
     ///     sizes: Some(vec![4096]),

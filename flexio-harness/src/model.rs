@@ -86,7 +86,7 @@ impl Scenario {
     ///
     /// # Examples
     /// ```
-    /// use flexio_bench::model::Scenario;
+    /// use flexio_harness::model::Scenario;
     /// assert_eq!(Scenario::from_name("memory"), Some(Scenario::Memory));
     /// assert_eq!(Scenario::from_name("nope"), None);
     /// ```
@@ -110,7 +110,7 @@ impl Scenario {
     /// # Examples
     /// ```
     /// use flexio::EndpointKind;
-    /// use flexio_bench::model::Scenario;
+    /// use flexio_harness::model::Scenario;
     /// assert_eq!(Scenario::Meter.endpoints(), Some((EndpointKind::File, EndpointKind::Tcp)));
     /// assert_eq!(Scenario::Limits.endpoints(), None);
     /// ```
@@ -266,7 +266,7 @@ impl Contender {
     /// # Examples
     /// ```
     /// use flexio::MechanismName;
-    /// use flexio_bench::model::Contender;
+    /// use flexio_harness::model::Contender;
     /// let uring = Contender::Flexio {
     ///     mechanism: MechanismName::IoUring,
     ///     chunk: 1 << 20,
@@ -341,7 +341,7 @@ impl Contender {
     ///
     /// # Examples
     /// ```
-    /// use flexio_bench::model::{Contender, ContenderKind};
+    /// use flexio_harness::model::{Contender, ContenderKind};
     /// let cp = Contender::Peer { name: "cp".into() };
     /// assert_eq!(cp.kind(), ContenderKind::Peer);
     /// ```
@@ -420,7 +420,7 @@ pub struct CellKey {
 ///
 /// # Examples
 /// ```
-/// use flexio_bench::model::CellSchedule;
+/// use flexio_harness::model::CellSchedule;
 /// let cue = CellSchedule { chunks: 3, pause_ms: 70 };
 /// assert_eq!(cue.to_string(), "k=3 t=70ms");
 /// let schedule = cue.pacing().schedule.unwrap();
@@ -566,7 +566,7 @@ impl Provenance {
 /// ```
 /// use std::time::{Duration, UNIX_EPOCH};
 /// let t = UNIX_EPOCH + Duration::from_secs(1_700_000_000);
-/// assert_eq!(flexio_bench::model::rfc3339_utc(t), "2023-11-14T22:13:20Z");
+/// assert_eq!(flexio_harness::model::rfc3339_utc(t), "2023-11-14T22:13:20Z");
 /// ```
 pub fn rfc3339_utc(time: std::time::SystemTime) -> String {
     let seconds = time

@@ -134,7 +134,7 @@ pub struct Summary {
 ///
 /// # Examples
 /// ```
-/// use flexio_bench::stats::median;
+/// use flexio_harness::stats::median;
 /// assert_eq!(median(&mut [3.0, 1.0, 2.0]), 2.0);
 /// assert_eq!(median(&mut [4.0, 1.0, 3.0, 2.0]), 2.5);
 /// assert!(median(&mut []).is_nan());
@@ -158,7 +158,7 @@ pub fn median(values: &mut [f64]) -> f64 {
 ///
 /// # Examples
 /// ```
-/// use flexio_bench::stats::jain;
+/// use flexio_harness::stats::jain;
 /// assert_eq!(jain(&[5.0, 5.0, 5.0, 5.0]), Some(1.0));
 /// assert_eq!(jain(&[8.0, 0.0, 0.0, 0.0]), Some(0.25));
 /// assert_eq!(jain(&[]), None);
@@ -246,8 +246,8 @@ pub fn best_peer<'a>(summaries: &'a [Summary], cell: &CellKey) -> Option<&'a Sum
 ///
 /// # Examples
 /// ```
-/// use flexio_bench::model::{CacheState, CellKey, Scenario};
-/// use flexio_bench::stats::limit_candidates;
+/// use flexio_harness::model::{CacheState, CellKey, Scenario};
+/// use flexio_harness::stats::limit_candidates;
 /// let cell = CellKey {
 ///     scenario: Scenario::FileToFile,
 ///     size: 1 << 20,
@@ -457,8 +457,8 @@ fn host_cpu_below_resolution(runs: &[&RunRecord]) -> Option<f64> {
 ///
 /// # Examples
 /// ```
-/// use flexio_bench::model::{CacheState, CellKey, Contender, Scenario};
-/// use flexio_bench::stats::{limit_explanation, Summary};
+/// use flexio_harness::model::{CacheState, CellKey, Contender, Scenario};
+/// use flexio_harness::stats::{limit_explanation, Summary};
 /// let cell = CellKey { scenario: Scenario::Memory, size: 1 << 20, chunk: 0,
 ///     cache: CacheState::NotApplicable, flows: 1, path: String::new(),
 ///     schedule: None };

@@ -277,8 +277,8 @@ struct Memory;
 ///
 /// # Examples
 /// ```
-/// use flexio_bench::model::Contender;
-/// let entrants = flexio_bench::plan::copy_kernel_entrants();
+/// use flexio_harness::model::Contender;
+/// let entrants = flexio_harness::plan::copy_kernel_entrants();
 /// assert!(entrants
 ///     .iter()
 ///     .all(|e| matches!(e.contender(), Contender::Flexio { .. })));

@@ -17,8 +17,8 @@ use flexio::pace::Schedule;
 use flexio::{MechanismName, Params};
 
 use super::other;
-use crate::server_bench::clients::fetch_once;
-use crate::server_bench::servers::ServerProcess;
+use crate::clients::fetch_once;
+use crate::servers::ServerProcess;
 use crate::window::{CpuScope, Measured, Window};
 
 /// The longest one run may take: 1-4 clients of a file of at most a few
@@ -43,7 +43,7 @@ pub(super) fn run(
         )));
     };
     let path = format!("/{}", name.to_string_lossy());
-    let port = crate::host_bench::link::free_port().map_err(other)?;
+    let port = crate::peers::free_port()?;
     let mut flags = vec![
         "--via".to_string(),
         mechanism.as_str().to_string(),

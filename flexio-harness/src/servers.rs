@@ -133,7 +133,7 @@ impl ServerProcess {
                 tls,
             },
             scratch,
-            crate::tree_bench::running_as_root(),
+            rustix::process::geteuid().is_root(),
         );
         let conf = scratch.join("nginx.conf");
         std::fs::write(&conf, config)?;

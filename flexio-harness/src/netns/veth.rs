@@ -4,9 +4,9 @@
 use std::io;
 use std::net::{IpAddr, Ipv4Addr};
 use std::path::Path;
-use std::process::{Command, Stdio};
 
-use super::words;
+use super::ip;
+use crate::error::Result;
 
 /// Two network namespaces joined by a veth pair, created by the bench and
 /// removed when dropped. Addresses are link-local (169.254.77.0/30), so
@@ -29,7 +29,7 @@ impl VethPair {
     ///
     /// # Errors
     /// When any `ip` command fails; what was created is removed.
-    pub fn create() -> io::Result<Self> {
+    pub fn create() -> Result<Self> {
         let tag = std::process::id();
         let pair = VethPair {
             sender_ns: format!("flexio-bench-{tag}-s"),
@@ -39,32 +39,22 @@ impl VethPair {
         };
         let (s, r) = (&pair.sender_ns, &pair.receiver_ns);
         let (s_if, r_if) = (format!("fxb{tag}s"), format!("fxb{tag}r"));
-        let steps: Vec<Vec<String>> = vec![
-            words(&["netns", "add", s]),
-            words(&["netns", "add", r]),
-            words(&[
+        let steps: [&[&str]; 9] = [
+            &["netns", "add", s],
+            &["netns", "add", r],
+            &[
                 "link", "add", "name", &s_if, "netns", s, "type", "veth", "peer", "name", &r_if,
                 "netns", r,
-            ]),
-            words(&["-n", s, "addr", "add", "169.254.77.1/30", "dev", &s_if]),
-            words(&["-n", r, "addr", "add", "169.254.77.2/30", "dev", &r_if]),
-            words(&["-n", s, "link", "set", &s_if, "up"]),
-            words(&["-n", r, "link", "set", &r_if, "up"]),
-            words(&["-n", s, "link", "set", "lo", "up"]),
-            words(&["-n", r, "link", "set", "lo", "up"]),
+            ],
+            &["-n", s, "addr", "add", "169.254.77.1/30", "dev", &s_if],
+            &["-n", r, "addr", "add", "169.254.77.2/30", "dev", &r_if],
+            &["-n", s, "link", "set", &s_if, "up"],
+            &["-n", r, "link", "set", &r_if, "up"],
+            &["-n", s, "link", "set", "lo", "up"],
+            &["-n", r, "link", "set", "lo", "up"],
         ];
         for step in steps {
-            let output = Command::new("ip")
-                .args(&step)
-                .stdin(Stdio::null())
-                .output()?;
-            if !output.status.success() {
-                return Err(io::Error::other(format!(
-                    "ip {}: {}",
-                    step.join(" "),
-                    String::from_utf8_lossy(&output.stderr).trim()
-                )));
-            }
+            ip(step)?;
         }
         Ok(pair)
     }
@@ -107,12 +97,7 @@ impl Drop for VethPair {
         // Deleting a namespace deletes the veth end inside it, and with it
         // the other end.
         for ns in [&self.sender_ns, &self.receiver_ns] {
-            let _ = Command::new("ip")
-                .args(["netns", "del", ns])
-                .stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .status();
+            let _ = ip(&["netns", "del", ns]);
         }
     }
 }

@@ -6,6 +6,8 @@ use std::io::Write;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
 
+use crate::error::{Error, Result};
+
 /// A tree of the scenario.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TreeShape {
@@ -79,12 +81,12 @@ fn fill(buffer: &mut [u8], index: u64) {
     }
 }
 
-fn write(path: &Path, len: usize, index: u64, buffer: &mut Vec<u8>) -> Result<(), String> {
+fn write(path: &Path, len: usize, index: u64, buffer: &mut Vec<u8>) -> Result<()> {
     buffer.resize(len, 0);
     fill(buffer, index);
     fs::File::create(path)
         .and_then(|mut f| f.write_all(buffer))
-        .map_err(|e| format!("write {}: {e}", path.display()))
+        .map_err(|e| Error::io("write", path, e))
 }
 
 fn scaled(count: usize, scale: f64) -> usize {
@@ -95,16 +97,16 @@ fn scaled(count: usize, scale: f64) -> usize {
 ///
 /// # Errors
 /// Any file or directory that cannot be made.
-pub fn make_tree(root: &Path, shape: TreeShape, scale: f64) -> Result<(u64, u64), String> {
+pub fn make_tree(root: &Path, shape: TreeShape, scale: f64) -> Result<(u64, u64)> {
     let _ = fs::remove_dir_all(root);
-    fs::create_dir_all(root).map_err(|e| format!("mkdir {}: {e}", root.display()))?;
+    fs::create_dir_all(root).map_err(|e| Error::io("mkdir", root, e))?;
     let mut buffer = Vec::new();
     let mut files = 0u64;
     let mut bytes = 0u64;
-    let mut many = |dirs: usize, per_dir: usize, len: usize, salt: u64| -> Result<(), String> {
+    let mut many = |dirs: usize, per_dir: usize, len: usize, salt: u64| -> Result<()> {
         for d in 0..dirs {
             let dir = root.join(format!("d{d:03}"));
-            fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+            fs::create_dir_all(&dir).map_err(|e| Error::io("mkdir", &dir, e))?;
             for f in 0..per_dir {
                 let index = salt + (d * per_dir + f) as u64;
                 write(&dir.join(format!("f{f:04}")), len, index, &mut buffer)?;
@@ -144,30 +146,34 @@ pub fn make_tree(root: &Path, shape: TreeShape, scale: f64) -> Result<(u64, u64)
 
 /// Tree D's extras on top of A: every tenth file becomes a symlink to its
 /// neighbour, every twentieth a hard link, and two sparse files.
-fn decorate(root: &Path, scale: f64, buffer: &mut Vec<u8>) -> Result<(), String> {
-    let io = |e: std::io::Error| e.to_string();
+fn decorate(root: &Path, scale: f64, buffer: &mut Vec<u8>) -> Result<()> {
     for d in 0..scaled(200, scale) {
         let dir = root.join(format!("d{d:03}"));
         for f in (0..100).step_by(10) {
             let path = dir.join(format!("f{f:04}"));
-            fs::remove_file(&path).map_err(io)?;
-            std::os::unix::fs::symlink(format!("f{:04}", f + 1), &path).map_err(io)?;
+            fs::remove_file(&path).map_err(|e| Error::io("remove", &path, e))?;
+            std::os::unix::fs::symlink(format!("f{:04}", f + 1), &path)
+                .map_err(|e| Error::io("symlink", &path, e))?;
         }
         for f in (5..100).step_by(20) {
             let path = dir.join(format!("f{f:04}"));
-            fs::remove_file(&path).map_err(io)?;
-            fs::hard_link(dir.join(format!("f{:04}", f + 1)), &path).map_err(io)?;
+            fs::remove_file(&path).map_err(|e| Error::io("remove", &path, e))?;
+            fs::hard_link(dir.join(format!("f{:04}", f + 1)), &path)
+                .map_err(|e| Error::io("hard link", &path, e))?;
         }
     }
     for s in 0..2u64 {
         let path = root.join(format!("sparse{s}"));
-        let file = fs::File::create(&path).map_err(io)?;
+        let file = fs::File::create(&path).map_err(|e| Error::io("create", &path, e))?;
         let size = scaled(1 << 30, scale) as u64;
         buffer.resize(1 << 20, 0);
         fill(buffer, 9 << 20 | s);
-        file.write_all_at(buffer, 0).map_err(io)?;
-        file.write_all_at(buffer, size / 2).map_err(io)?;
-        file.set_len(size).map_err(io)?;
+        let written = file
+            .write_all_at(buffer, 0)
+            .and_then(|()| file.write_all_at(buffer, size / 2));
+        written.map_err(|e| Error::io("write", &path, e))?;
+        file.set_len(size)
+            .map_err(|e| Error::io("set the length of", &path, e))?;
     }
     Ok(())
 }
@@ -175,6 +181,26 @@ fn decorate(root: &Path, scale: f64, buffer: &mut Vec<u8>) -> Result<(), String>
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_tree_that_cannot_be_made_says_the_operation_and_the_path() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("a-file");
+        std::fs::write(&file, b"not a directory").unwrap();
+        let root = file.join("tree");
+        let error = make_tree(&root, TreeShape::Fig1, 0.01).unwrap_err();
+        let Error::Io {
+            operation, path, ..
+        } = &error
+        else {
+            panic!("not an Io error: {error:?}");
+        };
+        assert_eq!(*operation, "mkdir");
+        assert_eq!(*path, root);
+        assert!(error
+            .to_string()
+            .starts_with(&format!("mkdir {}: ", root.display())));
+    }
 
     #[test]
     fn the_os_projects_trees_are_its_fig_5_one_total_in_1_5_and_10_files() {

@@ -1,13 +1,27 @@
-//! The link the `host-to-host` scenario measures: a veth pair between two
-//! network namespaces it creates and always removes (as root), or
-//! loopback when it cannot create them.
+//! Network namespaces joined by veth pairs, made with `ip` and always
+//! removed (as root): one module for every scenario that needs hosts.
+//!
+//! - [`Link`]: the `host-to-host` scenario's two ends, a veth pair
+//!   between two namespaces, or loopback when they cannot be made;
+//! - [`Hosts`]: the `hosts` scenario's hub and `n` hosts on a bridge;
+//! - [`line::Line`]: three hosts in a line (FlexIO's relay);
+//! - [`veth::VethPair`]: the runner's veth cells, whose sockets are
+//!   made inside a namespace by a thread that entered it.
+//!
+//! All share one `ip` runner, one naming scheme (the bench's pid last)
+//! and one sweep of namespaces left by benches no longer running.
 //!
 //! Processes are put on either side with `ip netns exec`, which `exec`s
 //! the command in place, so the pid of the child is the pid of the tool
 //! (its CPU time can be read from `/proc`).
 
-use std::net::{IpAddr, Ipv4Addr};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpListener};
 use std::process::{Command, Stdio};
+
+use crate::error::{Error, Result};
+
+pub mod line;
+pub mod veth;
 
 /// The two ends: where servers listen and where clients run.
 #[derive(Debug)]
@@ -26,20 +40,30 @@ pub struct Link {
 /// removed its namespaces has them removed by the next run.
 const PREFIX: &str = "flexio-hb";
 
-pub(super) fn ip(args: &[&str]) -> Result<(), String> {
+/// Runs `ip ARGS`; its standard error is the error's reason.
+fn ip(args: &[&str]) -> Result<()> {
+    let failed = |why: String| Error::Command {
+        command: format!("ip {}", args.join(" ")),
+        why,
+    };
     let output = Command::new("ip")
         .args(args)
         .stdin(Stdio::null())
         .output()
-        .map_err(|e| format!("ip {}: {e}", args.join(" ")))?;
+        .map_err(|e| failed(e.to_string()))?;
     if output.status.success() {
         Ok(())
     } else {
-        Err(format!(
-            "ip {}: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&output.stderr).trim()
+        Err(failed(
+            String::from_utf8_lossy(&output.stderr).trim().to_string(),
         ))
+    }
+}
+
+/// The error for a namespace made without root.
+fn not_root() -> Error {
+    Error::Refused {
+        why: "not root: network namespaces need root".into(),
     }
 }
 
@@ -47,10 +71,10 @@ pub(super) fn ip(args: &[&str]) -> Result<(), String> {
 /// index (0 is the hub), then `-` and the bench's pid. Not under
 /// [`PREFIX`]: benches built before it would take the index for part of
 /// a pid that does not parse and delete a running bench's namespaces.
-pub(super) const HOSTS_PREFIX: &str = "flexio-hosts";
+const HOSTS_PREFIX: &str = "flexio-hosts";
 
 /// Removes the namespaces of benches that are no longer running.
-pub(super) fn remove_stale() {
+fn remove_stale() {
     let Ok(output) = Command::new("ip").args(["netns", "list"]).output() else {
         return;
     };
@@ -191,12 +215,14 @@ impl Hosts {
     ///
     /// # Errors
     /// Not root, or an `ip` step fails (what was made is removed).
-    pub fn create(n: usize) -> Result<Hosts, String> {
+    pub fn create(n: usize) -> Result<Hosts> {
         if !rustix::process::geteuid().is_root() {
-            return Err("not root: network namespaces need root".into());
+            return Err(not_root());
         }
         if !(1..=200).contains(&n) {
-            return Err(format!("{n} hosts: between 1 and 200"));
+            return Err(Error::Refused {
+                why: format!("{n} hosts: between 1 and 200"),
+            });
         }
         remove_stale();
         let pid = std::process::id();
@@ -274,13 +300,28 @@ impl Drop for Hosts {
     }
 }
 
-/// A TCP port free on this host now (the kernel picks it), for servers on
-/// loopback; in a new namespace every port is free.
-pub fn free_port() -> Result<u16, String> {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .map_err(|e| format!("find a free port: {e}"))
+/// A TCP port free on the loopback right now (the kernel picks it; bound,
+/// then released), for servers on loopback; in a new network namespace
+/// every port is free.
+///
+/// # Errors
+/// [`Error::Net`] when no port can be bound.
+///
+/// # Examples
+/// ```
+/// let port = flexio_harness::netns::free_port().unwrap();
+/// assert_ne!(port, 0);
+/// ```
+pub fn free_port() -> Result<u16> {
+    let address = SocketAddr::from((Ipv4Addr::LOCALHOST, 0));
+    TcpListener::bind(address)
+        .and_then(|listener| listener.local_addr())
+        .map(|bound| bound.port())
+        .map_err(|source| Error::Net {
+            operation: "bind a free port on",
+            address,
+            source,
+        })
 }
 
 /// Whether a socket of the network namespace `pid` is in is listening on
@@ -298,3 +339,6 @@ pub fn listening(pid: u32, port: u16) -> bool {
         })
     })
 }
+
+#[cfg(test)]
+mod tests;

@@ -156,7 +156,7 @@ impl Observer for Quiet {}
 ///
 /// # Examples
 /// ```
-/// let order = flexio_bench::runner::schedule(2, 1, 2);
+/// let order = flexio_harness::runner::schedule(2, 1, 2);
 /// assert_eq!(order, vec![(0, 0), (0, 1), (1, 1), (1, 0), (2, 0), (2, 1)]);
 /// ```
 pub fn schedule(contenders: usize, warmups: u32, rounds: u32) -> Vec<(u32, usize)> {
@@ -526,8 +526,8 @@ fn fill(buffer: &mut [u8], seed: u64) {
 ///
 /// # Examples
 /// ```
-/// let results = flexio_bench::model::Results::default();
-/// assert!(flexio_bench::runner::auto_choices(&results).is_empty());
+/// let results = flexio_harness::model::Results::default();
+/// assert!(flexio_harness::runner::auto_choices(&results).is_empty());
 /// ```
 pub fn auto_choices(results: &Results) -> Vec<String> {
     let mut lines = Vec::new();

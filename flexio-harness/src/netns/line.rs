@@ -8,7 +8,8 @@
 use std::net::Ipv4Addr;
 use std::process::Command;
 
-use super::link::{ip, remove_stale, Link, HOSTS_PREFIX};
+use super::{ip, not_root, remove_stale, Link, HOSTS_PREFIX};
+use crate::error::Result;
 
 /// The three namespaces, removed on drop.
 #[derive(Debug)]
@@ -30,9 +31,9 @@ impl Line {
     ///
     /// # Errors
     /// Not root, or an `ip` step fails (what was made is removed).
-    pub fn create() -> Result<Line, String> {
+    pub fn create() -> Result<Line> {
         if !rustix::process::geteuid().is_root() {
-            return Err("not root: network namespaces need root".into());
+            return Err(not_root());
         }
         remove_stale();
         let pid = std::process::id();

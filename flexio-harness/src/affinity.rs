@@ -35,7 +35,7 @@ fn only(cpu: usize) -> CpuSet {
 }
 
 /// The calling thread pinned to the contender's CPU until dropped.
-pub(super) struct Pinned {
+pub struct Pinned {
     previous: CpuSet,
 }
 
@@ -48,7 +48,7 @@ impl Drop for Pinned {
 /// Pins the calling thread (and what it spawns from now on) to the
 /// contender's CPU; `None` where there are not two CPUs or the kernel
 /// refuses, and the cell runs where the scheduler puts it.
-pub(super) fn pin_contender() -> Option<Pinned> {
+pub fn pin_contender() -> Option<Pinned> {
     let (contender, _) = pair()?;
     let previous = sched_getaffinity(None).ok()?;
     sched_setaffinity(None, &only(contender)).ok()?;
@@ -65,7 +65,7 @@ fn on_contender_cpu() -> bool {
 
 /// In a helper thread: if it inherited the contender's pin, moves it to
 /// the counterpart's CPU. Best effort.
-pub(super) fn leave_contender_cpu() {
+pub fn leave_contender_cpu() {
     if let (true, Some((_, counterpart))) = (on_contender_cpu(), pair()) {
         let _ = sched_setaffinity(None, &only(counterpart));
     }

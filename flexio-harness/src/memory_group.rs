@@ -14,6 +14,8 @@
 use std::fs::{File, OpenOptions};
 use std::path::{Path, PathBuf};
 
+use crate::error::{Error, Result};
+
 const V1_ROOT: &str = "/sys/fs/cgroup/memory";
 const V2_ROOT: &str = "/sys/fs/cgroup";
 
@@ -28,7 +30,7 @@ pub struct MemoryGroup {
 
 /// The hierarchy with a memory controller, and the file its limit is
 /// written to; `Err` says why there is none.
-fn hierarchy() -> Result<(&'static Path, &'static str), String> {
+fn hierarchy() -> Result<(&'static Path, &'static str)> {
     let v1 = Path::new(V1_ROOT);
     if v1.join("memory.limit_in_bytes").exists() {
         return Ok((v1, "memory.limit_in_bytes"));
@@ -39,10 +41,12 @@ fn hierarchy() -> Result<(&'static Path, &'static str), String> {
     if controllers.split_whitespace().any(|c| c == "memory") {
         return Ok((v2, "memory.max"));
     }
-    Err(format!(
-        "no memory controller: neither cgroup v1 at {V1_ROOT} nor cgroup v2 at {V2_ROOT} with \
-         memory in cgroup.subtree_control"
-    ))
+    Err(Error::Unavailable {
+        why: format!(
+            "no memory controller: neither cgroup v1 at {V1_ROOT} nor cgroup v2 at {V2_ROOT} \
+             with memory in cgroup.subtree_control"
+        ),
+    })
 }
 
 impl MemoryGroup {
@@ -51,28 +55,31 @@ impl MemoryGroup {
     /// made is removed).
     ///
     /// # Errors
-    /// Not root, no memory controller, or a cgroup file refused: in words,
-    /// a skip starting `skipped:`.
+    /// [`Error::Unavailable`] when not root or there is no memory
+    /// controller (its message starts `skipped:`); [`Error::Io`] when a
+    /// cgroup file refused.
     ///
     /// # Examples
     /// ```no_run
-    /// use flexio_bench::memory_group::MemoryGroup;
+    /// use flexio_harness::memory_group::MemoryGroup;
     /// let group = MemoryGroup::new("doc", 128 << 20).unwrap();
     /// group.add(std::process::id()).unwrap();
     /// ```
-    pub fn new(name: &str, limit_bytes: u64) -> Result<MemoryGroup, String> {
+    pub fn new(name: &str, limit_bytes: u64) -> Result<MemoryGroup> {
         if !rustix::process::geteuid().is_root() {
-            return Err("skipped: a memory cgroup needs root".into());
+            return Err(Error::Unavailable {
+                why: "a memory cgroup needs root".into(),
+            });
         }
-        let (root, limit_file) = hierarchy().map_err(|why| format!("skipped: {why}"))?;
+        let (root, limit_file) = hierarchy()?;
         remove_stale(root);
         let path = root.join(format!("{PREFIX}{name}-{}", std::process::id()));
-        std::fs::create_dir(&path).map_err(|e| format!("mkdir {}: {e}", path.display()))?;
+        std::fs::create_dir(&path).map_err(|e| Error::io("mkdir", &path, e))?;
         // From here on, drop removes it whatever fails.
         let group = MemoryGroup { path };
         let limit = group.path.join(limit_file);
         std::fs::write(&limit, limit_bytes.to_string())
-            .map_err(|e| format!("{}: {e}", limit.display()))?;
+            .map_err(|e| Error::io("write", &limit, e))?;
         Ok(group)
     }
 
@@ -85,9 +92,9 @@ impl MemoryGroup {
     ///
     /// # Errors
     /// `cgroup.procs` refused the write.
-    pub fn add(&self, pid: u32) -> Result<(), String> {
-        std::fs::write(self.path.join("cgroup.procs"), pid.to_string())
-            .map_err(|e| format!("cgroup.procs: {e}"))
+    pub fn add(&self, pid: u32) -> Result<()> {
+        let procs = self.path.join("cgroup.procs");
+        std::fs::write(&procs, pid.to_string()).map_err(|e| Error::io("write", procs, e))
     }
 
     /// `cgroup.procs` open for writing, for a child to join the group
@@ -95,12 +102,12 @@ impl MemoryGroup {
     ///
     /// # Errors
     /// `cgroup.procs` cannot be opened.
-    pub fn procs(&self) -> Result<File, String> {
+    pub fn procs(&self) -> Result<File> {
         let path = self.path.join("cgroup.procs");
         OpenOptions::new()
             .write(true)
             .open(&path)
-            .map_err(|e| format!("open {}: {e}", path.display()))
+            .map_err(|e| Error::io("open", path, e))
     }
 }
 
@@ -212,7 +219,7 @@ fn remove_stale(root: &Path) {
 ///
 /// # Examples
 /// ```
-/// assert!(flexio_bench::memory_groups_left(std::process::id()).is_empty());
+/// assert!(flexio_harness::memory_groups_left(std::process::id()).is_empty());
 /// ```
 pub fn memory_groups_left(pid: u32) -> Vec<PathBuf> {
     let suffix = format!("-{pid}");
@@ -243,8 +250,11 @@ mod tests {
     fn can_make_groups() -> bool {
         let why = if !rustix::process::geteuid().is_root() {
             "needs root".to_string()
-        } else if let Err(why) = hierarchy() {
-            why
+        } else if let Err(error) = hierarchy() {
+            match error {
+                Error::Unavailable { why } => why,
+                other => other.to_string(),
+            }
         } else {
             return true;
         };
