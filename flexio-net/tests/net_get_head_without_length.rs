@@ -14,7 +14,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::{have, skipped};
+use common::{optional_tool, skipped};
 use flexio_net::client::{get, get_tree, GetOptions};
 
 const LAST_MODIFIED: &str = "Wed, 25 Nov 2026 10:00:00 GMT";
@@ -206,8 +206,11 @@ fn start_apache(work: &Path, root: &Path, log: &Path) -> (Apache, u16) {
 
 #[test]
 fn a_rerun_against_apache_fetches_no_empty_file_again() {
-    if !have("apache2") || !Path::new(APACHE_MODULES).is_dir() {
-        return skipped("apache2 is not installed (apt-get install apache2)");
+    if !optional_tool("apache2") {
+        return;
+    }
+    if !Path::new(APACHE_MODULES).is_dir() {
+        return skipped(&format!("apache2's modules are not in {APACHE_MODULES}"));
     }
     let work = tempfile::tempdir().unwrap();
     use std::os::unix::fs::PermissionsExt;

@@ -12,7 +12,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use common::{have, serve, skipped};
+use common::serve;
 use flexio_net::client::{get_tree, GetOptions};
 
 /// The directories below `root`, deepest last.
@@ -76,8 +76,8 @@ fn a_tree_get_from_flexio_serve_restores_directory_mtimes() {
 
 #[test]
 fn a_tree_get_from_nginx_json_restores_directory_mtimes_to_the_second() {
-    if !have("nginx") {
-        return skipped("nginx is not installed (apt-get install nginx-light)");
+    if !common::optional_tool("nginx") {
+        return;
     }
     let work = tempfile::tempdir().unwrap();
     let served = work.path().join("served");
