@@ -298,10 +298,19 @@ fn cp_grammar_into_a_directory_several_sources_and_onto_an_existing_directory() 
     .unwrap();
     assert_eq!(pairs[0].1.file_name().unwrap(), "tree");
 
-    // Several sources and a destination that is not a directory.
+    // Several sources and a destination that is not a directory: in cp's
+    // words, a target that does not exist, or one that is a file.
     let error = copy_tree(&sources, &root.join("nodir"), &r, &progress).unwrap_err();
     assert!(error.is_usage());
-    assert!(error.to_string().contains("not a directory"), "{error}");
+    assert!(
+        error.to_string().contains("target '")
+            && error.to_string().contains("No such file or directory"),
+        "{error}"
+    );
+    fs::write(root.join("afile"), b"f").unwrap();
+    let error = copy_tree(&sources, &root.join("afile"), &r, &progress).unwrap_err();
+    assert!(error.is_usage());
+    assert!(error.to_string().contains("is not a directory"), "{error}");
 
     // A directory without -r is skipped with an error; the files still go.
     let report = copy_tree(
