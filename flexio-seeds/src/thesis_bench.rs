@@ -3,8 +3,9 @@
 //! 4; its exhibits in `seeds`):
 //!
 //! - a low-memory setting: the copies run in a 128 MiB memory cgroup, as
-//!   on the original's 128 MB machine, cold and synced, by file size up to
-//!   200 MiB (Figures 4.7-4.14) and by buffer size from 1 KiB (4.15);
+//!   on the original's 128 MB machine, cold and synced to ext4 on a
+//!   throttled loop device (its slow disk, `slow_device`), by file size up
+//!   to 200 MiB (Figures 4.7-4.14) and by buffer size from 1 KiB (4.15);
 //! - a socket-buffer sweep: file -> TCP with `--socket-buffer` at both
 //!   ends, 16 KiB to 4 MiB, beside the kernel's autotuning (4.18);
 //! - a network -> network relay: A -> B -> C across three network
