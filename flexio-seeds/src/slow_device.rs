@@ -14,7 +14,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
+use flexio_sys::aligned::AlignedBuffer;
 use flexio_sys::loop_device::LoopDevice;
+use rustix::fs::{Mode, OFlags};
+use rustix::io::Errno;
 
 /// The rate the slow device is held to: 64 MiB/s each way, about a
 /// twentieth of this machine's disk and a few times a 2000-era SCSI
@@ -107,7 +110,28 @@ impl SlowDevice {
             .map_err(|e| format!("create {}: {e}", self.mount.display()))?;
         run(Command::new("mount").arg(&node).arg(&self.mount))?;
         self.mounted = true;
+        // What `prime` reads: a quarter-second's worth, at least 1 MiB.
+        let primer = self.primer();
+        std::fs::write(&primer, vec![0x5a; (self.rate / 4).max(1 << 20) as usize])
+            .and_then(|()| std::fs::File::open(&primer)?.sync_all())
+            .map_err(|e| format!("write {}: {e}", primer.display()))?;
         Ok(())
+    }
+
+    fn primer(&self) -> PathBuf {
+        self.mount.join("flexio-throttle-primer")
+    }
+
+    /// Spends the throttle's credit just before a timed read or copy
+    /// ([`Throttle::prime`]), so that a small one is held to the rate too.
+    ///
+    /// # Errors
+    /// Reading the primer file refused, with its path.
+    pub fn prime(&self) -> Result<(), String> {
+        match &self.throttle {
+            Some(throttle) => throttle.prime(&self.primer()),
+            None => Ok(()),
+        }
     }
 
     /// Where the file system is mounted: put the experiment's files here.
@@ -132,6 +156,7 @@ impl SlowDevice {
     /// `dd` missing or failing, with its words.
     pub fn measure(&self, bytes: u64) -> Result<Measured, String> {
         let probe = self.mount.join("flexio-rate-probe");
+        self.prime()?;
         let count = (bytes >> 20).max(1);
         let write_s = timed_dd(&[
             "if=/dev/zero".into(),
@@ -141,12 +166,14 @@ impl SlowDevice {
             "oflag=direct".into(),
             "conv=fsync".into(),
         ])?;
-        let read_s = timed_dd(&[
-            format!("if={}", probe.display()),
-            "of=/dev/null".into(),
-            "bs=1M".into(),
-            "iflag=direct".into(),
-        ]);
+        let read_s = self.prime().and_then(|()| {
+            timed_dd(&[
+                format!("if={}", probe.display()),
+                "of=/dev/null".into(),
+                "bs=1M".into(),
+                "iflag=direct".into(),
+            ])
+        });
         let _ = std::fs::remove_file(&probe);
         let mib = count as f64;
         Ok(Measured {
@@ -167,7 +194,7 @@ impl SlowDevice {
         };
         format!(
             "ext4 on {} (a loop device over a file in tmpfs) throttled by blkio to {} MiB/s \
-             each way: {measured}",
+             each way, the throttle's credit spent before each timed run: {measured}",
             self.node().display(),
             self.rate >> 20
         )
@@ -209,6 +236,7 @@ impl Drop for SlowDevice {
 #[derive(Debug)]
 pub struct Throttle {
     numbers: String,
+    rate: u64,
 }
 
 impl Throttle {
@@ -237,9 +265,56 @@ impl Throttle {
                 rustix::fs::major(stat.st_rdev),
                 rustix::fs::minor(stat.st_rdev)
             ),
+            rate,
         };
         throttle.set(rate)?;
         Ok(throttle)
+    }
+
+    /// Spends the throttle's credit: the kernel lets a group that was idle
+    /// (or under its rate) send about a slice's worth (a tenth of a
+    /// second's) at full speed before it holds it, which would let a small
+    /// read run unthrottled. Reading a quarter-second's worth of `path` (a
+    /// file on the device, or the device itself) by `O_DIRECT` just before
+    /// a timed read leaves the throttle at its steady rate.
+    ///
+    /// # Errors
+    /// Opening or reading `path` refused, with the path and the offset.
+    ///
+    /// # Examples
+    /// ```no_run
+    /// let held = flexio_seeds::slow_device::Throttle::new("/dev/loop3".as_ref(), 16 << 20)?;
+    /// held.prime("/dev/loop3".as_ref())?;
+    /// # Ok::<(), String>(())
+    /// ```
+    pub fn prime(&self, path: &Path) -> Result<(), String> {
+        const REQUEST: usize = 1 << 20;
+        let fd = rustix::fs::open(path, OFlags::RDONLY | OFlags::DIRECT, Mode::empty())
+            .map_err(|e| format!("open {} with O_DIRECT: {e}", path.display()))?;
+        let mut buffer = AlignedBuffer::new(REQUEST, 4096);
+        let mut left = self.rate / 4;
+        let mut offset = 0u64;
+        while left > 0 {
+            match rustix::io::pread(&fd, buffer.as_mut_slice(), offset) {
+                // The end: round again from the start.
+                Ok(0) if offset == 0 => {
+                    return Err(format!("prime the throttle: {} is empty", path.display()))
+                }
+                Ok(0) => offset = 0,
+                Ok(n) => {
+                    offset += n as u64;
+                    left = left.saturating_sub(n as u64);
+                }
+                Err(Errno::INTR) => {}
+                Err(errno) => {
+                    return Err(format!(
+                        "prime the throttle: pread(O_DIRECT) {} at offset {offset}: {errno}",
+                        path.display()
+                    ))
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Writes `rate` (0: no limit) to both of the root group's limits.
@@ -336,6 +411,30 @@ mod tests {
             .unwrap()
             .lines()
             .any(|l| l.starts_with(&format!("{numbers} "))));
+    }
+
+    #[test]
+    fn a_primed_device_holds_a_small_read_to_its_rate_too() {
+        if !privileged("a_primed_device_holds_a_small_read_to_its_rate_too") {
+            return;
+        }
+        let rate = 16 << 20;
+        let device = SlowDevice::new("test-prime", 64 << 20, rate).unwrap();
+        let small = device.mount().join("small");
+        std::fs::write(&small, vec![7u8; 1 << 20]).unwrap();
+        std::fs::File::open(&small).unwrap().sync_all().unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        device.prime().unwrap();
+        let seconds = timed_dd(&[
+            format!("if={}", small.display()),
+            "of=/dev/null".into(),
+            "bs=8k".into(),
+            "iflag=direct".into(),
+        ])
+        .unwrap();
+        // 1 MiB at 16 MiB/s is 62 ms; unthrottled (the credit unspent) it
+        // takes a few.
+        assert!(seconds > 0.045, "{seconds} s");
     }
 
     #[test]

@@ -7,7 +7,7 @@
 //! flexio-cache's 16 MiB LRU cache of 4 KiB blocks, cold then warm, beside
 //! the cache off; and 16 MiB from a raw loop device: by sectors with a
 //! copy, by one request, and by `dd bs=16M` (root). The files and the raw
-//! device are held to `SLOW_RATE` (root; the original's SD card was
+//! device are held to `CARD_RATE` (root; the original's SD card was
 //! slow, this machine's disk is not). Busy is the process's CPU time,
 //! blocked the wall time less it, copy the CPU's copying alone; each
 //! figure is the median of the rounds (five, as the original averaged
@@ -24,7 +24,7 @@ use std::path::{Path, PathBuf};
 use flexio_cache::policy::PolicyName;
 use flexio_cache::{BlockCache, CacheConfig, ReadMode};
 
-use crate::slow_device::{SlowDevice, SLOW_RATE};
+use crate::slow_device::SlowDevice;
 use crate::thesis_bench::{ThesisOptions, ThesisOutcome, ThesisPoint};
 use flexio_bench::cache_bench::{cache_error, sequential_pass, DataFile};
 
@@ -39,6 +39,9 @@ const MIB: u64 = 1 << 20;
 pub const SIZES_MB: [u64; 4] = [1, 8, 16, 24];
 /// The original's buffer cache: 16 MB of 4 KB blocks.
 const CACHE_BYTES: u64 = 16 * MIB;
+/// The rate the SD card is stood in for at: 16 MiB/s, a fast card's
+/// (the original's read at 1-4 MB/s; slower would stretch the run).
+pub const CARD_RATE: u64 = 16 * MIB;
 /// The original's file-system cluster, the size of its multi-block reads.
 const MULTI: usize = 8 << 10;
 
@@ -165,21 +168,28 @@ impl Samples {
 /// SD card was slow; this machine's disk runs at memory speed), or,
 /// without root, `options.dir` with why not (the shortfall).
 struct Place {
-    /// Held so that the device outlives the files on it.
-    _device: Option<SlowDevice>,
+    /// Held so that the device outlives the files on it; primed before
+    /// each timed read.
+    device: Option<SlowDevice>,
     dir: PathBuf,
     setting: String,
     shortfall: Option<String>,
 }
 
 impl Place {
+    /// Spends the throttle's credit before a timed read (none without a
+    /// device).
+    fn prime(&self) -> Result<(), String> {
+        self.device.as_ref().map_or(Ok(()), SlowDevice::prime)
+    }
+
     fn new(options: &ThesisOptions, name: &str) -> Place {
         // The largest file (24 MiB) and ext4's own blocks.
-        match SlowDevice::new(name, 96 * MIB, SLOW_RATE) {
+        match SlowDevice::new(name, 96 * MIB, CARD_RATE) {
             Ok(device) => Place {
                 dir: device.mount().to_path_buf(),
                 setting: device.describe(),
-                _device: Some(device),
+                device: Some(device),
                 shortfall: None,
             },
             Err(why) => Place {
@@ -188,7 +198,7 @@ impl Place {
                     "{} (this machine's disk, not throttled)",
                     options.dir.display()
                 ),
-                _device: None,
+                device: None,
                 shortfall: Some(format!("no throttled device ({why})")),
             },
         }
@@ -252,16 +262,19 @@ pub fn uncached(options: &ThesisOptions, sizes: &[u64]) -> ThesisOutcome {
         let x = mb as f64;
         let mut memory = read::memory(len, MULTI);
         read::make_cold(path)?;
+        place.prime()?;
         let normal = read::single_sector(path, &mut memory.as_mut_slice()[..len])?;
         samples.add(NORMAL, x, normal.timed.wall_s);
         samples.add(NORMAL_BUSY, x, normal.timed.busy_s);
         samples.add(NORMAL_BLOCKED, x, normal.timed.blocked_s());
         samples.add(NORMAL_COPY, x, normal.copy_s);
+        place.prime()?;
         let dma = read::direct(path, MULTI, len, &mut memory)?;
         samples.add(DIRECT_MULTI, x, dma.wall_s);
         samples.add(DIRECT_MULTI_BLOCKED, x, dma.blocked_s());
         samples.add(DIRECT_MULTI_BUSY, x, dma.busy_s);
         read::make_cold(path)?;
+        place.prime()?;
         let buffered = read::buffered(path, 512, &mut memory.as_mut_slice()[..len])?;
         samples.add(BUFFERED_512, x, buffered.wall_s);
         Ok(())
@@ -328,7 +341,9 @@ pub fn cached(options: &ThesisOptions, sizes: &[u64]) -> ThesisOutcome {
                 .flush_interval(None);
             let cache = BlockCache::open(path, config)
                 .map_err(|e| format!("{}: {}", path.display(), cache_error(e)))?;
+            place.prime()?;
             let (first, _) = pass(&cache, len)?;
+            place.prime()?;
             let (again, from_device) = pass(&cache, len)?;
             samples.add(cold, x, first.wall_s);
             samples.add(warm, x, again.wall_s);
@@ -340,6 +355,7 @@ pub fn cached(options: &ThesisOptions, sizes: &[u64]) -> ThesisOutcome {
             }
         }
         let mut memory = read::memory(len as usize, 4096);
+        place.prime()?;
         let off = read::direct(path, 4096, len as usize, &mut memory)?;
         samples.add(CACHE_OFF, x, off.wall_s);
         Ok(())

@@ -1,5 +1,5 @@
 //! Table 6: 16 MiB read raw, from a loop block device over a file (root),
-//! throttled to `SLOW_RATE`: by CPU copies (the original's "normal": one
+//! throttled to `CARD_RATE`: by CPU copies (the original's "normal": one
 //! 512-byte `O_DIRECT` request per sector into a bounce buffer, then a
 //! copy, timed alone), by one 16 MiB `O_DIRECT` request into an aligned buffer,
 //! and by `dd bs=16M count=1 iflag=direct` as a process. The device is
@@ -12,8 +12,9 @@ use std::time::Instant;
 use flexio_sys::loop_device::LoopDevice;
 use flexio_sys::rusage::children_rusage;
 
+use super::CARD_RATE;
 use super::{read, rounds, Samples, MIB};
-use crate::slow_device::{Throttle, SLOW_RATE};
+use crate::slow_device::Throttle;
 use crate::thesis_bench::{ThesisOptions, ThesisOutcome};
 use flexio_bench::cache_bench::DataFile;
 
@@ -78,13 +79,13 @@ fn measure(
     let path = device.path();
     // The card was slow; this machine's disk is not. Cleared (dropped)
     // before the device is detached.
-    let _throttle = Throttle::new(path, SLOW_RATE)?;
+    let throttle = Throttle::new(path, CARD_RATE)?;
     *setting = format!(
         "{} over a 16 MiB file on {}, attached with --direct-io=on, throttled by blkio to {} \
          MiB/s",
         path.display(),
         options.dir.display(),
-        SLOW_RATE >> 20
+        CARD_RATE >> 20
     );
     let mut memory = read::memory(LEN, LEN);
     for _ in 0..rounds(options) {
@@ -92,10 +93,13 @@ fn measure(
             return Err("stopped by a signal".into());
         }
         read::make_cold(path)?;
+        throttle.prime(path)?;
         let normal = read::single_sector(path, &mut memory.as_mut_slice()[..LEN])?;
         samples.add(COPY, 0.0, normal.copy_s);
         let copies = normal.timed;
+        throttle.prime(path)?;
         let dma = read::direct(path, LEN, LEN, &mut memory)?;
+        throttle.prime(path)?;
         let process = run_dd(dd, path)?;
         for (x, timed) in [(0.0, copies), (1.0, dma), (2.0, process)] {
             samples.add(WALL, x, timed.wall_s);

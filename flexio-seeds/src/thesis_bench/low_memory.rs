@@ -75,7 +75,7 @@ pub fn by_buffer(options: &ThesisOptions) -> ThesisOutcome {
 /// dropped here). A sweep that fails keeps what it measured and says why.
 fn in_group(
     name: &str,
-    sweep: impl FnOnce(&MemoryGroup, &Path, &mut Vec<ThesisPoint>) -> Result<(), String>,
+    sweep: impl FnOnce(&MemoryGroup, &SlowDevice, &mut Vec<ThesisPoint>) -> Result<(), String>,
 ) -> ThesisOutcome {
     // Room for a 200 MiB source, its copy and the smaller sources.
     let device = match SlowDevice::new(name, 768 << 20, SLOW_RATE) {
@@ -103,7 +103,7 @@ fn in_group(
         device.describe()
     );
     let mut points = Vec::new();
-    let failed = sweep(&group, device.mount(), &mut points).err();
+    let failed = sweep(&group, &device, &mut points).err();
     drop(group);
     drop(device);
     ThesisOutcome {
@@ -117,13 +117,14 @@ fn in_group(
 /// synced, in the group.
 fn copy_point(
     options: &ThesisOptions,
-    dir: &Path,
+    device: &SlowDevice,
     group: &MemoryGroup,
     via: &str,
     size: u64,
     chunk: u64,
     x: f64,
 ) -> Result<ThesisPoint, String> {
+    let dir = device.mount();
     let source = source(dir, size)?;
     let sink = dir.join("thesis-copy");
     let series = format!("{via}, 128 MiB cgroup (ours)");
@@ -133,6 +134,7 @@ fn copy_point(
         let mut command = copy_command(&options.flexio, via, chunk, &source, &sink);
         let procs = group.procs()?;
         flexio_sys::process::join_cgroup_before_exec(&mut command, procs);
+        device.prime()?;
         let before = group.events();
         let name = format!("flexio copy --via {via} of {} MiB", size / MIB);
         let seconds = timed(&name, &mut command, size)
@@ -168,8 +170,9 @@ mod tests {
             return;
         }
         let mut seen = None;
-        let outcome = in_group("thesis-test-device", |_, dir, _| {
+        let outcome = in_group("thesis-test-device", |_, device, _| {
             const EXT4_MAGIC: u64 = 0xef53;
+            let dir = device.mount();
             let fs = rustix::fs::statfs(dir).map_err(|e| e.to_string())?;
             seen = Some((dir.to_path_buf(), fs.f_type as u64 == EXT4_MAGIC));
             Ok(())

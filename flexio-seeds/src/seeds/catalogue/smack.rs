@@ -64,7 +64,7 @@ fn table_3() -> Exhibit {
         },
         axes: SECONDS,
         numbers: Numbers::Given(&[]),
-        ours_setup: "The SD card is stood in for by ext4 on a loop device throttled to 64 MiB/s \
+        ours_setup: "The SD card is stood in for by ext4 on a loop device throttled to 16 MiB/s \
               (root; the rate dd measured is in the setup line): normal is one 512-byte \
               O_DIRECT request per sector into a bounce buffer and a CPU copy out of it (no \
               read-ahead, no page cache), DMA is 8 KiB O_DIRECT requests into memory (the \
@@ -114,8 +114,9 @@ fn table_4() -> Exhibit {
         ours_setup: "The original's buffer cache is stood in for by flexio-cache's BlockCache (16 MiB \
               of 4 KiB blocks, LRU) over O_DIRECT, its single-block reads for \"normal\" and \
               its coalesced multi-block reads for DMA; the cache-off row is 4 KiB O_DIRECT \
-              reads into memory.",
-        gaps: &["\"DMA\" is coalesced multi-block reads with read-ahead, not one request per cache block as the card's", "this machine's disk runs at memory speed (no throttled device stands in for the original's slow disks)"],
+              reads into memory. The files are on ext4 on a loop device throttled to 16 MiB/s \
+              (root; the rate dd measured is in the setup line).",
+        gaps: &["\"DMA\" is coalesced multi-block reads with read-ahead, not one request per cache block as the card's"],
         cells: no_cells,
         ours: nothing,
         view: super::as_measured,
@@ -149,7 +150,7 @@ fn table_6() -> Exhibit {
         },
         numbers: Numbers::Given(&[]),
         ours_setup: "The SD card is stood in for by a loop block device over a file on this \
-              machine's disk (--direct-io=on) throttled by blkio to 64 MiB/s, read raw into \
+              machine's disk (--direct-io=on) throttled by blkio to 16 MiB/s, read raw into \
               memory (root): normal by one 512-byte O_DIRECT request per sector into a bounce \
               buffer and a CPU copy, its copy timed alone (the copy column; the other rows copy \
               nothing); DMA by one 16 MiB O_DIRECT request; dd as a process with iflag=direct, \
