@@ -5,6 +5,12 @@
 //! writeback to it are held to the rate). This machine's own disk runs at
 //! memory speed; the documents' ran at a few to a few tens of MB/s.
 //!
+//! The kernel accounts the throttle in slices of a tenth of a second and
+//! lets an idle group run a slice ahead: [`Throttle::prime`] spends that
+//! credit before a timed run, but a run shorter than a few slices' worth
+//! may still come in under the rate by up to a slice (its rounds' spread
+//! shows it).
+//!
 //! Root only. Everything made is undone when the [`SlowDevice`] drops, on
 //! every way out but `kill -9`: the file system unmounted, the throttle
 //! cleared, the loop device detached, the file and the mount point

@@ -150,7 +150,7 @@ fn table_6() -> Exhibit {
         },
         numbers: Numbers::Given(&[]),
         ours_setup: "The SD card is stood in for by a loop block device over a file on this \
-              machine's disk (--direct-io=on) throttled by blkio to 16 MiB/s, read raw into \
+              machine's disk (its pages cached) throttled by blkio to 16 MiB/s, read raw into \
               memory (root): normal by one 512-byte O_DIRECT request per sector into a bounce \
               buffer and a CPU copy, its copy timed alone (the copy column; the other rows copy \
               nothing); DMA by one 16 MiB O_DIRECT request; dd as a process with iflag=direct, \
