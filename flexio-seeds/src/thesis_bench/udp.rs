@@ -10,8 +10,9 @@
 
 use std::net::UdpSocket;
 use std::os::unix::fs::FileExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Barrier;
 use std::time::{Duration, Instant};
 
 use super::process::{make_warm, source};
@@ -137,9 +138,17 @@ pub fn transfer(file: &Path, sink: &Path, buffer: u64) -> Result<UdpRun, String>
         .set_read_timeout(Some(DRAIN))
         .map_err(|e| format!("UDP receiver's timeout: {e}"))?;
     let done = AtomicBool::new(false);
-    let sink_path: PathBuf = sink.to_path_buf();
+    let written =
+        std::fs::File::create(sink).map_err(|e| format!("create {}: {e}", sink.display()))?;
+    // The sender starts once the receiver is at its first recv, not while
+    // its thread is still starting (every datagram lost then).
+    let ready = Barrier::new(2);
     std::thread::scope(|scope| {
-        let receiving = scope.spawn(|| receive(&receiver, &sink_path, &done));
+        let receiving = scope.spawn(|| {
+            ready.wait();
+            receive(&receiver, &written, sink, &done)
+        });
+        ready.wait();
         let start = Instant::now();
         let sent = send(&sender, to, file);
         done.store(true, Ordering::Relaxed);
@@ -194,14 +203,13 @@ fn send(socket: &UdpSocket, to: std::net::SocketAddr, file: &Path) -> Result<u64
 
 /// Writes each datagram that arrives at its place in `sink` until the
 /// sender is done and nothing more comes: (datagrams, bytes, last
-/// arrival).
+/// arrival), into `file` (`sink`).
 fn receive(
     socket: &UdpSocket,
+    file: &std::fs::File,
     sink: &Path,
     done: &AtomicBool,
 ) -> Result<(u64, u64, Option<Instant>), String> {
-    let file =
-        std::fs::File::create(sink).map_err(|e| format!("create {}: {e}", sink.display()))?;
     let mut datagram = [0u8; HEADER + PAYLOAD];
     let (mut count, mut bytes, mut last) = (0u64, 0u64, None);
     loop {
