@@ -23,6 +23,7 @@
 //!                  against O_DIRECT, through a 16 MiB cache, and a raw
 //!                  loop device beside dd
 //! smack_cache.rs   S.M.A.C.K.'s cold/warm rows of the `cache` scenario
+//! slow_device.rs   a throttled ext4 on a loop device: the slow disks
 //! cue.rs           Cue's tables, printed beside the product scenarios
 //!                  that repeat them
 //! ```
@@ -32,6 +33,7 @@
 
 pub mod cue;
 pub mod seeds;
+pub mod slow_device;
 pub mod smack_bench;
 pub mod smack_cache;
 pub mod thesis_bench;

@@ -1,13 +1,17 @@
 //! S.M.A.C.K.'s section 5 on today's machine, for the seeds' exhibits
 //! `smack-table-3`, `-4` and `-6`: files of 1, 8, 16 and 24 MiB read whole
-//! into memory, cold, through the page cache by CPU copies against
-//! `O_DIRECT` (the device's DMA into user memory, no cache) at 512-byte and
-//! multi-block (8 KiB, the original's cluster) requests; the same files
-//! through flexio-cache's 16 MiB LRU cache of 4 KiB blocks, cold then warm,
-//! beside the cache off; and one 16 MiB request to a raw loop device
-//! beside `dd bs=16M` (root). Busy is the process's CPU time, blocked the
-//! wall time less it; each figure is the median of the rounds (five, as
-//! the original averaged five; three with `--quick`).
+//! into memory, cold, by the original's "normal" (one 512-byte sector per
+//! `O_DIRECT` request into a bounce buffer, then a CPU copy) against its
+//! "DMA" (8 KiB `O_DIRECT` requests, its cluster, into memory), beside
+//! buffered reads through the page cache; the same files through
+//! flexio-cache's 16 MiB LRU cache of 4 KiB blocks, cold then warm, beside
+//! the cache off; and 16 MiB from a raw loop device: by sectors with a
+//! copy, by one request, and by `dd bs=16M` (root). The files and the raw
+//! device are held to `CARD_RATE` (root; the original's SD card was
+//! slow, this machine's disk is not). Busy is the process's CPU time,
+//! blocked the wall time less it, copy the CPU's copying alone; each
+//! figure is the median of the rounds (five, as the original averaged
+//! five; three with `--quick`).
 //!
 //! ```text
 //! smack_bench.rs   the file tables (3, 4-5)
@@ -15,11 +19,12 @@
 //!  └ raw.rs        Table 6: a loop device, O_DIRECT and dd
 //! ```
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use flexio_cache::policy::PolicyName;
 use flexio_cache::{BlockCache, CacheConfig, ReadMode};
 
+use crate::slow_device::SlowDevice;
 use crate::thesis_bench::{ThesisOptions, ThesisOutcome, ThesisPoint};
 use flexio_bench::cache_bench::{cache_error, sequential_pass, DataFile};
 
@@ -34,35 +39,45 @@ const MIB: u64 = 1 << 20;
 pub const SIZES_MB: [u64; 4] = [1, 8, 16, 24];
 /// The original's buffer cache: 16 MB of 4 KB blocks.
 const CACHE_BYTES: u64 = 16 * MIB;
+/// The rate the SD card is stood in for at: 16 MiB/s, a fast card's
+/// (the original's read at 1-4 MB/s; slower would stretch the run).
+pub const CARD_RATE: u64 = 16 * MIB;
 /// The original's file-system cluster, the size of its multi-block reads.
 const MULTI: usize = 8 << 10;
 
-/// Table 3's series: buffered (CPU copies) and `O_DIRECT` (DMA) reads at
-/// 512 B and 8 KiB, with busy and blocked of the two the original had.
+/// Table 3's series: "normal" (single 512-byte sectors by `O_DIRECT`
+/// into a bounce buffer, then a CPU copy) and "DMA" (8 KiB `O_DIRECT`
+/// requests, the original's cluster, straight into memory), each with
+/// its busy and blocked time, normal's copy time, and the page cache's
+/// buffered 512-byte reads (read-ahead and all) beside them.
 pub mod uncached_series {
-    /// Buffered, 512-byte reads: the original's "normal".
-    pub const BUFFERED_512: &str = "CPU copies 512 B (ours)";
+    /// Single 512-byte sectors, each copied by the CPU: the original's
+    /// "normal".
+    pub const NORMAL: &str = "normal: 512 B sectors + CPU copy (ours)";
     /// Its process CPU time.
-    pub const BUFFERED_512_BUSY: &str = "CPU copies 512 B, busy (ours)";
-    /// Buffered, 8 KiB reads.
-    pub const BUFFERED_MULTI: &str = "CPU copies 8 KiB (ours)";
-    /// `O_DIRECT`, 512-byte requests.
-    pub const DIRECT_512: &str = "O_DIRECT 512 B (ours)";
+    pub const NORMAL_BUSY: &str = "normal, busy (ours)";
+    /// Its wall time less CPU time.
+    pub const NORMAL_BLOCKED: &str = "normal, blocked (ours)";
+    /// The CPU's copying alone.
+    pub const NORMAL_COPY: &str = "normal, copy (ours)";
     /// `O_DIRECT`, 8 KiB requests: the original's multi-block DMA.
-    pub const DIRECT_MULTI: &str = "O_DIRECT 8 KiB (ours)";
+    pub const DIRECT_MULTI: &str = "DMA: O_DIRECT 8 KiB (ours)";
     /// Its blocked time (wall less CPU).
-    pub const DIRECT_MULTI_BLOCKED: &str = "O_DIRECT 8 KiB, blocked (ours)";
+    pub const DIRECT_MULTI_BLOCKED: &str = "DMA, blocked (ours)";
     /// Its process CPU time (the original's "system").
-    pub const DIRECT_MULTI_BUSY: &str = "O_DIRECT 8 KiB, busy (ours)";
+    pub const DIRECT_MULTI_BUSY: &str = "DMA, busy (ours)";
+    /// Buffered 512-byte reads through the page cache, with read-ahead.
+    pub const BUFFERED_512: &str = "page cache 512 B reads (ours)";
     /// Every series, in the order they are measured.
-    pub const ALL: [&str; 7] = [
-        BUFFERED_512,
-        BUFFERED_512_BUSY,
-        BUFFERED_MULTI,
-        DIRECT_512,
+    pub const ALL: [&str; 8] = [
+        NORMAL,
+        NORMAL_BUSY,
+        NORMAL_BLOCKED,
+        NORMAL_COPY,
         DIRECT_MULTI,
         DIRECT_MULTI_BLOCKED,
         DIRECT_MULTI_BUSY,
+        BUFFERED_512,
     ];
 }
 
@@ -149,34 +164,82 @@ impl Samples {
     }
 }
 
-/// Each size's data file through `one`, `rounds` times, sizes outer; the
-/// first failure (or a signal) ends the run and becomes the shortfall.
+/// Where the data files go: ext4 on a throttled device (the original's
+/// SD card was slow; this machine's disk runs at memory speed), or,
+/// without root, `options.dir` with why not (the shortfall).
+struct Place {
+    /// Held so that the device outlives the files on it; primed before
+    /// each timed read.
+    device: Option<SlowDevice>,
+    dir: PathBuf,
+    setting: String,
+    shortfall: Option<String>,
+}
+
+impl Place {
+    /// Spends the throttle's credit before a timed read (none without a
+    /// device).
+    fn prime(&self) -> Result<(), String> {
+        self.device.as_ref().map_or(Ok(()), SlowDevice::prime)
+    }
+
+    fn new(options: &ThesisOptions, name: &str) -> Place {
+        // The largest file (24 MiB) and ext4's own blocks.
+        match SlowDevice::new(name, 96 * MIB, CARD_RATE) {
+            Ok(device) => Place {
+                dir: device.mount().to_path_buf(),
+                setting: device.describe(),
+                device: Some(device),
+                shortfall: None,
+            },
+            Err(why) => Place {
+                dir: options.dir.clone(),
+                setting: format!(
+                    "{} (this machine's disk, not throttled)",
+                    options.dir.display()
+                ),
+                device: None,
+                shortfall: Some(format!("no throttled device ({why})")),
+            },
+        }
+    }
+}
+
+/// Each size's data file (on `place`) through `one`, `rounds` times,
+/// sizes outer; the first failure (or a signal) ends the run and becomes
+/// the shortfall.
 fn by_size(
     options: &ThesisOptions,
+    place: &Place,
     sizes: &[u64],
     mut one: impl FnMut(&Path, u64, &mut Samples) -> Result<(), String>,
 ) -> (Samples, Option<String>) {
     let mut samples = Samples::default();
+    let failed = |why: String| match &place.shortfall {
+        Some(before) => Some(format!("{before}; {why}")),
+        None => Some(why),
+    };
     for &mb in sizes {
         let name = format!("flexio-smack-{mb}M");
-        let data = match DataFile::new(&options.dir, &name, mb * MIB) {
+        let data = match DataFile::new(&place.dir, &name, mb * MIB) {
             Ok(data) => data,
-            Err(e) => return (samples, Some(format!("writing {name}: {e}"))),
+            Err(e) => return (samples, failed(format!("writing {name}: {e}"))),
         };
         for _ in 0..rounds(options) {
             if options.stop.load(std::sync::atomic::Ordering::Relaxed) {
-                return (samples, Some("stopped by a signal".into()));
+                return (samples, failed("stopped by a signal".into()));
             }
             if let Err(why) = one(&data.0, mb, &mut samples) {
-                return (samples, Some(why));
+                return (samples, failed(why));
             }
         }
     }
-    (samples, None)
+    (samples, place.shortfall.clone())
 }
 
-/// Table 3 on files of `sizes` MiB: each read whole into memory, cold,
-/// buffered and `O_DIRECT`, at 512 B and 8 KiB.
+/// Table 3 on files of `sizes` MiB: each read whole into memory by
+/// single 512-byte sectors with a CPU copy, by 8 KiB `O_DIRECT` requests,
+/// and buffered through the page cache in 512-byte reads (cold).
 ///
 /// # Examples
 /// ```no_run
@@ -193,35 +256,37 @@ fn by_size(
 /// ```
 pub fn uncached(options: &ThesisOptions, sizes: &[u64]) -> ThesisOutcome {
     use uncached_series::*;
-    let (samples, shortfall) = by_size(options, sizes, |path, mb, samples| {
+    let place = Place::new(options, "smack-uncached");
+    let (samples, shortfall) = by_size(options, &place, sizes, |path, mb, samples| {
         let len = (mb * MIB) as usize;
         let x = mb as f64;
         let mut memory = read::memory(len, MULTI);
-        for (request, buffered, direct) in [
-            (512, BUFFERED_512, DIRECT_512),
-            (MULTI, BUFFERED_MULTI, DIRECT_MULTI),
-        ] {
-            read::make_cold(path)?;
-            let copies = read::buffered(path, request, &mut memory.as_mut_slice()[..len])?;
-            samples.add(buffered, x, copies.wall_s);
-            let dma = read::direct(path, request, len, &mut memory)?;
-            samples.add(direct, x, dma.wall_s);
-            if request == 512 {
-                samples.add(BUFFERED_512_BUSY, x, copies.busy_s);
-            } else {
-                samples.add(DIRECT_MULTI_BLOCKED, x, dma.blocked_s());
-                samples.add(DIRECT_MULTI_BUSY, x, dma.busy_s);
-            }
-        }
+        read::make_cold(path)?;
+        place.prime()?;
+        let normal = read::single_sector(path, &mut memory.as_mut_slice()[..len])?;
+        samples.add(NORMAL, x, normal.timed.wall_s);
+        samples.add(NORMAL_BUSY, x, normal.timed.busy_s);
+        samples.add(NORMAL_BLOCKED, x, normal.timed.blocked_s());
+        samples.add(NORMAL_COPY, x, normal.copy_s);
+        place.prime()?;
+        let dma = read::direct(path, MULTI, len, &mut memory)?;
+        samples.add(DIRECT_MULTI, x, dma.wall_s);
+        samples.add(DIRECT_MULTI_BLOCKED, x, dma.blocked_s());
+        samples.add(DIRECT_MULTI_BUSY, x, dma.busy_s);
+        read::make_cold(path)?;
+        place.prime()?;
+        let buffered = read::buffered(path, 512, &mut memory.as_mut_slice()[..len])?;
+        samples.add(BUFFERED_512, x, buffered.wall_s);
         Ok(())
     });
     ThesisOutcome {
         points: samples.points(),
         shortfall,
         setting: format!(
-            "files on {}, each read whole into one buffer in memory; cold by \
-             posix_fadvise(DONTNEED) before each buffered read",
-            options.dir.display()
+            "files on {}, each read whole into one buffer in memory: normal by one 512-byte \
+             O_DIRECT request per sector into a bounce buffer and a memcpy, DMA by 8 KiB \
+             O_DIRECT requests; cold by posix_fadvise(DONTNEED) before each",
+            place.setting
         ),
     }
 }
@@ -259,7 +324,8 @@ fn pass(cache: &BlockCache, len: u64) -> Result<(Timed, f64), String> {
 pub fn cached(options: &ThesisOptions, sizes: &[u64]) -> ThesisOutcome {
     use cached_series::*;
     let mut misses: Vec<(u64, f64)> = Vec::new();
-    let (samples, shortfall) = by_size(options, sizes, |path, mb, samples| {
+    let place = Place::new(options, "smack-cached");
+    let (samples, shortfall) = by_size(options, &place, sizes, |path, mb, samples| {
         let (len, x) = (mb * MIB, mb as f64);
         for (mode, cold, warm) in [
             (ReadMode::SingleBlock, COLD_SINGLE, WARM_SINGLE),
@@ -275,7 +341,9 @@ pub fn cached(options: &ThesisOptions, sizes: &[u64]) -> ThesisOutcome {
                 .flush_interval(None);
             let cache = BlockCache::open(path, config)
                 .map_err(|e| format!("{}: {}", path.display(), cache_error(e)))?;
+            place.prime()?;
             let (first, _) = pass(&cache, len)?;
+            place.prime()?;
             let (again, from_device) = pass(&cache, len)?;
             samples.add(cold, x, first.wall_s);
             samples.add(warm, x, again.wall_s);
@@ -287,6 +355,7 @@ pub fn cached(options: &ThesisOptions, sizes: &[u64]) -> ThesisOutcome {
             }
         }
         let mut memory = read::memory(len as usize, 4096);
+        place.prime()?;
         let off = read::direct(path, 4096, len as usize, &mut memory)?;
         samples.add(CACHE_OFF, x, off.wall_s);
         Ok(())
@@ -301,7 +370,7 @@ pub fn cached(options: &ThesisOptions, sizes: &[u64]) -> ThesisOutcome {
         setting: format!(
             "flexio-cache's BlockCache, 16 MiB of 4 KiB blocks, LRU, over O_DIRECT on {}; \
              share of the warm pass read from the device again: {}",
-            options.dir.display(),
+            place.setting,
             misses.join(", ")
         ),
     }

@@ -3,10 +3,13 @@
 //! 4; its exhibits in `seeds`):
 //!
 //! - a low-memory setting: the copies run in a 128 MiB memory cgroup, as
-//!   on the original's 128 MB machine, cold and synced, by file size up to
-//!   200 MiB (Figures 4.7-4.14) and by buffer size from 1 KiB (4.15);
+//!   on the original's 128 MB machine, cold and synced to ext4 on a
+//!   throttled loop device (its slow disk, `slow_device`), by file size up
+//!   to 200 MiB (Figures 4.7-4.14) and by buffer size from 1 KiB (4.15);
 //! - a socket-buffer sweep: file -> TCP with `--socket-buffer` at both
 //!   ends, 16 KiB to 4 MiB, beside the kernel's autotuning (4.18);
+//! - a user process over UDP: file -> loopback UDP -> file with
+//!   SO_SNDBUF/SO_RCVBUF of 1 to 50 KB, the datagrams lost counted (4.18);
 //! - a network -> network relay: A -> B -> C across three network
 //!   namespaces, B forwarding by splice or by read-write, beside A -> B
 //!   direct (4.21-4.22).
@@ -20,7 +23,8 @@
 //! thesis_bench.rs   options, points, the shared run loop
 //!  ├ process.rs     one timed copy (or a group of them), its bytes checked
 //!  ├ low_memory.rs  the 128 MiB cgroup: by size, by buffer
-//!  ├ sockets.rs     the socket-buffer sweep
+//!  ├ sockets.rs     the socket-buffer sweep (TCP)
+//!  ├ udp.rs         the socket-buffer sweep over UDP, loss counted
 //!  └ relay.rs       A -> B -> C
 //! ```
 
@@ -28,6 +32,7 @@ mod low_memory;
 mod process;
 mod relay;
 mod sockets;
+pub mod udp;
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -36,6 +41,7 @@ use std::sync::Arc;
 pub use low_memory::{by_buffer, by_size, MEMORY_LIMIT};
 pub use relay::relay;
 pub use sockets::socket_buffers;
+pub use udp::udp_buffers;
 
 /// What to run.
 #[derive(Clone, Debug)]

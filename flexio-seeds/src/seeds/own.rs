@@ -14,6 +14,7 @@ impl Setup {
             Setup::LowMemoryBySize => thesis_bench::by_size(options),
             Setup::LowMemoryByBuffer => thesis_bench::by_buffer(options),
             Setup::SocketBuffers => thesis_bench::socket_buffers(options),
+            Setup::UdpBuffers => thesis_bench::udp_buffers(options),
             Setup::Relay => thesis_bench::relay(options),
             Setup::SmackUncached => smack_bench::uncached(options, &smack_bench::SIZES_MB),
             Setup::SmackCached => smack_bench::cached(options, &smack_bench::SIZES_MB),

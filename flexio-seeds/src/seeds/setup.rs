@@ -10,6 +10,8 @@ pub enum Setup {
     LowMemoryByBuffer,
     /// File -> TCP with fixed socket buffers, against autotuning.
     SocketBuffers,
+    /// File -> UDP -> file with 1-50 KB socket buffers, loss counted.
+    UdpBuffers,
     /// A -> B -> C, B relaying, against A -> B.
     Relay,
     /// S.M.A.C.K.'s Table 3: files into memory, buffered against O_DIRECT.

@@ -103,6 +103,57 @@ pub(crate) fn direct(
     })
 }
 
+/// What a read with a CPU copy cost: its time, and the seconds of it the
+/// CPU spent copying alone (the original's "copy" column).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct Copied {
+    /// The whole read.
+    pub timed: Timed,
+    /// The copies out of the bounce buffer, summed.
+    pub copy_s: f64,
+}
+
+/// The original's "normal" read: one 512-byte sector per request, each
+/// by `O_DIRECT` into a sector-sized bounce buffer (no read-ahead, no
+/// page cache: the device is asked for exactly one sector) and then
+/// copied by the CPU into `out`, `out.len()` bytes from offset 0.
+///
+/// # Errors
+/// Opening or reading refused (the file system takes no `O_DIRECT`),
+/// with the path and the offset.
+pub(crate) fn single_sector(path: &Path, out: &mut [u8]) -> Result<Copied, String> {
+    const SECTOR: usize = 512;
+    let fd = rustix::fs::open(path, OFlags::RDONLY | OFlags::DIRECT, Mode::empty())
+        .map_err(|e| format!("open {} with O_DIRECT: {e}", path.display()))?;
+    let mut bounce = AlignedBuffer::new(4096, 4096);
+    let len = out.len();
+    let mut copy_s = 0.0;
+    let what = format!("read {} by 512-byte sectors (O_DIRECT)", path.display());
+    let timed = timed(&what, len, || {
+        let mut done = 0;
+        while done < len {
+            let sector = &mut bounce.as_mut_slice()[..SECTOR];
+            let n = match rustix::io::pread(&fd, sector, done as u64) {
+                Ok(0) => break,
+                Ok(n) => n.min(len - done),
+                Err(Errno::INTR) => continue,
+                Err(errno) => {
+                    return Err(format!(
+                        "pread(O_DIRECT) {} at offset {done}, {SECTOR} bytes: {errno}",
+                        path.display()
+                    ))
+                }
+            };
+            let start = Instant::now();
+            out[done..done + n].copy_from_slice(&bounce.as_mut_slice()[..n]);
+            copy_s += start.elapsed().as_secs_f64();
+            done += n;
+        }
+        Ok(done)
+    })?;
+    Ok(Copied { timed, copy_s })
+}
+
 /// Drops `path`'s pages from the page cache (a file or a block device):
 /// the next buffered read comes from the device.
 ///
@@ -182,5 +233,42 @@ mod tests {
         assert!(why.is_err(), "{why:?}");
         let why = direct(&path, 4096, bytes.len() * 2, &mut out);
         assert!(why.unwrap_err().contains("read 1048576 of 2097152"));
+    }
+
+    /// Reads completed by block device `node` so far (/sys/block/NAME/stat).
+    fn reads_completed(node: &Path) -> u64 {
+        let name = node.file_name().unwrap();
+        let stat = std::fs::read_to_string(Path::new("/sys/block").join(name).join("stat"));
+        let stat = stat.unwrap();
+        stat.split_whitespace().next().unwrap().parse().unwrap()
+    }
+
+    #[test]
+    fn normal_reads_ask_the_device_for_one_sector_at_a_time_and_copy_it() {
+        let name = "normal_reads_ask_the_device_for_one_sector_at_a_time_and_copy_it";
+        use crate::slow_device::SlowDevice;
+        let device = match SlowDevice::new("test-sectors", 64 << 20, 256 << 20) {
+            Ok(device) => device,
+            Err(why) => {
+                println!("skipped: {name}: {why}");
+                return;
+            }
+        };
+        let path = device.mount().join("data");
+        let bytes: Vec<u8> = (0..64 << 10).map(|i| (i * 131 % 251) as u8).collect();
+        std::fs::write(&path, &bytes).unwrap();
+        std::fs::File::open(&path).unwrap().sync_all().unwrap();
+        make_cold(&path).unwrap();
+        let mut out = vec![0u8; bytes.len()];
+        let before = reads_completed(device.node());
+        let read = single_sector(&path, &mut out).unwrap();
+        let requests = reads_completed(device.node()) - before;
+        assert_eq!(first_difference(&out, &bytes), None);
+        // 128 sectors, each its own request: no read-ahead, no merging.
+        assert!((128..=132).contains(&requests), "{requests} requests");
+        assert!(
+            read.copy_s > 0.0 && read.copy_s < read.timed.wall_s,
+            "{read:?}"
+        );
     }
 }

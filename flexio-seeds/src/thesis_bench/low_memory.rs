@@ -1,17 +1,19 @@
-//! The original's 128 MB machine: every copy runs in a memory cgroup of
-//! [`MEMORY_LIMIT`] (page cache included), cold and synced to the disk
-//! (`--fsync`), as the thesis's disk -> disk runs. Files up to 200 MiB,
-//! so that, as there, the cache fills. Root only; without root nothing
-//! runs and the outcome says why. A copy the OOM killer ends in the group
-//! is said to have run out of memory there; a `--dir` on tmpfs, where the
-//! copies' files are memory charged to the group, is warned of (in the
-//! run's output and in the exhibit).
+//! The original's 128 MB machine with its slow disk: every copy runs in a
+//! memory cgroup of [`MEMORY_LIMIT`] (page cache included), cold and
+//! synced (`--fsync`) to ext4 on a throttled device ([`SlowDevice`] at
+//! [`SLOW_RATE`]), as the thesis's disk -> disk runs. Files up to 200
+//! MiB, so that, as there, the cache fills. Root only; without root
+//! nothing runs and the outcome says why. A copy the OOM killer ends in
+//! the group is said to have run out of memory there. The files are on
+//! the device, never in `--dir`: a tmpfs `--dir` cannot charge them to
+//! the group.
 
 use std::path::Path;
 use std::process::Command;
 
 use super::process::{make_cold, source, timed};
 use super::{point, ThesisOptions, ThesisOutcome, ThesisPoint};
+use crate::slow_device::{SlowDevice, SLOW_RATE};
 use flexio_bench::memory_group::MemoryGroup;
 
 /// The cgroup's limit: the original machine's 128 MB.
@@ -35,10 +37,11 @@ pub fn by_size(options: &ThesisOptions) -> ThesisOutcome {
     } else {
         &[1, 10, 50, 100, 200]
     };
-    in_group("thesis-by-size", &options.dir, |group, points| {
+    in_group("thesis-by-size", |group, dir, points| {
         for &mb in sizes {
             for via in BY_SIZE {
-                points.push(copy_point(options, group, via, mb * MIB, MIB, mb as f64)?);
+                let x = mb as f64;
+                points.push(copy_point(options, dir, group, via, mb * MIB, MIB, x)?);
             }
         }
         Ok(())
@@ -49,11 +52,12 @@ pub fn by_size(options: &ThesisOptions) -> ThesisOutcome {
 /// from 1 KiB to 1 MiB in the cgroup: `MECHANISM, 128 MiB cgroup`.
 pub fn by_buffer(options: &ThesisOptions) -> ThesisOutcome {
     let size = if options.quick { 64 * MIB } else { 100 * MIB };
-    in_group("thesis-by-buffer", &options.dir, |group, points| {
+    in_group("thesis-by-buffer", |group, dir, points| {
         for kib in [1u64, 4, 16, 64, 256, 1024] {
             for via in BY_BUFFER {
                 points.push(copy_point(
                     options,
+                    dir,
                     group,
                     via,
                     size,
@@ -66,14 +70,23 @@ pub fn by_buffer(options: &ThesisOptions) -> ThesisOutcome {
     })
 }
 
-/// Makes the group, runs `sweep` in it, removes it (on every way out:
-/// the group is dropped here). A sweep that fails keeps what it measured
-/// and says why.
+/// Makes the slow device and the group, runs `sweep` in the group with
+/// its files on the device, unmakes both (on every way out: they are
+/// dropped here). A sweep that fails keeps what it measured and says why.
 fn in_group(
     name: &str,
-    dir: &Path,
-    sweep: impl FnOnce(&MemoryGroup, &mut Vec<ThesisPoint>) -> Result<(), String>,
+    sweep: impl FnOnce(&MemoryGroup, &SlowDevice, &mut Vec<ThesisPoint>) -> Result<(), String>,
 ) -> ThesisOutcome {
+    // Room for a 200 MiB source, its copy and the smaller sources.
+    let device = match SlowDevice::new(name, 768 << 20, SLOW_RATE) {
+        Ok(device) => device,
+        Err(why) => {
+            return ThesisOutcome {
+                shortfall: Some(format!("no throttled device ({why})")),
+                ..ThesisOutcome::default()
+            }
+        }
+    };
     let group = match MemoryGroup::new(name, MEMORY_LIMIT) {
         Ok(group) => group,
         Err(why) => {
@@ -83,26 +96,19 @@ fn in_group(
             }
         }
     };
-    let mut setting = format!(
-        "each copy in memory cgroup {} limited to 128 MiB (page cache included), cold, --fsync",
-        group.path().display()
+    let setting = format!(
+        "each copy in memory cgroup {} limited to 128 MiB (page cache included), cold, --fsync, \
+         its files on {}",
+        group.path().display(),
+        device.describe()
     );
-    let tmpfs = on_tmpfs(dir).then(|| tmpfs_warning(dir));
-    if let Some(warning) = &tmpfs {
-        eprintln!("flexio bench: warning: {warning}");
-        setting += &format!(". Warning: {warning}");
-    }
     let mut points = Vec::new();
-    let failed = sweep(&group, &mut points).err();
+    let failed = sweep(&group, &device, &mut points).err();
     drop(group);
-    // On tmpfs the setting is not the one designed, whatever was measured.
-    let shortfall = match (tmpfs, failed) {
-        (Some(warning), Some(why)) => Some(format!("{why}; {warning}")),
-        (tmpfs, failed) => failed.or(tmpfs),
-    };
+    drop(device);
     ThesisOutcome {
         points,
-        shortfall,
+        shortfall: failed,
         setting,
     }
 }
@@ -111,14 +117,16 @@ fn in_group(
 /// synced, in the group.
 fn copy_point(
     options: &ThesisOptions,
+    device: &SlowDevice,
     group: &MemoryGroup,
     via: &str,
     size: u64,
     chunk: u64,
     x: f64,
 ) -> Result<ThesisPoint, String> {
-    let source = source(&options.dir, size)?;
-    let sink = options.dir.join("thesis-copy");
+    let dir = device.mount();
+    let source = source(dir, size)?;
+    let sink = dir.join("thesis-copy");
     let series = format!("{via}, 128 MiB cgroup (ours)");
     point(options, &series, x, size, || {
         let _ = std::fs::remove_file(&sink);
@@ -126,6 +134,7 @@ fn copy_point(
         let mut command = copy_command(&options.flexio, via, chunk, &source, &sink);
         let procs = group.procs()?;
         flexio_sys::process::join_cgroup_before_exec(&mut command, procs);
+        device.prime()?;
         let before = group.events();
         let name = format!("flexio copy --via {via} of {} MiB", size / MIB);
         let seconds = timed(&name, &mut command, size)
@@ -133,26 +142,6 @@ fn copy_point(
         let _ = std::fs::remove_file(&sink);
         seconds
     })
-}
-
-/// Whether `dir` is on tmpfs (or ramfs): files written there are memory,
-/// charged to the group of the process that writes them.
-fn on_tmpfs(dir: &Path) -> bool {
-    const TMPFS_MAGIC: u64 = 0x0102_1994;
-    const RAMFS_MAGIC: u64 = 0x8584_58f6;
-    rustix::fs::statfs(dir).is_ok_and(|fs| {
-        let kind = fs.f_type as u64;
-        kind == TMPFS_MAGIC || kind == RAMFS_MAGIC
-    })
-}
-
-fn tmpfs_warning(dir: &Path) -> String {
-    format!(
-        "--dir {} is on tmpfs: the files the copies write there are memory charged to the \
-         128 MiB group, which defeats the low-memory setting (a copy over about 128 MiB is \
-         killed for want of memory); give --dir a directory on a disk",
-        dir.display()
-    )
 }
 
 fn copy_command(flexio: &Path, via: &str, chunk: u64, source: &Path, sink: &Path) -> Command {
@@ -163,4 +152,40 @@ fn copy_command(flexio: &Path, via: &str, chunk: u64, source: &Path, sink: &Path
         .arg(source)
         .arg(sink);
     command
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_sweep_runs_on_the_throttled_device_and_leaves_nothing_behind() {
+        let name = "the_sweep_runs_on_the_throttled_device_and_leaves_nothing_behind";
+        let root = rustix::process::geteuid().is_root();
+        if !root && std::env::var("FLEXIO_TEST_PRIVILEGED").as_deref() != Ok("1") {
+            let outcome = in_group("thesis-test-device", |_, _, _| Ok(()));
+            let why = outcome.shortfall.unwrap_or_default();
+            assert!(why.contains("needs root for the throttled device"), "{why}");
+            println!("skipped: {name}: needs root for the throttled device");
+            return;
+        }
+        let mut seen = None;
+        let outcome = in_group("thesis-test-device", |_, device, _| {
+            const EXT4_MAGIC: u64 = 0xef53;
+            let dir = device.mount();
+            let fs = rustix::fs::statfs(dir).map_err(|e| e.to_string())?;
+            seen = Some((dir.to_path_buf(), fs.f_type as u64 == EXT4_MAGIC));
+            Ok(())
+        });
+        assert_eq!(outcome.shortfall, None);
+        let (dir, ext4) = seen.expect("the sweep ran");
+        assert!(ext4, "{} is not the device's ext4", dir.display());
+        assert!(
+            outcome.setting.contains("throttled by blkio")
+                && outcome.setting.contains("dd O_DIRECT measured"),
+            "{}",
+            outcome.setting
+        );
+        assert!(!dir.exists(), "{} left mounted", dir.display());
+    }
 }

@@ -1,0 +1,458 @@
+//! A slow disk for the findings that rest on one: ext4 on a loop device
+//! over a file in tmpfs, the device throttled by cgroup v1's blkio
+//! controller (`blkio.throttle.read_bps_device` and `write_bps_device`
+//! of the root group, so that every process's reads and the kernel's
+//! writeback to it are held to the rate). This machine's own disk runs at
+//! memory speed; the documents' ran at a few to a few tens of MB/s.
+//!
+//! The kernel accounts the throttle in slices of a tenth of a second and
+//! lets an idle group run a slice ahead: [`Throttle::prime`] spends that
+//! credit before a timed run, but a run shorter than a few slices' worth
+//! may still come in under the rate by up to a slice (its rounds' spread
+//! shows it).
+//!
+//! Root only. Everything made is undone when the [`SlowDevice`] drops, on
+//! every way out but `kill -9`: the file system unmounted, the throttle
+//! cleared, the loop device detached, the file and the mount point
+//! removed.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Instant;
+
+use flexio_sys::aligned::AlignedBuffer;
+use flexio_sys::loop_device::LoopDevice;
+use rustix::fs::{Mode, OFlags};
+use rustix::io::Errno;
+
+/// The rate the slow device is held to: 64 MiB/s each way, about a
+/// twentieth of this machine's disk and a few times a 2000-era SCSI
+/// disk's (the quick seeds run still ends in minutes).
+pub const SLOW_RATE: u64 = 64 << 20;
+
+/// Where cgroup v1's blkio controller keeps its root group.
+const BLKIO: &str = "/sys/fs/cgroup/blkio";
+
+/// Where the device's backing file goes: tmpfs, so that the rate is the
+/// throttle's and not that of the disk under it.
+const BACKING_DIR: &str = "/dev/shm";
+
+/// A throttled ext4 file system on a loop device, unmade when dropped.
+#[derive(Debug)]
+pub struct SlowDevice {
+    image: PathBuf,
+    mount: PathBuf,
+    device: Option<LoopDevice>,
+    throttle: Option<Throttle>,
+    mounted: bool,
+    rate: u64,
+}
+
+/// The device's rate as `dd` with `O_DIRECT` measured it, in MiB/s.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Measured {
+    /// `dd oflag=direct conv=fsync` of the probe file.
+    pub write_mib_s: f64,
+    /// `dd iflag=direct` of the same file.
+    pub read_mib_s: f64,
+}
+
+impl SlowDevice {
+    /// Makes a `size`-byte ext4 file system named `name` held to `rate`
+    /// bytes per second each way, mounted under `/tmp`.
+    ///
+    /// # Errors
+    /// Not root ("needs root for the throttled device"), no blkio
+    /// controller, or a step failing (`losetup`, `mkfs.ext4`, `mount`):
+    /// what was made by then is undone.
+    ///
+    /// # Examples
+    /// ```no_run
+    /// use flexio_seeds::slow_device::{SlowDevice, SLOW_RATE};
+    /// let device = SlowDevice::new("example", 256 << 20, SLOW_RATE)?;
+    /// println!("{}", device.mount().display());
+    /// # Ok::<(), String>(())
+    /// ```
+    pub fn new(name: &str, size: u64, rate: u64) -> Result<SlowDevice, String> {
+        if !rustix::process::geteuid().is_root() {
+            return Err("needs root for the throttled device".into());
+        }
+        if !Path::new(BLKIO)
+            .join("blkio.throttle.read_bps_device")
+            .exists()
+        {
+            return Err(format!(
+                "no cgroup v1 blkio controller at {BLKIO}: the device cannot be throttled"
+            ));
+        }
+        let stem = format!("flexio-slow-{}-{name}", std::process::id());
+        let image = Path::new(BACKING_DIR).join(format!("{stem}.img"));
+        let mut slow = SlowDevice {
+            mount: std::env::temp_dir().join(&stem),
+            image,
+            device: None,
+            throttle: None,
+            mounted: false,
+            rate,
+        };
+        // On an early return `slow` drops and undoes what was made.
+        slow.make(size)?;
+        Ok(slow)
+    }
+
+    fn make(&mut self, size: u64) -> Result<(), String> {
+        let image = std::fs::File::create(&self.image)
+            .map_err(|e| format!("create {}: {e}", self.image.display()))?;
+        image
+            .set_len(size)
+            .map_err(|e| format!("truncate {} to {size} bytes: {e}", self.image.display()))?;
+        drop(image);
+        let device = LoopDevice::attach(&self.image, false)?;
+        let node = device.path().to_path_buf();
+        self.device = Some(device);
+        self.throttle = Some(Throttle::new(&node, self.rate)?);
+        run(Command::new("mkfs.ext4").args(["-q", "-F"]).arg(&node))?;
+        std::fs::create_dir_all(&self.mount)
+            .map_err(|e| format!("create {}: {e}", self.mount.display()))?;
+        run(Command::new("mount").arg(&node).arg(&self.mount))?;
+        self.mounted = true;
+        // What `prime` reads: a quarter-second's worth, at least 1 MiB.
+        let primer = self.primer();
+        std::fs::write(&primer, vec![0x5a; (self.rate / 4).max(1 << 20) as usize])
+            .and_then(|()| std::fs::File::open(&primer)?.sync_all())
+            .map_err(|e| format!("write {}: {e}", primer.display()))?;
+        Ok(())
+    }
+
+    fn primer(&self) -> PathBuf {
+        self.mount.join("flexio-throttle-primer")
+    }
+
+    /// Spends the throttle's credit just before a timed read or copy
+    /// ([`Throttle::prime`]), so that a small one is held to the rate too.
+    ///
+    /// # Errors
+    /// Reading the primer file refused, with its path.
+    pub fn prime(&self) -> Result<(), String> {
+        match &self.throttle {
+            Some(throttle) => throttle.prime(&self.primer()),
+            None => Ok(()),
+        }
+    }
+
+    /// Where the file system is mounted: put the experiment's files here.
+    pub fn mount(&self) -> &Path {
+        &self.mount
+    }
+
+    /// The loop device's node, e.g. `/dev/loop3`.
+    pub fn node(&self) -> &Path {
+        self.device.as_ref().map_or(Path::new(""), |d| d.path())
+    }
+
+    /// The rate the device is held to, in bytes per second.
+    pub fn rate(&self) -> u64 {
+        self.rate
+    }
+
+    /// Measures the device with `dd` and `O_DIRECT`: writes a probe file
+    /// of `bytes` (synced), reads it back, removes it.
+    ///
+    /// # Errors
+    /// `dd` missing or failing, with its words.
+    pub fn measure(&self, bytes: u64) -> Result<Measured, String> {
+        let probe = self.mount.join("flexio-rate-probe");
+        self.prime()?;
+        let count = (bytes >> 20).max(1);
+        let write_s = timed_dd(&[
+            "if=/dev/zero".into(),
+            format!("of={}", probe.display()),
+            "bs=1M".into(),
+            format!("count={count}"),
+            "oflag=direct".into(),
+            "conv=fsync".into(),
+        ])?;
+        let read_s = self.prime().and_then(|()| {
+            timed_dd(&[
+                format!("if={}", probe.display()),
+                "of=/dev/null".into(),
+                "bs=1M".into(),
+                "iflag=direct".into(),
+            ])
+        });
+        let _ = std::fs::remove_file(&probe);
+        let mib = count as f64;
+        Ok(Measured {
+            write_mib_s: mib / write_s,
+            read_mib_s: mib / read_s?,
+        })
+    }
+
+    /// The device in a sentence for a setup line: where it is, its
+    /// throttle, and the rate `dd` measured (or why it could not).
+    pub fn describe(&self) -> String {
+        let measured = match self.measure(32 << 20) {
+            Ok(m) => format!(
+                "dd O_DIRECT measured {:.0} MiB/s writing, {:.0} MiB/s reading",
+                m.write_mib_s, m.read_mib_s
+            ),
+            Err(why) => format!("its rate not measured ({why})"),
+        };
+        format!(
+            "ext4 on {} (a loop device over a file in tmpfs) throttled by blkio to {} MiB/s \
+             each way, the throttle's credit spent before each timed run: {measured}",
+            self.node().display(),
+            self.rate >> 20
+        )
+    }
+}
+
+impl Drop for SlowDevice {
+    fn drop(&mut self) {
+        if self.mounted {
+            // Busy for a moment while another thread's child, forked but
+            // not yet exec'd, still holds a copy of a file's descriptor.
+            let unmounted = (0..10).any(|_| {
+                let done = Command::new("umount")
+                    .arg(&self.mount)
+                    .stderr(Stdio::null())
+                    .status()
+                    .is_ok_and(|s| s.success());
+                if !done {
+                    std::thread::sleep(std::time::Duration::from_millis(50));
+                }
+                done
+            });
+            if !unmounted {
+                // A busy mount still goes once its last user does.
+                let _ = Command::new("umount").arg("-l").arg(&self.mount).status();
+            }
+        }
+        drop(self.throttle.take());
+        // Detached (by its own drop) before its file is removed.
+        drop(self.device.take());
+        let _ = std::fs::remove_dir(&self.mount);
+        let _ = std::fs::remove_file(&self.image);
+    }
+}
+
+/// A block device's reads and writes held to a rate by the root blkio
+/// group (so the kernel's writeback is held too); the limit is cleared
+/// when dropped.
+#[derive(Debug)]
+pub struct Throttle {
+    numbers: String,
+    rate: u64,
+}
+
+impl Throttle {
+    /// Holds the block device `node` to `rate` bytes per second each way.
+    ///
+    /// # Errors
+    /// Not root ("needs root for the throttled device"), `node` not a
+    /// block device, or no cgroup v1 blkio controller.
+    ///
+    /// # Examples
+    /// ```no_run
+    /// let held = flexio_seeds::slow_device::Throttle::new("/dev/loop3".as_ref(), 64 << 20)?;
+    /// # Ok::<(), String>(())
+    /// ```
+    pub fn new(node: &Path, rate: u64) -> Result<Throttle, String> {
+        if !rustix::process::geteuid().is_root() {
+            return Err("needs root for the throttled device".into());
+        }
+        let stat = rustix::fs::stat(node).map_err(|e| format!("stat {}: {e}", node.display()))?;
+        if rustix::fs::FileType::from_raw_mode(stat.st_mode) != rustix::fs::FileType::BlockDevice {
+            return Err(format!("{} is not a block device", node.display()));
+        }
+        let throttle = Throttle {
+            numbers: format!(
+                "{}:{}",
+                rustix::fs::major(stat.st_rdev),
+                rustix::fs::minor(stat.st_rdev)
+            ),
+            rate,
+        };
+        throttle.set(rate)?;
+        Ok(throttle)
+    }
+
+    /// Spends the throttle's credit: the kernel lets a group that was idle
+    /// (or under its rate) send about a slice's worth (a tenth of a
+    /// second's) at full speed before it holds it, which would let a small
+    /// read run unthrottled. Reading a quarter-second's worth of `path` (a
+    /// file on the device, or the device itself) by `O_DIRECT` just before
+    /// a timed read leaves the throttle at its steady rate.
+    ///
+    /// # Errors
+    /// Opening or reading `path` refused, with the path and the offset.
+    ///
+    /// # Examples
+    /// ```no_run
+    /// let held = flexio_seeds::slow_device::Throttle::new("/dev/loop3".as_ref(), 16 << 20)?;
+    /// held.prime("/dev/loop3".as_ref())?;
+    /// # Ok::<(), String>(())
+    /// ```
+    pub fn prime(&self, path: &Path) -> Result<(), String> {
+        const REQUEST: usize = 1 << 20;
+        let fd = rustix::fs::open(path, OFlags::RDONLY | OFlags::DIRECT, Mode::empty())
+            .map_err(|e| format!("open {} with O_DIRECT: {e}", path.display()))?;
+        let mut buffer = AlignedBuffer::new(REQUEST, 4096);
+        let mut left = self.rate / 4;
+        let mut offset = 0u64;
+        while left > 0 {
+            match rustix::io::pread(&fd, buffer.as_mut_slice(), offset) {
+                // The end: round again from the start.
+                Ok(0) if offset == 0 => {
+                    return Err(format!("prime the throttle: {} is empty", path.display()))
+                }
+                Ok(0) => offset = 0,
+                Ok(n) => {
+                    offset += n as u64;
+                    left = left.saturating_sub(n as u64);
+                }
+                Err(Errno::INTR) => {}
+                Err(errno) => {
+                    return Err(format!(
+                        "prime the throttle: pread(O_DIRECT) {} at offset {offset}: {errno}",
+                        path.display()
+                    ))
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes `rate` (0: no limit) to both of the root group's limits.
+    fn set(&self, rate: u64) -> Result<(), String> {
+        for file in [
+            "blkio.throttle.read_bps_device",
+            "blkio.throttle.write_bps_device",
+        ] {
+            let path = Path::new(BLKIO).join(file);
+            std::fs::write(&path, format!("{} {rate}", self.numbers)).map_err(|e| {
+                format!(
+                    "write \"{} {rate}\" to {}: {e} (is cgroup v1's blkio controller there?)",
+                    self.numbers,
+                    path.display()
+                )
+            })?;
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Throttle {
+    fn drop(&mut self) {
+        if let Err(why) = self.set(0) {
+            eprintln!("flexio: clearing the throttle: {why}");
+        }
+    }
+}
+
+/// Runs `command`, its output kept for the error.
+fn run(command: &mut Command) -> Result<(), String> {
+    let shown = format!("{command:?}");
+    let output = command
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| format!("{shown}: {e}"))?;
+    if output.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "{shown} failed: {}",
+            String::from_utf8_lossy(&output.stderr).trim()
+        ))
+    }
+}
+
+/// Seconds `dd ARGS` took.
+fn timed_dd(args: &[String]) -> Result<f64, String> {
+    let start = Instant::now();
+    run(Command::new("dd").args(args))?;
+    Ok(start.elapsed().as_secs_f64())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn privileged(test: &str) -> bool {
+        let root = rustix::process::geteuid().is_root();
+        if !root && std::env::var("FLEXIO_TEST_PRIVILEGED").as_deref() != Ok("1") {
+            println!("skipped: {test}: needs root for the throttled device");
+            return false;
+        }
+        true
+    }
+
+    fn attached(image: &Path) -> bool {
+        let listed = Command::new("losetup").arg("-a").output();
+        listed.is_ok_and(|o| String::from_utf8_lossy(&o.stdout).contains(&*image.to_string_lossy()))
+    }
+
+    #[test]
+    fn the_device_is_held_to_its_rate_and_unmade_when_dropped() {
+        if !privileged("the_device_is_held_to_its_rate_and_unmade_when_dropped") {
+            return;
+        }
+        let rate = 32 << 20;
+        let device = SlowDevice::new("test-rate", 128 << 20, rate).unwrap();
+        let measured = device.measure(32 << 20).unwrap();
+        // The throttle, not tmpfs (gigabytes a second), sets the pace.
+        let limit = 1.5 * (rate >> 20) as f64;
+        assert!(measured.write_mib_s < limit, "{measured:?}");
+        assert!(measured.read_mib_s < limit, "{measured:?}");
+        assert!(device.describe().contains("dd O_DIRECT measured"));
+        let (image, mount) = (device.image.clone(), device.mount().to_path_buf());
+        let numbers = device.throttle.as_ref().unwrap().numbers.clone();
+        assert!(attached(&image));
+        drop(device);
+        assert!(!attached(&image), "{} still attached", image.display());
+        assert!(!image.exists() && !mount.exists());
+        let limits =
+            std::fs::read_to_string(Path::new(BLKIO).join("blkio.throttle.read_bps_device"));
+        assert!(!limits
+            .unwrap()
+            .lines()
+            .any(|l| l.starts_with(&format!("{numbers} "))));
+    }
+
+    #[test]
+    fn a_primed_device_holds_a_small_read_to_its_rate_too() {
+        if !privileged("a_primed_device_holds_a_small_read_to_its_rate_too") {
+            return;
+        }
+        let rate = 16 << 20;
+        let device = SlowDevice::new("test-prime", 64 << 20, rate).unwrap();
+        let small = device.mount().join("small");
+        std::fs::write(&small, vec![7u8; 1 << 20]).unwrap();
+        std::fs::File::open(&small).unwrap().sync_all().unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        device.prime().unwrap();
+        let seconds = timed_dd(&[
+            format!("if={}", small.display()),
+            "of=/dev/null".into(),
+            "bs=8k".into(),
+            "iflag=direct".into(),
+        ])
+        .unwrap();
+        // 1 MiB at 16 MiB/s is 62 ms; unthrottled (the credit unspent) it
+        // takes a few.
+        assert!(seconds > 0.045, "{seconds} s");
+    }
+
+    #[test]
+    fn a_failed_step_undoes_what_was_made() {
+        if !privileged("a_failed_step_undoes_what_was_made") {
+            return;
+        }
+        // Too small for ext4: mkfs fails after the device is attached.
+        let made = SlowDevice::new("test-fail", 4096, SLOW_RATE);
+        assert!(made.is_err());
+        let stem = format!("flexio-slow-{}-test-fail", std::process::id());
+        let image = Path::new(BACKING_DIR).join(format!("{stem}.img"));
+        assert!(!attached(&image) && !image.exists());
+    }
+}

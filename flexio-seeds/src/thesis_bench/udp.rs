@@ -1,0 +1,278 @@
+//! Figure 4.18's user process over UDP: a sender reads the file (warm:
+//! the original read the buffer cache) and sends it in sequenced 1 KiB
+//! datagrams as fast as it can over loopback; a receiver writes what
+//! arrives to a file at each datagram's place. SO_SNDBUF and SO_RCVBUF
+//! are set at both ends, 1 to 50 KB as the original's; a datagram the
+//! receiver's full buffer has no room for is lost, and counted.
+//!
+//! Throughput is the bytes that arrived over the time from the first send
+//! to the last arrival.
+
+use std::net::UdpSocket;
+use std::os::unix::fs::FileExt;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Barrier;
+use std::time::{Duration, Instant};
+
+use super::process::{make_warm, source};
+use super::{ThesisOptions, ThesisOutcome, ThesisPoint, MB};
+
+const MIB: u64 = 1 << 20;
+/// Payload bytes per datagram (the sequence number rides in front).
+const PAYLOAD: usize = 1024;
+/// Bytes of the sequence number.
+const HEADER: usize = 8;
+/// How long the receiver waits for a datagram once the sender is done.
+const DRAIN: Duration = Duration::from_millis(200);
+
+/// The swept socket buffers, KB (10^3 bytes, the original's).
+const BUFFERS_KB: [u64; 4] = [1, 10, 25, 50];
+
+/// One run: what arrived and when.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct UdpRun {
+    /// Datagrams sent.
+    pub sent: u64,
+    /// Datagrams that arrived and were written.
+    pub received: u64,
+    /// Payload bytes that arrived.
+    pub bytes: u64,
+    /// From the first send to the last arrival.
+    pub seconds: f64,
+}
+
+impl UdpRun {
+    /// Datagrams lost, in percent of those sent.
+    pub fn lost_percent(&self) -> f64 {
+        if self.sent == 0 {
+            0.0
+        } else {
+            100.0 * (self.sent - self.received) as f64 / self.sent as f64
+        }
+    }
+}
+
+/// The series' name for a socket buffer of `kb` KB.
+pub fn series(kb: u64) -> String {
+    format!("UDP, socket buffers {kb} KB (ours)")
+}
+
+/// The sweep: per socket buffer, by file size, the median throughput of
+/// what arrived; the datagrams lost in the setting line.
+pub fn udp_buffers(options: &ThesisOptions) -> ThesisOutcome {
+    let sizes: &[u64] = if options.quick {
+        &[1, 16, 64]
+    } else {
+        &[1, 25, 50, 100, 200]
+    };
+    let mut points = Vec::new();
+    let mut losses = Vec::new();
+    let mut shortfall = None;
+    'sweep: for &mb in sizes {
+        for kb in BUFFERS_KB {
+            match one_point(options, mb * MIB, kb) {
+                Ok((point, lost)) => {
+                    losses.push(format!("{kb} KB at {mb} MB {lost:.1}%"));
+                    points.push(point);
+                }
+                Err(why) => {
+                    shortfall = Some(why);
+                    break 'sweep;
+                }
+            }
+        }
+    }
+    ThesisOutcome {
+        points,
+        shortfall,
+        setting: format!(
+            "file -> UDP over loopback (127.0.0.1) in {PAYLOAD}-byte sequenced datagrams, \
+             SO_SNDBUF and SO_RCVBUF set at both ends, the receiver writing each datagram at \
+             its place in a file on {}; datagrams lost (median of the rounds): {}",
+            options.dir.display(),
+            losses.join(", ")
+        ),
+    }
+}
+
+/// The median of the rounds at one size and buffer, and its loss.
+fn one_point(options: &ThesisOptions, size: u64, kb: u64) -> Result<(ThesisPoint, f64), String> {
+    let file = source(&options.dir, size)?;
+    let sink = options.dir.join("thesis-udp-received");
+    let mut rates = Vec::new();
+    let mut lost = Vec::new();
+    for _ in 0..options.rounds() {
+        options.stopped()?;
+        make_warm(&file)?;
+        let run = transfer(&file, &sink, kb * 1000);
+        let _ = std::fs::remove_file(&sink);
+        let run = run?;
+        rates.push(run.bytes as f64 / MB / run.seconds);
+        lost.push(run.lost_percent());
+    }
+    let low = rates.iter().copied().fold(f64::INFINITY, f64::min);
+    let high = rates.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let count = rates.len();
+    let point = ThesisPoint {
+        series: series(kb),
+        x: (size / MIB) as f64,
+        y: flexio_bench::stats::median(&mut rates),
+        spread: Some((low, high, count)),
+    };
+    Ok((point, flexio_bench::stats::median(&mut lost)))
+}
+
+/// Sends `file` over loopback UDP with socket buffers of `buffer` bytes
+/// at both ends; the receiver writes what arrives into `sink`.
+///
+/// # Errors
+/// A socket, the file or the sink refused, with the operation and path.
+pub fn transfer(file: &Path, sink: &Path, buffer: u64) -> Result<UdpRun, String> {
+    let receiver = socket(buffer)?;
+    let sender = socket(buffer)?;
+    let to = receiver
+        .local_addr()
+        .map_err(|e| format!("UDP receiver's address: {e}"))?;
+    receiver
+        .set_read_timeout(Some(DRAIN))
+        .map_err(|e| format!("UDP receiver's timeout: {e}"))?;
+    let done = AtomicBool::new(false);
+    let written =
+        std::fs::File::create(sink).map_err(|e| format!("create {}: {e}", sink.display()))?;
+    // The sender starts once the receiver is at its first recv, not while
+    // its thread is still starting (every datagram lost then).
+    let ready = Barrier::new(2);
+    std::thread::scope(|scope| {
+        let receiving = scope.spawn(|| {
+            ready.wait();
+            receive(&receiver, &written, sink, &done)
+        });
+        ready.wait();
+        let start = Instant::now();
+        let sent = send(&sender, to, file);
+        done.store(true, Ordering::Relaxed);
+        let got = receiving
+            .join()
+            .map_err(|_| "the UDP receiver panicked".to_string())?;
+        let sent = sent?;
+        let (received, bytes, last) = got?;
+        Ok(UdpRun {
+            sent,
+            received,
+            bytes,
+            seconds: last.map_or(0.0, |at| at.duration_since(start).as_secs_f64()),
+        })
+    })
+}
+
+/// A loopback UDP socket with SO_SNDBUF and SO_RCVBUF of `buffer` bytes
+/// (the kernel doubles the figure and keeps a floor; that is what the
+/// original's setsockopt got too).
+fn socket(buffer: u64) -> Result<UdpSocket, String> {
+    let socket =
+        UdpSocket::bind("127.0.0.1:0").map_err(|e| format!("bind UDP on 127.0.0.1: {e}"))?;
+    let size = buffer as usize;
+    rustix::net::sockopt::set_socket_send_buffer_size(&socket, size)
+        .map_err(|e| format!("setsockopt(SO_SNDBUF, {size}): {e}"))?;
+    rustix::net::sockopt::set_socket_recv_buffer_size(&socket, size)
+        .map_err(|e| format!("setsockopt(SO_RCVBUF, {size}): {e}"))?;
+    Ok(socket)
+}
+
+/// Sends `file` in sequenced datagrams; the count sent.
+fn send(socket: &UdpSocket, to: std::net::SocketAddr, file: &Path) -> Result<u64, String> {
+    let source = std::fs::File::open(file).map_err(|e| format!("open {}: {e}", file.display()))?;
+    let mut datagram = [0u8; HEADER + PAYLOAD];
+    let mut sequence = 0u64;
+    loop {
+        let offset = sequence * PAYLOAD as u64;
+        let n = source
+            .read_at(&mut datagram[HEADER..], offset)
+            .map_err(|e| format!("read {} at offset {offset}: {e}", file.display()))?;
+        if n == 0 {
+            return Ok(sequence);
+        }
+        datagram[..HEADER].copy_from_slice(&sequence.to_le_bytes());
+        socket
+            .send_to(&datagram[..HEADER + n], to)
+            .map_err(|e| format!("sendto {to}, datagram {sequence}: {e}"))?;
+        sequence += 1;
+    }
+}
+
+/// Writes each datagram that arrives at its place in `sink` until the
+/// sender is done and nothing more comes: (datagrams, bytes, last
+/// arrival), into `file` (`sink`).
+fn receive(
+    socket: &UdpSocket,
+    file: &std::fs::File,
+    sink: &Path,
+    done: &AtomicBool,
+) -> Result<(u64, u64, Option<Instant>), String> {
+    let mut datagram = [0u8; HEADER + PAYLOAD];
+    let (mut count, mut bytes, mut last) = (0u64, 0u64, None);
+    loop {
+        match socket.recv(&mut datagram) {
+            Ok(n) if n > HEADER => {
+                last = Some(Instant::now());
+                let mut number = [0u8; HEADER];
+                number.copy_from_slice(&datagram[..HEADER]);
+                let offset = u64::from_le_bytes(number) * PAYLOAD as u64;
+                file.write_all_at(&datagram[HEADER..n], offset)
+                    .map_err(|e| format!("write {} at offset {offset}: {e}", sink.display()))?;
+                count += 1;
+                bytes += (n - HEADER) as u64;
+            }
+            Ok(_) => {}
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) =>
+            {
+                if done.load(Ordering::Relaxed) {
+                    return Ok((count, bytes, last));
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(format!("recv on UDP: {e}")),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn what_arrives_is_written_in_place_and_what_does_not_is_counted_lost() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = source(dir.path(), 8 * MIB).unwrap();
+        let sink = dir.path().join("received");
+        for buffer in [1000, 50_000] {
+            let run = transfer(&file, &sink, buffer).unwrap();
+            println!("{buffer} bytes: {run:?}, lost {:.1}%", run.lost_percent());
+            assert_eq!(run.sent, 8 * MIB / PAYLOAD as u64);
+            assert!(run.received > 0 && run.received <= run.sent, "{run:?}");
+            assert_eq!(run.bytes, run.received * PAYLOAD as u64);
+            assert!(run.seconds > 0.0);
+            if buffer == 1000 {
+                // A couple of datagrams' room: the unpaced sender outruns
+                // a receiver that writes each to a file.
+                assert!(run.received < run.sent, "nothing lost: {run:?}");
+            }
+            // Every datagram that arrived sits at its place in the sink;
+            // the places of the lost ones are holes (zeros).
+            let (sent, got) = (std::fs::read(&file).unwrap(), std::fs::read(&sink).unwrap());
+            let arrived = got
+                .chunks(PAYLOAD)
+                .zip(sent.chunks(PAYLOAD))
+                .filter(|(g, s)| g == s)
+                .count() as u64;
+            assert_eq!(arrived, run.received, "{run:?}");
+            let expected = 100.0 * (run.sent - run.received) as f64 / run.sent as f64;
+            assert!((run.lost_percent() - expected).abs() < 1e-9);
+        }
+    }
+}
