@@ -334,7 +334,7 @@ impl Drop for DataFile {
 /// # Examples
 /// ```
 /// use flexio_bench::cache_bench::cache_error;
-/// let cache = flexio_cache::BlockCache::open("/nonexistent/file", flexio_cache::CacheConfig::new(1 << 20));
+/// let cache = flexio_cache::BlockCache::open("/nonexistent/file".as_ref(), flexio_cache::CacheConfig::new(1 << 20));
 /// assert!(cache_error(cache.err().unwrap()).to_string().contains("/nonexistent/file"));
 /// ```
 pub fn cache_error(error: flexio_cache::Error) -> io::Error {

@@ -48,7 +48,8 @@
 //!   `server/intake.rs` (an upload's body read a share at a time),
 //!   `server/chunked.rs` (strict chunked decoding),
 //!   `server/upload_ranges.rs` and `server/upload_locks.rs` (`PUT` with
-//!   `Content-Range`: pieces in any order, resumed, their journals).
+//!   `Content-Range`: pieces in any order, resumed, their journals),
+//!   `server/upload_meta.rs` (the mode and mtime a `PUT` asks to keep).
 
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]

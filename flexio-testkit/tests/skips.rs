@@ -80,7 +80,7 @@ fn a_missing_optional_peer_skips_even_under_privileged() {
 #[test]
 #[should_panic(expected = "not a tool .ci/run installs")]
 fn requiring_a_tool_ci_does_not_install_is_a_mistake() {
-    flexio_testkit::require_tool("lftp");
+    flexio_testkit::require_tool("no-such-ci-tool");
 }
 
 #[test]
