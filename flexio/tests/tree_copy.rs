@@ -310,7 +310,7 @@ fn cp_grammar_into_a_directory_several_sources_and_onto_an_existing_directory() 
     fs::write(root.join("afile"), b"f").unwrap();
     let error = copy_tree(&sources, &root.join("afile"), &r, &progress).unwrap_err();
     assert!(error.is_usage());
-    assert!(error.to_string().contains("is not a directory"), "{error}");
+    assert!(error.to_string().contains("Not a directory"), "{error}");
 
     // A directory without -r is skipped with an error; the files still go.
     let report = copy_tree(
