@@ -72,10 +72,21 @@ fn point(profile: &Profile, kind: FlowKind, candidate: &Candidate, size: u64) ->
 
 #[test]
 fn a_tune_on_a_busy_machine_warns_and_writes_no_choice_worse_than_none() {
-    let Some(_stress) = start_stress() else {
+    let Some(stress) = start_stress() else {
         return;
     };
-    std::thread::sleep(Duration::from_secs(1));
+    // The machine is busy once stress has forked its two spinning workers.
+    let pid = stress.0.id();
+    let children = format!("/proc/{pid}/task/{pid}/children");
+    let workers = || {
+        std::fs::read_to_string(&children)
+            .map(|list| list.split_whitespace().count())
+            .unwrap_or(0)
+    };
+    assert!(
+        flexio_testkit::wait_until(|| workers() >= 2, Duration::from_secs(10)),
+        "stress did not start its workers"
+    );
     let memory = std::path::Path::new("/dev/shm");
     let dir = match memory.is_dir() {
         true => tempfile::tempdir_in(memory).unwrap(),
