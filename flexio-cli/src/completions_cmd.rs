@@ -38,7 +38,7 @@ pub struct ManArgs {
 }
 
 /// Prints flexio(1) in roff on stdout, or writes every page into
-/// `--dir`.
+/// `--dir` (made if it does not exist).
 pub fn man(args: ManArgs) -> Result<(), Error> {
     let io = |op: &'static str, endpoint: &Path| {
         let endpoint = endpoint.display().to_string();
@@ -56,6 +56,9 @@ pub fn man(args: ManArgs) -> Result<(), Error> {
         return Ok(());
     };
     let pages = crate::man_pages::all_pages().map_err(io("render the man pages", &dir))?;
+    // As `install -d` would: a man directory such as ~/.local/share/man/man1
+    // often does not exist yet.
+    std::fs::create_dir_all(&dir).map_err(io("create the man page directory", &dir))?;
     for page in pages {
         let path = dir.join(&page.file_name);
         std::fs::write(&path, page.text).map_err(io("write the man page", &path))?;

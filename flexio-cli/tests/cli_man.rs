@@ -31,17 +31,19 @@ fn references(page: &str) -> Vec<String> {
 
 #[test]
 fn every_subcommand_has_a_page_with_examples_and_exit_status() {
-    let dir = tempfile::tempdir().unwrap();
+    let top = tempfile::tempdir().unwrap();
+    // A man directory that does not exist yet is made.
+    let dir = top.path().join("share/man/man1");
     let output = common::flexio()
         .args(["man", "--dir"])
-        .arg(dir.path())
+        .arg(&dir)
         .output()
         .unwrap();
     assert!(output.status.success(), "{}", common::stderr(&output));
     let subcommands = listed_subcommands();
     assert!(subcommands.len() >= 12, "{subcommands:?}");
     for name in &subcommands {
-        let path = dir.path().join(format!("flexio-{name}.1"));
+        let path = dir.join(format!("flexio-{name}.1"));
         let page =
             std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
         let name_section = page
@@ -66,7 +68,7 @@ fn every_subcommand_has_a_page_with_examples_and_exit_status() {
         );
         assert!(page.contains(".SH \"SEE ALSO\"\nflexio(1)"), "{name}");
     }
-    let top = std::fs::read_to_string(dir.path().join("flexio.1")).unwrap();
+    let top = std::fs::read_to_string(dir.join("flexio.1")).unwrap();
     let name = top
         .split(".SH NAME\n")
         .nth(1)
@@ -82,7 +84,7 @@ fn every_subcommand_has_a_page_with_examples_and_exit_status() {
     assert_eq!(cited.len(), subcommands.len(), "{cited:?}");
     for name in references(&top) {
         assert!(
-            dir.path().join(format!("flexio-{name}.1")).is_file(),
+            dir.join(format!("flexio-{name}.1")).is_file(),
             "flexio(1) cites flexio-{name}(1), which was not written"
         );
     }
