@@ -164,9 +164,28 @@ fn smack_tables_have_every_row_and_axis_and_leave_no_loop_device() {
         &["smack-table-3", "smack-table-4", "smack-table-6"],
     );
     let root = rustix::process::geteuid().is_root();
-    // Each lists its gaps (single-sector commands, a slow device): PARTIAL.
+    // Tables 4-5 list a gap (coalesced DMA), so they are PARTIAL whatever
+    // the machine; Tables 3 and 6 are FULL or PARTIAL by their spread,
+    // which only a quiet machine keeps within 50%.
+    let table_4 = md
+        .lines()
+        .find(|l| l.starts_with("| smack-table-4 |"))
+        .unwrap_or_else(|| panic!("no grade row for smack-table-4: {md}"));
     assert!(
-        md.contains("3 exhibits: 0 FULL, 3 PARTIAL, 0 CEILING, 0 NONE."),
+        table_4.contains("| PARTIAL |") && table_4.contains("gap: \"DMA\" is coalesced"),
+        "{table_4}"
+    );
+    let graded = ["FULL", "PARTIAL"].map(|grade| {
+        md.lines()
+            .filter(|l| l.starts_with("| smack-table-") && l.contains(&format!("| {grade} |")))
+            .count()
+    });
+    assert_eq!(graded[0] + graded[1], 3, "{md}");
+    assert!(
+        md.contains(&format!(
+            "3 exhibits: {} FULL, {} PARTIAL, 0 CEILING, 0 NONE.",
+            graded[0], graded[1]
+        )),
         "{md}"
     );
     if !root {
