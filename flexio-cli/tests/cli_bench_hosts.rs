@@ -115,17 +115,19 @@ fn a_hosts_run_stopped_by_sigterm_removes_its_namespaces_and_data() {
         .spawn()
         .unwrap();
     let pid = child.id();
-    let mut made = false;
-    for _ in 0..500 {
-        if namespaces_of(pid).len() == 3 {
-            made = true;
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let made =
+        flexio_testkit::wait_until(|| namespaces_of(pid).len() == 3, Duration::from_secs(10));
     assert!(made, "the bench made no namespaces");
-    // Into the runs (the servers are up).
-    std::thread::sleep(Duration::from_millis(1500));
+    // Into the runs: the servers listen and a client is fetching.
+    let fetching = flexio_testkit::wait_until(
+        || {
+            descendants_of(pid)
+                .iter()
+                .any(|command| command.contains(" get "))
+        },
+        Duration::from_secs(60),
+    );
+    assert!(fetching, "the bench started no client");
     rustix::process::kill_process(
         rustix::process::Pid::from_raw(pid as i32).unwrap(),
         rustix::process::Signal::TERM,
@@ -141,4 +143,31 @@ fn a_hosts_run_stopped_by_sigterm_removes_its_namespaces_and_data() {
     assert_eq!(namespaces_of(pid), Vec::<String>::new());
     // Nothing of the work directory left (no outputs either: it stopped).
     assert_eq!(common::names(dir.path()), Vec::<String>::new());
+}
+
+/// The command lines of `pid`'s descendants (from procfs's `children` of
+/// each of a process's threads, since any thread may have spawned one).
+fn descendants_of(pid: u32) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut queue = vec![pid];
+    while let Some(parent) = queue.pop() {
+        let mut children = String::new();
+        for task in std::fs::read_dir(format!("/proc/{parent}/task"))
+            .into_iter()
+            .flatten()
+        {
+            let path = task.map(|t| t.path().join("children"));
+            children += &path.and_then(std::fs::read_to_string).unwrap_or_default();
+            children.push(' ');
+        }
+        for child in children
+            .split_whitespace()
+            .filter_map(|c| c.parse::<u32>().ok())
+        {
+            let command = std::fs::read(format!("/proc/{child}/cmdline")).unwrap_or_default();
+            found.push(String::from_utf8_lossy(&command).replace('\0', " "));
+            queue.push(child);
+        }
+    }
+    found
 }

@@ -222,8 +222,15 @@ fn a_tree_get_stopped_mid_directory_leaves_nothing_at_its_name_and_a_rerun_compl
     );
     // kill -9: they stay, hidden, for the next get to sweep.
     let mut child = get().spawn().unwrap();
-    staging_appears();
-    std::thread::sleep(std::time::Duration::from_millis(300));
+    // Mid-directory: a file has landed in a staging directory.
+    wait_until("no file landed in a staging directory", || {
+        names(&destination)
+            .iter()
+            .filter(|name| name.starts_with('.'))
+            .any(|name| {
+                std::fs::read_dir(destination.join(name)).is_ok_and(|mut d| d.next().is_some())
+            })
+    });
     child.kill().unwrap();
     child.wait().unwrap();
     let left = names(&destination);

@@ -237,15 +237,30 @@ fn start_slow_copy(source: &Path, target: &Path) -> (std::process::Child, String
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    for _ in 0..5000 {
-        if let Some(new) = staged_in(parent).into_iter().find(|n| !before.contains(n)) {
-            return (child, new);
-        }
-        std::thread::sleep(std::time::Duration::from_millis(2));
+    let mut new = None;
+    let showed = flexio_testkit::wait_until(
+        || {
+            new = staged_in(parent).into_iter().find(|n| !before.contains(n));
+            new.is_some()
+        },
+        std::time::Duration::from_secs(10),
+    );
+    if !showed {
+        child.kill().unwrap();
+        child.wait().unwrap();
+        panic!("no staging directory showed in {}", parent.display());
     }
-    child.kill().unwrap();
-    child.wait().unwrap();
-    panic!("no staging directory showed in {}", parent.display());
+    (child, new.expect("showed"))
+}
+
+/// Waits until `child` has written a mebibyte (a sixteenth of a second at
+/// the slow copy's rate): the copy is under way, not merely started.
+fn wait_until_copying(child: &std::process::Child) {
+    let written = || flexio_testkit::bytes_written_by(child.id()) >= 1 << 20;
+    assert!(
+        flexio_testkit::wait_until(written, std::time::Duration::from_secs(10)),
+        "the copy wrote nothing"
+    );
 }
 
 fn signal(child: &std::process::Child, name: &str) {
@@ -267,7 +282,7 @@ fn sigint_during_a_new_tree_copy_removes_its_whole_staging_directory() {
     let target = parent.join("dst");
     let (mut child, staging) = start_slow_copy(&source, &target);
     assert!(staging.starts_with(".dst.flexio-"), "{staging}");
-    std::thread::sleep(std::time::Duration::from_millis(300));
+    wait_until_copying(&child);
     signal(&child, "INT");
     let status = child.wait().unwrap();
     assert!(!status.success());
@@ -285,7 +300,7 @@ fn kill_9_leaves_a_hidden_staging_directory_the_next_copy_sweeps_unless_a_live_c
     // A second copy, alive while the third runs: its staging directory
     // is locked and must stay.
     let (mut live, live_staging) = start_slow_copy(&source, &parent.join("two"));
-    std::thread::sleep(std::time::Duration::from_millis(200));
+    wait_until_copying(&killed);
     signal(&killed, "KILL");
     killed.wait().unwrap();
     assert_eq!(
