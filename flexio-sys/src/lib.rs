@@ -13,7 +13,10 @@
 //!   parent ([`process`]), signal dispositions ([`signal`]), standard
 //!   descriptors closed at start ([`stdio`]);
 //! * loop block devices over files, for the bench and the tests
-//!   ([`loop_device`]).
+//!   ([`loop_device`]);
+//! * a GPU as an endpoint: device memory, pinned and registered host
+//!   buffers, copies in and out through NVIDIA's driver loaded at run time
+//!   ([`gpu`]).
 //!
 //! Every block carries a `SAFETY` comment; everything exported is safe to
 //! call, takes `AsFd` and slices and returns `io::Result`.
@@ -25,6 +28,7 @@ pub mod aligned;
 pub mod cachestat;
 pub mod copy_kernels;
 pub mod frames;
+pub mod gpu;
 pub mod loop_device;
 pub mod mapping;
 pub mod pacing;

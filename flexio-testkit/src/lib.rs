@@ -20,8 +20,8 @@ pub mod http;
 mod skip;
 
 pub use skip::{
-    is_root, optional_tool, require_feature, require_root, require_tool, skipped, skips_forbidden,
-    tool_runs, CI_TOOLS, PRIVILEGED_ENV,
+    is_root, optional_tool, require_device, require_feature, require_root, require_tool, skipped,
+    skips_forbidden, tool_runs, CI_TOOLS, DEVICE_ENV, PRIVILEGED_ENV,
 };
 
 use std::time::{Duration, Instant};

@@ -36,6 +36,39 @@ pub fn skips_forbidden() -> bool {
     std::env::var(PRIVILEGED_ENV).as_deref() == Ok("1")
 }
 
+/// Set to `1` on a machine with a GPU (the device check's script does) to
+/// make a device test's skip a failure. Not `FLEXIO_TEST_PRIVILEGED`: CI
+/// runs as root on machines without a GPU.
+pub const DEVICE_ENV: &str = "FLEXIO_TEST_DEVICE";
+
+/// `true` when `probe` found a usable device; otherwise prints `skipped:
+/// TEST: a GPU: WHY` and returns `false`.
+///
+/// # Panics
+///
+/// When the probe failed under `FLEXIO_TEST_DEVICE=1`.
+///
+/// # Examples
+///
+/// ```
+/// let probe: Result<(), String> = Err("no CUDA driver".into());
+/// if std::env::var("FLEXIO_TEST_DEVICE").as_deref() != Ok("1") {
+///     assert!(!flexio_testkit::require_device(probe));
+/// }
+/// ```
+pub fn require_device(probe: Result<(), String>) -> bool {
+    match probe {
+        Ok(()) => true,
+        Err(why) if std::env::var(DEVICE_ENV).as_deref() == Ok("1") => {
+            panic!("{DEVICE_ENV}=1 forbids skipping: a GPU: {why}")
+        }
+        Err(why) => {
+            skipped(&format!("a GPU: {why}"));
+            false
+        }
+    }
+}
+
 /// Whether the tests run as root.
 pub fn is_root() -> bool {
     rustix::process::geteuid().is_root()

@@ -97,6 +97,18 @@ pub enum Error {
         reason: String,
     },
 
+    /// A GPU endpoint failed: no driver on this machine, a device the
+    /// driver does not have, a range outside the device buffer.
+    #[error("{endpoint}{}: {source}", offset.map(|o| format!(" at byte {o}")).unwrap_or_default())]
+    Device {
+        /// The device endpoint (`gpu:0@4096`).
+        endpoint: String,
+        /// The byte offset of the flow at which it failed, if it had one.
+        offset: Option<u64>,
+        /// What the driver said.
+        source: crate::sys::gpu::GpuError,
+    },
+
     /// `--verify` found the sink differs from the source.
     #[error("verification failed: source {source_hash} != sink {sink_hash}")]
     VerifyMismatch {

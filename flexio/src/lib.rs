@@ -36,6 +36,9 @@
 //!                   its slots in flight); the shared kernel-copy loop;
 //!                   Transfer, the state a mechanism moves
 //! endpoint/         addresses, opening, fstat classification, temp-file sinks
+//! device/           a GPU as an endpoint: gpu:N@OFFSET+LEN, file to device
+//!                   memory and back by TPIL's modes (pageable, pinned, staged,
+//!                   registered)
 //! cleanup.rs        paths to remove when a signal ends the process
 //! measure/          Measurement; rusage and /proc/stat deltas, cachestat/mincore, holes
 //! pace/             Rate, Schedule, TokenBucket, Pacer: rates and pauses
@@ -84,6 +87,7 @@
 #![forbid(unsafe_code)]
 
 pub mod cleanup;
+pub mod device;
 mod duration;
 mod endpoint;
 mod engine;
