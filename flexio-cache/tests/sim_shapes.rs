@@ -58,12 +58,19 @@ fn sim_a_loop_a_little_over_the_cache_beats_lru_and_arc_not_the_default() {
 
 #[test]
 fn sim_a_shifting_working_set_is_lrus_case_and_the_default_follows_it() {
-    let results = replay("shift:blocks=1000,phase=2000,len=400000", &[1000, 2000]);
-    for size in [1000, 2000] {
+    // At 250 blocks the blocks come back after more than twice any small
+    // queue near S3-FIFO's: only a setting far from it (most of the cache,
+    // left after one read) keeps them.
+    let results = replay(
+        "shift:blocks=1000,phase=2000,len=400000",
+        &[250, 1000, 2000],
+    );
+    for size in [250, 1000, 2000] {
         let lru = online(&results, PolicyName::Lru, size);
         let s3 = online(&results, PolicyName::S3Fifo, size);
         let default = online(&results, PolicyName::DEFAULT, size);
-        assert!(lru > s3 + 10.0, "at {size}: LRU {lru:.2}, S3-FIFO {s3:.2}");
+        let lead = if size == 250 { 3.0 } else { 10.0 };
+        assert!(lru > s3 + lead, "at {size}: LRU {lru:.2}, S3-FIFO {s3:.2}");
         assert!(
             default >= lru - 0.3,
             "at {size}: the default {default:.2} < LRU {lru:.2} - 0.3"
@@ -76,7 +83,7 @@ fn sim_a_scan_through_a_hot_set_and_a_changing_skew_leave_the_default_ahead() {
     for (spec, sizes) in [
         (
             "zipf+scan:blocks=10000,len=500000,scan=0.3",
-            [100, 1000, 3000],
+            [100, 1000, 8000],
         ),
         (
             "zipf-shift:blocks=20000,alpha=1.0,to=0.7,len=1000000",

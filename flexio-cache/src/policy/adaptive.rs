@@ -1,50 +1,57 @@
-//! The adaptive default: S3-FIFO whose small queue's share is chosen, and
-//! chosen again as the workload changes, by miniature simulations.
+//! The adaptive default: S3-FIFO whose setting follows the best of four
+//! miniature simulations of itself.
 //!
-//! S3-FIFO's one knob is how much of the cache the small queue holds. At
-//! the paper's 10 % a block must be read again within a short window to
-//! stay, which is right for a trace with frequent blocks among one-time
-//! reads and a scan, and wrong for one whose blocks come back once or
-//! twice after a while: there LRU hits more (the share should be most of
-//! the cache), and a loop a little larger than the cache wants it small.
-//! No fixed share is right for every trace and size.
+//! S3-FIFO has two knobs: how much of the cache the small queue holds, and
+//! how often a block must be read again there to reach the main queue. At
+//! the paper's 10 % and twice, a block must come back soon to stay, which
+//! is right for frequent blocks among one-time reads and scans, and wrong
+//! where blocks come back once or twice after a while (there LRU hits
+//! more, and a small queue of most of the cache with once suits). A large
+//! cache behind a scan wants a tiny small queue and once; a loop a little
+//! larger than the cache wants it tiny. No one setting is right for every
+//! trace and size (`flexio-cache/README.md` has the grid we measured).
 //!
-//! So the policy tunes the share the way Waldspurger, Saemundsson, Ahmad
-//! and Park tune caches in "Cache Modeling and Optimization using
-//! Miniature Simulations" (USENIX ATC 2017): one key in `R` (picked by
-//! hash, which keeps each sampled key's whole reuse pattern, as in SHARDS,
-//! Waldspurger et al., FAST 2015) also goes through three small S3-FIFOs of
-//! `capacity / R` frames whose shares are half, equal to and twice the
-//! cache's own. Every `2 × capacity / R` sampled references the cache takes
-//! the share of the one that hit most (the current one on a tie), and the
-//! three are set around it again. The share moves between 1 % and 99 %.
-//! The search is local: where blocks come back only after more than twice
-//! the small queue, none of the three hits them and the share stays (a
-//! rule that moved up on such ties did worse on the ARC paper's P3).
+//! So the cache follows the best of its experts, tuned the way Waldspurger,
+//! Saemundsson, Ahmad and Park tune caches in "Cache Modeling and
+//! Optimization using Miniature Simulations" (USENIX ATC 2017): one key in
+//! `R` (picked by hash, which keeps each sampled key's whole reuse
+//! pattern, as in SHARDS, Waldspurger et al., FAST 2015) also goes through
+//! four small S3-FIFOs of `capacity / R` frames, one per setting of a fixed
+//! grid that spans what the traces wanted (0.5 % once, 10 % twice, 25 %
+//! twice, 70 % once). Every `8 × capacity / R` sampled references each
+//! expert's score is halved and its hits of the period added, and the
+//! cache takes the setting of the best score (its own on a tie). A grid,
+//! not a local search: a local one stays put where none of its neighbours
+//! hits (blocks that come back after more than twice the small queue), and
+//! the halved scores keep one noisy period from moving the cache.
 //!
-//! Cost: a reference that is not sampled costs what S3-FIFO's does; a
-//! sampled one (one in 8 to 64) replays in three caches a fraction of
-//! the size, and its hits take the shard's lock so the policy sees them
-//! ([`HitMarks::policy_sees`]). The experts' metadata is `3 / R` of the
-//! cache's (at most 3/8 more): about 21 bytes per cached block on top of
-//! S3-FIFO's 56 (key 8, links 8, mark 1, map entry about 18, ghost about
-//! 0.9 × 24). A cache of fewer than `16 × 8` frames has no room for
-//! experts and stays at 10 %, which is S3-FIFO.
+//! Cost: a reference that is not sampled costs what S3-FIFO's does plus a
+//! byte read (whether its frame's key is sampled); a sampled one (one in
+//! 8 to 64) replays in four caches a fraction of the size, and its hits
+//! take the shard's lock so the policy sees them
+//! ([`HitMarks::policy_sees`]). Metadata on top of S3-FIFO's 56 bytes per
+//! cached block (key 8, links 8, mark 1, map entry about 18, ghost about
+//! 0.9 × 24): the experts' `4 / R` of that (at most 28 bytes, 3.5 at the
+//! largest sizes) and the sampled byte. A cache of fewer than `16 × 8`
+//! frames has no room for experts and stays at S3-FIFO's setting.
 
 use super::hit_marks::sampled_key;
 use super::{Frame, HitMarks, Inserted, Key, Policy, PolicyName, S3Fifo};
 
-/// The small queue's share to start from, in thousandths: the paper's.
-const START_SHARE: u32 = 100;
-
-/// The share's bounds, in thousandths.
-const SHARE_RANGE: (u32, u32) = (10, 990);
+/// The setting to start from: the paper's 10 % and its Algorithm 1's
+/// threshold.
+const START: Setting = Setting {
+    share: 100,
+    promote_at: 2,
+};
 
 /// Fewer frames than this in each expert and there are no experts.
 const MIN_EXPERT_FRAMES: usize = 16;
 
-/// Sampled references per decision, as a multiple of an expert's size.
-const PERIOD_PER_FRAME: u64 = 2;
+/// Sampled references per decision, as a multiple of an expert's size:
+/// fewer let noise move the cache, more let it lag a changing trace (2, 4,
+/// 8, 12 and 16 tried on the README's traces; 8 missed least).
+const PERIOD_PER_FRAME: u64 = 8;
 
 /// The adaptive S3-FIFO over `capacity` frames: the cache's default.
 ///
@@ -71,6 +78,8 @@ const PERIOD_PER_FRAME: u64 = 2;
 pub struct AdaptiveS3Fifo {
     cache: S3Fifo,
     tuner: Option<Tuner>,
+    /// Whether each frame's key is sampled (empty without a tuner).
+    sampled_frames: Vec<bool>,
     capacity: usize,
 }
 
@@ -78,14 +87,54 @@ pub struct AdaptiveS3Fifo {
 struct Tuner {
     /// One key in `mask + 1` is sampled.
     mask: u64,
-    /// Half, equal to and twice the cache's share.
-    experts: [S3Fifo; 3],
-    shares: [u32; 3],
-    hits: [u64; 3],
-    expert_frames: usize,
+    /// One per setting of [`GRID`].
+    experts: [S3Fifo; EXPERTS],
+    /// Each expert's hits in this period.
+    hits: [u64; EXPERTS],
+    /// Each expert's hits, halved at every decision.
+    score: [u64; EXPERTS],
+    /// The expert whose setting the cache runs.
+    current: usize,
     sampled: u64,
+    /// Sampled references in this period: one expert's size at first,
+    /// doubled at each decision up to [`PERIOD_PER_FRAME`] times it.
     period: u64,
+    longest_period: u64,
 }
+
+/// What the tuner sets: the small queue's share (thousandths) and how
+/// often a block must be read again in it to reach the main queue.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Setting {
+    share: u32,
+    promote_at: u8,
+}
+
+/// How many experts.
+const EXPERTS: usize = 4;
+
+/// The experts' settings: a small queue of 0.5 % left after one more
+/// read (a large cache behind scans), the paper's 10 % and twice, 25 % and
+/// twice (the ARC paper's OLTP), 70 % and once (blocks that come back
+/// once or twice after a while, LRU's case).
+const GRID: [Setting; EXPERTS] = [
+    Setting {
+        share: 5,
+        promote_at: 1,
+    },
+    START,
+    Setting {
+        share: 250,
+        promote_at: 2,
+    },
+    Setting {
+        share: 700,
+        promote_at: 1,
+    },
+];
+
+/// The expert whose setting the cache starts with: [`START`].
+const START_EXPERT: usize = 1;
 
 impl AdaptiveS3Fifo {
     /// An empty adaptive S3-FIFO with room for `capacity` blocks.
@@ -93,7 +142,7 @@ impl AdaptiveS3Fifo {
     /// # Panics
     /// When `capacity` is 0 or does not fit a `u32`.
     pub fn new(capacity: usize) -> Self {
-        let mut cache = S3Fifo::with_small_target(capacity, share_of(capacity, START_SHARE));
+        let mut cache = S3Fifo::with_small_target(capacity, share_of(capacity, START.share));
         // One key in 8 for small caches, in up to 64 for large ones, so an
         // expert holds about 256 frames where it can.
         let rate = (capacity / 256).next_power_of_two().clamp(8, 64);
@@ -101,20 +150,23 @@ impl AdaptiveS3Fifo {
         let tuner = (expert_frames >= MIN_EXPERT_FRAMES).then(|| {
             let mask = rate as u64 - 1;
             cache.observe_sampled_hits(mask);
-            let shares = around(START_SHARE);
             Tuner {
                 mask,
-                experts: shares.map(|share| {
-                    S3Fifo::with_small_target(expert_frames, share_of(expert_frames, share))
-                }),
-                shares,
-                hits: [0; 3],
-                expert_frames,
+                experts: GRID.map(|setting| expert(expert_frames, setting)),
+                hits: [0; EXPERTS],
+                score: [0; EXPERTS],
+                current: START_EXPERT,
                 sampled: 0,
-                period: PERIOD_PER_FRAME * expert_frames as u64,
+                period: expert_frames as u64,
+                longest_period: PERIOD_PER_FRAME * expert_frames as u64,
             }
         });
         AdaptiveS3Fifo {
+            sampled_frames: if tuner.is_some() {
+                vec![false; capacity]
+            } else {
+                Vec::new()
+            },
             cache,
             tuner,
             capacity,
@@ -123,7 +175,17 @@ impl AdaptiveS3Fifo {
 
     /// The small queue's share now, in thousandths of the capacity.
     pub fn small_share_permille(&self) -> u32 {
-        self.tuner.as_ref().map_or(START_SHARE, |t| t.shares[1])
+        self.setting().share
+    }
+
+    /// How often a block must be read again in the small queue to reach
+    /// the main one, now.
+    pub fn promote_at(&self) -> u8 {
+        self.setting().promote_at
+    }
+
+    fn setting(&self) -> Setting {
+        self.tuner.as_ref().map_or(START, |t| GRID[t.current])
     }
 
     /// Replays a reference to `key` in the experts, if it is sampled.
@@ -139,39 +201,41 @@ impl AdaptiveS3Fifo {
         }
         tuner.sampled += 1;
         if tuner.sampled >= tuner.period {
-            let share = tuner.decide();
-            self.cache.set_small_target(share_of(self.capacity, share));
+            let setting = tuner.decide();
+            self.cache
+                .set_small_target(share_of(self.capacity, setting.share));
+            self.cache.set_promote_at(setting.promote_at);
         }
     }
 }
 
 impl Tuner {
-    /// Takes the share of the expert that hit most (the middle one on a
-    /// tie with it), sets the experts around it, and starts a new period.
-    fn decide(&mut self) -> u32 {
-        let best = [1, 0, 2]
-            .into_iter()
-            .max_by_key(|&i| (self.hits[i], i == 1))
-            .expect("three experts");
-        let share = self.shares[best];
-        self.shares = around(share);
-        for (expert, &share) in self.experts.iter_mut().zip(&self.shares) {
-            expert.set_small_target(share_of(self.expert_frames, share));
+    /// Halves each expert's score and adds its hits of the period, takes
+    /// the setting of the best score (the current one on a tie), and
+    /// starts a new period.
+    fn decide(&mut self) -> Setting {
+        for (score, hits) in self.score.iter_mut().zip(&self.hits) {
+            *score = *score / 2 + hits;
         }
-        self.hits = [0; 3];
+        let mut best = self.current;
+        for (i, &score) in self.score.iter().enumerate() {
+            if score > self.score[best] {
+                best = i;
+            }
+        }
+        self.current = best;
+        self.hits = [0; EXPERTS];
         self.sampled = 0;
-        share
+        self.period = (self.period * 2).min(self.longest_period);
+        GRID[best]
     }
 }
 
-/// Half, equal to and twice `share`, within [`SHARE_RANGE`].
-fn around(share: u32) -> [u32; 3] {
-    let (low, high) = SHARE_RANGE;
-    [
-        (share / 2).clamp(low, high),
-        share,
-        (share * 2).clamp(low, high),
-    ]
+/// An expert of `frames` frames running `setting`.
+fn expert(frames: usize, setting: Setting) -> S3Fifo {
+    let mut expert = S3Fifo::with_small_target(frames, share_of(frames, setting.share));
+    expert.set_promote_at(setting.promote_at);
+    expert
 }
 
 /// `share` thousandths of `frames`, at least one frame.
@@ -198,11 +262,18 @@ impl Policy for AdaptiveS3Fifo {
 
     fn touch(&mut self, frame: Frame) {
         self.cache.touch(frame);
-        self.observe(self.cache.key_in(frame));
+        // Most hits are not sampled: a byte per frame says so without
+        // hashing the key again.
+        if self.sampled_frames.get(frame as usize) == Some(&true) {
+            self.observe(self.cache.key_in(frame));
+        }
     }
 
     fn insert(&mut self, key: Key) -> Inserted {
         let inserted = self.cache.insert(key);
+        if let Some(tuner) = &self.tuner {
+            self.sampled_frames[inserted.frame as usize] = sampled_key(key, tuner.mask);
+        }
         self.observe(key);
         inserted
     }

@@ -53,6 +53,7 @@ pub struct S3Fifo {
     free: Vec<Frame>,
     ghost: Ghost,
     small_target: usize,
+    promote_at: u8,
     capacity: u32,
 }
 
@@ -84,6 +85,7 @@ impl S3Fifo {
             free: (0..capacity).rev().collect(),
             ghost: Ghost::new(ghost),
             small_target,
+            promote_at: PROMOTE_AT,
             capacity,
         }
     }
@@ -95,6 +97,12 @@ impl S3Fifo {
     pub(crate) fn set_small_target(&mut self, small: usize) {
         let frames = self.capacity as usize;
         self.small_target = small.clamp(1, (frames - 1).max(1));
+    }
+
+    /// Sets how often a block must be read again while in the small queue
+    /// to move to the main one (1 to 3; the paper's Algorithm 1 says 2).
+    pub(crate) fn set_promote_at(&mut self, reads: u8) {
+        self.promote_at = reads.clamp(1, MAX_FREQUENCY);
     }
 
     /// Makes the hits of the keys [`super::hit_marks::sampled_key`] picks
@@ -134,7 +142,7 @@ impl S3Fifo {
     fn evict_small(&mut self) -> Option<(Frame, Key)> {
         while let Some(frame) = self.small.pop_tail(&mut self.links) {
             let index = frame as usize;
-            if self.frequency.get(frame) >= PROMOTE_AT {
+            if self.frequency.get(frame) >= self.promote_at {
                 self.frequency.set(frame, 0);
                 self.main.push_head(&mut self.links, frame);
                 if self.main.len() > (self.capacity as usize).saturating_sub(self.small_target) {
