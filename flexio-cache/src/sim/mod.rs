@@ -1,8 +1,11 @@
 //! Replays a trace through a policy and counts hits: the simulator behind
 //! `flexio cache sim`. Beside the policies a cache can run, it replays
 //! Belady's MIN ([`SimPolicy::Min`]), the offline optimum, so every table
-//! can say how far each policy is from the best possible.
+//! can say how far each policy is from the best possible, and LIRS
+//! ([`SimPolicy::Lirs`]), an online policy no cache here runs, as a point
+//! of comparison for how far an online policy gets towards it.
 
+mod lirs;
 mod min;
 
 use std::fmt;
@@ -11,6 +14,7 @@ use std::time::Instant;
 
 use crate::policy::PolicyName;
 
+pub use lirs::Lirs;
 pub use min::next_uses;
 
 /// What the simulator replays: a policy a cache can run, or MIN.
@@ -21,15 +25,18 @@ pub enum SimPolicy {
     /// Belady's MIN: evicts the block used furthest in the future. It
     /// reads the trace ahead, so it exists only here, as the limit.
     Min,
+    /// LIRS (Jiang and Zhang, SIGMETRICS 2002), replayed only here as a
+    /// point of comparison: [`Lirs`].
+    Lirs,
 }
 
 impl SimPolicy {
-    /// Every online policy, then MIN: what `--policy all` replays.
+    /// Every online policy, LIRS, then MIN: what `--policy all` replays.
     pub fn all() -> Vec<SimPolicy> {
         PolicyName::ALL
             .iter()
             .map(|&p| SimPolicy::Online(p))
-            .chain([SimPolicy::Min])
+            .chain([SimPolicy::Lirs, SimPolicy::Min])
             .collect()
     }
 
@@ -38,6 +45,7 @@ impl SimPolicy {
         match self {
             SimPolicy::Online(policy) => policy.as_str(),
             SimPolicy::Min => "min",
+            SimPolicy::Lirs => "lirs",
         }
     }
 }
@@ -55,9 +63,12 @@ impl FromStr for SimPolicy {
         if text.eq_ignore_ascii_case("min") || text.eq_ignore_ascii_case("belady") {
             return Ok(SimPolicy::Min);
         }
+        if text.eq_ignore_ascii_case("lirs") {
+            return Ok(SimPolicy::Lirs);
+        }
         text.parse()
             .map(SimPolicy::Online)
-            .map_err(|e: String| e + ", min")
+            .map_err(|e: String| e + ", lirs, min")
     }
 }
 
@@ -162,6 +173,25 @@ pub fn simulate_min(keys: &[u64], next: &[usize], size: usize) -> SimResult {
     SimResult::new(SimPolicy::Min, size, keys.len() as u64, hits, seconds)
 }
 
+/// Replays `keys` through a fresh [`Lirs`] of `size` blocks.
+///
+/// # Panics
+/// When `size` is 0.
+///
+/// # Examples
+/// ```
+/// use flexio_cache::sim::simulate_lirs;
+/// let result = simulate_lirs(&[1, 2, 1, 3, 1], 2);
+/// assert_eq!(result.hits, 2);
+/// ```
+pub fn simulate_lirs(keys: &[u64], size: usize) -> SimResult {
+    let mut cache = Lirs::new(size);
+    let started = Instant::now();
+    let hits = keys.iter().filter(|&&key| cache.access(key)).count() as u64;
+    let seconds = started.elapsed().as_secs_f64();
+    SimResult::new(SimPolicy::Lirs, size, keys.len() as u64, hits, seconds)
+}
+
 /// Every policy at every size, sizes outermost; runs the pairs on up to
 /// `threads` threads (each pair is independent). MIN's next-use table is
 /// built once, only when MIN is among `policies`.
@@ -188,6 +218,7 @@ pub fn simulate_all(
                 };
                 let result = match policy {
                     SimPolicy::Online(policy) => simulate(keys, policy, size),
+                    SimPolicy::Lirs => simulate_lirs(keys, size),
                     SimPolicy::Min => {
                         simulate_min(keys, next.as_deref().expect("built for MIN"), size)
                     }
