@@ -103,3 +103,59 @@ fn sim_a_scan_through_a_hot_set_and_a_changing_skew_leave_the_default_ahead() {
         }
     }
 }
+
+/// The README's sizes for the generated shapes.
+const README_SIZES: [usize; 6] = [250, 500, 1000, 1050, 2000, 8000];
+
+/// Asserts the default within 0.3 points of LRU and of S3-FIFO (or ahead)
+/// on `spec` at each of `sizes`.
+fn assert_default_keeps_up_with_lru_and_s3_fifo(spec: &str, sizes: &[usize]) {
+    let trace = Trace::open(spec).expect("a generator spec");
+    let policies = [PolicyName::Lru, PolicyName::S3Fifo, PolicyName::DEFAULT].map(SimPolicy::Online);
+    let results = simulate_all(&trace.keys, &policies, sizes, 2);
+    for &size in sizes {
+        let lru = online(&results, PolicyName::Lru, size);
+        let s3 = online(&results, PolicyName::S3Fifo, size);
+        let default = online(&results, PolicyName::DEFAULT, size);
+        assert!(
+            default >= lru - 0.3 && default >= s3 - 0.3,
+            "{spec} at {size}: the default {default:.2}, LRU {lru:.2}, S3-FIFO {s3:.2}"
+        );
+    }
+}
+
+#[test]
+fn sim_the_default_keeps_up_with_lru_and_s3_fifo_on_a_loop_where_it_holds() {
+    // Not at 1000 blocks, where the default is 0.7 points behind S3-FIFO
+    // (the README says so).
+    assert_default_keeps_up_with_lru_and_s3_fifo(
+        "loop:blocks=1100,len=200000",
+        &[250, 500, 1050, 2000, 8000],
+    );
+}
+
+#[test]
+fn sim_the_default_keeps_up_with_lru_and_s3_fifo_on_a_scan_through_a_hot_set() {
+    assert_default_keeps_up_with_lru_and_s3_fifo(
+        "zipf+scan:blocks=10000,len=500000,scan=0.3",
+        &README_SIZES,
+    );
+}
+
+#[test]
+fn sim_the_default_keeps_up_with_lru_and_s3_fifo_on_a_shifting_working_set_where_it_holds() {
+    // Not at 500 blocks, where the default is 0.4 points behind LRU (the
+    // README says so).
+    assert_default_keeps_up_with_lru_and_s3_fifo(
+        "shift:blocks=1000,phase=2000,len=400000",
+        &[250, 1000, 1050, 2000, 8000],
+    );
+}
+
+#[test]
+fn sim_the_default_keeps_up_with_lru_and_s3_fifo_when_the_skew_changes() {
+    assert_default_keeps_up_with_lru_and_s3_fifo(
+        "zipf-shift:blocks=20000,alpha=1.0,to=0.7,len=1000000",
+        &README_SIZES,
+    );
+}
