@@ -2,7 +2,9 @@
 //! (sizes and policies comma-separated, as `flexio cache sim` takes them)
 //! prints each policy's hit ratio per size and its references per second,
 //! the median over `ROUNDS` alternating rounds (default 1), each pair
-//! replayed alone on one thread so the rates compare.
+//! replayed alone on one thread so the rates compare; then each policy's
+//! time per reference against the first policy's, per size and the median
+//! over the sizes.
 //!
 //! ```text
 //! cargo build --release -p flexio-cache --example sim
@@ -59,6 +61,24 @@ fn main() -> Result<(), String> {
     for (i, policy) in policies.iter().enumerate() {
         let cells: Vec<String> = rates[i].iter().map(|r| format!("{r:.1}")).collect();
         println!("  {:<9} {}", policy.as_str(), cells.join(" "));
+    }
+    if let [(first, first_rates), rest @ ..] = &policies.iter().zip(&rates).collect::<Vec<_>>()[..]
+    {
+        println!("time per reference against {first}'s (per size; median):");
+        for (policy, policy_rates) in rest {
+            let mut ratios: Vec<f64> = first_rates
+                .iter()
+                .zip(policy_rates.iter())
+                .map(|(base, rate)| base / rate)
+                .collect();
+            let cells: Vec<String> = ratios.iter().map(|r| format!("{r:.2}")).collect();
+            println!(
+                "  {:<9} {}; {:.2}x",
+                policy.as_str(),
+                cells.join(" "),
+                median(&mut ratios)
+            );
+        }
     }
     Ok(())
 }

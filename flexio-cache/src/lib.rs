@@ -5,8 +5,8 @@
 //! tuned by miniature simulations, chosen by replaying the ARC paper's
 //! traces (Megiddo and Modha, "ARC: A Self-Tuning, Low Overhead
 //! Replacement Cache", USENIX FAST 2003) and generated ones against LRU,
-//! ARC, S3-FIFO and Belady's MIN: see [`policy::PolicyName::DEFAULT`] and
-//! the crate's README for the tables.
+//! ARC, S3-FIFO, LIRS and Belady's MIN: see
+//! [`policy::PolicyName::DEFAULT`] and the crate's README for the tables.
 //!
 //! # Example
 //!

@@ -111,7 +111,8 @@ const README_SIZES: [usize; 6] = [250, 500, 1000, 1050, 2000, 8000];
 /// on `spec` at each of `sizes`.
 fn assert_default_keeps_up_with_lru_and_s3_fifo(spec: &str, sizes: &[usize]) {
     let trace = Trace::open(spec).expect("a generator spec");
-    let policies = [PolicyName::Lru, PolicyName::S3Fifo, PolicyName::DEFAULT].map(SimPolicy::Online);
+    let policies =
+        [PolicyName::Lru, PolicyName::S3Fifo, PolicyName::DEFAULT].map(SimPolicy::Online);
     let results = simulate_all(&trace.keys, &policies, sizes, 2);
     for &size in sizes {
         let lru = online(&results, PolicyName::Lru, size);

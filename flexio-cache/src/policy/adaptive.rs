@@ -9,7 +9,7 @@
 //! more, and a small queue of most of the cache with once suits). A large
 //! cache behind a scan wants a tiny small queue and once; a loop a little
 //! larger than the cache wants it tiny. No one setting is right for every
-//! trace and size (`flexio-cache/README.md` has the grid we measured).
+//! trace and size (`flexio-cache/README.md` has the tables).
 //!
 //! So the cache follows the best of its experts, tuned the way Waldspurger,
 //! Saemundsson, Ahmad and Park tune caches in "Cache Modeling and

@@ -159,7 +159,7 @@ impl Lirs {
         };
         match self.state[node as usize] {
             State::Lir => {
-                self.to_stack_top(node);
+                self.move_to_stack_top(node);
                 self.prune();
                 true
             }
@@ -168,7 +168,7 @@ impl Lirs {
                     self.queue.unlink(node);
                     self.become_lir(node);
                 } else {
-                    self.to_stack_top(node);
+                    self.move_to_stack_top(node);
                     self.queue.unlink(node);
                     self.queue.push_head(node);
                 }
@@ -193,7 +193,7 @@ impl Lirs {
         self.map.insert(key, node);
         self.resident += 1;
         self.in_stack[node as usize] = false;
-        self.to_stack_top(node);
+        self.move_to_stack_top(node);
         if self.lir < self.lir_target {
             self.state[node as usize] = State::Lir;
             self.lir += 1;
@@ -206,7 +206,7 @@ impl Lirs {
     /// `node`, referenced within `S`, joins the LIR set at its top; the
     /// oldest LIR block leaves it for `Q`.
     fn become_lir(&mut self, node: u32) {
-        self.to_stack_top(node);
+        self.move_to_stack_top(node);
         self.state[node as usize] = State::Lir;
         self.lir += 1;
         if self.lir > self.lir_target {
@@ -221,7 +221,7 @@ impl Lirs {
         self.prune();
     }
 
-    fn to_stack_top(&mut self, node: u32) {
+    fn move_to_stack_top(&mut self, node: u32) {
         if self.in_stack[node as usize] {
             self.stack.unlink(node);
         }
