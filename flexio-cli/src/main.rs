@@ -6,41 +6,24 @@
 
 #![forbid(unsafe_code)]
 
-mod bench;
-mod bench_cache;
-mod bench_host;
-mod bench_hosts;
-mod bench_pace;
-mod bench_schedule;
-mod bench_seeds;
-mod bench_server;
-mod bench_support;
-mod bench_tree;
-mod bounds;
-mod cache_cmd;
-mod completions_cmd;
-mod copy;
-mod copy_output;
-mod copy_tree;
+mod commands;
 mod error;
-mod get_cmd;
 mod json_document;
-mod man_pages;
-mod mechanisms;
-mod plan;
-mod profile_cmd;
+mod output;
 mod progress;
-mod put_cmd;
-mod serve_cmd;
+mod runs_progress;
 mod shard_args;
 mod tls_args;
 mod transfer_output;
-mod tree_args;
-mod tune;
+mod values;
 
 use std::process::ExitCode;
 
 use clap::{FromArgMatches, Parser, Subcommand};
+
+use commands::{
+    bench, cache, completions, copy, get, mechanisms, plan, profile, put, serve, tune,
+};
 
 /// Copy files and trees, and serve and fetch them over HTTP, with the
 /// kernel's fewest-copy calls; report what really happened.
@@ -58,29 +41,29 @@ enum Command {
     /// Measure every mechanism beside cp, dd, cat, socat, nc, iperf3 and the
     /// machine's limits, and write a report.
     Bench(bench::BenchArgs),
-    Cache(cache_cmd::CacheArgs),
+    Cache(cache::CacheArgs),
     /// Print which mechanism serves which (source kind, sink kind) pair.
     Mechanisms(mechanisms::MechanismsArgs),
     /// Print the mechanism `auto` would use for a flow, and why, without
     /// moving data.
     Plan(plan::PlanArgs),
     /// Show, validate, export, import or compare the tuned profile.
-    Profile(profile_cmd::ProfileArgs),
+    Profile(profile::ProfileArgs),
     /// Measure every mechanism and its parameters per flow kind and size
     /// on this machine, and write the profile `auto` reads.
     Tune(tune::TuneArgs),
     /// Serve a directory read-only over HTTP/1.1 (sendfile bodies, ranges, ?manifest, ?tar).
-    Serve(serve_cmd::ServeArgs),
+    Serve(serve::ServeArgs),
     /// Fetch a file over HTTP/1.1, in parallel ranges when the server allows.
-    Get(get_cmd::GetArgs),
+    Get(get::GetArgs),
     /// Upload a file to `flexio serve --token-file` over HTTP/1.1 (PUT).
-    Put(put_cmd::PutArgs),
+    Put(put::PutArgs),
     /// Print the shell completion script for bash, zsh or fish (bash's
     /// is loaded by the bash-completion package, which must be installed).
-    Completions(completions_cmd::CompletionsArgs),
+    Completions(completions::CompletionsArgs),
     /// Print the man page flexio(1), or write it and one page per
     /// subcommand into --dir.
-    Man(completions_cmd::ManArgs),
+    Man(completions::ManArgs),
 }
 
 fn main() -> ExitCode {
@@ -97,23 +80,23 @@ fn run(cli: Cli) -> error::Result<()> {
     match cli.command {
         Command::Copy(args) => {
             remove_temporaries_on_signals();
-            if copy_tree::is_tree_copy(&args) {
-                copy_tree::run(args)
+            if copy::tree::is_tree_copy(&args) {
+                copy::tree::run(args)
             } else {
                 Ok(copy::run(args)?)
             }
         }
         Command::Bench(args) => Ok(bench::run(args)?),
-        Command::Cache(args) => Ok(cache_cmd::run(args)?),
+        Command::Cache(args) => Ok(cache::run(args)?),
         Command::Mechanisms(args) => Ok(mechanisms::run(args)?),
         Command::Plan(args) => Ok(plan::run(args)?),
-        Command::Profile(args) => Ok(profile_cmd::run(args)?),
+        Command::Profile(args) => Ok(profile::run(args)?),
         Command::Tune(args) => Ok(tune::run(args)?),
-        Command::Serve(args) => serve_cmd::run(args),
-        Command::Get(args) => get_cmd::run(args),
-        Command::Put(args) => put_cmd::run(args),
-        Command::Completions(args) => Ok(completions_cmd::completions(args)?),
-        Command::Man(args) => Ok(completions_cmd::man(args)?),
+        Command::Serve(args) => serve::run(args),
+        Command::Get(args) => get::run(args),
+        Command::Put(args) => put::run(args),
+        Command::Completions(args) => Ok(completions::completions(args)?),
+        Command::Man(args) => Ok(completions::man(args)?),
     }
 }
 

@@ -35,25 +35,25 @@ pub struct ServeArgs {
     public: bool,
     /// Worker threads, each with its own epoll set and the connections
     /// it accepted, driven without blocking.
-    #[arg(long, default_value_t = 8, value_parser = crate::bounds::count(crate::bounds::MAX_WORKERS))]
+    #[arg(long, default_value_t = 8, value_parser = crate::values::count(crate::values::MAX_WORKERS))]
     workers: usize,
     /// Connections held at once; more get 503.
-    #[arg(long, default_value_t = 1024, value_parser = crate::bounds::count(crate::bounds::MAX_CONNECTIONS))]
+    #[arg(long, default_value_t = 1024, value_parser = crate::values::count(crate::values::MAX_CONNECTIONS))]
     max_connections: usize,
     /// Serve file bodies through a block cache of this size over O_DIRECT
     /// (copied from its blocks and written, not sent with --via), so a
     /// client scanning a large file does not evict what others read often.
-    #[arg(long, value_name = "SIZE", value_parser = crate::copy::size)]
+    #[arg(long, value_name = "SIZE", value_parser = crate::commands::copy::size)]
     cache: Option<u64>,
     /// The cache's eviction policy: adaptive (S3-FIFO tuning its small
     /// queue as it runs), lru, clock, sieve, s3-fifo, arc.
     #[arg(long, value_name = "P", requires = "cache", default_value_t = flexio_cache::policy::PolicyName::DEFAULT)]
     cache_policy: flexio_cache::policy::PolicyName,
     /// Time a request head may take to arrive (slow clients are cut off).
-    #[arg(long, value_parser = crate::bounds::duration, default_value = "10s")]
+    #[arg(long, value_parser = crate::values::duration, default_value = "10s")]
     head_timeout: Duration,
     /// Time a kept-alive connection may sit idle.
-    #[arg(long, value_parser = crate::bounds::duration, default_value = "15s")]
+    #[arg(long, value_parser = crate::values::duration, default_value = "15s")]
     idle_timeout: Duration,
     /// The file→socket mechanism for bodies: auto (sendfile), sendfile,
     /// splice, read-write, mmap or direct (the others are refused: they
@@ -108,7 +108,7 @@ pub struct ServeArgs {
     /// On SIGTERM or SIGINT: stop accepting and give the answers in
     /// flight this long to finish (an upload not whole is never linked
     /// in), then exit 0; a second signal exits at once.
-    #[arg(long, value_parser = crate::bounds::duration, default_value = "5s")]
+    #[arg(long, value_parser = crate::values::duration, default_value = "5s")]
     grace: Duration,
     /// Append a line per response to FILE (`-` for standard output):
     /// nginx's combined format, then the mechanism that sent the body and
@@ -190,7 +190,7 @@ pub fn run(args: ServeArgs) -> crate::error::Result<()> {
         )
     });
     if let (Some(path), false) = (&args.token_file, args.read_only) {
-        config.token = Some(crate::put_cmd::read_token(path)?);
+        config.token = Some(crate::commands::put::read_token(path)?);
     }
     let mode = match config.token {
         Some(_) if config.tls.is_none() && !config.listen.ip().is_loopback() => {
@@ -220,7 +220,7 @@ pub fn run(args: ServeArgs) -> crate::error::Result<()> {
         tls_note.unwrap_or_default()
     ));
     // A second signal while stopping exits at once.
-    let stop = crate::bench_support::stop_on_signals();
+    let stop = crate::runs_progress::stop_on_signals();
     let handle = server.spawn()?;
     while !stop.load(Ordering::Relaxed) {
         std::thread::sleep(Duration::from_millis(50));

@@ -21,17 +21,17 @@ pub struct PutArgs {
     token_file: PathBuf,
     /// Deadline to connect, for the answer, and for any stretch without
     /// progress.
-    #[arg(long, value_parser = crate::bounds::duration, default_value = "30s")]
+    #[arg(long, value_parser = crate::values::duration, default_value = "30s")]
     timeout: Duration,
     /// The most bytes per second (10M, 1G, 100Mbit/s).
-    #[arg(long, value_name = "RATE", value_parser = crate::get_cmd::rate)]
+    #[arg(long, value_name = "RATE", value_parser = crate::commands::get::rate)]
     rate: Option<flexio::pace::Rate>,
     /// Connections sending pieces of the file at once. One by default
     /// (unlike get's 4): a file up to --piece-size then goes as one plain
     /// PUT, which any WebDAV server takes; pieces over several
     /// connections need `flexio serve`. A tree is put over this many
     /// connections, a file on each.
-    #[arg(long, default_value_t = 1, value_name = "N", value_parser = crate::bounds::count(crate::bounds::MAX_STREAMS))]
+    #[arg(long, default_value_t = 1, value_name = "N", value_parser = crate::values::count(crate::values::MAX_STREAMS))]
     streams: usize,
     /// A file larger than this (or sent over several streams) goes in
     /// pieces of this size; run again after an interruption, the pieces the

@@ -12,7 +12,7 @@ use flexio_tune::load::{busy_warning, Load};
 use flexio_tune::sweep::{self as tune, TunePlan};
 use flexio_tune::tree::{tune_tree, TreeTunePlan, STOPPED};
 
-use crate::bench_support::BarObserver;
+use crate::runs_progress::BarObserver;
 
 /// Arguments of `flexio tune`.
 #[derive(Args)]
@@ -117,7 +117,7 @@ pub fn run(args: TuneArgs) -> Result<(), Error> {
         .save_for_auto(&path)
         .map_err(|e| Error::Usage(e.to_string()))?;
     profile.path = Some(path.clone());
-    let mut text = crate::profile_cmd::render(&profile);
+    let mut text = crate::commands::profile::render(&profile);
     // The warnings close the output, once.
     for note in profile.notes.iter().filter(|n| !n.starts_with("warning:")) {
         text += &format!("note: {note}\n");

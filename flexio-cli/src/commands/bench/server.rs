@@ -2,7 +2,7 @@
 //! wrk (see [`flexio_bench::server_bench`]); a table on stdout and
 //! `server.json`, `server.md` and the charts in the output directory.
 
-use crate::bench_support::io_error;
+use crate::runs_progress::io_error;
 use std::path::{Path, PathBuf};
 
 use flexio::Error;

@@ -9,8 +9,8 @@ use flexio::tree::{
 };
 use flexio::{Address, Error, MechanismName};
 
-use crate::copy::CopyArgs;
-use crate::copy_output::{listed, print_err, tree_summary, Telling};
+use crate::commands::copy::CopyArgs;
+use crate::output::{listed, print_err, tree_summary, Telling};
 use crate::print_stdout;
 use crate::progress::{ProgressBarThread, ProgressMode};
 
@@ -160,7 +160,7 @@ fn tree_options(args: &CopyArgs) -> Result<TreeOptions, Error> {
     };
     let jobs = tree.jobs.unwrap_or_else(default_jobs);
     let mechanism: MechanismName = args.via.parse()?;
-    let params = crate::copy::explicit_params(args)?.unwrap_or_default();
+    let params = crate::commands::copy::explicit_params(args)?.unwrap_or_default();
     Ok(TreeOptions {
         recursive,
         preserve,

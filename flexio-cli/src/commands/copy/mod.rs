@@ -1,12 +1,15 @@
 //! `flexio copy SRC DST`: one flow, and its report (`main` sends `flexio
 //! copy SRC... DIR` and `flexio copy -r SRCDIR DST` to `copy_tree`).
 
+pub(crate) mod tree;
+pub(crate) mod tree_args;
+
 use std::sync::Arc;
 
 use clap::Args;
 use flexio::{Address, Error, Flow, MechanismName, Params, Progress, Sink, Source};
 
-use crate::copy_output::{flow_summary, listed, print_err, print_out, Telling};
+use crate::output::{flow_summary, listed, print_err, print_out, Telling};
 use crate::progress::{ProgressBarThread, ProgressMode, CALL_LIMIT_WITH_PROGRESS};
 
 /// Arguments of `flexio copy`.
@@ -23,7 +26,7 @@ pub struct CopyArgs {
     #[arg(num_args = 2.., value_name = "PATH", required = true)]
     pub(crate) paths: Vec<String>,
     #[command(flatten)]
-    pub(crate) tree: crate::tree_args::TreeArgs,
+    pub(crate) tree: crate::commands::copy::tree_args::TreeArgs,
     /// Mechanism: auto, read-write, mmap, sendfile, splice,
     /// copy-file-range, io-uring, direct, send-zc (`flexio mechanisms`
     /// lists which serve which pair).
@@ -53,7 +56,7 @@ pub struct CopyArgs {
     #[arg(long)]
     pub(crate) direct: bool,
     #[command(flatten)]
-    pub(crate) profile: crate::profile_cmd::ProfileChoice,
+    pub(crate) profile: crate::commands::profile::ProfileChoice,
     /// Write into the existing destination file instead of replacing it.
     #[arg(long)]
     in_place: bool,
@@ -68,7 +71,7 @@ pub struct CopyArgs {
     pub(crate) verify: bool,
     /// Fail when the flow makes no progress for this long (e.g. 30s, 500ms,
     /// 2m): a peer that sends nothing, a reader that reads nothing.
-    #[arg(long, value_parser = crate::bounds::duration)]
+    #[arg(long, value_parser = crate::values::duration)]
     idle_timeout: Option<std::time::Duration>,
     /// Fix SO_SNDBUF and SO_RCVBUF of the TCP end(s) at this size (e.g.
     /// 64K, 4M) instead of the kernel's autotuning; refused when the

@@ -44,7 +44,7 @@ pub fn run(
     let work = dir.join(format!(".flexio-tree-bench-{}", std::process::id()));
     // SIGINT or SIGTERM stops the run before its next copy, so that the
     // work directory (and the RAM disk in it) is removed below.
-    let stop = crate::bench_support::stop_on_signals();
+    let stop = crate::runs_progress::stop_on_signals();
     let options = TreeBenchOptions {
         dir: work.clone(),
         flexio: std::env::current_exe().map_err(|e| Error::Io {

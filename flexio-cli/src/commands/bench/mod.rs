@@ -3,6 +3,15 @@
 //! progress bar and a short verdict with the path of `report.md` (the
 //! tables and what `auto` chose go there, and to the terminal with -v).
 
+pub(crate) mod cache;
+mod host;
+mod hosts;
+mod pace;
+mod schedule;
+mod seeds;
+mod server;
+mod tree;
+
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Instant;
@@ -12,7 +21,7 @@ use flexio::Error;
 use flexio_bench::plan::{Plan, PlanOptions, Scenario};
 use flexio_bench::runner::{self, RunOptions};
 
-use crate::bench_support::{io_error, BarObserver};
+use crate::runs_progress::{io_error, BarObserver};
 
 /// Arguments of `flexio bench`.
 #[derive(Args)]
@@ -97,7 +106,7 @@ pub struct BenchArgs {
     #[arg(long, value_name = "LIST", value_parser = size, value_delimiter = ',')]
     sizes: Vec<u64>,
     /// Counted rounds per cell (after one warm-up round).
-    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=crate::bounds::MAX_RUNS as i64))]
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=crate::values::MAX_RUNS as i64))]
     runs: u32,
     /// Only this exhibit of the seeds scenario (repeatable), e.g.
     /// cue-table-2, os-fig-7, smack-table-6: its cells, then seeds.md and
@@ -121,7 +130,7 @@ pub struct BenchArgs {
     /// With a tuned profile in force, `auto` consults it and runs beside
     /// `auto (built-in)`, which does not.
     #[command(flatten)]
-    choice: crate::profile_cmd::ProfileChoice,
+    choice: crate::commands::profile::ProfileChoice,
     /// The meter co-process (internal).
     #[arg(long, hide = true)]
     meter_child: bool,
@@ -176,7 +185,7 @@ impl OwnScenario {
     /// Runs this scenario on its own runner, with its report files.
     fn run(self, args: &BenchArgs) -> Result<(), Error> {
         match self {
-            OwnScenario::Tree => crate::bench_tree::run(
+            OwnScenario::Tree => crate::commands::bench::tree::run(
                 &args.dir,
                 &args.out,
                 args.runs,
@@ -185,14 +194,14 @@ impl OwnScenario {
                 &args.trees,
                 args.install_peers,
             ),
-            OwnScenario::Cache => crate::bench_cache::run_scenario(
+            OwnScenario::Cache => crate::commands::bench::cache::run_scenario(
                 &args.dir,
                 &args.out,
                 args.runs,
                 &args.sizes,
                 args.cache_size,
             ),
-            OwnScenario::Server => crate::bench_server::run(&crate::bench_server::ServerArgs {
+            OwnScenario::Server => crate::commands::bench::server::run(&crate::commands::bench::server::ServerArgs {
                 dir: &args.dir,
                 out: &args.out,
                 runs: args.runs,
@@ -205,12 +214,12 @@ impl OwnScenario {
             // The meter child is started with the bench's own arguments.
             OwnScenario::Schedule if args.meter_child => Ok(()),
             OwnScenario::Schedule => {
-                crate::bench_schedule::run(&args.dir, &args.out, args.runs, args.quick, &args.sizes)
+                crate::commands::bench::schedule::run(&args.dir, &args.out, args.runs, args.quick, &args.sizes)
             }
             OwnScenario::Pace => {
-                crate::bench_pace::run(&args.dir, &args.out, &args.pace_rates, args.pace_seconds)
+                crate::commands::bench::pace::run(&args.dir, &args.out, &args.pace_rates, args.pace_seconds)
             }
-            OwnScenario::HostToHost => crate::bench_host::run(&crate::bench_host::HostArgs {
+            OwnScenario::HostToHost => crate::commands::bench::host::run(&crate::commands::bench::host::HostArgs {
                 dir: &args.dir,
                 out: &args.out,
                 runs: args.runs,
@@ -219,7 +228,7 @@ impl OwnScenario {
                 install: args.install_peers,
                 figures: !args.no_figures,
             }),
-            OwnScenario::Hosts => crate::bench_hosts::run(&crate::bench_hosts::HostsArgs {
+            OwnScenario::Hosts => crate::commands::bench::hosts::run(&crate::commands::bench::hosts::HostsArgs {
                 dir: &args.dir,
                 out: &args.out,
                 runs: args.runs,
@@ -228,8 +237,8 @@ impl OwnScenario {
                 counts: &args.hosts,
                 rate: args.hosts_rate,
             }),
-            OwnScenario::Seeds => crate::bench_seeds::run(
-                &crate::bench_seeds::SeedsArgs {
+            OwnScenario::Seeds => crate::commands::bench::seeds::run(
+                &crate::commands::bench::seeds::SeedsArgs {
                     dir: &args.dir,
                     out: &args.out,
                     quick: !args.full,

@@ -2,7 +2,7 @@
 //! each rate (see [`flexio_bench::pace_bench`]); a table on stdout and
 //! `pace.json` / `pace.md` in the output directory.
 
-use crate::bench_support::io_error;
+use crate::runs_progress::io_error;
 use std::path::Path;
 use std::time::Duration;
 

@@ -22,14 +22,14 @@ pub struct GetArgs {
     /// Connections fetching ranges at once (one when the server does not
     /// answer ranges). Four by default: a GET in ranges works against any
     /// server that answers them (put's default is one, see put --help).
-    #[arg(long, default_value_t = 4, value_parser = crate::bounds::count(crate::bounds::MAX_STREAMS))]
+    #[arg(long, default_value_t = 4, value_parser = crate::values::count(crate::values::MAX_STREAMS))]
     streams: usize,
     /// Bytes one ranged request asks for.
     #[arg(long, value_parser = size, default_value = "16MiB")]
     piece_size: u64,
     /// Deadline to connect, for a response head, and for any stretch of
     /// the body without progress.
-    #[arg(long, value_parser = crate::bounds::duration, default_value = "30s")]
+    #[arg(long, value_parser = crate::values::duration, default_value = "30s")]
     timeout: Duration,
     /// Do not check the bytes against the server's manifest.
     #[arg(long)]
@@ -81,7 +81,7 @@ pub struct GetArgs {
     upstream: Vec<String>,
     /// With --serve: once the file is whole, serve on until no downstream
     /// connection has been open for this long.
-    #[arg(long, value_parser = crate::bounds::duration, default_value = "10s", requires = "serve")]
+    #[arg(long, value_parser = crate::values::duration, default_value = "10s", requires = "serve")]
     linger: Duration,
     /// With --serve: serve onward over HTTPS with this certificate chain
     /// and private key (two PEM files), as `serve --tls`.
@@ -446,7 +446,7 @@ fn left_out(report: &flexio_net::client::TreeReport) -> String {
     if !report.escaping_links.is_empty() {
         out += &format!(
             "; {} left out (pointing out of the destination)",
-            crate::copy_output::count(report.escaping_links.len() as u64, "symlink", "symlinks")
+            crate::output::count(report.escaping_links.len() as u64, "symlink", "symlinks")
         );
     }
     out
@@ -476,7 +476,7 @@ fn print_tree(args: &GetArgs, report: &flexio_net::client::TreeReport) {
 
 /// The summary of a tree get: a line, the shard's, and one per server.
 fn tree_summary(report: &flexio_net::client::TreeReport, no_verify: bool) -> String {
-    use crate::copy_output::{count, size};
+    use crate::output::{count, size};
     let verified = match (report.listing.as_ref(), no_verify) {
         (Some(_), _) => "not verified (no manifest)",
         (None, true) => "not verified (--no-verify)",

@@ -2,7 +2,7 @@
 //! (see [`flexio_bench::schedule_bench`]); a table on stdout and
 //! `schedule.json`, `schedule.md` and the charts in the output directory.
 
-use crate::bench_support::io_error;
+use crate::runs_progress::io_error;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 

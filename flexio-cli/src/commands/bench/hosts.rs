@@ -4,7 +4,7 @@
 //! directory. SIGINT/SIGTERM stop it after the current group; the
 //! namespaces, servers and data are removed either way.
 
-use crate::bench_support::io_error;
+use crate::runs_progress::io_error;
 use std::path::Path;
 
 use flexio::Error;
@@ -34,7 +34,7 @@ pub struct HostsArgs<'a> {
 /// Not root, the namespaces or servers cannot be made, a signal stopped
 /// it, or the outputs cannot be written.
 pub fn run(args: &HostsArgs<'_>) -> Result<(), Error> {
-    let stop = crate::bench_support::stop_on_signals();
+    let stop = crate::runs_progress::stop_on_signals();
     let (counts, bytes, rate, runs) = if args.quick {
         (vec![2, 4], 4 << 20, 8 << 20, args.runs.min(2))
     } else {

@@ -4,7 +4,7 @@
 //! (see [`flexio_bench::host_bench`]). A table on stdout, `host.json`,
 //! `host.md` and three SVG charts in the output directory.
 
-use crate::bench_support::io_error;
+use crate::runs_progress::io_error;
 use std::path::Path;
 use std::process::{Command, Stdio};
 

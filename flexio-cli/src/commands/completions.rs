@@ -50,12 +50,12 @@ pub fn man(args: ManArgs) -> Result<(), Error> {
         }
     };
     let Some(dir) = args.dir else {
-        let page = crate::man_pages::top_page_alone()
+        let page = crate::commands::man::pages::top_page_alone()
             .map_err(io("render the man page", Path::new("stdout")))?;
         crate::print_stdout(&page.text);
         return Ok(());
     };
-    let pages = crate::man_pages::all_pages().map_err(io("render the man pages", &dir))?;
+    let pages = crate::commands::man::pages::all_pages().map_err(io("render the man pages", &dir))?;
     // As `install -d` would: a man directory such as ~/.local/share/man/man1
     // often does not exist yet.
     std::fs::create_dir_all(&dir).map_err(io("create the man page directory", &dir))?;

@@ -11,7 +11,7 @@ use std::path::Path;
 
 use flexio_seeds::thesis_bench::ThesisOptions;
 
-use crate::bench_support::{io_error, stop_on_signals, BarObserver};
+use crate::runs_progress::{io_error, stop_on_signals, BarObserver};
 
 /// What the seeds run takes from `flexio bench`'s arguments.
 pub(crate) struct SeedsArgs<'a> {

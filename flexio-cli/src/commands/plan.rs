@@ -4,7 +4,7 @@
 use clap::Args;
 use flexio::{format_bytes, format_rate, Address, Error, Flow, Sink, Source};
 
-use crate::profile_cmd::ProfileChoice;
+use crate::commands::profile::ProfileChoice;
 
 /// Arguments of `flexio plan`.
 #[derive(Args)]
@@ -14,10 +14,10 @@ pub struct PlanArgs {
     /// Sink, as for `flexio copy`.
     sink: String,
     /// First source byte.
-    #[arg(long, value_parser = crate::copy::size, default_value = "0")]
+    #[arg(long, value_parser = crate::commands::copy::size, default_value = "0")]
     offset: u64,
     /// Bytes to move (needed for a stream source).
-    #[arg(long, value_parser = crate::copy::size)]
+    #[arg(long, value_parser = crate::commands::copy::size)]
     length: Option<u64>,
     /// Plan a durable flow (fsync inside the flow).
     #[arg(long)]

@@ -43,16 +43,16 @@ struct CacheBenchArgs {
     #[arg(long, default_value = ".")]
     dir: PathBuf,
     /// Counted rounds per figure (after one warm-up round).
-    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=crate::bounds::MAX_RUNS as i64))]
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=crate::values::MAX_RUNS as i64))]
     runs: u32,
     /// File sizes of the cold/warm table, in MiB.
     #[arg(long, value_delimiter = ',', default_value = "1,8,16,24")]
     files_mib: Vec<u64>,
     /// The cache size.
-    #[arg(long, value_parser = crate::copy::size, default_value = "16MiB")]
+    #[arg(long, value_parser = crate::commands::copy::size, default_value = "16MiB")]
     cache_size: u64,
     /// Reads per hot-set reader and phase.
-    #[arg(long, default_value_t = 50_000, value_parser = crate::bounds::count(100_000_000))]
+    #[arg(long, default_value_t = 50_000, value_parser = crate::values::count(100_000_000))]
     hot_reads: usize,
     /// Print JSON.
     #[arg(long)]
@@ -62,7 +62,7 @@ struct CacheBenchArgs {
     #[arg(long, value_parser = flexio_bench::cache_bench::Parts::parse, default_value = "smack,hits,hot-set,serve")]
     parts: flexio_bench::cache_bench::Parts,
     /// Each timed window of the serve comparison.
-    #[arg(long, value_parser = crate::bounds::duration, default_value = "2s")]
+    #[arg(long, value_parser = crate::values::duration, default_value = "2s")]
     serve_window: std::time::Duration,
     /// The page-cache side of the hot-set experiment (internal: SHAPE PATH).
     #[arg(long, hide = true, num_args = 2, value_names = ["SHAPE", "PATH"])]
@@ -129,7 +129,7 @@ fn bench(args: CacheBenchArgs) -> Result<(), Error> {
         ..Default::default()
     };
     // The same implementation as `flexio bench --scenario cache`.
-    let report = crate::bench_cache::measure(options)?;
+    let report = crate::commands::bench::cache::measure(options)?;
     if args.json {
         crate::print_stdout(&crate::json_document::document("cache-bench", &report));
     } else {
