@@ -10,7 +10,7 @@ use std::sync::Arc;
 use clap::Args;
 use flexio_net::client::TransferProgress;
 
-use crate::output::{print_err, Telling};
+use crate::output::{print_err, print_stdout, Telling};
 use crate::progress::{ProgressBarThread, ProgressMode};
 
 /// The output flags `get` and `put` share.
@@ -72,7 +72,7 @@ impl OutputArgs {
         match self.telling() {
             Telling::Nothing => {}
             Telling::Summary | Telling::Report => print_err(&summary()),
-            Telling::Json => crate::print_stdout(&json()),
+            Telling::Json => print_stdout(&json()),
         }
     }
 }
