@@ -3,16 +3,28 @@
 //! progress bar and a short verdict with the path of `report.md` (the
 //! tables and what `auto` chose go there, and to the terminal with -v).
 
+mod cache;
+mod host;
+mod hosts;
+mod pace;
+mod schedule;
+mod seeds;
+mod server;
+mod tree;
+
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Instant;
 
 use clap::Args;
-use flexio::Error;
 use flexio_bench::plan::{Plan, PlanOptions, Scenario};
 use flexio_bench::runner::{self, RunOptions};
 
-use crate::bench_support::{io_error, BarObserver};
+use crate::error::{Error, Result};
+use crate::output::print_stdout;
+use crate::profile_choice::ProfileChoice;
+use crate::runs_progress::BarObserver;
+use crate::values;
 
 /// Arguments of `flexio bench`.
 #[derive(Args)]
@@ -42,20 +54,20 @@ pub struct BenchArgs {
     /// first of --sizes or 1 GiB at 64 MiB/s); seeds (the five documents'
     /// twenty exhibits, the original's values beside ours: seeds.md and a
     /// chart each; --quick in minutes).
-    #[arg(long = "scenario", value_name = "NAME", value_parser = scenario)]
+    #[arg(long = "scenario", value_name = "NAME", value_parser = ScenarioArg::parse)]
     scenarios: Vec<ScenarioArg>,
     /// The tree scenario's trees at this fraction of their size (1 is
     /// issue 14's: 20 000 files in tree A).
     #[arg(long, default_value_t = 1.0, hide = true)]
     tree_scale: f64,
     /// The cache scenario's cache size; its hot-set reads scale with it.
-    #[arg(long, value_parser = size, default_value = "16MiB", hide = true)]
+    #[arg(long, value_parser = values::nonzero_size, default_value = "16MiB", hide = true)]
     cache_size: u64,
     /// How long each flow of the pace scenario lasts at its rate.
-    #[arg(long, value_parser = seconds, default_value = "10", value_name = "SECONDS")]
+    #[arg(long, value_parser = values::seconds, default_value = "10", value_name = "SECONDS")]
     pace_seconds: f64,
     /// The pace scenario's rates.
-    #[arg(long, value_delimiter = ',', value_name = "LIST", default_value = "10M,100M,1G", value_parser = rate)]
+    #[arg(long, value_delimiter = ',', value_name = "LIST", default_value = "10M,100M,1G", value_parser = values::rate)]
     pace_rates: Vec<flexio::pace::Rate>,
     /// Install missing peers before the run: xcp with `cargo install`
     /// (tree), aria2c with `apt-get` (host-to-host, root). Without it
@@ -68,7 +80,7 @@ pub struct BenchArgs {
     hosts: Vec<u32>,
     /// The hosts scenario's rate of every link [default: 8M with --quick,
     /// else 64M].
-    #[arg(long, value_name = "RATE", value_parser = size)]
+    #[arg(long, value_name = "RATE", value_parser = values::nonzero_size)]
     hosts_rate: Option<u64>,
     /// The host-to-host scenario without the OS project's Fig 5 and Fig 6.
     #[arg(long)]
@@ -86,7 +98,7 @@ pub struct BenchArgs {
     clients: Vec<u32>,
     /// The server scenario's large file (latency under load, fairness)
     /// [default: 1G].
-    #[arg(long, value_name = "SIZE", value_parser = size)]
+    #[arg(long, value_name = "SIZE", value_parser = values::nonzero_size)]
     large: Option<u64>,
     /// The server scenario over TLS too with --quick (a full run always
     /// is): the cells under wrk over https, and the large file downloaded
@@ -94,10 +106,10 @@ pub struct BenchArgs {
     #[arg(long)]
     with_tls: bool,
     /// These sizes instead of each scenario's own, e.g. `1G` or `1M,64M`.
-    #[arg(long, value_name = "LIST", value_parser = size, value_delimiter = ',')]
+    #[arg(long, value_name = "LIST", value_parser = values::nonzero_size, value_delimiter = ',')]
     sizes: Vec<u64>,
     /// Counted rounds per cell (after one warm-up round).
-    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=crate::bounds::MAX_RUNS as i64))]
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=values::MAX_RUNS as i64))]
     runs: u32,
     /// Only this exhibit of the seeds scenario (repeatable), e.g.
     /// cue-table-2, os-fig-7, smack-table-6: its cells, then seeds.md and
@@ -121,7 +133,7 @@ pub struct BenchArgs {
     /// With a tuned profile in force, `auto` consults it and runs beside
     /// `auto (built-in)`, which does not.
     #[command(flatten)]
-    choice: crate::profile_cmd::ProfileChoice,
+    choice: ProfileChoice,
     /// The meter co-process (internal).
     #[arg(long, hide = true)]
     meter_child: bool,
@@ -132,6 +144,25 @@ pub struct BenchArgs {
 enum ScenarioArg {
     Matrix(Scenario),
     Own(OwnScenario),
+}
+
+impl ScenarioArg {
+    /// `--scenario NAME`: one with its own runner, or one of the matrix's.
+    fn parse(text: &str) -> std::result::Result<ScenarioArg, String> {
+        if let Some(own) = OwnScenario::ALL.into_iter().find(|s| s.name() == text) {
+            return Ok(ScenarioArg::Own(own));
+        }
+        Scenario::from_name(text)
+            .map(ScenarioArg::Matrix)
+            .ok_or_else(|| {
+                let names: Vec<_> = Scenario::ALL
+                    .iter()
+                    .map(|s| s.name())
+                    .chain(OwnScenario::ALL.iter().map(|s| s.name()))
+                    .collect();
+                format!("unknown scenario {text:?}; known: {}", names.join(", "))
+            })
+    }
 }
 
 /// The scenarios that run on their own runner, not as cells of the matrix.
@@ -174,9 +205,9 @@ impl OwnScenario {
     }
 
     /// Runs this scenario on its own runner, with its report files.
-    fn run(self, args: &BenchArgs) -> Result<(), Error> {
+    fn run(self, args: &BenchArgs) -> Result<()> {
         match self {
-            OwnScenario::Tree => crate::bench_tree::run(
+            OwnScenario::Tree => tree::run(
                 &args.dir,
                 &args.out,
                 args.runs,
@@ -185,14 +216,14 @@ impl OwnScenario {
                 &args.trees,
                 args.install_peers,
             ),
-            OwnScenario::Cache => crate::bench_cache::run_scenario(
+            OwnScenario::Cache => cache::run(
                 &args.dir,
                 &args.out,
                 args.runs,
                 &args.sizes,
                 args.cache_size,
             ),
-            OwnScenario::Server => crate::bench_server::run(&crate::bench_server::ServerArgs {
+            OwnScenario::Server => server::run(&server::ServerArgs {
                 dir: &args.dir,
                 out: &args.out,
                 runs: args.runs,
@@ -205,12 +236,12 @@ impl OwnScenario {
             // The meter child is started with the bench's own arguments.
             OwnScenario::Schedule if args.meter_child => Ok(()),
             OwnScenario::Schedule => {
-                crate::bench_schedule::run(&args.dir, &args.out, args.runs, args.quick, &args.sizes)
+                schedule::run(&args.dir, &args.out, args.runs, args.quick, &args.sizes)
             }
             OwnScenario::Pace => {
-                crate::bench_pace::run(&args.dir, &args.out, &args.pace_rates, args.pace_seconds)
+                pace::run(&args.dir, &args.out, &args.pace_rates, args.pace_seconds)
             }
-            OwnScenario::HostToHost => crate::bench_host::run(&crate::bench_host::HostArgs {
+            OwnScenario::HostToHost => host::run(&host::HostArgs {
                 dir: &args.dir,
                 out: &args.out,
                 runs: args.runs,
@@ -219,7 +250,7 @@ impl OwnScenario {
                 install: args.install_peers,
                 figures: !args.no_figures,
             }),
-            OwnScenario::Hosts => crate::bench_hosts::run(&crate::bench_hosts::HostsArgs {
+            OwnScenario::Hosts => hosts::run(&hosts::HostsArgs {
                 dir: &args.dir,
                 out: &args.out,
                 runs: args.runs,
@@ -228,8 +259,8 @@ impl OwnScenario {
                 counts: &args.hosts,
                 rate: args.hosts_rate,
             }),
-            OwnScenario::Seeds => crate::bench_seeds::run(
-                &crate::bench_seeds::SeedsArgs {
+            OwnScenario::Seeds => seeds::run(
+                &seeds::SeedsArgs {
                     dir: &args.dir,
                     out: &args.out,
                     quick: !args.full,
@@ -242,48 +273,9 @@ impl OwnScenario {
     }
 }
 
-fn seconds(text: &str) -> Result<f64, String> {
-    match text.parse::<f64>() {
-        Ok(value) if value > 0.0 && value <= 3600.0 => Ok(value),
-        _ => Err(format!("{text:?}: seconds between 0 and 3600")),
-    }
-}
-
-fn rate(text: &str) -> Result<flexio::pace::Rate, String> {
-    text.parse().map_err(|e: Error| e.to_string())
-}
-
-fn scenario(text: &str) -> Result<ScenarioArg, String> {
-    if let Some(own) = OwnScenario::ALL.into_iter().find(|s| s.name() == text) {
-        return Ok(ScenarioArg::Own(own));
-    }
-    Scenario::from_name(text)
-        .map(ScenarioArg::Matrix)
-        .ok_or_else(|| {
-            let names: Vec<_> = Scenario::ALL
-                .iter()
-                .map(|s| s.name())
-                .chain(OwnScenario::ALL.iter().map(|s| s.name()))
-                .collect();
-            format!("unknown scenario {text:?}; known: {}", names.join(", "))
-        })
-}
-
-fn size(text: &str) -> Result<u64, String> {
-    flexio::parse_size(text)
-        .map_err(|e| e.to_string())
-        .and_then(|s| {
-            if s == 0 {
-                Err("a size must be at least 1 byte".into())
-            } else {
-                Ok(s)
-            }
-        })
-}
-
 /// Runs `flexio bench`: the scenarios with their own runners first, then
 /// the matrix's (all of it when no scenario is named).
-pub fn run(args: BenchArgs) -> Result<(), Error> {
+pub fn run(args: BenchArgs) -> Result<()> {
     // The documents' tables printed beside the scenarios that repeat them.
     flexio_seeds::register();
     for own in OwnScenario::ALL {
@@ -313,7 +305,7 @@ pub fn run(args: BenchArgs) -> Result<(), Error> {
 
 /// Runs the matrix's scenarios (`matrix`; all when empty) and writes the
 /// report.
-fn run_matrix(args: &BenchArgs, matrix: Vec<Scenario>) -> Result<(), Error> {
+fn run_matrix(args: &BenchArgs, matrix: Vec<Scenario>) -> Result<()> {
     let started = Instant::now();
     let root = runner::is_root();
     let profile = args.choice.load_for_auto();
@@ -333,8 +325,8 @@ fn run_matrix(args: &BenchArgs, matrix: Vec<Scenario>) -> Result<(), Error> {
         plan.describe(options.warmups, options.rounds)
     );
     let mut observer = BarObserver::new(args.quiet);
-    let results =
-        runner::run(&plan, &options, &mut observer).map_err(|e| io_error("bench", &args.dir, e))?;
+    let results = runner::run(&plan, &options, &mut observer)
+        .map_err(|e| Error::io("bench", &args.dir, e))?;
     observer.finish();
     report(args, &results, started)
 }
@@ -376,10 +368,10 @@ fn report(
     args: &BenchArgs,
     results: &flexio_bench::model::Results,
     started: Instant,
-) -> Result<(), Error> {
+) -> Result<()> {
     let summaries = flexio_bench::stats::summarize(results);
     let paths = flexio_bench::output::write_all(&args.out, results)
-        .map_err(|e| io_error("write report", &args.out, e))?;
+        .map_err(|e| Error::io("write report", &args.out, e))?;
     let report_md = paths
         .iter()
         .find(|path| path.ends_with("report.md"))
@@ -410,6 +402,6 @@ fn report(
             text += &format!("wrote {}\n", path.display());
         }
     }
-    crate::print_stdout(&text);
+    print_stdout(&text);
     Ok(())
 }

@@ -11,11 +11,14 @@
 use std::path::{Path, PathBuf};
 
 use clap::{Args, Subcommand};
-use flexio::Error;
 use flexio_bench::charts::plain::{write_line_chart, LineChart, PlainSeries};
 use flexio_cache::policy::PolicyName;
 use flexio_cache::sim::{simulate_all, way_from_lru_to_min, SimPolicy, SimResult};
 use flexio_cache::trace::{Trace, ARC_PAPER_OLTP};
+
+use crate::error::{Error, Result};
+use crate::output::{document, print_stdout};
+use crate::values;
 
 /// The block cache: simulate its eviction policies on block traces.
 #[derive(Args)]
@@ -43,16 +46,16 @@ struct CacheBenchArgs {
     #[arg(long, default_value = ".")]
     dir: PathBuf,
     /// Counted rounds per figure (after one warm-up round).
-    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=crate::bounds::MAX_RUNS as i64))]
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=values::MAX_RUNS as i64))]
     runs: u32,
     /// File sizes of the cold/warm table, in MiB.
     #[arg(long, value_delimiter = ',', default_value = "1,8,16,24")]
     files_mib: Vec<u64>,
     /// The cache size.
-    #[arg(long, value_parser = crate::copy::size, default_value = "16MiB")]
+    #[arg(long, value_parser = values::size, default_value = "16MiB")]
     cache_size: u64,
     /// Reads per hot-set reader and phase.
-    #[arg(long, default_value_t = 50_000, value_parser = crate::bounds::count(100_000_000))]
+    #[arg(long, default_value_t = 50_000, value_parser = values::count(100_000_000))]
     hot_reads: usize,
     /// Print JSON.
     #[arg(long)]
@@ -62,7 +65,7 @@ struct CacheBenchArgs {
     #[arg(long, value_parser = flexio_bench::cache_bench::Parts::parse, default_value = "smack,hits,hot-set,serve")]
     parts: flexio_bench::cache_bench::Parts,
     /// Each timed window of the serve comparison.
-    #[arg(long, value_parser = crate::bounds::duration, default_value = "2s")]
+    #[arg(long, value_parser = values::duration, default_value = "2s")]
     serve_window: std::time::Duration,
     /// The page-cache side of the hot-set experiment (internal: SHAPE PATH).
     #[arg(long, hide = true, num_args = 2, value_names = ["SHAPE", "PATH"])]
@@ -99,24 +102,18 @@ struct SimArgs {
 const SIM_SCHEMA_VERSION: u32 = 2;
 
 /// Runs `flexio cache …`.
-pub fn run(args: CacheArgs) -> Result<(), Error> {
+pub fn run(args: CacheArgs) -> Result<()> {
     match args.command {
         CacheCommand::Sim(args) => sim(args),
         CacheCommand::Bench(args) => bench(args),
     }
 }
 
-fn bench(args: CacheBenchArgs) -> Result<(), Error> {
+fn bench(args: CacheBenchArgs) -> Result<()> {
     if let Some(child) = &args.page_cache_child {
         let path = PathBuf::from(&child[1]);
-        return flexio_bench::cache_bench::page_cache::child_main(&child[0], &path).map_err(
-            |source| Error::Io {
-                op: "page-cache hot set",
-                endpoint: path.display().to_string(),
-                offset: None,
-                source,
-            },
-        );
+        return flexio_bench::cache_bench::page_cache::child_main(&child[0], &path)
+            .map_err(|source| Error::io("page-cache hot set", &path, source));
     }
     let options = flexio_bench::cache_bench::CacheBenchOptions {
         dir: args.dir.clone(),
@@ -129,23 +126,23 @@ fn bench(args: CacheBenchArgs) -> Result<(), Error> {
         ..Default::default()
     };
     // The same implementation as `flexio bench --scenario cache`.
-    let report = crate::bench_cache::measure(options)?;
+    let report = crate::cache_bench::measure(options)?;
     if args.json {
-        crate::print_stdout(&crate::json_document::document("cache-bench", &report));
+        print_stdout(&document("cache-bench", &report));
     } else {
-        crate::print_stdout(&flexio_bench::cache_bench::render(&report));
+        print_stdout(&flexio_bench::cache_bench::render(&report));
     }
     Ok(())
 }
 
-fn sim(args: SimArgs) -> Result<(), Error> {
+fn sim(args: SimArgs) -> Result<()> {
     let policies = parse_policies(&args.policy)?;
     if args.size.contains(&0) || args.size.is_empty() {
         return Err(Error::Usage(
             "--size: cache sizes are at least one block".into(),
         ));
     }
-    let trace = Trace::open(&args.trace).map_err(cache_error)?;
+    let trace = Trace::open(&args.trace)?;
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     let results = simulate_all(&trace.keys, &policies, &args.size, threads);
     let paper = is_oltp(&trace.name);
@@ -156,46 +153,25 @@ fn sim(args: SimArgs) -> Result<(), Error> {
             "references": trace.keys.len(),
             "results": results,
         });
-        crate::print_stdout(&crate::json_document::document("cache-sim", &value));
+        print_stdout(&document("cache-sim", &value));
     } else {
-        crate::print_stdout(&table(&trace, &policies, &args.size, &results, paper));
+        print_stdout(&table(&trace, &policies, &args.size, &results, paper));
     }
     if let Some(path) = &args.chart {
         // Only over a regular file or nothing, as every file flexio writes.
-        write_chart(path, &trace.name, &policies, &results).map_err(|source| Error::Io {
-            op: "write chart",
-            endpoint: path.display().to_string(),
-            offset: None,
-            source,
-        })?;
+        write_chart(path, &trace.name, &policies, &results)
+            .map_err(|source| Error::io("write chart", path, source))?;
     }
     Ok(())
 }
 
-fn parse_policies(text: &str) -> Result<Vec<SimPolicy>, Error> {
+fn parse_policies(text: &str) -> Result<Vec<SimPolicy>> {
     if text == "all" {
         return Ok(SimPolicy::all());
     }
     text.split(',')
         .map(|name| name.trim().parse().map_err(Error::Usage))
         .collect()
-}
-
-fn cache_error(error: flexio_cache::Error) -> Error {
-    match error {
-        flexio_cache::Error::Io {
-            op,
-            path,
-            offset,
-            source,
-        } => Error::Io {
-            op,
-            endpoint: path,
-            offset,
-            source,
-        },
-        other => Error::Usage(other.to_string()),
-    }
 }
 
 /// Whether `name` is the ARC paper's OLTP trace, whose Table VIII row we

@@ -7,11 +7,12 @@ use std::sync::Arc;
 use flexio::tree::{
     copy_tree, default_jobs, Preserve, Symlinks, TreeOptions, TreeProgress, DEFAULT_BATCH,
 };
-use flexio::{Address, Error, MechanismName};
+use flexio::{Address, MechanismName};
 
-use crate::copy::CopyArgs;
-use crate::copy_output::{listed, print_err, tree_summary, Telling};
-use crate::print_stdout;
+use super::summary::{listed, tree_summary};
+use super::CopyArgs;
+use crate::error::{Error, Result};
+use crate::output::{document, print_err, print_stdout, Telling};
 use crate::progress::{ProgressBarThread, ProgressMode};
 
 /// Whether `flexio copy` runs as a tree copy: several sources, a tree
@@ -31,7 +32,7 @@ pub fn is_tree_copy(args: &CopyArgs) -> bool {
 }
 
 /// Runs a tree copy.
-pub fn run(args: CopyArgs) -> crate::error::Result<()> {
+pub fn run(args: CopyArgs) -> Result<()> {
     let mut options = tree_options(&args)?;
     let (sources, destination) = args.paths.split_at(args.paths.len() - 1);
     let mut paths = Vec::with_capacity(sources.len());
@@ -41,8 +42,7 @@ pub fn run(args: CopyArgs) -> crate::error::Result<()> {
             other => {
                 return Err(Error::Usage(format!(
                     "{other}: several sources, directories and tree options take paths only"
-                ))
-                .into())
+                )))
             }
         }
     }
@@ -74,7 +74,7 @@ pub fn run(args: CopyArgs) -> crate::error::Result<()> {
         }
     }
     if options.dry_run && !args.json {
-        crate::print_stdout(&(report.planned.join("\n") + "\n"));
+        print_stdout(&(report.planned.join("\n") + "\n"));
     } else {
         match Telling::for_this_process(args.quiet, args.json, args.report) {
             Telling::Nothing => {}
@@ -84,13 +84,13 @@ pub fn run(args: CopyArgs) -> crate::error::Result<()> {
                 &report,
             )),
             Telling::Report => print_err(&report.to_string()),
-            Telling::Json => crate::print_stdout(&crate::json_document::document("tree", &report)),
+            Telling::Json => print_stdout(&document("tree", &report)),
         }
     }
     if report.succeeded() {
         return Ok(());
     }
-    Err(crate::error::Error::Failed(match &report.failures[..] {
+    Err(Error::Failed(match &report.failures[..] {
         [one] => failure_line(one),
         many => format!(
             "{} of {} entries not copied (each named above)",
@@ -136,7 +136,7 @@ fn once_each(paths: Vec<std::path::PathBuf>) -> Vec<std::path::PathBuf> {
         .collect()
 }
 
-fn tree_options(args: &CopyArgs) -> Result<TreeOptions, Error> {
+fn tree_options(args: &CopyArgs) -> Result<TreeOptions> {
     let tree = &args.tree;
     let mut preserve = Preserve::default();
     if tree.archive {
@@ -160,7 +160,7 @@ fn tree_options(args: &CopyArgs) -> Result<TreeOptions, Error> {
     };
     let jobs = tree.jobs.unwrap_or_else(default_jobs);
     let mechanism: MechanismName = args.via.parse()?;
-    let params = crate::copy::explicit_params(args)?.unwrap_or_default();
+    let params = super::explicit_params(args)?.unwrap_or_default();
     Ok(TreeOptions {
         recursive,
         preserve,

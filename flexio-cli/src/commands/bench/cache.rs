@@ -1,33 +1,14 @@
-//! The `cache` bench scenario, one implementation behind two commands:
-//! `flexio bench --scenario cache` (table on stdout, `cache.json` and
-//! `cache.md` in the output directory) and its alias `flexio cache bench`
-//! (table or JSON on stdout). See [`flexio_bench::cache_bench`].
+//! `flexio bench --scenario cache`: the table on stdout, `cache.json` and
+//! `cache.md` in the output directory (`flexio cache bench` runs the same
+//! measurement, [`crate::cache_bench::measure`]).
 
 use std::path::Path;
 use std::time::Duration;
 
-use flexio::Error;
-use flexio_bench::cache_bench::{self, CacheBenchOptions, CacheBenchReport};
+use flexio_bench::cache_bench::{self, CacheBenchOptions};
 
-/// Runs the scenario with `options` (the `flexio` executable filled in for
-/// the parts that run it as a server), reporting progress on stderr.
-///
-/// # Errors
-/// Creating the data or reading through the cache fails.
-pub fn measure(mut options: CacheBenchOptions) -> Result<CacheBenchReport, Error> {
-    if options.flexio_exe.is_none() {
-        options.flexio_exe = std::env::current_exe().ok();
-    }
-    if options.smack_rows.is_none() {
-        options.smack_rows = Some(flexio_seeds::smack_cache::rows);
-    }
-    cache_bench::run(&options, &mut |line| eprintln!("{line}")).map_err(|source| Error::Io {
-        op: "cache bench",
-        endpoint: options.dir.display().to_string(),
-        offset: None,
-        source,
-    })
-}
+use crate::cache_bench::measure;
+use crate::error::{Error, Result};
 
 /// `flexio bench --scenario cache`: `sizes` (bytes, rounded up to MiB)
 /// replace the table's file sizes when given; the hot-set reads and the
@@ -36,13 +17,13 @@ pub fn measure(mut options: CacheBenchOptions) -> Result<CacheBenchReport, Error
 ///
 /// # Errors
 /// As [`measure`], or writing the report files.
-pub fn run_scenario(
+pub(crate) fn run(
     dir: &Path,
     out: &Path,
     runs: u32,
     sizes: &[u64],
     cache_bytes: u64,
-) -> Result<(), Error> {
+) -> Result<()> {
     let defaults = CacheBenchOptions::default();
     let scale = cache_bytes as f64 / defaults.cache_bytes as f64;
     let hot_reads = ((defaults.hot_reads as f64 * scale) as usize).max(300);
@@ -66,13 +47,8 @@ pub fn run_scenario(
     let _ = std::fs::remove_dir_all(&work);
     let report = result?;
     let text = cache_bench::render(&report);
-    crate::print_stdout(&text);
-    let io = |op, path: &Path, source| Error::Io {
-        op,
-        endpoint: path.display().to_string(),
-        offset: None,
-        source,
-    };
+    crate::output::print_stdout(&text);
+    let io = Error::io;
     std::fs::create_dir_all(out).map_err(|e| io("mkdir", out, e))?;
     let json = serde_json::to_vec_pretty(&report).expect("json");
     let markdown = format!("# flexio bench --scenario cache\n\n```text\n{text}```\n");

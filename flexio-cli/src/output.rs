@@ -1,14 +1,44 @@
-//! What `flexio copy` says when it succeeds, with cp's and curl's habits:
-//! nothing when stdout is not a terminal (a script's copy is silent), one
-//! summary line on a terminal, `-v` lists what was copied as `cp -v`
-//! does, `--report` prints the full report and `--json` the JSON one.
-//! Only the JSON report and `-v`'s list go to stdout, and neither when
-//! the data itself goes there; everything else goes to stderr.
+//! What the commands print, and how: stdout that a closed reader does not
+//! turn into a panic, the one JSON document shape of every `--json`, sizes
+//! and times for people, and how a successful command reports with cp's
+//! and curl's habits: nothing when stdout is not a terminal (a script's
+//! copy is silent), one summary line on a terminal, the full report or
+//! the JSON one when asked. Only JSON reports and listings go to stdout,
+//! and neither when the data itself goes there; everything else goes to
+//! stderr.
+//!
+//! Every `--json` document carries `kind` (which result it is: `flow`,
+//! `tree`, `get`, `get-mirrored`, `get-tree`, `put`, `put-tree`, `plan`,
+//! `mechanisms`, `cache-sim`) and `schema_version` (the version of that
+//! kind's fields), so a reader can tell a tree copy's report from a single
+//! file's without guessing from its fields. Each kind's JSON Schema is
+//! `docs/schemas/KIND.schema.json`.
 
 use std::io::{IsTerminal, Write};
 use std::time::Duration;
 
 use flexio::format_bytes;
+use serde::Serialize;
+use serde_json::Value;
+
+/// Writes to stdout; a reader that went away (`flexio mechanisms | head`)
+/// is not an error worth a panic.
+pub(crate) fn print_stdout(text: &str) {
+    let _ = std::io::stdout().lock().write_all(text.as_bytes());
+}
+
+/// `result` as a JSON document of `kind`, pretty-printed, with a newline.
+/// A result that has no `schema_version` of its own is version 1.
+pub(crate) fn document(kind: &str, result: &impl Serialize) -> String {
+    let mut value = serde_json::to_value(result).expect("a report serializes");
+    if let Value::Object(fields) = &mut value {
+        fields.insert("kind".into(), Value::from(kind));
+        fields
+            .entry("schema_version")
+            .or_insert_with(|| Value::from(1));
+    }
+    serde_json::to_string_pretty(&value).expect("a value serializes") + "\n"
+}
 
 /// How a successful copy reports, as the flags and stdout choose.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -54,18 +84,13 @@ pub(crate) fn print_out(text: &str, data_on_stdout: bool) {
     if data_on_stdout {
         let _ = std::io::stderr().write_all(text.as_bytes());
     } else {
-        crate::print_stdout(text);
+        print_stdout(text);
     }
 }
 
 /// Writes `text` to stderr.
 pub(crate) fn print_err(text: &str) {
     let _ = std::io::stderr().write_all(text.as_bytes());
-}
-
-/// `'SRC' -> 'DST'`, as `cp -v` lists a copy.
-pub(crate) fn listed(source: &str, sink: &str) -> String {
-    format!("'{source}' -> '{sink}'\n")
 }
 
 /// A count with its noun, singular for one: `1 file`, `3 files`.
@@ -105,60 +130,6 @@ pub(crate) fn elapsed(time: Duration) -> String {
 pub(crate) fn rate(bytes: u64, time: Duration) -> Option<String> {
     (bytes >= 1 << 20 && time >= Duration::from_millis(10))
         .then(|| flexio::format_rate(bytes as f64 / time.as_secs_f64()))
-}
-
-/// The summary line of one flow: `a -> b: 6 bytes in 2 ms (sendfile)`.
-pub(crate) fn flow_summary(report: &flexio::Report) -> String {
-    let time = Duration::from_nanos(report.measured.wall_ns);
-    let bytes = report.measured.bytes;
-    let mut line = format!(
-        "{} -> {}: {} in {}",
-        report.source,
-        report.sink,
-        size(bytes),
-        elapsed(time)
-    );
-    if let Some(rate) = rate(bytes, time) {
-        line += &format!(", {rate}");
-    }
-    line += &format!(" ({}", report.mechanism_used);
-    if !report.fallbacks.is_empty() {
-        line += &format!(
-            ", after {}",
-            count(report.fallbacks.len() as u64, "fallback", "fallbacks")
-        );
-    }
-    line + ")\n"
-}
-
-/// The summary line of a tree copy: `a -> b: 3 files, 1 directory, 12.00
-/// KiB in 4 ms`.
-pub(crate) fn tree_summary(
-    sources: &str,
-    destination: &str,
-    report: &flexio::tree::TreeReport,
-) -> String {
-    let time = Duration::from_nanos(report.wall_ns);
-    let mut parts = vec![count(report.files, "file", "files")];
-    if report.directories > 0 {
-        parts.push(count(report.directories, "directory", "directories"));
-    }
-    if report.symlinks > 0 {
-        parts.push(count(report.symlinks, "symlink", "symlinks"));
-    }
-    if report.skipped > 0 {
-        parts.push(format!("{} skipped", report.skipped));
-    }
-    let mut line = format!(
-        "{sources} -> {destination}: {}, {} in {}",
-        parts.join(", "),
-        size(report.bytes),
-        elapsed(time)
-    );
-    if let Some(rate) = rate(report.bytes, time) {
-        line += &format!(", {rate}");
-    }
-    line + "\n"
 }
 
 #[cfg(test)]

@@ -5,8 +5,9 @@
 
 use std::path::Path;
 
-use flexio::Error;
 use flexio_bench::tree_bench::{self, TreeBenchOptions, TreeShape};
+
+use crate::error::{Error, Result};
 
 /// Runs the scenario into `out`; installs xcp first only when
 /// `install_peers` (`--install-peers`).
@@ -18,7 +19,7 @@ pub fn run(
     cold: bool,
     trees: &[String],
     install_peers: bool,
-) -> Result<(), Error> {
+) -> Result<()> {
     let shapes = if trees.is_empty() {
         TreeShape::ALL.to_vec()
     } else {
@@ -33,7 +34,7 @@ pub fn run(
                     ))
                 })
             })
-            .collect::<Result<Vec<_>, _>>()?
+            .collect::<Result<Vec<_>>>()?
     };
     let root = tree_bench::running_as_root();
     if install_peers {
@@ -44,7 +45,7 @@ pub fn run(
     let work = dir.join(format!(".flexio-tree-bench-{}", std::process::id()));
     // SIGINT or SIGTERM stops the run before its next copy, so that the
     // work directory (and the RAM disk in it) is removed below.
-    let stop = crate::bench_support::stop_on_signals();
+    let stop = crate::signals::stop_on_signals();
     let options = TreeBenchOptions {
         dir: work.clone(),
         flexio: std::env::current_exe().map_err(|e| Error::Io {
@@ -75,7 +76,7 @@ pub fn run(
         runs,
         if options.cold { "page cache dropped before each run" } else { "source read once before each run (warm)" }
     );
-    crate::print_stdout(&text);
+    crate::output::print_stdout(&text);
     let json = serde_json::to_vec_pretty(&serde_json::json!({
         "schema_version": 1,
         "scenario": "tree",

@@ -2,25 +2,25 @@
 //! (see [`flexio_bench::schedule_bench`]); a table on stdout and
 //! `schedule.json`, `schedule.md` and the charts in the output directory.
 
-use crate::bench_support::io_error;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
-use flexio::Error;
 use flexio_bench::schedule_bench::{self, ScheduleBenchOptions};
+
+use crate::error::{Error, Result};
 
 /// Runs the grid (`quick`: a few seconds) with `runs` counted rounds; the
 /// first of `sizes`, when given, is the transfer's size.
-pub fn run(dir: &Path, out: &Path, runs: u32, quick: bool, sizes: &[u64]) -> Result<(), Error> {
+pub fn run(dir: &Path, out: &Path, runs: u32, quick: bool, sizes: &[u64]) -> Result<()> {
     let exe =
-        std::env::current_exe().map_err(|e| io_error("current_exe", Path::new("flexio"), e))?;
+        std::env::current_exe().map_err(|e| Error::io("current_exe", Path::new("flexio"), e))?;
     let meter = vec![
         exe.into_os_string(),
         OsString::from("bench"),
         OsString::from("--meter-child"),
     ];
     let work = dir.join(format!(".flexio-schedule-bench-{}", std::process::id()));
-    std::fs::create_dir_all(&work).map_err(|e| io_error("mkdir", &work, e))?;
+    std::fs::create_dir_all(&work).map_err(|e| Error::io("mkdir", &work, e))?;
     let mut options = if quick {
         ScheduleBenchOptions::quick(work.clone(), meter)
     } else {
@@ -37,16 +37,16 @@ pub fn run(dir: &Path, out: &Path, runs: u32, quick: bool, sizes: &[u64]) -> Res
     );
     let result = schedule_bench::run(&options, &mut |line| eprintln!("  {line}"));
     let _ = std::fs::remove_dir_all(&work);
-    let runs = result.map_err(|e| io_error("bench schedule", &work, e))?;
+    let runs = result.map_err(|e| Error::io("bench schedule", &work, e))?;
     let summaries = schedule_bench::summarize(&runs);
     let text = schedule_bench::table(&summaries, options.size, options.chunk);
-    crate::print_stdout(&text);
+    crate::output::print_stdout(&text);
     let command = std::env::args().collect::<Vec<_>>().join(" ");
-    std::fs::create_dir_all(out).map_err(|e| io_error("mkdir", out, e))?;
-    let write = |name: &str, bytes: &[u8]| -> Result<PathBuf, Error> {
+    std::fs::create_dir_all(out).map_err(|e| Error::io("mkdir", out, e))?;
+    let write = |name: &str, bytes: &[u8]| -> Result<PathBuf> {
         let path = out.join(name);
         flexio::write_file_replacing_regular(&path, bytes)
-            .map_err(|e| io_error("write", &path, e))?;
+            .map_err(|e| Error::io("write", &path, e))?;
         Ok(path)
     };
     let json = serde_json::to_vec_pretty(&serde_json::json!({
@@ -69,7 +69,7 @@ pub fn run(dir: &Path, out: &Path, runs: u32, quick: bool, sizes: &[u64]) -> Res
     ];
     paths.extend(
         schedule_bench::write_charts(out, &summaries, &command)
-            .map_err(|e| io_error("write chart", out, e))?,
+            .map_err(|e| Error::io("write chart", out, e))?,
     );
     for path in paths {
         eprintln!("wrote {}", path.display());

@@ -2,9 +2,12 @@
 //! moving data.
 
 use clap::Args;
-use flexio::{format_bytes, format_rate, Address, Error, Flow, Sink, Source};
+use flexio::{format_bytes, format_rate, Address, Flow, Sink, Source};
 
-use crate::profile_cmd::ProfileChoice;
+use crate::error::Result;
+use crate::output::{document, print_stdout};
+use crate::profile_choice::ProfileChoice;
+use crate::values;
 
 /// Arguments of `flexio plan`.
 #[derive(Args)]
@@ -14,10 +17,10 @@ pub struct PlanArgs {
     /// Sink, as for `flexio copy`.
     sink: String,
     /// First source byte.
-    #[arg(long, value_parser = crate::copy::size, default_value = "0")]
+    #[arg(long, value_parser = values::size, default_value = "0")]
     offset: u64,
     /// Bytes to move (needed for a stream source).
-    #[arg(long, value_parser = crate::copy::size)]
+    #[arg(long, value_parser = values::size)]
     length: Option<u64>,
     /// Plan a durable flow (fsync inside the flow).
     #[arg(long)]
@@ -30,7 +33,7 @@ pub struct PlanArgs {
 }
 
 /// Runs `flexio plan`.
-pub fn run(args: PlanArgs) -> Result<(), Error> {
+pub fn run(args: PlanArgs) -> Result<()> {
     let profile = args.choice.load_with_curves();
     let mut flow = Flow::new(
         Source::Address(Address::parse(&args.source)?),
@@ -44,8 +47,8 @@ pub fn run(args: PlanArgs) -> Result<(), Error> {
     }
     let decision = flow.plan()?;
     if args.json {
-        let text = crate::json_document::document("plan", &decision);
-        crate::print_stdout(&text);
+        let text = document("plan", &decision);
+        print_stdout(&text);
         return Ok(());
     }
     let mut text = format!(
@@ -120,7 +123,7 @@ pub fn run(args: PlanArgs) -> Result<(), Error> {
             text += "why        the size is unknown (a stream); pass --length to look it up\n"
         }
     }
-    crate::print_stdout(&text);
+    print_stdout(&text);
     Ok(())
 }
 

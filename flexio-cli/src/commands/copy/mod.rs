@@ -1,13 +1,21 @@
-//! `flexio copy SRC DST`: one flow, and its report (`main` sends `flexio
-//! copy SRC... DIR` and `flexio copy -r SRCDIR DST` to `copy_tree`).
+//! `flexio copy SRC DST`: one flow, and its report; `flexio copy SRC...
+//! DIR` and `flexio copy -r SRCDIR DST` go to [`tree`].
+
+mod summary;
+mod tree;
+mod tree_args;
 
 use std::sync::Arc;
 
 use clap::Args;
-use flexio::{Address, Error, Flow, MechanismName, Params, Progress, Sink, Source};
+use flexio::{Address, Flow, MechanismName, Params, Progress, Sink, Source};
 
-use crate::copy_output::{flow_summary, listed, print_err, print_out, Telling};
+use crate::error::{Error, Result};
+use crate::output::{document, print_err, print_out, Telling};
+use crate::profile_choice::ProfileChoice;
 use crate::progress::{ProgressBarThread, ProgressMode, CALL_LIMIT_WITH_PROGRESS};
+use crate::values;
+use summary::{flow_summary, listed};
 
 /// Arguments of `flexio copy`.
 #[derive(Args, Debug, Default, PartialEq)]
@@ -23,37 +31,37 @@ pub struct CopyArgs {
     #[arg(num_args = 2.., value_name = "PATH", required = true)]
     pub(crate) paths: Vec<String>,
     #[command(flatten)]
-    pub(crate) tree: crate::tree_args::TreeArgs,
+    pub(crate) tree: tree_args::TreeArgs,
     /// Mechanism: auto, read-write, mmap, sendfile, splice,
     /// copy-file-range, io-uring, direct, send-zc (`flexio mechanisms`
     /// lists which serve which pair).
     #[arg(long, default_value = AUTO)]
     pub(crate) via: String,
     /// First source byte to move.
-    #[arg(long, value_parser = size, default_value_t = 0)]
+    #[arg(long, value_parser = values::size, default_value_t = 0)]
     offset: u64,
     /// Bytes to move (default: to the end of the source).
-    #[arg(long, value_parser = size)]
+    #[arg(long, value_parser = values::size)]
     length: Option<u64>,
     /// First sink byte to write (block devices, or files with --in-place).
-    #[arg(long, value_parser = size, default_value_t = 0)]
+    #[arg(long, value_parser = values::size, default_value_t = 0)]
     seek: u64,
     /// Bytes per read, write, map window or request [default: 256K, or
     /// the profile's choice under auto].
-    #[arg(long, value_parser = size)]
+    #[arg(long, value_parser = values::size)]
     chunk: Option<u64>,
     /// io_uring requests in flight [default: 32].
     #[arg(long)]
     queue_depth: Option<u32>,
     /// Pipe size for splice, clamped to /proc/sys/fs/pipe-max-size
     /// [default: 1M].
-    #[arg(long, value_parser = size)]
+    #[arg(long, value_parser = values::size)]
     pipe_size: Option<u64>,
     /// O_DIRECT on the file side(s) (io-uring).
     #[arg(long)]
     pub(crate) direct: bool,
     #[command(flatten)]
-    pub(crate) profile: crate::profile_cmd::ProfileChoice,
+    pub(crate) profile: ProfileChoice,
     /// Write into the existing destination file instead of replacing it.
     #[arg(long)]
     in_place: bool,
@@ -68,12 +76,12 @@ pub struct CopyArgs {
     pub(crate) verify: bool,
     /// Fail when the flow makes no progress for this long (e.g. 30s, 500ms,
     /// 2m): a peer that sends nothing, a reader that reads nothing.
-    #[arg(long, value_parser = crate::bounds::duration)]
+    #[arg(long, value_parser = values::duration)]
     idle_timeout: Option<std::time::Duration>,
     /// Fix SO_SNDBUF and SO_RCVBUF of the TCP end(s) at this size (e.g.
     /// 64K, 4M) instead of the kernel's autotuning; refused when the
     /// kernel would cap it (net.core.wmem_max without CAP_NET_ADMIN).
-    #[arg(long, value_name = "SIZE", value_parser = size)]
+    #[arg(long, value_name = "SIZE", value_parser = values::size)]
     socket_buffer: Option<u64>,
     /// Move at most this many bytes per second: 10M, 512K/s, 1G (binary
     /// units), or bits spelled out: 100Mbit/s (decimal). A TCP sink is
@@ -150,14 +158,21 @@ impl CopyArgs {
     }
 }
 
-pub(crate) fn size(text: &str) -> Result<u64, String> {
-    flexio::parse_size(text).map_err(|e| e.to_string())
+/// Runs `flexio copy`: a tree copy ([`tree::is_tree_copy`]) or one flow,
+/// either removing its temporary file when a signal ends it.
+pub fn run(args: CopyArgs) -> Result<()> {
+    crate::signals::remove_temporaries_on_signals("copy");
+    if tree::is_tree_copy(&args) {
+        tree::run(args)
+    } else {
+        run_flow(args)
+    }
 }
 
-/// Runs `flexio copy`.
-pub fn run(args: CopyArgs) -> Result<(), Error> {
+/// Runs one flow.
+fn run_flow(args: CopyArgs) -> Result<()> {
     let [source, sink] = &args.paths[..] else {
-        unreachable!("main sends every other count of paths to copy_tree")
+        unreachable!("run sends every other count of paths to tree::run")
     };
     let source_address = Address::parse(source)?;
     let sink_address = Address::parse(sink)?;
@@ -218,17 +233,14 @@ pub fn run(args: CopyArgs) -> Result<(), Error> {
         Telling::Nothing => {}
         Telling::Summary => print_err(&flow_summary(&report)),
         Telling::Report => print_err(&report.to_string()),
-        Telling::Json => print_out(
-            &crate::json_document::document("flow", &report),
-            data_on_stdout,
-        ),
+        Telling::Json => print_out(&document("flow", &report), data_on_stdout),
     }
     Ok(())
 }
 
 /// The parameters given on the command line, if any was: they then hold
 /// even when `auto` takes its mechanism from the profile.
-pub(crate) fn explicit_params(args: &CopyArgs) -> Result<Option<Params>, Error> {
+fn explicit_params(args: &CopyArgs) -> Result<Option<Params>> {
     if args.chunk.is_none()
         && args.queue_depth.is_none()
         && args.pipe_size.is_none()
@@ -258,7 +270,7 @@ pub(crate) fn explicit_params(args: &CopyArgs) -> Result<Option<Params>, Error> 
 
 /// Parses `--via`; an unknown name lists the mechanisms that serve the
 /// pair when the endpoints' kinds can be told without opening them.
-fn parse_via(text: &str, source: &Address, sink: &Address) -> Result<MechanismName, Error> {
+fn parse_via(text: &str, source: &Address, sink: &Address) -> Result<MechanismName> {
     text.parse::<MechanismName>().map_err(|error| {
         match (source.probe_kind(false), sink.probe_kind(true)) {
             (Some(from), Some(to)) => {

@@ -3,8 +3,6 @@
 //! each with EXAMPLES and EXIT STATUS, and a SEE ALSO that names only
 //! pages written beside it.
 
-use clap::CommandFactory;
-
 /// One man page: its file name (`flexio-copy.1`) and its roff text.
 pub struct Page {
     /// The file name, section included.
@@ -125,7 +123,7 @@ fn examples_and_exit_status(name: &str) -> String {
 }
 
 /// The visible subcommands of flexio, in the parser's order.
-fn subcommands(command: &clap::Command) -> Vec<clap::Command> {
+pub(crate) fn subcommands(command: &clap::Command) -> Vec<clap::Command> {
     command
         .get_subcommands()
         .filter(|s| !s.is_hide_set())
@@ -221,55 +219,25 @@ fn top_page(command: &clap::Command, see_also: bool) -> std::io::Result<Page> {
     })
 }
 
-/// flexio(1) alone, as `flexio man` prints it: it names no other page, as
-/// none may be installed beside it.
+/// flexio(1) alone, for `command` (flexio's parser), as `flexio man`
+/// prints it: it names no other page, as none may be installed beside it.
 ///
 /// # Errors
 /// Only what rendering into memory can return (nothing in practice).
-pub fn top_page_alone() -> std::io::Result<Page> {
-    top_page(&crate::Cli::command(), false)
+pub fn top_page_alone(command: &clap::Command) -> std::io::Result<Page> {
+    top_page(command, false)
 }
 
-/// Every page `flexio man --dir` writes: flexio(1), whose SEE ALSO names
+/// Every page `flexio man --dir` writes for `command` (flexio's parser): flexio(1), whose SEE ALSO names
 /// the others, and flexio-NAME(1) for each visible subcommand.
 ///
 /// # Errors
 /// Only what rendering into memory can return (nothing in practice).
-pub fn all_pages() -> std::io::Result<Vec<Page>> {
-    let command = crate::Cli::command();
+pub fn all_pages(command: &clap::Command) -> std::io::Result<Vec<Page>> {
     let version = command.get_version().unwrap_or_default().to_string();
-    let mut pages = vec![top_page(&command, true)?];
-    for sub in subcommands(&command) {
+    let mut pages = vec![top_page(command, true)?];
+    for sub in subcommands(command) {
         pages.push(subcommand_page(&sub, &version)?);
     }
     Ok(pages)
-}
-
-#[cfg(test)]
-mod tests {
-    use clap::{CommandFactory, Parser};
-
-    use super::{examples, subcommands};
-
-    /// A command line split as a shell would, up to a redirection.
-    fn words(line: &str) -> Vec<String> {
-        line.split_whitespace()
-            .take_while(|word| *word != ">")
-            .map(|word| word.replace("~", "/home/someone"))
-            .collect()
-    }
-
-    #[test]
-    fn every_subcommand_has_examples_that_parse() {
-        for sub in subcommands(&crate::Cli::command()) {
-            let name = sub.get_name();
-            assert!(!examples(name).is_empty(), "no examples for {name}");
-            for (_, line) in examples(name) {
-                assert!(line.starts_with(&format!("flexio {name}")), "{line}");
-                if let Err(error) = crate::Cli::try_parse_from(words(line)) {
-                    panic!("{line}: {error}");
-                }
-            }
-        }
-    }
 }

@@ -5,7 +5,11 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Args;
-use flexio::Error;
+
+use crate::error::{Error, Result};
+use crate::output::document;
+use crate::token::read_token;
+use crate::values;
 
 /// Arguments of `flexio put`.
 #[derive(Args)]
@@ -21,22 +25,22 @@ pub struct PutArgs {
     token_file: PathBuf,
     /// Deadline to connect, for the answer, and for any stretch without
     /// progress.
-    #[arg(long, value_parser = crate::bounds::duration, default_value = "30s")]
+    #[arg(long, value_parser = values::duration, default_value = "30s")]
     timeout: Duration,
     /// The most bytes per second (10M, 1G, 100Mbit/s).
-    #[arg(long, value_name = "RATE", value_parser = crate::get_cmd::rate)]
+    #[arg(long, value_name = "RATE", value_parser = values::rate)]
     rate: Option<flexio::pace::Rate>,
     /// Connections sending pieces of the file at once. One by default
     /// (unlike get's 4): a file up to --piece-size then goes as one plain
     /// PUT, which any WebDAV server takes; pieces over several
     /// connections need `flexio serve`. A tree is put over this many
     /// connections, a file on each.
-    #[arg(long, default_value_t = 1, value_name = "N", value_parser = crate::bounds::count(crate::bounds::MAX_STREAMS))]
+    #[arg(long, default_value_t = 1, value_name = "N", value_parser = values::count(values::MAX_STREAMS))]
     streams: usize,
     /// A file larger than this (or sent over several streams) goes in
     /// pieces of this size; run again after an interruption, the pieces the
     /// server has are not sent again. (`--piece` is its old name.)
-    #[arg(long = "piece-size", alias = "piece", default_value = "64M", value_name = "SIZE", value_parser = piece_size)]
+    #[arg(long = "piece-size", alias = "piece", default_value = "64M", value_name = "SIZE", value_parser = values::piece_size)]
     piece_size: u64,
     #[command(flatten)]
     output: crate::transfer_output::OutputArgs,
@@ -44,31 +48,6 @@ pub struct PutArgs {
     tls: crate::tls_args::TlsArgs,
     #[command(flatten)]
     shard: crate::shard_args::ShardArgs,
-}
-
-fn piece_size(text: &str) -> Result<u64, String> {
-    match flexio::parse_size(text) {
-        Ok(0) => Err("a piece must be at least one byte".into()),
-        Ok(size) => Ok(size),
-        Err(error) => Err(error.to_string()),
-    }
-}
-
-/// The most a token file may hold: a token is a line.
-const MAX_TOKEN_FILE_BYTES: u64 = 64 << 10;
-
-/// Reads a token file (a regular file of at most 64 KiB, so `/dev/zero` or
-/// a FIFO is refused at once): its first line, trimmed.
-pub fn read_token(path: &std::path::Path) -> Result<String, Error> {
-    let bytes =
-        flexio::read_regular_file_capped(path, MAX_TOKEN_FILE_BYTES).map_err(|e| Error::Io {
-            op: "read",
-            endpoint: path.display().to_string(),
-            offset: None,
-            source: e,
-        })?;
-    let text = String::from_utf8_lossy(&bytes);
-    Ok(text.lines().next().unwrap_or_default().trim().to_string())
 }
 
 /// The URL a file goes to: a URL ending in `/` names a directory, and
@@ -86,7 +65,7 @@ fn put_target(url: &str, source: &std::path::Path) -> String {
 }
 
 /// Runs `flexio put`.
-pub fn run(args: PutArgs) -> crate::error::Result<()> {
+pub fn run(args: PutArgs) -> Result<()> {
     let token = read_token(&args.token_file)?;
     let pacing = flexio::pace::Pacing {
         rate: args.rate,
@@ -108,8 +87,7 @@ pub fn run(args: PutArgs) -> crate::error::Result<()> {
         return Err(Error::Usage(format!(
             "{}: --shard shares a tree: give a directory",
             args.source.display()
-        ))
-        .into());
+        )));
     }
     let bar = watch.start();
     if args.source.is_dir() {
@@ -120,7 +98,7 @@ pub fn run(args: PutArgs) -> crate::error::Result<()> {
     report.url = target;
     args.output.tell(
         || file_summary(&args.source, &report),
-        || crate::json_document::document("put", &report),
+        || document("put", &report),
     );
     Ok(())
 }
@@ -161,7 +139,7 @@ fn put_tree(
     options: &flexio_net::client::PutOptions,
     shard: Option<(flexio_net::shard::Shard, flexio_net::shard::Split)>,
     bar: crate::progress::ProgressBarThread,
-) -> crate::error::Result<()> {
+) -> Result<()> {
     let url = if url.ends_with('/') {
         url.to_string()
     } else {
@@ -181,7 +159,7 @@ fn put_tree(
     }
     args.output.tell(
         || tree_summary(&args.source, &report),
-        || crate::json_document::document("put-tree", &report),
+        || document("put-tree", &report),
     );
     if report.failures.is_empty() {
         Ok(())
@@ -191,8 +169,7 @@ fn put_tree(
             endpoint: format!("{} entries", report.failures.len()),
             offset: None,
             source: std::io::Error::other("failed (each is listed above)"),
-        }
-        .into())
+        })
     }
 }
 

@@ -3,7 +3,6 @@
 
 use std::time::Instant;
 
-use flexio::Error;
 use flexio_bench::runner;
 use flexio_seeds::seeds::{self, Exhibit};
 
@@ -11,7 +10,9 @@ use std::path::Path;
 
 use flexio_seeds::thesis_bench::ThesisOptions;
 
-use crate::bench_support::{io_error, stop_on_signals, BarObserver};
+use crate::error::{Error, Result};
+use crate::runs_progress::BarObserver;
+use crate::signals::stop_on_signals;
 
 /// What the seeds run takes from `flexio bench`'s arguments.
 pub(crate) struct SeedsArgs<'a> {
@@ -24,14 +25,14 @@ pub(crate) struct SeedsArgs<'a> {
 }
 
 /// Runs the exhibits named by `--exhibit`, or all of them.
-pub(crate) fn run(args: &SeedsArgs<'_>, names: &[String]) -> Result<(), Error> {
+pub(crate) fn run(args: &SeedsArgs<'_>, names: &[String]) -> Result<()> {
     let exhibits: Vec<&Exhibit> = if names.is_empty() {
         seeds::catalogue().iter().collect()
     } else {
         names
             .iter()
             .map(|name| seeds::find(name).map_err(Error::Usage))
-            .collect::<Result<_, _>>()?
+            .collect::<Result<_>>()?
     };
     let quick = args.quick;
     let started = Instant::now();
@@ -48,7 +49,7 @@ pub(crate) fn run(args: &SeedsArgs<'_>, names: &[String]) -> Result<(), Error> {
         );
         let mut observer = BarObserver::new(args.quiet);
         let ran = runner::run(&plan, options, &mut observer)
-            .map_err(|e| io_error("bench seeds", args.dir, e))?;
+            .map_err(|e| Error::io("bench seeds", args.dir, e))?;
         observer.finish();
         results = Some(ran);
     }
@@ -70,33 +71,33 @@ pub(crate) fn run(args: &SeedsArgs<'_>, names: &[String]) -> Result<(), Error> {
     let mut tail = String::new();
     if let Some(results) = &results {
         let paths = flexio_bench::output::write_all(out, results)
-            .map_err(|e| io_error("write report", out, e))?;
+            .map_err(|e| Error::io("write report", out, e))?;
         for path in paths {
             tail += &format!("wrote {}\n", path.display());
         }
     }
     let report = seeds::write_report(out, &exhibits, &summaries, &own, quick, &note)
-        .map_err(|e| io_error("write seeds.md", out, e))?;
+        .map_err(|e| Error::io("write seeds.md", out, e))?;
     for path in std::iter::once(&report.markdown).chain(&report.charts) {
         tail += &format!("wrote {}\n", path.display());
     }
     tail += &format!("seeds took {:.0} s\n", started.elapsed().as_secs_f64());
-    crate::print_stdout(&tail);
+    crate::output::print_stdout(&tail);
     Ok(())
 }
 
 /// The setups some exhibits run outside the matrix (a memory cgroup, a
 /// socket-buffer sweep, a relay across network namespaces), in a
 /// directory of their own under `--dir`, removed after.
-fn run_own(args: &SeedsArgs<'_>, exhibits: &[&Exhibit]) -> Result<seeds::OwnRuns, Error> {
+fn run_own(args: &SeedsArgs<'_>, exhibits: &[&Exhibit]) -> Result<seeds::OwnRuns> {
     if !exhibits.iter().any(|e| seeds::has_setups(e)) {
         return Ok(seeds::OwnRuns::default());
     }
     let dir = args
         .dir
         .join(format!("flexio-seeds-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).map_err(|e| io_error("create", &dir, e))?;
-    let flexio = std::env::current_exe().map_err(|e| io_error("find", Path::new("flexio"), e))?;
+    std::fs::create_dir_all(&dir).map_err(|e| Error::io("create", &dir, e))?;
+    let flexio = std::env::current_exe().map_err(|e| Error::io("find", Path::new("flexio"), e))?;
     let options = ThesisOptions {
         dir: dir.clone(),
         flexio,
@@ -110,6 +111,6 @@ fn run_own(args: &SeedsArgs<'_>, exhibits: &[&Exhibit]) -> Result<seeds::OwnRuns
         );
     }
     let own = seeds::run_own(exhibits, &options);
-    std::fs::remove_dir_all(&dir).map_err(|e| io_error("remove", &dir, e))?;
+    std::fs::remove_dir_all(&dir).map_err(|e| Error::io("remove", &dir, e))?;
     Ok(own)
 }

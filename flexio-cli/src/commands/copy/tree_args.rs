@@ -46,22 +46,8 @@ pub struct TreeArgs {
     /// Files copied at once, 1 to 256 (each is a thread) [default: what
     /// `flexio tune` measured for the destination's file system, else two
     /// per CPU, 2 to 16].
-    #[arg(long, short = 'j', value_name = "N", value_parser = jobs)]
+    #[arg(long, short = 'j', value_name = "N", value_parser = crate::values::jobs)]
     pub(crate) jobs: Option<usize>,
-}
-
-/// `--jobs`: a count of workers within [`flexio::tree::MAX_JOBS`].
-fn jobs(text: &str) -> Result<usize, String> {
-    let most = flexio::tree::MAX_JOBS;
-    let jobs: usize = text
-        .parse()
-        .map_err(|_| format!("{text:?} is not a whole number of workers (1 to {most})"))?;
-    if !(1..=most).contains(&jobs) {
-        return Err(format!(
-            "{jobs} is outside 1..={most}: each is a thread, and past a few per CPU more only wait on each other"
-        ));
-    }
-    Ok(jobs)
 }
 
 impl TreeArgs {

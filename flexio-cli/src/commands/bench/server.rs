@@ -2,11 +2,11 @@
 //! wrk (see [`flexio_bench::server_bench`]); a table on stdout and
 //! `server.json`, `server.md` and the charts in the output directory.
 
-use crate::bench_support::io_error;
 use std::path::{Path, PathBuf};
 
-use flexio::Error;
 use flexio_bench::server_bench::{self, ServerBenchOptions};
+
+use crate::error::{Error, Result};
 
 /// What the command line asked of the scenario.
 pub struct ServerArgs<'a> {
@@ -29,15 +29,15 @@ pub struct ServerArgs<'a> {
 }
 
 /// Runs the scenario into `out`.
-pub fn run(args: &ServerArgs<'_>) -> Result<(), Error> {
+pub fn run(args: &ServerArgs<'_>) -> Result<()> {
     // Absolute: nginx takes a relative path in its configuration as
     // relative to its prefix, not to the bench's directory.
     let work = args
         .dir
         .join(format!(".flexio-server-bench-{}", std::process::id()));
-    let work = std::path::absolute(&work).map_err(|e| io_error("absolute", &work, e))?;
+    let work = std::path::absolute(&work).map_err(|e| Error::io("absolute", &work, e))?;
     let flexio =
-        std::env::current_exe().map_err(|e| io_error("current_exe", Path::new("flexio"), e))?;
+        std::env::current_exe().map_err(|e| Error::io("current_exe", Path::new("flexio"), e))?;
     let mut options = if args.quick {
         ServerBenchOptions::quick(work.clone(), flexio)
     } else {
@@ -64,15 +64,15 @@ pub fn run(args: &ServerArgs<'_>) -> Result<(), Error> {
     );
     let result = server_bench::run(&options, &mut |line| eprintln!("  {line}"));
     let _ = std::fs::remove_dir_all(&work);
-    let results = result.map_err(|e| io_error("bench server", &work, e))?;
+    let results = result.map_err(|e| Error::io("bench server", &work, e))?;
     let command = std::env::args().collect::<Vec<_>>().join(" ");
     let text = server_bench::table(&results);
-    crate::print_stdout(&text);
-    std::fs::create_dir_all(args.out).map_err(|e| io_error("mkdir", args.out, e))?;
-    let write = |name: &str, bytes: &[u8]| -> Result<PathBuf, Error> {
+    crate::output::print_stdout(&text);
+    std::fs::create_dir_all(args.out).map_err(|e| Error::io("mkdir", args.out, e))?;
+    let write = |name: &str, bytes: &[u8]| -> Result<PathBuf> {
         let path = args.out.join(name);
         flexio::write_file_replacing_regular(&path, bytes)
-            .map_err(|e| io_error("write", &path, e))?;
+            .map_err(|e| Error::io("write", &path, e))?;
         Ok(path)
     };
     let json = serde_json::to_vec_pretty(&serde_json::json!({
@@ -96,7 +96,7 @@ pub fn run(args: &ServerArgs<'_>) -> Result<(), Error> {
     );
     paths.extend(
         server_bench::write_charts(args.out, &results, &footer)
-            .map_err(|e| io_error("write chart", args.out, e))?,
+            .map_err(|e| Error::io("write chart", args.out, e))?,
     );
     for path in paths {
         eprintln!("wrote {}", path.display());

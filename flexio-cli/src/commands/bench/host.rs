@@ -4,12 +4,12 @@
 //! (see [`flexio_bench::host_bench`]). A table on stdout, `host.json`,
 //! `host.md` and three SVG charts in the output directory.
 
-use crate::bench_support::io_error;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-use flexio::Error;
 use flexio_bench::host_bench::{self, HostBenchOptions};
+
+use crate::error::{Error, Result};
 
 /// How the scenario is run (from `flexio bench`'s arguments).
 pub struct HostArgs<'a> {
@@ -53,7 +53,7 @@ fn install_aria2_if_missing() {
 }
 
 /// Runs the scenario into `args.out`.
-pub fn run(args: &HostArgs<'_>) -> Result<(), Error> {
+pub fn run(args: &HostArgs<'_>) -> Result<()> {
     if args.install {
         install_aria2_if_missing();
     }
@@ -62,12 +62,12 @@ pub fn run(args: &HostArgs<'_>) -> Result<(), Error> {
     let work = args
         .dir
         .join(format!(".flexio-host-bench-{}", std::process::id()));
-    let work = std::path::absolute(&work).map_err(|e| io_error("absolute", &work, e))?;
+    let work = std::path::absolute(&work).map_err(|e| Error::io("absolute", &work, e))?;
     let runs = args.runs as usize;
     let options = HostBenchOptions {
         dir: work.clone(),
         flexio: std::env::current_exe()
-            .map_err(|e| io_error("current_exe", Path::new("flexio"), e))?,
+            .map_err(|e| Error::io("current_exe", Path::new("flexio"), e))?,
         runs,
         figure_runs: runs.min(3),
         file_bytes: args.file_bytes,
@@ -85,8 +85,8 @@ pub fn run(args: &HostArgs<'_>) -> Result<(), Error> {
         runs,
         options.figure_runs
     );
-    crate::print_stdout(&text);
-    std::fs::create_dir_all(args.out).map_err(|e| io_error("mkdir", args.out, e))?;
+    crate::output::print_stdout(&text);
+    std::fs::create_dir_all(args.out).map_err(|e| Error::io("mkdir", args.out, e))?;
     let json = serde_json::to_vec_pretty(&serde_json::json!({
         "schema_version": 1,
         "scenario": "host-to-host",
@@ -98,7 +98,7 @@ pub fn run(args: &HostArgs<'_>) -> Result<(), Error> {
     .expect("json");
     let write = |name: &str, bytes: &[u8]| {
         let path = args.out.join(name);
-        flexio::write_file_replacing_regular(&path, bytes).map_err(|e| io_error("write", &path, e))
+        flexio::write_file_replacing_regular(&path, bytes).map_err(|e| Error::io("write", &path, e))
     };
     write("host.json", &json)?;
     write(
@@ -106,7 +106,7 @@ pub fn run(args: &HostArgs<'_>) -> Result<(), Error> {
         format!("# flexio bench --scenario host-to-host\n\n```text\n{text}```\n").as_bytes(),
     )?;
     let charts = host_bench::write_charts(&results, args.out)
-        .map_err(|e| io_error("write chart", args.out, e))?;
+        .map_err(|e| Error::io("write chart", args.out, e))?;
     eprintln!(
         "wrote {}, {} and {}",
         args.out.join("host.json").display(),

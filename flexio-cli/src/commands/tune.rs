@@ -6,13 +6,15 @@ use std::time::{Duration, Instant};
 
 use clap::Args;
 use flexio::profile::default_profile_path;
-use flexio::Error;
 use flexio_bench::harness::RunOptions;
 use flexio_tune::load::{busy_warning, Load};
 use flexio_tune::sweep::{self as tune, TunePlan};
 use flexio_tune::tree::{tune_tree, TreeTunePlan, STOPPED};
 
-use crate::bench_support::BarObserver;
+use crate::error::{Error, Result};
+use crate::output::print_stdout;
+use crate::profile_table::render;
+use crate::runs_progress::BarObserver;
 
 /// Arguments of `flexio tune`.
 #[derive(Args)]
@@ -47,7 +49,7 @@ pub struct TuneArgs {
 }
 
 /// Runs `flexio tune`.
-pub fn run(args: TuneArgs) -> Result<(), Error> {
+pub fn run(args: TuneArgs) -> Result<()> {
     let started = Instant::now();
     let plan = if args.full {
         TunePlan::full()
@@ -117,7 +119,7 @@ pub fn run(args: TuneArgs) -> Result<(), Error> {
         .save_for_auto(&path)
         .map_err(|e| Error::Usage(e.to_string()))?;
     profile.path = Some(path.clone());
-    let mut text = crate::profile_cmd::render(&profile);
+    let mut text = render(&profile);
     // The warnings close the output, once.
     for note in profile.notes.iter().filter(|n| !n.starts_with("warning:")) {
         text += &format!("note: {note}\n");
@@ -143,7 +145,7 @@ pub fn run(args: TuneArgs) -> Result<(), Error> {
             text += &format!("wrote {}\n", file.display());
         }
     }
-    crate::print_stdout(&text);
+    print_stdout(&text);
     Ok(())
 }
 

@@ -1,40 +1,12 @@
-//! What every bench command shares: the error for the bench's own files,
-//! the stop flag Ctrl-C sets, and the progress bar over the runs. Kept apart from `bench` so that the
-//! scenario commands it dispatches to do not import it back.
+//! The progress bar over a harness's runs, shared by `flexio bench` and
+//! `flexio tune`, with the stop flag Ctrl-C sets.
 
 use std::io::IsTerminal;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use flexio::Error;
 use flexio_bench::runner::Observer;
 use indicatif::{ProgressBar, ProgressStyle};
-
-/// An I/O error of the bench's own files, naming the path.
-pub(crate) fn io_error(
-    op: &'static str,
-    endpoint: &std::path::Path,
-    source: std::io::Error,
-) -> Error {
-    Error::Io {
-        op,
-        endpoint: endpoint.display().to_string(),
-        offset: None,
-        source,
-    }
-}
-
-/// A flag SIGINT and SIGTERM set, for a bench to stop at the next run and
-/// clean up; a second signal, while the first is being honoured, exits at
-/// once (children still die with their process group on Ctrl-C).
-pub(crate) fn stop_on_signals() -> Arc<AtomicBool> {
-    let stop = Arc::new(AtomicBool::new(false));
-    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        let _ = signal_hook::flag::register_conditional_shutdown(signal, 130, Arc::clone(&stop));
-        let _ = signal_hook::flag::register(signal, Arc::clone(&stop));
-    }
-    stop
-}
 
 /// A progress bar over the runs, with the current cell as its message;
 /// Ctrl-C asks the runner to stop after the current run, so that children,
@@ -46,7 +18,7 @@ pub(crate) struct BarObserver {
 
 impl BarObserver {
     pub(crate) fn new(quiet: bool) -> Self {
-        let stop = stop_on_signals();
+        let stop = crate::signals::stop_on_signals();
         let bar = (!quiet && std::io::stderr().is_terminal()).then(|| {
             ProgressBar::new(0).with_style(
                 ProgressStyle::with_template(

@@ -4,11 +4,11 @@
 //! directory. SIGINT/SIGTERM stop it after the current group; the
 //! namespaces, servers and data are removed either way.
 
-use crate::bench_support::io_error;
 use std::path::Path;
 
-use flexio::Error;
 use flexio_bench::hosts_bench::{self, HostsOptions};
+
+use crate::error::{Error, Result};
 
 /// How the scenario is run (from `flexio bench`'s arguments).
 pub struct HostsArgs<'a> {
@@ -33,8 +33,8 @@ pub struct HostsArgs<'a> {
 /// # Errors
 /// Not root, the namespaces or servers cannot be made, a signal stopped
 /// it, or the outputs cannot be written.
-pub fn run(args: &HostsArgs<'_>) -> Result<(), Error> {
-    let stop = crate::bench_support::stop_on_signals();
+pub fn run(args: &HostsArgs<'_>) -> Result<()> {
+    let stop = crate::signals::stop_on_signals();
     let (counts, bytes, rate, runs) = if args.quick {
         (vec![2, 4], 4 << 20, 8 << 20, args.runs.min(2))
     } else {
@@ -48,11 +48,11 @@ pub fn run(args: &HostsArgs<'_>) -> Result<(), Error> {
     let work = args
         .dir
         .join(format!(".flexio-hosts-bench-{}", std::process::id()));
-    let work = std::path::absolute(&work).map_err(|e| io_error("absolute", &work, e))?;
+    let work = std::path::absolute(&work).map_err(|e| Error::io("absolute", &work, e))?;
     let options = HostsOptions {
         dir: work.clone(),
         flexio: std::env::current_exe()
-            .map_err(|e| io_error("current_exe", Path::new("flexio"), e))?,
+            .map_err(|e| Error::io("current_exe", Path::new("flexio"), e))?,
         counts,
         bytes: args.bytes.unwrap_or(bytes),
         rate: args.rate.unwrap_or(rate),
@@ -67,8 +67,8 @@ pub fn run(args: &HostsArgs<'_>) -> Result<(), Error> {
         "\n{} timed rounds per contender, rotated; every round's copies checked against the source; took {:.0} s\n",
         options.runs, results.seconds
     );
-    crate::print_stdout(&text);
-    std::fs::create_dir_all(args.out).map_err(|e| io_error("mkdir", args.out, e))?;
+    crate::output::print_stdout(&text);
+    std::fs::create_dir_all(args.out).map_err(|e| Error::io("mkdir", args.out, e))?;
     let json = serde_json::to_vec_pretty(&serde_json::json!({
         "schema_version": 1,
         "scenario": "hosts",
@@ -83,7 +83,7 @@ pub fn run(args: &HostsArgs<'_>) -> Result<(), Error> {
     .expect("json");
     let write = |name: &str, bytes: &[u8]| {
         let path = args.out.join(name);
-        flexio::write_file_replacing_regular(&path, bytes).map_err(|e| io_error("write", &path, e))
+        flexio::write_file_replacing_regular(&path, bytes).map_err(|e| Error::io("write", &path, e))
     };
     write("hosts.json", &json)?;
     write(
@@ -91,7 +91,7 @@ pub fn run(args: &HostsArgs<'_>) -> Result<(), Error> {
         format!("# flexio bench --scenario hosts\n\n```text\n{text}```\n").as_bytes(),
     )?;
     let chart = hosts_bench::write_chart(&results, args.out)
-        .map_err(|e| io_error("write chart", args.out, e))?;
+        .map_err(|e| Error::io("write chart", args.out, e))?;
     eprintln!(
         "wrote {}, {} and {}",
         args.out.join("hosts.json").display(),

@@ -5,10 +5,13 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Args;
-use flexio::{Error, MechanismName};
+use flexio::MechanismName;
 use flexio_net::client::{get, GetOptions};
 
+use crate::error::{Error, Result};
+use crate::output::{count, document, print_stdout, size};
 use crate::progress::ProgressBarThread;
+use crate::values;
 
 /// Arguments of `flexio get`.
 #[derive(Args)]
@@ -22,14 +25,14 @@ pub struct GetArgs {
     /// Connections fetching ranges at once (one when the server does not
     /// answer ranges). Four by default: a GET in ranges works against any
     /// server that answers them (put's default is one, see put --help).
-    #[arg(long, default_value_t = 4, value_parser = crate::bounds::count(crate::bounds::MAX_STREAMS))]
+    #[arg(long, default_value_t = 4, value_parser = values::count(values::MAX_STREAMS))]
     streams: usize,
     /// Bytes one ranged request asks for.
-    #[arg(long, value_parser = size, default_value = "16MiB")]
+    #[arg(long, value_parser = values::size, default_value = "16MiB")]
     piece_size: u64,
     /// Deadline to connect, for a response head, and for any stretch of
     /// the body without progress.
-    #[arg(long, value_parser = crate::bounds::duration, default_value = "30s")]
+    #[arg(long, value_parser = values::duration, default_value = "30s")]
     timeout: Duration,
     /// Do not check the bytes against the server's manifest.
     #[arg(long)]
@@ -37,7 +40,7 @@ pub struct GetArgs {
     /// The socket→file mechanism: auto, read-write, mmap, splice,
     /// io-uring or direct (sendfile, copy-file-range and send-zc cannot
     /// write a socket's bytes to a file).
-    #[arg(long, default_value = "auto", value_parser = socket_to_file)]
+    #[arg(long, default_value = "auto", value_parser = values::socket_to_file)]
     via: MechanismName,
     /// fsync the file before it takes its name.
     #[arg(long)]
@@ -54,7 +57,7 @@ pub struct GetArgs {
     resume: bool,
     /// The most bytes per second, over all streams together (10M, 1G,
     /// 100Mbit/s).
-    #[arg(long, value_name = "RATE", value_parser = rate)]
+    #[arg(long, value_name = "RATE", value_parser = values::rate)]
     rate: Option<flexio::pace::Rate>,
     #[command(flatten)]
     output: crate::transfer_output::OutputArgs,
@@ -81,7 +84,7 @@ pub struct GetArgs {
     upstream: Vec<String>,
     /// With --serve: once the file is whole, serve on until no downstream
     /// connection has been open for this long.
-    #[arg(long, value_parser = crate::bounds::duration, default_value = "10s", requires = "serve")]
+    #[arg(long, value_parser = values::duration, default_value = "10s", requires = "serve")]
     linger: Duration,
     /// With --serve: serve onward over HTTPS with this certificate chain
     /// and private key (two PEM files), as `serve --tls`.
@@ -101,19 +104,9 @@ pub struct GetArgs {
     serve_tls_self_signed: bool,
 }
 
-pub(crate) fn rate(text: &str) -> Result<flexio::pace::Rate, String> {
-    text.parse().map_err(|e: Error| e.to_string())
-}
-
-fn size(text: &str) -> Result<u64, String> {
-    flexio::parse_size(text).map_err(|e| e.to_string())
-}
-
 /// Runs `flexio get`.
-pub fn run(mut args: GetArgs) -> crate::error::Result<()> {
-    if let Err(error) = flexio::cleanup::remove_temporaries_on_signals() {
-        eprintln!("flexio: warning: cannot catch signals ({error}); an interrupted get may leave its temporary file");
-    }
+pub fn run(mut args: GetArgs) -> Result<()> {
+    crate::signals::remove_temporaries_on_signals("get");
     for _ in 0..MAX_REDIRECTS {
         let fetched = fetch(&args);
         match redirected(&args, &fetched) {
@@ -130,9 +123,9 @@ const MAX_REDIRECTS: usize = 5;
 /// Where a plain get was sent on the same origin (`URL/dir` to
 /// `URL/dir/`, which is then fetched as a tree); mirrors and relays name
 /// their URLs exactly.
-fn redirected(args: &GetArgs, fetched: &crate::error::Result<()>) -> Option<String> {
+fn redirected(args: &GetArgs, fetched: &Result<()>) -> Option<String> {
     match fetched {
-        Err(crate::error::Error::Net(error)) if args.mirror.is_empty() && args.serve.is_none() => {
+        Err(Error::Net(error)) if args.mirror.is_empty() && args.serve.is_none() => {
             match error.cause() {
                 flexio_net::Error::Redirect { location, .. } => Some(location.clone()),
                 _ => None,
@@ -142,24 +135,8 @@ fn redirected(args: &GetArgs, fetched: &crate::error::Result<()>) -> Option<Stri
     }
 }
 
-/// Parses get's `--via`: `auto` or a mechanism that moves socket → file.
-fn socket_to_file(text: &str) -> Result<MechanismName, String> {
-    use flexio::EndpointKind::{File, Tcp};
-    let serving = MechanismName::serving(Tcp, File);
-    match text.parse::<MechanismName>() {
-        Ok(name) if name == MechanismName::Auto || serving.contains(&name) => Ok(name),
-        _ => {
-            let names: Vec<_> = serving.iter().map(|m| m.as_str()).collect();
-            Err(format!(
-                "{text:?} cannot move a socket's bytes to a file; use auto, {}",
-                names.join(", ")
-            ))
-        }
-    }
-}
-
 /// One try of `flexio get` at `args.url`.
-fn fetch(args: &GetArgs) -> crate::error::Result<()> {
+fn fetch(args: &GetArgs) -> Result<()> {
     let watch = args.output.watch();
     let options = GetOptions {
         streams: args.streams.max(1),
@@ -184,13 +161,12 @@ fn fetch(args: &GetArgs) -> crate::error::Result<()> {
         return Err(Error::Usage(
             "--serve relays one file (not a tree, not with --shard or --mirror) in this version"
                 .into(),
-        )
-        .into());
+        ));
     }
     if !args.mirror.is_empty() && shard.is_some() {
-        return Err(
-            Error::Usage("--mirror and --shard do not go together in this version".into()).into(),
-        );
+        return Err(Error::Usage(
+            "--mirror and --shard do not go together in this version".into(),
+        ));
     }
     let urls: Vec<String> = std::iter::once(&url)
         .chain(args.mirror.iter().chain(&args.upstream))
@@ -200,8 +176,7 @@ fn fetch(args: &GetArgs) -> crate::error::Result<()> {
         return Err(Error::Usage(format!(
             "{}: --shard shares a tree: give a directory URL, ending in /",
             args.url
-        ))
-        .into());
+        )));
     }
     // Dropped (the bar cleared) by each way before it prints its summary.
     let bar = watch.start();
@@ -219,7 +194,7 @@ fn fetch(args: &GetArgs) -> crate::error::Result<()> {
     report.url = args.url.clone();
     args.output.tell(
         || file_summary(&report, args.no_verify),
-        || crate::json_document::document("get", &report),
+        || document("get", &report),
     );
     Ok(())
 }
@@ -281,7 +256,7 @@ fn run_mirrored(
     urls: &[String],
     options: &GetOptions,
     bar: ProgressBarThread,
-) -> crate::error::Result<()> {
+) -> Result<()> {
     let report = flexio_net::client::get_mirrored(urls, args.dest.as_deref(), options)?;
     drop(bar);
     print_mirrored(args, report, "every piece BLAKE3-verified");
@@ -296,7 +271,7 @@ fn run_relay(
     urls: &[String],
     options: &GetOptions,
     bar: ProgressBarThread,
-) -> crate::error::Result<()> {
+) -> Result<()> {
     let mut relay = flexio_net::client::Relay::bind(address, args.public)?;
     let bound = relay.local_addr()?;
     let path = args.url.split('?').next().unwrap_or_default();
@@ -308,7 +283,11 @@ fn run_relay(
         }
         [] => None,
         [cert, key] => Some(flexio_net::tls::TlsIdentity::from_pem_files(cert, key)?),
-        _ => return Err(Error::Usage("--serve-tls takes two PEM files: CERT,KEY".into()).into()),
+        _ => {
+            return Err(Error::Usage(
+                "--serve-tls takes two PEM files: CERT,KEY".into(),
+            ))
+        }
     };
     let line = match identity {
         Some(identity) => {
@@ -321,7 +300,7 @@ fn run_relay(
         }
         None => format!("serving onward at http://{bound}/{name}\n"),
     };
-    crate::print_stdout(&line);
+    print_stdout(&line);
     let _ = std::io::Write::flush(&mut std::io::stdout());
     let report = relay.fetch_and_serve(urls, args.dest.as_deref(), options, args.linger)?;
     drop(bar);
@@ -339,7 +318,7 @@ fn print_mirrored(args: &GetArgs, mut report: flexio_net::client::MirroredReport
     as_given(args, &mut report.servers);
     args.output.tell(
         || mirrored_summary(&report, how),
-        || crate::json_document::document("get-mirrored", &report),
+        || document("get-mirrored", &report),
     );
 }
 
@@ -396,7 +375,7 @@ fn run_tree(
     options: &GetOptions,
     shard: Option<(flexio_net::shard::Shard, flexio_net::shard::Split)>,
     bar: ProgressBarThread,
-) -> crate::error::Result<()> {
+) -> Result<()> {
     let destination = match &args.dest {
         Some(dest) => dest.clone(),
         None => {
@@ -408,7 +387,10 @@ fn run_tree(
                 .unwrap_or_default();
             let name = flexio_net::names::percent_decode(last.as_bytes()).unwrap_or_default();
             if !flexio_net::names::is_safe_component(&name) || path.matches('/').count() < 4 {
-                return Err(Error::Usage(format!("{}: give DEST for this tree", args.url)).into());
+                return Err(Error::Usage(format!(
+                    "{}: give DEST for this tree",
+                    args.url
+                )));
             }
             PathBuf::from(std::ffi::OsStr::from_bytes(&name))
         }
@@ -446,7 +428,7 @@ fn left_out(report: &flexio_net::client::TreeReport) -> String {
     if !report.escaping_links.is_empty() {
         out += &format!(
             "; {} left out (pointing out of the destination)",
-            crate::copy_output::count(report.escaping_links.len() as u64, "symlink", "symlinks")
+            count(report.escaping_links.len() as u64, "symlink", "symlinks")
         );
     }
     out
@@ -470,13 +452,12 @@ fn print_tree(args: &GetArgs, report: &flexio_net::client::TreeReport) {
     }
     args.output.tell(
         || tree_summary(report, args.no_verify),
-        || crate::json_document::document("get-tree", report),
+        || document("get-tree", report),
     );
 }
 
 /// The summary of a tree get: a line, the shard's, and one per server.
 fn tree_summary(report: &flexio_net::client::TreeReport, no_verify: bool) -> String {
-    use crate::copy_output::{count, size};
     let verified = match (report.listing.as_ref(), no_verify) {
         (Some(_), _) => "not verified (no manifest)",
         (None, true) => "not verified (--no-verify)",

@@ -8,8 +8,13 @@ use std::time::Duration;
 
 use clap::Args;
 use flexio::pace::{Rate, Schedule};
-use flexio::{Error, MechanismName};
+use flexio::MechanismName;
 use flexio_net::server::{ServeConfig, Server};
+
+use crate::error::{Error, Result};
+use crate::output::print_stdout;
+use crate::token::read_token;
+use crate::values;
 
 /// Arguments of `flexio serve`.
 #[derive(Args)]
@@ -18,7 +23,7 @@ pub struct ServeArgs {
     dir: PathBuf,
     /// Address and port to listen on (port 0 picks a free one); a port
     /// alone (`--listen 8080`) is loopback's. Loopback unless --public.
-    #[arg(long, default_value = "127.0.0.1:0", value_parser = listen_address)]
+    #[arg(long, default_value = "127.0.0.1:0", value_parser = values::listen_address)]
     listen: SocketAddr,
     /// Serve read-only: PUT is answered 405 even with --token-file.
     #[arg(long)]
@@ -35,25 +40,25 @@ pub struct ServeArgs {
     public: bool,
     /// Worker threads, each with its own epoll set and the connections
     /// it accepted, driven without blocking.
-    #[arg(long, default_value_t = 8, value_parser = crate::bounds::count(crate::bounds::MAX_WORKERS))]
+    #[arg(long, default_value_t = 8, value_parser = values::count(values::MAX_WORKERS))]
     workers: usize,
     /// Connections held at once; more get 503.
-    #[arg(long, default_value_t = 1024, value_parser = crate::bounds::count(crate::bounds::MAX_CONNECTIONS))]
+    #[arg(long, default_value_t = 1024, value_parser = values::count(values::MAX_CONNECTIONS))]
     max_connections: usize,
     /// Serve file bodies through a block cache of this size over O_DIRECT
     /// (copied from its blocks and written, not sent with --via), so a
     /// client scanning a large file does not evict what others read often.
-    #[arg(long, value_name = "SIZE", value_parser = crate::copy::size)]
+    #[arg(long, value_name = "SIZE", value_parser = values::size)]
     cache: Option<u64>,
     /// The cache's eviction policy: adaptive (S3-FIFO tuning its small
     /// queue as it runs), lru, clock, sieve, s3-fifo, arc.
     #[arg(long, value_name = "P", requires = "cache", default_value_t = flexio_cache::policy::PolicyName::DEFAULT)]
     cache_policy: flexio_cache::policy::PolicyName,
     /// Time a request head may take to arrive (slow clients are cut off).
-    #[arg(long, value_parser = crate::bounds::duration, default_value = "10s")]
+    #[arg(long, value_parser = values::duration, default_value = "10s")]
     head_timeout: Duration,
     /// Time a kept-alive connection may sit idle.
-    #[arg(long, value_parser = crate::bounds::duration, default_value = "15s")]
+    #[arg(long, value_parser = values::duration, default_value = "15s")]
     idle_timeout: Duration,
     /// The file→socket mechanism for bodies: auto (sendfile), sendfile,
     /// splice, read-write, mmap or direct (the others are refused: they
@@ -64,30 +69,30 @@ pub struct ServeArgs {
     /// 100Mbit/s); a connection over it waits in its worker's timer
     /// wheel, holding no thread. A client with several connections
     /// (`get --streams 4`) gets it on each.
-    #[arg(long, value_name = "RATE", value_parser = rate)]
+    #[arg(long, value_name = "RATE", value_parser = values::rate)]
     rate_per_connection: Option<Rate>,
     /// The old name of --rate-per-connection, which it is: it limits each
     /// connection, not each client address.
-    #[arg(long, value_name = "RATE", value_parser = rate, hide = true, conflicts_with = "rate_per_connection")]
+    #[arg(long, value_name = "RATE", value_parser = values::rate, hide = true, conflicts_with = "rate_per_connection")]
     rate_per_client: Option<Rate>,
     /// The most bytes per second all connections together are sent.
-    #[arg(long, value_name = "RATE", value_parser = rate)]
+    #[arg(long, value_name = "RATE", value_parser = values::rate)]
     rate_total: Option<Rate>,
     /// Cue's schedule for every response body: K chunks of --chunk bytes
     /// (64KiB without it), each one call of --via at most, then a pause
     /// of T ms (`4,16`; T may carry a unit: `2.5ms`, `1s`). Each connection
     /// keeps its own count and waits in its worker's timer wheel, holding
     /// no thread; on exit a line says what the schedules did.
-    #[arg(long, value_name = "K,T", value_parser = schedule)]
+    #[arg(long, value_name = "K,T", value_parser = values::schedule)]
     schedule: Option<Schedule>,
     /// The most body bytes one connection is sent (or an upload read) per
     /// wake-up before its worker goes on with others (as nginx's
     /// sendfile_max_chunk).
-    #[arg(long, value_name = "BYTES", value_parser = max_chunk, default_value = "1M")]
+    #[arg(long, value_name = "BYTES", value_parser = values::max_chunk, default_value = "1M")]
     max_chunk: u64,
     /// Bytes per read/write or per mapped window of that mechanism (the
     /// OS project's buffer and map size) [default: the mechanism's own].
-    #[arg(long, value_parser = chunk)]
+    #[arg(long, value_parser = values::chunk)]
     chunk: Option<usize>,
     /// Serve HTTPS with this certificate chain and private key (two PEM
     /// files). Bodies then go through rustls: one user-space copy.
@@ -108,7 +113,7 @@ pub struct ServeArgs {
     /// On SIGTERM or SIGINT: stop accepting and give the answers in
     /// flight this long to finish (an upload not whole is never linked
     /// in), then exit 0; a second signal exits at once.
-    #[arg(long, value_parser = crate::bounds::duration, default_value = "5s")]
+    #[arg(long, value_parser = values::duration, default_value = "5s")]
     grace: Duration,
     /// Append a line per response to FILE (`-` for standard output):
     /// nginx's combined format, then the mechanism that sent the body and
@@ -122,32 +127,8 @@ pub struct ServeArgs {
     tls_self_signed: bool,
 }
 
-fn rate(text: &str) -> Result<Rate, String> {
-    text.parse::<Rate>().map_err(|e| e.to_string())
-}
-
-fn schedule(text: &str) -> Result<Schedule, String> {
-    text.parse::<Schedule>().map_err(|e| e.to_string())
-}
-
-fn max_chunk(text: &str) -> Result<u64, String> {
-    match flexio::parse_size(text).map_err(|e| e.to_string())? {
-        0 => Err("a turn must move at least a byte".into()),
-        bytes if bytes > 1 << 30 => Err("at most 1G per turn".into()),
-        bytes => Ok(bytes),
-    }
-}
-
-fn chunk(text: &str) -> Result<usize, String> {
-    let size = flexio::parse_size(text).map_err(|e| e.to_string())?;
-    if !(4096..=(64 << 20)).contains(&size) {
-        return Err("--chunk must be between 4KiB and 64MiB".into());
-    }
-    Ok(size as usize)
-}
-
 /// Runs `flexio serve` until SIGTERM or SIGINT, then stops gracefully.
-pub fn run(args: ServeArgs) -> crate::error::Result<()> {
+pub fn run(args: ServeArgs) -> Result<()> {
     let mut config = ServeConfig::new(args.dir.clone());
     config.listen = args.listen;
     config.public = args.public;
@@ -173,7 +154,7 @@ pub fn run(args: ServeArgs) -> crate::error::Result<()> {
     config.follow_symlinks = args.follow_symlinks;
     config.access_log = args.access_log.clone();
     if !matches!(args.tls.len(), 0 | 2) {
-        return Err(Error::Usage("--tls takes two PEM files: CERT,KEY".into()).into());
+        return Err(Error::Usage("--tls takes two PEM files: CERT,KEY".into()));
     }
     if let [cert, key] = args.tls.as_slice() {
         config.tls = Some(flexio_net::tls::TlsIdentity::from_pem_files(cert, key)?);
@@ -190,7 +171,7 @@ pub fn run(args: ServeArgs) -> crate::error::Result<()> {
         )
     });
     if let (Some(path), false) = (&args.token_file, args.read_only) {
-        config.token = Some(crate::put_cmd::read_token(path)?);
+        config.token = Some(read_token(path)?);
     }
     let mode = match config.token {
         Some(_) if config.tls.is_none() && !config.listen.ip().is_loopback() => {
@@ -212,7 +193,7 @@ pub fn run(args: ServeArgs) -> crate::error::Result<()> {
         ),
         None => String::new(),
     };
-    crate::print_stdout(&format!(
+    print_stdout(&format!(
         "serving {} on {}://{}/ ({mode}{bodies})\n{}",
         args.dir.display(),
         if tls_note.is_some() { "https" } else { "http" },
@@ -220,7 +201,7 @@ pub fn run(args: ServeArgs) -> crate::error::Result<()> {
         tls_note.unwrap_or_default()
     ));
     // A second signal while stopping exits at once.
-    let stop = crate::bench_support::stop_on_signals();
+    let stop = crate::signals::stop_on_signals();
     let handle = server.spawn()?;
     while !stop.load(Ordering::Relaxed) {
         std::thread::sleep(Duration::from_millis(50));
@@ -239,35 +220,4 @@ pub fn run(args: ServeArgs) -> crate::error::Result<()> {
         );
     }
     Ok(())
-}
-
-/// `--listen`: `ADDR:PORT`, or a port alone for 127.0.0.1 (a server
-/// reachable from elsewhere is asked for by address, and --public).
-fn listen_address(text: &str) -> Result<SocketAddr, String> {
-    if let Ok(port) = text.parse::<u16>() {
-        return Ok(SocketAddr::from(([127, 0, 0, 1], port)));
-    }
-    text.parse().map_err(|_| {
-        format!("{text:?} is neither a port (8080) nor an address and port (127.0.0.1:8080, [::1]:8080)")
-    })
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn a_port_alone_listens_on_loopback() {
-        assert_eq!(
-            super::listen_address("8080").unwrap().to_string(),
-            "127.0.0.1:8080"
-        );
-        assert_eq!(
-            super::listen_address("[::1]:80").unwrap().to_string(),
-            "[::1]:80"
-        );
-        assert_eq!(
-            super::listen_address("0.0.0.0:80").unwrap().to_string(),
-            "0.0.0.0:80"
-        );
-        assert!(super::listen_address("localhost").is_err());
-    }
 }

@@ -1,7 +1,10 @@
 //! `flexio mechanisms`: the support matrix, as a table or JSON.
 
 use clap::Args;
-use flexio::{builtin_choice, CopyKernel, EndpointKind, Error, MechanismName, Params};
+use flexio::{builtin_choice, CopyKernel, EndpointKind, MechanismName, Params};
+
+use crate::error::Result;
+use crate::output::print_stdout;
 use serde_json::json;
 
 /// Arguments of `flexio mechanisms`.
@@ -26,7 +29,7 @@ fn pairs(include_memory: bool) -> impl Iterator<Item = (EndpointKind, EndpointKi
 }
 
 /// Runs `flexio mechanisms`.
-pub fn run(args: MechanismsArgs) -> Result<(), Error> {
+pub fn run(args: MechanismsArgs) -> Result<()> {
     if args.json {
         let rows: Vec<_> = pairs(true)
             .map(|(source, sink)| {
@@ -62,7 +65,7 @@ pub fn run(args: MechanismsArgs) -> Result<(), Error> {
             "mechanisms": mechanisms,
             "copy_kernels": kernels,
         });
-        crate::print_stdout(&crate::json_document::document("mechanisms", &document));
+        print_stdout(&crate::output::document("mechanisms", &document));
         return Ok(());
     }
     let names = MechanismName::CONCRETE;
@@ -116,7 +119,7 @@ pub fn run(args: MechanismsArgs) -> Result<(), Error> {
         }
     }
     table += &copy_kernels();
-    crate::print_stdout(&table);
+    print_stdout(&table);
     Ok(())
 }
 
