@@ -223,6 +223,61 @@ pub fn store_file(
     })
 }
 
+/// Reads `bytes` bytes of `memory` from `address.offset` back from the
+/// device and compares their BLAKE3 with that of `path`'s first `bytes`
+/// bytes: what `copy --verify` does after a load.
+///
+/// # Errors
+/// [`Error::VerifyMismatch`] when they differ; [`Error::Io`] for the file
+/// and [`Error::Device`] for the GPU.
+pub fn verify_load(
+    path: &Path,
+    gpu: &Gpu,
+    memory: &DeviceMemory,
+    address: DeviceAddress,
+    bytes: u64,
+    piece: usize,
+) -> Result<()> {
+    use std::io::Read;
+    let shown = path.display().to_string();
+    let file = File::open(path).map_err(|e| Error::io("open", &shown, None, e))?;
+    let mut buffer = vec![0u8; piece.clamp(4096, 64 << 20)];
+    let mut file_hash = blake3::Hasher::new();
+    let mut reader = file.take(bytes);
+    let mut read = 0u64;
+    loop {
+        let n = reader
+            .read(&mut buffer)
+            .map_err(|e| Error::io("read", &shown, Some(read), e))?;
+        if n == 0 {
+            break;
+        }
+        file_hash.update(&buffer[..n]);
+        read += n as u64;
+    }
+    let mut device_hash = blake3::Hasher::new();
+    let mut done = 0u64;
+    while done < bytes {
+        let n = buffer.len().min((bytes - done) as usize);
+        gpu.copy_out(memory, (address.offset + done) as usize, &mut buffer[..n])
+            .map_err(|source| Error::Device {
+                endpoint: address.to_string(),
+                offset: Some(done),
+                source,
+            })?;
+        device_hash.update(&buffer[..n]);
+        done += n as u64;
+    }
+    let (source_hash, sink_hash) = (file_hash.finalize(), device_hash.finalize());
+    if source_hash != sink_hash {
+        return Err(Error::VerifyMismatch {
+            source_hash: source_hash.to_hex().to_string(),
+            sink_hash: sink_hash.to_hex().to_string(),
+        });
+    }
+    Ok(())
+}
+
 /// One load's two ends.
 struct Sides<'a> {
     file: &'a File,

@@ -1,6 +1,7 @@
 //! `flexio copy SRC DST`: one flow, and its report; `flexio copy SRC...
 //! DIR` and `flexio copy -r SRCDIR DST` go to [`tree`].
 
+mod device;
 mod summary;
 mod tree;
 mod tree_args;
@@ -25,7 +26,9 @@ use summary::{flow_summary, listed};
 pub struct CopyArgs {
     /// Sources, then the sink. An endpoint is a file or block device path,
     /// `-` (stdin/stdout), `tcp://HOST:PORT`, `tcp-listen://ADDR:PORT`,
-    /// `unix://PATH` or `unix-listen://PATH`. As with cp, several sources
+    /// `unix://PATH` or `unix-listen://PATH`; a sink may be GPU memory,
+    /// `gpu:N[@OFFSET[+LEN]]` (a file named so is `./gpu:0`), loaded by
+    /// `--via pageable|pinned|staged|registered|auto`. As with cp, several sources
     /// (or one into an existing directory) go into the directory DST, and
     /// directories need -r.
     #[arg(num_args = 2.., value_name = "PATH", required = true)]
@@ -174,6 +177,14 @@ fn run_flow(args: CopyArgs) -> Result<()> {
     let [source, sink] = &args.paths[..] else {
         unreachable!("run sends every other count of paths to tree::run")
     };
+    if let Some(at) = flexio::device::DeviceAddress::parse(sink)? {
+        return device::run(&args, source, at);
+    }
+    if flexio::device::DeviceAddress::parse(source)?.is_some() {
+        return Err(Error::Usage(format!(
+            "{source}: a GPU's memory as a source outlives no process; copy into gpu:N"
+        )));
+    }
     let source_address = Address::parse(source)?;
     let sink_address = Address::parse(sink)?;
     let via = parse_via(&args.via, &source_address, &sink_address)?;
