@@ -91,7 +91,7 @@ fn every_mode_loads_a_file_into_the_gpu_and_verifies_it() {
     }
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("model.bin");
-    let bytes: Vec<u8> = (0..5_000_000u32).map(|i| (i * 31 >> 3) as u8).collect();
+    let bytes: Vec<u8> = (0..5_000_000u32).map(|i| ((i * 31) >> 3) as u8).collect();
     std::fs::write(&file, &bytes).unwrap();
     for via in ["auto", "pageable", "pinned", "staged", "registered"] {
         let output = flexio()
