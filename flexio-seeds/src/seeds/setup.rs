@@ -20,4 +20,7 @@ pub enum Setup {
     SmackCached,
     /// S.M.A.C.K.'s Table 6: a raw loop device beside dd (root).
     SmackRaw,
+    /// Cue's Tables 1-7: the schedules and the user-driven loop, cold, on
+    /// a throttled device (root).
+    CueDiskBound,
 }
