@@ -15,6 +15,7 @@ impl Setup {
     fn run(self, options: &ThesisOptions) -> (ThesisOutcome, Vec<Summary>) {
         let outcome = match self {
             Setup::LowMemoryBySize => thesis_bench::by_size(options),
+            Setup::LowMemoryBySizeSmallBuffers => thesis_bench::by_size_small_buffers(options),
             Setup::LowMemoryByBuffer => thesis_bench::by_buffer(options),
             Setup::SocketBuffers => thesis_bench::socket_buffers(options),
             Setup::UdpBuffers => thesis_bench::udp_buffers(options),

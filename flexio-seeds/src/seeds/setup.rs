@@ -6,6 +6,9 @@
 pub enum Setup {
     /// Disk -> disk by file size in the 128 MiB cgroup.
     LowMemoryBySize,
+    /// Disk -> disk by file size in the 128 MiB cgroup, read-write with
+    /// 1 KiB and 64 KiB buffers.
+    LowMemoryBySizeSmallBuffers,
     /// Disk -> disk by buffer size from 1 KiB in the 128 MiB cgroup.
     LowMemoryByBuffer,
     /// File -> TCP with fixed socket buffers, against autotuning.

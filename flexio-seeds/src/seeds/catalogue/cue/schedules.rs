@@ -164,8 +164,11 @@ pub(super) fn switches_ours(summaries: &[Summary]) -> Vec<Point> {
         };
         let involuntary = row.involuntary_per_gib.unwrap_or(0.0) / 1024.0;
         let all = row.switches_per_gib / 1024.0;
-        points.push(Point::new(name, 0.0, (all - involuntary).max(0.0)));
-        points.push(Point::new(name, 1.0, involuntary));
+        points.push(of_rounds(
+            Point::new(name, 0.0, (all - involuntary).max(0.0)),
+            row.runs,
+        ));
+        points.push(of_rounds(Point::new(name, 1.0, involuntary), row.runs));
     }
     points
 }
@@ -232,6 +235,15 @@ fn disk_switches(ours: &[Point]) -> String {
     }
 }
 
+/// `point` as the median of `rounds` rounds (switches, CPU and the
+/// meter keep only their medians, so no spread).
+fn of_rounds(point: Point, rounds: usize) -> Point {
+    Point {
+        rounds: Some(rounds),
+        ..point
+    }
+}
+
 /// What Tables 2-5 give per MB: wall s, system s, switches, the meter's
 /// share (x 0-3).
 fn per_mb(s: &Summary) -> [f64; 4] {
@@ -269,19 +281,22 @@ fn relative(
     schedules: &[Cue],
     quantities: &[usize],
 ) -> Vec<Point> {
-    let Some(user) = meter_row(summaries, cache, ReadWrite, None).map(per_mb) else {
+    let Some(user_row) = meter_row(summaries, cache, ReadWrite, None) else {
         return Vec::new();
     };
+    let user = per_mb(user_row);
     let mut points = Vec::new();
     for &cue in schedules {
-        let Some(row) = meter_row(summaries, cache, Sendfile, Some(cue)).map(per_mb) else {
+        let Some(row_summary) = meter_row(summaries, cache, Sendfile, Some(cue)) else {
             continue;
         };
+        let row = per_mb(row_summary);
+        let rounds = user_row.runs.min(row_summary.runs);
         let name = relative_name(cache, cue);
         for (x, &i) in quantities.iter().enumerate() {
             let ratio = row[i] / user[i];
             if ratio.is_finite() && ratio > 0.0 {
-                points.push(Point::new(&name, x as f64, ratio));
+                points.push(of_rounds(Point::new(&name, x as f64, ratio), rounds));
             }
         }
     }
