@@ -197,6 +197,49 @@ fn cue_tables_2_3_and_6_run_both_transfers_disk_bound_at_an_equal_rate() {
     }
 }
 
+#[test]
+fn cue_table_8_runs_the_servers_behind_one_shared_bucket() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, md) = run_exhibits(dir.path(), &["cue-table-8"]);
+    // No gap and the setup ran: the matrix's rows, of one round here,
+    // keep it PARTIAL.
+    let row = md
+        .lines()
+        .find(|l| l.starts_with("| cue-table-8 |"))
+        .unwrap();
+    assert!(
+        row.contains("| PARTIAL |") && row.contains("fewer than 3 rounds"),
+        "{row}"
+    );
+    assert!(!row.contains("gap:") && !row.contains("setup:"), "{row}");
+    assert!(
+        md.contains("`flexio serve --rate-total 3145728` (one token bucket"),
+        "{md}"
+    );
+    let at = |series: &str, clients: &str| {
+        row_value(&md, series, clients).unwrap_or_else(|| panic!("no {series} x{clients}: {md}"))
+    };
+    // 3 MiB/s is 3072 KB/s: an unpaced server's one client has it all
+    // (give or take a burst), four clients a quarter each.
+    for what in ["read-write", "sendfile"] {
+        let series = format!("serve --via {what}, shared 3 MiB/s (ours)");
+        let (one, four) = (at(&series, "1"), at(&series, "4"));
+        assert!(one > 1500.0 && one < 4000.0, "{series}: {one} KB/s: {md}");
+        assert!(four > 400.0 && four < 1100.0, "{series}: {four} KB/s: {md}");
+    }
+    // Four clients under (4, 70 ms) ask for 1.8 MB/s together, less than
+    // the bucket: each keeps most of its one-client rate. Four under
+    // (4, 16 ms) ask for 8 MB/s: each gets about a quarter of it.
+    let light = "serve --via sendfile k=4 t=70, shared 3 MiB/s (ours)";
+    assert!(at(light, "4") > 0.7 * at(light, "1"), "{md}");
+    let heavy = "serve --via sendfile k=4 t=16, shared 3 MiB/s (ours)";
+    assert!(at(heavy, "4") < 1100.0, "{md}");
+    assert!(at(heavy, "4") < 0.7 * at(heavy, "1"), "{md}");
+    // Only `out` is left in the work directory.
+    let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().flatten().collect();
+    assert_eq!(left.len(), 1, "{left:?}");
+}
+
 /// The loop devices whose backing file lies under `dir`.
 fn loop_devices_over(dir: &std::path::Path) -> Vec<String> {
     let mut found = Vec::new();

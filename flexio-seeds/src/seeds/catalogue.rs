@@ -38,6 +38,11 @@ pub(super) fn setups(id: &str) -> &'static [super::setup::Setup] {
     }
 }
 
+/// Table 8's servers behind the shared bucket (`Setup::CueSharedLink`).
+pub(super) fn cue_servers() -> Vec<crate::cue_bench::Server> {
+    cue::shared_servers()
+}
+
 /// The cells Cue's exhibits run cold on the throttled device
 /// (`Setup::CueDiskBound`).
 pub(super) fn cue_disk_cells(quick: bool) -> Vec<flexio_bench::plan::Cell> {

@@ -23,6 +23,7 @@ impl Setup {
             Setup::SmackUncached => smack_bench::uncached(options, &smack_bench::SIZES_MB),
             Setup::SmackCached => smack_bench::cached(options, &smack_bench::SIZES_MB),
             Setup::SmackRaw => smack_bench::raw_read(options),
+            Setup::CueSharedLink => cue_bench::shared_link(options, &catalogue::cue_servers()),
             Setup::CueDiskBound => {
                 return cue_bench::disk_bound(options, catalogue::cue_disk_cells(options.quick))
             }

@@ -26,4 +26,7 @@ pub enum Setup {
     /// Cue's Tables 1-7: the schedules and the user-driven loop, cold, on
     /// a throttled device (root).
     CueDiskBound,
+    /// Cue's Table 8: `flexio serve` to 1-4 clients sharing one
+    /// `--rate-total` bucket.
+    CueSharedLink,
 }

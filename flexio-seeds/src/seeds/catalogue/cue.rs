@@ -26,8 +26,14 @@ const SETS_2_4: [Cue; 3] = [(4, 70), (1, 16), (1, 20)];
 pub(super) fn setups(id: &str) -> &'static [Setup] {
     match id {
         "cue-table-1" | "cue-table-2" | "cue-table-3" | "cue-table-6" => &[Setup::CueDiskBound],
+        "cue-table-8" => &[Setup::CueSharedLink],
         _ => &[],
     }
+}
+
+/// Table 8's servers for `Setup::CueSharedLink`.
+pub(super) fn shared_servers() -> Vec<crate::cue_bench::Server> {
+    clients::shared_servers()
 }
 
 /// The cells `Setup::CueDiskBound` runs cold on the throttled device.
@@ -241,8 +247,11 @@ fn table_8() -> Exhibit {
               (user driven), by sendfile unscheduled, and by sendfile under each of Cue's \
               four schedules (`--schedule K,T`, 8 KiB chunks, each connection paused on its \
               own); each client's rate here, the server's CPU per GiB in report.md. The \
-              scheduled clients fetch Cue's 12 MB in the full run, 1 MiB with --quick.",
-        gaps: &["the clients share no bottleneck (no paced link or shared token bucket), so a per-client rate holds by construction"],
+              scheduled clients fetch Cue's 12 MB in the full run, 1 MiB with --quick. Then \
+              the same servers behind a shared bottleneck, as wuftpd's clients shared one \
+              DECstation: `--rate-total 3 MiB/s`, one token bucket all connections draw on, \
+              1 MiB to each client (4 MiB in the full run), three rounds.",
+        gaps: &[],
         cells: clients::cells,
         ours: clients::per_client_ours,
         view: super::as_measured,
