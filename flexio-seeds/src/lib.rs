@@ -27,7 +27,8 @@
 //! cue.rs           Cue's tables, printed beside the product scenarios
 //!                  that repeat them
 //! cue_bench.rs     Cue's cells run cold on a throttled device: the
-//!                  disk-bound pair Cue compared
+//!                  disk-bound pair Cue compared; Table 8's servers
+//!                  behind one shared --rate-total bucket (shared.rs)
 //! ```
 
 #![warn(missing_docs)]

@@ -1,7 +1,10 @@
 //! The setups some exhibits measure outside the matrix (`thesis_bench`:
 //! a 128 MiB memory cgroup, a socket-buffer sweep, a relay across three
-//! network namespaces; `smack_bench`: S.M.A.C.K.'s reads into memory), each run once however many exhibits use it, and
-//! their points handed to the report beside the matrix's.
+//! network namespaces; `smack_bench`: S.M.A.C.K.'s reads into memory;
+//! `cue_bench`: Cue's cells cold on a throttled device, Table 8 behind a
+//! shared bucket), each run once however many exhibits use it, and their
+//! points (or the summaries of the cells they ran) handed to the report
+//! beside the matrix's.
 
 use super::setup::Setup;
 use super::{catalogue, Exhibit, Point};
