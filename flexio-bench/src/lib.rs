@@ -33,6 +33,7 @@
 //! tree_bench.rs  tree copies beside cp -r, rsync, tar, xcp
 //! cache_bench.rs the block cache against the page cache
 //! harness.rs     the harness's items a tuner uses, at their old path
+//! error.rs       the bench's Error: the operation, the path or peer, the cause
 //! ```
 //!
 //! The five documents' experiments (the seeds, FlexIO's and S.M.A.C.K.'s
@@ -44,6 +45,7 @@
 
 pub mod cache_bench;
 pub mod charts;
+mod error;
 pub mod files;
 pub mod harness;
 pub mod host_bench;
@@ -55,6 +57,8 @@ pub mod schedule_bench;
 pub mod server_bench;
 pub mod table;
 pub mod tree_bench;
+
+pub use error::{Error, Result};
 
 // The measuring harness lives in `flexio-harness`; its modules stay
 // reachable at their old paths here, so `flexio_bench::stats::…` and the
