@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use crate::charts::plain::{write_line_chart, LineChart, PlainSeries};
+use crate::report::charts::plain::{write_line_chart, LineChart, PlainSeries};
 use crate::{Error, Result};
 
 /// What to run.
