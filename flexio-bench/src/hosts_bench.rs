@@ -29,7 +29,7 @@ use crate::host_bench::link::{listening, Hosts};
 use crate::host_bench::same;
 use crate::host_bench::servers::Server;
 use crate::stats::median;
-use crate::{Error, Result};
+use crate::{Error, Report, Result, Scenario};
 
 pub use report::{ratios, table, write_chart};
 
@@ -436,12 +436,8 @@ fn steps(
 /// stopped by a signal; a contender that fails is recorded as failed.
 pub fn run(options: &HostsOptions) -> Result<HostsResults> {
     let started = Instant::now();
-    if let Some(bad) = options.counts.iter().find(|n| !(2..=8).contains(*n)) {
-        return Err(Error::Usage(format!(
-            "{bad} hosts: the hosts scenario takes 2 to 8"
-        )));
-    }
-    let max_n = options.counts.iter().copied().max().unwrap_or(2);
+    let cells = HostsBench::cells(options)?;
+    let max_n = cells.iter().map(|cell| cell.n).max().unwrap_or(2);
     let hosts = Hosts::create(max_n)?;
     let served = options.dir.join("served");
     let copies = options.dir.join("copies");
@@ -452,12 +448,13 @@ pub fn run(options: &HostsOptions) -> Result<HostsResults> {
     make_data(&served, options.bytes)?;
     let servers = start_servers(&hosts, options, &served, &logs, max_n)?;
     let mut timings = Vec::new();
-    for &n in &options.counts {
-        let mut rows: Vec<HostsTiming> = Contender::ALL
+    for group in cells.chunks(Contender::ALL.len()) {
+        let n = group[0].n;
+        let mut rows: Vec<HostsTiming> = group
             .iter()
-            .map(|&contender| HostsTiming {
+            .map(|cell| HostsTiming {
                 n,
-                contender,
+                contender: cell.contender,
                 seconds: Vec::new(),
                 failed: None,
             })
@@ -520,4 +517,56 @@ pub fn run(options: &HostsOptions) -> Result<HostsResults> {
         timings,
         seconds: started.elapsed().as_secs_f64(),
     })
+}
+
+/// One cell of the hosts scenario: a contender at N hosts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HostsCell {
+    /// The host count.
+    pub n: usize,
+    /// What runs at N.
+    pub contender: Contender,
+}
+
+/// The hosts scenario behind [`Scenario`]: [`run`], [`table`] and
+/// [`write_chart`].
+pub struct HostsBench;
+
+impl Scenario for HostsBench {
+    type Options = HostsOptions;
+    type Cell = HostsCell;
+    type Results = HostsResults;
+    const NAME: &'static str = "hosts";
+
+    /// Every contender at each host count, counts in the order given.
+    fn cells(options: &HostsOptions) -> Result<Vec<HostsCell>> {
+        if let Some(bad) = options.counts.iter().find(|n| !(2..=8).contains(*n)) {
+            return Err(Error::Usage(format!(
+                "{bad} hosts: the hosts scenario takes 2 to 8"
+            )));
+        }
+        Ok(options
+            .counts
+            .iter()
+            .flat_map(|&n| {
+                Contender::ALL
+                    .iter()
+                    .map(move |&contender| HostsCell { n, contender })
+            })
+            .collect())
+    }
+
+    fn run(options: &HostsOptions) -> Result<HostsResults> {
+        run(options)
+    }
+
+    /// The chart has no footer: its title says the setup.
+    fn report(results: &HostsResults, out: &Path, _footer: &str) -> Result<Report> {
+        let chart = write_chart(results, out)
+            .map_err(|e| Error::io("write the hosts chart into", out, e))?;
+        Ok(Report {
+            table: table(results),
+            charts: vec![chart],
+        })
+    }
 }

@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 
 use crate::report::charts::plain::{write_line_chart, LineChart, PlainSeries};
-use crate::{Error, Result};
+use crate::{Error, Report, Result, Scenario};
 
 /// What to run.
 #[derive(Clone, Debug)]
@@ -99,20 +99,81 @@ fn receive(mut stream: impl Read) -> Received {
 /// `flexio copy` fails.
 pub fn run(options: &PaceBenchOptions) -> Result<Vec<PaceResult>> {
     std::fs::create_dir_all(&options.dir).map_err(|e| Error::io("mkdir", &options.dir, e))?;
+    let cells = PaceBench::cells(options)?;
     let mut results = Vec::new();
-    for &rate in &options.rates {
+    for same_rate in cells.chunks(FLOWS_PER_RATE.len()) {
+        let rate = same_rate[0].rate;
         let bytes = (rate as f64 * options.duration.as_secs_f64()) as u64;
         let source = options.dir.join("pace-source");
         let file = std::fs::File::create(&source).map_err(|e| Error::io("create", &source, e))?;
         file.set_len(bytes.max(1))
             .map_err(|e| Error::io("set the length of", &source, e))?;
         drop(file);
-        for (sink, by) in [("tcp", "kernel"), ("tcp", "bucket"), ("unix", "bucket")] {
-            results.push(one_flow(options, &source, rate, sink, by)?);
+        for cell in same_rate {
+            results.push(one_flow(
+                options,
+                &source,
+                cell.rate,
+                cell.sink,
+                cell.paced_by,
+            )?);
         }
         let _ = std::fs::remove_file(&source);
     }
     Ok(results)
+}
+
+/// The flows at each rate, in order: `(sink, paced by)`.
+const FLOWS_PER_RATE: [(&str, &str); 3] =
+    [("tcp", "kernel"), ("tcp", "bucket"), ("unix", "bucket")];
+
+/// One flow of the pace scenario: a rate, a sink and who paces it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PaceCell {
+    /// The rate asked for, bytes per second.
+    pub rate: u64,
+    /// `tcp` or `unix`.
+    pub sink: &'static str,
+    /// `--pace-by`: `kernel` or `bucket`.
+    pub paced_by: &'static str,
+}
+
+/// The pace scenario behind [`Scenario`]: [`run`], [`table`] and
+/// [`write_chart`].
+pub struct PaceBench;
+
+impl Scenario for PaceBench {
+    type Options = PaceBenchOptions;
+    type Cell = PaceCell;
+    type Results = Vec<PaceResult>;
+    const NAME: &'static str = "pace";
+
+    fn cells(options: &PaceBenchOptions) -> Result<Vec<PaceCell>> {
+        Ok(options
+            .rates
+            .iter()
+            .flat_map(|&rate| {
+                FLOWS_PER_RATE.map(|(sink, paced_by)| PaceCell {
+                    rate,
+                    sink,
+                    paced_by,
+                })
+            })
+            .collect())
+    }
+
+    fn run(options: &PaceBenchOptions) -> Result<Vec<PaceResult>> {
+        run(options)
+    }
+
+    fn report(results: &Vec<PaceResult>, out: &Path, footer: &str) -> Result<Report> {
+        let chart = write_chart(out, results, footer)
+            .map_err(|e| Error::io("write the pace chart into", out, e))?;
+        Ok(Report {
+            table: table(results),
+            charts: vec![chart],
+        })
+    }
 }
 
 fn one_flow(
