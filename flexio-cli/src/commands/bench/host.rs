@@ -78,7 +78,7 @@ pub fn run(args: &HostArgs<'_>) -> Result<()> {
     };
     let result = host_bench::run(&options);
     let _ = std::fs::remove_dir_all(&work);
-    let results = result.map_err(Error::Usage)?;
+    let results = result.map_err(|e| Error::Usage(e.to_string()))?;
     let mut text = host_bench::table(&results);
     text += &format!(
         "\n{} runs per contender after a warm-up round that checks the copy ({} for Fig 5 and 6), interleaved, each round starting one contender later; every client timed as a process (iperf3 by its own timer, so its ceiling leaves out process start); \"÷ flexio\" is the row's median time over flexio get's (above 1: flexio is faster); server CPU is the server process tree's user+system time per GiB (nanoseconds for living threads, from schedstat)\n",

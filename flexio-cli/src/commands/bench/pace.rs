@@ -22,7 +22,7 @@ pub fn run(dir: &Path, out: &Path, rates: &[Rate], seconds: f64) -> Result<()> {
     };
     let result = pace_bench::run(&options);
     let _ = std::fs::remove_dir_all(&work);
-    let results = result.map_err(Error::Usage)?;
+    let results = result.map_err(|e| Error::Usage(e.to_string()))?;
     let text = format!(
         "{}\nflexio copy --rate R --via sendfile FILE → loopback for {seconds} s per rate; error: the receiver's rate against R; \"paced by\" is the sender's report: the kernel (SO_MAX_PACING_RATE) or flexio's token bucket\n",
         pace_bench::table(&results)

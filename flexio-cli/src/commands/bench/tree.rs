@@ -66,7 +66,7 @@ pub fn run(
     }
     let result = tree_bench::run(&options);
     let _ = std::fs::remove_dir_all(&work);
-    let (timings, missing) = result.map_err(Error::Usage)?;
+    let (timings, missing) = result.map_err(|e| Error::Usage(e.to_string()))?;
     let mut text = tree_bench::table(&timings);
     if !missing.is_empty() {
         text += &format!("\nmissing peers: {}\n", missing.join(", "));

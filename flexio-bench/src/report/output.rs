@@ -4,7 +4,7 @@
 //!   run, warm-ups included), pretty-printed; [`read_results`] reads it back;
 //! - `results.csv`: one line per raw run, every [`RunRecord`] field
 //!   flattened, for spreadsheets and pandas;
-//! - one SVG chart or more per scenario ([`crate::charts`]);
+//! - one SVG chart or more per scenario ([`crate::report::charts`]);
 //! - `report.md`: the machine, the command, the tables, the charts, the
 //!   missing peers and the notes.
 
@@ -13,11 +13,11 @@ use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 
-use crate::charts;
-use crate::files::write_replacing;
 use crate::model::{CellSummary, Contender, ContenderSummary, Results, RunRecord, SCHEMA_VERSION};
+use crate::report::charts;
+use crate::report::files::write_replacing;
+use crate::report::table;
 use crate::stats;
-use crate::table;
 
 /// File name of the raw results.
 pub const RESULTS_JSON: &str = "results.json";

@@ -15,8 +15,8 @@ use plotters::style::text_anchor::{HPos, Pos, VPos};
 use super::legend::{self, Entry, Line};
 use super::{extent, rate_unit, whisker, RATE_LOG_FROM};
 use crate::model::{CacheState, ContenderKind, Results, Scenario};
+use crate::report::table;
 use crate::stats::{self, median, Summary};
-use crate::table;
 
 /// Width of a dot plot, in SVG pixels; its height grows with its rows.
 const WIDTH: u32 = 1200;
@@ -205,12 +205,12 @@ fn limits_apart(summaries: &[Summary], rows: &[&Summary]) -> Vec<(String, f64)> 
 }
 
 /// Draws `chart` into `path` (drawn in memory, then written only over a
-/// regular file or nothing: see [`crate::files::write_replacing`]).
+/// regular file or nothing: see [`crate::report::files::write_replacing`]).
 pub(super) fn draw(path: &Path, chart: &DotChart, machine: &str) -> io::Result<()> {
     let mut svg = String::new();
     draw_in(&mut svg, chart, machine)
         .map_err(|error| io::Error::other(format!("drawing chart {}: {error}", path.display())))?;
-    crate::files::write_replacing(path, svg.as_bytes())
+    crate::report::files::write_replacing(path, svg.as_bytes())
 }
 
 fn draw_in(

@@ -8,7 +8,7 @@ use super::cells::{
 };
 use super::{Table, BEST_MARK, LIMIT_MARK};
 use crate::model::Scenario;
-use crate::originals::Beside;
+use crate::report::originals::Beside;
 use crate::stats::{self, Summary};
 
 /// The table of one scenario.
@@ -207,7 +207,7 @@ fn caption(summaries: &[Summary], rows: &[&Summary], scenario: Scenario) -> Vec<
 
 /// The originals' texts registered for `place`, as caption lines.
 fn originals(place: Beside) -> impl Iterator<Item = String> {
-    crate::originals::texts(place)
+    crate::report::originals::texts(place)
         .into_iter()
         .map(str::to_string)
 }

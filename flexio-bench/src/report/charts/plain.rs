@@ -130,7 +130,7 @@ pub fn write_line_chart(path: &Path, chart: &LineChart) -> io::Result<()> {
         ),
     };
     result.map_err(|e| io::Error::other(format!("drawing chart {}: {e}", path.display())))?;
-    crate::files::write_replacing(path, svg.as_bytes())
+    crate::report::files::write_replacing(path, svg.as_bytes())
 }
 
 fn draw<X, Y>(
@@ -174,7 +174,7 @@ where
                 return String::new();
             }
             if x_sizes && *x >= 1.0 {
-                return crate::table::short_size(x.round() as u64);
+                return crate::report::table::short_size(x.round() as u64);
             }
             return compact(*x);
         }

@@ -38,8 +38,8 @@ use std::path::{Path, PathBuf};
 use line_chart::{draw, extent, rate_label, rate_unit, whisker, Extent};
 
 use crate::model::{CacheState, Contender, ContenderKind, Results, Scenario};
+use crate::report::table::{self, short_size};
 use crate::stats::{self, Summary};
-use crate::table::{self, short_size};
 
 /// Bytes and flows are drawn on a log2 axis from two decades on.
 const SIZE_LOG_FROM: f64 = 100.0;

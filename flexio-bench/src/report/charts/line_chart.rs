@@ -12,7 +12,7 @@ use plotters::prelude::*;
 use super::legend::{self, Entry, Line};
 use super::{Along, Chart, CHART_SIZE, LEGEND_WIDTH, RATE_LOG_FROM, SIZE_LOG_FROM};
 use crate::model::ContenderKind;
-use crate::table::short_size;
+use crate::report::table::short_size;
 
 /// Where a set of positive values lies on an axis.
 pub(super) struct Extent {
@@ -148,7 +148,7 @@ pub(super) fn draw(path: &Path, chart: &Chart, machine: &str) -> io::Result<()> 
     };
     result
         .map_err(|error| io::Error::other(format!("drawing chart {}: {error}", path.display())))?;
-    crate::files::write_replacing(path, svg.as_bytes())
+    crate::report::files::write_replacing(path, svg.as_bytes())
 }
 
 struct Axes {
