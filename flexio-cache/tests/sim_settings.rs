@@ -3,8 +3,8 @@
 //! limits its README states, computed. Run with `-- --nocapture` to see
 //! each trace's best setting.
 
-use flexio_cache::policy::{Policy, PolicyName, S3Fifo};
-use flexio_cache::sim::{next_uses, simulate, simulate_min};
+use flexio_cache::policy::{PolicyName, S3Fifo};
+use flexio_cache::sim::{next_uses, replay, simulate, simulate_min};
 use flexio_cache::trace::Trace;
 
 const SHARES: [u32; 11] = [5, 10, 25, 50, 100, 200, 250, 400, 700, 900, 990];
@@ -15,14 +15,7 @@ fn best_setting(keys: &[u64], size: usize) -> (f64, u32, u8) {
     for promote_at in [1, 2] {
         for share in SHARES {
             let mut cache = S3Fifo::with_setting(size, share, promote_at);
-            let mut hits = 0u64;
-            for &key in keys {
-                if cache.get(key).is_some() {
-                    hits += 1;
-                } else {
-                    cache.insert(key);
-                }
-            }
+            let hits = replay(keys, &mut cache);
             let ratio = 100.0 * hits as f64 / keys.len() as f64;
             if ratio > best.0 {
                 best = (ratio, share, promote_at);

@@ -310,8 +310,23 @@ impl Sides<'_> {
 
     /// Fills `buffer` from the file at `at`, all of it.
     fn read_exactly(&self, file: &impl AsFd, buffer: &mut [u8], at: u64) -> Result<()> {
+        let n = buffer.len();
+        self.read_at_least(file, buffer, n, at, "read")
+    }
+
+    /// Reads into `buffer` at `at` until at least `n` bytes came (a read
+    /// may bring more, up to the buffer's end, as an `O_DIRECT` read of
+    /// whole blocks does).
+    fn read_at_least(
+        &self,
+        file: &impl AsFd,
+        buffer: &mut [u8],
+        n: usize,
+        at: u64,
+        op: &'static str,
+    ) -> Result<()> {
         let mut done = 0;
-        while done < buffer.len() {
+        while done < n {
             let offset = at + done as u64;
             match rustix::io::pread(file, &mut buffer[done..], offset) {
                 Ok(0) => {
@@ -321,9 +336,9 @@ impl Sides<'_> {
                         end: self.len,
                     })
                 }
-                Ok(n) => done += n,
+                Ok(got) => done += got,
                 Err(rustix::io::Errno::INTR) => {}
-                Err(e) => return Err(Error::io("read", self.path, Some(offset), e)),
+                Err(e) => return Err(Error::io(op, self.path, Some(offset), e)),
             }
         }
         Ok(())
@@ -388,23 +403,7 @@ impl Sides<'_> {
     /// blocks.
     fn read_direct(&self, file: &File, buffer: &mut [u8], n: usize, at: u64) -> Result<()> {
         let whole = n.next_multiple_of(4096).min(buffer.len());
-        let mut done = 0;
-        while done < n {
-            let offset = at + done as u64;
-            match rustix::io::pread(file, &mut buffer[done..whole], offset) {
-                Ok(0) => {
-                    return Err(Error::SourceEnded {
-                        endpoint: self.path.to_string(),
-                        offset,
-                        end: self.len,
-                    })
-                }
-                Ok(got) => done += got,
-                Err(rustix::io::Errno::INTR) => {}
-                Err(e) => return Err(Error::io("read (O_DIRECT)", self.path, Some(offset), e)),
-            }
-        }
-        Ok(())
+        self.read_at_least(file, &mut buffer[..whole], n, at, "read (O_DIRECT)")
     }
 }
 
