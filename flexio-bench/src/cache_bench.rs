@@ -126,7 +126,7 @@ impl Parts {
     /// assert!(parts.hits && parts.serve && !parts.smack && !parts.hot_set);
     /// assert!(Parts::parse("warp").is_err());
     /// ```
-    pub fn parse(text: &str) -> Result<Parts, String> {
+    pub fn parse(text: &str) -> crate::Result<Parts> {
         let mut parts = Parts {
             smack: false,
             hits: false,
@@ -140,10 +140,10 @@ impl Parts {
                 "hot-set" => parts.hot_set = true,
                 "serve" => parts.serve = true,
                 other => {
-                    return Err(format!(
+                    return Err(crate::Error::Usage(format!(
                         "unknown part {other:?}; known: {}",
                         Parts::NAMES.join(", ")
-                    ))
+                    )))
                 }
             }
         }
@@ -409,7 +409,7 @@ pub fn run(
                         page_cache::CHILD_ALLOWANCE >> 20
                     ))
             }
-            Err(why) => Some(why),
+            Err(why) => Some(why.to_string()),
         };
     }
     let (mut serve, mut serve_note) = (None, None);

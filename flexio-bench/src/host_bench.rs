@@ -29,6 +29,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::stats::median;
 use crate::tree_bench::{make_tree, TreeShape};
+use crate::{Error, Result};
 
 mod contenders;
 pub use flexio_harness::netns as link;
@@ -235,13 +236,13 @@ struct Workload {
 /// # Errors
 /// The data cannot be made or a server cannot be started; a contender
 /// that fails is recorded as failed instead.
-pub fn run(options: &HostBenchOptions) -> Result<HostResults, String> {
+pub fn run(options: &HostBenchOptions) -> Result<HostResults> {
     let link = Link::create(options.namespaces);
     let served = options.dir.join("served");
     let copies = options.dir.join("copies");
     let logs = options.dir.join("logs");
     for dir in [&served, &copies, &logs] {
-        std::fs::create_dir_all(dir).map_err(|e| format!("mkdir {}: {e}", dir.display()))?;
+        std::fs::create_dir_all(dir).map_err(|e| Error::io("mkdir", dir, e))?;
     }
     let mut results = HostResults {
         link: link.description.clone(),
@@ -253,7 +254,7 @@ pub fn run(options: &HostBenchOptions) -> Result<HostResults, String> {
     let scale = options.file_bytes as f64 / (100u64 << 20) as f64;
     let (_, file_bytes) = make_tree(&made, TreeShape::Fig1, scale)?;
     std::fs::rename(made.join("d000/f0000"), served.join("file"))
-        .map_err(|e| format!("rename the single file: {e}"))?;
+        .map_err(|e| Error::io("rename the single file to", served.join("file"), e))?;
     let _ = std::fs::remove_dir_all(&made);
     let mut workloads = vec![Workload {
         part: HostPart::HostToHost,
@@ -416,7 +417,7 @@ fn run_cell(
                         "flexio bench: {} on {}: {why}",
                         contender.name, workload.name
                     );
-                    row.failed = Some(why);
+                    row.failed = Some(why.to_string());
                 }
             }
         }
@@ -444,9 +445,9 @@ fn run_once(
     contender: &Contender,
     copies: &Path,
     link: &Link,
-) -> Result<(f64, f64), String> {
+) -> Result<(f64, f64)> {
     let _ = std::fs::remove_dir_all(copies);
-    std::fs::create_dir_all(copies).map_err(|e| format!("mkdir {}: {e}", copies.display()))?;
+    std::fs::create_dir_all(copies).map_err(|e| Error::io("mkdir", copies, e))?;
     let mut per_run: Option<Child> = None;
     let cpu_before = match &contender.server {
         ServerSide::Running(server) => server.cpu_seconds(),
@@ -457,7 +458,7 @@ fn run_once(
                 .stdout(Stdio::null())
                 .stderr(Stdio::null())
                 .spawn()
-                .map_err(|e| format!("start the sender: {e}"))?;
+                .map_err(|e| Error::spawn("start", "the sender", e))?;
             let pid = child.id();
             per_run = Some(child);
             let mut ready = false;
@@ -473,7 +474,10 @@ fn run_once(
                     let _ = child.kill();
                     let _ = child.wait();
                 }
-                return Err(format!("the sender did not listen on port {port}"));
+                return Err(Error::peer(
+                    "the sender",
+                    format!("did not listen on port {port}"),
+                ));
             }
             0.0
         }
@@ -485,10 +489,10 @@ fn run_once(
         (_, Some(mut child)) => {
             let status = child
                 .wait()
-                .map_err(|e| format!("wait for the sender: {e}"))?;
+                .map_err(|e| Error::spawn("wait for", "the sender", e))?;
             let used = flexio::measure::children_rusage().since(&children_before);
             if !status.success() && outcome.is_ok() {
-                return Err(format!("the sender failed: {status}"));
+                return Err(Error::program("the sender", format!("failed: {status}")));
             }
             used.cpu_ns as f64 / 1e9
         }
@@ -497,10 +501,13 @@ fn run_once(
     };
     let (output, seconds) = outcome?;
     if !output.status.success() {
-        return Err(format!(
-            "exit {}: {}",
-            output.status,
-            String::from_utf8_lossy(&output.stderr).trim()
+        return Err(Error::program(
+            &contender.name,
+            format!(
+                "exit {}: {}",
+                output.status,
+                String::from_utf8_lossy(&output.stderr).trim()
+            ),
         ));
     }
     let seconds = match contender.own_timer {

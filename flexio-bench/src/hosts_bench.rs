@@ -29,6 +29,7 @@ use crate::host_bench::link::{listening, Hosts};
 use crate::host_bench::same;
 use crate::host_bench::servers::Server;
 use crate::stats::median;
+use crate::{Error, Report, Result, Scenario};
 
 pub use report::{ratios, table, write_chart};
 
@@ -146,24 +147,23 @@ fn group_limit(options: &HostsOptions, n: usize) -> Duration {
 /// The files every comparison moves: `one.bin` and `tree/` of 8 files,
 /// each `bytes` in all, from a BLAKE3 stream (incompressible, no disk
 /// reads of a source device).
-fn make_data(served: &Path, bytes: u64) -> Result<(), String> {
-    let write = |path: &Path, seed: &str, len: u64| -> Result<(), String> {
+fn make_data(served: &Path, bytes: u64) -> Result<()> {
+    let write = |path: &Path, seed: &str, len: u64| -> Result<()> {
         let mut reader = blake3::Hasher::new().update(seed.as_bytes()).finalize_xof();
-        let mut file =
-            std::fs::File::create(path).map_err(|e| format!("create {}: {e}", path.display()))?;
+        let mut file = std::fs::File::create(path).map_err(|e| Error::io("create", path, e))?;
         let mut buffer = vec![0u8; 1 << 20];
         let mut left = len;
         while left > 0 {
             let take = left.min(buffer.len() as u64) as usize;
             reader.fill(&mut buffer[..take]);
             file.write_all(&buffer[..take])
-                .map_err(|e| format!("write {}: {e}", path.display()))?;
+                .map_err(|e| Error::io("write", path, e))?;
             left -= take as u64;
         }
         Ok(())
     };
     let tree = served.join("tree");
-    std::fs::create_dir_all(&tree).map_err(|e| format!("mkdir {}: {e}", tree.display()))?;
+    std::fs::create_dir_all(&tree).map_err(|e| Error::io("mkdir", &tree, e))?;
     write(&served.join("one.bin"), "one", bytes)?;
     for i in 0..8u64 {
         let len = bytes / 8 + u64::from(i < bytes % 8);
@@ -185,7 +185,7 @@ struct Step {
 /// # Errors
 /// A process cannot start, fails, does not listen in time, or runs past
 /// `limit`.
-fn run_group(steps: Vec<Step>, limit: Duration, logs: &Path) -> Result<f64, String> {
+fn run_group(steps: Vec<Step>, limit: Duration, logs: &Path) -> Result<f64> {
     let started = Instant::now();
     let deadline = started + limit;
     let mut children: Vec<Child> = Vec::new();
@@ -197,10 +197,10 @@ fn run_group(steps: Vec<Step>, limit: Duration, logs: &Path) -> Result<f64, Stri
     };
     for (index, mut step) in steps.into_iter().enumerate() {
         let log = logs.join(format!("process-{index}.log"));
-        let file = std::fs::File::create(&log).map_err(|e| format!("{}: {e}", log.display()))?;
+        let file = std::fs::File::create(&log).map_err(|e| Error::io("create", &log, e))?;
         let errors = file
             .try_clone()
-            .map_err(|e| format!("{}: {e}", log.display()))?;
+            .map_err(|e| Error::io("duplicate the descriptor of", &log, e))?;
         let spawned = flexio_sys::process::terminate_with_parent(&mut step.command)
             .stdin(Stdio::null())
             .stdout(file)
@@ -210,7 +210,11 @@ fn run_group(steps: Vec<Step>, limit: Duration, logs: &Path) -> Result<f64, Stri
             Ok(child) => child,
             Err(e) => {
                 kill_all(&mut children);
-                return Err(format!("start {:?}: {e}", step.command.get_program()));
+                return Err(Error::spawn(
+                    "start",
+                    step.command.get_program().to_string_lossy(),
+                    e,
+                ));
             }
         };
         let pid = child.id();
@@ -221,10 +225,13 @@ fn run_group(steps: Vec<Step>, limit: Duration, logs: &Path) -> Result<f64, Stri
                 if exited.is_some() || Instant::now() > deadline {
                     kill_all(&mut children);
                     let said = std::fs::read_to_string(&log).unwrap_or_default();
-                    return Err(format!(
-                        "process {index} did not listen on port {port} ({}): {}",
-                        exited.map_or("past the limit".to_string(), |s| s.to_string()),
-                        said.trim()
+                    return Err(Error::peer(
+                        format!("process {index}"),
+                        format!(
+                            "did not listen on port {port} ({}): {}",
+                            exited.map_or("past the limit".to_string(), |s| s.to_string()),
+                            said.trim()
+                        ),
                     ));
                 }
                 std::thread::sleep(Duration::from_millis(2));
@@ -239,7 +246,10 @@ fn run_group(steps: Vec<Step>, limit: Duration, logs: &Path) -> Result<f64, Stri
                     if !status.success() && failed.is_none() {
                         let log = logs.join(format!("process-{index}.log"));
                         let said = std::fs::read_to_string(&log).unwrap_or_default();
-                        failed = Some(format!("process {index}: {status}: {}", said.trim()));
+                        failed = Some(Error::program(
+                            format!("process {index}"),
+                            format!("{status}: {}", said.trim()),
+                        ));
                     }
                     break;
                 }
@@ -247,13 +257,18 @@ fn run_group(steps: Vec<Step>, limit: Duration, logs: &Path) -> Result<f64, Stri
                     let _ = child.kill();
                     let _ = child.wait();
                     failed.get_or_insert_with(|| {
-                        format!("process {index} killed after {} s", limit.as_secs())
+                        Error::program(
+                            format!("process {index}"),
+                            format!("killed after {} s", limit.as_secs()),
+                        )
                     });
                     break;
                 }
                 Ok(None) => std::thread::sleep(Duration::from_millis(2)),
                 Err(e) => {
-                    failed.get_or_insert_with(|| format!("wait for process {index}: {e}"));
+                    failed.get_or_insert_with(|| {
+                        Error::spawn("wait for", format!("process {index}"), e)
+                    });
                     break;
                 }
             }
@@ -284,7 +299,7 @@ fn start_servers(
     served: &Path,
     logs: &Path,
     max_n: usize,
-) -> Result<Servers, String> {
+) -> Result<Servers> {
     let flexio = options.flexio.display().to_string();
     let start = |port: u16, rate: Option<u64>| {
         let mut command = hosts.hub_command(&flexio);
@@ -303,7 +318,7 @@ fn start_servers(
     let free = start(FREE_PORT, None)?;
     let limited = (0..max_n)
         .map(|i| start(LIMITED_PORT + i as u16, Some(options.rate)))
-        .collect::<Result<Vec<_>, _>>()?;
+        .collect::<Result<Vec<_>>>()?;
     Ok(Servers { free, limited })
 }
 
@@ -419,28 +434,27 @@ fn steps(
 /// # Errors
 /// The namespaces, the data or a server cannot be made, or the run was
 /// stopped by a signal; a contender that fails is recorded as failed.
-pub fn run(options: &HostsOptions) -> Result<HostsResults, String> {
+pub fn run(options: &HostsOptions) -> Result<HostsResults> {
     let started = Instant::now();
-    if let Some(bad) = options.counts.iter().find(|n| !(2..=8).contains(*n)) {
-        return Err(format!("{bad} hosts: the hosts scenario takes 2 to 8"));
-    }
-    let max_n = options.counts.iter().copied().max().unwrap_or(2);
+    let cells = HostsBench::cells(options)?;
+    let max_n = cells.iter().map(|cell| cell.n).max().unwrap_or(2);
     let hosts = Hosts::create(max_n)?;
     let served = options.dir.join("served");
     let copies = options.dir.join("copies");
     let logs = options.dir.join("logs");
     for dir in [&served, &copies, &logs] {
-        std::fs::create_dir_all(dir).map_err(|e| format!("mkdir {}: {e}", dir.display()))?;
+        std::fs::create_dir_all(dir).map_err(|e| Error::io("mkdir", dir, e))?;
     }
     make_data(&served, options.bytes)?;
     let servers = start_servers(&hosts, options, &served, &logs, max_n)?;
     let mut timings = Vec::new();
-    for &n in &options.counts {
-        let mut rows: Vec<HostsTiming> = Contender::ALL
+    for group in cells.chunks(Contender::ALL.len()) {
+        let n = group[0].n;
+        let mut rows: Vec<HostsTiming> = group
             .iter()
-            .map(|&contender| HostsTiming {
+            .map(|cell| HostsTiming {
                 n,
-                contender,
+                contender: cell.contender,
                 seconds: Vec::new(),
                 failed: None,
             })
@@ -450,7 +464,7 @@ pub fn run(options: &HostsOptions) -> Result<HostsResults, String> {
             let count = rows.len();
             for index in (0..count).map(|i| (i + round) % count) {
                 if options.stop.load(Ordering::Relaxed) {
-                    return Err("stopped by a signal".into());
+                    return Err(Error::Stopped("stopped by a signal"));
                 }
                 let row = &mut rows[index];
                 if row.failed.is_some() {
@@ -459,8 +473,7 @@ pub fn run(options: &HostsOptions) -> Result<HostsResults, String> {
                 let _ = std::fs::remove_dir_all(&copies);
                 for k in 1..=n {
                     let dir = copies.join(format!("h{k}"));
-                    std::fs::create_dir_all(&dir)
-                        .map_err(|e| format!("mkdir {}: {e}", dir.display()))?;
+                    std::fs::create_dir_all(&dir).map_err(|e| Error::io("mkdir", &dir, e))?;
                 }
                 let (group, checks) = steps(row.contender, n, &hosts, options, &servers, &copies);
                 match run_group(group, group_limit(options, n), &logs) {
@@ -476,7 +489,7 @@ pub fn run(options: &HostsOptions) -> Result<HostsResults, String> {
                             row.failed = Some(format!("copies differ: {}", wrong.join(", ")));
                         }
                     }
-                    Err(why) => row.failed = Some(why),
+                    Err(why) => row.failed = Some(why.to_string()),
                 }
                 if let Some(why) = &row.failed {
                     eprintln!(
@@ -504,4 +517,56 @@ pub fn run(options: &HostsOptions) -> Result<HostsResults, String> {
         timings,
         seconds: started.elapsed().as_secs_f64(),
     })
+}
+
+/// One cell of the hosts scenario: a contender at N hosts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HostsCell {
+    /// The host count.
+    pub n: usize,
+    /// What runs at N.
+    pub contender: Contender,
+}
+
+/// The hosts scenario behind [`Scenario`]: [`run`], [`table`] and
+/// [`write_chart`].
+pub struct HostsBench;
+
+impl Scenario for HostsBench {
+    type Options = HostsOptions;
+    type Cell = HostsCell;
+    type Results = HostsResults;
+    const NAME: &'static str = "hosts";
+
+    /// Every contender at each host count, counts in the order given.
+    fn cells(options: &HostsOptions) -> Result<Vec<HostsCell>> {
+        if let Some(bad) = options.counts.iter().find(|n| !(2..=8).contains(*n)) {
+            return Err(Error::Usage(format!(
+                "{bad} hosts: the hosts scenario takes 2 to 8"
+            )));
+        }
+        Ok(options
+            .counts
+            .iter()
+            .flat_map(|&n| {
+                Contender::ALL
+                    .iter()
+                    .map(move |&contender| HostsCell { n, contender })
+            })
+            .collect())
+    }
+
+    fn run(options: &HostsOptions) -> Result<HostsResults> {
+        run(options)
+    }
+
+    /// The chart has no footer: its title says the setup.
+    fn report(results: &HostsResults, out: &Path, _footer: &str) -> Result<Report> {
+        let chart = write_chart(results, out)
+            .map_err(|e| Error::io("write the hosts chart into", out, e))?;
+        Ok(Report {
+            table: table(results),
+            charts: vec![chart],
+        })
+    }
 }

@@ -10,19 +10,13 @@
 //!
 //! # Layers
 //! ```text
-//! table.rs       terminal tables
-//! output.rs      results.json, results.csv, report.md
-//! files.rs       writing the bench's own files
-//! charts.rs      SVG charts: lines by size, chunk and flows;
-//!  ├ charts/dots.rs    dot plots by contender for one-size scenarios
-//!  └ charts/legend.rs  a colour and marker per contender, the legend panel
+//! report.rs      what every scenario's report is built from: tables,
+//!                SVG charts, results.json/csv, report.md, the files
+//!                they go to, the place for an original's table
 //! server_bench.rs `flexio serve` against nginx under wrk: requests/s,
 //!                latency, CPU per GiB, latency under load, fairness
 //! schedule_bench.rs Cue's (k, t) grid: file -> socket with --schedule
 //!                K,T beside the meter
-//! originals.rs   the place where an original's table (registered by
-//!                the flexio-seeds crate above) is printed beside the
-//!                scenario that repeats its experiment
 //! pace_bench.rs  the `pace` scenario: `flexio copy --rate` as a process
 //!                over loopback, clocked by a receiver here
 //! host_bench.rs  the host-to-host scenario: flexio serve + get across a
@@ -33,6 +27,9 @@
 //! tree_bench.rs  tree copies beside cp -r, rsync, tar, xcp
 //! cache_bench.rs the block cache against the page cache
 //! harness.rs     the harness's items a tuner uses, at their old path
+//! error.rs       the bench's Error: the operation, the path or peer, the cause
+//! scenario.rs    the Scenario trait: cells from options, a report from
+//!                results (pace and hosts so far)
 //! ```
 //!
 //! The five documents' experiments (the seeds, FlexIO's and S.M.A.C.K.'s
@@ -43,18 +40,24 @@
 #![forbid(unsafe_code)]
 
 pub mod cache_bench;
-pub mod charts;
-pub mod files;
+mod error;
 pub mod harness;
 pub mod host_bench;
 pub mod hosts_bench;
-pub mod originals;
-pub mod output;
 pub mod pace_bench;
+pub mod report;
+mod scenario;
 pub mod schedule_bench;
 pub mod server_bench;
-pub mod table;
 pub mod tree_bench;
+
+pub use error::{Error, Result};
+pub use scenario::{Report, Scenario};
+
+// The report's modules at their old paths (`flexio_bench::charts::plain`,
+// `flexio_bench::table::short_size`, …), which flexio-seeds and the CLI
+// import.
+pub use report::{charts, files, originals, output, table};
 
 // The measuring harness lives in `flexio-harness`; its modules stay
 // reachable at their old paths here, so `flexio_bench::stats::…` and the

@@ -18,7 +18,8 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use crate::charts::plain::{write_line_chart, LineChart, PlainSeries};
+use crate::report::charts::plain::{write_line_chart, LineChart, PlainSeries};
+use crate::{Error, Report, Result, Scenario};
 
 /// What to run.
 #[derive(Clone, Debug)]
@@ -96,23 +97,83 @@ fn receive(mut stream: impl Read) -> Received {
 /// # Errors
 /// A message when the source cannot be made, a socket cannot be bound, or
 /// `flexio copy` fails.
-pub fn run(options: &PaceBenchOptions) -> Result<Vec<PaceResult>, String> {
-    std::fs::create_dir_all(&options.dir).map_err(|e| format!("{}: {e}", options.dir.display()))?;
+pub fn run(options: &PaceBenchOptions) -> Result<Vec<PaceResult>> {
+    std::fs::create_dir_all(&options.dir).map_err(|e| Error::io("mkdir", &options.dir, e))?;
+    let cells = PaceBench::cells(options)?;
     let mut results = Vec::new();
-    for &rate in &options.rates {
+    for same_rate in cells.chunks(FLOWS_PER_RATE.len()) {
+        let rate = same_rate[0].rate;
         let bytes = (rate as f64 * options.duration.as_secs_f64()) as u64;
         let source = options.dir.join("pace-source");
-        let file =
-            std::fs::File::create(&source).map_err(|e| format!("{}: {e}", source.display()))?;
+        let file = std::fs::File::create(&source).map_err(|e| Error::io("create", &source, e))?;
         file.set_len(bytes.max(1))
-            .map_err(|e| format!("{}: {e}", source.display()))?;
+            .map_err(|e| Error::io("set the length of", &source, e))?;
         drop(file);
-        for (sink, by) in [("tcp", "kernel"), ("tcp", "bucket"), ("unix", "bucket")] {
-            results.push(one_flow(options, &source, rate, sink, by)?);
+        for cell in same_rate {
+            results.push(one_flow(
+                options,
+                &source,
+                cell.rate,
+                cell.sink,
+                cell.paced_by,
+            )?);
         }
         let _ = std::fs::remove_file(&source);
     }
     Ok(results)
+}
+
+/// The flows at each rate, in order: `(sink, paced by)`.
+const FLOWS_PER_RATE: [(&str, &str); 3] =
+    [("tcp", "kernel"), ("tcp", "bucket"), ("unix", "bucket")];
+
+/// One flow of the pace scenario: a rate, a sink and who paces it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PaceCell {
+    /// The rate asked for, bytes per second.
+    pub rate: u64,
+    /// `tcp` or `unix`.
+    pub sink: &'static str,
+    /// `--pace-by`: `kernel` or `bucket`.
+    pub paced_by: &'static str,
+}
+
+/// The pace scenario behind [`Scenario`]: [`run`], [`table`] and
+/// [`write_chart`].
+pub struct PaceBench;
+
+impl Scenario for PaceBench {
+    type Options = PaceBenchOptions;
+    type Cell = PaceCell;
+    type Results = Vec<PaceResult>;
+    const NAME: &'static str = "pace";
+
+    fn cells(options: &PaceBenchOptions) -> Result<Vec<PaceCell>> {
+        Ok(options
+            .rates
+            .iter()
+            .flat_map(|&rate| {
+                FLOWS_PER_RATE.map(|(sink, paced_by)| PaceCell {
+                    rate,
+                    sink,
+                    paced_by,
+                })
+            })
+            .collect())
+    }
+
+    fn run(options: &PaceBenchOptions) -> Result<Vec<PaceResult>> {
+        run(options)
+    }
+
+    fn report(results: &Vec<PaceResult>, out: &Path, footer: &str) -> Result<Report> {
+        let chart = write_chart(out, results, footer)
+            .map_err(|e| Error::io("write the pace chart into", out, e))?;
+        Ok(Report {
+            table: table(results),
+            charts: vec![chart],
+        })
+    }
 }
 
 fn one_flow(
@@ -121,13 +182,19 @@ fn one_flow(
     rate: u64,
     sink: &str,
     by: &str,
-) -> Result<PaceResult, String> {
+) -> Result<PaceResult> {
     let (address, receiver) = match sink {
         "tcp" => {
-            let listener = TcpListener::bind("127.0.0.1:0").map_err(|e| format!("bind: {e}"))?;
+            let listener = TcpListener::bind("127.0.0.1:0").map_err(|source| Error::System {
+                operation: "bind 127.0.0.1:0",
+                source,
+            })?;
             let address = format!(
                 "tcp://{}",
-                listener.local_addr().map_err(|e| e.to_string())?
+                listener.local_addr().map_err(|source| Error::System {
+                    operation: "the address of the receiver's socket",
+                    source,
+                })?
             );
             let receiver = std::thread::spawn(move || match listener.accept() {
                 Ok((stream, _)) => receive(stream),
@@ -138,8 +205,7 @@ fn one_flow(
         _ => {
             let path = options.dir.join("pace-socket");
             let _ = std::fs::remove_file(&path);
-            let listener =
-                UnixListener::bind(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+            let listener = UnixListener::bind(&path).map_err(|e| Error::io("bind", &path, e))?;
             let receiver = std::thread::spawn(move || match listener.accept() {
                 Ok((stream, _)) => receive(stream),
                 Err(_) => receive(std::io::empty()),
@@ -163,18 +229,21 @@ fn one_flow(
         .arg(&address)
         .stdin(Stdio::null())
         .output()
-        .map_err(|e| format!("{}: {e}", options.flexio.display()))?;
+        .map_err(|e| Error::spawn("start", options.flexio.display().to_string(), e))?;
     let received = receiver
         .join()
-        .map_err(|_| "the receiver panicked".to_string())?;
+        .map_err(|_| Error::Panicked("the receiver"))?;
     if !output.status.success() {
-        return Err(format!(
-            "flexio copy --rate {rate} to {sink}: {}",
-            String::from_utf8_lossy(&output.stderr).trim()
+        return Err(Error::program(
+            format!("flexio copy --rate {rate} to {sink}"),
+            String::from_utf8_lossy(&output.stderr).trim(),
         ));
     }
     let report: serde_json::Value =
-        serde_json::from_slice(&output.stdout).map_err(|e| format!("flexio copy --json: {e}"))?;
+        serde_json::from_slice(&output.stdout).map_err(|source| Error::Json {
+            what: "flexio copy --json",
+            source,
+        })?;
     let pacing = &report["pacing"];
     let seen =
         (received.bytes - received.first_bytes) as f64 / received.span.as_secs_f64().max(1e-9);

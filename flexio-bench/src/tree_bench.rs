@@ -21,6 +21,7 @@ use std::time::Instant;
 use serde::{Deserialize, Serialize};
 
 use crate::stats::median;
+use crate::{Error, Result};
 
 mod chart;
 mod ram_disk;
@@ -177,18 +178,21 @@ fn available(program: &str) -> bool {
 
 /// `cargo install xcp` when xcp is missing (`flexio bench
 /// --install-peers`); reported as missing if that fails.
-pub fn install_xcp_if_missing() -> Result<(), String> {
+pub fn install_xcp_if_missing() -> Result<()> {
     if available("xcp") {
         return Ok(());
     }
     let status = Command::new("cargo")
         .args(["install", "--quiet", "xcp"])
         .status()
-        .map_err(|e| format!("cargo install xcp: {e}"))?;
+        .map_err(|e| Error::spawn("start", "cargo install xcp", e))?;
     if status.success() && available("xcp") {
         Ok(())
     } else {
-        Err("cargo install xcp failed; xcp is reported as missing".into())
+        Err(Error::program(
+            "cargo install xcp",
+            format!("{status}; xcp is reported as missing"),
+        ))
     }
 }
 
@@ -199,7 +203,7 @@ pub fn install_xcp_if_missing() -> Result<(), String> {
 /// # Errors
 /// A tree that cannot be made, or a RAM disk that cannot be set up when
 /// asked for.
-pub fn run(options: &TreeBenchOptions) -> Result<(Vec<TreeTiming>, Vec<String>), String> {
+pub fn run(options: &TreeBenchOptions) -> Result<(Vec<TreeTiming>, Vec<String>)> {
     let mut missing = Vec::new();
     let mut ready: Vec<Contender> = Vec::new();
     for contender in contenders() {
@@ -233,7 +237,7 @@ pub fn run(options: &TreeBenchOptions) -> Result<(Vec<TreeTiming>, Vec<String>),
                 .as_ref()
                 .is_some_and(|s| s.load(Ordering::Relaxed))
             {
-                return Err(STOPPED.to_string());
+                return Err(Error::Stopped(STOPPED));
             }
             let source = root.join(format!("tree-{}", shape.name()));
             let (files, bytes) = make_tree(&source, *shape, options.scale)?;
@@ -260,7 +264,7 @@ pub fn run(options: &TreeBenchOptions) -> Result<(Vec<TreeTiming>, Vec<String>),
                         .as_ref()
                         .is_some_and(|s| s.load(Ordering::Relaxed))
                     {
-                        return Err(STOPPED.to_string());
+                        return Err(Error::Stopped(STOPPED));
                     }
                     let target = root.join("copy");
                     remove_tree(&target)?;
@@ -269,13 +273,12 @@ pub fn run(options: &TreeBenchOptions) -> Result<(Vec<TreeTiming>, Vec<String>),
                     let started = Instant::now();
                     let status = command
                         .status()
-                        .map_err(|e| format!("{}: {e}", contender.name))?;
+                        .map_err(|e| Error::spawn("start", contender.name, e))?;
                     let seconds = started.elapsed().as_secs_f64();
                     if !status.success() {
-                        return Err(format!(
-                            "{} on tree {} failed: {status}",
+                        return Err(Error::program(
                             contender.name,
-                            shape.name()
+                            format!("on tree {} failed: {status}", shape.name()),
                         ));
                     }
                     if round == 0 {
@@ -294,21 +297,22 @@ pub fn run(options: &TreeBenchOptions) -> Result<(Vec<TreeTiming>, Vec<String>),
     Ok((timings, missing))
 }
 
-fn remove_tree(path: &Path) -> Result<(), String> {
+fn remove_tree(path: &Path) -> Result<()> {
     match std::fs::remove_dir_all(path) {
         Ok(()) => Ok(()),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-        Err(e) => Err(format!("remove {}: {e}", path.display())),
+        Err(e) => Err(Error::io("remove", path, e)),
     }
 }
 
 /// Cold: write back and drop the page cache (root). Warm: read every file
 /// of the source once, so it is cached.
-fn prepare_cache(source: &Path, cold: bool) -> Result<(), String> {
+fn prepare_cache(source: &Path, cold: bool) -> Result<()> {
     if cold {
         let _ = Command::new("sync").status();
-        return std::fs::write("/proc/sys/vm/drop_caches", "3")
-            .map_err(|e| format!("drop the page cache (needs root): {e}"));
+        let drop_caches = "/proc/sys/vm/drop_caches";
+        return std::fs::write(drop_caches, "3")
+            .map_err(|e| Error::io("drop the page cache (needs root): write", drop_caches, e));
     }
     let _ = Command::new("sync").status();
     let _ = Command::new("sh")

@@ -1,8 +1,9 @@
 //! A block cache over direct I/O, its eviction policies, and a simulator
 //! that replays block traces through them.
 //!
-//! The default policy is an adaptive S3-FIFO whose small queue's share is
-//! tuned by miniature simulations, chosen by replaying the ARC paper's
+//! The default policy is an adaptive S3-FIFO whose setting (small-queue
+//! share, reads to promote) follows the best of four miniature
+//! simulations of itself, chosen by replaying the ARC paper's
 //! traces (Megiddo and Modha, "ARC: A Self-Tuning, Low Overhead
 //! Replacement Cache", USENIX FAST 2003) and generated ones against LRU,
 //! ARC, S3-FIFO, LIRS and Belady's MIN: see

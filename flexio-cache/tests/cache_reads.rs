@@ -117,6 +117,48 @@ fn cache_multi_block_coalesces_and_reads_ahead_where_single_block_does_not() {
 }
 
 #[test]
+fn cache_sector_reads_fill_each_block_by_sector_requests_without_read_ahead() {
+    let dir = temp_dir();
+    // Not a whole number of blocks: the last block is short, its tail
+    // zeros, its last sector short too.
+    let len = (64 << 10) + 700;
+    let (path, bytes) = pattern_file(dir.path(), len);
+    let config = CacheConfig::new(1 << 20)
+        .read_mode(ReadMode::Sectors { sector: 512 })
+        .readahead_blocks(256)
+        .flush_interval(None);
+    let cache = BlockCache::open(&path, config.clone()).unwrap();
+    let mut buf = vec![0u8; 4096];
+    for block in 0..17u64 {
+        let n = cache.read_at(&mut buf, block * 4096).unwrap();
+        let want = &bytes[block as usize * 4096..][..n];
+        assert_eq!(&buf[..n], want, "block {block}");
+    }
+    let stats = cache.stats();
+    // Sixteen whole blocks of eight sectors, then 700 bytes: two requests.
+    assert_eq!(stats.device_read_requests, 16 * 8 + 2, "{stats:?}");
+    assert_eq!(stats.device_bytes_read, len as u64);
+    assert_eq!(stats.readahead_blocks, 0);
+    // One read spanning blocks reads each missing block by its sectors.
+    let cache = BlockCache::open(&path, config).unwrap();
+    let mut whole = vec![0u8; len];
+    assert_eq!(cache.read_at(&mut whole, 0).unwrap(), len);
+    assert_eq!(whole, bytes);
+    assert_eq!(cache.stats().device_read_requests, 16 * 8 + 2);
+}
+
+#[test]
+fn cache_refuses_a_sector_that_is_not_a_power_of_two_within_the_block() {
+    let dir = temp_dir();
+    let (path, _) = pattern_file(dir.path(), 8192);
+    for sector in [0, 256, 1000, 8192] {
+        let config = CacheConfig::new(1 << 20).read_mode(ReadMode::Sectors { sector });
+        let refused = BlockCache::open(&path, config).err().map(|e| e.to_string());
+        assert!(refused.is_some_and(|m| m.contains("sector")), "{sector}");
+    }
+}
+
+#[test]
 fn cache_block_ref_at_the_end_of_the_file_is_short_and_past_it_an_error() {
     let dir = temp_dir();
     let (path, bytes) = pattern_file(dir.path(), 10_000);

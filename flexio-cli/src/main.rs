@@ -1,46 +1,36 @@
 //! `flexio`: the command line over the flexio library.
 //!
-//! Each subcommand lives in its own module; this file parses the
-//! arguments and is the one place that prints an error and picks the exit
-//! status (2 for usage, 1 at run time; see [`error::Error`]).
+//! Each subcommand lives in its own module under `commands/`, and none
+//! imports another: what several share lives beside them, named for what
+//! it is (`output`, `values`, `signals`, `progress`...). This file parses
+//! the arguments, hands each subcommand its own, and is the one place that
+//! prints an error and picks the exit status (2 for usage, 1 at run time;
+//! see [`error::Error`]).
 
 #![forbid(unsafe_code)]
 
-mod bench;
-mod bench_cache;
-mod bench_host;
-mod bench_hosts;
-mod bench_pace;
-mod bench_schedule;
-mod bench_seeds;
-mod bench_server;
-mod bench_support;
-mod bench_tree;
-mod bounds;
-mod cache_cmd;
-mod completions_cmd;
-mod copy;
-mod copy_output;
-mod copy_tree;
+mod cache_bench;
+mod commands;
 mod error;
-mod get_cmd;
-mod json_document;
-mod man_pages;
-mod mechanisms;
-mod plan;
-mod profile_cmd;
+mod output;
+mod profile_choice;
+mod profile_table;
 mod progress;
-mod put_cmd;
-mod serve_cmd;
+mod runs_progress;
 mod shard_args;
+mod signals;
 mod tls_args;
+mod token;
 mod transfer_output;
-mod tree_args;
-mod tune;
+mod values;
 
 use std::process::ExitCode;
 
-use clap::{FromArgMatches, Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
+
+use commands::{
+    bench, cache, completions, copy, get, man, mechanisms, plan, profile, put, serve, tune,
+};
 
 /// Copy files and trees, and serve and fetch them over HTTP, with the
 /// kernel's fewest-copy calls; report what really happened.
@@ -58,29 +48,29 @@ enum Command {
     /// Measure every mechanism beside cp, dd, cat, socat, nc, iperf3 and the
     /// machine's limits, and write a report.
     Bench(bench::BenchArgs),
-    Cache(cache_cmd::CacheArgs),
+    Cache(cache::CacheArgs),
     /// Print which mechanism serves which (source kind, sink kind) pair.
     Mechanisms(mechanisms::MechanismsArgs),
     /// Print the mechanism `auto` would use for a flow, and why, without
     /// moving data.
     Plan(plan::PlanArgs),
     /// Show, validate, export, import or compare the tuned profile.
-    Profile(profile_cmd::ProfileArgs),
+    Profile(profile::ProfileArgs),
     /// Measure every mechanism and its parameters per flow kind and size
     /// on this machine, and write the profile `auto` reads.
     Tune(tune::TuneArgs),
     /// Serve a directory read-only over HTTP/1.1 (sendfile bodies, ranges, ?manifest, ?tar).
-    Serve(serve_cmd::ServeArgs),
+    Serve(serve::ServeArgs),
     /// Fetch a file over HTTP/1.1, in parallel ranges when the server allows.
-    Get(get_cmd::GetArgs),
+    Get(get::GetArgs),
     /// Upload a file to `flexio serve --token-file` over HTTP/1.1 (PUT).
-    Put(put_cmd::PutArgs),
+    Put(put::PutArgs),
     /// Print the shell completion script for bash, zsh or fish (bash's
     /// is loaded by the bash-completion package, which must be installed).
-    Completions(completions_cmd::CompletionsArgs),
+    Completions(completions::CompletionsArgs),
     /// Print the man page flexio(1), or write it and one page per
     /// subcommand into --dir.
-    Man(completions_cmd::ManArgs),
+    Man(man::ManArgs),
 }
 
 fn main() -> ExitCode {
@@ -95,36 +85,18 @@ fn main() -> ExitCode {
 
 fn run(cli: Cli) -> error::Result<()> {
     match cli.command {
-        Command::Copy(args) => {
-            remove_temporaries_on_signals();
-            if copy_tree::is_tree_copy(&args) {
-                copy_tree::run(args)
-            } else {
-                Ok(copy::run(args)?)
-            }
-        }
-        Command::Bench(args) => Ok(bench::run(args)?),
-        Command::Cache(args) => Ok(cache_cmd::run(args)?),
-        Command::Mechanisms(args) => Ok(mechanisms::run(args)?),
-        Command::Plan(args) => Ok(plan::run(args)?),
-        Command::Profile(args) => Ok(profile_cmd::run(args)?),
-        Command::Tune(args) => Ok(tune::run(args)?),
-        Command::Serve(args) => serve_cmd::run(args),
-        Command::Get(args) => get_cmd::run(args),
-        Command::Put(args) => put_cmd::run(args),
-        Command::Completions(args) => Ok(completions_cmd::completions(args)?),
-        Command::Man(args) => Ok(completions_cmd::man(args)?),
-    }
-}
-
-/// On SIGINT, SIGTERM or SIGHUP: remove the temporary file and socket
-/// file the flow made, and die of the signal (the shell reports 128 + its
-/// number). Costs three `sigaction`s; no thread.
-fn remove_temporaries_on_signals() {
-    if let Err(error) = flexio::cleanup::remove_temporaries_on_signals() {
-        eprintln!(
-            "flexio: warning: cannot catch signals ({error}); an interrupted copy may leave its temporary file"
-        );
+        Command::Copy(args) => copy::run(args),
+        Command::Bench(args) => bench::run(args),
+        Command::Cache(args) => cache::run(args),
+        Command::Mechanisms(args) => mechanisms::run(args),
+        Command::Plan(args) => plan::run(args),
+        Command::Profile(args) => profile::run(args),
+        Command::Tune(args) => tune::run(args),
+        Command::Serve(args) => serve::run(args),
+        Command::Get(args) => get::run(args),
+        Command::Put(args) => put::run(args),
+        Command::Completions(args) => completions::run(args, Cli::command()),
+        Command::Man(args) => man::run(args, Cli::command()),
     }
 }
 
@@ -157,19 +129,14 @@ fn parse_copy_alone(arguments: &[std::ffi::OsString]) -> Option<copy::CopyArgs> 
     copy::CopyArgs::from_arg_matches_mut(&mut sub).ok()
 }
 
-/// Writes to stdout; a reader that went away (`flexio mechanisms | head`)
-/// is not an error worth a panic.
-pub(crate) fn print_stdout(text: &str) {
-    use std::io::Write;
-    let _ = std::io::stdout().lock().write_all(text.as_bytes());
-}
-
 #[cfg(test)]
 mod tests {
     use std::ffi::OsString;
     use std::os::unix::ffi::OsStringExt;
 
-    use super::{copy::CopyArgs, parse_copy_alone};
+    use clap::{CommandFactory, Parser};
+
+    use super::{copy::CopyArgs, man, parse_copy_alone, Cli};
 
     fn arguments(words: &[&str]) -> Vec<OsString> {
         words.iter().map(OsString::from).collect()
@@ -219,5 +186,28 @@ mod tests {
             OsString::from("b"),
         ];
         assert_eq!(CopyArgs::operands_only(&not_utf8), None);
+    }
+
+    /// A command line split as a shell would, up to a redirection.
+    fn words(line: &str) -> Vec<String> {
+        line.split_whitespace()
+            .take_while(|word| *word != ">")
+            .map(|word| word.replace("~", "/home/someone"))
+            .collect()
+    }
+
+    #[test]
+    fn every_subcommand_has_examples_that_parse() {
+        for sub in man::subcommands(&Cli::command()) {
+            let name = sub.get_name();
+            let examples = man::examples(name);
+            assert!(!examples.is_empty(), "no examples for {name}");
+            for (_, line) in examples {
+                assert!(line.starts_with(&format!("flexio {name}")), "{line}");
+                if let Err(error) = Cli::try_parse_from(words(line)) {
+                    panic!("{line}: {error}");
+                }
+            }
+        }
     }
 }

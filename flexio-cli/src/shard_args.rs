@@ -2,8 +2,9 @@
 //! `put` (see `flexio_net::shard`).
 
 use clap::Args;
-use flexio::Error;
 use flexio_net::shard::{Shard, Split};
+
+use crate::error::{Error, Result};
 
 /// Arguments choosing this process's part of a tree.
 #[derive(Args, Clone, Default)]
@@ -28,7 +29,7 @@ impl ShardArgs {
     /// # Errors
     /// [`Error::Usage`] for a spec that cannot be read, or `auto` outside
     /// a job array.
-    pub fn resolve(&self) -> Result<Option<(Shard, Split)>, Error> {
+    pub fn resolve(&self) -> Result<Option<(Shard, Split)>> {
         let Some(spec) = &self.shard else {
             return Ok(None);
         };

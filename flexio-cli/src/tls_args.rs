@@ -5,8 +5,9 @@
 use std::path::PathBuf;
 
 use clap::Args;
-use flexio::Error;
 use flexio_net::tls::{client::TlsClient, parse_pin, Trust};
+
+use crate::error::{Error, Result};
 
 /// How to trust an `https://` server.
 #[derive(Args)]
@@ -28,13 +29,10 @@ impl TlsArgs {
     ///
     /// # Errors
     /// A bad pin, or `--pin`/`--ca` given with no `https://` URL.
-    pub fn client<'u>(
-        &self,
-        mut urls: impl Iterator<Item = &'u str>,
-    ) -> crate::error::Result<TlsClient> {
+    pub fn client<'u>(&self, mut urls: impl Iterator<Item = &'u str>) -> Result<TlsClient> {
         let secure = urls.any(|url| url.starts_with("https://"));
         if (self.pin.is_some() || self.ca.is_some()) && !secure {
-            return Err(Error::Usage("--pin and --ca are for https:// URLs".into()).into());
+            return Err(Error::Usage("--pin and --ca are for https:// URLs".into()));
         }
         let trust = match (&self.pin, &self.ca) {
             (Some(pin), _) => Trust::Pin(parse_pin(pin).map_err(|e| Error::Usage(e.to_string()))?),

@@ -1,5 +1,5 @@
 //! What `flexio get` and `flexio put` show, with `copy`'s habits (see
-//! [`crate::copy_output`] and [`crate::progress`]): a bar with bytes, rate,
+//! [`crate::output`] and [`crate::progress`]): a bar with bytes, rate,
 //! ETA (and files, for a tree) while stderr is a terminal; afterwards one
 //! summary on stderr when stdout is a terminal or with `-v`, the JSON
 //! report on stdout with `--json`, and nothing else — so `get | cat` and
@@ -10,7 +10,7 @@ use std::sync::Arc;
 use clap::Args;
 use flexio_net::client::TransferProgress;
 
-use crate::copy_output::{print_err, Telling};
+use crate::output::{print_err, print_stdout, Telling};
 use crate::progress::{ProgressBarThread, ProgressMode};
 
 /// The output flags `get` and `put` share.
@@ -72,7 +72,7 @@ impl OutputArgs {
         match self.telling() {
             Telling::Nothing => {}
             Telling::Summary | Telling::Report => print_err(&summary()),
-            Telling::Json => crate::print_stdout(&json()),
+            Telling::Json => print_stdout(&json()),
         }
     }
 }

@@ -26,12 +26,16 @@
 //! slow_device.rs   a throttled ext4 on a loop device: the slow disks
 //! cue.rs           Cue's tables, printed beside the product scenarios
 //!                  that repeat them
+//! cue_bench.rs     Cue's cells run cold on a throttled device: the
+//!                  disk-bound pair Cue compared; Table 8's servers
+//!                  behind one shared --rate-total bucket (shared.rs)
 //! ```
 
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]
 
 pub mod cue;
+pub mod cue_bench;
 pub mod seeds;
 pub mod slow_device;
 pub mod smack_bench;

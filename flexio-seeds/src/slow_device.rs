@@ -188,21 +188,52 @@ impl SlowDevice {
         })
     }
 
+    /// Holds the device to `rate` bytes per second each way from now on
+    /// (made at a faster rate, a slow device is formatted and filled
+    /// quickly, then slowed for the timed runs).
+    ///
+    /// # Errors
+    /// The blkio limit refused, with its file.
+    ///
+    /// # Examples
+    /// ```no_run
+    /// use flexio_seeds::slow_device::{SlowDevice, SLOW_RATE};
+    /// let mut device = SlowDevice::new("example", 64 << 20, SLOW_RATE)?;
+    /// device.set_rate(256 << 10)?;
+    /// assert_eq!(device.rate(), 256 << 10);
+    /// # Ok::<(), String>(())
+    /// ```
+    pub fn set_rate(&mut self, rate: u64) -> Result<(), String> {
+        if let Some(throttle) = &mut self.throttle {
+            throttle.set(rate)?;
+            throttle.rate = rate;
+        }
+        self.rate = rate;
+        Ok(())
+    }
+
+    /// How much [`describe`](Self::describe) has `dd` move: two seconds'
+    /// worth at the rate, from 1 MiB to 32 MiB.
+    fn probe_bytes(&self) -> u64 {
+        (self.rate * 2).clamp(1 << 20, 32 << 20)
+    }
+
     /// The device in a sentence for a setup line: where it is, its
     /// throttle, and the rate `dd` measured (or why it could not).
     pub fn describe(&self) -> String {
-        let measured = match self.measure(32 << 20) {
+        let measured = match self.measure(self.probe_bytes()) {
             Ok(m) => format!(
-                "dd O_DIRECT measured {:.0} MiB/s writing, {:.0} MiB/s reading",
-                m.write_mib_s, m.read_mib_s
+                "dd O_DIRECT measured {} writing, {} reading",
+                per_second(m.write_mib_s * 1048576.0),
+                per_second(m.read_mib_s * 1048576.0)
             ),
             Err(why) => format!("its rate not measured ({why})"),
         };
         format!(
-            "ext4 on {} (a loop device over a file in tmpfs) throttled by blkio to {} MiB/s \
-             each way, the throttle's credit spent before each timed run: {measured}",
+            "ext4 on {} (a loop device over a file in tmpfs) throttled by blkio to {} each \
+             way, the throttle's credit spent before each timed run: {measured}",
             self.node().display(),
-            self.rate >> 20
+            per_second(self.rate as f64)
         )
     }
 }
@@ -347,6 +378,15 @@ impl Drop for Throttle {
         if let Err(why) = self.set(0) {
             eprintln!("flexio: clearing the throttle: {why}");
         }
+    }
+}
+
+/// `rate` bytes per second in words: whole MiB/s, or KiB/s below 4 MiB/s.
+fn per_second(rate: f64) -> String {
+    if rate >= (4 << 20) as f64 {
+        format!("{:.0} MiB/s", rate / 1048576.0)
+    } else {
+        format!("{:.0} KiB/s", rate / 1024.0)
     }
 }
 

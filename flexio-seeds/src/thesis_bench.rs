@@ -38,7 +38,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-pub use low_memory::{by_buffer, by_size, MEMORY_LIMIT};
+pub use low_memory::{by_buffer, by_size, by_size_small_buffers, MEMORY_LIMIT, SMALL_BUFFERS_KIB};
 pub use relay::relay;
 pub use sockets::socket_buffers;
 pub use udp::udp_buffers;

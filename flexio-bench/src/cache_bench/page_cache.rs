@@ -12,6 +12,7 @@ use std::process::{Command, Stdio};
 
 use super::{hot_phase, CacheBenchOptions, HotSetRow, HotSetShape, BLOCK};
 use crate::memory_group::MemoryGroup;
+use crate::{Error, Result};
 
 /// The hidden flag of `flexio cache bench` that runs [`child_main`].
 pub const CHILD_FLAG: &str = "--page-cache-child";
@@ -25,11 +26,7 @@ pub(crate) const CHILD_ALLOWANCE: u64 = 2 << 20;
 /// Runs the child in a fresh memory cgroup and returns its row; `Err` says
 /// why the page cache was not measured (not root, no cgroup-v1 memory
 /// controller, the child failed).
-pub fn hot_set(
-    options: &CacheBenchOptions,
-    shape: &HotSetShape,
-    path: &Path,
-) -> Result<HotSetRow, String> {
+pub fn hot_set(options: &CacheBenchOptions, shape: &HotSetShape, path: &Path) -> Result<HotSetRow> {
     let group = MemoryGroup::new(
         "cache-bench-page-cache",
         options.cache_bytes + CHILD_ALLOWANCE,
@@ -39,8 +36,11 @@ pub fn hot_set(
     // when it is dropped here.
 }
 
-fn run_child(shape: &HotSetShape, path: &Path, group: &MemoryGroup) -> Result<HotSetRow, String> {
-    let exe = std::env::current_exe().map_err(|e| format!("current_exe: {e}"))?;
+fn run_child(shape: &HotSetShape, path: &Path, group: &MemoryGroup) -> Result<HotSetRow> {
+    let exe = std::env::current_exe().map_err(|source| Error::System {
+        operation: "current_exe",
+        source,
+    })?;
     let shape_json = serde_json::to_string(shape).expect("json");
     let mut child = Command::new(exe)
         .args(["cache", "bench", CHILD_FLAG, &shape_json])
@@ -48,7 +48,7 @@ fn run_child(shape: &HotSetShape, path: &Path, group: &MemoryGroup) -> Result<Ho
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .spawn()
-        .map_err(|e| format!("spawn the page-cache child: {e}"))?;
+        .map_err(|e| Error::spawn("start", "the page-cache child", e))?;
     // The child waits for "go" on stdin, so it reads nothing before it is
     // in the group.
     let moved = group.add(child.id());
@@ -59,13 +59,18 @@ fn run_child(shape: &HotSetShape, path: &Path, group: &MemoryGroup) -> Result<Ho
     drop(stdin);
     let output = child
         .wait_with_output()
-        .map_err(|e| format!("wait for the page-cache child: {e}"))?;
+        .map_err(|e| Error::spawn("wait for", "the page-cache child", e))?;
     moved?;
     if !output.status.success() {
-        return Err(format!("the page-cache child failed: {}", output.status));
+        return Err(Error::program(
+            "the page-cache child",
+            format!("failed: {}", output.status),
+        ));
     }
-    serde_json::from_slice(&output.stdout)
-        .map_err(|e| format!("the page-cache child's answer: {e}"))
+    serde_json::from_slice(&output.stdout).map_err(|source| Error::Json {
+        what: "the page-cache child's answer",
+        source,
+    })
 }
 
 /// The child: waits for "go", runs both phases with `pread` through the

@@ -8,8 +8,8 @@
 //! it can; the hot readers' requests per second in both windows, and the
 //! scan's MiB/s.
 
-use std::io::{self, BufRead, BufReader, Read, Write};
-use std::net::{SocketAddr, TcpStream};
+use std::io::{self, BufRead, BufReader};
+use std::net::SocketAddr;
 use std::num::NonZeroU64;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -18,6 +18,7 @@ use std::time::{Duration, Instant};
 
 use super::{CacheBenchOptions, DataFile, HotSetShape, Spread, BLOCK, MIB};
 use crate::memory_group::MemoryGroup;
+use flexio_harness::clients::Probe;
 
 /// Memory a server needs besides its cache: with the cache, each worker's
 /// 256 KiB piece buffer and the staging buffers of its misses (up to
@@ -121,58 +122,14 @@ fn start(
     Ok(served)
 }
 
-/// One kept-alive connection that GETs byte ranges.
-struct RangeClient {
-    stream: BufReader<TcpStream>,
-    body: Vec<u8>,
-}
-
-impl RangeClient {
-    fn connect(address: SocketAddr) -> io::Result<RangeClient> {
-        let stream = TcpStream::connect(address)?;
-        stream.set_read_timeout(Some(Duration::from_secs(30)))?;
-        stream.set_nodelay(true)?;
-        Ok(RangeClient {
-            stream: BufReader::new(stream),
-            body: Vec::new(),
-        })
-    }
-
-    /// GETs bytes `first..first + length` of `/name`; checks the status
-    /// and the length.
-    fn get(&mut self, name: &str, first: u64, length: u64) -> io::Result<()> {
-        let request = format!(
-            "GET /{name} HTTP/1.1\r\nHost: bench\r\nRange: bytes={first}-{}\r\n\r\n",
-            first + length - 1
-        );
-        self.stream.get_mut().write_all(request.as_bytes())?;
-        let mut line = String::new();
-        let mut content_length = None;
-        let mut status_ok = false;
-        loop {
-            line.clear();
-            if self.stream.read_line(&mut line)? == 0 {
-                return Err(io::Error::other("the server closed the connection"));
-            }
-            let text = line.trim_end();
-            if text.is_empty() {
-                break;
-            }
-            if text.starts_with("HTTP/1.1 ") {
-                status_ok = text.starts_with("HTTP/1.1 206");
-            } else if let Some((name, value)) = text.split_once(':') {
-                if name.eq_ignore_ascii_case("content-length") {
-                    content_length = value.trim().parse::<u64>().ok();
-                }
-            }
-        }
-        if !status_ok || content_length != Some(length) {
-            return Err(io::Error::other(format!(
-                "GET /{name} bytes {first}+{length}: unexpected answer"
-            )));
-        }
-        self.body.resize(length as usize, 0);
-        self.stream.read_exact(&mut self.body)
+/// GETs bytes `first..first + length` of `/data` over `probe`, each
+/// read waiting at most 30 s; the status and the length are checked.
+fn get_range(probe: &mut Probe, first: u64, length: u64) -> io::Result<()> {
+    match probe.get("/data", Some(first..first + length), None)? {
+        Some(body) if body.complete() => Ok(()),
+        _ => Err(io::Error::other(format!(
+            "GET /data bytes {first}+{length}: cut short"
+        ))),
     }
 }
 
@@ -184,9 +141,9 @@ fn warm_up(address: SocketAddr, draws: &[Vec<u64>], warm: usize) -> io::Result<(
             .iter()
             .map(|draw| {
                 scope.spawn(move || -> io::Result<()> {
-                    let mut client = RangeClient::connect(address)?;
+                    let mut probe = Probe::connect(address)?;
                     for &block in &draw[..warm.min(draw.len())] {
-                        client.get("data", block * BLOCK as u64, BLOCK as u64)?;
+                        get_range(&mut probe, block * BLOCK as u64, BLOCK as u64)?;
                     }
                     Ok(())
                 })
@@ -217,12 +174,12 @@ fn window(
             .map(|draw| {
                 let (hot_requests, stop) = (&hot_requests, &stop);
                 scope.spawn(move || -> io::Result<()> {
-                    let mut client = RangeClient::connect(address)?;
+                    let mut probe = Probe::connect(address)?;
                     for &block in draw.iter().cycle() {
                         if stop.load(Ordering::Relaxed) {
                             break;
                         }
-                        client.get("data", block * BLOCK as u64, BLOCK as u64)?;
+                        get_range(&mut probe, block * BLOCK as u64, BLOCK as u64)?;
                         hot_requests.fetch_add(1, Ordering::Relaxed);
                     }
                     Ok(())
@@ -232,7 +189,7 @@ fn window(
         let scanner = scan.then(|| {
             let (scanned, stop) = (&scanned, &stop);
             scope.spawn(move || -> io::Result<()> {
-                let mut client = RangeClient::connect(address)?;
+                let mut probe = Probe::connect(address)?;
                 let (from, to) = (
                     shape.hot_blocks * BLOCK as u64,
                     (shape.hot_blocks + shape.scan_blocks) * BLOCK as u64,
@@ -240,7 +197,7 @@ fn window(
                 let mut at = from;
                 while !stop.load(Ordering::Relaxed) {
                     let length = SCAN_PIECE.min(to - at);
-                    client.get("data", at, length)?;
+                    get_range(&mut probe, at, length)?;
                     scanned.fetch_add(length, Ordering::Relaxed);
                     at = if at + length >= to { from } else { at + length };
                 }

@@ -11,6 +11,7 @@ use flexio::MechanismName;
 use super::link::{free_port, Link};
 use super::servers::Server;
 use super::{HostBenchOptions, HostContender, Workload};
+use crate::{Error, Result};
 
 /// A client command: for the workload, into the copies directory.
 type Client = Box<dyn Fn(&Link, &Workload, &Path) -> Command>;
@@ -19,7 +20,7 @@ type Client = Box<dyn Fn(&Link, &Workload, &Path) -> Command>;
 type Sender = Box<dyn Fn(&Link, &str) -> Command>;
 
 /// Reads a run's seconds from the client's standard output.
-type OwnTimer = fn(&[u8]) -> Result<f64, String>;
+type OwnTimer = fn(&[u8]) -> Result<f64>;
 
 /// The sending side of a contender.
 pub(super) enum ServerSide {
@@ -88,7 +89,7 @@ fn flexio_serve(
     logs: &Path,
     name: &str,
     extra: &[&str],
-) -> Result<Rc<Server>, String> {
+) -> Result<Rc<Server>> {
     let port = free_port()?;
     let mut command = link.server_command(&options.flexio.display().to_string());
     command
@@ -123,7 +124,7 @@ pub(super) fn main_part(
     served: &Path,
     logs: &Path,
     skipped: &mut Vec<(String, String)>,
-) -> Result<Vec<Contender>, String> {
+) -> Result<Vec<Contender>> {
     let flexio = flexio_serve(link, options, served, logs, "flexio serve", &[])?;
     let mut contenders = flexio_gets(options, &flexio);
     // The same client against flexio serve as against nginx: on one host
@@ -140,12 +141,12 @@ pub(super) fn main_part(
     match start_nginx(link, served, logs) {
         Ok(nginx) => nginx_clients(&mut contenders, &nginx, options.streams, skipped),
         Err(why) => {
-            skipped.push(("curl, aria2c (nginx)".into(), why));
+            skipped.push(("curl, aria2c (nginx)".into(), why.to_string()));
         }
     }
     match start_rsync_daemon(link, served, logs) {
         Ok(rsync) => contenders.push(rsync_client(rsync)),
-        Err(why) => skipped.push(("rsync daemon".into(), why)),
+        Err(why) => skipped.push(("rsync daemon".into(), why.to_string())),
     }
     if available("nc", "-h") && available("tar", "--version") {
         contenders.push(tar_nc(served)?);
@@ -157,11 +158,11 @@ pub(super) fn main_part(
             contenders.push(iperf3_client(&iperf3, false));
             contenders.push(iperf3_client(&iperf3, true));
         }
-        Err(why) => skipped.push(("iperf3".into(), why)),
+        Err(why) => skipped.push(("iperf3".into(), why.to_string())),
     }
     match start_sshd(link, logs) {
         Ok((sshd, key)) => contenders.push(scp_client(sshd, key, served)),
-        Err(why) => skipped.push(("scp".into(), why)),
+        Err(why) => skipped.push(("scp".into(), why.to_string())),
     }
     Ok(contenders)
 }
@@ -330,13 +331,13 @@ fn nginx_clients(
     }
 }
 
-fn start_nginx(link: &Link, served: &Path, logs: &Path) -> Result<Rc<Server>, String> {
+fn start_nginx(link: &Link, served: &Path, logs: &Path) -> Result<Rc<Server>> {
     if !available("nginx", "-v") {
-        return Err("nginx is not installed".into());
+        return Err(Error::peer("nginx", "not installed"));
     }
     let port = free_port()?;
     let prefix = logs.join("nginx");
-    std::fs::create_dir_all(&prefix).map_err(|e| e.to_string())?;
+    std::fs::create_dir_all(&prefix).map_err(|e| Error::io("mkdir", &prefix, e))?;
     let user = if rustix::process::geteuid().is_root() {
         "user root;"
     } else {
@@ -354,7 +355,7 @@ fn start_nginx(link: &Link, served: &Path, logs: &Path) -> Result<Rc<Server>, St
         served.display()
     );
     let path = prefix.join("nginx.conf");
-    std::fs::write(&path, conf).map_err(|e| format!("{}: {e}", path.display()))?;
+    std::fs::write(&path, conf).map_err(|e| Error::io("write", &path, e))?;
     let mut command = link.server_command("nginx");
     command
         .arg("-e")
@@ -366,9 +367,9 @@ fn start_nginx(link: &Link, served: &Path, logs: &Path) -> Result<Rc<Server>, St
     Server::start("nginx", command, port, &logs.join("nginx.log")).map(Rc::new)
 }
 
-fn start_rsync_daemon(link: &Link, served: &Path, logs: &Path) -> Result<Rc<Server>, String> {
+fn start_rsync_daemon(link: &Link, served: &Path, logs: &Path) -> Result<Rc<Server>> {
     if !available("rsync", "--version") {
-        return Err("rsync is not installed".into());
+        return Err(Error::peer("rsync", "not installed"));
     }
     let port = free_port()?;
     let ids = if rustix::process::geteuid().is_root() {
@@ -381,7 +382,7 @@ fn start_rsync_daemon(link: &Link, served: &Path, logs: &Path) -> Result<Rc<Serv
         served.display()
     );
     let path = logs.join("rsyncd.conf");
-    std::fs::write(&path, conf).map_err(|e| format!("{}: {e}", path.display()))?;
+    std::fs::write(&path, conf).map_err(|e| Error::io("write", &path, e))?;
     let mut command = link.server_command("rsync");
     command
         .args(["--daemon", "--no-detach"])
@@ -438,37 +439,44 @@ fn iperf3_client(server: &Rc<Server>, into_file: bool) -> Contender {
 /// An sshd on the servers' side with throw-away keys made in `logs`
 /// (host key, and a client key it takes for root), for `scp`; the key's
 /// path for the client. Root only: sshd logs a user in as itself.
-fn start_sshd(link: &Link, logs: &Path) -> Result<(Rc<Server>, PathBuf), String> {
-    let sshd = crate::peers::find_daemon("sshd")
-        .ok_or("no sshd on this machine (openssh-server is not installed)")?;
+fn start_sshd(link: &Link, logs: &Path) -> Result<(Rc<Server>, PathBuf)> {
+    let sshd = crate::peers::find_daemon("sshd").ok_or_else(|| {
+        Error::peer(
+            "sshd",
+            "not on this machine (openssh-server is not installed)",
+        )
+    })?;
     if !available("scp", "-V") || !available("ssh-keygen", "-?") {
-        return Err("scp or ssh-keygen is not installed".into());
+        return Err(Error::peer("scp", "scp or ssh-keygen is not installed"));
     }
     if !rustix::process::geteuid().is_root() {
-        return Err("not root: an sshd started here could not log anyone in".into());
+        return Err(Error::peer(
+            "sshd",
+            "not root: an sshd started here could not log anyone in",
+        ));
     }
-    let key = |name: &str| -> Result<PathBuf, String> {
+    let key = |name: &str| -> Result<PathBuf> {
         let path = logs.join(name);
         let _ = std::fs::remove_file(&path);
         let status = Command::new("ssh-keygen")
             .args(["-q", "-t", "ed25519", "-N", "", "-f"])
             .arg(&path)
             .status()
-            .map_err(|e| format!("ssh-keygen: {e}"))?;
+            .map_err(|e| Error::spawn("start", "ssh-keygen", e))?;
         if status.success() {
             Ok(path)
         } else {
-            Err(format!("ssh-keygen failed: {status}"))
+            Err(Error::program("ssh-keygen", format!("failed: {status}")))
         }
     };
     let host_key = key("ssh_host_key")?;
     let client_key = key("ssh_client_key")?;
     let authorized = logs.join("authorized_keys");
     std::fs::copy(client_key.with_extension("pub"), &authorized)
-        .map_err(|e| format!("{}: {e}", authorized.display()))?;
+        .map_err(|e| Error::io("copy the client key to", &authorized, e))?;
     // sshd refuses to start without its privilege separation directory,
     // which an installed but never started sshd may not have made.
-    std::fs::create_dir_all("/run/sshd").map_err(|e| format!("/run/sshd: {e}"))?;
+    std::fs::create_dir_all("/run/sshd").map_err(|e| Error::io("mkdir", "/run/sshd", e))?;
     let port = free_port()?;
     let conf = format!(
         "Port {port}\nListenAddress {}\nHostKey {}\nPidFile none\nAuthorizedKeysFile {}\n\
@@ -480,16 +488,16 @@ fn start_sshd(link: &Link, logs: &Path) -> Result<(Rc<Server>, PathBuf), String>
         authorized.display()
     );
     let path = logs.join("sshd_config");
-    std::fs::write(&path, conf).map_err(|e| format!("{}: {e}", path.display()))?;
+    std::fs::write(&path, conf).map_err(|e| Error::io("write", &path, e))?;
     let mut command = link.server_command(&sshd.display().to_string());
     command.args(["-D", "-e", "-f"]).arg(&path);
     let server = Server::start("sshd", command, port, &logs.join("sshd.log"))?;
     Ok((Rc::new(server), client_key))
 }
 
-fn start_iperf3(link: &Link, logs: &Path) -> Result<Rc<Server>, String> {
+fn start_iperf3(link: &Link, logs: &Path) -> Result<Rc<Server>> {
     if !available("iperf3", "--version") {
-        return Err("iperf3 is not installed".into());
+        return Err(Error::peer("iperf3", "not installed"));
     }
     let port = free_port()?;
     let mut command = link.server_command("iperf3");
@@ -503,7 +511,7 @@ fn start_iperf3(link: &Link, logs: &Path) -> Result<Rc<Server>, String> {
 
 /// `tar -cf - PATH | nc -N -l` on the servers' side for each run, and
 /// `nc -d | tar -xf -` on the clients'.
-fn tar_nc(served: &Path) -> Result<Contender, String> {
+fn tar_nc(served: &Path) -> Result<Contender> {
     let port = free_port()?;
     let served: PathBuf = served.to_path_buf();
     Ok(Contender {
@@ -543,12 +551,15 @@ fn tar_nc(served: &Path) -> Result<Contender, String> {
 }
 
 /// iperf3's own transfer time, from its JSON (`end.sum_received.seconds`).
-fn iperf3_seconds(stdout: &[u8]) -> Result<f64, String> {
+fn iperf3_seconds(stdout: &[u8]) -> Result<f64> {
     let value: serde_json::Value =
-        serde_json::from_slice(stdout).map_err(|e| format!("iperf3's JSON: {e}"))?;
+        serde_json::from_slice(stdout).map_err(|source| Error::Json {
+            what: "iperf3's JSON",
+            source,
+        })?;
     value["end"]["sum_received"]["seconds"]
         .as_f64()
-        .ok_or_else(|| "iperf3's JSON has no end.sum_received.seconds".into())
+        .ok_or_else(|| Error::program("iperf3", "its JSON has no end.sum_received.seconds"))
 }
 
 /// Fig 5's contenders: a `flexio serve` per sender mechanism, a client per
@@ -558,7 +569,7 @@ pub(super) fn fig5(
     options: &HostBenchOptions,
     served: &Path,
     logs: &Path,
-) -> Result<Vec<Contender>, String> {
+) -> Result<Vec<Contender>> {
     let mut contenders = Vec::new();
     for send in [
         MechanismName::ReadWrite,
@@ -604,7 +615,7 @@ pub(super) fn fig6(
     options: &HostBenchOptions,
     served: &Path,
     logs: &Path,
-) -> Result<Vec<Contender>, String> {
+) -> Result<Vec<Contender>> {
     let mut contenders = Vec::new();
     for (send, what) in [
         (MechanismName::ReadWrite, "buffer"),

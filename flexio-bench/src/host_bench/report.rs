@@ -225,7 +225,7 @@ pub fn write_charts(results: &HostResults, out: &Path) -> io::Result<Vec<PathBuf
         let mut svg = String::new();
         draw(&mut svg, results).map_err(|e| io::Error::other(format!("drawing {name}: {e}")))?;
         let path = out.join(name);
-        crate::files::write_replacing(&path, svg.as_bytes())?;
+        crate::report::files::write_replacing(&path, svg.as_bytes())?;
         written.push(path);
     }
     Ok(written)

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use super::link::listening;
 use crate::process_cpu::process_cpu_ns;
+use crate::{Error, Result};
 
 /// A server process started on the servers' side, stopped on drop.
 pub struct Server {
@@ -26,23 +27,18 @@ impl Server {
     ///
     /// # Errors
     /// It cannot be started, exits, or does not listen in time.
-    pub fn start(
-        name: &str,
-        mut command: Command,
-        port: u16,
-        log: &Path,
-    ) -> Result<Server, String> {
-        let file = std::fs::File::create(log).map_err(|e| format!("{}: {e}", log.display()))?;
+    pub fn start(name: &str, mut command: Command, port: u16, log: &Path) -> Result<Server> {
+        let file = std::fs::File::create(log).map_err(|e| Error::io("create", log, e))?;
         let errors = file
             .try_clone()
-            .map_err(|e| format!("{}: {e}", log.display()))?;
+            .map_err(|e| Error::io("duplicate the descriptor of", log, e))?;
         // Gone with the bench, even one killed with `kill -9`.
         let child = flexio_sys::process::terminate_with_parent(&mut command)
             .stdin(Stdio::null())
             .stdout(file)
             .stderr(errors)
             .spawn()
-            .map_err(|e| format!("start {name}: {e}"))?;
+            .map_err(|e| Error::spawn("start", name, e))?;
         let mut server = Server {
             name: name.to_string(),
             port,
@@ -52,10 +48,16 @@ impl Server {
         while !listening(server.child.id(), port) {
             if let Ok(Some(status)) = server.child.try_wait() {
                 let said = std::fs::read_to_string(log).unwrap_or_default();
-                return Err(format!("{name} exited ({status}): {}", said.trim()));
+                return Err(Error::peer(
+                    name,
+                    format!("exited ({status}): {}", said.trim()),
+                ));
             }
             if Instant::now() > deadline {
-                return Err(format!("{name} did not listen on port {port} within 10 s"));
+                return Err(Error::peer(
+                    name,
+                    format!("did not listen on port {port} within 10 s"),
+                ));
             }
             std::thread::sleep(Duration::from_millis(10));
         }
@@ -156,14 +158,14 @@ fn settle(root: u32) {
 ///
 /// # Errors
 /// It cannot be started, or it ran past `limit`.
-pub fn run_bounded(mut command: Command, limit: Duration) -> Result<(Output, f64), String> {
+pub fn run_bounded(mut command: Command, limit: Duration) -> Result<(Output, f64)> {
     let started = Instant::now();
     let child = command
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .map_err(|e| format!("{:?}: {e}", command.get_program()))?;
+        .map_err(|e| Error::spawn("start", program_of(&command), e))?;
     let pid = child.id();
     let (done, finished) = mpsc::channel::<()>();
     let watchdog = std::thread::spawn(move || {
@@ -179,9 +181,17 @@ pub fn run_bounded(mut command: Command, limit: Duration) -> Result<(Output, f64
     let seconds = started.elapsed().as_secs_f64();
     let _ = done.send(());
     let killed = watchdog.join().unwrap_or(false);
-    let output = output.map_err(|e| format!("wait: {e}"))?;
+    let output = output.map_err(|e| Error::spawn("wait for", program_of(&command), e))?;
     if killed {
-        return Err(format!("killed after {} s", limit.as_secs()));
+        return Err(Error::program(
+            program_of(&command),
+            format!("killed after {} s", limit.as_secs()),
+        ));
     }
     Ok((output, seconds))
+}
+
+/// The program a command runs, for messages.
+fn program_of(command: &Command) -> String {
+    command.get_program().to_string_lossy().into_owned()
 }

@@ -6,7 +6,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use super::ScheduleSummary;
-use crate::charts::plain::{write_line_chart, LineChart, PlainSeries};
+use crate::report::charts::plain::{write_line_chart, LineChart, PlainSeries};
 
 fn schedule_label(s: &ScheduleSummary) -> String {
     match (s.chunks, s.pause_ms) {
@@ -20,8 +20,8 @@ fn schedule_label(s: &ScheduleSummary) -> String {
 pub fn table(summaries: &[ScheduleSummary], size: u64, chunk: usize) -> String {
     let mut text = format!(
         "schedule: {} to a loopback socket in {} chunks, the meter on the transfer's CPU (medians)\n",
-        crate::table::short_size(size),
-        crate::table::short_size(chunk as u64)
+        crate::report::table::short_size(size),
+        crate::report::table::short_size(chunk as u64)
     );
     let _ = writeln!(
         text,
@@ -59,7 +59,7 @@ pub fn table(summaries: &[ScheduleSummary], size: u64, chunk: usize) -> String {
         text,
         "  kept: the share of its solo rate the meter kept during the transfer (its solo rate is measured just before each one)\n"
     );
-    let originals = crate::originals::texts(crate::originals::Beside::Schedule);
+    let originals = crate::report::originals::texts(crate::report::originals::Beside::Schedule);
     if !originals.is_empty() {
         let _ = writeln!(text, "{}", originals.join("\n\n"));
     }

@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 
 use super::servers::ServerKind;
 use super::{CellSummary, ServerBenchResults};
-use crate::charts::plain::{write_line_chart, LineChart, PlainSeries};
-use crate::table::short_size;
+use crate::report::charts::plain::{write_line_chart, LineChart, PlainSeries};
+use crate::report::table::short_size;
 
 const MIB: f64 = (1u64 << 20) as f64;
 
@@ -101,7 +101,8 @@ pub fn table(results: &ServerBenchResults) -> String {
     for line in &results.skipped {
         let _ = writeln!(text, "skipped: {line}");
     }
-    for original in crate::originals::texts(crate::originals::Beside::ServeClients) {
+    for original in crate::report::originals::texts(crate::report::originals::Beside::ServeClients)
+    {
         let _ = writeln!(text, "\n{original}");
     }
     text

@@ -15,8 +15,8 @@ use serde::{Deserialize, Serialize};
 use super::servers::{ServerKind, ServerProcess, TlsFiles};
 use super::{cells_round, warm_up, ServerBenchOptions, ServerBenchResults, Servers, LARGE_FILE};
 use crate::host_bench::servers::run_bounded;
+use crate::report::table::short_size;
 use crate::stats::median;
-use crate::table::short_size;
 
 /// One whole download of the large file over TLS.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

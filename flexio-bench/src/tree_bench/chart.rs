@@ -5,7 +5,7 @@
 use std::io;
 use std::path::{Path, PathBuf};
 
-use crate::charts::plain::{write_line_chart, LineChart, PlainSeries};
+use crate::report::charts::plain::{write_line_chart, LineChart, PlainSeries};
 
 use super::TreeTiming;
 

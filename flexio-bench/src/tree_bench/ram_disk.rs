@@ -10,21 +10,23 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use crate::{Error, Result};
+
 /// A mounted RAM-backed ext4.
 pub struct RamDisk {
     mount: PathBuf,
     backing: PathBuf,
 }
 
-fn run(program: &str, args: &[&std::ffi::OsStr]) -> Result<(), String> {
+fn run(program: &str, args: &[&std::ffi::OsStr]) -> Result<()> {
     let status = Command::new(program)
         .args(args)
         .status()
-        .map_err(|e| format!("{program}: {e}"))?;
+        .map_err(|e| Error::spawn("start", program, e))?;
     status
         .success()
         .then_some(())
-        .ok_or_else(|| format!("{program} {args:?}: {status}"))
+        .ok_or_else(|| Error::program(program, format!("{args:?}: {status}")))
 }
 
 impl RamDisk {
@@ -33,14 +35,14 @@ impl RamDisk {
     ///
     /// # Errors
     /// Not root, or a step that fails (its command and status).
-    pub fn mount(at: &Path, size: u64) -> Result<Self, String> {
+    pub fn mount(at: &Path, size: u64) -> Result<Self> {
         if !rustix::process::geteuid().is_root() {
-            return Err("a RAM-backed ext4 needs root".into());
+            return Err(Error::NeedsRoot("a RAM-backed ext4"));
         }
         private_mount_namespace()?;
         let backing = at.with_extension("tmpfs");
-        std::fs::create_dir_all(&backing).map_err(|e| e.to_string())?;
-        std::fs::create_dir_all(at).map_err(|e| e.to_string())?;
+        std::fs::create_dir_all(&backing).map_err(|e| Error::io("mkdir", &backing, e))?;
+        std::fs::create_dir_all(at).map_err(|e| Error::io("mkdir", at, e))?;
         let size_option = format!("size={}", size + (64 << 20));
         run(
             "mount",
@@ -60,7 +62,7 @@ impl RamDisk {
         let image = backing.join("ext4.img");
         std::fs::File::create(&image)
             .and_then(|f| f.set_len(size))
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| Error::io("create the image", &image, e))?;
         run(
             "mkfs.ext4",
             &["-q".as_ref(), "-F".as_ref(), image.as_os_str()],
@@ -85,12 +87,14 @@ impl RamDisk {
 
 /// Moves this process (single-threaded here: before the bench starts any
 /// thread) into a new mount namespace whose mounts do not propagate back.
-fn private_mount_namespace() -> Result<(), String> {
+fn private_mount_namespace() -> Result<()> {
     // `unshare` is deprecated in rustix for CLONE_FILES, which can break
     // descriptor ownership in a threaded process; CLONE_NEWNS cannot.
     #[allow(deprecated)]
-    rustix::thread::unshare(rustix::thread::UnshareFlags::NEWNS)
-        .map_err(|e| format!("unshare(CLONE_NEWNS): {e}"))?;
+    rustix::thread::unshare(rustix::thread::UnshareFlags::NEWNS).map_err(|e| Error::System {
+        operation: "unshare(CLONE_NEWNS)",
+        source: e.into(),
+    })?;
     run("mount", &["--make-rprivate".as_ref(), "/".as_ref()])
 }
 

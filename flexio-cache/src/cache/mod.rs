@@ -39,9 +39,19 @@ use shard::{ShardCell, ShardGuard};
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum ReadMode {
-    /// One block per request, one request at a time, no read-ahead: what
-    /// S.M.A.C.K. calls single-block reads.
+    /// One block per request, one request at a time, no read-ahead, the
+    /// reader blocked (its CPU free) until the block arrives: what
+    /// S.M.A.C.K. calls single-block reads, and its card's DMA of one
+    /// cache block.
     SingleBlock,
+    /// Each block read as `sector`-byte requests one after another, each
+    /// into a bounce buffer that the CPU copies into the block: a card's
+    /// single-sector commands with the processor moving the data
+    /// (S.M.A.C.K.'s "normal" reads). No coalescing, no read-ahead.
+    Sectors {
+        /// Bytes per request: a power of two from 512 to the block size.
+        sector: usize,
+    },
     /// Adjacent misses coalesced into requests of up to `max_blocks`
     /// blocks, several in flight through io_uring, and sequential reads
     /// detected and read ahead.
@@ -145,6 +155,14 @@ impl CacheConfig {
             return Err(Error::Usage(format!(
                 "block size {block_size}: a power of two of at least 512, please"
             )));
+        }
+        if let ReadMode::Sectors { sector } = self.read_mode {
+            if !sector.is_power_of_two() || sector < 512 || sector > block_size {
+                return Err(Error::Usage(format!(
+                    "sector of {sector} bytes: a power of two from 512 to the block size \
+                     {block_size}, please"
+                )));
+            }
         }
         if self.capacity_bytes / (block_size as u64) == 0 {
             return Err(Error::Usage(format!(
@@ -458,7 +476,7 @@ impl Inner {
             })
             .collect();
         let (max_blocks, queue_depth) = match config.read_mode {
-            ReadMode::SingleBlock => (1, 1),
+            ReadMode::SingleBlock | ReadMode::Sectors { .. } => (1, 1),
             ReadMode::MultiBlock { max_blocks } => (max_blocks.max(1), config.queue_depth.max(1)),
         };
         Inner {
@@ -470,8 +488,8 @@ impl Inner {
             policy: config.policy,
             capacity_blocks,
             read_mode: match config.read_mode {
-                ReadMode::SingleBlock => ReadMode::SingleBlock,
                 ReadMode::MultiBlock { .. } => ReadMode::MultiBlock { max_blocks },
+                other => other,
             },
             readahead_blocks: config.readahead_blocks,
             queue_depth,

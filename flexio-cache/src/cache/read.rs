@@ -76,6 +76,35 @@ fn copy_out(block: u64, block_size: usize, frame: &[u8], buf: &mut [u8], offset:
     }
 }
 
+/// Reads each of `blocks` (one a run) into its `block_size` slot of
+/// `staging` as `sector`-byte requests one after another, each through a
+/// bounce buffer the CPU copies from; a short request (the end of the
+/// file) ends its block. The bytes read of each block.
+fn by_sectors(
+    src: &Source<'_>,
+    blocks: impl Iterator<Item = u64>,
+    staging: &mut [u8],
+    block_size: usize,
+    sector: usize,
+) -> Result<Vec<usize>> {
+    let mut bounce = AlignedBuffer::new(sector, sector);
+    let mut got = Vec::new();
+    for (slot, block) in staging.chunks_mut(block_size).zip(blocks) {
+        let mut done = 0;
+        while done < block_size {
+            let offset = block * block_size as u64 + done as u64;
+            let n = src.device.read_at(bounce.as_mut_slice(), offset)?;
+            slot[done..done + n].copy_from_slice(&bounce.as_slice()[..n]);
+            done += n;
+            if n < sector {
+                break;
+            }
+        }
+        got.push(done);
+    }
+    Ok(got)
+}
+
 impl Inner {
     /// Reads up to `buf.len()` bytes of `src` at `offset`.
     ///
@@ -177,7 +206,7 @@ impl Inner {
         offset: u64,
     ) -> Result<()> {
         let max_blocks = match self.read_mode {
-            ReadMode::SingleBlock => 1,
+            ReadMode::SingleBlock | ReadMode::Sectors { .. } => 1,
             ReadMode::MultiBlock { max_blocks } => max_blocks,
         };
         if max_blocks > 1 {
@@ -197,7 +226,10 @@ impl Inner {
         }
         let bs = self.block_size;
         let mut staging = AlignedBuffer::new(missing.len() * bs, super::shard::FRAME_ALIGN);
-        let got = {
+        let got = if let ReadMode::Sectors { sector } = self.read_mode {
+            let blocks = missing.iter().map(|m| m.block);
+            by_sectors(src, blocks, staging.as_mut_slice(), bs, sector)?
+        } else {
             let mut requests = Vec::with_capacity(runs.len());
             let mut rest = staging.as_mut_slice();
             for &(start, count) in &runs {

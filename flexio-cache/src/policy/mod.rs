@@ -18,7 +18,7 @@
 //! | [`Sieve`] | Zhang et al., "SIEVE is Simpler than LRU", NSDI 2024 |
 //! | [`S3Fifo`] | Yang et al., "FIFO queues are all you need for cache eviction", SOSP 2023 |
 //! | [`Arc`](self::Arc) | Megiddo and Modha, "ARC: A Self-Tuning, Low Overhead Replacement Cache", FAST 2003 |
-//! | [`AdaptiveS3Fifo`] (the default) | S3-FIFO whose small queue's share is tuned by miniature simulations: Waldspurger et al., "Cache Modeling and Optimization using Miniature Simulations", USENIX ATC 2017 |
+//! | [`AdaptiveS3Fifo`] (the default) | S3-FIFO whose setting (small-queue share, reads to promote) follows the best of four miniature simulations of itself: Waldspurger et al., "Cache Modeling and Optimization using Miniature Simulations", USENIX ATC 2017 |
 
 mod adaptive;
 mod arc;
@@ -150,8 +150,9 @@ impl PolicyName {
     /// ARC on its OLTP trace (Megiddo and Modha, FAST 2003, Table VIII),
     /// but falls far behind LRU where blocks come back only once or twice
     /// after a while (`shift:` traces, and some of that paper's other
-    /// traces). The adaptive one moves the share to where its miniature
-    /// simulations hit most, so it keeps S3-FIFO's scan resistance and
+    /// traces). The adaptive one runs at the setting (small-queue share,
+    /// reads to promote) whose miniature simulation scores best, so it
+    /// keeps S3-FIFO's scan resistance and
     /// cheap hits and follows LRU where LRU is right (`tests/sim_shapes.rs`,
     /// `tests/sim_arc_paper.rs`; the tables are in the crate's README).
     pub const DEFAULT: PolicyName = PolicyName::Adaptive;

@@ -90,6 +90,29 @@ impl S3Fifo {
         }
     }
 
+    /// An empty S3-FIFO at another setting than the paper's: a small queue
+    /// of `small_permille` thousandths of the frames (at least one), left
+    /// for the main queue after `promote_at` more reads (1 to 3). For
+    /// replaying a trace at each setting, as the adaptive policy's experts
+    /// do.
+    ///
+    /// # Panics
+    /// When `capacity` is 0 or does not fit a `u32`.
+    ///
+    /// # Examples
+    /// ```
+    /// use flexio_cache::policy::{Policy, S3Fifo};
+    /// let mut cache = S3Fifo::with_setting(100, 700, 1);
+    /// cache.insert(1);
+    /// assert!(cache.get(1).is_some());
+    /// ```
+    pub fn with_setting(capacity: usize, small_permille: u32, promote_at: u8) -> Self {
+        let small = capacity * small_permille.min(1000) as usize / 1000;
+        let mut cache = Self::with_small_target(capacity, small);
+        cache.set_promote_at(promote_at);
+        cache
+    }
+
     /// Moves the small queue's share to `small` frames (at least one, and
     /// one less than the capacity where there is more than one frame).
     /// Nothing moves at once: the queue over its share gives up blocks at

@@ -132,14 +132,7 @@ impl SimResult {
 pub fn simulate(keys: &[u64], policy: PolicyName, size: usize) -> SimResult {
     let mut cache = policy.build(size);
     let started = Instant::now();
-    let mut hits = 0u64;
-    for &key in keys {
-        if cache.get(key).is_some() {
-            hits += 1;
-        } else {
-            cache.insert(key);
-        }
-    }
+    let hits = replay(keys, cache.as_mut());
     let seconds = started.elapsed().as_secs_f64();
     SimResult::new(
         SimPolicy::Online(policy),
@@ -148,6 +141,28 @@ pub fn simulate(keys: &[u64], policy: PolicyName, size: usize) -> SimResult {
         hits,
         seconds,
     )
+}
+
+/// Replays `keys` through `cache` as a reader would (a hit is recorded,
+/// a miss inserted) and counts the hits: for a policy built by hand, at a
+/// setting [`PolicyName`] does not name.
+///
+/// # Examples
+/// ```
+/// use flexio_cache::{policy::S3Fifo, sim::replay};
+/// let mut cache = S3Fifo::with_setting(2, 500, 1);
+/// assert_eq!(replay(&[1, 2, 1, 3, 1], &mut cache), 2);
+/// ```
+pub fn replay(keys: &[u64], cache: &mut dyn crate::policy::Policy) -> u64 {
+    let mut hits = 0u64;
+    for &key in keys {
+        if cache.get(key).is_some() {
+            hits += 1;
+        } else {
+            cache.insert(key);
+        }
+    }
+    hits
 }
 
 /// Replays `keys` under Belady's MIN with `size` blocks; `next` is

@@ -32,10 +32,21 @@ pub fn catalogue() -> &'static [Exhibit] {
 /// The setups outside the matrix that exhibit `id` measures (FlexIO's
 /// low-memory, socket-buffer and relay runs; S.M.A.C.K.'s reads).
 pub(super) fn setups(id: &str) -> &'static [super::setup::Setup] {
-    match smack::setups(id) {
-        [] => flexio_thesis::setups(id),
-        some => some,
+    match (smack::setups(id), cue::setups(id)) {
+        ([], []) => flexio_thesis::setups(id),
+        ([], some) | (some, _) => some,
     }
+}
+
+/// Table 8's servers behind the shared bucket (`Setup::CueSharedLink`).
+pub(super) fn cue_servers() -> Vec<crate::cue_bench::Server> {
+    cue::shared_servers()
+}
+
+/// The cells Cue's exhibits run cold on the throttled device
+/// (`Setup::CueDiskBound`).
+pub(super) fn cue_disk_cells(quick: bool) -> Vec<flexio_bench::plan::Cell> {
+    cue::disk_cells(quick)
 }
 
 /// No cells: an exhibit this bench cannot measure.

@@ -1,17 +1,24 @@
 //! The setups some exhibits measure outside the matrix (`thesis_bench`:
 //! a 128 MiB memory cgroup, a socket-buffer sweep, a relay across three
-//! network namespaces; `smack_bench`: S.M.A.C.K.'s reads into memory), each run once however many exhibits use it, and
-//! their points handed to the report beside the matrix's.
+//! network namespaces; `smack_bench`: S.M.A.C.K.'s reads into memory;
+//! `cue_bench`: Cue's cells cold on a throttled device, Table 8 behind a
+//! shared bucket), each run once however many exhibits use it, and their
+//! points (or the summaries of the cells they ran) handed to the report
+//! beside the matrix's.
 
 use super::setup::Setup;
 use super::{catalogue, Exhibit, Point};
-use crate::smack_bench;
 use crate::thesis_bench::{self, ThesisOptions, ThesisOutcome};
+use crate::{cue_bench, smack_bench};
+use flexio_bench::stats::Summary;
 
 impl Setup {
-    fn run(self, options: &ThesisOptions) -> ThesisOutcome {
-        match self {
+    /// Its outcome, and the summaries of the matrix's cells it ran
+    /// elsewhere (Cue's on the throttled device), if any.
+    fn run(self, options: &ThesisOptions) -> (ThesisOutcome, Vec<Summary>) {
+        let outcome = match self {
             Setup::LowMemoryBySize => thesis_bench::by_size(options),
+            Setup::LowMemoryBySizeSmallBuffers => thesis_bench::by_size_small_buffers(options),
             Setup::LowMemoryByBuffer => thesis_bench::by_buffer(options),
             Setup::SocketBuffers => thesis_bench::socket_buffers(options),
             Setup::UdpBuffers => thesis_bench::udp_buffers(options),
@@ -19,7 +26,12 @@ impl Setup {
             Setup::SmackUncached => smack_bench::uncached(options, &smack_bench::SIZES_MB),
             Setup::SmackCached => smack_bench::cached(options, &smack_bench::SIZES_MB),
             Setup::SmackRaw => smack_bench::raw_read(options),
-        }
+            Setup::CueSharedLink => cue_bench::shared_link(options, &catalogue::cue_servers()),
+            Setup::CueDiskBound => {
+                return cue_bench::disk_bound(options, catalogue::cue_disk_cells(options.quick))
+            }
+        };
+        (outcome, Vec::new())
     }
 }
 
@@ -27,6 +39,9 @@ impl Setup {
 #[derive(Debug, Default)]
 pub struct OwnRuns {
     outcomes: Vec<(Setup, ThesisOutcome)>,
+    /// The summaries of cells a setup ran through the matrix's runner
+    /// in a setting of its own.
+    summaries: Vec<(Setup, Vec<Summary>)>,
 }
 
 impl OwnRuns {
@@ -40,6 +55,16 @@ impl OwnRuns {
                 }
                 None => Point::new(&p.series, p.x, p.y),
             })
+            .collect()
+    }
+
+    /// The summaries of the cells `exhibit`'s setups ran elsewhere.
+    pub(super) fn summaries(&self, exhibit: &Exhibit) -> Vec<Summary> {
+        let wanted = catalogue::setups(exhibit.id);
+        self.summaries
+            .iter()
+            .filter(|(setup, _)| wanted.contains(setup))
+            .flat_map(|(_, summaries)| summaries.iter().cloned())
             .collect()
     }
 
@@ -62,6 +87,10 @@ impl OwnRuns {
                     .outcomes
                     .iter()
                     .any(|(s, outcome)| s == *setup && !outcome.points.is_empty())
+                    && !self
+                        .summaries
+                        .iter()
+                        .any(|(s, summaries)| s == *setup && !summaries.is_empty())
             })
             .map(|setup| format!("setup {setup:?}: no points"))
             .collect()
@@ -80,6 +109,7 @@ impl OwnRuns {
     pub(super) fn with(setup: Setup, outcome: ThesisOutcome) -> OwnRuns {
         OwnRuns {
             outcomes: vec![(setup, outcome)],
+            summaries: Vec::new(),
         }
     }
 
@@ -101,15 +131,17 @@ pub fn run_own(exhibits: &[&Exhibit], options: &ThesisOptions) -> OwnRuns {
             if runs.outcomes.iter().any(|(s, _)| *s == setup) {
                 continue;
             }
-            let outcome = if options.stop.load(std::sync::atomic::Ordering::Relaxed) {
-                ThesisOutcome {
+            let (outcome, summaries) = if options.stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let stopped = ThesisOutcome {
                     shortfall: Some("stopped by a signal".into()),
                     ..ThesisOutcome::default()
-                }
+                };
+                (stopped, Vec::new())
             } else {
                 setup.run(options)
             };
             runs.outcomes.push((setup, outcome));
+            runs.summaries.push((setup, summaries));
         }
     }
     runs

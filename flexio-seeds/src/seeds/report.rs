@@ -59,7 +59,9 @@ pub fn write_report(
     let mut grades = Vec::new();
     for exhibit in exhibits {
         let original = (exhibit.original)();
-        let mut measured = (exhibit.ours)(summaries);
+        let mut with_own = summaries.to_vec();
+        with_own.extend(own.summaries(exhibit));
+        let mut measured = (exhibit.ours)(&with_own);
         measured.extend(own.points(exhibit));
         let ours = (exhibit.view)(measured.clone());
         let (paths, original_drawn) = chart_for(out, exhibit, &original, &ours)?;

@@ -6,6 +6,9 @@
 pub enum Setup {
     /// Disk -> disk by file size in the 128 MiB cgroup.
     LowMemoryBySize,
+    /// Disk -> disk by file size in the 128 MiB cgroup, read-write with
+    /// 1 KiB and 64 KiB buffers.
+    LowMemoryBySizeSmallBuffers,
     /// Disk -> disk by buffer size from 1 KiB in the 128 MiB cgroup.
     LowMemoryByBuffer,
     /// File -> TCP with fixed socket buffers, against autotuning.
@@ -20,4 +23,10 @@ pub enum Setup {
     SmackCached,
     /// S.M.A.C.K.'s Table 6: a raw loop device beside dd (root).
     SmackRaw,
+    /// Cue's Tables 1-7: the schedules and the user-driven loop, cold, on
+    /// a throttled device (root).
+    CueDiskBound,
+    /// Cue's Table 8: `flexio serve` to 1-4 clients sharing one
+    /// `--rate-total` bucket.
+    CueSharedLink,
 }

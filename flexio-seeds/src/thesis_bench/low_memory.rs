@@ -32,13 +32,8 @@ const BY_BUFFER: [&str; 2] = ["read-write", "copy-file-range"];
 /// Disk -> disk by file size in the cgroup, 1 MiB buffers: one series per
 /// mechanism, `MECHANISM, 128 MiB cgroup`.
 pub fn by_size(options: &ThesisOptions) -> ThesisOutcome {
-    let sizes: &[u64] = if options.quick {
-        &[1, 50, 200]
-    } else {
-        &[1, 10, 50, 100, 200]
-    };
     in_group("thesis-by-size", |group, dir, points| {
-        for &mb in sizes {
+        for &mb in size_sweep(options) {
             for via in BY_SIZE {
                 let x = mb as f64;
                 points.push(copy_point(options, dir, group, via, mb * MIB, MIB, x)?);
@@ -46,6 +41,43 @@ pub fn by_size(options: &ThesisOptions) -> ThesisOutcome {
         }
         Ok(())
     })
+}
+
+/// The smaller user buffers of Figures 4.11-4.14, in KiB (the 1 MiB one
+/// is [`by_size`]'s): the thesis ran its user process "with different
+/// user buffer sizes starting from 1KB till 1MB".
+pub const SMALL_BUFFERS_KIB: [u64; 2] = [1, 64];
+
+/// Disk -> disk by file size in the cgroup by read-write with each of
+/// [`SMALL_BUFFERS_KIB`]: `read-write, N KiB buffer, 128 MiB cgroup`.
+pub fn by_size_small_buffers(options: &ThesisOptions) -> ThesisOutcome {
+    in_group("thesis-by-size-buffers", |group, dir, points| {
+        for &mb in size_sweep(options) {
+            for kib in SMALL_BUFFERS_KIB {
+                let mut point = copy_point(
+                    options,
+                    dir,
+                    group,
+                    "read-write",
+                    mb * MIB,
+                    kib << 10,
+                    mb as f64,
+                )?;
+                point.series = format!("read-write, {kib} KiB buffer, 128 MiB cgroup (ours)");
+                points.push(point);
+            }
+        }
+        Ok(())
+    })
+}
+
+/// The file sizes of the by-size sweeps, in MiB.
+fn size_sweep(options: &ThesisOptions) -> &'static [u64] {
+    if options.quick {
+        &[1, 50, 200]
+    } else {
+        &[1, 10, 50, 100, 200]
+    }
 }
 
 /// Disk -> disk of one file (64 MiB quick, 100 MiB full) by buffer size

@@ -15,6 +15,7 @@ use std::path::{Path, PathBuf};
 
 pub use crates::{layers, members, upward, Member};
 pub use modules::circles;
+pub use source::{read as paths_named, Named};
 
 /// Why the check could not read the workspace.
 #[derive(Debug)]

@@ -15,4 +15,4 @@ mod transfer;
 
 pub use crate::sys::gpu::{count, driver_present, DeviceMemory, Gpu, GpuError};
 pub use address::DeviceAddress;
-pub use transfer::{load_file, store_file, DeviceMode, DeviceReport, DEFAULT_PIECE};
+pub use transfer::{load_file, store_file, verify_load, DeviceMode, DeviceReport, DEFAULT_PIECE};

@@ -223,6 +223,61 @@ pub fn store_file(
     })
 }
 
+/// Reads `bytes` bytes of `memory` from `address.offset` back from the
+/// device and compares their BLAKE3 with that of `path`'s first `bytes`
+/// bytes: what `copy --verify` does after a load.
+///
+/// # Errors
+/// [`Error::VerifyMismatch`] when they differ; [`Error::Io`] for the file
+/// and [`Error::Device`] for the GPU.
+pub fn verify_load(
+    path: &Path,
+    gpu: &Gpu,
+    memory: &DeviceMemory,
+    address: DeviceAddress,
+    bytes: u64,
+    piece: usize,
+) -> Result<()> {
+    use std::io::Read;
+    let shown = path.display().to_string();
+    let file = File::open(path).map_err(|e| Error::io("open", &shown, None, e))?;
+    let mut buffer = vec![0u8; piece.clamp(4096, 64 << 20)];
+    let mut file_hash = blake3::Hasher::new();
+    let mut reader = file.take(bytes);
+    let mut read = 0u64;
+    loop {
+        let n = reader
+            .read(&mut buffer)
+            .map_err(|e| Error::io("read", &shown, Some(read), e))?;
+        if n == 0 {
+            break;
+        }
+        file_hash.update(&buffer[..n]);
+        read += n as u64;
+    }
+    let mut device_hash = blake3::Hasher::new();
+    let mut done = 0u64;
+    while done < bytes {
+        let n = buffer.len().min((bytes - done) as usize);
+        gpu.copy_out(memory, (address.offset + done) as usize, &mut buffer[..n])
+            .map_err(|source| Error::Device {
+                endpoint: address.to_string(),
+                offset: Some(done),
+                source,
+            })?;
+        device_hash.update(&buffer[..n]);
+        done += n as u64;
+    }
+    let (source_hash, sink_hash) = (file_hash.finalize(), device_hash.finalize());
+    if source_hash != sink_hash {
+        return Err(Error::VerifyMismatch {
+            source_hash: source_hash.to_hex().to_string(),
+            sink_hash: sink_hash.to_hex().to_string(),
+        });
+    }
+    Ok(())
+}
+
 /// One load's two ends.
 struct Sides<'a> {
     file: &'a File,
@@ -255,8 +310,23 @@ impl Sides<'_> {
 
     /// Fills `buffer` from the file at `at`, all of it.
     fn read_exactly(&self, file: &impl AsFd, buffer: &mut [u8], at: u64) -> Result<()> {
+        let n = buffer.len();
+        self.read_at_least(file, buffer, n, at, "read")
+    }
+
+    /// Reads into `buffer` at `at` until at least `n` bytes came (a read
+    /// may bring more, up to the buffer's end, as an `O_DIRECT` read of
+    /// whole blocks does).
+    fn read_at_least(
+        &self,
+        file: &impl AsFd,
+        buffer: &mut [u8],
+        n: usize,
+        at: u64,
+        op: &'static str,
+    ) -> Result<()> {
         let mut done = 0;
-        while done < buffer.len() {
+        while done < n {
             let offset = at + done as u64;
             match rustix::io::pread(file, &mut buffer[done..], offset) {
                 Ok(0) => {
@@ -266,9 +336,9 @@ impl Sides<'_> {
                         end: self.len,
                     })
                 }
-                Ok(n) => done += n,
+                Ok(got) => done += got,
                 Err(rustix::io::Errno::INTR) => {}
-                Err(e) => return Err(Error::io("read", self.path, Some(offset), e)),
+                Err(e) => return Err(Error::io(op, self.path, Some(offset), e)),
             }
         }
         Ok(())
@@ -333,23 +403,7 @@ impl Sides<'_> {
     /// blocks.
     fn read_direct(&self, file: &File, buffer: &mut [u8], n: usize, at: u64) -> Result<()> {
         let whole = n.next_multiple_of(4096).min(buffer.len());
-        let mut done = 0;
-        while done < n {
-            let offset = at + done as u64;
-            match rustix::io::pread(file, &mut buffer[done..whole], offset) {
-                Ok(0) => {
-                    return Err(Error::SourceEnded {
-                        endpoint: self.path.to_string(),
-                        offset,
-                        end: self.len,
-                    })
-                }
-                Ok(got) => done += got,
-                Err(rustix::io::Errno::INTR) => {}
-                Err(e) => return Err(Error::io("read (O_DIRECT)", self.path, Some(offset), e)),
-            }
-        }
-        Ok(())
+        self.read_at_least(file, &mut buffer[..whole], n, at, "read (O_DIRECT)")
     }
 }
 

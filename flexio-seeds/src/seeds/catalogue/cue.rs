@@ -3,8 +3,11 @@
 //! a metering process beside it. Its tables are quoted in `crate::cue`;
 //! the values here are those tables'. Ours runs Cue's schedules on
 //! sendfile in Cue's 8 KB calls (`schedules.rs`); Table 8's server runs
-//! them inside `flexio serve --schedule` (`clients.rs`).
+//! them inside `flexio serve --schedule` (`clients.rs`). Tables 1-7 also
+//! run Cue's own comparison, both transfers disk-bound at an equal rate
+//! (`Setup::CueDiskBound`: cold on a throttled device, `cue_bench`).
 
+use super::super::setup::Setup;
 use super::super::{Axes, Exhibit, Numbers, Point};
 
 mod clients;
@@ -17,6 +20,26 @@ const SETS_1_2: [Cue; 2] = [(3, 70), (4, 70)];
 /// Schedules of Tables 3-4: the yield bunched after four blocks, or
 /// spread over each.
 const SETS_2_4: [Cue; 3] = [(4, 70), (1, 16), (1, 20)];
+
+/// The setup outside the matrix each exhibit measures: Tables 1-7 run
+/// their disk-bound pair on the throttled device.
+pub(super) fn setups(id: &str) -> &'static [Setup] {
+    match id {
+        "cue-table-1" | "cue-table-2" | "cue-table-3" | "cue-table-6" => &[Setup::CueDiskBound],
+        "cue-table-8" => &[Setup::CueSharedLink],
+        _ => &[],
+    }
+}
+
+/// Table 8's servers for `Setup::CueSharedLink`.
+pub(super) fn shared_servers() -> Vec<crate::cue_bench::Server> {
+    clients::shared_servers()
+}
+
+/// The cells `Setup::CueDiskBound` runs cold on the throttled device.
+pub(super) fn disk_cells(quick: bool) -> Vec<flexio_bench::plan::Cell> {
+    schedules::disk_cells(quick)
+}
 
 pub(super) fn exhibits() -> Vec<Exhibit> {
     vec![table_1(), table_2(), table_3(), table_6(), table_8()]
@@ -60,8 +83,11 @@ fn table_1() -> Exhibit {
         numbers: Numbers::Given(&[]),
         ours_setup: "Ours: a file sent to loopback TCP in 8 KiB calls, the meter on the sender's \
               CPU and the receiver on the other (Cue's was another machine); sendfile under \
-              (3, 70 ms) against read-write with none, and sendfile with none beside them.",
-        gaps: &["the baseline is a warm, unpaced read-write loop far faster than the schedule, where Cue compared two disk-bound transfers of similar speed (no disk-bound baseline at an equal rate)"],
+              (3, 70 ms) against read-write with none, and sendfile with none beside them; \
+              and Cue's own comparison, the two disk-bound at an equal rate: both cold on \
+              ext4 on a loop device throttled to 256 KiB/s (the DECstation's user-driven \
+              loop ran at 0.22 MB/s), 1 MiB each in the quick run, 4 MiB in the full.",
+        gaps: &[],
         cells: |quick| schedules::meter_cells(quick, &[(3, 70)]),
         ours: schedules::switches_ours,
         view: super::as_measured,
@@ -99,8 +125,9 @@ fn table_2() -> Exhibit {
         numbers: Numbers::Given(&[]),
         ours_setup: "Ours: sendfile in 8 KiB calls under (3, 70 ms) and (4, 70 ms) against \
               read-write unpaced, over loopback with the meter on the sender's CPU; system \
-              time is the sending thread's.",
-        gaps: &["the baseline is a warm, unpaced read-write loop far faster than the schedule, where Cue compared two disk-bound transfers of similar speed (no disk-bound baseline at an equal rate)", "Table 2's per-run rows are not drawn (the averages are)"],
+              time is the sending thread's; and the same pair disk-bound at an equal rate, \
+              both cold on ext4 on a loop device throttled to 256 KiB/s (Cue's comparison).",
+        gaps: &["Table 2's per-run rows are not drawn (the averages are)"],
         cells: |quick| schedules::meter_cells(quick, &SETS_1_2),
         ours: |summaries| schedules::relative_ours(summaries, &SETS_1_2, &[0, 1, 2, 3]),
         view: super::as_measured,
@@ -137,8 +164,10 @@ fn table_3() -> Exhibit {
         numbers: Numbers::Given(&[]),
         ours_setup: "Ours: sendfile in 8 KiB calls under (4, 70), (1, 16) and (1, 20 ms) against \
               read-write unpaced, as in Table 2; `--scenario schedule` runs the same \
-              schedules beside a K x T grid in 256 KiB calls.",
-        gaps: &["the baseline is a warm, unpaced read-write loop far faster than the schedule, where Cue compared two disk-bound transfers of similar speed (no disk-bound baseline at an equal rate)"],
+              schedules beside a K x T grid in 256 KiB calls; and the same disk-bound at an \
+              equal rate, all cold on ext4 on a loop device throttled to 256 KiB/s (Cue's \
+              comparison).",
+        gaps: &[],
         cells: |quick| schedules::meter_cells(quick, &SETS_2_4),
         ours: |summaries| schedules::relative_ours(summaries, &SETS_2_4, &[0, 1, 3]),
         view: super::as_measured,
@@ -170,9 +199,10 @@ fn table_6() -> Exhibit {
         numbers: Numbers::Given(&[]),
         ours_setup: "Ours: 2-4 file -> loopback TCP flows at once from one process, sendfile in \
               8 KiB calls under (4, 16 ms) against read-write unpaced; two CPUs where the \
-              original had one. Table 6's two-transfer row (wall, system, switches) is not \
-              drawn: Table 7's seconds per MB are.",
-        gaps: &["the baseline is a warm, unpaced read-write loop far faster than the schedule, where Cue compared two disk-bound transfers of similar speed (no disk-bound baseline at an equal rate)", "Table 6's two-transfer row (wall, system, switches) is not drawn"],
+              original had one; and the same disk-bound, cold on ext4 on a loop device \
+              throttled to 256 KiB/s (the flows read one file). Table 6's two-transfer row \
+              (wall, system, switches) is not drawn: Table 7's seconds per MB are.",
+        gaps: &["Table 6's two-transfer row (wall, system, switches) is not drawn"],
         cells: schedules::parallel_cells,
         ours: schedules::parallel_ours,
         view: super::as_measured,
@@ -217,8 +247,11 @@ fn table_8() -> Exhibit {
               (user driven), by sendfile unscheduled, and by sendfile under each of Cue's \
               four schedules (`--schedule K,T`, 8 KiB chunks, each connection paused on its \
               own); each client's rate here, the server's CPU per GiB in report.md. The \
-              scheduled clients fetch Cue's 12 MB in the full run, 1 MiB with --quick.",
-        gaps: &["the clients share no bottleneck (no paced link or shared token bucket), so a per-client rate holds by construction"],
+              scheduled clients fetch Cue's 12 MB in the full run, 1 MiB with --quick. Then \
+              the same servers behind a shared bottleneck, as wuftpd's clients shared one \
+              DECstation: `--rate-total 3 MiB/s`, one token bucket all connections draw on, \
+              1 MiB to each client (4 MiB in the full run), three rounds.",
+        gaps: &[],
         cells: clients::cells,
         ours: clients::per_client_ours,
         view: super::as_measured,

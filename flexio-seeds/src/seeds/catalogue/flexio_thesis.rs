@@ -14,6 +14,7 @@ use super::super::measure::{self, mb_per_s, series, shape, size_mb};
 use super::super::setup::Setup;
 use super::super::{Axes, Exhibit, Numbers, Point};
 use super::{no_cells, no_points, nothing};
+use crate::thesis_bench::SMALL_BUFFERS_KIB;
 use flexio_bench::model::CacheState::{Cold, Warm};
 use flexio_bench::model::Scenario;
 use flexio_bench::plan::{Cell, Entrant};
@@ -73,7 +74,7 @@ fn mmap_view(points: Vec<Point>) -> Vec<Point> {
 }
 
 /// Figures 4.11-4.14 as the text states them: the kernel over the user
-/// buffer (not the throughputs 4.7 draws again).
+/// buffer of each size (not the throughputs 4.7 draws again).
 fn kernel_view(points: Vec<Point>) -> Vec<Point> {
     let mut view = measure::ratio_series(&points, KERNEL, USER, KERNEL_RATIO);
     view.extend(measure::ratio_series(
@@ -82,7 +83,39 @@ fn kernel_view(points: Vec<Point>) -> Vec<Point> {
         USER_SMALL,
         KERNEL_RATIO_SMALL,
     ));
+    for kib in SMALL_BUFFERS_KIB {
+        view.extend(measure::ratio_series(
+            &points,
+            KERNEL,
+            &user_buffer(kib),
+            &kernel_over_buffer(kib),
+        ));
+        view.extend(measure::ratio_series(
+            &points,
+            KERNEL_SMALL,
+            &user_buffer_small(kib),
+            &kernel_over_buffer_small(kib),
+        ));
+    }
     view
+}
+
+/// Our read-write with a `kib` KiB buffer, with memory to spare.
+fn user_buffer(kib: u64) -> String {
+    format!("read-write, {kib} KiB buffer (ours)")
+}
+
+/// The same in the 128 MiB cgroup (`LowMemoryBySizeSmallBuffers`).
+fn user_buffer_small(kib: u64) -> String {
+    format!("read-write, {kib} KiB buffer, 128 MiB cgroup (ours)")
+}
+
+fn kernel_over_buffer(kib: u64) -> String {
+    format!("copy_file_range / read-write {kib} KiB (ours)")
+}
+
+fn kernel_over_buffer_small(kib: u64) -> String {
+    format!("copy_file_range / read-write {kib} KiB, 128 MiB cgroup (ours)")
 }
 
 const BUFFER_USER: &str = "read-write by buffer (ours)";
@@ -149,7 +182,8 @@ pub(super) fn exhibits() -> Vec<Exhibit> {
 /// The setups outside the matrix exhibit `id` measures.
 pub(super) fn setups(id: &str) -> &'static [Setup] {
     match id {
-        "flexio-4-7" | "flexio-4-11" => &[Setup::LowMemoryBySize],
+        "flexio-4-7" => &[Setup::LowMemoryBySize],
+        "flexio-4-11" => &[Setup::LowMemoryBySize, Setup::LowMemoryBySizeSmallBuffers],
         "flexio-4-15" => &[Setup::LowMemoryByBuffer],
         "flexio-4-18" => &[Setup::UdpBuffers],
         "flexio-4-21" => &[Setup::Relay],
@@ -206,11 +240,13 @@ fn user_against_kernel() -> Exhibit {
         ours_setup: "A user buffer (read-write) against the kernel's copy (copy_file_range, no \
               intermediate buffer), unlimited (this machine's disk) and in a 128 MiB memory \
               cgroup on ext4 on a loop device throttled to 64 MiB/s (the original's slow \
-              disks), cold and synced. Drawn: the kernel's throughput over the \
-              user buffer's, ours against the original's \"almost identical\".",
-        gaps: &["one user buffer size (1 MiB) across file sizes, where the original's user process ran several"],
-        cells: disk_cells,
-        ours: by_size_ours,
+              disks), cold and synced, the user buffer 1 KiB, 64 KiB and 1 MiB (the \
+              original's \"from 1KB till 1MB\") in both settings. Drawn: the kernel's \
+              throughput over each user buffer's, ours against the original's \"almost \
+              identical\".",
+        gaps: &[],
+        cells: size_buffer_cells,
+        ours: buffers_ours,
         view: kernel_view,
         compare: compare_in_kernel,
     }
@@ -345,6 +381,19 @@ const USER: &str = "read-write, 1 MiB buffer (ours)";
 const MAPPED: &str = "mmap (ours)";
 const KERNEL: &str = "copy_file_range, in the kernel (ours)";
 
+/// [`disk_cells`] with the user buffer also at each of
+/// [`SMALL_BUFFERS_KIB`] (Figures 4.11-4.14).
+fn size_buffer_cells(quick: bool) -> Vec<Cell> {
+    let mut cells = disk_cells(quick);
+    for cell in &mut cells {
+        for kib in SMALL_BUFFERS_KIB {
+            let entrant = Entrant::flexio(ReadWrite, (kib << 10) as usize);
+            cell.entrants.insert(0, entrant);
+        }
+    }
+    cells
+}
+
 fn by_size_ours(summaries: &[Summary]) -> Vec<Point> {
     let one = |name: &str, mechanism: MechanismName| {
         series(
@@ -360,6 +409,23 @@ fn by_size_ours(summaries: &[Summary]) -> Vec<Point> {
     let mut points = one(USER, ReadWrite);
     points.extend(one(MAPPED, Mmap));
     points.extend(one(KERNEL, CopyFileRange));
+    points
+}
+
+/// [`by_size_ours`] and the user buffer at each of [`SMALL_BUFFERS_KIB`].
+fn buffers_ours(summaries: &[Summary]) -> Vec<Point> {
+    let mut points = by_size_ours(summaries);
+    for kib in SMALL_BUFFERS_KIB {
+        points.extend(series(
+            summaries,
+            &user_buffer(kib),
+            Scenario::FileToFileDurable,
+            |c| c.chunk == 0,
+            |s| measure::is_engine(s, ReadWrite, Some(kib << 10)),
+            size_mb,
+            mb_per_s,
+        ));
+    }
     points
 }
 
@@ -435,12 +501,31 @@ fn compare_in_kernel(_: &[Point], ours: &[Point]) -> String {
     let cgroup = ratio_ends(ours, KERNEL_RATIO_SMALL)
         .map_or("not measured".to_string(), |(_, _, words)| words);
     format!(
-        "Ours: the kernel over the user buffer {words} with memory to spare, and {cgroup} in \
-         the 128 MiB cgroup; the original found the two almost identical: {} with memory to \
-         spare (within 15% counts as identical) — a synced cold copy waits on the disk \
-         whichever way the bytes go.",
-        shape(same)
+        "Ours: the kernel over the 1 MiB user buffer {words} with memory to spare, and {cgroup} \
+         in the 128 MiB cgroup; the original found the two almost identical: {} with memory \
+         to spare (within 15% counts as identical) — a synced cold copy waits on the disk \
+         whichever way the bytes go. By the user buffer's size (the original's 1 KB to 1 MB): \
+         {}.",
+        shape(same),
+        by_buffer_words(ours)
     )
+}
+
+/// The kernel over each smaller user buffer at both ends of the sizes,
+/// in the cgroup and with memory to spare.
+fn by_buffer_words(ours: &[Point]) -> String {
+    let mut words = Vec::new();
+    for kib in SMALL_BUFFERS_KIB {
+        for (name, setting) in [
+            (kernel_over_buffer_small(kib), "in the cgroup"),
+            (kernel_over_buffer(kib), "with memory to spare"),
+        ] {
+            let text =
+                ratio_ends(ours, &name).map_or("not measured".to_string(), |(_, _, text)| text);
+            words.push(format!("{kib} KiB {setting} {text}"));
+        }
+    }
+    words.join("; ")
 }
 
 fn buffer_cells(quick: bool) -> Vec<Cell> {

@@ -33,6 +33,35 @@ pub(super) fn serve_cue_name(cue: Cue) -> String {
     format!("serve --via sendfile k={} t={}, 8 KiB (ours)", cue.0, cue.1)
 }
 
+/// A server's series behind the shared bucket: `what` is `read-write`,
+/// `sendfile` or `sendfile k=K t=T`.
+pub(super) fn shared_name(what: &str) -> String {
+    format!(
+        "serve --via {what}, shared {} MiB/s (ours)",
+        crate::cue_bench::SHARED_RATE >> 20
+    )
+}
+
+/// Table 8's servers behind the shared bucket: read-write and sendfile
+/// unscheduled, and sendfile under each of [`SCHEDULES`].
+pub(super) fn shared_servers() -> Vec<crate::cue_bench::Server> {
+    use crate::cue_bench::Server;
+    let mut servers: Vec<Server> = [(ReadWrite, "read-write"), (Sendfile, "sendfile")]
+        .into_iter()
+        .map(|(mechanism, what)| Server {
+            series: shared_name(what),
+            mechanism,
+            schedule: None,
+        })
+        .collect();
+    servers.extend(SCHEDULES.iter().map(|&(k, t)| Server {
+        series: shared_name(&format!("sendfile k={k} t={t}")),
+        mechanism: Sendfile,
+        schedule: Some((k, t)),
+    }));
+    servers
+}
+
 /// wuftpd's series under `cue`.
 fn table_name(cue: Cue) -> String {
     format!("Cue k={} t={} (Table 8)", cue.0, cue.1)
@@ -183,12 +212,13 @@ pub(super) fn compare_clients(original: &[Point], ours: &[Point]) -> String {
          two CPUs and loopback (wuftpd's shared one CPU and a 1995 network) the load of the \
          bench's own clients decides more than the server's schedule"
     };
+    let shared = compare_shared(ours);
     format!(
         "Each client's rate at 4 clients against 1, ours from `flexio serve` against \
          wuftpd's: read-write {user:.2}x against {theirs_user:.2}x user driven ({:.0} MiB/s a \
          client at 4), sendfile unscheduled {kernel:.2}x ({:.0} MiB/s); under Cue's schedules \
          {}; {}; {}; {}. Shape: {}; {why}. A pause ends at the server's next 10 ms timer tick \
-         after T, so a (1, 16) chunk waits 16-26 ms: below the ceiling at one client.",
+         after T, so a (1, 16) chunk waits 16-26 ms: below the ceiling at one client. {shared}",
         at_four(SERVE_USER),
         at_four(SERVE_KERNEL),
         each((1, 16)),
@@ -196,6 +226,50 @@ pub(super) fn compare_clients(original: &[Point], ours: &[Point]) -> String {
         each((4, 16)),
         each((4, 70)),
         shape(same),
+    )
+}
+
+/// Behind the shared bucket: what each server keeps from 1 to 4 clients,
+/// and whether the schedules keep more than the unpaced servers.
+fn compare_shared(ours: &[Point]) -> String {
+    let user = kept(ours, &shared_name("read-write"));
+    let unpaced = kept(ours, &shared_name("sendfile"));
+    let (Some(user), Some(unpaced)) = (user, unpaced) else {
+        return "Behind the shared bucket: did not run.".into();
+    };
+    let scheduled: Vec<(Cue, f64)> = SCHEDULES
+        .iter()
+        .filter_map(|&(k, t)| {
+            Some((
+                (k, t),
+                kept(ours, &shared_name(&format!("sendfile k={k} t={t}")))?,
+            ))
+        })
+        .collect();
+    let words: Vec<String> = scheduled
+        .iter()
+        .map(|((k, t), kept)| format!("({k}, {t}) {kept:.2}x"))
+        .collect();
+    // Cue's finding: its clients kept their rate where user driven's fell.
+    let bucket = (crate::cue_bench::SHARED_RATE >> 10) as f64;
+    let keeps = scheduled
+        .iter()
+        .filter(|(cue, kept)| 4.0 * ceiling(*cue) < bucket && *kept > 0.8)
+        .count();
+    let light = SCHEDULES
+        .iter()
+        .filter(|cue| 4.0 * ceiling(**cue) < bucket)
+        .count();
+    format!(
+        "Behind one shared {} MiB/s bucket (Cue's clients shared one DECstation), each \
+         client's rate at 4 clients against 1: read-write {user:.2}x, sendfile unscheduled \
+         {unpaced:.2}x, under Cue's schedules {}. The schedules whose four clients together ask \
+         for less than the bucket keep their rate ({keeps} of {light} within 20%) while the \
+         unpaced servers' clients split it: {} — a schedule that asks for more than its share \
+         falls as the clients grow, as an unpaced server does.",
+        bucket / 1024.0,
+        words.join(", "),
+        shape(keeps == light && light > 0 && user < 0.5 && unpaced < 0.5),
     )
 }
 

@@ -7,7 +7,7 @@ use flexio::MechanismName::{self, *};
 
 use super::super::super::measure::{self, shape, MB};
 use super::super::super::Point;
-use flexio_bench::model::CacheState::Warm;
+use flexio_bench::model::CacheState::{self, Cold, Warm};
 use flexio_bench::model::Scenario;
 use flexio_bench::plan::{Cell, Entrant};
 use flexio_bench::stats::Summary;
@@ -24,9 +24,70 @@ pub(super) const USER: &str = "read-write, 8 KiB, no schedule (ours)";
 /// sendfile without a schedule: what the in-kernel call does unpaced.
 pub(super) const UNPACED: &str = "sendfile, 8 KiB, no schedule (ours)";
 
+/// The user-driven loop on the throttled device, cold: disk-bound.
+pub(super) const USER_DISK: &str = "read-write, 8 KiB, disk-bound (ours)";
+
 /// Our series of sendfile under schedule `cue`.
 pub(super) fn cue_name(cue: Cue) -> String {
     format!("sendfile k={} t={}, 8 KiB (ours)", cue.0, cue.1)
+}
+
+/// Our series of sendfile under schedule `cue` on the throttled device.
+pub(super) fn cue_disk_name(cue: Cue) -> String {
+    format!("sendfile k={} t={}, disk-bound (ours)", cue.0, cue.1)
+}
+
+/// The series names of `cache`'s rows: the user-driven loop, and sendfile
+/// under `cue`.
+fn names(cache: CacheState, cue: Cue) -> (&'static str, String) {
+    match cache {
+        Cold => (USER_DISK, cue_disk_name(cue)),
+        _ => (USER, cue_name(cue)),
+    }
+}
+
+/// Every schedule of Tables 1-5.
+pub(super) const METER_SCHEDULES: [Cue; 4] = [(3, 70), (4, 70), (1, 16), (1, 20)];
+
+/// Bytes of a disk-bound transfer: at the throttled device's 256 KiB/s,
+/// 1 MiB is four seconds (the quick run), 4 MiB sixteen (the full run).
+fn disk_size(quick: bool) -> u64 {
+    if quick {
+        MIB
+    } else {
+        4 * MIB
+    }
+}
+
+/// The disk-bound cells, cold, for the throttled device: the user-driven
+/// loop unpaced and sendfile under every schedule of Tables 1-5, then
+/// Tables 6-7's 2-4 transfers of each (`cue_bench` runs them).
+pub(super) fn disk_cells(quick: bool) -> Vec<Cell> {
+    let size = disk_size(quick);
+    let user = || vec![Entrant::flexio(ReadWrite, BLOCK)];
+    let kernel = || vec![Entrant::flexio(Sendfile, BLOCK)];
+    let mut cells = vec![Cell::new(Scenario::Meter, size, Cold, user()).path("loopback")];
+    for (k, t) in METER_SCHEDULES {
+        cells.push(
+            Cell::new(Scenario::Meter, size, Cold, kernel())
+                .path("loopback")
+                .schedule(k, t),
+        );
+    }
+    for flows in 2..=4 {
+        cells.push(
+            Cell::new(Scenario::Parallel, size, Cold, user())
+                .flows(flows)
+                .path("loopback"),
+        );
+        cells.push(
+            Cell::new(Scenario::Parallel, size, Cold, kernel())
+                .flows(flows)
+                .path("loopback")
+                .schedule(4, 16),
+        );
+    }
+    cells
 }
 
 /// Bytes of a scheduled transfer. At 8 KiB a call, a schedule holds the
@@ -70,14 +131,17 @@ pub(super) fn meter_cells(quick: bool, schedules: &[Cue]) -> Vec<Cell> {
     cells
 }
 
-/// The meter cell's row of `mechanism` under `schedule` (none: unpaced).
+/// The meter cell's row of `mechanism` under `schedule` (none: unpaced),
+/// warm (the matrix's) or cold (the throttled device's).
 fn meter_row(
     summaries: &[Summary],
+    cache: CacheState,
     mechanism: MechanismName,
     schedule: Option<Cue>,
 ) -> Option<&Summary> {
     summaries.iter().find(|s| {
         s.cell.scenario == Scenario::Meter
+            && s.cell.cache == cache
             && s.cell.schedule.map(|c| (c.chunks, c.pause_ms)) == schedule
             && measure::is_engine(s, mechanism, Some(BLOCK as u64))
     })
@@ -85,21 +149,26 @@ fn meter_row(
 
 /// Table 1: voluntary (x 0) and involuntary (x 1) switches per MB.
 pub(super) fn switches_ours(summaries: &[Summary]) -> Vec<Point> {
-    let cue = cue_name((3, 70));
+    let (cue, cue_disk) = (cue_name((3, 70)), cue_disk_name((3, 70)));
     let rows = [
-        (ReadWrite, None, USER),
-        (Sendfile, None, UNPACED),
-        (Sendfile, Some((3, 70)), cue.as_str()),
+        (Warm, ReadWrite, None, USER),
+        (Warm, Sendfile, None, UNPACED),
+        (Warm, Sendfile, Some((3, 70)), cue.as_str()),
+        (Cold, ReadWrite, None, USER_DISK),
+        (Cold, Sendfile, Some((3, 70)), cue_disk.as_str()),
     ];
     let mut points = Vec::new();
-    for (mechanism, schedule, name) in rows {
-        let Some(row) = meter_row(summaries, mechanism, schedule) else {
+    for (cache, mechanism, schedule, name) in rows {
+        let Some(row) = meter_row(summaries, cache, mechanism, schedule) else {
             continue;
         };
         let involuntary = row.involuntary_per_gib.unwrap_or(0.0) / 1024.0;
         let all = row.switches_per_gib / 1024.0;
-        points.push(Point::new(name, 0.0, (all - involuntary).max(0.0)));
-        points.push(Point::new(name, 1.0, involuntary));
+        points.push(of_rounds(
+            Point::new(name, 0.0, (all - involuntary).max(0.0)),
+            row.runs,
+        ));
+        points.push(of_rounds(Point::new(name, 1.0, involuntary), row.runs));
     }
     points
 }
@@ -120,13 +189,14 @@ pub(super) fn compare_switches(original: &[Point], ours: &[Point]) -> String {
     };
     let kernel_involuntary = measure::at(ours, &cue, 1.0).unwrap_or(f64::NAN);
     let user_involuntary = measure::at(ours, USER, 1.0).unwrap_or(f64::NAN);
+    let disk = disk_switches(ours);
     format!(
-        "Voluntary switches per MB: ours {kernel:.1} by sendfile under (3, 70 ms) against \
+        "Warm and unpaced: voluntary switches per MB: ours {kernel:.1} by sendfile under (3, 70 ms) against \
          read-write's {user:.1} ({:.1}x); Cue's {their_cue:.1} against user driven's \
          {their_user:.1} ({:.1}x): {} — each pause is a sleep, so 3 calls of 8 KiB and a \
          pause give a voluntary switch per 24 KiB (42.7 per MiB) whatever the machine. \
          Involuntary: ours {kernel_involuntary:.1} against {user_involuntary:.1}, Cue's 0 \
-         against {:.1}: {} — {}",
+         against {:.1}: {} — {}{}",
         kernel / user,
         their_cue / their_user,
         shape(kernel > 2.0 * user),
@@ -138,8 +208,40 @@ pub(super) fn compare_switches(original: &[Point], ours: &[Point]) -> String {
             "Cue's user-driven loop took 4.5 s a MB and was preempted by the meter all \
              along; an unpaced 8 KiB loop now moves a MB in a few milliseconds, inside \
              a scheduler slice, so the meter seldom preempts it at all."
-        }
+        },
+        disk
     )
+}
+
+/// Table 1's sentence for the disk-bound pair (Cue's own comparison).
+fn disk_switches(ours: &[Point]) -> String {
+    let cue = cue_disk_name((3, 70));
+    let at = |name: &str, x: f64| measure::at(ours, name, x);
+    match (
+        at(&cue, 0.0),
+        at(USER_DISK, 0.0),
+        at(&cue, 1.0),
+        at(USER_DISK, 1.0),
+    ) {
+        (Some(kernel), Some(user), Some(k_inv), Some(u_inv)) => format!(
+            " Disk-bound, both cold on the throttled device as Cue's were: voluntary {kernel:.1} \
+             against read-write's {user:.1} ({:.1}x; Cue's 5.9x): {}; involuntary {k_inv:.1} \
+             against {u_inv:.1}: {}.",
+            kernel / user,
+            shape(kernel > 2.0 * user),
+            shape(k_inv < u_inv),
+        ),
+        _ => " The disk-bound pair (both cold on the throttled device) did not run.".into(),
+    }
+}
+
+/// `point` as the median of `rounds` rounds (switches, CPU and the
+/// meter keep only their medians, so no spread).
+fn of_rounds(point: Point, rounds: usize) -> Point {
+    Point {
+        rounds: Some(rounds),
+        ..point
+    }
 }
 
 /// What Tables 2-5 give per MB: wall s, system s, switches, the meter's
@@ -160,19 +262,41 @@ pub(super) fn relative_ours(
     schedules: &[Cue],
     quantities: &[usize],
 ) -> Vec<Point> {
-    let Some(user) = meter_row(summaries, ReadWrite, None).map(per_mb) else {
+    let mut points = relative(summaries, Warm, schedules, quantities);
+    points.extend(relative(summaries, Cold, schedules, quantities));
+    points
+}
+
+/// Our series of a schedule over the user-driven loop, warm or
+/// disk-bound.
+pub(super) fn relative_name(cache: CacheState, cue: Cue) -> String {
+    let disk = if cache == Cold { ", disk-bound" } else { "" };
+    format!("sendfile k={} t={} / read-write{disk} (ours)", cue.0, cue.1)
+}
+
+/// [`relative_ours`] of `cache`'s rows.
+fn relative(
+    summaries: &[Summary],
+    cache: CacheState,
+    schedules: &[Cue],
+    quantities: &[usize],
+) -> Vec<Point> {
+    let Some(user_row) = meter_row(summaries, cache, ReadWrite, None) else {
         return Vec::new();
     };
+    let user = per_mb(user_row);
     let mut points = Vec::new();
     for &cue in schedules {
-        let Some(row) = meter_row(summaries, Sendfile, Some(cue)).map(per_mb) else {
+        let Some(row_summary) = meter_row(summaries, cache, Sendfile, Some(cue)) else {
             continue;
         };
-        let name = format!("sendfile k={} t={} / read-write (ours)", cue.0, cue.1);
+        let row = per_mb(row_summary);
+        let rounds = user_row.runs.min(row_summary.runs);
+        let name = relative_name(cache, cue);
         for (x, &i) in quantities.iter().enumerate() {
             let ratio = row[i] / user[i];
             if ratio.is_finite() && ratio > 0.0 {
-                points.push(Point::new(&name, x as f64, ratio));
+                points.push(of_rounds(Point::new(&name, x as f64, ratio), rounds));
             }
         }
     }
@@ -203,7 +327,7 @@ pub(super) fn compare_relative(original: &[Point], ours: &[Point]) -> String {
          Cue's {}. The meter keeps more beside the schedule: {}. System time per MB: {}{}. \
          Wall time: not the same shape — an 8 KB call per 23 ms paces the flow to 0.34 MiB/s, \
          near the DECstation's own rate (Cue was 1.16x slower than user driven) and hundreds \
-         of times below an unpaced loop's today. (4, 70 ms): ours {}, Cue's {}.",
+         of times below an unpaced loop's today. (4, 70 ms): ours {}, Cue's {}.{}",
         row(ours, mine),
         row(original, theirs),
         shape(meter > 1.0),
@@ -217,6 +341,29 @@ pub(super) fn compare_relative(original: &[Point], ours: &[Point]) -> String {
         },
         row(ours, "sendfile k=4 t=70 / read-write (ours)"),
         row(original, "Cue k=4 t=70 / user (Table 5)"),
+        disk_relative(ours, original),
+    )
+}
+
+/// Tables 2 and 5's comparison for the disk-bound pair, Cue's own.
+fn disk_relative(ours: &[Point], original: &[Point]) -> String {
+    let mine = relative_name(Cold, (3, 70));
+    let wall = measure::at(ours, &mine, 0.0);
+    let meter = measure::at(ours, &mine, 3.0);
+    let (Some(wall), Some(meter)) = (wall, meter) else {
+        return " The disk-bound pair (both cold on the throttled device) did not run.".into();
+    };
+    let row = (0..4)
+        .map(|x| ratio(ours, &mine, x as f64))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let their_wall = measure::at(original, "Cue k=3 t=70 / user (Table 5)", 0.0).unwrap_or(1.16);
+    format!(
+        " Disk-bound, both cold on the throttled device as Cue's were: {row}. Wall time within \
+         a third of the loop's (Cue's {their_wall:.2}x): {}; the meter keeps more beside the \
+         schedule: {}.",
+        shape((0.75..=1.33).contains(&wall)),
+        shape(meter > 1.0),
     )
 }
 
@@ -240,7 +387,7 @@ pub(super) fn compare_distributed(original: &[Point], ours: &[Point]) -> String 
          (4, 70 ms) {}; Cue's (1, 16 ms) {}, (1, 20 ms) {}, (4, 70 ms) {}. Spreading the \
          yield over every block against bunching it after four, Cue's was faster, cheaper in \
          system time and left the meter less: ours is {}, {} and {} ({}). Nominally (1, 16 \
-         ms) allows 0.5 MiB/s and (4, 70 ms) 0.45 MiB/s; {}",
+         ms) allows 0.5 MiB/s and (4, 70 ms) 0.45 MiB/s; {}{}",
         triple(ours, &spread),
         triple(ours, &ours_of(1, 20)),
         triple(ours, &bunched),
@@ -262,7 +409,32 @@ pub(super) fn compare_distributed(original: &[Point], ours: &[Point]) -> String 
              loaded machine's late wake-up) where (4, 70 ms) sleeps 32 times, and the system \
              time of a sleep and a wake-up outweighs that of an 8 KiB call."
                 .to_string()
-        }
+        },
+        disk_distributed(ours),
+    )
+}
+
+/// Tables 3-4's comparison for the disk-bound pair, Cue's own.
+fn disk_distributed(ours: &[Point]) -> String {
+    let (spread, bunched) = (relative_name(Cold, (1, 16)), relative_name(Cold, (4, 70)));
+    let at = |name: &str, x: f64| measure::at(ours, name, x);
+    let (Some(spread_wall), Some(bunched_wall)) = (at(&spread, 0.0), at(&bunched, 0.0)) else {
+        return " The disk-bound pair (both cold on the throttled device) did not run.".into();
+    };
+    let cheaper = at(&spread, 1.0) < at(&bunched, 1.0);
+    format!(
+        " Disk-bound, both cold on the throttled device as Cue's were: (1, 16 ms) {}, (1, 20 \
+         ms) {}, (4, 70 ms) {}; the spread yield {} and {} in system time than the bunched: {}.",
+        triple(ours, &spread),
+        triple(ours, &relative_name(Cold, (1, 20))),
+        triple(ours, &bunched),
+        if spread_wall < bunched_wall {
+            "faster"
+        } else {
+            "slower"
+        },
+        if cheaper { "cheaper" } else { "dearer" },
+        shape(spread_wall < bunched_wall && cheaper),
     )
 }
 
@@ -306,39 +478,45 @@ pub(super) fn scheduled_parallel_cells(
         .collect()
 }
 
-/// Each transfer's rate under `cue`, by `y` of the flow's median bytes/s.
-pub(super) fn scheduled_parallel_ours(
-    summaries: &[Summary],
-    cue: Cue,
-    y: fn(f64) -> f64,
-) -> Vec<Point> {
-    measure::series(
-        summaries,
-        &cue_name(cue),
-        Scenario::Parallel,
-        |c| c.path == "loopback" && c.schedule.map(|s| (s.chunks, s.pause_ms)) == Some(cue),
-        |s| measure::is_engine(s, Sendfile, Some(BLOCK as u64)),
-        |s| f64::from(s.cell.flows),
-        move |s| s.flow_median_bps.filter(|b| *b > 0.0).map(y),
-    )
+/// Seconds per MB of each transfer, warm (the matrix's) and disk-bound
+/// (the throttled device's).
+pub(super) fn parallel_ours(summaries: &[Summary]) -> Vec<Point> {
+    let mut points = Vec::new();
+    for cache in [Warm, Cold] {
+        let (user, kernel) = names(cache, (4, 16));
+        points.extend(parallel_series(summaries, cache, &kernel, Some((4, 16))));
+        points.extend(parallel_series(summaries, cache, user, None));
+    }
+    points
 }
 
-/// Seconds per MB of each transfer.
-pub(super) fn parallel_ours(summaries: &[Summary]) -> Vec<Point> {
-    let mut points: Vec<Point> = scheduled_parallel_ours(summaries, (4, 16), |b| MB / b)
-        .into_iter()
-        .filter(|p| p.x >= 2.0)
-        .collect();
-    points.extend(measure::series(
+/// Each of 2-4 transfers' seconds per MB under `schedule` (sendfile) or
+/// unpaced (read-write), of `cache`'s cells.
+fn parallel_series(
+    summaries: &[Summary],
+    cache: CacheState,
+    name: &str,
+    schedule: Option<Cue>,
+) -> Vec<Point> {
+    let mechanism = if schedule.is_some() {
+        Sendfile
+    } else {
+        ReadWrite
+    };
+    measure::series(
         summaries,
-        USER,
+        name,
         Scenario::Parallel,
-        |c| c.path == "loopback" && c.flows >= 2 && c.schedule.is_none(),
-        |s| measure::is_engine(s, ReadWrite, Some(BLOCK as u64)),
+        |c| {
+            c.path == "loopback"
+                && c.cache == cache
+                && c.flows >= 2
+                && c.schedule.map(|s| (s.chunks, s.pause_ms)) == schedule
+        },
+        |s| measure::is_engine(s, mechanism, Some(BLOCK as u64)),
         |s| f64::from(s.cell.flows),
         |s| s.flow_median_bps.filter(|b| *b > 0.0).map(|b| MB / b),
-    ));
-    points
+    )
 }
 
 pub(super) fn compare_parallel(_: &[Point], ours: &[Point]) -> String {
@@ -357,7 +535,30 @@ pub(super) fn compare_parallel(_: &[Point], ours: &[Point]) -> String {
          Cue's grew 1.03x and user driven's 2.56x: {} — a scheduled transfer runs at its \
          schedule's rate as long as the machine has room for it, while unpaced loops share \
          the machine, and here two CPUs and a 2025 loopback give them far more room than one \
-         DECstation did, so the user-driven loop's share falls by less than 2.56x.",
+         DECstation did, so the user-driven loop's share falls by less than 2.56x.{}",
+        shape(user > kernel * 1.2),
+        disk_parallel(ours),
+    )
+}
+
+/// Tables 6-7's comparison for the disk-bound transfers, Cue's own.
+fn disk_parallel(ours: &[Point]) -> String {
+    let cue = cue_disk_name((4, 16));
+    let at = |name: &str, x: f64| measure::at(ours, name, x);
+    let growth = |name: &str| Some(at(name, 4.0)? / at(name, 2.0)?);
+    let (Some(kernel), Some(user), Some(k2), Some(u2)) = (
+        growth(&cue),
+        growth(USER_DISK),
+        at(&cue, 2.0),
+        at(USER_DISK, 2.0),
+    ) else {
+        return " The disk-bound transfers (cold on the throttled device) did not run.".into();
+    };
+    format!(
+        " Disk-bound, cold on the throttled device (every transfer reads the one file, so \
+         they share its pages): two at once take {k2:.2} s/MB each under (4, 16 ms) and \
+         {u2:.2} by the loop (Cue's Table 7: 3.13 and 7.40); from 2 to 4 the schedule's grows \
+         {kernel:.2}x, the loop's {user:.2}x: {}.",
         shape(user > kernel * 1.2)
     )
 }

@@ -1,0 +1,116 @@
+//! `flexio bench --scenario seeds` and `--exhibit NAME`: the exhibits'
+//! cells run by the matrix's runner, then seeds.md and a chart each.
+
+use std::time::Instant;
+
+use flexio_bench::runner;
+use flexio_seeds::seeds::{self, Exhibit};
+
+use std::path::Path;
+
+use flexio_seeds::thesis_bench::ThesisOptions;
+
+use crate::error::{Error, Result};
+use crate::runs_progress::BarObserver;
+use crate::signals::stop_on_signals;
+
+/// What the seeds run takes from `flexio bench`'s arguments.
+pub(crate) struct SeedsArgs<'a> {
+    pub dir: &'a std::path::Path,
+    pub out: &'a std::path::Path,
+    /// `--quick` (everything but `--full`).
+    pub quick: bool,
+    pub quiet: bool,
+    pub options: runner::RunOptions,
+}
+
+/// Runs the exhibits named by `--exhibit`, or all of them.
+pub(crate) fn run(args: &SeedsArgs<'_>, names: &[String]) -> Result<()> {
+    let exhibits: Vec<&Exhibit> = if names.is_empty() {
+        seeds::catalogue().iter().collect()
+    } else {
+        names
+            .iter()
+            .map(|name| seeds::find(name).map_err(Error::Usage))
+            .collect::<Result<_>>()?
+    };
+    let quick = args.quick;
+    let started = Instant::now();
+    let plan = seeds::plan(&exhibits, quick);
+    let mut results = None;
+    if !plan.cells.is_empty() {
+        let options = &args.options;
+        eprintln!(
+            "flexio bench seeds ({}), {} exhibits, in {}:\n{}",
+            if quick { "quick" } else { "full" },
+            exhibits.len(),
+            args.dir.display(),
+            plan.describe(options.warmups, options.rounds)
+        );
+        let mut observer = BarObserver::new(args.quiet);
+        let ran = runner::run(&plan, options, &mut observer)
+            .map_err(|e| Error::io("bench seeds", args.dir, e))?;
+        observer.finish();
+        results = Some(ran);
+    }
+    let summaries = results
+        .as_ref()
+        .map(flexio_bench::stats::summarize)
+        .unwrap_or_default();
+    let own = run_own(args, &exhibits)?;
+    let note = format!(
+        "`{}`: {} run, {} exhibits, {:.0} s on {} CPUs{}.",
+        std::env::args().collect::<Vec<_>>().join(" "),
+        if quick { "a quick" } else { "the full" },
+        exhibits.len(),
+        started.elapsed().as_secs_f64(),
+        std::thread::available_parallelism().map_or(0, |n| n.get()),
+        if runner::is_root() { ", as root" } else { "" }
+    );
+    let out = args.out;
+    let mut tail = String::new();
+    if let Some(results) = &results {
+        let paths = flexio_bench::output::write_all(out, results)
+            .map_err(|e| Error::io("write report", out, e))?;
+        for path in paths {
+            tail += &format!("wrote {}\n", path.display());
+        }
+    }
+    let report = seeds::write_report(out, &exhibits, &summaries, &own, quick, &note)
+        .map_err(|e| Error::io("write seeds.md", out, e))?;
+    for path in std::iter::once(&report.markdown).chain(&report.charts) {
+        tail += &format!("wrote {}\n", path.display());
+    }
+    tail += &format!("seeds took {:.0} s\n", started.elapsed().as_secs_f64());
+    crate::output::print_stdout(&tail);
+    Ok(())
+}
+
+/// The setups some exhibits run outside the matrix (a memory cgroup, a
+/// socket-buffer sweep, a relay across network namespaces), in a
+/// directory of their own under `--dir`, removed after.
+fn run_own(args: &SeedsArgs<'_>, exhibits: &[&Exhibit]) -> Result<seeds::OwnRuns> {
+    if !exhibits.iter().any(|e| seeds::has_setups(e)) {
+        return Ok(seeds::OwnRuns::default());
+    }
+    let dir = args
+        .dir
+        .join(format!("flexio-seeds-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).map_err(|e| Error::io("create", &dir, e))?;
+    let flexio = std::env::current_exe().map_err(|e| Error::io("find", Path::new("flexio"), e))?;
+    let options = ThesisOptions {
+        dir: dir.clone(),
+        flexio,
+        quick: args.quick,
+        stop: stop_on_signals(),
+    };
+    if !args.quiet {
+        eprintln!(
+            "flexio bench seeds: setups outside the matrix (FlexIO's cgroup, socket buffers, \
+             relay; S.M.A.C.K.'s reads into memory)"
+        );
+    }
+    let own = seeds::run_own(exhibits, &options);
+    std::fs::remove_dir_all(&dir).map_err(|e| Error::io("remove", &dir, e))?;
+    Ok(own)
+}

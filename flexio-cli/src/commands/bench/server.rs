@@ -1,0 +1,105 @@
+//! `flexio bench --scenario server`: `flexio serve` against nginx under
+//! wrk (see [`flexio_bench::server_bench`]); a table on stdout and
+//! `server.json`, `server.md` and the charts in the output directory.
+
+use std::path::{Path, PathBuf};
+
+use flexio_bench::server_bench::{self, ServerBenchOptions};
+
+use crate::error::{Error, Result};
+
+/// What the command line asked of the scenario.
+pub struct ServerArgs<'a> {
+    /// Where the scratch directory goes.
+    pub dir: &'a Path,
+    /// Where the outputs go.
+    pub out: &'a Path,
+    /// Counted rounds.
+    pub runs: u32,
+    /// `--quick` given: a run of a few seconds.
+    pub quick: bool,
+    /// `--clients`, when given.
+    pub clients: &'a [u32],
+    /// `--sizes`, when given.
+    pub sizes: &'a [u64],
+    /// `--large`, when given: the load and fairness file.
+    pub large: Option<u64>,
+    /// `--with-tls`: the TLS phase in a quick run too.
+    pub with_tls: bool,
+}
+
+/// Runs the scenario into `out`.
+pub fn run(args: &ServerArgs<'_>) -> Result<()> {
+    // Absolute: nginx takes a relative path in its configuration as
+    // relative to its prefix, not to the bench's directory.
+    let work = args
+        .dir
+        .join(format!(".flexio-server-bench-{}", std::process::id()));
+    let work = std::path::absolute(&work).map_err(|e| Error::io("absolute", &work, e))?;
+    let flexio =
+        std::env::current_exe().map_err(|e| Error::io("current_exe", Path::new("flexio"), e))?;
+    let mut options = if args.quick {
+        ServerBenchOptions::quick(work.clone(), flexio)
+    } else {
+        ServerBenchOptions::issue(work.clone(), flexio, args.runs as usize)
+    };
+    if !args.clients.is_empty() {
+        options.clients = args.clients.to_vec();
+    }
+    if !args.sizes.is_empty() {
+        options.sizes = args.sizes.to_vec();
+    }
+    if let Some(large) = args.large {
+        options.large_size = large;
+    }
+    options.tls |= args.with_tls;
+    eprintln!(
+        "flexio bench --scenario server: clients {:?}, sizes {:?}, {} round(s) of {} s runs{}, about {} s",
+        options.clients,
+        options.sizes,
+        options.rounds,
+        options.seconds,
+        if options.tls { ", then over TLS" } else { "" },
+        options.estimate_seconds()
+    );
+    let result = server_bench::run(&options, &mut |line| eprintln!("  {line}"));
+    let _ = std::fs::remove_dir_all(&work);
+    let results = result.map_err(|e| Error::io("bench server", &work, e))?;
+    let command = std::env::args().collect::<Vec<_>>().join(" ");
+    let text = server_bench::table(&results);
+    crate::output::print_stdout(&text);
+    std::fs::create_dir_all(args.out).map_err(|e| Error::io("mkdir", args.out, e))?;
+    let write = |name: &str, bytes: &[u8]| -> Result<PathBuf> {
+        let path = args.out.join(name);
+        flexio::write_file_replacing_regular(&path, bytes)
+            .map_err(|e| Error::io("write", &path, e))?;
+        Ok(path)
+    };
+    let json = serde_json::to_vec_pretty(&serde_json::json!({
+        "schema_version": 1,
+        "scenario": "server",
+        "command": command,
+        "results": results,
+    }))
+    .expect("json");
+    let mut paths = vec![
+        write("server.json", &json)?,
+        write(
+            "server.md",
+            format!("# flexio bench --scenario server\n\n`{command}`\n\n```text\n{text}```\n")
+                .as_bytes(),
+        )?,
+    ];
+    let footer = format!(
+        "{command} — {}",
+        flexio_bench::model::Fingerprint::of_this_machine(args.dir).cpu_model
+    );
+    paths.extend(
+        server_bench::write_charts(args.out, &results, &footer)
+            .map_err(|e| Error::io("write chart", args.out, e))?,
+    );
+    for path in paths {
+        eprintln!("wrote {}", path.display());
+    }
+    Ok(())
+}
