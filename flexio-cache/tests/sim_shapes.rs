@@ -9,7 +9,9 @@ use flexio_cache::trace::Trace;
 
 fn replay(spec: &str, sizes: &[usize]) -> Vec<SimResult> {
     let trace = Trace::open(spec).expect("a generator spec");
-    simulate_all(&trace.keys, &SimPolicy::all(), sizes, 2)
+    let mut policies = SimPolicy::all();
+    policies.push(SimPolicy::Lirs);
+    simulate_all(&trace.keys, &policies, sizes, 2)
 }
 
 fn hit(results: &[SimResult], policy: SimPolicy, size: usize) -> f64 {

@@ -31,12 +31,13 @@ pub enum SimPolicy {
 }
 
 impl SimPolicy {
-    /// Every online policy, LIRS, then MIN: what `--policy all` replays.
+    /// Every policy of the cache, then MIN: what `--policy all` replays
+    /// (LIRS only when named).
     pub fn all() -> Vec<SimPolicy> {
         PolicyName::ALL
             .iter()
             .map(|&p| SimPolicy::Online(p))
-            .chain([SimPolicy::Lirs, SimPolicy::Min])
+            .chain([SimPolicy::Min])
             .collect()
     }
 
