@@ -10,7 +10,7 @@ use flexio_cache::trace::Trace;
 fn replay(spec: &str, sizes: &[usize]) -> Vec<SimResult> {
     let trace = Trace::open(spec).expect("a generator spec");
     let mut policies = SimPolicy::all();
-    policies.push(SimPolicy::Lirs);
+    policies.extend([SimPolicy::Lirs, SimPolicy::WTinyLfu]);
     simulate_all(&trace.keys, &policies, sizes, 2)
 }
 

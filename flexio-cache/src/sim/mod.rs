@@ -2,11 +2,13 @@
 //! `flexio cache sim`. Beside the policies a cache can run, it replays
 //! Belady's MIN ([`SimPolicy::Min`]), the offline optimum, so every table
 //! can say how far each policy is from the best possible, and LIRS
-//! ([`SimPolicy::Lirs`]), an online policy no cache here runs, as a point
-//! of comparison for how far an online policy gets towards it.
+//! ([`SimPolicy::Lirs`]) and W-TinyLFU ([`SimPolicy::WTinyLfu`]), online
+//! policies no cache here runs, as points of comparison for how far an
+//! online policy gets towards it.
 
 mod lirs;
 mod min;
+mod wtinylfu;
 
 use std::fmt;
 use std::str::FromStr;
@@ -16,6 +18,7 @@ use crate::policy::PolicyName;
 
 pub use lirs::Lirs;
 pub use min::next_uses;
+pub use wtinylfu::WTinyLfu;
 
 /// What the simulator replays: a policy a cache can run, or MIN.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -28,11 +31,14 @@ pub enum SimPolicy {
     /// LIRS (Jiang and Zhang, SIGMETRICS 2002), replayed only here as a
     /// point of comparison: [`Lirs`].
     Lirs,
+    /// W-TinyLFU with a fixed 1 % window (Einziger et al., ACM ToS 2017),
+    /// replayed only here as a point of comparison: [`WTinyLfu`].
+    WTinyLfu,
 }
 
 impl SimPolicy {
     /// Every policy of the cache, then MIN: what `--policy all` replays
-    /// (LIRS only when named).
+    /// (LIRS and W-TinyLFU only when named).
     pub fn all() -> Vec<SimPolicy> {
         PolicyName::ALL
             .iter()
@@ -47,6 +53,7 @@ impl SimPolicy {
             SimPolicy::Online(policy) => policy.as_str(),
             SimPolicy::Min => "min",
             SimPolicy::Lirs => "lirs",
+            SimPolicy::WTinyLfu => "w-tinylfu",
         }
     }
 }
@@ -67,9 +74,12 @@ impl FromStr for SimPolicy {
         if text.eq_ignore_ascii_case("lirs") {
             return Ok(SimPolicy::Lirs);
         }
+        if text.eq_ignore_ascii_case("w-tinylfu") || text.eq_ignore_ascii_case("wtinylfu") {
+            return Ok(SimPolicy::WTinyLfu);
+        }
         text.parse()
             .map(SimPolicy::Online)
-            .map_err(|e: String| e + ", lirs, min")
+            .map_err(|e: String| e + ", lirs, w-tinylfu, min")
     }
 }
 
@@ -208,6 +218,25 @@ pub fn simulate_lirs(keys: &[u64], size: usize) -> SimResult {
     SimResult::new(SimPolicy::Lirs, size, keys.len() as u64, hits, seconds)
 }
 
+/// Replays `keys` through a fresh [`WTinyLfu`] of `size` blocks.
+///
+/// # Panics
+/// When `size` is 0.
+///
+/// # Examples
+/// ```
+/// use flexio_cache::sim::simulate_wtinylfu;
+/// let result = simulate_wtinylfu(&[1, 2, 1, 3, 1], 2);
+/// assert_eq!(result.hits, 2);
+/// ```
+pub fn simulate_wtinylfu(keys: &[u64], size: usize) -> SimResult {
+    let mut cache = WTinyLfu::new(size);
+    let started = Instant::now();
+    let hits = keys.iter().filter(|&&key| cache.access(key)).count() as u64;
+    let seconds = started.elapsed().as_secs_f64();
+    SimResult::new(SimPolicy::WTinyLfu, size, keys.len() as u64, hits, seconds)
+}
+
 /// Every policy at every size, sizes outermost; runs the pairs on up to
 /// `threads` threads (each pair is independent). MIN's next-use table is
 /// built once, only when MIN is among `policies`.
@@ -235,6 +264,7 @@ pub fn simulate_all(
                 let result = match policy {
                     SimPolicy::Online(policy) => simulate(keys, policy, size),
                     SimPolicy::Lirs => simulate_lirs(keys, size),
+                    SimPolicy::WTinyLfu => simulate_wtinylfu(keys, size),
                     SimPolicy::Min => {
                         simulate_min(keys, next.as_deref().expect("built for MIN"), size)
                     }

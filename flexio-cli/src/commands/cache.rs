@@ -82,9 +82,9 @@ struct SimArgs {
     #[arg(long)]
     trace: String,
     /// Policies, comma-separated, or `all`: lru, clock, sieve, s3-fifo,
-    /// arc, adaptive (the cache's default), lirs (LIRS, for comparison;
-    /// only when named), and min (Belady's MIN, the offline optimum no
-    /// cache can run: the limit).
+    /// arc, adaptive (the cache's default), lirs and w-tinylfu (LIRS and
+    /// W-TinyLFU, for comparison; only when named), and min (Belady's MIN,
+    /// the offline optimum no cache can run: the limit).
     #[arg(long, default_value = "all")]
     policy: String,
     /// Cache sizes in blocks, comma-separated.
