@@ -121,8 +121,7 @@ fn sim_default_keeps_up_with_s3_fifo_on_p3_where_it_holds() {
 fn sim_lirs_and_w_tinylfu_on_oltp_stay_short_of_the_default_and_of_halfway() {
     // The measured points of comparison for the halfway goal: LIRS, built
     // on reuse distance, and W-TinyLFU, on frequency, get no closer to MIN
-    // on OLTP than the default does (from 5 000 blocks on, both are below
-    // LRU).
+    // on OLTP than the default does.
     let trace = oltp();
     let sizes: Vec<usize> = ARC_PAPER_OLTP.iter().map(|row| row.0).collect();
     let policies = [

@@ -31,8 +31,9 @@ pub enum SimPolicy {
     /// LIRS (Jiang and Zhang, SIGMETRICS 2002), replayed only here as a
     /// point of comparison: [`Lirs`].
     Lirs,
-    /// W-TinyLFU with a fixed 1 % window (Einziger et al., ACM ToS 2017),
-    /// replayed only here as a point of comparison: [`WTinyLfu`].
+    /// W-TinyLFU with a hill-climbed window (Einziger et al., ACM ToS 2017
+    /// and Middleware 2018), replayed only here as a point of comparison:
+    /// [`WTinyLfu`].
     WTinyLfu,
 }
 

@@ -11,9 +11,15 @@
 //! and the one the sketch counts more often stays. The main cache is a
 //! segmented LRU: a hit in probation moves the block to the protected
 //! segment (80 % of the main cache), whose oldest block falls back to
-//! probation. The window is fixed here; Caffeine sizes it by hill climbing
-//! (Einziger et al., "Adaptive Software Cache Management", Middleware
-//! 2018), which this does not do, and it has no doorkeeper.
+//! probation.
+//!
+//! The window starts at 1 % and is sized by hill climbing, as in
+//! Einziger, Eytan, Friedman and Manes, "Adaptive Software Cache
+//! Management" (Middleware 2018) and Caffeine: every ten references per
+//! block of capacity the window moves by a step (6.25 % of the cache at
+//! first, shrinking by 2 % a period), in the same direction while the
+//! period's hit ratio improves on the last one's and the other way when it
+//! does not. There is no doorkeeper.
 
 use crate::policy::{key_map, mix, KeyMap};
 
@@ -168,6 +174,43 @@ pub struct WTinyLfu {
     window: usize,
     protected: usize,
     capacity: usize,
+    climber: Climber,
+}
+
+/// The hill climber that sizes the window.
+struct Climber {
+    period: u64,
+    references: u64,
+    hits: u64,
+    last_hits: Option<u64>,
+    step: f64,
+    growing: bool,
+}
+
+impl Climber {
+    /// Counts one reference; at the end of a period, the window's new size
+    /// in `1..capacity`.
+    fn count(&mut self, hit: bool, window: usize, capacity: usize) -> Option<usize> {
+        self.references += 1;
+        self.hits += u64::from(hit);
+        if self.references < self.period {
+            return None;
+        }
+        if self.last_hits.is_some_and(|last| self.hits < last) {
+            self.growing = !self.growing;
+        }
+        self.last_hits = Some(self.hits);
+        self.references = 0;
+        self.hits = 0;
+        let step = (self.step as usize).max(1);
+        self.step *= 0.98;
+        let moved = if self.growing {
+            window.saturating_add(step)
+        } else {
+            window.saturating_sub(step)
+        };
+        Some(moved.clamp(1, capacity.saturating_sub(1).max(1)))
+    }
 }
 
 impl WTinyLfu {
@@ -190,11 +233,33 @@ impl WTinyLfu {
             window,
             protected: main * 8 / 10,
             capacity,
+            climber: Climber {
+                period: 10 * capacity as u64,
+                references: 0,
+                hits: 0,
+                last_hits: None,
+                step: capacity as f64 / 16.0,
+                growing: true,
+            },
         }
     }
 
     /// Replays one reference to `key`; returns whether it hit.
     pub fn access(&mut self, key: u64) -> bool {
+        let hit = self.reference(key);
+        if let Some(window) = self.climber.count(hit, self.window, self.capacity) {
+            self.window = window;
+            self.protected = (self.capacity - window) * 8 / 10;
+        }
+        hit
+    }
+
+    /// The window's share now, in blocks.
+    pub fn window(&self) -> usize {
+        self.window
+    }
+
+    fn reference(&mut self, key: u64) -> bool {
         self.sketch.add(key);
         let Some(&node) = self.map.get(&key) else {
             self.admit(key);
@@ -233,8 +298,9 @@ impl WTinyLfu {
         self.map.insert(key, node);
         self.segment[node as usize] = Segment::Window;
         self.lists.push_head(Segment::Window, node);
-        if self.lists.len(Segment::Window) > self.window {
-            // Not full yet: the window's oldest moves to probation free.
+        while self.lists.len(Segment::Window) > self.window {
+            // Over its share (not full yet, or the window shrank): the
+            // window's oldest moves to probation without a contest.
             if let Some(oldest) = self.lists.tail(Segment::Window) {
                 self.lists.unlink(Segment::Window, oldest);
                 self.segment[oldest as usize] = Segment::Probation;
@@ -328,6 +394,30 @@ mod tests {
         };
         assert_eq!(replay(&[500, 501, 500]), "MMM");
         assert_eq!(replay(&[600, 600, 600, 600, 600, 601, 600]), "MHHHHMH");
+    }
+
+    #[test]
+    fn wtinylfu_the_window_climbs_while_hits_improve_and_turns_back_when_not() {
+        let mut climber = super::Climber {
+            period: 10,
+            references: 0,
+            hits: 0,
+            last_hits: None,
+            step: 16.0,
+            growing: true,
+        };
+        let mut period = |hits: u64, window: usize| {
+            let mut moved = None;
+            for i in 0..10 {
+                moved = climber.count(i < hits, window, 1000);
+            }
+            moved.expect("a period ended")
+        };
+        assert_eq!(period(3, 100), 116); // the first period: a step up
+        assert_eq!(period(5, 116), 131); // better: on up (the step shrinks)
+        assert_eq!(period(4, 131), 116); // worse: back down
+        assert_eq!(period(4, 116), 101); // as good: on down
+        assert_eq!(period(4, 5), 1); // on down, but never below one block
     }
 
     #[test]
