@@ -27,8 +27,7 @@ pub struct CopyArgs {
     /// Sources, then the sink. An endpoint is a file or block device path,
     /// `-` (stdin/stdout), `tcp://HOST:PORT`, `tcp-listen://ADDR:PORT`,
     /// `unix://PATH` or `unix-listen://PATH`; a sink may be GPU memory,
-    /// `gpu:N[@OFFSET[+LEN]]` (a file named so is `./gpu:0`), loaded by
-    /// `--via pageable|pinned|staged|registered|auto`. As with cp, several sources
+    /// `gpu:N[@OFFSET[+LEN]]` (a file named so is `./gpu:0`). As with cp, several sources
     /// (or one into an existing directory) go into the directory DST, and
     /// directories need -r.
     #[arg(num_args = 2.., value_name = "PATH", required = true)]
@@ -37,7 +36,8 @@ pub struct CopyArgs {
     pub(crate) tree: tree_args::TreeArgs,
     /// Mechanism: auto, read-write, mmap, sendfile, splice,
     /// copy-file-range, io-uring, direct, send-zc (`flexio mechanisms`
-    /// lists which serve which pair).
+    /// lists which serve which pair); into a GPU: auto, pageable, pinned,
+    /// staged, registered.
     #[arg(long, default_value = AUTO)]
     pub(crate) via: String,
     /// First source byte to move.
