@@ -254,13 +254,26 @@ fn spawn_workers<'scope, 'env>(
     mut worker: impl FnMut() -> Worker<'env>,
 ) -> Result<Vec<std::thread::ScopedJoinHandle<'scope, TreeReport>>> {
     let mut workers = Vec::with_capacity(jobs);
+    // Each worker says it has started before the next is made: a thread
+    // maps its signal stack as it starts, and one that cannot (the address
+    // space spent by the stacks made after it) aborts the process. Made
+    // one after another, the stack that does not fit is the next
+    // thread's, whose spawn fails with an error here.
+    let (started, has_started) = std::sync::mpsc::channel::<()>();
     for index in 0..jobs {
         let worker = worker();
+        let started = started.clone();
         let spawned = std::thread::Builder::new()
             .name("flexio-tree".into())
-            .spawn_scoped(scope, move || work(worker, queue, progress));
+            .spawn_scoped(scope, move || {
+                let _ = started.send(());
+                work(worker, queue, progress)
+            });
         match spawned {
-            Ok(handle) => workers.push(handle),
+            Ok(handle) => {
+                let _ = has_started.recv();
+                workers.push(handle);
+            }
             Err(error) => {
                 queue.close();
                 for started in workers {
