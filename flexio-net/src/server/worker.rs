@@ -296,6 +296,7 @@ impl Worker {
         for token in idle {
             self.connections.remove(&token);
         }
+        self.publish();
     }
 
     /// Drives connection `token` with `step` and does what it says next.
@@ -418,7 +419,7 @@ impl Worker {
     }
 
     /// Says how many connections it holds, for the others' hand-overs
-    /// and [`super::ServerHandle::connections_by_worker`].
+    /// and the server handle's count by worker.
     fn publish(&mut self) {
         let now = self.connections.len();
         self.shared.spread.count(self.index, self.published, now);
