@@ -5,7 +5,9 @@
 //! body never passes through a user buffer, even its first bytes.
 //!
 //! A peek that finds an incomplete head consumes what it saw (all of it is
-//! head), so waiting for more never spins on the same bytes.
+//! head), so waiting for more never spins on the same bytes. A source that
+//! holds what it read (a TLS session's plaintext, the server's plain wire)
+//! peeks at its own buffer instead, with one read for a head.
 
 use std::os::fd::BorrowedFd;
 use std::time::Instant;
@@ -85,6 +87,17 @@ pub(crate) trait Source {
     /// Copies what is there now into `into` without consuming it: 0 when
     /// the peer has closed, `EAGAIN` when nothing is there yet.
     fn peek_some(&mut self, into: &mut [u8]) -> Result<usize, Errno>;
+    /// Appends to `head` what is there now, `room` bytes at most, without
+    /// consuming it: how many (0 when the peer has closed), `EAGAIN` when
+    /// nothing is there yet. A source holding what it read appends from
+    /// it; a socket peeks into `head`'s zeroed tail.
+    fn peek_append(&mut self, head: &mut Vec<u8>, room: usize) -> Result<usize, Errno> {
+        let old = head.len();
+        head.resize(old + room, 0);
+        let peeked = self.peek_some(&mut head[old..]);
+        head.truncate(old + *peeked.as_ref().unwrap_or(&0));
+        peeked
+    }
     /// Consumes the `into.len()` bytes a peek has seen (and copied to
     /// `into`, which a socket fills again).
     ///
@@ -140,23 +153,15 @@ pub(crate) fn step_from(
     if old >= MAX_HEAD {
         return Ok(Step::TooLarge);
     }
-    head.resize(MAX_HEAD, 0);
     let peeked = loop {
-        match source.peek_some(&mut head[old..]) {
+        match source.peek_append(head, MAX_HEAD - old) {
             Ok(n) => break n,
             Err(Errno::INTR) => continue,
-            Err(Errno::AGAIN) => {
-                head.truncate(old);
-                return Ok(Step::WouldBlock);
-            }
-            Err(errno) => {
-                head.truncate(old);
-                return Err(errno.into());
-            }
+            Err(Errno::AGAIN) => return Ok(Step::WouldBlock),
+            Err(errno) => return Err(errno.into()),
         }
     };
     if peeked == 0 {
-        head.truncate(old);
         return Ok(Step::Closed);
     }
     let seen = old + peeked;

@@ -141,7 +141,7 @@ impl Connection {
         let config = &shared.config;
         let wire = Wire::new(config.tls.as_ref().map(|identity| &identity.config));
         let failed = wire.is_err();
-        let wire = wire.unwrap_or(Wire::Plain);
+        let wire = wire.unwrap_or_else(|_| Wire::plain());
         let mechanism = body_mechanism(shared, wire.is_tls());
         let mut connection = Connection {
             stream,
@@ -311,7 +311,7 @@ impl Connection {
         };
         match step_from(&mut link, &mut self.head, request_complete) {
             Ok(Step::Complete) => {
-                let head = std::mem::take(&mut self.head);
+                let mut head = std::mem::take(&mut self.head);
                 self.head_started = None;
                 match Request::parse(&head) {
                     Ok(request) => {
@@ -332,6 +332,9 @@ impl Connection {
                         self.refuse(400, &why)
                     }
                 }
+                // Its room is the next request's.
+                head.clear();
+                self.head = head;
                 None
             }
             Ok(Step::Partial) => {
@@ -340,9 +343,9 @@ impl Connection {
             }
             Ok(Step::WouldBlock) => {
                 if self.head.is_empty() {
-                    // A read leaves room for a whole head: an idle
-                    // connection gives it back (10 000 idle connections
-                    // would hold 160 MiB).
+                    // The wire reads with room for a whole head: an idle
+                    // connection gives its buffers back (10 000 idle
+                    // connections would hold 160 MiB).
                     self.head = Vec::new();
                     self.wire.shrink();
                 }
@@ -485,8 +488,12 @@ impl Connection {
 
     /// While the pool works: a client that closed cancels the work (its
     /// `Waiting` goes with the connection); bytes it sent ahead (a next
-    /// request) wait in the socket for the head to be read.
+    /// request) wait in the socket, or the wire's buffer, for the head to
+    /// be read.
     fn await_offload(&mut self, shared: &Shared) -> Option<Next> {
+        if self.wire.holds_ahead() {
+            return self.wait_until(after(Instant::now(), shared.config.send_timeout));
+        }
         let mut probe = [0u8; 1];
         let flags = rustix::net::RecvFlags::PEEK | rustix::net::RecvFlags::DONTWAIT;
         loop {

@@ -50,6 +50,7 @@ mod request;
 mod respond;
 mod schedule;
 mod shared;
+mod spread;
 mod staged;
 mod timers;
 mod trace;
@@ -261,14 +262,20 @@ impl Server {
                 return Err(Error::io("spawn", "offload thread", None, error));
             }
         }
-        for index in 0..self.shared.config.workers.max(1) {
+        let mut wakes = Vec::new();
+        for _ in 0..self.shared.config.workers.max(1) {
             let wake = rustix::event::eventfd(
                 0,
                 rustix::event::EventfdFlags::CLOEXEC | rustix::event::EventfdFlags::NONBLOCK,
             )
             .map_err(|e| Error::io("eventfd", address.to_string(), None, e))?;
-            let wake = Arc::new(wake);
+            wakes.push(Arc::new(wake));
+        }
+        // Set once, before any worker runs.
+        self.shared.spread.set_wakes(wakes.clone());
+        for (index, wake) in wakes.into_iter().enumerate() {
             let worker = worker::Worker::new(
+                index,
                 Arc::clone(&self.shared),
                 Arc::clone(&self.listener),
                 Arc::clone(&wake),
@@ -373,6 +380,23 @@ impl ServerHandle {
     /// The address the server answers on.
     pub fn local_addr(&self) -> SocketAddr {
         self.address
+    }
+
+    /// The connections each worker holds now, in worker order: how
+    /// evenly the workers share the clients.
+    ///
+    /// # Examples
+    /// ```
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let mut config = flexio_net::server::ServeConfig::new(dir.path().into());
+    /// config.workers = 2;
+    /// let handle = flexio_net::server::Server::bind(config).unwrap().spawn().unwrap();
+    /// assert_eq!(handle.connections_by_worker(), [0, 0]);
+    /// handle.abort();
+    /// handle.wait();
+    /// ```
+    pub fn connections_by_worker(&self) -> Vec<usize> {
+        self.shared.spread.held()
     }
 
     /// What [`ServeConfig::schedule`] did so far, over all connections:

@@ -45,6 +45,9 @@ pub(crate) struct Shared {
     /// Whether `stop` is set: what every worker reads twice a loop turn,
     /// without taking the lock until the server stops.
     pub stopping: AtomicBool,
+    /// The workers' connection counts, and connections handed between
+    /// them.
+    pub spread: super::spread::Spread,
     /// Whether an accept error was logged and not yet recovered from (one
     /// line per episode, not one per worker and retry).
     pub accept_failing: AtomicBool,
@@ -75,6 +78,7 @@ impl Shared {
         total_rate: Option<Arc<TokenBucket>>,
     ) -> Shared {
         let offload = Arc::new(super::offload::Pool::new(config.offload_queue));
+        let spread = super::spread::Spread::new(config.workers);
         Shared {
             config,
             root,
@@ -89,6 +93,7 @@ impl Shared {
             scheduled: super::schedule::ScheduleCounts::default(),
             stop: Mutex::new(None),
             stopping: AtomicBool::new(false),
+            spread,
             accept_failing: AtomicBool::new(false),
             growing: None,
         }

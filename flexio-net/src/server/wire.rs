@@ -10,7 +10,11 @@
 //! part head) is held back until the bytes after it, so they share a
 //! record: a small response is one record and one write, as nginx sends
 //! it. The handshake happens inside the first reads, under the head
-//! deadline.
+//! deadline. A plain wire reads a request head with one `recv` into a
+//! buffer of its own, as nginx does, and hands out what arrived behind
+//! the head (a pipelined request, an upload's first bytes) before reading
+//! the socket again: peeking first and then taking the head's bytes cost
+//! two calls per request.
 
 use std::io::{ErrorKind, IoSlice, Read, Write};
 use std::net::TcpStream;
@@ -19,7 +23,7 @@ use std::sync::Arc;
 use rustix::io::Errno;
 use rustix::net::{RecvFlags, SendFlags};
 
-use crate::head::Source;
+use crate::head::{Source, MAX_HEAD};
 
 /// Plaintext taken out of a session at once, and the most handed to it
 /// per write (a few records).
@@ -31,8 +35,53 @@ const RECORD_PLAIN: usize = 16 << 10;
 
 /// A connection's transport.
 pub(crate) enum Wire {
-    Plain,
+    Plain(Ahead),
     Tls(Box<TlsWire>),
+}
+
+/// Bytes a plain wire read from the socket and has not handed out yet.
+#[derive(Default)]
+pub(crate) struct Ahead {
+    bytes: Vec<u8>,
+    at: usize,
+    /// `recv` calls made on the socket (for tests of the calls a request
+    /// costs).
+    recvs: u64,
+}
+
+impl Ahead {
+    fn held(&self) -> &[u8] {
+        &self.bytes[self.at..]
+    }
+
+    /// Hands out up to `into.len()` held bytes; how many.
+    fn take_into(&mut self, into: &mut [u8]) -> usize {
+        let held = self.held();
+        let n = held.len().min(into.len());
+        into[..n].copy_from_slice(&held[..n]);
+        self.at += n;
+        n
+    }
+
+    /// Makes sure bytes are held, reading the socket when none are: 0 when
+    /// the peer has closed, `EAGAIN` when nothing is there.
+    fn fill(&mut self, stream: &TcpStream) -> Result<usize, Errno> {
+        if self.at < self.bytes.len() {
+            return Ok(self.bytes.len() - self.at);
+        }
+        self.bytes.clear();
+        self.at = 0;
+        self.bytes.reserve(MAX_HEAD);
+        loop {
+            self.recvs += 1;
+            let spare = rustix::buffer::spare_capacity(&mut self.bytes);
+            match rustix::net::recv(stream, spare, RecvFlags::DONTWAIT) {
+                Ok((n, _)) => return Ok(n),
+                Err(Errno::INTR) => {}
+                Err(errno) => return Err(errno),
+            }
+        }
+    }
 }
 
 /// A server-side rustls session and the plaintext read out of it and not
@@ -59,7 +108,7 @@ impl Wire {
     /// A plain wire, or a TLS session with `config`.
     pub fn new(config: Option<&Arc<rustls::ServerConfig>>) -> Result<Wire, rustls::Error> {
         Ok(match config {
-            None => Wire::Plain,
+            None => Wire::Plain(Ahead::default()),
             Some(config) => Wire::Tls(Box::new(TlsWire {
                 session: rustls::ServerConnection::new(Arc::clone(config))?,
                 plain: Vec::new(),
@@ -82,9 +131,40 @@ impl Wire {
         matches!(self, Wire::Tls(tls) if tls.session.is_handshaking())
     }
 
-    /// Gives back the plaintext buffer when nothing is held in it: an
-    /// idle connection keeps no 64 KiB of its own.
+    /// A plain wire that has read nothing yet.
+    pub fn plain() -> Wire {
+        Wire::Plain(Ahead::default())
+    }
+
+    /// Whether bytes read from the socket wait to be handed out (a
+    /// request sent ahead).
+    pub fn holds_ahead(&self) -> bool {
+        match self {
+            Wire::Plain(ahead) => !ahead.held().is_empty(),
+            Wire::Tls(tls) => tls.plain_at < tls.plain.len(),
+        }
+    }
+
+    /// The `recv` calls a plain wire has made on its socket.
+    #[cfg(test)]
+    pub fn recvs(&self) -> u64 {
+        match self {
+            Wire::Plain(ahead) => ahead.recvs,
+            Wire::Tls(_) => 0,
+        }
+    }
+
+    /// Gives back the read buffers when nothing is held in them: an idle
+    /// connection keeps no 16 or 64 KiB of its own.
     pub fn shrink(&mut self) {
+        if let Wire::Plain(ahead) = self {
+            if ahead.held().is_empty() {
+                *ahead = Ahead {
+                    recvs: ahead.recvs,
+                    ..Ahead::default()
+                };
+            }
+        }
         if let Wire::Tls(tls) = self {
             if tls.plain_at >= tls.plain.len() {
                 tls.plain = Vec::new();
@@ -102,7 +182,9 @@ impl Link<'_> {
     /// `EAGAIN` when nothing is there yet.
     pub fn recv(&mut self, into: &mut [u8]) -> Result<usize, Errno> {
         match self.wire {
-            Wire::Plain => loop {
+            Wire::Plain(ahead) if !ahead.held().is_empty() => Ok(ahead.take_into(into)),
+            Wire::Plain(ahead) => loop {
+                ahead.recvs += 1;
                 match rustix::net::recv(self.stream, &mut *into, RecvFlags::DONTWAIT) {
                     Ok((n, _)) => return Ok(n),
                     Err(Errno::INTR) => {}
@@ -121,7 +203,7 @@ impl Link<'_> {
     /// follows, plain only): `EAGAIN` when nothing can.
     pub fn send(&mut self, bytes: &[u8], more: bool) -> Result<usize, Errno> {
         match self.wire {
-            Wire::Plain => {
+            Wire::Plain(_) => {
                 let mut flags = SendFlags::DONTWAIT | SendFlags::NOSIGNAL;
                 if more {
                     flags |= SendFlags::MORE;
@@ -170,7 +252,7 @@ impl Link<'_> {
     /// `EAGAIN` until all is out.
     pub fn flush(&mut self) -> Result<(), Errno> {
         match self.wire {
-            Wire::Plain => Ok(()),
+            Wire::Plain(_) => Ok(()),
             Wire::Tls(tls) => {
                 tls.release_held(self.stream)?;
                 tls.flush(self.stream)
@@ -316,26 +398,127 @@ fn errno_of(error: &std::io::Error) -> Errno {
 
 impl Source for Link<'_> {
     fn peek_some(&mut self, into: &mut [u8]) -> Result<usize, Errno> {
-        match self.wire {
-            Wire::Plain => loop {
-                let flags = RecvFlags::DONTWAIT | RecvFlags::PEEK;
-                match rustix::net::recv(self.stream, &mut *into, flags) {
-                    Ok((n, _)) => return Ok(n),
-                    Err(Errno::INTR) => {}
-                    Err(errno) => return Err(errno),
-                }
-            },
-            Wire::Tls(tls) => tls.peek(self.stream, into),
-        }
+        let held = self.held()?;
+        let n = held.len().min(into.len());
+        into[..n].copy_from_slice(&held[..n]);
+        Ok(n)
+    }
+
+    fn peek_append(&mut self, head: &mut Vec<u8>, room: usize) -> Result<usize, Errno> {
+        let held = self.held()?;
+        let n = held.len().min(room);
+        head.extend_from_slice(&held[..n]);
+        Ok(n)
     }
 
     fn consume(&mut self, into: &mut [u8]) -> std::io::Result<()> {
         match self.wire {
-            Wire::Plain => crate::head::take_peeked(self.fd(), into),
+            Wire::Plain(ahead) => ahead.at += into.len(),
+            Wire::Tls(tls) => tls.plain_at += into.len(),
+        }
+        Ok(())
+    }
+}
+
+impl Link<'_> {
+    /// What was read and not yet handed out, reading more when nothing
+    /// is: empty when the peer has closed, `EAGAIN` when nothing is there.
+    fn held(&mut self) -> Result<&[u8], Errno> {
+        match self.wire {
+            Wire::Plain(ahead) => {
+                ahead.fill(self.stream)?;
+                Ok(ahead.held())
+            }
             Wire::Tls(tls) => {
-                tls.plain_at += into.len();
-                Ok(())
+                tls.fill(self.stream)?;
+                Ok(&tls.plain[tls.plain_at..])
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write;
+    use std::net::{TcpListener, TcpStream};
+    use std::os::fd::AsFd;
+    use std::time::Duration;
+
+    use super::{Link, Wire};
+    use crate::head::{request_complete, step_from, wait_readable, Step};
+
+    /// A plain server side (non-blocking) and its client, on loopback.
+    fn pair() -> (TcpStream, TcpStream) {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let client = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let (server, _) = listener.accept().unwrap();
+        server.set_nonblocking(true).unwrap();
+        (server, client)
+    }
+
+    /// The next step of reading a head off `server` through `wire`.
+    fn step(server: &TcpStream, wire: &mut Wire, head: &mut Vec<u8>) -> Step {
+        let mut link = Link {
+            stream: server,
+            wire,
+        };
+        step_from(&mut link, head, request_complete).unwrap()
+    }
+
+    #[test]
+    fn a_request_head_costs_one_recv_and_a_pipelined_one_none() {
+        let (server, mut client) = pair();
+        let first = b"GET /a HTTP/1.1\r\nHost: x\r\n\r\n";
+        let second = b"GET /b HTTP/1.1\r\nHost: x\r\n\r\n";
+        // One write: on loopback both heads arrive together.
+        client
+            .write_all(&[&first[..], &second[..]].concat())
+            .unwrap();
+        assert!(wait_readable(server.as_fd(), Duration::from_secs(10)).unwrap());
+        let mut wire = Wire::plain();
+        let mut head = Vec::new();
+        assert_eq!(step(&server, &mut wire, &mut head), Step::Complete);
+        assert_eq!(head, first);
+        // Peeking and then taking the head's bytes made two calls.
+        assert_eq!(wire.recvs(), 1, "recv calls for one head");
+        head.clear();
+        assert_eq!(step(&server, &mut wire, &mut head), Step::Complete);
+        assert_eq!(head, second);
+        assert_eq!(wire.recvs(), 1, "the second head was read with the first");
+        head.clear();
+        assert_eq!(step(&server, &mut wire, &mut head), Step::WouldBlock);
+    }
+
+    #[test]
+    fn bytes_behind_a_head_are_handed_out_before_the_socket_is_read() {
+        let (server, mut client) = pair();
+        let put = b"PUT /f HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\nhello";
+        client.write_all(put).unwrap();
+        assert!(wait_readable(server.as_fd(), Duration::from_secs(10)).unwrap());
+        let mut wire = Wire::plain();
+        let mut head = Vec::new();
+        assert_eq!(step(&server, &mut wire, &mut head), Step::Complete);
+        assert_eq!(head, &put[..put.len() - 5]);
+        assert!(wire.holds_ahead());
+        let mut body = [0u8; 64];
+        let mut link = Link {
+            stream: &server,
+            wire: &mut wire,
+        };
+        assert_eq!(link.recv(&mut body[..3]), Ok(3));
+        assert_eq!(link.recv(&mut body[3..]), Ok(2));
+        assert_eq!(&body[..5], b"hello");
+        assert_eq!(link.recv(&mut body), Err(rustix::io::Errno::AGAIN));
+        client.write_all(b"world").unwrap();
+        assert!(wait_readable(server.as_fd(), Duration::from_secs(10)).unwrap());
+        let mut link = Link {
+            stream: &server,
+            wire: &mut wire,
+        };
+        assert_eq!(link.recv(&mut body), Ok(5));
+        assert_eq!(&body[..5], b"world");
+        // Nothing held: an idle connection keeps no buffer.
+        wire.shrink();
+        assert!(!wire.holds_ahead());
     }
 }

@@ -2,8 +2,9 @@
 //! accepted, which it alone drives for their whole life (see
 //! [`super::connection`]). The listener is in every worker's set with
 //! `EPOLLEXCLUSIVE`, so a new connection wakes one worker, and one that is
-//! busy is not woken; connections are registered edge-triggered for
-//! reading and writing once, never re-armed. Deadlines and paced sends
+//! busy is not woken, and it hands a connection to a worker holding
+//! fewer ([`super::spread`]); connections are registered edge-triggered
+//! for reading and writing once, never re-armed. Deadlines and paced sends
 //! wait in the worker's timer wheel ([`super::timers`]). Each worker keeps
 //! one upload buffer, made once.
 
@@ -51,6 +52,10 @@ fn refusals(max_connections: usize) -> usize {
 
 /// One worker's state.
 pub(crate) struct Worker {
+    /// Its place among the server's workers.
+    index: usize,
+    /// The connections it last said it holds.
+    published: usize,
     shared: Arc<Shared>,
     /// Dropped when the server stops: the last worker to let go closes
     /// it, so new clients are refused rather than left in the backlog.
@@ -79,8 +84,10 @@ pub(crate) struct Worker {
 }
 
 impl Worker {
-    /// A worker on `listener`, woken by `wake` when the server stops.
+    /// Worker `index` on `listener`, woken by `wake` when the server
+    /// stops or another worker hands it a connection.
     pub fn new(
+        index: usize,
         shared: Arc<Shared>,
         listener: Arc<TcpListener>,
         wake: Arc<OwnedFd>,
@@ -95,6 +102,8 @@ impl Worker {
         )?;
         let waker = Arc::new(Waker::new(Arc::clone(&wake)));
         let worker = Worker {
+            index,
+            published: 0,
             shared,
             listener: Some(listener),
             mailbox: Arc::new(Mailbox::new(Arc::clone(&wake))),
@@ -187,6 +196,10 @@ impl Worker {
                         let _ = rustix::io::read(&*self.wake, &mut count);
                         self.deliver();
                         self.woken();
+                        for (stream, peer) in self.shared.spread.take(self.index) {
+                            self.adopt(stream, peer);
+                        }
+                        self.publish();
                     }
                     token => {
                         self.note(Kind::Drive, token, 0);
@@ -283,6 +296,7 @@ impl Worker {
         for token in idle {
             self.connections.remove(&token);
         }
+        self.publish();
     }
 
     /// Drives connection `token` with `step` and does what it says next.
@@ -327,6 +341,7 @@ impl Worker {
             Next::Close => {
                 connection.log_entry(self.log.as_mut().map(|log| &mut log.lines));
                 drop(self.connections.remove(&token));
+                self.publish();
             }
         }
     }
@@ -391,8 +406,24 @@ impl Worker {
             if self.shared.accept_failing.swap(false, Ordering::Relaxed) {
                 eprintln!("flexio serve: accept works again");
             }
-            self.adopt(stream, peer);
+            match self.shared.spread.place(self.index) {
+                Some(to) => {
+                    if let Some((stream, peer)) = self.shared.spread.hand(to, (stream, peer)) {
+                        self.adopt(stream, peer);
+                    }
+                }
+                None => self.adopt(stream, peer),
+            }
+            self.publish();
         }
+    }
+
+    /// Says how many connections it holds, for the others' hand-overs
+    /// and the server handle's count by worker.
+    fn publish(&mut self) {
+        let now = self.connections.len();
+        self.shared.spread.count(self.index, self.published, now);
+        self.published = now;
     }
 
     fn adopt(&mut self, stream: std::net::TcpStream, peer: std::net::SocketAddr) {
