@@ -23,6 +23,8 @@
 //! The server, file by file (`src/server/`; a test keeps this list and
 //! the folder the same):
 //! - the threads: `server/worker.rs` (a worker's accept and event loop),
+//!   `server/spread.rs` (a new connection handed to the worker holding
+//!   the fewest),
 //!   `server/connection.rs` (one connection's state machine),
 //!   `server/timers.rs` (the worker's timer wheel: deadlines, paced
 //!   sends), `server/offload.rs` (the offload pool: hashing, tree walks,
