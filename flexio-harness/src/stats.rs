@@ -535,6 +535,28 @@ fn mechanisms_used(runs: &[&RunRecord]) -> Option<String> {
     })
 }
 
+/// Each entrant of `cells` with no result in `summaries` (no summary, or
+/// one that moved nothing), in words: `cell LABEL: CONTENDER: no result`.
+pub fn without_results(cells: &[crate::plan::Cell], summaries: &[Summary]) -> Vec<String> {
+    let mut missing = Vec::new();
+    for cell in cells {
+        for entrant in &cell.entrants {
+            let contender = entrant.contender();
+            let ran = summaries
+                .iter()
+                .any(|s| s.cell == cell.key && s.contender == contender && s.median_bps > 0.0);
+            if !ran {
+                missing.push(format!(
+                    "cell {}: {}: no result",
+                    cell.label(),
+                    contender.label()
+                ));
+            }
+        }
+    }
+    missing
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -91,22 +91,7 @@ pub fn disk_bound(options: &ThesisOptions, cells: Vec<Cell>) -> (ThesisOutcome, 
 /// Each planned cell and entrant without a result, with the runner's
 /// notes, or `None` when all ran.
 fn missing(plan: &Plan, summaries: &[Summary], notes: &[String]) -> Option<String> {
-    let mut missing = Vec::new();
-    for cell in &plan.cells {
-        for entrant in &cell.entrants {
-            let contender = entrant.contender();
-            let ran = summaries
-                .iter()
-                .any(|s| s.cell == cell.key && s.contender == contender && s.median_bps > 0.0);
-            if !ran {
-                missing.push(format!(
-                    "cell {}: {}: no result",
-                    cell.label(),
-                    contender.label()
-                ));
-            }
-        }
-    }
+    let mut missing = flexio_bench::stats::without_results(&plan.cells, summaries);
     if missing.is_empty() {
         return None;
     }

@@ -102,23 +102,7 @@ pub fn write_report(
 /// Each planned cell and entrant of `exhibit` with no result in
 /// `summaries`, in words.
 fn missing_cells(exhibit: &Exhibit, summaries: &[Summary], quick: bool) -> Vec<String> {
-    let mut missing = Vec::new();
-    for cell in (exhibit.cells)(quick) {
-        for entrant in &cell.entrants {
-            let contender = entrant.contender();
-            let ran = summaries
-                .iter()
-                .any(|s| s.cell == cell.key && s.contender == contender && s.median_bps > 0.0);
-            if !ran {
-                missing.push(format!(
-                    "cell {}: {}: no result",
-                    cell.label(),
-                    contender.label()
-                ));
-            }
-        }
-    }
-    missing
+    flexio_bench::stats::without_results(&(exhibit.cells)(quick), summaries)
 }
 
 /// The grades table: every exhibit's grade and why it is not FULL.

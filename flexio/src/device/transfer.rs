@@ -140,8 +140,11 @@ pub fn load_file(
             source,
         }
     };
-    let total = usize::try_from(address.offset + len)
-        .map_err(|_| Error::usage(format!("{address}: too large for this machine")))?;
+    let total = address
+        .offset
+        .checked_add(len)
+        .and_then(|end| usize::try_from(end).ok())
+        .ok_or_else(|| Error::usage(format!("{address}: too large for this machine")))?;
     let mut memory = gpu.alloc(total).map_err(device_error(None))?;
     let piece = piece.clamp(4096, 1 << 30) & !4095;
     let mut sides = Sides {

@@ -29,12 +29,6 @@ struct DeviceLoad<'a> {
 /// Loads `source` into `at`.
 pub(super) fn run(args: &CopyArgs, source: &str, at: DeviceAddress) -> Result<()> {
     refuse_flow_options(args)?;
-    if DeviceAddress::parse(source)?.is_some() {
-        return Err(Error::Usage(format!(
-            "{source}: a GPU's memory as a source outlives no process; copy into gpu:N \
-             (flexio::device::store_file writes it back from a program)"
-        )));
-    }
     let mode = match args.via.as_str() {
         "auto" => None,
         via => Some(via.parse::<DeviceMode>()?),

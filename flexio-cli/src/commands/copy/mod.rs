@@ -177,13 +177,14 @@ fn run_flow(args: CopyArgs) -> Result<()> {
     let [source, sink] = &args.paths[..] else {
         unreachable!("run sends every other count of paths to tree::run")
     };
-    if let Some(at) = flexio::device::DeviceAddress::parse(sink)? {
-        return device::run(&args, source, at);
-    }
     if flexio::device::DeviceAddress::parse(source)?.is_some() {
         return Err(Error::Usage(format!(
-            "{source}: a GPU's memory as a source outlives no process; copy into gpu:N"
+            "{source}: a GPU's memory as a source outlives no process; copy into gpu:N \
+             (flexio::device::store_file writes it back from a program)"
         )));
+    }
+    if let Some(at) = flexio::device::DeviceAddress::parse(sink)? {
+        return device::run(&args, source, at);
     }
     let source_address = Address::parse(source)?;
     let sink_address = Address::parse(sink)?;
