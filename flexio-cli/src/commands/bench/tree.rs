@@ -48,7 +48,7 @@ pub fn run(
     }
     let work = dir.join(format!(".flexio-tree-bench-{}", std::process::id()));
     // SIGINT or SIGTERM stops the run before its next copy, so that the
-    // work directory (and the RAM disk in it) is removed below.
+    // work directory (and the RAM disk in it) is removed after it.
     let stop = crate::signals::stop_on_signals();
     let options = TreeBenchOptions {
         dir: work.clone(),
