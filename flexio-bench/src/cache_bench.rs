@@ -26,6 +26,7 @@
 //! hits.rs         hit costs against memcpy
 //! hot_set.rs      hot set through a scan, per policy
 //! page_cache.rs   the same through the page cache in a memory cgroup
+//! scenario.rs     the scenario behind the Scenario trait: parts as cells
 //! serve.rs        serve --cache against serve, hot set during a scan
 //! ```
 //!
@@ -43,8 +44,10 @@ use flexio_cache::BlockCache;
 mod hits;
 mod hot_set;
 pub mod page_cache;
+mod scenario;
 mod serve;
 
+pub use scenario::{CacheBench, CacheCell};
 pub use serve::{ServeFigures, ServeRow};
 
 pub(crate) use hot_set::hot_phase;

@@ -29,7 +29,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::stats::median;
 use crate::tree_bench::{make_tree, TreeShape};
-use crate::{Error, Result};
+use crate::{Error, Report, Result, Scenario};
 
 mod contenders;
 pub use flexio_harness::netns as link;
@@ -354,6 +354,125 @@ pub fn run(options: &HostBenchOptions) -> Result<HostResults> {
         ));
     }
     Ok(results)
+}
+
+/// One group of interleaved runs of the host-to-host scenario: one
+/// workload, every contender of its part, `runs` timed rounds after a
+/// warm-up round.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HostCell {
+    /// The main part, Fig 5 or Fig 6.
+    pub part: HostPart,
+    /// `the file`, `tree B`, `tree A`; `1 file`, `5 files`, `10 files`
+    /// (Fig 5: 1000/1024 of the file's size).
+    pub workload: &'static str,
+    /// Timed rounds per contender.
+    pub runs: usize,
+}
+
+/// The host-to-host scenario behind [`Scenario`]; its files are
+/// `host.json`, `host.md` and the charts of [`write_charts`].
+///
+/// # Examples
+/// ```
+/// use flexio_bench::host_bench::{HostBench, HostBenchOptions, HostPart};
+/// use flexio_bench::Scenario;
+/// let mut options = HostBenchOptions {
+///     dir: std::env::temp_dir(),
+///     flexio: "flexio".into(),
+///     runs: 5,
+///     figure_runs: 3,
+///     file_bytes: 1 << 20,
+///     tree_scale: 0.01,
+///     streams: 4,
+///     namespaces: false,
+///     figures: false,
+/// };
+/// let workloads = |options: &HostBenchOptions| -> Vec<_> {
+///     let cells = HostBench::cells(options).unwrap();
+///     cells.iter().map(|c| (c.part, c.workload, c.runs)).collect()
+/// };
+/// let main = [
+///     (HostPart::HostToHost, "the file", 5),
+///     (HostPart::HostToHost, "tree B", 5),
+///     (HostPart::HostToHost, "tree A", 5),
+/// ];
+/// assert_eq!(workloads(&options), main);
+/// // The OS project's figures after the main part, at their own rounds.
+/// options.figures = true;
+/// let all = workloads(&options);
+/// assert_eq!(all.len(), 7);
+/// assert_eq!(all[3], (HostPart::Fig5, "1 file", 3));
+/// assert_eq!(all[6], (HostPart::Fig6, "the file", 3));
+/// ```
+pub struct HostBench;
+
+impl Scenario for HostBench {
+    type Options = HostBenchOptions;
+    type Cell = HostCell;
+    type Results = HostResults;
+    const NAME: &'static str = "host";
+
+    /// The file, tree B and tree A; then, with `figures`, Fig 5's three
+    /// trees and Fig 6's file: the order [`run`] moves them in.
+    fn cells(options: &HostBenchOptions) -> Result<Vec<HostCell>> {
+        let cell = |part, workload, runs| HostCell {
+            part,
+            workload,
+            runs,
+        };
+        let mut cells: Vec<HostCell> = ["the file", "tree B", "tree A"]
+            .into_iter()
+            .map(|workload| cell(HostPart::HostToHost, workload, options.runs))
+            .collect();
+        if options.figures {
+            for workload in ["1 file", "5 files", "10 files"] {
+                cells.push(cell(HostPart::Fig5, workload, options.figure_runs));
+            }
+            cells.push(cell(HostPart::Fig6, "the file", options.figure_runs));
+        }
+        Ok(cells)
+    }
+
+    fn run(options: &HostBenchOptions) -> Result<HostResults> {
+        run(options)
+    }
+
+    /// The table with how the rounds ran; the charts have no footer (their
+    /// titles say the setup).
+    fn report(
+        options: &HostBenchOptions,
+        results: &HostResults,
+        out: &Path,
+        _command: &str,
+    ) -> Result<Report> {
+        let charts = write_charts(results, out)
+            .map_err(|e| Error::io("write the host-to-host charts into", out, e))?;
+        let table = format!(
+            "{}\n{} runs per contender after a warm-up round that checks the copy ({} for Fig 5 and 6), interleaved, each round starting one contender later; every client timed as a process (iperf3 by its own timer, so its ceiling leaves out process start); \"÷ flexio\" is the row's median time over flexio get's (above 1: flexio is faster); server CPU is the server process tree's user+system time per GiB (nanoseconds for living threads, from schedstat)\n",
+            table(results),
+            options.runs,
+            options.figure_runs
+        );
+        Ok(Report { table, charts })
+    }
+
+    /// The results beside the file's size, the trees' scale and the
+    /// rounds; the scenario is named as `--scenario` takes it.
+    fn document(
+        options: &HostBenchOptions,
+        results: &HostResults,
+        _command: &str,
+    ) -> Result<serde_json::Value> {
+        Ok(serde_json::json!({
+            "schema_version": 1,
+            "scenario": "host-to-host",
+            "file_bytes": options.file_bytes,
+            "tree_scale": options.tree_scale,
+            "runs": options.runs,
+            "results": crate::to_json(results)?,
+        }))
+    }
 }
 
 /// The longest one client may take (a debug build over a slow link).

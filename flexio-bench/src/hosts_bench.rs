@@ -561,12 +561,46 @@ impl Scenario for HostsBench {
     }
 
     /// The chart has no footer: its title says the setup.
-    fn report(results: &HostsResults, out: &Path, _footer: &str) -> Result<Report> {
+    fn report(
+        options: &HostsOptions,
+        results: &HostsResults,
+        out: &Path,
+        _command: &str,
+    ) -> Result<Report> {
         let chart = write_chart(results, out)
             .map_err(|e| Error::io("write the hosts chart into", out, e))?;
         Ok(Report {
-            table: table(results),
+            table: format!(
+                "{}\n{} timed rounds per contender, rotated; every round's copies checked against the source; took {:.0} s\n",
+                table(results),
+                options.runs,
+                results.seconds
+            ),
             charts: vec![chart],
         })
+    }
+
+    /// The results, the rounds and each N's ratios against one transfer.
+    fn document(
+        options: &HostsOptions,
+        results: &HostsResults,
+        _command: &str,
+    ) -> Result<serde_json::Value> {
+        let ratios: Vec<serde_json::Value> = options
+            .counts
+            .iter()
+            .map(|&n| {
+                let [shards, mirrors, chain, naive] = ratios(results, n);
+                serde_json::json!({"n": n, "shards_over_one": shards, "mirrors_over_one": mirrors,
+                    "chain_over_one_transfer": chain, "naive_over_one_transfer": naive})
+            })
+            .collect();
+        Ok(serde_json::json!({
+            "schema_version": 1,
+            "scenario": Self::NAME,
+            "runs": options.runs,
+            "ratios": ratios,
+            "results": crate::to_json(results)?,
+        }))
     }
 }

@@ -28,8 +28,8 @@
 //! cache_bench.rs the block cache against the page cache
 //! harness.rs     the harness's items a tuner uses, at their old path
 //! error.rs       the bench's Error: the operation, the path or peer, the cause
-//! scenario.rs    the Scenario trait: cells from options, a report from
-//!                results (pace and hosts so far)
+//! scenario.rs    the Scenario trait every product scenario implements:
+//!                cells from options, a report and NAME.json from results
 //! ```
 //!
 //! The five documents' experiments (the seeds, FlexIO's and S.M.A.C.K.'s
@@ -52,7 +52,7 @@ pub mod server_bench;
 pub mod tree_bench;
 
 pub use error::{Error, Result};
-pub use scenario::{Report, Scenario};
+pub use scenario::{to_json, Report, Scenario};
 
 // The report's modules at their old paths (`flexio_bench::charts::plain`,
 // `flexio_bench::table::short_size`, …), which flexio-seeds and the CLI

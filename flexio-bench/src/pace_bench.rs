@@ -166,13 +166,36 @@ impl Scenario for PaceBench {
         run(options)
     }
 
-    fn report(results: &Vec<PaceResult>, out: &Path, footer: &str) -> Result<Report> {
-        let chart = write_chart(out, results, footer)
+    fn report(
+        options: &PaceBenchOptions,
+        results: &Vec<PaceResult>,
+        out: &Path,
+        command: &str,
+    ) -> Result<Report> {
+        let chart = write_chart(out, results, command)
             .map_err(|e| Error::io("write the pace chart into", out, e))?;
         Ok(Report {
-            table: table(results),
+            table: format!(
+                "{}\nflexio copy --rate R --via sendfile FILE → loopback for {} s per rate; error: the receiver's rate against R; \"paced by\" is the sender's report: the kernel (SO_MAX_PACING_RATE) or flexio's token bucket\n",
+                table(results),
+                options.duration.as_secs_f64()
+            ),
             charts: vec![chart],
         })
+    }
+
+    /// The results, with how long each flow lasted.
+    fn document(
+        options: &PaceBenchOptions,
+        results: &Vec<PaceResult>,
+        _command: &str,
+    ) -> Result<serde_json::Value> {
+        Ok(serde_json::json!({
+            "schema_version": 1,
+            "scenario": Self::NAME,
+            "seconds": options.duration.as_secs_f64(),
+            "results": crate::to_json(results)?,
+        }))
     }
 }
 

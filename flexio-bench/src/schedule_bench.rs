@@ -20,6 +20,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::meter::Meter;
 use crate::stats::median;
+use crate::{Error, Report, Result, Scenario};
 
 const GIB: f64 = (1u64 << 30) as f64;
 
@@ -147,6 +148,113 @@ impl ScheduleRun {
     }
 }
 
+/// One transfer of the grid, at every round: a mechanism under a
+/// schedule (none: unpaced).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ScheduleCell {
+    /// The mechanism that sends.
+    pub mechanism: MechanismName,
+    /// `--schedule K,T`, or none.
+    pub schedule: Option<Schedule>,
+}
+
+/// Every mechanism under every schedule of `options`, the order of the
+/// even rounds (odd rounds run it backwards).
+fn grid(options: &ScheduleBenchOptions) -> Vec<ScheduleCell> {
+    options
+        .mechanisms
+        .iter()
+        .flat_map(|&mechanism| {
+            options
+                .schedules()
+                .into_iter()
+                .map(move |schedule| ScheduleCell {
+                    mechanism,
+                    schedule,
+                })
+        })
+        .collect()
+}
+
+/// The schedule scenario behind [`Scenario`]: its progress goes to
+/// standard error; `schedule.json` holds the runs and their summary.
+///
+/// # Examples
+/// ```
+/// use flexio_bench::schedule_bench::{ScheduleBench, ScheduleBenchOptions};
+/// use flexio_bench::Scenario;
+/// let mut options = ScheduleBenchOptions::quick(std::env::temp_dir(), Vec::new());
+/// options.mechanisms.truncate(1);
+/// let cells = ScheduleBench::cells(&options).unwrap();
+/// // Unpaced, then K of 1 and 4 by T of 1 and 4 ms, then Cue's four.
+/// assert_eq!(cells.len(), 1 + 2 * 2 + 4);
+/// assert_eq!(cells[0].schedule, None);
+/// let first = cells[1].schedule.unwrap();
+/// assert_eq!((first.chunks, first.pause.as_millis()), (1, 1));
+/// options.mechanisms.clear();
+/// assert!(ScheduleBench::cells(&options).is_err());
+/// ```
+pub struct ScheduleBench;
+
+impl Scenario for ScheduleBench {
+    type Options = ScheduleBenchOptions;
+    type Cell = ScheduleCell;
+    type Results = Vec<ScheduleRun>;
+    const NAME: &'static str = "schedule";
+
+    /// Every mechanism unpaced, then under each of
+    /// [`ScheduleBenchOptions::schedules`]; no mechanism is refused.
+    fn cells(options: &ScheduleBenchOptions) -> Result<Vec<ScheduleCell>> {
+        if options.mechanisms.is_empty() {
+            return Err(Error::Usage(
+                "the schedule scenario needs at least one mechanism".into(),
+            ));
+        }
+        Ok(grid(options))
+    }
+
+    fn run(options: &ScheduleBenchOptions) -> Result<Vec<ScheduleRun>> {
+        Self::cells(options)?;
+        std::fs::create_dir_all(&options.dir).map_err(|e| Error::io("mkdir", &options.dir, e))?;
+        run(options, &mut |line| eprintln!("  {line}"))
+            .map_err(|e| Error::io("run the schedule scenario in", &options.dir, e))
+    }
+
+    /// The summaries' table and charts, `command` under the charts.
+    fn report(
+        options: &ScheduleBenchOptions,
+        runs: &Vec<ScheduleRun>,
+        out: &Path,
+        command: &str,
+    ) -> Result<Report> {
+        let summaries = summarize(runs);
+        let charts = write_charts(out, &summaries, command)
+            .map_err(|e| Error::io("write the schedule charts into", out, e))?;
+        Ok(Report {
+            table: table(&summaries, options.size, options.chunk),
+            charts,
+        })
+    }
+
+    /// Every run and their summary, beside the size, the chunk and the
+    /// command that ran them.
+    fn document(
+        options: &ScheduleBenchOptions,
+        runs: &Vec<ScheduleRun>,
+        command: &str,
+    ) -> Result<serde_json::Value> {
+        Ok(serde_json::json!({
+            "schema_version": 1,
+            "scenario": Self::NAME,
+            "command": command,
+            "size": options.size,
+            "chunk": options.chunk,
+            "runs": crate::to_json(runs)?,
+            "summary": crate::to_json(&summarize(runs))?,
+        }))
+    }
+}
+
 /// Runs the grid, interleaved: each round visits every (mechanism,
 /// schedule) once, in an order that alternates between rounds.
 ///
@@ -165,23 +273,23 @@ pub fn run(
         let _pinned = crate::affinity::pin_contender();
         Meter::start(&options.meter_command, Duration::from_millis(500))?
     };
-    let mut grid: Vec<(MechanismName, Option<Schedule>)> = Vec::new();
-    for &mechanism in &options.mechanisms {
-        for schedule in options.schedules() {
-            grid.push((mechanism, schedule));
-        }
-    }
+    let grid = grid(options);
     let mut runs = Vec::new();
     for round in 0..=options.rounds {
         progress(&format!("round {round} of {} (0: warm-up)", options.rounds));
-        let order: Vec<&(MechanismName, Option<Schedule>)> = if round % 2 == 1 {
+        let order: Vec<&ScheduleCell> = if round % 2 == 1 {
             grid.iter().rev().collect()
         } else {
             grid.iter().collect()
         };
-        for (mechanism, schedule) in order {
+        for cell in order {
             runs.push(one(
-                &source, options, *mechanism, *schedule, round, &mut meter,
+                &source,
+                options,
+                cell.mechanism,
+                cell.schedule,
+                round,
+                &mut meter,
             )?);
         }
     }

@@ -450,21 +450,19 @@ fn cells_round(
     results: &mut ServerBenchResults,
 ) -> io::Result<()> {
     let duration = Duration::from_secs(options.seconds.max(1));
-    for &size in &options.sizes {
-        for &clients in &options.clients {
-            let load = Load::clients(clients, duration);
-            for server in servers.in_order(round) {
-                let (report, cpu) = measured(server, &load, &format!("/f-{size}"))?;
-                results.cells.push(CellRun {
-                    server: server.kind.name().into(),
-                    size,
-                    clients,
-                    round,
-                    tls: server.tls,
-                    wrk: report,
-                    server_cpu_s: cpu,
-                });
-            }
+    for scenario::ServerCell { size, clients } in scenario::wrk_cells(options) {
+        let load = Load::clients(clients, duration);
+        for server in servers.in_order(round) {
+            let (report, cpu) = measured(server, &load, &format!("/f-{size}"))?;
+            results.cells.push(CellRun {
+                server: server.kind.name().into(),
+                size,
+                clients,
+                round,
+                tls: server.tls,
+                wrk: report,
+                server_cpu_s: cpu,
+            });
         }
     }
     Ok(())
@@ -686,4 +684,6 @@ impl ServerBenchResults {
 }
 
 mod report;
+mod scenario;
 pub use report::{table, write_charts};
+pub use scenario::{ServerBench, ServerCell};

@@ -21,7 +21,7 @@ use std::time::Instant;
 use serde::{Deserialize, Serialize};
 
 use crate::stats::median;
-use crate::{Error, Result};
+use crate::{Error, Report, Result, Scenario};
 
 mod chart;
 mod ram_disk;
@@ -196,14 +196,139 @@ pub fn install_xcp_if_missing() -> Result<()> {
     }
 }
 
-/// Runs the scenario: every tree, every file system, every contender,
-/// interleaved round by round. Missing peers are listed in the second
-/// part of the result.
+/// What a run of the tree scenario gives (`tree.json`).
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct TreeResults {
+    /// Every contender's timings on every tree and file system.
+    pub timings: Vec<TreeTiming>,
+    /// The contenders that are not installed here.
+    pub missing_peers: Vec<String>,
+}
+
+/// One group of interleaved runs: one tree on one file system, every
+/// contender that copies it (for tree D only those that keep links and
+/// holes).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TreeCell {
+    /// `disk` (the directory given) or `ram-ext4`.
+    pub file_system: &'static str,
+    /// The tree.
+    pub tree: TreeShape,
+}
+
+/// The tree scenario behind [`Scenario`].
+///
+/// # Examples
+/// ```
+/// use flexio_bench::tree_bench::{TreeBench, TreeBenchOptions, TreeShape};
+/// use flexio_bench::Scenario;
+/// let options = TreeBenchOptions {
+///     dir: std::env::temp_dir(),
+///     flexio: "flexio".into(),
+///     runs: 1,
+///     scale: 0.01,
+///     ram_disk: true,
+///     cold: false,
+///     shapes: vec![TreeShape::A, TreeShape::B],
+///     stop: None,
+/// };
+/// // Each tree on the disk, then each on the RAM disk.
+/// let cells = TreeBench::cells(&options).unwrap();
+/// let names: Vec<_> = cells.iter().map(|c| (c.file_system, c.tree.name())).collect();
+/// assert_eq!(names, [("disk", "A"), ("disk", "B"), ("ram-ext4", "A"), ("ram-ext4", "B")]);
+/// ```
+pub struct TreeBench;
+
+impl Scenario for TreeBench {
+    type Options = TreeBenchOptions;
+    type Cell = TreeCell;
+    type Results = TreeResults;
+    const NAME: &'static str = "tree";
+
+    /// Every tree asked for (all when none is), on the disk and then, when
+    /// asked for, on the RAM disk.
+    fn cells(options: &TreeBenchOptions) -> Result<Vec<TreeCell>> {
+        let shapes = if options.shapes.is_empty() {
+            TreeShape::ALL.to_vec()
+        } else {
+            options.shapes.clone()
+        };
+        let file_systems: &[&'static str] = if options.ram_disk {
+            &["disk", "ram-ext4"]
+        } else {
+            &["disk"]
+        };
+        Ok(file_systems
+            .iter()
+            .flat_map(|&file_system| {
+                shapes
+                    .iter()
+                    .map(move |&tree| TreeCell { file_system, tree })
+            })
+            .collect())
+    }
+
+    fn run(options: &TreeBenchOptions) -> Result<TreeResults> {
+        run(options)
+    }
+
+    /// The table with the missing peers and how it ran; the charts carry
+    /// `command`, the rounds and whether the cache was cold.
+    fn report(
+        options: &TreeBenchOptions,
+        results: &TreeResults,
+        out: &Path,
+        command: &str,
+    ) -> Result<Report> {
+        let mut text = table(&results.timings);
+        if !results.missing_peers.is_empty() {
+            text += &format!("\nmissing peers: {}\n", results.missing_peers.join(", "));
+        }
+        text += &format!(
+            "\n{} runs per contender after a warm-up round, {}; \"flexio ×\" is the contender's median over flexio's best median (above 1: flexio is faster)\n",
+            options.runs,
+            if options.cold { "page cache dropped before each run" } else { "source read once before each run (warm)" }
+        );
+        let footer = format!(
+            "{command}; {} runs per contender, {}",
+            options.runs,
+            if options.cold { "cold" } else { "warm" }
+        );
+        let charts = write_tree_charts(out, &results.timings, &footer)
+            .map_err(|e| Error::io("write the tree charts into", out, e))?;
+        Ok(Report {
+            table: text,
+            charts,
+        })
+    }
+
+    /// The timings and missing peers beside whether the cache was cold and
+    /// the trees' scale.
+    fn document(
+        options: &TreeBenchOptions,
+        results: &TreeResults,
+        _command: &str,
+    ) -> Result<serde_json::Value> {
+        Ok(serde_json::json!({
+            "schema_version": 1,
+            "scenario": Self::NAME,
+            "cold": options.cold,
+            "scale": options.scale,
+            "missing_peers": results.missing_peers,
+            "timings": crate::to_json(&results.timings)?,
+        }))
+    }
+}
+
+/// Runs the scenario: every cell of [`TreeBench::cells`], every
+/// contender, interleaved round by round. Missing peers are listed in
+/// the results.
 ///
 /// # Errors
 /// A tree that cannot be made, or a RAM disk that cannot be set up when
 /// asked for.
-pub fn run(options: &TreeBenchOptions) -> Result<(Vec<TreeTiming>, Vec<String>)> {
+pub fn run(options: &TreeBenchOptions) -> Result<TreeResults> {
+    let cells = TreeBench::cells(options)?;
     let mut missing = Vec::new();
     let mut ready: Vec<Contender> = Vec::new();
     for contender in contenders() {
@@ -215,86 +340,84 @@ pub fn run(options: &TreeBenchOptions) -> Result<(Vec<TreeTiming>, Vec<String>)>
             missing.push(contender.name.to_string());
         }
     }
-    let mut places = vec![("disk".to_string(), options.dir.clone(), None)];
+    let mut places = vec![("disk", options.dir.clone(), None)];
     if options.ram_disk {
         let disk = RamDisk::mount(&options.dir.join("ram"), 4 << 30)?;
-        places.push((
-            "ram-ext4".to_string(),
-            disk.path().to_path_buf(),
-            Some(disk),
-        ));
+        places.push(("ram-ext4", disk.path().to_path_buf(), Some(disk)));
     }
-    let shapes = if options.shapes.is_empty() {
-        TreeShape::ALL.to_vec()
-    } else {
-        options.shapes.clone()
-    };
     let mut timings = Vec::new();
-    for (file_system, root, _disk) in &places {
-        for shape in &shapes {
-            if options
-                .stop
-                .as_ref()
-                .is_some_and(|s| s.load(Ordering::Relaxed))
-            {
-                return Err(Error::Stopped(STOPPED));
-            }
-            let source = root.join(format!("tree-{}", shape.name()));
-            let (files, bytes) = make_tree(&source, *shape, options.scale)?;
-            let eligible: Vec<&Contender> = ready
-                .iter()
-                .filter(|c| !shape.needs_archive() || c.archive)
-                .collect();
-            let mut rows: Vec<TreeTiming> = eligible
-                .iter()
-                .map(|c| TreeTiming {
-                    tree: shape.name().to_string(),
-                    file_system: file_system.clone(),
-                    contender: c.name.to_string(),
-                    files,
-                    bytes,
-                    seconds: Vec::new(),
-                    verified: true,
-                })
-                .collect();
-            for round in 0..=options.runs {
-                for (index, contender) in eligible.iter().enumerate() {
-                    if options
-                        .stop
-                        .as_ref()
-                        .is_some_and(|s| s.load(Ordering::Relaxed))
-                    {
-                        return Err(Error::Stopped(STOPPED));
-                    }
-                    let target = root.join("copy");
-                    remove_tree(&target)?;
-                    prepare_cache(&source, options.cold)?;
-                    let mut command = (contender.command)(&options.flexio, &source, &target);
-                    let started = Instant::now();
-                    let status = command
-                        .status()
-                        .map_err(|e| Error::spawn("start", contender.name, e))?;
-                    let seconds = started.elapsed().as_secs_f64();
-                    if !status.success() {
-                        return Err(Error::program(
-                            contender.name,
-                            format!("on tree {} failed: {status}", shape.name()),
-                        ));
-                    }
-                    if round == 0 {
-                        // The warm-up round checks the copy instead.
-                        rows[index].verified = same_tree(&source, &target);
-                        continue;
-                    }
-                    rows[index].seconds.push(seconds);
-                }
-            }
-            remove_tree(&root.join("copy"))?;
-            remove_tree(&source)?;
-            timings.extend(rows);
+    for cell in &cells {
+        let Some((file_system, root, _disk)) =
+            places.iter().find(|(name, ..)| *name == cell.file_system)
+        else {
+            continue;
+        };
+        let shape = &cell.tree;
+        if options
+            .stop
+            .as_ref()
+            .is_some_and(|s| s.load(Ordering::Relaxed))
+        {
+            return Err(Error::Stopped(STOPPED));
         }
+        let source = root.join(format!("tree-{}", shape.name()));
+        let (files, bytes) = make_tree(&source, *shape, options.scale)?;
+        let eligible: Vec<&Contender> = ready
+            .iter()
+            .filter(|c| !shape.needs_archive() || c.archive)
+            .collect();
+        let mut rows: Vec<TreeTiming> = eligible
+            .iter()
+            .map(|c| TreeTiming {
+                tree: shape.name().to_string(),
+                file_system: file_system.to_string(),
+                contender: c.name.to_string(),
+                files,
+                bytes,
+                seconds: Vec::new(),
+                verified: true,
+            })
+            .collect();
+        for round in 0..=options.runs {
+            for (index, contender) in eligible.iter().enumerate() {
+                if options
+                    .stop
+                    .as_ref()
+                    .is_some_and(|s| s.load(Ordering::Relaxed))
+                {
+                    return Err(Error::Stopped(STOPPED));
+                }
+                let target = root.join("copy");
+                remove_tree(&target)?;
+                prepare_cache(&source, options.cold)?;
+                let mut command = (contender.command)(&options.flexio, &source, &target);
+                let started = Instant::now();
+                let status = command
+                    .status()
+                    .map_err(|e| Error::spawn("start", contender.name, e))?;
+                let seconds = started.elapsed().as_secs_f64();
+                if !status.success() {
+                    return Err(Error::program(
+                        contender.name,
+                        format!("on tree {} failed: {status}", shape.name()),
+                    ));
+                }
+                if round == 0 {
+                    // The warm-up round checks the copy instead.
+                    rows[index].verified = same_tree(&source, &target);
+                    continue;
+                }
+                rows[index].seconds.push(seconds);
+            }
+        }
+        remove_tree(&root.join("copy"))?;
+        remove_tree(&source)?;
+        timings.extend(rows);
     }
-    Ok((timings, missing))
+    Ok(TreeResults {
+        timings,
+        missing_peers: missing,
+    })
 }
 
 fn remove_tree(path: &Path) -> Result<()> {

@@ -7,14 +7,23 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 
+use flexio_bench::host_bench::{HostBench, HostBenchOptions, HostResults};
 use flexio_bench::hosts_bench::{Contender, HostsBench, HostsOptions, HostsResults, HostsTiming};
 use flexio_bench::pace_bench::{PaceBench, PaceBenchOptions, PaceCell, PaceResult};
+use flexio_bench::schedule_bench::{ScheduleBench, ScheduleBenchOptions};
+use flexio_bench::server_bench::{ServerBench, ServerBenchOptions, ServerBenchResults};
+use flexio_bench::tree_bench::{TreeBench, TreeBenchOptions, TreeResults, TreeShape, TreeTiming};
 use flexio_bench::{Error, Report, Scenario};
 
 /// Any scenario's report into `out`, checked the same way: a table that
 /// names `expected`, and every chart an SVG file in `out`.
-fn reported<S: Scenario>(results: &S::Results, out: &Path, expected: &str) -> Report {
-    let report = S::report(results, out, "flexio bench --scenario test").unwrap();
+fn reported<S: Scenario>(
+    options: &S::Options,
+    results: &S::Results,
+    out: &Path,
+    expected: &str,
+) -> Report {
+    let report = S::report(options, results, out, "flexio bench --scenario test").unwrap();
     assert!(
         report.table.contains(expected),
         "{}: {}",
@@ -105,7 +114,7 @@ fn pace_and_hosts_report_alike() {
             sender_voluntary_switches: 10,
         })
         .collect();
-    let report = reported::<PaceBench>(&pace, out.path(), "kernel");
+    let report = reported::<PaceBench>(&pace_options(vec![1 << 20]), &pace, out.path(), "kernel");
     assert_eq!(report.charts, [out.path().join("pace.svg")]);
 
     let hosts = HostsResults {
@@ -127,6 +136,152 @@ fn pace_and_hosts_report_alike() {
             .collect(),
         seconds: 10.0,
     };
-    let report = reported::<HostsBench>(&hosts, out.path(), Contender::Chain.name());
+    let report = reported::<HostsBench>(
+        &hosts_options(vec![2, 3]),
+        &hosts,
+        out.path(),
+        Contender::Chain.name(),
+    );
     assert_eq!(report.charts, [out.path().join("hosts.svg")]);
+}
+
+/// The top-level keys of `S::document`, sorted.
+fn document_keys<S: Scenario>(options: &S::Options, results: &S::Results) -> Vec<String> {
+    let document = S::document(options, results, "flexio bench --scenario test").unwrap();
+    let object = document.as_object().unwrap();
+    object.keys().cloned().collect()
+}
+
+fn tree_options() -> TreeBenchOptions {
+    TreeBenchOptions {
+        dir: std::env::temp_dir(),
+        flexio: "flexio".into(),
+        runs: 3,
+        scale: 0.01,
+        ram_disk: false,
+        cold: false,
+        shapes: vec![TreeShape::A, TreeShape::B],
+        stop: None,
+    }
+}
+
+/// Each `NAME.json` keeps the shape it had before the scenarios shared
+/// one path through the CLI: what readers of those files look up.
+#[test]
+fn every_document_keeps_its_shape() {
+    let keys = |names: &[&str]| -> Vec<String> { names.iter().map(|k| k.to_string()).collect() };
+    assert_eq!(
+        document_keys::<PaceBench>(&pace_options(vec![1 << 20]), &Vec::new()),
+        keys(&["results", "scenario", "schema_version", "seconds"])
+    );
+    let hosts = HostsResults {
+        network: "test".into(),
+        bytes: 1,
+        rate: 1,
+        timings: Vec::new(),
+        seconds: 1.0,
+    };
+    assert_eq!(
+        document_keys::<HostsBench>(&hosts_options(vec![2]), &hosts),
+        keys(&["ratios", "results", "runs", "scenario", "schema_version"])
+    );
+    assert_eq!(
+        document_keys::<TreeBench>(&tree_options(), &TreeResults::default()),
+        keys(&[
+            "cold",
+            "missing_peers",
+            "scale",
+            "scenario",
+            "schema_version",
+            "timings"
+        ])
+    );
+    let host_options = HostBenchOptions {
+        dir: std::env::temp_dir(),
+        flexio: "flexio".into(),
+        runs: 1,
+        figure_runs: 1,
+        file_bytes: 1 << 20,
+        tree_scale: 0.01,
+        streams: 4,
+        namespaces: false,
+        figures: false,
+    };
+    let host = HostResults {
+        link: "loopback".into(),
+        timings: Vec::new(),
+        skipped: Vec::new(),
+    };
+    let document = HostBench::document(&host_options, &host, "test").unwrap();
+    assert_eq!(document["scenario"], "host-to-host");
+    assert_eq!(
+        document_keys::<HostBench>(&host_options, &host),
+        keys(&[
+            "file_bytes",
+            "results",
+            "runs",
+            "scenario",
+            "schema_version",
+            "tree_scale"
+        ])
+    );
+    let server = ServerBenchOptions::quick(std::env::temp_dir(), "flexio".into());
+    assert_eq!(
+        document_keys::<ServerBench>(&server, &ServerBenchResults::default()),
+        keys(&["command", "results", "scenario", "schema_version"])
+    );
+    let schedule = ScheduleBenchOptions::quick(std::env::temp_dir(), Vec::new());
+    assert_eq!(
+        document_keys::<ScheduleBench>(&schedule, &Vec::new()),
+        keys(&[
+            "chunk",
+            "command",
+            "runs",
+            "scenario",
+            "schema_version",
+            "size",
+            "summary"
+        ])
+    );
+}
+
+/// The tree scenario's report: its table with the missing peers and the
+/// rounds, and both charts.
+#[test]
+fn the_tree_report_says_its_missing_peers_and_draws_both_charts() {
+    let out = tempfile::tempdir().unwrap();
+    let timing = |tree: &str, contender: &str| TreeTiming {
+        tree: tree.into(),
+        file_system: "disk".into(),
+        contender: contender.into(),
+        files: 200,
+        bytes: 200 << 12,
+        seconds: vec![0.5, 0.6, 0.7],
+        verified: true,
+    };
+    let results = TreeResults {
+        timings: ["A", "B"]
+            .into_iter()
+            .flat_map(|tree| [timing(tree, "flexio copy -r"), timing(tree, "cp -r")])
+            .collect(),
+        missing_peers: vec!["xcp -r".into()],
+    };
+    let report = reported::<TreeBench>(&tree_options(), &results, out.path(), "tree A on disk");
+    assert!(
+        report.table.contains("missing peers: xcp -r"),
+        "{}",
+        report.table
+    );
+    assert!(
+        report.table.contains("3 runs per contender"),
+        "{}",
+        report.table
+    );
+    assert_eq!(
+        report.charts,
+        [
+            out.path().join("tree-files.svg"),
+            out.path().join("tree-bytes.svg")
+        ]
+    );
 }

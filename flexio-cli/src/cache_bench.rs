@@ -1,7 +1,8 @@
-//! The `cache` bench scenario's measurement, one implementation behind two
-//! commands: `flexio bench --scenario cache` (table on stdout, report files
-//! in the output directory) and its alias `flexio cache bench` (table or
-//! JSON on stdout). See [`flexio_bench::cache_bench`].
+//! The `cache` bench scenario's options as the command line completes
+//! them, behind two commands: `flexio bench --scenario cache` (table on
+//! stdout, report files in the output directory) and its alias `flexio
+//! cache bench` (table or JSON on stdout), which measures with
+//! [`measure`]. See [`flexio_bench::cache_bench`].
 
 use flexio_bench::cache_bench::{self, CacheBenchOptions, CacheBenchReport};
 
@@ -12,13 +13,21 @@ use crate::error::{Error, Result};
 ///
 /// # Errors
 /// Creating the data or reading through the cache fails.
-pub(crate) fn measure(mut options: CacheBenchOptions) -> Result<CacheBenchReport> {
+pub(crate) fn measure(options: CacheBenchOptions) -> Result<CacheBenchReport> {
+    let options = completed(options);
+    cache_bench::run(&options, &mut |line| eprintln!("{line}"))
+        .map_err(|source| Error::io("cache bench", &options.dir, source))
+}
+
+/// `options` with what only the command line can give filled in where
+/// unset: this executable as the server `flexio`, and S.M.A.C.K.'s rows
+/// from `flexio-seeds`.
+pub(crate) fn completed(mut options: CacheBenchOptions) -> CacheBenchOptions {
     if options.flexio_exe.is_none() {
         options.flexio_exe = std::env::current_exe().ok();
     }
     if options.smack_rows.is_none() {
         options.smack_rows = Some(flexio_seeds::smack_cache::rows);
     }
-    cache_bench::run(&options, &mut |line| eprintln!("{line}"))
-        .map_err(|source| Error::io("cache bench", &options.dir, source))
+    options
 }

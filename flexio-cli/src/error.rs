@@ -35,6 +35,14 @@ pub enum Error {
     /// The block cache, its traces and its simulator.
     #[error(transparent)]
     Cache(#[from] flexio_cache::Error),
+    /// A scenario of `flexio bench` failed, or was stopped by a signal.
+    #[error("bench --scenario {scenario}: {source}")]
+    Bench {
+        /// The scenario, as `--scenario` names it.
+        scenario: &'static str,
+        /// What the bench said.
+        source: flexio_bench::Error,
+    },
     /// Work that failed in part, already said in full (which entries of
     /// a tree copy failed, and why).
     #[error("{0}")]
@@ -71,6 +79,7 @@ impl Error {
             Error::Flexio(error) => error.is_usage(),
             Error::Net(error) => error.is_usage(),
             Error::Cache(error) => !matches!(error, flexio_cache::Error::Io { .. }),
+            Error::Bench { source, .. } => matches!(source, flexio_bench::Error::Usage(_)),
             Error::Failed(_) => false,
         }
     }
@@ -92,8 +101,12 @@ mod tests {
 
     #[test]
     fn usage_errors_of_every_library_exit_2_and_the_rest_1() {
-        let usage: [Error; 5] = [
+        let usage: [Error; 6] = [
             Error::Usage("bad".into()),
+            Error::Bench {
+                scenario: "hosts",
+                source: flexio_bench::Error::Usage("9 hosts".into()),
+            },
             flexio::Error::Usage("bad".into()).into(),
             flexio_net::Error::Usage("bad".into()).into(),
             flexio_net::Error::Move(flexio::Error::Usage("bad".into())).into(),
@@ -103,8 +116,12 @@ mod tests {
             assert!(error.is_usage(), "{error}");
             assert_eq!(error.exit_code(), ExitCode::from(2), "{error}");
         }
-        let run_time: [Error; 4] = [
+        let run_time: [Error; 5] = [
             Error::io("write", std::path::Path::new("out/report.md"), io()),
+            Error::Bench {
+                scenario: "hosts",
+                source: flexio_bench::Error::Stopped("stopped by a signal"),
+            },
             flexio::Error::Io {
                 op: "open",
                 endpoint: "a".into(),

@@ -477,3 +477,55 @@ fn serve_clients_cells_run_flexio_serve_by_each_mechanism_for_every_client() {
         "{label}"
     );
 }
+
+/// Two scenarios in one run, both through the one generic path of
+/// `commands/bench/scenario.rs`: each prints its table, writes `NAME.json`
+/// (its own shape), `NAME.md` headed by its `--scenario` name with the
+/// command line, and says every file it wrote; the work directories go.
+#[test]
+fn pace_and_cache_run_through_the_one_scenario_path() {
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let out = dir.path().join("out");
+    let output = flexio()
+        .args(["bench", "--scenario", "pace", "--scenario", "cache"])
+        .args(["--pace-seconds", "0.2", "--pace-rates", "8M"])
+        .args(["--runs", "1", "--sizes", "1M", "--cache-size", "1MiB"])
+        .arg("--dir")
+        .arg(dir.path())
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(stdout.contains("paced by"), "pace's table: {stdout}");
+    assert!(
+        stdout.contains("S.M.A.C.K.'s table"),
+        "cache's table: {stdout}"
+    );
+    let pace = json(&out.join("pace.json"));
+    assert_eq!(pace["scenario"], "pace");
+    assert_eq!(pace["seconds"], 0.2);
+    assert_eq!(pace["results"].as_array().unwrap().len(), 3, "{pace}");
+    let cache = json(&out.join("cache.json"));
+    assert_eq!(cache["schema_version"], 1);
+    assert_eq!(cache["cache_bytes"], 1 << 20);
+    let said = stderr(&output);
+    for (name, files) in [
+        ("pace", &["pace.json", "pace.md", "pace.svg"][..]),
+        ("cache", &["cache.json", "cache.md"][..]),
+    ] {
+        let markdown = std::fs::read_to_string(out.join(format!("{name}.md"))).unwrap();
+        assert!(
+            markdown.starts_with(&format!("# flexio bench --scenario {name}\n")),
+            "{markdown}"
+        );
+        assert!(markdown.contains("--pace-rates 8M"), "{markdown}");
+        for file in files {
+            let wrote = format!("wrote {}", out.join(file).display());
+            assert!(said.contains(&wrote), "no {wrote:?} in {said}");
+        }
+    }
+    assert!(is_svg(&out.join("pace.svg")));
+    assert_eq!(common::names(dir.path()), vec!["out".to_string()]);
+}

@@ -1,14 +1,14 @@
 //! `flexio bench --scenario cache`: the table on stdout, `cache.json` and
 //! `cache.md` in the output directory (`flexio cache bench` runs the same
-//! measurement, [`crate::cache_bench::measure`]).
+//! measurement with the options of [`crate::cache_bench::completed`]).
 
 use std::path::Path;
 use std::time::Duration;
 
-use flexio_bench::cache_bench::{self, CacheBenchOptions};
+use flexio_bench::cache_bench::{CacheBench, CacheBenchOptions};
 
-use crate::cache_bench::measure;
-use crate::error::{Error, Result};
+use crate::cache_bench::completed;
+use crate::error::Result;
 
 /// `flexio bench --scenario cache`: `sizes` (bytes, rounded up to MiB)
 /// replace the table's file sizes when given; the hot-set reads and the
@@ -16,7 +16,8 @@ use crate::error::{Error, Result};
 /// reader and 2 s at the default 16 MiB).
 ///
 /// # Errors
-/// As [`measure`], or writing the report files.
+/// Creating the data or reading through the cache fails, or writing the
+/// report files.
 pub(crate) fn run(
     dir: &Path,
     out: &Path,
@@ -42,20 +43,6 @@ pub(crate) fn run(
     if !sizes.is_empty() {
         options.file_sizes_mib = sizes.iter().map(|s| s.div_ceil(1 << 20)).collect();
     }
-    let work = options.dir.clone();
-    let result = measure(options);
-    let _ = std::fs::remove_dir_all(&work);
-    let report = result?;
-    let text = cache_bench::render(&report);
-    crate::output::print_stdout(&text);
-    let io = Error::io;
-    std::fs::create_dir_all(out).map_err(|e| io("mkdir", out, e))?;
-    let json = serde_json::to_vec_pretty(&report).expect("json");
-    let markdown = format!("# flexio bench --scenario cache\n\n```text\n{text}```\n");
-    for (name, bytes) in [("cache.json", &json), ("cache.md", &markdown.into_bytes())] {
-        let path = out.join(name);
-        flexio::write_file_replacing_regular(&path, bytes).map_err(|e| io("write", &path, e))?;
-        eprintln!("wrote {}", path.display());
-    }
-    Ok(())
+    let options = completed(options);
+    super::scenario::run::<CacheBench>("cache", &options, &options.dir, out)
 }

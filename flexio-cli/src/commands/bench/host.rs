@@ -7,7 +7,7 @@
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-use flexio_bench::host_bench::{self, HostBenchOptions};
+use flexio_bench::host_bench::{HostBench, HostBenchOptions};
 
 use crate::error::{Error, Result};
 
@@ -76,46 +76,5 @@ pub fn run(args: &HostArgs<'_>) -> Result<()> {
         namespaces: true,
         figures: args.figures,
     };
-    let result = host_bench::run(&options);
-    let _ = std::fs::remove_dir_all(&work);
-    let results = result.map_err(|e| Error::Usage(e.to_string()))?;
-    let mut text = host_bench::table(&results);
-    text += &format!(
-        "\n{} runs per contender after a warm-up round that checks the copy ({} for Fig 5 and 6), interleaved, each round starting one contender later; every client timed as a process (iperf3 by its own timer, so its ceiling leaves out process start); \"÷ flexio\" is the row's median time over flexio get's (above 1: flexio is faster); server CPU is the server process tree's user+system time per GiB (nanoseconds for living threads, from schedstat)\n",
-        runs,
-        options.figure_runs
-    );
-    crate::output::print_stdout(&text);
-    std::fs::create_dir_all(args.out).map_err(|e| Error::io("mkdir", args.out, e))?;
-    let json = serde_json::to_vec_pretty(&serde_json::json!({
-        "schema_version": 1,
-        "scenario": "host-to-host",
-        "file_bytes": args.file_bytes,
-        "tree_scale": args.tree_scale,
-        "runs": runs,
-        "results": results,
-    }))
-    .expect("json");
-    let write = |name: &str, bytes: &[u8]| {
-        let path = args.out.join(name);
-        flexio::write_file_replacing_regular(&path, bytes).map_err(|e| Error::io("write", &path, e))
-    };
-    write("host.json", &json)?;
-    write(
-        "host.md",
-        format!("# flexio bench --scenario host-to-host\n\n```text\n{text}```\n").as_bytes(),
-    )?;
-    let charts = host_bench::write_charts(&results, args.out)
-        .map_err(|e| Error::io("write chart", args.out, e))?;
-    eprintln!(
-        "wrote {}, {} and {}",
-        args.out.join("host.json").display(),
-        args.out.join("host.md").display(),
-        charts
-            .iter()
-            .map(|p| p.display().to_string())
-            .collect::<Vec<_>>()
-            .join(", ")
-    );
-    Ok(())
+    super::scenario::run::<HostBench>("host-to-host", &options, &work, args.out)
 }

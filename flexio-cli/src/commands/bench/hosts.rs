@@ -6,7 +6,7 @@
 
 use std::path::Path;
 
-use flexio_bench::hosts_bench::{self, HostsOptions};
+use flexio_bench::hosts_bench::{HostsBench, HostsOptions};
 
 use crate::error::{Error, Result};
 
@@ -59,44 +59,5 @@ pub fn run(args: &HostsArgs<'_>) -> Result<()> {
         runs: runs as usize,
         stop,
     };
-    let result = hosts_bench::run(&options);
-    let _ = std::fs::remove_dir_all(&work);
-    let results = result.map_err(|e| Error::Usage(format!("bench --scenario hosts: {e}")))?;
-    let mut text = hosts_bench::table(&results);
-    text += &format!(
-        "\n{} timed rounds per contender, rotated; every round's copies checked against the source; took {:.0} s\n",
-        options.runs, results.seconds
-    );
-    crate::output::print_stdout(&text);
-    std::fs::create_dir_all(args.out).map_err(|e| Error::io("mkdir", args.out, e))?;
-    let json = serde_json::to_vec_pretty(&serde_json::json!({
-        "schema_version": 1,
-        "scenario": "hosts",
-        "runs": options.runs,
-        "ratios": options.counts.iter().map(|&n| {
-            let [shards, mirrors, chain, naive] = hosts_bench::ratios(&results, n);
-            serde_json::json!({"n": n, "shards_over_one": shards, "mirrors_over_one": mirrors,
-                "chain_over_one_transfer": chain, "naive_over_one_transfer": naive})
-        }).collect::<Vec<_>>(),
-        "results": results,
-    }))
-    .expect("json");
-    let write = |name: &str, bytes: &[u8]| {
-        let path = args.out.join(name);
-        flexio::write_file_replacing_regular(&path, bytes).map_err(|e| Error::io("write", &path, e))
-    };
-    write("hosts.json", &json)?;
-    write(
-        "hosts.md",
-        format!("# flexio bench --scenario hosts\n\n```text\n{text}```\n").as_bytes(),
-    )?;
-    let chart = hosts_bench::write_chart(&results, args.out)
-        .map_err(|e| Error::io("write chart", args.out, e))?;
-    eprintln!(
-        "wrote {}, {} and {}",
-        args.out.join("hosts.json").display(),
-        args.out.join("hosts.md").display(),
-        chart.display()
-    );
-    Ok(())
+    super::scenario::run::<HostsBench>("hosts", &options, &work, args.out)
 }

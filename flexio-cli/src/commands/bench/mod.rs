@@ -7,6 +7,7 @@ mod cache;
 mod host;
 mod hosts;
 mod pace;
+mod scenario;
 mod schedule;
 mod seeds;
 mod server;

@@ -2,9 +2,9 @@
 //! wrk (see [`flexio_bench::server_bench`]); a table on stdout and
 //! `server.json`, `server.md` and the charts in the output directory.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use flexio_bench::server_bench::{self, ServerBenchOptions};
+use flexio_bench::server_bench::{ServerBench, ServerBenchOptions};
 
 use crate::error::{Error, Result};
 
@@ -62,44 +62,5 @@ pub fn run(args: &ServerArgs<'_>) -> Result<()> {
         if options.tls { ", then over TLS" } else { "" },
         options.estimate_seconds()
     );
-    let result = server_bench::run(&options, &mut |line| eprintln!("  {line}"));
-    let _ = std::fs::remove_dir_all(&work);
-    let results = result.map_err(|e| Error::io("bench server", &work, e))?;
-    let command = std::env::args().collect::<Vec<_>>().join(" ");
-    let text = server_bench::table(&results);
-    crate::output::print_stdout(&text);
-    std::fs::create_dir_all(args.out).map_err(|e| Error::io("mkdir", args.out, e))?;
-    let write = |name: &str, bytes: &[u8]| -> Result<PathBuf> {
-        let path = args.out.join(name);
-        flexio::write_file_replacing_regular(&path, bytes)
-            .map_err(|e| Error::io("write", &path, e))?;
-        Ok(path)
-    };
-    let json = serde_json::to_vec_pretty(&serde_json::json!({
-        "schema_version": 1,
-        "scenario": "server",
-        "command": command,
-        "results": results,
-    }))
-    .expect("json");
-    let mut paths = vec![
-        write("server.json", &json)?,
-        write(
-            "server.md",
-            format!("# flexio bench --scenario server\n\n`{command}`\n\n```text\n{text}```\n")
-                .as_bytes(),
-        )?,
-    ];
-    let footer = format!(
-        "{command} — {}",
-        flexio_bench::model::Fingerprint::of_this_machine(args.dir).cpu_model
-    );
-    paths.extend(
-        server_bench::write_charts(args.out, &results, &footer)
-            .map_err(|e| Error::io("write chart", args.out, e))?,
-    );
-    for path in paths {
-        eprintln!("wrote {}", path.display());
-    }
-    Ok(())
+    super::scenario::run::<ServerBench>("server", &options, &work, args.out)
 }
