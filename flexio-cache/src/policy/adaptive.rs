@@ -35,6 +35,7 @@
 //! largest sizes) and the sampled byte. A cache of fewer than `16 × 8`
 //! frames has no room for experts and stays at S3-FIFO's setting.
 
+use super::experts::Experts;
 use super::hit_marks::sampled_key;
 use super::{Frame, HitMarks, Inserted, Key, Policy, PolicyName, S3Fifo};
 
@@ -88,7 +89,7 @@ struct Tuner {
     /// One key in `mask + 1` is sampled.
     mask: u64,
     /// One per setting of [`GRID`].
-    experts: [S3Fifo; EXPERTS],
+    experts: Experts<EXPERTS>,
     /// Each expert's hits in this period.
     hits: [u64; EXPERTS],
     /// Each expert's hits, halved at every decision.
@@ -152,7 +153,10 @@ impl AdaptiveS3Fifo {
             cache.observe_sampled_hits(mask);
             Tuner {
                 mask,
-                experts: GRID.map(|setting| expert(expert_frames, setting)),
+                experts: Experts::new(
+                    expert_frames,
+                    GRID.map(|setting| (share_of(expert_frames, setting.share), setting.promote_at)),
+                ),
                 hits: [0; EXPERTS],
                 score: [0; EXPERTS],
                 current: START_EXPERT,
@@ -188,17 +192,12 @@ impl AdaptiveS3Fifo {
         self.tuner.as_ref().map_or(START, |t| GRID[t.current])
     }
 
-    /// Replays a reference to `key` in the experts, if it is sampled.
+    /// Replays a reference to the sampled `key` in the experts.
     fn observe(&mut self, key: Key) {
         let Some(tuner) = &mut self.tuner else {
             return;
         };
-        if !sampled_key(key, tuner.mask) {
-            return;
-        }
-        for (expert, hits) in tuner.experts.iter_mut().zip(&mut tuner.hits) {
-            *hits += u64::from(expert.access(key));
-        }
+        tuner.experts.access(key, &mut tuner.hits);
         tuner.sampled += 1;
         if tuner.sampled >= tuner.period {
             let setting = tuner.decide();
@@ -229,13 +228,6 @@ impl Tuner {
         self.period = (self.period * 2).min(self.longest_period);
         GRID[best]
     }
-}
-
-/// An expert of `frames` frames running `setting`.
-fn expert(frames: usize, setting: Setting) -> S3Fifo {
-    let mut expert = S3Fifo::with_small_target(frames, share_of(frames, setting.share));
-    expert.set_promote_at(setting.promote_at);
-    expert
 }
 
 /// `share` thousandths of `frames`, at least one frame.
@@ -272,9 +264,12 @@ impl Policy for AdaptiveS3Fifo {
     fn insert(&mut self, key: Key) -> Inserted {
         let inserted = self.cache.insert(key);
         if let Some(tuner) = &self.tuner {
-            self.sampled_frames[inserted.frame as usize] = sampled_key(key, tuner.mask);
+            let sampled = sampled_key(key, tuner.mask);
+            self.sampled_frames[inserted.frame as usize] = sampled;
+            if sampled {
+                self.observe(key);
+            }
         }
-        self.observe(key);
         inserted
     }
 

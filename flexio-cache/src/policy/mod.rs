@@ -23,6 +23,7 @@
 mod adaptive;
 mod arc;
 mod clock;
+mod experts;
 mod hit_marks;
 mod list;
 mod lru;
