@@ -100,11 +100,12 @@ fn sim_default_is_never_below_lru_or_arc_on_p3() {
 }
 
 #[test]
-fn sim_default_keeps_up_with_s3_fifo_on_p3_where_it_holds() {
-    // Not at 16 384 blocks, where the default is 0.4 points behind
-    // S3-FIFO (the README says so).
+fn sim_default_keeps_up_with_s3_fifo_on_p3() {
+    // At 16 384 blocks, experts of 256 or 512 frames (one key in 64 or 32)
+    // ranked the settings wrongly often enough to leave the default 0.4
+    // points behind S3-FIFO; experts of about 1024 frames do not.
     let trace = arc_trace("P3.lis.zst");
-    let sizes = [1024, 4096, 32768, 131072];
+    let sizes = [1024, 4096, 16384, 32768, 131072];
     let policies = [PolicyName::S3Fifo, PolicyName::DEFAULT].map(SimPolicy::Online);
     let results = simulate_all(&trace.keys, &policies, &sizes, 2);
     for size in sizes {

@@ -27,13 +27,18 @@
 //!
 //! Cost: a reference that is not sampled costs what S3-FIFO's does plus a
 //! byte read (whether its frame's key is sampled); a sampled one (one in
-//! 8 to 64) replays in four caches a fraction of the size, and its hits
-//! take the shard's lock so the policy sees them
+//! 8 to 64) replays in the four experts, which share one key directory
+//! ([`Experts`]: one hash lookup per sampled reference, not up to seven per
+//! expert), and its hits take the shard's lock so the policy sees them
 //! ([`HitMarks::policy_sees`]). Metadata on top of S3-FIFO's 56 bytes per
 //! cached block (key 8, links 8, mark 1, map entry about 18, ghost about
-//! 0.9 × 24): the experts' `4 / R` of that (at most 28 bytes, 3.5 at the
-//! largest sizes) and the sampled byte. A cache of fewer than `16 × 8`
-//! frames has no room for experts and stays at S3-FIFO's setting.
+//! 0.9 × 24) and the sampled byte: per expert frame, 13 bytes in each of
+//! the four experts and 4 per ghost slot, and the directory's entries
+//! (24 bytes and a map entry of about 16), at most four experts' frames
+//! and ghosts' worth; so `4 × 16.6 / R` bytes and at most `7.6 × 40 / R`
+//! more per cached block, `R` the sampling rate: at most 46 bytes at one
+//! in 8, 6 at one in 64. A cache of fewer than `16 × 8` frames has no room
+//! for experts and stays at S3-FIFO's setting.
 
 use super::experts::Experts;
 use super::hit_marks::sampled_key;
@@ -48,6 +53,12 @@ const START: Setting = Setting {
 
 /// Fewer frames than this in each expert and there are no experts.
 const MIN_EXPERT_FRAMES: usize = 16;
+
+/// The frames an expert aims at (between one eighth and one sixty-fourth
+/// of the cache): the sample picks keys by hash, so a small one misjudges
+/// the cache by which keys it happened to pick (256 and 512 left P3 at
+/// 16 384 blocks 0.4–0.6 points behind S3-FIFO; 1024 puts it ahead).
+const EXPERT_FRAMES: usize = 1024;
 
 /// Sampled references per decision, as a multiple of an expert's size:
 /// fewer let noise move the cache, more let it lag a changing trace (2, 4,
@@ -145,8 +156,8 @@ impl AdaptiveS3Fifo {
     pub fn new(capacity: usize) -> Self {
         let mut cache = S3Fifo::with_small_target(capacity, share_of(capacity, START.share));
         // One key in 8 for small caches, in up to 64 for large ones, so an
-        // expert holds about 256 frames where it can.
-        let rate = (capacity / 256).next_power_of_two().clamp(8, 64);
+        // expert holds about EXPERT_FRAMES frames where it can.
+        let rate = (capacity / EXPERT_FRAMES).next_power_of_two().clamp(8, 64);
         let expert_frames = capacity / rate;
         let tuner = (expert_frames >= MIN_EXPERT_FRAMES).then(|| {
             let mask = rate as u64 - 1;

@@ -67,8 +67,9 @@ impl<const N: usize> Experts<N> {
     /// `N` experts of `frames` frames (at least 2), each with its small
     /// queue's share in frames and its reads to promote.
     pub(crate) fn new(frames: usize, settings: [(usize, u8); N]) -> Self {
-        // Each expert holds at most its frames and its ghost's keys.
-        let most = N * 2 * frames;
+        // Each expert holds at most its frames and its ghost's keys; the
+        // experts share most of them.
+        let most = 2 * frames;
         Experts {
             directory: key_map(most),
             entries: Vec::with_capacity(most),

@@ -142,6 +142,7 @@ impl S3Fifo {
 
     /// Replays one reference in the simulator's way: a hit is recorded, a
     /// miss inserted; returns whether it hit.
+    #[cfg(test)]
     pub(crate) fn access(&mut self, key: Key) -> bool {
         if Policy::get(self, key).is_some() {
             return true;
