@@ -166,7 +166,9 @@ impl AdaptiveS3Fifo {
                 mask,
                 experts: Experts::new(
                     expert_frames,
-                    GRID.map(|setting| (share_of(expert_frames, setting.share), setting.promote_at)),
+                    GRID.map(|setting| {
+                        (share_of(expert_frames, setting.share), setting.promote_at)
+                    }),
                 ),
                 hits: [0; EXPERTS],
                 score: [0; EXPERTS],

@@ -307,12 +307,18 @@ mod tests {
             for (n, &key) in keys.iter().enumerate() {
                 let mut hits = [0; 4];
                 experts.access(key, &mut hits);
-                let expected = separate.each_mut().map(|cache| u64::from(cache.access(key)));
+                let expected = separate
+                    .each_mut()
+                    .map(|cache| u64::from(cache.access(key)));
                 assert_eq!(hits, expected, "{spec}: reference {n} to {key}");
             }
             // Nothing but what the experts hold stays in the directory.
             let held = 4 * (125 + 112) + 1;
-            assert!(experts.directory.len() <= held, "{spec}: {}", experts.directory.len());
+            assert!(
+                experts.directory.len() <= held,
+                "{spec}: {}",
+                experts.directory.len()
+            );
         }
     }
 }
