@@ -672,3 +672,64 @@ pub struct ContenderSummary {
     /// physics (see `stats::limit_explanation`).
     pub limit_note: Option<String>,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every scenario's name as `results.json` and the command line have
+    /// always written it.
+    const WRITTEN: [(&str, Scenario); 12] = [
+        ("limits", Scenario::Limits),
+        ("file-to-file", Scenario::Flow(FlowKind::FileToFile)),
+        (
+            "file-to-file-durable",
+            Scenario::Flow(FlowKind::FileToFileDurable),
+        ),
+        ("file-to-socket", Scenario::Flow(FlowKind::FileToSocket)),
+        ("socket-to-file", Scenario::Flow(FlowKind::SocketToFile)),
+        ("file-to-pipe", Scenario::Flow(FlowKind::FileToPipe)),
+        ("pipe-to-file", Scenario::Flow(FlowKind::PipeToFile)),
+        ("memory", Scenario::Flow(FlowKind::MemoryToMemory)),
+        ("parallel", Scenario::Parallel),
+        ("meter", Scenario::Meter),
+        ("serve-clients", Scenario::ServeClients),
+        ("socket-pair", Scenario::SocketPair),
+    ];
+
+    #[test]
+    fn a_cell_key_of_an_older_results_file_still_loads() {
+        for (name, scenario) in WRITTEN {
+            let json = format!(
+                r#"{{"scenario":"{name}","size":1048576,"chunk":0,"cache":"warm","flows":1,"path":""}}"#
+            );
+            let key: CellKey =
+                serde_json::from_str(&json).unwrap_or_else(|e| panic!("{json}: {e}"));
+            assert_eq!(key.scenario, scenario, "{name}");
+            assert_eq!(
+                serde_json::to_string(&scenario).unwrap(),
+                format!("\"{name}\"")
+            );
+        }
+    }
+
+    #[test]
+    fn the_command_line_names_the_matrix_only() {
+        for (name, scenario) in WRITTEN {
+            let on_the_command_line = Scenario::ALL.contains(&scenario);
+            assert_eq!(
+                Scenario::from_name(name).is_some(),
+                on_the_command_line,
+                "{name}"
+            );
+        }
+    }
+
+    #[test]
+    fn an_unknown_or_untuned_name_is_refused_with_its_name() {
+        for name in ["memory-to-memory", "other", "nope"] {
+            let error = serde_json::from_str::<Scenario>(&format!("\"{name}\"")).unwrap_err();
+            assert!(error.to_string().contains(name), "{error}");
+        }
+    }
+}
