@@ -2,6 +2,7 @@
 //! round-trip, the CSV, the charts and the report. Nothing here is timed:
 //! every run is invented, so every expected number is checked by hand.
 
+use flexio::profile::FlowKind;
 use std::fs;
 use std::path::PathBuf;
 
@@ -121,7 +122,12 @@ fn tiny_matrix() -> Results {
     // it were counted, the median and max would change.
     interleave(
         &mut runs,
-        &cell(Scenario::FileToFile, SMALL, CacheState::Warm, 1),
+        &cell(
+            Scenario::Flow(FlowKind::FileToFile),
+            SMALL,
+            CacheState::Warm,
+            1,
+        ),
         &[
             (flexio("read-write"), [10_000, 400, 500, 200, 250, 1_000]),
             (flexio("splice"), [250, 250, 250, 250, 250, 250]),
@@ -132,7 +138,12 @@ fn tiny_matrix() -> Results {
     // file-to-file, 100 MB, warm: dd is the slower peer, cp the best.
     interleave(
         &mut runs,
-        &cell(Scenario::FileToFile, LARGE, CacheState::Warm, 1),
+        &cell(
+            Scenario::Flow(FlowKind::FileToFile),
+            LARGE,
+            CacheState::Warm,
+            1,
+        ),
         &[
             (flexio("read-write"), [1_000; 6]),
             (flexio("splice"), [2_000; 6]),
@@ -163,7 +174,7 @@ fn tiny_matrix() -> Results {
     // splice fell back to read-write in the small file-to-file cell.
     for run in runs.iter_mut().filter(|r| {
         r.cell.size == SMALL
-            && r.cell.scenario == Scenario::FileToFile
+            && r.cell.scenario == Scenario::Flow(FlowKind::FileToFile)
             && r.contender == flexio("splice")
     }) {
         run.mechanism_used = Some("read-write".into());
@@ -221,7 +232,12 @@ fn median_of_odd_and_even_counts() {
 fn warm_up_is_not_counted() {
     let results = tiny_matrix();
     let summaries = stats::summarize(&results);
-    let small = cell(Scenario::FileToFile, SMALL, CacheState::Warm, 1);
+    let small = cell(
+        Scenario::Flow(FlowKind::FileToFile),
+        SMALL,
+        CacheState::Warm,
+        1,
+    );
     let read_write = find(&summaries, &small, &flexio("read-write"));
     assert_eq!(read_write.runs, 5);
     assert_close(read_write.median_bps, 400e6);
@@ -235,7 +251,12 @@ fn warm_up_is_not_counted() {
 #[test]
 fn ratio_to_best_peer_is_the_median_of_per_round_ratios() {
     let summaries = stats::summarize(&tiny_matrix());
-    let small = cell(Scenario::FileToFile, SMALL, CacheState::Warm, 1);
+    let small = cell(
+        Scenario::Flow(FlowKind::FileToFile),
+        SMALL,
+        CacheState::Warm,
+        1,
+    );
     // 2, 0.5, 2, 0.5, 4 -> 2 (not 400/250 = 1.6).
     let process_run = find(&summaries, &small, &process());
     assert_close(process_run.ratio_to_best_peer.unwrap(), 2.0);
@@ -244,7 +265,12 @@ fn ratio_to_best_peer_is_the_median_of_per_round_ratios() {
     assert_close(cp.ratio_to_best_peer.unwrap(), 1.0);
 
     // The best peer is the fastest one (cp), not the first or the last.
-    let large = cell(Scenario::FileToFile, LARGE, CacheState::Warm, 1);
+    let large = cell(
+        Scenario::Flow(FlowKind::FileToFile),
+        LARGE,
+        CacheState::Warm,
+        1,
+    );
     assert_eq!(
         stats::best_peer(&summaries, &large).unwrap().contender,
         peer("cp")
@@ -280,7 +306,12 @@ fn ratio_to_limit_uses_the_limit_that_bounds_the_cell() {
     let summaries = stats::summarize(&results);
     // Warm file-to-file and parallel are bounded by memcpy (4000 MB/s),
     // measured at 100 MB only: the small cells use it too.
-    let small = cell(Scenario::FileToFile, SMALL, CacheState::Warm, 1);
+    let small = cell(
+        Scenario::Flow(FlowKind::FileToFile),
+        SMALL,
+        CacheState::Warm,
+        1,
+    );
     assert_close(
         find(&summaries, &small, &flexio("read-write"))
             .ratio_to_limit
@@ -304,21 +335,26 @@ fn ratio_to_limit_uses_the_limit_that_bounds_the_cell() {
     // A cold cell needs the disk limit, which was not measured.
     let mut cold = results.clone();
     for run in &mut cold.runs {
-        if run.cell.scenario == Scenario::FileToFile {
+        if run.cell.scenario == Scenario::Flow(FlowKind::FileToFile) {
             run.cell.cache = CacheState::Cold;
         }
     }
     let summaries = stats::summarize(&cold);
     assert!(summaries
         .iter()
-        .filter(|s| s.cell.scenario == Scenario::FileToFile)
+        .filter(|s| s.cell.scenario == Scenario::Flow(FlowKind::FileToFile))
         .all(|s| s.ratio_to_limit.is_none()));
 }
 
 #[test]
 fn costs_are_per_gib_moved() {
     let summaries = stats::summarize(&tiny_matrix());
-    let large = cell(Scenario::FileToFile, LARGE, CacheState::Warm, 1);
+    let large = cell(
+        Scenario::Flow(FlowKind::FileToFile),
+        LARGE,
+        CacheState::Warm,
+        1,
+    );
     let cp = find(&summaries, &large, &peer("cp"));
     // 0.1 s process, 0.2 s host, 50 switches per 100 MB.
     let gib_moved = LARGE as f64 / GIB;
@@ -333,12 +369,27 @@ fn costs_are_per_gib_moved() {
 fn best_flexio_and_fallbacks() {
     let results = tiny_matrix();
     let summaries = stats::summarize(&results);
-    let small = cell(Scenario::FileToFile, SMALL, CacheState::Warm, 1);
-    let large = cell(Scenario::FileToFile, LARGE, CacheState::Warm, 1);
+    let small = cell(
+        Scenario::Flow(FlowKind::FileToFile),
+        SMALL,
+        CacheState::Warm,
+        1,
+    );
+    let large = cell(
+        Scenario::Flow(FlowKind::FileToFile),
+        LARGE,
+        CacheState::Warm,
+        1,
+    );
     let best = |c: &CellKey| stats::best_flexio(&summaries, c).unwrap().contender.clone();
     assert_eq!(best(&small), flexio("read-write"));
     assert_eq!(best(&large), flexio("splice"));
-    let missing = cell(Scenario::FileToFile, 42, CacheState::Warm, 1);
+    let missing = cell(
+        Scenario::Flow(FlowKind::FileToFile),
+        42,
+        CacheState::Warm,
+        1,
+    );
     assert!(stats::best_flexio(&summaries, &missing).is_none());
     assert_eq!(
         find(&summaries, &small, &flexio("splice"))
@@ -512,10 +563,15 @@ fn chunk_sweeps_get_their_own_chart() {
     let mut results = tiny_matrix();
     results
         .runs
-        .retain(|r| r.cell.scenario == Scenario::FileToFile);
+        .retain(|r| r.cell.scenario == Scenario::Flow(FlowKind::FileToFile));
     let mut sweep = Vec::new();
     for chunk in [4096, 65536, 1 << 20] {
-        let mut swept = cell(Scenario::FileToFile, LARGE, CacheState::Warm, 1);
+        let mut swept = cell(
+            Scenario::Flow(FlowKind::FileToFile),
+            LARGE,
+            CacheState::Warm,
+            1,
+        );
         swept.chunk = chunk;
         let contender = Contender::Flexio {
             mechanism: MechanismName::ReadWrite,
@@ -600,7 +656,12 @@ fn a_limit_beside_the_contenders_comes_first() {
     for (size, limit_rate) in [(SMALL, 2_000), (LARGE, 5_000)] {
         interleave(
             &mut results.runs,
-            &cell(Scenario::Memory, size, CacheState::NotApplicable, 1),
+            &cell(
+                Scenario::Flow(FlowKind::MemoryToMemory),
+                size,
+                CacheState::NotApplicable,
+                1,
+            ),
             &[
                 (flexio("read-write"), [1_000; 6]),
                 (memcpy(), [limit_rate; 6]),
@@ -608,8 +669,18 @@ fn a_limit_beside_the_contenders_comes_first() {
         );
     }
     let summaries = stats::summarize(&results);
-    let small = cell(Scenario::Memory, SMALL, CacheState::NotApplicable, 1);
-    let large = cell(Scenario::Memory, LARGE, CacheState::NotApplicable, 1);
+    let small = cell(
+        Scenario::Flow(FlowKind::MemoryToMemory),
+        SMALL,
+        CacheState::NotApplicable,
+        1,
+    );
+    let large = cell(
+        Scenario::Flow(FlowKind::MemoryToMemory),
+        LARGE,
+        CacheState::NotApplicable,
+        1,
+    );
     let ratio = |c: &CellKey| {
         find(&summaries, c, &flexio("read-write"))
             .ratio_to_limit
@@ -630,7 +701,12 @@ fn a_limit_beside_the_contenders_comes_first() {
 
 #[test]
 fn auto_is_held_against_the_best_fixed_mechanism_round_by_round() {
-    let pipe = cell(Scenario::PipeToFile, SMALL, CacheState::NotApplicable, 1);
+    let pipe = cell(
+        Scenario::Flow(FlowKind::PipeToFile),
+        SMALL,
+        CacheState::NotApplicable,
+        1,
+    );
     let mut runs = Vec::new();
     // splice is the best fixed mechanism (median 250). auto's ratios to it
     // round by round: 1.2, 0.8, 1.0, 1.6, 0.4 -> median 1.0, range 0.4-1.6.
@@ -675,7 +751,12 @@ fn auto_is_held_against_the_best_fixed_mechanism_round_by_round() {
 #[test]
 fn the_process_contender_not_the_engine_is_held_against_the_peers() {
     let summaries = stats::summarize(&tiny_matrix());
-    let small = cell(Scenario::FileToFile, SMALL, CacheState::Warm, 1);
+    let small = cell(
+        Scenario::Flow(FlowKind::FileToFile),
+        SMALL,
+        CacheState::Warm,
+        1,
+    );
     for engine in ["read-write", "splice"] {
         let row = find(&summaries, &small, &flexio(engine));
         assert_eq!(row.ratio_to_best_peer, None, "{engine}");
@@ -784,7 +865,12 @@ fn results_json_holds_a_summary_per_cell_and_the_provenance() {
 /// (unexplained: the limit is wrong), a third stays below.
 #[test]
 fn a_result_past_its_limit_is_explained_on_the_spot() {
-    let cold = cell(Scenario::FileToFile, LARGE, CacheState::Cold, 1);
+    let cold = cell(
+        Scenario::Flow(FlowKind::FileToFile),
+        LARGE,
+        CacheState::Cold,
+        1,
+    );
     let disk = Contender::Limit {
         name: "disk-direct-read".into(),
     };
@@ -840,7 +926,12 @@ fn a_result_past_its_limit_is_explained_on_the_spot() {
 fn host_cpu_below_a_tick_is_shown_as_below_resolution() {
     let results = tiny_matrix();
     let summaries = stats::summarize(&results);
-    let small = cell(Scenario::FileToFile, SMALL, CacheState::Warm, 1);
+    let small = cell(
+        Scenario::Flow(FlowKind::FileToFile),
+        SMALL,
+        CacheState::Warm,
+        1,
+    );
     let tick = stats::host_cpu_tick_ns();
     // Every run of the small cell counts 2 ms of host CPU: below a tick
     // wherever USER_HZ is 100 (10 ms) or less than 500.
@@ -849,7 +940,12 @@ fn host_cpu_below_a_tick_is_shown_as_below_resolution() {
     let resolution = cp.host_cpu_below_resolution.expect("below a tick");
     assert_close(resolution, tick / 1e9 / (SMALL as f64 / GIB));
     // 100 MB runs count 200 ms: a measurement.
-    let large = cell(Scenario::FileToFile, LARGE, CacheState::Warm, 1);
+    let large = cell(
+        Scenario::Flow(FlowKind::FileToFile),
+        LARGE,
+        CacheState::Warm,
+        1,
+    );
     assert_eq!(
         find(&summaries, &large, &peer("cp")).host_cpu_below_resolution,
         None
@@ -879,7 +975,12 @@ fn text_xs(svg: &str, label: &str) -> Vec<f64> {
 fn single_size_scenarios_get_dot_plots_with_whiskers_and_the_legend_beside_them() {
     let mut runs = Vec::new();
     for path in ["loopback", "veth"] {
-        let mut sent = cell(Scenario::FileToSocket, LARGE, CacheState::Warm, 1);
+        let mut sent = cell(
+            Scenario::Flow(FlowKind::FileToSocket),
+            LARGE,
+            CacheState::Warm,
+            1,
+        );
         sent.path = path.into();
         interleave(
             &mut runs,

@@ -3,6 +3,7 @@
 //! cells that really are cold. No timing is asserted: only what ran, in
 //! which order, and how much it moved.
 
+use flexio::profile::FlowKind;
 use std::io::Write;
 use std::os::fd::AsFd;
 
@@ -51,7 +52,7 @@ fn tiny_plan() -> Plan {
     Plan {
         cells: vec![
             Cell::new(
-                Scenario::FileToFile,
+                Scenario::Flow(FlowKind::FileToFile),
                 64 << 10,
                 CacheState::Warm,
                 vec![
@@ -65,7 +66,7 @@ fn tiny_plan() -> Plan {
                 ],
             ),
             Cell::new(
-                Scenario::Memory,
+                Scenario::Flow(FlowKind::MemoryToMemory),
                 4096,
                 CacheState::NotApplicable,
                 vec![
@@ -119,7 +120,7 @@ fn tiny_matrix_runs_end_to_end() {
 
     // File to file: 3 contenders that exist x (1 warm-up + 5 rounds), in
     // the interleaved order, each moving the whole file (some times).
-    let files = runs_of(&results, Scenario::FileToFile);
+    let files = runs_of(&results, Scenario::Flow(FlowKind::FileToFile));
     let contenders: Vec<Contender> = plan.cells[0].entrants[..3]
         .iter()
         .map(Entrant::contender)
@@ -167,7 +168,7 @@ fn tiny_matrix_runs_end_to_end() {
 
     // Memory: both contenders, every round, whole multiples of the size
     // (tiny copies repeat within a window).
-    let memory = runs_of(&results, Scenario::Memory);
+    let memory = runs_of(&results, Scenario::Flow(FlowKind::MemoryToMemory));
     assert_eq!(memory.len(), 2 * 6);
     for run in &memory {
         assert!(
@@ -221,7 +222,7 @@ fn cold_cells_are_cold() {
     }
     let plan = Plan {
         cells: vec![Cell::new(
-            Scenario::FileToFile,
+            Scenario::Flow(FlowKind::FileToFile),
             1 << 20,
             CacheState::Cold,
             vec![
@@ -250,7 +251,7 @@ fn pipe_cells_run_flexio_and_the_shell_tools_to_the_end_of_the_pipe() {
     let dir = tempfile::tempdir().unwrap();
     let size = 3 << 20;
     let mut cells = vec![Cell::new(
-        Scenario::PipeToFile,
+        Scenario::Flow(FlowKind::PipeToFile),
         size,
         CacheState::NotApplicable,
         vec![
@@ -261,7 +262,7 @@ fn pipe_cells_run_flexio_and_the_shell_tools_to_the_end_of_the_pipe() {
         ],
     )];
     cells.push(Cell::new(
-        Scenario::FileToPipe,
+        Scenario::Flow(FlowKind::FileToPipe),
         size,
         CacheState::Warm,
         vec![
@@ -287,8 +288,14 @@ fn pipe_cells_run_flexio_and_the_shell_tools_to_the_end_of_the_pipe() {
     for note in &machine {
         assert!(results.notes.contains(note), "{note} is not in the results");
     }
-    assert_eq!(runs_of(&results, Scenario::PipeToFile).len(), 4 * 3);
-    assert_eq!(runs_of(&results, Scenario::FileToPipe).len(), 2 * 3);
+    assert_eq!(
+        runs_of(&results, Scenario::Flow(FlowKind::PipeToFile)).len(),
+        4 * 3
+    );
+    assert_eq!(
+        runs_of(&results, Scenario::Flow(FlowKind::FileToPipe)).len(),
+        2 * 3
+    );
     for run in &results.runs {
         assert_eq!(run.measured.bytes, size, "{run:?}");
     }

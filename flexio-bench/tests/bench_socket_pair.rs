@@ -3,6 +3,7 @@
 //! byte-exact over one loopback connection (the OS project's exhibits'
 //! plans are tested with them in flexio-seeds).
 
+use flexio::profile::FlowKind;
 use flexio::{EndpointKind, MechanismName};
 use flexio_bench::model::{CacheState, Results};
 use flexio_bench::plan::{Cell, Entrant, Plan, Scenario};
@@ -104,7 +105,7 @@ fn every_sender_and_receiver_moves_every_file_byte_exact() {
 #[test]
 fn a_pair_in_another_scenario_is_refused_with_a_note() {
     let cell = Cell::new(
-        Scenario::SocketToFile,
+        Scenario::Flow(FlowKind::SocketToFile),
         1 << 16,
         CacheState::NotApplicable,
         vec![Entrant::pair(

@@ -3,6 +3,7 @@
 //! this crate's tests have. Nothing here is timed: only what ran, how many
 //! bytes it moved, and which contender the verdicts use.
 
+use flexio::profile::FlowKind;
 use flexio::MechanismName;
 use flexio_bench::model::{CacheState, Contender, ContenderKind, Results};
 use flexio_bench::peers::PeerSpec;
@@ -17,7 +18,7 @@ fn plan() -> Plan {
     Plan {
         cells: vec![
             Cell::new(
-                Scenario::FileToFile,
+                Scenario::Flow(FlowKind::FileToFile),
                 SIZE,
                 CacheState::Warm,
                 vec![
@@ -27,7 +28,7 @@ fn plan() -> Plan {
                 ],
             ),
             Cell::new(
-                Scenario::FileToPipe,
+                Scenario::Flow(FlowKind::FileToPipe),
                 SIZE,
                 CacheState::Warm,
                 vec![
@@ -37,7 +38,7 @@ fn plan() -> Plan {
                 ],
             ),
             Cell::new(
-                Scenario::PipeToFile,
+                Scenario::Flow(FlowKind::PipeToFile),
                 SIZE,
                 CacheState::NotApplicable,
                 vec![
@@ -53,14 +54,14 @@ fn plan() -> Plan {
                 ],
             ),
             Cell::new(
-                Scenario::FileToSocket,
+                Scenario::Flow(FlowKind::FileToSocket),
                 SIZE,
                 CacheState::Warm,
                 vec![engine, Entrant::process_auto()],
             )
             .path("loopback"),
             Cell::new(
-                Scenario::SocketToFile,
+                Scenario::Flow(FlowKind::SocketToFile),
                 SIZE,
                 CacheState::NotApplicable,
                 vec![Entrant::process_auto()],
@@ -95,18 +96,18 @@ fn the_bench_times_flexio_copy_as_a_process_beside_each_peer() {
         Some(env!("CARGO_BIN_EXE_flexio"))
     );
     for scenario in [
-        Scenario::FileToFile,
-        Scenario::FileToPipe,
-        Scenario::PipeToFile,
-        Scenario::FileToSocket,
-        Scenario::SocketToFile,
+        Scenario::Flow(FlowKind::FileToFile),
+        Scenario::Flow(FlowKind::FileToPipe),
+        Scenario::Flow(FlowKind::PipeToFile),
+        Scenario::Flow(FlowKind::FileToSocket),
+        Scenario::Flow(FlowKind::SocketToFile),
     ] {
         let processes: Vec<_> = results
             .runs
             .iter()
             .filter(|r| r.cell.scenario == scenario && r.contender.is_process())
             .collect();
-        let expected = if scenario == Scenario::PipeToFile {
+        let expected = if scenario == Scenario::Flow(FlowKind::PipeToFile) {
             2
         } else {
             1
@@ -176,7 +177,6 @@ fn without_a_flexio_executable_the_process_contender_is_noted_and_left_out() {
 /// comes from those runs.
 #[test]
 fn the_tunes_second_pass_runs_its_leaders_as_flexio_copy_processes() {
-    use flexio::profile::FlowKind;
     use flexio_tune::select::Candidate;
     use flexio_tune::sweep::{self as tune, Confirm, TunePlan, TuneTarget};
     const KIB: u64 = 1 << 10;

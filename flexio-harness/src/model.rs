@@ -5,35 +5,40 @@
 use std::fmt;
 
 use flexio::measure::Measurement;
+use flexio::profile::FlowKind;
 use flexio::{CopyKernel, EndpointKind, MechanismName};
-use serde::{Deserialize, Serialize};
+use serde::{de, Deserialize, Deserializer, Serialize, Serializer};
 
 /// Version of `results.json`; bumped when a field changes meaning.
 /// 2: `flexio copy` as a process (`Contender::Process`), the per-cell
 /// `summary` and the run's `provenance`.
 pub const SCHEMA_VERSION: u32 = 2;
 
-/// A family of cells of the bench's matrix. Results name it by
-/// [`Scenario::name`] (`file-to-file`, `memory`, …).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
+/// A family of cells of the bench's matrix: one of the engine's flow kinds,
+/// or a family that is not one flow (the limits, parallel flows, the meter,
+/// …). Results name it by [`Scenario::name`] (`file-to-file`, `memory`, …).
+///
+/// # Examples
+/// ```
+/// use flexio::profile::FlowKind;
+/// use flexio_harness::model::Scenario;
+/// let memory = Scenario::Flow(FlowKind::MemoryToMemory);
+/// assert_eq!(memory.name(), "memory");
+/// assert_eq!(memory.flow(), Some(FlowKind::MemoryToMemory));
+/// assert_eq!(Scenario::Parallel.flow(), None);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Scenario {
     /// Physical limits: memcpy, direct disk, loopback TCP.
     Limits,
-    /// File to file, page cache: sizes, chunk sweep, cold and warm.
-    FileToFile,
-    /// File to file with the sink's fsync inside the timed window.
-    FileToFileDurable,
-    /// File to a TCP socket (loopback; veth between namespaces as root).
-    FileToSocket,
-    /// TCP socket to a file.
-    SocketToFile,
-    /// File into a pipe that a reader drains.
-    FileToPipe,
-    /// A pipe the bench feeds into a file.
-    PipeToFile,
-    /// Memory to memory, 64 B to 1 GiB.
-    Memory,
+    /// One flow of a kind the tuner measures ([`FlowKind::TUNED`]): file to
+    /// file (page cache: sizes, chunk sweep, cold and warm), durable file
+    /// to file (the sink's fsync inside the timed window), file to a TCP
+    /// socket and back (loopback; veth between namespaces as root), file
+    /// into a pipe a reader drains, a pipe the bench feeds into a file,
+    /// memory to memory (64 B to 1 GiB). [`FlowKind::Other`] is no
+    /// scenario: it has no name and no cells.
+    Flow(FlowKind),
     /// 1, 2, 4, 8 concurrent file-to-file flows.
     Parallel,
     /// A CPU-bound co-process counting during file-to-socket transfers.
@@ -53,28 +58,28 @@ impl Scenario {
     /// Every scenario, in the order a run visits them.
     pub const ALL: [Scenario; 10] = [
         Scenario::Limits,
-        Scenario::FileToFile,
-        Scenario::FileToFileDurable,
-        Scenario::FileToSocket,
-        Scenario::SocketToFile,
-        Scenario::FileToPipe,
-        Scenario::PipeToFile,
-        Scenario::Memory,
+        Scenario::Flow(FlowKind::FileToFile),
+        Scenario::Flow(FlowKind::FileToFileDurable),
+        Scenario::Flow(FlowKind::FileToSocket),
+        Scenario::Flow(FlowKind::SocketToFile),
+        Scenario::Flow(FlowKind::FileToPipe),
+        Scenario::Flow(FlowKind::PipeToFile),
+        Scenario::Flow(FlowKind::MemoryToMemory),
         Scenario::Parallel,
         Scenario::Meter,
     ];
 
-    /// The name on the command line and in `CellKey::scenario`.
+    /// The scenarios the seeds' exhibits run beside the matrix.
+    const EXHIBITS_ONLY: [Scenario; 2] = [Scenario::ServeClients, Scenario::SocketPair];
+
+    /// The name on the command line, in `CellKey::scenario` and in
+    /// `results.json`: a flow's is its kind's ([`FlowKind::as_str`]), but
+    /// memory to memory has always been `memory` there.
     pub fn name(self) -> &'static str {
         match self {
             Scenario::Limits => "limits",
-            Scenario::FileToFile => "file-to-file",
-            Scenario::FileToFileDurable => "file-to-file-durable",
-            Scenario::FileToSocket => "file-to-socket",
-            Scenario::SocketToFile => "socket-to-file",
-            Scenario::FileToPipe => "file-to-pipe",
-            Scenario::PipeToFile => "pipe-to-file",
-            Scenario::Memory => "memory",
+            Scenario::Flow(FlowKind::MemoryToMemory) => "memory",
+            Scenario::Flow(kind) => kind.as_str(),
             Scenario::Parallel => "parallel",
             Scenario::Meter => "meter",
             Scenario::ServeClients => "serve-clients",
@@ -82,30 +87,55 @@ impl Scenario {
         }
     }
 
-    /// The scenario of a name.
+    /// The scenario of a name on the command line (the matrix's,
+    /// [`Scenario::ALL`]).
     ///
     /// # Examples
     /// ```
+    /// use flexio::profile::FlowKind;
     /// use flexio_harness::model::Scenario;
-    /// assert_eq!(Scenario::from_name("memory"), Some(Scenario::Memory));
+    /// assert_eq!(Scenario::from_name("memory"), Some(Scenario::Flow(FlowKind::MemoryToMemory)));
+    /// assert_eq!(Scenario::from_name("serve-clients"), None);
     /// assert_eq!(Scenario::from_name("nope"), None);
     /// ```
     pub fn from_name(name: &str) -> Option<Self> {
         Self::ALL.into_iter().find(|s| s.name() == name)
     }
 
+    /// The scenario of a name in results: any scenario, the exhibits'
+    /// included.
+    fn from_any_name(name: &str) -> Option<Self> {
+        Self::ALL
+            .into_iter()
+            .chain(Self::EXHIBITS_ONLY)
+            .find(|s| s.name() == name)
+    }
+
+    /// The flow kind its cells measure, `None` for a family that is not
+    /// one flow.
+    pub fn flow(self) -> Option<FlowKind> {
+        match self {
+            Scenario::Flow(kind) => Some(kind),
+            _ => None,
+        }
+    }
+
     /// Whether its flows cross a TCP connection (one end a socket).
     pub fn crosses_a_socket(self) -> bool {
-        matches!(self, Scenario::FileToSocket | Scenario::SocketToFile)
+        matches!(
+            self,
+            Scenario::Flow(FlowKind::FileToSocket | FlowKind::SocketToFile)
+        )
     }
 
     /// Whether the sink's fsync is inside the timed window.
     pub fn durable(self) -> bool {
-        self == Scenario::FileToFileDurable
+        self == Scenario::Flow(FlowKind::FileToFileDurable)
     }
 
     /// The endpoint kinds of its flows (`None` for the limits, which are
-    /// not flows, and for the socket pair, whose two flows differ).
+    /// not flows, for the socket pair, whose two flows differ, and for
+    /// [`FlowKind::Other`]).
     ///
     /// # Examples
     /// ```
@@ -115,17 +145,12 @@ impl Scenario {
     /// assert_eq!(Scenario::Limits.endpoints(), None);
     /// ```
     pub fn endpoints(self) -> Option<(EndpointKind, EndpointKind)> {
-        use EndpointKind::{File, Memory, Pipe, Tcp};
+        use EndpointKind::{File, Tcp};
         match self {
-            Scenario::Limits | Scenario::SocketPair => None,
-            Scenario::FileToFile | Scenario::FileToFileDurable | Scenario::Parallel => {
-                Some((File, File))
-            }
-            Scenario::FileToSocket | Scenario::Meter | Scenario::ServeClients => Some((File, Tcp)),
-            Scenario::SocketToFile => Some((Tcp, File)),
-            Scenario::FileToPipe => Some((File, Pipe)),
-            Scenario::PipeToFile => Some((Pipe, File)),
-            Scenario::Memory => Some((Memory, Memory)),
+            Scenario::Limits | Scenario::SocketPair | Scenario::Flow(FlowKind::Other) => None,
+            Scenario::Flow(kind) => Some(kind.representative_pair()),
+            Scenario::Parallel => Some((File, File)),
+            Scenario::Meter | Scenario::ServeClients => Some((File, Tcp)),
         }
     }
 }
@@ -133,6 +158,20 @@ impl Scenario {
 impl fmt::Display for Scenario {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.pad(self.name())
+    }
+}
+
+impl Serialize for Scenario {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.name())
+    }
+}
+
+impl<'de> Deserialize<'de> for Scenario {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let name = String::deserialize(deserializer)?;
+        Scenario::from_any_name(&name)
+            .ok_or_else(|| de::Error::custom(format!("unknown scenario {name:?}")))
     }
 }
 
@@ -632,4 +671,65 @@ pub struct ContenderSummary {
     /// Why a ratio above 1 to the limit is not a contender beating
     /// physics (see `stats::limit_explanation`).
     pub limit_note: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every scenario's name as `results.json` and the command line have
+    /// always written it.
+    const WRITTEN: [(&str, Scenario); 12] = [
+        ("limits", Scenario::Limits),
+        ("file-to-file", Scenario::Flow(FlowKind::FileToFile)),
+        (
+            "file-to-file-durable",
+            Scenario::Flow(FlowKind::FileToFileDurable),
+        ),
+        ("file-to-socket", Scenario::Flow(FlowKind::FileToSocket)),
+        ("socket-to-file", Scenario::Flow(FlowKind::SocketToFile)),
+        ("file-to-pipe", Scenario::Flow(FlowKind::FileToPipe)),
+        ("pipe-to-file", Scenario::Flow(FlowKind::PipeToFile)),
+        ("memory", Scenario::Flow(FlowKind::MemoryToMemory)),
+        ("parallel", Scenario::Parallel),
+        ("meter", Scenario::Meter),
+        ("serve-clients", Scenario::ServeClients),
+        ("socket-pair", Scenario::SocketPair),
+    ];
+
+    #[test]
+    fn a_cell_key_of_an_older_results_file_still_loads() {
+        for (name, scenario) in WRITTEN {
+            let json = format!(
+                r#"{{"scenario":"{name}","size":1048576,"chunk":0,"cache":"warm","flows":1,"path":""}}"#
+            );
+            let key: CellKey =
+                serde_json::from_str(&json).unwrap_or_else(|e| panic!("{json}: {e}"));
+            assert_eq!(key.scenario, scenario, "{name}");
+            assert_eq!(
+                serde_json::to_string(&scenario).unwrap(),
+                format!("\"{name}\"")
+            );
+        }
+    }
+
+    #[test]
+    fn the_command_line_names_the_matrix_only() {
+        for (name, scenario) in WRITTEN {
+            let on_the_command_line = Scenario::ALL.contains(&scenario);
+            assert_eq!(
+                Scenario::from_name(name).is_some(),
+                on_the_command_line,
+                "{name}"
+            );
+        }
+    }
+
+    #[test]
+    fn an_unknown_or_untuned_name_is_refused_with_its_name() {
+        for name in ["memory-to-memory", "other", "nope"] {
+            let error = serde_json::from_str::<Scenario>(&format!("\"{name}\"")).unwrap_err();
+            assert!(error.to_string().contains(name), "{error}");
+        }
+    }
 }

@@ -8,6 +8,7 @@
 //! replaces the size axis of every scenario so that, say, only the 1 GiB
 //! cells run.
 
+use flexio::profile::FlowKind;
 use std::fmt::Write as _;
 use std::time::Duration;
 
@@ -102,13 +103,14 @@ impl Plan {
     ///
     /// # Examples
     /// ```
+    /// use flexio::profile::FlowKind;
     /// use flexio_harness::plan::{Plan, PlanOptions, Scenario};
     /// let plan = Plan::build(&PlanOptions {
-    ///     scenarios: vec![Scenario::Memory],
+    ///     scenarios: vec![Scenario::Flow(FlowKind::MemoryToMemory)],
     ///     sizes: Some(vec![4096]),
     ///     ..PlanOptions::default()
     /// });
-    /// assert!(plan.cells.iter().any(|c| c.key.scenario == Scenario::Memory && c.key.size == 4096));
+    /// assert!(plan.cells.iter().any(|c| c.key.scenario == Scenario::Flow(FlowKind::MemoryToMemory) && c.key.size == 4096));
     /// ```
     pub fn build(options: &PlanOptions) -> Plan {
         let axes = Axes::new(options);
@@ -148,17 +150,17 @@ impl Plan {
                 };
                 let bytes = (cell.key.size * u64::from(flows)) as f64;
                 let rate = match (cell.key.scenario, cell.key.cache) {
-                    (Scenario::Memory, _) => 4e9,
+                    (Scenario::Flow(FlowKind::MemoryToMemory), _) => 4e9,
                     // Its 4 KiB buffers and maps, both ends on this machine.
                     (Scenario::SocketPair, _) => 0.2e9,
-                    (Scenario::FileToFileDurable, _) => 0.4e9,
+                    (Scenario::Flow(FlowKind::FileToFileDurable), _) => 0.4e9,
                     (_, CacheState::Cold) => 0.7e9,
                     (Scenario::Parallel, _) => 1.0e9,
                     _ => 1.3e9,
                 };
                 // Short memory and warm file copies repeat for 2 ms.
-                let repeats = cell.key.scenario == Scenario::Memory
-                    || (cell.key.scenario == Scenario::FileToFile
+                let repeats = cell.key.scenario == Scenario::Flow(FlowKind::MemoryToMemory)
+                    || (cell.key.scenario == Scenario::Flow(FlowKind::FileToFile)
                         && cell.key.cache == CacheState::Warm);
                 let per_run = 0.006 + bytes.max(if repeats { 2e-3 * rate } else { 0.0 }) / rate;
                 per_run * cell.entrants.len() as f64
@@ -218,7 +220,10 @@ mod tests {
     #[test]
     fn sizes_replace_every_scenario_size() {
         let plan = Plan::build(&PlanOptions {
-            scenarios: vec![Scenario::FileToFile, Scenario::FileToFileDurable],
+            scenarios: vec![
+                Scenario::Flow(FlowKind::FileToFile),
+                Scenario::Flow(FlowKind::FileToFileDurable),
+            ],
             sizes: Some(vec![GIB]),
             ..PlanOptions::default()
         });
@@ -230,7 +235,7 @@ mod tests {
         assert!(plan
             .cells
             .iter()
-            .any(|c| c.key.scenario == Scenario::FileToFileDurable));
+            .any(|c| c.key.scenario == Scenario::Flow(FlowKind::FileToFileDurable)));
     }
 
     #[test]

@@ -246,10 +246,11 @@ pub fn best_peer<'a>(summaries: &'a [Summary], cell: &CellKey) -> Option<&'a Sum
 ///
 /// # Examples
 /// ```
+/// use flexio::profile::FlowKind;
 /// use flexio_harness::model::{CacheState, CellKey, Scenario};
 /// use flexio_harness::stats::limit_candidates;
 /// let cell = CellKey {
-///     scenario: Scenario::FileToFile,
+///     scenario: Scenario::Flow(FlowKind::FileToFile),
 ///     size: 1 << 20,
 ///     chunk: 0,
 ///     cache: CacheState::Cold,
@@ -457,9 +458,10 @@ fn host_cpu_below_resolution(runs: &[&RunRecord]) -> Option<f64> {
 ///
 /// # Examples
 /// ```
+/// use flexio::profile::FlowKind;
 /// use flexio_harness::model::{CacheState, CellKey, Contender, Scenario};
 /// use flexio_harness::stats::{limit_explanation, Summary};
-/// let cell = CellKey { scenario: Scenario::Memory, size: 1 << 20, chunk: 0,
+/// let cell = CellKey { scenario: Scenario::Flow(FlowKind::MemoryToMemory), size: 1 << 20, chunk: 0,
 ///     cache: CacheState::NotApplicable, flows: 1, path: String::new(),
 ///     schedule: None };
 /// let summary = |contender, min: f64, median: f64, max: f64| Summary {
@@ -561,6 +563,7 @@ pub fn without_results(cells: &[crate::plan::Cell], summaries: &[Summary]) -> Ve
 mod tests {
     use super::*;
     use flexio::measure::Measurement;
+    use flexio::profile::FlowKind;
 
     #[test]
     fn jain_is_one_for_equal_shares_and_falls_to_one_over_n() {
@@ -590,20 +593,32 @@ mod tests {
     fn limits_follow_the_resources_a_cell_uses() {
         let names = |c: CellKey| limit_candidates(&c);
         assert_eq!(
-            names(cell(Scenario::Memory, CacheState::NotApplicable, "")),
+            names(cell(
+                Scenario::Flow(FlowKind::MemoryToMemory),
+                CacheState::NotApplicable,
+                ""
+            )),
             vec![vec!["memcpy".to_string()]]
         );
         assert_eq!(
-            names(cell(Scenario::FileToFile, CacheState::Warm, "")),
+            names(cell(
+                Scenario::Flow(FlowKind::FileToFile),
+                CacheState::Warm,
+                ""
+            )),
             vec![vec!["memcpy".to_string()]]
         );
         assert_eq!(
-            names(cell(Scenario::FileToSocket, CacheState::Warm, "loopback")),
+            names(cell(
+                Scenario::Flow(FlowKind::FileToSocket),
+                CacheState::Warm,
+                "loopback"
+            )),
             vec![vec!["iperf3-loopback".to_string()]]
         );
         assert_eq!(
             names(cell(
-                Scenario::SocketToFile,
+                Scenario::Flow(FlowKind::SocketToFile),
                 CacheState::NotApplicable,
                 "veth"
             )),
@@ -613,7 +628,11 @@ mod tests {
             ]]
         );
         assert_eq!(
-            names(cell(Scenario::FileToFileDurable, CacheState::Cold, "")),
+            names(cell(
+                Scenario::Flow(FlowKind::FileToFileDurable),
+                CacheState::Cold,
+                ""
+            )),
             vec![
                 vec![
                     "disk-read".to_string(),
@@ -636,7 +655,11 @@ mod tests {
     #[test]
     fn mechanisms_used_lists_the_most_frequent_first() {
         let run = |mechanism: &str| RunRecord {
-            cell: cell(Scenario::Memory, CacheState::NotApplicable, ""),
+            cell: cell(
+                Scenario::Flow(FlowKind::MemoryToMemory),
+                CacheState::NotApplicable,
+                "",
+            ),
             contender: Contender::Flexio {
                 mechanism: flexio::MechanismName::Auto,
                 chunk: 0,

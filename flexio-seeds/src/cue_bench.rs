@@ -113,6 +113,7 @@ impl Observer for Stop<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use flexio::profile::FlowKind;
     use flexio::MechanismName::ReadWrite;
     use flexio_bench::model::{CacheState::Cold, Scenario};
     use flexio_bench::plan::Entrant;
@@ -134,7 +135,7 @@ mod tests {
         let root = rustix::process::geteuid().is_root();
         let name = "a_cold_read_write_loop_on_the_device_runs_at_the_disk_rate";
         let cell = Cell::new(
-            Scenario::FileToFile,
+            Scenario::Flow(FlowKind::FileToFile),
             1 << 20,
             Cold,
             vec![Entrant::flexio(ReadWrite, 8 << 10)],

@@ -29,6 +29,7 @@
 //! cue_bench.rs     Cue's cells run cold on a throttled device: the
 //!                  disk-bound pair Cue compared; Table 8's servers
 //!                  behind one shared --rate-total bucket (shared.rs)
+//! error.rs         the seeds' Error: the operation, the path, the offset
 //! ```
 
 #![warn(missing_docs)]
@@ -36,11 +37,14 @@
 
 pub mod cue;
 pub mod cue_bench;
+mod error;
 pub mod seeds;
 pub mod slow_device;
 pub mod smack_bench;
 pub mod smack_cache;
 pub mod thesis_bench;
+
+pub use error::{Error, Result};
 
 /// Registers what the harness prints beside its product scenarios from
 /// these documents (Cue's tables); call it once before running a bench.

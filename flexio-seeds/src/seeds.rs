@@ -212,12 +212,15 @@ pub struct Exhibit {
 /// ```
 /// use flexio_seeds::seeds::find;
 /// assert_eq!(find("cue-table-1").unwrap().id, "cue-table-1");
-/// assert!(find("nope").err().unwrap().contains("cue-table-1"));
+/// assert!(find("nope").err().unwrap().to_string().contains("cue-table-1"));
 /// ```
-pub fn find(id: &str) -> Result<&'static Exhibit, String> {
+pub fn find(id: &str) -> Result<&'static Exhibit, crate::Error> {
     catalogue().iter().find(|e| e.id == id).ok_or_else(|| {
         let names: Vec<&str> = catalogue().iter().map(|e| e.id).collect();
-        format!("unknown exhibit {id:?}; known: {}", names.join(", "))
+        crate::Error::UnknownExhibit {
+            id: id.to_string(),
+            known: names.join(", "),
+        }
     })
 }
 

@@ -25,6 +25,8 @@ use flexio_sys::loop_device::LoopDevice;
 use rustix::fs::{Mode, OFlags};
 use rustix::io::Errno;
 
+use crate::error::{Error, Result};
+
 /// The rate the slow device is held to: 64 MiB/s each way, about a
 /// twentieth of this machine's disk and a few times a 2000-era SCSI
 /// disk's (the quick seeds run still ends in minutes).
@@ -71,19 +73,21 @@ impl SlowDevice {
     /// use flexio_seeds::slow_device::{SlowDevice, SLOW_RATE};
     /// let device = SlowDevice::new("example", 256 << 20, SLOW_RATE)?;
     /// println!("{}", device.mount().display());
-    /// # Ok::<(), String>(())
+    /// # Ok::<(), flexio_seeds::Error>(())
     /// ```
-    pub fn new(name: &str, size: u64, rate: u64) -> Result<SlowDevice, String> {
+    pub fn new(name: &str, size: u64, rate: u64) -> Result<SlowDevice> {
         if !rustix::process::geteuid().is_root() {
-            return Err("needs root for the throttled device".into());
+            return Err(Error::Unavailable(
+                "needs root for the throttled device".into(),
+            ));
         }
         if !Path::new(BLKIO)
             .join("blkio.throttle.read_bps_device")
             .exists()
         {
-            return Err(format!(
+            return Err(Error::Unavailable(format!(
                 "no cgroup v1 blkio controller at {BLKIO}: the device cannot be throttled"
-            ));
+            )));
         }
         let stem = format!("flexio-slow-{}-{name}", std::process::id());
         let image = Path::new(BACKING_DIR).join(format!("{stem}.img"));
@@ -100,27 +104,26 @@ impl SlowDevice {
         Ok(slow)
     }
 
-    fn make(&mut self, size: u64) -> Result<(), String> {
-        let image = std::fs::File::create(&self.image)
-            .map_err(|e| format!("create {}: {e}", self.image.display()))?;
+    fn make(&mut self, size: u64) -> Result<()> {
+        let image =
+            std::fs::File::create(&self.image).map_err(|e| Error::io("create", &self.image, e))?;
         image
             .set_len(size)
-            .map_err(|e| format!("truncate {} to {size} bytes: {e}", self.image.display()))?;
+            .map_err(|e| Error::io_at("truncate", &self.image, size, e))?;
         drop(image);
-        let device = LoopDevice::attach(&self.image, false)?;
+        let device = LoopDevice::attach(&self.image, false).map_err(Error::LoopDevice)?;
         let node = device.path().to_path_buf();
         self.device = Some(device);
         self.throttle = Some(Throttle::new(&node, self.rate)?);
         run(Command::new("mkfs.ext4").args(["-q", "-F"]).arg(&node))?;
-        std::fs::create_dir_all(&self.mount)
-            .map_err(|e| format!("create {}: {e}", self.mount.display()))?;
+        std::fs::create_dir_all(&self.mount).map_err(|e| Error::io("create", &self.mount, e))?;
         run(Command::new("mount").arg(&node).arg(&self.mount))?;
         self.mounted = true;
         // What `prime` reads: a quarter-second's worth, at least 1 MiB.
         let primer = self.primer();
         std::fs::write(&primer, vec![0x5a; (self.rate / 4).max(1 << 20) as usize])
             .and_then(|()| std::fs::File::open(&primer)?.sync_all())
-            .map_err(|e| format!("write {}: {e}", primer.display()))?;
+            .map_err(|e| Error::io("write", &primer, e))?;
         Ok(())
     }
 
@@ -133,7 +136,7 @@ impl SlowDevice {
     ///
     /// # Errors
     /// Reading the primer file refused, with its path.
-    pub fn prime(&self) -> Result<(), String> {
+    pub fn prime(&self) -> Result<()> {
         match &self.throttle {
             Some(throttle) => throttle.prime(&self.primer()),
             None => Ok(()),
@@ -160,7 +163,7 @@ impl SlowDevice {
     ///
     /// # Errors
     /// `dd` missing or failing, with its words.
-    pub fn measure(&self, bytes: u64) -> Result<Measured, String> {
+    pub fn measure(&self, bytes: u64) -> Result<Measured> {
         let probe = self.mount.join("flexio-rate-probe");
         self.prime()?;
         let count = (bytes >> 20).max(1);
@@ -201,9 +204,9 @@ impl SlowDevice {
     /// let mut device = SlowDevice::new("example", 64 << 20, SLOW_RATE)?;
     /// device.set_rate(256 << 10)?;
     /// assert_eq!(device.rate(), 256 << 10);
-    /// # Ok::<(), String>(())
+    /// # Ok::<(), flexio_seeds::Error>(())
     /// ```
-    pub fn set_rate(&mut self, rate: u64) -> Result<(), String> {
+    pub fn set_rate(&mut self, rate: u64) -> Result<()> {
         if let Some(throttle) = &mut self.throttle {
             throttle.set(rate)?;
             throttle.rate = rate;
@@ -286,15 +289,20 @@ impl Throttle {
     /// # Examples
     /// ```no_run
     /// let held = flexio_seeds::slow_device::Throttle::new("/dev/loop3".as_ref(), 64 << 20)?;
-    /// # Ok::<(), String>(())
+    /// # Ok::<(), flexio_seeds::Error>(())
     /// ```
-    pub fn new(node: &Path, rate: u64) -> Result<Throttle, String> {
+    pub fn new(node: &Path, rate: u64) -> Result<Throttle> {
         if !rustix::process::geteuid().is_root() {
-            return Err("needs root for the throttled device".into());
+            return Err(Error::Unavailable(
+                "needs root for the throttled device".into(),
+            ));
         }
-        let stat = rustix::fs::stat(node).map_err(|e| format!("stat {}: {e}", node.display()))?;
+        let stat = rustix::fs::stat(node).map_err(|e| Error::io("stat", node, e.into()))?;
         if rustix::fs::FileType::from_raw_mode(stat.st_mode) != rustix::fs::FileType::BlockDevice {
-            return Err(format!("{} is not a block device", node.display()));
+            return Err(Error::Unavailable(format!(
+                "{} is not a block device",
+                node.display()
+            )));
         }
         let throttle = Throttle {
             numbers: format!(
@@ -322,12 +330,12 @@ impl Throttle {
     /// ```no_run
     /// let held = flexio_seeds::slow_device::Throttle::new("/dev/loop3".as_ref(), 16 << 20)?;
     /// held.prime("/dev/loop3".as_ref())?;
-    /// # Ok::<(), String>(())
+    /// # Ok::<(), flexio_seeds::Error>(())
     /// ```
-    pub fn prime(&self, path: &Path) -> Result<(), String> {
+    pub fn prime(&self, path: &Path) -> Result<()> {
         const REQUEST: usize = 1 << 20;
         let fd = rustix::fs::open(path, OFlags::RDONLY | OFlags::DIRECT, Mode::empty())
-            .map_err(|e| format!("open {} with O_DIRECT: {e}", path.display()))?;
+            .map_err(|e| Error::io("open with O_DIRECT", path, e.into()))?;
         let mut buffer = AlignedBuffer::new(REQUEST, 4096);
         let mut left = self.rate / 4;
         let mut offset = 0u64;
@@ -335,7 +343,11 @@ impl Throttle {
             match rustix::io::pread(&fd, buffer.as_mut_slice(), offset) {
                 // The end: round again from the start.
                 Ok(0) if offset == 0 => {
-                    return Err(format!("prime the throttle: {} is empty", path.display()))
+                    return Err(Error::Short {
+                        what: format!("prime the throttle: read {}", path.display()),
+                        moved: 0,
+                        expected: left,
+                    })
                 }
                 Ok(0) => offset = 0,
                 Ok(n) => {
@@ -344,9 +356,11 @@ impl Throttle {
                 }
                 Err(Errno::INTR) => {}
                 Err(errno) => {
-                    return Err(format!(
-                        "prime the throttle: pread(O_DIRECT) {} at offset {offset}: {errno}",
-                        path.display()
+                    return Err(Error::io_at(
+                        "prime the throttle: pread(O_DIRECT)",
+                        path,
+                        offset,
+                        errno.into(),
                     ))
                 }
             }
@@ -355,19 +369,14 @@ impl Throttle {
     }
 
     /// Writes `rate` (0: no limit) to both of the root group's limits.
-    fn set(&self, rate: u64) -> Result<(), String> {
+    fn set(&self, rate: u64) -> Result<()> {
         for file in [
             "blkio.throttle.read_bps_device",
             "blkio.throttle.write_bps_device",
         ] {
             let path = Path::new(BLKIO).join(file);
-            std::fs::write(&path, format!("{} {rate}", self.numbers)).map_err(|e| {
-                format!(
-                    "write \"{} {rate}\" to {}: {e} (is cgroup v1's blkio controller there?)",
-                    self.numbers,
-                    path.display()
-                )
-            })?;
+            std::fs::write(&path, format!("{} {rate}", self.numbers))
+                .map_err(|e| Error::io("write the blkio limit to", path, e))?;
         }
         Ok(())
     }
@@ -391,24 +400,28 @@ fn per_second(rate: f64) -> String {
 }
 
 /// Runs `command`, its output kept for the error.
-fn run(command: &mut Command) -> Result<(), String> {
+fn run(command: &mut Command) -> Result<()> {
     let shown = format!("{command:?}");
     let output = command
         .stdin(Stdio::null())
         .output()
-        .map_err(|e| format!("{shown}: {e}"))?;
+        .map_err(|source| Error::Spawn {
+            operation: "start",
+            program: shown.clone(),
+            source,
+        })?;
     if output.status.success() {
         Ok(())
     } else {
-        Err(format!(
-            "{shown} failed: {}",
-            String::from_utf8_lossy(&output.stderr).trim()
+        Err(Error::program(
+            shown,
+            format!("failed: {}", String::from_utf8_lossy(&output.stderr).trim()),
         ))
     }
 }
 
 /// Seconds `dd ARGS` took.
-fn timed_dd(args: &[String]) -> Result<f64, String> {
+fn timed_dd(args: &[String]) -> Result<f64> {
     let start = Instant::now();
     run(Command::new("dd").args(args))?;
     Ok(start.elapsed().as_secs_f64())

@@ -34,6 +34,8 @@ mod read;
 pub use raw::raw_read;
 use read::Timed;
 
+use crate::error::{Error, Result};
+
 const MIB: u64 = 1 << 20;
 /// The original's file sizes, in MB (2^20 bytes).
 pub const SIZES_MB: [u64; 4] = [1, 8, 16, 24];
@@ -181,7 +183,7 @@ struct Place {
 impl Place {
     /// Spends the throttle's credit before a timed read (none without a
     /// device).
-    fn prime(&self) -> Result<(), String> {
+    fn prime(&self) -> Result<()> {
         self.device.as_ref().map_or(Ok(()), SlowDevice::prime)
     }
 
@@ -214,7 +216,7 @@ fn by_size(
     options: &ThesisOptions,
     place: &Place,
     sizes: &[u64],
-    mut one: impl FnMut(&Path, u64, &mut Samples) -> Result<(), String>,
+    mut one: impl FnMut(&Path, u64, &mut Samples) -> Result<()>,
 ) -> (Samples, Option<String>) {
     let mut samples = Samples::default();
     let failed = |why: String| match &place.shortfall {
@@ -232,7 +234,7 @@ fn by_size(
                 return (samples, failed("stopped by a signal".into()));
             }
             if let Err(why) = one(&data.0, mb, &mut samples) {
-                return (samples, failed(why));
+                return (samples, failed(why.to_string()));
             }
         }
     }
@@ -295,12 +297,12 @@ pub fn uncached(options: &ThesisOptions, sizes: &[u64]) -> ThesisOutcome {
 
 /// One pass of `len` bytes through `cache` in 4 KiB reads, timed; and the
 /// share of it the device served, in percent.
-fn pass(cache: &BlockCache, len: u64) -> Result<(Timed, f64), String> {
+fn pass(cache: &BlockCache, path: &Path, len: u64) -> Result<(Timed, f64)> {
     let before = cache.stats().device_bytes_read;
     let timed = read::timed("a pass through the cache", len as usize, || {
         sequential_pass(cache, len)
             .map(|_| len as usize)
-            .map_err(|e| e.to_string())
+            .map_err(|e| Error::io("read through the cache", path, e))
     })?;
     let read = (cache.stats().device_bytes_read - before) as f64;
     Ok((timed, 100.0 * read / len as f64))
@@ -341,9 +343,9 @@ pub fn cached(options: &ThesisOptions, sizes: &[u64]) -> ThesisOutcome {
                 .read_mode(mode)
                 .flush_interval(None);
             let cache = BlockCache::open(path, config)
-                .map_err(|e| format!("{}: {}", path.display(), cache_error(e)))?;
+                .map_err(|e| Error::io("open a block cache on", path, cache_error(e)))?;
             place.prime()?;
-            let (first, _) = pass(&cache, len)?;
+            let (first, _) = pass(&cache, path, len)?;
             let per_block = cache.stats().device_read_requests as f64 / (len / 4096) as f64;
             if cold == COLD_DMA {
                 requests.1 = per_block;
@@ -351,7 +353,7 @@ pub fn cached(options: &ThesisOptions, sizes: &[u64]) -> ThesisOutcome {
                 requests.0 = per_block;
             }
             place.prime()?;
-            let (again, from_device) = pass(&cache, len)?;
+            let (again, from_device) = pass(&cache, path, len)?;
             samples.add(cold, x, first.wall_s);
             samples.add(warm, x, again.wall_s);
             if cold == COLD_DMA {

@@ -16,6 +16,8 @@ use flexio_bench::cache_bench::{
 };
 use flexio_sys::loop_device::LoopDevice;
 
+use crate::error::{Error, Result};
+
 /// S.M.A.C.K.'s table for the `cache` scenario: the rows of a file on
 /// `options.dir` for every file size, then those of a loop block device,
 /// with why the device's rows are missing when they are (a skip, in
@@ -43,7 +45,7 @@ pub fn rows(
         Ok(rows) => files.extend(rows),
         Err(why) => {
             progress(&format!("cache: no loop device rows: {why}"));
-            note = Some(why);
+            note = Some(why.to_string());
         }
     }
     Ok((files, note))
@@ -77,21 +79,26 @@ fn loop_device_rows(
     options: &CacheBenchOptions,
     runs: u32,
     progress: &mut dyn FnMut(&str),
-) -> Result<Vec<FileRow>, String> {
+) -> Result<Vec<FileRow>> {
     let largest = options.file_sizes_mib.iter().copied().max().unwrap_or(0);
     if largest == 0 {
         return Ok(Vec::new());
     }
-    let backing = DataFile::new(
-        &options.dir,
-        "flexio-cache-bench-loop-backing",
-        largest * MIB,
-    )
-    .map_err(|e| format!("the loop device's backing file: {e}"))?;
+    let name = "flexio-cache-bench-loop-backing";
+    let backing = DataFile::new(&options.dir, name, largest * MIB).map_err(|e| {
+        Error::io(
+            "write the loop device's backing file",
+            options.dir.join(name),
+            e,
+        )
+    })?;
     if !rustix::process::geteuid().is_root() {
-        return Err("skipped: attaching a loop device needs root".into());
+        return Err(Error::Unavailable(
+            "skipped: attaching a loop device needs root".into(),
+        ));
     }
-    let device = LoopDevice::attach(&backing.0, true).map_err(|why| format!("skipped: {why}"))?;
+    let device = LoopDevice::attach(&backing.0, true)
+        .map_err(|why| Error::Unavailable(format!("skipped: {why}")))?;
     let source = format!("loop {}", device.path().display());
     let mut rows = Vec::new();
     for &mib in &options.file_sizes_mib {
@@ -100,7 +107,7 @@ fn loop_device_rows(
             device.path().display()
         ));
         let row = row(device.path(), &source, mib, options.cache_bytes, runs)
-            .map_err(|e| format!("reading {}: {e}", device.path().display()))?;
+            .map_err(|e| Error::io("read", device.path(), e))?;
         rows.push(row);
     }
     // `device` is detached here, before its backing file is removed; on

@@ -38,6 +38,8 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
+use crate::error::{Error, Result};
+
 pub use low_memory::{by_buffer, by_size, by_size_small_buffers, MEMORY_LIMIT, SMALL_BUFFERS_KIB};
 pub use relay::relay;
 pub use sockets::socket_buffers;
@@ -63,9 +65,9 @@ impl ThesisOptions {
         3
     }
 
-    fn stopped(&self) -> Result<(), String> {
+    fn stopped(&self) -> Result<()> {
         if self.stop.load(Ordering::Relaxed) {
-            Err("stopped by a signal".into())
+            Err(Error::Stopped)
         } else {
             Ok(())
         }
@@ -109,8 +111,8 @@ fn point(
     series: &str,
     x: f64,
     bytes: u64,
-    mut run: impl FnMut() -> Result<f64, String>,
-) -> Result<ThesisPoint, String> {
+    mut run: impl FnMut() -> Result<f64>,
+) -> Result<ThesisPoint> {
     let mut seconds = Vec::new();
     for _ in 0..options.rounds() {
         options.stopped()?;
@@ -135,7 +137,7 @@ fn sweep<V: Copy>(
     sizes: &[u64],
     variants: &[V],
     mut shortfall: Option<String>,
-    mut one: impl FnMut(u64, V) -> Result<ThesisPoint, String>,
+    mut one: impl FnMut(u64, V) -> Result<ThesisPoint>,
 ) -> (Vec<ThesisPoint>, Option<String>) {
     let mut points = Vec::new();
     for &mb in sizes {
@@ -143,7 +145,7 @@ fn sweep<V: Copy>(
             match one(mb << 20, variant) {
                 Ok(p) => points.push(p),
                 Err(why) => {
-                    shortfall = Some(why);
+                    shortfall = Some(why.to_string());
                     return (points, shortfall);
                 }
             }

@@ -15,12 +15,16 @@
 //! tree.rs        the tree copy's workers and small-file batch, measured on
 //!                the tuned file system
 //! load.rs        how busy others kept the CPUs before and during a tune
+//! error.rs       the tuner's Error: the operation, the path, the cause
 //! ```
 
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]
 
+mod error;
 pub mod load;
 pub mod select;
 pub mod sweep;
 pub mod tree;
+
+pub use error::{Error, Result};

@@ -20,7 +20,9 @@ use crate::select::{select, Candidate, Measurement};
 use flexio::format_bytes;
 use flexio::profile::{Curve, CurvePoint, Fingerprint, FlowKind, FlowProfile, Profile};
 
-use flexio_harness::{self as harness, Cell, Entrant, Observer, Plan, Results, RunOptions};
+use flexio_harness::{
+    self as harness, Cell, Entrant, Observer, Plan, Results, RunOptions, Scenario,
+};
 
 const KIB: u64 = 1 << 10;
 const MIB: u64 = 1 << 20;
@@ -29,7 +31,7 @@ const GIB: u64 = 1 << 30;
 mod candidates;
 mod measurements;
 pub use candidates::{candidates, sweeps_direct};
-pub use measurements::{candidate_of, kind_of, measurement, scenario_of};
+pub use measurements::{candidate_of, conditions, measurement};
 
 /// Candidates within this fraction of the fastest count as tied (or
 /// within half the fastest's own min–max spread, when that is wider, up to
@@ -129,9 +131,10 @@ impl Confirm {
         let mut cells = Vec::new();
         for (kind, sizes) in &self.kinds {
             let kind = *kind;
-            let Some((scenario, cache, path)) = scenario_of(kind) else {
+            let Some((cache, path)) = conditions(kind) else {
                 continue;
             };
+            let scenario = Scenario::Flow(kind);
             let of_kind = || measurements.iter().filter(move |m| m.kind == kind);
             let Some(largest) = of_kind().map(|m| m.size).max() else {
                 continue;
@@ -284,9 +287,10 @@ impl TunePlan {
     pub fn cells(&self) -> Plan {
         let mut cells = Vec::new();
         for target in &self.targets {
-            let Some((scenario, cache, path)) = scenario_of(target.kind) else {
+            let Some((cache, path)) = conditions(target.kind) else {
                 continue;
             };
+            let scenario = Scenario::Flow(target.kind);
             for &size in &target.sizes {
                 let entrants = target
                     .candidates
@@ -544,9 +548,9 @@ mod tests {
         let kinds: Vec<FlowKind> = plan.targets.iter().map(|t| t.kind).collect();
         assert_eq!(kinds, FlowKind::TUNED);
         for kind in FlowKind::TUNED {
-            let (scenario, _, _) = scenario_of(kind).unwrap();
-            assert_eq!(kind_of(scenario), Some(kind));
+            assert!(conditions(kind).is_some(), "{kind}");
+            assert!(Scenario::ALL.contains(&Scenario::Flow(kind)), "{kind}");
         }
-        assert_eq!(scenario_of(FlowKind::Other), None);
+        assert_eq!(conditions(FlowKind::Other), None);
     }
 }

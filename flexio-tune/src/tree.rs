@@ -20,6 +20,7 @@ use flexio::tree::{copy_tree, default_jobs, TreeOptions, TreeProgress, DEFAULT_B
 use flexio::profile::FlowKind;
 use flexio::{MechanismName, Params};
 
+use crate::error::{Error, Result};
 use crate::select::{separation, Candidate, Measurement};
 use crate::sweep::TIE_TOLERANCE;
 use flexio_harness::{make_tree, TreeShape};
@@ -78,10 +79,6 @@ fn worker_counts() -> Vec<usize> {
     counts
 }
 
-/// The error of a tune stopped on request (Ctrl-C) between two copies;
-/// the scratch directory is removed all the same.
-pub const STOPPED: &str = "stopped on request";
-
 /// What [`tune_tree`] chose, and why where it kept a default.
 #[derive(Clone, Debug)]
 pub struct TreeTuned {
@@ -135,10 +132,13 @@ impl Setting {
 /// Measures the plan in a scratch directory under `dir` (removed after)
 /// and returns the settings chosen for `filesystem`. `say` receives one
 /// line per step; `stop` is asked before every copy, and a `true` ends
-/// the tune with [`STOPPED`].
+/// the tune with [`Error::Stopped`] (the scratch directory is removed all
+/// the same).
 ///
 /// # Errors
-/// The scratch tree cannot be made, a copy fails, or [`STOPPED`].
+/// The scratch tree cannot be made ([`Error::Io`], [`Error::Harness`]), a
+/// copy fails ([`Error::TreeCopy`], [`Error::TreeFile`]), or
+/// [`Error::Stopped`].
 ///
 /// # Example
 /// ```no_run
@@ -155,11 +155,11 @@ pub fn tune_tree(
     plan: &TreeTunePlan,
     say: &mut dyn FnMut(&str),
     stop: &mut dyn FnMut() -> bool,
-) -> Result<TreeTuned, String> {
+) -> Result<TreeTuned> {
     let scratch = tempfile::Builder::new()
         .prefix(".flexio-tune-tree-")
         .tempdir_in(dir)
-        .map_err(|e| format!("make a scratch directory in {}: {e}", dir.display()))?;
+        .map_err(|e| Error::io("make a scratch directory in", dir, e))?;
     let source = scratch.path().join("source");
     let (files, bytes) = make_tree(&source, TreeShape::A, plan.scale)?;
     let file_bytes = bytes / files.max(1);
@@ -253,13 +253,13 @@ pub fn tune_tree(
 fn measure(
     settings: &mut [Setting],
     rounds: usize,
-    copy: &dyn Fn(usize, usize) -> Result<f64, String>,
+    copy: &dyn Fn(usize, usize) -> Result<f64>,
     stop: &mut dyn FnMut() -> bool,
-) -> Result<(), String> {
+) -> Result<()> {
     for _ in 0..rounds.max(1) {
         for setting in settings.iter_mut() {
             if stop() {
-                return Err(STOPPED.into());
+                return Err(Error::Stopped);
             }
             setting.seconds.push(copy(setting.jobs, setting.batch)?);
         }
@@ -302,12 +302,7 @@ fn choose(
 
 /// Copies `source` to a fresh `destination` with these settings; returns
 /// the copy's seconds (the removal after is not timed).
-fn copy_once(
-    source: &Path,
-    destination: &PathBuf,
-    jobs: usize,
-    batch: usize,
-) -> Result<f64, String> {
+fn copy_once(source: &Path, destination: &PathBuf, jobs: usize, batch: usize) -> Result<f64> {
     let _ = std::fs::remove_dir_all(destination);
     let options = TreeOptions {
         recursive: true,
@@ -322,16 +317,16 @@ fn copy_once(
         &options,
         &TreeProgress::default(),
     )
-    .map_err(|e| format!("tree copy with {jobs} workers: {e}"))?;
+    .map_err(|source| Error::TreeCopy { jobs, source })?;
     let seconds = started.elapsed().as_secs_f64();
     if let Some(failure) = report.failures.first() {
-        return Err(format!(
-            "tree copy with {jobs} workers: {}: {}",
-            failure.path, failure.error
-        ));
+        return Err(Error::TreeFile {
+            jobs,
+            path: failure.path.clone(),
+            why: failure.error.clone(),
+        });
     }
-    std::fs::remove_dir_all(destination)
-        .map_err(|e| format!("remove {}: {e}", destination.display()))?;
+    std::fs::remove_dir_all(destination).map_err(|e| Error::io("remove", destination, e))?;
     Ok(seconds)
 }
 
@@ -461,7 +456,7 @@ mod tests {
             asked += 1;
             asked > 2
         });
-        assert_eq!(result.unwrap_err(), STOPPED);
+        assert!(matches!(result, Err(Error::Stopped)), "{result:?}");
         assert_eq!(asked, 3);
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
     }

@@ -158,7 +158,7 @@ fn pipe_to_file_is_tuned_from_a_fed_pipe() {
     let tuned = tune::tune(&plan, &options(dir.path()), &mut Quiet).unwrap();
     assert_eq!(tuned.results.runs.len(), 2 * 2 * 3);
     for run in &tuned.results.runs {
-        assert_eq!(run.cell.scenario, Scenario::PipeToFile);
+        assert_eq!(run.cell.scenario, Scenario::Flow(FlowKind::PipeToFile));
         assert_eq!(run.measured.bytes, run.cell.size, "{run:?}");
     }
     let flow = &tuned.profile.flows[0];
@@ -183,7 +183,7 @@ fn with_a_profile_the_bench_runs_auto_with_and_without_it() {
         .mechanism;
 
     let mut cell = Cell::new(
-        Scenario::FileToFile,
+        Scenario::Flow(FlowKind::FileToFile),
         64 * KIB,
         CacheState::Warm,
         vec![

@@ -9,7 +9,7 @@ use flexio::profile::default_profile_path;
 use flexio_bench::harness::RunOptions;
 use flexio_tune::load::{busy_warning, Load};
 use flexio_tune::sweep::{self as tune, TunePlan};
-use flexio_tune::tree::{tune_tree, TreeTunePlan, STOPPED};
+use flexio_tune::tree::{tune_tree, TreeTunePlan};
 
 use crate::error::{Error, Result};
 use crate::output::print_stdout;
@@ -185,7 +185,7 @@ fn tune_tree_settings(
             profile.notes.extend(tree.notes);
             profile.set_tree_settings(tree.profile);
         }
-        Err(error) if error == STOPPED => return false,
+        Err(flexio_tune::Error::Stopped) => return false,
         Err(error) => profile.notes.push(format!(
             "tree: not measured ({error}); tree copies use the defaults"
         )),

@@ -2,6 +2,7 @@
 //! network), sized to what the scenarios' cells move, and `auto
 //! (built-in)` beside every `auto` when a tuned profile is in force.
 
+use flexio::profile::FlowKind;
 use flexio::MechanismName;
 
 use super::{Cell, Entrant, Scenario, GIB, MIB};
@@ -54,7 +55,10 @@ fn memcpy_cells(cells: &[Cell]) -> Vec<Cell> {
         .filter(|c| {
             c.key.cache != Cold
                 && c.key.path.is_empty()
-                && !matches!(c.key.scenario, Scenario::Memory | Scenario::Meter)
+                && !matches!(
+                    c.key.scenario,
+                    Scenario::Flow(FlowKind::MemoryToMemory) | Scenario::Meter
+                )
         })
         .map(|c| c.key.size)
         .chain([256 * MIB])
@@ -75,7 +79,7 @@ fn memcpy_cells(cells: &[Cell]) -> Vec<Cell> {
 fn disk_cell(cells: &[Cell]) -> Cell {
     let largest_file = cells
         .iter()
-        .filter(|c| c.key.scenario != Scenario::Memory)
+        .filter(|c| c.key.scenario != Scenario::Flow(FlowKind::MemoryToMemory))
         .map(|c| c.key.size)
         .max()
         .unwrap_or(0);

@@ -1,6 +1,7 @@
 //! One [`ScenarioPlan`] per scenario of the matrix: the cells it adds to
 //! a plan, on the axes ([`Axes`]) the options ask for.
 
+use flexio::profile::FlowKind;
 use flexio::{CopyKernel, MechanismName, Params};
 
 use super::{Axes, Cell, Entrant, Scenario, GIB, KIB, MIB};
@@ -93,7 +94,7 @@ struct FileToFile;
 
 impl ScenarioPlan for FileToFile {
     fn scenario(&self) -> Scenario {
-        Scenario::FileToFile
+        Scenario::Flow(FlowKind::FileToFile)
     }
 
     fn cells(&self, axes: &Axes) -> Vec<Cell> {
@@ -110,7 +111,12 @@ impl ScenarioPlan for FileToFile {
             if cache == Cold {
                 entrants.extend(disk_limits_beside(false));
             }
-            cells.push(Cell::new(Scenario::FileToFile, size, cache, entrants));
+            cells.push(Cell::new(
+                Scenario::Flow(FlowKind::FileToFile),
+                size,
+                cache,
+                entrants,
+            ));
         }
         let chunks: &[u64] = if axes.full() {
             &[
@@ -131,7 +137,10 @@ impl ScenarioPlan for FileToFile {
                     .into_iter()
                     .map(|m| Entrant::flexio(m, chunk as usize))
                     .collect();
-                cells.push(Cell::new(Scenario::FileToFile, size, Warm, entrants).chunk(chunk));
+                cells.push(
+                    Cell::new(Scenario::Flow(FlowKind::FileToFile), size, Warm, entrants)
+                        .chunk(chunk),
+                );
             }
         }
         cells
@@ -143,7 +152,7 @@ struct FileToFileDurable;
 
 impl ScenarioPlan for FileToFileDurable {
     fn scenario(&self) -> Scenario {
-        Scenario::FileToFileDurable
+        Scenario::Flow(FlowKind::FileToFileDurable)
     }
 
     fn cells(&self, axes: &Axes) -> Vec<Cell> {
@@ -152,7 +161,12 @@ impl ScenarioPlan for FileToFileDurable {
             .map(|size| {
                 let mut entrants = file_to_file_entrants(true);
                 entrants.extend(disk_limits_beside(true));
-                Cell::new(Scenario::FileToFileDurable, size, Cold, entrants)
+                Cell::new(
+                    Scenario::Flow(FlowKind::FileToFileDurable),
+                    size,
+                    Cold,
+                    entrants,
+                )
             })
             .collect()
     }
@@ -163,7 +177,7 @@ struct FileToSocket;
 
 impl ScenarioPlan for FileToSocket {
     fn scenario(&self) -> Scenario {
-        Scenario::FileToSocket
+        Scenario::Flow(FlowKind::FileToSocket)
     }
 
     fn cells(&self, axes: &Axes) -> Vec<Cell> {
@@ -181,7 +195,10 @@ impl ScenarioPlan for FileToSocket {
                     Entrant::Peer(PeerSpec::iperf3(Iperf3Mode::ZeroCopy)),
                 ]);
                 entrants.push(network_limit_beside(path));
-                cells.push(Cell::new(Scenario::FileToSocket, size, Warm, entrants).path(path));
+                cells.push(
+                    Cell::new(Scenario::Flow(FlowKind::FileToSocket), size, Warm, entrants)
+                        .path(path),
+                );
             }
         }
         cells
@@ -193,7 +210,7 @@ struct SocketToFile;
 
 impl ScenarioPlan for SocketToFile {
     fn scenario(&self) -> Scenario {
-        Scenario::SocketToFile
+        Scenario::Flow(FlowKind::SocketToFile)
     }
 
     fn cells(&self, axes: &Axes) -> Vec<Cell> {
@@ -209,7 +226,13 @@ impl ScenarioPlan for SocketToFile {
                 ]);
                 entrants.push(network_limit_beside(path));
                 cells.push(
-                    Cell::new(Scenario::SocketToFile, size, NotApplicable, entrants).path(path),
+                    Cell::new(
+                        Scenario::Flow(FlowKind::SocketToFile),
+                        size,
+                        NotApplicable,
+                        entrants,
+                    )
+                    .path(path),
                 );
             }
         }
@@ -222,7 +245,7 @@ struct FileToPipe;
 
 impl ScenarioPlan for FileToPipe {
     fn scenario(&self) -> Scenario {
-        Scenario::FileToPipe
+        Scenario::Flow(FlowKind::FileToPipe)
     }
 
     fn cells(&self, axes: &Axes) -> Vec<Cell> {
@@ -236,7 +259,7 @@ impl ScenarioPlan for FileToPipe {
                     Entrant::Peer(PeerSpec::cat_pipe()),
                     Entrant::Peer(PeerSpec::pv_pipe()),
                 ]);
-                Cell::new(Scenario::FileToPipe, size, Warm, entrants)
+                Cell::new(Scenario::Flow(FlowKind::FileToPipe), size, Warm, entrants)
             })
             .collect()
     }
@@ -247,7 +270,7 @@ struct PipeToFile;
 
 impl ScenarioPlan for PipeToFile {
     fn scenario(&self) -> Scenario {
-        Scenario::PipeToFile
+        Scenario::Flow(FlowKind::PipeToFile)
     }
 
     fn cells(&self, axes: &Axes) -> Vec<Cell> {
@@ -261,7 +284,12 @@ impl ScenarioPlan for PipeToFile {
                     Entrant::Peer(PeerSpec::cat_from_pipe()),
                     Entrant::Peer(PeerSpec::dd_from_pipe()),
                 ]);
-                Cell::new(Scenario::PipeToFile, size, NotApplicable, entrants)
+                Cell::new(
+                    Scenario::Flow(FlowKind::PipeToFile),
+                    size,
+                    NotApplicable,
+                    entrants,
+                )
             })
             .collect()
     }
@@ -302,7 +330,7 @@ pub fn copy_kernel_entrants() -> Vec<Entrant> {
 
 impl ScenarioPlan for Memory {
     fn scenario(&self) -> Scenario {
-        Scenario::Memory
+        Scenario::Flow(FlowKind::MemoryToMemory)
     }
 
     fn cells(&self, axes: &Axes) -> Vec<Cell> {
@@ -327,7 +355,12 @@ impl ScenarioPlan for Memory {
                     Entrant::flexio(Auto, DEFAULT_CHUNK),
                     Entrant::Limit(Probe::Memcpy),
                 ]);
-                Cell::new(Scenario::Memory, size, NotApplicable, entrants)
+                Cell::new(
+                    Scenario::Flow(FlowKind::MemoryToMemory),
+                    size,
+                    NotApplicable,
+                    entrants,
+                )
             })
             .collect()
     }

@@ -2,6 +2,7 @@
 //! command of a process contender, and the dispatch to the scenario's
 //! timed run (`cell/scenarios.rs`).
 
+use flexio::profile::FlowKind;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -84,9 +85,9 @@ impl CellContext {
     ) -> io::Result<Self> {
         let size = cell.key.size;
         let needs_source = match scenario {
-            Scenario::Memory
-            | Scenario::SocketToFile
-            | Scenario::PipeToFile
+            Scenario::Flow(
+                FlowKind::MemoryToMemory | FlowKind::SocketToFile | FlowKind::PipeToFile,
+            )
             | Scenario::SocketPair => false,
             Scenario::Limits => cell.entrants.iter().any(|e| {
                 matches!(
@@ -102,7 +103,7 @@ impl CellContext {
             .entrants
             .iter()
             .any(|e| matches!(e, Entrant::Limit(Probe::Memcpy)))
-            || scenario == Scenario::Memory;
+            || scenario == Scenario::Flow(FlowKind::MemoryToMemory);
         let source = match needs_source {
             true => Some(bench.workspace.source(size)?),
             false => None,
@@ -158,7 +159,7 @@ impl CellContext {
             .as_ref()
             .ok_or_else(|| other("no flexio executable given"))?;
         let mut argv = vec![exe.display().to_string(), "copy".into(), "--json".into()];
-        if self.scenario == Scenario::FileToFileDurable {
+        if self.scenario == Scenario::Flow(FlowKind::FileToFileDurable) {
             argv.push("--fsync".into());
         }
         if mechanism == MechanismName::Auto {
@@ -184,11 +185,15 @@ impl CellContext {
             }
         }
         let (source, sink, stdout_to_sink) = match self.scenario {
-            Scenario::FileToFile | Scenario::FileToFileDurable => ("{src}", "{dst}", false),
-            Scenario::FileToSocket => ("{src}", "tcp://{host}:{port}", false),
-            Scenario::SocketToFile => ("tcp-listen://{host}:{port}", "{dst}", false),
-            Scenario::FileToPipe => ("{src}", "-", true),
-            Scenario::PipeToFile => ("-", "{dst}", false),
+            Scenario::Flow(FlowKind::FileToFile | FlowKind::FileToFileDurable) => {
+                ("{src}", "{dst}", false)
+            }
+            Scenario::Flow(FlowKind::FileToSocket) => ("{src}", "tcp://{host}:{port}", false),
+            Scenario::Flow(FlowKind::SocketToFile) => {
+                ("tcp-listen://{host}:{port}", "{dst}", false)
+            }
+            Scenario::Flow(FlowKind::FileToPipe) => ("{src}", "-", true),
+            Scenario::Flow(FlowKind::PipeToFile) => ("-", "{dst}", false),
             other_scenario => {
                 return Err(other(format!(
                     "flexio copy as a process does not run in {}",
@@ -243,10 +248,12 @@ impl CellContext {
         active: &[bool],
     ) -> io::Result<()> {
         const WANTED_NS: u64 = 2_000_000;
-        let warm_files =
-            self.scenario == Scenario::FileToFile && cell.key.cache == CacheState::Warm;
-        let memory =
-            matches!(self.scenario, Scenario::Memory | Scenario::Limits) && self.memory.is_some();
+        let warm_files = self.scenario == Scenario::Flow(FlowKind::FileToFile)
+            && cell.key.cache == CacheState::Warm;
+        let memory = matches!(
+            self.scenario,
+            Scenario::Flow(FlowKind::MemoryToMemory) | Scenario::Limits
+        ) && self.memory.is_some();
         if !warm_files && !memory {
             return Ok(());
         }
@@ -301,11 +308,14 @@ impl CellContext {
         let network = iperf3_limit
             || matches!(
                 self.scenario,
-                Scenario::FileToSocket | Scenario::SocketToFile | Scenario::Meter
+                Scenario::Flow(FlowKind::FileToSocket | FlowKind::SocketToFile) | Scenario::Meter
             )
             || (self.scenario == Scenario::Parallel && !cell.key.path.is_empty())
             || matches!(self.scenario, Scenario::ServeClients | Scenario::SocketPair);
-        let pipes = matches!(self.scenario, Scenario::FileToPipe | Scenario::PipeToFile);
+        let pipes = matches!(
+            self.scenario,
+            Scenario::Flow(FlowKind::FileToPipe | FlowKind::PipeToFile)
+        );
         if network {
             net.forget_tcp_metrics();
         }
@@ -324,9 +334,13 @@ impl CellContext {
             _ if matches!(entrant, Entrant::Limit(_)) => {
                 self.limit(entrant, size, &sink, self.reps[i], net)
             }
-            Scenario::FileToFile => self.file_to_file(entrant, &sink, false, self.reps[i]),
-            Scenario::FileToFileDurable => self.file_to_file(entrant, &sink, true, 1),
-            Scenario::FileToSocket => self.file_to_socket(entrant, size, net),
+            Scenario::Flow(FlowKind::FileToFile) => {
+                self.file_to_file(entrant, &sink, false, self.reps[i])
+            }
+            Scenario::Flow(FlowKind::FileToFileDurable) => {
+                self.file_to_file(entrant, &sink, true, 1)
+            }
+            Scenario::Flow(FlowKind::FileToSocket) => self.file_to_socket(entrant, size, net),
             Scenario::Meter => {
                 let meter = self.meter.as_mut().expect("the meter runs in meter cells");
                 meter.measure_solo(Duration::from_millis(200))?;
@@ -337,10 +351,12 @@ impl CellContext {
                 let kept = meter.kept(end - start, until.duration_since(at).as_nanos() as u64);
                 return Ok((measured, resident, Some(kept)));
             }
-            Scenario::SocketToFile => self.socket_to_file(entrant, size, &sink, net),
-            Scenario::FileToPipe => self.file_to_pipe(entrant),
-            Scenario::PipeToFile => self.pipe_to_file(entrant, size, &sink),
-            Scenario::Memory => self.memory_run(entrant, self.reps[i]),
+            Scenario::Flow(FlowKind::SocketToFile) => {
+                self.socket_to_file(entrant, size, &sink, net)
+            }
+            Scenario::Flow(FlowKind::FileToPipe) => self.file_to_pipe(entrant),
+            Scenario::Flow(FlowKind::PipeToFile) => self.pipe_to_file(entrant, size, &sink),
+            Scenario::Flow(FlowKind::MemoryToMemory) => self.memory_run(entrant, self.reps[i]),
             Scenario::Parallel => {
                 let net = (!cell.key.path.is_empty()).then_some(net);
                 self.parallel(entrant, workspace, cell.key.flows, net)
@@ -348,6 +364,7 @@ impl CellContext {
             Scenario::ServeClients => self.serve_clients(entrant, cell.key.flows),
             Scenario::SocketPair => crate::runner::pair::run(entrant, workspace, cell, net),
             Scenario::Limits => self.limit(entrant, size, &sink, self.reps[i], net),
+            Scenario::Flow(kind) => Err(io::Error::other(format!("no cell measures {kind} flows"))),
         };
         let _ = std::fs::remove_file(&sink);
         let mut measured = measured?;
@@ -355,7 +372,7 @@ impl CellContext {
             self.read_capture(&mut measured);
         }
         let expected = match self.scenario {
-            Scenario::Memory | Scenario::FileToFile => size * self.reps[i],
+            Scenario::Flow(FlowKind::MemoryToMemory | FlowKind::FileToFile) => size * self.reps[i],
             _ if matches!(entrant, Entrant::Limit(_)) => measured.measurement.bytes,
             Scenario::Parallel | Scenario::ServeClients => size * u64::from(cell.key.flows),
             _ => size,

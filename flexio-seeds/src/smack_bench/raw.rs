@@ -18,6 +18,8 @@ use crate::slow_device::Throttle;
 use crate::thesis_bench::{ThesisOptions, ThesisOutcome};
 use flexio_bench::cache_bench::DataFile;
 
+use crate::error::{Error, Result};
+
 /// Wall seconds at x = 0 (CPU copies), 1 (one `O_DIRECT` request), 2 (dd).
 pub const WALL: &str = "ours";
 /// Process CPU seconds at the same x.
@@ -59,7 +61,9 @@ fn raw_read_with(options: &ThesisOptions, dd: &str) -> ThesisOutcome {
     }
     let mut samples = Samples::default();
     let mut setting = String::new();
-    let shortfall = measure(options, dd, &mut samples, &mut setting).err();
+    let shortfall = measure(options, dd, &mut samples, &mut setting)
+        .err()
+        .map(|why| why.to_string());
     ThesisOutcome {
         points: samples.points(),
         shortfall,
@@ -72,13 +76,19 @@ fn measure(
     dd: &str,
     samples: &mut Samples,
     setting: &mut String,
-) -> Result<(), String> {
-    let backing = DataFile::new(&options.dir, "flexio-smack-raw", 16 * MIB)
-        .map_err(|e| format!("the loop device's backing file: {e}"))?;
+) -> Result<()> {
+    let name = "flexio-smack-raw";
+    let backing = DataFile::new(&options.dir, name, 16 * MIB).map_err(|e| {
+        Error::io(
+            "write the loop device's backing file",
+            options.dir.join(name),
+            e,
+        )
+    })?;
     // Without --direct-io the file's pages stay cached under the device,
     // so the throttle, not the disk beneath (noisy at 512-byte requests),
     // sets the pace.
-    let device = LoopDevice::attach(&backing.0, false)?;
+    let device = LoopDevice::attach(&backing.0, false).map_err(Error::LoopDevice)?;
     let path = device.path();
     // The card was slow; this machine's disk is not. Cleared (dropped)
     // before the device is detached.
@@ -93,7 +103,7 @@ fn measure(
     let mut memory = read::memory(LEN, LEN);
     for _ in 0..rounds(options) {
         if options.stop.load(std::sync::atomic::Ordering::Relaxed) {
-            return Err("stopped by a signal".into());
+            return Err(Error::Stopped);
         }
         read::make_cold(path)?;
         throttle.prime(path)?;
@@ -117,7 +127,7 @@ fn measure(
 
 /// `dd if=DEVICE of=/dev/null bs=16M count=1 iflag=direct`, timed as a
 /// process: wall from start to exit, busy from its rusage.
-fn run_dd(dd: &str, device: &std::path::Path) -> Result<read::Timed, String> {
+fn run_dd(dd: &str, device: &std::path::Path) -> Result<read::Timed> {
     let cpu = children_rusage();
     let start = Instant::now();
     let output = Command::new(dd)
@@ -125,17 +135,20 @@ fn run_dd(dd: &str, device: &std::path::Path) -> Result<read::Timed, String> {
         .args(["of=/dev/null", "bs=16M", "count=1", "iflag=direct"])
         .stdin(Stdio::null())
         .output()
-        .map_err(|e| format!("{dd}: {e}"))?;
+        .map_err(|source| Error::Spawn {
+            operation: "start",
+            program: dd.to_string(),
+            source,
+        })?;
     let wall_s = start.elapsed().as_secs_f64();
     let busy_s = children_rusage().since(&cpu).cpu_ns as f64 / 1e9;
     let said = String::from_utf8_lossy(&output.stderr);
     // dd prints "16777216 bytes (17 MB, 16 MiB) copied": a short read is
     // no figure for 16 MiB.
     if !output.status.success() || !said.contains(&format!("{LEN} bytes")) {
-        return Err(format!(
-            "{dd} if={} failed: {}",
-            device.display(),
-            said.trim()
+        return Err(Error::program(
+            format!("{dd} if={}", device.display()),
+            format!("failed: {}", said.trim()),
         ));
     }
     Ok(read::Timed { wall_s, busy_s })

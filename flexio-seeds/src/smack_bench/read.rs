@@ -12,6 +12,8 @@ use flexio_sys::rusage::rusage_self;
 use rustix::fs::{Mode, OFlags};
 use rustix::io::Errno;
 
+use crate::error::{Error, Result};
+
 /// What one read cost: wall seconds and the process's CPU seconds.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub(crate) struct Timed {
@@ -29,18 +31,18 @@ impl Timed {
 }
 
 /// Times `read`, which returns the bytes it read; `len` were wanted.
-pub(crate) fn timed(
-    what: &str,
-    len: usize,
-    read: impl FnOnce() -> Result<usize, String>,
-) -> Result<Timed, String> {
+pub(crate) fn timed(what: &str, len: usize, read: impl FnOnce() -> Result<usize>) -> Result<Timed> {
     let cpu = rusage_self();
     let start = Instant::now();
     let got = read()?;
     let wall_s = start.elapsed().as_secs_f64();
     let busy_s = rusage_self().since(&cpu).cpu_ns as f64 / 1e9;
     if got != len {
-        return Err(format!("{what}: read {got} of {len} bytes"));
+        return Err(Error::Short {
+            what: what.to_string(),
+            moved: got as u64,
+            expected: len as u64,
+        });
     }
     Ok(Timed { wall_s, busy_s })
 }
@@ -50,7 +52,7 @@ pub(crate) fn timed(
 ///
 /// # Errors
 /// The flow's error, which names the operation, the path and the offset.
-pub(crate) fn buffered(path: &Path, request: usize, out: &mut [u8]) -> Result<Timed, String> {
+pub(crate) fn buffered(path: &Path, request: usize, out: &mut [u8]) -> Result<Timed> {
     let len = out.len();
     let params = Params {
         chunk: request,
@@ -63,7 +65,7 @@ pub(crate) fn buffered(path: &Path, request: usize, out: &mut [u8]) -> Result<Ti
             .params(params)
             .run()
             .map(|report| report.measured.bytes as usize)
-            .map_err(|e| e.to_string())
+            .map_err(Error::Flow)
     })
 }
 
@@ -79,9 +81,9 @@ pub(crate) fn direct(
     request: usize,
     len: usize,
     out: &mut AlignedBuffer,
-) -> Result<Timed, String> {
+) -> Result<Timed> {
     let fd = rustix::fs::open(path, OFlags::RDONLY | OFlags::DIRECT, Mode::empty())
-        .map_err(|e| format!("open {} with O_DIRECT: {e}", path.display()))?;
+        .map_err(|e| Error::io("open with O_DIRECT", path, e.into()))?;
     let area = &mut out.as_mut_slice()[..len.next_multiple_of(request)];
     timed(&format!("read {} (O_DIRECT)", path.display()), len, || {
         let mut done = 0;
@@ -92,9 +94,11 @@ pub(crate) fn direct(
                 Ok(n) => done += n,
                 Err(Errno::INTR) => continue,
                 Err(errno) => {
-                    return Err(format!(
-                        "pread(O_DIRECT) {} at offset {done}, {request} bytes: {errno}",
-                        path.display()
+                    return Err(Error::io_at(
+                        "pread(O_DIRECT)",
+                        path,
+                        done as u64,
+                        errno.into(),
                     ))
                 }
             }
@@ -121,10 +125,10 @@ pub(crate) struct Copied {
 /// # Errors
 /// Opening or reading refused (the file system takes no `O_DIRECT`),
 /// with the path and the offset.
-pub(crate) fn single_sector(path: &Path, out: &mut [u8]) -> Result<Copied, String> {
+pub(crate) fn single_sector(path: &Path, out: &mut [u8]) -> Result<Copied> {
     const SECTOR: usize = 512;
     let fd = rustix::fs::open(path, OFlags::RDONLY | OFlags::DIRECT, Mode::empty())
-        .map_err(|e| format!("open {} with O_DIRECT: {e}", path.display()))?;
+        .map_err(|e| Error::io("open with O_DIRECT", path, e.into()))?;
     let mut bounce = AlignedBuffer::new(4096, 4096);
     let len = out.len();
     let mut copy_s = 0.0;
@@ -138,9 +142,11 @@ pub(crate) fn single_sector(path: &Path, out: &mut [u8]) -> Result<Copied, Strin
                 Ok(n) => n.min(len - done),
                 Err(Errno::INTR) => continue,
                 Err(errno) => {
-                    return Err(format!(
-                        "pread(O_DIRECT) {} at offset {done}, {SECTOR} bytes: {errno}",
-                        path.display()
+                    return Err(Error::io_at(
+                        "pread(O_DIRECT) of a sector",
+                        path,
+                        done as u64,
+                        errno.into(),
                     ))
                 }
             };
@@ -159,10 +165,10 @@ pub(crate) fn single_sector(path: &Path, out: &mut [u8]) -> Result<Copied, Strin
 ///
 /// # Errors
 /// Opening or `posix_fadvise` refused, with the path.
-pub(crate) fn make_cold(path: &Path) -> Result<(), String> {
-    let file = std::fs::File::open(path).map_err(|e| format!("open {}: {e}", path.display()))?;
+pub(crate) fn make_cold(path: &Path) -> Result<()> {
+    let file = std::fs::File::open(path).map_err(|e| Error::io("open", path, e))?;
     rustix::fs::fadvise(&file, 0, None, rustix::fs::Advice::DontNeed)
-        .map_err(|e| format!("fadvise(DONTNEED) {}: {e}", path.display()))
+        .map_err(|e| Error::io("fadvise(DONTNEED)", path, e.into()))
 }
 
 /// A buffer for `len` bytes read in `request`s, aligned for `O_DIRECT`,
@@ -214,8 +220,10 @@ mod tests {
             let mut out = memory(bytes.len(), request);
             match direct(&path, request, bytes.len(), &mut out) {
                 Ok(timed) => assert!(timed.wall_s > 0.0),
-                Err(why) if why.contains("os error 22") => {
-                    eprintln!("skipped at {request}: {why}");
+                Err(Error::IoAt { ref source, .. } | Error::Io { ref source, .. })
+                    if source.raw_os_error() == Some(22) =>
+                {
+                    eprintln!("skipped at {request}: {source}");
                     continue;
                 }
                 Err(why) => panic!("{why}"),
@@ -232,7 +240,18 @@ mod tests {
         let why = buffered(&path, 4096, &mut out.as_mut_slice()[..2 << 20]);
         assert!(why.is_err(), "{why:?}");
         let why = direct(&path, 4096, bytes.len() * 2, &mut out);
-        assert!(why.unwrap_err().contains("read 1048576 of 2097152"));
+        let why = why.unwrap_err();
+        assert!(
+            matches!(
+                why,
+                Error::Short {
+                    moved: 1048576,
+                    expected: 2097152,
+                    ..
+                }
+            ),
+            "{why}"
+        );
     }
 
     /// Reads completed by block device `node` so far (/sys/block/NAME/stat).

@@ -13,6 +13,7 @@ use std::process::Command;
 
 use super::process::{make_cold, source, timed};
 use super::{point, ThesisOptions, ThesisOutcome, ThesisPoint};
+use crate::error::{Error, Result};
 use crate::slow_device::{SlowDevice, SLOW_RATE};
 use flexio_bench::memory_group::MemoryGroup;
 
@@ -107,7 +108,7 @@ pub fn by_buffer(options: &ThesisOptions) -> ThesisOutcome {
 /// dropped here). A sweep that fails keeps what it measured and says why.
 fn in_group(
     name: &str,
-    sweep: impl FnOnce(&MemoryGroup, &SlowDevice, &mut Vec<ThesisPoint>) -> Result<(), String>,
+    sweep: impl FnOnce(&MemoryGroup, &SlowDevice, &mut Vec<ThesisPoint>) -> Result<()>,
 ) -> ThesisOutcome {
     // Room for a 200 MiB source, its copy and the smaller sources.
     let device = match SlowDevice::new(name, 768 << 20, SLOW_RATE) {
@@ -135,7 +136,9 @@ fn in_group(
         device.describe()
     );
     let mut points = Vec::new();
-    let failed = sweep(&group, &device, &mut points).err();
+    let failed = sweep(&group, &device, &mut points)
+        .err()
+        .map(|why| why.to_string());
     drop(group);
     drop(device);
     ThesisOutcome {
@@ -155,7 +158,7 @@ fn copy_point(
     size: u64,
     chunk: u64,
     x: f64,
-) -> Result<ThesisPoint, String> {
+) -> Result<ThesisPoint> {
     let dir = device.mount();
     let source = source(dir, size)?;
     let sink = dir.join("thesis-copy");
@@ -169,8 +172,10 @@ fn copy_point(
         device.prime()?;
         let before = group.events();
         let name = format!("flexio copy --via {via} of {} MiB", size / MIB);
-        let seconds = timed(&name, &mut command, size)
-            .map_err(|why| format!("{name}: {}", group.explain(why, before, MEMORY_LIMIT)));
+        let seconds = timed(&name, &mut command, size).map_err(|why| {
+            let why = group.explain(why.to_string(), before, MEMORY_LIMIT);
+            Error::program(&name, why)
+        });
         let _ = std::fs::remove_file(&sink);
         seconds
     })
@@ -205,7 +210,7 @@ mod tests {
         let outcome = in_group("thesis-test-device", |_, device, _| {
             const EXT4_MAGIC: u64 = 0xef53;
             let dir = device.mount();
-            let fs = rustix::fs::statfs(dir).map_err(|e| e.to_string())?;
+            let fs = rustix::fs::statfs(dir).map_err(|e| Error::io("statfs", dir, e.into()))?;
             seen = Some((dir.to_path_buf(), fs.f_type as u64 == EXT4_MAGIC));
             Ok(())
         });

@@ -13,6 +13,7 @@ use std::time::Instant;
 
 use super::process::{check_bytes, make_warm, source, start};
 use super::{point, sweep, ThesisOptions, ThesisOutcome, ThesisPoint};
+use crate::error::{Error, Result};
 use flexio_bench::host_bench::line::Line;
 use flexio_bench::host_bench::link::free_port;
 
@@ -100,12 +101,7 @@ pub fn relay(options: &ThesisOptions) -> ThesisOutcome {
     }
 }
 
-fn one(
-    options: &ThesisOptions,
-    hosts: &Hosts,
-    route: Route,
-    size: u64,
-) -> Result<ThesisPoint, String> {
+fn one(options: &ThesisOptions, hosts: &Hosts, route: Route, size: u64) -> Result<ThesisPoint> {
     let source = source(&options.dir, size)?;
     let flexio = options.flexio.to_string_lossy().to_string();
     let (b, c) = hosts.addresses();
@@ -164,7 +160,10 @@ fn one(
             // that mechanism's.
             let used = relayed["mechanism_used"].as_str().unwrap_or("?");
             if used != via {
-                return Err(format!("B's relay asked for {via} and moved by {used}"));
+                return Err(Error::program(
+                    "B's relay",
+                    format!("asked for {via} and moved by {used}"),
+                ));
             }
         }
         check_bytes("the far receiver", received, size)?;

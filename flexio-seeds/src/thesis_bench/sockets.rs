@@ -8,6 +8,7 @@ use std::time::Instant;
 
 use super::process::{check_bytes, make_warm, source, start};
 use super::{point, sweep, ThesisOptions, ThesisOutcome, ThesisPoint};
+use crate::error::Result;
 use flexio_bench::host_bench::link::{free_port, Link};
 
 const MIB: u64 = 1 << 20;
@@ -53,7 +54,7 @@ fn one(
     link: &Link,
     size: u64,
     buffer: Option<u64>,
-) -> Result<ThesisPoint, String> {
+) -> Result<ThesisPoint> {
     let source = source(&options.dir, size)?;
     let flag: Vec<String> = buffer
         .map(|kib| vec!["--socket-buffer".to_string(), format!("{kib}K")])

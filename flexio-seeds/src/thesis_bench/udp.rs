@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 
 use super::process::{make_warm, source};
 use super::{ThesisOptions, ThesisOutcome, ThesisPoint, MB};
+use crate::error::{Error, Result};
 
 const MIB: u64 = 1 << 20;
 /// Payload bytes per datagram (the sequence number rides in front).
@@ -77,7 +78,7 @@ pub fn udp_buffers(options: &ThesisOptions) -> ThesisOutcome {
                     points.push(point);
                 }
                 Err(why) => {
-                    shortfall = Some(why);
+                    shortfall = Some(why.to_string());
                     break 'sweep;
                 }
             }
@@ -97,7 +98,7 @@ pub fn udp_buffers(options: &ThesisOptions) -> ThesisOutcome {
 }
 
 /// The median of the rounds at one size and buffer, and its loss.
-fn one_point(options: &ThesisOptions, size: u64, kb: u64) -> Result<(ThesisPoint, f64), String> {
+fn one_point(options: &ThesisOptions, size: u64, kb: u64) -> Result<(ThesisPoint, f64)> {
     let file = source(&options.dir, size)?;
     let sink = options.dir.join("thesis-udp-received");
     let mut rates = Vec::new();
@@ -128,18 +129,21 @@ fn one_point(options: &ThesisOptions, size: u64, kb: u64) -> Result<(ThesisPoint
 ///
 /// # Errors
 /// A socket, the file or the sink refused, with the operation and path.
-pub fn transfer(file: &Path, sink: &Path, buffer: u64) -> Result<UdpRun, String> {
+pub fn transfer(file: &Path, sink: &Path, buffer: u64) -> Result<UdpRun> {
     let receiver = socket(buffer)?;
     let sender = socket(buffer)?;
-    let to = receiver
-        .local_addr()
-        .map_err(|e| format!("UDP receiver's address: {e}"))?;
+    let to = receiver.local_addr().map_err(|source| Error::Socket {
+        operation: "the UDP receiver's address".into(),
+        source,
+    })?;
     receiver
         .set_read_timeout(Some(DRAIN))
-        .map_err(|e| format!("UDP receiver's timeout: {e}"))?;
+        .map_err(|source| Error::Socket {
+            operation: "the UDP receiver's timeout".into(),
+            source,
+        })?;
     let done = AtomicBool::new(false);
-    let written =
-        std::fs::File::create(sink).map_err(|e| format!("create {}: {e}", sink.display()))?;
+    let written = std::fs::File::create(sink).map_err(|e| Error::io("create", sink, e))?;
     // The sender starts once the receiver is at its first recv, not while
     // its thread is still starting (every datagram lost then).
     let ready = Barrier::new(2);
@@ -154,7 +158,7 @@ pub fn transfer(file: &Path, sink: &Path, buffer: u64) -> Result<UdpRun, String>
         done.store(true, Ordering::Relaxed);
         let got = receiving
             .join()
-            .map_err(|_| "the UDP receiver panicked".to_string())?;
+            .map_err(|_| Error::Panicked("the UDP receiver"))?;
         let sent = sent?;
         let (received, bytes, last) = got?;
         Ok(UdpRun {
@@ -169,34 +173,47 @@ pub fn transfer(file: &Path, sink: &Path, buffer: u64) -> Result<UdpRun, String>
 /// A loopback UDP socket with SO_SNDBUF and SO_RCVBUF of `buffer` bytes
 /// (the kernel doubles the figure and keeps a floor; that is what the
 /// original's setsockopt got too).
-fn socket(buffer: u64) -> Result<UdpSocket, String> {
-    let socket =
-        UdpSocket::bind("127.0.0.1:0").map_err(|e| format!("bind UDP on 127.0.0.1: {e}"))?;
+fn socket(buffer: u64) -> Result<UdpSocket> {
+    let socket = UdpSocket::bind("127.0.0.1:0").map_err(|source| Error::Socket {
+        operation: "bind UDP on 127.0.0.1".into(),
+        source,
+    })?;
     let size = buffer as usize;
-    rustix::net::sockopt::set_socket_send_buffer_size(&socket, size)
-        .map_err(|e| format!("setsockopt(SO_SNDBUF, {size}): {e}"))?;
-    rustix::net::sockopt::set_socket_recv_buffer_size(&socket, size)
-        .map_err(|e| format!("setsockopt(SO_RCVBUF, {size}): {e}"))?;
+    rustix::net::sockopt::set_socket_send_buffer_size(&socket, size).map_err(|e| {
+        Error::Socket {
+            operation: format!("setsockopt(SO_SNDBUF, {size})"),
+            source: e.into(),
+        }
+    })?;
+    rustix::net::sockopt::set_socket_recv_buffer_size(&socket, size).map_err(|e| {
+        Error::Socket {
+            operation: format!("setsockopt(SO_RCVBUF, {size})"),
+            source: e.into(),
+        }
+    })?;
     Ok(socket)
 }
 
 /// Sends `file` in sequenced datagrams; the count sent.
-fn send(socket: &UdpSocket, to: std::net::SocketAddr, file: &Path) -> Result<u64, String> {
-    let source = std::fs::File::open(file).map_err(|e| format!("open {}: {e}", file.display()))?;
+fn send(socket: &UdpSocket, to: std::net::SocketAddr, file: &Path) -> Result<u64> {
+    let source = std::fs::File::open(file).map_err(|e| Error::io("open", file, e))?;
     let mut datagram = [0u8; HEADER + PAYLOAD];
     let mut sequence = 0u64;
     loop {
         let offset = sequence * PAYLOAD as u64;
         let n = source
             .read_at(&mut datagram[HEADER..], offset)
-            .map_err(|e| format!("read {} at offset {offset}: {e}", file.display()))?;
+            .map_err(|e| Error::io_at("read", file, offset, e))?;
         if n == 0 {
             return Ok(sequence);
         }
         datagram[..HEADER].copy_from_slice(&sequence.to_le_bytes());
         socket
             .send_to(&datagram[..HEADER + n], to)
-            .map_err(|e| format!("sendto {to}, datagram {sequence}: {e}"))?;
+            .map_err(|source| Error::Socket {
+                operation: format!("sendto {to}, datagram {sequence}"),
+                source,
+            })?;
         sequence += 1;
     }
 }
@@ -209,7 +226,7 @@ fn receive(
     file: &std::fs::File,
     sink: &Path,
     done: &AtomicBool,
-) -> Result<(u64, u64, Option<Instant>), String> {
+) -> Result<(u64, u64, Option<Instant>)> {
     let mut datagram = [0u8; HEADER + PAYLOAD];
     let (mut count, mut bytes, mut last) = (0u64, 0u64, None);
     loop {
@@ -220,7 +237,7 @@ fn receive(
                 number.copy_from_slice(&datagram[..HEADER]);
                 let offset = u64::from_le_bytes(number) * PAYLOAD as u64;
                 file.write_all_at(&datagram[HEADER..n], offset)
-                    .map_err(|e| format!("write {} at offset {offset}: {e}", sink.display()))?;
+                    .map_err(|e| Error::io_at("write", sink, offset, e))?;
                 count += 1;
                 bytes += (n - HEADER) as u64;
             }
@@ -236,7 +253,12 @@ fn receive(
                 }
             }
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(format!("recv on UDP: {e}")),
+            Err(source) => {
+                return Err(Error::Socket {
+                    operation: "recv on UDP".into(),
+                    source,
+                })
+            }
         }
     }
 }

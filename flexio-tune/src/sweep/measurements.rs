@@ -1,48 +1,36 @@
-//! From bench results to the selector's inputs: the scenario that
-//! measures a flow kind (and back), the candidate a contender ran, and a
-//! summary as a [`Measurement`].
+//! From bench results to the selector's inputs: the conditions a flow
+//! kind is measured under, the candidate a contender ran, and a summary
+//! as a [`Measurement`].
 
 use flexio::profile::FlowKind;
 use flexio::{CopyKernel, MechanismName, Params};
 
 use crate::select::{Candidate, Measurement};
-use flexio_harness::{CacheState, Contender, Scenario, Summary};
+use flexio_harness::{CacheState, Contender, Summary};
 
 use super::GIB;
 
-/// The bench scenario, cache state and network path that measure a flow
-/// kind; `None` only for [`FlowKind::Other`], which is never tuned.
-pub fn scenario_of(kind: FlowKind) -> Option<(Scenario, CacheState, &'static str)> {
-    match kind {
-        FlowKind::FileToFile => Some((Scenario::FileToFile, CacheState::Warm, "")),
-        FlowKind::FileToFileDurable => Some((Scenario::FileToFileDurable, CacheState::Cold, "")),
-        FlowKind::FileToSocket => Some((Scenario::FileToSocket, CacheState::Warm, "loopback")),
-        FlowKind::SocketToFile => Some((
-            Scenario::SocketToFile,
-            CacheState::NotApplicable,
-            "loopback",
-        )),
-        FlowKind::FileToPipe => Some((Scenario::FileToPipe, CacheState::Warm, "")),
-        FlowKind::PipeToFile => Some((Scenario::PipeToFile, CacheState::NotApplicable, "")),
-        FlowKind::MemoryToMemory => Some((Scenario::Memory, CacheState::NotApplicable, "")),
-        _ => None,
-    }
-}
-
-/// The flow kind a bench scenario measures (`None` for limits, parallel
-/// and meter cells).
+/// The cache state and network path under which the tuner measures a
+/// flow kind (its cells are those of [`Scenario::Flow`](flexio_harness::Scenario::Flow) of that kind);
+/// `None` only for [`FlowKind::Other`], which is never tuned.
 ///
 /// # Examples
 /// ```
 /// use flexio::profile::FlowKind;
-/// use flexio_harness::Scenario;
-/// assert_eq!(flexio_tune::sweep::kind_of(Scenario::Memory), Some(FlowKind::MemoryToMemory));
-/// assert_eq!(flexio_tune::sweep::kind_of(Scenario::Limits), None);
+/// use flexio_harness::CacheState;
+/// let (cache, path) = flexio_tune::sweep::conditions(FlowKind::SocketToFile).unwrap();
+/// assert_eq!((cache, path), (CacheState::NotApplicable, "loopback"));
+/// assert_eq!(flexio_tune::sweep::conditions(FlowKind::Other), None);
 /// ```
-pub fn kind_of(scenario: Scenario) -> Option<FlowKind> {
-    FlowKind::TUNED
-        .into_iter()
-        .find(|&kind| scenario_of(kind).is_some_and(|(s, _, _)| s == scenario))
+pub fn conditions(kind: FlowKind) -> Option<(CacheState, &'static str)> {
+    match kind {
+        FlowKind::FileToFile | FlowKind::FileToPipe => Some((CacheState::Warm, "")),
+        FlowKind::FileToFileDurable => Some((CacheState::Cold, "")),
+        FlowKind::FileToSocket => Some((CacheState::Warm, "loopback")),
+        FlowKind::SocketToFile => Some((CacheState::NotApplicable, "loopback")),
+        FlowKind::PipeToFile | FlowKind::MemoryToMemory => Some((CacheState::NotApplicable, "")),
+        _ => None,
+    }
 }
 
 /// The mechanism and parameters a flexio contender ran with, in the
@@ -99,9 +87,10 @@ pub fn candidate_of(contender: &Contender) -> Option<Candidate> {
 ///
 /// # Examples
 /// ```
+/// use flexio::profile::FlowKind;
 /// use flexio_harness::{CacheState, CellKey, Contender, Scenario, Summary};
 /// let summary = Summary {
-///     cell: CellKey { scenario: Scenario::FileToPipe, size: 1 << 20, chunk: 0,
+///     cell: CellKey { scenario: Scenario::Flow(FlowKind::FileToPipe), size: 1 << 20, chunk: 0,
 ///                     cache: CacheState::Warm, flows: 1, path: String::new(),
 ///                     schedule: None },
 ///     contender: Contender::Flexio { mechanism: flexio::MechanismName::Splice, chunk: 1 << 20,
@@ -125,7 +114,7 @@ pub fn candidate_of(contender: &Contender) -> Option<Candidate> {
 /// assert!((m.cpu_ns_per_byte - 1e9 / (1u64 << 30) as f64).abs() < 1e-12);
 /// ```
 pub fn measurement(summary: &Summary) -> Option<Measurement> {
-    let kind = kind_of(summary.cell.scenario)?;
+    let kind = summary.cell.scenario.flow()?;
     let candidate = candidate_of(&summary.contender)?;
     if summary
         .mechanism_used
@@ -155,7 +144,7 @@ pub fn measurement(summary: &Summary) -> Option<Measurement> {
 mod tests {
     use super::*;
     use crate::sweep::{candidates, MIB};
-    use flexio_harness::{CellKey, Entrant};
+    use flexio_harness::{CellKey, Entrant, Scenario};
 
     #[test]
     fn candidates_survive_the_round_trip_through_a_contender() {
@@ -170,7 +159,7 @@ mod tests {
     fn summaries_that_fell_back_are_not_measurements() {
         let summary = |used: &str| Summary {
             cell: CellKey {
-                scenario: Scenario::FileToFile,
+                scenario: Scenario::Flow(FlowKind::FileToFile),
                 size: MIB,
                 chunk: 0,
                 cache: CacheState::Warm,

@@ -31,7 +31,7 @@ pub(crate) fn run(args: &SeedsArgs<'_>, names: &[String]) -> Result<()> {
     } else {
         names
             .iter()
-            .map(|name| seeds::find(name).map_err(Error::Usage))
+            .map(|name| seeds::find(name).map_err(|e| Error::Usage(e.to_string())))
             .collect::<Result<_>>()?
     };
     let quick = args.quick;

@@ -8,6 +8,7 @@
 //! size (4.7-4.14) and by buffer (4.15), the socket-buffer sweep (4.18)
 //! and the relay across three network namespaces (4.21-4.22).
 
+use flexio::profile::FlowKind;
 use flexio::MechanismName::{self, *};
 
 use super::super::measure::{self, mb_per_s, series, shape, size_mb};
@@ -372,7 +373,12 @@ fn disk_cells(quick: bool) -> Vec<Cell> {
                 .into_iter()
                 .map(|m| Entrant::flexio(m, MIB as usize))
                 .collect();
-            Cell::new(Scenario::FileToFileDurable, size, Cold, entrants)
+            Cell::new(
+                Scenario::Flow(FlowKind::FileToFileDurable),
+                size,
+                Cold,
+                entrants,
+            )
         })
         .collect()
 }
@@ -399,7 +405,7 @@ fn by_size_ours(summaries: &[Summary]) -> Vec<Point> {
         series(
             summaries,
             name,
-            Scenario::FileToFileDurable,
+            Scenario::Flow(FlowKind::FileToFileDurable),
             |c| c.chunk == 0,
             |s| measure::is_engine(s, mechanism, Some(MIB)),
             size_mb,
@@ -419,7 +425,7 @@ fn buffers_ours(summaries: &[Summary]) -> Vec<Point> {
         points.extend(series(
             summaries,
             &user_buffer(kib),
-            Scenario::FileToFileDurable,
+            Scenario::Flow(FlowKind::FileToFileDurable),
             |c| c.chunk == 0,
             |s| measure::is_engine(s, ReadWrite, Some(kib << 10)),
             size_mb,
@@ -537,7 +543,13 @@ fn buffer_cells(quick: bool) -> Vec<Cell> {
                 .into_iter()
                 .map(|m| Entrant::flexio(m, chunk as usize))
                 .collect();
-            Cell::new(Scenario::FileToFileDurable, size, Cold, entrants).chunk(chunk)
+            Cell::new(
+                Scenario::Flow(FlowKind::FileToFileDurable),
+                size,
+                Cold,
+                entrants,
+            )
+            .chunk(chunk)
         })
         .collect()
 }
@@ -547,7 +559,7 @@ fn buffer_ours(summaries: &[Summary]) -> Vec<Point> {
         series(
             summaries,
             name,
-            Scenario::FileToFileDurable,
+            Scenario::Flow(FlowKind::FileToFileDurable),
             |c| c.chunk != 0,
             |s| measure::is_engine(s, mechanism, Some(s.cell.chunk)),
             |s| s.cell.chunk as f64 / 1024.0,
@@ -655,7 +667,13 @@ fn network_cells(quick: bool) -> Vec<Cell> {
                 Entrant::flexio(SendZc, 256 << 10),
                 Entrant::flexio(ReadWrite, 64 << 10),
             ];
-            Cell::new(Scenario::FileToSocket, size * MIB, Warm, entrants).path("loopback")
+            Cell::new(
+                Scenario::Flow(FlowKind::FileToSocket),
+                size * MIB,
+                Warm,
+                entrants,
+            )
+            .path("loopback")
         })
         .collect()
 }
@@ -673,7 +691,7 @@ fn network_ours(summaries: &[Summary]) -> Vec<Point> {
         series(
             summaries,
             name,
-            Scenario::FileToSocket,
+            Scenario::Flow(FlowKind::FileToSocket),
             |c| c.path == "loopback",
             |s| measure::is_engine(s, mechanism, Some(chunk)),
             size_mb,

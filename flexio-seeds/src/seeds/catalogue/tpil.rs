@@ -4,6 +4,7 @@
 //! stores' heirs) against the C library's memcpy; the device half needs a
 //! device.
 
+use flexio::profile::FlowKind;
 use flexio::CopyKernel;
 use flexio::MechanismName::ReadWrite;
 
@@ -103,7 +104,12 @@ fn memory_cells(quick: bool) -> Vec<Cell> {
             let mut entrants = vec![Entrant::flexio(ReadWrite, 256 << 10)];
             entrants.extend(copy_kernel_entrants());
             entrants.push(Entrant::Limit(Probe::Memcpy));
-            Cell::new(Scenario::Memory, size, NotApplicable, entrants)
+            Cell::new(
+                Scenario::Flow(FlowKind::MemoryToMemory),
+                size,
+                NotApplicable,
+                entrants,
+            )
         })
         .collect()
 }
@@ -128,7 +134,7 @@ fn memory_ours(summaries: &[Summary]) -> Vec<Point> {
     let mut points = series(
         summaries,
         MEMCPY,
-        Scenario::Memory,
+        Scenario::Flow(FlowKind::MemoryToMemory),
         |_| true,
         |s| measure::is_named(s, "memcpy"),
         |s| s.cell.size as f64,
@@ -138,7 +144,7 @@ fn memory_ours(summaries: &[Summary]) -> Vec<Point> {
         points.extend(series(
             summaries,
             &flow_series(kernel),
-            Scenario::Memory,
+            Scenario::Flow(FlowKind::MemoryToMemory),
             |_| true,
             |s| is_flow_with(s, kernel),
             |s| s.cell.size as f64,
