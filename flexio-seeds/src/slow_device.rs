@@ -278,7 +278,7 @@ impl SlowDevice {
         };
         format!(
             "{} on {} (a loop device over a file in tmpfs) throttled by blkio to {} each \
-             way, the throttle's credit spent before each timed run: {measured}",
+             way: {measured}",
             self.fs.name(),
             self.node().display(),
             per_second(self.rate as f64)

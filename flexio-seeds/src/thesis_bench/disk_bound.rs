@@ -46,8 +46,8 @@ pub fn disk_bound(
     let setting = format!(
         "the disk -> disk cells with memory to spare on {}; each run cold (the file's pages \
          dropped by fsync, posix_fadvise DONTNEED and drop_caches) and --fsync'ed, {ROUNDS} \
-         rounds a cell (the runner does not spend the throttle's credit before a round, so \
-         a 1 MiB copy may run a slice ahead of the rate)",
+         rounds a cell; the runner does not spend the throttle's credit before a round, so \
+         a copy of a few MiB may run up to a tenth of a second's worth ahead of the rate",
         device.describe()
     );
     let plan = Plan { cells };

@@ -132,7 +132,7 @@ fn in_group(
     };
     let setting = format!(
         "each copy in memory cgroup {} limited to 128 MiB (page cache included), cold, --fsync, \
-         its files on {}",
+         the throttle's credit spent before each, its files on {}",
         group.path().display(),
         device.describe()
     );
