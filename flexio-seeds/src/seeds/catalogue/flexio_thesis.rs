@@ -225,13 +225,17 @@ pub(in super::super) struct DiskBound {
 
 /// The plan of a disk-bound `setup`, or `None` for any other.
 pub(super) fn disk_bound(setup: Setup, quick: bool) -> Option<DiskBound> {
-    let (fs, cells, ours): (_, _, fn(&[Summary]) -> Vec<Point>) = match setup {
-        Setup::DiskBoundBySize => (FileSystem::Ext4, size_buffer_cells(quick), buffers_ours),
-        Setup::DiskBoundBySizeExt2 => (FileSystem::Ext2, disk_cells(quick), ext2_ours),
-        Setup::DiskBoundByBuffer => (FileSystem::Ext4, buffer_cells(quick), buffer_ours),
-        _ => return None,
-    };
-    Some(DiskBound { fs, cells, ours })
+    let plan = |fs, cells, ours| DiskBound { fs, cells, ours };
+    match setup {
+        Setup::DiskBoundBySize => Some(plan(
+            FileSystem::Ext4,
+            size_buffer_cells(quick),
+            buffers_ours,
+        )),
+        Setup::DiskBoundBySizeExt2 => Some(plan(FileSystem::Ext2, disk_cells(quick), ext2_ours)),
+        Setup::DiskBoundByBuffer => Some(plan(FileSystem::Ext4, buffer_cells(quick), buffer_ours)),
+        _ => None,
+    }
 }
 
 fn disk_by_size() -> Exhibit {
@@ -890,10 +894,7 @@ fn relay_original() -> Vec<Point> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::super::{own, write_report, Status};
     use super::*;
-    use crate::thesis_bench::{ThesisOutcome, ThesisPoint};
-    use flexio_bench::model::{CellKey, Contender};
 
     fn measured() -> Vec<Point> {
         [(USER, 100.0), (MAPPED, 80.0), (KERNEL, 120.0)]
@@ -931,171 +932,6 @@ mod tests {
         stated(disk_by_size());
         stated(user_against_kernel());
         stated(buffer_size());
-    }
-
-    /// A summary of `contender` in `cell` at `mb_s` MB/s, its three
-    /// rounds within 5%.
-    fn summary(cell: &CellKey, contender: Contender, mb_s: f64) -> Summary {
-        let bps = mb_s * MIB as f64;
-        Summary {
-            cell: cell.clone(),
-            contender,
-            runs: 3,
-            median_bps: bps,
-            min_bps: 0.95 * bps,
-            max_bps: 1.05 * bps,
-            cpu_s_per_gib: 0.0,
-            sys_s_per_gib: 0.0,
-            host_cpu_s_per_gib: 0.0,
-            switches_per_gib: 0.0,
-            involuntary_per_gib: None,
-            ratio_to_best_peer: None,
-            best_peer_round_range: None,
-            ratios_to_peers: Vec::new(),
-            ratio_to_best_fixed: None,
-            best_fixed_round_range: None,
-            ratio_to_builtin: None,
-            ratio_to_limit: None,
-            limit_note: None,
-            host_cpu_below_resolution: None,
-            mechanism_used: None,
-            resident_percent: None,
-            meter_kept: None,
-            flow_median_bps: None,
-            jain: None,
-        }
-    }
-
-    /// A point of `series` at `x`, its three rounds within 5%.
-    fn thesis_point(series: &str, x: f64, y: f64) -> ThesisPoint {
-        ThesisPoint {
-            series: series.into(),
-            x,
-            y,
-            spread: Some((0.95 * y, 1.05 * y, 3)),
-        }
-    }
-
-    /// What `setup` would give: a disk-bound one every cell and entrant of
-    /// its plan, read through its own `ours`; the cgroup's the points
-    /// `thesis_bench` names.
-    fn ran(setup: Setup) -> ThesisOutcome {
-        let points = match disk_bound(setup, true) {
-            Some(plan) => {
-                let mut summaries = Vec::new();
-                for cell in &plan.cells {
-                    for (i, entrant) in cell.entrants.iter().enumerate() {
-                        summaries.push(summary(&cell.key, entrant.contender(), 40.0 + i as f64));
-                    }
-                }
-                own::thesis_points((plan.ours)(&summaries))
-            }
-            None => {
-                let (names, xs): (Vec<String>, &[f64]) = match setup {
-                    Setup::LowMemoryBySize => (
-                        ["read-write", "mmap", "splice", "copy-file-range"]
-                            .map(|via| format!("{via}, 128 MiB cgroup (ours)"))
-                            .to_vec(),
-                        &[1.0, 50.0, 200.0],
-                    ),
-                    Setup::LowMemoryBySizeSmallBuffers => (
-                        SMALL_BUFFERS_KIB.map(user_buffer_small).to_vec(),
-                        &[1.0, 50.0, 200.0],
-                    ),
-                    Setup::LowMemoryByBuffer => (
-                        [USER_SMALL, "copy-file-range, 128 MiB cgroup (ours)"]
-                            .map(String::from)
-                            .to_vec(),
-                        &[1.0, 4.0, 16.0, 64.0, 256.0, 1024.0],
-                    ),
-                    other => panic!("no points for {other:?}"),
-                };
-                let mut points = Vec::new();
-                for (i, name) in names.iter().enumerate() {
-                    points.extend(xs.iter().map(|&x| thesis_point(name, x, 30.0 + i as f64)));
-                }
-                points
-            }
-        };
-        ThesisOutcome {
-            points,
-            shortfall: None,
-            setting: format!("{setup:?} ran"),
-        }
-    }
-
-    /// `id`'s grade and seeds.md with `outcomes` as its setups' runs.
-    fn graded(id: &str, outcomes: Vec<(Setup, ThesisOutcome)>) -> (Status, Vec<String>, String) {
-        let out = tempfile::tempdir().unwrap();
-        let exhibits = [super::super::super::find(id).unwrap()];
-        let runs = own::OwnRuns::with_all(outcomes);
-        let report = write_report(out.path(), &exhibits, &[], &runs, true, "a test").unwrap();
-        let md = std::fs::read_to_string(&report.markdown).unwrap();
-        let grade = report.grades[0].1.clone();
-        (grade.status, grade.reasons, md)
-    }
-
-    #[test]
-    fn each_disk_bound_setup_draws_its_cells_and_without_it_the_grade_falls_with_why() {
-        let names = |names: &[&str]| names.iter().map(|n| n.to_string()).collect::<Vec<_>>();
-        let cases = [
-            (
-                "flexio-4-7",
-                Setup::DiskBoundBySize,
-                names(&[SPLICE_RATIO, MMAP_RATIO]),
-            ),
-            (
-                "flexio-4-7",
-                Setup::DiskBoundBySizeExt2,
-                names(&[SPLICE_RATIO_EXT2, MMAP_RATIO_EXT2]),
-            ),
-            (
-                "flexio-4-11",
-                Setup::DiskBoundBySize,
-                names(&[KERNEL_RATIO, &kernel_over_buffer(1)]),
-            ),
-            (
-                "flexio-4-15",
-                Setup::DiskBoundByBuffer,
-                names(&[BUFFER_USER, BUFFER_KERNEL]),
-            ),
-        ];
-        for (id, setup, series) in cases {
-            assert!(setups(id).contains(&setup), "{id}: {setup:?}");
-            let all: Vec<_> = setups(id).iter().map(|&s| (s, ran(s))).collect();
-            let (status, reasons, md) = graded(id, all.clone());
-            assert_eq!(status, Status::Full, "{id}: {reasons:?}");
-            for name in &series {
-                assert!(
-                    md.contains(&format!("| {name} | 1 |")),
-                    "{id}: {name}: {md}"
-                );
-            }
-            // Not root: the device is not made, the setup says why.
-            let why = "no throttled ext2 device (needs root for the throttled device)";
-            let short: Vec<_> = all
-                .into_iter()
-                .map(|(s, outcome)| match s == setup {
-                    true => (
-                        s,
-                        ThesisOutcome {
-                            shortfall: Some(why.into()),
-                            ..ThesisOutcome::default()
-                        },
-                    ),
-                    false => (s, outcome),
-                })
-                .collect();
-            let (status, reasons, md) = graded(id, short);
-            assert_eq!(status, Status::Partial, "{id}: {setup:?}");
-            assert!(
-                reasons.contains(&format!("setup: {why}")),
-                "{id}: {setup:?}: {reasons:?}"
-            );
-            for name in &series {
-                assert!(!md.contains(&format!("| {name} | 1 |")), "{id}: {name}");
-            }
-        }
     }
 
     #[test]
