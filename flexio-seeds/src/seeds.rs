@@ -20,6 +20,7 @@
 //!  ├ measure.rs     ours, read from the summaries of the cells
 //!  ├ grade.rs       the grade and its reasons, from what ran
 //!  ├ own.rs         setups outside the matrix (thesis_bench, smack_bench), run once
+//!  ├ flexio_setups.rs  (tests) FlexIO's disk-bound setups from plan to grade
 //!  └ report.rs      seeds.md and one chart per exhibit
 //! ```
 
@@ -29,6 +30,8 @@ use flexio_bench::plan::{Cell, Plan};
 use flexio_bench::stats::Summary;
 
 mod catalogue;
+#[cfg(test)]
+mod flexio_setups;
 mod grade;
 mod measure;
 mod own;

@@ -1,5 +1,5 @@
-//! A slow disk for the findings that rest on one: ext4 on a loop device
-//! over a file in tmpfs, the device throttled by cgroup v1's blkio
+//! A slow disk for the findings that rest on one: ext4 (or ext2,
+//! [`FileSystem`]) on a loop device over a file in tmpfs, the device throttled by cgroup v1's blkio
 //! controller (`blkio.throttle.read_bps_device` and `write_bps_device`
 //! of the root group, so that every process's reads and the kernel's
 //! writeback to it are held to the rate). This machine's own disk runs at
@@ -39,9 +39,30 @@ const BLKIO: &str = "/sys/fs/cgroup/blkio";
 /// throttle's and not that of the disk under it.
 const BACKING_DIR: &str = "/dev/shm";
 
-/// A throttled ext4 file system on a loop device, unmade when dropped.
+/// The file system a [`SlowDevice`] is formatted with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FileSystem {
+    /// ext4, with its journal and extents (this machine's own).
+    Ext4,
+    /// ext2, no journal, block maps: the file system FlexIO's thesis ran
+    /// on ("FlexIO presently supports ... Ext2 filesystem files").
+    Ext2,
+}
+
+impl FileSystem {
+    /// Its name, as `mkfs.NAME` and `mount -t` take it.
+    pub fn name(self) -> &'static str {
+        match self {
+            FileSystem::Ext4 => "ext4",
+            FileSystem::Ext2 => "ext2",
+        }
+    }
+}
+
+/// A throttled file system on a loop device, unmade when dropped.
 #[derive(Debug)]
 pub struct SlowDevice {
+    fs: FileSystem,
     image: PathBuf,
     mount: PathBuf,
     device: Option<LoopDevice>,
@@ -76,6 +97,27 @@ impl SlowDevice {
     /// # Ok::<(), flexio_seeds::Error>(())
     /// ```
     pub fn new(name: &str, size: u64, rate: u64) -> Result<SlowDevice> {
+        SlowDevice::with_file_system(name, size, rate, FileSystem::Ext4)
+    }
+
+    /// [`SlowDevice::new`] formatted with `fs`.
+    ///
+    /// # Errors
+    /// As [`SlowDevice::new`] (`mkfs.ext2` for ext2).
+    ///
+    /// # Examples
+    /// ```no_run
+    /// use flexio_seeds::slow_device::{FileSystem, SlowDevice, SLOW_RATE};
+    /// let device = SlowDevice::with_file_system("example", 256 << 20, SLOW_RATE, FileSystem::Ext2)?;
+    /// assert!(device.describe().starts_with("ext2 on "));
+    /// # Ok::<(), flexio_seeds::Error>(())
+    /// ```
+    pub fn with_file_system(
+        name: &str,
+        size: u64,
+        rate: u64,
+        fs: FileSystem,
+    ) -> Result<SlowDevice> {
         if !rustix::process::geteuid().is_root() {
             return Err(Error::Unavailable(
                 "needs root for the throttled device".into(),
@@ -92,6 +134,7 @@ impl SlowDevice {
         let stem = format!("flexio-slow-{}-{name}", std::process::id());
         let image = Path::new(BACKING_DIR).join(format!("{stem}.img"));
         let mut slow = SlowDevice {
+            fs,
             mount: std::env::temp_dir().join(&stem),
             image,
             device: None,
@@ -115,9 +158,13 @@ impl SlowDevice {
         let node = device.path().to_path_buf();
         self.device = Some(device);
         self.throttle = Some(Throttle::new(&node, self.rate)?);
-        run(Command::new("mkfs.ext4").args(["-q", "-F"]).arg(&node))?;
+        let mkfs = format!("mkfs.{}", self.fs.name());
+        run(Command::new(mkfs).args(["-q", "-F"]).arg(&node))?;
         std::fs::create_dir_all(&self.mount).map_err(|e| Error::io("create", &self.mount, e))?;
-        run(Command::new("mount").arg(&node).arg(&self.mount))?;
+        run(Command::new("mount")
+            .args(["-t", self.fs.name()])
+            .arg(&node)
+            .arg(&self.mount))?;
         self.mounted = true;
         // What `prime` reads: a quarter-second's worth, at least 1 MiB.
         let primer = self.primer();
@@ -233,8 +280,9 @@ impl SlowDevice {
             Err(why) => format!("its rate not measured ({why})"),
         };
         format!(
-            "ext4 on {} (a loop device over a file in tmpfs) throttled by blkio to {} each \
-             way, the throttle's credit spent before each timed run: {measured}",
+            "{} on {} (a loop device over a file in tmpfs) throttled by blkio to {} each \
+             way: {measured}",
+            self.fs.name(),
             self.node().display(),
             per_second(self.rate as f64)
         )
@@ -494,6 +542,33 @@ mod tests {
         // 1 MiB at 16 MiB/s is 62 ms; unthrottled (the credit unspent) it
         // takes a few.
         assert!(seconds > 0.045, "{seconds} s");
+    }
+
+    /// The file system type `/proc/mounts` gives `mount`.
+    fn mounted_as(mount: &Path) -> Option<String> {
+        let mounts = std::fs::read_to_string("/proc/mounts").ok()?;
+        mounts.lines().find_map(|line| {
+            let mut fields = line.split(' ');
+            let (_, at, fs) = (fields.next()?, fields.next()?, fields.next()?);
+            (Path::new(at) == mount).then(|| fs.to_string())
+        })
+    }
+
+    #[test]
+    fn an_ext2_device_is_mounted_as_ext2_and_unmade_when_dropped() {
+        if !privileged("an_ext2_device_is_mounted_as_ext2_and_unmade_when_dropped") {
+            return;
+        }
+        let device =
+            SlowDevice::with_file_system("test-ext2", 64 << 20, SLOW_RATE, FileSystem::Ext2)
+                .unwrap();
+        let mount = device.mount().to_path_buf();
+        assert_eq!(mounted_as(&mount).as_deref(), Some("ext2"));
+        assert!(device.describe().starts_with("ext2 on /dev/loop"));
+        let image = device.image.clone();
+        drop(device);
+        assert_eq!(mounted_as(&mount), None);
+        assert!(!attached(&image) && !image.exists() && !mount.exists());
     }
 
     #[test]

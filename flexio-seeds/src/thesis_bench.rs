@@ -6,6 +6,10 @@
 //!   on the original's 128 MB machine, cold and synced to ext4 on a
 //!   throttled loop device (its slow disk, `slow_device`), by file size up
 //!   to 200 MiB (Figures 4.7-4.14) and by buffer size from 1 KiB (4.15);
+//! - the disk -> disk cells with memory to spare, cold and synced
+//!   through the matrix's runner on the same throttled device (ext4, and
+//!   ext2 as the thesis's second file system), so that the two settings
+//!   differ in memory only (4.7-4.15);
 //! - a socket-buffer sweep: file -> TCP with `--socket-buffer` at both
 //!   ends, 16 KiB to 4 MiB, beside the kernel's autotuning (4.18);
 //! - a user process over UDP: file -> loopback UDP -> file with
@@ -23,11 +27,13 @@
 //! thesis_bench.rs   options, points, the shared run loop
 //!  ├ process.rs     one timed copy (or a group of them), its bytes checked
 //!  ├ low_memory.rs  the 128 MiB cgroup: by size, by buffer
+//!  ├ disk_bound.rs  the matrix's cold cells on a throttled ext4 or ext2
 //!  ├ sockets.rs     the socket-buffer sweep (TCP)
 //!  ├ udp.rs         the socket-buffer sweep over UDP, loss counted
 //!  └ relay.rs       A -> B -> C
 //! ```
 
+mod disk_bound;
 mod low_memory;
 mod process;
 mod relay;
@@ -40,6 +46,7 @@ use std::sync::Arc;
 
 use crate::error::{Error, Result};
 
+pub use disk_bound::disk_bound;
 pub use low_memory::{by_buffer, by_size, by_size_small_buffers, MEMORY_LIMIT, SMALL_BUFFERS_KIB};
 pub use relay::relay;
 pub use sockets::socket_buffers;

@@ -49,6 +49,18 @@ pub(super) fn cue_disk_cells(quick: bool) -> Vec<flexio_bench::plan::Cell> {
     cue::disk_cells(quick)
 }
 
+/// FlexIO's disk-bound setups ([`Setup::DiskBoundBySize`] and the
+/// others): the file system, the cells and ours read from their
+/// summaries; `None` for every other setup.
+///
+/// [`Setup::DiskBoundBySize`]: super::setup::Setup::DiskBoundBySize
+pub(super) fn flexio_disk_bound(
+    setup: super::setup::Setup,
+    quick: bool,
+) -> Option<flexio_thesis::DiskBound> {
+    flexio_thesis::disk_bound(setup, quick)
+}
+
 /// No cells: an exhibit this bench cannot measure.
 fn no_cells(_quick: bool) -> Vec<flexio_bench::plan::Cell> {
     Vec::new()

@@ -8,7 +8,7 @@
 
 use super::setup::Setup;
 use super::{catalogue, Exhibit, Point};
-use crate::thesis_bench::{self, ThesisOptions, ThesisOutcome};
+use crate::thesis_bench::{self, ThesisOptions, ThesisOutcome, ThesisPoint};
 use crate::{cue_bench, smack_bench};
 use flexio_bench::stats::Summary;
 
@@ -30,9 +30,45 @@ impl Setup {
             Setup::CueDiskBound => {
                 return cue_bench::disk_bound(options, catalogue::cue_disk_cells(options.quick))
             }
+            Setup::DiskBoundBySize | Setup::DiskBoundBySizeExt2 | Setup::DiskBoundByBuffer => {
+                return (self.disk_bound(options), Vec::new());
+            }
         };
         (outcome, Vec::new())
     }
+
+    /// FlexIO's cells on a throttled device, ours read from their
+    /// summaries as the setup's points (named by file system, so that
+    /// ext4's and ext2's cells, alike in the matrix's terms, stay apart).
+    fn disk_bound(self, options: &ThesisOptions) -> ThesisOutcome {
+        let Some(plan) = catalogue::flexio_disk_bound(self, options.quick) else {
+            return ThesisOutcome {
+                shortfall: Some(format!("setup {self:?} has no cells")),
+                ..ThesisOutcome::default()
+            };
+        };
+        let name = format!("thesis-{}", plan.fs.name());
+        let (mut outcome, summaries) =
+            thesis_bench::disk_bound(options, &name, plan.fs, plan.cells);
+        outcome.points = thesis_points((plan.ours)(&summaries));
+        outcome
+    }
+}
+
+/// `points` as a setup's outcome holds them.
+pub(super) fn thesis_points(points: Vec<Point>) -> Vec<ThesisPoint> {
+    points
+        .into_iter()
+        .map(|p| ThesisPoint {
+            spread: p
+                .spread
+                .zip(p.rounds)
+                .map(|((low, high), n)| (low, high, n)),
+            series: p.series,
+            x: p.x,
+            y: p.y,
+        })
+        .collect()
 }
 
 /// What the setups of a seeds run measured.
@@ -107,8 +143,14 @@ impl OwnRuns {
     /// Runs that measured `outcome` for `setup` (tests).
     #[cfg(test)]
     pub(super) fn with(setup: Setup, outcome: ThesisOutcome) -> OwnRuns {
+        OwnRuns::with_all(vec![(setup, outcome)])
+    }
+
+    /// Runs that measured each of `outcomes` (tests).
+    #[cfg(test)]
+    pub(super) fn with_all(outcomes: Vec<(Setup, ThesisOutcome)>) -> OwnRuns {
         OwnRuns {
-            outcomes: vec![(setup, outcome)],
+            outcomes,
             summaries: Vec::new(),
         }
     }

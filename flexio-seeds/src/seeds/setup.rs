@@ -11,6 +11,15 @@ pub enum Setup {
     LowMemoryBySizeSmallBuffers,
     /// Disk -> disk by buffer size from 1 KiB in the 128 MiB cgroup.
     LowMemoryByBuffer,
+    /// Disk -> disk by file size with memory to spare: the matrix's cold,
+    /// synced cells on ext4 on the throttled device.
+    DiskBoundBySize,
+    /// The same on ext2, the thesis's file system: a second file system
+    /// as the original's IDE and SCSI partitions were.
+    DiskBoundBySizeExt2,
+    /// Disk -> disk by buffer size with memory to spare, on ext4 on the
+    /// throttled device.
+    DiskBoundByBuffer,
     /// File -> TCP with fixed socket buffers, against autotuning.
     SocketBuffers,
     /// File -> UDP -> file with 1-50 KB socket buffers, loss counted.

@@ -22,9 +22,11 @@ pub const MEMORY_LIMIT: u64 = 128 << 20;
 
 const MIB: u64 = 1 << 20;
 
-/// The mechanisms of Figures 4.7-4.14: a user buffer, mmap, and the
+/// The mechanisms of Figures 4.7-4.14: a user buffer, mmap, the kernel
+/// buffer (splice through a 1 MiB pipe: FlexIO's FILE_KERNEL_READ_WRITE
+/// read 1 MB at a time into a kernel buffer and wrote it out) and the
 /// kernel's copy (FlexIO at the buffer-cache level).
-const BY_SIZE: [&str; 3] = ["read-write", "mmap", "copy-file-range"];
+const BY_SIZE: [&str; 4] = ["read-write", "mmap", "splice", "copy-file-range"];
 
 /// The buffer sweep of Figure 4.15: a user buffer, and the kernel's copy
 /// asked for the same length per call.
@@ -131,7 +133,7 @@ fn in_group(
     };
     let setting = format!(
         "each copy in memory cgroup {} limited to 128 MiB (page cache included), cold, --fsync, \
-         its files on {}",
+         the throttle's credit spent before each, its files on {}",
         group.path().display(),
         device.describe()
     );

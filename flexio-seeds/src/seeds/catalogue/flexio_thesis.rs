@@ -3,10 +3,12 @@
 //! board. Its figures are plots; the seed holds the text only, so the
 //! values here are those the text states.
 //!
-//! Beside the matrix's cells, four setups of `thesis_bench` (run as
-//! `flexio copy` processes, see `Setup`): the 128 MiB memory cgroup by
-//! size (4.7-4.14) and by buffer (4.15), the socket-buffer sweep (4.18)
-//! and the relay across three network namespaces (4.21-4.22).
+//! Beside the matrix's cells, the setups of `thesis_bench` (see `Setup`):
+//! the disk -> disk cells with memory to spare, cold and synced through
+//! the matrix's runner on a throttled ext4 and (4.7) ext2 device; the
+//! 128 MiB memory cgroup by size (4.7-4.14) and by buffer (4.15) on the
+//! same throttle, as `flexio copy` processes; the UDP socket-buffer sweep
+//! (4.18) and the relay across three network namespaces (4.21-4.22).
 
 use flexio::profile::FlowKind;
 use flexio::MechanismName::{self, *};
@@ -15,6 +17,7 @@ use super::super::measure::{self, mb_per_s, series, shape, size_mb};
 use super::super::setup::Setup;
 use super::super::{Axes, Exhibit, Numbers, Point};
 use super::{no_cells, no_points, nothing};
+use crate::slow_device::FileSystem;
 use crate::thesis_bench::SMALL_BUFFERS_KIB;
 use flexio_bench::model::CacheState::{Cold, Warm};
 use flexio_bench::model::Scenario;
@@ -58,20 +61,30 @@ fn mmap_original() -> Vec<Point> {
 }
 
 const MMAP_RATIO: &str = "mmap / read-write (ours)";
+const MMAP_RATIO_EXT2: &str = "mmap / read-write, ext2 (ours)";
 const MMAP_RATIO_SMALL: &str = "mmap / read-write, 128 MiB cgroup (ours)";
+const SPLICE_RATIO: &str = "kernel buffer (splice) / read-write (ours)";
+const SPLICE_RATIO_EXT2: &str = "kernel buffer (splice) / read-write, ext2 (ours)";
+const SPLICE_RATIO_SMALL: &str = "kernel buffer (splice) / read-write, 128 MiB cgroup (ours)";
 const KERNEL_RATIO: &str = "copy_file_range / read-write (ours)";
 const KERNEL_RATIO_SMALL: &str = "copy_file_range / read-write, 128 MiB cgroup (ours)";
 
-/// Figures 4.7-4.10 drawn as the text states them: mmap over read-write.
+/// Figures 4.7-4.10 drawn as the text states them: mmap over read-write,
+/// and FlexIO's kernel buffer (splice through a pipe) over read-write, on
+/// ext4, on ext2 and in the 128 MiB cgroup.
 fn mmap_view(points: Vec<Point>) -> Vec<Point> {
-    let mut view = measure::ratio_series(&points, MAPPED, USER, MMAP_RATIO);
-    view.extend(measure::ratio_series(
-        &points,
-        MAPPED_SMALL,
-        USER_SMALL,
-        MMAP_RATIO_SMALL,
-    ));
-    view
+    let ratios = [
+        (MAPPED, USER, MMAP_RATIO),
+        (MAPPED_EXT2, USER_EXT2, MMAP_RATIO_EXT2),
+        (MAPPED_SMALL, USER_SMALL, MMAP_RATIO_SMALL),
+        (KERNEL_BUFFER, USER, SPLICE_RATIO),
+        (SPLICED_EXT2, USER_EXT2, SPLICE_RATIO_EXT2),
+        (SPLICED_SMALL, USER_SMALL, SPLICE_RATIO_SMALL),
+    ];
+    ratios
+        .into_iter()
+        .flat_map(|(a, b, name)| measure::ratio_series(&points, a, b, name))
+        .collect()
 }
 
 /// Figures 4.11-4.14 as the text states them: the kernel over the user
@@ -183,12 +196,46 @@ pub(super) fn exhibits() -> Vec<Exhibit> {
 /// The setups outside the matrix exhibit `id` measures.
 pub(super) fn setups(id: &str) -> &'static [Setup] {
     match id {
-        "flexio-4-7" => &[Setup::LowMemoryBySize],
-        "flexio-4-11" => &[Setup::LowMemoryBySize, Setup::LowMemoryBySizeSmallBuffers],
-        "flexio-4-15" => &[Setup::LowMemoryByBuffer],
+        "flexio-4-7" => &[
+            Setup::DiskBoundBySize,
+            Setup::DiskBoundBySizeExt2,
+            Setup::LowMemoryBySize,
+        ],
+        "flexio-4-11" => &[
+            Setup::DiskBoundBySize,
+            Setup::LowMemoryBySize,
+            Setup::LowMemoryBySizeSmallBuffers,
+        ],
+        "flexio-4-15" => &[Setup::DiskBoundByBuffer, Setup::LowMemoryByBuffer],
         "flexio-4-18" => &[Setup::UdpBuffers],
         "flexio-4-21" => &[Setup::Relay],
         _ => &[],
+    }
+}
+
+/// A disk-bound setup's plan: the file system its throttled device is
+/// formatted with, its cold cells, and ours read from their summaries.
+pub(in super::super) struct DiskBound {
+    /// The device's file system.
+    pub fs: FileSystem,
+    /// The cells run on it.
+    pub cells: Vec<Cell>,
+    /// Ours, from the cells' summaries.
+    pub ours: fn(&[Summary]) -> Vec<Point>,
+}
+
+/// The plan of a disk-bound `setup`, or `None` for any other.
+pub(super) fn disk_bound(setup: Setup, quick: bool) -> Option<DiskBound> {
+    let plan = |fs, cells, ours| DiskBound { fs, cells, ours };
+    match setup {
+        Setup::DiskBoundBySize => Some(plan(
+            FileSystem::Ext4,
+            size_buffer_cells(quick),
+            buffers_ours,
+        )),
+        Setup::DiskBoundBySizeExt2 => Some(plan(FileSystem::Ext2, disk_cells(quick), ext2_ours)),
+        Setup::DiskBoundByBuffer => Some(plan(FileSystem::Ext4, buffer_cells(quick), buffer_ours)),
+        _ => None,
     }
 }
 
@@ -205,16 +252,21 @@ fn disk_by_size() -> Exhibit {
         original: mmap_original,
         axes: RATIO_BY_SIZE,
         numbers: Numbers::Given(&[AHEAD, EVEN]),
-        ours_setup: "Both settings run, cold and synced: memory to spare (the matrix, in the engine, \
-              on this machine's disk, which runs at memory speed) and the original's setting, a \
-              128 MiB memory cgroup (flexio copy processes) whose cache fills at 50-200 MB as \
-              the original's did, its files on ext4 on a loop device throttled to 64 MiB/s \
-              (the rate dd measured is in the setup line) standing for the original's IDE and \
-              SCSI partitions. Drawn: mmap's throughput over read-write's, ours against \
-              what the original's text states.",
-        gaps: &["no kernel-buffer path (FlexIO's copy through a kernel buffer) and no second file system (the original had IDE and SCSI partitions)"],
-        cells: disk_cells,
-        ours: by_size_ours,
+        ours_setup: "Both settings run cold and synced on loop devices throttled to 64 MiB/s each \
+              way (the rate dd measured is in the setup lines) standing for the original's slow \
+              disks: memory to spare (the matrix's cells in the engine) on ext4 and on ext2, the \
+              thesis's own file system, as the original's IDE and SCSI partitions were two; and \
+              the original's setting, a 128 MiB memory cgroup (flexio copy processes) on ext4 \
+              whose cache fills at 50-200 MB as the original's did. Read-write with a 1 MiB \
+              buffer, mmap, FlexIO's kernel buffer as splice through a 1 MiB pipe (read 1 MB \
+              into a buffer in the kernel, written out from it: the bytes never enter user \
+              space, as FILE_KERNEL_READ_WRITE's; the pipe holds the page cache's pages where \
+              FlexIO copied them) and copy_file_range (the buffer-cache level, no buffer). \
+              Drawn: mmap's and the kernel buffer's throughput over read-write's, ours \
+              against what the original's text states.",
+        gaps: &[],
+        cells: no_cells,
+        ours: nothing,
         view: mmap_view,
         compare: compare_mmap,
     }
@@ -239,15 +291,15 @@ fn user_against_kernel() -> Exhibit {
         axes: RATIO_BY_SIZE,
         numbers: Numbers::Given(&[IDENTICAL]),
         ours_setup: "A user buffer (read-write) against the kernel's copy (copy_file_range, no \
-              intermediate buffer), unlimited (this machine's disk) and in a 128 MiB memory \
-              cgroup on ext4 on a loop device throttled to 64 MiB/s (the original's slow \
-              disks), cold and synced, the user buffer 1 KiB, 64 KiB and 1 MiB (the \
+              intermediate buffer), with memory to spare and in a 128 MiB memory cgroup, both \
+              on ext4 on a loop device throttled to 64 MiB/s (the original's slow disks), \
+              cold and synced, the user buffer 1 KiB, 64 KiB and 1 MiB (the \
               original's \"from 1KB till 1MB\") in both settings. Drawn: the kernel's \
               throughput over each user buffer's, ours against the original's \"almost \
               identical\".",
         gaps: &[],
-        cells: size_buffer_cells,
-        ours: buffers_ours,
+        cells: no_cells,
+        ours: nothing,
         view: kernel_view,
         compare: compare_in_kernel,
     }
@@ -270,14 +322,13 @@ fn buffer_size() -> Exhibit {
             log_y: false,
         },
         numbers: Numbers::Given(&[APART]),
-        ours_setup:
-            "Synced and cold from 1 KiB to 1 MiB, unlimited (this machine's disk) and in a \
-              128 MiB memory cgroup (the original's 128 MB machine) with the files on ext4 on a \
+        ours_setup: "Synced and cold from 1 KiB to 1 MiB, with memory to spare and in a 128 MiB \
+              memory cgroup (the original's 128 MB machine), both with the files on ext4 on a \
               loop device throttled to 64 MiB/s (its slow disk); the quick run copies 64 MiB, \
-              the full run 100 MiB. The verdict is the throttled series'.",
+              the full run 100 MiB. The verdict is the cgroup's series'.",
         gaps: &[],
-        cells: buffer_cells,
-        ours: buffer_ours,
+        cells: no_cells,
+        ours: nothing,
         view: buffer_view,
         compare: compare_buffer,
     }
@@ -369,7 +420,7 @@ fn disk_cells(quick: bool) -> Vec<Cell> {
     disk_sizes(quick)
         .into_iter()
         .map(|size| {
-            let entrants = [ReadWrite, Mmap, CopyFileRange]
+            let entrants = [ReadWrite, Mmap, Splice, CopyFileRange]
                 .into_iter()
                 .map(|m| Entrant::flexio(m, MIB as usize))
                 .collect();
@@ -385,7 +436,12 @@ fn disk_cells(quick: bool) -> Vec<Cell> {
 
 const USER: &str = "read-write, 1 MiB buffer (ours)";
 const MAPPED: &str = "mmap (ours)";
+const KERNEL_BUFFER: &str = "splice through a 1 MiB pipe, kernel buffer (ours)";
 const KERNEL: &str = "copy_file_range, in the kernel (ours)";
+const USER_EXT2: &str = "read-write, 1 MiB buffer, ext2 (ours)";
+const MAPPED_EXT2: &str = "mmap, ext2 (ours)";
+const SPLICED_EXT2: &str = "splice through a 1 MiB pipe, ext2 (ours)";
+const KERNEL_EXT2: &str = "copy_file_range, ext2 (ours)";
 
 /// [`disk_cells`] with the user buffer also at each of
 /// [`SMALL_BUFFERS_KIB`] (Figures 4.11-4.14).
@@ -401,6 +457,20 @@ fn size_buffer_cells(quick: bool) -> Vec<Cell> {
 }
 
 fn by_size_ours(summaries: &[Summary]) -> Vec<Point> {
+    by_size_named(summaries, [USER, MAPPED, KERNEL_BUFFER, KERNEL])
+}
+
+/// [`by_size_ours`] on the second file system.
+fn ext2_ours(summaries: &[Summary]) -> Vec<Point> {
+    by_size_named(
+        summaries,
+        [USER_EXT2, MAPPED_EXT2, SPLICED_EXT2, KERNEL_EXT2],
+    )
+}
+
+/// Read-write (1 MiB), mmap, splice and copy_file_range by file size,
+/// named `names` in that order.
+fn by_size_named(summaries: &[Summary], names: [&str; 4]) -> Vec<Point> {
     let one = |name: &str, mechanism: MechanismName| {
         series(
             summaries,
@@ -412,10 +482,11 @@ fn by_size_ours(summaries: &[Summary]) -> Vec<Point> {
             mb_per_s,
         )
     };
-    let mut points = one(USER, ReadWrite);
-    points.extend(one(MAPPED, Mmap));
-    points.extend(one(KERNEL, CopyFileRange));
-    points
+    [ReadWrite, Mmap, Splice, CopyFileRange]
+        .into_iter()
+        .zip(names)
+        .flat_map(|(mechanism, name)| one(name, mechanism))
+        .collect()
 }
 
 /// [`by_size_ours`] and the user buffer at each of [`SMALL_BUFFERS_KIB`].
@@ -437,6 +508,7 @@ fn buffers_ours(summaries: &[Summary]) -> Vec<Point> {
 
 const USER_SMALL: &str = "read-write, 128 MiB cgroup (ours)";
 const MAPPED_SMALL: &str = "mmap, 128 MiB cgroup (ours)";
+const SPLICED_SMALL: &str = "splice, 128 MiB cgroup (ours)";
 const KERNEL_SMALL: &str = "copy-file-range, 128 MiB cgroup (ours)";
 
 fn compare_mmap(_: &[Point], ours: &[Point]) -> String {
@@ -489,10 +561,48 @@ fn compare_mmap(_: &[Point], ours: &[Point]) -> String {
         None => "the run with memory to spare is missing, so the cache's part is not told".into(),
     };
     format!(
-        "Ours, cold and synced: mmap over read-write {spare} with memory to spare, and {words} \
-         in a 128 MiB cgroup; the original had mmap ahead up to 50 MB and behind above 200 MB \
-         on a 128 MB machine whose cache filled: {} — {weighs}.",
-        shape(same)
+        "Ours, cold and synced on the throttled disk: mmap over read-write {spare} with memory \
+         to spare on ext4, and {words} in a 128 MiB cgroup; the original had mmap ahead up to \
+         50 MB and behind above 200 MB on a 128 MB machine whose cache filled: {} — {weighs}. \
+         {}",
+        shape(same),
+        second_fs_and_kernel_buffer(ours)
+    )
+}
+
+/// Ext2's mmap ratio and the kernel buffer's in each setting, in words:
+/// the original found its partitions alike and every in-kernel path but
+/// mmap level with the user buffer.
+fn second_fs_and_kernel_buffer(ours: &[Point]) -> String {
+    let words = |name: &str| ratio_ends(ours, name);
+    let ext2 = match words(MMAP_RATIO_EXT2) {
+        Some((_, _, text)) => {
+            format!("On ext2, the thesis's file system, mmap over read-write {text}.")
+        }
+        None => "Ext2 did not run.".to_string(),
+    };
+    let settings = [
+        (SPLICE_RATIO, "on ext4"),
+        (SPLICE_RATIO_EXT2, "on ext2"),
+        (SPLICE_RATIO_SMALL, "in the cgroup"),
+    ];
+    let mut level = true;
+    let mut kernel = Vec::new();
+    for (name, setting) in settings {
+        match words(name) {
+            Some((small, large, text)) => {
+                level &= (0.85..=1.15).contains(&small) && (0.85..=1.15).contains(&large);
+                kernel.push(format!("{text} {setting}"));
+            }
+            None => kernel.push(format!("not measured {setting}")),
+        }
+    }
+    format!(
+        "{ext2} FlexIO's kernel buffer (splice through a 1 MiB pipe) over read-write {}; the \
+         original's kernel buffer kept the user process's copies and ran level with it: {} \
+         (within 15% counts as level).",
+        kernel.join(", "),
+        shape(level)
     )
 }
 
@@ -840,6 +950,33 @@ mod tests {
         stated(disk_by_size());
         stated(user_against_kernel());
         stated(buffer_size());
+    }
+
+    #[test]
+    fn figure_4_7_runs_the_kernel_buffer_everywhere_and_ext2_as_a_second_file_system() {
+        let ext2 = disk_bound(Setup::DiskBoundBySizeExt2, true).unwrap();
+        assert_eq!(ext2.fs, FileSystem::Ext2);
+        let ext4 = disk_bound(Setup::DiskBoundBySize, true).unwrap();
+        assert_eq!(ext4.fs, FileSystem::Ext4);
+        for plan in [&ext2, &ext4] {
+            for cell in &plan.cells {
+                assert!(
+                    cell.entrants
+                        .contains(&Entrant::flexio(Splice, MIB as usize)),
+                    "{}",
+                    cell.label()
+                );
+                assert_eq!(cell.key.cache, Cold);
+                assert_eq!(cell.key.scenario, Scenario::Flow(FlowKind::FileToFileDurable));
+            }
+        }
+        assert!(disk_bound(Setup::LowMemoryBySize, true).is_none());
+        // No FlexIO disk exhibit runs a cell on this machine's own disk,
+        // and none lists a gap.
+        for exhibit in [disk_by_size(), user_against_kernel(), buffer_size()] {
+            assert!((exhibit.cells)(true).is_empty(), "{}", exhibit.id);
+            assert!(exhibit.gaps.is_empty(), "{}", exhibit.id);
+        }
     }
 
     #[test]
