@@ -126,7 +126,11 @@ fn a_pair_in_another_scenario_is_refused_with_a_note() {
 
 #[test]
 fn a_cold_pair_with_a_connection_per_file_reads_sources_out_of_the_page_cache() {
-    let entrants = vec![Entrant::pair(MechanismName::ReadWrite, MechanismName::Mmap, 4096)];
+    let entrants = vec![Entrant::pair(
+        MechanismName::ReadWrite,
+        MechanismName::Mmap,
+        4096,
+    )];
     let cell = |cache| {
         Cell::new(Scenario::SocketPair, 3 << 20, cache, entrants.clone())
             .flows(3)
@@ -134,7 +138,11 @@ fn a_cold_pair_with_a_connection_per_file_reads_sources_out_of_the_page_cache() 
             .connection_per_file()
     };
     let cold = cell(CacheState::Cold);
-    assert!(cold.label().ends_with("a connection per file"), "{}", cold.label());
+    assert!(
+        cold.label().ends_with("a connection per file"),
+        "{}",
+        cold.label()
+    );
     let (results, notes) = run_pairs(vec![cold, cell(CacheState::NotApplicable)]);
     let resident = |cache| {
         let run = results

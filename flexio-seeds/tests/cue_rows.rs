@@ -9,8 +9,15 @@ use flexio_seeds::seeds::{find, write_report, Numbers, OwnRuns, Point};
 fn report(id: &str) -> String {
     let out = tempfile::tempdir().unwrap();
     let exhibits = [find(id).unwrap()];
-    let report =
-        write_report(out.path(), &exhibits, &[], &OwnRuns::default(), true, "a test").unwrap();
+    let report = write_report(
+        out.path(),
+        &exhibits,
+        &[],
+        &OwnRuns::default(),
+        true,
+        "a test",
+    )
+    .unwrap();
     std::fs::read_to_string(report.markdown).unwrap()
 }
 
@@ -41,7 +48,10 @@ fn table_2_draws_each_of_its_five_runs_beside_the_means() {
     for (x, run_4) in [(0.0, 5.4 / 4.5), (1.0, 2.1 / 2.2), (3.0, 14913.0 / 12420.0)] {
         let each = at(&original, runs, x);
         assert_eq!(each.len(), 5, "x {x}");
-        assert!(each.iter().any(|y| (y - run_4).abs() < 1e-9), "x {x}: {each:?}");
+        assert!(
+            each.iter().any(|y| (y - run_4).abs() < 1e-9),
+            "x {x}: {each:?}"
+        );
     }
     assert!(at(&original, runs, 2.0).is_empty());
     let md = report("cue-table-2");

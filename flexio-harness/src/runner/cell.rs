@@ -348,11 +348,12 @@ impl CellContext {
                 self.parallel(entrant, workspace, cell.key.flows, net)
             }
             Scenario::ServeClients => self.serve_clients(entrant, cell.key.flows),
-            Scenario::SocketPair => crate::runner::pair::run(entrant, workspace, cell, net)
-                .map(|(measured, sources_resident)| {
+            Scenario::SocketPair => crate::runner::pair::run(entrant, workspace, cell, net).map(
+                |(measured, sources_resident)| {
                     pair_resident = sources_resident;
                     measured
-                }),
+                },
+            ),
             Scenario::Limits => self.limit(entrant, size, &sink, self.reps[i], net),
         };
         let _ = std::fs::remove_file(&sink);

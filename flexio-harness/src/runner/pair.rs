@@ -247,7 +247,11 @@ fn receive(
     if more != 0 {
         return Err(other("the sender sent bytes past the last file"));
     }
-    Ok((bytes, last.ok_or_else(|| other("no file to receive"))?, peer))
+    Ok((
+        bytes,
+        last.ok_or_else(|| other("no file to receive"))?,
+        peer,
+    ))
 }
 
 /// Each sink holds exactly its source's bytes.
@@ -326,8 +330,14 @@ mod tests {
             },
         };
         let sides = [side.clone(), side];
-        let (measured, peers) =
-            transfer(&sides, &sources, (&sinks, &sizes), &Net::loopback(), per_file).unwrap();
+        let (measured, peers) = transfer(
+            &sides,
+            &sources,
+            (&sinks, &sizes),
+            &Net::loopback(),
+            per_file,
+        )
+        .unwrap();
         assert_eq!(measured.measurement.bytes, (1 << 20) + 7);
         check_files(&sources, &sinks).unwrap();
         peers

@@ -623,7 +623,9 @@ pub(super) fn compare_parallel(original: &[Point], ours: &[Point]) -> String {
         return text;
     }
     let cue = cue_name((4, 16));
-    let growth = |name: &str| Some(measure::at(ours, name, transfers_x(4))? / measure::at(ours, name, transfers_x(2))?);
+    let growth = |name: &str| {
+        Some(measure::at(ours, name, transfers_x(4))? / measure::at(ours, name, transfers_x(2))?)
+    };
     let (Some(kernel), Some(user)) = (growth(&cue), growth(USER)) else {
         return "2 or 4 transfers did not run.".into();
     };
@@ -645,7 +647,12 @@ pub(super) fn compare_parallel(original: &[Point], ours: &[Point]) -> String {
 fn two_transfers_sentence(original: &[Point], ours: &[Point]) -> String {
     let over = |points: &[Point], cue: &str, user: &str| -> Vec<Option<f64>> {
         (0..3)
-            .map(|x| Some(measure::at(points, cue, x as f64)? / measure::at(points, user, x as f64)?))
+            .map(|x| {
+                let ratio =
+                    measure::at(points, cue, x as f64)? / measure::at(points, user, x as f64)?;
+                // A zero (system time below the clock's tick) has no ratio.
+                (ratio.is_finite() && ratio > 0.0).then_some(ratio)
+            })
             .collect()
     };
     let words = |ratios: &[Option<f64>]| {
@@ -658,16 +665,18 @@ fn two_transfers_sentence(original: &[Point], ours: &[Point]) -> String {
     let theirs = over(original, PARALLEL_CUE, PARALLEL_USER);
     let warm = over(ours, &cue_name((4, 16)), USER);
     let disk = over(ours, &cue_disk_name((4, 16)), USER_DISK);
-    // Cue's two transfers: faster, less system time, more switches.
+    // Cue's two transfers: faster, less system time, more switches; a
+    // quantity without a ratio is left out of the judgement.
     let same = |r: &[Option<f64>]| match r {
-        [Some(wall), Some(system), Some(switches)] => {
-            shape(*wall < 1.0 && *system < 1.0 && *switches > 1.0)
+        [Some(wall), system, Some(switches)] => {
+            shape(*wall < 1.0 && system.is_none_or(|s| s < 1.0) && *switches > 1.0)
         }
-        _ => "not measured".into(),
+        _ => "not measured",
     };
     format!(
-        " Table 6, two transfers, the schedule over the loop (wall, system, switches per MB): \
-         Cue's {}; ours warm {} ({}), disk-bound {} ({}).",
+        " Table 6, two transfers, the schedule over the loop (wall, system, switches per MB; \
+         - where a system time was below the clock's tick): Cue's {}; ours warm {} ({}), \
+         disk-bound {} ({}).",
         words(&theirs),
         words(&warm),
         same(&warm),
