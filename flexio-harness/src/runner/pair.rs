@@ -128,7 +128,7 @@ fn connections(files: usize, per_file: bool) -> Vec<std::ops::Range<usize>> {
     if per_file {
         (0..files).map(|i| i..i + 1).collect()
     } else {
-        vec![0..files]
+        std::iter::once(0..files).collect()
     }
 }
 
@@ -306,7 +306,7 @@ mod tests {
 
     #[test]
     fn a_connection_per_file_carries_one_file_each() {
-        assert_eq!(connections(3, false), vec![0..3]);
+        assert_eq!(connections(3, false), Vec::from_iter(std::iter::once(0..3)));
         assert_eq!(connections(3, true), vec![0..1, 1..2, 2..3]);
     }
 
