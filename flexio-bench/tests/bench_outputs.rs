@@ -34,6 +34,7 @@ fn cell(scenario: Scenario, size: u64, cache: CacheState, flows: u32) -> CellKey
         flows,
         path: String::new(),
         schedule: None,
+        connection_per_file: false,
     }
 }
 

@@ -124,3 +124,38 @@ fn a_pair_in_another_scenario_is_refused_with_a_note() {
         "{notes:?}"
     );
 }
+
+#[test]
+fn a_cold_pair_with_a_connection_per_file_reads_sources_out_of_the_page_cache() {
+    let entrants = vec![Entrant::pair(
+        MechanismName::ReadWrite,
+        MechanismName::Mmap,
+        4096,
+    )];
+    let cell = |cache| {
+        Cell::new(Scenario::SocketPair, 3 << 20, cache, entrants.clone())
+            .flows(3)
+            .path("loopback")
+            .connection_per_file()
+    };
+    let cold = cell(CacheState::Cold);
+    assert!(
+        cold.label().ends_with("a connection per file"),
+        "{}",
+        cold.label()
+    );
+    let (results, notes) = run_pairs(vec![cold, cell(CacheState::NotApplicable)]);
+    let resident = |cache| {
+        let run = results
+            .runs
+            .iter()
+            .find(|r| r.cell.cache == cache)
+            .unwrap_or_else(|| panic!("{cache:?}: {notes:?}"));
+        assert!(run.cell.connection_per_file);
+        assert_eq!(run.measured.bytes, 3 << 20);
+        run.source_resident_percent.expect("residency known")
+    };
+    // Dropped before the run (fsync and DONTNEED), cached otherwise.
+    assert!(resident(CacheState::Cold) < 50.0, "{notes:?}");
+    assert!(resident(CacheState::NotApplicable) > 99.0, "{notes:?}");
+}

@@ -173,6 +173,25 @@ fn cue_tables_2_3_and_6_run_both_transfers_disk_bound_at_an_equal_rate() {
     let dir = tempfile::tempdir().unwrap();
     let (_, md) = run_exhibits(dir.path(), &["cue-table-2", "cue-table-3", "cue-table-6"]);
     assert!(!md.contains("gap: the baseline is a warm"), "{md}");
+    // Table 2's five runs and Table 6's two-transfer row, drawn and
+    // tabulated beside ours.
+    assert!(!md.contains("per-run rows are not drawn"), "{md}");
+    assert!(
+        !md.contains("two-transfer row (wall, system, switches) is not drawn"),
+        "{md}"
+    );
+    let runs = "| Cue k=3 t=70 / user, each run (Table 2) |";
+    assert_eq!(md.matches(runs).count(), 15, "{md}");
+    assert_eq!(
+        row_value(&md, "Cue k=4 t=16 (Tables 6-7)", "2"),
+        Some(96.8),
+        "{md}"
+    );
+    assert_eq!(
+        row_value(&md, "user driven (Tables 6-7)", "0"),
+        Some(4.05),
+        "{md}"
+    );
     if !rustix::process::geteuid().is_root() {
         assert!(md.contains("needs root for the throttled device"), "{md}");
         return;
@@ -184,16 +203,32 @@ fn cue_tables_2_3_and_6_run_both_transfers_disk_bound_at_an_equal_rate() {
         let wall = row_value(&md, &series, "0").unwrap_or_else(|| panic!("{series}: {md}"));
         assert!((0.5..2.0).contains(&wall), "{series}: {wall}: {md}");
     }
-    // 2-4 transfers at once, each at the disk's pace: 4 s a MiB at
-    // 256 KiB/s, give or take the throttle's slice.
+    // Our rounds beside Table 2's runs: the wall ratio's spread.
+    let wall = "| sendfile k=3 t=70 / read-write, disk-bound (ours) | 0 |";
+    let line = md
+        .lines()
+        .find(|l| l.starts_with(wall))
+        .unwrap_or_else(|| panic!("{md}"));
+    assert!(line.split('|').nth(4).unwrap().contains(" - "), "{line}");
+    // 2-4 transfers at once (x 3-5), each at the disk's pace: 4 s a MiB
+    // at 256 KiB/s, give or take the throttle's slice.
     for series in [
         "sendfile k=4 t=16, disk-bound (ours)",
         "read-write, 8 KiB, disk-bound (ours)",
     ] {
-        for flows in ["2", "3", "4"] {
-            let s_per_mb = row_value(&md, series, flows).unwrap_or_else(|| panic!("{series}"));
-            assert!((2.0..8.0).contains(&s_per_mb), "{series} x{flows}: {md}");
+        for x in ["3", "4", "5"] {
+            let s_per_mb = row_value(&md, series, x).unwrap_or_else(|| panic!("{series}"));
+            assert!((2.0..8.0).contains(&s_per_mb), "{series} at {x}: {md}");
         }
+        // Table 6's row (x 0-2) for the two transfers: wall per MB moved
+        // in all at the disk's pace; system time (a loop waiting on a
+        // 256 KiB/s disk may spend less than the clock's tick); switches.
+        let wall = row_value(&md, series, "0").unwrap_or_else(|| panic!("{series}: {md}"));
+        assert!((1.0..8.0).contains(&wall), "{series}: {wall}: {md}");
+        let system = row_value(&md, series, "1").unwrap_or_else(|| panic!("{series}: {md}"));
+        assert!((0.0..1.0).contains(&system), "{series}: {system}: {md}");
+        let switches = row_value(&md, series, "2").unwrap_or_else(|| panic!("{series}: {md}"));
+        assert!(switches > 0.0, "{series}: {switches}: {md}");
     }
 }
 

@@ -452,6 +452,16 @@ pub struct CellKey {
     /// absent in results written before cells had one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub schedule: Option<CellSchedule>,
+    /// A socket pair opens a new connection for each of its files (the
+    /// OS project's slave connected once per file) rather than one for
+    /// all; absent in results written before cells had it.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub connection_per_file: bool,
+}
+
+/// Serde's test for a field left out when false.
+fn is_false(value: &bool) -> bool {
+    !*value
 }
 
 /// Cue's schedule as a coordinate of a cell: `chunks` calls of a chunk

@@ -257,6 +257,7 @@ pub fn best_peer<'a>(summaries: &'a [Summary], cell: &CellKey) -> Option<&'a Sum
 ///     flows: 1,
 ///     path: String::new(),
 ///     schedule: None,
+///     connection_per_file: false,
 /// };
 /// assert_eq!(
 ///     limit_candidates(&cell),
@@ -463,7 +464,7 @@ fn host_cpu_below_resolution(runs: &[&RunRecord]) -> Option<f64> {
 /// use flexio_harness::stats::{limit_explanation, Summary};
 /// let cell = CellKey { scenario: Scenario::Flow(FlowKind::MemoryToMemory), size: 1 << 20, chunk: 0,
 ///     cache: CacheState::NotApplicable, flows: 1, path: String::new(),
-///     schedule: None };
+///     schedule: None, connection_per_file: false };
 /// let summary = |contender, min: f64, median: f64, max: f64| Summary {
 ///     cell: cell.clone(), contender, runs: 5, median_bps: median, min_bps: min,
 ///     max_bps: max, cpu_s_per_gib: 0.0, sys_s_per_gib: 0.0, host_cpu_s_per_gib: 0.0,
@@ -586,6 +587,7 @@ mod tests {
             flows: 1,
             path: path.into(),
             schedule: None,
+            connection_per_file: false,
         }
     }
 

@@ -3,7 +3,7 @@
 //! buffer and map sizes.
 
 use flexio::MechanismName;
-use flexio_bench::model::Contender;
+use flexio_bench::model::{CacheState, Contender};
 use flexio_bench::plan::Scenario;
 use flexio_seeds::seeds;
 
@@ -65,6 +65,23 @@ fn figure_5_plans_one_five_and_ten_files_of_the_same_total() {
             assert!(has_all_combinations(&pairs, total, files), "{files} files");
         }
         assert_eq!(pairs.len(), 12);
+    }
+}
+
+#[test]
+fn figure_5_connects_once_per_file_with_cold_sources_as_the_original_did() {
+    for quick in [true, false] {
+        let cells = (seeds::find("os-fig-5").unwrap().cells)(quick);
+        assert_eq!(cells.len(), 3);
+        for cell in cells {
+            assert!(cell.key.connection_per_file, "{}", cell.label());
+            assert_eq!(cell.key.cache, CacheState::Cold, "{}", cell.label());
+        }
+    }
+    assert!(seeds::find("os-fig-5").unwrap().gaps.is_empty());
+    // Figure 4's sample inputs keep the one connection.
+    for cell in (seeds::find("os-fig-4").unwrap().cells)(true) {
+        assert!(!cell.key.connection_per_file, "{}", cell.label());
     }
 }
 

@@ -188,6 +188,7 @@ impl Cell {
                 flows: 1,
                 path: String::new(),
                 schedule: None,
+                connection_per_file: false,
             },
             entrants,
         }
@@ -219,6 +220,13 @@ impl Cell {
         self
     }
 
+    /// The same socket-pair cell with a new connection for each file
+    /// (the OS project's slave connected once per file).
+    pub fn connection_per_file(mut self) -> Self {
+        self.key.connection_per_file = true;
+        self
+    }
+
     /// A one-line description: `file-to-file 256 MiB warm`.
     pub fn label(&self) -> String {
         label(&self.key)
@@ -244,6 +252,9 @@ pub fn label(key: &CellKey) -> String {
     }
     if let Some(schedule) = key.schedule {
         let _ = write!(text, " schedule {schedule}");
+    }
+    if key.connection_per_file {
+        text += ", a connection per file";
     }
     text
 }

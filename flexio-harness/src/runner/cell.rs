@@ -328,6 +328,8 @@ impl CellContext {
         let streams = pipes
             || (network && !matches!(self.scenario, Scenario::Parallel | Scenario::SocketPair));
         let _pinned = streams.then(affinity::pin_contender).flatten();
+        // A socket pair prepares its own sources (its files).
+        let mut pair_resident = None;
         let measured = match self.scenario {
             // A limit beside the contenders (the disk in cold cells, memcpy
             // in memory cells) runs in the same rounds as they do.
@@ -362,7 +364,12 @@ impl CellContext {
                 self.parallel(entrant, workspace, cell.key.flows, net)
             }
             Scenario::ServeClients => self.serve_clients(entrant, cell.key.flows),
-            Scenario::SocketPair => crate::runner::pair::run(entrant, workspace, cell, net),
+            Scenario::SocketPair => crate::runner::pair::run(entrant, workspace, cell, net).map(
+                |(measured, sources_resident)| {
+                    pair_resident = sources_resident;
+                    measured
+                },
+            ),
             Scenario::Limits => self.limit(entrant, size, &sink, self.reps[i], net),
             Scenario::Flow(kind) => Err(io::Error::other(format!("no cell measures {kind} flows"))),
         };
@@ -383,7 +390,7 @@ impl CellContext {
                 measured.measurement.bytes
             )));
         }
-        Ok((measured, resident, None))
+        Ok((measured, resident.or(pair_resident), None))
     }
 
     fn source(&self) -> io::Result<&Path> {

@@ -92,7 +92,7 @@ pub fn candidate_of(contender: &Contender) -> Option<Candidate> {
 /// let summary = Summary {
 ///     cell: CellKey { scenario: Scenario::Flow(FlowKind::FileToPipe), size: 1 << 20, chunk: 0,
 ///                     cache: CacheState::Warm, flows: 1, path: String::new(),
-///                     schedule: None },
+///                     schedule: None, connection_per_file: false },
 ///     contender: Contender::Flexio { mechanism: flexio::MechanismName::Splice, chunk: 1 << 20,
 ///         direct: false, queue_depth: 32, pipe_size: 1 << 20, builtin_table: false,
 ///         copy_kernel: Default::default() },
@@ -166,6 +166,7 @@ mod tests {
                 flows: 1,
                 path: String::new(),
                 schedule: None,
+                connection_per_file: false,
             },
             contender: Entrant::flexio(MechanismName::CopyFileRange, 256 << 10).contender(),
             runs: 3,

@@ -8,7 +8,7 @@ use flexio::MechanismName::{self, *};
 use super::super::super::measure::{self, shape, MB};
 use super::super::super::Point;
 use flexio_bench::model::CacheState::{self, Cold, Warm};
-use flexio_bench::model::Scenario;
+use flexio_bench::model::{CellKey, Scenario};
 use flexio_bench::plan::{Cell, Entrant};
 use flexio_bench::stats::Summary;
 
@@ -23,6 +23,10 @@ pub(super) type Cue = (u32, u64);
 pub(super) const USER: &str = "read-write, 8 KiB, no schedule (ours)";
 /// sendfile without a schedule: what the in-kernel call does unpaced.
 pub(super) const UNPACED: &str = "sendfile, 8 KiB, no schedule (ours)";
+
+/// Table 2's runs of set 1, each run's Cue over the same run's user
+/// driven.
+pub(super) const TABLE_2_RUNS: &str = "Cue k=3 t=70 / user, each run (Table 2)";
 
 /// The user-driven loop on the throttled device, cold: disk-bound.
 pub(super) const USER_DISK: &str = "read-write, 8 KiB, disk-bound (ours)";
@@ -295,9 +299,21 @@ fn relative(
         let name = relative_name(cache, cue);
         for (x, &i) in quantities.iter().enumerate() {
             let ratio = row[i] / user[i];
-            if ratio.is_finite() && ratio > 0.0 {
-                points.push(of_rounds(Point::new(&name, x as f64, ratio), rounds));
+            if !(ratio.is_finite() && ratio > 0.0) {
+                continue;
             }
+            let point = Point::new(&name, x as f64, ratio);
+            // Wall time follows each round's throughput: the schedule's
+            // slowest and fastest round over the loop's median, as Table
+            // 2 lists each run beside the means.
+            points.push(match i {
+                0 if row_summary.min_bps > 0.0 => point.with_spread(
+                    MB / row_summary.min_bps / user[0],
+                    MB / row_summary.max_bps / user[0],
+                    rounds,
+                ),
+                _ => of_rounds(point, rounds),
+            });
         }
     }
     points
@@ -327,7 +343,7 @@ pub(super) fn compare_relative(original: &[Point], ours: &[Point]) -> String {
          Cue's {}. The meter keeps more beside the schedule: {}. System time per MB: {}{}. \
          Wall time: not the same shape — an 8 KB call per 23 ms paces the flow to 0.34 MiB/s, \
          near the DECstation's own rate (Cue was 1.16x slower than user driven) and hundreds \
-         of times below an unpaced loop's today. (4, 70 ms): ours {}, Cue's {}.{}",
+         of times below an unpaced loop's today. (4, 70 ms): ours {}, Cue's {}.{}{}",
         row(ours, mine),
         row(original, theirs),
         shape(meter > 1.0),
@@ -342,6 +358,37 @@ pub(super) fn compare_relative(original: &[Point], ours: &[Point]) -> String {
         row(ours, "sendfile k=4 t=70 / read-write (ours)"),
         row(original, "Cue k=4 t=70 / user (Table 5)"),
         disk_relative(ours, original),
+        runs_relative(ours, original),
+    )
+}
+
+/// Table 2's runs against our rounds: the wall-time ratio's range.
+fn runs_relative(ours: &[Point], original: &[Point]) -> String {
+    let walls: Vec<f64> = original
+        .iter()
+        .filter(|p| p.series == TABLE_2_RUNS && p.x == 0.0)
+        .map(|p| p.y)
+        .collect();
+    let (low, high) = walls
+        .iter()
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), &y| {
+            (l.min(y), h.max(y))
+        });
+    let range = |name: &str| {
+        ours.iter()
+            .find(|p| p.series == name && p.x == 0.0)
+            .and_then(|p| Some((p.spread?, p.rounds?)))
+            .map_or("-".to_string(), |((a, b), n)| {
+                format!("{a:.2}-{b:.2}x over {n} rounds")
+            })
+    };
+    format!(
+        " Run by run (Table 2), Cue's wall time under (3, 70 ms) was {low:.2}-{high:.2}x the \
+         same run's user driven over {} runs; ours, the schedule's slowest to fastest round \
+         over the loop's median: {} warm, {} disk-bound.",
+        walls.len(),
+        range(&relative_name(Warm, (3, 70))),
+        range(&relative_name(Cold, (3, 70))),
     )
 }
 
@@ -445,6 +492,17 @@ fn triple(points: &[Point], name: &str) -> String {
         .join("/")
 }
 
+/// Tables 6-7's series of Cue (4, 16 ms), and of user driven.
+pub(super) const PARALLEL_CUE: &str = "Cue k=4 t=16 (Tables 6-7)";
+/// Tables 6-7's user-driven series.
+pub(super) const PARALLEL_USER: &str = "user driven (Tables 6-7)";
+
+/// The x of Table 7's `flows` transfers (Table 6's two-transfer row
+/// takes x 0-2).
+pub(super) fn transfers_x(flows: u32) -> f64 {
+    f64::from(flows) + 1.0
+}
+
 /// Tables 6-7: 2-4 transfers at once, Cue (4, 16 ms) by sendfile and the
 /// user-driven loop, 8 KiB calls.
 pub(super) fn parallel_cells(quick: bool) -> Vec<Cell> {
@@ -478,16 +536,67 @@ pub(super) fn scheduled_parallel_cells(
         .collect()
 }
 
-/// Seconds per MB of each transfer, warm (the matrix's) and disk-bound
-/// (the throttled device's).
+/// Table 6's two-transfer row (x 0-2) and Table 7's seconds per MB of
+/// each transfer (x 3-5), warm (the matrix's) and disk-bound (the
+/// throttled device's).
 pub(super) fn parallel_ours(summaries: &[Summary]) -> Vec<Point> {
     let mut points = Vec::new();
     for cache in [Warm, Cold] {
         let (user, kernel) = names(cache, (4, 16));
+        points.extend(two_transfers(summaries, cache, &kernel, Some((4, 16))));
         points.extend(parallel_series(summaries, cache, &kernel, Some((4, 16))));
+        points.extend(two_transfers(summaries, cache, user, None));
         points.extend(parallel_series(summaries, cache, user, None));
     }
     points
+}
+
+/// Table 6's row of the two-transfer cell: wall s, system s and context
+/// switches per MB moved in all (x 0, 1, 2).
+fn two_transfers(
+    summaries: &[Summary],
+    cache: CacheState,
+    name: &str,
+    schedule: Option<Cue>,
+) -> Vec<Point> {
+    let quantities: [fn(&Summary) -> Option<f64>; 3] = [
+        |s| (s.median_bps > 0.0).then(|| MB / s.median_bps),
+        |s| Some(s.sys_s_per_gib / 1024.0),
+        |s| Some(s.switches_per_gib / 1024.0),
+    ];
+    quantities
+        .iter()
+        .enumerate()
+        .flat_map(|(x, y)| {
+            measure::series(
+                summaries,
+                name,
+                Scenario::Parallel,
+                |c| parallel_cell(c, cache, schedule) && c.flows == 2,
+                |s| measure::is_engine(s, mechanism_of(schedule), Some(BLOCK as u64)),
+                |_| x as f64,
+                y,
+            )
+        })
+        .collect()
+}
+
+/// Whether `cell` is one of Tables 6-7's, of `cache` under `schedule`.
+fn parallel_cell(cell: &CellKey, cache: CacheState, schedule: Option<Cue>) -> bool {
+    cell.path == "loopback"
+        && cell.cache == cache
+        && cell.flows >= 2
+        && cell.schedule.map(|s| (s.chunks, s.pause_ms)) == schedule
+}
+
+/// Scheduled transfers are sendfile's, unpaced ones the user-driven
+/// loop's.
+fn mechanism_of(schedule: Option<Cue>) -> MechanismName {
+    if schedule.is_some() {
+        Sendfile
+    } else {
+        ReadWrite
+    }
 }
 
 /// Each of 2-4 transfers' seconds per MB under `schedule` (sendfile) or
@@ -498,46 +607,81 @@ fn parallel_series(
     name: &str,
     schedule: Option<Cue>,
 ) -> Vec<Point> {
-    let mechanism = if schedule.is_some() {
-        Sendfile
-    } else {
-        ReadWrite
-    };
     measure::series(
         summaries,
         name,
         Scenario::Parallel,
-        |c| {
-            c.path == "loopback"
-                && c.cache == cache
-                && c.flows >= 2
-                && c.schedule.map(|s| (s.chunks, s.pause_ms)) == schedule
-        },
-        |s| measure::is_engine(s, mechanism, Some(BLOCK as u64)),
-        |s| f64::from(s.cell.flows),
+        |c| parallel_cell(c, cache, schedule),
+        |s| measure::is_engine(s, mechanism_of(schedule), Some(BLOCK as u64)),
+        |s| transfers_x(s.cell.flows),
         |s| s.flow_median_bps.filter(|b| *b > 0.0).map(|b| MB / b),
     )
 }
 
-pub(super) fn compare_parallel(_: &[Point], ours: &[Point]) -> String {
+pub(super) fn compare_parallel(original: &[Point], ours: &[Point]) -> String {
     if let Some(text) = measure::not_measured(ours) {
         return text;
     }
     let cue = cue_name((4, 16));
-    let growth = |name: &str| Some(measure::at(ours, name, 4.0)? / measure::at(ours, name, 2.0)?);
+    let growth = |name: &str| {
+        Some(measure::at(ours, name, transfers_x(4))? / measure::at(ours, name, transfers_x(2))?)
+    };
     let (Some(kernel), Some(user)) = (growth(&cue), growth(USER)) else {
         return "2 or 4 transfers did not run.".into();
     };
-    let level = measure::at(ours, &cue, 4.0).unwrap_or(f64::NAN);
+    let level = measure::at(ours, &cue, transfers_x(4)).unwrap_or(f64::NAN);
     format!(
         "Per transfer, from 2 to 4 at once: ours by sendfile under (4, 16 ms) grows {kernel:.2}x \
          (to {level:.2} s/MB, the schedule's own 0.5 s/MB), the user-driven loop {user:.2}x; \
          Cue's grew 1.03x and user driven's 2.56x: {} — a scheduled transfer runs at its \
          schedule's rate as long as the machine has room for it, while unpaced loops share \
          the machine, and here two CPUs and a 2025 loopback give them far more room than one \
-         DECstation did, so the user-driven loop's share falls by less than 2.56x.{}",
+         DECstation did, so the user-driven loop's share falls by less than 2.56x.{}{}",
         shape(user > kernel * 1.2),
         disk_parallel(ours),
+        two_transfers_sentence(original, ours),
+    )
+}
+
+/// Table 6's row: the schedule over the loop, wall, system, switches.
+fn two_transfers_sentence(original: &[Point], ours: &[Point]) -> String {
+    let over = |points: &[Point], cue: &str, user: &str| -> Vec<Option<f64>> {
+        (0..3)
+            .map(|x| {
+                let ratio =
+                    measure::at(points, cue, x as f64)? / measure::at(points, user, x as f64)?;
+                // A zero (system time below the clock's tick) has no ratio.
+                (ratio.is_finite() && ratio > 0.0).then_some(ratio)
+            })
+            .collect()
+    };
+    let words = |ratios: &[Option<f64>]| {
+        ratios
+            .iter()
+            .map(|r| r.map_or("-".to_string(), |r| format!("{r:.2}x")))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let theirs = over(original, PARALLEL_CUE, PARALLEL_USER);
+    let warm = over(ours, &cue_name((4, 16)), USER);
+    let disk = over(ours, &cue_disk_name((4, 16)), USER_DISK);
+    // Cue's two transfers: faster, less system time, more switches; a
+    // quantity without a ratio is left out of the judgement.
+    let same = |r: &[Option<f64>]| match r {
+        [Some(wall), system, Some(switches)] => {
+            shape(*wall < 1.0 && system.is_none_or(|s| s < 1.0) && *switches > 1.0)
+        }
+        _ => "not measured",
+    };
+    format!(
+        " Table 6, two transfers, the schedule over the loop (wall, system, switches per MB; \
+         - where a system time was below the clock's tick): Cue's {}; ours warm {} ({}), \
+         disk-bound {} ({}).",
+        words(&theirs),
+        words(&warm),
+        same(&warm),
+        words(&disk),
+        same(&disk),
     )
 }
 
@@ -545,12 +689,12 @@ pub(super) fn compare_parallel(_: &[Point], ours: &[Point]) -> String {
 fn disk_parallel(ours: &[Point]) -> String {
     let cue = cue_disk_name((4, 16));
     let at = |name: &str, x: f64| measure::at(ours, name, x);
-    let growth = |name: &str| Some(at(name, 4.0)? / at(name, 2.0)?);
+    let growth = |name: &str| Some(at(name, transfers_x(4))? / at(name, transfers_x(2))?);
     let (Some(kernel), Some(user), Some(k2), Some(u2)) = (
         growth(&cue),
         growth(USER_DISK),
-        at(&cue, 2.0),
-        at(USER_DISK, 2.0),
+        at(&cue, transfers_x(2)),
+        at(USER_DISK, transfers_x(2)),
     ) else {
         return " The disk-bound transfers (cold on the throttled device) did not run.".into();
     };
