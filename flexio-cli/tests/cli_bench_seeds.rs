@@ -298,9 +298,9 @@ fn smack_tables_have_every_row_and_axis_and_leave_no_loop_device() {
         &["smack-table-3", "smack-table-4", "smack-table-6"],
     );
     let root = rustix::process::geteuid().is_root();
-    // No table lists a gap: each is FULL, or PARTIAL by its spread (which
-    // only a quiet machine keeps within 50%) or, without root, by the
-    // device it could not make.
+    // No table lists a gap: each is PARTIAL by its one round (`--runs 1`
+    // holds every setup to one), by its spread (which only a quiet machine
+    // keeps within 50%) or, without root, by the device it could not make.
     for id in ["smack-table-3", "smack-table-4", "smack-table-6"] {
         let row = md
             .lines()
@@ -308,7 +308,9 @@ fn smack_tables_have_every_row_and_axis_and_leave_no_loop_device() {
             .unwrap_or_else(|| panic!("no grade row for {id}: {md}"));
         let reasons = row.rsplit('|').nth(1).unwrap().trim();
         let only_spread_or_root = reasons.split("; ").all(|reason| {
-            reason.starts_with("spread over 50%") || (!root && reason.contains("root"))
+            reason.starts_with("spread over 50%")
+                || reason.starts_with("fewer than 3 rounds")
+                || (!root && reason.contains("root"))
         });
         assert!(
             row.contains("| FULL |") || (row.contains("| PARTIAL |") && only_spread_or_root),

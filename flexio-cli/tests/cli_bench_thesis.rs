@@ -143,6 +143,7 @@ fn with_dir_on_tmpfs_the_cgroup_copies_run_on_the_throttled_device() {
         dir: dir.path().to_path_buf(),
         flexio: env!("CARGO_BIN_EXE_flexio").into(),
         quick: true,
+        most_rounds: 3,
         stop: Default::default(),
     };
     let outcome = flexio_seeds::thesis_bench::by_size(&options);
@@ -174,7 +175,7 @@ fn flexio_4_11_runs_several_user_buffer_sizes_across_file_sizes() {
             "--exhibit",
             "flexio-4-11",
             "--runs",
-            "3",
+            "1",
             "--quiet",
         ])
         .arg("--dir")
@@ -185,7 +186,8 @@ fn flexio_4_11_runs_several_user_buffer_sizes_across_file_sizes() {
         .unwrap();
     assert!(output.status.success(), "{}", stderr(&output));
     let md = std::fs::read_to_string(out.join("seeds.md")).unwrap();
-    // FULL, or PARTIAL only by its spread: no gap, nothing missing.
+    // One round (a test needs every cell, not a median): PARTIAL by its
+    // rounds, or its spread; no gap, nothing missing.
     let row = md.lines().find(|l| l.starts_with("| flexio-4-11 |"));
     let row = row.unwrap_or_else(|| panic!("no grade row: {md}"));
     let reasons = row.rsplit('|').nth(1).unwrap().trim();
@@ -193,7 +195,7 @@ fn flexio_4_11_runs_several_user_buffer_sizes_across_file_sizes() {
         row.contains("| FULL |")
             || reasons
                 .split("; ")
-                .all(|r| r.starts_with("spread over 50%")),
+                .all(|r| r.starts_with("spread over 50%") || r.starts_with("fewer than 3 rounds")),
         "{row}"
     );
     for kib in [1, 64] {
@@ -254,7 +256,7 @@ fn flexio_4_7_runs_the_kernel_buffer_and_ext2_on_throttled_devices_and_leaves_no
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out");
     let child = flexio()
-        .args(["bench", "--exhibit", "flexio-4-7", "--runs", "3", "--quiet"])
+        .args(["bench", "--exhibit", "flexio-4-7", "--runs", "1", "--quiet"])
         .arg("--dir")
         .arg(dir.path())
         .arg("--out")
@@ -267,7 +269,8 @@ fn flexio_4_7_runs_the_kernel_buffer_and_ext2_on_throttled_devices_and_leaves_no
     let output = child.wait_with_output().unwrap();
     assert!(output.status.success(), "{}", stderr(&output));
     let md = std::fs::read_to_string(out.join("seeds.md")).unwrap();
-    // FULL, or PARTIAL only by its spread: no gap, no setup short.
+    // One round: PARTIAL by its rounds, or its spread; no gap, no setup
+    // short.
     let row = md.lines().find(|l| l.starts_with("| flexio-4-7 |"));
     let row = row.unwrap_or_else(|| panic!("no grade row: {md}"));
     let reasons = row.rsplit('|').nth(1).unwrap().trim();
@@ -275,7 +278,7 @@ fn flexio_4_7_runs_the_kernel_buffer_and_ext2_on_throttled_devices_and_leaves_no
         row.contains("| FULL |")
             || reasons
                 .split("; ")
-                .all(|r| r.starts_with("spread over 50%")),
+                .all(|r| r.starts_with("spread over 50%") || r.starts_with("fewer than 3 rounds")),
         "{row}"
     );
     for series in [

@@ -14,12 +14,11 @@ mod shared;
 
 pub use shared::{shared_link, Server, SHARED_RATE};
 
-use flexio_bench::plan::{Cell, Plan};
-use flexio_bench::runner::{self, Observer, RunOptions};
-use flexio_bench::stats::{self, Summary};
+use flexio_bench::plan::Cell;
+use flexio_bench::stats::Summary;
 
 use crate::slow_device::{SlowDevice, SLOW_RATE};
-use crate::thesis_bench::{ThesisOptions, ThesisOutcome};
+use crate::thesis_bench::{run_cells, ThesisOptions, ThesisOutcome};
 
 /// The rate the disk-bound pair shares: 256 KiB/s, about the
 /// DECstation's user-driven 0.22 MB/s (4.53 s per MB) and below the pace
@@ -29,8 +28,8 @@ use crate::thesis_bench::{ThesisOptions, ThesisOutcome};
 pub const DISK_RATE: u64 = 256 << 10;
 
 /// Timed rounds per cell, the median kept (no warm-up: every round is
-/// cold alike).
-const ROUNDS: u32 = 3;
+/// cold alike), within `--runs`.
+const ROUNDS: usize = 3;
 
 /// Runs `cells` (cold cells of Cue's exhibits) with their files on a
 /// device throttled to [`DISK_RATE`]: the summaries, and the outcome's
@@ -51,34 +50,20 @@ pub fn disk_bound(options: &ThesisOptions, cells: Vec<Cell>) -> (ThesisOutcome, 
     if let Err(why) = device.set_rate(DISK_RATE) {
         return short(format!("no throttled device ({why})"));
     }
+    let rounds = options.rounds_of(ROUNDS);
     let setting = format!(
         "Cue's disk-bound pair: the files on {}; each run cold (the file's pages dropped by \
-         fsync, posix_fadvise DONTNEED and drop_caches), {ROUNDS} rounds a cell",
+         fsync, posix_fadvise DONTNEED and drop_caches), {rounds} rounds a cell",
         device.describe()
     );
-    let plan = Plan { cells };
-    let mut run_options = RunOptions::new(device.mount());
-    run_options.warmups = 0;
-    run_options.rounds = ROUNDS;
-    run_options.flexio_exe = Some(options.flexio.clone());
-    run_options.meter_command = Some(vec![
+    let meter = vec![
         options.flexio.clone().into_os_string(),
         "bench".into(),
         "--meter-child".into(),
-    ]);
-    run_options.command_line = "flexio bench (Cue's disk-bound cells)".into();
-    let mut observer = Stop(options);
-    let results = match runner::run(&plan, &run_options, &mut observer) {
-        Ok(results) => results,
-        Err(e) => {
-            return short(format!(
-                "the disk-bound cells in {}: {e}",
-                device.mount().display()
-            ))
-        }
-    };
-    let summaries = stats::summarize(&results);
-    let shortfall = missing(&plan, &summaries, &results.notes);
+    ];
+    let command_line = "flexio bench (Cue's disk-bound cells)".to_string();
+    let (shortfall, summaries) =
+        run_cells(options, &device, cells, rounds, command_line, Some(meter));
     drop(device);
     let outcome = ThesisOutcome {
         shortfall,
@@ -86,28 +71,6 @@ pub fn disk_bound(options: &ThesisOptions, cells: Vec<Cell>) -> (ThesisOutcome, 
         ..ThesisOutcome::default()
     };
     (outcome, summaries)
-}
-
-/// Each planned cell and entrant without a result, with the runner's
-/// notes, or `None` when all ran.
-fn missing(plan: &Plan, summaries: &[Summary], notes: &[String]) -> Option<String> {
-    let mut missing = flexio_bench::stats::without_results(&plan.cells, summaries);
-    if missing.is_empty() {
-        return None;
-    }
-    if !notes.is_empty() {
-        missing.push(format!("the runner's notes: {}", notes.join("; ")));
-    }
-    Some(missing.join("; "))
-}
-
-/// Stops the runner between runs once a signal set `options.stop`.
-struct Stop<'a>(&'a ThesisOptions);
-
-impl Observer for Stop<'_> {
-    fn should_stop(&mut self) -> bool {
-        self.0.stop.load(std::sync::atomic::Ordering::Relaxed)
-    }
 }
 
 #[cfg(test)]
@@ -126,6 +89,7 @@ mod tests {
             flexio: dir.join("no-flexio-needed"),
             dir,
             quick: true,
+            most_rounds: 1,
             stop: Arc::new(AtomicBool::new(false)),
         }
     }
@@ -149,7 +113,8 @@ mod tests {
         }
         assert_eq!(outcome.shortfall, None, "{}", outcome.setting);
         let row = &summaries[0];
-        assert_eq!(row.runs, ROUNDS as usize);
+        // `--runs 1` holds the setup to one round of its three.
+        assert_eq!(row.runs, 1);
         // Cold each round, so held to the disk's 256 KiB/s (a slice of
         // the throttle's credit allowed); warm it would run at GB/s.
         assert!(

@@ -115,13 +115,10 @@ pub mod cached_series {
 }
 
 /// Rounds per figure: the original averaged five; the quick run three,
-/// the least with a median apart from its extremes.
+/// the least with a median apart from its extremes (either within
+/// `--runs`).
 fn rounds(options: &ThesisOptions) -> usize {
-    if options.quick {
-        3
-    } else {
-        5
-    }
+    options.rounds_of(if options.quick { 3 } else { 5 })
 }
 
 /// Values by series and x, turned into medians.
@@ -253,6 +250,7 @@ fn by_size(
 ///     dir: "/var/tmp".into(),
 ///     flexio: "flexio".into(),
 ///     quick: true,
+///     most_rounds: 3,
 ///     stop: Default::default(),
 /// };
 /// let outcome = uncached(&options, &SIZES_MB);
@@ -321,6 +319,7 @@ fn pass(cache: &BlockCache, path: &Path, len: u64) -> Result<(Timed, f64)> {
 ///     dir: "/var/tmp".into(),
 ///     flexio: "flexio".into(),
 ///     quick: true,
+///     most_rounds: 3,
 ///     stop: Default::default(),
 /// };
 /// let outcome = cached(&options, &SIZES_MB);
@@ -401,6 +400,7 @@ mod tests {
             dir: dir.to_path_buf(),
             flexio: "flexio".into(),
             quick: true,
+            most_rounds: 1,
             stop: Arc::new(AtomicBool::new(false)),
         }
     }

@@ -47,6 +47,7 @@ use std::sync::Arc;
 use crate::error::{Error, Result};
 
 pub use disk_bound::disk_bound;
+pub(crate) use disk_bound::run_cells;
 pub use low_memory::{by_buffer, by_size, by_size_small_buffers, MEMORY_LIMIT, SMALL_BUFFERS_KIB};
 pub use relay::relay;
 pub use sockets::socket_buffers;
@@ -61,15 +62,40 @@ pub struct ThesisOptions {
     pub flexio: PathBuf,
     /// The short run: fewer sizes (still three rounds each).
     pub quick: bool,
+    /// At most this many timed rounds per point (`--runs`): each setup
+    /// runs its own count, or fewer when asked (a look at the shape, or a
+    /// test, needs no median; the grade then says "fewer than 3 rounds").
+    pub most_rounds: usize,
     /// Set by SIGINT/SIGTERM: stop after the current copy.
     pub stop: Arc<AtomicBool>,
 }
 
 impl ThesisOptions {
     /// Timed rounds per point (the median is kept, the spread shown):
-    /// three, the least that has a median apart from its extremes.
+    /// three, the least that has a median apart from its extremes, or
+    /// fewer by [`ThesisOptions::most_rounds`].
     fn rounds(&self) -> usize {
-        3
+        self.rounds_of(3)
+    }
+
+    /// A setup's own count of rounds, `own`, within
+    /// [`ThesisOptions::most_rounds`] (and at least one).
+    ///
+    /// # Examples
+    /// ```
+    /// use flexio_seeds::thesis_bench::ThesisOptions;
+    /// let options = ThesisOptions {
+    ///     dir: std::env::temp_dir(),
+    ///     flexio: "flexio".into(),
+    ///     quick: true,
+    ///     most_rounds: 1,
+    ///     stop: Default::default(),
+    /// };
+    /// assert_eq!(options.rounds_of(3), 1);
+    /// assert_eq!(ThesisOptions { most_rounds: 5, ..options }.rounds_of(3), 3);
+    /// ```
+    pub fn rounds_of(&self, own: usize) -> usize {
+        own.min(self.most_rounds).max(1)
     }
 
     fn stopped(&self) -> Result<()> {

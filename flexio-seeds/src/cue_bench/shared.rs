@@ -76,15 +76,17 @@ pub fn shared_link(options: &ThesisOptions, servers: &[Server]) -> ThesisOutcome
         setting: format!(
             "Table 8's shared bottleneck: `flexio serve --rate-total {}` (one token bucket, \
              {} MiB/s, that every connection draws on; --max-chunk 64K, so a burst is 64 KiB) \
-             sending a {} MiB file over loopback to 1-4 clients at once, {ROUNDS} rounds each",
+             sending a {} MiB file over loopback to 1-4 clients at once, {} rounds each",
             SHARED_RATE,
             SHARED_RATE >> 20,
-            size >> 20
+            size >> 20,
+            options.rounds_of(ROUNDS)
         ),
     }
 }
 
-/// `server`'s point at `clients`: [`ROUNDS`] runs, each a fresh server.
+/// `server`'s point at `clients`: [`ROUNDS`] runs (within `--runs`),
+/// each a fresh server.
 fn point(
     options: &ThesisOptions,
     root: &Path,
@@ -92,8 +94,9 @@ fn point(
     clients: u32,
     size: u64,
 ) -> io::Result<ThesisPoint> {
+    let rounds = options.rounds_of(ROUNDS);
     let mut rates = Vec::new();
-    for _ in 0..ROUNDS {
+    for _ in 0..rounds {
         let process = start(&options.flexio, root, server)?;
         let mut each = fetch_all(process.address, clients, size)?;
         rates.push(flexio_bench::stats::median(&mut each) / 1024.0);
@@ -104,7 +107,7 @@ fn point(
         series: server.series.clone(),
         x: f64::from(clients),
         y: flexio_bench::stats::median(&mut rates),
-        spread: Some((low, high, ROUNDS)),
+        spread: Some((low, high, rounds)),
     })
 }
 

@@ -41,6 +41,7 @@ const LEN: usize = 16 << 20;
 ///     dir: "/var/tmp".into(),
 ///     flexio: "flexio".into(),
 ///     quick: true,
+///     most_rounds: 3,
 ///     stop: Default::default(),
 /// };
 /// let outcome = raw_read(&options);
@@ -178,6 +179,7 @@ mod tests {
             dir: dir.to_path_buf(),
             flexio: "flexio".into(),
             quick: true,
+            most_rounds: 1,
             stop: Default::default(),
         }
     }

@@ -15,8 +15,8 @@ use super::{ThesisOptions, ThesisOutcome};
 use crate::slow_device::{FileSystem, SlowDevice, SLOW_RATE};
 
 /// Timed rounds per cell, the median kept (every round cold alike, so
-/// no warm-up).
-const ROUNDS: u32 = 3;
+/// no warm-up), within `--runs`.
+const ROUNDS: usize = 3;
 
 /// Room for a 200 MiB source, its copy and the smaller sources the
 /// runner keeps.
@@ -43,42 +43,61 @@ pub fn disk_bound(
         Ok(device) => device,
         Err(why) => return short(format!("no throttled {} device ({why})", fs.name())),
     };
+    let rounds = options.rounds_of(ROUNDS);
     let setting = format!(
         "the disk -> disk cells with memory to spare on {}; each run cold (the file's pages \
-         dropped by fsync, posix_fadvise DONTNEED and drop_caches) and --fsync'ed, {ROUNDS} \
+         dropped by fsync, posix_fadvise DONTNEED and drop_caches) and --fsync'ed, {rounds} \
          rounds a cell; the runner does not spend the throttle's credit before a round, so \
          a copy of a few MiB may run up to a tenth of a second's worth ahead of the rate",
         device.describe()
     );
+    let command_line = format!("flexio bench (FlexIO's disk-bound cells on {})", fs.name());
+    let (shortfall, summaries) = run_cells(options, &device, cells, rounds, command_line, None);
+    drop(device);
+    let outcome = ThesisOutcome {
+        shortfall,
+        setting,
+        ..ThesisOutcome::default()
+    };
+    (outcome, summaries)
+}
+
+/// Runs `cells` through the matrix's runner with their files on
+/// `device`, `rounds` cold rounds each and no warm-up (every round is
+/// cold alike), with `meter` as the meter's child command where a cell
+/// has one: why the runs fell short (each cell and entrant without a
+/// result, each contender that ran as another mechanism), if they did,
+/// and the summaries.
+pub(crate) fn run_cells(
+    options: &ThesisOptions,
+    device: &SlowDevice,
+    cells: Vec<Cell>,
+    rounds: usize,
+    command_line: String,
+    meter: Option<Vec<std::ffi::OsString>>,
+) -> (Option<String>, Vec<Summary>) {
     let plan = Plan { cells };
     let mut run_options = RunOptions::new(device.mount());
     run_options.warmups = 0;
-    run_options.rounds = ROUNDS;
+    run_options.rounds = rounds as u32;
     run_options.flexio_exe = Some(options.flexio.clone());
-    run_options.command_line = format!("flexio bench (FlexIO's disk-bound cells on {})", fs.name());
+    run_options.meter_command = meter;
+    run_options.command_line = command_line;
     let mut observer = Stop(options);
     let results = match runner::run(&plan, &run_options, &mut observer) {
         Ok(results) => results,
         Err(e) => {
-            return short(format!(
-                "the disk-bound cells in {}: {e}",
-                device.mount().display()
-            ))
+            let why = format!("the disk-bound cells in {}: {e}", device.mount().display());
+            return (Some(why), Vec::new());
         }
     };
-    drop(device);
     let summaries = stats::summarize(&results);
     let mut missing = stats::without_results(&plan.cells, &summaries);
     missing.extend(summaries.iter().filter_map(fell_back));
     if !missing.is_empty() && !results.notes.is_empty() {
         missing.push(format!("the runner's notes: {}", results.notes.join("; ")));
     }
-    let outcome = ThesisOutcome {
-        shortfall: (!missing.is_empty()).then(|| missing.join("; ")),
-        setting,
-        ..ThesisOutcome::default()
-    };
-    (outcome, summaries)
+    ((!missing.is_empty()).then(|| missing.join("; ")), summaries)
 }
 
 /// A flexio contender whose runs used another mechanism than its own
@@ -122,6 +141,7 @@ mod tests {
             flexio: dir.join("no-flexio-needed"),
             dir,
             quick: true,
+            most_rounds: 1,
             stop: Arc::new(AtomicBool::new(false)),
         }
     }
@@ -156,7 +176,8 @@ mod tests {
         );
         assert_eq!(summaries.len(), 2);
         for row in &summaries {
-            assert_eq!(row.runs, ROUNDS as usize);
+            // `--runs 1` holds the setup to one round of its three.
+            assert_eq!(row.runs, 1);
             // Read and written through a 64 MiB/s throttle each way: at
             // most about that (a slice of credit allowed); unthrottled the
             // tmpfs under it moves GB/s.

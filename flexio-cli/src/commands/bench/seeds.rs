@@ -102,6 +102,7 @@ fn run_own(args: &SeedsArgs<'_>, exhibits: &[&Exhibit]) -> Result<seeds::OwnRuns
         dir: dir.clone(),
         flexio,
         quick: args.quick,
+        most_rounds: args.options.rounds as usize,
         stop: stop_on_signals(),
     };
     if !args.quiet {

@@ -967,7 +967,10 @@ mod tests {
                     cell.label()
                 );
                 assert_eq!(cell.key.cache, Cold);
-                assert_eq!(cell.key.scenario, Scenario::Flow(FlowKind::FileToFileDurable));
+                assert_eq!(
+                    cell.key.scenario,
+                    Scenario::Flow(FlowKind::FileToFileDurable)
+                );
             }
         }
         assert!(disk_bound(Setup::LowMemoryBySize, true).is_none());
