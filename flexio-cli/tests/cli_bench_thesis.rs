@@ -186,18 +186,7 @@ fn flexio_4_11_runs_several_user_buffer_sizes_across_file_sizes() {
         .unwrap();
     assert!(output.status.success(), "{}", stderr(&output));
     let md = std::fs::read_to_string(out.join("seeds.md")).unwrap();
-    // One round (a test needs every cell, not a median): PARTIAL by its
-    // rounds, or its spread; no gap, nothing missing.
-    let row = md.lines().find(|l| l.starts_with("| flexio-4-11 |"));
-    let row = row.unwrap_or_else(|| panic!("no grade row: {md}"));
-    let reasons = row.rsplit('|').nth(1).unwrap().trim();
-    assert!(
-        row.contains("| FULL |")
-            || reasons
-                .split("; ")
-                .all(|r| r.starts_with("spread over 50%") || r.starts_with("fewer than 3 rounds")),
-        "{row}"
-    );
+    assert_no_gap_and_nothing_short(&md, "flexio-4-11");
     for kib in [1, 64] {
         for series in [
             format!("copy_file_range / read-write {kib} KiB (ours)"),
@@ -269,18 +258,7 @@ fn flexio_4_7_runs_the_kernel_buffer_and_ext2_on_throttled_devices_and_leaves_no
     let output = child.wait_with_output().unwrap();
     assert!(output.status.success(), "{}", stderr(&output));
     let md = std::fs::read_to_string(out.join("seeds.md")).unwrap();
-    // One round: PARTIAL by its rounds, or its spread; no gap, no setup
-    // short.
-    let row = md.lines().find(|l| l.starts_with("| flexio-4-7 |"));
-    let row = row.unwrap_or_else(|| panic!("no grade row: {md}"));
-    let reasons = row.rsplit('|').nth(1).unwrap().trim();
-    assert!(
-        row.contains("| FULL |")
-            || reasons
-                .split("; ")
-                .all(|r| r.starts_with("spread over 50%") || r.starts_with("fewer than 3 rounds")),
-        "{row}"
-    );
+    assert_no_gap_and_nothing_short(&md, "flexio-4-7");
     for series in [
         "kernel buffer (splice) / read-write (ours)",
         "kernel buffer (splice) / read-write, ext2 (ours)",
@@ -297,4 +275,20 @@ fn flexio_4_7_runs_the_kernel_buffer_and_ext2_on_throttled_devices_and_leaves_no
     assert!(md.contains("ext2 on /dev/loop"), "{md}");
     assert!(md.contains("ext4 on /dev/loop"), "{md}");
     assert_eq!(slow_devices_of(pid), Vec::<String>::new());
+}
+
+/// `id`'s grade row in `md`: FULL, or PARTIAL only by its rounds (the
+/// tests run one: they need every cell, not a median) or its spread; no
+/// gap, no cell or setup short.
+fn assert_no_gap_and_nothing_short(md: &str, id: &str) {
+    let row = md.lines().find(|l| l.starts_with(&format!("| {id} |")));
+    let row = row.unwrap_or_else(|| panic!("no grade row: {md}"));
+    let reasons = row.rsplit('|').nth(1).unwrap().trim();
+    let by_rounds_or_spread = |reason: &str| {
+        reason.starts_with("spread over 50%") || reason.starts_with("fewer than 3 rounds")
+    };
+    assert!(
+        row.contains("| FULL |") || reasons.split("; ").all(by_rounds_or_spread),
+        "{row}"
+    );
 }

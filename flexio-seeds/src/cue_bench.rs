@@ -80,19 +80,6 @@ mod tests {
     use flexio::MechanismName::ReadWrite;
     use flexio_bench::model::{CacheState::Cold, Scenario};
     use flexio_bench::plan::Entrant;
-    use std::sync::atomic::AtomicBool;
-    use std::sync::Arc;
-
-    fn options() -> ThesisOptions {
-        let dir = std::env::temp_dir();
-        ThesisOptions {
-            flexio: dir.join("no-flexio-needed"),
-            dir,
-            quick: true,
-            most_rounds: 1,
-            stop: Arc::new(AtomicBool::new(false)),
-        }
-    }
 
     #[test]
     fn a_cold_read_write_loop_on_the_device_runs_at_the_disk_rate() {
@@ -104,7 +91,10 @@ mod tests {
             Cold,
             vec![Entrant::flexio(ReadWrite, 8 << 10)],
         );
-        let (outcome, summaries) = disk_bound(&options(), vec![cell]);
+        let (outcome, summaries) = disk_bound(
+            &ThesisOptions::one_round_in(&std::env::temp_dir()),
+            vec![cell],
+        );
         if !root && std::env::var("FLEXIO_TEST_PRIVILEGED").as_deref() != Ok("1") {
             let why = outcome.shortfall.unwrap_or_default();
             assert!(why.contains("needs root for the throttled device"), "{why}");

@@ -392,18 +392,6 @@ pub fn cached(options: &ThesisOptions, sizes: &[u64]) -> ThesisOutcome {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::atomic::AtomicBool;
-    use std::sync::Arc;
-
-    fn options(dir: &Path) -> ThesisOptions {
-        ThesisOptions {
-            dir: dir.to_path_buf(),
-            flexio: "flexio".into(),
-            quick: true,
-            most_rounds: 1,
-            stop: Arc::new(AtomicBool::new(false)),
-        }
-    }
 
     /// Whether `why` is the file system refusing `O_DIRECT` (a tmpfs
     /// before Linux 6.6): the one reason these tests skip.
@@ -429,7 +417,7 @@ mod tests {
     #[test]
     fn table_3_has_every_series_at_every_size() {
         let dir = tempfile::tempdir().unwrap();
-        let outcome = uncached(&options(dir.path()), &[1, 2]);
+        let outcome = uncached(&ThesisOptions::one_round_in(dir.path()), &[1, 2]);
         if outcome.shortfall.as_deref().is_some_and(refused_direct) {
             eprintln!("skipped: {:?}", outcome.shortfall);
             return;
@@ -441,7 +429,7 @@ mod tests {
     #[test]
     fn tables_4_5_have_every_series_and_a_file_over_the_cache_misses_warm() {
         let dir = tempfile::tempdir().unwrap();
-        let outcome = cached(&options(dir.path()), &[1, 24]);
+        let outcome = cached(&ThesisOptions::one_round_in(dir.path()), &[1, 24]);
         if outcome.shortfall.as_deref().is_some_and(refused_direct) {
             eprintln!("skipped: {:?}", outcome.shortfall);
             return;

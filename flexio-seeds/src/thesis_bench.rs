@@ -70,6 +70,22 @@ pub struct ThesisOptions {
     pub stop: Arc<AtomicBool>,
 }
 
+#[cfg(test)]
+impl ThesisOptions {
+    /// What the setups' unit tests run with: the quick sizes, one round
+    /// (a test needs every point, not a median), files under `dir`, and a
+    /// `flexio` they do not start.
+    pub(crate) fn one_round_in(dir: &std::path::Path) -> ThesisOptions {
+        ThesisOptions {
+            dir: dir.to_path_buf(),
+            flexio: dir.join("no-flexio-needed"),
+            quick: true,
+            most_rounds: 1,
+            stop: Arc::new(AtomicBool::new(false)),
+        }
+    }
+}
+
 impl ThesisOptions {
     /// Timed rounds per point (the median is kept, the spread shown):
     /// three, the least that has a median apart from its extremes, or

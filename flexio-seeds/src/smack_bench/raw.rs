@@ -174,16 +174,6 @@ mod tests {
         found
     }
 
-    fn options(dir: &Path) -> ThesisOptions {
-        ThesisOptions {
-            dir: dir.to_path_buf(),
-            flexio: "flexio".into(),
-            quick: true,
-            most_rounds: 1,
-            stop: Default::default(),
-        }
-    }
-
     /// The loop-device tests one at a time: two attaching and detaching at
     /// once were seen to leave one attached past its detach (the bench
     /// runs one setup at a time).
@@ -193,7 +183,7 @@ mod tests {
     fn table_6_reads_raw_and_leaves_no_loop_device() {
         let _one = ONE_LOOP_DEVICE.lock().unwrap_or_else(|e| e.into_inner());
         let dir = tempfile::tempdir().unwrap();
-        let outcome = raw_read(&options(dir.path()));
+        let outcome = raw_read(&ThesisOptions::one_round_in(dir.path()));
         if !rustix::process::geteuid().is_root() {
             assert!(outcome.shortfall.unwrap().contains("root"));
             eprintln!("skipped: a loop device needs root");
@@ -234,7 +224,7 @@ mod tests {
             return;
         }
         let dir = tempfile::tempdir().unwrap();
-        let outcome = raw_read_with(&options(dir.path()), "/nonexistent/dd");
+        let outcome = raw_read_with(&ThesisOptions::one_round_in(dir.path()), "/nonexistent/dd");
         let why = outcome.shortfall.unwrap();
         assert!(why.contains("/nonexistent/dd"), "{why}");
         assert!(outcome.setting.contains("/dev/loop"), "{}", outcome.setting);

@@ -132,19 +132,6 @@ mod tests {
     use flexio::MechanismName::{ReadWrite, Splice};
     use flexio_bench::model::{CacheState::Cold, Scenario};
     use flexio_bench::plan::Entrant;
-    use std::sync::atomic::AtomicBool;
-    use std::sync::Arc;
-
-    fn options() -> ThesisOptions {
-        let dir = std::env::temp_dir();
-        ThesisOptions {
-            flexio: dir.join("no-flexio-needed"),
-            dir,
-            quick: true,
-            most_rounds: 1,
-            stop: Arc::new(AtomicBool::new(false)),
-        }
-    }
 
     #[test]
     fn cold_synced_copies_on_ext2_run_at_the_disk_rate_and_leave_no_device() {
@@ -159,8 +146,12 @@ mod tests {
                 Entrant::flexio(Splice, 1 << 20),
             ],
         );
-        let (outcome, summaries) =
-            disk_bound(&options(), "thesis-test", FileSystem::Ext2, vec![cell]);
+        let (outcome, summaries) = disk_bound(
+            &ThesisOptions::one_round_in(&std::env::temp_dir()),
+            "thesis-test",
+            FileSystem::Ext2,
+            vec![cell],
+        );
         let root = rustix::process::geteuid().is_root();
         if !root && std::env::var("FLEXIO_TEST_PRIVILEGED").as_deref() != Ok("1") {
             let why = outcome.shortfall.unwrap_or_default();
