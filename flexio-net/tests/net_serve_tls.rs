@@ -23,6 +23,15 @@ fn tls_server(
     root: &std::path::Path,
     tweak: impl FnOnce(&mut ServeConfig),
 ) -> (ServerHandle, Arc<rustls::ClientConfig>) {
+    tls_server_for(root, tweak, rustls::DEFAULT_VERSIONS)
+}
+
+/// [`tls_server`] with a client that offers only `versions`.
+fn tls_server_for(
+    root: &std::path::Path,
+    tweak: impl FnOnce(&mut ServeConfig),
+    versions: &[&'static rustls::SupportedProtocolVersion],
+) -> (ServerHandle, Arc<rustls::ClientConfig>) {
     let key = rcgen::KeyPair::generate().unwrap();
     let cert = rcgen::CertificateParams::new(vec!["127.0.0.1".to_string()])
         .unwrap()
@@ -46,7 +55,7 @@ fn tls_server(
         .unwrap();
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let client = rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
+        .with_protocol_versions(versions)
         .unwrap()
         .with_root_certificates(roots)
         .with_no_client_auth();
@@ -368,6 +377,40 @@ fn a_second_connection_resumes_the_tls_session() {
             next.conn.handshake_kind(),
             Some(rustls::HandshakeKind::Resumed),
             "a later connection did a full handshake: no session resumption"
+        );
+        let (response, _) = get_to_close(&mut next, "/f");
+        assert!(response.ends_with(b"resumed"));
+    }
+    handle.abort();
+    handle.wait();
+}
+
+#[test]
+fn a_tls_1_2_client_resumes_its_session_too() {
+    let _alone = ALONE.lock().unwrap_or_else(|p| p.into_inner());
+    let root = tempfile::tempdir().unwrap();
+    std::fs::write(root.path().join("f"), b"resumed").unwrap();
+    // A client offering only TLS 1.2 (as older clients and proxies do):
+    // resumed from a ticket or a session id.
+    let (handle, client) = tls_server_for(
+        root.path(),
+        |config| config.workers = 4,
+        &[&rustls::version::TLS12],
+    );
+    let address = handle.local_addr();
+    let mut first = connect(address, &client);
+    assert_eq!(
+        first.conn.protocol_version(),
+        Some(rustls::ProtocolVersion::TLSv1_2)
+    );
+    let (response, _) = get_to_close(&mut first, "/f");
+    assert!(response.ends_with(b"resumed"));
+    for _ in 0..4 {
+        let mut next = connect(address, &client);
+        assert_eq!(
+            next.conn.handshake_kind(),
+            Some(rustls::HandshakeKind::Resumed),
+            "a later TLS 1.2 connection did a full handshake: no session resumption"
         );
         let (response, _) = get_to_close(&mut next, "/f");
         assert!(response.ends_with(b"resumed"));
