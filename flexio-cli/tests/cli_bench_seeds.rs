@@ -3,28 +3,7 @@
 
 mod common;
 
-use common::{flexio, stderr};
-
-/// `flexio bench --exhibit NAME...` with one counted round in `dir`: its
-/// output and seeds.md.
-fn run_exhibits(dir: &std::path::Path, names: &[&str]) -> (std::process::Output, String) {
-    let out = dir.join("out");
-    let mut command = flexio();
-    command.arg("bench");
-    for name in names {
-        command.args(["--exhibit", name]);
-    }
-    let output = command
-        .args(["--runs", "1", "--quiet", "--dir"])
-        .arg(dir)
-        .arg("--out")
-        .arg(&out)
-        .output()
-        .unwrap();
-    assert!(output.status.success(), "{}", stderr(&output));
-    let md = std::fs::read_to_string(out.join("seeds.md")).unwrap();
-    (output, md)
-}
+use common::{flexio, run_exhibits, stderr};
 
 /// The y of seeds.md's row `| series | x | y |`, where there is one.
 fn row_value(md: &str, series: &str, x: &str) -> Option<f64> {
@@ -37,7 +16,8 @@ fn row_value(md: &str, series: &str, x: &str) -> Option<f64> {
 fn an_exhibit_alone_writes_seeds_md_with_the_original_beside_ours_and_a_chart() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out");
-    let (output, md) = run_exhibits(dir.path(), &["tpil-fig-2-3", "tpil-fig-4-5"]);
+    let common::ExhibitRun { output, md, .. } =
+        run_exhibits(dir.path(), &["tpil-fig-2-3", "tpil-fig-4-5"]);
     // The grades table: the host half measured, the DMA half a listed
     // gap (PARTIAL, saying so); the device exhibit NONE.
     assert!(
@@ -116,7 +96,7 @@ fn an_unknown_exhibit_is_refused_with_the_names() {
 #[test]
 fn cue_table_1_runs_cues_schedule_whose_pauses_are_voluntary_switches() {
     let dir = tempfile::tempdir().unwrap();
-    let (_, md) = run_exhibits(dir.path(), &["cue-table-1"]);
+    let common::ExhibitRun { md, .. } = run_exhibits(dir.path(), &["cue-table-1"]);
     let root = rustix::process::geteuid().is_root();
     // No gap: the warm rows, of one round here, keep it PARTIAL, and
     // without root the disk-bound pair says why it did not run.
@@ -171,7 +151,8 @@ fn cue_table_1_runs_cues_schedule_whose_pauses_are_voluntary_switches() {
 #[test]
 fn cue_tables_2_3_and_6_run_both_transfers_disk_bound_at_an_equal_rate() {
     let dir = tempfile::tempdir().unwrap();
-    let (_, md) = run_exhibits(dir.path(), &["cue-table-2", "cue-table-3", "cue-table-6"]);
+    let common::ExhibitRun { md, .. } =
+        run_exhibits(dir.path(), &["cue-table-2", "cue-table-3", "cue-table-6"]);
     assert!(!md.contains("gap: the baseline is a warm"), "{md}");
     // Table 2's five runs and Table 6's two-transfer row, drawn and
     // tabulated beside ours.
@@ -235,7 +216,7 @@ fn cue_tables_2_3_and_6_run_both_transfers_disk_bound_at_an_equal_rate() {
 #[test]
 fn cue_table_8_runs_the_servers_behind_one_shared_bucket() {
     let dir = tempfile::tempdir().unwrap();
-    let (_, md) = run_exhibits(dir.path(), &["cue-table-8"]);
+    let common::ExhibitRun { md, .. } = run_exhibits(dir.path(), &["cue-table-8"]);
     // No gap and the setup ran: the matrix's rows, of one round here,
     // keep it PARTIAL.
     let row = md
@@ -293,7 +274,7 @@ fn smack_tables_have_every_row_and_axis_and_leave_no_loop_device() {
     use flexio_seeds::smack_bench::{cached_series, raw, uncached_series, SIZES_MB};
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out");
-    let (_, md) = run_exhibits(
+    let common::ExhibitRun { md, .. } = run_exhibits(
         dir.path(),
         &["smack-table-3", "smack-table-4", "smack-table-6"],
     );
@@ -366,7 +347,7 @@ fn smack_tables_have_every_row_and_axis_and_leave_no_loop_device() {
 #[test]
 fn os_fig_4_measures_both_sample_inputs_in_all_four_combinations_of_master_and_slave() {
     let dir = tempfile::tempdir().unwrap();
-    let (output, md) = run_exhibits(dir.path(), &["os-fig-4"]);
+    let common::ExhibitRun { output, md, .. } = run_exhibits(dir.path(), &["os-fig-4"]);
     // Every cell ran (the grade may still fall to a wide spread on a
     // loaded machine, which it then names).
     assert!(

@@ -10,7 +10,7 @@ mod common;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use common::{flexio, require_root, stderr};
+use common::{flexio, require_root, run_exhibits, stderr};
 
 /// The y values of `series`'s rows in seeds.md.
 fn ys(md: &str, series: &str) -> Vec<f64> {
@@ -33,27 +33,8 @@ fn the_relay_and_the_socket_buffer_sweep_run_between_namespaces_and_leave_none()
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("out");
-    let child = flexio()
-        .args([
-            "bench",
-            "--exhibit",
-            "flexio-4-21",
-            "--exhibit",
-            "flexio-4-18",
-        ])
-        .args(["--runs", "1", "--quiet", "--dir"])
-        .arg(dir.path())
-        .arg("--out")
-        .arg(&out)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let pid = child.id();
-    let output = child.wait_with_output().unwrap();
-    assert!(output.status.success(), "{}", stderr(&output));
-    let md = std::fs::read_to_string(out.join("seeds.md")).unwrap();
+    let common::ExhibitRun { pid, md, .. } =
+        run_exhibits(dir.path(), &["flexio-4-21", "flexio-4-18"]);
     // Every route and buffer ran; 4.18 runs over UDP as the original did.
     assert!(
         !md.contains("no result") && !md.contains("- setup:"),
@@ -168,24 +149,7 @@ fn flexio_4_11_runs_several_user_buffer_sizes_across_file_sizes() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("out");
-    let output = flexio()
-        .args([
-            "bench",
-            "--exhibit",
-            "flexio-4-11",
-            "--runs",
-            "1",
-            "--quiet",
-        ])
-        .arg("--dir")
-        .arg(dir.path())
-        .arg("--out")
-        .arg(&out)
-        .output()
-        .unwrap();
-    assert!(output.status.success(), "{}", stderr(&output));
-    let md = std::fs::read_to_string(out.join("seeds.md")).unwrap();
+    let common::ExhibitRun { md, .. } = run_exhibits(dir.path(), &["flexio-4-11"]);
     assert_no_gap_and_nothing_short(&md, "flexio-4-11");
     for kib in [1, 64] {
         for series in [
@@ -243,21 +207,7 @@ fn flexio_4_7_runs_the_kernel_buffer_and_ext2_on_throttled_devices_and_leaves_no
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("out");
-    let child = flexio()
-        .args(["bench", "--exhibit", "flexio-4-7", "--runs", "1", "--quiet"])
-        .arg("--dir")
-        .arg(dir.path())
-        .arg("--out")
-        .arg(&out)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let pid = child.id();
-    let output = child.wait_with_output().unwrap();
-    assert!(output.status.success(), "{}", stderr(&output));
-    let md = std::fs::read_to_string(out.join("seeds.md")).unwrap();
+    let common::ExhibitRun { pid, md, .. } = run_exhibits(dir.path(), &["flexio-4-7"]);
     assert_no_gap_and_nothing_short(&md, "flexio-4-7");
     for series in [
         "kernel buffer (splice) / read-write (ours)",

@@ -216,3 +216,36 @@ pub fn namespaces_of(prefix: &str, pid: u32) -> Vec<String> {
         .map(str::to_string)
         .collect()
 }
+
+/// What `flexio bench --exhibit NAME...` left: its process id (for what
+/// it may have left behind), its output and seeds.md.
+pub struct ExhibitRun {
+    pub pid: u32,
+    pub output: Output,
+    pub md: String,
+}
+
+/// `flexio bench --exhibit NAME...` with one counted round, its data in
+/// `dir` and its report in `dir/out`; fails the test unless it succeeds.
+pub fn run_exhibits(dir: &Path, names: &[&str]) -> ExhibitRun {
+    let out = dir.join("out");
+    let mut command = flexio();
+    command.arg("bench");
+    for name in names {
+        command.args(["--exhibit", name]);
+    }
+    let child = command
+        .args(["--runs", "1", "--quiet", "--dir"])
+        .arg(dir)
+        .arg("--out")
+        .arg(&out)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let output = child.wait_with_output().unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    let md = std::fs::read_to_string(out.join("seeds.md")).unwrap();
+    ExhibitRun { pid, output, md }
+}
