@@ -60,13 +60,18 @@ struct Expert {
     next_ghost: u64,
     small_target: usize,
     promote_at: u8,
+    /// The count a block starts with in `main` when it comes back from
+    /// the ghost.
+    ghost_return: u8,
     capacity: usize,
 }
 
 impl<const N: usize> Experts<N> {
     /// `N` experts of `frames` frames (at least 2), each with its small
-    /// queue's share in frames and its reads to promote.
-    pub(crate) fn new(frames: usize, settings: [(usize, u8); N]) -> Self {
+    /// queue's share in frames, its reads to promote and whether a return
+    /// from the ghost counts as a read (as
+    /// [`S3Fifo::set_ghost_return_read`](super::S3Fifo) sets it).
+    pub(crate) fn new(frames: usize, settings: [(usize, u8, bool); N]) -> Self {
         // Each expert holds at most its frames and its ghost's keys; the
         // experts share most of them.
         let most = 2 * frames;
@@ -75,7 +80,9 @@ impl<const N: usize> Experts<N> {
             entries: Vec::with_capacity(most),
             free_entries: Vec::new(),
             let_go: Vec::new(),
-            experts: settings.map(|(small, promote_at)| Expert::new(frames, small, promote_at)),
+            experts: settings.map(|(small, promote_at, ghost_read)| {
+                Expert::new(frames, small, promote_at, ghost_read)
+            }),
         }
     }
 
@@ -161,7 +168,7 @@ impl<const N: usize> Experts<N> {
 }
 
 impl Expert {
-    fn new(frames: usize, small: usize, promote_at: u8) -> Self {
+    fn new(frames: usize, small: usize, promote_at: u8, ghost_read: bool) -> Self {
         let ghost_len = frames.saturating_sub((frames / 10).max(1)).max(1);
         Expert {
             entry_of: vec![0; frames],
@@ -175,6 +182,7 @@ impl Expert {
             next_ghost: 0,
             small_target: small.clamp(1, (frames - 1).max(1)),
             promote_at: promote_at.clamp(1, MAX_FREQUENCY),
+            ghost_return: u8::from(ghost_read),
             capacity: frames,
         }
     }
@@ -186,10 +194,11 @@ impl Expert {
 
     fn place(&mut self, frame: u32, entry: u32, ghost: bool) {
         self.entry_of[frame as usize] = entry;
-        self.frequency[frame as usize] = 0;
         if ghost {
+            self.frequency[frame as usize] = self.ghost_return;
             self.main.push_head(&mut self.links, frame);
         } else {
+            self.frequency[frame as usize] = 0;
             self.small.push_head(&mut self.links, frame);
         }
     }
@@ -287,7 +296,13 @@ mod tests {
     use crate::trace::Trace;
 
     /// The settings of the adaptive policy's grid, in frames of 125.
-    const SETTINGS: [(usize, u8); 4] = [(1, 1), (12, 2), (31, 2), (87, 1)];
+    const SETTINGS: [(usize, u8, bool); 5] = [
+        (1, 1, false),
+        (12, 2, false),
+        (31, 2, false),
+        (87, 1, false),
+        (1, 1, true),
+    ];
 
     #[test]
     fn experts_hit_exactly_where_separate_s3_fifos_do() {
@@ -299,13 +314,14 @@ mod tests {
         ] {
             let keys = Trace::open(spec).expect("a generator spec").keys;
             let mut experts = Experts::new(125, SETTINGS);
-            let mut separate = SETTINGS.map(|(small, promote_at)| {
+            let mut separate = SETTINGS.map(|(small, promote_at, ghost_read)| {
                 let mut cache = S3Fifo::with_small_target(125, small);
                 cache.set_promote_at(promote_at);
+                cache.set_ghost_return_read(ghost_read);
                 cache
             });
             for (n, &key) in keys.iter().enumerate() {
-                let mut hits = [0; 4];
+                let mut hits = [0; 5];
                 experts.access(key, &mut hits);
                 let expected = separate
                     .each_mut()
@@ -313,7 +329,7 @@ mod tests {
                 assert_eq!(hits, expected, "{spec}: reference {n} to {key}");
             }
             // Nothing but what the experts hold stays in the directory.
-            let held = 4 * (125 + 112) + 1;
+            let held = 5 * (125 + 112) + 1;
             assert!(
                 experts.directory.len() <= held,
                 "{spec}: {}",

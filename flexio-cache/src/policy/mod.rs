@@ -18,7 +18,7 @@
 //! | [`Sieve`] | Zhang et al., "SIEVE is Simpler than LRU", NSDI 2024 |
 //! | [`S3Fifo`] | Yang et al., "FIFO queues are all you need for cache eviction", SOSP 2023 |
 //! | [`Arc`](self::Arc) | Megiddo and Modha, "ARC: A Self-Tuning, Low Overhead Replacement Cache", FAST 2003 |
-//! | [`AdaptiveS3Fifo`] (the default) | S3-FIFO whose setting (small-queue share, reads to promote) follows the best of four miniature simulations of itself: Waldspurger et al., "Cache Modeling and Optimization using Miniature Simulations", USENIX ATC 2017 |
+//! | [`AdaptiveS3Fifo`] (the default) | S3-FIFO whose setting (small-queue share, reads to promote, whether a return from the ghost counts as a read) follows the best of five miniature simulations of itself: Waldspurger et al., "Cache Modeling and Optimization using Miniature Simulations", USENIX ATC 2017 |
 
 mod adaptive;
 mod arc;

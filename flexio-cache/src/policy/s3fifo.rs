@@ -54,6 +54,9 @@ pub struct S3Fifo {
     ghost: Ghost,
     small_target: usize,
     promote_at: u8,
+    /// The count a block starts with in `M` when it comes back from `G`:
+    /// 0 in the paper, 1 where that return counts as a read.
+    ghost_return: u8,
     capacity: u32,
 }
 
@@ -86,6 +89,7 @@ impl S3Fifo {
             ghost: Ghost::new(ghost),
             small_target,
             promote_at: PROMOTE_AT,
+            ghost_return: 0,
             capacity,
         }
     }
@@ -126,6 +130,14 @@ impl S3Fifo {
     /// to move to the main one (1 to 3; the paper's Algorithm 1 says 2).
     pub(crate) fn set_promote_at(&mut self, reads: u8) {
         self.promote_at = reads.clamp(1, MAX_FREQUENCY);
+    }
+
+    /// Makes a block that comes back from the ghost start in the main
+    /// queue with one read counted (`true`), so that the main queue's
+    /// sweep passes it over once, or with none (`false`, the paper's).
+    /// The adaptive policy's loop setting; `policy/adaptive.rs` says why.
+    pub(crate) fn set_ghost_return_read(&mut self, read: bool) {
+        self.ghost_return = u8::from(read);
     }
 
     /// Makes the hits of the keys [`super::hit_marks::sampled_key`] picks
@@ -236,10 +248,11 @@ impl Policy for S3Fifo {
         };
         let index = frame as usize;
         self.keys[index] = key;
-        self.frequency.set(frame, 0);
         if self.ghost.take(key) {
+            self.frequency.set(frame, self.ghost_return);
             self.main.push_head(&mut self.links, frame);
         } else {
+            self.frequency.set(frame, 0);
             self.small.push_head(&mut self.links, frame);
         }
         self.map.insert(key, frame);
