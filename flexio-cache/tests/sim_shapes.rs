@@ -128,12 +128,24 @@ fn assert_default_keeps_up_with_lru_and_s3_fifo(spec: &str, sizes: &[usize]) {
 }
 
 #[test]
-fn sim_the_default_keeps_up_with_lru_and_s3_fifo_on_a_loop_where_it_holds() {
-    // Not at 1000 blocks, where the default is 0.7 points behind S3-FIFO
-    // (the README says so).
+fn sim_the_default_keeps_up_with_lru_and_s3_fifo_on_a_loop() {
+    assert_default_keeps_up_with_lru_and_s3_fifo("loop:blocks=1100,len=200000", &README_SIZES);
+}
+
+#[test]
+fn sim_the_default_keeps_up_with_s3_fifo_on_loops_5_to_17_percent_over_the_cache() {
+    // Every change of setting used to leave some of these loops in a
+    // cycle that evicts returning blocks just before their next read
+    // (1.4 to 7.5 points behind S3-FIFO). Loops of 2200 and 5500 blocks
+    // at 1880 to 1960 and 4700 to 5000 still trail it by up to 1.6 (the
+    // README says so).
     assert_default_keeps_up_with_lru_and_s3_fifo(
         "loop:blocks=1100,len=200000",
-        &[250, 500, 1050, 2000, 8000],
+        &[940, 950, 960, 970, 980, 990, 1000, 1010, 1020, 1030, 1040],
+    );
+    assert_default_keeps_up_with_lru_and_s3_fifo(
+        "loop:blocks=550,len=100000",
+        &[470, 480, 490, 500, 510, 520],
     );
 }
 

@@ -18,14 +18,15 @@
 //! before its next read, finds its count at 0 and evicts it (it then
 //! misses twice more, once cold and once from the ghost). A change of
 //! setting mid-loop can drop the cache into such a cycle for good: a
-//! 1100-block loop at 960 frames hits 76.9 % at 0.5 %/once from the
-//! start and 74.0–74.7 % at the same setting reached from 10 %/twice.
-//! Counting the return from the ghost as a read (the block enters the
-//! main queue with its count at 1, so the sweep passes it over once)
-//! removes those cycles: the same loop then hits 76.5 % whatever the
-//! history. It costs where a returning block is not worth a lap (skewed
-//! traces: 0.7 points on `zipf-shift`), so it is a fifth expert (0.5 %,
-//! once, a return counted), not a change to the others.
+//! 1100-block loop through 960 frames at 0.5 %/once hits 76.7 % (the
+//! last 100 of 180 laps) from the start and 74.5–74.7 % when it got
+//! there from 10 %/twice. Counting the return from the ghost as a read
+//! (the block enters the main queue with its count at 1, so the sweep
+//! passes it over once) removes those cycles: 77.0 % from the start,
+//! 76.8–76.9 % after the switch (the test in `policy/s3fifo.rs`). It
+//! costs where a returning block is not worth a lap (skewed traces: 0.7
+//! points on `zipf-shift` as the only 0.5 % expert), so it is a fifth
+//! expert (0.5 %, once, a return counted), not a change to the others.
 //!
 //! So the cache follows the best of its experts, tuned the way Waldspurger,
 //! Saemundsson, Ahmad and Park tune caches in "Cache Modeling and
