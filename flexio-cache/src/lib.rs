@@ -2,8 +2,9 @@
 //! that replays block traces through them.
 //!
 //! The default policy is an adaptive S3-FIFO whose setting (small-queue
-//! share, reads to promote) follows the best of four miniature
-//! simulations of itself, chosen by replaying the ARC paper's
+//! share, reads to promote, whether a return from the ghost counts as a
+//! read) follows the best of five miniature simulations of itself,
+//! chosen by replaying the ARC paper's
 //! traces (Megiddo and Modha, "ARC: A Self-Tuning, Low Overhead
 //! Replacement Cache", USENIX FAST 2003) and generated ones against LRU,
 //! ARC, S3-FIFO, LIRS and Belady's MIN: see

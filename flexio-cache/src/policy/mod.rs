@@ -152,10 +152,12 @@ impl PolicyName {
     /// but falls far behind LRU where blocks come back only once or twice
     /// after a while (`shift:` traces, and some of that paper's other
     /// traces). The adaptive one runs at the setting (small-queue share,
-    /// reads to promote) whose miniature simulation scores best, so it
-    /// keeps S3-FIFO's scan resistance and
-    /// cheap hits and follows LRU where LRU is right (`tests/sim_shapes.rs`,
-    /// `tests/sim_arc_paper.rs`; the tables are in the crate's README).
+    /// reads to promote, whether a return from the ghost counts as a
+    /// read) whose miniature simulation scores best, so it keeps
+    /// S3-FIFO's scan resistance and cheap hits, follows LRU where LRU is
+    /// right and keeps up on loops a little over the cache
+    /// (`tests/sim_shapes.rs`, `tests/sim_arc_paper.rs`; the tables are in
+    /// the crate's README).
     pub const DEFAULT: PolicyName = PolicyName::Adaptive;
 
     /// The name used on the command line and in JSON.

@@ -349,7 +349,9 @@ mod tests {
         let fresh = loop_steady_state(false, 0);
         for switch in [2875, 6770, 30_000] {
             let switched = loop_steady_state(false, switch);
-            println!("the paper's return: {fresh:.2} from the start, {switched:.2} switched at {switch}");
+            println!(
+                "the paper's return: {fresh:.2} from the start, {switched:.2} switched at {switch}"
+            );
             assert!(
                 switched < fresh - 1.0,
                 "the paper's return, switched at {switch}: {switched:.2} against {fresh:.2} from the start"
@@ -358,7 +360,9 @@ mod tests {
         let fresh = loop_steady_state(true, 0);
         for switch in [2875, 6770, 30_000] {
             let switched = loop_steady_state(true, switch);
-            println!("a return counted: {fresh:.2} from the start, {switched:.2} switched at {switch}");
+            println!(
+                "a return counted: {fresh:.2} from the start, {switched:.2} switched at {switch}"
+            );
             assert!(
                 (switched - fresh).abs() < 0.3,
                 "a return counted, switched at {switch}: {switched:.2} against {fresh:.2} from the start"
