@@ -260,10 +260,10 @@ fn cue_table_8_runs_the_servers_behind_one_shared_bucket() {
 fn loop_devices_over(dir: &std::path::Path) -> Vec<String> {
     let mut found = Vec::new();
     for entry in std::fs::read_dir("/sys/block").unwrap().flatten() {
-        if let Ok(file) = std::fs::read_to_string(entry.path().join("loop/backing_file")) {
-            if file.starts_with(&*dir.to_string_lossy()) {
-                found.push(file.trim().to_string());
-            }
+        if let Ok(file) = std::fs::read_to_string(entry.path().join("loop/backing_file"))
+            && file.starts_with(&*dir.to_string_lossy())
+        {
+            found.push(file.trim().to_string());
         }
     }
     found

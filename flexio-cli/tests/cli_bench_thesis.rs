@@ -188,10 +188,10 @@ fn slow_devices_of(pid: u32) -> Vec<String> {
         .map(String::from)
         .collect();
     for entry in std::fs::read_dir("/sys/block").unwrap().flatten() {
-        if let Ok(file) = std::fs::read_to_string(entry.path().join("loop/backing_file")) {
-            if file.contains(&stem) {
-                left.push(file.trim().to_string());
-            }
+        if let Ok(file) = std::fs::read_to_string(entry.path().join("loop/backing_file"))
+            && file.contains(&stem)
+        {
+            left.push(file.trim().to_string());
         }
     }
     left

@@ -29,16 +29,16 @@ pub fn machine_notes(dir: &Path) -> Vec<String> {
             dir.display()
         ));
     }
-    if let Some(mount) = flexio::profile::Mount::containing(dir) {
-        if mount.discards_online() {
-            notes.push(format!(
-                "{} ({} on {}) is mounted with `discard`: deleting a file sends \
+    if let Some(mount) = flexio::profile::Mount::containing(dir)
+        && mount.discards_online()
+    {
+        notes.push(format!(
+            "{} ({} on {}) is mounted with `discard`: deleting a file sends \
                  discards to the device, which the next writes may wait behind",
-                mount.mount_point.display(),
-                mount.fs_type,
-                mount.source
-            ));
-        }
+            mount.mount_point.display(),
+            mount.fs_type,
+            mount.source
+        ));
     }
     if let Some(block) = free_page_reporting() {
         notes.push(format!(

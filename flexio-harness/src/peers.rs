@@ -325,10 +325,10 @@ fn is_executable(path: &Path) -> bool {
 /// Reads a program's file once so that its pages are cached again after a
 /// cache drop (keeps `exec` from a cold disk out of a peer's timed window).
 pub fn prewarm_program(name: &str) {
-    if let Some(path) = find_program(name) {
-        if let Ok(mut file) = std::fs::File::open(path) {
-            let _ = io::copy(&mut file, &mut io::sink());
-        }
+    if let Some(path) = find_program(name)
+        && let Ok(mut file) = std::fs::File::open(path)
+    {
+        let _ = io::copy(&mut file, &mut io::sink());
     }
 }
 
@@ -356,11 +356,10 @@ impl Supervised {
         let pidfd = rustix::process::pidfd_open(pid, rustix::process::PidfdFlags::empty()).ok();
         let (cancel, cancelled) = mpsc::channel::<()>();
         let watchdog = std::thread::spawn(move || {
-            if let Err(mpsc::RecvTimeoutError::Timeout) = cancelled.recv_timeout(deadline) {
-                if let Some(pidfd) = pidfd {
-                    let _ =
-                        rustix::process::pidfd_send_signal(&pidfd, rustix::process::Signal::KILL);
-                }
+            if let Err(mpsc::RecvTimeoutError::Timeout) = cancelled.recv_timeout(deadline)
+                && let Some(pidfd) = pidfd
+            {
+                let _ = rustix::process::pidfd_send_signal(&pidfd, rustix::process::Signal::KILL);
             }
         });
         Ok(Supervised {

@@ -483,12 +483,12 @@ pub fn limit_explanation(summary: &Summary, limit: &Summary, ratio: f64) -> Stri
     let name = limit.contender.label();
     let name = name.trim_start_matches("limit: ");
     let mut reasons = Vec::new();
-    if summary.cell.cache == CacheState::Cold {
-        if let Some(resident) = summary.resident_percent.filter(|r| *r >= 1.0) {
-            reasons.push(format!(
-                "{resident:.0}% of the source was in the page cache at the start"
-            ));
-        }
+    if summary.cell.cache == CacheState::Cold
+        && let Some(resident) = summary.resident_percent.filter(|r| *r >= 1.0)
+    {
+        reasons.push(format!(
+            "{resident:.0}% of the source was in the page cache at the start"
+        ));
     }
     if limit.cell != summary.cell {
         reasons.push(format!(

@@ -41,10 +41,10 @@ fn body_of(stream: &mut TcpStream, length: usize) -> Vec<u8> {
         let n = stream.read(&mut buffer).unwrap();
         assert!(n > 0, "cut after {} bytes", received.len());
         received.extend_from_slice(&buffer[..n]);
-        if let Some(end) = common::find(&received, b"\r\n\r\n") {
-            if received.len() >= end + 4 + length {
-                return received.split_off(end + 4);
-            }
+        if let Some(end) = common::find(&received, b"\r\n\r\n")
+            && received.len() >= end + 4 + length
+        {
+            return received.split_off(end + 4);
         }
     }
 }

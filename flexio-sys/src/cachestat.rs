@@ -55,10 +55,10 @@ pub fn cached_pages<Fd: AsFd>(fd: Fd, offset: u64, len: u64) -> io::Result<u64> 
         return Err(io::Error::from_raw_os_error(libc::ENOSYS));
     }
     let result = raw_cachestat(fd.as_fd().as_raw_fd(), offset, len);
-    if let Err(error) = &result {
-        if error.raw_os_error() == Some(libc::ENOSYS) {
-            MISSING.store(true, Ordering::Relaxed);
-        }
+    if let Err(error) = &result
+        && error.raw_os_error() == Some(libc::ENOSYS)
+    {
+        MISSING.store(true, Ordering::Relaxed);
     }
     result
 }

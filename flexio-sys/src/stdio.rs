@@ -32,7 +32,7 @@ extern "C" fn record_closed_stdio() {
 }
 
 #[used]
-#[link_section = ".init_array"]
+#[unsafe(link_section = ".init_array")]
 static RECORD_CLOSED_STDIO: extern "C" fn() = record_closed_stdio;
 
 /// Whether descriptor `fd` (0, 1 or 2) was closed when the process started.

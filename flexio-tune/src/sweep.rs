@@ -426,14 +426,13 @@ pub fn build_profile(plan: &TunePlan, results: &Results, dir: &Path) -> Profile 
         if let (Some(candidate), Some(used)) = (
             candidate_of(&summary.contender),
             summary.mechanism_used.as_deref(),
-        ) {
-            if used != candidate.mechanism.as_str() {
-                profile.notes.push(format!(
-                    "{}: {} fell back to {used}; not a candidate there",
-                    harness::label(&summary.cell),
-                    summary.contender.label()
-                ));
-            }
+        ) && used != candidate.mechanism.as_str()
+        {
+            profile.notes.push(format!(
+                "{}: {} fell back to {used}; not a candidate there",
+                harness::label(&summary.cell),
+                summary.contender.label()
+            ));
         }
     }
     let measurements: Vec<Measurement> = summaries.iter().filter_map(measurement).collect();

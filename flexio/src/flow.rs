@@ -424,14 +424,15 @@ impl<'a> Flow<'a> {
                 use std::os::unix::fs::MetadataExt;
                 (a.dev(), a.ino()) == (b.dev(), b.ino())
             };
-            if let (Ok(a), Ok(b)) = (std::fs::metadata(from), std::fs::metadata(to)) {
-                if same(&a, &b) && !self.in_place {
-                    return Err(Error::usage(format!(
-                        "'{}' and '{}' are the same file",
-                        from.display(),
-                        to.display()
-                    )));
-                }
+            if let (Ok(a), Ok(b)) = (std::fs::metadata(from), std::fs::metadata(to))
+                && same(&a, &b)
+                && !self.in_place
+            {
+                return Err(Error::usage(format!(
+                    "'{}' and '{}' are the same file",
+                    from.display(),
+                    to.display()
+                )));
             }
         }
         let source_kind = self

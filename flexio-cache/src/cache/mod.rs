@@ -156,13 +156,13 @@ impl CacheConfig {
                 "block size {block_size}: a power of two of at least 512, please"
             )));
         }
-        if let ReadMode::Sectors { sector } = self.read_mode {
-            if !sector.is_power_of_two() || sector < 512 || sector > block_size {
-                return Err(Error::Usage(format!(
-                    "sector of {sector} bytes: a power of two from 512 to the block size \
+        if let ReadMode::Sectors { sector } = self.read_mode
+            && (!sector.is_power_of_two() || sector < 512 || sector > block_size)
+        {
+            return Err(Error::Usage(format!(
+                "sector of {sector} bytes: a power of two from 512 to the block size \
                      {block_size}, please"
-                )));
-            }
+            )));
         }
         if self.capacity_bytes / (block_size as u64) == 0 {
             return Err(Error::Usage(format!(
@@ -170,14 +170,14 @@ impl CacheConfig {
                 self.capacity_bytes
             )));
         }
-        if let Some(available) = memory_available() {
-            if self.capacity_bytes > available {
-                return Err(Error::Usage(format!(
+        if let Some(available) = memory_available()
+            && self.capacity_bytes > available
+        {
+            return Err(Error::Usage(format!(
                     "cache of {} MiB: more than the {} MiB of memory available (MemAvailable in /proc/meminfo)",
                     self.capacity_bytes >> 20,
                     available >> 20
                 )));
-            }
         }
         Ok(())
     }

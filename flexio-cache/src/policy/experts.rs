@@ -210,10 +210,10 @@ impl Expert {
         entries: &mut [Entry<N>],
         freed: &mut Vec<u32>,
     ) -> u32 {
-        if self.small.len() >= self.small_target || self.main.len() == 0 {
-            if let Some(frame) = self.evict_small(i, entries, freed) {
-                return frame;
-            }
+        if (self.small.len() >= self.small_target || self.main.len() == 0)
+            && let Some(frame) = self.evict_small(i, entries, freed)
+        {
+            return frame;
         }
         self.evict_main(i, entries, freed)
     }

@@ -165,10 +165,10 @@ impl S3Fifo {
 
     /// Frees one frame.
     fn evict(&mut self) -> (Frame, Key) {
-        if self.small.len() >= self.small_target || self.main.len() == 0 {
-            if let Some(freed) = self.evict_small() {
-                return freed;
-            }
+        if (self.small.len() >= self.small_target || self.main.len() == 0)
+            && let Some(freed) = self.evict_small()
+        {
+            return freed;
         }
         self.evict_main()
     }

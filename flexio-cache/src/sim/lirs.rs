@@ -209,14 +209,14 @@ impl Lirs {
         self.move_to_stack_top(node);
         self.state[node as usize] = State::Lir;
         self.lir += 1;
-        if self.lir > self.lir_target {
-            if let Some(bottom) = self.stack.tail() {
-                self.stack.unlink(bottom);
-                self.in_stack[bottom as usize] = false;
-                self.state[bottom as usize] = State::Hir;
-                self.lir -= 1;
-                self.queue.push_head(bottom);
-            }
+        if self.lir > self.lir_target
+            && let Some(bottom) = self.stack.tail()
+        {
+            self.stack.unlink(bottom);
+            self.in_stack[bottom as usize] = false;
+            self.state[bottom as usize] = State::Hir;
+            self.lir -= 1;
+            self.queue.push_head(bottom);
         }
         self.prune();
     }
@@ -262,12 +262,12 @@ impl Lirs {
         if self.in_stack[victim as usize] {
             self.state[victim as usize] = State::NonResident;
             self.ghosts.push_head(victim);
-            if self.ghosts.len > self.ghost_limit {
-                if let Some(oldest) = self.ghosts.tail() {
-                    self.ghosts.unlink(oldest);
-                    self.stack.unlink(oldest);
-                    self.forget(oldest);
-                }
+            if self.ghosts.len > self.ghost_limit
+                && let Some(oldest) = self.ghosts.tail()
+            {
+                self.ghosts.unlink(oldest);
+                self.stack.unlink(oldest);
+                self.forget(oldest);
             }
         } else {
             self.forget(victim);

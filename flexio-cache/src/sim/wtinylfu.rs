@@ -272,12 +272,12 @@ impl WTinyLfu {
             Segment::Probation => {
                 self.segment[node as usize] = Segment::Protected;
                 self.lists.push_head(Segment::Protected, node);
-                if self.lists.len(Segment::Protected) > self.protected {
-                    if let Some(oldest) = self.lists.tail(Segment::Protected) {
-                        self.lists.unlink(Segment::Protected, oldest);
-                        self.segment[oldest as usize] = Segment::Probation;
-                        self.lists.push_head(Segment::Probation, oldest);
-                    }
+                if self.lists.len(Segment::Protected) > self.protected
+                    && let Some(oldest) = self.lists.tail(Segment::Protected)
+                {
+                    self.lists.unlink(Segment::Protected, oldest);
+                    self.segment[oldest as usize] = Segment::Probation;
+                    self.lists.push_head(Segment::Probation, oldest);
                 }
             }
         }

@@ -312,13 +312,12 @@ proptest! {
     /// components and a file's hashes cover its size; never a panic.
     #[test]
     fn hostile_manifests_are_planned_or_refused(text in manifest_json()) {
-        if let Ok(manifest) = serde_json::from_str::<Manifest>(&text) {
-            if let Ok((planned, _)) = plan_manifest(manifest, PEER) {
+        if let Ok(manifest) = serde_json::from_str::<Manifest>(&text)
+            && let Ok((planned, _)) = plan_manifest(manifest, PEER) {
                 for entry in &planned {
                     prop_assert!(entry.parts.iter().all(|p| crate::names::is_safe_component(p)));
                 }
             }
-        }
     }
 
     /// Noise where a manifest should be: an error from serde, never a

@@ -50,10 +50,10 @@ pub fn get(url: &str, destination: Option<&Path>, options: &GetOptions) -> Resul
     let (streams, note) = streams_for(options);
     let piece = options.piece_size.max(64 << 10);
     let mut first = Connection::open(&url, options.timeout, &options.tls)?;
-    if options.resume {
-        if let Some(report) = already_complete(&url, &destination, &mut first, options, started)? {
-            return Ok(report);
-        }
+    if options.resume
+        && let Some(report) = already_complete(&url, &destination, &mut first, options, started)?
+    {
+        return Ok(report);
     }
     // Pieces (and so a ranged first request) for several streams, or to
     // keep whole pieces in a journal.

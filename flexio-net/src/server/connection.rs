@@ -718,14 +718,14 @@ impl Ask {
     /// to the worker's mailbox, unless nobody waits for it any more.
     fn job(self, work: Work) -> super::offload::Job<Shared> {
         Box::new(move |shared: &Shared, cancel: &Cancel| {
-            if let Some(response) = self.run(shared, work, cancel) {
-                if !cancel.cancelled() {
-                    self.mailbox.post(Done {
-                        token: self.token,
-                        request: self.request,
-                        response,
-                    });
-                }
+            if let Some(response) = self.run(shared, work, cancel)
+                && !cancel.cancelled()
+            {
+                self.mailbox.post(Done {
+                    token: self.token,
+                    request: self.request,
+                    response,
+                });
             }
         })
     }

@@ -55,10 +55,9 @@ pub(crate) fn evaluate(request: &Request, current: &Current<'_>) -> Verdict {
         }
     } else if let (Some(since), Current::Tagged(validators)) =
         (date(request, "if-unmodified-since"), current)
+        && system_time(validators.mtime) > since
     {
-        if system_time(validators.mtime) > since {
-            return Verdict::Failed("If-Unmodified-Since");
-        }
+        return Verdict::Failed("If-Unmodified-Since");
     }
     if let Some(tags) = list(request, "if-none-match") {
         let matched = match current {
@@ -76,10 +75,9 @@ pub(crate) fn evaluate(request: &Request, current: &Current<'_>) -> Verdict {
     }
     if let (true, Some(since), Current::Tagged(validators)) =
         (reads, date(request, "if-modified-since"), current)
+        && system_time(validators.mtime) <= since
     {
-        if system_time(validators.mtime) <= since {
-            return Verdict::NotModified;
-        }
+        return Verdict::NotModified;
     }
     Verdict::Proceed
 }

@@ -49,10 +49,10 @@ impl Request {
             0 | 1 => {}
             _ => return Err("more than one Host header".into()),
         }
-        if let Some(host) = self.header("host") {
-            if !is_authority(host.trim()) {
-                return Err(format!("Host {host:?} is not a host[:port]"));
-            }
+        if let Some(host) = self.header("host")
+            && !is_authority(host.trim())
+        {
+            return Err(format!("Host {host:?} is not a host[:port]"));
         }
         let lengths = count("content-length");
         if lengths > 1 {

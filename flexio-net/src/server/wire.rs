@@ -167,13 +167,13 @@ impl Wire {
     /// Gives back the read buffers when nothing is held in them: an idle
     /// connection keeps no 16 or 64 KiB of its own.
     pub fn shrink(&mut self) {
-        if let Wire::Plain(ahead) = self {
-            if ahead.held().is_empty() {
-                *ahead = Ahead {
-                    recvs: ahead.recvs,
-                    ..Ahead::default()
-                };
-            }
+        if let Wire::Plain(ahead) = self
+            && ahead.held().is_empty()
+        {
+            *ahead = Ahead {
+                recvs: ahead.recvs,
+                ..Ahead::default()
+            };
         }
         if let Wire::Tls(tls) = self {
             if tls.plain_at >= tls.plain.len() {
@@ -273,13 +273,13 @@ impl Link<'_> {
     /// Queues close_notify (TLS; once) and sends it with what is left:
     /// `EAGAIN` until all is out. Then the socket may be shut down.
     pub fn close(&mut self) -> Result<(), Errno> {
-        if let Wire::Tls(tls) = self.wire {
-            if !tls.closing {
-                // The held bytes go before the alert that ends them.
-                tls.release_held(self.stream)?;
-                tls.closing = true;
-                tls.session.send_close_notify();
-            }
+        if let Wire::Tls(tls) = self.wire
+            && !tls.closing
+        {
+            // The held bytes go before the alert that ends them.
+            tls.release_held(self.stream)?;
+            tls.closing = true;
+            tls.session.send_close_notify();
         }
         self.flush()
     }

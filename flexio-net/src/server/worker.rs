@@ -220,10 +220,10 @@ impl Worker {
             let now = Instant::now();
             self.wheel.expire(now, &mut due);
             for (at, token) in due.drain(..) {
-                if let Some(connection) = self.connections.get_mut(&token) {
-                    if connection.armed == Some(at) {
-                        connection.armed = None;
-                    }
+                if let Some(connection) = self.connections.get_mut(&token)
+                    && connection.armed == Some(at)
+                {
+                    connection.armed = None;
                 }
                 self.note(Kind::Drive, token, 2);
                 self.with(token, |connection, tools| connection.expire(now, tools));
@@ -349,11 +349,11 @@ impl Worker {
     /// Queues the connections woken from outside to be driven this turn.
     fn woken(&mut self) {
         for token in self.waker.take() {
-            if let Some(connection) = self.connections.get_mut(&token) {
-                if !connection.queued {
-                    connection.queued = true;
-                    self.ready.push_back(token);
-                }
+            if let Some(connection) = self.connections.get_mut(&token)
+                && !connection.queued
+            {
+                connection.queued = true;
+                self.ready.push_back(token);
             }
         }
     }

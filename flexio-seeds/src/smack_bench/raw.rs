@@ -165,10 +165,10 @@ mod tests {
         let mut found = Vec::new();
         for entry in std::fs::read_dir("/sys/block").unwrap().flatten() {
             let backing = entry.path().join("loop/backing_file");
-            if let Ok(file) = std::fs::read_to_string(backing) {
-                if file.starts_with(&*dir.to_string_lossy()) {
-                    found.push(format!("{:?}: {}", entry.file_name(), file.trim()));
-                }
+            if let Ok(file) = std::fs::read_to_string(backing)
+                && file.starts_with(&*dir.to_string_lossy())
+            {
+                found.push(format!("{:?}: {}", entry.file_name(), file.trim()));
             }
         }
         found

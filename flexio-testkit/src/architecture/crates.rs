@@ -174,14 +174,14 @@ pub fn upward(members: &[Member]) -> Result<Vec<String>, Error> {
         for file in modules::rust_files(&src)? {
             let text = std::fs::read_to_string(&file).map_err(|e| Error::io("read", &file, e))?;
             for named in source::crate_names(&text) {
-                if let Some(other) = others.get(&named) {
-                    if !under.contains(*other) {
-                        found.push(format!(
-                            "{} names {named}:: in {}, a crate not below it",
-                            member.name,
-                            file.display()
-                        ));
-                    }
+                if let Some(other) = others.get(&named)
+                    && !under.contains(*other)
+                {
+                    found.push(format!(
+                        "{} names {named}:: in {}, a crate not below it",
+                        member.name,
+                        file.display()
+                    ));
                 }
             }
         }

@@ -302,7 +302,7 @@ impl Sides<'_> {
         })
     }
 
-    fn device_error(&self, offset: u64) -> impl FnOnce(GpuError) -> Error {
+    fn device_error(&self, offset: u64) -> impl FnOnce(GpuError) -> Error + use<> {
         let endpoint = self.address.to_string();
         move |source| Error::Device {
             endpoint,

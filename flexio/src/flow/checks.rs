@@ -39,29 +39,31 @@ impl Flow<'_> {
         }
         let source = self.source_kind_unopened();
         let sink = self.sink_kind_unopened();
-        if let Some(source) = source {
-            if self.offset > 0 && !source.is_seekable() {
-                return Err(Error::usage(format!(
-                    "offset needs a seekable source (a file, block device or memory), not a {source}"
-                )));
-            }
+        if let Some(source) = source
+            && self.offset > 0
+            && !source.is_seekable()
+        {
+            return Err(Error::usage(format!(
+                "offset needs a seekable source (a file, block device or memory), not a {source}"
+            )));
         }
-        if let Some(sink) = sink {
-            if self.seek > 0 && !sink.is_seekable() {
-                return Err(Error::usage(format!(
+        if let Some(sink) = sink
+            && self.seek > 0
+            && !sink.is_seekable()
+        {
+            return Err(Error::usage(format!(
                     "seek needs a seekable sink (a block device, memory, or a file written in place), not a {sink}"
                 )));
-            }
         }
-        if self.seek > 0 && !self.in_place {
-            if let Sink::Address(crate::Address::Path(path)) = &self.sink {
-                if std::fs::metadata(path).map_or(true, |meta| meta.is_file()) {
-                    return Err(Error::usage(format!(
-                        "{}: seek on a regular file needs in-place writing",
-                        path.display()
-                    )));
-                }
-            }
+        if self.seek > 0
+            && !self.in_place
+            && let Sink::Address(crate::Address::Path(path)) = &self.sink
+            && std::fs::metadata(path).map_or(true, |meta| meta.is_file())
+        {
+            return Err(Error::usage(format!(
+                "{}: seek on a regular file needs in-place writing",
+                path.display()
+            )));
         }
         if self.verify {
             for kind in [source, sink].into_iter().flatten() {

@@ -178,10 +178,10 @@ impl HostCpu {
             return HostCpu::default();
         };
         let now = Instant::now();
-        if let Some((at, reading)) = reader.last {
-            if now.duration_since(at) < HOST_READING_REUSE {
-                return reading;
-            }
+        if let Some((at, reading)) = reader.last
+            && now.duration_since(at) < HOST_READING_REUSE
+        {
+            return reading;
         }
         if reader.file.is_none() {
             reader.file = File::open("/proc/stat").ok();
@@ -257,10 +257,10 @@ pub fn residency<Fd: AsFd>(fd: Fd, offset: u64, length: u64) -> Option<Residency
             sampled_bytes: 0,
         });
     }
-    if length > SAMPLE_ABOVE {
-        if let Some(sampled) = residency_sampled(fd.as_fd(), offset, length) {
-            return Some(sampled);
-        }
+    if length > SAMPLE_ABOVE
+        && let Some(sampled) = residency_sampled(fd.as_fd(), offset, length)
+    {
+        return Some(sampled);
     }
     // ENOSYS (before 6.5), EPERM (kernels that ask for write access),
     // EOPNOTSUPP (hugetlbfs): mincore still answers.

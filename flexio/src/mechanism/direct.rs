@@ -92,10 +92,11 @@ fn run(t: &mut Transfer<'_>) -> Result<(), Stop> {
 /// The flow's aligned buffer: the one kept from an earlier run if it is
 /// large and aligned enough, else a new one.
 fn take_buffer(t: &mut Transfer<'_>, len: usize, align: usize) -> AlignedBuffer {
-    if let Kept::Aligned(buffer) = std::mem::take(&mut t.scratch.kept) {
-        if buffer.len() >= len && buffer.align() >= align {
-            return buffer;
-        }
+    if let Kept::Aligned(buffer) = std::mem::take(&mut t.scratch.kept)
+        && buffer.len() >= len
+        && buffer.align() >= align
+    {
+        return buffer;
     }
     AlignedBuffer::new(len, align)
 }
@@ -293,12 +294,12 @@ impl DirectCopy<'_, '_> {
     }
 
     fn go_buffered(&mut self, t: &mut Transfer<'_>) -> Result<(), Stop> {
-        if let Some(mode) = self.sides.sink_mode.as_mut() {
-            if mode.is_direct() {
-                t.counters.syscalls += 1;
-                mode.restore()
-                    .map_err(|e| t.failed("fcntl(F_SETFL)", Side::Sink, e))?;
-            }
+        if let Some(mode) = self.sides.sink_mode.as_mut()
+            && mode.is_direct()
+        {
+            t.counters.syscalls += 1;
+            mode.restore()
+                .map_err(|e| t.failed("fcntl(F_SETFL)", Side::Sink, e))?;
         }
         Ok(())
     }

@@ -120,10 +120,10 @@ fn run(t: &mut Transfer<'_>) -> Result<(), Stop> {
 /// the first need not make a ring per run), else a new one with
 /// `--queue-depth` slots (fewer for a flow smaller than that).
 fn take_ring(t: &mut Transfer<'_>, slot_len: usize, align: usize) -> Result<Box<Ring>, Stop> {
-    if let Kept::Ring(ring) = std::mem::take(&mut t.scratch.kept) {
-        if ring.slot_len() >= slot_len {
-            return Ok(ring);
-        }
+    if let Kept::Ring(ring) = std::mem::take(&mut t.scratch.kept)
+        && ring.slot_len() >= slot_len
+    {
+        return Ok(ring);
     }
     let mut slots = (t.params.queue_depth.max(1) as usize).min(MAX_SLOTS);
     // The buffers of all slots together stay within a chunk's bound: a

@@ -218,10 +218,10 @@ pub(crate) fn write(profile: &Profile, path: &Path) {
     let Some(source) = Identity::of(path) else {
         return;
     };
-    if let Ok(bytes) = postcard::to_allocvec(&Compact::from_profile(profile, source)) {
-        if crate::write_file_replacing_regular(&compact_path(path), &bytes).is_ok() {
-            let _ = std::fs::remove_file(json_path(path));
-        }
+    if let Ok(bytes) = postcard::to_allocvec(&Compact::from_profile(profile, source))
+        && crate::write_file_replacing_regular(&compact_path(path), &bytes).is_ok()
+    {
+        let _ = std::fs::remove_file(json_path(path));
     }
 }
 

@@ -176,10 +176,10 @@ impl Profile {
     /// assert!(error.to_string().contains("newer"));
     /// ```
     pub fn load_decisions(path: &Path) -> Result<Profile, ProfileError> {
-        if let Some(profile) = super::compact::read(path, MAX_PROFILE_BYTES) {
-            if let Ok(profile) = Self::checked(profile, path) {
-                return Ok(profile);
-            }
+        if let Some(profile) = super::compact::read(path, MAX_PROFILE_BYTES)
+            && let Ok(profile) = Self::checked(profile, path)
+        {
+            return Ok(profile);
         }
         let before = super::compact::identity(path);
         let text = read_text(path)?;
@@ -203,10 +203,10 @@ impl Profile {
         // A profile this build reads goes straight into the types: one
         // pass, where the generic table first and the types from it took
         // two. Anything else takes the generic path, for its errors.
-        if let Ok(profile) = toml::from_str::<Profile>(text) {
-            if profile.format_version <= PROFILE_FORMAT_VERSION {
-                return Self::checked(profile, path);
-            }
+        if let Ok(profile) = toml::from_str::<Profile>(text)
+            && profile.format_version <= PROFILE_FORMAT_VERSION
+        {
+            return Self::checked(profile, path);
         }
         let corrupt = |message: String| ProfileError::Corrupt {
             path: path.to_path_buf(),

@@ -41,10 +41,8 @@ pub fn run(
             .collect::<Result<Vec<_>>>()?
     };
     let root = tree_bench::running_as_root();
-    if install_peers {
-        if let Err(why) = tree_bench::install_xcp_if_missing() {
-            eprintln!("flexio bench: {why}");
-        }
+    if install_peers && let Err(why) = tree_bench::install_xcp_if_missing() {
+        eprintln!("flexio bench: {why}");
     }
     let work = dir.join(format!(".flexio-tree-bench-{}", std::process::id()));
     // SIGINT or SIGTERM stops the run before its next copy, so that the
