@@ -581,12 +581,16 @@ mod tests {
         (sender, receiver)
     }
 
-    /// A loopback pair whose receiving side has the smallest receive
-    /// buffer, so that a sent message mostly waits in the sender's queue
-    /// (pages still referenced) until the receiver reads.
+    /// A loopback pair whose receiving side has a small receive buffer
+    /// (64 KiB against the sender's 2 MiB), so that a sent message mostly
+    /// waits in the sender's queue (pages still referenced) until the
+    /// receiver reads. Not the smallest: with a 4 KiB buffer a window that
+    /// closed while the machine was busy reopened by less than a segment,
+    /// unannounced, and the sender waited on its persist timer's backoff
+    /// (53 s each time the copy kernels' tests ran beside this one).
     fn narrow_pair() -> (TcpStream, TcpStream) {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        rustix::net::sockopt::set_socket_recv_buffer_size(&listener, 4096).unwrap();
+        rustix::net::sockopt::set_socket_recv_buffer_size(&listener, 64 << 10).unwrap();
         let sender = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
         rustix::net::sockopt::set_socket_send_buffer_size(&sender, 2 << 20).unwrap();
         let (receiver, _) = listener.accept().unwrap();
