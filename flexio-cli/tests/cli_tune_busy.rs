@@ -1,4 +1,4 @@
-//! `flexio tune --quick` under `stress --cpu 2`: it warns that the machine
+//! `flexio tune --quick` with `stress` spinning on half the CPUs: it warns that the machine
 //! was busy, and the profile it writes is not worse than none — every
 //! range that leaves the built-in choice rests on a lead beyond both
 //! candidates' noise in the profile's own curves, and the tree copy keeps
@@ -16,8 +16,9 @@ use flexio::profile::{FlowKind, Profile};
 use flexio_tune::select::{separation, Candidate, Measurement};
 use flexio_tune::sweep::{builtin_candidate, TIE_TOLERANCE};
 
-/// `stress`, killed and reaped when dropped.
-struct Stress(std::process::Child);
+/// `stress` and how many spinning workers it starts, killed and reaped
+/// when dropped.
+struct Stress(std::process::Child, usize);
 
 impl Drop for Stress {
     fn drop(&mut self) {
@@ -30,13 +31,17 @@ fn start_stress() -> Option<Stress> {
     if !common::require_tool("stress") {
         return None;
     }
+    // Half the CPUs: others' share (a half) is twice the tune's threshold
+    // for a busy machine, and the tune keeps the other half to finish in.
+    let cpus = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let spinners = (cpus / 2).max(1);
     let child = Command::new("stress")
-        .args(["--cpu", "2", "--timeout", "900"])
+        .args(["--cpu", &spinners.to_string(), "--timeout", "900"])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
         .expect("start stress");
-    Some(Stress(child))
+    Some(Stress(child, spinners))
 }
 
 /// The curve point of `candidate` at `size`, as a measurement.
@@ -75,7 +80,7 @@ fn a_tune_on_a_busy_machine_warns_and_writes_no_choice_worse_than_none() {
     let Some(stress) = start_stress() else {
         return;
     };
-    // The machine is busy once stress has forked its two spinning workers.
+    // The machine is busy once stress has forked its spinning workers.
     let pid = stress.0.id();
     let children = format!("/proc/{pid}/task/{pid}/children");
     let workers = || {
@@ -84,7 +89,7 @@ fn a_tune_on_a_busy_machine_warns_and_writes_no_choice_worse_than_none() {
             .unwrap_or(0)
     };
     assert!(
-        flexio_testkit::wait_until(|| workers() >= 2, Duration::from_secs(10)),
+        flexio_testkit::wait_until(|| workers() >= stress.1, Duration::from_secs(10)),
         "stress did not start its workers"
     );
     let memory = std::path::Path::new("/dev/shm");
@@ -111,7 +116,10 @@ fn a_tune_on_a_busy_machine_warns_and_writes_no_choice_worse_than_none() {
         stderr(&output)
     );
     assert!(output.status.success(), "{text}");
-    eprintln!("tune --quick under stress --cpu 2: {seconds:.1} s");
+    eprintln!(
+        "tune --quick beside stress --cpu {}: {seconds:.1} s",
+        stress.1
+    );
     assert!(
         text.contains("warning: the machine was busy"),
         "no busy warning:\n{text}"
