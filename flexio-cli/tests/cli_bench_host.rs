@@ -2,7 +2,7 @@
 //! `host.json`, `host.md` and charts are well-formed, every copy matched,
 //! and (as root) the run used a veth pair and removed its namespaces.
 
-mod common;
+use crate::common;
 
 use common::{flexio, is_root, stderr};
 

@@ -3,7 +3,7 @@
 //! checked), `hosts.md` and `hosts.svg`, and no namespace, server or data
 //! left behind, also when it is stopped by SIGTERM halfway.
 
-mod common;
+use crate::common;
 
 use std::process::Stdio;
 use std::time::Duration;

@@ -1,7 +1,7 @@
 //! `flexio bench` prints a short verdict first, with the path of
 //! `report.md`; the tables go to the report, and to the terminal with -v.
 
-mod common;
+use crate::common;
 
 fn bench(extra: &[&str]) -> (String, std::path::PathBuf, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();

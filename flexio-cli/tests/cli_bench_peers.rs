@@ -2,7 +2,7 @@
 //! missing peer is reported as missing. `cargo` and `apt-get` on the PATH
 //! are scripts that record each call, and no xcp is on it.
 
-mod common;
+use crate::common;
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;

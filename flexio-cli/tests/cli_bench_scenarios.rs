@@ -3,7 +3,7 @@
 //! and sizes, Jain's index in (0, 1], latencies ordered). Nothing here is
 //! a speed target.
 
-mod common;
+use crate::common;
 
 use std::ffi::OsString;
 use std::path::Path;

@@ -5,7 +5,7 @@
 //! leave behind either. All root: they skip with a reason otherwise (and
 //! fail under FLEXIO_TEST_PRIVILEGED=1).
 
-mod common;
+use crate::common;
 
 use std::process::Stdio;
 use std::time::{Duration, Instant};
@@ -124,7 +124,7 @@ fn with_dir_on_tmpfs_the_cgroup_copies_run_on_the_throttled_device() {
         dir: dir.path().to_path_buf(),
         flexio: env!("CARGO_BIN_EXE_flexio").into(),
         quick: true,
-        most_rounds: 3,
+        most_rounds: 1,
         stop: Default::default(),
     };
     let outcome = flexio_seeds::thesis_bench::by_size(&options);
@@ -143,14 +143,8 @@ fn with_dir_on_tmpfs_the_cgroup_copies_run_on_the_throttled_device() {
 /// file sizes (the thesis's "from 1KB till 1MB"), with memory to spare
 /// and in the 128 MiB cgroup on the throttled device, each against the
 /// kernel's copy; no gap left.
-#[test]
-fn flexio_4_11_runs_several_user_buffer_sizes_across_file_sizes() {
-    if !require_root("a memory cgroup and a throttled loop device") {
-        return;
-    }
-    let dir = tempfile::tempdir().unwrap();
-    let common::ExhibitRun { md, .. } = run_exhibits(dir.path(), &["flexio-4-11"]);
-    assert_no_gap_and_nothing_short(&md, "flexio-4-11");
+fn flexio_4_11_runs_several_user_buffer_sizes_across_file_sizes(md: &str) {
+    assert_no_gap_and_nothing_short(md, "flexio-4-11");
     for kib in [1, 64] {
         for series in [
             format!("copy_file_range / read-write {kib} KiB (ours)"),
@@ -158,7 +152,7 @@ fn flexio_4_11_runs_several_user_buffer_sizes_across_file_sizes() {
         ] {
             // Every file size of the quick run (the values are timings
             // on a shared machine: the bench judges them, not this test).
-            let ratios = ys(&md, &series);
+            let ratios = ys(md, &series);
             assert_eq!(ratios.len(), 3, "{series}: {md}");
             assert!(
                 ratios.iter().all(|r| r.is_finite() && *r > 0.0),
@@ -167,7 +161,7 @@ fn flexio_4_11_runs_several_user_buffer_sizes_across_file_sizes() {
         }
     }
     assert_eq!(
-        ys(&md, "copy_file_range / read-write (ours)").len(),
+        ys(md, "copy_file_range / read-write (ours)").len(),
         3,
         "{md}"
     );
@@ -201,21 +195,30 @@ fn slow_devices_of(pid: u32) -> Vec<String> {
 /// read-write and mmap in every setting, and ext2 as a second file
 /// system, each cold on a throttled device; no gap left, and no loop
 /// device or mount behind.
+/// Figures 4.7-4.14 in one run: they share the cold by-size setups on the
+/// throttled device and in the cgroup, which a run makes once.
 #[test]
-fn flexio_4_7_runs_the_kernel_buffer_and_ext2_on_throttled_devices_and_leaves_none() {
+fn flexio_4_7_and_4_11_run_every_setting_on_throttled_devices_and_leave_none() {
     if !require_root("throttled loop devices and a memory cgroup") {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let common::ExhibitRun { pid, md, .. } = run_exhibits(dir.path(), &["flexio-4-7"]);
-    assert_no_gap_and_nothing_short(&md, "flexio-4-7");
+    let common::ExhibitRun { pid, md, .. } =
+        run_exhibits(dir.path(), &["flexio-4-7", "flexio-4-11"]);
+    flexio_4_7_runs_the_kernel_buffer_and_ext2(&md);
+    flexio_4_11_runs_several_user_buffer_sizes_across_file_sizes(&md);
+    assert_eq!(slow_devices_of(pid), Vec::<String>::new());
+}
+
+fn flexio_4_7_runs_the_kernel_buffer_and_ext2(md: &str) {
+    assert_no_gap_and_nothing_short(md, "flexio-4-7");
     for series in [
         "kernel buffer (splice) / read-write (ours)",
         "kernel buffer (splice) / read-write, ext2 (ours)",
         "kernel buffer (splice) / read-write, 128 MiB cgroup (ours)",
         "mmap / read-write, ext2 (ours)",
     ] {
-        let ratios = ys(&md, series);
+        let ratios = ys(md, series);
         assert_eq!(ratios.len(), 3, "{series}: {md}");
         assert!(
             ratios.iter().all(|r| r.is_finite() && *r > 0.0),
@@ -224,7 +227,6 @@ fn flexio_4_7_runs_the_kernel_buffer_and_ext2_on_throttled_devices_and_leaves_no
     }
     assert!(md.contains("ext2 on /dev/loop"), "{md}");
     assert!(md.contains("ext4 on /dev/loop"), "{md}");
-    assert_eq!(slow_devices_of(pid), Vec::<String>::new());
 }
 
 /// `id`'s grade row in `md`: FULL, or PARTIAL only by its rounds (the

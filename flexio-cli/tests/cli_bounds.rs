@@ -4,7 +4,7 @@
 //! (101), nor a server whose workers die while the process answers
 //! nothing.
 
-mod common;
+use crate::common;
 
 use std::process::Stdio;
 use std::time::Duration;

@@ -3,7 +3,7 @@
 //! the next one up (`--upstream`), and a plain `get` of a file still
 //! arriving waits for its bytes. All on loopback, one process a host.
 
-mod common;
+use crate::common;
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Stdio};

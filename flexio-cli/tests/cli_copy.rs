@@ -1,7 +1,7 @@
 //! The command line as a person uses it: exit statuses, one-line errors,
 //! the JSON report, listening on port 0, and stdout as a sink.
 
-mod common;
+use crate::common;
 
 use common::{flexio, json_report};
 

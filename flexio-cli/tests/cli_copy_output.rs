@@ -3,7 +3,7 @@
 //! `cp -v`, the full report on stderr only with `--report` (`--stats`),
 //! JSON on stdout only with `--json`; units that fit the size.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::Command;

@@ -3,7 +3,7 @@
 //! kernel's `(os error N)`) starts with cp's. A failed entry of a tree is
 //! named with its reason, never counted alone ("copy 1 of 3 entries").
 
-mod common;
+use crate::common;
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;

@@ -2,7 +2,7 @@
 //! by reading it back; and what a machine without a GPU, or a wrong
 //! device name, gets told.
 
-mod common;
+use crate::common;
 
 use common::{flexio, stderr};
 

@@ -3,7 +3,7 @@
 //! not have), and the block cache README's first `cache sim` example runs
 //! as shown, on a generated trace.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 

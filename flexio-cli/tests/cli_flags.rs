@@ -2,7 +2,7 @@
 //! match what each command takes: copy every mechanism, get those that
 //! move socket → file, serve those its workers drive.
 
-mod common;
+use crate::common;
 
 use flexio::{EndpointKind, MechanismName};
 

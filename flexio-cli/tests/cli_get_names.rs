@@ -3,7 +3,7 @@
 //! no file here can take is warned, counted in the summary and named in
 //! the JSON report, never dropped unsaid.
 
-mod common;
+use crate::common;
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpListener;

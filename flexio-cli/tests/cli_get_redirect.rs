@@ -7,7 +7,7 @@ use std::net::TcpListener;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-mod common;
+use crate::common;
 
 use common::{flexio, stderr};
 

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-mod common;
+use crate::common;
 
 use common::{flexio, json_report, names, wait_until};
 

@@ -2,7 +2,7 @@
 //! shell completions and the man page generated from the parser's own
 //! definitions.
 
-mod common;
+use crate::common;
 
 use common::{flexio, stderr};
 

@@ -4,7 +4,7 @@
 //! status and what is left in the directory. Reproductions go through
 //! `sh -c` where the shell's redirections (`>>`, `1<>`, `>&-`) are the case.
 
-mod common;
+use crate::common;
 
 use common::{flexio, is_root, json_report, names, require_root, stderr, write_with_mode, Tmpfs};
 

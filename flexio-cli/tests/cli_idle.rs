@@ -3,7 +3,7 @@
 //! copy fails within the timeout, naming the endpoint and the byte offset,
 //! and leaves no temporary file; `flexio plan` on a FIFO returns at once.
 
-mod common;
+use crate::common;
 
 use common::{flexio, names};
 

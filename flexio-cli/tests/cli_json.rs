@@ -3,7 +3,7 @@
 //! JSON Schema in `docs/schemas/` (which allows no field it does not
 //! name, so a field added without its schema fails here).
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::Command;

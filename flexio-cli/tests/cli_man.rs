@@ -3,7 +3,7 @@
 //! top page's SEE ALSO names only pages written beside it, and the page
 //! `flexio man` prints alone names none.
 
-mod common;
+use crate::common;
 
 /// The subcommands `flexio --help` lists (its "Commands:" block).
 fn listed_subcommands() -> Vec<String> {

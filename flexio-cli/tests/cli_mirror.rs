@@ -3,7 +3,7 @@
 //! that lies (serves other bytes) or fails is dropped with a message and
 //! the others finish with the right file.
 
-mod common;
+use crate::common;
 
 use common::{flexio, json_report, names, serve, stderr};
 

@@ -5,7 +5,7 @@
 use std::io::{BufRead, BufReader};
 use std::process::Stdio;
 
-mod common;
+use crate::common;
 
 use common::{flexio, json_report, names, require_root, wait_until, Serving, Tmpfs};
 

@@ -1,7 +1,7 @@
 //! `--rate`, `--burst`, `--schedule` on the command line, and the bench's
 //! pace scenario.
 
-mod common;
+use crate::common;
 
 use common::flexio;
 

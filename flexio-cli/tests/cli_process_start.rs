@@ -2,7 +2,7 @@
 //! that flexio relies on (SIGPIPE ignored, stdout flushed), and how it is
 //! linked (a PIE, no C library function replaced, few libraries to load).
 
-mod common;
+use crate::common;
 
 use common::flexio;
 

@@ -6,7 +6,7 @@
 //! Tests that need root (making a character device) skip with a printed
 //! reason, unless `FLEXIO_TEST_PRIVILEGED=1` makes the skip a failure.
 
-mod common;
+use crate::common;
 
 use std::os::unix::fs::FileTypeExt;
 use std::path::{Path, PathBuf};

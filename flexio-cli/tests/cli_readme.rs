@@ -3,7 +3,7 @@
 //! installed one) and each block of "First examples", in a directory
 //! holding `big.iso` and `photos/`, with a free port for 8080.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::{Command, Stdio};

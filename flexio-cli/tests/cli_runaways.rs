@@ -3,7 +3,7 @@
 //! self-copy through `DIR/`, send-zc with a one-byte chunk or a receiver
 //! that never reads.
 
-mod common;
+use crate::common;
 
 use common::{flexio, stderr, wait_at_most};
 

@@ -4,7 +4,7 @@
 //! between shards) or into destinations of their own (`--whole-files`);
 //! `--shard auto` reads Slurm's and Kubernetes' variables.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt;

@@ -5,7 +5,7 @@
 //! each in a network namespace of its own, joined to the server's by a
 //! veth pair the test makes and removes).
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};

@@ -9,7 +9,7 @@
 //! that need a file source are stopped (SIGSTOP) as soon as their temporary
 //! file is open, signalled, and let go on.
 
-mod common;
+use crate::common;
 
 use common::{flexio, mkfifo, names};
 

@@ -8,7 +8,7 @@
 //! `FLEXIO_TEST_PRIVILEGED=1` (CI installs Debian's `slurm-wlm` and
 //! `munge`).
 
-mod common;
+use crate::common;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};

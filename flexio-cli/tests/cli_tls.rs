@@ -6,7 +6,7 @@
 use std::io::{BufRead, BufReader};
 use std::process::Stdio;
 
-mod common;
+use crate::common;
 
 use common::{flexio, stderr, Serving};
 

@@ -7,7 +7,7 @@
 
 use std::path::Path;
 
-mod common;
+use crate::common;
 
 use common::{flexio, stderr, Serving};
 

@@ -2,7 +2,7 @@
 //! with `serve --tls` and given to `get --ca`, is trusted as `curl
 //! --cacert` trusts it (rustls alone refused it: `CaUsedAsEndEntity`).
 
-mod common;
+use crate::common;
 
 use common::{flexio, stderr};
 

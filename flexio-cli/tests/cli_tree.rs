@@ -1,7 +1,7 @@
 //! `flexio copy` with cp's grammar for many files and trees, as a person
 //! types it: exit statuses, what lands where, one line per failed entry.
 
-mod common;
+use crate::common;
 
 use common::{flexio, json_report, names, require_root, stderr, wait_at_most, Tmpfs};
 

@@ -6,7 +6,7 @@
 //! (Debian's `stress`; `.ci/run` installs it), fails then under
 //! `FLEXIO_TEST_PRIVILEGED=1`.
 
-mod common;
+use crate::common;
 
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};

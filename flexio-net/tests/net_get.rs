@@ -2,7 +2,7 @@
 //! verified against the manifest), from `python3 -m http.server` (no
 //! ranges: one stream) and from nginx (ranges, sendfile on).
 
-mod common;
+use crate::common;
 
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};

@@ -5,7 +5,7 @@
 //! server that answers as Apache does, and against Apache itself where
 //! this machine has it.
 
-mod common;
+use crate::common;
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};

@@ -4,7 +4,7 @@
 //! fetched by one tar stream and one fetched file by file) and from
 //! nginx's JSON listing (seconds), where this machine has nginx.
 
-mod common;
+use crate::common;
 
 use std::net::{TcpListener, TcpStream};
 use std::os::unix::fs::MetadataExt;

@@ -6,7 +6,7 @@
 //! Each gets a clear answer or error; nothing escapes and nothing is left
 //! at the destination.
 
-mod common;
+use crate::common;
 
 use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};

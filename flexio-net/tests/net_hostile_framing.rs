@@ -6,7 +6,7 @@
 //! §6.1, §6.3). And ranges that overlap are merged, their count capped,
 //! so no `Range` header makes a body larger than the file.
 
-mod common;
+use crate::common;
 
 use common::{multipart_parts, pattern, serve, serve_with, RawClient};
 

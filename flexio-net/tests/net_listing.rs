@@ -4,7 +4,7 @@
 //! a second run fetches only what changed. nginx and python are optional
 //! peers: their tests say when this machine lacks them.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Write};

@@ -4,7 +4,7 @@
 //! source's size and mtime are counted unchanged and left as they are
 //! (the same inode on the server: not written again).
 
-mod common;
+use crate::common;
 
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::Path;

@@ -9,7 +9,7 @@
 //! The upstream is paced (1 MiB/s, pieces of 1 MiB), so the link is still
 //! fetching while the downstreams ask.
 
-mod common;
+use crate::common;
 
 use std::io::{Read, Write};
 use std::net::SocketAddr;

@@ -4,7 +4,7 @@
 //! held the link open for ever. Idle connections make way at the cap and
 //! do not keep the link from ending.
 
-mod common;
+use crate::common;
 
 use std::net::TcpStream;
 use std::sync::atomic::{AtomicBool, Ordering};

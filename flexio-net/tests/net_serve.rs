@@ -2,7 +2,7 @@
 //! validators and conditionals, keep-alive, directories (listing,
 //! manifest, tar), and real clients (curl, wget) against it.
 
-mod common;
+use crate::common;
 
 use std::process::{Command, Stdio};
 

@@ -3,7 +3,7 @@
 //! mechanism and the bytes it sent); nothing for a connection that sent
 //! no request.
 
-mod common;
+use crate::common;
 
 use std::net::TcpStream;
 

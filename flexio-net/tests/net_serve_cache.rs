@@ -3,7 +3,7 @@
 //! answers; and a client scanning a large file does not evict the blocks
 //! other clients keep reading (the cache's own counters show it).
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::sync::Arc;

@@ -3,7 +3,7 @@
 //! connection intact, the free space's cap (413, nothing left behind),
 //! malformed sizes and codings refused.
 
-mod common;
+use crate::common;
 
 use std::io::Write;
 use std::net::SocketAddr;

@@ -7,7 +7,7 @@
 //! FLEXIO_TEST_PRIVILEGED=1; aria2c, which `.ci/without-peers` hides, is
 //! skipped with a reason where missing).
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::Command;

@@ -3,7 +3,7 @@
 //! upload that completes within the grace and drops one that does not,
 //! and its workers end.
 
-mod common;
+use crate::common;
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};

@@ -5,7 +5,7 @@
 //! upload; a full queue answers 503 while a cached manifest is still
 //! answered; a client that goes away frees the pool at once.
 
-mod common;
+use crate::common;
 
 use std::io::{ErrorKind, Read};
 use std::net::{SocketAddr, TcpStream};

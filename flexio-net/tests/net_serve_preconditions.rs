@@ -4,7 +4,7 @@
 //! request through; an upload whose target changed while its body
 //! arrived is not linked in.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

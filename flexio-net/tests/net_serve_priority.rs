@@ -2,7 +2,7 @@
 //! its body holds nothing but its own connection, so a new request is
 //! answered at once; the threads are the workers and never grow.
 
-mod common;
+use crate::common;
 
 use std::io::Read;
 use std::time::{Duration, Instant};

@@ -4,7 +4,7 @@
 //! connection, the next client gets exactly its own bytes, and does not
 //! wait. One worker, so that every request meets the same mover.
 
-mod common;
+use crate::common;
 
 use std::io::Read;
 use std::net::SocketAddr;

@@ -3,7 +3,7 @@
 //! directly or through another link — is refused, as every link is
 //! without the flag.
 
-mod common;
+use crate::common;
 
 use common::{serve_with, RawClient};
 

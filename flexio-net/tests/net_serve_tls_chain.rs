@@ -2,7 +2,7 @@
 //! leaf and an intermediate, issued by a root the client alone trusts. A
 //! server that sent only its leaf could not be verified (unknown issuer).
 
-mod common;
+use crate::common;
 
 use std::io::{Read, Write};
 use std::net::TcpStream;

@@ -3,7 +3,7 @@
 //! stopped — inside a header, a member, a part head or a range — come out
 //! byte-exact.
 
-mod common;
+use crate::common;
 
 use std::process::{Command, Stdio};
 

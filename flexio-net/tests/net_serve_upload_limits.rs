@@ -3,7 +3,7 @@
 //! total is checked against the free space; and the unfinished ranged
 //! uploads a client may leave in a directory are bounded.
 
-mod common;
+use crate::common;
 
 use common::*;
 use flexio_net::server::MAX_PARTIAL_UPLOADS;

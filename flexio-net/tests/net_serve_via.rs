@@ -5,7 +5,7 @@
 //! mechanisms a worker cannot drive that way are refused when the server
 //! is bound, with a message that says why.
 
-mod common;
+use crate::common;
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};

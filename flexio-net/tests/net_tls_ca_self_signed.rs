@@ -2,7 +2,7 @@
 //! `curl --cacert` does) — still only for the names it carries and within
 //! its dates — and the client offers ALPN `http/1.1`.
 
-mod common;
+use crate::common;
 
 use std::io::Write;
 use std::net::{SocketAddr, TcpListener};

@@ -3,7 +3,7 @@
 //! manifest disagrees with its body is still caught, at the chunk that
 //! differs, and an honest one is verified, short last chunk included.
 
-mod common;
+use crate::common;
 
 use std::io::Write;
 use std::net::{SocketAddr, TcpListener};
