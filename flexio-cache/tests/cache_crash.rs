@@ -53,7 +53,10 @@ fn cache_kill_during_write_back_loses_no_flushed_byte_and_tears_no_block() {
         let mut child = Command::new(std::env::current_exe().unwrap())
             .args([
                 "--exact",
-                "cache_kill_during_write_back_loses_no_flushed_byte_and_tears_no_block",
+                &flexio_testkit::test_name(
+                    module_path!(),
+                    "cache_kill_during_write_back_loses_no_flushed_byte_and_tears_no_block",
+                ),
                 "--nocapture",
                 "--test-threads=1",
             ])

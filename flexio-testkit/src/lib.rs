@@ -102,6 +102,26 @@ pub fn bytes_written_by(pid: u32) -> u64 {
         .unwrap_or(0)
 }
 
+/// The name libtest gives test `test` written in the module at
+/// `module_path` (`module_path!()` there): that path without the test
+/// crate's own name, as `--exact` wants it when a test runs itself again
+/// in a child process. A test file may be a test binary of its own or a
+/// module of one.
+///
+/// # Examples
+///
+/// ```
+/// use flexio_testkit::test_name;
+/// assert_eq!(test_name("engine::engine_faults", "cut"), "engine_faults::cut");
+/// assert_eq!(test_name("tree_copy", "cut"), "cut");
+/// ```
+pub fn test_name(module_path: &str, test: &str) -> String {
+    match module_path.split_once("::") {
+        Some((_crate, module)) => format!("{module}::{test}"),
+        None => test.to_string(),
+    }
+}
+
 /// How many files directly in `dir` this process holds open (an unnamed
 /// `O_TMPFILE` there included): for waiting until a server in the test's
 /// process has begun on a file.

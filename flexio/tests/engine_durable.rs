@@ -2,7 +2,7 @@
 //! the flow runs (sync_file_range), so every mechanism must move the bytes
 //! of a flow cut into 8 MiB pieces exactly as it moves them whole.
 
-mod common;
+use crate::common;
 
 use std::fs;
 

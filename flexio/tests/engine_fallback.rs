@@ -5,7 +5,7 @@
 //! (EXDEV), and sendfile(2), splice(2) and copy_file_range(2) into a file
 //! opened with O_APPEND (EINVAL, EINVAL, EBADF).
 
-mod common;
+use crate::common;
 
 use std::fs::{self, File, OpenOptions};
 use std::path::Path;

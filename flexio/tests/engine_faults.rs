@@ -3,7 +3,7 @@
 //! Each failure is an error (never a crash), names where it happened, and
 //! leaves a regular-file destination as it was.
 
-mod common;
+use crate::common;
 
 use std::fs::{self, OpenOptions};
 use std::io::Read;
@@ -73,11 +73,11 @@ fn full_file_system_keeps_the_old_destination() {
                 (FULL_SOURCE_ENV, source.as_path()),
                 (FULL_DEST_ENV, dest.as_path()),
             ];
-            if let Err(why) = run_in_child(
+            let name = flexio_testkit::test_name(
+                module_path!(),
                 "full_file_system_keeps_the_old_destination",
-                mechanism,
-                &env,
-            ) {
+            );
+            if let Err(why) = run_in_child(&name, mechanism, &env) {
                 failures.push(format!("source on the {where_from}: {why}"));
             }
             if let Err(why) = check_bytes("the old destination", &fs::read(&dest).unwrap(), old) {
@@ -192,7 +192,11 @@ fn truncated_source_fails_with_its_offset() {
     let failures: Vec<String> = MechanismName::serving(FileKind, Unix)
         .into_iter()
         .chain(tcp_only)
-        .filter_map(|m| run_in_child("truncated_source_fails_with_its_offset", m, &[]).err())
+        .filter_map(|m| {
+            let name =
+                flexio_testkit::test_name(module_path!(), "truncated_source_fails_with_its_offset");
+            run_in_child(&name, m, &[]).err()
+        })
         .collect();
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }

@@ -2,7 +2,7 @@
 //! the same cases, expecting the same bytes; flows past 4 GiB; ranges on block
 //! devices and files written in place.
 
-mod common;
+use crate::common;
 
 use std::fs::{self, File};
 use std::os::unix::fs::{FileExt, MetadataExt};

@@ -1,7 +1,7 @@
 //! Random sizes, ranges, chunk and pipe sizes, file -> file and file -> pipe,
 //! through every mechanism that serves the pair; every byte checked.
 
-mod common;
+use crate::common;
 
 use std::fs::{self, File};
 

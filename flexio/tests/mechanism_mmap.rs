@@ -4,7 +4,7 @@
 //! must end the flow with an error naming the offset — never a short
 //! success, never a crash.
 
-mod common;
+use crate::common;
 
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Write};

@@ -7,7 +7,7 @@
 //! tester (engine_matrix) runs it over its standard cases too; a source
 //! truncated under it is in engine_faults.
 
-mod common;
+use crate::common;
 
 use std::io::Read;
 use std::os::unix::fs::FileExt;

@@ -4,7 +4,7 @@
 //! slots — after which `send-zc` was refused (and `serve --via send-zc`
 //! fell back to `sendfile`) for good.
 
-mod common;
+use crate::common;
 
 use std::thread;
 use std::time::{Duration, Instant};

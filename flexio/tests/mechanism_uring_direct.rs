@@ -19,7 +19,7 @@ use std::thread;
 
 use flexio::{EndpointKind, Flow, MechanismName, Params, Report, Sink, Source};
 
-mod common;
+use crate::common;
 use common::{Case, EngineTester};
 use rustix::fs::OFlags;
 

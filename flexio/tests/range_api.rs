@@ -1,7 +1,7 @@
 //! The range API: endpoints the caller keeps, many ranges over one
 //! connection, many writers into one new file.
 
-mod common;
+use crate::common;
 
 use std::io::Read;
 use std::net::{TcpListener, TcpStream};

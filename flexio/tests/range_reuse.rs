@@ -10,7 +10,7 @@
 //! then a second range on the same mover moves other bytes to a fresh sink.
 //! The second range must arrive exactly, and must not hang.
 
-mod common;
+use crate::common;
 
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, Write};

@@ -297,7 +297,9 @@ pub fn child_done() {
     println!("{CHILD_DONE}");
 }
 
-/// Runs test `test_name` of this test binary again in a child process with
+/// Runs test `test_name` (libtest's name for it, as
+/// [`flexio_testkit::test_name`] makes it) of this test binary again in a
+/// child process with
 /// [`child_mechanism`] set to `mechanism` (and `env` set), so that a crash
 /// — a SIGBUS from a mapping whose file shrank or filled its file system —
 /// fails this one case with its signal instead of killing every test.
