@@ -45,6 +45,15 @@ pub struct ServeArgs {
     /// Connections held at once; more get 503.
     #[arg(long, default_value_t = 1024, value_parser = values::count(values::MAX_CONNECTIONS))]
     max_connections: usize,
+    /// Threads for work no worker may wait on: hashing files for
+    /// manifests, walking trees for ?tar, listing large directories,
+    /// ranged uploads' journals.
+    #[arg(long, default_value_t = 4, value_parser = values::count(values::MAX_WORKERS))]
+    offload_threads: usize,
+    /// Of the offload threads, how many may hash at once [default: half
+    /// the CPUs], so that the workers always find a CPU free.
+    #[arg(long, value_name = "N", value_parser = values::count(values::MAX_WORKERS))]
+    hash_threads: Option<usize>,
     /// Serve file bodies through a block cache of this size over O_DIRECT
     /// (copied from its blocks and written, not sent with --via), so a
     /// client scanning a large file does not evict what others read often.
@@ -134,6 +143,10 @@ pub fn run(args: ServeArgs) -> Result<()> {
     config.public = args.public;
     config.workers = args.workers.max(1);
     config.max_connections = args.max_connections.max(1);
+    config.offload_threads = args.offload_threads.max(1);
+    if let Some(threads) = args.hash_threads {
+        config.hash_threads = threads.max(1);
+    }
     config.cache = args
         .cache
         .map(|bytes| flexio_cache::CacheConfig::new(bytes).policy(args.cache_policy));

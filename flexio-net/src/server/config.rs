@@ -80,6 +80,23 @@ pub struct ServeConfig {
     /// Tasks the offload pool holds waiting; past it a request that needs
     /// the pool is answered 503.
     pub offload_queue: usize,
+    /// Of the offload threads, how many may hash at once (manifests): the
+    /// rest stay for work that waits on a disk, and the CPUs left free
+    /// for the workers. [`default_hash_threads`] unless set.
+    pub hash_threads: usize,
+}
+
+/// The default [`ServeConfig::hash_threads`]: half the CPUs this process
+/// may run on, at least one. With every CPU hashing, a worker woken by a
+/// request waits for the scheduler's next tick (docs/net.md, "Hashing
+/// beside small requests").
+///
+/// # Examples
+/// ```
+/// assert!(flexio_net::server::default_hash_threads() >= 1);
+/// ```
+pub fn default_hash_threads() -> usize {
+    std::thread::available_parallelism().map_or(1, |cpus| (cpus.get() / 2).max(1))
 }
 
 /// The default [`ServeConfig::max_chunk`]. Measured with
@@ -126,6 +143,7 @@ impl ServeConfig {
             access_log: None,
             offload_threads: 4,
             offload_queue: 256,
+            hash_threads: default_hash_threads(),
         }
     }
 }

@@ -378,7 +378,7 @@ impl Connection {
     /// Takes a handler's answer: work for the offload pool, an upload's
     /// body to read first, or the response to send.
     fn take(&mut self, mut response: Response, request: Request, tools: &mut Tools<'_>) {
-        if let Some(work) = response.pending.take() {
+        if let Some((lane, work)) = response.pending.take() {
             let ask = Ask {
                 request,
                 private: self.private,
@@ -386,7 +386,7 @@ impl Connection {
                 token: tools.token,
                 mailbox: Arc::clone(tools.mailbox),
             };
-            match tools.shared.offload.submit(|_| ask.job(work)) {
+            match tools.shared.offload.submit(lane, |_| ask.job(work)) {
                 Ok(waiting) => {
                     self.waiting = Some(waiting);
                     self.since = Instant::now();

@@ -52,7 +52,7 @@ pub(crate) fn answer(
     let parts = parts.to_vec();
     match query.map(|query| query.strip_suffix('=').unwrap_or(query)) {
         Some("manifest") => {
-            exchange.offload(Box::new(move |exchange, cancel| {
+            exchange.offload_hashing(Box::new(move |exchange, cancel| {
                 manifest(exchange, &dir, cancel)
             }));
         }

@@ -11,7 +11,7 @@ use std::os::fd::OwnedFd;
 
 use super::body::Body;
 use super::intake::Intake;
-use super::offload::Cancel;
+use super::offload::{Cancel, Lane};
 use super::request::{text_response, Request, ResponseHead};
 use super::shared::Shared;
 
@@ -31,7 +31,7 @@ pub(crate) struct Exchange<'a> {
     out: RefCell<Vec<u8>>,
     body: RefCell<Option<Body>>,
     intake: RefCell<Option<Intake>>,
-    pending: RefCell<Option<Work>>,
+    pending: RefCell<Option<(Lane, Work)>>,
 }
 
 /// A handler's answer, for the worker to carry out.
@@ -42,8 +42,9 @@ pub(crate) struct Response {
     pub body: Option<Body>,
     /// The request body to read before the rest of the answer.
     pub intake: Option<Intake>,
-    /// Work for the offload pool, whose answer replaces this one.
-    pub pending: Option<Work>,
+    /// Work for the offload pool in its lane, whose answer replaces this
+    /// one.
+    pub pending: Option<(Lane, Work)>,
     pub keep_alive: bool,
 }
 
@@ -82,9 +83,16 @@ impl<'a> Exchange<'a> {
         *self.intake.borrow_mut() = Some(intake);
     }
 
-    /// Leaves `work` for the offload pool: its answer is the response.
+    /// Leaves `work`, which mostly waits on a disk, for the offload pool:
+    /// its answer is the response.
     pub fn offload(&self, work: Work) {
-        *self.pending.borrow_mut() = Some(work);
+        *self.pending.borrow_mut() = Some((Lane::Io, work));
+    }
+
+    /// Leaves `work` that keeps a CPU busy (hashing) for the offload
+    /// pool's CPU lane: its answer is the response.
+    pub fn offload_hashing(&self, work: Work) {
+        *self.pending.borrow_mut() = Some((Lane::Cpu, work));
     }
 
     /// Leaves bytes to send as they are (`100 Continue`).

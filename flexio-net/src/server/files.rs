@@ -234,7 +234,7 @@ fn manifest(
         return manifest_of(exchange, stat, name, hashes.to_vec());
     }
     let (stat, name) = (*stat, name.to_vec());
-    exchange.offload(Box::new(move |exchange, cancel| {
+    exchange.offload_hashing(Box::new(move |exchange, cancel| {
         let hashes = exchange.shared.hashes.hashes(file.as_fd(), &stat, cancel)?;
         manifest_of(exchange, &stat, &name, hashes.to_vec())
     }));

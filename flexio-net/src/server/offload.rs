@@ -10,6 +10,13 @@
 //! given the server's state (`C`) while it runs, and it posts its own
 //! answer, so this module stands below everything that uses it.
 //!
+//! Work that keeps a CPU busy (hashing) goes in the [`Lane::Cpu`], which
+//! runs at most [`ServeConfig::hash_threads`] tasks at once, half the
+//! CPUs by default: a worker woken by a request must find a CPU free, not
+//! wait behind a hash for the scheduler's next tick. Other tasks, mostly
+//! waiting on a disk, take any free thread, so a long hash never holds an
+//! upload's journal back.
+//!
 //! The queue is bounded: past [`ServeConfig::offload_queue`] tasks
 //! waiting, a request that needs the pool is answered 503 at once. A
 //! connection that goes away cancels its task: one not started is
@@ -17,6 +24,7 @@
 //! or files walked), and its answer is dropped.
 //!
 //! [`ServeConfig::offload_queue`]: super::config::ServeConfig::offload_queue
+//! [`ServeConfig::hash_threads`]: super::config::ServeConfig::hash_threads
 
 use std::collections::VecDeque;
 use std::os::fd::OwnedFd;
@@ -89,9 +97,20 @@ impl<T> Mailbox<T> {
     }
 }
 
+/// What a task mostly waits for, which decides how many run at once.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Lane {
+    /// A disk or the file system (journals, walks, listings): any free
+    /// thread.
+    Io,
+    /// The CPU (hashing): at most the pool's CPU limit at once.
+    Cpu,
+}
+
 struct Task<C> {
     job: Job<C>,
     cancel: Cancel,
+    lane: Lane,
 }
 
 struct Queue<C> {
@@ -99,6 +118,8 @@ struct Queue<C> {
     closed: bool,
     /// Pool threads not ended yet.
     threads: usize,
+    /// [`Lane::Cpu`] tasks running.
+    cpu_running: usize,
 }
 
 /// The pool's queue, shared by the workers (who submit) and its threads.
@@ -108,26 +129,34 @@ pub(crate) struct Pool<C> {
     /// Signalled when a thread ends.
     ended: Condvar,
     capacity: usize,
+    cpu_limit: usize,
 }
 
 impl<C> Pool<C> {
-    /// A pool whose queue holds at most `capacity` tasks not started.
-    pub fn new(capacity: usize) -> Pool<C> {
+    /// A pool whose queue holds at most `capacity` tasks not started, and
+    /// that runs at most `cpu_limit` [`Lane::Cpu`] tasks at once.
+    pub fn new(capacity: usize, cpu_limit: usize) -> Pool<C> {
         Pool {
             queue: Mutex::new(Queue {
                 tasks: VecDeque::new(),
                 closed: false,
                 threads: 0,
+                cpu_running: 0,
             }),
             ready: Condvar::new(),
             ended: Condvar::new(),
             capacity: capacity.max(1),
+            cpu_limit: cpu_limit.max(1),
         }
     }
 
-    /// Queues a job made for its cancel flag. A full (or closed) queue
-    /// makes none and says how many tasks wait.
-    pub fn submit(&self, job: impl FnOnce(&Cancel) -> Job<C>) -> Result<Waiting, usize> {
+    /// Queues a job made for its cancel flag in `lane`. A full (or closed)
+    /// queue makes none and says how many tasks wait.
+    pub fn submit(
+        &self,
+        lane: Lane,
+        job: impl FnOnce(&Cancel) -> Job<C>,
+    ) -> Result<Waiting, usize> {
         let mut queue = self.queue.lock().unwrap_or_else(|p| p.into_inner());
         if queue.tasks.len() >= self.capacity {
             // Tasks of clients gone since hold no place.
@@ -140,9 +169,12 @@ impl<C> Pool<C> {
         queue.tasks.push_back(Task {
             job: job(&cancel),
             cancel: cancel.clone(),
+            lane,
         });
         drop(queue);
-        self.ready.notify_one();
+        // All: the one woken may be a thread that cannot take this task's
+        // lane.
+        self.ready.notify_all();
         Ok(Waiting(cancel))
     }
 
@@ -184,16 +216,37 @@ impl<C> Pool<C> {
         }
     }
 
+    /// The first task whose lane has room, waiting for one; `None` once
+    /// the pool is closed.
     fn next(&self) -> Option<Task<C>> {
         let mut queue = self.queue.lock().unwrap_or_else(|p| p.into_inner());
         loop {
             if queue.closed {
                 return None;
             }
-            if let Some(task) = queue.tasks.pop_front() {
+            let cpu_free = queue.cpu_running < self.cpu_limit;
+            let runnable = queue
+                .tasks
+                .iter()
+                .position(|task| task.lane == Lane::Io || cpu_free);
+            if let Some(task) = runnable.and_then(|at| queue.tasks.remove(at)) {
+                if task.lane == Lane::Cpu {
+                    queue.cpu_running += 1;
+                }
                 return Some(task);
             }
             queue = self.ready.wait(queue).unwrap_or_else(|p| p.into_inner());
+        }
+    }
+
+    /// Counts a task of `lane` done, letting a waiting CPU task start.
+    fn done(&self, lane: Lane) {
+        if lane == Lane::Cpu {
+            self.queue
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .cpu_running -= 1;
+            self.ready.notify_all();
         }
     }
 }
@@ -204,6 +257,7 @@ impl<C> Pool<C> {
 pub(crate) fn serve<C>(pool: Arc<Pool<C>>, context: Weak<C>) {
     let _ended = Ended(&pool);
     while let Some(task) = pool.next() {
+        let _done = Done(&pool, task.lane);
         if task.cancel.cancelled() {
             continue;
         }
@@ -214,11 +268,79 @@ pub(crate) fn serve<C>(pool: Arc<Pool<C>>, context: Weak<C>) {
     }
 }
 
+/// Counts a task's end, however it ends.
+struct Done<'a, C>(&'a Pool<C>, Lane);
+
+impl<C> Drop for Done<'_, C> {
+    fn drop(&mut self) {
+        self.0.done(self.1);
+    }
+}
+
 /// Counts a pool thread's end, however it ends.
 struct Ended<'a, C>(&'a Pool<C>);
 
 impl<C> Drop for Ended<'_, C> {
     fn drop(&mut self) {
         self.0.thread_ended();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::mpsc;
+    use std::time::Duration;
+
+    /// A job that says it started, then waits until `release` says go.
+    fn held(
+        started: mpsc::Sender<&'static str>,
+        name: &'static str,
+    ) -> impl FnOnce(&Cancel) -> Job<Arc<Mutex<mpsc::Receiver<()>>>> {
+        move |_| {
+            Box::new(
+                move |release: &Arc<Mutex<mpsc::Receiver<()>>>, _: &Cancel| {
+                    started.send(name).unwrap();
+                    let _ = release
+                        .lock()
+                        .unwrap()
+                        .recv_timeout(Duration::from_secs(10));
+                },
+            )
+        }
+    }
+
+    #[test]
+    fn cpu_tasks_run_one_at_a_time_while_io_tasks_pass_them() {
+        let (go, release) = mpsc::channel();
+        let context = Arc::new(Arc::new(Mutex::new(release)));
+        let pool = Arc::new(Pool::new(16, 1));
+        for _ in 0..3 {
+            pool.thread_starts();
+            let (pool, context) = (Arc::clone(&pool), Arc::downgrade(&context));
+            std::thread::spawn(move || serve(pool, context));
+        }
+        let (started, seen) = mpsc::channel();
+        let _first = pool
+            .submit(Lane::Cpu, held(started.clone(), "hash 1"))
+            .unwrap();
+        assert_eq!(seen.recv_timeout(Duration::from_secs(5)), Ok("hash 1"));
+        let _second = pool
+            .submit(Lane::Cpu, held(started.clone(), "hash 2"))
+            .unwrap();
+        let _journal = pool
+            .submit(Lane::Io, held(started.clone(), "journal"))
+            .unwrap();
+        // The journal, queued after the second hash, starts first: the
+        // second hash waits for the first, holding no thread.
+        assert_eq!(seen.recv_timeout(Duration::from_secs(5)), Ok("journal"));
+        assert!(seen.recv_timeout(Duration::from_millis(300)).is_err());
+        go.send(()).unwrap();
+        go.send(()).unwrap();
+        assert_eq!(seen.recv_timeout(Duration::from_secs(5)), Ok("hash 2"));
+        go.send(()).unwrap();
+        pool.close();
+        pool.wait_ended(Instant::now() + Duration::from_secs(5));
+        assert_eq!(pool.queue.lock().unwrap().cpu_running, 0);
     }
 }

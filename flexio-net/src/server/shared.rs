@@ -77,7 +77,10 @@ impl Shared {
         cache: Option<Arc<flexio_cache::FileCache>>,
         total_rate: Option<Arc<TokenBucket>>,
     ) -> Shared {
-        let offload = Arc::new(super::offload::Pool::new(config.offload_queue));
+        let offload = Arc::new(super::offload::Pool::new(
+            config.offload_queue,
+            config.hash_threads,
+        ));
         let spread = super::spread::Spread::new(config.workers);
         Shared {
             config,
