@@ -39,9 +39,9 @@ pub struct ServeArgs {
     #[arg(long)]
     public: bool,
     /// Worker threads, each with its own epoll set and the connections
-    /// it accepted, driven without blocking.
-    #[arg(long, default_value_t = 8, value_parser = values::count(values::MAX_WORKERS))]
-    workers: usize,
+    /// it accepted, driven without blocking [default: two per CPU].
+    #[arg(long, value_name = "N", value_parser = values::count(values::MAX_WORKERS))]
+    workers: Option<usize>,
     /// Connections held at once; more get 503.
     #[arg(long, default_value_t = 1024, value_parser = values::count(values::MAX_CONNECTIONS))]
     max_connections: usize,
@@ -141,7 +141,9 @@ pub fn run(args: ServeArgs) -> Result<()> {
     let mut config = ServeConfig::new(args.dir.clone());
     config.listen = args.listen;
     config.public = args.public;
-    config.workers = args.workers.max(1);
+    if let Some(workers) = args.workers {
+        config.workers = workers.max(1);
+    }
     config.max_connections = args.max_connections.max(1);
     config.offload_threads = args.offload_threads.max(1);
     if let Some(threads) = args.hash_threads {

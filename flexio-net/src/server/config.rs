@@ -17,7 +17,8 @@ pub struct ServeConfig {
     /// Allow an address other than loopback (read-only serving only).
     pub public: bool,
     /// Worker threads, each owning the connections it accepted, with its
-    /// own epoll set, for their whole life.
+    /// own epoll set, for their whole life. [`default_workers`] unless
+    /// set.
     pub workers: usize,
     /// Connections held at once; past it new ones get 503.
     pub max_connections: usize,
@@ -86,6 +87,21 @@ pub struct ServeConfig {
     pub hash_threads: usize,
 }
 
+/// The default [`ServeConfig::workers`]: two per CPU this process may
+/// run on. One per CPU (nginx's `worker_processes auto`) leaves a CPU
+/// idle while its worker waits on a page fault or a disk read under
+/// `sendfile`; eight on two CPUs spread bulk TLS bodies over more
+/// sleeping workers than the CPUs can wake cheaply. Measured in
+/// docs/net.md, "How many workers".
+///
+/// # Examples
+/// ```
+/// assert!(flexio_net::server::default_workers() >= 2);
+/// ```
+pub fn default_workers() -> usize {
+    2 * std::thread::available_parallelism().map_or(1, |cpus| cpus.get())
+}
+
 /// The default [`ServeConfig::hash_threads`]: half the CPUs this process
 /// may run on, at least one. With every CPU hashing, a worker woken by a
 /// request waits for the scheduler's next tick (docs/net.md, "Hashing
@@ -124,7 +140,7 @@ impl ServeConfig {
             root,
             listen: SocketAddr::from(([127, 0, 0, 1], 0)),
             public: false,
-            workers: 8,
+            workers: default_workers(),
             max_connections: 1024,
             cache: None,
             head_timeout: Duration::from_secs(10),

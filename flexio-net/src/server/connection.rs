@@ -142,6 +142,7 @@ impl Connection {
         let wire = Wire::new(config.tls.as_ref().map(|identity| &identity.config));
         let failed = wire.is_err();
         let wire = wire.unwrap_or_else(|_| Wire::plain());
+        wire.ready_socket(&stream);
         let mechanism = body_mechanism(shared, wire.is_tls());
         let mut connection = Connection {
             stream,

@@ -70,7 +70,9 @@ use std::time::Instant;
 
 use flexio::MechanismName;
 
-pub use config::{default_hash_threads, ServeConfig, DEFAULT_GRACE, DEFAULT_MAX_CHUNK};
+pub use config::{
+    default_hash_threads, default_workers, ServeConfig, DEFAULT_GRACE, DEFAULT_MAX_CHUNK,
+};
 pub use growing::GrowingFile;
 pub use schedule::ScheduleTally;
 pub use upload_ranges::MAX_PARTIAL_UPLOADS;

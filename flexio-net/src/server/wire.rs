@@ -120,6 +120,21 @@ impl Wire {
         })
     }
 
+    /// Readies `stream` to carry this wire: over TLS, the socket keeps at
+    /// most one batch of records unsent (`TCP_NOTSENT_LOWAT`), the rest
+    /// waiting in the session. Records parked in the socket are sent
+    /// later from the client's ACKs, paced, at the client's cost: bulk
+    /// TLS bodies to 64 clients went faster without them (docs/net.md,
+    /// "How many workers"). A socket that refuses it works as before.
+    pub fn ready_socket(&self, stream: &TcpStream) {
+        if self.is_tls() {
+            let _ = flexio_sys::pacing::set_notsent_lowat(
+                std::os::fd::AsFd::as_fd(stream),
+                PLAIN_BATCH as u32,
+            );
+        }
+    }
+
     /// Whether it is TLS (bodies are then read and written, not sent
     /// with sendfile or splice).
     pub fn is_tls(&self) -> bool {
