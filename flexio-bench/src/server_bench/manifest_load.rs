@@ -36,16 +36,14 @@ pub struct ManifestLatency {
 }
 
 impl ManifestLatency {
-    /// The share of the probe's window during which every manifest was
-    /// still being made: 1.0 when the hashing outlasted the probe.
+    /// The share of the probe's window during which hashing went on (a
+    /// manifest not answered yet): 1.0 when it outlasted the probe. The
+    /// server hashes a few files at a time (half the CPUs), so the last
+    /// manifest's end, not the first's, is when the hashing stopped.
     pub fn overlap(&self) -> f64 {
         let (start, end) = self.probe_window_s;
-        let first_done = self
-            .manifest_s
-            .iter()
-            .copied()
-            .fold(f64::INFINITY, f64::min);
-        ((first_done.min(end) - start) / (end - start).max(1e-9)).clamp(0.0, 1.0)
+        let last_done = self.manifest_s.iter().copied().fold(0.0, f64::max);
+        ((last_done.min(end) - start) / (end - start).max(1e-9)).clamp(0.0, 1.0)
     }
 }
 
@@ -99,4 +97,27 @@ pub fn round(
         probe_window_s: (probe_start, probe_end),
         manifest_s,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn finished_at(manifest_s: Vec<f64>) -> ManifestLatency {
+        ManifestLatency {
+            round: 1,
+            file_size: 1 << 30,
+            probe: WrkReport::default(),
+            probe_window_s: (0.1, 2.1),
+            manifest_s,
+        }
+    }
+
+    #[test]
+    fn the_hashing_lasts_until_the_last_manifest_is_answered() {
+        // One at a time: the first is done early, the hashing goes on.
+        assert_eq!(finished_at(vec![0.4, 0.7, 2.5]).overlap(), 1.0);
+        assert!((finished_at(vec![0.4, 1.1]).overlap() - 0.5).abs() < 1e-9);
+        assert_eq!(finished_at(vec![0.05]).overlap(), 0.0);
+    }
 }

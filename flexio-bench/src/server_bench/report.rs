@@ -32,7 +32,7 @@ fn manifest_text(text: &mut String, results: &ServerBenchResults) {
         let slowest = round.manifest_s.iter().copied().fold(0.0, f64::max);
         let _ = writeln!(
             text,
-            "  round {}: p99 {:>9} ms  p50 {:>9} ms  {} requests, {} errors; manifests done in {slowest:.1} s, covering {:.0}% of the probe's window",
+            "  round {}: p99 {:>9} ms  p50 {:>9} ms  {} requests, {} errors; manifests done in {slowest:.1} s, hashing through {:.0}% of the probe's window",
             round.round,
             or_dash(round.probe.p99_us, 1e3, 3),
             or_dash(round.probe.p50_us, 1e3, 3),
