@@ -1,5 +1,6 @@
 //! A parsed request head, and the response heads the server writes.
 
+use std::fmt::Write as _;
 use std::time::SystemTime;
 
 use crate::head::MAX_HEADERS;
@@ -207,12 +208,12 @@ impl ResponseHead {
 
     /// The head's bytes, with `Date`, `Server` and `Connection`.
     pub fn bytes(&self, keep_alive: bool) -> Vec<u8> {
-        let mut out = format!(
-            "HTTP/1.1 {} {}\r\nServer: flexio\r\nDate: {}\r\n",
-            self.status,
-            reason(self.status),
-            httpdate::fmt_http_date(SystemTime::now())
-        );
+        let mut out = String::with_capacity(HEAD_ROOM);
+        // Writing into a String cannot fail.
+        let _ = write!(out, "HTTP/1.1 {} {}", self.status, reason(self.status));
+        out.push_str("\r\nServer: flexio\r\nDate: ");
+        push_date_now(&mut out);
+        out.push_str("\r\n");
         for (name, value) in &self.headers {
             out.push_str(name);
             out.push_str(": ");
@@ -226,6 +227,30 @@ impl ResponseHead {
         });
         out.into_bytes()
     }
+}
+
+/// Room for a usual response head, so that building one grows it once
+/// at most.
+const HEAD_ROOM: usize = 320;
+
+/// Appends the current time as an HTTP date. It changes once a second,
+/// so each thread formats it once a second, not once a response.
+fn push_date_now(out: &mut String) {
+    use std::cell::RefCell;
+    thread_local! {
+        static FORMATTED: RefCell<(u64, String)> = const { RefCell::new((u64::MAX, String::new())) };
+    }
+    let now = SystemTime::now();
+    let second = now
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |since| since.as_secs());
+    FORMATTED.with_borrow_mut(|(at, date)| {
+        if *at != second {
+            *date = httpdate::fmt_http_date(now);
+            *at = second;
+        }
+        out.push_str(date);
+    });
 }
 
 /// A short response whose body says what went wrong, in words.
