@@ -88,11 +88,10 @@ pub struct ServeConfig {
 }
 
 /// The default [`ServeConfig::workers`]: two per CPU this process may
-/// run on. One per CPU (nginx's `worker_processes auto`) leaves a CPU
-/// idle while its worker waits on a page fault or a disk read under
-/// `sendfile`; eight on two CPUs spread bulk TLS bodies over more
-/// sleeping workers than the CPUs can wake cheaply. Measured in
-/// docs/net.md, "How many workers".
+/// run on. On a 2-CPU machine one per CPU (nginx's `worker_processes
+/// auto`) served sendfile bodies to 64 clients at half the rate, and
+/// eight made the clients of bulk TLS bodies pay a third more CPU per
+/// response; docs/net.md, "How many workers", has the figures.
 ///
 /// # Examples
 /// ```
