@@ -319,6 +319,26 @@ pub(crate) fn closing_response(status: u16, message: &str) -> Vec<u8> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_heads_date_is_now_though_formatted_once_a_second() {
+        use std::time::{Duration, SystemTime};
+        for _ in 0..2 {
+            let head = String::from_utf8(super::ResponseHead::new(200).bytes(true)).unwrap();
+            let date = head
+                .lines()
+                .find_map(|line| line.strip_prefix("Date: "))
+                .expect("a Date header");
+            let said = httpdate::parse_http_date(date).expect("an HTTP date");
+            let now = SystemTime::now();
+            let behind = now.duration_since(said).unwrap_or_default();
+            assert!(
+                behind <= Duration::from_secs(1),
+                "Date {date} is {behind:?} behind"
+            );
+            assert!(said <= now + Duration::from_secs(1), "Date {date} is ahead");
+        }
+    }
+
     /// Every status the server's code sends, read from its source where a
     /// response is made: `text(S`, `ResponseHead::new(S`,
     /// `closing_response(S`, and statuses chosen in a `match` or an `if`.
