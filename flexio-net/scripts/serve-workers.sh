@@ -6,6 +6,8 @@
 # certificate, so nginx is measured plain only: use `flexio bench --scenario
 # server --with-tls` for TLS beside nginx).
 B=$1; SIZE=$2; C=$3; MODE=$4; shift 4
+# Interrupted, no server stays listening.
+trap 'kill $(jobs -p) 2>/dev/null' EXIT
 DIR=${DIR:-/tmp/serve-workers}; mkdir -p "$DIR/ng"
 [ -f "$DIR/f-$SIZE" ] || head -c "$SIZE" /dev/urandom > "$DIR/f-$SIZE"
 for w in "${@:-2 4 8}" nginx; do
