@@ -42,6 +42,11 @@ pub struct ServeArgs {
     /// it accepted, driven without blocking [default: two per CPU].
     #[arg(long, value_name = "N", value_parser = values::count(values::MAX_WORKERS))]
     workers: Option<usize>,
+    /// Let the workers float on every CPU. By default a worker whose
+    /// clients' packets nearly all arrive on one CPU runs on that CPU
+    /// only, so a request and its answer cross no CPUs.
+    #[arg(long)]
+    no_follow_clients: bool,
     /// Connections held at once; more get 503.
     #[arg(long, default_value_t = 1024, value_parser = values::count(values::MAX_CONNECTIONS))]
     max_connections: usize,
@@ -144,6 +149,7 @@ pub fn run(args: ServeArgs) -> Result<()> {
     if let Some(workers) = args.workers {
         config.workers = workers.max(1);
     }
+    config.follow_clients = !args.no_follow_clients;
     config.max_connections = args.max_connections.max(1);
     config.offload_threads = args.offload_threads.max(1);
     if let Some(threads) = args.hash_threads {

@@ -85,6 +85,10 @@ pub struct ServeConfig {
     /// rest stay for work that waits on a disk, and the CPUs left free
     /// for the workers. [`default_hash_threads`] unless set.
     pub hash_threads: usize,
+    /// Pin a worker to the CPU its clients' packets arrive on, when
+    /// nearly all of them arrive on one ([`super::affinity`]); off, the
+    /// workers float on every CPU.
+    pub follow_clients: bool,
 }
 
 /// The default [`ServeConfig::workers`]: two per CPU this process may
@@ -159,6 +163,7 @@ impl ServeConfig {
             offload_threads: 4,
             offload_queue: 256,
             hash_threads: default_hash_threads(),
+            follow_clients: true,
         }
     }
 }

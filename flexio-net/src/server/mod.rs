@@ -32,6 +32,7 @@
 //! drop what is left (an upload not whole is never linked in).
 
 mod access_log;
+mod affinity;
 mod body;
 mod cached_body;
 mod chunked;

@@ -48,6 +48,8 @@ pub(crate) struct Shared {
     /// The workers' connection counts, and connections handed between
     /// them.
     pub spread: super::spread::Spread,
+    /// Where each worker runs, when they follow their clients' CPU.
+    pub affinity: Option<super::affinity::Affinity>,
     /// Whether an accept error was logged and not yet recovered from (one
     /// line per episode, not one per worker and retry).
     pub accept_failing: AtomicBool,
@@ -82,6 +84,9 @@ impl Shared {
             config.hash_threads,
         ));
         let spread = super::spread::Spread::new(config.workers);
+        let affinity = config.follow_clients.then(|| {
+            super::affinity::Affinity::new(config.workers, super::affinity::Affinity::allowed_now())
+        });
         Shared {
             config,
             root,
@@ -97,6 +102,7 @@ impl Shared {
             stop: Mutex::new(None),
             stopping: AtomicBool::new(false),
             spread,
+            affinity,
             accept_failing: AtomicBool::new(false),
             growing: None,
         }

@@ -20,6 +20,7 @@ use rustix::event::{epoll, Timespec};
 use rustix::io::Errno;
 
 use super::access_log::WorkerLog;
+use super::affinity;
 use super::connection::{Connection, Done, Next, Tools};
 use super::growing::{Waiter, Waker};
 use super::offload::Mailbox;
@@ -81,6 +82,8 @@ pub(crate) struct Worker {
     waker: Arc<Waker>,
     /// Its event trace, with `FLEXIO_SERVE_TRACE`.
     trace: Option<Trace>,
+    /// When to look again at where its clients' packets arrive.
+    follow_at: Instant,
 }
 
 impl Worker {
@@ -120,6 +123,7 @@ impl Worker {
             log: log.map(WorkerLog::new),
             waker,
             trace: None,
+            follow_at: Instant::now(),
         };
         worker.listen()?;
         Ok(worker)
@@ -166,6 +170,9 @@ impl Worker {
                 }
             }
             self.resume_accepting(now);
+            if now >= self.follow_at {
+                self.follow_clients(now);
+            }
             let timeout = self.timeout(now);
             let tick = timeout.map(|t| Timespec::try_from(t).expect("a short wait fits"));
             events.clear();
@@ -359,6 +366,26 @@ impl Worker {
     }
 
     /// Listens again once a pause after an accept error is over.
+    /// Pins the worker to its clients' CPU, or lets it float
+    /// ([`super::affinity`]).
+    fn follow_clients(&mut self, now: Instant) {
+        self.follow_at = now + affinity::FOLLOW_EVERY;
+        let Some(affinity) = &self.shared.affinity else {
+            return;
+        };
+        let arrivals: Vec<usize> = self
+            .connections
+            .values()
+            .take(affinity::SAMPLED)
+            .filter_map(|c| rustix::net::sockopt::socket_incoming_cpu(&c.stream).ok())
+            .map(|cpu| cpu as usize)
+            .collect();
+        if let Some(place) = affinity.choose(self.index, &arrivals) {
+            // Refused (a CPU gone offline): stay, and try again later.
+            let _ = affinity.apply(self.index, place);
+        }
+    }
+
     fn resume_accepting(&mut self, now: Instant) {
         if self.accept_paused.is_some_and(|at| at <= now) && !self.stopping {
             self.accept_paused = None;
