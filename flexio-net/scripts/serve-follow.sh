@@ -13,7 +13,7 @@ nginx -c "$DIR/ng/conf" & NP=$!
 "$B" serve "$DIR" --no-follow-clients --listen 127.0.0.1:39602 --max-connections 4096 > /dev/null 2>&1 & FP=$!
 "$B" serve "$DIR" --listen 127.0.0.1:39603 --max-connections 4096 > /dev/null 2>&1 & GP=$!
 # Interrupted, no server stays listening.
-trap 'kill $NP $FP $GP 2>/dev/null' EXIT
+trap 'kill $NP $FP $GP 2>/dev/null; wait $NP $FP $GP 2>/dev/null' EXIT
 sleep 0.5
 for _ in $(seq "$ROUNDS"); do
   line=""

@@ -82,8 +82,10 @@ pub(crate) struct Worker {
     waker: Arc<Waker>,
     /// Its event trace, with `FLEXIO_SERVE_TRACE`.
     trace: Option<Trace>,
-    /// When to look again at where its clients' packets arrive.
+    /// When to look again at where its clients' packets arrive, and
+    /// what its last looks named.
     follow_at: Instant,
+    streak: affinity::Streak,
 }
 
 impl Worker {
@@ -124,6 +126,7 @@ impl Worker {
             waker,
             trace: None,
             follow_at: Instant::now(),
+            streak: affinity::Streak::default(),
         };
         worker.listen()?;
         Ok(worker)
@@ -380,7 +383,7 @@ impl Worker {
             .filter_map(|c| rustix::net::sockopt::socket_incoming_cpu(&c.stream).ok())
             .map(|cpu| cpu as usize)
             .collect();
-        if let Some(place) = affinity.choose(self.index, &arrivals) {
+        if let Some(place) = affinity.choose(self.index, &arrivals, &mut self.streak) {
             // Refused (a CPU gone offline): stay, and try again later.
             let _ = affinity.apply(self.index, place);
         }
