@@ -368,7 +368,6 @@ impl Worker {
         }
     }
 
-    /// Listens again once a pause after an accept error is over.
     /// Pins the worker to its clients' CPU, or lets it float
     /// ([`super::affinity`]).
     fn follow_clients(&mut self, now: Instant) {
@@ -384,11 +383,13 @@ impl Worker {
             .map(|cpu| cpu as usize)
             .collect();
         if let Some(place) = affinity.choose(self.index, &arrivals, &mut self.streak) {
-            // Refused (a CPU gone offline): stay, and try again later.
+            // Refused (a CPU gone offline): recorded floating, and
+            // looked at again next time.
             let _ = affinity.apply(self.index, place);
         }
     }
 
+    /// Listens again once a pause after an accept error is over.
     fn resume_accepting(&mut self, now: Instant) {
         if self.accept_paused.is_some_and(|at| at <= now) && !self.stopping {
             self.accept_paused = None;
