@@ -24,7 +24,8 @@
 //! the folder the same):
 //! - the threads: `server/worker.rs` (a worker's accept and event loop),
 //!   `server/spread.rs` (a new connection handed to the worker holding
-//!   the fewest),
+//!   the fewest), `server/affinity.rs` (a worker pinned to the CPU its
+//!   clients' packets arrive on),
 //!   `server/connection.rs` (one connection's state machine),
 //!   `server/timers.rs` (the worker's timer wheel: deadlines, paced
 //!   sends), `server/offload.rs` (the offload pool: hashing, tree walks,
