@@ -4,7 +4,7 @@
 
 use crate::common;
 
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{SocketAddr, TcpListener};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
@@ -78,54 +78,31 @@ fn get_of_a_url_with_no_file_name_asks_for_a_destination() {
     assert!(error.is_usage());
 }
 
-/// A child process killed when the test ends, however it ends.
-struct Reaped(Child);
-
-impl Drop for Reaped {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-use flexio_testkit::free_port;
-
-fn wait_until_listening(address: SocketAddr) -> bool {
-    flexio_testkit::wait_until(
-        || TcpStream::connect(address).is_ok(),
-        Duration::from_secs(10),
-    )
-}
-
 #[test]
 fn get_from_python_http_server_falls_back_to_one_stream() {
     let served = tempfile::tempdir().unwrap();
     let data = pattern((3 << 20) + 17, 5);
     std::fs::write(served.path().join("file.bin"), &data).unwrap();
-    let port = free_port();
-    let Ok(child) = Command::new("python3")
-        .args([
-            "-m",
-            "http.server",
-            &port.to_string(),
-            "--bind",
-            "127.0.0.1",
-            "--directory",
-        ])
-        .arg(served.path())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-    else {
-        common::skipped("python3 is not installed");
+    if !common::optional_tool("python3") {
         return;
-    };
-    let _server = Reaped(child);
+    }
+    let (_server, port) = common::start_peer(|port| {
+        Command::new("python3")
+            .args([
+                "-m",
+                "http.server",
+                &port.to_string(),
+                "--bind",
+                "127.0.0.1",
+                "--directory",
+            ])
+            .arg(served.path())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("python3 starts")
+    });
     let address = SocketAddr::from(([127, 0, 0, 1], port));
-    assert!(
-        wait_until_listening(address),
-        "python3 -m http.server did not start"
-    );
     let out = tempfile::tempdir().unwrap();
     let dest = out.path().join("file.bin");
     let report = get(
@@ -169,7 +146,7 @@ fn nginx() -> Option<PathBuf> {
         })
 }
 
-fn start_nginx(binary: &Path, served: &Path, scratch: &Path, port: u16) -> Reaped {
+fn start_nginx(binary: &Path, served: &Path, scratch: &Path, port: u16) -> Child {
     let config = format!(
         "daemon off;\nmaster_process off;\nworker_processes 1;\npid {s}/nginx.pid;\nerror_log {s}/error.log;\n\
          events {{ worker_connections 64; }}\n\
@@ -180,7 +157,7 @@ fn start_nginx(binary: &Path, served: &Path, scratch: &Path, port: u16) -> Reape
         root = served.display(),
     );
     std::fs::write(scratch.join("nginx.conf"), config).unwrap();
-    let child = Command::new(binary)
+    Command::new(binary)
         .arg("-p")
         .arg(scratch)
         .arg("-e")
@@ -190,8 +167,7 @@ fn start_nginx(binary: &Path, served: &Path, scratch: &Path, port: u16) -> Reape
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
-        .expect("nginx starts");
-    Reaped(child)
+        .expect("nginx starts")
 }
 
 #[test]
@@ -208,14 +184,9 @@ fn get_from_nginx_fetches_ranges_in_parallel() {
     }
     let data = pattern((9 << 20) + 1, 8);
     std::fs::write(served.path().join("big"), &data).unwrap();
-    let port = free_port();
-    let _server = start_nginx(&binary, served.path(), scratch.path(), port);
+    let (_server, port) =
+        common::start_peer(|port| start_nginx(&binary, served.path(), scratch.path(), port));
     let address = SocketAddr::from(([127, 0, 0, 1], port));
-    assert!(
-        wait_until_listening(address),
-        "nginx did not start: {}",
-        std::fs::read_to_string(scratch.path().join("error.log")).unwrap_or_default()
-    );
     let out = tempfile::tempdir().unwrap();
     for streams in [1, 3] {
         let dest = out.path().join(format!("big{streams}"));

@@ -12,9 +12,9 @@ use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use common::{optional_tool, pattern};
+use common::{optional_tool, pattern, start_peer, Peer};
 use flexio_net::client::{get_tree, GetOptions, ListingFormat, TreeReport};
 
 /// A tree with nested directories, an empty file, a file of several
@@ -53,31 +53,14 @@ fn options() -> GetOptions {
     }
 }
 
-use flexio_testkit::free_port;
-
-/// A peer server process, killed when dropped.
-struct Peer(Child);
-
-impl Drop for Peer {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// Waits until `port` on loopback accepts connections.
-fn wait_listening(port: u16) {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(Instant::now() < deadline, "the peer never listened");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
 /// nginx serving `root` under `/` (HTML autoindex) and `/json/` (JSON),
 /// logging each request's target to `log`.
 fn start_nginx(work: &Path, root: &Path, log: &Path) -> (Peer, u16) {
-    let port = free_port();
+    start_peer(|port| nginx_on(work, root, log, port))
+}
+
+/// nginx as [`start_nginx`] has it, on `port`.
+fn nginx_on(work: &Path, root: &Path, log: &Path, port: u16) -> Child {
     let temp = work.join("nginx-temp");
     std::fs::create_dir_all(&temp).unwrap();
     let root = root.display();
@@ -102,13 +85,11 @@ http {{
     );
     let path = work.join("nginx.conf");
     std::fs::write(&path, config).unwrap();
-    let child = Command::new("nginx")
+    Command::new("nginx")
         .args(["-c", &path.to_string_lossy(), "-p", &work.to_string_lossy()])
         .stdout(Stdio::null())
         .spawn()
-        .unwrap();
-    wait_listening(port);
-    (Peer(child), port)
+        .unwrap()
 }
 
 /// The request lines nginx logged.
@@ -184,23 +165,22 @@ fn a_tree_get_from_python_http_server_arrives_whole_over_its_closing_connections
     let work = tempfile::tempdir().unwrap();
     let served = work.path().join("served");
     sample_tree(&served);
-    let port = free_port();
-    let child = Command::new("python3")
-        .args([
-            "-m",
-            "http.server",
-            &port.to_string(),
-            "--bind",
-            "127.0.0.1",
-        ])
-        .arg("--directory")
-        .arg(&served)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let _python = Peer(child);
-    wait_listening(port);
+    let (_python, port) = start_peer(|port| {
+        Command::new("python3")
+            .args([
+                "-m",
+                "http.server",
+                &port.to_string(),
+                "--bind",
+                "127.0.0.1",
+            ])
+            .arg("--directory")
+            .arg(&served)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap()
+    });
     let dest = work.path().join("out");
     let url = format!("http://127.0.0.1:{port}/");
     let report = get_tree(&url, &dest, &options()).unwrap();
@@ -221,17 +201,16 @@ fn a_tree_get_from_rclone_serve_http_asks_for_nothing_out_of_its_script() {
     let work = tempfile::tempdir().unwrap();
     let served = work.path().join("served");
     sample_tree(&served);
-    let port = free_port();
-    let child = Command::new("rclone")
-        .args(["serve", "http", "--config", "/dev/null", "--addr"])
-        .arg(format!("127.0.0.1:{port}"))
-        .arg(&served)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let _rclone = Peer(child);
-    wait_listening(port);
+    let (_rclone, port) = start_peer(|port| {
+        Command::new("rclone")
+            .args(["serve", "http", "--config", "/dev/null", "--addr"])
+            .arg(format!("127.0.0.1:{port}"))
+            .arg(&served)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap()
+    });
     let dest = work.path().join("out");
     let report = get_tree(&format!("http://127.0.0.1:{port}/"), &dest, &options()).unwrap();
     assert_eq!(contents(&dest), contents(&served));

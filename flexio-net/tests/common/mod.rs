@@ -156,3 +156,38 @@ pub fn put_onto_a_disk_that_fills(
     let _ = client.stream.write_all(&body[1 << 20..]);
     client.try_read_response(false)
 }
+
+/// A peer server process, killed when dropped.
+pub struct Peer(pub std::process::Child);
+
+impl Drop for Peer {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A peer `start`ed on a free port, once it listens there itself: a
+/// peer that exits (another test's server took the port first, and a
+/// request would have gone to that one) is started again on another.
+pub fn start_peer(mut start: impl FnMut(u16) -> std::process::Child) -> (Peer, u16) {
+    for _ in 0..5 {
+        let port = flexio_testkit::free_port();
+        let mut peer = Peer(start(port));
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        while !flexio_testkit::listens_on(peer.0.id(), port) {
+            if peer.0.try_wait().ok().flatten().is_some() {
+                break;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the peer never listened"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        if flexio_testkit::listens_on(peer.0.id(), port) {
+            return (peer, port);
+        }
+    }
+    panic!("the peer lost its port to another five times");
+}
