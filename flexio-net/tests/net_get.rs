@@ -86,22 +86,7 @@ fn get_from_python_http_server_falls_back_to_one_stream() {
     if !common::optional_tool("python3") {
         return;
     }
-    let (_server, port) = common::start_peer(|port| {
-        Command::new("python3")
-            .args([
-                "-m",
-                "http.server",
-                &port.to_string(),
-                "--bind",
-                "127.0.0.1",
-                "--directory",
-            ])
-            .arg(served.path())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("python3 starts")
-    });
+    let (_server, port) = common::python_http_server(served.path());
     let address = SocketAddr::from(([127, 0, 0, 1], port));
     let out = tempfile::tempdir().unwrap();
     let dest = out.path().join("file.bin");

@@ -165,22 +165,7 @@ fn a_tree_get_from_python_http_server_arrives_whole_over_its_closing_connections
     let work = tempfile::tempdir().unwrap();
     let served = work.path().join("served");
     sample_tree(&served);
-    let (_python, port) = start_peer(|port| {
-        Command::new("python3")
-            .args([
-                "-m",
-                "http.server",
-                &port.to_string(),
-                "--bind",
-                "127.0.0.1",
-            ])
-            .arg("--directory")
-            .arg(&served)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap()
-    });
+    let (_python, port) = common::python_http_server(&served);
     let dest = work.path().join("out");
     let url = format!("http://127.0.0.1:{port}/");
     let report = get_tree(&url, &dest, &options()).unwrap();

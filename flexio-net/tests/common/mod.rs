@@ -191,3 +191,24 @@ pub fn start_peer(mut start: impl FnMut(u16) -> std::process::Child) -> (Peer, u
     }
     panic!("the peer lost its port to another five times");
 }
+
+/// `python3 -m http.server` serving `dir` on loopback, started as
+/// [`start_peer`] starts a peer.
+pub fn python_http_server(dir: &Path) -> (Peer, u16) {
+    start_peer(|port| {
+        std::process::Command::new("python3")
+            .args([
+                "-m",
+                "http.server",
+                &port.to_string(),
+                "--bind",
+                "127.0.0.1",
+            ])
+            .arg("--directory")
+            .arg(dir)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("python3 starts")
+    })
+}
