@@ -311,13 +311,7 @@ impl Servers {
             None => Vec::new(),
         };
         if rate_limit.is_none() || !extra.is_empty() {
-            running.push(ServerProcess::flexio(
-                &options.flexio,
-                root,
-                crate::peers::free_port()?,
-                &extra,
-                tls,
-            )?);
+            running.push(ServerProcess::flexio(&options.flexio, root, &extra, tls)?);
         }
         match servers::nginx_binary() {
             Some(binary) => {
@@ -326,14 +320,7 @@ impl Servers {
                     (None, Some(_)) => "nginx-tls",
                     (None, None) => "nginx",
                 });
-                match ServerProcess::nginx(
-                    &binary,
-                    root,
-                    &scratch,
-                    crate::peers::free_port()?,
-                    rate_limit,
-                    tls,
-                ) {
+                match ServerProcess::nginx(&binary, root, &scratch, rate_limit, tls) {
                     Ok(server) => running.push(server),
                     Err(e) => skipped.push(format!("nginx: {e}")),
                 }

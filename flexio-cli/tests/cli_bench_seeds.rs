@@ -257,21 +257,33 @@ fn cue_table_8_runs_the_servers_behind_one_shared_bucket() {
         row_value(&md, series, clients).unwrap_or_else(|| panic!("no {series} x{clients}: {md}"))
     };
     // 3 MiB/s is 3072 KB/s: an unpaced server's one client has it all
-    // (give or take a burst), four clients a quarter each.
+    // (give or take a burst: ~3500 KB/s, ~128 KiB ahead of the bucket),
+    // four clients share it. Fairly shared each gets ~800; the most their
+    // median can reach is when the bucket serves them one after another,
+    // the second done at (2 MiB - 128 KiB) / 3 MiB/s and the third at
+    // (3 MiB - 128 KiB) / 3 MiB/s: (1638 + 1069) / 2 = 1353 KB/s. A
+    // bucket per connection would give each four ~3500.
     for what in ["read-write", "sendfile"] {
         let series = format!("serve --via {what}, shared 3 MiB/s (ours)");
         let (one, four) = (at(&series, "1"), at(&series, "4"));
         assert!(one > 1500.0 && one < 4000.0, "{series}: {one} KB/s: {md}");
-        assert!(four > 400.0 && four < 1100.0, "{series}: {four} KB/s: {md}");
+        assert!(four > 400.0 && four < 1360.0, "{series}: {four} KB/s: {md}");
     }
     // Four clients under (4, 70 ms) ask for 1.8 MB/s together, less than
     // the bucket: each keeps most of its one-client rate. Four under
-    // (4, 16 ms) ask for 8 MB/s: each gets about a quarter of it.
+    // (4, 16 ms) ask for 8 MB/s: they lose rate as they grow (fairly
+    // shared, each keeps half of its 1.6 MB/s; served two at a time, the
+    // median keeps 0.7 of it).
     let light = "serve --via sendfile k=4 t=70, shared 3 MiB/s (ours)";
-    assert!(at(light, "4") > 0.7 * at(light, "1"), "{md}");
+    let kept_light = at(light, "4") / at(light, "1");
+    assert!(kept_light > 0.9, "{md}");
     let heavy = "serve --via sendfile k=4 t=16, shared 3 MiB/s (ours)";
-    assert!(at(heavy, "4") < 1100.0, "{md}");
-    assert!(at(heavy, "4") < 0.7 * at(heavy, "1"), "{md}");
+    assert!(at(heavy, "4") < 1360.0, "{md}");
+    let kept_heavy = at(heavy, "4") / at(heavy, "1");
+    assert!(
+        kept_heavy < 0.75 * kept_light,
+        "{kept_heavy} {kept_light}: {md}"
+    );
     // Only `out` is left in the work directory.
     let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().flatten().collect();
     assert_eq!(left.len(), 1, "{left:?}");

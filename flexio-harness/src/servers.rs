@@ -5,7 +5,7 @@
 //! ([`crate::process_cpu`]).
 
 use std::io;
-use std::net::{SocketAddr, TcpStream};
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -64,19 +64,17 @@ pub struct ServerProcess {
 }
 
 impl ServerProcess {
-    /// Starts `flexio serve ROOT` on `port` with `extra` flags (a rate
-    /// limit, say), over HTTPS with `tls`.
+    /// Starts `flexio serve ROOT` on a free loopback port with `extra`
+    /// flags (a rate limit, say), over HTTPS with `tls`.
     ///
     /// # Errors
     /// When it cannot start or does not listen within 10 s.
     pub fn flexio(
         flexio: &Path,
         root: &Path,
-        port: u16,
         extra: &[String],
         tls: Option<&TlsFiles>,
     ) -> io::Result<Self> {
-        let address = SocketAddr::from(([127, 0, 0, 1], port));
         let tls_args: Vec<String> = match tls {
             Some(tls) => vec![
                 "--tls".into(),
@@ -84,33 +82,36 @@ impl ServerProcess {
             ],
             None => Vec::new(),
         };
-        let mut command = Command::new(flexio);
-        // Gone with the bench, even one killed with `kill -9`.
-        let child = flexio_sys::process::terminate_with_parent(&mut command)
-            .arg("serve")
-            .arg(root)
-            .arg("--listen")
-            .arg(address.to_string())
-            // As many connections as nginx's worker_connections below.
-            .args(["--max-connections", "4096"])
-            .args(extra)
-            .args(tls_args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()?;
-        ServerProcess {
-            kind: ServerKind::Flexio,
-            address,
-            tls: tls.is_some(),
-            child,
-        }
-        .listening()
+        on_a_free_port(|port| {
+            let address = SocketAddr::from(([127, 0, 0, 1], port));
+            let mut command = Command::new(flexio);
+            // Gone with the bench, even one killed with `kill -9`.
+            let child = flexio_sys::process::terminate_with_parent(&mut command)
+                .arg("serve")
+                .arg(root)
+                .arg("--listen")
+                .arg(address.to_string())
+                // As many connections as nginx's worker_connections below.
+                .args(["--max-connections", "4096"])
+                .args(extra)
+                .args(&tls_args)
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()?;
+            ServerProcess {
+                kind: ServerKind::Flexio,
+                address,
+                tls: tls.is_some(),
+                child,
+            }
+            .listening()
+        })
     }
 
-    /// Starts nginx serving `root` on `port`, its configuration, pid file
-    /// and logs in `scratch`; `limit_rate` bytes per second per
-    /// connection when given; over HTTPS with `tls`.
+    /// Starts nginx serving `root` on a free loopback port, its
+    /// configuration, pid file and logs in `scratch`; `limit_rate` bytes
+    /// per second per connection when given; over HTTPS with `tls`.
     ///
     /// # Errors
     /// When it cannot start or does not listen within 10 s (the error
@@ -119,49 +120,52 @@ impl ServerProcess {
         binary: &Path,
         root: &Path,
         scratch: &Path,
-        port: u16,
         limit_rate: Option<u64>,
         tls: Option<&TlsFiles>,
     ) -> io::Result<Self> {
-        let address = SocketAddr::from(([127, 0, 0, 1], port));
         std::fs::create_dir_all(scratch)?;
-        let config = nginx_config(
-            &NginxSite {
-                root,
-                port,
-                limit_rate,
-                tls,
-            },
-            scratch,
-            rustix::process::geteuid().is_root(),
-        );
-        let conf = scratch.join("nginx.conf");
-        std::fs::write(&conf, config)?;
-        let mut command = Command::new(binary);
-        let child = flexio_sys::process::terminate_with_parent(&mut command)
-            .arg("-p")
-            .arg(scratch)
-            .arg("-e")
-            .arg(scratch.join("error.log"))
-            .arg("-c")
-            .arg(&conf)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()?;
-        ServerProcess {
-            kind: ServerKind::Nginx,
-            address,
-            tls: tls.is_some(),
-            child,
-        }
-        .listening()
-        .map_err(|e| {
-            let log = std::fs::read_to_string(scratch.join("error.log")).unwrap_or_default();
-            io::Error::new(e.kind(), format!("nginx: {e}; its log: {}", log.trim()))
+        on_a_free_port(|port| {
+            let config = nginx_config(
+                &NginxSite {
+                    root,
+                    port,
+                    limit_rate,
+                    tls,
+                },
+                scratch,
+                rustix::process::geteuid().is_root(),
+            );
+            let conf = scratch.join("nginx.conf");
+            std::fs::write(&conf, config)?;
+            let mut command = Command::new(binary);
+            let child = flexio_sys::process::terminate_with_parent(&mut command)
+                .arg("-p")
+                .arg(scratch)
+                .arg("-e")
+                .arg(scratch.join("error.log"))
+                .arg("-c")
+                .arg(&conf)
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()?;
+            ServerProcess {
+                kind: ServerKind::Nginx,
+                address: SocketAddr::from(([127, 0, 0, 1], port)),
+                tls: tls.is_some(),
+                child,
+            }
+            .listening()
+            .map_err(|e| {
+                let log = std::fs::read_to_string(scratch.join("error.log")).unwrap_or_default();
+                io::Error::new(e.kind(), format!("nginx: {e}; its log: {}", log.trim()))
+            })
         })
     }
 
+    /// Waits until the server holds a socket listening on its port (by
+    /// `/proc`: a connection would also reach another process that took
+    /// the port first).
     fn listening(mut self) -> io::Result<Self> {
         let started = Instant::now();
         while started.elapsed() < START_DEADLINE {
@@ -171,7 +175,7 @@ impl ServerProcess {
                     self.kind.name()
                 )));
             }
-            if TcpStream::connect_timeout(&self.address, Duration::from_millis(200)).is_ok() {
+            if flexio_sys::process::listens_on(self.pid(), self.address.port()) {
                 return Ok(self);
             }
             std::thread::sleep(Duration::from_millis(20));
@@ -232,6 +236,30 @@ impl Drop for ServerProcess {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// How many ports a server is tried on before its start is called failed.
+const PORT_TRIES: usize = 5;
+
+/// `start` on a port that was free a moment ago; again on another when it
+/// failed and something else now listens on that one (a port found free
+/// can be taken before the server binds it, by another bench or test).
+fn on_a_free_port<T>(mut start: impl FnMut(u16) -> io::Result<T>) -> io::Result<T> {
+    let mut tries = 0;
+    loop {
+        tries += 1;
+        let port = crate::peers::free_port()?;
+        match start(port) {
+            Err(_) if tries < PORT_TRIES && port_taken(port) => continue,
+            done => return done,
+        }
+    }
+}
+
+/// Whether `127.0.0.1:port` cannot be bound now.
+fn port_taken(port: u16) -> bool {
+    std::net::TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], port)))
+        .is_err_and(|e| e.kind() == io::ErrorKind::AddrInUse)
 }
 
 /// What one nginx serves, and how.
@@ -300,6 +328,33 @@ fn children_of(pid: u32) -> Vec<u32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_start_that_lost_its_port_is_tried_on_another() {
+        let mut taken = Vec::new();
+        let port = on_a_free_port(|port| {
+            if taken.is_empty() {
+                // Another process takes the port before the server binds it.
+                taken.push(std::net::TcpListener::bind(("127.0.0.1", port)).unwrap());
+                return Err(io::Error::from(io::ErrorKind::AddrInUse));
+            }
+            Ok(port)
+        })
+        .unwrap();
+        assert_eq!(taken.len(), 1);
+        assert_ne!(Some(port), taken[0].local_addr().ok().map(|a| a.port()));
+    }
+
+    #[test]
+    fn a_start_that_failed_with_its_port_still_free_is_not_tried_again() {
+        let mut tries = 0;
+        let failed = on_a_free_port(|_| -> io::Result<()> {
+            tries += 1;
+            Err(io::Error::other("bad flag"))
+        });
+        assert_eq!(failed.unwrap_err().to_string(), "bad flag");
+        assert_eq!(tries, 1);
+    }
 
     #[test]
     fn nginx_config_limits_the_rate_only_when_asked() {

@@ -2,7 +2,8 @@
 //! bench killed with `kill -9` (or stopped by a signal it does not catch)
 //! runs no destructor, and the servers it started would go on listening.
 //! And children that start with the default action for the signals that
-//! end a process, whatever their parent ignores.
+//! end a process, whatever their parent ignores; and whether a child holds
+//! the port it was told to listen on.
 
 use std::io;
 use std::os::unix::process::CommandExt;
@@ -117,6 +118,46 @@ pub fn default_signal_actions(command: &mut Command) -> &mut Command {
     // four `signal` calls and, on failure, reads errno; it neither
     // allocates nor takes locks.
     unsafe { command.pre_exec(setup) }
+}
+
+/// Whether process `pid` holds a socket listening on `127.0.0.1:port`
+/// (`/proc/net/tcp` and the process's descriptors): that a server started
+/// on a port found free got it, and not another process that took the
+/// port between; a connection to the port would not tell them apart.
+///
+/// # Examples
+/// ```
+/// let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+/// let port = listener.local_addr().unwrap().port();
+/// assert!(flexio_sys::process::listens_on(std::process::id(), port));
+/// drop(listener);
+/// assert!(!flexio_sys::process::listens_on(std::process::id(), port));
+/// ```
+pub fn listens_on(pid: u32, port: u16) -> bool {
+    let Ok(table) = std::fs::read_to_string("/proc/net/tcp") else {
+        return false;
+    };
+    let local = format!("0100007F:{port:04X}");
+    let sockets: Vec<String> = table
+        .lines()
+        .skip(1)
+        .filter_map(|line| {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            let listening = fields.get(1) == Some(&local.as_str()) && fields.get(3) == Some(&"0A");
+            listening.then(|| fields.get(9).map(|inode| format!("socket:[{inode}]")))?
+        })
+        .collect();
+    let Ok(descriptors) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+        return false;
+    };
+    descriptors
+        .flatten()
+        .filter_map(|fd| std::fs::read_link(fd.path()).ok())
+        .any(|link| {
+            sockets
+                .iter()
+                .any(|socket| link.as_os_str() == socket.as_str())
+        })
 }
 
 #[cfg(test)]

@@ -46,45 +46,7 @@ pub fn free_port() -> u16 {
         .expect("bind a port on 127.0.0.1")
 }
 
-/// Whether process `pid` holds a socket listening on `127.0.0.1:port`
-/// (`/proc/net/tcp` and the process's descriptors): that a peer started
-/// on a port from [`free_port`] got it, and not another test's server
-/// that took the port between.
-///
-/// # Examples
-/// ```
-/// let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-/// let port = listener.local_addr().unwrap().port();
-/// assert!(flexio_testkit::listens_on(std::process::id(), port));
-/// drop(listener);
-/// assert!(!flexio_testkit::listens_on(std::process::id(), port));
-/// ```
-pub fn listens_on(pid: u32, port: u16) -> bool {
-    let Ok(table) = std::fs::read_to_string("/proc/net/tcp") else {
-        return false;
-    };
-    let local = format!("0100007F:{port:04X}");
-    let sockets: Vec<String> = table
-        .lines()
-        .skip(1)
-        .filter_map(|line| {
-            let fields: Vec<&str> = line.split_whitespace().collect();
-            let listening = fields.get(1) == Some(&local.as_str()) && fields.get(3) == Some(&"0A");
-            listening.then(|| fields.get(9).map(|inode| format!("socket:[{inode}]")))?
-        })
-        .collect();
-    let Ok(descriptors) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
-        return false;
-    };
-    descriptors
-        .flatten()
-        .filter_map(|fd| std::fs::read_link(fd.path()).ok())
-        .any(|link| {
-            sockets
-                .iter()
-                .any(|socket| link.as_os_str() == socket.as_str())
-        })
-}
+pub use flexio_sys::process::listens_on;
 
 /// Polls `condition` every 10 ms until it holds (`true`) or `timeout`
 /// passes (`false`): a wait on what the test needs, where a fixed sleep

@@ -61,7 +61,7 @@ pub fn round(
     duration: Duration,
     round: usize,
 ) -> io::Result<ManifestLatency> {
-    let server = ServerProcess::flexio(flexio, root, crate::peers::free_port()?, &[], None)?;
+    let server = ServerProcess::flexio(flexio, root, &[], None)?;
     let address = server.address;
     let started = Instant::now();
     let deadline = started + Duration::from_secs(600);

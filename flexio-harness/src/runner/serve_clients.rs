@@ -43,7 +43,6 @@ pub(super) fn run(
         )));
     };
     let path = format!("/{}", name.to_string_lossy());
-    let port = crate::peers::free_port()?;
     let mut flags = vec![
         "--via".to_string(),
         mechanism.as_str().to_string(),
@@ -61,7 +60,7 @@ pub(super) fn run(
         };
         flags.push(format!("{},{pause}", schedule.chunks));
     }
-    let server = ServerProcess::flexio(flexio, root, port, &flags, None)?;
+    let server = ServerProcess::flexio(flexio, root, &flags, None)?;
     let address = server.address;
     let cpu_before = server.cpu_seconds()?;
     let start = Arc::new(Barrier::new(clients as usize + 1));

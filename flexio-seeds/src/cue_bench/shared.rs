@@ -127,8 +127,7 @@ fn start(flexio: &Path, root: &Path, server: &Server) -> io::Result<ServerProces
         flags.push("--schedule".into());
         flags.push(format!("{k},{t}"));
     }
-    let port = flexio_bench::peers::free_port()?;
-    ServerProcess::flexio(flexio, root, port, &flags, None)
+    ServerProcess::flexio(flexio, root, &flags, None)
 }
 
 /// `clients` clients fetch `/file` at once: each one's bytes per second
