@@ -137,7 +137,7 @@ fn sim_the_default_keeps_up_with_s3_fifo_on_loops_5_to_17_percent_over_the_cache
     // Every change of setting used to leave some of these loops in a
     // cycle that evicts returning blocks just before their next read
     // (1.4 to 7.5 points behind S3-FIFO). Loops of 2200 and 5500 blocks
-    // at 1880 to 1960 and 4700 to 5000 still trail it by up to 1.6 (the
+    // at 1880 to 1960 and 4700 to 5000 still trail it by up to 1.8 (the
     // README says so).
     assert_default_keeps_up_with_lru_and_s3_fifo(
         "loop:blocks=1100,len=200000",
