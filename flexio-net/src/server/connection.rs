@@ -26,7 +26,7 @@ use super::offload::{Cancel, Mailbox, Waiting};
 use super::request::{closing_response, Request};
 use super::respond::{self, Peer};
 use super::schedule::Scheduled;
-use super::shared::{LiveGuard, Shared};
+use super::shared::{Admission, Shared};
 use super::wire::{Link, Wire};
 use crate::deadline::after;
 use crate::head::{request_complete, step_from, Step};
@@ -125,19 +125,20 @@ pub(crate) struct Connection {
     pub armed: Option<Instant>,
     /// In its worker's queue of connections to drive again.
     pub queued: bool,
-    _live: LiveGuard,
+    _admission: Admission,
 }
 
 impl Connection {
-    /// A connection just accepted (non-blocking already); a `refused` one
-    /// is answered 503 and closed.
+    /// A connection just accepted (non-blocking already) in the place
+    /// `admission` holds; a refused one is answered 503 and closed.
     pub fn new(
         stream: TcpStream,
         peer: SocketAddr,
         shared: &Shared,
         now: Instant,
-        refused: bool,
+        admission: Admission,
     ) -> Self {
+        let refused = admission.refused;
         let config = &shared.config;
         let wire = Wire::new(config.tls.as_ref().map(|identity| &identity.config));
         let failed = wire.is_err();
@@ -175,7 +176,7 @@ impl Connection {
             deadline: after(now, config.head_timeout),
             armed: None,
             queued: false,
-            _live: shared.count_connection(refused),
+            _admission: admission,
         };
         if refused {
             connection.refuse(503, "too many connections; try again shortly");
@@ -782,7 +783,13 @@ mod tests {
         let client = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
         let (stream, peer) = listener.accept().unwrap();
         stream.set_nonblocking(true).unwrap();
-        let mut connection = Connection::new(stream, peer, &shared, Instant::now(), false);
+        let mut connection = Connection::new(
+            stream,
+            peer,
+            &shared,
+            Instant::now(),
+            shared.admit(1, 0).unwrap(),
+        );
         connection.phase = Phase::Send;
         connection.out = out.to_vec();
         connection.keep_alive = false;
@@ -832,7 +839,13 @@ mod tests {
         let mut client = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
         let (stream, peer) = listener.accept().unwrap();
         stream.set_nonblocking(true).unwrap();
-        let mut connection = Connection::new(stream, peer, &shared, Instant::now(), false);
+        let mut connection = Connection::new(
+            stream,
+            peer,
+            &shared,
+            Instant::now(),
+            shared.admit(1, 0).unwrap(),
+        );
         // A client whose next request is always there when a response
         // ends (here: three at once) must not hold the worker from its
         // other connections: one response per turn.

@@ -136,20 +136,30 @@ impl Shared {
         *self.stop.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Counts a new connection, among those served or those refused;
-    /// the guard uncounts it when dropped.
-    pub fn count_connection(&self, refused: bool) -> LiveGuard {
-        let count = if refused { &self.refusing } else { &self.live };
-        count.fetch_add(1, Ordering::Relaxed);
-        LiveGuard(Arc::clone(count))
-    }
-
-    /// Connections served now, and those being refused.
-    pub fn live_connections(&self) -> (usize, usize) {
-        (
-            self.live.load(Ordering::Relaxed),
-            self.refusing.load(Ordering::Relaxed),
-        )
+    /// A place for a new connection: among those served while fewer
+    /// than `max` are, else among those refused (answered 503) while
+    /// fewer than `most_refused` are, else none (it is closed without a
+    /// word). Taken in one atomic step, so that workers adopting
+    /// connections at the same moment cannot pass `max` between them.
+    pub fn admit(&self, max: usize, most_refused: usize) -> Option<Admission> {
+        let take = |count: &Arc<AtomicUsize>, most: usize| {
+            count
+                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| {
+                    (n < most).then_some(n + 1)
+                })
+                .is_ok()
+                .then(|| LiveGuard(Arc::clone(count)))
+        };
+        if let Some(live) = take(&self.live, max) {
+            return Some(Admission {
+                _count: live,
+                refused: false,
+            });
+        }
+        take(&self.refusing, most_refused).map(|live| Admission {
+            _count: live,
+            refused: true,
+        })
     }
 }
 
@@ -160,11 +170,59 @@ impl Drop for Shared {
     }
 }
 
+/// A connection's place among those served or those refused
+/// ([`Shared::admit`]), given back when it is dropped.
+pub(crate) struct Admission {
+    _count: LiveGuard,
+    /// Past the cap: answered 503 and closed.
+    pub refused: bool,
+}
+
 /// Counts a connection while it exists.
-pub(crate) struct LiveGuard(Arc<AtomicUsize>);
+struct LiveGuard(Arc<AtomicUsize>);
 
 impl Drop for LiveGuard {
     fn drop(&mut self) {
         self.0.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rustix::fs::{Mode, OFlags};
+
+    #[test]
+    fn workers_admitting_together_never_pass_the_cap() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = rustix::fs::open(
+            dir.path(),
+            OFlags::RDONLY | OFlags::DIRECTORY,
+            Mode::empty(),
+        )
+        .unwrap();
+        let shared = Shared::new(ServeConfig::new(dir.path().into()), root, None, None);
+        let admitted: Vec<Admission> = std::thread::scope(|scope| {
+            let workers: Vec<_> = (0..4)
+                .map(|_| {
+                    scope.spawn(|| {
+                        (0..5000)
+                            .filter_map(|_| shared.admit(1000, 100))
+                            .collect::<Vec<_>>()
+                    })
+                })
+                .collect();
+            workers
+                .into_iter()
+                .flat_map(|worker| worker.join().unwrap())
+                .collect()
+        });
+        let refused = admitted.iter().filter(|a| a.refused).count();
+        assert_eq!((admitted.len() - refused, refused), (1000, 100));
+        assert_eq!(shared.live.load(Ordering::Relaxed), 1000);
+        assert_eq!(shared.refusing.load(Ordering::Relaxed), 100);
+        drop(admitted);
+        assert_eq!(shared.live.load(Ordering::Relaxed), 0);
+        assert_eq!(shared.refusing.load(Ordering::Relaxed), 0);
     }
 }

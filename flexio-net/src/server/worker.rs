@@ -459,15 +459,16 @@ impl Worker {
 
     fn adopt(&mut self, stream: std::net::TcpStream, peer: std::net::SocketAddr) {
         let max = self.shared.config.max_connections;
-        let (live, refusing) = self.shared.live_connections();
-        let refused = live >= max;
-        if (refused && refusing >= refusals(max)) || stream.set_nonblocking(true).is_err() {
+        let Some(admission) = self.shared.admit(max, refusals(max)) else {
+            return;
+        };
+        if stream.set_nonblocking(true).is_err() {
             return;
         }
         let _ = stream.set_nodelay(true);
         let token = self.next_token;
         self.next_token += 1;
-        let connection = Connection::new(stream, peer, &self.shared, Instant::now(), refused);
+        let connection = Connection::new(stream, peer, &self.shared, Instant::now(), admission);
         let flags = epoll::EventFlags::IN
             | epoll::EventFlags::OUT
             | epoll::EventFlags::RDHUP
