@@ -768,28 +768,30 @@ mod tests {
     use super::*;
     use crate::server::config::ServeConfig;
 
-    /// A connection in the middle of sending `out`, its client, and what
-    /// the worker would lend it.
-    fn sending(out: &[u8]) -> (Connection, TcpStream, Shared) {
-        let dir = tempfile::tempdir().unwrap();
+    /// A connection just accepted from a client over loopback, serving
+    /// `dir`: the connection, its client, and what the worker would lend it.
+    fn connected(dir: &std::path::Path) -> (Connection, TcpStream, Shared) {
         let root = rustix::fs::open(
-            dir.path(),
+            dir,
             rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::DIRECTORY,
             rustix::fs::Mode::empty(),
         )
         .unwrap();
-        let shared = Shared::new(ServeConfig::new(dir.path().into()), root, None, None);
+        let shared = Shared::new(ServeConfig::new(dir.into()), root, None, None);
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let client = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
         let (stream, peer) = listener.accept().unwrap();
         stream.set_nonblocking(true).unwrap();
-        let mut connection = Connection::new(
-            stream,
-            peer,
-            &shared,
-            Instant::now(),
-            shared.admit(1, 0).unwrap(),
-        );
+        let admission = shared.admit(1, 0).unwrap();
+        let connection = Connection::new(stream, peer, &shared, Instant::now(), admission);
+        (connection, client, shared)
+    }
+
+    /// A connection in the middle of sending `out`, its client, and what
+    /// the worker would lend it.
+    fn sending(out: &[u8]) -> (Connection, TcpStream, Shared) {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut connection, client, shared) = connected(dir.path());
         connection.phase = Phase::Send;
         connection.out = out.to_vec();
         connection.keep_alive = false;
@@ -828,24 +830,7 @@ mod tests {
     fn a_keep_alive_connection_gives_its_worker_back_after_each_response() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("small.bin"), vec![7u8; 4096]).unwrap();
-        let root = rustix::fs::open(
-            dir.path(),
-            rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::DIRECTORY,
-            rustix::fs::Mode::empty(),
-        )
-        .unwrap();
-        let shared = Shared::new(ServeConfig::new(dir.path().into()), root, None, None);
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let mut client = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
-        let (stream, peer) = listener.accept().unwrap();
-        stream.set_nonblocking(true).unwrap();
-        let mut connection = Connection::new(
-            stream,
-            peer,
-            &shared,
-            Instant::now(),
-            shared.admit(1, 0).unwrap(),
-        );
+        let (mut connection, mut client, shared) = connected(dir.path());
         // A client whose next request is always there when a response
         // ends (here: three at once) must not hold the worker from its
         // other connections: one response per turn.
