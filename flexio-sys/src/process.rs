@@ -137,7 +137,8 @@ pub fn listens_on(pid: u32, port: u16) -> bool {
     let Ok(table) = std::fs::read_to_string("/proc/net/tcp") else {
         return false;
     };
-    let local = format!("0100007F:{port:04X}");
+    // The kernel prints the address as its bytes read as a native integer.
+    let local = format!("{:08X}:{port:04X}", u32::from_ne_bytes([127, 0, 0, 1]));
     let sockets: Vec<String> = table
         .lines()
         .skip(1)

@@ -256,10 +256,22 @@ impl AdaptiveS3Fifo {
         self.tuner.as_ref().map_or(START, |t| GRID[t.current])
     }
 
+    /// Records a hit on `key` in `frame`, and holds it for the experts.
+    #[inline]
+    fn hit(&mut self, frame: Frame, key: Key) {
+        self.cache.touch(frame);
+        // A byte per frame says whether its key is sampled without hashing
+        // the key again.
+        if let Some(&sampled) = self.sampled_frames.get(frame as usize) {
+            self.observe(key, sampled);
+        }
+    }
+
     /// Holds a reference to `key`, sampled or not, for the experts:
     /// without a branch on `sampled` (see [`BATCH`]).
     #[inline]
     fn observe(&mut self, key: Key, sampled: bool) {
+        // `pending_len` is below BATCH here; the `%` spares a bounds check.
         self.pending[self.pending_len % BATCH] = key;
         self.pending_len += usize::from(sampled);
         if self.pending_len == BATCH {
@@ -348,11 +360,8 @@ impl Policy for AdaptiveS3Fifo {
 
     fn get(&mut self, key: Key) -> Option<Frame> {
         let frame = self.cache.peek(key)?;
-        self.cache.touch(frame);
         // The key in hand: no load of the frame's key, as touch needs.
-        if let Some(&sampled) = self.sampled_frames.get(frame as usize) {
-            self.observe(key, sampled);
-        }
+        self.hit(frame, key);
         Some(frame)
     }
 
@@ -361,12 +370,7 @@ impl Policy for AdaptiveS3Fifo {
     }
 
     fn touch(&mut self, frame: Frame) {
-        self.cache.touch(frame);
-        // A byte per frame says whether its key is sampled without hashing
-        // the key again.
-        if let Some(&sampled) = self.sampled_frames.get(frame as usize) {
-            self.observe(self.cache.key_in(frame), sampled);
-        }
+        self.hit(frame, self.cache.key_in(frame));
     }
 
     fn insert(&mut self, key: Key) -> Inserted {
