@@ -50,13 +50,14 @@
 //! to seven per expert), and its hits take the shard's lock so the policy
 //! sees them ([`HitMarks::policy_sees`]). Metadata on top of S3-FIFO's 56 bytes per
 //! cached block (key 8, links 8, mark 1, map entry about 18, ghost about
-//! 0.9 × 24) and the sampled byte: per expert frame, 13 bytes in each of
-//! the five experts and 4 per ghost slot, and the directory's entries
-//! (32 bytes and a map entry of about 16), at most five experts' frames
-//! and ghosts' worth; so `5 × 16.6 / R` bytes and at most `9.5 × 48 / R`
-//! more per cached block, `R` the sampling rate: at most 68 bytes at one
-//! in 8, 9 at one in 64. A cache of fewer than `16 × 8` frames has no room
-//! for experts and stays at S3-FIFO's setting.
+//! 0.9 × 24) and the sampled byte: per expert frame, 8 bytes in each of
+//! the five experts (its place in one of two rings) and 4 per ghost slot,
+//! and the directory's entries (32 bytes and a map entry of about 16), at
+//! most five experts' frames and ghosts' worth; so `5 × 11.6 / R` bytes
+//! and at most `9.5 × 48 / R` more per cached block, `R` the sampling
+//! rate: at most 65 bytes at one in 8, 8 at one in 64. A cache of fewer
+//! than `16 × 8` frames has no room for experts and stays at S3-FIFO's
+//! setting.
 
 use super::experts::Experts;
 use super::hit_marks::sampled_key;

@@ -4,15 +4,20 @@
 //! Four separate S3-FIFOs would each hash a sampled key to find it, and
 //! again to insert it, to evict another and to keep their ghosts: up to
 //! seven hash-table operations per expert on a miss. Here one table maps a
-//! sampled key to an entry that holds, per expert, where the key is: in a
-//! frame, in the ghost (with its sequence number) or nowhere. A sampled
-//! reference is one lookup; an eviction writes the evicted key's entry,
-//! found through its frame, without hashing; an entry leaves the table
-//! when no expert holds it. Each expert makes exactly the choices
+//! sampled key to an entry that holds, per expert, the key's count of
+//! reads where it is resident, its sequence number where it is in the
+//! ghost, or that it is nowhere. A sampled reference is one lookup; where every
+//! expert holds the key (the common case) it bumps five counters in that
+//! one entry. An expert's queues are rings of entries: S3-FIFO only ever
+//! takes a block from a queue's tail and puts it at a head, so no block
+//! leaves from the middle and no links are needed. An eviction writes the
+//! evicted entry without hashing; an entry leaves the table when no expert
+//! holds it. Each expert makes exactly the choices
 //! [`S3Fifo`](super::S3Fifo) makes at its setting (a test replays both
 //! side by side).
 
-use super::list::{Links, List};
+use std::collections::VecDeque;
+
 use super::{key_map, Key, KeyMap};
 
 /// The counter saturates here (two bits), as in S3-FIFO.
@@ -22,12 +27,12 @@ const MAX_FREQUENCY: u8 = 3;
 const ABSENT: u32 = u32::MAX;
 
 /// An expert's slot in an entry with this bit holds a ghost sequence
-/// number (its low 31 bits); without it, a frame.
+/// number (its low 31 bits); without it, the count of a resident key's
+/// reads (up to [`MAX_FREQUENCY`]).
 const GHOST: u32 = 1 << 31;
 
-/// The first slot of a freed entry: neither absent, nor a ghost, nor a
-/// frame any expert has (they have far fewer than 2^31).
-const FREED: u32 = GHOST - 1;
+/// The first slot of a freed entry: neither a count, absent nor a ghost.
+const FREED: u32 = MAX_FREQUENCY as u32 + 1;
 
 /// `N` miniature S3-FIFOs of the same size over the same references.
 pub(crate) struct Experts<const N: usize> {
@@ -47,22 +52,19 @@ struct Entry<const N: usize> {
     slots: [u32; N],
 }
 
-/// One S3-FIFO without its key map: frames name entries.
+/// One S3-FIFO's queues and setting; its keys' state is in the entries.
 struct Expert {
-    entry_of: Vec<u32>,
-    frequency: Vec<u8>,
-    links: Links,
-    small: List,
-    main: List,
-    free: Vec<u32>,
+    /// Oldest at the front.
+    small: VecDeque<u32>,
+    main: VecDeque<u32>,
     ghost: Vec<u32>,
     ghost_len: u64,
     next_ghost: u64,
     small_target: usize,
-    promote_at: u8,
+    promote_at: u32,
     /// The count a block starts with in `main` when it comes back from
     /// the ghost.
-    ghost_return: u8,
+    ghost_return: u32,
     capacity: usize,
 }
 
@@ -93,11 +95,11 @@ impl<const N: usize> Experts<N> {
             Some(&entry) => entry,
             None => self.new_entry(key),
         };
-        let slots = self.entries[entry as usize].slots;
-        if slots.iter().all(|&slot| slot & GHOST == 0) {
-            // Resident in every expert, the common case: bump each counter.
-            for ((expert, hit), frame) in self.experts.iter_mut().zip(hits).zip(slots) {
-                expert.bump(frame);
+        let slots = &mut self.entries[entry as usize].slots;
+        if slots.iter().fold(0, |any, &slot| any | slot) & GHOST == 0 {
+            // Resident in every expert, the common case: bump each count.
+            for (count, hit) in slots.iter_mut().zip(hits) {
+                *count = (*count + 1).min(MAX_FREQUENCY.into());
                 *hit += 1;
             }
             return;
@@ -137,21 +139,25 @@ impl<const N: usize> Experts<N> {
     /// resident in every expert).
     fn access_in(&mut self, i: usize, entry: u32, freed: &mut Vec<u32>) -> bool {
         let expert = &mut self.experts[i];
-        let slot = self.entries[entry as usize].slots[i];
-        if slot & GHOST == 0 {
-            expert.bump(slot);
+        let slot = &mut self.entries[entry as usize].slots[i];
+        if *slot & GHOST == 0 {
+            *slot = (*slot + 1).min(MAX_FREQUENCY.into());
             return true;
         }
-        let frame = match expert.free.pop() {
-            Some(frame) => frame,
-            None => expert.evict(i, &mut self.entries, freed),
-        };
+        if expert.small.len() + expert.main.len() == expert.capacity {
+            expert.evict(i, &mut self.entries, freed);
+        }
         // Not resident, so a ghost unless absent; read after the eviction:
         // pushing a key into the ghost may have dropped this one from it,
         // as in S3-FIFO.
-        let ghost = self.entries[entry as usize].slots[i] != ABSENT;
-        expert.place(frame, entry, ghost);
-        self.entries[entry as usize].slots[i] = frame;
+        let slot = &mut self.entries[entry as usize].slots[i];
+        if *slot == ABSENT {
+            *slot = 0;
+            expert.small.push_back(entry);
+        } else {
+            *slot = expert.ghost_return;
+            expert.main.push_back(entry);
+        }
         false
     }
 
@@ -171,73 +177,50 @@ impl Expert {
     fn new(frames: usize, small: usize, promote_at: u8, ghost_read: bool) -> Self {
         let ghost_len = frames.saturating_sub((frames / 10).max(1)).max(1);
         Expert {
-            entry_of: vec![0; frames],
-            frequency: vec![0; frames],
-            links: Links::new(frames),
-            small: List::default(),
-            main: List::default(),
-            free: (0..frames as u32).rev().collect(),
+            small: VecDeque::with_capacity(frames),
+            main: VecDeque::with_capacity(frames),
             ghost: Vec::with_capacity(ghost_len),
             ghost_len: ghost_len as u64,
             next_ghost: 0,
             small_target: small.clamp(1, (frames - 1).max(1)),
-            promote_at: promote_at.clamp(1, MAX_FREQUENCY),
-            ghost_return: u8::from(ghost_read),
+            promote_at: promote_at.clamp(1, MAX_FREQUENCY).into(),
+            ghost_return: ghost_read.into(),
             capacity: frames,
         }
     }
 
-    fn bump(&mut self, frame: u32) {
-        let count = &mut self.frequency[frame as usize];
-        *count = (*count + 1).min(MAX_FREQUENCY);
-    }
-
-    fn place(&mut self, frame: u32, entry: u32, ghost: bool) {
-        self.entry_of[frame as usize] = entry;
-        if ghost {
-            self.frequency[frame as usize] = self.ghost_return;
-            self.main.push_head(&mut self.links, frame);
-        } else {
-            self.frequency[frame as usize] = 0;
-            self.small.push_head(&mut self.links, frame);
-        }
-    }
-
-    /// Frees one frame, as `S3Fifo::evict` does.
-    fn evict<const N: usize>(
-        &mut self,
-        i: usize,
-        entries: &mut [Entry<N>],
-        freed: &mut Vec<u32>,
-    ) -> u32 {
-        if (self.small.len() >= self.small_target || self.main.len() == 0)
-            && let Some(frame) = self.evict_small(i, entries, freed)
+    /// Makes room for one block, as `S3Fifo::evict` does.
+    fn evict<const N: usize>(&mut self, i: usize, entries: &mut [Entry<N>], freed: &mut Vec<u32>) {
+        if (self.small.len() >= self.small_target || self.main.is_empty())
+            && self.evict_small(i, entries, freed)
         {
-            return frame;
+            return;
         }
-        self.evict_main(i, entries, freed)
+        self.evict_main(i, entries, freed);
     }
 
+    /// Whether it made room.
     fn evict_small<const N: usize>(
         &mut self,
         i: usize,
         entries: &mut [Entry<N>],
         freed: &mut Vec<u32>,
-    ) -> Option<u32> {
-        while let Some(frame) = self.small.pop_tail(&mut self.links) {
-            if self.frequency[frame as usize] >= self.promote_at {
-                self.frequency[frame as usize] = 0;
-                self.main.push_head(&mut self.links, frame);
+    ) -> bool {
+        while let Some(entry) = self.small.pop_front() {
+            let count = &mut entries[entry as usize].slots[i];
+            if *count >= self.promote_at {
+                *count = 0;
+                self.main.push_back(entry);
                 if self.main.len() > self.capacity.saturating_sub(self.small_target) {
-                    return Some(self.evict_main(i, entries, freed));
+                    self.evict_main(i, entries, freed);
+                    return true;
                 }
             } else {
-                let entry = self.entry_of[frame as usize];
                 self.push_ghost(i, entry, entries, freed);
-                return Some(frame);
+                return true;
             }
         }
-        None
+        false
     }
 
     fn evict_main<const N: usize>(
@@ -245,20 +228,19 @@ impl Expert {
         i: usize,
         entries: &mut [Entry<N>],
         freed: &mut Vec<u32>,
-    ) -> u32 {
+    ) {
         // Each reinsertion lowers a counter, so this ends within
         // MAX_FREQUENCY laps.
         loop {
-            let frame = self.main.pop_tail(&mut self.links).expect("full");
-            let count = self.frequency[frame as usize];
-            if count > 0 {
-                self.frequency[frame as usize] = count - 1;
-                self.main.push_head(&mut self.links, frame);
+            let entry = self.main.pop_front().expect("full");
+            let slot = &mut entries[entry as usize].slots[i];
+            if *slot > 0 {
+                *slot -= 1;
+                self.main.push_back(entry);
             } else {
-                let entry = self.entry_of[frame as usize];
-                entries[entry as usize].slots[i] = ABSENT;
+                *slot = ABSENT;
                 freed.push(entry);
-                return frame;
+                return;
             }
         }
     }
@@ -303,6 +285,12 @@ mod tests {
         (87, 1, false),
         (1, 1, true),
     ];
+
+    #[test]
+    fn an_entry_holds_its_key_and_five_slots_in_32_bytes() {
+        // The metadata bound in `policy/adaptive.rs` counts 32 bytes.
+        assert_eq!(std::mem::size_of::<super::Entry<5>>(), 32);
+    }
 
     #[test]
     fn experts_hit_exactly_where_separate_s3_fifos_do() {
