@@ -247,6 +247,74 @@ fn cold_cells_are_cold() {
 }
 
 #[test]
+fn a_synced_cold_copy_on_throttled_storage_moves_a_seconds_worth_of_sources_primed_first() {
+    let dir = tempfile::tempdir().unwrap();
+    if let Err(reason) = dontneed_works(dir.path()) {
+        skipped(&reason);
+        return;
+    }
+    let plan = Plan {
+        cells: vec![Cell::new(
+            Scenario::Flow(FlowKind::FileToFileDurable),
+            256 << 10,
+            CacheState::Cold,
+            vec![
+                Entrant::flexio(MechanismName::ReadWrite, CHUNK),
+                Entrant::Peer(PeerSpec::cp()),
+            ],
+        )],
+    };
+    let primed = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let mut options = options(dir.path());
+    // A second at 1 MiB/s is four sources of 256 KiB.
+    options.storage_rate = Some(1 << 20);
+    assert_eq!(runner::storage_passes(1 << 20, 256 << 10), 4);
+    let counter = std::sync::Arc::clone(&primed);
+    options.before_each_run = Some(runner::BeforeRun::new(move || {
+        counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Ok(())
+    }));
+    let results = runner::run(&plan, &options, &mut runner::Quiet).unwrap();
+    assert_eq!(results.runs.len(), 2 * 6, "{:?}", results.notes);
+    assert_eq!(primed.load(std::sync::atomic::Ordering::Relaxed), 2 * 6);
+    for run in &results.runs {
+        assert_eq!(run.measured.bytes, 4 * (256 << 10), "{run:?}");
+        assert!(run.source_resident_percent.expect("a file source") <= 5.0);
+    }
+    // Without the rate, one source a run.
+    options.storage_rate = None;
+    let results = runner::run(&plan, &options, &mut runner::Quiet).unwrap();
+    assert!(results.runs.iter().all(|r| r.measured.bytes == 256 << 10));
+}
+
+#[test]
+fn a_failing_step_before_a_run_drops_the_contender_and_says_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = Plan {
+        cells: vec![Cell::new(
+            Scenario::Flow(FlowKind::FileToFileDurable),
+            64 << 10,
+            CacheState::Cold,
+            vec![Entrant::flexio(MechanismName::ReadWrite, CHUNK)],
+        )],
+    };
+    let mut options = options(dir.path());
+    options.before_each_run = Some(runner::BeforeRun::new(|| {
+        Err(std::io::Error::other("the throttle is gone"))
+    }));
+    let results = runner::run(&plan, &options, &mut runner::Quiet).unwrap();
+    assert!(results.runs.is_empty());
+    assert!(
+        results
+            .notes
+            .iter()
+            .any(|n| n.contains("dropped from the cell: the throttle is gone")),
+        "{:?}",
+        results.notes
+    );
+}
+
+#[test]
 fn pipe_cells_run_flexio_and_the_shell_tools_to_the_end_of_the_pipe() {
     let dir = tempfile::tempdir().unwrap();
     let size = 3 << 20;

@@ -98,6 +98,65 @@ pub struct RunOptions {
     /// (`flexio copy`); without one those contenders are left out, with a
     /// note. `flexio bench` passes its own executable.
     pub flexio_exe: Option<PathBuf>,
+    /// Run just before each timed run, after its source was put in the
+    /// cell's cache state; an error drops the contender from the cell, as
+    /// the run's own would.
+    pub before_each_run: Option<BeforeRun>,
+    /// The rate (bytes per second) the files' storage is held to, where
+    /// it is (the seeds' throttled devices). A run of a cold, synced copy
+    /// then copies [`storage_passes`] cold sources of the cell's size back
+    /// to back, a second's worth at that rate: the kernel's throttle holds
+    /// a shorter transfer to its rate only to within a tenth of a second.
+    pub storage_rate: Option<u64>,
+}
+
+/// How many cold sources of `size` bytes one run of a cold, synced copy
+/// moves on storage held to `rate` bytes per second: a second's worth, at
+/// least one, at most 64.
+///
+/// # Examples
+/// ```
+/// use flexio_harness::runner::storage_passes;
+/// assert_eq!(storage_passes(64 << 20, 1 << 20), 64);
+/// assert_eq!(storage_passes(64 << 20, 16 << 20), 4);
+/// assert_eq!(storage_passes(64 << 20, 200 << 20), 1);
+/// ```
+pub fn storage_passes(rate: u64, size: u64) -> u64 {
+    rate.div_ceil(size.max(1)).clamp(1, 64)
+}
+
+/// What [`RunOptions::before_each_run`] runs: the seeds' throttled
+/// devices spend their credit there, so that every round starts from the
+/// same state of the throttle.
+///
+/// # Examples
+/// ```
+/// use flexio_harness::runner::{BeforeRun, RunOptions};
+/// let mut options = RunOptions::new(std::env::temp_dir());
+/// options.before_each_run = Some(BeforeRun::new(|| Ok(())));
+/// ```
+#[derive(Clone)]
+pub struct BeforeRun(Arc<dyn Fn() -> io::Result<()> + Send + Sync>);
+
+impl BeforeRun {
+    /// Wraps `run`.
+    pub fn new(run: impl Fn() -> io::Result<()> + Send + Sync + 'static) -> Self {
+        BeforeRun(Arc::new(run))
+    }
+
+    /// Runs it.
+    ///
+    /// # Errors
+    /// Whatever it returns.
+    pub fn run(&self) -> io::Result<()> {
+        (self.0)()
+    }
+}
+
+impl std::fmt::Debug for BeforeRun {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("BeforeRun(..)")
+    }
 }
 
 impl RunOptions {
@@ -113,6 +172,8 @@ impl RunOptions {
             command_line: String::new(),
             profile: None,
             flexio_exe: None,
+            before_each_run: None,
+            storage_rate: None,
         }
     }
 }
@@ -457,6 +518,20 @@ impl Workspace {
         Ok(path)
     }
 
+    /// The `number`th other source file of `size` bytes (1, 2, …), with
+    /// bytes of its own, made on first use.
+    fn numbered_source(&mut self, size: u64, number: u64) -> io::Result<PathBuf> {
+        let path = self.path(&format!("source-{size}-{number}"));
+        if std::fs::metadata(&path).map(|m| m.len()).ok() != Some(size) {
+            write_source(
+                &path,
+                size,
+                size ^ number.rotate_left(32) ^ 0x2545_f491_4f6c_dd1d,
+            )?;
+        }
+        Ok(path)
+    }
+
     /// Puts the source in the state the cell wants and returns its
     /// residency, percent.
     fn prepare_source(
@@ -469,8 +544,7 @@ impl Workspace {
         let size = file.metadata()?.len();
         match cache {
             CacheState::Cold => {
-                rustix::fs::fsync(&file)?;
-                rustix::fs::fadvise(&file, 0, None, rustix::fs::Advice::DontNeed)?;
+                drop_pages(&file)?;
                 if self.drop_caches {
                     // Best effort: a container may forbid it; DONTNEED did
                     // the work for our file already.
@@ -490,6 +564,14 @@ impl Workspace {
         }
         Ok(measure::residency(&file, 0, size).map(|r| r.percent()))
     }
+}
+
+/// Drops `file`'s pages from the page cache: synced, then
+/// `posix_fadvise(DONTNEED)`.
+fn drop_pages(file: &File) -> io::Result<()> {
+    rustix::fs::fsync(file)?;
+    rustix::fs::fadvise(file, 0, None, rustix::fs::Advice::DontNeed)?;
+    Ok(())
 }
 
 /// A file of `length` pseudo-random bytes from `seed` (no holes),

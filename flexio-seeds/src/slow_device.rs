@@ -5,11 +5,15 @@
 //! writeback to it are held to the rate). This machine's own disk runs at
 //! memory speed; the documents' ran at a few to a few tens of MB/s.
 //!
-//! The kernel accounts the throttle in slices of a tenth of a second and
-//! lets an idle group run a slice ahead: [`Throttle::prime`] spends that
-//! credit before a timed run, but a run shorter than a few slices' worth
-//! may still come in under the rate by up to a slice (its rounds' spread
-//! shows it).
+//! The kernel accounts the throttle in slices of a tenth of a second: it
+//! lets an idle group run a slice ahead, and rounds a busy group's
+//! allowance up to a whole slice. [`Throttle::prime`] spends the credit
+//! before a timed run, but a run of less than a slice's worth can still
+//! come in at full speed or wait out most of a slice, by where in its
+//! slice it starts (a 1 MiB `O_DIRECT` read at 16 MiB/s, primed, took 8
+//! to 102 ms here). So a timed round of a small transfer is
+//! [`SlowDevice::passes`] of it back to back, a second of the device's
+//! time, and its figures their mean ([`SlowDevice::averaged`]).
 //!
 //! Root only. Everything made is undone when the [`SlowDevice`] drops, on
 //! every way out but `kill -9`: the file system unmounted, the throttle
@@ -31,6 +35,13 @@ use crate::error::{Error, Result};
 /// twentieth of this machine's disk and a few times a 2000-era SCSI
 /// disk's (the quick seeds run still ends in minutes).
 pub const SLOW_RATE: u64 = 64 << 20;
+
+/// The device time one timed round spans at least: ten of the
+/// throttle's slices, so that a slice more or less moves it by a tenth.
+const ROUND_DEVICE_SECONDS: f64 = 1.0;
+
+/// The most passes one round takes (a 1 MiB copy at [`SLOW_RATE`]).
+const MOST_PASSES: usize = 64;
 
 /// Where cgroup v1's blkio controller keeps its root group.
 const BLKIO: &str = "/sys/fs/cgroup/blkio";
@@ -167,14 +178,14 @@ impl SlowDevice {
             .arg(&self.mount))?;
         self.mounted = true;
         // What `prime` reads: a quarter-second's worth, at least 1 MiB.
-        let primer = self.primer();
+        let primer = self.primer_path();
         std::fs::write(&primer, vec![0x5a; (self.rate / 4).max(1 << 20) as usize])
             .and_then(|()| std::fs::File::open(&primer)?.sync_all())
             .map_err(|e| Error::io("write", &primer, e))?;
         Ok(())
     }
 
-    fn primer(&self) -> PathBuf {
+    fn primer_path(&self) -> PathBuf {
         self.mount.join("flexio-throttle-primer")
     }
 
@@ -185,9 +196,60 @@ impl SlowDevice {
     /// Reading the primer file refused, with its path.
     pub fn prime(&self) -> Result<()> {
         match &self.throttle {
-            Some(throttle) => throttle.prime(&self.primer()),
+            Some(throttle) => throttle.prime(&self.primer_path()),
             None => Ok(()),
         }
+    }
+
+    /// [`prime`](Self::prime) as a closure that owns what it needs, for a
+    /// runner that primes before each of its runs (at the rate set now).
+    pub fn priming(&self) -> impl Fn() -> Result<()> + Send + Sync + 'static {
+        let path = self.primer_path();
+        let bytes = self.throttle.as_ref().map(Throttle::priming_bytes);
+        move || match bytes {
+            Some(bytes) => spend_credit(&path, bytes),
+            None => Ok(()),
+        }
+    }
+
+    /// How many passes over `bytes`, back to back, one timed round takes
+    /// so that it spans a second of the device's time at its rate (1 for a
+    /// second's worth or more, at most 64).
+    ///
+    /// # Examples
+    /// ```no_run
+    /// use flexio_seeds::slow_device::SlowDevice;
+    /// let device = SlowDevice::new("example", 64 << 20, 16 << 20)?;
+    /// assert_eq!(device.passes(1 << 20), 16);
+    /// assert_eq!(device.passes(24 << 20), 1);
+    /// # Ok::<(), flexio_seeds::Error>(())
+    /// ```
+    pub fn passes(&self, bytes: u64) -> usize {
+        passes_at(self.rate, bytes)
+    }
+
+    /// Spends the throttle's credit, then runs `pass` (one timed transfer
+    /// of `bytes`, its figures in seconds) [`passes`](Self::passes) times
+    /// back to back: the mean of each figure.
+    ///
+    /// # Errors
+    /// Priming refused, or the first error of `pass`.
+    ///
+    /// # Examples
+    /// ```no_run
+    /// use flexio_seeds::slow_device::SlowDevice;
+    /// let device = SlowDevice::new("example", 64 << 20, 16 << 20)?;
+    /// let [seconds] = device.averaged(1 << 20, || Ok([0.0625]))?;
+    /// assert_eq!(seconds, 0.0625);
+    /// # Ok::<(), flexio_seeds::Error>(())
+    /// ```
+    pub fn averaged<const N: usize>(
+        &self,
+        bytes: u64,
+        pass: impl FnMut() -> Result<[f64; N]>,
+    ) -> Result<[f64; N]> {
+        self.prime()?;
+        mean_of(self.passes(bytes), pass)
     }
 
     /// Where the file system is mounted: put the experiment's files here.
@@ -318,6 +380,70 @@ impl Drop for SlowDevice {
     }
 }
 
+/// Reads `bytes` of `path` (round again from its start at its end) by
+/// `O_DIRECT`, spending a throttle's credit ([`Throttle::prime`]).
+///
+/// # Errors
+/// Opening or reading `path` refused, with the path and the offset.
+fn spend_credit(path: &Path, bytes: u64) -> Result<()> {
+    const REQUEST: usize = 1 << 20;
+    let fd = rustix::fs::open(path, OFlags::RDONLY | OFlags::DIRECT, Mode::empty())
+        .map_err(|e| Error::io("open with O_DIRECT", path, e.into()))?;
+    let mut buffer = AlignedBuffer::new(REQUEST, 4096);
+    let mut left = bytes;
+    let mut offset = 0u64;
+    while left > 0 {
+        match rustix::io::pread(&fd, buffer.as_mut_slice(), offset) {
+            // The end: round again from the start.
+            Ok(0) if offset == 0 => {
+                return Err(Error::Short {
+                    what: format!("prime the throttle: read {}", path.display()),
+                    moved: 0,
+                    expected: left,
+                })
+            }
+            Ok(0) => offset = 0,
+            Ok(n) => {
+                offset += n as u64;
+                left = left.saturating_sub(n as u64);
+            }
+            Err(Errno::INTR) => {}
+            Err(errno) => {
+                return Err(Error::io_at(
+                    "prime the throttle: pread(O_DIRECT)",
+                    path,
+                    offset,
+                    errno.into(),
+                ))
+            }
+        }
+    }
+    Ok(())
+}
+
+/// [`SlowDevice::passes`] at `rate` bytes per second.
+fn passes_at(rate: u64, bytes: u64) -> usize {
+    let passes = rate as f64 * ROUND_DEVICE_SECONDS / bytes.max(1) as f64;
+    (passes.ceil() as usize).clamp(1, MOST_PASSES)
+}
+
+/// Runs `pass` `passes` times: the mean of each of its figures.
+///
+/// # Errors
+/// The first error of `pass`.
+pub(crate) fn mean_of<const N: usize>(
+    passes: usize,
+    mut pass: impl FnMut() -> Result<[f64; N]>,
+) -> Result<[f64; N]> {
+    let mut sum = [0.0; N];
+    for _ in 0..passes {
+        for (total, figure) in sum.iter_mut().zip(pass()?) {
+            *total += figure;
+        }
+    }
+    Ok(sum.map(|total| total / passes as f64))
+}
+
 /// A block device's reads and writes held to a rate by the root blkio
 /// group (so the kernel's writeback is held too); the limit is cleared
 /// when dropped.
@@ -381,39 +507,12 @@ impl Throttle {
     /// # Ok::<(), flexio_seeds::Error>(())
     /// ```
     pub fn prime(&self, path: &Path) -> Result<()> {
-        const REQUEST: usize = 1 << 20;
-        let fd = rustix::fs::open(path, OFlags::RDONLY | OFlags::DIRECT, Mode::empty())
-            .map_err(|e| Error::io("open with O_DIRECT", path, e.into()))?;
-        let mut buffer = AlignedBuffer::new(REQUEST, 4096);
-        let mut left = self.rate / 4;
-        let mut offset = 0u64;
-        while left > 0 {
-            match rustix::io::pread(&fd, buffer.as_mut_slice(), offset) {
-                // The end: round again from the start.
-                Ok(0) if offset == 0 => {
-                    return Err(Error::Short {
-                        what: format!("prime the throttle: read {}", path.display()),
-                        moved: 0,
-                        expected: left,
-                    })
-                }
-                Ok(0) => offset = 0,
-                Ok(n) => {
-                    offset += n as u64;
-                    left = left.saturating_sub(n as u64);
-                }
-                Err(Errno::INTR) => {}
-                Err(errno) => {
-                    return Err(Error::io_at(
-                        "prime the throttle: pread(O_DIRECT)",
-                        path,
-                        offset,
-                        errno.into(),
-                    ))
-                }
-            }
-        }
-        Ok(())
+        spend_credit(path, self.priming_bytes())
+    }
+
+    /// What [`prime`](Self::prime) reads: a quarter-second's worth.
+    fn priming_bytes(&self) -> u64 {
+        self.rate / 4
     }
 
     /// Writes `rate` (0: no limit) to both of the root group's limits.
@@ -479,6 +578,41 @@ fn timed_dd(args: &[String]) -> Result<f64> {
 mod tests {
     use super::*;
 
+    #[test]
+    fn a_round_spans_a_second_of_the_device_in_whole_passes() {
+        const MIB: u64 = 1 << 20;
+        assert_eq!(passes_at(16 * MIB, MIB), 16);
+        assert_eq!(passes_at(16 * MIB, 8 * MIB), 2);
+        assert_eq!(passes_at(16 * MIB, 24 * MIB), 1);
+        assert_eq!(passes_at(64 * MIB, 16 * MIB), 4);
+        assert_eq!(passes_at(64 * MIB, 200 * MIB), 1);
+        assert_eq!(passes_at(64 * MIB, MIB), 64);
+        assert_eq!(passes_at(1024 * MIB, MIB), 64);
+        assert_eq!(passes_at(MIB, 0), 64);
+    }
+
+    #[test]
+    fn the_mean_of_passes_is_taken_figure_by_figure_and_stops_at_an_error() {
+        let mut n = 0.0;
+        let mean = mean_of(4, || {
+            n += 1.0;
+            Ok([n, 10.0 * n])
+        })
+        .unwrap();
+        assert_eq!(mean, [2.5, 25.0]);
+        let mut runs = 0;
+        let failed = mean_of(4, || {
+            runs += 1;
+            if runs == 2 {
+                Err(Error::Unavailable("the second pass".into()))
+            } else {
+                Ok([1.0])
+            }
+        });
+        assert!(failed.is_err());
+        assert_eq!(runs, 2);
+    }
+
     fn privileged(test: &str) -> bool {
         let root = rustix::process::geteuid().is_root();
         if !root && std::env::var("FLEXIO_TEST_PRIVILEGED").as_deref() != Ok("1") {
@@ -521,8 +655,8 @@ mod tests {
     }
 
     #[test]
-    fn a_primed_device_holds_a_small_read_to_its_rate_too() {
-        if !privileged("a_primed_device_holds_a_small_read_to_its_rate_too") {
+    fn a_small_read_averaged_over_its_passes_is_held_to_the_rate() {
+        if !privileged("a_small_read_averaged_over_its_passes_is_held_to_the_rate") {
             return;
         }
         let rate = 16 << 20;
@@ -531,17 +665,26 @@ mod tests {
         std::fs::write(&small, vec![7u8; 1 << 20]).unwrap();
         std::fs::File::open(&small).unwrap().sync_all().unwrap();
         std::thread::sleep(std::time::Duration::from_millis(300));
-        device.prime().unwrap();
-        let seconds = timed_dd(&[
-            format!("if={}", small.display()),
-            "of=/dev/null".into(),
-            "bs=8k".into(),
-            "iflag=direct".into(),
-        ])
-        .unwrap();
-        // 1 MiB at 16 MiB/s is 62 ms; unthrottled (the credit unspent) it
-        // takes a few.
-        assert!(seconds > 0.045, "{seconds} s");
+        let dd = || {
+            timed_dd(&[
+                format!("if={}", small.display()),
+                "of=/dev/null".into(),
+                "bs=8k".into(),
+                "iflag=direct".into(),
+            ])
+            .map(|seconds| [seconds])
+        };
+        assert_eq!(device.passes(1 << 20), 16);
+        // 1 MiB at 16 MiB/s is 62.5 ms. Rounds of one read each, primed,
+        // took 8 to 102 ms here (unthrottled, or waiting out a slice); the
+        // mean of a second's worth stays within a quarter of the rate.
+        let rounds: Vec<f64> = (0..5)
+            .map(|_| device.averaged(1 << 20, dd).unwrap()[0])
+            .collect();
+        assert!(
+            rounds.iter().all(|s| (0.047..0.078).contains(s)),
+            "{rounds:?} s"
+        );
     }
 
     /// The file system type `/proc/mounts` gives `mount`.

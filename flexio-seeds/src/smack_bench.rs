@@ -11,7 +11,10 @@
 //! slow, this machine's disk is not). Busy is the process's CPU time,
 //! blocked the wall time less it, copy the CPU's copying alone; each
 //! figure is the median of the rounds (five, as the original averaged
-//! five; three with `--quick`).
+//! five; three with `--quick`), and a round of a file smaller than a
+//! second's worth at the card's rate the mean of as many reads of it back
+//! to back ([`SlowDevice::averaged`]: the throttle holds a shorter one to
+//! its rate only to within a tenth of a second).
 //!
 //! ```text
 //! smack_bench.rs   the file tables (3, 4-5)
@@ -24,7 +27,7 @@ use std::path::{Path, PathBuf};
 use flexio_cache::policy::PolicyName;
 use flexio_cache::{BlockCache, CacheConfig, ReadMode};
 
-use crate::slow_device::SlowDevice;
+use crate::slow_device::{mean_of, SlowDevice};
 use crate::thesis_bench::{ThesisOptions, ThesisOutcome, ThesisPoint};
 use flexio_bench::cache_bench::{cache_error, sequential_pass, DataFile};
 
@@ -137,6 +140,13 @@ impl Samples {
         }
     }
 
+    /// [`add`](Self::add)s each of `figures` to its series.
+    fn add_each<const N: usize>(&mut self, series: [&'static str; N], x: f64, figures: [f64; N]) {
+        for (series, y) in series.into_iter().zip(figures) {
+            self.add(series, x, y);
+        }
+    }
+
     /// The medians, series by series (in the order first measured), each
     /// by x.
     fn points(mut self) -> Vec<ThesisPoint> {
@@ -170,7 +180,7 @@ impl Samples {
 /// without root, `options.dir` with why not (the shortfall).
 struct Place {
     /// Held so that the device outlives the files on it; primed before
-    /// each timed read.
+    /// each timed round.
     device: Option<SlowDevice>,
     dir: PathBuf,
     setting: String,
@@ -178,10 +188,33 @@ struct Place {
 }
 
 impl Place {
-    /// Spends the throttle's credit before a timed read (none without a
-    /// device).
-    fn prime(&self) -> Result<()> {
-        self.device.as_ref().map_or(Ok(()), SlowDevice::prime)
+    /// How many passes make a round of each size, in words.
+    fn passes_said(&self, sizes: &[u64]) -> String {
+        let Some(device) = &self.device else {
+            return "one pass a round".into();
+        };
+        let each: Vec<String> = sizes
+            .iter()
+            .map(|&mb| format!("{mb} MiB {}", device.passes(mb * MIB)))
+            .collect();
+        format!(
+            "a round the mean of passes back to back, a second's worth at the rate (the \
+             throttle holds a shorter one to it only within a tenth of a second): {}",
+            each.join(", ")
+        )
+    }
+
+    /// One timed round of `pass` over `bytes` of the device: primed, the
+    /// mean of [`SlowDevice::passes`] of it (one pass without a device).
+    fn averaged<const N: usize>(
+        &self,
+        bytes: u64,
+        pass: impl FnMut() -> Result<[f64; N]>,
+    ) -> Result<[f64; N]> {
+        match &self.device {
+            Some(device) => device.averaged(bytes, pass),
+            None => mean_of(1, pass),
+        }
     }
 
     fn new(options: &ThesisOptions, name: &str) -> Place {
@@ -263,22 +296,32 @@ pub fn uncached(options: &ThesisOptions, sizes: &[u64]) -> ThesisOutcome {
         let len = (mb * MIB) as usize;
         let x = mb as f64;
         let mut memory = read::memory(len, MULTI);
-        read::make_cold(path)?;
-        place.prime()?;
-        let normal = read::single_sector(path, &mut memory.as_mut_slice()[..len])?;
-        samples.add(NORMAL, x, normal.timed.wall_s);
-        samples.add(NORMAL_BUSY, x, normal.timed.busy_s);
-        samples.add(NORMAL_BLOCKED, x, normal.timed.blocked_s());
-        samples.add(NORMAL_COPY, x, normal.copy_s);
-        place.prime()?;
-        let dma = read::direct(path, MULTI, len, &mut memory)?;
-        samples.add(DIRECT_MULTI, x, dma.wall_s);
-        samples.add(DIRECT_MULTI_BLOCKED, x, dma.blocked_s());
-        samples.add(DIRECT_MULTI_BUSY, x, dma.busy_s);
-        read::make_cold(path)?;
-        place.prime()?;
-        let buffered = read::buffered(path, 512, &mut memory.as_mut_slice()[..len])?;
-        samples.add(BUFFERED_512, x, buffered.wall_s);
+        let normal = place.averaged(len as u64, || {
+            read::make_cold(path)?;
+            let normal = read::single_sector(path, &mut memory.as_mut_slice()[..len])?;
+            let timed = normal.timed;
+            Ok([timed.wall_s, timed.busy_s, timed.blocked_s(), normal.copy_s])
+        })?;
+        samples.add_each(
+            [NORMAL, NORMAL_BUSY, NORMAL_BLOCKED, NORMAL_COPY],
+            x,
+            normal,
+        );
+        let dma = place.averaged(len as u64, || {
+            let dma = read::direct(path, MULTI, len, &mut memory)?;
+            Ok([dma.wall_s, dma.blocked_s(), dma.busy_s])
+        })?;
+        samples.add_each(
+            [DIRECT_MULTI, DIRECT_MULTI_BLOCKED, DIRECT_MULTI_BUSY],
+            x,
+            dma,
+        );
+        let [buffered] = place.averaged(len as u64, || {
+            read::make_cold(path)?;
+            let buffered = read::buffered(path, 512, &mut memory.as_mut_slice()[..len])?;
+            Ok([buffered.wall_s])
+        })?;
+        samples.add(BUFFERED_512, x, buffered);
         Ok(())
     });
     ThesisOutcome {
@@ -287,8 +330,9 @@ pub fn uncached(options: &ThesisOptions, sizes: &[u64]) -> ThesisOutcome {
         setting: format!(
             "files on {}, each read whole into one buffer in memory: normal by one 512-byte \
              O_DIRECT request per sector into a bounce buffer and a memcpy, DMA by 8 KiB \
-             O_DIRECT requests; cold by posix_fadvise(DONTNEED) before each",
-            place.setting
+             O_DIRECT requests; cold by posix_fadvise(DONTNEED) before each; {}",
+            place.setting,
+            place.passes_said(sizes)
         ),
     }
 }
@@ -341,31 +385,42 @@ pub fn cached(options: &ThesisOptions, sizes: &[u64]) -> ThesisOutcome {
                 .policy(PolicyName::Lru)
                 .read_mode(mode)
                 .flush_interval(None);
-            let cache = BlockCache::open(path, config)
-                .map_err(|e| Error::io("open a block cache on", path, cache_error(e)))?;
-            place.prime()?;
-            let (first, _) = pass(&cache, path, len)?;
-            let per_block = cache.stats().device_read_requests as f64 / (len / 4096) as f64;
+            let mut per_block = f64::NAN;
+            let mut from_device = f64::NAN;
+            // Each pass a new, empty cache read through, then read again.
+            let [cold_s, cold_blocked_s, warm_s, warm_blocked_s] = place.averaged(len, || {
+                let cache = BlockCache::open(path, config.clone())
+                    .map_err(|e| Error::io("open a block cache on", path, cache_error(e)))?;
+                let (first, _) = pass(&cache, path, len)?;
+                per_block = cache.stats().device_read_requests as f64 / (len / 4096) as f64;
+                let (again, again_from_device) = pass(&cache, path, len)?;
+                from_device = again_from_device;
+                Ok([
+                    first.wall_s,
+                    first.blocked_s(),
+                    again.wall_s,
+                    again.blocked_s(),
+                ])
+            })?;
             if cold == COLD_DMA {
                 requests.1 = per_block;
             } else {
                 requests.0 = per_block;
             }
-            place.prime()?;
-            let (again, from_device) = pass(&cache, path, len)?;
-            samples.add(cold, x, first.wall_s);
-            samples.add(warm, x, again.wall_s);
+            samples.add(cold, x, cold_s);
+            samples.add(warm, x, warm_s);
             if cold == COLD_DMA {
-                samples.add(COLD_DMA_BLOCKED, x, first.blocked_s());
-                samples.add(WARM_DMA_BLOCKED, x, again.blocked_s());
+                samples.add(COLD_DMA_BLOCKED, x, cold_blocked_s);
+                samples.add(WARM_DMA_BLOCKED, x, warm_blocked_s);
                 misses.retain(|(at, _)| *at != mb);
                 misses.push((mb, from_device));
             }
         }
         let mut memory = read::memory(len as usize, 4096);
-        place.prime()?;
-        let off = read::direct(path, 4096, len as usize, &mut memory)?;
-        samples.add(CACHE_OFF, x, off.wall_s);
+        let [off] = place.averaged(len, || {
+            Ok([read::direct(path, 4096, len as usize, &mut memory)?.wall_s])
+        })?;
+        samples.add(CACHE_OFF, x, off);
         Ok(())
     });
     let misses: Vec<String> = misses
@@ -380,11 +435,12 @@ pub fn cached(options: &ThesisOptions, sizes: &[u64]) -> ThesisOutcome {
              normal reads each missing block as 512-byte requests copied from a bounce buffer \
              ({:.1} device requests per block in the last cold pass), DMA as one request per \
              block, no coalescing or read-ahead ({:.1}); share of the warm pass read from the \
-             device again: {}",
+             device again: {}; {}",
             place.setting,
             requests.0,
             requests.1,
-            misses.join(", ")
+            misses.join(", "),
+            place.passes_said(sizes)
         ),
     }
 }

@@ -3,6 +3,7 @@
 //! timed run (`cell/scenarios.rs`).
 
 use flexio::profile::FlowKind;
+use std::fs::File;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -13,7 +14,7 @@ use flexio::profile::Profile;
 use flexio::{Flow, MechanismName, Report};
 
 use super::streams::Net;
-use super::{fill, other, Bench, Workspace};
+use super::{drop_pages, fill, other, storage_passes, BeforeRun, Bench, Workspace};
 use crate::affinity;
 use crate::limits::Probe;
 use crate::meter::Meter;
@@ -40,6 +41,11 @@ pub(super) struct CellContext {
     capture: PathBuf,
     /// The cell's schedule, on its flexio flows in the engine.
     pacing: Option<Pacing>,
+    /// Run after the source is prepared, before each timed run.
+    before_run: Option<BeforeRun>,
+    /// The other sources a run of a cold, synced copy moves after the
+    /// first ([`RunOptions::storage_rate`](super::RunOptions)).
+    more_sources: Vec<PathBuf>,
 }
 
 /// `flow` set up for a flexio entrant: a fixed mechanism with its
@@ -108,6 +114,15 @@ impl CellContext {
             true => Some(bench.workspace.source(size)?),
             false => None,
         };
+        let passes = match (scenario, cell.key.cache, bench.options.storage_rate) {
+            (Scenario::Flow(FlowKind::FileToFileDurable), CacheState::Cold, Some(rate)) => {
+                storage_passes(rate, size)
+            }
+            _ => 1,
+        };
+        let more_sources = (1..passes)
+            .map(|number| bench.workspace.numbered_source(size, number))
+            .collect::<io::Result<Vec<_>>>()?;
         let memory = needs_memory.then(|| {
             let mut from = vec![0u8; size as usize];
             fill(&mut from, size);
@@ -140,6 +155,8 @@ impl CellContext {
             flexio_exe: bench.options.flexio_exe.clone(),
             capture: report_capture_path(bench.workspace.path("process-report.json")),
             pacing: cell.key.schedule.map(CellSchedule::pacing),
+            before_run: bench.options.before_each_run.clone(),
+            more_sources,
         })
     }
 
@@ -295,10 +312,18 @@ impl CellContext {
             Entrant::Peer(_) | Entrant::Process { .. } => self.command(entrant)?.needs,
             _ => Vec::new(),
         };
+        for source in &self.more_sources {
+            drop_pages(&File::open(source)?)?;
+        }
+        // The first source last: as root, its preparation drops the whole
+        // page cache after its own pages.
         let resident = match &self.source {
             Some(source) => workspace.prepare_source(source, cell.key.cache, &programs)?,
             None => None,
         };
+        if let Some(before_run) = &self.before_run {
+            before_run.run()?;
+        }
         let sink = workspace.path("sink");
         let size = cell.key.size;
         let iperf3_limit = matches!(
@@ -380,6 +405,11 @@ impl CellContext {
         }
         let expected = match self.scenario {
             Scenario::Flow(FlowKind::MemoryToMemory | FlowKind::FileToFile) => size * self.reps[i],
+            Scenario::Flow(FlowKind::FileToFileDurable)
+                if !matches!(entrant, Entrant::Limit(_)) =>
+            {
+                size * (1 + self.more_sources.len() as u64)
+            }
             _ if matches!(entrant, Entrant::Limit(_)) => measured.measurement.bytes,
             Scenario::Parallel | Scenario::ServeClients => size * u64::from(cell.key.flows),
             _ => size,

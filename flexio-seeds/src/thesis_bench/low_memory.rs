@@ -133,8 +133,11 @@ fn in_group(
     };
     let setting = format!(
         "each copy in memory cgroup {} limited to 128 MiB (page cache included), cold, --fsync, \
-         the throttle's credit spent before each, its files on {}",
+         the throttle's credit spent before each round, a round of a copy under a second's \
+         worth at the rate the mean of that many copies back to back (1 MiB: {}), its files \
+         on {}",
         group.path().display(),
+        device.passes(MIB),
         device.describe()
     );
     let mut points = Vec::new();
@@ -166,20 +169,22 @@ fn copy_point(
     let sink = dir.join("thesis-copy");
     let series = format!("{via}, 128 MiB cgroup (ours)");
     point(options, &series, x, size, || {
-        let _ = std::fs::remove_file(&sink);
-        make_cold(&source)?;
-        let mut command = copy_command(&options.flexio, via, chunk, &source, &sink);
-        let procs = group.procs()?;
-        flexio_sys::process::join_cgroup_before_exec(&mut command, procs);
-        device.prime()?;
-        let before = group.events();
-        let name = format!("flexio copy --via {via} of {} MiB", size / MIB);
-        let seconds = timed(&name, &mut command, size).map_err(|why| {
-            let why = group.explain(why.to_string(), before, MEMORY_LIMIT);
-            Error::program(&name, why)
+        let mean = device.averaged(size, || {
+            let _ = std::fs::remove_file(&sink);
+            make_cold(&source)?;
+            let mut command = copy_command(&options.flexio, via, chunk, &source, &sink);
+            let procs = group.procs()?;
+            flexio_sys::process::join_cgroup_before_exec(&mut command, procs);
+            let before = group.events();
+            let name = format!("flexio copy --via {via} of {} MiB", size / MIB);
+            let seconds = timed(&name, &mut command, size).map_err(|why| {
+                let why = group.explain(why.to_string(), before, MEMORY_LIMIT);
+                Error::program(&name, why)
+            })?;
+            Ok([seconds])
         });
         let _ = std::fs::remove_file(&sink);
-        seconds
+        mean.map(|[seconds]| seconds)
     })
 }
 

@@ -25,7 +25,9 @@ impl CellContext {
     /// `reps` copies of the source in one window, each into a new file:
     /// `sink`, then `sink.1`, `sink.2`, … (the extra ones are removed
     /// after the window), so that every copy creates its file as a single
-    /// one does, rather than replacing the one before.
+    /// one does, rather than replacing the one before. A synced run with
+    /// more sources (on throttled storage) copies each of them once
+    /// instead.
     pub(super) fn file_to_file(
         &self,
         entrant: &Entrant,
@@ -34,24 +36,30 @@ impl CellContext {
         reps: u64,
     ) -> io::Result<Measured> {
         let source = self.source()?;
-        let sinks: Vec<PathBuf> = (0..reps)
+        let sources: Vec<&Path> = match durable && !self.more_sources.is_empty() {
+            true => std::iter::once(source)
+                .chain(self.more_sources.iter().map(PathBuf::as_path))
+                .collect(),
+            false => vec![source; reps as usize],
+        };
+        let sinks: Vec<PathBuf> = (0..sources.len())
             .map(|rep| match rep {
                 0 => sink.to_path_buf(),
                 _ => sink.with_extension(rep.to_string()),
             })
             .collect();
-        let result = self.copies(entrant, source, &sinks, durable);
+        let result = self.copies(entrant, &sources, &sinks, durable);
         for extra in sinks.iter().skip(1) {
             let _ = std::fs::remove_file(extra);
         }
         result
     }
 
-    /// One window over a copy of `source` into each of `sinks`.
+    /// One window over a copy of each of `sources` into its sink.
     pub(super) fn copies(
         &self,
         entrant: &Entrant,
-        source: &Path,
+        sources: &[&Path],
         sinks: &[PathBuf],
         durable: bool,
     ) -> io::Result<Measured> {
@@ -60,7 +68,7 @@ impl CellContext {
                 let window = Window::open(CpuScope::Thread);
                 let mut bytes = 0;
                 let mut last = None;
-                for sink in sinks {
+                for (source, sink) in sources.iter().zip(sinks) {
                     let flow = Flow::new(Source::path(source), Sink::path(sink));
                     let report = flexio_flow(flow, entrant, self.profile.as_ref(), self.pacing)
                         .fsync(durable)
@@ -77,7 +85,7 @@ impl CellContext {
             Entrant::Peer(_) | Entrant::Process { .. } => {
                 let spec = &self.command(entrant)?;
                 let window = Window::open(CpuScope::Children);
-                for sink in sinks {
+                for (source, sink) in sources.iter().zip(sinks) {
                     let vars = PeerVars {
                         src: source.to_path_buf(),
                         dst: sink.clone(),
