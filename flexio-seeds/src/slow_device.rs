@@ -111,6 +111,25 @@ impl SlowDevice {
         SlowDevice::with_file_system(name, size, rate, FileSystem::Ext4)
     }
 
+    /// The same ext4 on a loop device over tmpfs, not throttled: files
+    /// whose cold reads cost what the kernel's block layer costs, the same
+    /// from one round to the next (this machine's virtual disk is served
+    /// from its host's memory, at a speed that varies with the host).
+    ///
+    /// # Errors
+    /// As [`SlowDevice::new`], less the blkio controller.
+    ///
+    /// # Examples
+    /// ```no_run
+    /// use flexio_seeds::slow_device::SlowDevice;
+    /// let device = SlowDevice::unthrottled("example", 256 << 20)?;
+    /// assert!(device.describe().contains("not throttled"));
+    /// # Ok::<(), flexio_seeds::Error>(())
+    /// ```
+    pub fn unthrottled(name: &str, size: u64) -> Result<SlowDevice> {
+        SlowDevice::with_file_system(name, size, 0, FileSystem::Ext4)
+    }
+
     /// [`SlowDevice::new`] formatted with `fs`.
     ///
     /// # Errors
@@ -134,9 +153,10 @@ impl SlowDevice {
                 "needs root for the throttled device".into(),
             ));
         }
-        if !Path::new(BLKIO)
-            .join("blkio.throttle.read_bps_device")
-            .exists()
+        if rate > 0
+            && !Path::new(BLKIO)
+                .join("blkio.throttle.read_bps_device")
+                .exists()
         {
             return Err(Error::Unavailable(format!(
                 "no cgroup v1 blkio controller at {BLKIO}: the device cannot be throttled"
@@ -168,7 +188,9 @@ impl SlowDevice {
         let device = LoopDevice::attach(&self.image, false).map_err(Error::LoopDevice)?;
         let node = device.path().to_path_buf();
         self.device = Some(device);
-        self.throttle = Some(Throttle::new(&node, self.rate)?);
+        if self.rate > 0 {
+            self.throttle = Some(Throttle::new(&node, self.rate)?);
+        }
         let mkfs = format!("mkfs.{}", self.fs.name());
         run(Command::new(mkfs).args(["-q", "-F"]).arg(&node))?;
         std::fs::create_dir_all(&self.mount).map_err(|e| Error::io("create", &self.mount, e))?;
@@ -327,7 +349,10 @@ impl SlowDevice {
     /// How much [`describe`](Self::describe) has `dd` move: two seconds'
     /// worth at the rate, from 1 MiB to 32 MiB.
     fn probe_bytes(&self) -> u64 {
-        (self.rate * 2).clamp(1 << 20, 32 << 20)
+        match self.throttle {
+            Some(_) => (self.rate * 2).clamp(1 << 20, 32 << 20),
+            None => 32 << 20,
+        }
     }
 
     /// The device in a sentence for a setup line: where it is, its
@@ -341,12 +366,17 @@ impl SlowDevice {
             ),
             Err(why) => format!("its rate not measured ({why})"),
         };
+        let held = match self.throttle {
+            Some(_) => format!(
+                "throttled by blkio to {} each way",
+                per_second(self.rate as f64)
+            ),
+            None => "not throttled".to_string(),
+        };
         format!(
-            "{} on {} (a loop device over a file in tmpfs) throttled by blkio to {} each \
-             way: {measured}",
+            "{} on {} (a loop device over a file in tmpfs) {held}: {measured}",
             self.fs.name(),
             self.node().display(),
-            per_second(self.rate as f64)
         )
     }
 }
@@ -652,6 +682,23 @@ mod tests {
             .unwrap()
             .lines()
             .any(|l| l.starts_with(&format!("{numbers} "))));
+    }
+
+    #[test]
+    fn an_unthrottled_device_runs_at_memory_speed_and_is_unmade_when_dropped() {
+        if !privileged("an_unthrottled_device_runs_at_memory_speed_and_is_unmade_when_dropped") {
+            return;
+        }
+        let device = SlowDevice::unthrottled("test-ram", 128 << 20).unwrap();
+        assert!(device.throttle.is_none());
+        let measured = device.measure(32 << 20).unwrap();
+        // Far above any throttle the seeds set (64 MiB/s at most).
+        assert!(measured.read_mib_s > 256.0, "{measured:?}");
+        assert!(device.describe().contains("not throttled"));
+        let (image, mount) = (device.image.clone(), device.mount().to_path_buf());
+        drop(device);
+        assert!(!attached(&image), "{} still attached", image.display());
+        assert!(!image.exists() && !mount.exists());
     }
 
     #[test]
