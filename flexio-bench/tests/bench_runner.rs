@@ -213,27 +213,42 @@ fn dontneed_works(dir: &std::path::Path) -> Result<(), String> {
     }
 }
 
+/// A directory whose files `posix_fadvise(DONTNEED)` really drops, or
+/// `None` (the test skipped, saying why).
+fn cold_capable_dir() -> Option<tempfile::TempDir> {
+    let dir = tempfile::tempdir().unwrap();
+    match dontneed_works(dir.path()) {
+        Ok(()) => Some(dir),
+        Err(reason) => {
+            skipped(&reason);
+            None
+        }
+    }
+}
+
+/// A plan of one cold cell.
+fn one_cold_cell(scenario: Scenario, size: u64, entrants: Vec<Entrant>) -> Plan {
+    Plan {
+        cells: vec![Cell::new(scenario, size, CacheState::Cold, entrants)],
+    }
+}
+
 #[test]
 fn cold_cells_are_cold() {
-    let dir = tempfile::tempdir().unwrap();
-    if let Err(reason) = dontneed_works(dir.path()) {
-        skipped(&reason);
+    let Some(dir) = cold_capable_dir() else {
         return;
-    }
-    let plan = Plan {
-        cells: vec![Cell::new(
-            Scenario::Flow(FlowKind::FileToFile),
-            1 << 20,
-            CacheState::Cold,
-            vec![
-                Entrant::flexio(MechanismName::ReadWrite, CHUNK),
-                Entrant::Peer(PeerSpec::cat_redirect()),
-                // The disk's limit beside them, in the same rounds: its
-                // buffered read leaves no run after it warm.
-                Entrant::Limit(flexio_bench::limits::Probe::DiskRead),
-            ],
-        )],
     };
+    let plan = one_cold_cell(
+        Scenario::Flow(FlowKind::FileToFile),
+        1 << 20,
+        vec![
+            Entrant::flexio(MechanismName::ReadWrite, CHUNK),
+            Entrant::Peer(PeerSpec::cat_redirect()),
+            // The disk's limit beside them, in the same rounds: its
+            // buffered read leaves no run after it warm.
+            Entrant::Limit(flexio_bench::limits::Probe::DiskRead),
+        ],
+    );
     let results = runner::run(&plan, &options(dir.path()), &mut runner::Quiet).unwrap();
     assert_eq!(results.runs.len(), 3 * 6, "{:?}", results.notes);
     for run in &results.runs {
@@ -248,22 +263,17 @@ fn cold_cells_are_cold() {
 
 #[test]
 fn a_synced_cold_copy_on_throttled_storage_moves_a_seconds_worth_of_sources_primed_first() {
-    let dir = tempfile::tempdir().unwrap();
-    if let Err(reason) = dontneed_works(dir.path()) {
-        skipped(&reason);
+    let Some(dir) = cold_capable_dir() else {
         return;
-    }
-    let plan = Plan {
-        cells: vec![Cell::new(
-            Scenario::Flow(FlowKind::FileToFileDurable),
-            256 << 10,
-            CacheState::Cold,
-            vec![
-                Entrant::flexio(MechanismName::ReadWrite, CHUNK),
-                Entrant::Peer(PeerSpec::cp()),
-            ],
-        )],
     };
+    let plan = one_cold_cell(
+        Scenario::Flow(FlowKind::FileToFileDurable),
+        256 << 10,
+        vec![
+            Entrant::flexio(MechanismName::ReadWrite, CHUNK),
+            Entrant::Peer(PeerSpec::cp()),
+        ],
+    );
     let primed = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let mut options = options(dir.path());
     // A second at 1 MiB/s is four sources of 256 KiB.
@@ -290,14 +300,11 @@ fn a_synced_cold_copy_on_throttled_storage_moves_a_seconds_worth_of_sources_prim
 #[test]
 fn a_failing_step_before_a_run_drops_the_contender_and_says_why() {
     let dir = tempfile::tempdir().unwrap();
-    let plan = Plan {
-        cells: vec![Cell::new(
-            Scenario::Flow(FlowKind::FileToFileDurable),
-            64 << 10,
-            CacheState::Cold,
-            vec![Entrant::flexio(MechanismName::ReadWrite, CHUNK)],
-        )],
-    };
+    let plan = one_cold_cell(
+        Scenario::Flow(FlowKind::FileToFileDurable),
+        64 << 10,
+        vec![Entrant::flexio(MechanismName::ReadWrite, CHUNK)],
+    );
     let mut options = options(dir.path());
     options.before_each_run = Some(runner::BeforeRun::new(|| {
         Err(std::io::Error::other("the throttle is gone"))
