@@ -179,6 +179,17 @@ impl SlowDevice {
     }
 
     fn make(&mut self, size: u64) -> Result<()> {
+        // A tmpfs too small for the image would fail a run halfway, not here.
+        let room = rustix::fs::statvfs(BACKING_DIR)
+            .map(|fs| fs.f_bavail.saturating_mul(fs.f_frsize))
+            .map_err(|e| Error::io("statvfs", Path::new(BACKING_DIR), e.into()))?;
+        if room < size {
+            return Err(Error::Unavailable(format!(
+                "{BACKING_DIR} has {} MiB free, the device needs {} MiB",
+                room >> 20,
+                size >> 20
+            )));
+        }
         let image =
             std::fs::File::create(&self.image).map_err(|e| Error::io("create", &self.image, e))?;
         image
@@ -682,6 +693,17 @@ mod tests {
             .unwrap()
             .lines()
             .any(|l| l.starts_with(&format!("{numbers} "))));
+    }
+
+    #[test]
+    fn a_device_larger_than_its_tmpfs_has_room_for_is_refused_leaving_nothing() {
+        if !privileged("a_device_larger_than_its_tmpfs_has_room_for_is_refused_leaving_nothing") {
+            return;
+        }
+        let why = SlowDevice::new("test-huge", 1 << 50, SLOW_RATE).unwrap_err();
+        assert!(why.to_string().contains("the device needs"), "{why}");
+        let stem = format!("flexio-slow-{}-test-huge", std::process::id());
+        assert!(!Path::new(BACKING_DIR).join(format!("{stem}.img")).exists());
     }
 
     #[test]
