@@ -658,6 +658,20 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_synced_cold_run_spans_a_second_of_its_storage_in_whole_passes() {
+        const MIB: u64 = 1 << 20;
+        assert_eq!(storage_passes(16 * MIB, MIB), 16);
+        assert_eq!(storage_passes(16 * MIB, 8 * MIB), 2);
+        assert_eq!(storage_passes(16 * MIB, 24 * MIB), 1);
+        assert_eq!(storage_passes(64 * MIB, 16 * MIB), 4);
+        assert_eq!(storage_passes(64 * MIB, 200 * MIB), 1);
+        assert_eq!(storage_passes(64 * MIB, MIB), 64);
+        assert_eq!(storage_passes(1024 * MIB, MIB), 64);
+        assert_eq!(storage_passes(MIB, 0), 64);
+        assert_eq!(storage_passes(0, MIB), 1);
+    }
+
+    #[test]
     fn warm_up_comes_first_then_rotated_rounds() {
         let order = schedule(3, 1, 2);
         let rounds: Vec<u32> = order.iter().map(|(r, _)| *r).collect();

@@ -36,13 +36,6 @@ use crate::error::{Error, Result};
 /// disk's (the quick seeds run still ends in minutes).
 pub const SLOW_RATE: u64 = 64 << 20;
 
-/// The device time one timed round spans at least: ten of the
-/// throttle's slices, so that a slice more or less moves it by a tenth.
-const ROUND_DEVICE_SECONDS: f64 = 1.0;
-
-/// The most passes one round takes (a 1 MiB copy at [`SLOW_RATE`]).
-const MOST_PASSES: usize = 64;
-
 /// Where cgroup v1's blkio controller keeps its root group.
 const BLKIO: &str = "/sys/fs/cgroup/blkio";
 
@@ -247,7 +240,9 @@ impl SlowDevice {
 
     /// How many passes over `bytes`, back to back, one timed round takes
     /// so that it spans a second of the device's time at its rate (1 for a
-    /// second's worth or more, at most 64).
+    /// second's worth or more, at most 64): the rule the bench's runner
+    /// applies to its synced cold copies
+    /// ([`storage_passes`](flexio_bench::runner::storage_passes)).
     ///
     /// # Examples
     /// ```no_run
@@ -258,7 +253,7 @@ impl SlowDevice {
     /// # Ok::<(), flexio_seeds::Error>(())
     /// ```
     pub fn passes(&self, bytes: u64) -> usize {
-        passes_at(self.rate, bytes)
+        flexio_bench::runner::storage_passes(self.rate, bytes) as usize
     }
 
     /// Spends the throttle's credit, then runs `pass` (one timed transfer
@@ -462,10 +457,15 @@ fn spend_credit(path: &Path, bytes: u64) -> Result<()> {
     Ok(())
 }
 
-/// [`SlowDevice::passes`] at `rate` bytes per second.
-fn passes_at(rate: u64, bytes: u64) -> usize {
-    let passes = rate as f64 * ROUND_DEVICE_SECONDS / bytes.max(1) as f64;
-    (passes.ceil() as usize).clamp(1, MOST_PASSES)
+/// Drops `path`'s pages from the page cache (a file or a block device):
+/// the next buffered read comes from the device.
+///
+/// # Errors
+/// Opening or `posix_fadvise` refused, with the path.
+pub(crate) fn make_cold(path: &Path) -> Result<()> {
+    let file = std::fs::File::open(path).map_err(|e| Error::io("open", path, e))?;
+    rustix::fs::fadvise(&file, 0, None, rustix::fs::Advice::DontNeed)
+        .map_err(|e| Error::io("fadvise(DONTNEED)", path, e.into()))
 }
 
 /// Runs `pass` `passes` times: the mean of each of its figures.
@@ -618,19 +618,6 @@ fn timed_dd(args: &[String]) -> Result<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_round_spans_a_second_of_the_device_in_whole_passes() {
-        const MIB: u64 = 1 << 20;
-        assert_eq!(passes_at(16 * MIB, MIB), 16);
-        assert_eq!(passes_at(16 * MIB, 8 * MIB), 2);
-        assert_eq!(passes_at(16 * MIB, 24 * MIB), 1);
-        assert_eq!(passes_at(64 * MIB, 16 * MIB), 4);
-        assert_eq!(passes_at(64 * MIB, 200 * MIB), 1);
-        assert_eq!(passes_at(64 * MIB, MIB), 64);
-        assert_eq!(passes_at(1024 * MIB, MIB), 64);
-        assert_eq!(passes_at(MIB, 0), 64);
-    }
 
     #[test]
     fn the_mean_of_passes_is_taken_figure_by_figure_and_stops_at_an_error() {

@@ -27,7 +27,7 @@ use std::path::{Path, PathBuf};
 use flexio_cache::policy::PolicyName;
 use flexio_cache::{BlockCache, CacheConfig, ReadMode};
 
-use crate::slow_device::{mean_of, SlowDevice};
+use crate::slow_device::{make_cold, mean_of, SlowDevice};
 use crate::thesis_bench::{ThesisOptions, ThesisOutcome, ThesisPoint};
 use flexio_bench::cache_bench::{cache_error, sequential_pass, DataFile};
 
@@ -297,7 +297,7 @@ pub fn uncached(options: &ThesisOptions, sizes: &[u64]) -> ThesisOutcome {
         let x = mb as f64;
         let mut memory = read::memory(len, MULTI);
         let normal = place.averaged(len as u64, || {
-            read::make_cold(path)?;
+            make_cold(path)?;
             let normal = read::single_sector(path, &mut memory.as_mut_slice()[..len])?;
             let timed = normal.timed;
             Ok([timed.wall_s, timed.busy_s, timed.blocked_s(), normal.copy_s])
@@ -317,7 +317,7 @@ pub fn uncached(options: &ThesisOptions, sizes: &[u64]) -> ThesisOutcome {
             dma,
         );
         let [buffered] = place.averaged(len as u64, || {
-            read::make_cold(path)?;
+            make_cold(path)?;
             let buffered = read::buffered(path, 512, &mut memory.as_mut_slice()[..len])?;
             Ok([buffered.wall_s])
         })?;

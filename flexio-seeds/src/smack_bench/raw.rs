@@ -106,7 +106,7 @@ fn measure(
         if options.stop.load(std::sync::atomic::Ordering::Relaxed) {
             return Err(Error::Stopped);
         }
-        read::make_cold(path)?;
+        crate::slow_device::make_cold(path)?;
         throttle.prime(path)?;
         let normal = read::single_sector(path, &mut memory.as_mut_slice()[..LEN])?;
         samples.add(COPY, 0.0, normal.copy_s);

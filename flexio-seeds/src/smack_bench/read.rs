@@ -160,17 +160,6 @@ pub(crate) fn single_sector(path: &Path, out: &mut [u8]) -> Result<Copied> {
     Ok(Copied { timed, copy_s })
 }
 
-/// Drops `path`'s pages from the page cache (a file or a block device):
-/// the next buffered read comes from the device.
-///
-/// # Errors
-/// Opening or `posix_fadvise` refused, with the path.
-pub(crate) fn make_cold(path: &Path) -> Result<()> {
-    let file = std::fs::File::open(path).map_err(|e| Error::io("open", path, e))?;
-    rustix::fs::fadvise(&file, 0, None, rustix::fs::Advice::DontNeed)
-        .map_err(|e| Error::io("fadvise(DONTNEED)", path, e.into()))
-}
-
 /// A buffer for `len` bytes read in `request`s, aligned for `O_DIRECT`,
 /// every page touched so that no fault lands inside a timed read.
 pub(crate) fn memory(len: usize, request: usize) -> AlignedBuffer {
@@ -182,6 +171,7 @@ pub(crate) fn memory(len: usize, request: usize) -> AlignedBuffer {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::slow_device::make_cold;
 
     /// Where `a` and `b` first differ (lengths included), if they do.
     fn first_difference(a: &[u8], b: &[u8]) -> Option<usize> {

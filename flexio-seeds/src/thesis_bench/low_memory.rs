@@ -11,9 +11,10 @@
 use std::path::Path;
 use std::process::Command;
 
-use super::process::{make_cold, source, timed};
+use super::process::{source, timed};
 use super::{point, ThesisOptions, ThesisOutcome, ThesisPoint};
 use crate::error::{Error, Result};
+use crate::slow_device::make_cold;
 use crate::slow_device::{SlowDevice, SLOW_RATE};
 use flexio_bench::memory_group::MemoryGroup;
 

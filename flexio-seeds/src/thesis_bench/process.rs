@@ -43,14 +43,6 @@ pub(super) fn source(dir: &Path, size: u64) -> Result<PathBuf> {
     Ok(path)
 }
 
-/// Drops `path` from the page cache (it is synced): the next read comes
-/// from the disk.
-pub(super) fn make_cold(path: &Path) -> Result<()> {
-    let file = std::fs::File::open(path).map_err(|e| Error::io("open", path, e))?;
-    rustix::fs::fadvise(&file, 0, None, rustix::fs::Advice::DontNeed)
-        .map_err(|e| Error::io("fadvise(DONTNEED)", path, e.into()))
-}
-
 /// Reads `path` whole, so that it is in the page cache.
 pub(super) fn make_warm(path: &Path) -> Result<()> {
     let mut file = std::fs::File::open(path).map_err(|e| Error::io("open", path, e))?;
