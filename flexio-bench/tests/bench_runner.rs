@@ -450,3 +450,44 @@ fn disk_write_limits_write_the_cells_size_and_leave_nothing_behind() {
     let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
     assert!(left.is_empty(), "the sinks are removed: {left:?}");
 }
+
+/// A short warm file → socket flow repeats within its window, each
+/// transfer over its own connection, the same number of times in every
+/// round, and the bytes check counts them all; a process sends once.
+#[test]
+fn a_short_warm_file_to_socket_flow_repeats_over_a_connection_each() {
+    let dir = tempfile::tempdir().unwrap();
+    let size = 64 << 10;
+    let plan = Plan {
+        cells: vec![Cell::new(
+            Scenario::Flow(FlowKind::FileToSocket),
+            size,
+            CacheState::Warm,
+            vec![
+                Entrant::flexio(MechanismName::Sendfile, CHUNK),
+                Entrant::flexio(MechanismName::ReadWrite, CHUNK),
+            ],
+        )],
+    };
+    let mut options = options(dir.path());
+    options.rounds = 3;
+    let mut recorder = Recorder::default();
+    let results = runner::run(&plan, &options, &mut recorder).unwrap();
+    let dropped: Vec<&String> = recorder
+        .notes
+        .iter()
+        .filter(|note| note.contains("file-to-socket"))
+        .collect();
+    assert!(dropped.is_empty(), "{dropped:?}");
+    let runs = runs_of(&results, Scenario::Flow(FlowKind::FileToSocket));
+    assert_eq!(runs.len(), 2 * 4);
+    for run in &runs {
+        // 64 KiB takes well under the window's 20 ms.
+        assert!(
+            run.measured.bytes > size && run.measured.bytes % size == 0,
+            "{run:?}"
+        );
+        let twin = runs.iter().find(|r| r.contender == run.contender).unwrap();
+        assert_eq!(run.measured.bytes, twin.measured.bytes, "{run:?}");
+    }
+}

@@ -411,7 +411,7 @@ impl Bench<'_> {
                 return skip_all(done, observer);
             }
         };
-        if let Err(e) = context.calibrate(&mut self.workspace, cell, &active) {
+        if let Err(e) = context.calibrate(&mut self.workspace, cell, &active, &net) {
             self.note(observer, format!("{}: skipped: {e}", cell.label()));
             return skip_all(done, observer);
         }

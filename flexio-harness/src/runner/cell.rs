@@ -254,43 +254,59 @@ impl CellContext {
     /// Short flows repeat within one window until it lasts at least
     /// 2 ms — tiny memory copies, and warm file-to-file copies (a 1 MiB
     /// copy takes 0.3 ms, of which the creation and rename of its file
-    /// are a noisy part): a single one is timed with more noise than the
-    /// differences between mechanisms. One untimed run per entrant finds
-    /// how many times. A cold cell cannot repeat: only its first copy
-    /// would be cold.
+    /// are a noisy part) — or 20 ms for a warm file to a socket, each
+    /// transfer over its own connection (1 MiB over loopback takes about a
+    /// millisecond, of which the connection and the receiver's wake-up
+    /// are a noisy part: sendfile's rounds spread 82-117% over their
+    /// median). A single one is timed with more noise than the differences
+    /// between mechanisms. One untimed run per entrant finds how many
+    /// times. A cold cell cannot repeat: only its first copy would be
+    /// cold.
     pub(super) fn calibrate(
         &mut self,
         workspace: &mut Workspace,
         cell: &Cell,
         active: &[bool],
+        net: &Net,
     ) -> io::Result<()> {
-        const WANTED_NS: u64 = 2_000_000;
-        let warm_files = self.scenario == Scenario::Flow(FlowKind::FileToFile)
-            && cell.key.cache == CacheState::Warm;
+        let warm = cell.key.cache == CacheState::Warm;
+        let warm_files = self.scenario == Scenario::Flow(FlowKind::FileToFile) && warm;
+        let warm_socket = self.scenario == Scenario::Flow(FlowKind::FileToSocket) && warm;
         let memory = matches!(
             self.scenario,
             Scenario::Flow(FlowKind::MemoryToMemory) | Scenario::Limits
         ) && self.memory.is_some();
-        if !warm_files && !memory {
-            return Ok(());
-        }
+        let wanted_ns: u64 = match (warm_files, warm_socket, memory) {
+            (true, _, _) | (_, _, true) => 2_000_000,
+            (_, true, _) => 20_000_000,
+            _ => return Ok(()),
+        };
         let sink = workspace.path("sink");
         for (i, entrant) in cell.entrants.iter().enumerate() {
             // A process is timed one copy per run, as a user runs it: its
             // start-up is part of what is measured.
-            if !active[i] || matches!(entrant, Entrant::Peer(_) | Entrant::Process { .. }) {
+            // A socket's limit (iperf3) sizes its own transfer.
+            let repeats = match entrant {
+                Entrant::Peer(_) | Entrant::Process { .. } => false,
+                Entrant::Flexio { .. } => true,
+                _ => !warm_socket,
+            };
+            if !active[i] || !repeats {
                 continue;
             }
-            let once = match warm_files {
-                true => {
-                    workspace.prepare_source(self.source()?, cell.key.cache, &[])?;
-                    let once = self.file_to_file(entrant, &sink, false, 1);
-                    let _ = std::fs::remove_file(&sink);
-                    once?
-                }
-                false => self.memory_run(entrant, 1)?,
+            let once = if warm_files {
+                workspace.prepare_source(self.source()?, cell.key.cache, &[])?;
+                let once = self.file_to_file(entrant, &sink, false, 1);
+                let _ = std::fs::remove_file(&sink);
+                once?
+            } else if warm_socket {
+                workspace.prepare_source(self.source()?, cell.key.cache, &[])?;
+                let _pinned = affinity::pin_contender();
+                self.file_to_socket(entrant, cell.key.size, net, 1)?
+            } else {
+                self.memory_run(entrant, 1)?
             };
-            self.reps[i] = WANTED_NS
+            self.reps[i] = wanted_ns
                 .div_ceil(once.measurement.wall_ns.max(1))
                 .clamp(1, 1 << 22);
         }
@@ -367,12 +383,14 @@ impl CellContext {
             Scenario::Flow(FlowKind::FileToFileDurable) => {
                 self.file_to_file(entrant, &sink, true, 1)
             }
-            Scenario::Flow(FlowKind::FileToSocket) => self.file_to_socket(entrant, size, net),
+            Scenario::Flow(FlowKind::FileToSocket) => {
+                self.file_to_socket(entrant, size, net, self.reps[i])
+            }
             Scenario::Meter => {
                 let meter = self.meter.as_mut().expect("the meter runs in meter cells");
                 meter.measure_solo(Duration::from_millis(200))?;
                 let (start, at) = (meter.count()?, Instant::now());
-                let measured = self.file_to_socket(entrant, size, net)?;
+                let measured = self.file_to_socket(entrant, size, net, 1)?;
                 let meter = self.meter.as_mut().expect("the meter runs in meter cells");
                 let (end, until) = (meter.count()?, Instant::now());
                 let kept = meter.kept(end - start, until.duration_since(at).as_nanos() as u64);
@@ -405,6 +423,9 @@ impl CellContext {
         }
         let expected = match self.scenario {
             Scenario::Flow(FlowKind::MemoryToMemory | FlowKind::FileToFile) => size * self.reps[i],
+            Scenario::Flow(FlowKind::FileToSocket) if !matches!(entrant, Entrant::Limit(_)) => {
+                size * self.reps[i]
+            }
             Scenario::Flow(FlowKind::FileToFileDurable)
                 if !matches!(entrant, Entrant::Limit(_)) =>
             {

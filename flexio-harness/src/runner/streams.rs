@@ -136,12 +136,19 @@ pub(super) fn drain(mut from: impl Read) -> io::Result<u64> {
     }
 }
 
-/// The receiving thread of file → socket: accepts one connection and
-/// drains it.
-pub(super) fn spawn_receiver(listener: TcpListener) -> JoinHandle<io::Result<u64>> {
+/// The receiving thread of file → socket: accepts `connections`
+/// connections one after the other and drains each; the bytes of all.
+pub(super) fn spawn_receiver(
+    listener: TcpListener,
+    connections: u64,
+) -> JoinHandle<io::Result<u64>> {
     std::thread::spawn(move || {
         leave_contender_cpu();
-        drain(accept_within(&listener)?)
+        let mut total = 0;
+        for _ in 0..connections {
+            total += drain(accept_within(&listener)?)?;
+        }
+        Ok(total)
     })
 }
 

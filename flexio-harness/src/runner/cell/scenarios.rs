@@ -107,11 +107,14 @@ impl CellContext {
         }
     }
 
+    /// One window over `reps` transfers of the source, each over its own
+    /// connection to the bench's receiver (a peer or a process: one).
     pub(super) fn file_to_socket(
         &self,
         entrant: &Entrant,
         size: u64,
         net: &Net,
+        reps: u64,
     ) -> io::Result<Measured> {
         let source = self.source()?;
         if let Entrant::Peer(PeerSpec {
@@ -126,16 +129,23 @@ impl CellContext {
                 net.receiver_ns.as_deref(),
             );
         }
+        let reps = match entrant {
+            Entrant::Flexio { .. } => reps.max(1),
+            _ => 1,
+        };
         let listener = net.listen()?;
         let address = listener.local_addr()?;
-        let receiver = spawn_receiver(listener);
+        let receiver = spawn_receiver(listener, reps);
         let scope = match entrant {
             Entrant::Flexio { .. } => CpuScope::Thread,
             _ => CpuScope::Children,
         };
         let window = Window::open(scope);
+        let mut connected = 0;
         let sent: io::Result<Option<Report>> = match entrant {
-            Entrant::Flexio { .. } => net.connect(address).and_then(|stream| {
+            Entrant::Flexio { .. } => (0..reps).try_fold(None, |_, _| {
+                let stream = net.connect(address)?;
+                connected += 1;
                 let flow = Flow::new(
                     Source::path(source),
                     Sink::Fd(stream.into(), format!("tcp://{address}")),
@@ -163,8 +173,11 @@ impl CellContext {
             }
         };
         if sent.is_err() {
-            // Let the receiver go if nothing ever connected.
-            let _ = net.connect(address);
+            // Let the receiver go: the connections that never came (a
+            // peer's or a process's, unknown, counts as none).
+            for _ in connected..reps {
+                let _ = net.connect(address);
+            }
         }
         let received = joined(receiver, "receiver");
         let measured = stream_measured(window, &received, &sent);
