@@ -6,7 +6,13 @@
 //! receiver's full buffer has no room for is lost, and counted.
 //!
 //! Throughput is the bytes that arrived over the time from the first send
-//! to the last arrival.
+//! to the last arrival. The sender and the receiver run on two CPUs, as on
+//! the original's two hosts: where the scheduler put both on one, the
+//! sender filled the receiver's buffer for a whole time slice before the
+//! receiver ran, and 3% or 70% of a 1 MB transfer arrived by where the
+//! threads had started. A round of a file under [`ROUND_BYTES`] sends it
+//! that many times over and sums what arrived: one 1 MB transfer lasts a
+//! few milliseconds, of which its start is a noisy part.
 
 use std::net::UdpSocket;
 use std::os::unix::fs::FileExt;
@@ -24,8 +30,15 @@ const MIB: u64 = 1 << 20;
 const PAYLOAD: usize = 1024;
 /// Bytes of the sequence number.
 const HEADER: usize = 8;
-/// How long the receiver waits for a datagram once the sender is done.
-const DRAIN: Duration = Duration::from_millis(200);
+/// How long the receiver waits for a datagram once the sender is done
+/// (loopback delivers one within the sender's call, or soon after in the
+/// kernel's softirq work).
+const DRAIN: Duration = Duration::from_millis(20);
+/// The bytes a round sends at least: a smaller file is sent that many
+/// times over, back to back, at most [`MOST_PASSES`] times.
+pub const ROUND_BYTES: u64 = 64 << 20;
+/// The most transfers one round adds up.
+const MOST_PASSES: u64 = 64;
 
 /// The swept socket buffers, KB (10^3 bytes, the original's).
 const BUFFERS_KB: [u64; 4] = [1, 10, 25, 50];
@@ -44,6 +57,16 @@ pub struct UdpRun {
 }
 
 impl UdpRun {
+    /// The sum of two runs: one round of several transfers.
+    fn plus(self, other: UdpRun) -> UdpRun {
+        UdpRun {
+            sent: self.sent + other.sent,
+            received: self.received + other.received,
+            bytes: self.bytes + other.bytes,
+            seconds: self.seconds + other.seconds,
+        }
+    }
+
     /// Datagrams lost, in percent of those sent.
     pub fn lost_percent(&self) -> f64 {
         if self.sent == 0 {
@@ -97,6 +120,39 @@ pub fn udp_buffers(options: &ThesisOptions) -> ThesisOutcome {
     }
 }
 
+/// How many transfers of a `size`-byte file one round adds up.
+///
+/// # Examples
+/// ```
+/// use flexio_seeds::thesis_bench::udp::passes;
+/// assert_eq!(passes(1 << 20), 64);
+/// assert_eq!(passes(16 << 20), 4);
+/// assert_eq!(passes(100 << 20), 1);
+/// ```
+pub fn passes(size: u64) -> u64 {
+    ROUND_BYTES.div_ceil(size.max(1)).clamp(1, MOST_PASSES)
+}
+
+/// One round: [`passes`] transfers of `file` back to back, summed.
+fn round(
+    options: &ThesisOptions,
+    file: &Path,
+    sink: &Path,
+    size: u64,
+    buffer: u64,
+) -> Result<UdpRun> {
+    let mut total: Option<UdpRun> = None;
+    for _ in 0..passes(size) {
+        options.stopped()?;
+        make_warm(file)?;
+        let run = transfer(file, sink, buffer);
+        let _ = std::fs::remove_file(sink);
+        let run = run?;
+        total = Some(total.map_or(run, |sum| sum.plus(run)));
+    }
+    total.ok_or(Error::Stopped)
+}
+
 /// The median of the rounds at one size and buffer, and its loss.
 fn one_point(options: &ThesisOptions, size: u64, kb: u64) -> Result<(ThesisPoint, f64)> {
     let file = source(&options.dir, size)?;
@@ -104,11 +160,7 @@ fn one_point(options: &ThesisOptions, size: u64, kb: u64) -> Result<(ThesisPoint
     let mut rates = Vec::new();
     let mut lost = Vec::new();
     for _ in 0..options.rounds() {
-        options.stopped()?;
-        make_warm(&file)?;
-        let run = transfer(&file, &sink, kb * 1000);
-        let _ = std::fs::remove_file(&sink);
-        let run = run?;
+        let run = round(options, &file, &sink, size, kb * 1000)?;
         rates.push(run.bytes as f64 / MB / run.seconds);
         lost.push(run.lost_percent());
     }
@@ -147,15 +199,20 @@ pub fn transfer(file: &Path, sink: &Path, buffer: u64) -> Result<UdpRun> {
     // The sender starts once the receiver is at its first recv, not while
     // its thread is still starting (every datagram lost then).
     let ready = Barrier::new(2);
+    // The two ends on two CPUs, as on the original's two hosts: put on one
+    // by the scheduler, the sender fills the receiver's buffer for a whole
+    // time slice before the receiver runs, and a short transfer is lost.
+    let _pinned = flexio_harness::affinity::pin_contender();
     std::thread::scope(|scope| {
         let receiving = scope.spawn(|| {
+            flexio_harness::affinity::leave_contender_cpu();
             ready.wait();
             receive(&receiver, &written, sink, &done)
         });
         ready.wait();
         let start = Instant::now();
         let sent = send(&sender, to, file);
-        done.store(true, Ordering::Relaxed);
+        done.store(true, Ordering::Release);
         let got = receiving
             .join()
             .map_err(|_| Error::Panicked("the UDP receiver"))?;
@@ -219,8 +276,8 @@ fn send(socket: &UdpSocket, to: std::net::SocketAddr, file: &Path) -> Result<u64
 }
 
 /// Writes each datagram that arrives at its place in `sink` until the
-/// sender is done and nothing more comes: (datagrams, bytes, last
-/// arrival), into `file` (`sink`).
+/// sender is done and nothing more comes for [`DRAIN`]: (datagrams,
+/// bytes, last arrival), into `file` (`sink`).
 fn receive(
     socket: &UdpSocket,
     file: &std::fs::File,
@@ -248,7 +305,7 @@ fn receive(
                     std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
                 ) =>
             {
-                if done.load(Ordering::Relaxed) {
+                if done.load(Ordering::Acquire) {
                     return Ok((count, bytes, last));
                 }
             }

@@ -348,9 +348,10 @@ fn disk_to_network() -> Exhibit {
         numbers: Numbers::Given(&[]),
         ours_setup: "A user process over UDP as the original's: the file (warm) sent in 1 KiB \
               sequenced datagrams over loopback with SO_SNDBUF and SO_RCVBUF of 1, 10, 25 and \
-              50 KB at both ends, a receiver writing each datagram at its place in a file; \
-              ours is what arrived over the time to its last datagram, the datagrams lost in \
-              the setup line. The matrix's sendfile, zero-copy send and read-write over \
+              50 KB at both ends, a receiver on another CPU writing each datagram at its place \
+              in a file; ours is what arrived over the time to its last datagram (a file under \
+              64 MiB sent that many times over in a round, summed), the datagrams lost in the \
+              setup line. The matrix's sendfile, zero-copy send and read-write over \
               loopback TCP beside it (the original's FlexIO used its own Ethernet protocol).",
         gaps: &[],
         cells: network_cells,
