@@ -153,6 +153,26 @@ pub struct ThesisOutcome {
 /// Bytes in the thesis's MB.
 const MB: f64 = (1u64 << 20) as f64;
 
+/// The bytes a round of a network setup moves at least: a smaller file is
+/// sent [`round_passes`] times over, back to back, and the round is their
+/// sum. One transfer of 1 MB lasts a few milliseconds, of which starting
+/// it (threads, processes, connections) is a noisy part.
+const ROUND_BYTES: u64 = 64 << 20;
+
+/// How many transfers of a `size`-byte file one round adds up: 64 MiB's
+/// worth, at most 64.
+///
+/// # Examples
+/// ```
+/// use flexio_seeds::thesis_bench::round_passes;
+/// assert_eq!(round_passes(1 << 20), 64);
+/// assert_eq!(round_passes(16 << 20), 4);
+/// assert_eq!(round_passes(100 << 20), 1);
+/// ```
+pub fn round_passes(size: u64) -> u64 {
+    ROUND_BYTES.div_ceil(size.max(1)).clamp(1, 64)
+}
+
 /// The median of `rounds` runs of `run` (each returning seconds for
 /// `bytes`) as a point of `series` at `x`.
 fn point(

@@ -4,7 +4,8 @@
 //! tcp-listen://… tcp://…` — by splice (socket -> pipe -> socket, the
 //! bytes never in B's user space) or by read-write (a user-space copy in
 //! B). C drains. Timed from A's start to the last exit, every byte
-//! counted at the far end. Across three network namespaces joined by two
+//! counted at the far end; a round of a small file is the sum of
+//! [`round_passes`](super::round_passes) such transfers. Across three network namespaces joined by two
 //! veth pairs as root ([`Line`]); without root over loopback (said).
 
 use std::net::Ipv4Addr;
@@ -12,7 +13,7 @@ use std::process::Command;
 use std::time::Instant;
 
 use super::process::{check_bytes, make_warm, source, start};
-use super::{point, sweep, ThesisOptions, ThesisOutcome, ThesisPoint};
+use super::{point, round_passes, sweep, ThesisOptions, ThesisOutcome, ThesisPoint};
 use crate::error::{Error, Result};
 use flexio_bench::host_bench::line::Line;
 use flexio_bench::host_bench::link::free_port;
@@ -103,70 +104,94 @@ pub fn relay(options: &ThesisOptions) -> ThesisOutcome {
 
 fn one(options: &ThesisOptions, hosts: &Hosts, route: Route, size: u64) -> Result<ThesisPoint> {
     let source = source(&options.dir, size)?;
+    let passes = round_passes(size);
+    point(
+        options,
+        &route.series(),
+        (size / MIB) as f64,
+        size * passes,
+        || {
+            let mut seconds = 0.0;
+            for _ in 0..passes {
+                options.stopped()?;
+                seconds += transfer(options, hosts, route, &source, size)?;
+            }
+            Ok(seconds)
+        },
+    )
+}
+
+/// One transfer of `source` along `route`: seconds from A's start to the
+/// last exit, every byte checked.
+fn transfer(
+    options: &ThesisOptions,
+    hosts: &Hosts,
+    route: Route,
+    source: &std::path::Path,
+    size: u64,
+) -> Result<f64> {
     let flexio = options.flexio.to_string_lossy().to_string();
     let (b, c) = hosts.addresses();
-    point(options, &route.series(), (size / MIB) as f64, size, || {
-        make_warm(&source)?;
-        let (port_b, port_c) = (free_port()?, free_port()?);
-        let drain = |k: usize, address: Ipv4Addr, port: u16| {
-            let mut command = hosts.command(k, &flexio);
-            command
-                .args([
-                    "copy",
-                    &format!("tcp-listen://{address}:{port}"),
-                    "/dev/null",
-                ])
-                .args(["--json", "--no-progress"]);
-            command
-        };
-        let mut far = match route {
-            Route::Direct => start("B's receiver", &mut drain(1, b, port_b))?,
-            Route::Relay(_) => start("C's receiver", &mut drain(2, c, port_c))?,
-        };
-        let far_port = if route == Route::Direct {
-            port_b
-        } else {
-            port_c
-        };
-        far.wait_listening(far_port)?;
-        let middle = match route {
-            Route::Direct => None,
-            Route::Relay(via) => {
-                let mut command = hosts.command(1, &flexio);
-                command
-                    .args(["copy", &format!("tcp-listen://{b}:{port_b}")])
-                    .arg(format!("tcp://{c}:{port_c}"))
-                    .args(["--via", via, "--json", "--no-progress"]);
-                let mut middle = start("B's relay", &mut command)?;
-                middle.wait_listening(port_b)?;
-                Some(middle)
-            }
-        };
-        let mut sender = hosts.command(0, &flexio);
-        sender
-            .arg("copy")
-            .arg(&source)
-            .arg(format!("tcp://{b}:{port_b}"))
+    make_warm(source)?;
+    let (port_b, port_c) = (free_port()?, free_port()?);
+    let drain = |k: usize, address: Ipv4Addr, port: u16| {
+        let mut command = hosts.command(k, &flexio);
+        command
+            .args([
+                "copy",
+                &format!("tcp-listen://{address}:{port}"),
+                "/dev/null",
+            ])
             .args(["--json", "--no-progress"]);
-        let started = Instant::now();
-        let sent = start("A's sender", &mut sender)?.finish()?;
-        let relayed = middle.map(|m| m.finish_report()).transpose()?;
-        let received = far.finish()?;
-        let seconds = started.elapsed().as_secs_f64();
-        check_bytes("A's sender", sent, size)?;
-        if let (Some(relayed), Route::Relay(via)) = (relayed, route) {
-            check_bytes("B's relay", relayed["bytes"].as_u64().unwrap_or(0), size)?;
-            // What B was asked to relay by, not a fallback: the point is
-            // that mechanism's.
-            let used = relayed["mechanism_used"].as_str().unwrap_or("?");
-            if used != via {
-                return Err(Error::program(
-                    "B's relay",
-                    format!("asked for {via} and moved by {used}"),
-                ));
-            }
+        command
+    };
+    let mut far = match route {
+        Route::Direct => start("B's receiver", &mut drain(1, b, port_b))?,
+        Route::Relay(_) => start("C's receiver", &mut drain(2, c, port_c))?,
+    };
+    let far_port = if route == Route::Direct {
+        port_b
+    } else {
+        port_c
+    };
+    far.wait_listening(far_port)?;
+    let middle = match route {
+        Route::Direct => None,
+        Route::Relay(via) => {
+            let mut command = hosts.command(1, &flexio);
+            command
+                .args(["copy", &format!("tcp-listen://{b}:{port_b}")])
+                .arg(format!("tcp://{c}:{port_c}"))
+                .args(["--via", via, "--json", "--no-progress"]);
+            let mut middle = start("B's relay", &mut command)?;
+            middle.wait_listening(port_b)?;
+            Some(middle)
         }
-        check_bytes("the far receiver", received, size)?;
-        Ok(seconds)
-    })
+    };
+    let mut sender = hosts.command(0, &flexio);
+    sender
+        .arg("copy")
+        .arg(source)
+        .arg(format!("tcp://{b}:{port_b}"))
+        .args(["--json", "--no-progress"]);
+    let started = Instant::now();
+    let sent = start("A's sender", &mut sender)?.finish()?;
+    let relayed = middle.map(|m| m.finish_report()).transpose()?;
+    let received = far.finish()?;
+    let seconds = started.elapsed().as_secs_f64();
+    check_bytes("A's sender", sent, size)?;
+    if let (Some(relayed), Route::Relay(via)) = (relayed, route) {
+        check_bytes("B's relay", relayed["bytes"].as_u64().unwrap_or(0), size)?;
+        // What B was asked to relay by, not a fallback: the point is
+        // that mechanism's.
+        let used = relayed["mechanism_used"].as_str().unwrap_or("?");
+        if used != via {
+            return Err(Error::program(
+                "B's relay",
+                format!("asked for {via} and moved by {used}"),
+            ));
+        }
+    }
+    check_bytes("the far receiver", received, size)?;
+    Ok(seconds)
 }

@@ -10,9 +10,9 @@
 //! the original's two hosts: where the scheduler put both on one, the
 //! sender filled the receiver's buffer for a whole time slice before the
 //! receiver ran, and 3% or 70% of a 1 MB transfer arrived by where the
-//! threads had started. A round of a file under [`ROUND_BYTES`] sends it
-//! that many times over and sums what arrived: one 1 MB transfer lasts a
-//! few milliseconds, of which its start is a noisy part.
+//! threads had started. A round of a small file sends it
+//! [`round_passes`] times over and sums what arrived: one 1 MB transfer
+//! lasts a few milliseconds, of which its start is a noisy part.
 
 use std::net::UdpSocket;
 use std::os::unix::fs::FileExt;
@@ -22,7 +22,7 @@ use std::sync::Barrier;
 use std::time::{Duration, Instant};
 
 use super::process::{make_warm, source};
-use super::{ThesisOptions, ThesisOutcome, ThesisPoint, MB};
+use super::{round_passes, ThesisOptions, ThesisOutcome, ThesisPoint, MB};
 use crate::error::{Error, Result};
 
 const MIB: u64 = 1 << 20;
@@ -34,11 +34,6 @@ const HEADER: usize = 8;
 /// (loopback delivers one within the sender's call, or soon after in the
 /// kernel's softirq work).
 const DRAIN: Duration = Duration::from_millis(20);
-/// The bytes a round sends at least: a smaller file is sent that many
-/// times over, back to back, at most [`MOST_PASSES`] times.
-pub const ROUND_BYTES: u64 = 64 << 20;
-/// The most transfers one round adds up.
-const MOST_PASSES: u64 = 64;
 
 /// The swept socket buffers, KB (10^3 bytes, the original's).
 const BUFFERS_KB: [u64; 4] = [1, 10, 25, 50];
@@ -120,20 +115,7 @@ pub fn udp_buffers(options: &ThesisOptions) -> ThesisOutcome {
     }
 }
 
-/// How many transfers of a `size`-byte file one round adds up.
-///
-/// # Examples
-/// ```
-/// use flexio_seeds::thesis_bench::udp::passes;
-/// assert_eq!(passes(1 << 20), 64);
-/// assert_eq!(passes(16 << 20), 4);
-/// assert_eq!(passes(100 << 20), 1);
-/// ```
-pub fn passes(size: u64) -> u64 {
-    ROUND_BYTES.div_ceil(size.max(1)).clamp(1, MOST_PASSES)
-}
-
-/// One round: [`passes`] transfers of `file` back to back, summed.
+/// One round: [`round_passes`] transfers of `file` back to back, summed.
 fn round(
     options: &ThesisOptions,
     file: &Path,
@@ -142,7 +124,7 @@ fn round(
     buffer: u64,
 ) -> Result<UdpRun> {
     let mut total: Option<UdpRun> = None;
-    for _ in 0..passes(size) {
+    for _ in 0..round_passes(size) {
         options.stopped()?;
         make_warm(file)?;
         let run = transfer(file, sink, buffer);
