@@ -365,9 +365,11 @@ impl CellContext {
         // process on one machine, its receiver on another.
         // Parallel flows are placed by the scheduler: pinning them all to
         // one CPU would measure that CPU, not how they share the machine.
-        // So are the two sides of a socket pair, both flexio.
-        let streams = pipes
-            || (network && !matches!(self.scenario, Scenario::Parallel | Scenario::SocketPair));
+        // The two sides of a socket pair, both flexio, are a stream's two
+        // ends: its receiver here, its sender on the other CPU (left to
+        // the scheduler, io_uring with 4 KiB buffers took 1x or 2.5x the
+        // time by where the two threads fell).
+        let streams = pipes || (network && self.scenario != Scenario::Parallel);
         let _pinned = streams.then(affinity::pin_contender).flatten();
         // A socket pair prepares its own sources (its files).
         let mut pair_resident = None;

@@ -15,7 +15,9 @@
 //! The window runs from the sender's first connection (its first byte
 //! follows at once) to the receiver's last file closed; its CPU is the whole
 //! process's, both sides being flexio. Every received file is compared
-//! with its source after the window, byte for byte.
+//! with its source after the window, byte for byte. The receiver runs on
+//! the bench's contender CPU and the sender on the other, as a stream's
+//! two ends do (`affinity`).
 
 use std::fs::File;
 use std::io::{self, Read, Write};
@@ -151,6 +153,7 @@ fn transfer(
         let (side, sources, net) = (sides[0].clone(), sources.to_vec(), net.clone());
         let groups = groups.clone();
         std::thread::spawn(move || -> io::Result<Instant> {
+            crate::affinity::leave_contender_cpu();
             let mut first = None;
             for group in groups {
                 let connected = send(&side, &sources[group], &net, address)?;
