@@ -114,6 +114,16 @@ impl ThesisOptions {
         own.min(self.most_rounds).max(1)
     }
 
+    /// Transfers one round of a network setup adds up for a `size`-byte
+    /// file: [`round_passes`], or one where a point is a single round (a
+    /// look at the shape has no spread between rounds to narrow).
+    fn passes(&self, size: u64) -> u64 {
+        match self.rounds() {
+            1 => 1,
+            _ => round_passes(size),
+        }
+    }
+
     fn stopped(&self) -> Result<()> {
         if self.stop.load(Ordering::Relaxed) {
             Err(Error::Stopped)

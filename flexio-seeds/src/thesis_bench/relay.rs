@@ -5,15 +5,16 @@
 //! bytes never in B's user space) or by read-write (a user-space copy in
 //! B). C drains. Timed from A's start to the last exit, every byte
 //! counted at the far end; a round of a small file is the sum of
-//! [`round_passes`](super::round_passes) such transfers. Across three network namespaces joined by two
-//! veth pairs as root ([`Line`]); without root over loopback (said).
+//! [`round_passes`](super::round_passes) such transfers. Across three
+//! network namespaces joined by two veth pairs as root ([`Line`]); without
+//! root over loopback (said).
 
 use std::net::Ipv4Addr;
 use std::process::Command;
 use std::time::Instant;
 
 use super::process::{check_bytes, make_warm, source, start};
-use super::{point, round_passes, sweep, ThesisOptions, ThesisOutcome, ThesisPoint};
+use super::{point, sweep, ThesisOptions, ThesisOutcome, ThesisPoint};
 use crate::error::{Error, Result};
 use flexio_bench::host_bench::line::Line;
 use flexio_bench::host_bench::link::free_port;
@@ -104,7 +105,7 @@ pub fn relay(options: &ThesisOptions) -> ThesisOutcome {
 
 fn one(options: &ThesisOptions, hosts: &Hosts, route: Route, size: u64) -> Result<ThesisPoint> {
     let source = source(&options.dir, size)?;
-    let passes = round_passes(size);
+    let passes = options.passes(size);
     point(
         options,
         &route.series(),

@@ -11,8 +11,9 @@
 //! sender filled the receiver's buffer for a whole time slice before the
 //! receiver ran, and 3% or 70% of a 1 MB transfer arrived by where the
 //! threads had started. A round of a small file sends it
-//! [`round_passes`] times over and sums what arrived: one 1 MB transfer
-//! lasts a few milliseconds, of which its start is a noisy part.
+//! [`round_passes`](super::round_passes) times over and sums what
+//! arrived: one 1 MB transfer lasts a few milliseconds, of which its start
+//! is a noisy part.
 
 use std::net::UdpSocket;
 use std::os::unix::fs::FileExt;
@@ -22,7 +23,7 @@ use std::sync::Barrier;
 use std::time::{Duration, Instant};
 
 use super::process::{make_warm, source};
-use super::{round_passes, ThesisOptions, ThesisOutcome, ThesisPoint, MB};
+use super::{ThesisOptions, ThesisOutcome, ThesisPoint, MB};
 use crate::error::{Error, Result};
 
 const MIB: u64 = 1 << 20;
@@ -115,7 +116,8 @@ pub fn udp_buffers(options: &ThesisOptions) -> ThesisOutcome {
     }
 }
 
-/// One round: [`round_passes`] transfers of `file` back to back, summed.
+/// One round: [`round_passes`](super::round_passes) transfers of `file`
+/// back to back, summed (one where a point is a single round).
 fn round(
     options: &ThesisOptions,
     file: &Path,
@@ -124,7 +126,7 @@ fn round(
     buffer: u64,
 ) -> Result<UdpRun> {
     let mut total: Option<UdpRun> = None;
-    for _ in 0..round_passes(size) {
+    for _ in 0..options.passes(size) {
         options.stopped()?;
         make_warm(file)?;
         let run = transfer(file, sink, buffer);
