@@ -121,10 +121,12 @@ fn two_hundred_idle_tls_connections_add_no_thread() {
         assert_ne!(n, 0, "the server closed before answering");
         seen.extend_from_slice(&buffer[..n]);
     }
+    // At most as many: a helper thread of an earlier test in this binary
+    // may still be finishing (CI saw 9 threads before and 8 during).
     let during = threads();
-    assert_eq!(
-        during, before,
-        "200 idle TLS connections changed this process's threads from {before} to {during}"
+    assert!(
+        during <= before,
+        "200 idle TLS connections took this process's threads from {before} to {during}"
     );
     drop(idle);
     handle.abort();
