@@ -309,6 +309,37 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_round_of_a_small_file_adds_up_all_its_transfers() {
+        let dir = tempfile::tempdir().unwrap();
+        let size = 2 * MIB;
+        let file = source(dir.path(), size).unwrap();
+        let sink = dir.path().join("received");
+        let datagrams = size / PAYLOAD as u64;
+        // Three rounds asked for: each sends the file 32 times over.
+        let options = ThesisOptions {
+            most_rounds: 3,
+            ..ThesisOptions::one_round_in(dir.path())
+        };
+        let run = round(&options, &file, &sink, size, 50_000).unwrap();
+        assert_eq!(run.sent, 32 * datagrams, "{run:?}");
+        assert!(
+            run.received > datagrams && run.received <= run.sent,
+            "{run:?}"
+        );
+        assert_eq!(run.bytes, run.received * PAYLOAD as u64);
+        // One round asked for: one transfer.
+        let once = round(
+            &ThesisOptions::one_round_in(dir.path()),
+            &file,
+            &sink,
+            size,
+            50_000,
+        );
+        assert_eq!(once.unwrap().sent, datagrams);
+        assert!(!sink.exists());
+    }
+
+    #[test]
     fn what_arrives_is_written_in_place_and_what_does_not_is_counted_lost() {
         let dir = tempfile::tempdir().unwrap();
         let file = source(dir.path(), 8 * MIB).unwrap();
