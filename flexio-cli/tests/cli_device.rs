@@ -22,7 +22,10 @@ fn without_a_driver_copy_to_a_gpu_fails_naming_the_device_and_the_driver() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("model.bin");
     std::fs::write(&file, vec![7u8; 100_000]).unwrap();
+    // Run in the temporary directory: were `gpu:0` taken for a file name,
+    // the copy would land there, not in the source tree.
     let output = flexio()
+        .current_dir(dir.path())
         .arg("copy")
         .arg(&file)
         .arg("gpu:0")
@@ -54,7 +57,12 @@ fn a_wrong_gpu_name_a_gpu_source_and_a_flow_flag_are_usage_errors() {
             "known: pageable, pinned, staged, registered",
         ),
     ] {
-        let output = flexio().arg("copy").args(&args).output().unwrap();
+        let output = flexio()
+            .current_dir(dir.path())
+            .arg("copy")
+            .args(&args)
+            .output()
+            .unwrap();
         assert_eq!(
             output.status.code(),
             Some(2),
