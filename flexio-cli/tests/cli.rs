@@ -41,6 +41,7 @@ mod cli_readme;
 mod cli_runaways;
 mod cli_shard;
 mod cli_shard_docs;
+mod cli_side_by_side;
 mod cli_signals;
 mod cli_slurm;
 mod cli_tls;

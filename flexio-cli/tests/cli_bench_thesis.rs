@@ -60,8 +60,8 @@ fn the_relay_and_the_socket_buffer_sweep_run_between_namespaces_and_leave_none()
     assert!(!dir.path().join(format!("flexio-seeds-{pid}")).exists());
 }
 
-#[test]
-fn sigterm_during_the_cgroup_copies_leaves_no_memory_group_behind() {
+/// Run beside the other slow exhibits by `cli_side_by_side`.
+pub(crate) fn sigterm_during_the_cgroup_copies_leaves_no_memory_group_behind() {
     if !require_root("a memory cgroup") {
         return;
     }
@@ -109,8 +109,9 @@ fn sigterm_during_the_cgroup_copies_leaves_no_memory_group_behind() {
 /// The 128 MiB group with `--dir` on tmpfs (/dev/shm): the copies' files
 /// go to the throttled ext4 device instead, so they are not charged to the
 /// group as tmpfs pages would be, and every size is measured, 200 MiB too.
-#[test]
-fn with_dir_on_tmpfs_the_cgroup_copies_run_on_the_throttled_device() {
+///
+/// Run beside the other slow exhibits by `cli_side_by_side`.
+pub(crate) fn with_dir_on_tmpfs_the_cgroup_copies_run_on_the_throttled_device() {
     if !require_root("a memory cgroup and a throttled loop device") {
         return;
     }
@@ -197,8 +198,9 @@ fn slow_devices_of(pid: u32) -> Vec<String> {
 /// device or mount behind.
 /// Figures 4.7-4.14 in one run: they share the cold by-size setups on the
 /// throttled device and in the cgroup, which a run makes once.
-#[test]
-fn flexio_4_7_and_4_11_run_every_setting_on_throttled_devices_and_leave_none() {
+///
+/// Run beside the other slow exhibits by `cli_side_by_side`.
+pub(crate) fn flexio_4_7_and_4_11_run_every_setting_on_throttled_devices_and_leave_none() {
     if !require_root("throttled loop devices and a memory cgroup") {
         return;
     }
