@@ -399,13 +399,14 @@ fn wildforce() -> Exhibit {
         ours_setup: "",
         gaps: &[
             "A device exhibit: it would run on a machine with a GPU as the board (file -> \
-              device memory and back, pageable against pinned buffers); flexio has no device \
-              endpoint.",
+              device memory and back, pageable against pinned buffers). flexio's GPU endpoint \
+              (`flexio copy FILE gpu:N --via MODE`) has not run on a GPU yet, and this \
+              exhibit's cells are not built.",
         ],
         cells: no_cells,
         ours: nothing,
         view: super::as_measured,
-        compare: |_, _| "Nothing of ours to compare: no device endpoint.".to_string(),
+        compare: |_, _| "Nothing of ours to compare: no GPU run.".to_string(),
     }
 }
 

@@ -83,13 +83,14 @@ fn device() -> Exhibit {
         ours_setup: "",
         gaps: &[
             "A device exhibit: it would run on a machine with a GPU (host -> device copies by \
-              size, pageable against pinned memory, one and two staging buffers); flexio has \
-              no device endpoint.",
+              size, pageable against pinned memory, one and two staging buffers). flexio's GPU endpoint \
+              (`flexio copy FILE gpu:N --via MODE`) has not run on a GPU yet, and this \
+              exhibit's cells are not built.",
         ],
         cells: super::no_cells,
         ours: super::nothing,
         view: super::as_measured,
-        compare: |_, _| "Nothing of ours to compare: no device endpoint.".to_string(),
+        compare: |_, _| "Nothing of ours to compare: no GPU run.".to_string(),
     }
 }
 
