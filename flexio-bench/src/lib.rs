@@ -64,6 +64,6 @@ pub use report::{charts, files, originals, output, table};
 // crates above keep compiling.
 pub use flexio_harness::memory_groups_left;
 pub use flexio_harness::{
-    affinity, fingerprint, limits, memory_group, meter, model, peers, plan, process_cpu, runner,
-    stats,
+    affinity, awake, fingerprint, limits, memory_group, meter, model, peers, plan, process_cpu,
+    runner, stats,
 };

@@ -22,6 +22,7 @@
 //!                link, hosts and line, the runner's veth cells
 //! window.rs      the timed window: wall time, CPU, bytes
 //! affinity.rs    contender and counterpart pinned to CPUs of their own
+//! awake.rs       the CPUs held out of sleeping idle states while timed
 //! process_cpu.rs a process's CPU time (all its threads) from /proc
 //! memory_group.rs a memory cgroup (v1 or v2), removed on drop
 //! trees.rs       the file trees (shapes, scaled) a tree copy is timed on
@@ -44,6 +45,7 @@
 #![forbid(unsafe_code)]
 
 pub mod affinity;
+pub mod awake;
 pub mod clients;
 mod error;
 pub mod fingerprint;
