@@ -1,7 +1,7 @@
 //! The exhibits that wait: on a device throttled to 256 KiB/s, a bucket
 //! the clients share, a memory group's writeback. Each spends a minute or
-//! two mostly asleep (1–5 s of CPU in 35–110 s; Cue's Tables 1–6, with
-//! warm loops beside the throttled ones, 66 s in 145 s), so they run side
+//! two mostly asleep (4–13 s of CPU in 35–110 s; Cue's Tables 1–6, with
+//! its meter spinning beside the throttled transfers, 68 s in 145 s), so they run side
 //! by side in one test instead of holding both of the pool's threads for
 //! eight minutes in all. Each makes its own devices, groups and
 //! directories, named by its process, so none sees another's.

@@ -5,11 +5,9 @@
 //! again when a wake-up arrives for it: a task woken on another CPU, an
 //! I/O completion, a timer. How long that takes depends on the host, and
 //! changes from minute to minute. A transfer that waits and wakes
-//! thousands of times then measures the host, not itself: 16 MiB read by
-//! 512-byte `O_DIRECT` requests through a loop device (each request a
-//! hand-off to the loop device's worker and back) took 0.20–0.36 s a pass
-//! in some minutes and up to 3.4 s in others on a 2-CPU VM; held awake,
-//! 0.30–0.34 s in a slow minute (docs/bench.md has the runs).
+//! thousands of times (512-byte `O_DIRECT` reads through a loop device,
+//! each a hand-off to the device's worker and back) then measures the
+//! host, not itself; docs/bench.md has the runs.
 //!
 //! The kernel's CPU latency request (PM QoS) does it: `0` written to
 //! `/dev/cpu_dma_latency` keeps every CPU in its polling idle state for
