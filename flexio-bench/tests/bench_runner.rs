@@ -491,3 +491,65 @@ fn a_short_warm_file_to_socket_flow_repeats_over_a_connection_each() {
         assert_eq!(run.measured.bytes, twin.measured.bytes, "{run:?}");
     }
 }
+
+/// A copy by `cp` after a pause of 0.1 s, and of 0.6 s on the runs
+/// numbered (from 0, the warm-up) in `slow`: the pause, not the copy, sets
+/// each run's time, so the rounds agree but where planted.
+fn paced_cp(counter: &std::path::Path, slow: &str) -> Entrant {
+    let script = "n=$(cat \"$3\" 2>/dev/null || echo 0); echo $((n + 1)) > \"$3\"; \
+                  case \" $4 \" in *\" $n \"*) sleep 0.6 ;; *) sleep 0.1 ;; esac; cp \"$1\" \"$2\"";
+    let counter = counter.to_str().unwrap();
+    Entrant::Peer(PeerSpec::command(
+        "paced cp",
+        &["sh", "-c", script, "sh", "{src}", "{dst}", counter, slow],
+    ))
+}
+
+/// The paced copy's counted rounds and the summary of them, with
+/// `slow` rounds planted and the runner settling spreads over `settle`.
+fn paced_rounds(slow: &str, settle: Option<f64>) -> (usize, flexio_bench::stats::Summary) {
+    let dir = tempfile::tempdir().unwrap();
+    let counter = dir.path().join("count");
+    let plan = Plan {
+        cells: vec![Cell::new(
+            Scenario::Flow(FlowKind::FileToFile),
+            64 << 10,
+            CacheState::Warm,
+            vec![paced_cp(&counter, slow)],
+        )],
+    };
+    let mut options = options(dir.path());
+    options.rounds = 3;
+    options.settle_spread = settle;
+    let results = runner::run(&plan, &options, &mut runner::Quiet).unwrap();
+    let counted = results.runs.iter().filter(|r| r.round >= 1).count();
+    let summaries = flexio_bench::stats::summarize(&results);
+    (counted, summaries.into_iter().next().expect("a summary"))
+}
+
+fn relative_spread(summary: &flexio_bench::stats::Summary) -> f64 {
+    let (low, high) = summary.spread_bps.expect("a spread");
+    (high - low) / summary.median_bps
+}
+
+#[test]
+fn a_cell_whose_rounds_disagree_gets_two_more_and_its_spread_sets_one_odd_round_aside() {
+    // Steady: the planned three.
+    let (counted, steady) = paced_rounds("", Some(0.5));
+    assert_eq!(counted, 3);
+    assert!(relative_spread(&steady) < 0.5, "{steady:?}");
+    // One slow round of three: two more, and the spread of five sets it
+    // aside (the slowest run is still the summary's minimum).
+    let (counted, one) = paced_rounds("2", Some(0.5));
+    assert_eq!(counted, 5);
+    assert!(relative_spread(&one) < 0.5, "{one:?}");
+    assert!(one.min_bps < 0.5 * one.median_bps, "{one:?}");
+    // Two slow rounds of five: reported wide.
+    let (counted, two) = paced_rounds("2 4", Some(0.5));
+    assert_eq!(counted, 5);
+    assert!(relative_spread(&two) > 0.5, "{two:?}");
+    // Not asked to settle (the product bench): the planned three, wide.
+    let (counted, unsettled) = paced_rounds("2", None);
+    assert_eq!(counted, 3);
+    assert!(relative_spread(&unsettled) > 0.5, "{unsettled:?}");
+}

@@ -53,6 +53,7 @@ use flexio::profile::Profile;
 use crate::model::{CacheState, Contender, Provenance, Results, RunRecord, SCHEMA_VERSION};
 use crate::peers::{self, VethPair};
 use crate::plan::{Cell, Entrant, Plan};
+use crate::stats::{self, another_round};
 use crate::window::Measured;
 
 mod cell;
@@ -108,6 +109,12 @@ pub struct RunOptions {
     /// to back, a second's worth at that rate: the kernel's throttle holds
     /// a shorter transfer to its rate only to within a tenth of a second.
     pub storage_rate: Option<u64>,
+    /// Where set, a cell whose counted rounds of some entrant spread wider
+    /// than this share of their median gets up to
+    /// [`SETTLING_ROUNDS`](stats::SETTLING_ROUNDS) more rounds of every
+    /// entrant ([`stats::another_round`]): the seeds' runs, whose grades
+    /// judge each point's spread.
+    pub settle_spread: Option<f64>,
 }
 
 /// How many cold sources of `size` bytes one run of a cold, synced copy
@@ -174,6 +181,7 @@ impl RunOptions {
             flexio_exe: None,
             before_each_run: None,
             storage_rate: None,
+            settle_spread: None,
         }
     }
 }
@@ -421,37 +429,96 @@ impl Bench<'_> {
             self.options.rounds,
         ) {
             *done += 1;
-            if active[i] && !observer.should_stop() {
-                let entrant = &cell.entrants[i];
-                match context.run(&mut self.workspace, cell, i, &net) {
-                    Ok((measured, resident, meter_kept)) => {
-                        self.results.runs.push(record(
-                            cell,
-                            entrant.contender(),
-                            round,
-                            measured,
-                            resident,
-                            meter_kept,
-                        ));
-                    }
-                    Err(e) => {
-                        active[i] = false;
-                        let label = entrant.contender().label();
-                        self.note(
-                            observer,
-                            format!(
-                                "{}: {label} failed, dropped from the cell: {e}",
-                                cell.label()
-                            ),
-                        );
-                    }
+            self.run_entrant(&mut context, cell, (round, i), &mut active, &net, observer);
+            observer.run_finished(*done, total);
+        }
+        // A cell whose rounds disagree gets a few more, every entrant
+        // again (the progress bar's total counts only the planned ones).
+        if let Some(limit) = self.options.settle_spread {
+            let planned = self.options.rounds as usize;
+            let mut ran = planned;
+            while !observer.should_stop()
+                && another_round(ran, planned, || self.unsettled(cell, &active, limit))
+            {
+                ran += 1;
+                for k in 0..cell.entrants.len() {
+                    let i = (ran + k) % cell.entrants.len();
+                    self.run_entrant(
+                        &mut context,
+                        cell,
+                        (ran as u32, i),
+                        &mut active,
+                        &net,
+                        observer,
+                    );
                 }
             }
-            observer.run_finished(*done, total);
         }
         if let Some(meter) = context.meter.take() {
             meter.stop();
         }
+    }
+}
+
+impl Bench<'_> {
+    /// Runs entrant `i` of `cell` once as `round`, if it is still active;
+    /// a failure drops it from the cell, with a note.
+    fn run_entrant(
+        &mut self,
+        context: &mut CellContext,
+        cell: &Cell,
+        (round, i): (u32, usize),
+        active: &mut [bool],
+        net: &Net,
+        observer: &mut dyn Observer,
+    ) {
+        if !active[i] || observer.should_stop() {
+            return;
+        }
+        let entrant = &cell.entrants[i];
+        match context.run(&mut self.workspace, cell, i, net) {
+            Ok((measured, resident, meter_kept)) => {
+                self.results.runs.push(record(
+                    cell,
+                    entrant.contender(),
+                    round,
+                    measured,
+                    resident,
+                    meter_kept,
+                ));
+            }
+            Err(e) => {
+                active[i] = false;
+                let label = entrant.contender().label();
+                self.note(
+                    observer,
+                    format!(
+                        "{}: {label} failed, dropped from the cell: {e}",
+                        cell.label()
+                    ),
+                );
+            }
+        }
+    }
+
+    /// Whether the counted rounds of any active entrant of `cell` spread
+    /// wider than `limit` of their median ([`stats::unsettled`]).
+    fn unsettled(&self, cell: &Cell, active: &[bool], limit: f64) -> bool {
+        cell.entrants
+            .iter()
+            .zip(active)
+            .filter(|(_, active)| **active)
+            .any(|(entrant, _)| {
+                let contender = entrant.contender();
+                let rates: Vec<f64> = self
+                    .results
+                    .runs
+                    .iter()
+                    .filter(|r| r.round >= 1 && r.cell == cell.key && r.contender == contender)
+                    .map(RunRecord::throughput)
+                    .collect();
+                stats::unsettled(&rates, limit)
+            })
     }
 }
 

@@ -60,6 +60,10 @@ pub struct Summary {
     pub min_bps: f64,
     /// Fastest counted run, bytes per second.
     pub max_bps: f64,
+    /// The spread the rounds are judged by ([`round_spread`] of their
+    /// throughputs), bytes per second; absent in older results.
+    #[serde(default)]
+    pub spread_bps: Option<(f64, f64)>,
     /// Process CPU (user + system) seconds per GiB moved, median over runs.
     pub cpu_s_per_gib: f64,
     /// Of that, the system seconds per GiB (median over runs): Cue's
@@ -150,6 +154,67 @@ pub fn median(values: &mut [f64]) -> f64 {
     } else {
         (values[middle - 1] + values[middle]) / 2.0
     }
+}
+
+/// Rounds a point may get beyond those planned while its rounds disagree
+/// (see [`another_round`]).
+pub const SETTLING_ROUNDS: usize = 2;
+
+/// The spread a point's rounds are judged by: the slowest to the fastest
+/// round; with five or more rounds, the second slowest to the second
+/// fastest, one disturbed round each way set aside as the median sets it
+/// aside. `None` for no rounds.
+///
+/// # Examples
+/// ```
+/// use flexio_harness::stats::round_spread;
+/// assert_eq!(round_spread(&[3.0, 1.0, 2.0]), Some((1.0, 3.0)));
+/// assert_eq!(round_spread(&[10.0, 1.0, 2.0, 3.0, 2.5]), Some((2.0, 3.0)));
+/// assert_eq!(round_spread(&[]), None);
+/// ```
+pub fn round_spread(values: &[f64]) -> Option<(f64, f64)> {
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let aside = usize::from(sorted.len() >= 5);
+    let kept = sorted.get(aside..sorted.len().checked_sub(aside)?)?;
+    Some((*kept.first()?, *kept.last()?))
+}
+
+/// Whether the [`round_spread`] of `values` is wider than `limit` times
+/// their median.
+///
+/// # Examples
+/// ```
+/// use flexio_harness::stats::unsettled;
+/// assert!(unsettled(&[1.0, 1.0, 3.0], 0.5));
+/// assert!(!unsettled(&[1.0, 1.0, 3.0, 1.1, 0.9], 0.5));
+/// ```
+pub fn unsettled(values: &[f64], limit: f64) -> bool {
+    let Some((low, high)) = round_spread(values) else {
+        return false;
+    };
+    let middle = median(&mut values.to_vec()).abs();
+    middle > 0.0 && (high - low) / middle > limit
+}
+
+/// Whether a point planned for `planned` rounds, `ran` of them run, gets
+/// another: until the planned ones are done, then, where at least three
+/// were planned, up to [`SETTLING_ROUNDS`] more while `unsettled()` says
+/// its rounds still disagree (a round disturbed by the machine, not by
+/// what is measured, is then one of five and set aside by
+/// [`round_spread`]). A point that stays wide is reported wide.
+///
+/// # Examples
+/// ```
+/// use flexio_harness::stats::another_round;
+/// assert!(another_round(2, 3, || false));
+/// assert!(!another_round(3, 3, || false));
+/// assert!(another_round(3, 3, || true));
+/// assert!(!another_round(5, 3, || true));
+/// assert!(!another_round(1, 1, || true));
+/// ```
+pub fn another_round(ran: usize, planned: usize, unsettled: impl FnOnce() -> bool) -> bool {
+    ran < planned || (planned >= 3 && ran < planned + SETTLING_ROUNDS && unsettled())
 }
 
 /// Jain's fairness index of `shares` (per-flow throughputs, say):
@@ -391,6 +456,7 @@ fn summarize_group(cell: &CellKey, contender: &Contender, runs: &[&RunRecord]) -
         let mut values: Vec<f64> = runs.iter().filter_map(|run| value(run)).collect();
         (!values.is_empty()).then(|| median(&mut values))
     };
+    let spread_bps = round_spread(&throughput);
     Summary {
         cell: cell.clone(),
         contender: contender.clone(),
@@ -398,6 +464,7 @@ fn summarize_group(cell: &CellKey, contender: &Contender, runs: &[&RunRecord]) -
         median_bps: median(&mut throughput),
         min_bps,
         max_bps,
+        spread_bps,
         cpu_s_per_gib: per_gib(|run| {
             (run.measured.cpu_user_ns + run.measured.cpu_sys_ns) as f64 / 1e9
         }),
@@ -467,7 +534,7 @@ fn host_cpu_below_resolution(runs: &[&RunRecord]) -> Option<f64> {
 ///     schedule: None, connection_per_file: false };
 /// let summary = |contender, min: f64, median: f64, max: f64| Summary {
 ///     cell: cell.clone(), contender, runs: 5, median_bps: median, min_bps: min,
-///     max_bps: max, cpu_s_per_gib: 0.0, sys_s_per_gib: 0.0, host_cpu_s_per_gib: 0.0,
+///     max_bps: max, spread_bps: Some((min, max)), cpu_s_per_gib: 0.0, sys_s_per_gib: 0.0, host_cpu_s_per_gib: 0.0,
 ///     switches_per_gib: 0.0, involuntary_per_gib: None, ratio_to_best_peer: None, best_peer_round_range: None,
 ///     ratios_to_peers: Vec::new(),
 ///     ratio_to_best_fixed: None, best_fixed_round_range: None, ratio_to_builtin: None,

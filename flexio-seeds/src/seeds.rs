@@ -47,7 +47,9 @@ pub use setup::Setup;
 /// How an exhibit's grade is decided, as seeds.md states it.
 pub const STATUS_RULE: &str = "Grade rule (computed from this run, not declared): FULL only \
     when every planned cell and setup produced points, each the median of at least three \
-    rounds whose spread (slowest to fastest over the median) is at most 50%; every value the \
+    rounds whose spread over the median is at most 50% (the spread: slowest to fastest round; \
+    a point wider than that gets up to two more rounds, and of five or more the single \
+    slowest and fastest are set aside, as the median sets them aside); every value the \
     document states (in its text or tables, or read off its figure and marked so) is drawn \
     on the chart and tabulated beside ours; the same axes were varied; and the exhibit lists \
     no gap (a setup or mechanism unlike the original's). CEILING when all that holds but the \
@@ -90,7 +92,9 @@ pub struct Point {
     pub x: f64,
     /// In the exhibit's unit: the median of the rounds.
     pub y: f64,
-    /// The slowest and the fastest round in the same unit, where known.
+    /// The rounds' spread in the same unit, where known: the slowest and
+    /// the fastest round, or of five or more the next ones in
+    /// ([`round_spread`](flexio_bench::stats::round_spread)).
     pub spread: Option<(f64, f64)>,
     /// The rounds `y` is the median of, where known.
     pub rounds: Option<usize>,

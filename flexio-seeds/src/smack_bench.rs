@@ -119,9 +119,19 @@ pub mod cached_series {
 
 /// Rounds per figure: the original averaged five; the quick run three,
 /// the least with a median apart from its extremes (either within
-/// `--runs`).
-fn rounds(options: &ThesisOptions) -> usize {
-    options.rounds_of(if options.quick { 3 } else { 5 })
+/// `--runs`, and a few more where a figure's rounds disagree: see
+/// [`ThesisOptions::another_round`]).
+fn own_rounds(options: &ThesisOptions) -> usize {
+    if options.quick {
+        3
+    } else {
+        5
+    }
+}
+
+/// Whether the figures at `x` get another round, `ran` run.
+fn another_round(options: &ThesisOptions, samples: &Samples, x: f64, ran: usize) -> bool {
+    options.another_round(ran, own_rounds(options), samples.at(x))
 }
 
 /// Values by series and x, turned into medians.
@@ -138,6 +148,14 @@ impl Samples {
             Some((_, _, values)) => values.push(y),
             None => self.0.push((series, x, vec![y])),
         }
+    }
+
+    /// Every series' values at `x`.
+    fn at(&self, x: f64) -> impl Iterator<Item = &[f64]> {
+        self.0
+            .iter()
+            .filter(move |(_, at, _)| *at == x)
+            .map(|(_, _, values)| values.as_slice())
     }
 
     /// [`add`](Self::add)s each of `figures` to its series.
@@ -161,15 +179,12 @@ impl Samples {
             .sort_by(|a, b| rank(a.0).cmp(&rank(b.0)).then(a.1.total_cmp(&b.1)));
         self.0
             .into_iter()
-            .map(|(series, x, mut values)| {
-                let low = values.iter().copied().fold(f64::INFINITY, f64::min);
-                let high = values.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-                ThesisPoint {
-                    series: series.to_string(),
-                    x,
-                    spread: Some((low, high, values.len())),
-                    y: flexio_bench::stats::median(&mut values),
-                }
+            .map(|(series, x, mut values)| ThesisPoint {
+                series: series.to_string(),
+                x,
+                spread: flexio_bench::stats::round_spread(&values)
+                    .map(|(low, high)| (low, high, values.len())),
+                y: flexio_bench::stats::median(&mut values),
             })
             .collect()
     }
@@ -259,7 +274,9 @@ fn by_size(
             Ok(data) => data,
             Err(e) => return (samples, failed(format!("writing {name}: {e}"))),
         };
-        for _ in 0..rounds(options) {
+        let mut ran = 0;
+        while another_round(options, &samples, mb as f64, ran) {
+            ran += 1;
             if options.stop.load(std::sync::atomic::Ordering::Relaxed) {
                 return (samples, failed("stopped by a signal".into()));
             }
@@ -468,6 +485,37 @@ mod tests {
             }
         }
         assert_eq!(outcome.points.len(), series.len() * sizes.len());
+    }
+
+    #[test]
+    fn a_size_gets_more_rounds_while_any_series_there_disagrees() {
+        let options = ThesisOptions {
+            most_rounds: 3,
+            ..ThesisOptions::one_round_in(&std::env::temp_dir())
+        };
+        let mut samples = Samples::default();
+        for (wall, busy) in [(1.0, 0.5), (1.1, 0.5), (0.9, 1.5)] {
+            samples.add_each(["wall", "busy"], 1.0, [wall, busy]);
+            samples.add("wall", 2.0, wall);
+        }
+        assert!(
+            another_round(&options, &samples, 1.0, 3),
+            "busy disagrees at 1"
+        );
+        assert!(!another_round(&options, &samples, 2.0, 3), "all agree at 2");
+        for _ in 0..2 {
+            samples.add_each(["wall", "busy"], 1.0, [1.0, 0.5]);
+        }
+        assert!(
+            !another_round(&options, &samples, 1.0, 5),
+            "two more at most"
+        );
+        let busy = samples
+            .points()
+            .into_iter()
+            .find(|p| p.series == "busy")
+            .unwrap();
+        assert_eq!(busy.spread, Some((0.5, 0.5, 5)), "the odd round set aside");
     }
 
     #[test]

@@ -53,6 +53,12 @@ pub use relay::relay;
 pub use sockets::socket_buffers;
 pub use udp::udp_buffers;
 
+/// The widest spread ([`round_spread`](flexio_bench::stats::round_spread)
+/// of a point's rounds, over its median) a point may have: the seeds'
+/// grades judge it, and a point wider than it gets a few more rounds
+/// ([`ThesisOptions::another_round`]).
+pub const SPREAD_LIMIT: f64 = 0.5;
+
 /// What to run.
 #[derive(Clone, Debug)]
 pub struct ThesisOptions {
@@ -112,6 +118,40 @@ impl ThesisOptions {
     /// ```
     pub fn rounds_of(&self, own: usize) -> usize {
         own.min(self.most_rounds).max(1)
+    }
+
+    /// Whether a point whose setup runs `own` rounds, `ran` of them run,
+    /// gets another: until [`rounds_of`](Self::rounds_of)`(own)` are done,
+    /// then a few more while any of `rounds` (each series' values so far,
+    /// in its unit) spreads wider than [`SPREAD_LIMIT`]
+    /// ([`another_round`](flexio_bench::stats::another_round)).
+    ///
+    /// # Examples
+    /// ```
+    /// use flexio_seeds::thesis_bench::ThesisOptions;
+    /// let options = ThesisOptions {
+    ///     dir: std::env::temp_dir(),
+    ///     flexio: "flexio".into(),
+    ///     quick: true,
+    ///     most_rounds: 3,
+    ///     stop: Default::default(),
+    /// };
+    /// let steady = [1.0, 1.1, 0.9];
+    /// let disturbed = [1.0, 1.1, 3.0];
+    /// assert!(!options.another_round(3, 3, [&steady[..]]));
+    /// assert!(options.another_round(3, 3, [&steady[..], &disturbed[..]]));
+    /// ```
+    pub fn another_round<'a>(
+        &self,
+        ran: usize,
+        own: usize,
+        rounds: impl IntoIterator<Item = &'a [f64]>,
+    ) -> bool {
+        flexio_bench::stats::another_round(ran, self.rounds_of(own), || {
+            rounds
+                .into_iter()
+                .any(|values| flexio_bench::stats::unsettled(values, SPREAD_LIMIT))
+        })
     }
 
     /// Transfers one round of a network setup adds up for a `size`-byte
@@ -192,20 +232,23 @@ fn point(
     bytes: u64,
     mut run: impl FnMut() -> Result<f64>,
 ) -> Result<ThesisPoint> {
-    let mut seconds = Vec::new();
-    for _ in 0..options.rounds() {
+    let mut seconds: Vec<f64> = Vec::new();
+    let rate = |s: f64| bytes as f64 / MB / s;
+    while options.another_round(
+        seconds.len(),
+        3,
+        [&seconds.iter().map(|&s| rate(s)).collect::<Vec<_>>()[..]],
+    ) {
         options.stopped()?;
         seconds.push(run()?);
     }
-    let median = flexio_bench::stats::median(&mut seconds);
-    let rate = |s: f64| bytes as f64 / MB / s;
-    let slowest = seconds.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    let fastest = seconds.iter().copied().fold(f64::INFINITY, f64::min);
+    let (fastest, slowest) = flexio_bench::stats::round_spread(&seconds).ok_or(Error::Stopped)?;
+    let rounds = seconds.len();
     Ok(ThesisPoint {
         series: series.to_string(),
         x,
-        y: rate(median),
-        spread: Some((rate(slowest), rate(fastest), seconds.len())),
+        y: rate(flexio_bench::stats::median(&mut seconds)),
+        spread: Some((rate(slowest), rate(fastest), rounds)),
     })
 }
 
@@ -231,4 +274,34 @@ fn sweep<V: Copy>(
         }
     }
     (points, shortfall)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The point of rounds taking `seconds` in turn (1 MB each), planned
+    /// for three.
+    fn point_of(seconds: &[f64]) -> ThesisPoint {
+        let options = ThesisOptions {
+            most_rounds: 3,
+            ..ThesisOptions::one_round_in(&std::env::temp_dir())
+        };
+        let mut next = seconds.iter().copied();
+        point(&options, "s", 1.0, 1 << 20, || {
+            Ok(next.next().expect("a planted round"))
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn a_point_whose_rounds_disagree_gets_two_more_and_sets_one_odd_round_aside() {
+        let steady = point_of(&[1.0, 1.1, 0.9]);
+        assert_eq!(steady.spread, Some((1.0 / 1.1, 1.0 / 0.9, 3)));
+        let one = point_of(&[1.0, 3.0, 1.0, 1.1, 0.9]);
+        assert_eq!(one.spread, Some((1.0 / 1.1, 1.0, 5)));
+        assert_eq!(one.y, 1.0);
+        let two = point_of(&[1.0, 3.0, 1.0, 3.0, 0.9]);
+        assert_eq!(two.spread, Some((1.0 / 3.0, 1.0, 5)));
+    }
 }

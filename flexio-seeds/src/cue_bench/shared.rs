@@ -40,7 +40,7 @@ pub struct Server {
 
 /// Each of `servers` to 1-4 clients sharing [`SHARED_RATE`]: points of
 /// KB/s at each client (the median client of a run; over the rounds the
-/// median, its spread the slowest and fastest round).
+/// median, with its round spread).
 pub fn shared_link(options: &ThesisOptions, servers: &[Server]) -> ThesisOutcome {
     let size: u64 = if options.quick { 1 << 20 } else { 4 << 20 };
     let root = options.dir.join("cue-shared");
@@ -94,15 +94,14 @@ fn point(
     clients: u32,
     size: u64,
 ) -> io::Result<ThesisPoint> {
-    let rounds = options.rounds_of(ROUNDS);
     let mut rates = Vec::new();
-    for _ in 0..rounds {
+    while options.another_round(rates.len(), ROUNDS, [&rates[..]]) {
         let process = start(&options.flexio, root, server)?;
         let mut each = fetch_all(process.address, clients, size)?;
         rates.push(flexio_bench::stats::median(&mut each) / 1024.0);
     }
-    let low = rates.iter().copied().fold(f64::INFINITY, f64::min);
-    let high = rates.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let rounds = rates.len();
+    let (low, high) = flexio_bench::stats::round_spread(&rates).unwrap_or((f64::NAN, f64::NAN));
     Ok(ThesisPoint {
         series: server.series.clone(),
         x: f64::from(clients),

@@ -24,6 +24,7 @@ fn summary(cell: &CellKey, contender: Contender, mb_s: f64) -> Summary {
         median_bps: bps,
         min_bps: 0.95 * bps,
         max_bps: 1.05 * bps,
+        spread_bps: Some((0.95 * bps, 1.05 * bps)),
         cpu_s_per_gib: 0.0,
         sys_s_per_gib: 0.0,
         host_cpu_s_per_gib: 0.0,

@@ -9,9 +9,7 @@ use super::{Numbers, Point, Status};
 /// The least rounds a point's median may come from.
 pub const MIN_ROUNDS: usize = 3;
 
-/// The widest spread (slowest to fastest round, over the median) a point
-/// may have.
-pub const SPREAD_LIMIT: f64 = 0.5;
+pub use crate::thesis_bench::SPREAD_LIMIT;
 
 /// What a run produced for one exhibit.
 #[derive(Clone, Debug, Default)]

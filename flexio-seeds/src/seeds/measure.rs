@@ -51,17 +51,22 @@ pub(super) fn series(
 }
 
 /// `point` with the spread of its summary's rounds: `y` evaluated at
-/// the slowest and the fastest round's throughput. A `y` that does not
-/// follow the throughput (CPU, switches: only their medians are kept)
-/// gets the rounds' count but no spread.
+/// the ends of their [`round_spread`](flexio_bench::stats::round_spread)
+/// (the slowest and the fastest round's throughput, or with five rounds
+/// or more the next ones in). A `y` that does not follow the throughput
+/// (CPU, switches: only their medians are kept) gets the rounds' count
+/// but no spread.
 fn with_rounds(point: Point, summary: &Summary, y: &impl Fn(&Summary) -> Option<f64>) -> Point {
     let at = |bps: f64| {
         let mut round = summary.clone();
         round.median_bps = bps;
         y(&round).filter(|v| v.is_finite())
     };
-    match (at(summary.min_bps), at(summary.max_bps)) {
-        (Some(low), Some(high)) if low != high || summary.min_bps == summary.max_bps => {
+    let (slow, fast) = summary
+        .spread_bps
+        .unwrap_or((summary.min_bps, summary.max_bps));
+    match (at(slow), at(fast)) {
+        (Some(low), Some(high)) if low != high || slow == fast => {
             point.with_spread(low, high, summary.runs)
         }
         _ => Point {
@@ -120,7 +125,7 @@ fn combine(
 }
 
 /// Whether `a` and `b` differ by more than their spreads: the two
-/// ranges (each point's slowest to fastest round) do not overlap. Points
+/// ranges (each point's round spread) do not overlap. Points
 /// without a spread count as differing when their values do.
 pub(super) fn differs(a: &Point, b: &Point) -> bool {
     let range = |p: &Point| p.spread.unwrap_or((p.y, p.y));

@@ -176,7 +176,7 @@ fn points_table(whose: &str, points: &[Point]) -> String {
         .iter()
         .any(|p| p.spread.is_some() || p.rounds.is_some());
     let mut text = if spread {
-        format!("| {whose} | x | y (median) | slowest - fastest | rounds |\n| --- | ---: | ---: | ---: | ---: |\n")
+        format!("| {whose} | x | y (median) | spread of the rounds | rounds |\n| --- | ---: | ---: | ---: | ---: |\n")
     } else {
         format!("| {whose} | x | y |\n| --- | ---: | ---: |\n")
     };
@@ -348,7 +348,7 @@ fn chart_for(
             whiskers: panel.iter().map(|(_, w)| w.clone()).collect(),
             footer: format!(
                 "dashed: the original's values as transcribed; solid: ours, measured now; \
-                 whiskers: slowest to fastest round{}",
+                 whiskers: the rounds' spread{}",
                 if zeros_left_out {
                     "; values of 0 are in the table only (a log axis cannot draw them)"
                 } else {

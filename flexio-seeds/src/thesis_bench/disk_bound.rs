@@ -95,6 +95,7 @@ pub(crate) fn run_cells(
         prime().map_err(|e| std::io::Error::other(e.to_string()))
     }));
     run_options.storage_rate = Some(device.rate());
+    run_options.settle_spread = Some(super::SPREAD_LIMIT);
     let mut observer = Stop(options);
     let results = match runner::run(&plan, &run_options, &mut observer) {
         Ok(results) => results,

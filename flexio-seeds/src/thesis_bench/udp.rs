@@ -143,13 +143,12 @@ fn one_point(options: &ThesisOptions, size: u64, kb: u64) -> Result<(ThesisPoint
     let sink = options.dir.join("thesis-udp-received");
     let mut rates = Vec::new();
     let mut lost = Vec::new();
-    for _ in 0..options.rounds() {
+    while options.another_round(rates.len(), 3, [&rates[..]]) {
         let run = round(options, &file, &sink, size, kb * 1000)?;
         rates.push(run.bytes as f64 / MB / run.seconds);
         lost.push(run.lost_percent());
     }
-    let low = rates.iter().copied().fold(f64::INFINITY, f64::min);
-    let high = rates.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let (low, high) = flexio_bench::stats::round_spread(&rates).ok_or(Error::Stopped)?;
     let count = rates.len();
     let point = ThesisPoint {
         series: series(kb),

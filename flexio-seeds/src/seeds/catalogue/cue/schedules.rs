@@ -304,14 +304,15 @@ fn relative(
             }
             let point = Point::new(&name, x as f64, ratio);
             // Wall time follows each round's throughput: the schedule's
-            // slowest and fastest round over the loop's median, as Table
-            // 2 lists each run beside the means.
+            // slowest and fastest round (its round spread) over the
+            // loop's median, as Table 2 lists each run beside the means.
+            let (slow, fast) = row_summary
+                .spread_bps
+                .unwrap_or((row_summary.min_bps, row_summary.max_bps));
             points.push(match i {
-                0 if row_summary.min_bps > 0.0 => point.with_spread(
-                    MB / row_summary.min_bps / user[0],
-                    MB / row_summary.max_bps / user[0],
-                    rounds,
-                ),
+                0 if slow > 0.0 => {
+                    point.with_spread(MB / slow / user[0], MB / fast / user[0], rounds)
+                }
                 _ => of_rounds(point, rounds),
             });
         }
@@ -384,7 +385,7 @@ fn runs_relative(ours: &[Point], original: &[Point]) -> String {
     };
     format!(
         " Run by run (Table 2), Cue's wall time under (3, 70 ms) was {low:.2}-{high:.2}x the \
-         same run's user driven over {} runs; ours, the schedule's slowest to fastest round \
+         same run's user driven over {} runs; ours, the spread of the schedule's rounds \
          over the loop's median: {} warm, {} disk-bound.",
         walls.len(),
         range(&relative_name(Warm, (3, 70))),
