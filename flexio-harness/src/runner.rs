@@ -502,7 +502,9 @@ impl Bench<'_> {
     }
 
     /// Whether the counted rounds of any active entrant of `cell` spread
-    /// wider than `limit` of their median ([`stats::unsettled`]).
+    /// wider than `limit` of their median ([`stats::unsettled`]), as
+    /// throughputs or as times: a report may show either, and one slow
+    /// round widens the times more than the rates.
     fn unsettled(&self, cell: &Cell, active: &[bool], limit: f64) -> bool {
         cell.entrants
             .iter()
@@ -517,7 +519,8 @@ impl Bench<'_> {
                     .filter(|r| r.round >= 1 && r.cell == cell.key && r.contender == contender)
                     .map(RunRecord::throughput)
                     .collect();
-                stats::unsettled(&rates, limit)
+                let times: Vec<f64> = rates.iter().map(|rate| 1.0 / rate).collect();
+                stats::unsettled(&rates, limit) || stats::unsettled(&times, limit)
             })
     }
 }

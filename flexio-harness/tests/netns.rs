@@ -49,6 +49,20 @@ fn link_hosts_line_and_veth_pair_are_made_work_and_are_removed_on_drop() {
     let mut byte = [0u8];
     served.read_exact(&mut byte).unwrap();
     assert_eq!(&byte, b"x");
+    // Neither side caches what a connection ended with for the next.
+    for ns in [&pair.sender_ns, &pair.receiver_ns] {
+        let saved = Command::new("ip")
+            .args([
+                "netns",
+                "exec",
+                ns,
+                "cat",
+                "/proc/sys/net/ipv4/tcp_no_metrics_save",
+            ])
+            .output()
+            .unwrap();
+        assert_eq!(String::from_utf8_lossy(&saved.stdout).trim(), "1", "{ns}");
+    }
 
     drop((link, hosts, line, pair));
     let listed = namespaces();

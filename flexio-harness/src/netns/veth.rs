@@ -56,6 +56,19 @@ impl VethPair {
         for step in steps {
             ip(step)?;
         }
+        // Each connection starts fresh, as on loopback (`Net::connect`):
+        // the namespaces are the bench's own, so nothing of the host's
+        // changes.
+        for ns in [s, r] {
+            ip(&[
+                "netns",
+                "exec",
+                ns,
+                "sh",
+                "-c",
+                "echo 1 > /proc/sys/net/ipv4/tcp_no_metrics_save",
+            ])?;
+        }
         Ok(pair)
     }
 
