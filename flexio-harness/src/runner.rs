@@ -458,9 +458,7 @@ impl Bench<'_> {
             meter.stop();
         }
     }
-}
 
-impl Bench<'_> {
     /// Runs entrant `i` of `cell` once as `round`, if it is still active;
     /// a failure drops it from the cell, with a note.
     fn run_entrant(

@@ -92,12 +92,15 @@ impl ThesisOptions {
     }
 }
 
+/// Timed rounds a setup's point is planned for: three, the least that
+/// has a median apart from its extremes.
+const POINT_ROUNDS: usize = 3;
+
 impl ThesisOptions {
     /// Timed rounds per point (the median is kept, the spread shown):
-    /// three, the least that has a median apart from its extremes, or
-    /// fewer by [`ThesisOptions::most_rounds`].
+    /// [`POINT_ROUNDS`], or fewer by [`ThesisOptions::most_rounds`].
     fn rounds(&self) -> usize {
-        self.rounds_of(3)
+        self.rounds_of(POINT_ROUNDS)
     }
 
     /// A setup's own count of rounds, `own`, within
@@ -236,7 +239,7 @@ fn point(
     let rate = |s: f64| bytes as f64 / MB / s;
     while options.another_round(
         seconds.len(),
-        3,
+        POINT_ROUNDS,
         [&seconds.iter().map(|&s| rate(s)).collect::<Vec<_>>()[..]],
     ) {
         options.stopped()?;

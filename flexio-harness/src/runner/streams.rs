@@ -86,9 +86,7 @@ impl Net {
     /// ssthresh) per pair of addresses and starts the next one from it,
     /// so the transfers a run repeats would each inherit the last, while
     /// a peer's one transfer a run starts fresh ([`forget_tcp_metrics`]
-    /// runs before every run). A 1 MiB file to a loopback socket by
-    /// sendfile spread 1.2-4.9 GB/s over nine rounds inheriting, and 8 of
-    /// 9 rounds within 1.16-1.38 GB/s with nothing cached. The bench's
+    /// runs before every run; docs/bench.md has the figures). The bench's
     /// veth namespaces cache nothing ([`VethPair::create`]).
     ///
     /// [`forget_tcp_metrics`]: Net::forget_tcp_metrics

@@ -143,7 +143,7 @@ fn one_point(options: &ThesisOptions, size: u64, kb: u64) -> Result<(ThesisPoint
     let sink = options.dir.join("thesis-udp-received");
     let mut rates = Vec::new();
     let mut lost = Vec::new();
-    while options.another_round(rates.len(), 3, [&rates[..]]) {
+    while options.another_round(rates.len(), super::POINT_ROUNDS, [&rates[..]]) {
         let run = round(options, &file, &sink, size, kb * 1000)?;
         rates.push(run.bytes as f64 / MB / run.seconds);
         lost.push(run.lost_percent());
