@@ -25,7 +25,7 @@ mod arc;
 mod clock;
 mod experts;
 mod hit_marks;
-mod list;
+pub(crate) mod list;
 mod lru;
 mod map;
 mod s3fifo;

@@ -36,17 +36,29 @@ pub fn next_uses(keys: &[Key]) -> Vec<usize> {
 
 /// How many references of `keys` hit under MIN with `size` blocks, given
 /// the trace's [`next_uses`].
+pub(crate) fn min_hits(keys: &[Key], next: &[usize], size: usize) -> u64 {
+    min_replay(keys, next, size, |_| {})
+}
+
+/// Replays `keys` under MIN with `size` blocks, calls `on_hit` with the
+/// position of each reference that hits, and returns how many did.
 ///
 /// Residents sit in a max-heap by next use; an entry goes stale when its
 /// block is referenced again (a fresh entry is pushed) and is skipped when
 /// it surfaces, so each reference costs O(log n).
-pub(crate) fn min_hits(keys: &[Key], next: &[usize], size: usize) -> u64 {
+pub(crate) fn min_replay(
+    keys: &[Key],
+    next: &[usize],
+    size: usize,
+    mut on_hit: impl FnMut(usize),
+) -> u64 {
     let mut resident: HashMap<Key, usize> = HashMap::with_capacity(size * 2);
     let mut furthest: BinaryHeap<(usize, Key)> = BinaryHeap::with_capacity(size * 2);
     let mut hits = 0u64;
-    for (&key, &next_use) in keys.iter().zip(next) {
+    for (position, (&key, &next_use)) in keys.iter().zip(next).enumerate() {
         if let Some(slot) = resident.get_mut(&key) {
             hits += 1;
+            on_hit(position);
             *slot = next_use;
         } else {
             if resident.len() == size {

@@ -4,10 +4,13 @@
 //! can say how far each policy is from the best possible, and LIRS
 //! ([`SimPolicy::Lirs`]) and W-TinyLFU ([`SimPolicy::WTinyLfu`]), online
 //! policies no cache here runs, as points of comparison for how far an
-//! online policy gets towards it.
+//! online policy gets towards it, and MIN's verdict per block
+//! ([`SimPolicy::MinPerBlock`]), a second offline yardstick: how far a
+//! cache that knew which blocks to keep, but not when, would get.
 
 mod lirs;
 mod min;
+mod min_per_block;
 mod wtinylfu;
 
 use std::fmt;
@@ -35,6 +38,11 @@ pub enum SimPolicy {
     /// and Middleware 2018), replayed only here as a point of comparison:
     /// [`WTinyLfu`].
     WTinyLfu,
+    /// MIN's verdict per block, known in advance: the blocks MIN keeps
+    /// across most of their reuses are cached by LRU, the others evicted
+    /// first. Offline like MIN; a second yardstick, for a cache that
+    /// knew which blocks to keep but not when (`sim/min_per_block.rs`).
+    MinPerBlock,
 }
 
 impl SimPolicy {
@@ -55,6 +63,7 @@ impl SimPolicy {
             SimPolicy::Min => "min",
             SimPolicy::Lirs => "lirs",
             SimPolicy::WTinyLfu => "w-tinylfu",
+            SimPolicy::MinPerBlock => "min-per-block",
         }
     }
 }
@@ -72,6 +81,9 @@ impl FromStr for SimPolicy {
         if text.eq_ignore_ascii_case("min") || text.eq_ignore_ascii_case("belady") {
             return Ok(SimPolicy::Min);
         }
+        if text.eq_ignore_ascii_case("min-per-block") {
+            return Ok(SimPolicy::MinPerBlock);
+        }
         if text.eq_ignore_ascii_case("lirs") {
             return Ok(SimPolicy::Lirs);
         }
@@ -80,7 +92,7 @@ impl FromStr for SimPolicy {
         }
         text.parse()
             .map(SimPolicy::Online)
-            .map_err(|e: String| e + ", lirs, w-tinylfu, min")
+            .map_err(|e: String| e + ", lirs, w-tinylfu, min, min-per-block")
     }
 }
 
@@ -200,6 +212,40 @@ pub fn simulate_min(keys: &[u64], next: &[usize], size: usize) -> SimResult {
     SimResult::new(SimPolicy::Min, size, keys.len() as u64, hits, seconds)
 }
 
+/// Replays `keys` with `size` blocks under MIN's verdict per block
+/// ([`SimPolicy::MinPerBlock`]); `next` is [`next_uses`] of `keys`. The
+/// rate counts the cache's replay, not MIN's replay that labels the blocks.
+///
+/// # Panics
+/// When `size` is 0 or `next` is not as long as `keys`.
+///
+/// # Examples
+/// ```
+/// use flexio_cache::policy::PolicyName;
+/// use flexio_cache::sim::{next_uses, simulate, simulate_min, simulate_min_per_block};
+/// // A hot pair read between the blocks of a scan, then the scan again.
+/// let keys: Vec<u64> = (0..200).flat_map(|i| [1_000, 1_001, i % 100]).collect();
+/// let next = next_uses(&keys);
+/// let per_block = simulate_min_per_block(&keys, &next, 4).hits;
+/// assert!(per_block <= simulate_min(&keys, &next, 4).hits);
+/// assert!(per_block >= simulate(&keys, PolicyName::Lru, 4).hits);
+/// ```
+pub fn simulate_min_per_block(keys: &[u64], next: &[usize], size: usize) -> SimResult {
+    assert!(size > 0, "a cache needs at least one frame");
+    assert_eq!(keys.len(), next.len(), "one next use per reference");
+    let kept = min_per_block::blocks_min_keeps(keys, next, size);
+    let started = Instant::now();
+    let hits = min_per_block::two_class_hits(keys, &kept, size);
+    let seconds = started.elapsed().as_secs_f64();
+    SimResult::new(
+        SimPolicy::MinPerBlock,
+        size,
+        keys.len() as u64,
+        hits,
+        seconds,
+    )
+}
+
 /// Replays `keys` through a fresh [`Lirs`] of `size` blocks.
 ///
 /// # Panics
@@ -240,14 +286,17 @@ pub fn simulate_wtinylfu(keys: &[u64], size: usize) -> SimResult {
 
 /// Every policy at every size, sizes outermost; runs the pairs on up to
 /// `threads` threads (each pair is independent). MIN's next-use table is
-/// built once, only when MIN is among `policies`.
+/// built once, only when MIN or MIN per block is among `policies`.
 pub fn simulate_all(
     keys: &[u64],
     policies: &[SimPolicy],
     sizes: &[usize],
     threads: usize,
 ) -> Vec<SimResult> {
-    let next = policies.contains(&SimPolicy::Min).then(|| next_uses(keys));
+    let next = policies
+        .iter()
+        .any(|p| matches!(p, SimPolicy::Min | SimPolicy::MinPerBlock))
+        .then(|| next_uses(keys));
     let jobs: Vec<(usize, SimPolicy)> = sizes
         .iter()
         .flat_map(|&size| policies.iter().map(move |&policy| (size, policy)))
@@ -268,6 +317,9 @@ pub fn simulate_all(
                     SimPolicy::WTinyLfu => simulate_wtinylfu(keys, size),
                     SimPolicy::Min => {
                         simulate_min(keys, next.as_deref().expect("built for MIN"), size)
+                    }
+                    SimPolicy::MinPerBlock => {
+                        simulate_min_per_block(keys, next.as_deref().expect("built"), size)
                     }
                 };
                 slots.lock().expect("no panics while held")[index] = Some(result);

@@ -83,8 +83,10 @@ struct SimArgs {
     trace: String,
     /// Policies, comma-separated, or `all`: lru, clock, sieve, s3-fifo,
     /// arc, adaptive (the cache's default), lirs and w-tinylfu (LIRS and
-    /// W-TinyLFU, for comparison; only when named), and min (Belady's MIN,
-    /// the offline optimum no cache can run: the limit).
+    /// W-TinyLFU, for comparison; only when named), min (Belady's MIN,
+    /// the offline optimum no cache can run: the limit) and min-per-block
+    /// (offline too, only when named: MIN's choice of blocks known in
+    /// advance, kept by LRU, the rest evicted first).
     #[arg(long, default_value = "all")]
     policy: String,
     /// Cache sizes in blocks, comma-separated.
@@ -204,7 +206,7 @@ fn table(
     );
     text += &format!("{:>10}", "blocks");
     for policy in policies {
-        text += &format!(" {:>8}", policy.as_str());
+        text += &format!(" {:>1$}", policy.as_str(), width(*policy));
     }
     if paper {
         text += &format!(" {:>10} {:>10}", "paper-lru", "paper-arc");
@@ -214,7 +216,7 @@ fn table(
         text += &format!("{size:>10}");
         for &policy in policies {
             let result = find(size, policy).expect("every pair simulated");
-            text += &format!(" {:>8.2}", result.hit_ratio_percent);
+            text += &format!(" {:>1$.2}", result.hit_ratio_percent, width(policy));
         }
         if paper {
             match ARC_PAPER_OLTP.iter().find(|row| row.0 == size) {
@@ -230,6 +232,11 @@ fn table(
         text += "paper: Megiddo and Modha, \"ARC: A Self-Tuning, Low Overhead Replacement Cache\", USENIX FAST 2003, Table VIII\n";
     }
     text
+}
+
+/// A table column's width for `policy`: its name, and at least 8.
+fn width(policy: SimPolicy) -> usize {
+    policy.as_str().len().max(8)
 }
 
 /// Each online policy's place on the way from LRU (0 %) to MIN (100 %),
@@ -250,8 +257,8 @@ fn way_to_min<'a>(
         .copied()
         .filter(|&p| p != SimPolicy::Min && p != lru)
         .collect();
-    for policy in &online {
-        text += &format!(" {:>8}", policy.as_str());
+    for &policy in &online {
+        text += &format!(" {:>1$}", policy.as_str(), width(policy));
     }
     text.push('\n');
     for &size in sizes {
@@ -262,8 +269,8 @@ fn way_to_min<'a>(
         for &policy in &online {
             let hit = find(size, policy).map_or(0.0, |r| r.hit_ratio_percent);
             match way_from_lru_to_min(hit, low.hit_ratio_percent, high.hit_ratio_percent) {
-                Some(way) => text += &format!(" {:>7.0}%", way),
-                None => text += &format!(" {:>8}", "-"),
+                Some(way) => text += &format!(" {:>1$.0}%", way, width(policy) - 1),
+                None => text += &format!(" {:>1$}", "-", width(policy)),
             }
         }
         text.push('\n');
@@ -275,6 +282,7 @@ fn way_to_min<'a>(
 /// sizes (pairs ran on several threads at once: compare them, no more).
 fn speeds(policies: &[SimPolicy], results: &[SimResult]) -> String {
     let mut text = "\nmillions of references per second (median over the sizes):\n".to_string();
+    let name_width = policies.iter().map(|p| p.as_str().len()).max().unwrap_or(0);
     for &policy in policies {
         let mut rates: Vec<f64> = results
             .iter()
@@ -283,7 +291,7 @@ fn speeds(policies: &[SimPolicy], results: &[SimResult]) -> String {
             .collect();
         rates.sort_by(f64::total_cmp);
         if let Some(median) = rates.get(rates.len() / 2) {
-            text += &format!("  {:<9} {median:>8.1}\n", policy.as_str());
+            text += &format!("  {:<1$} {median:>8.1}\n", policy.as_str(), name_width);
         }
     }
     text
@@ -309,8 +317,8 @@ fn write_chart(
             PlainSeries {
                 label: policy.as_str().to_string(),
                 points,
-                // The limit, not a policy: drawn dashed.
-                dashed: *policy == SimPolicy::Min,
+                // The offline yardsticks, not policies: drawn dashed.
+                dashed: matches!(policy, SimPolicy::Min | SimPolicy::MinPerBlock),
             }
         })
         .collect();
@@ -339,11 +347,12 @@ mod tests {
             PolicyName::ALL.len() + 1
         );
         assert_eq!(
-            parse_policies("lru, s3-fifo,min").unwrap(),
+            parse_policies("lru, s3-fifo,min,min-per-block").unwrap(),
             [
                 SimPolicy::Online(PolicyName::Lru),
                 SimPolicy::Online(PolicyName::S3Fifo),
-                SimPolicy::Min
+                SimPolicy::Min,
+                SimPolicy::MinPerBlock
             ]
         );
         assert!(parse_policies("mru").is_err());
