@@ -7,11 +7,14 @@
 //! on MIN's past choices, as Jain and Lin's Hawkeye does for CPU caches,
 //! ISCA 2016) decides per block instead. This replay gives such a cache
 //! the answer in full: from MIN's own replay at the same size, a block is
-//! *kept* when MIN keeps it across more than half of its reuses; kept
+//! *kept* when MIN keeps it across more than a share of its reuses; kept
 //! blocks are cached by LRU and every other block is evicted first (LRU
-//! among them). Like MIN it reads the whole trace ahead, so no cache can
-//! run it; how far it gets from LRU towards MIN shows how much of MIN's
-//! lead a perfect per-block choice leaves behind.
+//! among them). The share is the best of [`KEPT_SHARES`] for the trace
+//! and size: a loop a little longer than the cache has MIN keep every
+//! block across most of its reuses, and then only the blocks it always
+//! keeps fit. Like MIN it reads the whole trace ahead, so no cache can run
+//! it; how far it gets from LRU towards MIN shows how much of MIN's lead
+//! a perfect per-block choice leaves behind.
 
 use std::collections::{HashMap, HashSet};
 
@@ -19,9 +22,25 @@ use super::min::min_replay;
 use crate::policy::list::{Links, List};
 use crate::policy::Key;
 
-/// The blocks MIN keeps across more than half of their reuses with `size`
-/// blocks; `next` is the trace's [`next_uses`](super::next_uses).
-pub(crate) fn blocks_min_keeps(keys: &[Key], next: &[usize], size: usize) -> HashSet<Key> {
+/// The shares of its reuses across which MIN must keep a block for it to
+/// count as kept, in tenths: each is tried, the best one counts.
+const KEPT_SHARES: [u32; 4] = [3, 5, 7, 9];
+
+/// How many references of `keys` hit with `size` blocks when the blocks
+/// MIN keeps are known ([`blocks_min_keeps`]), at the best of
+/// [`KEPT_SHARES`]; `next` is the trace's [`next_uses`](super::next_uses).
+pub(crate) fn min_per_block_hits(keys: &[Key], next: &[usize], size: usize) -> u64 {
+    let reuses = reuses_min_keeps(keys, next, size);
+    KEPT_SHARES
+        .iter()
+        .map(|&tenths| two_class_hits(keys, &blocks_min_keeps(&reuses, tenths), size))
+        .max()
+        .unwrap_or(0)
+}
+
+/// For each block that is reused: how many of its reuses there are, and
+/// across how many of them MIN with `size` blocks keeps it resident.
+fn reuses_min_keeps(keys: &[Key], next: &[usize], size: usize) -> HashMap<Key, (u32, u32)> {
     let mut hit = vec![false; keys.len()];
     min_replay(keys, next, size, |position| hit[position] = true);
     let mut reuses: HashMap<Key, (u32, u32)> = HashMap::new();
@@ -33,15 +52,20 @@ pub(crate) fn blocks_min_keeps(keys: &[Key], next: &[usize], size: usize) -> Has
         }
     }
     reuses
-        .into_iter()
-        .filter(|&(_, (all, kept))| 2 * kept > all)
-        .map(|(key, _)| key)
+}
+
+/// The blocks MIN keeps across more than `tenths` tenths of their reuses.
+fn blocks_min_keeps(reuses: &HashMap<Key, (u32, u32)>, tenths: u32) -> HashSet<Key> {
+    reuses
+        .iter()
+        .filter(|&(_, &(all, kept))| 10 * kept > tenths * all)
+        .map(|(&key, _)| key)
         .collect()
 }
 
 /// How many references of `keys` hit in a cache of `size` blocks that
 /// holds the blocks of `kept` by LRU and evicts every other block first.
-pub(crate) fn two_class_hits(keys: &[Key], kept: &HashSet<Key>, size: usize) -> u64 {
+fn two_class_hits(keys: &[Key], kept: &HashSet<Key>, size: usize) -> u64 {
     let mut frames: HashMap<Key, u32> = HashMap::with_capacity(size * 2);
     let mut keys_of: Vec<Key> = Vec::with_capacity(size);
     let mut links = Links::new(size);
@@ -74,7 +98,7 @@ pub(crate) fn two_class_hits(keys: &[Key], kept: &HashSet<Key>, size: usize) -> 
 
 #[cfg(test)]
 mod tests {
-    use super::{blocks_min_keeps, two_class_hits};
+    use super::{blocks_min_keeps, min_per_block_hits, reuses_min_keeps, two_class_hits};
     use crate::sim::next_uses;
 
     #[test]
@@ -82,7 +106,7 @@ mod tests {
         // Two hot blocks read between every block of a scan, in 3 frames:
         // MIN keeps the hot pair throughout and never a scanned block.
         let keys: Vec<u64> = (0..300u64).flat_map(|i| [1_000, 1_001, i]).collect();
-        let kept = blocks_min_keeps(&keys, &next_uses(&keys), 3);
+        let kept = blocks_min_keeps(&reuses_min_keeps(&keys, &next_uses(&keys), 3), 5);
         assert_eq!(kept, [1_000, 1_001].into_iter().collect());
         // Kept first, the hot pair hits every time after its first read;
         // with nothing kept, the cache is LRU, which the scan cannot flush
@@ -99,5 +123,21 @@ mod tests {
         assert_eq!(two_class_hits(&keys, &kept, 3), 1);
         let none = Default::default();
         assert_eq!(two_class_hits(&keys, &none, 3), 0);
+    }
+
+    #[test]
+    fn a_loop_a_little_longer_than_the_cache_keeps_only_what_fits() {
+        // 1100 blocks round and round through 1050 frames: MIN keeps
+        // every block across more than 70 % of its reuses, so at that
+        // share more blocks are "kept" than fit and LRU among them misses
+        // every time; at 90 % only the blocks MIN always keeps are.
+        let keys: Vec<u64> = (0..200_000).map(|i| i % 1100).collect();
+        let next = next_uses(&keys);
+        let reuses = reuses_min_keeps(&keys, &next, 1050);
+        let kept = blocks_min_keeps(&reuses, 7);
+        assert!(kept.len() > 1050, "{}", kept.len());
+        assert_eq!(two_class_hits(&keys, &kept, 1050), 0);
+        assert!(blocks_min_keeps(&reuses, 9).len() < 1050);
+        assert!(min_per_block_hits(&keys, &next, 1050) > 160_000);
     }
 }

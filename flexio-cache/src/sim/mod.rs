@@ -40,8 +40,9 @@ pub enum SimPolicy {
     WTinyLfu,
     /// MIN's verdict per block, known in advance: the blocks MIN keeps
     /// across most of their reuses are cached by LRU, the others evicted
-    /// first. Offline like MIN; a second yardstick, for a cache that
-    /// knew which blocks to keep but not when (`sim/min_per_block.rs`).
+    /// first (the best of four shares for "most"). Offline like MIN; a
+    /// second yardstick, for a cache that knew which blocks to keep but
+    /// not when (`sim/min_per_block.rs`).
     MinPerBlock,
 }
 
@@ -213,8 +214,9 @@ pub fn simulate_min(keys: &[u64], next: &[usize], size: usize) -> SimResult {
 }
 
 /// Replays `keys` with `size` blocks under MIN's verdict per block
-/// ([`SimPolicy::MinPerBlock`]); `next` is [`next_uses`] of `keys`. The
-/// rate counts the cache's replay, not MIN's replay that labels the blocks.
+/// ([`SimPolicy::MinPerBlock`]); `next` is [`next_uses`] of `keys`. Its
+/// rate counts MIN's replay that labels the blocks and the four replays
+/// of the labelled cache.
 ///
 /// # Panics
 /// When `size` is 0 or `next` is not as long as `keys`.
@@ -233,9 +235,8 @@ pub fn simulate_min(keys: &[u64], next: &[usize], size: usize) -> SimResult {
 pub fn simulate_min_per_block(keys: &[u64], next: &[usize], size: usize) -> SimResult {
     assert!(size > 0, "a cache needs at least one frame");
     assert_eq!(keys.len(), next.len(), "one next use per reference");
-    let kept = min_per_block::blocks_min_keeps(keys, next, size);
     let started = Instant::now();
-    let hits = min_per_block::two_class_hits(keys, &kept, size);
+    let hits = min_per_block::min_per_block_hits(keys, next, size);
     let seconds = started.elapsed().as_secs_f64();
     SimResult::new(
         SimPolicy::MinPerBlock,
