@@ -531,8 +531,12 @@ fn paced_rounds_of(
     let mut options = options(dir.path());
     options.rounds = 3;
     options.settle_spread = settle;
-    let results = runner::run(&plan, &options, &mut runner::Quiet).unwrap();
+    let mut recorder = Recorder::default();
+    let results = runner::run(&plan, &options, &mut recorder).unwrap();
     let counted = results.runs.iter().filter(|r| r.round >= 1).count();
+    // The progress the observer saw counts the settling rounds too, and
+    // ends full: the warm-up and every counted round.
+    assert_eq!(recorder.last, (1 + counted, 1 + counted));
     let summaries = flexio_bench::stats::summarize(&results);
     (counted, summaries.into_iter().next().expect("a summary"))
 }

@@ -308,17 +308,33 @@ pub fn run(plan: &Plan, options: &RunOptions, observer: &mut dyn Observer) -> io
     for note in crate::fingerprint::machine_notes(&options.dir) {
         bench.note(observer, note);
     }
-    let total = plan.runs(options.warmups, options.rounds);
-    let mut done = 0;
+    let mut progress = Progress {
+        done: 0,
+        total: plan.runs(options.warmups, options.rounds),
+    };
     for (index, cell) in plan.cells.iter().enumerate() {
         if observer.should_stop() {
             bench.note(observer, STOPPED_EARLY.into());
             break;
         }
         observer.cell_started(index, plan.cells.len(), &cell.label());
-        bench.run_cell(cell, observer, &mut done, total);
+        bench.run_cell(cell, observer, &mut progress);
     }
     Ok(bench.results)
+}
+
+/// Runs over and runs in all, for the observer: the total grows when a
+/// cell gets settling rounds.
+struct Progress {
+    done: usize,
+    total: usize,
+}
+
+impl Progress {
+    fn advance(&mut self, runs: usize, observer: &mut dyn Observer) {
+        self.done += runs;
+        observer.run_finished(self.done, self.total);
+    }
 }
 
 struct Bench<'a> {
@@ -350,31 +366,24 @@ impl Bench<'_> {
         );
     }
 
-    fn run_cell(
-        &mut self,
-        cell: &Cell,
-        observer: &mut dyn Observer,
-        done: &mut usize,
-        total: usize,
-    ) {
+    fn run_cell(&mut self, cell: &Cell, observer: &mut dyn Observer, progress: &mut Progress) {
         let slots = (self.options.warmups + self.options.rounds) as usize;
-        let skip_all = |done: &mut usize, observer: &mut dyn Observer| {
-            *done += slots * cell.entrants.len();
-            observer.run_finished(*done, total);
+        let skip_all = |progress: &mut Progress, observer: &mut dyn Observer| {
+            progress.advance(slots * cell.entrants.len(), observer);
         };
         let scenario = cell.key.scenario;
         let net = match cell.key.path.as_str() {
             "" | "loopback" => Net::loopback(),
             "veth" => match &self.veth {
                 Some(pair) => Net::veth(pair),
-                None => return skip_all(done, observer),
+                None => return skip_all(progress, observer),
             },
             other => {
                 self.note(
                     observer,
                     format!("{}: unknown network path {other:?}", cell.label()),
                 );
-                return skip_all(done, observer);
+                return skip_all(progress, observer);
             }
         };
         // Entrants that can run here.
@@ -416,24 +425,23 @@ impl Bench<'_> {
             Ok(context) => context,
             Err(e) => {
                 self.note(observer, format!("{}: skipped: {e}", cell.label()));
-                return skip_all(done, observer);
+                return skip_all(progress, observer);
             }
         };
         if let Err(e) = context.calibrate(&mut self.workspace, cell, &active, &net) {
             self.note(observer, format!("{}: skipped: {e}", cell.label()));
-            return skip_all(done, observer);
+            return skip_all(progress, observer);
         }
         for (round, i) in schedule(
             cell.entrants.len(),
             self.options.warmups,
             self.options.rounds,
         ) {
-            *done += 1;
             self.run_entrant(&mut context, cell, (round, i), &mut active, &net, observer);
-            observer.run_finished(*done, total);
+            progress.advance(1, observer);
         }
         // A cell whose rounds disagree gets a few more, every entrant
-        // again (the progress bar's total counts only the planned ones).
+        // again; the total grows by them.
         if let Some(limit) = self.options.settle_spread {
             let planned = self.options.rounds as usize;
             let mut ran = planned;
@@ -441,6 +449,7 @@ impl Bench<'_> {
                 && another_round(ran, planned, || self.unsettled(cell, &active, limit))
             {
                 ran += 1;
+                progress.total += cell.entrants.len();
                 for k in 0..cell.entrants.len() {
                     let i = (ran + k) % cell.entrants.len();
                     self.run_entrant(
@@ -451,6 +460,7 @@ impl Bench<'_> {
                         &net,
                         observer,
                     );
+                    progress.advance(1, observer);
                 }
             }
         }
