@@ -3,7 +3,8 @@
 //!
 //! The default policy is an adaptive S3-FIFO whose setting (small-queue
 //! share, reads to promote, whether a return from the ghost counts as a
-//! read) follows the best of five miniature simulations of itself,
+//! read or is guarded) follows the best of six miniature simulations of
+//! itself,
 //! chosen by replaying the ARC paper's
 //! traces (Megiddo and Modha, "ARC: A Self-Tuning, Low Overhead
 //! Replacement Cache", USENIX FAST 2003) and generated ones against LRU,

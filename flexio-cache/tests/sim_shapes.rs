@@ -133,20 +133,44 @@ fn sim_the_default_keeps_up_with_lru_and_s3_fifo_on_a_loop() {
 }
 
 #[test]
-fn sim_the_default_keeps_up_with_s3_fifo_on_loops_5_to_17_percent_over_the_cache() {
-    // Every change of setting used to leave some of these loops in a
-    // cycle that evicts returning blocks just before their next read
-    // (1.4 to 7.5 points behind S3-FIFO). Loops of 2200 and 5500 blocks
-    // at 1880 to 1960 and 4700 to 5000 still trail it by up to 1.8 (the
-    // README says so).
-    assert_default_keeps_up_with_lru_and_s3_fifo(
-        "loop:blocks=1100,len=200000",
-        &[940, 950, 960, 970, 980, 990, 1000, 1010, 1020, 1030, 1040],
-    );
-    assert_default_keeps_up_with_lru_and_s3_fifo(
-        "loop:blocks=550,len=100000",
-        &[470, 480, 490, 500, 510, 520],
-    );
+fn sim_the_default_keeps_what_fits_of_loops_5_to_17_percent_over_the_cache() {
+    // The guarded return's expert (policy/adaptive.rs): the main queue
+    // keeps its blocks through the loop, as MIN keeps what fits, where
+    // S3-FIFO's sweep lets most of them go once a lap. It used to trail
+    // S3-FIFO by up to 1.8 points on some of these loops.
+    for (spec, sizes) in [
+        (
+            "loop:blocks=1100,len=200000",
+            &[940, 950, 960, 970, 980, 990, 1000, 1010, 1020, 1030, 1040][..],
+        ),
+        (
+            "loop:blocks=550,len=100000",
+            &[470, 480, 490, 500, 510, 520],
+        ),
+        (
+            "loop:blocks=2200,len=400000",
+            &[1880, 1920, 1960, 2000, 2040, 2080],
+        ),
+        (
+            "loop:blocks=5500,len=1000000",
+            &[4700, 4800, 4900, 5000, 5100],
+        ),
+    ] {
+        let trace = Trace::open(spec).expect("a generator spec");
+        let policies = [
+            SimPolicy::Online(PolicyName::S3Fifo),
+            SimPolicy::Online(PolicyName::DEFAULT),
+            SimPolicy::Min,
+        ];
+        let results = simulate_all(&trace.keys, &policies, sizes, 2);
+        for &size in sizes {
+            let [s3, default, min] = policies.map(|p| hit(&results, p, size));
+            assert!(
+                default >= s3 + 6.0 && default >= min - 2.5,
+                "{spec} at {size}: the default {default:.2}, S3-FIFO {s3:.2}, MIN {min:.2}"
+            );
+        }
+    }
 }
 
 #[test]
