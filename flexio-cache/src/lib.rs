@@ -2,9 +2,8 @@
 //! that replays block traces through them.
 //!
 //! The default policy is an adaptive S3-FIFO whose setting (small-queue
-//! share, reads to promote, whether a return from the ghost counts as a
-//! read or is guarded) follows the best of six miniature simulations of
-//! itself,
+//! share, reads to promote, whether a return from the ghost is guarded)
+//! follows the best of five miniature simulations of itself,
 //! chosen by replaying the ARC paper's
 //! traces (Megiddo and Modha, "ARC: A Self-Tuning, Low Overhead
 //! Replacement Cache", USENIX FAST 2003) and generated ones against LRU,

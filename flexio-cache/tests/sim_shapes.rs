@@ -133,11 +133,12 @@ fn sim_the_default_keeps_up_with_lru_and_s3_fifo_on_a_loop() {
 }
 
 #[test]
-fn sim_the_default_keeps_what_fits_of_loops_5_to_17_percent_over_the_cache() {
+fn sim_the_default_keeps_what_fits_of_loops_over_the_cache() {
     // The guarded return's expert (policy/adaptive.rs): the main queue
     // keeps its blocks through the loop, as MIN keeps what fits, where
     // S3-FIFO's sweep lets most of them go once a lap. It used to trail
-    // S3-FIFO by up to 1.8 points on some of these loops.
+    // S3-FIFO by up to 1.8 points on some of these loops, and hit nothing
+    // where the loop is two to four times the cache.
     for (spec, sizes) in [
         (
             "loop:blocks=1100,len=200000",
@@ -155,6 +156,9 @@ fn sim_the_default_keeps_what_fits_of_loops_5_to_17_percent_over_the_cache() {
             "loop:blocks=5500,len=1000000",
             &[4700, 4800, 4900, 5000, 5100],
         ),
+        // Far over the cache: S3-FIFO and LRU hit nothing, MIN 22.5 and
+        // 45.2 %.
+        ("loop:blocks=1100,len=200000", &[250, 500]),
     ] {
         let trace = Trace::open(spec).expect("a generator spec");
         let policies = [
@@ -166,7 +170,7 @@ fn sim_the_default_keeps_what_fits_of_loops_5_to_17_percent_over_the_cache() {
         for &size in sizes {
             let [s3, default, min] = policies.map(|p| hit(&results, p, size));
             assert!(
-                default >= s3 + 6.0 && default >= min - 2.5,
+                default >= s3 + 7.0 && default >= min - 1.0,
                 "{spec} at {size}: the default {default:.2}, S3-FIFO {s3:.2}, MIN {min:.2}"
             );
         }

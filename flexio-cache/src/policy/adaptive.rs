@@ -1,4 +1,4 @@
-//! The adaptive default: S3-FIFO whose setting follows the best of six
+//! The adaptive default: S3-FIFO whose setting follows the best of five
 //! miniature simulations of itself.
 //!
 //! S3-FIFO has two knobs: how much of the cache the small queue holds, and
@@ -11,44 +11,40 @@
 //! larger than the cache wants it tiny. No one setting is right for every
 //! trace and size (`flexio-cache/README.md` has the tables).
 //!
-//! Two more knobs are for loops a little longer than the cache, where
-//! every block of the main queue is read once a lap. Unguarded, each block
-//! back from the ghost takes a place in the main queue, and the sweep that
-//! makes room lets another go that is read later in the lap: the cache
-//! keeps turning over what MIN would keep still. A 1100-block loop through
-//! 960 frames hits 76.7 % at 0.5 %/once, where MIN keeps 959 of the 1100
-//! blocks a lap (87.2 %).
-//!
-//! - A *guarded return* (the sixth setting): once the main queue is full,
-//!   a block back from the ghost takes a place there only where the main
-//!   queue's tail has no reads left; otherwise the tail is swept once (its
-//!   count lowered, itself moved to the head) and the newcomer starts in
-//!   the small queue. A block of the main queue read once a lap is swept
-//!   less often than it is read, so the main queue keeps its blocks and
-//!   the rest of the loop passes through the small queue: 86.9 % on that
-//!   loop, from the start or after any change of setting (the test in
-//!   `policy/s3fifo.rs`), and within 1.1–2.0 points of MIN on every loop
-//!   5–17 % over the cache in the README. This is LIRS's answer to a loop
-//!   (Jiang and Zhang, SIGMETRICS 2002: a block whose reuse is longer than
-//!   the resident blocks' does not displace them) and TinyLFU's (Einziger
-//!   et al., ACM ToS 2017: a newcomer enters only if it beats the victim)
-//!   put in S3-FIFO's terms, with the main queue's counts as the victim's
-//!   worth. Elsewhere it keeps out blocks that deserved a place (OLTP at
-//!   5000 blocks at 0.5 %/once: 50.7 % against 52.6 unguarded), hence an
-//!   expert of its own.
-//! - A *return counted as a read* (the fifth): the block enters the main
-//!   queue with its count at 1, so the sweep passes it over once. On
-//!   loops it removes the cycles in which the sweep reaches a returning
-//!   block just before its next read (77.0 % on the loop above, and the
-//!   same after a switch), and it is what P3 at 131 072 blocks chooses
-//!   (50.39 % with it, 49.84 without, ARC 50.36).
+//! A third knob is for loops longer than the cache, where every block of
+//! the main queue is read once a lap. In S3-FIFO each block back from the
+//! ghost takes a place in the main queue, and the sweep that makes room
+//! lets go another that the loop reads later: the cache keeps turning
+//! over what MIN would keep still (a 1100-block loop through 960 frames
+//! hits 76.7 % at 0.5 %/once, where MIN keeps 959 of the 1100 blocks a
+//! lap, 87.2 %), and after a change of setting the sweep can settle in a
+//! cycle that is worse still. A *guarded return* keeps the main queue
+//! still: once it is full, a block back from the ghost takes a place there
+//! only where its tail has no reads left; otherwise the tail is swept once
+//! (its count lowered, itself moved to the head) and the newcomer starts
+//! in the small queue. A block of the main queue read once a lap is swept
+//! less often than it is read, so the main queue keeps its blocks and the
+//! rest of the loop passes through the small queue: 86.9 % on that loop,
+//! from the start or after any change of setting. A guarded main queue
+//! under its share takes the small queue's tail whether it was read again
+//! or not, since on a loop several times the cache no block comes back
+//! while the ghost remembers it (the tests in `policy/s3fifo.rs`). On
+//! every loop of the README, 5 % to four times over the cache, the default
+//! is within 1 point of MIN. This is LIRS's answer to a loop (Jiang and
+//! Zhang, SIGMETRICS 2002: a block whose reuse is longer than the resident
+//! blocks' does not displace them) and TinyLFU's (Einziger et al., ACM ToS
+//! 2017: a newcomer enters only if it beats the victim) in S3-FIFO's
+//! terms, the main queue's counts standing for the victim's worth.
+//! Elsewhere it keeps out blocks that deserved a place (OLTP at 5000
+//! blocks at 0.5 %/once: 50.7 % against 52.6 unguarded), so it is a
+//! setting of its own.
 //!
 //! So the cache follows the best of its experts, tuned the way Waldspurger,
 //! Saemundsson, Ahmad and Park tune caches in "Cache Modeling and
 //! Optimization using Miniature Simulations" (USENIX ATC 2017): one key in
 //! `R` (picked by hash, which keeps each sampled key's whole reuse
 //! pattern, as in SHARDS, Waldspurger et al., FAST 2015) also goes through
-//! six small S3-FIFOs of `capacity / R` frames, one per setting of a fixed
+//! five small S3-FIFOs of `capacity / R` frames, one per setting of a fixed
 //! grid that spans what the traces wanted ([`GRID`]). Every
 //! `8 × capacity / R` sampled references each expert's score is halved
 //! and its hits of the period added, and the cache takes the setting of
@@ -60,17 +56,17 @@
 //! Cost: a reference that is not sampled costs what S3-FIFO's does plus a
 //! byte read (whether its frame's key is sampled) and a key stored without
 //! a branch ([`BATCH`]); a sampled one (one in 8 to 64) is replayed in the
-//! six experts with the others of its batch, which share one key
+//! five experts with the others of its batch, which share one key
 //! directory ([`Experts`]: one hash lookup per sampled reference, not up
 //! to seven per expert), and its hits take the shard's lock so the policy
 //! sees them ([`HitMarks::policy_sees`]). Metadata on top of S3-FIFO's 56
 //! bytes per cached block (key 8, links 8, mark 1, map entry about 18,
 //! ghost about 0.9 × 24) and the sampled byte: per expert frame, 8 bytes
-//! in each of the six experts (its place in one of two rings) and 4 per
+//! in each of the five experts (its place in one of two rings) and 4 per
 //! ghost slot, and the directory's entries (32 bytes and a map entry of
-//! about 16), at most six experts' frames and ghosts' worth; so
-//! `6 × 11.6 / R` bytes and at most `11.4 × 48 / R` more per cached block,
-//! `R` the sampling rate: at most 78 bytes at one in 8, 10 at one in 64.
+//! about 16), at most five experts' frames and ghosts' worth; so
+//! `5 × 11.6 / R` bytes and at most `9.5 × 48 / R` more per cached block,
+//! `R` the sampling rate: at most 65 bytes at one in 8, 8 at one in 64.
 //! A cache of fewer than `16 × 8` frames has no room for experts and
 //! stays at S3-FIFO's setting.
 
@@ -83,7 +79,6 @@ use super::{Frame, HitMarks, Inserted, Key, Policy, PolicyName, S3Fifo};
 const START: Setting = Setting {
     share: 100,
     promote_at: 2,
-    ghost_read: false,
     guarded: false,
 };
 
@@ -157,19 +152,18 @@ struct Tuner {
 }
 
 /// What the tuner sets: the small queue's share (thousandths), how often
-/// a block must be read again in it to reach the main queue, whether a
-/// block's return from the ghost counts as a read, and whether it is
-/// guarded (enters a full main queue only past a tail with no reads left).
+/// a block must be read again in it to reach the main queue, and whether
+/// a block's return from the ghost is guarded (enters a full main queue
+/// only past a tail with no reads left).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Setting {
     share: u32,
     promote_at: u8,
-    ghost_read: bool,
     guarded: bool,
 }
 
 /// How many experts.
-const EXPERTS: usize = 6;
+const EXPERTS: usize = 5;
 
 /// Sampled references held before the experts replay them (a power of
 /// two). Whether a reference is sampled follows its key's hash, which no
@@ -185,38 +179,28 @@ const BATCH: usize = 32;
 /// read (a large cache behind scans), the paper's 10 % and twice, 25 % and
 /// twice (the ARC paper's OLTP), 70 % and once (blocks that come back
 /// once or twice after a while, LRU's case), and 0.5 % and once with a
-/// return from the ghost counted or guarded (loops a little over the
-/// cache; the module's documentation says why).
+/// guarded return (loops longer than the cache; the module's
+/// documentation says why).
 const GRID: [Setting; EXPERTS] = [
     Setting {
         share: 5,
         promote_at: 1,
-        ghost_read: false,
         guarded: false,
     },
     START,
     Setting {
         share: 250,
         promote_at: 2,
-        ghost_read: false,
         guarded: false,
     },
     Setting {
         share: 700,
         promote_at: 1,
-        ghost_read: false,
         guarded: false,
     },
     Setting {
         share: 5,
         promote_at: 1,
-        ghost_read: true,
-        guarded: false,
-    },
-    Setting {
-        share: 5,
-        promote_at: 1,
-        ghost_read: false,
         guarded: true,
     },
 ];
@@ -276,10 +260,11 @@ impl AdaptiveS3Fifo {
         self.setting().promote_at
     }
 
-    /// Whether a block's return from the ghost counts as a read now (the
-    /// loop setting).
-    pub fn counts_ghost_returns(&self) -> bool {
-        self.setting().ghost_read
+    /// Whether a block's return from the ghost is guarded now (the loop
+    /// setting: it enters a full main queue only past a tail with no
+    /// reads left).
+    pub fn guards_returns(&self) -> bool {
+        self.setting().guarded
     }
 
     fn setting(&self) -> Setting {
@@ -323,7 +308,6 @@ impl AdaptiveS3Fifo {
                 self.cache
                     .set_small_target(share_of(self.capacity, setting.share));
                 self.cache.set_promote_at(setting.promote_at);
-                self.cache.set_ghost_return_read(setting.ghost_read);
                 self.cache.set_guarded_return(setting.guarded);
             }
         }
@@ -365,7 +349,6 @@ fn experts_of(frames: usize) -> Experts<EXPERTS> {
             (
                 share_of(frames, setting.share),
                 setting.promote_at,
-                setting.ghost_read,
                 setting.guarded,
             )
         }),

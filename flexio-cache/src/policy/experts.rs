@@ -1,13 +1,13 @@
 //! The adaptive policy's miniature S3-FIFOs, one per setting, replaying the
 //! same sampled references behind one key directory.
 //!
-//! Six separate S3-FIFOs would each hash a sampled key to find it, and
+//! Five separate S3-FIFOs would each hash a sampled key to find it, and
 //! again to insert it, to evict another and to keep their ghosts: up to
 //! seven hash-table operations per expert on a miss. Here one table maps a
 //! sampled key to an entry that holds, per expert, the key's count of
 //! reads where it is resident, its sequence number where it is in the
 //! ghost, or that it is nowhere. A sampled reference is one lookup; where every
-//! expert holds the key (the common case) it bumps six counters in that
+//! expert holds the key (the common case) it bumps five counters in that
 //! one entry. An expert's queues are rings of entries: S3-FIFO only ever
 //! takes a block from a queue's tail and puts it at a head, so no block
 //! leaves from the middle and no links are needed. An eviction writes the
@@ -62,9 +62,6 @@ struct Expert {
     next_ghost: u64,
     small_target: usize,
     promote_at: u32,
-    /// The count a block starts with in `main` when it comes back from
-    /// the ghost.
-    ghost_return: u32,
     /// Whether a block back from the ghost enters `main` only past a tail
     /// with no reads left (as [`S3Fifo::set_guarded_return`](super::S3Fifo)).
     guarded_return: bool,
@@ -73,11 +70,9 @@ struct Expert {
 
 impl<const N: usize> Experts<N> {
     /// `N` experts of `frames` frames (at least 2), each with its small
-    /// queue's share in frames, its reads to promote, whether a return
-    /// from the ghost counts as a read and whether it is guarded (as
-    /// [`S3Fifo::set_ghost_return_read`](super::S3Fifo) and
-    /// `set_guarded_return` set them).
-    pub(crate) fn new(frames: usize, settings: [(usize, u8, bool, bool); N]) -> Self {
+    /// queue's share in frames, its reads to promote and whether a return
+    /// from the ghost is guarded (as `S3Fifo::set_guarded_return` sets it).
+    pub(crate) fn new(frames: usize, settings: [(usize, u8, bool); N]) -> Self {
         // Each expert holds at most its frames and its ghost's keys; the
         // experts share most of them.
         let most = 2 * frames;
@@ -86,8 +81,8 @@ impl<const N: usize> Experts<N> {
             entries: Vec::with_capacity(most),
             free_entries: Vec::new(),
             let_go: Vec::new(),
-            experts: settings.map(|(small, promote_at, ghost_read, guarded)| {
-                Expert::new(frames, small, promote_at, ghost_read, guarded)
+            experts: settings.map(|(small, promote_at, guarded)| {
+                Expert::new(frames, small, promote_at, guarded)
             }),
         }
     }
@@ -156,7 +151,7 @@ impl<const N: usize> Experts<N> {
         // as in S3-FIFO.
         let absent = self.entries[entry as usize].slots[i] == ABSENT;
         if !absent && expert.main_takes_a_return(i, &mut self.entries) {
-            self.entries[entry as usize].slots[i] = expert.ghost_return;
+            self.entries[entry as usize].slots[i] = 0;
             expert.main.push_back(entry);
         } else {
             self.entries[entry as usize].slots[i] = 0;
@@ -178,7 +173,7 @@ impl<const N: usize> Experts<N> {
 }
 
 impl Expert {
-    fn new(frames: usize, small: usize, promote_at: u8, ghost_read: bool, guarded: bool) -> Self {
+    fn new(frames: usize, small: usize, promote_at: u8, guarded: bool) -> Self {
         let ghost_len = frames.saturating_sub((frames / 10).max(1)).max(1);
         Expert {
             small: VecDeque::with_capacity(frames),
@@ -188,7 +183,6 @@ impl Expert {
             next_ghost: 0,
             small_target: small.clamp(1, (frames - 1).max(1)),
             promote_at: promote_at.clamp(1, MAX_FREQUENCY).into(),
-            ghost_return: ghost_read.into(),
             guarded_return: guarded,
             capacity: frames,
         }
@@ -233,7 +227,10 @@ impl Expert {
     ) -> bool {
         while let Some(entry) = self.small.pop_front() {
             let count = &mut entries[entry as usize].slots[i];
-            if *count >= self.promote_at {
+            if *count >= self.promote_at
+                || (self.guarded_return
+                    && self.main.len() < self.capacity.saturating_sub(self.small_target))
+            {
                 *count = 0;
                 self.main.push_back(entry);
                 if self.main.len() > self.capacity.saturating_sub(self.small_target) {
@@ -303,20 +300,20 @@ mod tests {
     use crate::trace::Trace;
 
     /// The settings of the adaptive policy's grid, in frames of 125, and
-    /// a guarded return with a return counted as a read.
-    const SETTINGS: [(usize, u8, bool, bool); 6] = [
-        (1, 1, false, false),
-        (12, 2, false, false),
-        (31, 2, false, false),
-        (87, 1, false, false),
-        (1, 1, false, true),
-        (3, 1, true, true),
+    /// a guarded one with a larger small queue and two reads to promote.
+    const SETTINGS: [(usize, u8, bool); 6] = [
+        (1, 1, false),
+        (12, 2, false),
+        (31, 2, false),
+        (87, 1, false),
+        (1, 1, true),
+        (12, 2, true),
     ];
 
     #[test]
-    fn an_entry_holds_its_key_and_six_slots_in_32_bytes() {
+    fn an_entry_holds_its_key_and_five_slots_in_32_bytes() {
         // The metadata bound in `policy/adaptive.rs` counts 32 bytes.
-        assert_eq!(std::mem::size_of::<super::Entry<6>>(), 32);
+        assert_eq!(std::mem::size_of::<super::Entry<5>>(), 32);
     }
 
     #[test]
@@ -329,10 +326,9 @@ mod tests {
         ] {
             let keys = Trace::open(spec).expect("a generator spec").keys;
             let mut experts = Experts::new(125, SETTINGS);
-            let mut separate = SETTINGS.map(|(small, promote_at, ghost_read, guarded)| {
+            let mut separate = SETTINGS.map(|(small, promote_at, guarded)| {
                 let mut cache = S3Fifo::with_small_target(125, small);
                 cache.set_promote_at(promote_at);
-                cache.set_ghost_return_read(ghost_read);
                 cache.set_guarded_return(guarded);
                 cache
             });

@@ -18,7 +18,7 @@
 //! | [`Sieve`] | Zhang et al., "SIEVE is Simpler than LRU", NSDI 2024 |
 //! | [`S3Fifo`] | Yang et al., "FIFO queues are all you need for cache eviction", SOSP 2023 |
 //! | [`Arc`](self::Arc) | Megiddo and Modha, "ARC: A Self-Tuning, Low Overhead Replacement Cache", FAST 2003 |
-//! | [`AdaptiveS3Fifo`] (the default) | S3-FIFO whose setting (small-queue share, reads to promote, whether a return from the ghost counts as a read or is guarded) follows the best of six miniature simulations of itself: Waldspurger et al., "Cache Modeling and Optimization using Miniature Simulations", USENIX ATC 2017 |
+//! | [`AdaptiveS3Fifo`] (the default) | S3-FIFO whose setting (small-queue share, reads to promote, whether a return from the ghost is guarded) follows the best of five miniature simulations of itself: Waldspurger et al., "Cache Modeling and Optimization using Miniature Simulations", USENIX ATC 2017 |
 
 mod adaptive;
 mod arc;
@@ -152,10 +152,10 @@ impl PolicyName {
     /// but falls far behind LRU where blocks come back only once or twice
     /// after a while (`shift:` traces, and some of that paper's other
     /// traces). The adaptive one runs at the setting (small-queue share,
-    /// reads to promote, whether a return from the ghost counts as a
-    /// read or is guarded) whose miniature simulation scores best, so it
-    /// keeps S3-FIFO's scan resistance and cheap hits, follows LRU where
-    /// LRU is right and keeps what fits of a loop a little over the cache
+    /// reads to promote, whether a return from the ghost is guarded)
+    /// whose miniature simulation scores best, so it keeps S3-FIFO's scan
+    /// resistance and cheap hits, follows LRU where LRU is right and keeps
+    /// what fits of a loop longer than the cache
     /// (`tests/sim_shapes.rs`, `tests/sim_arc_paper.rs`; the tables are in
     /// the crate's README).
     pub const DEFAULT: PolicyName = PolicyName::Adaptive;
