@@ -263,6 +263,20 @@ impl AdaptiveS3Fifo {
     /// Whether a block's return from the ghost is guarded now (the loop
     /// setting: it enters a full main queue only past a tail with no
     /// reads left).
+    ///
+    /// # Examples
+    /// ```
+    /// use flexio_cache::policy::{AdaptiveS3Fifo, Policy};
+    /// // A loop a little longer than the cache: the guarded setting wins.
+    /// let mut cache = AdaptiveS3Fifo::new(1000);
+    /// assert!(!cache.guards_returns());
+    /// for n in 0..200_000u64 {
+    ///     if cache.get(n % 1100).is_none() {
+    ///         cache.insert(n % 1100);
+    ///     }
+    /// }
+    /// assert!(cache.guards_returns());
+    /// ```
     pub fn guards_returns(&self) -> bool {
         self.setting().guarded
     }
