@@ -149,12 +149,12 @@ impl<const N: usize> Experts<N> {
         // Not resident, so a ghost unless absent; read after the eviction:
         // pushing a key into the ghost may have dropped this one from it,
         // as in S3-FIFO.
-        let absent = self.entries[entry as usize].slots[i] == ABSENT;
-        if !absent && expert.main_takes_a_return(i, &mut self.entries) {
-            self.entries[entry as usize].slots[i] = 0;
+        let slot = &mut self.entries[entry as usize].slots[i];
+        let back_from_ghost = *slot != ABSENT;
+        *slot = 0;
+        if back_from_ghost && expert.main_takes_a_return(i, &mut self.entries) {
             expert.main.push_back(entry);
         } else {
-            self.entries[entry as usize].slots[i] = 0;
             expert.small.push_back(entry);
         }
         false
@@ -188,12 +188,16 @@ impl Expert {
         }
     }
 
+    /// The main queue's share: the frames the small queue's does not take.
+    fn main_share(&self) -> usize {
+        self.capacity.saturating_sub(self.small_target)
+    }
+
     /// Whether `main` takes a block back from the ghost now, as
     /// `S3Fifo::main_takes_a_return` decides (sweeping the tail once where
     /// it does not).
     fn main_takes_a_return<const N: usize>(&mut self, i: usize, entries: &mut [Entry<N>]) -> bool {
-        let share = self.capacity.saturating_sub(self.small_target);
-        if !self.guarded_return || self.main.len() < share {
+        if !self.guarded_return || self.main.len() < self.main_share() {
             return true;
         }
         let Some(&oldest) = self.main.front() else {
@@ -227,13 +231,13 @@ impl Expert {
     ) -> bool {
         while let Some(entry) = self.small.pop_front() {
             let count = &mut entries[entry as usize].slots[i];
+            // A guarded main queue under its share fills from here.
             if *count >= self.promote_at
-                || (self.guarded_return
-                    && self.main.len() < self.capacity.saturating_sub(self.small_target))
+                || (self.guarded_return && self.main.len() < self.main_share())
             {
                 *count = 0;
                 self.main.push_back(entry);
-                if self.main.len() > self.capacity.saturating_sub(self.small_target) {
+                if self.main.len() > self.main_share() {
                     self.evict_main(i, entries, freed);
                     return true;
                 }

@@ -144,18 +144,21 @@ impl S3Fifo {
         self.guarded_return = guarded;
     }
 
+    /// The main queue's share: the frames the small queue's does not take.
+    fn main_share(&self) -> usize {
+        (self.capacity as usize).saturating_sub(self.small_target)
+    }
+
     /// Whether the main queue, guarded, is under its share (then the
     /// small queue's tail fills it, read again or not).
     fn main_has_room_for_a_guard(&self) -> bool {
-        self.guarded_return
-            && self.main.len() < (self.capacity as usize).saturating_sub(self.small_target)
+        self.guarded_return && self.main.len() < self.main_share()
     }
 
     /// Whether the main queue takes a block back from the ghost now: it
     /// does unless guarded and its tail has reads left, which this spends.
     fn main_takes_a_return(&mut self) -> bool {
-        let share = (self.capacity as usize).saturating_sub(self.small_target);
-        if !self.guarded_return || self.main.len() < share {
+        if !self.guarded_return || self.main.len() < self.main_share() {
             return true;
         }
         let Some(tail) = self.main.tail() else {
@@ -211,7 +214,7 @@ impl S3Fifo {
             if self.frequency.get(frame) >= self.promote_at || self.main_has_room_for_a_guard() {
                 self.frequency.set(frame, 0);
                 self.main.push_head(&mut self.links, frame);
-                if self.main.len() > (self.capacity as usize).saturating_sub(self.small_target) {
+                if self.main.len() > self.main_share() {
                     return Some(self.evict_main());
                 }
             } else {
@@ -278,11 +281,10 @@ impl Policy for S3Fifo {
         };
         let index = frame as usize;
         self.keys[index] = key;
+        self.frequency.set(frame, 0);
         if self.ghost.take(key) && self.main_takes_a_return() {
-            self.frequency.set(frame, 0);
             self.main.push_head(&mut self.links, frame);
         } else {
-            self.frequency.set(frame, 0);
             self.small.push_head(&mut self.links, frame);
         }
         self.map.insert(key, frame);
