@@ -36,7 +36,7 @@
 //! 2017: a newcomer enters only if it beats the victim) in S3-FIFO's
 //! terms, the main queue's counts standing for the victim's worth.
 //! Elsewhere it keeps out blocks that deserved a place (OLTP at 5000
-//! blocks at 0.5 %/once: 50.7 % against 52.6 unguarded), so it is a
+//! blocks at 0.5 %/once: 50.4 % against 52.6 unguarded), so it is a
 //! setting of its own.
 //!
 //! So the cache follows the best of its experts, tuned the way Waldspurger,

@@ -411,4 +411,25 @@ mod tests {
         let hits = (0..1100 * 40u64).filter(|n| cache.access(n % 1100)).count();
         assert_eq!(hits, 249 * 39);
     }
+
+    #[test]
+    fn a_guarded_return_keeps_out_blocks_that_deserve_a_place_elsewhere() {
+        // Why the guard is a setting of its own, not S3-FIFO's way: on the
+        // ARC paper's OLTP trace (Megiddo and Modha, FAST 2003) at 5000
+        // blocks and 0.5 %/once it refuses returning blocks the trace
+        // reads again soon (50.4 % against 52.6 unguarded).
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/data/arc/OLTP.lis.zst");
+        let keys = crate::trace::Trace::open(path).unwrap().keys;
+        let [unguarded, guarded] = [false, true].map(|guard| {
+            let mut cache = S3Fifo::with_setting(5000, 5, 1);
+            cache.set_guarded_return(guard);
+            let hits = keys.iter().filter(|&&key| cache.access(key)).count();
+            100.0 * hits as f64 / keys.len() as f64
+        });
+        println!("OLTP at 5000 blocks, 0.5 %/once: guarded {guarded:.2}, unguarded {unguarded:.2}");
+        assert!(
+            guarded < unguarded - 1.5,
+            "{guarded:.2} against {unguarded:.2}"
+        );
+    }
 }

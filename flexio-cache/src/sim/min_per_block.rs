@@ -24,7 +24,7 @@ use crate::policy::Key;
 
 /// The shares of its reuses across which MIN must keep a block for it to
 /// count as kept, in tenths: each is tried, the best one counts.
-const KEPT_SHARES: [u32; 4] = [3, 5, 7, 9];
+const KEPT_SHARES: [u64; 4] = [3, 5, 7, 9];
 
 /// How many references of `keys` hit with `size` blocks when the blocks
 /// MIN keeps are known ([`blocks_min_keeps`]), at the best of
@@ -40,22 +40,22 @@ pub(crate) fn min_per_block_hits(keys: &[Key], next: &[usize], size: usize) -> u
 
 /// For each block that is reused: how many of its reuses there are, and
 /// across how many of them MIN with `size` blocks keeps it resident.
-fn reuses_min_keeps(keys: &[Key], next: &[usize], size: usize) -> HashMap<Key, (u32, u32)> {
+fn reuses_min_keeps(keys: &[Key], next: &[usize], size: usize) -> HashMap<Key, (u64, u64)> {
     let mut hit = vec![false; keys.len()];
     min_replay(keys, next, size, |position| hit[position] = true);
-    let mut reuses: HashMap<Key, (u32, u32)> = HashMap::new();
+    let mut reuses: HashMap<Key, (u64, u64)> = HashMap::new();
     for (&key, &next_use) in keys.iter().zip(next) {
         if let Some(&kept) = hit.get(next_use) {
             let (all, kept_across) = reuses.entry(key).or_default();
             *all += 1;
-            *kept_across += u32::from(kept);
+            *kept_across += u64::from(kept);
         }
     }
     reuses
 }
 
 /// The blocks MIN keeps across more than `tenths` tenths of their reuses.
-fn blocks_min_keeps(reuses: &HashMap<Key, (u32, u32)>, tenths: u32) -> HashSet<Key> {
+fn blocks_min_keeps(reuses: &HashMap<Key, (u64, u64)>, tenths: u64) -> HashSet<Key> {
     reuses
         .iter()
         .filter(|&(_, &(all, kept))| 10 * kept > tenths * all)
