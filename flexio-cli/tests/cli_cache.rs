@@ -119,6 +119,35 @@ fn cache_sim_refuses_an_unknown_policy() {
 }
 
 #[test]
+fn cache_sim_takes_a_size_of_billions_of_blocks_as_the_whole_trace() {
+    // Past the trace's distinct blocks nothing is evicted, so it is
+    // replayed at that many: no allocation of billions of frames.
+    let output = flexio()
+        .args([
+            "cache",
+            "sim",
+            "--trace",
+            "loop:blocks=3,len=7",
+            "--size",
+            "2,5000000000",
+            "--policy",
+            "lru,clock,sieve,s3-fifo,arc,adaptive,lirs,w-tinylfu,min,min-per-block",
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let results = json["results"].as_array().unwrap();
+    let large: Vec<_> = results
+        .iter()
+        .filter(|r| r["size_blocks"] == 5_000_000_000u64)
+        .collect();
+    assert_eq!(large.len(), 10);
+    assert!(large.iter().all(|r| r["hits"] == 4), "{large:?}");
+}
+
+#[test]
 fn cache_bench_measures_every_part_on_tiny_sizes() {
     let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let output = flexio()

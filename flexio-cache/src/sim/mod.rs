@@ -288,6 +288,19 @@ pub fn simulate_wtinylfu(keys: &[u64], size: usize) -> SimResult {
 /// Every policy at every size, sizes outermost; runs the pairs on up to
 /// `threads` threads (each pair is independent). MIN's next-use table is
 /// built once, only when MIN or MIN per block is among `policies`.
+///
+/// A size above the trace's distinct blocks is replayed at that many
+/// (nothing is evicted either way, so every policy hits the same) and
+/// reported as asked: a size of billions costs nothing.
+///
+/// # Examples
+/// ```
+/// use flexio_cache::policy::PolicyName;
+/// use flexio_cache::sim::{simulate_all, SimPolicy};
+/// let keys = [1, 2, 1, 3, 1];
+/// let results = simulate_all(&keys, &[SimPolicy::Online(PolicyName::Lru)], &[5_000_000_000], 1);
+/// assert_eq!((results[0].size_blocks, results[0].hits), (5_000_000_000, 2));
+/// ```
 pub fn simulate_all(
     keys: &[u64],
     policies: &[SimPolicy],
@@ -298,6 +311,11 @@ pub fn simulate_all(
         .iter()
         .any(|p| matches!(p, SimPolicy::Min | SimPolicy::MinPerBlock))
         .then(|| next_uses(keys));
+    let distinct = keys
+        .iter()
+        .collect::<std::collections::HashSet<_>>()
+        .len()
+        .max(1);
     let jobs: Vec<(usize, SimPolicy)> = sizes
         .iter()
         .flat_map(|&size| policies.iter().map(move |&policy| (size, policy)))
@@ -309,10 +327,11 @@ pub fn simulate_all(
         for _ in 0..threads.clamp(1, jobs.len().max(1)) {
             scope.spawn(|| loop {
                 let index = counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                let Some(&(size, policy)) = jobs.get(index) else {
+                let Some(&(asked, policy)) = jobs.get(index) else {
                     break;
                 };
-                let result = match policy {
+                let size = asked.min(distinct);
+                let mut result = match policy {
                     SimPolicy::Online(policy) => simulate(keys, policy, size),
                     SimPolicy::Lirs => simulate_lirs(keys, size),
                     SimPolicy::WTinyLfu => simulate_wtinylfu(keys, size),
@@ -323,6 +342,7 @@ pub fn simulate_all(
                         simulate_min_per_block(keys, next.as_deref().expect("built"), size)
                     }
                 };
+                result.size_blocks = asked;
                 slots.lock().expect("no panics while held")[index] = Some(result);
             });
         }
@@ -345,4 +365,44 @@ pub fn simulate_all(
 /// ```
 pub fn way_from_lru_to_min(hit: f64, lru: f64, min: f64) -> Option<f64> {
     (min - lru > 1e-9).then(|| 100.0 * (hit - lru) / (min - lru))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trace::Trace;
+
+    #[test]
+    fn no_policy_evicts_before_it_is_full_so_a_size_past_the_distinct_blocks_changes_nothing() {
+        // What lets simulate_all replay a larger size at the trace's
+        // distinct blocks: each replay, called directly at that many
+        // blocks and at three times as many, hits the same.
+        // A loop reads every block again, so one evicted early shows.
+        for spec in [
+            "zipf:blocks=300,alpha=0.8,len=5000,seed=3",
+            "loop:blocks=200,len=5000",
+        ] {
+            let keys = Trace::open(spec).unwrap().keys;
+            let distinct = keys.iter().collect::<std::collections::HashSet<_>>().len();
+            let next = next_uses(&keys);
+            let replays = |size: usize| -> Vec<u64> {
+                let mut hits: Vec<u64> = PolicyName::ALL
+                    .iter()
+                    .map(|&policy| simulate(&keys, policy, size).hits)
+                    .collect();
+                hits.push(simulate_lirs(&keys, size).hits);
+                hits.push(simulate_wtinylfu(&keys, size).hits);
+                hits.push(simulate_min(&keys, &next, size).hits);
+                hits.push(simulate_min_per_block(&keys, &next, size).hits);
+                hits
+            };
+            let at_distinct = replays(distinct);
+            let compulsory = (keys.len() - distinct) as u64;
+            assert!(
+                at_distinct.iter().all(|&h| h == compulsory),
+                "{spec}: {at_distinct:?}"
+            );
+            assert_eq!(at_distinct, replays(3 * distinct), "{spec}");
+        }
+    }
 }
